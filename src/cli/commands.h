@@ -1,0 +1,12 @@
+/* commands.h - the subcommands of the kairos CLI, one file each (cmd_<name>.c).
+ *
+ * Each takes the arguments after its name (argv[0] is the subcommand) and returns
+ * the process exit code: 0 success, 1 runtime error, 2 usage error.
+ */
+#ifndef KAIROS_CLI_COMMANDS_H
+#define KAIROS_CLI_COMMANDS_H
+
+int cmd_trace(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+
+#endif /* KAIROS_CLI_COMMANDS_H */

@@ -1,0 +1,54 @@
+/* main.c - the kairos command line: one table of subcommands, dispatch, usage.
+ *
+ * Every subcommand lives in its own cmd_<name>.c; this file only knows their names
+ * and one-line descriptions, which are also what `kairos help` prints.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"trace", cmd_trace, "decode the GPU driver boundary of a command, or replay a recording"},
+    {"plan", cmd_plan, "pack workloads onto MIG slices and time shares on the fewest GPUs"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: kairos <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-8s %s\n", "help", "show this text");
+    fprintf(out, "  %-8s %s\n", "version", "print the version");
+    fprintf(out, "\n'kairos <command> --help' describes a command; man kairos-<command> has more.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "version") || !strcmp(name, "--version")) {
+        printf("kairos %s\n", KAIROS_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "kairos: unknown command '%s'; 'kairos help' lists the commands\n", name);
+    return 2;
+}

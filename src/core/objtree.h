@@ -1,0 +1,97 @@
+/* objtree.h - the RM object tree of one process, and what it holds in device memory.
+ *
+ * The kernel driver keeps every object a process allocates (clients, devices,
+ * subdevices, channel groups, channels, doorbell pages, memory) in a tree: freeing
+ * an object frees its subtree, freeing a client frees everything it owns, and
+ * closing the /dev/nvidiactl file a client was made on frees that client, all
+ * without further ioctls. Kairos mirrors that tree from the successful calls it
+ * sees, so that it knows at every moment how much device memory the process
+ * holds, which channels and channel groups it has (for time control), and which
+ * mappings are doorbells. Duplicated handles share one memory block, which is
+ * counted once and released with its last reference.
+ *
+ * Files are identified by a caller-chosen id per open file description (the shim
+ * gives dup()'d descriptors the same id; a replay gives each open a new one).
+ *
+ * Thread rules: not thread-safe; the caller serialises access (the shim holds its
+ * state lock around each call, never across the real ioctl).
+ */
+#ifndef KAIROS_CORE_OBJTREE_H
+#define KAIROS_CORE_OBJTREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rm_decode.h"
+
+struct objtree;
+
+/* What one call did to the tree. */
+struct objtree_effect {
+    int64_t vidmem_delta;     /* bytes of device memory taken (+) or released (-) */
+    uint32_t objects_added;
+    uint32_t objects_freed;
+};
+
+enum objtree_map_kind {
+    OBJTREE_MAP_NONE = 0,     /* the mmap completes no pending RM mapping */
+    OBJTREE_MAP_MEMORY,       /* a memory object's pages */
+    OBJTREE_MAP_DOORBELL,     /* a usermode doorbell page (HOPPER_USERMODE_A) */
+    OBJTREE_MAP_OTHER,        /* another object's mapping (e.g. a channel's USERD) */
+};
+
+/* A reference to a live object, for listings. */
+struct objtree_ref {
+    uint32_t h_client, h_object, h_parent, h_class;
+    uint64_t file_id;         /* the ctl file its client lives on */
+};
+
+/* Counters for a summary. "live" counts objects now; "created" since the start. */
+struct objtree_stats {
+    uint64_t vidmem_now, vidmem_peak, vidmem_allocated, vidmem_freed;
+    uint32_t vidmem_allocs, vidmem_frees;
+    uint32_t live_objects, created_objects;
+    uint32_t live_clients, live_channel_groups, live_channels, live_usermode;
+    uint32_t created_clients, created_channel_groups, created_channels, created_usermode;
+    uint32_t doorbell_mappings;     /* doorbell mmaps made */
+    uint32_t live_doorbell_mappings;
+};
+
+struct objtree *objtree_new(void);
+void objtree_free(struct objtree *tree);
+
+/* Applies one decoded call made on file_id. Only successful calls change the tree
+ * (op->ok); failed ones are ignored. Returns 0, or -ENOMEM when the tree could not
+ * grow (the tree stays consistent, the object is simply not tracked). */
+int objtree_apply(struct objtree *tree, uint64_t file_id, const struct rm_op *op,
+                  struct objtree_effect *effect);
+
+/* The last descriptor of file_id was closed: frees the clients made on it. */
+void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_effect *effect);
+
+/* An mmap of map_file_id succeeded at [addr, addr+len): pairs it with the RM_MAP_MEMORY
+ * that named that file, and says what it maps. */
+enum objtree_map_kind objtree_mmap(struct objtree *tree, uint64_t map_file_id, uint64_t addr,
+                                   uint64_t len);
+void objtree_munmap(struct objtree *tree, uint64_t addr, uint64_t len);
+
+void objtree_stats(const struct objtree *tree, struct objtree_stats *stats);
+
+/* Live objects per class, ascending class id: calls fn(class, live, created, ctx). */
+void objtree_foreach_class(const struct objtree *tree,
+                           void (*fn)(uint32_t h_class, uint32_t live, uint32_t created, void *ctx),
+                           void *ctx);
+
+/* Copies up to max live objects of one kind into out; returns how many exist. */
+size_t objtree_list(const struct objtree *tree, enum rm_class_kind kind, struct objtree_ref *out,
+                    size_t max);
+
+/* Live doorbell mappings: fills up to max {addr, len}; returns how many exist. */
+size_t objtree_doorbells(const struct objtree *tree, uint64_t *addr, uint64_t *len, size_t max);
+
+/* True if the object exists; fills ref when not NULL. */
+bool objtree_lookup(const struct objtree *tree, uint32_t h_client, uint32_t h_object,
+                    struct objtree_ref *ref);
+
+#endif /* KAIROS_CORE_OBJTREE_H */
