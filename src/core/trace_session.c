@@ -43,6 +43,7 @@ struct trace_session {
     uint64_t next_file_id;
     bool have_t0;
     double t0_us;
+    double last_rel_us;
     int64_t vidmem_now;
     struct trace_summary sum;
     size_t cap_escapes, cap_classes;
@@ -178,16 +179,18 @@ static int count_escape(struct trace_session *s, enum rm_node node, const char *
 
 /* ---- feeding ------------------------------------------------------------------------- */
 
+/* Events without a time of their own (opens, mmaps) take the last time seen. */
 static void relative_time(struct trace_session *s, const struct trace_rec *rec,
                           struct trace_event *ev)
 {
-    if (rec->kind != TREC_IOCTL || rec->t_us <= 0)
-        return;
-    if (!s->have_t0) {
-        s->have_t0 = true;
-        s->t0_us = rec->t_us;
+    if (rec->kind == TREC_IOCTL && rec->t_us > 0) {
+        if (!s->have_t0) {
+            s->have_t0 = true;
+            s->t0_us = rec->t_us;
+        }
+        s->last_rel_us = rec->t_us - s->t0_us;
     }
-    ev->t_rel_us = rec->t_us - s->t0_us;
+    ev->t_rel_us = s->last_rel_us;
 }
 
 static int feed_ioctl(struct trace_session *s, struct proc *p, const struct trace_rec *rec,
