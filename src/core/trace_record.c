@@ -220,6 +220,8 @@ static int parse_ioctl_bytes(const struct tokens *tk, struct trace_rec *rec, uin
         size_t cap = buf_len - used < TRACE_MAX_BYTES ? buf_len - used : TRACE_MAX_BYTES;
         bool present;
         long n = take_hex(tk, keys[i], buf + used, cap, &present);
+        if (!present && i < 2)
+            return fail(err, err_len, "missing field (line cut short?)", keys[i]);
         if (n < 0)
             return fail(err, err_len, "bad hex bytes (odd length, non-hex or too long) in field",
                         keys[i]);
