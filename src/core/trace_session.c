@@ -332,8 +332,10 @@ int trace_session_summary(struct trace_session *s, struct trace_summary *out)
         objtree_foreach_class(s->procs[i].tree, merge_class, s);
     }
     sum->vidmem_now = s->vidmem_now > 0 ? (uint64_t)s->vidmem_now : 0;
-    qsort(sum->escapes, sum->n_escapes, sizeof *sum->escapes, cmp_escape);
-    qsort(sum->classes, sum->n_classes, sizeof *sum->classes, cmp_class);
+    if (sum->n_escapes > 1)
+        qsort(sum->escapes, sum->n_escapes, sizeof *sum->escapes, cmp_escape);
+    if (sum->n_classes > 1)
+        qsort(sum->classes, sum->n_classes, sizeof *sum->classes, cmp_class);
     *out = *sum;
     return 0;
 }
