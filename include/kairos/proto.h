@@ -1,0 +1,151 @@
+/* proto.h - the wire protocol between kairosd and its peers (shims and the CLI).
+ *
+ * Transport: a unix SOCK_SEQPACKET socket (default /run/kairos/kairosd.sock), so
+ * every message arrives whole, the daemon learns each peer's pid/uid with
+ * SO_PEERCRED, and a process's death is seen at once as a hang-up of its socket.
+ * Messages are fixed little-endian structs of our own, because the shim links
+ * nothing but libc: a header, then one body whose size is exact for its type.
+ * A peer that sends a wrong size, an unknown type or a bad field gets an ERROR and
+ * is disconnected; it never takes the daemon down.
+ *
+ * Requests carry a sequence number; every reply echoes it. Only the messages marked
+ * "no reply" are one-way.
+ *
+ * Change history:
+ *   1 (0.1.0) first version: HELLO, CHARGE/COMMIT/RELEASE, TENANT_SET, TENANT_DEL,
+ *             PS, STATUS.
+ */
+#ifndef KAIROS_PROTO_H
+#define KAIROS_PROTO_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#define KAIROS_PROTO_MAGIC 0x4b524f53u /* "KROS" */
+#define KAIROS_PROTO_VERSION 1u
+#define KAIROS_DEFAULT_SOCKET "/run/kairos/kairosd.sock"
+
+#define KAIROS_NAME_MAX 64      /* tenant names, NUL-terminated, [A-Za-z0-9._-] */
+#define KAIROS_UUID_MAX 48      /* "GPU-xxxxxxxx-..." */
+#define KAIROS_MSG_MAX 256      /* human-readable error text */
+#define KAIROS_MAX_GPUS 16
+
+enum kairos_msg_type {
+    /* shim -> daemon */
+    KAIROS_MSG_HELLO = 1,       /* register this process as a tenant's member */
+    KAIROS_MSG_CHARGE = 2,      /* reserve bytes before a vidmem allocation */
+    KAIROS_MSG_COMMIT = 3,      /* the allocation's outcome: keep (actual size) or undo; no reply */
+    KAIROS_MSG_RELEASE = 4,     /* bytes freed; no reply */
+    /* CLI -> daemon */
+    KAIROS_MSG_TENANT_SET = 16, /* create a tenant or change its quotas (admin) */
+    KAIROS_MSG_TENANT_DEL = 17, /* remove a tenant without processes (admin) */
+    KAIROS_MSG_PS = 18,         /* list tenants, processes, memory */
+    /* daemon -> peer */
+    KAIROS_MSG_OK = 32,
+    KAIROS_MSG_ERROR = 33,
+    KAIROS_MSG_WELCOME = 34,    /* reply to HELLO */
+    KAIROS_MSG_GRANT = 35,      /* reply to CHARGE */
+    KAIROS_MSG_PS_REPLY = 36,   /* one tenant per message; the last has KAIROS_PS_LAST */
+};
+
+struct kairos_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t size;   /* of the body that follows */
+    uint32_t seq;
+};
+
+/* Error codes (ERROR.code), each with a message saying what to do. */
+enum kairos_err {
+    KAIROS_ERR_PROTOCOL = 1,    /* malformed message */
+    KAIROS_ERR_VERSION = 2,     /* unsupported protocol version */
+    KAIROS_ERR_NO_TENANT = 3,   /* unknown tenant */
+    KAIROS_ERR_PERMISSION = 4,  /* not an administrator */
+    KAIROS_ERR_INVALID = 5,     /* bad field value (name, size, gpu) */
+    KAIROS_ERR_BUSY = 6,        /* tenant still has processes */
+    KAIROS_ERR_NOT_REGISTERED = 7,
+};
+
+struct kairos_error {
+    uint32_t code;
+    char message[KAIROS_MSG_MAX];
+};
+
+/* HELLO: flags */
+#define KAIROS_HELLO_REATTACH 0x1u /* the daemon restarted: held[] is what we hold */
+
+struct kairos_hello {
+    uint32_t flags;
+    uint32_t pid;                     /* informational; the daemon trusts SO_PEERCRED */
+    char tenant[KAIROS_NAME_MAX];
+    uint64_t held[KAIROS_MAX_GPUS];   /* bytes this process holds per GPU (REATTACH) */
+};
+
+struct kairos_welcome {
+    uint32_t tenant_id;
+    uint32_t n_gpus;
+    uint64_t quota[KAIROS_MAX_GPUS];  /* bytes; 0 = no access to that GPU */
+};
+
+/* CHARGE: ask for bytes on a GPU (index as the process sees /dev/nvidiaN minor). */
+struct kairos_charge {
+    uint32_t gpu;
+    uint32_t pad;
+    uint64_t bytes;
+    uint64_t token;                   /* chosen by the shim, echoed by COMMIT */
+};
+
+struct kairos_grant {
+    uint32_t granted;                 /* 1 yes, 0 refused */
+    uint32_t pad;
+    uint64_t quota;                   /* the tenant's quota on that GPU */
+    uint64_t held;                    /* the tenant's holdings after this charge */
+};
+
+/* COMMIT: the outcome of the allocation a CHARGE reserved for. */
+struct kairos_commit {
+    uint32_t gpu;
+    uint32_t ok;                      /* 1: allocation made; 0: driver refused, undo */
+    uint64_t token;
+    uint64_t reserved;                /* what CHARGE asked */
+    uint64_t actual;                  /* what the driver returned (ok) */
+};
+
+struct kairos_release {
+    uint32_t gpu;
+    uint32_t pad;
+    uint64_t bytes;
+};
+
+/* TENANT_SET: quota[i] in bytes, or KAIROS_QUOTA_KEEP to leave it, or 0 for none. */
+#define KAIROS_QUOTA_KEEP UINT64_MAX
+struct kairos_tenant_set {
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t n_gpus;
+    uint32_t pad;
+    uint64_t quota[KAIROS_MAX_GPUS];
+};
+
+struct kairos_tenant_del {
+    char tenant[KAIROS_NAME_MAX];
+};
+
+#define KAIROS_PS_LAST 0x1u
+#define KAIROS_PS_MAX_PIDS 64
+struct kairos_ps_reply {
+    uint32_t flags;
+    uint32_t n_gpus;
+    char tenant[KAIROS_NAME_MAX];
+    uint64_t quota[KAIROS_MAX_GPUS];
+    uint64_t held[KAIROS_MAX_GPUS];
+    uint64_t refusals[KAIROS_MAX_GPUS];
+    uint32_t n_pids;                  /* may exceed KAIROS_PS_MAX_PIDS; pids[] holds the first */
+    uint32_t pids[KAIROS_PS_MAX_PIDS];
+};
+
+static_assert(sizeof(struct kairos_hdr) == 16, "header");
+static_assert(sizeof(struct kairos_charge) == 24, "charge");
+static_assert(sizeof(struct kairos_commit) == 32, "commit");
+
+#endif /* KAIROS_PROTO_H */
