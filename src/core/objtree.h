@@ -61,11 +61,13 @@ struct objtree_stats {
 struct objtree *objtree_new(void);
 void objtree_free(struct objtree *tree);
 
-/* Applies one decoded call made on file_id. Only successful calls change the tree
- * (op->ok); failed ones are ignored. Returns 0, or -ENOMEM when the tree could not
- * grow (the tree stays consistent, the object is simply not tracked). */
-int objtree_apply(struct objtree *tree, uint64_t file_id, const struct rm_op *op,
-                  struct objtree_effect *effect);
+/* Applies one decoded call made on file_id. map_file_id is the file id of the
+ * descriptor the call names for a later mmap (op->map_fd of RM_MAP_MEMORY), 0 when
+ * none or unknown. Only successful calls change the tree (op->ok); failed ones are
+ * ignored. Returns 0, or -ENOMEM when the tree could not grow (the tree stays
+ * consistent, the object is simply not tracked). */
+int objtree_apply(struct objtree *tree, uint64_t file_id, uint64_t map_file_id,
+                  const struct rm_op *op, struct objtree_effect *effect);
 
 /* The last descriptor of file_id was closed: frees the clients made on it. */
 void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_effect *effect);

@@ -236,7 +236,7 @@ enum rm_class_kind {
 };
 
 #define RM_CLASS_LIST(X)                                                \
-    X(0x0000, NV01_NULL_OBJECT_AS_ROOT, RM_KIND_CLIENT)                 \
+    X(0x0000, NV01_ROOT, RM_KIND_CLIENT)                                \
     X(0x0001, NV01_ROOT_NON_PRIV, RM_KIND_CLIENT)                       \
     X(0x0041, NV01_ROOT_CLIENT, RM_KIND_CLIENT)                         \
     X(0x0005, NV01_EVENT, RM_KIND_EVENT)                                \
@@ -251,12 +251,12 @@ enum rm_class_kind {
     X(0x0070, NV01_MEMORY_VIRTUAL, RM_KIND_MEMORY)                      \
     X(0x0071, NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, RM_KIND_MEMORY)         \
     X(0x00C2, NV01_MEMORY_LOCAL_PHYSICAL, RM_KIND_MEMORY)               \
-    X(0x00DE, UVM_CHANNEL_RETAINER, RM_KIND_OTHER)                      \
+    X(0x00DE, RM_USER_SHARED_DATA, RM_KIND_OTHER)                       \
     X(0x00F8, NV_MEMORY_FABRIC, RM_KIND_MEMORY)                         \
     X(0x00FD, NV_MEMORY_MULTICAST_FABRIC, RM_KIND_MEMORY)               \
     X(0x00FE, NV_MEMORY_MAPPER, RM_KIND_OTHER)                          \
     X(0x50A0, NV50_MEMORY_VIRTUAL, RM_KIND_MEMORY)                      \
-    X(0x90CE, NV_MEMORY_DEVICELESS, RM_KIND_MEMORY)                     \
+    X(0x90CE, NV01_MEMORY_DEVICELESS, RM_KIND_MEMORY)                   \
     X(0x503C, NV50_THIRD_PARTY_P2P, RM_KIND_OTHER)                      \
     X(0x83DE, GT200_DEBUGGER, RM_KIND_OTHER)                            \
     X(0x9067, FERMI_CONTEXT_SHARE_A, RM_KIND_OTHER)                     \
@@ -279,48 +279,93 @@ enum rm_class {
 };
 
 /* ---- controls ---------------------------------------------------------------------
- * X(cmd, NAME, params_size). params_size 0: not checked. The command's top 16 bits
- * are the class it is sent to. */
-#define RM_CONTROL_LIST(X)                                              \
-    X(0x00000101, NV0000_SYSTEM_GET_BUILD_VERSION, 40)                  \
-    X(0x0000013A, NV0000_SYSTEM_GET_P2P_CAPS_V2, 1352)                  \
-    X(0x000001F0, NV0000_SYSTEM_GET_FABRIC_STATUS, 4)                   \
-    X(0x00000201, NV0000_GPU_GET_ATTACHED_IDS, 128)                     \
-    X(0x00000202, NV0000_GPU_GET_ID_INFO, 40)                           \
-    X(0x00000205, NV0000_GPU_GET_ID_INFO_V2, 32)                        \
-    X(0x00000214, NV0000_GPU_GET_PROBED_IDS, 384)                       \
-    X(0x00000215, NV0000_GPU_ATTACH_IDS, 132)                           \
-    X(0x0000027B, NV0000_GPU_GET_MEMOP_ENABLE, 4)                       \
-    X(0x00000288, NV0000_GPU_GET_ACTIVE_DEVICE_IDS, 3076)               \
-    X(0x00000A04, NV0000_GSYNC_GET_ATTACHED_IDS, 2244)                  \
-    X(0x00000D01, NV0000_CLIENT_GET_ADDR_SPACE_TYPE, 12)                \
-    X(0x00000D04, NV0000_CLIENT_GET_CHILD_HANDLE, 12)                   \
-    X(0x00000D06, NV0000_CLIENT_SHARE_OBJECT, 0)                        \
-    X(0x0080170D, NV0080_FIFO_GET_CHANNELLIST, 24)                      \
-    X(0x00801711, NV0080_FIFO_STOP_RUNLIST, 4)                          \
-    X(0x00801712, NV0080_FIFO_START_RUNLIST, 4)                         \
-    X(0x00801714, NV0080_FIFO_IDLE_CHANNELS, 0)                         \
-    X(0x20800170, NV2080_GPU_GET_ENGINES_V2, 340)                       \
-    X(0x2080018E, NV2080_GPU_GET_PID_INFO, 0)                           \
-    X(0x20801109, NV2080_FIFO_GET_INFO, 0)                              \
-    X(0x2080110B, NV2080_FIFO_DISABLE_CHANNELS, 536)                    \
-    X(0x20801115, NV2080_FIFO_RUNLIST_SET_SCHED_POLICY, 0)              \
-    X(0x20801303, NV2080_FB_GET_INFO_V2, 1028)                          \
-    X(0x906F0101, NV906F_CTRL_GET_CLASS_ENGINEID, 16)                   \
-    X(0xA06C0101, NVA06C_GPFIFO_SCHEDULE, 3)                            \
-    X(0xA06C0102, NVA06C_BIND, 4)                                       \
-    X(0xA06C0103, NVA06C_SET_TIMESLICE, 8)                              \
-    X(0xA06C0104, NVA06C_GET_TIMESLICE, 8)                              \
-    X(0xA06C0105, NVA06C_PREEMPT, 8)                                    \
-    X(0xA06C0106, NVA06C_GET_INFO, 4)                                   \
-    X(0xA06C0107, NVA06C_SET_INTERLEAVE_LEVEL, 4)                       \
-    X(0xA06C0110, NVA06C_MAKE_REALTIME, 1)                              \
-    X(0xA06F0103, NVA06F_GPFIFO_SCHEDULE, 3)                            \
-    X(0xA06F0109, NVA06F_SET_INTERLEAVE_LEVEL, 4)                       \
-    X(0xA06F0111, NVA06F_RESTART_RUNLIST, 2)                            \
-    X(0xA06F0112, NVA06F_STOP_CHANNEL, 1)                               \
-    X(0xC36F0108, NVC36F_GPFIFO_GET_WORK_SUBMIT_TOKEN, 4)               \
-    X(0xC36F010A, NVC36F_SET_WORK_SUBMIT_TOKEN_NOTIF_INDEX, 4)
+ * X(cmd, NAME, params_size). params_size 0: none. The command's top 16 bits are the
+ * class it is sent to. Names and sizes were checked against the 580 headers of the
+ * open kernel modules (sizeof of each params struct); controls absent from the
+ * public headers (seen in CUDA 13 traces) are left unnamed and print as hex. */
+#define RM_CONTROL_LIST(X)                                                    \
+    X(0x00000101, NV0000_SYSTEM_GET_BUILD_VERSION, 40)                        \
+    X(0x0000013A, NV0000_SYSTEM_GET_P2P_CAPS_MATRIX, 1352)                    \
+    X(0x000001F0, NV0000_SYSTEM_GET_FEATURES, 4)                              \
+    X(0x00000201, NV0000_GPU_GET_ATTACHED_IDS, 128)                           \
+    X(0x00000202, NV0000_GPU_GET_ID_INFO, 40)                                 \
+    X(0x00000205, NV0000_GPU_GET_ID_INFO_V2, 32)                              \
+    X(0x00000214, NV0000_GPU_GET_PROBED_IDS, 384)                             \
+    X(0x00000215, NV0000_GPU_ATTACH_IDS, 132)                                 \
+    X(0x0000027B, NV0000_GPU_GET_MEMOP_ENABLE, 4)                             \
+    X(0x00000288, NV0000_GPU_GET_ACTIVE_DEVICE_IDS, 3076)                     \
+    X(0x00000A04, NV0000_SYNC_GPU_BOOST_GROUP_INFO, 2244)                     \
+    X(0x00000D01, NV0000_CLIENT_GET_ADDR_SPACE_TYPE, 12)                      \
+    X(0x00000D04, NV0000_CLIENT_SET_INHERITED_SHARE_POLICY, 12)               \
+    X(0x00000D06, NV0000_CLIENT_SHARE_OBJECT, 16)                             \
+    X(0x00800280, NV0080_GPU_GET_NUM_SUBDEVICES, 4)                           \
+    X(0x00800289, NV0080_GPU_GET_VIRTUALIZATION_MODE, 8)                      \
+    X(0x00800292, NV0080_GPU_GET_CLASSLIST_V2, 804)                           \
+    X(0x00801307, NV0080_FB_GET_CAPS_V2, 3)                                   \
+    X(0x00801402, NV0080_HOST_GET_CAPS_V2, 3)                                 \
+    X(0x0080170D, NV0080_FIFO_GET_CHANNELLIST, 24)                            \
+    X(0x00801711, NV0080_FIFO_STOP_RUNLIST, 4)                                \
+    X(0x00801712, NV0080_FIFO_START_RUNLIST, 4)                               \
+    X(0x00801714, NV0080_FIFO_IDLE_CHANNELS, 16396)                           \
+    X(0x00801909, NV0080_PERF_CUDA_LIMIT_SET_CONTROL, 1)                      \
+    X(0x20800102, NV2080_GPU_GET_INFO_V2, 564)                                \
+    X(0x20800110, NV2080_GPU_GET_NAME_STRING, 132)                            \
+    X(0x20800111, NV2080_GPU_GET_SHORT_NAME_STRING, 64)                       \
+    X(0x20800119, NV2080_GPU_GET_SIMULATION_INFO, 4)                          \
+    X(0x2080012F, NV2080_GPU_QUERY_ECC_STATUS, 1464)                          \
+    X(0x20800131, NV2080_GPU_QUERY_COMPUTE_MODE_RULES, 4)                     \
+    X(0x20800145, NV2080_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION, 0)             \
+    X(0x2080014A, NV2080_GPU_GET_GID_INFO, 268)                               \
+    X(0x20800170, NV2080_GPU_GET_ENGINES_V2, 340)                             \
+    X(0x2080018E, NV2080_GPU_GET_PID_INFO, 14408)                             \
+    X(0x20800195, NV2080_GPU_GET_COMPUTE_POLICY_CONFIG, 260)                  \
+    X(0x208001A3, NV2080_GET_GPU_FABRIC_PROBE_INFO, 56)                       \
+    X(0x20801109, NV2080_FIFO_GET_INFO, 2056)                                 \
+    X(0x2080110B, NV2080_FIFO_DISABLE_CHANNELS, 536)                          \
+    X(0x20801115, NV2080_FIFO_RUNLIST_SET_SCHED_POLICY, 8)                    \
+    X(0x20801201, NV2080_GR_GET_INFO, 32)                                     \
+    X(0x20801210, NV2080_GR_SET_CTXSW_PREEMPTION_MODE, 32)                    \
+    X(0x20801218, NV2080_GR_GET_CTX_BUFFER_SIZE, 16)                          \
+    X(0x2080121B, NV2080_GR_GET_GLOBAL_SM_ORDER, 9240)                        \
+    X(0x20801227, NV2080_GR_GET_CAPS_V2, 48)                                  \
+    X(0x2080122A, NV2080_GR_GET_GPC_MASK, 24)                                 \
+    X(0x2080122B, NV2080_GR_GET_TPC_MASK, 24)                                 \
+    X(0x20801230, NV2080_GR_GET_SM_ISSUE_RATE_MODIFIER, 32)                   \
+    X(0x20801303, NV2080_FB_GET_INFO_V2, 1028)                                \
+    X(0x20801701, NV2080_MC_GET_ARCH_INFO, 16)                                \
+    X(0x20801801, NV2080_BUS_GET_PCI_INFO, 16)                                \
+    X(0x20801803, NV2080_BUS_GET_PCI_BAR_INFO, 200)                           \
+    X(0x20801823, NV2080_BUS_GET_INFO_V2, 420)                                \
+    X(0x2080182A, NV2080_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS, 112)             \
+    X(0x2080182B, NV2080_BUS_GET_C2C_INFO, 28)                                \
+    X(0x2080200A, NV2080_PERF_BOOST, 8)                                       \
+    X(0x2080220C, NV2080_RC_RELEASE_WATCHDOG_REQUESTS, 0)                     \
+    X(0x20802210, NV2080_RC_SOFT_DISABLE_WATCHDOG, 0)                         \
+    X(0x20802A0A, NV2080_CE_GET_ALL_CAPS, 136)                                \
+    X(0x20803002, NV2080_NVLINK_GET_NVLINK_STATUS, 13344)                     \
+    X(0x20803601, NV2080_GSP_GET_FEATURES, 72)                                \
+    X(0x20803801, NV2080_GRMGR_GET_GR_FS_INFO, 1928)                          \
+    X(0x503C0102, NV503C_REGISTER_VA_SPACE, 16)                               \
+    X(0x503C0104, NV503C_REGISTER_VIDMEM, 32)                                 \
+    X(0x503C0105, NV503C_UNREGISTER_VIDMEM, 4)                                \
+    X(0x83DE0309, NV83DE_DEBUG_SET_EXCEPTION_MASK, 4)                         \
+    X(0x906F0101, NV906F_GET_CLASS_ENGINEID, 16)                              \
+    X(0x90E60102, NV90E6_MASTER_GET_VF_ERROR_CONT_INTR_MASK, 8)               \
+    X(0xA06C0101, NVA06C_GPFIFO_SCHEDULE, 3)                                  \
+    X(0xA06C0102, NVA06C_BIND, 4)                                             \
+    X(0xA06C0103, NVA06C_SET_TIMESLICE, 8)                                    \
+    X(0xA06C0104, NVA06C_GET_TIMESLICE, 8)                                    \
+    X(0xA06C0105, NVA06C_PREEMPT, 8)                                          \
+    X(0xA06C0106, NVA06C_GET_INFO, 4)                                         \
+    X(0xA06C0107, NVA06C_SET_INTERLEAVE_LEVEL, 4)                             \
+    X(0xA06C0110, NVA06C_MAKE_REALTIME, 1)                                    \
+    X(0xA06F0103, NVA06F_GPFIFO_SCHEDULE, 3)                                  \
+    X(0xA06F0109, NVA06F_SET_INTERLEAVE_LEVEL, 4)                             \
+    X(0xA06F0111, NVA06F_RESTART_RUNLIST, 2)                                  \
+    X(0xA06F0112, NVA06F_STOP_CHANNEL, 1)                                     \
+    X(0xC36F0108, NVC36F_GPFIFO_GET_WORK_SUBMIT_TOKEN, 4)                     \
+    X(0xC36F010A, NVC36F_GPFIFO_SET_WORK_SUBMIT_TOKEN_NOTIF_INDEX, 4)         \
+    X(0xCB330101, NV_CONF_COMPUTE_SYSTEM_GET_CAPABILITIES, 6)
 
 /* Control numbers exceed int, so they are constants rather than enumerators. */
 #define RM_CONTROL_CONST(cmd, name, size) static const uint32_t RM_CTRL_##name = (cmd);
