@@ -342,18 +342,14 @@ static bool xfer_unwrap(const struct rm_xfer_args *x, uint32_t *req, uint8_t **a
     return true;
 }
 
-/* The core's pairing of RM_MAP_MEMORY with the later mmap uses file ids: the
- * decoder reports the descriptor number named at +48, which is turned into the
- * file id of that descriptor here (file ids fit in an int, see fdtable.h). */
-static void map_fd_to_file(const struct shim_real *r, struct rm_op *op)
+/* The file id of the descriptor an RM_MAP_MEMORY / RM_ALLOC_MEMORY names for a
+ * later mmap (0: none or not an NVIDIA descriptor). */
+static uint64_t map_file_of(const struct shim_real *r, const struct rm_op *op)
 {
-    if ((op->kind != RM_OP_MAP && op->kind != RM_OP_ALLOC_MEMORY) || !op->ok)
-        return;
+    if ((op->kind != RM_OP_MAP && op->kind != RM_OP_ALLOC_MEMORY) || !op->ok || op->map_fd < 0)
+        return 0;
     struct fdt_info mi;
-    if (classify(r, op->map_fd, &mi) == FDT_NVIDIA)
-        op->map_fd = (int)mi.file_id;
-    else
-        op->map_fd = -1;
+    return classify(r, op->map_fd, &mi) == FDT_NVIDIA ? mi.file_id : 0;
 }
 
 static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
@@ -448,11 +444,11 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     };
     struct rm_op op;
     rm_decode(&call, &op);
-    map_fd_to_file(r, &op);
+    uint64_t map_file = map_file_of(r, &op);
     struct objtree *t = state_lock();
     if (t) {
         struct objtree_effect eff;
-        (void)objtree_apply(t, fi->file_id, &op, &eff);
+        (void)objtree_apply(t, fi->file_id, map_file, &op, &eff);
     }
     state_unlock();
 

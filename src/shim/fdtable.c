@@ -160,8 +160,6 @@ static struct fdt_file *file_new(void)
     }
     struct fdt_file *f = &files[files_len++];
     f->id = next_file_id++;
-    if (next_file_id >= (1u << 31))
-        next_file_id = 1; /* after two billion opens; ids of live files stay unique enough */
     f->refs = 0;
     return f;
 }
@@ -171,7 +169,7 @@ uint64_t fdtable_open_locked(int fd, enum rm_node node, int minor)
     fdt_entry *e = slot(fd, true);
     if (!e)
         return 0;
-    struct fdt_info cur;
+    struct fdt_info cur = {RM_NODE_NONE, 0, 0};
     if (entry_unpack(atomic_load_explicit(e, memory_order_relaxed), &cur) == FDT_NVIDIA) {
         if (cur.node == node)
             return cur.file_id; /* a racing lazy classification got here first */

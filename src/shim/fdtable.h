@@ -13,7 +13,7 @@
  *
  * Thread rules: fdtable_get, fdtable_set_plain and the classifiers are lock-free
  * and may be called from any thread; the *_locked functions need the state lock
- * (state.h). File ids are below 2^31 so they fit where the core keeps an fd.
+ * (state.h).
  */
 #ifndef KAIROS_SHIM_FDTABLE_H
 #define KAIROS_SHIM_FDTABLE_H

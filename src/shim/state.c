@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "shim/fdtable.h"
 
@@ -64,6 +65,7 @@ bool state_may_hold_mapping(uint64_t addr, uint64_t len)
 
 void state_stats(struct objtree_stats *stats)
 {
+    memset(stats, 0, sizeof *stats);
     struct objtree *t = state_lock();
     if (t)
         objtree_stats(t, stats);
