@@ -1,0 +1,563 @@
+/* dispatch.c - the logic of every interposed call (see dispatch.h).
+ *
+ * Owns the order of things around a real call: classify the descriptor without
+ * a lock; for an NVIDIA descriptor, capture the argument before the call only
+ * when tracing, make the real call with no lock held, then read the argument
+ * (unwrapping IOCTL_XFER_CMD), decode it, and apply it to the object tree under
+ * the state lock; emit the trace line last. Bytes are read straight from the
+ * application's memory only after the driver accepted them (ret == 0, and for
+ * parameters status NV_OK, so the driver itself copied them); anything else is
+ * read only in trace mode, through tracer_safe_copy, which cannot fault.
+ */
+#include "shim/dispatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/objtree.h"
+#include "core/rm_decode.h"
+#include "core/rm_names.h"
+#include "shim/fdtable.h"
+#include "shim/state.h"
+#include "shim/tracer.h"
+
+#define USER_ADDR_MAX (1ull << 47)
+
+/* ---- descriptor classification ---------------------------------------------------- */
+
+static enum fdt_class classify_slow(const struct shim_real *r, int fd, struct fdt_info *info)
+{
+    int saved = errno;
+    struct stat st;
+    int minor = 0;
+    if (fd < 0 || r->fstat(fd, &st) != 0) {
+        errno = saved;
+        return FDT_OTHER; /* not open: let the real call report it; cache nothing */
+    }
+    enum rm_node node = fdtable_classify_stat(&st, &minor);
+    if (node == RM_NODE_NONE && S_ISCHR(st.st_mode)) {
+        /* nvidia-uvm has a dynamic major: recognise it by its path. */
+        char proc[40], path[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        ssize_t n = r->readlink(proc, path, sizeof path - 1);
+        if (n > 0) {
+            path[n] = '\0';
+            node = fdtable_classify_path(AT_FDCWD, path, &minor);
+            if (node != RM_NODE_UVM)
+                node = RM_NODE_NONE;
+        }
+    }
+    enum fdt_class cls = FDT_OTHER;
+    if (node == RM_NODE_NONE) {
+        fdtable_set_plain(fd, FDT_OTHER);
+    } else {
+        state_lock();
+        uint64_t id = fdtable_open_locked(fd, node, minor);
+        state_unlock();
+        if (id) {
+            cls = fdtable_get(fd, info);
+        }
+    }
+    errno = saved;
+    return cls;
+}
+
+static enum fdt_class classify(const struct shim_real *r, int fd, struct fdt_info *info)
+{
+    enum fdt_class cls = fdtable_get(fd, info);
+    if (cls != FDT_UNKNOWN)
+        return cls;
+    return classify_slow(r, fd, info);
+}
+
+/* Forgets an NVIDIA descriptor (close, or replaced by dup2); frees its file's
+ * clients in the tree when it was the file's last descriptor. */
+static bool forget_nvidia(int fd)
+{
+    struct fdt_info was;
+    bool last = false;
+    struct objtree *t = state_lock();
+    bool nv = fdtable_drop_locked(fd, &was, &last);
+    if (nv && last && t) {
+        struct objtree_effect eff;
+        objtree_close_file(t, was.file_id, &eff);
+    }
+    state_unlock();
+    return nv;
+}
+
+/* ---- open / close / dup ------------------------------------------------------------ */
+
+bool shim_open_has_mode(int flags)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+static int call_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd,
+                     const char *path, int flags, mode_t mode)
+{
+    switch (fn) {
+    case SHIM_OPEN:
+        return r->open(path, flags, mode);
+    case SHIM_OPEN64:
+        return r->open64(path, flags, mode);
+    case SHIM_OPENAT:
+        return r->openat(dirfd, path, flags, mode);
+    case SHIM_OPENAT64:
+        return r->openat64(dirfd, path, flags, mode);
+    case SHIM_OPEN_2:
+        return r->__open_2(path, flags);
+    case SHIM_OPEN64_2:
+        return r->__open64_2(path, flags);
+    case SHIM_OPENAT_2:
+        return r->__openat_2(dirfd, path, flags);
+    case SHIM_OPENAT64_2:
+        return r->__openat64_2(dirfd, path, flags);
+    }
+    return r->openat(dirfd, path, flags, mode);
+}
+
+int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
+              int flags, mode_t mode)
+{
+    int fd = call_open(r, fn, dirfd, path, flags, mode);
+    if (fd < 0)
+        return fd;
+    int saved = errno;
+    int minor;
+    enum rm_node node = fdtable_classify_path(dirfd, path, &minor);
+    if (node == RM_NODE_NONE) {
+        /* A fresh descriptor: whatever was cached for this number is stale. */
+        if (fdtable_get(fd, NULL) == FDT_NVIDIA)
+            forget_nvidia(fd);
+        fdtable_set_plain(fd, FDT_UNKNOWN);
+    } else {
+        state_lock();
+        fdtable_open_locked(fd, node, minor);
+        state_unlock();
+        if (tracer_on())
+            tracer_emit_open(fd, path);
+    }
+    errno = saved;
+    return fd;
+}
+
+int shim_close(const struct shim_real *r, int fd)
+{
+    if (tracer_owns_fd(fd))
+        tracer_stop(); /* the application took its descriptor back */
+    struct fdt_info fi;
+    enum fdt_class cls = fdtable_get(fd, &fi);
+    if (cls == FDT_NVIDIA) {
+        int saved = errno;
+        if (forget_nvidia(fd) && tracer_on())
+            tracer_emit_close(fd);
+        errno = saved;
+    } else if (cls == FDT_OTHER) {
+        fdtable_set_plain(fd, FDT_UNKNOWN);
+    }
+    return r->close(fd);
+}
+
+/* newfd now refers to oldfd's file (after a successful dup-like call). When
+ * replaced, newfd may have been open before and was closed by the kernel. */
+static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool replaced)
+{
+    int saved = errno;
+    if (replaced && tracer_owns_fd(newfd))
+        tracer_stop();
+    struct fdt_info oi, ni;
+    enum fdt_class oc = classify(r, oldfd, &oi);
+    enum fdt_class nc = fdtable_get(newfd, &ni);
+    if (oc != FDT_NVIDIA && nc != FDT_NVIDIA) {
+        fdtable_set_plain(newfd, oc == FDT_OTHER ? FDT_OTHER : FDT_UNKNOWN);
+        errno = saved;
+        return;
+    }
+    struct fdt_info closed;
+    bool last = false, shared = false;
+    struct objtree *t = state_lock();
+    bool was_nv = fdtable_drop_locked(newfd, &closed, &last);
+    if (was_nv && last && t) {
+        struct objtree_effect eff;
+        objtree_close_file(t, closed.file_id, &eff);
+    }
+    if (oc == FDT_NVIDIA)
+        shared = fdtable_share_locked(newfd, &oi);
+    state_unlock();
+    if (oc == FDT_OTHER)
+        fdtable_set_plain(newfd, FDT_OTHER);
+    if (tracer_on()) {
+        if (was_nv)
+            tracer_emit_close(newfd);
+        if (shared)
+            tracer_emit_dup(oldfd, newfd);
+    }
+    errno = saved;
+}
+
+int shim_dup(const struct shim_real *r, int fd)
+{
+    int nfd = r->dup(fd);
+    if (nfd >= 0)
+        note_dup(r, fd, nfd, false);
+    return nfd;
+}
+
+int shim_dup2(const struct shim_real *r, int fd, int fd2)
+{
+    int nfd = r->dup2(fd, fd2);
+    if (nfd >= 0 && fd != fd2)
+        note_dup(r, fd, nfd, true);
+    return nfd;
+}
+
+int shim_dup3(const struct shim_real *r, int fd, int fd2, int flags)
+{
+    int nfd = r->dup3(fd, fd2, flags);
+    if (nfd >= 0 && fd != fd2)
+        note_dup(r, fd, nfd, true);
+    return nfd;
+}
+
+enum shim_fcntl_arg shim_fcntl_arg_kind(int cmd)
+{
+    switch (cmd) {
+    case F_GETFD:
+    case F_GETFL:
+    case F_GETOWN:
+    case F_GETSIG:
+    case F_GETLEASE:
+    case F_GETPIPE_SZ:
+    case F_GET_SEALS:
+        return SHIM_FCNTL_NONE;
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC:
+    case F_SETFD:
+    case F_SETFL:
+    case F_SETOWN:
+    case F_SETSIG:
+    case F_SETLEASE:
+    case F_NOTIFY:
+    case F_SETPIPE_SZ:
+    case F_ADD_SEALS:
+        return SHIM_FCNTL_INT;
+    default:
+        return SHIM_FCNTL_PTR;
+    }
+}
+
+int shim_fcntl(const struct shim_real *r, bool is64, int fd, int cmd, int iarg, void *parg)
+{
+    shim_fcntl_fn *fn = is64 ? r->fcntl64 : r->fcntl;
+    int ret;
+    switch (shim_fcntl_arg_kind(cmd)) {
+    case SHIM_FCNTL_NONE:
+        ret = fn(fd, cmd);
+        break;
+    case SHIM_FCNTL_INT:
+        ret = fn(fd, cmd, iarg);
+        break;
+    default:
+        ret = fn(fd, cmd, parg);
+        break;
+    }
+    if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+        note_dup(r, fd, ret, false);
+    return ret;
+}
+
+/* ---- ioctl ------------------------------------------------------------------------- */
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The argument size the driver copies for a request on this node (0: unknown). */
+static size_t arg_size(enum rm_node node, uint32_t request)
+{
+    if (node == RM_NODE_UVM)
+        return rm_uvm_params_size(request);
+    return RM_IOC_SIZE(request);
+}
+
+static bool is_xfer(enum rm_node node, uint32_t request)
+{
+    return node != RM_NODE_UVM && RM_IOC_NR(request) == RM_NR_XFER &&
+           RM_IOC_SIZE(request) == sizeof(struct rm_xfer_args);
+}
+
+/* Where the params of an RM_ALLOC / RM_CONTROL argument are; false for others. */
+static bool params_of(uint32_t request, const uint8_t *arg, size_t len, uint64_t *ptr,
+                      uint32_t *size, uint32_t *status)
+{
+    unsigned nr = RM_IOC_NR(request), sz = RM_IOC_SIZE(request);
+    size_t off_size, off_status;
+    if ((nr == RM_NR_ALLOC && sz == sizeof(struct rm_alloc_args)) ||
+        (nr == RM_NR_CONTROL && sz == sizeof(struct rm_control_args))) {
+        off_size = 24;
+        off_status = 28;
+    } else if (nr == RM_NR_ALLOC && sz == sizeof(struct rm_alloc64_args)) {
+        off_size = offsetof(struct rm_alloc64_args, params_size);
+        off_status = offsetof(struct rm_alloc64_args, status);
+    } else {
+        return false;
+    }
+    if (!arg || len < sz)
+        return false;
+    *ptr = rd64(arg + 16);
+    *size = rd32(arg + off_size);
+    *status = rd32(arg + off_status);
+    return true;
+}
+
+static bool params_sane(uint64_t ptr, uint32_t size)
+{
+    return ptr >= 4096 && ptr < USER_ADDR_MAX && size > 0 && size <= RM_XFER_MAX;
+}
+
+/* Reads an XFER header: the inner request, argument and size. */
+static bool xfer_unwrap(const struct rm_xfer_args *x, uint32_t *req, uint8_t **arg, size_t *len)
+{
+    if (x->size > RM_XFER_MAX || x->cmd > 0xff || x->ptr >= USER_ADDR_MAX)
+        return false;
+    *req = RM_IOWR(x->cmd, x->size);
+    *arg = (uint8_t *)(uintptr_t)x->ptr;
+    *len = x->size;
+    return true;
+}
+
+/* The file id of the descriptor an RM_MAP_MEMORY / RM_ALLOC_MEMORY names for a
+ * later mmap (0: none or not an NVIDIA descriptor). */
+static uint64_t map_file_of(const struct shim_real *r, const struct rm_op *op)
+{
+    if ((op->kind != RM_OP_MAP && op->kind != RM_OP_ALLOC_MEMORY) || !op->ok || op->map_fd < 0)
+        return 0;
+    struct fdt_info mi;
+    return classify(r, op->map_fd, &mi) == FDT_NVIDIA ? mi.file_id : 0;
+}
+
+static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
+                        unsigned long request, void *arg)
+{
+    uint32_t req = (uint32_t)request;
+    bool xfer = is_xfer(fi->node, req);
+    struct tracer_scratch *sc = tracer_on() ? tracer_scratch() : NULL;
+    uint32_t in_req = req;
+    uint8_t *in_arg = arg;
+    size_t in_len = arg_size(fi->node, req);
+    size_t before_len = 0;
+    double t0 = 0;
+
+    if (sc) {
+        if (xfer) {
+            struct rm_xfer_args x;
+            if (tracer_safe_copy(&x, arg, sizeof x) == sizeof x &&
+                xfer_unwrap(&x, &in_req, &in_arg, &in_len))
+                before_len = tracer_safe_copy(sc->before, in_arg, in_len);
+        } else {
+            before_len = tracer_safe_copy(sc->before, arg, in_len);
+        }
+        t0 = tracer_now_us();
+    }
+
+    int ret = r->ioctl(fd, request, arg);
+
+    int saved = errno;
+    double t1 = sc ? tracer_now_us() : 0;
+    int err = ret < 0 ? saved : 0;
+
+    /* The argument after the call. */
+    const uint8_t *after = NULL;
+    size_t after_len = 0;
+    if (xfer) {
+        struct rm_xfer_args x;
+        bool have = false;
+        in_arg = NULL;
+        in_len = 0;
+        if (ret == 0) {
+            memcpy(&x, arg, sizeof x);
+            have = true;
+        } else if (sc) {
+            have = tracer_safe_copy(&x, arg, sizeof x) == sizeof x;
+        }
+        if (!have || !xfer_unwrap(&x, &in_req, &in_arg, &in_len)) {
+            in_arg = NULL;
+            in_len = 0;
+        }
+    }
+    if (in_arg && in_len) {
+        if (ret == 0) {
+            after = in_arg;
+            after_len = in_len;
+        } else if (sc) {
+            after_len = tracer_safe_copy(sc->after, in_arg, in_len);
+            after = sc->after;
+        }
+    }
+
+    /* RM_ALLOC / RM_CONTROL parameters after the call. */
+    const uint8_t *params = NULL;
+    size_t params_len = 0;
+    bool has_params = false;
+    uint64_t pptr;
+    uint32_t psize, pstatus;
+    if (fi->node != RM_NODE_UVM && params_of(in_req, after, after_len, &pptr, &psize, &pstatus)) {
+        has_params = true;
+        if (params_sane(pptr, psize)) {
+            if (sc) {
+                params_len = tracer_safe_copy(sc->params, (const void *)(uintptr_t)pptr, psize);
+                params = sc->params;
+            } else if (ret == 0 && pstatus == RM_NV_OK) {
+                params = (const uint8_t *)(uintptr_t)pptr;
+                params_len = psize;
+            }
+        }
+    }
+
+    struct rm_call call = {
+        .node = fi->node,
+        .fd = fd,
+        .request = in_req,
+        .xfer = xfer,
+        .arg = after,
+        .arg_len = after_len,
+        .params = params,
+        .params_len = params_len,
+        .ret = ret,
+        .err = err,
+    };
+    struct rm_op op;
+    rm_decode(&call, &op);
+    uint64_t map_file = map_file_of(r, &op);
+    struct objtree *t = state_lock();
+    if (t) {
+        struct objtree_effect eff;
+        (void)objtree_apply(t, fi->file_id, map_file, &op, &eff);
+    }
+    state_unlock();
+
+    if (sc) {
+        struct trace_rec rec;
+        memset(&rec, 0, sizeof rec);
+        rec.kind = TREC_IOCTL;
+        rec.fd = fd;
+        rec.t_us = t0;
+        rec.dt_us = t1 - t0;
+        rec.tid = (long)gettid();
+        rec.node = fi->node;
+        rec.dev_minor = fi->minor;
+        rec.request = in_req;
+        rec.xfer = xfer;
+        rec.ret = ret;
+        rec.err = err;
+        rec.before = sc->before;
+        rec.before_len = before_len;
+        rec.after = after;
+        rec.after_len = after_len;
+        rec.params = params;
+        rec.params_len = params_len;
+        rec.has_params = has_params;
+        tracer_emit_ioctl(&rec);
+    }
+    errno = saved;
+    return ret;
+}
+
+int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *arg)
+{
+    struct fdt_info fi;
+    enum fdt_class cls = fdtable_get(fd, &fi);
+    if (cls == FDT_UNKNOWN)
+        cls = classify_slow(r, fd, &fi);
+    if (cls != FDT_NVIDIA)
+        return r->ioctl(fd, request, arg);
+    return ioctl_nvidia(r, fd, &fi, request, arg);
+}
+
+/* ---- mmap / munmap ---------------------------------------------------------------- */
+
+static void forget_range(uint64_t addr, uint64_t len)
+{
+    struct objtree *t = state_lock();
+    bool had = t && objtree_munmap(t, addr, len);
+    state_unlock();
+    if (had && tracer_on())
+        tracer_emit_munmap(addr, len);
+}
+
+void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, int prot,
+                int flags, int fd, off64_t off)
+{
+    struct fdt_info fi;
+    enum fdt_class cls = FDT_OTHER;
+    if (!(flags & MAP_ANONYMOUS) && fd >= 0)
+        cls = classify(r, fd, &fi);
+    bool tracing = cls == FDT_NVIDIA && tracer_on();
+    double t0 = tracing ? tracer_now_us() : 0;
+    void *p = is64 ? r->mmap64(addr, len, prot, flags, fd, off)
+                   : r->mmap(addr, len, prot, flags, fd, (off_t)off);
+    if (p == MAP_FAILED && cls != FDT_NVIDIA)
+        return p;
+    int saved = errno;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (p != MAP_FAILED && (flags & MAP_FIXED) && state_may_hold_mapping(a, len))
+        forget_range(a, len); /* MAP_FIXED replaced what was there */
+    if (cls == FDT_NVIDIA) {
+        if (p != MAP_FAILED) {
+            struct objtree *t = state_lock();
+            if (t)
+                (void)objtree_mmap(t, fi.file_id, a, len);
+            state_note_mapping_locked(a, len);
+            state_unlock();
+        }
+        if (tracing) {
+            struct trace_rec rec;
+            memset(&rec, 0, sizeof rec);
+            rec.kind = TREC_MMAP;
+            rec.fd = fd;
+            rec.t_us = t0;
+            rec.dt_us = tracer_now_us() - t0;
+            rec.tid = (long)gettid();
+            rec.node = fi.node;
+            rec.dev_minor = fi.minor;
+            rec.addr = a;
+            rec.len = len;
+            rec.off = (uint64_t)off;
+            rec.prot = prot;
+            rec.flags = flags;
+            rec.ret = p == MAP_FAILED ? -1 : 0;
+            rec.err = p == MAP_FAILED ? saved : 0;
+            tracer_emit_mmap(&rec);
+        }
+    }
+    errno = saved;
+    return p;
+}
+
+int shim_munmap(const struct shim_real *r, void *addr, size_t len)
+{
+    int ret = r->munmap(addr, len);
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    if (ret == 0 && state_may_hold_mapping(a, len)) {
+        int saved = errno;
+        forget_range(a, len);
+        errno = saved;
+    }
+    return ret;
+}

@@ -1,0 +1,62 @@
+/* dispatch.h - what the shim does for each interposed call.
+ *
+ * Each function performs one call through a table of real functions (real.h:
+ * the libc below us, or a fake driver in tests) and feeds what it did to the
+ * core: descriptor classification (fdtable.h), decoding (core/rm_decode.h) and
+ * the object tree (core/objtree.h), and to the tracer when tracing.
+ *
+ * Failure rule, the same for every call: the real call is made exactly as the
+ * application asked and its return value and errno are returned unchanged. The
+ * shim's own work happens around it, never holds the state lock across it,
+ * preserves errno, and on any failure of its own (out of memory, unreadable
+ * bytes) simply records less: it never fails, aborts or delays the call.
+ * Calls on descriptors that are not NVIDIA nodes pass straight through; after
+ * the first ioctl/mmap on a descriptor (one fstat) that costs one atomic load.
+ *
+ * Thread rules: all functions are thread-safe.
+ */
+#ifndef KAIROS_SHIM_DISPATCH_H
+#define KAIROS_SHIM_DISPATCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "shim/real.h"
+
+/* Which open entry point the application called. */
+enum shim_open_fn {
+    SHIM_OPEN,
+    SHIM_OPEN64,
+    SHIM_OPENAT,
+    SHIM_OPENAT64,
+    SHIM_OPEN_2,     /* __open_2 (_FORTIFY_SOURCE) */
+    SHIM_OPEN64_2,
+    SHIM_OPENAT_2,
+    SHIM_OPENAT64_2,
+};
+
+/* True when open's flags say a mode argument follows (O_CREAT, O_TMPFILE). */
+bool shim_open_has_mode(int flags);
+
+/* How fcntl's third argument is passed for a command. */
+enum shim_fcntl_arg {
+    SHIM_FCNTL_NONE,
+    SHIM_FCNTL_INT,
+    SHIM_FCNTL_PTR, /* pointers, and commands we do not know (as glibc reads them) */
+};
+enum shim_fcntl_arg shim_fcntl_arg_kind(int cmd);
+
+int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
+              int flags, mode_t mode);
+int shim_close(const struct shim_real *r, int fd);
+int shim_dup(const struct shim_real *r, int fd);
+int shim_dup2(const struct shim_real *r, int fd, int fd2);
+int shim_dup3(const struct shim_real *r, int fd, int fd2, int flags);
+/* fcntl/fcntl64: iarg is used for SHIM_FCNTL_INT commands, parg for pointer ones. */
+int shim_fcntl(const struct shim_real *r, bool is64, int fd, int cmd, int iarg, void *parg);
+int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *arg);
+void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, int prot,
+                int flags, int fd, off64_t off);
+int shim_munmap(const struct shim_real *r, void *addr, size_t len);
+
+#endif /* KAIROS_SHIM_DISPATCH_H */

@@ -1,0 +1,48 @@
+/* interposed.h - the one list of the symbols libkairos.so interposes.
+ *
+ * SHIM_INTERPOSED(X) names every libc entry point the shim exports, as
+ * X(return type, name, (parameters)). The same list declares the table of the
+ * real functions below us (real.h), declares and checks the exported wrappers
+ * (interpose.c) and is what the export test compares `nm -D` against, so the
+ * real table, the wrappers and the exported symbols cannot drift apart. The
+ * linker version script (libkairos.map) repeats the names; the export test
+ * catches a difference.
+ *
+ * SHIM_HELPERS(X) lists functions below us that the shim calls for its own
+ * work but does not interpose (lazy classification of descriptors); they are in
+ * the real table so tests can fake them.
+ *
+ * Thread rules: declarations only.
+ */
+#ifndef KAIROS_SHIM_INTERPOSED_H
+#define KAIROS_SHIM_INTERPOSED_H
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <stddef.h>
+
+#define SHIM_INTERPOSED(X)                                                                    \
+    X(int, open, (const char *path, int flags, ...))                                          \
+    X(int, open64, (const char *path, int flags, ...))                                        \
+    X(int, openat, (int dirfd, const char *path, int flags, ...))                             \
+    X(int, openat64, (int dirfd, const char *path, int flags, ...))                           \
+    X(int, __open_2, (const char *path, int flags))                                           \
+    X(int, __open64_2, (const char *path, int flags))                                         \
+    X(int, __openat_2, (int dirfd, const char *path, int flags))                              \
+    X(int, __openat64_2, (int dirfd, const char *path, int flags))                            \
+    X(int, close, (int fd))                                                                   \
+    X(int, dup, (int fd))                                                                     \
+    X(int, dup2, (int fd, int fd2))                                                           \
+    X(int, dup3, (int fd, int fd2, int flags))                                                \
+    X(int, fcntl, (int fd, int cmd, ...))                                                     \
+    X(int, fcntl64, (int fd, int cmd, ...))                                                   \
+    X(int, ioctl, (int fd, unsigned long request, ...))                                       \
+    X(void *, mmap, (void *addr, size_t len, int prot, int flags, int fd, off_t off))         \
+    X(void *, mmap64, (void *addr, size_t len, int prot, int flags, int fd, off64_t off))     \
+    X(int, munmap, (void *addr, size_t len))
+
+#define SHIM_HELPERS(X)                                                                       \
+    X(int, fstat, (int fd, struct stat *st))                                                  \
+    X(ssize_t, readlink, (const char *path, char *buf, size_t len))
+
+#endif /* KAIROS_SHIM_INTERPOSED_H */

@@ -1,0 +1,317 @@
+/* fakeapp.c - a program that talks to /dev/nvidia* the way CUDA context creation does.
+ *
+ * At the ioctl level it: opens /dev/nvidiactl and /dev/nvidia-uvm (UVM_INITIALIZE),
+ * allocates a root client (0x41), a device (0x80), a subdevice (0x2080), a
+ * context-sized vidmem block (0x40, NV_MEMORY_ALLOCATION_PARAMS size at +64,
+ * LOCATION=VIDMEM), a VA space (0x90F1), a channel group (0xA06C) with two
+ * channels (0xC86F), a usermode doorbell object (0xC661) mapped through
+ * RM_MAP_MEMORY with a separately opened /dev/nvidia0 fd and mmap(0x10000), and
+ * asks FB_GET_INFO_V2; then threads allocate vidmem, every other call wrapped
+ * in IOCTL_XFER_CMD. Finally it frees half of those allocations and the
+ * doorbell explicitly and leaves the rest to the close of the descriptors, or
+ * with -k exits without freeing or closing anything.
+ *
+ * It prints one line of key=value counts (opens, ioctls, mmaps, vidmem bytes,
+ * ...) so tests can compare what the shim or a trace saw. Runs on the fake
+ * driver (libkairos_fakedrv.so) or, in principle, on a real one.
+ *
+ * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/rm_abi.h"
+
+struct app_thread {
+    pthread_t thread;
+    int index, count;
+    uint32_t *handles;
+    uint64_t *sizes;
+    int made, failed;
+};
+
+static int ctl = -1;
+static uint32_t h_client, h_device, h_subdevice;
+static uint64_t alloc_size = 2u << 20;
+static atomic_ulong n_ioctls;
+static int n_opens, n_mmaps;
+
+static int nv_ioctl(int fd, uint32_t request, void *arg)
+{
+    atomic_fetch_add(&n_ioctls, 1);
+    return ioctl(fd, request, arg);
+}
+
+static int open_node(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "fakeapp: open %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    n_opens++;
+    return fd;
+}
+
+/* RM_ALLOC; through XFER when xfer. Returns the RM status (0xffffffff: ioctl failed). */
+static uint32_t rm_alloc(uint32_t parent, uint32_t *handle, uint32_t cls, void *params,
+                         uint32_t params_size, bool nvos64, bool xfer)
+{
+    struct rm_alloc64_args a64;
+    struct rm_alloc_args a32;
+    void *arg;
+    uint32_t size;
+    if (nvos64) {
+        memset(&a64, 0, sizeof a64);
+        a64 = (struct rm_alloc64_args){.h_client = h_client, .h_parent = parent,
+                                       .h_object = *handle, .h_class = cls,
+                                       .params = (uintptr_t)params, .params_size = params_size};
+        arg = &a64;
+        size = sizeof a64;
+    } else {
+        a32 = (struct rm_alloc_args){.h_client = h_client, .h_parent = parent,
+                                     .h_object = *handle, .h_class = cls,
+                                     .params = (uintptr_t)params, .params_size = params_size};
+        arg = &a32;
+        size = sizeof a32;
+    }
+    int r;
+    if (xfer) {
+        struct rm_xfer_args x = {.cmd = RM_NR_ALLOC, .size = size, .ptr = (uintptr_t)arg};
+        r = nv_ioctl(ctl, RM_IOWR(RM_NR_XFER, sizeof x), &x);
+    } else {
+        r = nv_ioctl(ctl, RM_IOWR(RM_NR_ALLOC, size), arg);
+    }
+    if (r != 0)
+        return 0xffffffffu;
+    *handle = nvos64 ? a64.h_object : a32.h_object;
+    return nvos64 ? a64.status : a32.status;
+}
+
+static void must(uint32_t status, const char *what)
+{
+    if (status != 0) {
+        fprintf(stderr, "fakeapp: %s failed: status 0x%x\n", what, status);
+        exit(1);
+    }
+}
+
+/* Allocates vidmem; returns the status and the size RM gave back. */
+static uint32_t alloc_vidmem(uint32_t *handle, uint64_t size, bool xfer, uint64_t *got)
+{
+    struct rm_memory_alloc_params mp;
+    memset(&mp, 0, sizeof mp);
+    mp.size = size;
+    mp.attr = RM_ATTR_LOCATION_VIDMEM << 25;
+    uint32_t st = rm_alloc(h_device, handle, RM_CLASS_NV01_MEMORY_LOCAL_USER, &mp, sizeof mp,
+                           true, xfer);
+    *got = mp.size;
+    return st;
+}
+
+static uint32_t rm_free(uint32_t handle)
+{
+    struct rm_free_args a = {.h_client = h_client, .h_parent = 0, .h_object = handle};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_FREE, sizeof a), &a) != 0)
+        return 0xffffffffu;
+    return a.status;
+}
+
+static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
+{
+    struct rm_fb_get_info_v2_params p;
+    memset(&p, 0, sizeof p);
+    p.count = 2;
+    p.entries[0].index = RM_FB_INFO_HEAP_SIZE;
+    p.entries[1].index = RM_FB_INFO_HEAP_FREE;
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_subdevice,
+                                .cmd = RM_CTRL_NV2080_FB_GET_INFO_V2,
+                                .params = (uintptr_t)&p, .params_size = sizeof p};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, "FB_GET_INFO_V2");
+    must(a.status, "FB_GET_INFO_V2");
+    *total_kib = p.entries[0].data;
+    *free_kib = p.entries[1].data;
+}
+
+static void *thread_main(void *arg)
+{
+    struct app_thread *t = arg;
+    for (int i = 0; i < t->count; i++) {
+        uint32_t h = (i % 2) ? 0 : (0xa0000000u | ((uint32_t)t->index << 16) | (uint32_t)i);
+        uint64_t got = 0;
+        uint32_t st = alloc_vidmem(&h, alloc_size, i % 2 == 1, &got);
+        if (st == 0) {
+            t->handles[t->made] = h;
+            t->sizes[t->made] = got;
+            t->made++;
+        } else {
+            t->failed++;
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 1, count = 4;
+    uint64_t ctx_size = 8u << 20;
+    bool keep = false;
+    int opt;
+    while ((opt = getopt(argc, argv, "t:n:s:c:k")) != -1) {
+        switch (opt) {
+        case 't':
+            threads = atoi(optarg);
+            break;
+        case 'n':
+            count = atoi(optarg);
+            break;
+        case 's':
+            alloc_size = strtoull(optarg, NULL, 0);
+            break;
+        case 'c':
+            ctx_size = strtoull(optarg, NULL, 0);
+            break;
+        case 'k':
+            keep = true;
+            break;
+        default:
+            fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k]\n");
+            return 2;
+        }
+    }
+    if (threads < 1 || threads > 256 || count < 0 || alloc_size == 0) {
+        fprintf(stderr, "fakeapp: bad arguments\n");
+        return 2;
+    }
+
+    ctl = open_node("/dev/nvidiactl");
+    int uvm = open_node("/dev/nvidia-uvm");
+    struct {
+        uint64_t flags;
+        uint32_t status, pad;
+    } uvm_init = {0, 0, 0};
+    if (nv_ioctl(uvm, 0x30000001u, &uvm_init) != 0 || uvm_init.status != 0)
+        must(1, "UVM_INITIALIZE");
+
+    uint32_t h = 0;
+    must(rm_alloc(0, &h, RM_CLASS_NV01_ROOT_CLIENT, NULL, 0, false, false), "client");
+    h_client = h;
+    uint8_t dev_params[56] = {0};
+    h_device = 0;
+    must(rm_alloc(h_client, &h_device, RM_CLASS_NV01_DEVICE_0, dev_params, sizeof dev_params,
+                  true, false),
+         "device");
+    uint32_t sub_params = 0;
+    h_subdevice = 0x5c000001u;
+    must(rm_alloc(h_device, &h_subdevice, RM_CLASS_NV20_SUBDEVICE_0, &sub_params,
+                  sizeof sub_params, false, false),
+         "subdevice");
+    uint32_t fb_total_kib, fb_free_kib, fb_free_after_kib;
+    fb_info(&fb_total_kib, &fb_free_kib);
+
+    uint64_t vidmem = 0, freed = 0;
+    int allocs = 0, failed = 0, freed_allocs = 0;
+    uint32_t h_ctx = 0x5c000002u;
+    uint64_t got;
+    must(alloc_vidmem(&h_ctx, ctx_size, false, &got), "context memory");
+    vidmem += got;
+    allocs++;
+
+    uint32_t h_va = 0x5c000003u;
+    must(rm_alloc(h_device, &h_va, RM_CLASS_FERMI_VASPACE_A, NULL, 0, true, false), "vaspace");
+    uint32_t tsg_params[5] = {0, 0, h_va, 1, 0};
+    uint32_t h_tsg = 0x5c000004u;
+    must(rm_alloc(h_device, &h_tsg, RM_CLASS_KEPLER_CHANNEL_GROUP_A, tsg_params,
+                  sizeof tsg_params, true, false),
+         "channel group");
+    uint8_t ch_params[368] = {0};
+    for (int i = 0; i < 2; i++) {
+        uint32_t h_ch = 0x5c000010u + (uint32_t)i;
+        must(rm_alloc(h_tsg, &h_ch, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, ch_params,
+                      sizeof ch_params, true, i == 1),
+             "channel");
+    }
+    uint8_t um_params[2] = {0, 0};
+    uint32_t h_um = 0x5c000020u;
+    must(rm_alloc(h_subdevice, &h_um, RM_CLASS_HOPPER_USERMODE_A, um_params, sizeof um_params,
+                  true, false),
+         "usermode");
+    int dev0 = open_node("/dev/nvidia0");
+    struct rm_map_memory_args map = {.h_client = h_client, .h_device = h_subdevice,
+                                     .h_memory = h_um, .length = 0x10000, .fd = dev0};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
+        must(0xffffffffu, "MAP_MEMORY");
+    must(map.status, "MAP_MEMORY");
+    void *doorbell = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, dev0, 0);
+    if (doorbell == MAP_FAILED) {
+        fprintf(stderr, "fakeapp: mmap doorbell: %s\n", strerror(errno));
+        return 1;
+    }
+    n_mmaps++;
+
+    struct app_thread *ts = calloc((size_t)threads, sizeof *ts);
+    if (!ts)
+        return 1;
+    for (int i = 0; i < threads; i++) {
+        ts[i].index = i;
+        ts[i].count = count;
+        ts[i].handles = calloc((size_t)count + 1, sizeof *ts[i].handles);
+        ts[i].sizes = calloc((size_t)count + 1, sizeof *ts[i].sizes);
+        if (!ts[i].handles || !ts[i].sizes ||
+            pthread_create(&ts[i].thread, NULL, thread_main, &ts[i]) != 0)
+            return 1;
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(ts[i].thread, NULL);
+        allocs += ts[i].made;
+        failed += ts[i].failed;
+        for (int j = 0; j < ts[i].made; j++)
+            vidmem += ts[i].sizes[j];
+    }
+    fb_info(&fb_total_kib, &fb_free_after_kib);
+
+    if (!keep) {
+        for (int i = 0; i < threads; i++) {
+            for (int j = 0; j < ts[i].made; j += 2) {
+                must(rm_free(ts[i].handles[j]), "free");
+                freed += ts[i].sizes[j];
+                freed_allocs++;
+            }
+        }
+        struct rm_unmap_memory_args um = {.h_client = h_client, .h_device = h_subdevice,
+                                          .h_memory = h_um,
+                                          .linear_address = map.linear_address};
+        nv_ioctl(ctl, RM_IOWR(RM_NR_UNMAP_MEMORY, sizeof um), &um);
+        munmap(doorbell, 0x10000);
+    }
+    printf("fakeapp: opens=%d ioctls=%lu mmaps=%d threads=%d allocs=%d failed=%d "
+           "vidmem_bytes=%llu freed_allocs=%d freed_bytes=%llu kept_bytes=%llu "
+           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d\n",
+           n_opens, (unsigned long)atomic_load(&n_ioctls), n_mmaps, threads, allocs, failed,
+           (unsigned long long)vidmem, freed_allocs, (unsigned long long)freed,
+           (unsigned long long)(vidmem - freed), fb_total_kib, fb_free_kib, fb_free_after_kib,
+           keep);
+    fflush(stdout);
+    if (keep)
+        exit(0);
+    close(dev0);
+    close(uvm);
+    close(ctl);
+    for (int i = 0; i < threads; i++) {
+        free(ts[i].handles);
+        free(ts[i].sizes);
+    }
+    free(ts);
+    return 0;
+}

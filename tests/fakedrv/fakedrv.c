@@ -1,0 +1,700 @@
+/* fakedrv.c - the fake NVIDIA driver's state and its emulation of RM (fakedrv.h).
+ *
+ * Owns the fake open files (indexed by descriptor, shared by dups with a
+ * reference count), the RM objects (client, handle, parent, class, bytes, GPU)
+ * and the per-GPU free-memory counters. Calls on descriptors it does not own go
+ * to the kernel by raw syscall, so this file works both linked into a unit test
+ * and inside libkairos_fakedrv.so under any interposer.
+ */
+#include "fakedrv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "core/rm_abi.h"
+
+struct fk_file {
+    int refs;
+    enum rm_node node;
+    int minor;
+    bool uvm_ready;
+    bool map_pending, mapped;
+    uint64_t map_len;
+};
+
+struct fk_obj {
+    uint32_t client, handle, parent, cls;
+    uint64_t bytes;
+    int gpu;
+    struct fk_file *file; /* clients: the ctl file they were made on */
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static bool configured;
+static int n_gpus = 1;
+static uint64_t fb_total[FAKEDRV_MAX_GPUS], fb_used[FAKEDRV_MAX_GPUS];
+static struct fk_file **fds;
+static size_t fds_cap;
+static struct fk_obj *objs;
+static size_t n_objs, objs_cap;
+static uint32_t next_handle = 0xcaf00001u;
+static atomic_ulong n_ioctls;
+
+static void configure_locked(void)
+{
+    if (configured)
+        return;
+    const char *g = getenv("FAKEDRV_GPUS"), *m = getenv("FAKEDRV_FB_MIB");
+    int ngpus = g ? atoi(g) : 1;
+    uint64_t mib = m ? strtoull(m, NULL, 10) : 16384;
+    if (ngpus < 1 || ngpus > FAKEDRV_MAX_GPUS)
+        ngpus = 1;
+    n_gpus = ngpus;
+    for (int i = 0; i < FAKEDRV_MAX_GPUS; i++) {
+        fb_total[i] = mib << 20;
+        fb_used[i] = 0;
+    }
+    configured = true;
+}
+
+void fakedrv_reset(int ngpus, uint64_t fb_bytes)
+{
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < fds_cap; i++) {
+        struct fk_file *f = fds[i];
+        if (f) {
+            for (size_t j = i; j < fds_cap; j++)
+                if (fds[j] == f)
+                    fds[j] = NULL;
+            free(f);
+        }
+    }
+    n_objs = 0;
+    next_handle = 0xcaf00001u;
+    n_gpus = ngpus < 1 || ngpus > FAKEDRV_MAX_GPUS ? 1 : ngpus;
+    for (int i = 0; i < FAKEDRV_MAX_GPUS; i++) {
+        fb_total[i] = fb_bytes;
+        fb_used[i] = 0;
+    }
+    configured = true;
+    atomic_store(&n_ioctls, 0);
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- descriptors -------------------------------------------------------------------- */
+
+static struct fk_file *file_of_locked(int fd)
+{
+    return fd >= 0 && (size_t)fd < fds_cap ? fds[fd] : NULL;
+}
+
+static int set_fd_locked(int fd, struct fk_file *f)
+{
+    if ((size_t)fd >= fds_cap) {
+        size_t cap = fds_cap ? fds_cap : 256;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        struct fk_file **grown = realloc(fds, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        memset(grown + fds_cap, 0, (cap - fds_cap) * sizeof *grown);
+        fds = grown;
+        fds_cap = cap;
+    }
+    fds[fd] = f;
+    if (f)
+        f->refs++;
+    return 0;
+}
+
+static void free_client_locked(uint32_t client);
+
+/* Drops fd's reference; the last one frees the clients made on the file. */
+static void release_fd_locked(int fd)
+{
+    struct fk_file *f = file_of_locked(fd);
+    if (!f)
+        return;
+    fds[fd] = NULL;
+    if (--f->refs > 0)
+        return;
+    for (size_t i = 0; i < n_objs;) {
+        if (objs[i].file == f && objs[i].handle == objs[i].client) {
+            free_client_locked(objs[i].client);
+            i = 0;
+        } else {
+            i++;
+        }
+    }
+    free(f);
+}
+
+bool fakedrv_owns(int fd)
+{
+    pthread_mutex_lock(&mu);
+    bool owned = file_of_locked(fd) != NULL;
+    pthread_mutex_unlock(&mu);
+    return owned;
+}
+
+static enum rm_node node_of_path(const char *path, int *minor)
+{
+    *minor = 0;
+    if (!path || strncmp(path, "/dev/nvidia", 11) != 0)
+        return RM_NODE_NONE;
+    const char *rest = path + 11;
+    if (strcmp(rest, "ctl") == 0) {
+        *minor = (int)RM_NV_CTL_MINOR;
+        return RM_NODE_CTL;
+    }
+    if (strcmp(rest, "-uvm") == 0 || strcmp(rest, "-uvm-tools") == 0)
+        return RM_NODE_UVM;
+    char *end;
+    long n = strtol(rest, &end, 10);
+    if (rest[0] >= '0' && rest[0] <= '9' && !*end && n >= 0 && n < 254) {
+        *minor = (int)n;
+        return RM_NODE_DEV;
+    }
+    return RM_NODE_NONE;
+}
+
+bool fakedrv_is_path(const char *path)
+{
+    return path && strncmp(path, "/dev/nvidia", 11) == 0;
+}
+
+static int open_common(int dirfd, const char *path, int flags, int mode)
+{
+    if (!fakedrv_is_path(path))
+        return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+    int minor;
+    enum rm_node node = node_of_path(path, &minor);
+    pthread_mutex_lock(&mu);
+    configure_locked();
+    bool exists = node != RM_NODE_NONE && !(node == RM_NODE_DEV && minor >= n_gpus);
+    pthread_mutex_unlock(&mu);
+    if (!exists) {
+        errno = ENOENT;
+        return -1;
+    }
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | (flags & O_CLOEXEC), 0);
+    if (fd < 0)
+        return -1;
+    struct fk_file *f = calloc(1, sizeof *f);
+    pthread_mutex_lock(&mu);
+    int rc = f ? set_fd_locked(fd, f) : -1;
+    if (rc == 0) {
+        f->refs = 1;
+        f->node = node;
+        f->minor = minor;
+    }
+    pthread_mutex_unlock(&mu);
+    if (rc != 0) {
+        free(f);
+        syscall(SYS_close, fd);
+        errno = ENOMEM;
+        return -1;
+    }
+    return fd;
+}
+
+static int mode_of(int flags, va_list ap)
+{
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+        return va_arg(ap, int);
+    return 0;
+}
+
+int fakedrv_open(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int mode = mode_of(flags, ap);
+    va_end(ap);
+    return open_common(AT_FDCWD, path, flags, mode);
+}
+
+int fakedrv_openat(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int mode = mode_of(flags, ap);
+    va_end(ap);
+    return open_common(dirfd, path, flags, mode);
+}
+
+int fakedrv_open_2(const char *path, int flags)
+{
+    return open_common(AT_FDCWD, path, flags, 0);
+}
+
+int fakedrv_openat_2(int dirfd, const char *path, int flags)
+{
+    return open_common(dirfd, path, flags, 0);
+}
+
+int fakedrv_close(int fd)
+{
+    pthread_mutex_lock(&mu);
+    release_fd_locked(fd);
+    pthread_mutex_unlock(&mu);
+    return (int)syscall(SYS_close, fd);
+}
+
+/* After a successful dup of fd to nfd: nfd shares fd's fake file. */
+static int note_dup(int fd, int nfd)
+{
+    if (nfd < 0)
+        return nfd;
+    pthread_mutex_lock(&mu);
+    struct fk_file *f = file_of_locked(fd);
+    if (nfd != fd) {
+        release_fd_locked(nfd);
+        if (f)
+            set_fd_locked(nfd, f);
+    }
+    pthread_mutex_unlock(&mu);
+    return nfd;
+}
+
+int fakedrv_dup(int fd)
+{
+    return note_dup(fd, (int)syscall(SYS_dup, fd));
+}
+
+int fakedrv_dup2(int fd, int fd2)
+{
+    if (fd == fd2)
+        return (int)syscall(SYS_fcntl, fd, F_GETFD) < 0 ? -1 : fd2;
+    return note_dup(fd, (int)syscall(SYS_dup3, fd, fd2, 0));
+}
+
+int fakedrv_dup3(int fd, int fd2, int flags)
+{
+    return note_dup(fd, (int)syscall(SYS_dup3, fd, fd2, flags));
+}
+
+int fakedrv_fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int ret = (int)syscall(SYS_fcntl, fd, cmd, arg);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        return note_dup(fd, ret);
+    return ret;
+}
+
+int fakedrv_fstat(int fd, struct stat *st)
+{
+    pthread_mutex_lock(&mu);
+    struct fk_file *f = file_of_locked(fd);
+    enum rm_node node = f ? f->node : RM_NODE_NONE;
+    int minor = f ? f->minor : 0;
+    pthread_mutex_unlock(&mu);
+    if (!f)
+        return (int)syscall(SYS_fstat, fd, st);
+    memset(st, 0, sizeof *st);
+    st->st_mode = S_IFCHR | 0666;
+    st->st_rdev = node == RM_NODE_UVM ? makedev(FAKEDRV_UVM_MAJOR, 0)
+                                      : makedev(RM_NV_MAJOR, (unsigned)minor);
+    return 0;
+}
+
+ssize_t fakedrv_readlink(const char *path, char *buf, size_t len)
+{
+    int fd;
+    char tail;
+    if (path && sscanf(path, "/proc/self/fd/%d%c", &fd, &tail) == 1) {
+        pthread_mutex_lock(&mu);
+        struct fk_file *f = file_of_locked(fd);
+        char name[32] = "";
+        if (f && f->node == RM_NODE_UVM)
+            snprintf(name, sizeof name, "/dev/nvidia-uvm");
+        else if (f && f->node == RM_NODE_CTL)
+            snprintf(name, sizeof name, "/dev/nvidiactl");
+        else if (f)
+            snprintf(name, sizeof name, "/dev/nvidia%d", f->minor);
+        pthread_mutex_unlock(&mu);
+        if (f) {
+            size_t n = strlen(name) < len ? strlen(name) : len;
+            memcpy(buf, name, n);
+            return (ssize_t)n;
+        }
+    }
+    return (ssize_t)syscall(SYS_readlinkat, AT_FDCWD, path, buf, len);
+}
+
+/* ---- RM objects ------------------------------------------------------------------- */
+
+static struct fk_obj *find_locked(uint32_t client, uint32_t handle)
+{
+    for (size_t i = 0; i < n_objs; i++)
+        if (objs[i].client == client && objs[i].handle == handle)
+            return &objs[i];
+    return NULL;
+}
+
+static void remove_at_locked(size_t i)
+{
+    if (objs[i].bytes)
+        fb_used[objs[i].gpu] -= objs[i].bytes;
+    objs[i] = objs[--n_objs];
+}
+
+/* Frees (client, handle) and everything under it. */
+static void free_subtree_locked(uint32_t client, uint32_t handle)
+{
+    for (size_t i = 0; i < n_objs;) {
+        if (objs[i].client == client && objs[i].parent == handle && objs[i].handle != handle) {
+            free_subtree_locked(client, objs[i].handle);
+            i = 0;
+        } else {
+            i++;
+        }
+    }
+    for (size_t i = 0; i < n_objs; i++) {
+        if (objs[i].client == client && objs[i].handle == handle) {
+            remove_at_locked(i);
+            break;
+        }
+    }
+}
+
+static void free_client_locked(uint32_t client)
+{
+    for (size_t i = 0; i < n_objs;) {
+        if (objs[i].client == client)
+            remove_at_locked(i);
+        else
+            i++;
+    }
+}
+
+static bool is_root_class(uint32_t cls)
+{
+    return cls == 0x0 || cls == 0x1 || cls == 0x41;
+}
+
+/* A client named by a call must live on the caller's file. */
+static bool client_ok_locked(uint32_t client, const struct fk_file *f)
+{
+    struct fk_obj *c = find_locked(client, client);
+    return c && c->file == f;
+}
+
+static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_parent,
+                                uint32_t *h_new, uint32_t cls, uint8_t *params,
+                                uint32_t params_size)
+{
+    if (is_root_class(cls)) {
+        uint32_t h = *h_new ? *h_new : next_handle++;
+        if (find_locked(h, h))
+            return RM_NV_ERR_INSUFFICIENT_RESOURCES;
+        if (n_objs == objs_cap) {
+            size_t cap = objs_cap ? objs_cap * 2 : 256;
+            struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
+            if (!grown)
+                return RM_NV_ERR_NO_MEMORY;
+            objs = grown;
+            objs_cap = cap;
+        }
+        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f};
+        *h_new = h;
+        return RM_NV_OK;
+    }
+    if (!client_ok_locked(h_root, f))
+        return RM_NV_ERR_INVALID_CLIENT;
+    struct fk_obj *parent = find_locked(h_root, h_parent);
+    if (!parent)
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    uint32_t h = *h_new ? *h_new : next_handle++;
+    if (find_locked(h_root, h))
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    int gpu = parent->gpu;
+    uint64_t bytes = 0;
+    if (cls == 0x80 && params && params_size >= 4) {
+        uint32_t dev;
+        memcpy(&dev, params, sizeof dev);
+        if ((int)dev >= n_gpus)
+            return RM_NV_ERR_INVALID_DEVICE;
+        gpu = (int)dev;
+    }
+    if (cls == 0x40) {
+        struct rm_memory_alloc_params mp;
+        if (!params || params_size < sizeof mp)
+            return RM_NV_ERR_INVALID_PARAM_STRUCT;
+        memcpy(&mp, params, sizeof mp);
+        if (RM_ATTR_LOCATION(mp.attr) != RM_ATTR_LOCATION_VIDMEM || (mp.flags & RM_MEMFLAG_VIRTUAL))
+            return RM_NV_ERR_INVALID_ARGUMENT;
+        if (mp.size == 0)
+            return RM_NV_ERR_INVALID_ARGUMENT;
+        bytes = (mp.size + FAKEDRV_PAGE - 1) / FAKEDRV_PAGE * FAKEDRV_PAGE;
+        if (fb_total[gpu] - fb_used[gpu] < bytes)
+            return RM_NV_ERR_NO_MEMORY;
+        mp.size = bytes;
+        mp.limit = bytes - 1;
+        memcpy(params + offsetof(struct rm_memory_alloc_params, size), &mp.size, 8);
+        memcpy(params + offsetof(struct rm_memory_alloc_params, limit), &mp.limit, 8);
+    }
+    if (n_objs == objs_cap) {
+        size_t cap = objs_cap ? objs_cap * 2 : 256;
+        struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
+        if (!grown)
+            return RM_NV_ERR_NO_MEMORY;
+        objs = grown;
+        objs_cap = cap;
+    }
+    fb_used[gpu] += bytes;
+    objs[n_objs++] = (struct fk_obj){h_root, h, h_parent, cls, bytes, gpu, NULL};
+    *h_new = h;
+    return RM_NV_OK;
+}
+
+static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
+{
+    if (!client_ok_locked(a->h_client, f))
+        return RM_NV_ERR_INVALID_CLIENT;
+    struct fk_obj *o = find_locked(a->h_client, a->h_object);
+    if (!o)
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO_V2) {
+        if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
+            return RM_NV_ERR_INVALID_PARAM_STRUCT;
+        struct rm_fb_get_info_v2_params *p = (void *)(uintptr_t)a->params;
+        uint32_t n = p->count < RM_FB_INFO_MAX ? p->count : RM_FB_INFO_MAX;
+        for (uint32_t i = 0; i < n; i++) {
+            switch (p->entries[i].index) {
+            case RM_FB_INFO_TOTAL_RAM_SIZE:
+            case RM_FB_INFO_HEAP_SIZE:
+            case RM_FB_INFO_USABLE_RAM_SIZE:
+                p->entries[i].data = (uint32_t)(fb_total[o->gpu] >> 10);
+                break;
+            case RM_FB_INFO_HEAP_FREE:
+                p->entries[i].data = (uint32_t)((fb_total[o->gpu] - fb_used[o->gpu]) >> 10);
+                break;
+            default:
+                p->entries[i].data = 0;
+            }
+        }
+    }
+    return RM_NV_OK;
+}
+
+/* Serves one (unwrapped) escape on a fake file; returns the ioctl result. */
+static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg)
+{
+    bool ctl = f->node == RM_NODE_CTL;
+    int ret = 0;
+    pthread_mutex_lock(&mu);
+    switch (nr) {
+    case RM_NR_ALLOC:
+        if (!ctl || (size != 32 && size != 48)) {
+            ret = -EINVAL;
+        } else if (size == 32) {
+            struct rm_alloc_args *a = (void *)arg;
+            a->status = rm_alloc_locked(f, a->h_client, a->h_parent, &a->h_object, a->h_class,
+                                        (uint8_t *)(uintptr_t)a->params, a->params_size);
+        } else {
+            struct rm_alloc64_args *a = (void *)arg;
+            a->status = rm_alloc_locked(f, a->h_client, a->h_parent, &a->h_object, a->h_class,
+                                        (uint8_t *)(uintptr_t)a->params, a->params_size);
+        }
+        break;
+    case RM_NR_FREE:
+        if (!ctl || size != sizeof(struct rm_free_args)) {
+            ret = -EINVAL;
+        } else {
+            struct rm_free_args *a = (void *)arg;
+            if (!client_ok_locked(a->h_client, f))
+                a->status = RM_NV_ERR_INVALID_CLIENT;
+            else if (!find_locked(a->h_client, a->h_object))
+                a->status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
+            else {
+                if (a->h_object == a->h_client)
+                    free_client_locked(a->h_client);
+                else
+                    free_subtree_locked(a->h_client, a->h_object);
+                a->status = RM_NV_OK;
+            }
+        }
+        break;
+    case RM_NR_CONTROL:
+        if (!ctl || size != sizeof(struct rm_control_args))
+            ret = -EINVAL;
+        else
+            ((struct rm_control_args *)arg)->status =
+                rm_control_locked(f, (struct rm_control_args *)arg);
+        break;
+    case RM_NR_MAP_MEMORY:
+        if (!ctl || size != sizeof(struct rm_map_memory_args)) {
+            ret = -EINVAL;
+        } else {
+            struct rm_map_memory_args *a = (void *)arg;
+            struct fk_file *mf = file_of_locked(a->fd);
+            if (!client_ok_locked(a->h_client, f))
+                a->status = RM_NV_ERR_INVALID_CLIENT;
+            else if (!find_locked(a->h_client, a->h_memory) || !mf)
+                a->status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
+            else if (mf->map_pending || mf->mapped)
+                a->status = RM_NV_ERR_STATE_IN_USE;
+            else {
+                mf->map_pending = true;
+                mf->map_len = a->length;
+                a->linear_address = 0xf000000000ull + a->offset;
+                a->status = RM_NV_OK;
+            }
+        }
+        break;
+    case RM_NR_UNMAP_MEMORY:
+        if (!ctl || size != sizeof(struct rm_unmap_memory_args))
+            ret = -EINVAL;
+        else
+            ((struct rm_unmap_memory_args *)arg)->status = RM_NV_OK;
+        break;
+    default:
+        break; /* other escapes: accepted, nothing to emulate */
+    }
+    pthread_mutex_unlock(&mu);
+    return ret;
+}
+
+static int uvm_ioctl(struct fk_file *f, unsigned long request, uint8_t *arg)
+{
+    if (request == 0x30000001ul) { /* UVM_INITIALIZE: {u64 flags; u32 status} */
+        uint32_t ok = 0;
+        memcpy(arg + 8, &ok, sizeof ok);
+        pthread_mutex_lock(&mu);
+        f->uvm_ready = true;
+        pthread_mutex_unlock(&mu);
+    }
+    return 0;
+}
+
+int fakedrv_ioctl(int fd, unsigned long request, ...)
+{
+    va_list ap;
+    va_start(ap, request);
+    void *argp = va_arg(ap, void *);
+    va_end(ap);
+    pthread_mutex_lock(&mu);
+    struct fk_file *f = file_of_locked(fd);
+    pthread_mutex_unlock(&mu);
+    if (!f)
+        return (int)syscall(SYS_ioctl, fd, request, argp);
+    atomic_fetch_add(&n_ioctls, 1);
+    uint8_t *arg = argp;
+    if (!arg) {
+        errno = EFAULT;
+        return -1;
+    }
+    int ret;
+    if (f->node == RM_NODE_UVM) {
+        ret = uvm_ioctl(f, request, arg);
+    } else if (RM_IOC_NR(request) == RM_NR_XFER) {
+        struct rm_xfer_args x;
+        if (RM_IOC_SIZE(request) != sizeof x) {
+            ret = -EINVAL;
+        } else {
+            memcpy(&x, arg, sizeof x);
+            if (x.size > RM_XFER_MAX || x.cmd == RM_NR_XFER)
+                ret = -EINVAL;
+            else if (!x.ptr)
+                ret = -EFAULT;
+            else
+                ret = rm_escape(f, x.cmd, x.size, (uint8_t *)(uintptr_t)x.ptr);
+        }
+    } else {
+        ret = rm_escape(f, RM_IOC_NR(request), RM_IOC_SIZE(request), arg);
+    }
+    if (ret < 0) {
+        errno = -ret;
+        return -1;
+    }
+    return 0;
+}
+
+void *fakedrv_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    pthread_mutex_lock(&mu);
+    struct fk_file *f = file_of_locked(fd);
+    bool ok = f && f->map_pending && f->map_len == len && off == 0;
+    if (ok) {
+        f->map_pending = false;
+        f->mapped = true;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!f)
+        return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    if (!ok) {
+        errno = EINVAL;
+        return MAP_FAILED;
+    }
+    return (void *)syscall(SYS_mmap, addr, len, prot,
+                           (flags & ~(MAP_PRIVATE | MAP_SHARED)) | MAP_SHARED | MAP_ANONYMOUS, -1,
+                           0);
+}
+
+void *fakedrv_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+    return fakedrv_mmap(addr, len, prot, flags, fd, (off_t)off);
+}
+
+int fakedrv_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
+/* ---- inspection ---------------------------------------------------------------------- */
+
+uint64_t fakedrv_fb_total(int gpu)
+{
+    pthread_mutex_lock(&mu);
+    configure_locked();
+    uint64_t v = gpu >= 0 && gpu < FAKEDRV_MAX_GPUS ? fb_total[gpu] : 0;
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
+uint64_t fakedrv_fb_free(int gpu)
+{
+    pthread_mutex_lock(&mu);
+    configure_locked();
+    uint64_t v = gpu >= 0 && gpu < FAKEDRV_MAX_GPUS ? fb_total[gpu] - fb_used[gpu] : 0;
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
+uint32_t fakedrv_live_objects(void)
+{
+    pthread_mutex_lock(&mu);
+    uint32_t n = (uint32_t)n_objs;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+uint32_t fakedrv_live_clients(void)
+{
+    pthread_mutex_lock(&mu);
+    uint32_t n = 0;
+    for (size_t i = 0; i < n_objs; i++)
+        n += objs[i].handle == objs[i].client;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+uint64_t fakedrv_ioctls(void)
+{
+    return atomic_load(&n_ioctls);
+}

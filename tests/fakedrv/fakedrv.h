@@ -1,0 +1,67 @@
+/* fakedrv.h - a fake NVIDIA kernel driver (RM) for tests, with no GPU.
+ *
+ * Emulates enough of /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm to drive
+ * the shim: descriptors (real /dev/null descriptors underneath, so close and dup
+ * work), RM_ALLOC (NVOS21 and NVOS64; handles assigned when hObjectNew is 0;
+ * class 0x40 takes device memory, rounded up to 2 MiB, NV_ERR_NO_MEMORY when the
+ * fake GPU is full), RM_FREE (with the subtree), RM_CONTROL (FB_GET_INFO_V2
+ * answers total and free; NV_OK otherwise), RM_MAP_MEMORY + mmap (an anonymous
+ * mapping), IOCTL_XFER_CMD, UVM_INITIALIZE, client ownership per open file (as
+ * the driver's strict validation), and the implicit free of a file's clients
+ * when its last descriptor closes.
+ *
+ * The fakedrv_* functions have the signatures of the libc calls they replace, so
+ * a unit test builds the shim's real-function table from them; on descriptors
+ * and paths that are not fake they pass through to the kernel (raw syscalls).
+ * libkairos_fakedrv.so (fakedrv_preload.c) exports them under the libc names.
+ *
+ * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
+ * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
+ *
+ * Thread rules: every function is thread-safe (one internal mutex, never held
+ * while calling anything but the kernel).
+ */
+#ifndef KAIROS_TESTS_FAKEDRV_H
+#define KAIROS_TESTS_FAKEDRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define FAKEDRV_MAX_GPUS 8
+#define FAKEDRV_PAGE (2u << 20) /* device memory is handed out in 2 MiB pages */
+#define FAKEDRV_UVM_MAJOR 238u
+
+/* Forgets every object and fake file (descriptors stay open as /dev/null) and
+ * sets the number of GPUs and their memory. */
+void fakedrv_reset(int ngpus, uint64_t fb_bytes);
+
+bool fakedrv_owns(int fd);
+bool fakedrv_is_path(const char *path);
+
+int fakedrv_open(const char *path, int flags, ...);
+int fakedrv_openat(int dirfd, const char *path, int flags, ...);
+int fakedrv_open_2(const char *path, int flags);
+int fakedrv_openat_2(int dirfd, const char *path, int flags);
+int fakedrv_close(int fd);
+int fakedrv_dup(int fd);
+int fakedrv_dup2(int fd, int fd2);
+int fakedrv_dup3(int fd, int fd2, int flags);
+int fakedrv_fcntl(int fd, int cmd, ...);
+int fakedrv_ioctl(int fd, unsigned long request, ...);
+void *fakedrv_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+void *fakedrv_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off);
+int fakedrv_munmap(void *addr, size_t len);
+int fakedrv_fstat(int fd, struct stat *st);
+ssize_t fakedrv_readlink(const char *path, char *buf, size_t len);
+
+/* Inspection, for tests. */
+uint64_t fakedrv_fb_total(int gpu);
+uint64_t fakedrv_fb_free(int gpu);
+uint32_t fakedrv_live_objects(void);
+uint32_t fakedrv_live_clients(void);
+uint64_t fakedrv_ioctls(void); /* ioctls served on fake descriptors */
+
+#endif /* KAIROS_TESTS_FAKEDRV_H */

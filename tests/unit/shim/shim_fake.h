@@ -1,0 +1,38 @@
+/* shim_fake.h - test helpers: the shim's dispatch over the fake driver.
+ *
+ * shim_fake_setup() resets the fake driver and the shim's state and returns a
+ * real-function table made of the fakedrv_* functions; the rm_* helpers issue
+ * RM calls through the shim's dispatch (shim_ioctl) as an application would.
+ */
+#ifndef KAIROS_TESTS_SHIM_FAKE_H
+#define KAIROS_TESTS_SHIM_FAKE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/objtree.h"
+#include "shim/real.h"
+
+#define FAKE_FB_BYTES (1ull << 30) /* 1 GiB per fake GPU */
+
+const struct shim_real *shim_fake_setup(void);
+
+/* RM calls through the dispatch. Return the RM status, or 0xffffffff when the
+ * ioctl itself failed. */
+uint32_t fk_alloc(const struct shim_real *r, int fd, uint32_t client, uint32_t parent,
+                  uint32_t *handle, uint32_t cls, void *params, uint32_t params_size, bool nvos64,
+                  bool xfer);
+uint32_t fk_client(const struct shim_real *r, int fd, uint32_t *client);
+uint32_t fk_vidmem(const struct shim_real *r, int fd, uint32_t client, uint32_t parent,
+                   uint32_t *handle, uint64_t size, bool xfer);
+uint32_t fk_free(const struct shim_real *r, int fd, uint32_t client, uint32_t handle);
+uint32_t fk_fb_info(const struct shim_real *r, int fd, uint32_t client, uint32_t subdevice,
+                    uint32_t *total_kib, uint32_t *free_kib);
+
+/* A client with a device (0x80) and a subdevice (0x2080) on fd. */
+void fk_context(const struct shim_real *r, int fd, uint32_t *client, uint32_t *device,
+                uint32_t *subdevice);
+
+struct objtree_stats fk_stats(void);
+
+#endif /* KAIROS_TESTS_SHIM_FAKE_H */
