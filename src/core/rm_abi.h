@@ -220,7 +220,9 @@ static_assert(offsetof(struct rm_memory_alloc_params, h_va_space) == 108, "hVASp
 static_assert(sizeof(struct rm_fb_get_info_v2_params) == 1028, "FB_GET_INFO_V2");
 
 /* ---- classes ----------------------------------------------------------------------
- * X(id, NAME, kind). The kind says how the object tree treats it. */
+ * X(id, NAME, kind, params_size). The kind says how the object tree treats it.
+ * params_size is the size of the class's allocation parameters, which RM copies
+ * whatever paramsSize says (CUDA passes paramsSize 0 in NVOS64); 0: unknown. */
 enum rm_class_kind {
     RM_KIND_OTHER = 0,
     RM_KIND_CLIENT,
@@ -236,44 +238,44 @@ enum rm_class_kind {
 };
 
 #define RM_CLASS_LIST(X)                                                \
-    X(0x0000, NV01_ROOT, RM_KIND_CLIENT)                                \
-    X(0x0001, NV01_ROOT_NON_PRIV, RM_KIND_CLIENT)                       \
-    X(0x0041, NV01_ROOT_CLIENT, RM_KIND_CLIENT)                         \
-    X(0x0005, NV01_EVENT, RM_KIND_EVENT)                                \
-    X(0x0079, NV01_EVENT_OS_EVENT, RM_KIND_EVENT)                       \
-    X(0x0080, NV01_DEVICE_0, RM_KIND_DEVICE)                            \
-    X(0x2080, NV20_SUBDEVICE_0, RM_KIND_SUBDEVICE)                      \
-    X(0x2081, NV2081_BINAPI, RM_KIND_OTHER)                             \
-    X(0x003E, NV01_MEMORY_SYSTEM, RM_KIND_MEMORY)                       \
-    X(0x003F, NV01_MEMORY_LOCAL_PRIVILEGED, RM_KIND_MEMORY)             \
-    X(0x0040, NV01_MEMORY_LOCAL_USER, RM_KIND_MEMORY)                   \
-    X(0x0042, NV_MEMORY_EXTENDED_USER, RM_KIND_MEMORY)                  \
-    X(0x0070, NV01_MEMORY_VIRTUAL, RM_KIND_MEMORY)                      \
-    X(0x0071, NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, RM_KIND_MEMORY)         \
-    X(0x00C2, NV01_MEMORY_LOCAL_PHYSICAL, RM_KIND_MEMORY)               \
-    X(0x00DE, RM_USER_SHARED_DATA, RM_KIND_OTHER)                       \
-    X(0x00F8, NV_MEMORY_FABRIC, RM_KIND_MEMORY)                         \
-    X(0x00FD, NV_MEMORY_MULTICAST_FABRIC, RM_KIND_MEMORY)               \
-    X(0x00FE, NV_MEMORY_MAPPER, RM_KIND_OTHER)                          \
-    X(0x50A0, NV50_MEMORY_VIRTUAL, RM_KIND_MEMORY)                      \
-    X(0x90CE, NV01_MEMORY_DEVICELESS, RM_KIND_MEMORY)                   \
-    X(0x503C, NV50_THIRD_PARTY_P2P, RM_KIND_OTHER)                      \
-    X(0x83DE, GT200_DEBUGGER, RM_KIND_OTHER)                            \
-    X(0x9067, FERMI_CONTEXT_SHARE_A, RM_KIND_OTHER)                     \
-    X(0x90E6, GF100_SUBDEVICE_MASTER, RM_KIND_OTHER)                    \
-    X(0x90F1, FERMI_VASPACE_A, RM_KIND_VASPACE)                         \
-    X(0xA06C, KEPLER_CHANNEL_GROUP_A, RM_KIND_CHANNEL_GROUP)            \
-    X(0xC86F, HOPPER_CHANNEL_GPFIFO_A, RM_KIND_CHANNEL)                 \
-    X(0xCBC0, HOPPER_COMPUTE_A, RM_KIND_ENGINE)                         \
-    X(0xC8B5, HOPPER_DMA_COPY_A, RM_KIND_ENGINE)                        \
-    X(0xCBA2, HOPPER_SEC2_WORK_LAUNCH_A, RM_KIND_ENGINE)                \
-    X(0xCB33, NV_CONFIDENTIAL_COMPUTE, RM_KIND_OTHER)                   \
-    X(0xC561, AMPERE_USERMODE_A, RM_KIND_USERMODE)                      \
-    X(0xC661, HOPPER_USERMODE_A, RM_KIND_USERMODE)                      \
-    X(0xC761, BLACKWELL_USERMODE_A, RM_KIND_USERMODE)
+    X(0x0000, NV01_ROOT, RM_KIND_CLIENT, 0)                                \
+    X(0x0001, NV01_ROOT_NON_PRIV, RM_KIND_CLIENT, 0)                       \
+    X(0x0041, NV01_ROOT_CLIENT, RM_KIND_CLIENT, 0)                         \
+    X(0x0005, NV01_EVENT, RM_KIND_EVENT, 24)                                \
+    X(0x0079, NV01_EVENT_OS_EVENT, RM_KIND_EVENT, 24)                       \
+    X(0x0080, NV01_DEVICE_0, RM_KIND_DEVICE, 0)                            \
+    X(0x2080, NV20_SUBDEVICE_0, RM_KIND_SUBDEVICE, 4)                      \
+    X(0x2081, NV2081_BINAPI, RM_KIND_OTHER, 0)                             \
+    X(0x003E, NV01_MEMORY_SYSTEM, RM_KIND_MEMORY, 128)                       \
+    X(0x003F, NV01_MEMORY_LOCAL_PRIVILEGED, RM_KIND_MEMORY, 128)             \
+    X(0x0040, NV01_MEMORY_LOCAL_USER, RM_KIND_MEMORY, 128)                   \
+    X(0x0042, NV_MEMORY_EXTENDED_USER, RM_KIND_MEMORY, 128)                  \
+    X(0x0070, NV01_MEMORY_VIRTUAL, RM_KIND_MEMORY, 24)                      \
+    X(0x0071, NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, RM_KIND_MEMORY, 40)         \
+    X(0x00C2, NV01_MEMORY_LOCAL_PHYSICAL, RM_KIND_MEMORY, 24)               \
+    X(0x00DE, RM_USER_SHARED_DATA, RM_KIND_OTHER, 0)                       \
+    X(0x00F8, NV_MEMORY_FABRIC, RM_KIND_MEMORY, 0)                         \
+    X(0x00FD, NV_MEMORY_MULTICAST_FABRIC, RM_KIND_MEMORY, 0)               \
+    X(0x00FE, NV_MEMORY_MAPPER, RM_KIND_OTHER, 0)                          \
+    X(0x50A0, NV50_MEMORY_VIRTUAL, RM_KIND_MEMORY, 128)                      \
+    X(0x90CE, NV01_MEMORY_DEVICELESS, RM_KIND_MEMORY, 128)                   \
+    X(0x503C, NV50_THIRD_PARTY_P2P, RM_KIND_OTHER, 0)                      \
+    X(0x83DE, GT200_DEBUGGER, RM_KIND_OTHER, 0)                            \
+    X(0x9067, FERMI_CONTEXT_SHARE_A, RM_KIND_OTHER, 0)                     \
+    X(0x90E6, GF100_SUBDEVICE_MASTER, RM_KIND_OTHER, 0)                    \
+    X(0x90F1, FERMI_VASPACE_A, RM_KIND_VASPACE, 0)                         \
+    X(0xA06C, KEPLER_CHANNEL_GROUP_A, RM_KIND_CHANNEL_GROUP, 20)            \
+    X(0xC86F, HOPPER_CHANNEL_GPFIFO_A, RM_KIND_CHANNEL, 368)                 \
+    X(0xCBC0, HOPPER_COMPUTE_A, RM_KIND_ENGINE, 0)                         \
+    X(0xC8B5, HOPPER_DMA_COPY_A, RM_KIND_ENGINE, 0)                        \
+    X(0xCBA2, HOPPER_SEC2_WORK_LAUNCH_A, RM_KIND_ENGINE, 0)                \
+    X(0xCB33, NV_CONFIDENTIAL_COMPUTE, RM_KIND_OTHER, 0)                   \
+    X(0xC561, AMPERE_USERMODE_A, RM_KIND_USERMODE, 2)                      \
+    X(0xC661, HOPPER_USERMODE_A, RM_KIND_USERMODE, 2)                      \
+    X(0xC761, BLACKWELL_USERMODE_A, RM_KIND_USERMODE, 2)
 
 enum rm_class {
-#define RM_CLASS_ENUM(id, name, kind) RM_CLASS_##name = (id),
+#define RM_CLASS_ENUM(id, name, kind, params) RM_CLASS_##name = (id),
     RM_CLASS_LIST(RM_CLASS_ENUM)
 #undef RM_CLASS_ENUM
 };

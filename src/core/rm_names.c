@@ -13,9 +13,10 @@ struct class_row {
     uint32_t id;
     const char *name;
     enum rm_class_kind kind;
+    uint32_t params_size;
 };
 static const struct class_row classes[] = {
-#define CLASS_ROW(id, name, kind) {id, #name, kind},
+#define CLASS_ROW(id, name, kind, params) {id, #name, kind, params},
     RM_CLASS_LIST(CLASS_ROW)
 #undef CLASS_ROW
 };
@@ -92,6 +93,12 @@ static const struct sized_row *find_sized(const struct sized_row *rows, size_t n
         if (rows[i].id == id)
             return &rows[i];
     return NULL;
+}
+
+uint32_t rm_class_params_size(uint32_t h_class)
+{
+    const struct class_row *row = find_class(h_class);
+    return row ? row->params_size : 0;
 }
 
 const char *rm_control_name(uint32_t cmd)

@@ -25,6 +25,8 @@ struct rm_escape_info {
 const struct rm_escape_info *rm_escape_info(uint32_t nr);
 const char *rm_class_name(uint32_t h_class);
 enum rm_class_kind rm_class_kind(uint32_t h_class);
+/* Size of the class's allocation parameters as RM copies them, 0 when unknown. */
+uint32_t rm_class_params_size(uint32_t h_class);
 const char *rm_control_name(uint32_t cmd);
 /* Expected params size of a control, 0 when unknown. */
 uint32_t rm_control_params_size(uint32_t cmd);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/objtree.h"
+#include "core/rm_names.h"
 #include "core/rm_decode.h"
 #include "core/rm_names.h"
 #include "shim/fdtable.h"
@@ -323,6 +324,11 @@ static bool params_of(uint32_t request, const uint8_t *arg, size_t len, uint64_t
     *ptr = rd64(arg + 16);
     *size = rd32(arg + off_size);
     *status = rd32(arg + off_status);
+    /* RM copies an allocation's parameters by the class's own size, not paramsSize
+     * (CUDA leaves paramsSize 0 in NVOS64), so read what RM wrote. */
+    uint32_t class_size = nr == RM_NR_ALLOC ? rm_class_params_size(rd32(arg + 12)) : 0;
+    if (class_size)
+        *size = class_size;
     return true;
 }
 

@@ -75,7 +75,8 @@ static uint32_t rm_alloc(uint32_t parent, uint32_t *handle, uint32_t cls, void *
         memset(&a64, 0, sizeof a64);
         a64 = (struct rm_alloc64_args){.h_client = h_client, .h_parent = parent,
                                        .h_object = *handle, .h_class = cls,
-                                       .params = (uintptr_t)params, .params_size = params_size};
+                                       .params = (uintptr_t)params, .params_size = 0};
+        (void)params_size; /* like CUDA: NVOS64 leaves paramsSize 0, RM knows the class's */
         arg = &a64;
         size = sizeof a64;
     } else {

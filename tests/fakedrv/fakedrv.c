@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/rm_abi.h"
+#include "core/rm_names.h"
 
 struct fk_file {
     int refs;
@@ -416,6 +417,10 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
     }
     if (!client_ok_locked(h_root, f))
         return RM_NV_ERR_INVALID_CLIENT;
+    /* Like RM: the class's own parameter size counts, not the caller's paramsSize
+     * (CUDA passes 0 in NVOS64). */
+    if (rm_class_params_size(cls))
+        params_size = rm_class_params_size(cls);
     struct fk_obj *parent = find_locked(h_root, h_parent);
     if (!parent)
         return RM_NV_ERR_INVALID_OBJECT_HANDLE;
