@@ -219,8 +219,8 @@ void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
 
 struct plan_move {
     int workload;
-    int from_instance;                 /* in the old plan; -1 for a new workload */
-    int to_instance;                   /* in the new plan; -1 when removed */
+    int from_gpu, from_option;         /* in the old plan; -1 for a new workload */
+    int to_gpu, to_option;             /* in the new plan; -1 when removed */
 };
 
 struct plan_moves {
