@@ -4,12 +4,13 @@
  * position >= k of o's feasible list, which removes most symmetry); GPUs are counted
  * per maximal layout, since a multiset of instances fits on c GPUs of layouts L iff
  * for every profile the slots used are at most sum_L c_L x count(L, profile).
- *   min  sum_L c_L + c_whole + eps * used compute slices
+ *   min  sum_L c_L + c_whole  (integral, so GLPK can round its bound up)
  *   s.t. each workload in exactly one slot; per slot time <= 100 % and memory fits;
  *        a[o][k] >= a[o][k+1]; x <= a; instances of o <= layout capacity for o;
- *        GPUs <= Kairos's count (a valid upper bound) and <= the pool size.
+ *        GPUs <= Kairos's count - 1. Infeasible means Kairos's plan is optimal; a
+ *        solution is the optimum (and beats Kairos).
  * Bounded: refused beyond opt->exact_max_workloads, stopped after the time limit.
- * When not proven optimal the result is Kairos's plan with exact_status = 0.
+ * When not decided the result is Kairos's plan with exact_status = 0.
  * One pool only (a heterogeneous exact model is left out).
  */
 #include <errno.h>
@@ -186,7 +187,7 @@ static int exact_build(struct exact_model *e, int max_gpus)
         return -ENOMEM;
     e->lp = glp_create_prob();
     glp_set_obj_dir(e->lp, GLP_MIN);
-    exact_columns(e, 1.0 / (1.0 + 7.0 * total_slots), max_gpus);
+    exact_columns(e, 0.0, max_gpus);
     exact_rows_assign(e);
     exact_rows_slots(e);
     exact_rows_layouts(e, max_gpus);
@@ -250,6 +251,8 @@ static int exact_decode(struct exact_model *e, struct state *s)
     return 0;
 }
 
+/* Solve with at most max_gpus GPUs: 1 solved (decoded into s), 2 proven impossible,
+ * 0 not decided within the time limit, or -errno. */
 static int exact_run(struct state *s, const struct plan_options *opt, int max_gpus, double *bound)
 {
     struct exact_model e;
@@ -257,13 +260,15 @@ static int exact_run(struct state *s, const struct plan_options *opt, int max_gp
     glp_iocp io;
     memset(&e, 0, sizeof(e));
     e.s = s;
-    int rc = exact_build(&e, max_gpus);
+    int rc = max_gpus < 0 ? 2 : exact_build(&e, max_gpus);
     if (rc)
         goto out;
+    int term = glp_term_out(GLP_OFF);   /* GLPK prints on stdout otherwise */
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     if (glp_simplex(e.lp, &sm) || glp_get_status(e.lp) != GLP_OPT) {
-        rc = 0;   /* infeasible relaxation cannot happen with a valid upper bound */
+        glp_term_out(term);
+        rc = glp_get_status(e.lp) == GLP_NOFEAS ? 2 : 0;
         goto out;
     }
     double gpus_lp = glp_get_col_prim(e.lp, e.col_whole);
@@ -278,19 +283,22 @@ static int exact_run(struct state *s, const struct plan_options *opt, int max_gp
     if (!err && glp_mip_status(e.lp) == GLP_OPT) {
         rc = exact_decode(&e, s);
         rc = rc ? rc : 1;
+    } else if ((!err || err == GLP_ENOPFS) && glp_mip_status(e.lp) == GLP_NOFEAS) {
+        rc = 2;
     }
+    glp_term_out(term);
 out:
     exact_model_free(&e);
     return rc;
 }
 
-static int exact_fallback(const struct plan_input *in, struct plan *p, double bound)
+static int exact_fallback(const struct plan_input *in, struct plan *p, double bound, int optimal)
 {
     struct plan_options k;
     plan_options_default(&k);
     int rc = plan_solve(in, &k, p);
     snprintf(p->algo, sizeof(p->algo), "exact");
-    p->exact_status = 0;
+    p->exact_status = optimal;
     p->exact_bound = bound;
     return rc;
 }
@@ -319,7 +327,7 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
     int rc = wl ? 0 : -ENOMEM;
     if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads)) {
         free(wl);
-        return exact_fallback(in, p, 0);
+        return exact_fallback(in, p, 0, 0);
     }
     rc = rc ? rc : exact_heuristic_gpus(in, &ub);
     rc = rc ? rc : plan_layouts_enumerate(&in->pools[0].model, &lay);
@@ -336,7 +344,9 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
         if (algo_smallest_option(&s, s.wl[i]) >= 0)
             s.wl[n++] = s.wl[i];
     s.n_wl = n;
-    rc = exact_run(&s, opt, ub, &bound);
+    /* Kairos gives a plan with ub GPUs: ask for one with at most ub - 1. */
+    bound = ub;
+    rc = exact_run(&s, opt, ub - 1, &bound);
     if (rc == 1) {
         plan_init(p);
         snprintf(p->algo, sizeof(p->algo), "exact");
@@ -346,8 +356,8 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
             if (s.where[w] < 0 && plan_add_infeasible(p, w, solve_reason_of(in, w)) < 0)
                 rc = -ENOMEM;
         p->exact_bound = bound;
-    } else if (rc == 0) {
-        rc = exact_fallback(in, p, bound);
+    } else if (rc == 0 || rc == 2) {
+        rc = exact_fallback(in, p, rc == 2 ? ub : bound, rc == 2);
     }
     st_free(&s);
     free(wl);
