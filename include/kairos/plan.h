@@ -53,10 +53,14 @@ struct plan_gpu_model {
 /* A multiset of instances on one GPU: count of option o (1..n_profiles) in nibble o. */
 typedef uint32_t plan_mix_t;
 
+#define PLAN_LEGAL_HASH 4096
+
 struct plan_layouts {
     int n_placements;                 /* maximal placement-layouts (sets of profile@start) */
     int n_mixes;                      /* distinct maximal multisets */
     plan_mix_t mixes[PLAN_MAX_LAYOUTS];
+    int n_legal;                      /* distinct legal multisets, maximal or not */
+    plan_mix_t legal[PLAN_LEGAL_HASH]; /* open-addressing set of legal multisets + 1 */
 };
 
 /* Built-in models: "A100-40GB" (KRYPTON's five profiles), "A100-40GB+1g.10gb",
@@ -82,6 +86,8 @@ int plan_mix_compute(const struct plan_gpu_model *m, plan_mix_t mix);
 int plan_layouts_enumerate(const struct plan_gpu_model *m, struct plan_layouts *out);
 /* 1 if the multiset fits on one GPU (some legal placement exists), else 0. */
 int plan_mix_fits(const struct plan_layouts *l, plan_mix_t mix);
+/* The same answer by dominance over the maximal layouts (reference for tests). */
+int plan_mix_fits_slow(const struct plan_layouts *l, plan_mix_t mix);
 /* Place a multiset: starts[] gets one start slice per instance, in the order of
  * options ascending (count(o) entries for option o). Returns 0 or -ENOSPC. */
 int plan_mix_place(const struct plan_gpu_model *m, plan_mix_t mix, int *starts, int max);

@@ -462,8 +462,8 @@ out:
     return freed;
 }
 
-/* Try to empty single instances into free time elsewhere (frees slices). */
-static int algo_drop_instances(struct state *s)
+/* Try to empty the `budget` least-used instances into idle time elsewhere. */
+static int algo_drop_instances(struct state *s, int budget)
 {
     struct algo_journal j;
     struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
@@ -476,7 +476,7 @@ static int algo_drop_instances(struct state *s)
         if (s->inst[i].n)
             k[n++] = (struct algo_key){-(long)s->inst[i].time, i};
     qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
-    for (int q = 0; q < n; q++) {
+    for (int q = 0; q < n && q < budget; q++) {
         if (!s->inst[k[q].id].n)
             continue;
         j.n = 0;
@@ -496,7 +496,7 @@ out:
 int algo_improve(struct state *s, int budget)
 {
     for (int pass = 0; pass < 8; pass++) {
-        int a = algo_drop_instances(s);
+        int a = algo_drop_instances(s, budget);
         int b = algo_drop_gpus(s, budget);
         if (a < 0 || b < 0)
             return a < 0 ? a : b;

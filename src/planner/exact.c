@@ -112,16 +112,17 @@ static void exact_rows_slots(struct exact_model *e)
                 int w = e->feas[o][pos], x = exact_xi(e, o, pos, k);
                 ++lt;
                 it[lt] = im[lt] = x;
-                vt[lt] = st_need(s, w, o);
-                vm[lt] = (double)s->in->workloads[w].mem_mib;
+                /* rows scaled to capacity 1 to keep GLPK's simplex well conditioned */
+                vt[lt] = st_need(s, w, o) / (double)PLAN_TIME_UNITS;
+                vm[lt] = (double)s->in->workloads[w].mem_mib / (double)plan_option_mem(s->m, o);
                 int pair[3] = {0, x, a};
                 double coef[3] = {0, 1, -1};
                 exact_add_row(e->lp, 2, pair, coef, GLP_UP, 0, 0);
             }
             it[++lt] = a;
             im[lt] = a;
-            vt[lt] = -PLAN_TIME_UNITS;
-            vm[lt] = -(double)plan_option_mem(s->m, o);
+            vt[lt] = -1;
+            vm[lt] = -1;
             exact_add_row(e->lp, lt, it, vt, GLP_UP, 0, 0);
             exact_add_row(e->lp, lt, im, vm, GLP_UP, 0, 0);
             if (k + 1 < e->n_slots[o]) {
@@ -264,6 +265,7 @@ static int exact_run(struct state *s, const struct plan_options *opt, int max_gp
     if (rc)
         goto out;
     int term = glp_term_out(GLP_OFF);   /* GLPK prints on stdout otherwise */
+    glp_scale_prob(e.lp, GLP_SF_AUTO);
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     if (glp_simplex(e.lp, &sm) || glp_get_status(e.lp) != GLP_OPT) {

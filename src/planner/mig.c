@@ -91,8 +91,26 @@ static void mig_record(struct plan_layouts *out, plan_mix_t mix)
         out->mixes[out->n_mixes++] = mix;
 }
 
+static uint32_t mig_hash(plan_mix_t mix)
+{
+    return (uint32_t)((mix * 2654435761u) >> 20) & (PLAN_LEGAL_HASH - 1);
+}
+
+/* The legal set stores mix + 1 so that 0 marks an empty slot. */
+static void mig_record_legal(struct plan_layouts *out, plan_mix_t mix)
+{
+    uint32_t h = mig_hash(mix);
+    while (out->legal[h] && out->legal[h] != mix + 1)
+        h = (h + 1) & (PLAN_LEGAL_HASH - 1);
+    if (!out->legal[h] && out->n_legal < PLAN_LEGAL_HASH / 2) {
+        out->legal[h] = mix + 1;
+        out->n_legal++;
+    }
+}
+
 static void mig_dfs(const struct mig_enum *e, int next, unsigned mem, int compute, plan_mix_t mix)
 {
+    mig_record_legal(e->out, mix);
     if (mix && mig_is_maximal(e, mem, compute))
         mig_record(e->out, mix);
     for (int i = next; i < e->n_pl; i++) {
@@ -112,7 +130,7 @@ int plan_layouts_enumerate(const struct plan_gpu_model *m, struct plan_layouts *
     memset(out, 0, sizeof(*out));
     struct mig_enum e = {pl, n, out};
     mig_dfs(&e, 0, 0, 0, 0);
-    return out->n_mixes < PLAN_MAX_LAYOUTS ? 0 : -E2BIG;
+    return out->n_mixes < PLAN_MAX_LAYOUTS && out->n_legal < PLAN_LEGAL_HASH / 2 ? 0 : -E2BIG;
 }
 
 static int mig_dominated(plan_mix_t small, plan_mix_t big)
@@ -124,6 +142,17 @@ static int mig_dominated(plan_mix_t small, plan_mix_t big)
 }
 
 int plan_mix_fits(const struct plan_layouts *l, plan_mix_t mix)
+{
+    uint32_t h = mig_hash(mix);
+    while (l->legal[h]) {
+        if (l->legal[h] == mix + 1)
+            return 1;
+        h = (h + 1) & (PLAN_LEGAL_HASH - 1);
+    }
+    return 0;
+}
+
+int plan_mix_fits_slow(const struct plan_layouts *l, plan_mix_t mix)
 {
     for (int i = 0; i < l->n_mixes; i++)
         if (mig_dominated(mix, l->mixes[i]))
