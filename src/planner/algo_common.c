@@ -125,13 +125,24 @@ struct algo_journal {
     int n;
 };
 
+static int algo_min_need(const struct state *s, int w)
+{
+    int m = PLAN_TIME_UNITS + 1;
+    for (int o = 0; o < s->n_options; o++) {
+        int t = st_need(s, w, o);
+        if (t >= 0 && t < m)
+            m = t;
+    }
+    return m;
+}
+
 static int algo_best_existing(const struct state *s, int w, int min_rank, int skip_inst,
                               int skip_gpu, int *best_t)
 {
-    int best = -1, best_left = PLAN_TIME_UNITS + 1;
+    int best = -1, best_left = PLAN_TIME_UNITS + 1, room = PLAN_TIME_UNITS - algo_min_need(s, w);
     for (int i = 0; i < s->n_inst; i++) {
         const struct st_inst *in = &s->inst[i];
-        if (!in->n || i == skip_inst || s->rank[in->option] < min_rank)
+        if (in->time > room || !in->n || i == skip_inst || s->rank[in->option] < min_rank)
             continue;
         if (skip_gpu >= 0 && in->gpu == skip_gpu)
             continue;
@@ -353,6 +364,10 @@ int algo_pack_cover(struct state *s)
  * first, fullest GPU first). */
 static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_out)
 {
+    int min_c = PLAN_COMPUTE_SLICES + 1;
+    for (int k = 0; k < s->n_options; k++)
+        if (s->order[k] != PLAN_OPTION_WHOLE && st_need(s, w, s->order[k]) >= 0)
+            min_c = plan_option_compute(s->m, s->order[k]) < min_c ? plan_option_compute(s->m, s->order[k]) : min_c;
     for (int k = 0; k < s->n_options; k++) {
         int o = s->order[k], best = -1, best_c = -1;
         if (o == PLAN_OPTION_WHOLE || st_need(s, w, o) < 0)
@@ -361,6 +376,8 @@ static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_ou
             if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
                 continue;
             int c = st_gpu_compute(s, g);
+            if (c + min_c > PLAN_COMPUTE_SLICES)
+                continue;
             if (c > best_c && plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1))) {
                 best = g;
                 best_c = c;
@@ -413,12 +430,12 @@ static void algo_undo_created(struct state *s, struct algo_created *cr)
     }
 }
 
-static int algo_gpu_members(const struct state *s, int g)
+static int *algo_gpu_members(const struct state *s)
 {
-    int n = 0;
-    for (int i = 0; i < s->n_inst; i++)
-        if (s->inst[i].gpu == g)
-            n += s->inst[i].n;
+    int *n = calloc((size_t)s->n_gpu + 1, sizeof(int));
+    for (int i = 0; n && i < s->n_inst; i++)
+        if (s->inst[i].gpu >= 0)
+            n[s->inst[i].gpu] += s->inst[i].n;
     return n;
 }
 
@@ -428,14 +445,15 @@ static int algo_drop_gpus(struct state *s, int budget)
     struct algo_journal j;
     struct algo_created cr = {malloc(((size_t)s->n_wl + 1) * sizeof(int)), 0};
     struct algo_key *k = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
+    int *members = algo_gpu_members(s);
     int freed = 0, n = 0;
-    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k) {
+    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k || !members) {
         freed = -ENOMEM;
         goto out;
     }
     for (int g = 0; g < s->n_gpu; g++)
         if (s->gpu[g].alive)
-            k[n++] = (struct algo_key){-(long)st_gpu_compute(s, g) * 100000 - algo_gpu_members(s, g), g};
+            k[n++] = (struct algo_key){-(long)st_gpu_compute(s, g) * 100000 - members[g], g};
     qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
     for (int q = 0; q < n && q < budget; q++) {
         if (!s->gpu[k[q].id].alive)
@@ -459,6 +477,7 @@ out:
     algo_journal_free(&j);
     free(cr.inst);
     free(k);
+    free(members);
     return freed;
 }
 
@@ -493,9 +512,9 @@ out:
     return freed;
 }
 
-int algo_improve(struct state *s, int budget)
+int algo_improve(struct state *s, int budget, int passes)
 {
-    for (int pass = 0; pass < 8; pass++) {
+    for (int pass = 0; pass < passes; pass++) {
         int a = algo_drop_instances(s, budget);
         int b = algo_drop_gpus(s, budget);
         if (a < 0 || b < 0)

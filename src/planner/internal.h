@@ -23,6 +23,7 @@ struct st_gpu {
     int whole;               /* 1: MIG off, holds exactly one whole instance */
     plan_mix_t mix;          /* MIG instances on it */
     int alive;
+    int compute;             /* compute slices used (7 when whole) */
 };
 
 struct state {
@@ -46,7 +47,10 @@ int st_init(struct state *s, const struct plan_input *in, int pool,
             const struct plan_layouts *lay, const int *wl, int n_wl);
 void st_free(struct state *s);
 int st_copy(struct state *dst, const struct state *src);
-int st_need(const struct state *s, int w, int option);
+static inline int st_need(const struct state *s, int w, int option)
+{
+    return s->need[(size_t)w * PLAN_MAX_OPTIONS + option];
+}
 int st_new_inst(struct state *s, int option);
 int st_new_gpu(struct state *s, int whole);
 void st_put(struct state *s, int w, int inst, int time);
@@ -71,7 +75,7 @@ int algo_alone(struct state *s, const int *choice, int full_time);
 int algo_migrate_up(struct state *s);                         /* the seed's step 3 */
 int algo_pack_ffd(struct state *s);                           /* the seed's step 4 */
 int algo_pack_cover(struct state *s);                         /* layout-cover packing */
-int algo_improve(struct state *s, int budget);                /* local search */
+int algo_improve(struct state *s, int budget, int passes);    /* local search */
 
 /* One per algorithm; each fills an empty state for its pool. */
 int algo_kairos(struct state *s);

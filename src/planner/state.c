@@ -111,11 +111,6 @@ int st_copy(struct state *d, const struct state *s)
     return 0;
 }
 
-int st_need(const struct state *s, int w, int option)
-{
-    return s->need[(size_t)w * PLAN_MAX_OPTIONS + option];
-}
-
 int st_new_inst(struct state *s, int option)
 {
     if (s->n_inst == s->cap_inst) {
@@ -140,7 +135,7 @@ int st_new_gpu(struct state *s, int whole)
         s->gpu = ng;
         s->cap_gpu = cap;
     }
-    s->gpu[s->n_gpu] = (struct st_gpu){whole, 0, 1};
+    s->gpu[s->n_gpu] = (struct st_gpu){whole, 0, 1, whole ? PLAN_COMPUTE_SLICES : 0};
     return s->n_gpu++;
 }
 
@@ -191,15 +186,17 @@ int st_alive_gpus(const struct state *s)
 
 int st_gpu_compute(const struct state *s, int g)
 {
-    return s->gpu[g].whole ? PLAN_COMPUTE_SLICES : plan_mix_compute(s->m, s->gpu[g].mix);
+    return s->gpu[g].compute;
 }
 
 void st_gpu_attach(struct state *s, int i, int g)
 {
     s->inst[i].gpu = g;
     s->gpu[g].alive = 1;
-    if (!s->gpu[g].whole)
+    if (!s->gpu[g].whole) {
         s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, 1);
+        s->gpu[g].compute += plan_option_compute(s->m, s->inst[i].option);
+    }
 }
 
 void st_gpu_detach(struct state *s, int i)
@@ -208,9 +205,12 @@ void st_gpu_detach(struct state *s, int i)
     if (g < 0)
         return;
     s->inst[i].gpu = -1;
-    if (s->gpu[g].whole)
+    if (s->gpu[g].whole) {
         s->gpu[g].alive = 0;
-    else if (!(s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, -1)))
+        return;
+    }
+    s->gpu[g].compute -= plan_option_compute(s->m, s->inst[i].option);
+    if (!(s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, -1)))
         s->gpu[g].alive = 0;
 }
 
