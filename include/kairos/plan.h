@@ -1,0 +1,268 @@
+/* plan.h - the Kairos cluster planner's public API (issue 5), shared with the CLI.
+ *
+ * The planner decides, for a whole cluster, which MIG layout each GPU gets and which
+ * IGPU(s, t, m) each workload gets, so that every workload meets its throughput target
+ * on the fewest GPUs. Model: Thr(s, t) = Thr(s, 100 %) x t (KRYPTON, ATC'25).
+ *
+ * Vocabulary:
+ *   option   a spatial choice on one GPU model: index 0 is the whole GPU (MIG off),
+ *            1..n_profiles are the model's MIG profiles.
+ *   instance one IGPU container: an option placed on a GPU (a MIG instance at a start
+ *            slice, or the whole GPU), time-shared by its workloads.
+ *   time     integer units, PLAN_TIME_UNITS per instance (0.1 % steps).
+ *
+ * Thread rules: no globals; every function works only on the objects it is given, so
+ * distinct plans may be computed on distinct threads. No function prints anything.
+ * Functions return 0 or -errno unless documented otherwise.
+ */
+#ifndef KAIROS_PLAN_H
+#define KAIROS_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_NAME_MAX 48
+#define PLAN_MAX_PROFILES 8
+#define PLAN_MAX_OPTIONS (PLAN_MAX_PROFILES + 1)
+#define PLAN_OPTION_WHOLE 0
+#define PLAN_TIME_UNITS 1000
+#define PLAN_MEM_SLICES 8
+#define PLAN_COMPUTE_SLICES 7
+#define PLAN_MAX_LAYOUTS 128
+#define PLAN_MAX_POOLS 8
+
+/* ---- GPU models and MIG geometry (models.c, mig.c) ---- */
+
+struct plan_profile {
+    char name[PLAN_NAME_MAX];
+    int compute_slices;      /* g of "<g>g.<mem>gb", 1..7 */
+    int mem_slices;          /* memory slices taken, out of 8 */
+    int sms;                 /* streaming multiprocessors */
+    int64_t mem_mib;         /* usable memory */
+    unsigned start_mask;     /* bit k set: may start at memory slice k */
+};
+
+struct plan_gpu_model {
+    char name[PLAN_NAME_MAX];
+    int whole_sms;           /* SMs with MIG off */
+    int64_t whole_mem_mib;   /* memory with MIG off */
+    int n_profiles;
+    struct plan_profile profiles[PLAN_MAX_PROFILES];
+};
+
+/* A multiset of instances on one GPU: count of option o (1..n_profiles) in nibble o. */
+typedef uint32_t plan_mix_t;
+
+#define PLAN_LEGAL_HASH 4096
+
+struct plan_layouts {
+    int n_placements;                 /* maximal placement-layouts (sets of profile@start) */
+    int n_mixes;                      /* distinct maximal multisets */
+    plan_mix_t mixes[PLAN_MAX_LAYOUTS];
+    int n_legal;                      /* distinct legal multisets, maximal or not */
+    plan_mix_t legal[PLAN_LEGAL_HASH]; /* open-addressing set of legal multisets + 1 */
+};
+
+/* Built-in models: "A100-40GB" (KRYPTON's five profiles), "A100-40GB+1g.10gb",
+ * "H100-80GB", "H200-141GB". Returns 0 or -ENOENT. */
+int plan_model_builtin(const char *name, struct plan_gpu_model *out);
+/* Names of the built-in models, NULL-terminated. */
+const char *const *plan_model_builtin_names(void);
+/* Option helpers: option 0 is the whole GPU. */
+int plan_option_count(const struct plan_gpu_model *m);
+const char *plan_option_name(const struct plan_gpu_model *m, int option);
+int plan_option_compute(const struct plan_gpu_model *m, int option);   /* 7 for whole */
+int64_t plan_option_mem(const struct plan_gpu_model *m, int option);
+int plan_option_sms(const struct plan_gpu_model *m, int option);
+int plan_option_find(const struct plan_gpu_model *m, const char *name); /* -1 if none */
+/* Validate a (possibly user-described) model; on failure writes why into err. */
+int plan_model_validate(const struct plan_gpu_model *m, char *err, size_t errlen);
+
+/* mig.c: geometry. */
+int plan_mix_count(plan_mix_t mix, int option);
+plan_mix_t plan_mix_add(plan_mix_t mix, int option, int n);
+int plan_mix_compute(const struct plan_gpu_model *m, plan_mix_t mix);
+/* Enumerate maximal legal layouts of model m. */
+int plan_layouts_enumerate(const struct plan_gpu_model *m, struct plan_layouts *out);
+/* 1 if the multiset fits on one GPU (some legal placement exists), else 0. */
+int plan_mix_fits(const struct plan_layouts *l, plan_mix_t mix);
+/* The same answer by dominance over the maximal layouts (reference for tests). */
+int plan_mix_fits_slow(const struct plan_layouts *l, plan_mix_t mix);
+/* Place a multiset: starts[] gets one start slice per instance, in the order of
+ * options ascending (count(o) entries for option o). Returns 0 or -ENOSPC. */
+int plan_mix_place(const struct plan_gpu_model *m, plan_mix_t mix, int *starts, int max);
+
+/* ---- Input (input.c) ---- */
+
+struct plan_pool {
+    struct plan_gpu_model model;
+    int count;                         /* GPUs of this model available */
+};
+
+struct plan_workload {
+    char name[PLAN_NAME_MAX];
+    int64_t mem_mib;
+    double target;                     /* absolute throughput target */
+    /* thr[p][o]: throughput at t = 100 % on option o of pool p; 0 = unknown/unusable */
+    double thr[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS];
+    int line;                          /* where it was defined, for messages */
+};
+
+struct plan_input {
+    int n_pools;
+    struct plan_pool pools[PLAN_MAX_POOLS];
+    int n_workloads;
+    struct plan_workload *workloads;   /* replicas already expanded */
+};
+
+/* Parse a YAML cluster description. On error returns -EINVAL (or -ENOMEM/-errno) and
+ * writes "file:line:column: what was expected" into err. */
+int plan_input_load(const char *path, struct plan_input *in, char *err, size_t errlen);
+int plan_input_parse(const char *text, size_t len, const char *name, struct plan_input *in,
+                     char *err, size_t errlen);
+void plan_input_free(struct plan_input *in);
+int plan_input_add_workload(struct plan_input *in, const struct plan_workload *w);
+
+/* ---- Plans ---- */
+
+struct plan_gpu {
+    int pool;
+    int mig;                           /* 0: whole GPU (MIG off), 1: MIG layout */
+};
+
+struct plan_instance {
+    int gpu;
+    int option;                        /* 0 whole, else profile index + 1 */
+    int start;                         /* memory slice the instance starts at (0 if whole) */
+};
+
+struct plan_assign {
+    int workload;
+    int instance;
+    int time;                          /* time share in PLAN_TIME_UNITS */
+    int64_t mem_mib;                   /* memory quota m */
+};
+
+enum plan_reason {
+    PLAN_OK = 0,
+    PLAN_NO_DATA,        /* no throughput given for any option of any pool */
+    PLAN_TOO_BIG_MEM,    /* memory exceeds every option */
+    PLAN_TOO_SLOW,       /* no option reaches the target at t = 100 % */
+    PLAN_NO_CAPACITY,    /* feasible, but the cluster has too few GPUs */
+};
+
+struct plan_infeasible {
+    int workload;
+    enum plan_reason reason;
+};
+
+struct plan {
+    int n_gpus, n_instances, n_assigns, n_infeasible;
+    int cap_gpus, cap_instances, cap_assigns, cap_infeasible;
+    struct plan_gpu *gpus;
+    struct plan_instance *instances;
+    struct plan_assign *assigns;
+    struct plan_infeasible *infeasible;
+    char algo[24];
+    int exact_status;                  /* exact solver: 1 optimal, 0 not solved, -1 n/a */
+    double exact_bound;                /* exact solver: lower bound on GPUs */
+};
+
+void plan_init(struct plan *p);
+void plan_free(struct plan *p);
+int plan_copy(struct plan *dst, const struct plan *src);
+int plan_add_gpu(struct plan *p, int pool, int mig);
+int plan_add_instance(struct plan *p, int gpu, int option, int start);
+int plan_add_assign(struct plan *p, int workload, int instance, int time, int64_t mem);
+int plan_add_infeasible(struct plan *p, int workload, enum plan_reason r);
+const char *plan_reason_text(enum plan_reason r);
+/* Minimal t (PLAN_TIME_UNITS) for workload w on option o of pool: -1 if infeasible. */
+int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
+                     int option);
+
+/* ---- Algorithms ---- */
+
+enum plan_algo {
+    PLAN_ALGO_KAIROS,    /* ours: seed + portfolio + local search */
+    PLAN_ALGO_SEED,      /* the KRYPTON paper's four steps as reconstructed */
+    PLAN_ALGO_TEMPORAL,
+    PLAN_ALGO_BESTFIT,
+    PLAN_ALGO_GPULET,
+    PLAN_ALGO_EXACT,
+    PLAN_ALGO_COUNT
+};
+
+struct plan_options {
+    enum plan_algo algo;
+    double exact_time_limit_s;         /* exact: give up after this (default 10) */
+    int exact_max_workloads;           /* exact: refuse beyond this (default 40) */
+};
+
+const char *plan_algo_name(enum plan_algo a);
+int plan_algo_from_name(const char *name);   /* -1 if unknown */
+void plan_options_default(struct plan_options *o);
+/* Compute a plan for the whole input. Infeasible workloads are listed in p, not an error. */
+int plan_solve(const struct plan_input *in, const struct plan_options *opt, struct plan *p);
+
+/* ---- Checker (check.c): independent of the algorithms ---- */
+
+/* Returns 0 if the plan is valid for the input, else -EINVAL with the first violation
+ * described in err. Every feasible workload must be placed exactly once. */
+int plan_check(const struct plan_input *in, const struct plan *p, char *err, size_t errlen);
+
+/* ---- Metrics ---- */
+
+struct plan_metrics {
+    int gpus;                          /* GPUs with anything on them */
+    double slices;                     /* sum of used compute slices / 7, whole GPU = 1 */
+    double mean_norm_thr;              /* mean of Thr(s,t)/target over placed workloads */
+    int placed, infeasible;
+};
+void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
+                          struct plan_metrics *out);
+
+/* ---- Online changes (online.c) ---- */
+
+struct plan_move {
+    int workload;
+    int from_gpu, from_option;         /* in the old plan; -1 for a new workload */
+    int to_gpu, to_option;             /* in the new plan; -1 when removed */
+};
+
+struct plan_moves {
+    int n, cap;
+    struct plan_move *moves;
+};
+
+void plan_moves_free(struct plan_moves *m);
+/* Place workloads [first_new, in->n_workloads) into `old` (which covers the others),
+ * moving as few placed workloads as possible. Result in out. */
+int plan_online_add(const struct plan_input *in, const struct plan *old, int first_new,
+                    struct plan *out, struct plan_moves *moves);
+/* Drop workload `w` from the plan; then free a GPU if that costs at most max_moves
+ * moves. Workload indices in `out` stay those of `in` (w is simply unplaced). */
+int plan_online_remove(const struct plan_input *in, const struct plan *old, int w,
+                       int max_moves, struct plan *out, struct plan_moves *moves);
+
+/* ---- Output (output.c) ---- */
+
+enum plan_format { PLAN_FMT_TABLE, PLAN_FMT_JSON, PLAN_FMT_YAML };
+/* Write the plan to a stream (FILE *). Returns 0 or -EIO. */
+int plan_write(const struct plan_input *in, const struct plan *p,
+               const struct plan_moves *moves, enum plan_format fmt, void *stream);
+/* Read back a plan written with PLAN_FMT_JSON against the same input. */
+int plan_read_json(const char *path, const struct plan_input *in, struct plan *p,
+                   char *err, size_t errlen);
+
+/* ---- Generator (gen.c) ---- */
+
+struct plan_gen_params {
+    uint64_t seed;
+    int n_workloads;
+    int n_gpus;
+    const char *model;                 /* built-in model name */
+    double concave_exponent;           /* per-profile throughput: (SM/SM_whole)^e */
+};
+int plan_gen(const struct plan_gen_params *g, struct plan_input *in);
+
+#endif /* KAIROS_PLAN_H */

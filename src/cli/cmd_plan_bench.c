@@ -1,0 +1,268 @@
+/* cmd_plan_bench.c - `kairos plan bench`: the planner's benchmark.
+ *
+ * For every case file (DIR/<group>/<case>.yaml) it runs every algorithm, verifies each
+ * plan with the checker, and prints GPUs used (whole and in slices), Kairos's reduction
+ * against each baseline, the gap to the exact optimum where it is proven, and the mean
+ * normalized throughput. Nothing is hard-coded: every number is computed here.
+ * --scale times the planner on 10,000 generated workloads and 2,000 GPUs.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cmd_plan.h"
+#include "kairos/plan.h"
+
+#define BENCH_MAX_CASES 256
+
+static const enum plan_algo bench_algos[] = {
+    PLAN_ALGO_TEMPORAL, PLAN_ALGO_BESTFIT, PLAN_ALGO_GPULET, PLAN_ALGO_SEED, PLAN_ALGO_KAIROS,
+    PLAN_ALGO_EXACT,
+};
+#define BENCH_N_ALGOS (sizeof(bench_algos) / sizeof(bench_algos[0]))
+#define BENCH_KAIROS 4
+#define BENCH_EXACT 5
+
+struct bench_row {
+    struct plan_metrics m[BENCH_N_ALGOS];
+    int exact_optimal, checked_ok;
+};
+
+struct bench_sum {
+    double red_whole[3], red_slices[3], gap;
+    int total[BENCH_N_ALGOS], n, n_gap;
+};
+
+static double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int bench_is_yaml(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && !strcmp(d->d_name + n - 5, ".yaml");
+}
+
+static int bench_is_dir(const struct dirent *d)
+{
+    return d->d_name[0] != '.' && d->d_type == DT_DIR;
+}
+
+static int bench_run_case(const char *path, double limit, int no_exact, struct bench_row *r,
+                          char *err, size_t errlen)
+{
+    struct plan_input in;
+    int rc = plan_input_load(path, &in, err, errlen);
+    if (rc)
+        return rc;
+    r->checked_ok = 1;
+    r->exact_optimal = 0;
+    for (size_t a = 0; a < BENCH_N_ALGOS && !rc; a++) {
+        struct plan_options o;
+        struct plan p;
+        plan_options_default(&o);
+        o.algo = bench_algos[a];
+        o.exact_time_limit_s = limit;
+        if (no_exact)
+            o.exact_max_workloads = 0;
+        if ((rc = plan_solve(&in, &o, &p)))
+            break;
+        if (plan_check(&in, &p, err, errlen)) {
+            r->checked_ok = 0;
+            fprintf(stderr, "%s: %s plan FAILED the checker: %s\n", path, plan_algo_name(o.algo), err);
+        }
+        plan_metrics_compute(&in, &p, &r->m[a]);
+        if (a == BENCH_EXACT)
+            r->exact_optimal = p.exact_status == 1;
+        plan_free(&p);
+    }
+    plan_input_free(&in);
+    return rc;
+}
+
+static double bench_red(double ours, double base)
+{
+    return base > 0 ? 100.0 * (1.0 - ours / base) : 0;
+}
+
+static void bench_print_header(void)
+{
+    printf("%-34s %3s", "case", "n");
+    static const char *const names[] = {"Temporal", "BestFit", "GPUlet", "Seed", "Kairos", "Exact"};
+    for (size_t a = 0; a < BENCH_N_ALGOS; a++)
+        printf(" %11s", names[a]);
+    printf(" %6s %6s %6s %5s | %s\n", "vsT%", "vsB%", "vsG%", "gap", "Thr/target T B G S K");
+}
+
+static void bench_print_row(const char *name, const struct bench_row *r, struct bench_sum *s)
+{
+    const struct plan_metrics *k = &r->m[BENCH_KAIROS];
+    printf("%-34s %3d", name, k->placed + k->infeasible);
+    for (size_t a = 0; a < BENCH_N_ALGOS; a++) {
+        char cell[32];
+        snprintf(cell, sizeof(cell), "%d(%.2f)%s", r->m[a].gpus, r->m[a].slices,
+                 a == BENCH_EXACT && !r->exact_optimal ? "?" : "");
+        printf(" %11s", cell);
+        s->total[a] += r->m[a].gpus;
+    }
+    for (int b = 0; b < 3; b++) {
+        double red = bench_red(k->gpus, r->m[b].gpus);
+        s->red_whole[b] += red;
+        s->red_slices[b] += bench_red(k->slices, r->m[b].slices);
+        printf(" %6.1f", red);
+    }
+    if (r->exact_optimal) {
+        printf(" %5d", k->gpus - r->m[BENCH_EXACT].gpus);
+        s->gap += k->gpus - r->m[BENCH_EXACT].gpus;
+        s->n_gap++;
+    } else {
+        printf(" %5s", "-");
+    }
+    printf(" | %4.2f %4.2f %4.2f %4.2f %4.2f%s\n", r->m[0].mean_norm_thr, r->m[1].mean_norm_thr,
+           r->m[2].mean_norm_thr, r->m[3].mean_norm_thr, k->mean_norm_thr,
+           r->checked_ok ? "" : "  CHECK FAILED");
+    s->n++;
+}
+
+static void bench_print_sum(const char *group, const struct bench_sum *s)
+{
+    if (!s->n)
+        return;
+    printf("%-34s mean reduction vs Temporal %.1f %% (slices %.1f %%), vs Best-fit-MIG %.1f %% "
+           "(%.1f %%), vs GPUlet-MIG %.1f %% (%.1f %%);\n", group, s->red_whole[0] / s->n,
+           s->red_slices[0] / s->n, s->red_whole[1] / s->n, s->red_slices[1] / s->n,
+           s->red_whole[2] / s->n, s->red_slices[2] / s->n);
+    printf("%-34s totals T %d B %d G %d S %d K %d; Kairos vs proven optimum: %+.2f GPUs/case "
+           "over %d cases\n\n", "", s->total[0], s->total[1], s->total[2], s->total[3],
+           s->total[4], s->n_gap ? s->gap / s->n_gap : 0, s->n_gap);
+}
+
+static int bench_group(const char *dir, const char *group, double limit, int no_exact)
+{
+    char path[4096], name[512], err[512];
+    struct dirent **list;
+    struct bench_sum sum;
+    int n = scandir(dir, &list, bench_is_yaml, alphasort), rc = 0;
+    if (n < 0)
+        return -errno;
+    memset(&sum, 0, sizeof(sum));
+    for (int i = 0; i < n; i++) {
+        struct bench_row r;
+        if (snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name) >= (int)sizeof(path))
+            rc = -ENAMETOOLONG;
+        snprintf(name, sizeof(name), "%s/%.*s", group, (int)strlen(list[i]->d_name) - 5,
+                 list[i]->d_name);
+        if (!rc && (rc = bench_run_case(path, limit, no_exact, &r, err, sizeof(err))))
+            fprintf(stderr, "kairos plan bench: %s\n", err);
+        if (!rc)
+            bench_print_row(name, &r, &sum);
+        fflush(stdout);
+        free(list[i]);
+    }
+    free(list);
+    bench_print_sum(group, &sum);
+    return rc;
+}
+
+static int bench_cases(const char *root, double limit, int no_exact)
+{
+    struct dirent **groups;
+    char dir[4096];
+    int n = scandir(root, &groups, bench_is_dir, alphasort), rc = 0;
+    if (n < 0) {
+        fprintf(stderr, "kairos plan bench: %s: %s\n", root, strerror(errno));
+        return 1;
+    }
+    printf("GPUs used per algorithm: whole(in slices); '?' = exact not proven within the limit.\n"
+           "Reductions are Kairos's, in whole GPUs per case; gap = Kairos - exact optimum.\n\n");
+    bench_print_header();
+    for (int i = 0; i < n; i++) {
+        int len = snprintf(dir, sizeof(dir), "%s/%s", root, groups[i]->d_name);
+        if (!rc && len < (int)sizeof(dir) && bench_group(dir, groups[i]->d_name, limit, no_exact))
+            rc = 1;
+        free(groups[i]);
+    }
+    free(groups);
+    return rc;
+}
+
+static int bench_scale_one(enum plan_algo a, const struct plan_input *in)
+{
+    struct plan_options o;
+    struct plan p;
+    struct plan_metrics m;
+    char err[512];
+    plan_options_default(&o);
+    o.algo = a;
+    double t0 = bench_now();
+    if (plan_solve(in, &o, &p))
+        return 1;
+    double dt = bench_now() - t0;
+    int bad = plan_check(in, &p, err, sizeof(err));
+    plan_metrics_compute(in, &p, &m);
+    printf("  %-9s %7.3f s CPU  %5d GPUs (%.1f in slices)  %d placed  %s\n", plan_algo_name(a), dt,
+           m.gpus, m.slices, m.placed, bad ? err : "checked");
+    plan_free(&p);
+    return bad;
+}
+
+static int bench_scale(void)
+{
+    struct plan_gen_params g = {1, 10000, 2000, "H200-141GB", 0.7};
+    struct plan_input in;
+    int rc = 0;
+    if (plan_gen(&g, &in))
+        return 1;
+    printf("scale: %d generated workloads (seed %llu, %s, concave 0.7), %d GPUs, one core:\n",
+           g.n_workloads, (unsigned long long)g.seed, g.model, g.n_gpus);
+    static const enum plan_algo algos[] = {PLAN_ALGO_KAIROS, PLAN_ALGO_SEED, PLAN_ALGO_TEMPORAL,
+                                           PLAN_ALGO_BESTFIT, PLAN_ALGO_GPULET};
+    for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
+        rc |= bench_scale_one(algos[i], &in);
+    plan_input_free(&in);
+    return rc;
+}
+
+int plan_bench(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"cases", required_argument, NULL, 'c'}, {"exact-limit", required_argument, NULL, 't'},
+        {"no-exact", no_argument, NULL, 'n'},    {"scale", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+    };
+    const char *root = "data/planner";
+    double limit = 10;
+    int no_exact = 0, scale = 0, cases = 0, ch, rc = 0;
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "c:t:nsh", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'c': root = optarg; cases = 1; break;
+        case 't': limit = atof(optarg); break;
+        case 'n': no_exact = 1; break;
+        case 's': scale = 1; break;
+        case 'h':
+            printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale]\n");
+            return 0;
+        default:
+            fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale]\n");
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "kairos plan bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!scale || cases)
+        rc = bench_cases(root, limit, no_exact);
+    if (scale)
+        rc |= bench_scale();
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,526 @@
+/* algo_common.c - the building blocks the heuristics share: option choice, temporal
+ * fusion (first-fit decreasing in time), the seed's migration step, two instance
+ * packers, and Kairos's local search. Each algorithm file only composes these.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/internal.h"
+
+/* ---- option choice ---- */
+
+int algo_smallest_option(const struct state *s, int w)
+{
+    for (int k = 0; k < s->n_options; k++)
+        if (st_need(s, w, s->order[k]) >= 0)
+            return s->order[k];
+    return -1;
+}
+
+int algo_bestfit_option(const struct state *s, int w)
+{
+    return algo_smallest_option(s, w);
+}
+
+int algo_area_option(const struct state *s, int w)
+{
+    int best = -1;
+    long best_area = 0;
+    for (int k = 0; k < s->n_options; k++) {
+        int o = s->order[k], t = st_need(s, w, o);
+        long area = (long)t * plan_option_compute(s->m, o);
+        if (t >= 0 && (best < 0 || area < best_area)) {
+            best = o;
+            best_area = area;
+        }
+    }
+    return best;
+}
+
+/* ---- sorting helpers (qsort with a context-free key array) ---- */
+
+struct algo_key {
+    long key;
+    int id;
+};
+
+static int algo_key_desc(const void *a, const void *b)
+{
+    const struct algo_key *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? 1 : -1;
+    return x->id - y->id;
+}
+
+static struct algo_key *algo_sorted_workloads(const struct state *s, const int *choice, int *n)
+{
+    struct algo_key *k = malloc(((size_t)s->n_wl + 1) * sizeof(*k));
+    *n = 0;
+    for (int i = 0; k && i < s->n_wl; i++) {
+        int w = s->wl[i];
+        if (choice[w] >= 0)
+            k[(*n)++] = (struct algo_key){st_need(s, w, choice[w]), w};
+    }
+    if (k)
+        qsort(k, (size_t)*n, sizeof(*k), algo_key_desc);
+    return k;
+}
+
+/* ---- construction ---- */
+
+int algo_alone(struct state *s, const int *choice, int full_time)
+{
+    for (int i = 0; i < s->n_wl; i++) {
+        int w = s->wl[i], o = choice[w];
+        if (o < 0)
+            continue;
+        int in = st_new_inst(s, o);
+        if (in < 0)
+            return in;
+        st_put(s, w, in, full_time ? PLAN_TIME_UNITS : st_need(s, w, o));
+    }
+    return 0;
+}
+
+/* First-fit decreasing in time among the instances of one option. */
+int algo_fuse(struct state *s, const int *choice)
+{
+    int n, rc = 0;
+    struct algo_key *k = algo_sorted_workloads(s, choice, &n);
+    int *open = malloc(((size_t)s->n_wl + 1) * sizeof(int));
+    int n_open = 0;
+    if (!k || !open) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int j = 0; j < n; j++) {
+        int w = k[j].id, o = choice[w], placed = 0;
+        for (int q = 0; q < n_open && !placed; q++) {
+            if (s->inst[open[q]].option == o && st_fits(s, w, open[q]) >= 0) {
+                st_put(s, w, open[q], st_need(s, w, o));
+                placed = 1;
+            }
+        }
+        if (placed)
+            continue;
+        int in = st_new_inst(s, o);
+        if (in < 0) {
+            rc = in;
+            goto out;
+        }
+        st_put(s, w, in, st_need(s, w, o));
+        open[n_open++] = in;
+    }
+out:
+    free(k);
+    free(open);
+    return rc;
+}
+
+/* ---- the seed's step 3: migrate small -> large, emptying whole instances ---- */
+
+struct algo_journal {
+    int *w, *from, *time;
+    int n;
+};
+
+static int algo_min_need(const struct state *s, int w)
+{
+    int m = PLAN_TIME_UNITS + 1;
+    for (int o = 0; o < s->n_options; o++) {
+        int t = st_need(s, w, o);
+        if (t >= 0 && t < m)
+            m = t;
+    }
+    return m;
+}
+
+static int algo_best_existing(const struct state *s, int w, int min_rank, int skip_inst,
+                              int skip_gpu, int *best_t)
+{
+    int best = -1, best_left = PLAN_TIME_UNITS + 1, room = PLAN_TIME_UNITS - algo_min_need(s, w);
+    for (int i = 0; i < s->n_inst; i++) {
+        const struct st_inst *in = &s->inst[i];
+        if (in->time > room || !in->n || i == skip_inst || s->rank[in->option] < min_rank)
+            continue;
+        if (skip_gpu >= 0 && in->gpu == skip_gpu)
+            continue;
+        int t = st_fits(s, w, i);
+        int left = PLAN_TIME_UNITS - in->time - t;
+        if (t >= 0 && left < best_left) {
+            best = i;
+            best_left = left;
+            *best_t = t;
+        }
+    }
+    return best;
+}
+
+static void algo_move(struct state *s, struct algo_journal *j, int w, int to, int t)
+{
+    j->w[j->n] = w;
+    j->from[j->n] = s->where[w];
+    j->time[j->n] = s->time[w];
+    j->n++;
+    st_take(s, w);
+    st_put(s, w, to, t);
+}
+
+static void algo_undo(struct state *s, struct algo_journal *j)
+{
+    while (j->n > 0) {
+        j->n--;
+        st_take(s, j->w[j->n]);
+        st_put(s, j->w[j->n], j->from[j->n], j->time[j->n]);
+    }
+}
+
+static int algo_journal_init(struct algo_journal *j, int n)
+{
+    j->w = malloc(((size_t)n + 1) * sizeof(int));
+    j->from = malloc(((size_t)n + 1) * sizeof(int));
+    j->time = malloc(((size_t)n + 1) * sizeof(int));
+    j->n = 0;
+    return j->w && j->from && j->time ? 0 : -ENOMEM;
+}
+
+static void algo_journal_free(struct algo_journal *j)
+{
+    free(j->w);
+    free(j->from);
+    free(j->time);
+}
+
+/* Move every member of instance i elsewhere (existing instances of rank >= min_rank,
+ * not on skip_gpu); all or nothing. */
+static int algo_empty_instance(struct state *s, struct algo_journal *j, int i, int min_rank,
+                               int skip_gpu)
+{
+    while (s->inst[i].n) {
+        int w = s->inst[i].head, t = 0;
+        int to = algo_best_existing(s, w, min_rank, i, skip_gpu, &t);
+        if (to < 0)
+            return 0;
+        algo_move(s, j, w, to, t);
+    }
+    return 1;
+}
+
+int algo_migrate_up(struct state *s)
+{
+    struct algo_journal j;
+    struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
+    int rc = algo_journal_init(&j, s->n_wl);
+    if (rc || !k) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int r = 0; r < s->n_options - 1; r++) {
+        int n = 0;
+        for (int i = 0; i < s->n_inst; i++)
+            if (s->inst[i].n && s->rank[s->inst[i].option] == r)
+                k[n++] = (struct algo_key){PLAN_TIME_UNITS - s->inst[i].time, i};
+        qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
+        for (int q = 0; q < n; q++) {
+            j.n = 0;
+            if (!algo_empty_instance(s, &j, k[q].id, r + 1, -1))
+                algo_undo(s, &j);
+        }
+    }
+out:
+    algo_journal_free(&j);
+    free(k);
+    return rc;
+}
+
+/* ---- packing instances onto GPUs ---- */
+
+static void algo_unpack(struct state *s)
+{
+    for (int i = 0; i < s->n_inst; i++)
+        s->inst[i].gpu = -1;
+    s->n_gpu = 0;
+}
+
+static int algo_pack_whole(struct state *s)
+{
+    for (int i = 0; i < s->n_inst; i++) {
+        if (!s->inst[i].n || s->inst[i].option != PLAN_OPTION_WHOLE)
+            continue;
+        int g = st_new_gpu(s, 1);
+        if (g < 0)
+            return g;
+        st_gpu_attach(s, i, g);
+    }
+    return 0;
+}
+
+static int algo_gpu_closed(const struct state *s, int g)
+{
+    for (int o = 1; o < s->n_options; o++)
+        if (plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1)))
+            return 0;
+    return 1;
+}
+
+/* The seed's step 4: first-fit decreasing by compute slices under the placement rule. */
+int algo_pack_ffd(struct state *s)
+{
+    struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
+    int *open = malloc(((size_t)s->n_inst + 1) * sizeof(int));
+    int n = 0, n_open = 0, rc = 0;
+    if (!k || !open) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    algo_unpack(s);
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].n && s->inst[i].option != PLAN_OPTION_WHOLE)
+            k[n++] = (struct algo_key){plan_option_compute(s->m, s->inst[i].option) * 16L
+                                       + s->m->profiles[s->inst[i].option - 1].mem_slices, i};
+    qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
+    for (int q = 0; q < n; q++) {
+        int i = k[q].id, o = s->inst[i].option, g = -1;
+        for (int x = 0; x < n_open && g < 0; x++)
+            if (plan_mix_fits(s->lay, plan_mix_add(s->gpu[open[x]].mix, o, 1)))
+                g = open[x];
+        if (g < 0) {
+            if ((g = st_new_gpu(s, 0)) < 0) {
+                rc = g;
+                goto out;
+            }
+            open[n_open++] = g;
+        }
+        st_gpu_attach(s, i, g);
+        for (int x = 0; x < n_open; x++)
+            if (open[x] == g && algo_gpu_closed(s, g))
+                open[x--] = open[--n_open];
+    }
+    rc = algo_pack_whole(s);
+out:
+    free(k);
+    free(open);
+    return rc;
+}
+
+static int algo_cover_value(const struct state *s, plan_mix_t layout, const int *left)
+{
+    int v = 0;
+    for (int o = 1; o < s->n_options; o++) {
+        int c = plan_mix_count(layout, o);
+        v += (c < left[o] ? c : left[o]) * (plan_option_compute(s->m, o) * 16 + 1);
+    }
+    return v;
+}
+
+/* Choose GPU layouts greedily: each new GPU takes the maximal layout that covers the
+ * most remaining compute slices (then the most instances). */
+int algo_pack_cover(struct state *s)
+{
+    int left[PLAN_MAX_OPTIONS] = {0}, total = 0;
+    algo_unpack(s);
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].n && s->inst[i].option != PLAN_OPTION_WHOLE) {
+            left[s->inst[i].option]++;
+            total++;
+        }
+    int next = 0;
+    while (total > 0) {
+        int best = 0, best_v = -1;
+        for (int l = 0; l < s->lay->n_mixes; l++) {
+            int v = algo_cover_value(s, s->lay->mixes[l], left);
+            if (v > best_v) {
+                best_v = v;
+                best = l;
+            }
+        }
+        int g = st_new_gpu(s, 0);
+        if (g < 0)
+            return g;
+        int want[PLAN_MAX_OPTIONS];
+        for (int o = 1; o < s->n_options; o++) {
+            int c = plan_mix_count(s->lay->mixes[best], o);
+            want[o] = c < left[o] ? c : left[o];
+            left[o] -= want[o];
+            total -= want[o];
+        }
+        for (int i = next; i < s->n_inst; i++) {
+            const struct st_inst *in = &s->inst[i];
+            if (in->n && in->option != PLAN_OPTION_WHOLE && in->gpu < 0 && want[in->option] > 0) {
+                want[in->option]--;
+                st_gpu_attach(s, i, g);
+            }
+        }
+        while (next < s->n_inst && (s->inst[next].gpu >= 0 || !s->inst[next].n))
+            next++;
+    }
+    return algo_pack_whole(s);
+}
+
+/* ---- Kairos's local search ---- */
+
+/* Place w in a new instance on a live MIG GPU other than skip_gpu (smallest option
+ * first, fullest GPU first). */
+static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_out)
+{
+    int min_c = PLAN_COMPUTE_SLICES + 1;
+    for (int k = 0; k < s->n_options; k++)
+        if (s->order[k] != PLAN_OPTION_WHOLE && st_need(s, w, s->order[k]) >= 0)
+            min_c = plan_option_compute(s->m, s->order[k]) < min_c ? plan_option_compute(s->m, s->order[k]) : min_c;
+    for (int k = 0; k < s->n_options; k++) {
+        int o = s->order[k], best = -1, best_c = -1;
+        if (o == PLAN_OPTION_WHOLE || st_need(s, w, o) < 0)
+            continue;
+        for (int g = 0; g < s->n_gpu; g++) {
+            if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
+                continue;
+            int c = st_gpu_compute(s, g);
+            if (c + min_c > PLAN_COMPUTE_SLICES)
+                continue;
+            if (c > best_c && plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1))) {
+                best = g;
+                best_c = c;
+            }
+        }
+        if (best < 0)
+            continue;
+        int in = st_new_inst(s, o);
+        if (in < 0)
+            return in;
+        st_gpu_attach(s, in, best);
+        *inst_out = in;
+        return 1;
+    }
+    return 0;
+}
+
+struct algo_created {
+    int *inst;
+    int n;
+};
+
+static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct algo_created *cr,
+                             int g)
+{
+    for (int i = 0; i < s->n_inst; i++) {
+        if (s->inst[i].gpu != g)
+            continue;
+        while (s->inst[i].n) {
+            int w = s->inst[i].head, t = 0, to = algo_best_existing(s, w, 0, i, g, &t);
+            if (to < 0) {
+                int rc = algo_new_elsewhere(s, w, g, &to);
+                if (rc <= 0)
+                    return rc;
+                cr->inst[cr->n++] = to;
+                t = st_need(s, w, s->inst[to].option);
+            }
+            algo_move(s, j, w, to, t);
+        }
+    }
+    return 1;
+}
+
+static void algo_undo_created(struct state *s, struct algo_created *cr)
+{
+    while (cr->n > 0) {
+        int i = cr->inst[--cr->n];
+        if (!s->inst[i].n)
+            st_gpu_detach(s, i);
+    }
+}
+
+static int *algo_gpu_members(const struct state *s)
+{
+    int *n = calloc((size_t)s->n_gpu + 1, sizeof(int));
+    for (int i = 0; n && i < s->n_inst; i++)
+        if (s->inst[i].gpu >= 0)
+            n[s->inst[i].gpu] += s->inst[i].n;
+    return n;
+}
+
+/* Try to empty the least-loaded GPUs, one at a time; returns how many were freed. */
+static int algo_drop_gpus(struct state *s, int budget)
+{
+    struct algo_journal j;
+    struct algo_created cr = {malloc(((size_t)s->n_wl + 1) * sizeof(int)), 0};
+    struct algo_key *k = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
+    int *members = algo_gpu_members(s);
+    int freed = 0, n = 0;
+    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k || !members) {
+        freed = -ENOMEM;
+        goto out;
+    }
+    for (int g = 0; g < s->n_gpu; g++)
+        if (s->gpu[g].alive)
+            k[n++] = (struct algo_key){-(long)st_gpu_compute(s, g) * 100000 - members[g], g};
+    qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
+    for (int q = 0; q < n && q < budget; q++) {
+        if (!s->gpu[k[q].id].alive)
+            continue;
+        j.n = 0;
+        cr.n = 0;
+        int rc = algo_evacuate_gpu(s, &j, &cr, k[q].id);
+        if (rc < 0) {
+            freed = rc;
+            goto out;
+        }
+        if (rc) {
+            st_compact(s);
+            freed++;
+        } else {
+            algo_undo(s, &j);
+            algo_undo_created(s, &cr);
+        }
+    }
+out:
+    algo_journal_free(&j);
+    free(cr.inst);
+    free(k);
+    free(members);
+    return freed;
+}
+
+/* Try to empty the `budget` least-used instances into idle time elsewhere. */
+static int algo_drop_instances(struct state *s, int budget)
+{
+    struct algo_journal j;
+    struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
+    int n = 0, freed = 0;
+    if (algo_journal_init(&j, s->n_wl) || !k) {
+        freed = -ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].n)
+            k[n++] = (struct algo_key){-(long)s->inst[i].time, i};
+    qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
+    for (int q = 0; q < n && q < budget; q++) {
+        if (!s->inst[k[q].id].n)
+            continue;
+        j.n = 0;
+        if (algo_empty_instance(s, &j, k[q].id, 0, -1)) {
+            st_compact(s);
+            freed++;
+        } else {
+            algo_undo(s, &j);
+        }
+    }
+out:
+    algo_journal_free(&j);
+    free(k);
+    return freed;
+}
+
+int algo_improve(struct state *s, int budget, int passes)
+{
+    for (int pass = 0; pass < passes; pass++) {
+        int a = algo_drop_instances(s, budget);
+        int b = algo_drop_gpus(s, budget);
+        if (a < 0 || b < 0)
+            return a < 0 ? a : b;
+        if (!a && !b)
+            break;
+    }
+    return 0;
+}

@@ -1,0 +1,127 @@
+/* algo_kairos.c - Kairos's planner: the seed's steps, then better where we can.
+ *
+ * 1. A portfolio of starting points, each a full instance multiset: the seed's
+ *    (smallest instance, fuse, migrate up), a cost-aware one (least compute x time
+ *    per workload, fuse, migrate up), and the three baselines' own constructions with
+ *    exact time shares (so Kairos is never worse than any baseline by construction).
+ * 2. Two packers per starting point: the seed's first-fit decreasing and a layout
+ *    cover that picks, GPU by GPU, the maximal MIG layout covering the most slices.
+ * 3. Local search on the packed plan: empty instances into other instances' idle time
+ *    (fewer slices), then empty whole GPUs, least loaded first, into idle time or into
+ *    new instances carved from other GPUs' free slices (fewer GPUs). All or nothing.
+ * The best plan by (GPUs, used slices) wins. Beyond KAIROS_LARGE workloads only the
+ * seed's start is searched (lightly); the other starts are only packed, which keeps
+ * the never-worse-than-a-baseline guarantee and 10,000 workloads under a second.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "planner/internal.h"
+
+#define KAIROS_GPU_ATTEMPTS 400
+#define KAIROS_LARGE 2000          /* workloads; beyond this the search is trimmed */
+
+typedef int (*kairos_choice_fn)(const struct state *s, int w);
+
+static int kairos_whole_option(const struct state *s, int w)
+{
+    return st_need(s, w, PLAN_OPTION_WHOLE) >= 0 ? PLAN_OPTION_WHOLE : -1;
+}
+
+struct kairos_start {
+    kairos_choice_fn choose;
+    int fuse;          /* 0: one instance each at its exact time */
+    int migrate;       /* the seed's step 3 */
+    int large;         /* also searched (packers, local search) on large inputs */
+};
+
+static const struct kairos_start kairos_starts[] = {
+    {algo_smallest_option, 1, 1, 1},   /* the seed */
+    {algo_area_option, 1, 1, 1},       /* cost-aware */
+    {algo_area_option, 1, 0, 0},       /* GPUlet-MIG's multiset */
+    {algo_bestfit_option, 0, 0, 0},    /* Best-fit-MIG's multiset */
+    {kairos_whole_option, 1, 0, 0},    /* Temporal's multiset */
+};
+
+#define KAIROS_N_STARTS (sizeof(kairos_starts) / sizeof(kairos_starts[0]))
+
+static int kairos_build(struct state *s, const struct kairos_start *k)
+{
+    int *choice = malloc(((size_t)s->in->n_workloads + 1) * sizeof(int));
+    int rc;
+    if (!choice)
+        return -ENOMEM;
+    for (int w = 0; w < s->in->n_workloads; w++)
+        choice[w] = -1;
+    for (int i = 0; i < s->n_wl; i++)
+        choice[s->wl[i]] = k->choose(s, s->wl[i]);
+    rc = k->fuse ? algo_fuse(s, choice) : algo_alone(s, choice, 0);
+    if (!rc && k->migrate)
+        rc = algo_migrate_up(s);
+    free(choice);
+    return rc;
+}
+
+static int kairos_placed(const struct state *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_wl; i++)
+        n += s->where[s->wl[i]] >= 0;
+    return n;
+}
+
+/* Better: more workloads placed, then fewer GPUs and slices. */
+static int kairos_better(const struct state *a, const struct state *b)
+{
+    int pa = kairos_placed(a), pb = kairos_placed(b);
+    if (pa != pb)
+        return pa > pb;
+    return st_score(a) < st_score(b);
+}
+
+/* Pack, improve (unless trimmed), keep if better. search: 0 none, 1 light, 2 full. */
+static int kairos_finish(struct state *cand, int cover, int search, struct state *best, int *have)
+{
+    int rc = cover ? algo_pack_cover(cand) : algo_pack_ffd(cand);
+    if (!rc && search)
+        rc = algo_improve(cand, search == 2 ? KAIROS_GPU_ATTEMPTS : KAIROS_GPU_ATTEMPTS,
+                          search == 2 ? 8 : 3);
+    if (rc) {
+        st_free(cand);
+        return rc;
+    }
+    if (!*have || kairos_better(cand, best)) {
+        if (*have)
+            st_free(best);
+        *best = *cand;
+        *have = 1;
+    } else {
+        st_free(cand);
+    }
+    return 0;
+}
+
+int algo_kairos(struct state *s)
+{
+    struct state best, built, cand;
+    int have = 0, rc = 0;
+    for (size_t k = 0; k < KAIROS_N_STARTS && !rc; k++) {
+        if ((rc = st_copy(&built, s)))
+            break;
+        rc = kairos_build(&built, &kairos_starts[k]);
+        int large = s->n_wl > KAIROS_LARGE, search = large ? kairos_starts[k].large : 2;
+        for (int cover = 0; cover < 2 - (large && !search) && !rc; cover++) {
+            rc = st_copy(&cand, &built);
+            rc = rc ? rc : kairos_finish(&cand, cover, search, &best, &have);
+        }
+        st_free(&built);
+    }
+    if (rc) {
+        if (have)
+            st_free(&best);
+        return rc;
+    }
+    st_free(s);
+    *s = best;
+    return 0;
+}

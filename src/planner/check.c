@@ -1,0 +1,237 @@
+/* check.c - the independent plan checker.
+ *
+ * Recomputes everything from the input and the plan alone: it reads the profile
+ * tables directly and does its own slice arithmetic, and uses none of the helpers the
+ * algorithms use for feasibility (no layout list, no time rounding), so a bug shared
+ * by planner and checker is unlikely. Checks: GPUs exist in their pools; MIG layouts
+ * are legal (allowed starts, no overlap, <= 7 compute slices; whole mode holds one
+ * instance); per instance the time shares sum to at most 100 % and the memory fits;
+ * per workload Thr(s, 100 %) x t >= target and m >= its memory; every workload is
+ * placed exactly once or reported infeasible with a true reason.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kairos/plan.h"
+
+#define CHECK_TOL 1e-9
+
+struct check_ctx {
+    const struct plan_input *in;
+    const struct plan *p;
+    char *err;
+    size_t errlen;
+};
+
+static int check_fail(struct check_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int check_fail(struct check_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static const struct plan_gpu_model *check_model(struct check_ctx *c, int gpu)
+{
+    return &c->in->pools[c->p->gpus[gpu].pool].model;
+}
+
+static int check_gpus(struct check_ctx *c)
+{
+    int used[PLAN_MAX_POOLS] = {0};
+    for (int g = 0; g < c->p->n_gpus; g++) {
+        int pool = c->p->gpus[g].pool;
+        if (pool < 0 || pool >= c->in->n_pools)
+            return check_fail(c, "gpu %d: pool %d does not exist", g, pool);
+        if (++used[pool] > c->in->pools[pool].count)
+            return check_fail(c, "pool %s: plan uses more than its %d GPUs",
+                              c->in->pools[pool].model.name, c->in->pools[pool].count);
+    }
+    return 0;
+}
+
+static int check_instance_shape(struct check_ctx *c, int i, int *mem_slices, int *compute,
+                                unsigned *starts)
+{
+    const struct plan_instance *pi = &c->p->instances[i];
+    if (pi->gpu < 0 || pi->gpu >= c->p->n_gpus)
+        return check_fail(c, "instance %d: gpu %d does not exist", i, pi->gpu);
+    const struct plan_gpu_model *m = check_model(c, pi->gpu);
+    if (!c->p->gpus[pi->gpu].mig) {
+        if (pi->option != 0)
+            return check_fail(c, "gpu %d has MIG off but holds a MIG instance", pi->gpu);
+        return 0;
+    }
+    if (pi->option < 1 || pi->option > m->n_profiles)
+        return check_fail(c, "instance %d on MIG gpu %d: option %d is not a MIG profile of %s",
+                          i, pi->gpu, pi->option, m->name);
+    const struct plan_profile *pr = &m->profiles[pi->option - 1];
+    *mem_slices = pr->mem_slices;
+    *compute = pr->compute_slices;
+    *starts = pr->start_mask;
+    return 0;
+}
+
+static int check_layouts(struct check_ctx *c)
+{
+    int n = c->p->n_gpus;
+    unsigned *mem = calloc((size_t)n + 1, sizeof(unsigned));
+    int *compute = calloc((size_t)n + 1, sizeof(int)), *count = calloc((size_t)n + 1, sizeof(int));
+    int rc = mem && compute && count ? 0 : -ENOMEM;
+    for (int i = 0; !rc && i < c->p->n_instances; i++) {
+        const struct plan_instance *pi = &c->p->instances[i];
+        int size = 0, g_slices = 0;
+        unsigned allowed = 0;
+        if ((rc = check_instance_shape(c, i, &size, &g_slices, &allowed)))
+            break;
+        count[pi->gpu]++;
+        if (!c->p->gpus[pi->gpu].mig) {
+            if (count[pi->gpu] > 1)
+                rc = check_fail(c, "gpu %d has MIG off but holds %d instances", pi->gpu, count[pi->gpu]);
+            continue;
+        }
+        if (pi->start < 0 || pi->start + size > 8 || !(allowed >> pi->start & 1u))
+            rc = check_fail(c, "gpu %d: %s may not start at memory slice %d", pi->gpu,
+                            check_model(c, pi->gpu)->profiles[pi->option - 1].name, pi->start);
+        unsigned bits = 0;
+        for (int k = 0; !rc && k < size; k++)
+            bits |= 1u << (pi->start + k);
+        if (!rc && (mem[pi->gpu] & bits))
+            rc = check_fail(c, "gpu %d: instance %d overlaps another instance's memory slices",
+                            pi->gpu, i);
+        mem[pi->gpu] |= bits;
+        compute[pi->gpu] += g_slices;
+        if (!rc && compute[pi->gpu] > 7)
+            rc = check_fail(c, "gpu %d: instances use more than 7 compute slices", pi->gpu);
+    }
+    free(mem);
+    free(compute);
+    free(count);
+    return rc;
+}
+
+static double check_option_thr(struct check_ctx *c, const struct plan_workload *w, int inst)
+{
+    const struct plan_instance *pi = &c->p->instances[inst];
+    return w->thr[c->p->gpus[pi->gpu].pool][pi->option];
+}
+
+static int64_t check_option_mem(struct check_ctx *c, int inst)
+{
+    const struct plan_instance *pi = &c->p->instances[inst];
+    const struct plan_gpu_model *m = check_model(c, pi->gpu);
+    return pi->option == 0 ? m->whole_mem_mib : m->profiles[pi->option - 1].mem_mib;
+}
+
+static int check_assign(struct check_ctx *c, const struct plan_assign *a, long *time, int64_t *mem)
+{
+    if (a->workload < 0 || a->workload >= c->in->n_workloads)
+        return check_fail(c, "assignment to unknown workload %d", a->workload);
+    const struct plan_workload *w = &c->in->workloads[a->workload];
+    if (a->instance < 0 || a->instance >= c->p->n_instances)
+        return check_fail(c, "workload %s: instance %d does not exist", w->name, a->instance);
+    if (a->time < 1 || a->time > PLAN_TIME_UNITS)
+        return check_fail(c, "workload %s: time share %d is outside 1..%d", w->name, a->time,
+                          PLAN_TIME_UNITS);
+    if (a->mem_mib < w->mem_mib)
+        return check_fail(c, "workload %s: memory quota %lld MiB below its %lld MiB", w->name,
+                          (long long)a->mem_mib, (long long)w->mem_mib);
+    double thr = check_option_thr(c, w, a->instance) * a->time / PLAN_TIME_UNITS;
+    if (thr < w->target * (1 - CHECK_TOL))
+        return check_fail(c, "workload %s: Thr(s, t) = %.4g misses its target %.4g", w->name,
+                          thr, w->target);
+    time[a->instance] += a->time;
+    mem[a->instance] += a->mem_mib;
+    return 0;
+}
+
+static int check_capacity(struct check_ctx *c, const long *time, const int64_t *mem)
+{
+    for (int i = 0; i < c->p->n_instances; i++) {
+        if (time[i] > PLAN_TIME_UNITS)
+            return check_fail(c, "instance %d on gpu %d: time shares sum to %.1f %%", i,
+                              c->p->instances[i].gpu, time[i] * 100.0 / PLAN_TIME_UNITS);
+        if (mem[i] > check_option_mem(c, i))
+            return check_fail(c, "instance %d on gpu %d: memory quotas sum to %lld MiB, more than "
+                              "its %lld MiB", i, c->p->instances[i].gpu, (long long)mem[i],
+                              (long long)check_option_mem(c, i));
+    }
+    return 0;
+}
+
+static int check_reason(struct check_ctx *c, const struct plan_infeasible *f)
+{
+    const struct plan_workload *w = &c->in->workloads[f->workload];
+    int data = 0, mem = 0, fast = 0;
+    for (int p = 0; p < c->in->n_pools; p++) {
+        const struct plan_gpu_model *m = &c->in->pools[p].model;
+        for (int o = 0; o <= m->n_profiles; o++) {
+            int64_t om = o == 0 ? m->whole_mem_mib : m->profiles[o - 1].mem_mib;
+            if (!(w->thr[p][o] > 0))
+                continue;
+            data = 1;
+            mem |= w->mem_mib <= om;
+            fast |= w->mem_mib <= om && w->thr[p][o] >= w->target * (1 - CHECK_TOL);
+        }
+    }
+    int ok = f->reason == PLAN_NO_DATA ? !data
+           : f->reason == PLAN_TOO_BIG_MEM ? data && !mem
+           : f->reason == PLAN_TOO_SLOW ? mem && !fast
+           : f->reason == PLAN_NO_CAPACITY ? fast : 0;
+    if (!ok)
+        return check_fail(c, "workload %s is reported infeasible (%s), which is not true", w->name,
+                          plan_reason_text(f->reason));
+    return 0;
+}
+
+static int check_coverage(struct check_ctx *c)
+{
+    int *seen = calloc((size_t)c->in->n_workloads + 1, sizeof(int));
+    int rc = seen ? 0 : -ENOMEM;
+    for (int a = 0; !rc && a < c->p->n_assigns; a++)
+        seen[c->p->assigns[a].workload]++;
+    for (int f = 0; !rc && f < c->p->n_infeasible; f++) {
+        const struct plan_infeasible *inf = &c->p->infeasible[f];
+        if (inf->workload < 0 || inf->workload >= c->in->n_workloads)
+            rc = check_fail(c, "infeasible entry for unknown workload %d", inf->workload);
+        else if (!(rc = check_reason(c, inf)))
+            seen[inf->workload]++;
+    }
+    for (int w = 0; !rc && w < c->in->n_workloads; w++)
+        if (seen[w] != 1)
+            rc = check_fail(c, "workload %s is %s", c->in->workloads[w].name,
+                            seen[w] ? "placed more than once" : "neither placed nor reported infeasible");
+    free(seen);
+    return rc;
+}
+
+static int check_assigns(struct check_ctx *c)
+{
+    long *time = calloc((size_t)c->p->n_instances + 1, sizeof(long));
+    int64_t *mem = calloc((size_t)c->p->n_instances + 1, sizeof(int64_t));
+    int rc = time && mem ? 0 : -ENOMEM;
+    for (int a = 0; !rc && a < c->p->n_assigns; a++)
+        rc = check_assign(c, &c->p->assigns[a], time, mem);
+    rc = rc ? rc : check_capacity(c, time, mem);
+    free(time);
+    free(mem);
+    return rc;
+}
+
+int plan_check(const struct plan_input *in, const struct plan *p, char *err, size_t errlen)
+{
+    struct check_ctx c = {in, p, err, errlen};
+    int rc = check_gpus(&c);
+    rc = rc ? rc : check_layouts(&c);
+    rc = rc ? rc : check_assigns(&c);
+    rc = rc ? rc : check_coverage(&c);
+    if (!rc && errlen)
+        err[0] = '\0';
+    return rc;
+}

@@ -1,0 +1,566 @@
+/* input.c - the planner's YAML input: GPU pools, custom models and workloads.
+ *
+ * Parsed with libyaml's document API so that every node keeps its line and column;
+ * every error names file:line:column and what was expected. Unknown keys are errors
+ * (a typo must not silently change a plan). Replicas (count) are expanded here, and
+ * target_fraction is resolved to an absolute target here, so the algorithms only ever
+ * see absolute targets. The format is documented in man/kairos-plan.1.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kairos/plan.h"
+
+#define INPUT_MAX_WORKLOADS 2000000
+#define INPUT_MAX_COUNT 100000
+
+struct input_ctx {
+    yaml_document_t *doc;
+    const char *file;
+    char *err;
+    size_t errlen;
+    struct plan_input *in;
+    struct plan_gpu_model custom[PLAN_MAX_POOLS];
+    int n_custom;
+};
+
+static int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    snprintf(c->err, c->errlen, "%s:%zu:%zu: %s", c->file, n->start_mark.line + 1,
+             n->start_mark.column + 1, what);
+    return -EINVAL;
+}
+
+static yaml_node_t *input_node(struct input_ctx *c, int id)
+{
+    return yaml_document_get_node(c->doc, id);
+}
+
+static const char *input_scalar(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int input_expect(struct input_ctx *c, const yaml_node_t *n, yaml_node_type_t t,
+                        const char *what)
+{
+    if (n->type == t)
+        return 0;
+    return input_fail(c, n, "expected %s", what);
+}
+
+static int input_number(struct input_ctx *c, const yaml_node_t *n, const char *key, double *out)
+{
+    const char *s = input_scalar(n);
+    char *end = NULL;
+    if (!s || !*s)
+        return input_fail(c, n, "expected a number for '%s'", key);
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return input_fail(c, n, "expected a number for '%s', got '%s'", key, s);
+    *out = v;
+    return 0;
+}
+
+static int input_positive(struct input_ctx *c, const yaml_node_t *n, const char *key, double *out)
+{
+    int rc = input_number(c, n, key, out);
+    if (!rc && !(*out > 0))
+        return input_fail(c, n, "'%s' must be greater than 0", key);
+    return rc;
+}
+
+static int input_int(struct input_ctx *c, const yaml_node_t *n, const char *key, long lo,
+                     long hi, long *out)
+{
+    const char *s = input_scalar(n);
+    char *end = NULL;
+    if (!s || !*s)
+        return input_fail(c, n, "expected an integer for '%s'", key);
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end)
+        return input_fail(c, n, "expected an integer for '%s', got '%s'", key, s);
+    if (v < lo || v > hi)
+        return input_fail(c, n, "'%s' must be in %ld..%ld, got %ld", key, lo, hi, v);
+    *out = v;
+    return 0;
+}
+
+static int input_name(struct input_ctx *c, const yaml_node_t *n, const char *key, char *out)
+{
+    const char *s = input_scalar(n);
+    if (!s || !*s)
+        return input_fail(c, n, "expected a non-empty string for '%s'", key);
+    if (strlen(s) >= PLAN_NAME_MAX)
+        return input_fail(c, n, "'%s' is longer than %d characters", key, PLAN_NAME_MAX - 1);
+    memcpy(out, s, strlen(s) + 1);
+    return 0;
+}
+
+/* Iterate a mapping: calls fn(ctx, key, value_node, arg) for each pair. */
+typedef int (*input_pair_fn)(struct input_ctx *c, const char *key, yaml_node_t *key_node,
+                             yaml_node_t *val, void *arg);
+
+static int input_each_pair(struct input_ctx *c, yaml_node_t *map, input_pair_fn fn, void *arg)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = input_node(c, p->key), *v = input_node(c, p->value);
+        const char *ks = input_scalar(k);
+        if (!ks)
+            return input_fail(c, k, "expected a plain key");
+        int rc = fn(c, ks, k, v, arg);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static yaml_node_t *input_get(struct input_ctx *c, yaml_node_t *map, const char *key)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        const char *ks = input_scalar(input_node(c, p->key));
+        if (ks && !strcmp(ks, key))
+            return input_node(c, p->value);
+    }
+    return NULL;
+}
+
+static int input_only_keys(struct input_ctx *c, yaml_node_t *map, const char *const *keys)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = input_node(c, p->key);
+        const char *ks = input_scalar(k);
+        int known = 0;
+        for (const char *const *q = keys; ks && *q; q++)
+            known |= !strcmp(*q, ks);
+        if (!known) {
+            char list[256] = "";
+            for (const char *const *q = keys; *q; q++)
+                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                         q == keys ? "" : ", ", *q);
+            return input_fail(c, k, "unknown key '%s' (expected one of: %s)", ks ? ks : "?", list);
+        }
+    }
+    return 0;
+}
+
+static int input_require(struct input_ctx *c, yaml_node_t *map, const char *key, yaml_node_t **out)
+{
+    *out = input_get(c, map, key);
+    if (!*out)
+        return input_fail(c, map, "missing required key '%s'", key);
+    return 0;
+}
+
+/* ---- models ---- */
+
+static int input_starts(struct input_ctx *c, yaml_node_t *seq, unsigned *mask)
+{
+    int rc = input_expect(c, seq, YAML_SEQUENCE_NODE, "a list of start slices, e.g. [0, 2, 4]");
+    *mask = 0;
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; !rc && i < seq->data.sequence.items.top; i++) {
+        long s;
+        rc = input_int(c, input_node(c, *i), "starts", 0, PLAN_MEM_SLICES - 1, &s);
+        *mask |= 1u << s;
+    }
+    return rc;
+}
+
+static int input_profile(struct input_ctx *c, yaml_node_t *n, struct plan_profile *p)
+{
+    static const char *const keys[] = {"name", "compute_slices", "memory_slices", "sms",
+                                       "memory_mib", "starts", NULL};
+    yaml_node_t *v[6];
+    long cs, ms, sms, mem;
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, "a profile mapping");
+    rc = rc ? rc : input_only_keys(c, n, keys);
+    for (int i = 0; !rc && i < 6; i++)
+        rc = input_require(c, n, keys[i], &v[i]);
+    rc = rc ? rc : input_name(c, v[0], "name", p->name);
+    rc = rc ? rc : input_int(c, v[1], "compute_slices", 1, PLAN_COMPUTE_SLICES, &cs);
+    rc = rc ? rc : input_int(c, v[2], "memory_slices", 1, PLAN_MEM_SLICES, &ms);
+    rc = rc ? rc : input_int(c, v[3], "sms", 1, 100000, &sms);
+    rc = rc ? rc : input_int(c, v[4], "memory_mib", 1, 1L << 40, &mem);
+    rc = rc ? rc : input_starts(c, v[5], &p->start_mask);
+    if (rc)
+        return rc;
+    p->compute_slices = (int)cs;
+    p->mem_slices = (int)ms;
+    p->sms = (int)sms;
+    p->mem_mib = mem;
+    return 0;
+}
+
+static int input_model(struct input_ctx *c, yaml_node_t *n, struct plan_gpu_model *m)
+{
+    static const char *const keys[] = {"name", "sms", "memory_mib", "profiles", NULL};
+    yaml_node_t *v[4];
+    long sms, mem;
+    char why[200];
+    memset(m, 0, sizeof(*m));
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, "a model mapping (name, sms, memory_mib, profiles)");
+    rc = rc ? rc : input_only_keys(c, n, keys);
+    for (int i = 0; !rc && i < 4; i++)
+        rc = input_require(c, n, keys[i], &v[i]);
+    rc = rc ? rc : input_name(c, v[0], "name", m->name);
+    rc = rc ? rc : input_int(c, v[1], "sms", 1, 100000, &sms);
+    rc = rc ? rc : input_int(c, v[2], "memory_mib", 1, 1L << 40, &mem);
+    rc = rc ? rc : input_expect(c, v[3], YAML_SEQUENCE_NODE, "a list of profiles");
+    if (rc)
+        return rc;
+    m->whole_sms = (int)sms;
+    m->whole_mem_mib = mem;
+    for (yaml_node_item_t *i = v[3]->data.sequence.items.start; i < v[3]->data.sequence.items.top; i++) {
+        if (m->n_profiles == PLAN_MAX_PROFILES)
+            return input_fail(c, input_node(c, *i), "at most %d profiles per model", PLAN_MAX_PROFILES);
+        rc = input_profile(c, input_node(c, *i), &m->profiles[m->n_profiles++]);
+        if (rc)
+            return rc;
+    }
+    if (plan_model_validate(m, why, sizeof(why)))
+        return input_fail(c, n, "%s", why);
+    return 0;
+}
+
+static int input_models(struct input_ctx *c, yaml_node_t *seq)
+{
+    int rc = input_expect(c, seq, YAML_SEQUENCE_NODE, "a list of GPU models");
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; !rc && i < seq->data.sequence.items.top; i++) {
+        if (c->n_custom == PLAN_MAX_POOLS)
+            return input_fail(c, input_node(c, *i), "at most %d custom models", PLAN_MAX_POOLS);
+        rc = input_model(c, input_node(c, *i), &c->custom[c->n_custom++]);
+    }
+    return rc;
+}
+
+static int input_find_model(struct input_ctx *c, const char *name, struct plan_gpu_model *out)
+{
+    for (int i = 0; i < c->n_custom; i++) {
+        if (!strcmp(c->custom[i].name, name)) {
+            *out = c->custom[i];
+            return 0;
+        }
+    }
+    return plan_model_builtin(name, out);
+}
+
+static int input_pool(struct input_ctx *c, yaml_node_t *n)
+{
+    static const char *const keys[] = {"model", "count", NULL};
+    yaml_node_t *vm, *vc;
+    long count;
+    struct plan_pool *pool = &c->in->pools[c->in->n_pools];
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, "a pool mapping (model, count)");
+    rc = rc ? rc : input_only_keys(c, n, keys);
+    rc = rc ? rc : input_require(c, n, "model", &vm);
+    rc = rc ? rc : input_require(c, n, "count", &vc);
+    rc = rc ? rc : input_int(c, vc, "count", 1, 1000000, &count);
+    if (rc)
+        return rc;
+    const char *name = input_scalar(vm);
+    if (!name || input_find_model(c, name, &pool->model))
+        return input_fail(c, vm, "unknown GPU model '%s' (built in: A100-40GB, "
+                          "A100-40GB+1g.10gb, H100-80GB, H200-141GB; others go under 'models')",
+                          name ? name : "?");
+    for (int p = 0; p < c->in->n_pools; p++)
+        if (!strcmp(c->in->pools[p].model.name, name))
+            return input_fail(c, vm, "model '%s' already has a pool; add to its count", name);
+    pool->count = (int)count;
+    c->in->n_pools++;
+    return 0;
+}
+
+static int input_pools(struct input_ctx *c, yaml_node_t *seq)
+{
+    int rc = input_expect(c, seq, YAML_SEQUENCE_NODE, "a list of GPU pools");
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; !rc && i < seq->data.sequence.items.top; i++) {
+        if (c->in->n_pools == PLAN_MAX_POOLS)
+            return input_fail(c, input_node(c, *i), "at most %d GPU pools", PLAN_MAX_POOLS);
+        rc = input_pool(c, input_node(c, *i));
+    }
+    if (!rc && !c->in->n_pools)
+        return input_fail(c, seq, "expected at least one GPU pool");
+    return rc;
+}
+
+/* ---- workloads ---- */
+
+struct input_thr_arg {
+    struct plan_workload *w;
+    int pool;          /* -1: flat mapping applying to every pool */
+};
+
+static int input_thr_pair(struct input_ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *v,
+                          void *arg)
+{
+    struct input_thr_arg *a = arg;
+    double thr;
+    int matched = 0;
+    int rc = input_positive(c, v, key, &thr);
+    if (rc)
+        return rc;
+    for (int p = 0; p < c->in->n_pools; p++) {
+        if (a->pool >= 0 && p != a->pool)
+            continue;
+        int o = plan_option_find(&c->in->pools[p].model, key);
+        if (o < 0)
+            continue;
+        a->w->thr[p][o] = thr;
+        matched = 1;
+    }
+    if (!matched)
+        return input_fail(c, kn, "'%s' is not 'whole' or a MIG profile of the GPU model(s) in 'gpus'", key);
+    return 0;
+}
+
+static int input_pool_index(struct input_ctx *c, const char *name)
+{
+    for (int p = 0; p < c->in->n_pools; p++)
+        if (!strcmp(c->in->pools[p].model.name, name))
+            return p;
+    return -1;
+}
+
+static int input_thr_model_pair(struct input_ctx *c, const char *key, yaml_node_t *kn,
+                                yaml_node_t *v, void *arg)
+{
+    struct input_thr_arg a = {arg, input_pool_index(c, key)};
+    if (a.pool < 0)
+        return input_fail(c, kn, "'%s' is not a GPU model of 'gpus'", key);
+    int rc = input_expect(c, v, YAML_MAPPING_NODE, "a mapping of spatial option to throughput");
+    return rc ? rc : input_each_pair(c, v, input_thr_pair, &a);
+}
+
+static int input_throughput(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
+{
+    int rc = input_expect(c, n, YAML_MAPPING_NODE,
+                          "a mapping of spatial option (whole, 1g.5gb, ...) to throughput");
+    if (rc)
+        return rc;
+    if (n->data.mapping.pairs.start == n->data.mapping.pairs.top)
+        return input_fail(c, n, "expected at least one throughput");
+    yaml_node_t *first = input_node(c, n->data.mapping.pairs.start->value);
+    if (first->type == YAML_MAPPING_NODE)
+        return input_each_pair(c, n, input_thr_model_pair, w);
+    struct input_thr_arg a = {w, -1};
+    return input_each_pair(c, n, input_thr_pair, &a);
+}
+
+static int input_target(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
+{
+    yaml_node_t *abs = input_get(c, n, "target"), *frac = input_get(c, n, "target_fraction");
+    if (!!abs == !!frac)
+        return input_fail(c, n, "expected exactly one of 'target' (absolute) or "
+                          "'target_fraction' (of whole-GPU throughput)");
+    if (abs)
+        return input_positive(c, abs, "target", &w->target);
+    double f;
+    int rc = input_positive(c, frac, "target_fraction", &f);
+    if (rc)
+        return rc;
+    for (int p = 0; p < c->in->n_pools; p++) {
+        if (w->thr[p][PLAN_OPTION_WHOLE] > 0) {
+            w->target = f * w->thr[p][PLAN_OPTION_WHOLE];
+            return 0;
+        }
+    }
+    return input_fail(c, frac, "'target_fraction' needs a throughput for 'whole'");
+}
+
+static int input_push(struct input_ctx *c, yaml_node_t *n, const struct plan_workload *w)
+{
+    for (int i = 0; i < c->in->n_workloads; i++)
+        if (!strcmp(c->in->workloads[i].name, w->name))
+            return input_fail(c, n, "workload name '%s' is used twice (first on line %d)",
+                              w->name, c->in->workloads[i].line);
+    if (c->in->n_workloads >= INPUT_MAX_WORKLOADS)
+        return input_fail(c, n, "more than %d workloads", INPUT_MAX_WORKLOADS);
+    return plan_input_add_workload(c->in, w);
+}
+
+static int input_replicas(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w, long count)
+{
+    if (count == 1)
+        return input_push(c, n, w);
+    char base[PLAN_NAME_MAX];
+    memcpy(base, w->name, sizeof(base));
+    for (long r = 0; r < count; r++) {
+        int len = snprintf(w->name, sizeof(w->name), "%s#%ld", base, r);
+        if (len >= (int)sizeof(w->name))
+            return input_fail(c, n, "name '%s' too long for %ld replicas", base, count);
+        int rc = input_push(c, n, w);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int input_workload(struct input_ctx *c, yaml_node_t *n)
+{
+    static const char *const keys[] = {"name", "memory_mib", "throughput", "target",
+                                       "target_fraction", "count", NULL};
+    struct plan_workload w;
+    yaml_node_t *vn, *vm, *vt, *vc;
+    long mem, count = 1;
+    memset(&w, 0, sizeof(w));
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, "a workload mapping (name, memory_mib, throughput, target)");
+    rc = rc ? rc : input_only_keys(c, n, keys);
+    rc = rc ? rc : input_require(c, n, "name", &vn);
+    rc = rc ? rc : input_require(c, n, "memory_mib", &vm);
+    rc = rc ? rc : input_require(c, n, "throughput", &vt);
+    rc = rc ? rc : input_name(c, vn, "name", w.name);
+    rc = rc ? rc : input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
+    rc = rc ? rc : input_throughput(c, vt, &w);
+    rc = rc ? rc : input_target(c, n, &w);
+    vc = input_get(c, n, "count");
+    if (!rc && vc)
+        rc = input_int(c, vc, "count", 1, INPUT_MAX_COUNT, &count);
+    if (rc)
+        return rc;
+    w.mem_mib = mem;
+    w.line = (int)n->start_mark.line + 1;
+    return input_replicas(c, n, &w, count);
+}
+
+static int input_workloads(struct input_ctx *c, yaml_node_t *seq)
+{
+    int rc = input_expect(c, seq, YAML_SEQUENCE_NODE, "a list of workloads");
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; !rc && i < seq->data.sequence.items.top; i++)
+        rc = input_workload(c, input_node(c, *i));
+    return rc;
+}
+
+static int input_root(struct input_ctx *c, yaml_node_t *root)
+{
+    static const char *const keys[] = {"models", "gpus", "workloads", NULL};
+    yaml_node_t *gpus, *wl, *models;
+    int rc = input_expect(c, root, YAML_MAPPING_NODE, "a mapping with 'gpus' and 'workloads'");
+    rc = rc ? rc : input_only_keys(c, root, keys);
+    rc = rc ? rc : input_require(c, root, "gpus", &gpus);
+    rc = rc ? rc : input_require(c, root, "workloads", &wl);
+    models = input_get(c, root, "models");
+    if (!rc && models)
+        rc = input_models(c, models);
+    rc = rc ? rc : input_pools(c, gpus);
+    return rc ? rc : input_workloads(c, wl);
+}
+
+static int input_parser_error(struct input_ctx *c, const yaml_parser_t *ps)
+{
+    snprintf(c->err, c->errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", c->file,
+             ps->problem_mark.line + 1, ps->problem_mark.column + 1,
+             ps->problem ? ps->problem : "malformed input", ps->context ? " " : "",
+             ps->context ? ps->context : "");
+    return -EINVAL;
+}
+
+int plan_input_parse(const char *text, size_t len, const char *name, struct plan_input *in,
+                     char *err, size_t errlen)
+{
+    yaml_parser_t ps;
+    yaml_document_t doc;
+    struct input_ctx c;
+    int rc;
+    memset(&c, 0, sizeof(c));
+    c.doc = &doc;
+    c.file = name;
+    c.err = err;
+    c.errlen = errlen;
+    c.in = in;
+    memset(in, 0, sizeof(*in));
+    if (!yaml_parser_initialize(&ps))
+        return -ENOMEM;
+    yaml_parser_set_input_string(&ps, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&ps, &doc)) {
+        rc = input_parser_error(&c, &ps);
+        goto out_parser;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        snprintf(err, errlen, "%s:1:1: expected a mapping with 'gpus' and 'workloads', got an empty file", name);
+        rc = -EINVAL;
+    } else {
+        rc = input_root(&c, root);
+    }
+    yaml_document_delete(&doc);
+out_parser:
+    yaml_parser_delete(&ps);
+    if (rc)
+        plan_input_free(in);
+    return rc;
+}
+
+int plan_input_load(const char *path, struct plan_input *in, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    memset(in, 0, sizeof(*in));
+    if (!f) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return rc;
+    }
+    for (;;) {
+        if (len == cap) {
+            char *nb = realloc(buf, cap ? cap * 2 : 65536);
+            if (!nb) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            buf = nb;
+            cap = cap ? cap * 2 : 65536;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        rc = -EIO;
+        snprintf(err, errlen, "%s: read error", path);
+        goto out;
+    }
+    rc = plan_input_parse(buf, len, path, in, err, errlen);
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+int plan_input_add_workload(struct plan_input *in, const struct plan_workload *w)
+{
+    int n = in->n_workloads;
+    if (n == 0 || (n >= 16 && (n & (n - 1)) == 0)) {
+        size_t cap = n ? (size_t)n * 2 : 16;
+        struct plan_workload *nw = realloc(in->workloads, cap * sizeof(*nw));
+        if (!nw)
+            return -ENOMEM;
+        in->workloads = nw;
+    }
+    in->workloads[in->n_workloads++] = *w;
+    return 0;
+}
+
+void plan_input_free(struct plan_input *in)
+{
+    free(in->workloads);
+    in->workloads = NULL;
+    in->n_workloads = 0;
+}

@@ -1,0 +1,94 @@
+/* internal.h - the algorithms' shared working state for one GPU pool (not public).
+ *
+ * A state holds instances (an option, a GPU or -1 before packing, used time and
+ * memory, a member list) and GPUs (whole mode or a MIG multiset). Every heuristic
+ * builds instances here, packs them onto GPUs and emits a struct plan. The checker
+ * (check.c) deliberately does not include this header.
+ */
+#ifndef KAIROS_PLANNER_INTERNAL_H
+#define KAIROS_PLANNER_INTERNAL_H
+
+#include "kairos/plan.h"
+
+struct st_inst {
+    int option;
+    int gpu;                 /* -1 until packed */
+    int time;                /* used time units */
+    int64_t mem;             /* used memory */
+    int head;                /* first member workload, -1 if empty */
+    int n;                   /* members */
+};
+
+struct st_gpu {
+    int whole;               /* 1: MIG off, holds exactly one whole instance */
+    plan_mix_t mix;          /* MIG instances on it */
+    int alive;
+    int compute;             /* compute slices used (7 when whole) */
+};
+
+struct state {
+    const struct plan_input *in;
+    int pool;
+    const struct plan_gpu_model *m;
+    const struct plan_layouts *lay;
+    int n_options;
+    int order[PLAN_MAX_OPTIONS];   /* options by size ascending (whole last) */
+    int rank[PLAN_MAX_OPTIONS];    /* position of an option in order[] */
+    int *wl, n_wl;                 /* global ids of the workloads to plan here */
+    int *need;                     /* [global id * PLAN_MAX_OPTIONS + option]: time or -1 */
+    int *where, *time, *next;      /* per global id */
+    struct st_inst *inst;
+    int n_inst, cap_inst;
+    struct st_gpu *gpu;
+    int n_gpu, cap_gpu;
+};
+
+int st_init(struct state *s, const struct plan_input *in, int pool,
+            const struct plan_layouts *lay, const int *wl, int n_wl);
+void st_free(struct state *s);
+int st_copy(struct state *dst, const struct state *src);
+static inline int st_need(const struct state *s, int w, int option)
+{
+    return s->need[(size_t)w * PLAN_MAX_OPTIONS + option];
+}
+int st_new_inst(struct state *s, int option);
+int st_new_gpu(struct state *s, int whole);
+void st_put(struct state *s, int w, int inst, int time);
+void st_take(struct state *s, int w);
+/* Time w would need in instance i, or -1 if it does not fit there now. */
+int st_fits(const struct state *s, int w, int i);
+int st_alive_gpus(const struct state *s);
+int st_gpu_compute(const struct state *s, int g);
+void st_gpu_attach(struct state *s, int i, int g);
+void st_gpu_detach(struct state *s, int i);
+int st_compact(struct state *s);   /* drop empty instances and dead GPUs */
+/* Score: GPUs * 7 * 8 + used compute slices (lower is better). */
+long st_score(const struct state *s);
+
+/* Building blocks shared by the heuristics (algo_common.c). */
+int algo_smallest_option(const struct state *s, int w);      /* -1 if none */
+int algo_bestfit_option(const struct state *s, int w);       /* smallest at t = 100 % */
+int algo_area_option(const struct state *s, int w);          /* min compute x time */
+/* Put each workload alone on its chosen option (choice[w] by global id, -1: skip). */
+int algo_fuse(struct state *s, const int *choice);            /* FFD in time per option */
+int algo_alone(struct state *s, const int *choice, int full_time);
+int algo_migrate_up(struct state *s);                         /* the seed's step 3 */
+int algo_pack_ffd(struct state *s);                           /* the seed's step 4 */
+int algo_pack_cover(struct state *s);                         /* layout-cover packing */
+int algo_improve(struct state *s, int budget, int passes);    /* local search */
+
+/* One per algorithm; each fills an empty state for its pool. */
+int algo_kairos(struct state *s);
+int algo_seed(struct state *s);
+int algo_temporal(struct state *s);
+int algo_bestfit(struct state *s);
+int algo_gpulet(struct state *s);
+
+/* solve.c: why a workload could not be placed anywhere; exact.c: the ILP. */
+enum plan_reason solve_reason_of(const struct plan_input *in, int w);
+int exact_solve(const struct plan_input *in, const struct plan_options *opt, struct plan *p);
+
+/* Emit a packed state into a plan (appends). */
+int st_emit(const struct state *s, struct plan *p);
+
+#endif /* KAIROS_PLANNER_INTERNAL_H */

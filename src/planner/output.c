@@ -1,0 +1,392 @@
+/* output.c - plans out and back in: a readable table, JSON (jansson) and YAML
+ * (libyaml's emitter), and reading a JSON plan back for online changes.
+ *
+ * JSON and YAML come from one json_t tree built once (output_tree), so the two
+ * machine formats cannot drift apart; the YAML writer is a generic json_t walker.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kairos/plan.h"
+
+static const struct plan_gpu_model *output_model(const struct plan_input *in, const struct plan *p,
+                                                 int gpu)
+{
+    return &in->pools[p->gpus[gpu].pool].model;
+}
+
+static double output_norm(const struct plan_input *in, const struct plan *p,
+                          const struct plan_assign *a)
+{
+    const struct plan_instance *pi = &p->instances[a->instance];
+    const struct plan_workload *w = &in->workloads[a->workload];
+    return w->thr[p->gpus[pi->gpu].pool][pi->option] * a->time / PLAN_TIME_UNITS / w->target;
+}
+
+/* ---- the json tree ---- */
+
+static json_t *output_assign_json(const struct plan_input *in, const struct plan *p,
+                                  const struct plan_assign *a)
+{
+    const struct plan_workload *w = &in->workloads[a->workload];
+    return json_pack("{s:s, s:f, s:I, s:f, s:f}", "name", w->name,
+                     "t", a->time / (double)PLAN_TIME_UNITS, "memory_mib", (json_int_t)a->mem_mib,
+                     "target", w->target, "normalized_throughput", output_norm(in, p, a));
+}
+
+static json_t *output_instance_json(const struct plan_input *in, const struct plan *p, int i,
+                                    const int *first, const int *next)
+{
+    const struct plan_instance *pi = &p->instances[i];
+    json_t *wl = json_array();
+    for (int a = first[i]; a >= 0; a = next[a])
+        json_array_append_new(wl, output_assign_json(in, p, &p->assigns[a]));
+    return json_pack("{s:s, s:i, s:o}", "profile",
+                     plan_option_name(output_model(in, p, pi->gpu), pi->option), "start", pi->start,
+                     "workloads", wl);
+}
+
+static json_t *output_gpus_json(const struct plan_input *in, const struct plan *p)
+{
+    int *first = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    int *next = malloc(((size_t)p->n_assigns + 1) * sizeof(int));
+    json_t *gpus = json_array();
+    if (!first || !next) {
+        free(first);
+        free(next);
+        json_decref(gpus);
+        return NULL;
+    }
+    for (int i = 0; i < p->n_instances; i++)
+        first[i] = -1;
+    for (int a = p->n_assigns - 1; a >= 0; a--) {
+        next[a] = first[p->assigns[a].instance];
+        first[p->assigns[a].instance] = a;
+    }
+    for (int g = 0; g < p->n_gpus; g++) {
+        json_t *insts = json_array();
+        for (int i = 0; i < p->n_instances; i++)
+            if (p->instances[i].gpu == g)
+                json_array_append_new(insts, output_instance_json(in, p, i, first, next));
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:b, s:o}", "index", g, "model",
+                                              output_model(in, p, g)->name, "mig", p->gpus[g].mig,
+                                              "instances", insts));
+    }
+    free(first);
+    free(next);
+    return gpus;
+}
+
+static const char *output_option_at(const struct plan_input *in, int pool, int option)
+{
+    return pool < 0 || option < 0 ? "" : plan_option_name(&in->pools[pool].model, option);
+}
+
+static json_t *output_moves_json(const struct plan_input *in, const struct plan *p,
+                                 const struct plan_moves *mv)
+{
+    json_t *arr = json_array();
+    for (int k = 0; mv && k < mv->n; k++) {
+        const struct plan_move *m = &mv->moves[k];
+        int pool = m->to_gpu >= 0 ? p->gpus[m->to_gpu].pool : -1;
+        json_t *o = json_pack("{s:s}", "name", in->workloads[m->workload].name);
+        json_object_set_new(o, "from_gpu", m->from_gpu >= 0 ? json_integer(m->from_gpu) : json_null());
+        json_object_set_new(o, "to_gpu", m->to_gpu >= 0 ? json_integer(m->to_gpu) : json_null());
+        json_object_set_new(o, "to_profile", m->to_gpu >= 0
+                            ? json_string(output_option_at(in, pool, m->to_option)) : json_null());
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static json_t *output_tree(const struct plan_input *in, const struct plan *p,
+                           const struct plan_moves *mv)
+{
+    struct plan_metrics m;
+    plan_metrics_compute(in, p, &m);
+    json_t *inf = json_array();
+    for (int f = 0; f < p->n_infeasible; f++)
+        json_array_append_new(inf, json_pack("{s:s, s:s}", "name",
+                                             in->workloads[p->infeasible[f].workload].name, "reason",
+                                             plan_reason_text(p->infeasible[f].reason)));
+    json_t *root = json_pack("{s:s, s:{s:i, s:f, s:f, s:i, s:i}}", "algo", p->algo, "summary",
+                             "gpus", m.gpus, "gpus_in_slices", m.slices,
+                             "mean_normalized_throughput", m.mean_norm_thr, "placed", m.placed,
+                             "infeasible", m.infeasible);
+    if (p->exact_status >= 0)
+        json_object_set_new(root, "exact", json_pack("{s:s, s:f}", "status",
+                                                     p->exact_status ? "optimal" : "not solved",
+                                                     "lower_bound", p->exact_bound));
+    json_object_set_new(root, "gpus", output_gpus_json(in, p));
+    json_object_set_new(root, "infeasible", inf);
+    if (mv)
+        json_object_set_new(root, "moves", output_moves_json(in, p, mv));
+    return root;
+}
+
+/* ---- YAML from the tree ---- */
+
+static int output_yaml_scalar(yaml_emitter_t *em, const char *s, int plain)
+{
+    yaml_event_t ev;
+    yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain, !plain,
+                                 plain ? YAML_PLAIN_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+    return yaml_emitter_emit(em, &ev);
+}
+
+static int output_yaml_node(yaml_emitter_t *em, json_t *j)
+{
+    yaml_event_t ev;
+    char buf[64];
+    int ok = 1;
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *v;
+        yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+        ok = yaml_emitter_emit(em, &ev);
+        json_object_foreach(j, k, v)
+            ok = ok && output_yaml_scalar(em, k, 1) && output_yaml_node(em, v);
+        yaml_mapping_end_event_initialize(&ev);
+        return ok && yaml_emitter_emit(em, &ev);
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *v;
+        yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+        ok = yaml_emitter_emit(em, &ev);
+        json_array_foreach(j, i, v)
+            ok = ok && output_yaml_node(em, v);
+        yaml_sequence_end_event_initialize(&ev);
+        return ok && yaml_emitter_emit(em, &ev);
+    }
+    case JSON_STRING:
+        return output_yaml_scalar(em, json_string_value(j), 0);
+    case JSON_INTEGER:
+        snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+        return output_yaml_scalar(em, buf, 1);
+    case JSON_REAL:
+        snprintf(buf, sizeof(buf), "%.6g", json_real_value(j));
+        return output_yaml_scalar(em, buf, 1);
+    case JSON_TRUE:
+        return output_yaml_scalar(em, "true", 1);
+    case JSON_FALSE:
+        return output_yaml_scalar(em, "false", 1);
+    default:
+        return output_yaml_scalar(em, "null", 1);
+    }
+}
+
+static int output_yaml(json_t *root, FILE *f)
+{
+    yaml_emitter_t em;
+    yaml_event_t ev;
+    if (!yaml_emitter_initialize(&em))
+        return -ENOMEM;
+    yaml_emitter_set_output_file(&em, f);
+    yaml_emitter_set_unicode(&em, 1);
+    yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+    int ok = yaml_emitter_emit(&em, &ev);
+    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+    ok = ok && yaml_emitter_emit(&em, &ev) && output_yaml_node(&em, root);
+    yaml_document_end_event_initialize(&ev, 1);
+    ok = ok && yaml_emitter_emit(&em, &ev);
+    yaml_stream_end_event_initialize(&ev);
+    ok = ok && yaml_emitter_emit(&em, &ev);
+    yaml_emitter_delete(&em);
+    return ok ? 0 : -EIO;
+}
+
+/* ---- the table ---- */
+
+static void output_table_gpu(const struct plan_input *in, const struct plan *p, int g, FILE *f)
+{
+    const struct plan_gpu_model *m = output_model(in, p, g);
+    for (int i = 0; i < p->n_instances; i++) {
+        const struct plan_instance *pi = &p->instances[i];
+        if (pi->gpu != g)
+            continue;
+        for (int a = 0; a < p->n_assigns; a++) {
+            const struct plan_assign *as = &p->assigns[a];
+            if (as->instance != i)
+                continue;
+            fprintf(f, "%-4d %-18s %-9s %5d  %-28s %6.1f %9lld %8.3f\n", g, m->name,
+                    plan_option_name(m, pi->option), pi->start, in->workloads[as->workload].name,
+                    as->time * 100.0 / PLAN_TIME_UNITS, (long long)as->mem_mib,
+                    output_norm(in, p, as));
+        }
+    }
+}
+
+static void output_table(const struct plan_input *in, const struct plan *p,
+                         const struct plan_moves *mv, FILE *f)
+{
+    struct plan_metrics m;
+    plan_metrics_compute(in, p, &m);
+    fprintf(f, "plan (%s): %d GPUs (%.2f in slices), %d workloads placed, %d infeasible, "
+            "mean Thr/target %.3f\n", p->algo, m.gpus, m.slices, m.placed, m.infeasible,
+            m.mean_norm_thr);
+    if (p->exact_status >= 0)
+        fprintf(f, "exact: %s, lower bound %.0f GPUs\n",
+                p->exact_status ? "optimal" : "not solved within the bound (showing kairos)",
+                p->exact_bound);
+    fprintf(f, "\n%-4s %-18s %-9s %5s  %-28s %6s %9s %8s\n", "GPU", "model", "instance", "start",
+            "workload", "t(%)", "m(MiB)", "Thr/tgt");
+    for (int g = 0; g < p->n_gpus; g++)
+        output_table_gpu(in, p, g, f);
+    for (int k = 0; k < p->n_infeasible; k++)
+        fprintf(f, "%sinfeasible: %s: %s\n", k ? "" : "\n",
+                in->workloads[p->infeasible[k].workload].name,
+                plan_reason_text(p->infeasible[k].reason));
+    for (int k = 0; mv && k < mv->n; k++) {
+        const struct plan_move *mo = &mv->moves[k];
+        fprintf(f, "%smove: %s: ", k ? "" : "\n", in->workloads[mo->workload].name);
+        if (mo->from_gpu >= 0)
+            fprintf(f, "from GPU %d ", mo->from_gpu);
+        else
+            fprintf(f, "new ");
+        if (mo->to_gpu >= 0)
+            fprintf(f, "to GPU %d %s\n", mo->to_gpu,
+                    output_option_at(in, p->gpus[mo->to_gpu].pool, mo->to_option));
+        else
+            fprintf(f, "removed\n");
+    }
+    if (mv && !mv->n)
+        fprintf(f, "\nmoves: none\n");
+}
+
+int plan_write(const struct plan_input *in, const struct plan *p, const struct plan_moves *mv,
+               enum plan_format fmt, void *stream)
+{
+    FILE *f = stream;
+    if (fmt == PLAN_FMT_TABLE) {
+        output_table(in, p, mv, f);
+        return ferror(f) ? -EIO : 0;
+    }
+    json_t *root = output_tree(in, p, mv);
+    if (!root)
+        return -ENOMEM;
+    int rc = fmt == PLAN_FMT_JSON ? json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                                  : output_yaml(root, f);
+    if (fmt == PLAN_FMT_JSON)
+        fputc('\n', f);
+    json_decref(root);
+    return rc ? -EIO : 0;
+}
+
+/* ---- reading a JSON plan back ---- */
+
+struct output_name {
+    const char *name;
+    int index;
+};
+
+static int output_name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct output_name *)a)->name, ((const struct output_name *)b)->name);
+}
+
+static int output_find_pool(const struct plan_input *in, const char *model)
+{
+    for (int p = 0; p < in->n_pools; p++)
+        if (!strcmp(in->pools[p].model.name, model))
+            return p;
+    return -1;
+}
+
+static int output_read_instance(const struct plan_input *in, struct plan *p, int g, json_t *ji,
+                                const struct output_name *idx, char *err, size_t errlen)
+{
+    const char *prof = json_string_value(json_object_get(ji, "profile"));
+    json_t *start = json_object_get(ji, "start"), *wl = json_object_get(ji, "workloads");
+    int o = prof ? plan_option_find(&in->pools[p->gpus[g].pool].model, prof) : -1;
+    if (o < 0 || !json_is_integer(start) || !json_is_array(wl)) {
+        snprintf(err, errlen, "gpu %d: instance needs a known 'profile', 'start' and 'workloads'", g);
+        return -EINVAL;
+    }
+    int i = plan_add_instance(p, g, o, (int)json_integer_value(start));
+    size_t k;
+    json_t *jw;
+    json_array_foreach(wl, k, jw) {
+        struct output_name key = {json_string_value(json_object_get(jw, "name")), -1}, *hit;
+        json_t *t = json_object_get(jw, "t"), *mem = json_object_get(jw, "memory_mib");
+        hit = key.name ? bsearch(&key, idx, (size_t)in->n_workloads, sizeof(*idx), output_name_cmp) : NULL;
+        if (!hit || !json_is_number(t) || !json_is_integer(mem)) {
+            snprintf(err, errlen, "gpu %d: workload '%s' is not in the input or lacks t/memory_mib",
+                     g, key.name ? key.name : "?");
+            return -EINVAL;
+        }
+        if (plan_add_assign(p, hit->index, i, (int)lround(json_number_value(t) * PLAN_TIME_UNITS),
+                            json_integer_value(mem)) < 0)
+            return -ENOMEM;
+    }
+    return i < 0 ? -ENOMEM : 0;
+}
+
+static int output_read_gpus(const struct plan_input *in, struct plan *p, json_t *gpus,
+                            const struct output_name *idx, char *err, size_t errlen)
+{
+    size_t k, q;
+    json_t *jg, *ji;
+    json_array_foreach(gpus, k, jg) {
+        const char *model = json_string_value(json_object_get(jg, "model"));
+        json_t *insts = json_object_get(jg, "instances");
+        int pool = model ? output_find_pool(in, model) : -1;
+        if (pool < 0 || !json_is_array(insts)) {
+            snprintf(err, errlen, "gpu %zu: model '%s' is not a pool of the input", k,
+                     model ? model : "?");
+            return -EINVAL;
+        }
+        int g = plan_add_gpu(p, pool, json_is_true(json_object_get(jg, "mig")));
+        json_array_foreach(insts, q, ji) {
+            int rc = output_read_instance(in, p, g, ji, idx, err, errlen);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int plan_read_json(const char *path, const struct plan_input *in, struct plan *p, char *err,
+                   size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    struct output_name *idx = malloc(((size_t)in->n_workloads + 1) * sizeof(*idx));
+    int rc = 0;
+    plan_init(p);
+    if (!root || !idx) {
+        if (!root)
+            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        rc = root ? -ENOMEM : -EINVAL;
+        goto out;
+    }
+    for (int w = 0; w < in->n_workloads; w++)
+        idx[w] = (struct output_name){in->workloads[w].name, w};
+    qsort(idx, (size_t)in->n_workloads, sizeof(*idx), output_name_cmp);
+    json_t *gpus = json_object_get(root, "gpus");
+    const char *algo = json_string_value(json_object_get(root, "algo"));
+    snprintf(p->algo, sizeof(p->algo), "%s", algo ? algo : "loaded");
+    if (!json_is_array(gpus)) {
+        snprintf(err, errlen, "%s: expected a plan written by 'kairos plan --json' (no 'gpus')", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    rc = output_read_gpus(in, p, gpus, idx, err, errlen);
+    if (rc && !strchr(err, ':')) {
+        char tmp[256];
+        snprintf(tmp, sizeof(tmp), "%s", err);
+        snprintf(err, errlen, "%s: %s", path, tmp);
+    }
+out:
+    json_decref(root);
+    free(idx);
+    if (rc)
+        plan_free(p);
+    return rc;
+}

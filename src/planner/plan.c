@@ -1,0 +1,178 @@
+/* plan.c - the plan object (growable arrays), time arithmetic, names and metrics.
+ *
+ * The one place that turns a throughput target into a time share: t is the smallest
+ * number of PLAN_TIME_UNITS with Thr(s, 100 %) x t >= target (KRYPTON's linear model).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kairos/plan.h"
+
+void plan_init(struct plan *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->exact_status = -1;
+}
+
+void plan_free(struct plan *p)
+{
+    free(p->gpus);
+    free(p->instances);
+    free(p->assigns);
+    free(p->infeasible);
+    plan_init(p);
+}
+
+static int plan_grow(void **arr, int *cap, int n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    int ncap = *cap ? *cap * 2 : 16;
+    void *na = realloc(*arr, (size_t)ncap * elem);
+    if (!na)
+        return -ENOMEM;
+    *arr = na;
+    *cap = ncap;
+    return 0;
+}
+
+static void *plan_dup(const void *src, int n, size_t elem)
+{
+    void *d = malloc(n ? (size_t)n * elem : 1);
+    if (d && n)
+        memcpy(d, src, (size_t)n * elem);
+    return d;
+}
+
+int plan_copy(struct plan *d, const struct plan *s)
+{
+    *d = *s;
+    d->gpus = plan_dup(s->gpus, s->n_gpus, sizeof(*s->gpus));
+    d->instances = plan_dup(s->instances, s->n_instances, sizeof(*s->instances));
+    d->assigns = plan_dup(s->assigns, s->n_assigns, sizeof(*s->assigns));
+    d->infeasible = plan_dup(s->infeasible, s->n_infeasible, sizeof(*s->infeasible));
+    d->cap_gpus = s->n_gpus;
+    d->cap_instances = s->n_instances;
+    d->cap_assigns = s->n_assigns;
+    d->cap_infeasible = s->n_infeasible;
+    if (!d->gpus || !d->instances || !d->assigns || !d->infeasible) {
+        plan_free(d);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+int plan_add_gpu(struct plan *p, int pool, int mig)
+{
+    if (plan_grow((void **)&p->gpus, &p->cap_gpus, p->n_gpus, sizeof(*p->gpus)))
+        return -ENOMEM;
+    p->gpus[p->n_gpus] = (struct plan_gpu){pool, mig};
+    return p->n_gpus++;
+}
+
+int plan_add_instance(struct plan *p, int gpu, int option, int start)
+{
+    if (plan_grow((void **)&p->instances, &p->cap_instances, p->n_instances, sizeof(*p->instances)))
+        return -ENOMEM;
+    p->instances[p->n_instances] = (struct plan_instance){gpu, option, start};
+    return p->n_instances++;
+}
+
+int plan_add_assign(struct plan *p, int workload, int instance, int time, int64_t mem)
+{
+    if (plan_grow((void **)&p->assigns, &p->cap_assigns, p->n_assigns, sizeof(*p->assigns)))
+        return -ENOMEM;
+    p->assigns[p->n_assigns] = (struct plan_assign){workload, instance, time, mem};
+    return p->n_assigns++;
+}
+
+int plan_add_infeasible(struct plan *p, int workload, enum plan_reason r)
+{
+    if (plan_grow((void **)&p->infeasible, &p->cap_infeasible, p->n_infeasible,
+                  sizeof(*p->infeasible)))
+        return -ENOMEM;
+    p->infeasible[p->n_infeasible] = (struct plan_infeasible){workload, r};
+    return p->n_infeasible++;
+}
+
+const char *plan_reason_text(enum plan_reason r)
+{
+    switch (r) {
+    case PLAN_OK: return "ok";
+    case PLAN_NO_DATA: return "no throughput given for any spatial option of the cluster's GPU models";
+    case PLAN_TOO_BIG_MEM: return "needs more memory than any spatial option offers";
+    case PLAN_TOO_SLOW: return "no spatial option reaches the target even at t = 100 %";
+    case PLAN_NO_CAPACITY: return "not enough GPUs in the cluster for this algorithm";
+    }
+    return "unknown";
+}
+
+int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
+                     int option)
+{
+    double thr = w->thr[pool][option];
+    if (!(thr > 0) || w->mem_mib > plan_option_mem(m, option))
+        return -1;
+    double t = ceil(w->target * PLAN_TIME_UNITS / thr - 1e-9);
+    if (t > PLAN_TIME_UNITS)
+        return -1;
+    return t < 1 ? 1 : (int)t;
+}
+
+static const char *const algo_names[PLAN_ALGO_COUNT] = {
+    [PLAN_ALGO_KAIROS] = "kairos",
+    [PLAN_ALGO_SEED] = "seed",
+    [PLAN_ALGO_TEMPORAL] = "temporal",
+    [PLAN_ALGO_BESTFIT] = "bestfit",
+    [PLAN_ALGO_GPULET] = "gpulet",
+    [PLAN_ALGO_EXACT] = "exact",
+};
+
+const char *plan_algo_name(enum plan_algo a)
+{
+    return a < PLAN_ALGO_COUNT ? algo_names[a] : "?";
+}
+
+int plan_algo_from_name(const char *name)
+{
+    for (int a = 0; a < PLAN_ALGO_COUNT; a++)
+        if (!strcmp(algo_names[a], name))
+            return a;
+    return -1;
+}
+
+void plan_options_default(struct plan_options *o)
+{
+    o->algo = PLAN_ALGO_KAIROS;
+    o->exact_time_limit_s = 10.0;
+    o->exact_max_workloads = 40;
+}
+
+void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
+                          struct plan_metrics *out)
+{
+    memset(out, 0, sizeof(*out));
+    int *used = calloc((size_t)p->n_gpus + 1, sizeof(int));
+    double norm = 0;
+    for (int i = 0; used && i < p->n_instances; i++) {
+        const struct plan_instance *pi = &p->instances[i];
+        used[pi->gpu] += plan_option_compute(&in->pools[p->gpus[pi->gpu].pool].model, pi->option);
+    }
+    for (int g = 0; used && g < p->n_gpus; g++) {
+        out->gpus += used[g] > 0;
+        out->slices += (p->gpus[g].mig ? used[g] : PLAN_COMPUTE_SLICES) / (double)PLAN_COMPUTE_SLICES
+                       * (used[g] > 0);
+    }
+    for (int a = 0; a < p->n_assigns; a++) {
+        const struct plan_assign *as = &p->assigns[a];
+        const struct plan_instance *pi = &p->instances[as->instance];
+        const struct plan_workload *w = &in->workloads[as->workload];
+        norm += w->thr[p->gpus[pi->gpu].pool][pi->option] * as->time / PLAN_TIME_UNITS / w->target;
+    }
+    out->placed = p->n_assigns;
+    out->infeasible = p->n_infeasible;
+    out->mean_norm_thr = p->n_assigns ? norm / p->n_assigns : 0;
+    free(used);
+}

@@ -1,0 +1,134 @@
+/* solve.c - plan_solve(): runs one algorithm pool by pool and assembles the plan.
+ *
+ * Pools are tried in input order: each pool's algorithm sees the workloads not yet
+ * placed; when it needs more GPUs than the pool has, the least-used GPUs are dropped
+ * and their workloads spill to the next pool. What is left at the end is reported
+ * infeasible with the reason (no data, memory, speed, or capacity).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/internal.h"
+
+
+typedef int (*solve_algo_fn)(struct state *s);
+
+static const solve_algo_fn solve_algos[PLAN_ALGO_COUNT] = {
+    [PLAN_ALGO_KAIROS] = algo_kairos,
+    [PLAN_ALGO_SEED] = algo_seed,
+    [PLAN_ALGO_TEMPORAL] = algo_temporal,
+    [PLAN_ALGO_BESTFIT] = algo_bestfit,
+    [PLAN_ALGO_GPULET] = algo_gpulet,
+};
+
+static int solve_cmp_desc(const void *a, const void *b)
+{
+    const long *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? 1 : -1) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Keep the `count` most used GPUs; unplace the workloads of the others. */
+static int solve_cap(struct state *s, int count, char *spilled)
+{
+    long (*k)[2] = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
+    int n = 0;
+    if (!k)
+        return -ENOMEM;
+    for (int g = 0; g < s->n_gpu; g++)
+        if (s->gpu[g].alive) {
+            k[n][0] = st_gpu_compute(s, g);
+            k[n++][1] = g;
+        }
+    qsort(k, (size_t)n, sizeof(*k), solve_cmp_desc);
+    for (int q = count; q < n; q++) {
+        for (int i = 0; i < s->n_inst; i++) {
+            if (s->inst[i].gpu != k[q][1])
+                continue;
+            while (s->inst[i].n) {
+                spilled[s->inst[i].head] = 1;
+                st_take(s, s->inst[i].head);
+            }
+            st_gpu_detach(s, i);
+        }
+    }
+    free(k);
+    return 0;
+}
+
+enum plan_reason solve_reason_of(const struct plan_input *in, int w)
+{
+    const struct plan_workload *wl = &in->workloads[w];
+    int data = 0, mem = 0, fast = 0;
+    for (int p = 0; p < in->n_pools; p++) {
+        const struct plan_gpu_model *m = &in->pools[p].model;
+        for (int o = 0; o < plan_option_count(m); o++) {
+            if (!(wl->thr[p][o] > 0))
+                continue;
+            data = 1;
+            mem |= wl->mem_mib <= plan_option_mem(m, o);
+            fast |= plan_time_needed(wl, p, m, o) >= 0;
+        }
+    }
+    if (!data)
+        return PLAN_NO_DATA;
+    if (!mem)
+        return PLAN_TOO_BIG_MEM;
+    if (!fast)
+        return PLAN_TOO_SLOW;
+    return PLAN_NO_CAPACITY;
+}
+
+static int solve_pool(const struct plan_input *in, int pool, solve_algo_fn fn, int *pending,
+                      int *n_pending, char *spilled, struct plan *p)
+{
+    struct plan_layouts lay;
+    struct state s;
+    int rc = plan_layouts_enumerate(&in->pools[pool].model, &lay);
+    rc = rc ? rc : st_init(&s, in, pool, &lay, pending, *n_pending);
+    if (rc)
+        return rc;
+    rc = fn(&s);
+    rc = rc ? rc : solve_cap(&s, in->pools[pool].count, spilled);
+    rc = rc ? rc : st_emit(&s, p);
+    if (!rc) {
+        int n = 0;
+        for (int i = 0; i < *n_pending; i++)
+            if (s.where[pending[i]] < 0)
+                pending[n++] = pending[i];
+        *n_pending = n;
+    }
+    st_free(&s);
+    return rc;
+}
+
+int plan_solve(const struct plan_input *in, const struct plan_options *opt, struct plan *p)
+{
+    int n = in->n_workloads, rc = 0;
+    plan_init(p);
+    snprintf(p->algo, sizeof(p->algo), "%s", plan_algo_name(opt->algo));
+    if (opt->algo == PLAN_ALGO_EXACT)
+        return exact_solve(in, opt, p);
+    if ((unsigned)opt->algo >= PLAN_ALGO_COUNT || !solve_algos[opt->algo])
+        return -EINVAL;
+    int *pending = malloc(((size_t)n + 1) * sizeof(int));
+    char *spilled = calloc((size_t)n + 1, 1);
+    if (!pending || !spilled) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int w = 0; w < n; w++)
+        pending[w] = w;
+    for (int pool = 0; pool < in->n_pools && n > 0 && !rc; pool++)
+        rc = solve_pool(in, pool, solve_algos[opt->algo], pending, &n, spilled, p);
+    for (int i = 0; i < n && !rc; i++)
+        if ((rc = plan_add_infeasible(p, pending[i], solve_reason_of(in, pending[i]))) > 0)
+            rc = 0;
+out:
+    free(pending);
+    free(spilled);
+    if (rc)
+        plan_free(p);
+    return rc;
+}

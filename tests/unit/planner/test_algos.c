@@ -1,0 +1,174 @@
+/* test_algos.c - property tests of the algorithms: on the paper cases and on random
+ * instances every plan passes the checker; Kairos never uses more GPUs than any
+ * baseline or the seed; no heuristic beats a proven exact optimum. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kairos/plan.h"
+
+static const char *data_dir = "data/planner";
+
+static void solve_all(const struct plan_input *in, const char *what, int with_exact, int *gpus)
+{
+    for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
+        struct plan_options o;
+        struct plan p;
+        struct plan_metrics m;
+        char err[300];
+        plan_options_default(&o);
+        o.algo = a;
+        o.exact_time_limit_s = 2;
+        if (!with_exact)
+            o.exact_max_workloads = 0;
+        assert_int_equal(plan_solve(in, &o, &p), 0);
+        if (plan_check(in, &p, err, sizeof(err)))
+            fail_msg("%s: %s plan fails the checker: %s", what, plan_algo_name(a), err);
+        plan_metrics_compute(in, &p, &m);
+        gpus[a] = (a == PLAN_ALGO_EXACT && p.exact_status != 1) ? -1 : m.gpus;
+        plan_free(&p);
+    }
+    for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
+        if (a != PLAN_ALGO_EXACT && gpus[PLAN_ALGO_KAIROS] > gpus[a])
+            fail_msg("%s: kairos %d GPUs > %s %d", what, gpus[PLAN_ALGO_KAIROS], plan_algo_name(a), gpus[a]);
+        if (gpus[PLAN_ALGO_EXACT] >= 0 && a != PLAN_ALGO_EXACT && gpus[a] < gpus[PLAN_ALGO_EXACT])
+            fail_msg("%s: %s %d GPUs beats the exact optimum %d", what, plan_algo_name(a), gpus[a],
+                     gpus[PLAN_ALGO_EXACT]);
+    }
+}
+
+static void test_random(void **state)
+{
+    static const char *const models[] = {"A100-40GB", "A100-40GB+1g.10gb", "H200-141GB"};
+    (void)state;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        struct plan_gen_params g = {seed, 4 + (int)(seed % 9), 64, models[seed % 3],
+                                    seed % 2 ? 1.0 : 0.6};
+        struct plan_input in;
+        int gpus[PLAN_ALGO_COUNT];
+        char what[64];
+        assert_int_equal(plan_gen(&g, &in), 0);
+        snprintf(what, sizeof(what), "random seed %llu", (unsigned long long)seed);
+        solve_all(&in, what, 1, gpus);
+        plan_input_free(&in);
+    }
+}
+
+static void test_random_large(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 100; seed < 104; seed++) {
+        struct plan_gen_params g = {seed, 600, 400, seed % 2 ? "H200-141GB" : "A100-40GB", 0.8};
+        struct plan_input in;
+        int gpus[PLAN_ALGO_COUNT];
+        assert_int_equal(plan_gen(&g, &in), 0);
+        solve_all(&in, "large random", 0, gpus);
+        plan_input_free(&in);
+    }
+}
+
+static int is_yaml(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && !strcmp(d->d_name + n - 5, ".yaml");
+}
+
+static void test_paper_cases(void **state)
+{
+    static const char *const groups[] = {"a100-linear", "a100-concave", "h200-linear", "h200-concave"};
+    int files = 0;
+    (void)state;
+    for (size_t g = 0; g < 4; g++) {
+        char dir[1024], path[2048];
+        struct dirent **list;
+        snprintf(dir, sizeof(dir), "%s/%s", data_dir, groups[g]);
+        int n = scandir(dir, &list, is_yaml, alphasort);
+        if (n < 0)
+            fail_msg("cannot read %s", dir);
+        for (int i = 0; i < n; i++) {
+            struct plan_input in;
+            char err[300];
+            int gpus[PLAN_ALGO_COUNT];
+            snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
+            if (plan_input_load(path, &in, err, sizeof(err)))
+                fail_msg("%s", err);
+            solve_all(&in, path, 0, gpus);
+            plan_input_free(&in);
+            free(list[i]);
+            files++;
+        }
+        free(list);
+    }
+    assert_int_equal(files, 40);
+}
+
+static void test_infeasible_named(void **state)
+{
+    static const char text[] =
+        "gpus: [{model: A100-40GB, count: 1}]\n"
+        "workloads:\n"
+        "  - {name: huge, memory_mib: 60000, throughput: {whole: 10}, target: 1}\n"
+        "  - {name: slow, memory_mib: 10, throughput: {whole: 10, 1g.5gb: 2}, target: 11}\n"
+        "  - {name: nodata, memory_mib: 10, throughput: {A100-40GB: {}}, target: 1}\n"
+        "  - {name: fine, memory_mib: 10, throughput: {whole: 10, 1g.5gb: 2}, target: 1}\n";
+    struct plan_input in;
+    struct plan p;
+    struct plan_options o;
+    char err[300];
+    (void)state;
+    assert_int_equal(plan_input_parse(text, strlen(text), "t.yaml", &in, err, sizeof(err)), 0);
+    plan_options_default(&o);
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.n_infeasible, 3);
+    for (int f = 0; f < 3; f++) {
+        const char *name = in.workloads[p.infeasible[f].workload].name;
+        enum plan_reason want = !strcmp(name, "huge") ? PLAN_TOO_BIG_MEM
+                              : !strcmp(name, "slow") ? PLAN_TOO_SLOW : PLAN_NO_DATA;
+        assert_int_equal(p.infeasible[f].reason, want);
+    }
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+static void test_capacity_spill(void **state)
+{
+    struct plan_gen_params g = {7, 200, 3, "H200-141GB", 0.7};
+    struct plan_input in;
+    struct plan p;
+    struct plan_options o;
+    char err[300];
+    (void)state;
+    assert_int_equal(plan_gen(&g, &in), 0);
+    plan_options_default(&o);
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    assert_true(p.n_infeasible > 0);
+    for (int f = 0; f < p.n_infeasible; f++)
+        if (p.infeasible[f].reason == PLAN_NO_CAPACITY)
+            goto found;
+    fail_msg("expected a workload left out for capacity");
+found:
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        data_dir = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_random_large),
+        cmocka_unit_test(test_paper_cases),
+        cmocka_unit_test(test_infeasible_named),
+        cmocka_unit_test(test_capacity_spill),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

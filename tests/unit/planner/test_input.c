@@ -1,0 +1,148 @@
+/* test_input.c - the YAML input: a good file parses (replicas, fractions, custom
+ * models, per-model throughput); every bad file gives file:line:column and what was
+ * expected; truncated and garbled input never crashes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kairos/plan.h"
+
+static const char good[] =
+    "models:\n"
+    "  - name: Toy\n"
+    "    sms: 100\n"
+    "    memory_mib: 8000\n"
+    "    profiles:\n"
+    "      - {name: 1g.1gb, compute_slices: 1, memory_slices: 1, sms: 14, memory_mib: 1000, starts: [0,1,2,3,4,5,6]}\n"
+    "      - {name: 7g.8gb, compute_slices: 7, memory_slices: 8, sms: 98, memory_mib: 8000, starts: [0]}\n"
+    "gpus:\n"
+    "  - model: A100-40GB\n"
+    "    count: 4\n"
+    "  - model: Toy\n"
+    "    count: 2\n"
+    "workloads:\n"
+    "  - name: a\n"
+    "    memory_mib: 900\n"
+    "    throughput: {whole: 100, 1g.5gb: 20, 1g.1gb: 15}\n"
+    "    target_fraction: 0.1\n"
+    "    count: 3\n"
+    "  - name: b\n"
+    "    memory_mib: 100\n"
+    "    throughput:\n"
+    "      Toy: {whole: 10, 7g.8gb: 9}\n"
+    "    target: 4.5\n";
+
+static void test_good(void **state)
+{
+    struct plan_input in;
+    char err[300];
+    (void)state;
+    assert_int_equal(plan_input_parse(good, strlen(good), "good.yaml", &in, err, sizeof(err)), 0);
+    assert_int_equal(in.n_pools, 2);
+    assert_string_equal(in.pools[1].model.name, "Toy");
+    assert_int_equal(in.n_workloads, 4);
+    assert_string_equal(in.workloads[0].name, "a#0");
+    assert_string_equal(in.workloads[2].name, "a#2");
+    assert_float_equal(in.workloads[0].target, 10.0, 1e-9);
+    assert_float_equal(in.workloads[0].thr[0][1], 20.0, 1e-9);   /* A100 1g.5gb */
+    assert_float_equal(in.workloads[0].thr[1][1], 15.0, 1e-9);   /* Toy 1g.1gb */
+    assert_float_equal(in.workloads[0].thr[1][0], 100.0, 1e-9);  /* whole on both */
+    assert_float_equal(in.workloads[3].thr[1][2], 9.0, 1e-9);
+    assert_float_equal(in.workloads[3].thr[0][0], 0.0, 1e-9);
+    plan_input_free(&in);
+}
+
+struct bad_case {
+    const char *text;
+    const char *expect;   /* substring of the message, including line:column */
+};
+
+static const struct bad_case bad_cases[] = {
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkload: []\n", "x.yaml:2:1: unknown key 'workload'"},
+    {"gpus: [{model: A100-40GB, count: 1}]\n", "x.yaml:1:1: missing required key 'workloads'"},
+    {"gpus: [{model: B200, count: 1}]\nworkloads: []\n", "x.yaml:1:16: unknown GPU model 'B200'"},
+    {"gpus: [{model: A100-40GB, count: -1}]\nworkloads: []\n", "x.yaml:1:34: 'count' must be in 1..1000000, got -1"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - name: a\n    memory_mib: lots\n"
+     "    throughput: {whole: 1}\n    target: 1\n", "x.yaml:4:17: expected an integer for 'memory_mib'"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - name: a\n    memory_mib: 1\n"
+     "    throughput: {whole: 1, 9g.99gb: 2}\n    target: 1\n", "x.yaml:5:28: '9g.99gb' is not"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - name: a\n    memory_mib: 1\n"
+     "    throughput: {whole: 1}\n    target: 1\n    target_fraction: 0.5\n", "x.yaml:3:5: expected exactly one of"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - name: a\n    memory_mib: 1\n"
+     "    throughput: {whole: 0}\n    target: 1\n", "x.yaml:5:25: 'whole' must be greater than 0"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - {name: a, memory_mib: 1, throughput: {whole: 1}, target: 1}\n"
+     "  - {name: a, memory_mib: 1, throughput: {whole: 1}, target: 1}\n", "x.yaml:4:5: workload name 'a' is used twice (first on line 3)"},
+    {"gpus: [{model: A100-40GB, count: 1}\nworkloads: []\n", "x.yaml:2:1: YAML syntax: did not find expected ',' or ']'"},
+    {"", "x.yaml:1:1: expected a mapping"},
+    {"- 1\n- 2\n", "x.yaml:1:1: expected a mapping with 'gpus' and 'workloads'"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - name: a\n    memory_mib: 1\n"
+     "    throughput: {A100-40GB: 3}\n    target: 1\n", "x.yaml:5:18: 'A100-40GB' is not 'whole'"},
+    {"gpus: [{model: A100-40GB, count: 1}]\nworkloads:\n  - name: a\n    memory_mib: 1\n"
+     "    throughput: {whole: 1}\n    target_fraction: 0.5\n    count: 0\n", "x.yaml:7:12: 'count' must be in 1..100000"},
+    {"models: [{name: X, sms: 10, memory_mib: 10, profiles: [{name: p, compute_slices: 2, "
+     "memory_slices: 3, sms: 1, memory_mib: 1, starts: [0]}]}]\ngpus: [{model: X, count: 1}]\nworkloads: []\n",
+     "x.yaml:1:10: profile p: memory_slices must be 1, 2, 4 or 8"},
+};
+
+static void test_bad(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        struct plan_input in;
+        char err[300] = "";
+        int rc = plan_input_parse(bad_cases[i].text, strlen(bad_cases[i].text), "x.yaml", &in, err,
+                                  sizeof(err));
+        if (rc == 0 || !strstr(err, bad_cases[i].expect))
+            fail_msg("case %zu: rc %d, got \"%s\", want \"%s\"", i, rc, err, bad_cases[i].expect);
+    }
+}
+
+/* Every prefix and a byte-flipped copy of a good file either parses or fails cleanly. */
+static void test_garbage(void **state)
+{
+    size_t n = strlen(good);
+    char *buf = malloc(n + 1);
+    (void)state;
+    for (size_t len = 0; len <= n; len++) {
+        struct plan_input in;
+        char err[300];
+        if (plan_input_parse(good, len, "t.yaml", &in, err, sizeof(err)) == 0)
+            plan_input_free(&in);
+        else
+            assert_non_null(strstr(err, "t.yaml:"));
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct plan_input in;
+        char err[300];
+        memcpy(buf, good, n);
+        buf[i] = "{}[]:-,# \n\"x0"[i % 13];
+        if (plan_input_parse(buf, n, "t.yaml", &in, err, sizeof(err)) == 0)
+            plan_input_free(&in);
+    }
+    free(buf);
+}
+
+static void test_missing_file(void **state)
+{
+    struct plan_input in;
+    char err[300];
+    (void)state;
+    assert_int_not_equal(plan_input_load("/nonexistent/cluster.yaml", &in, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "/nonexistent/cluster.yaml"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good),
+        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_missing_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,127 @@
+/* test_online.c - online changes: adding a workload that fits in idle time moves
+ * nobody; adding beyond the free room opens a GPU or moves one workload; removing
+ * can release a GPU within the move budget; every changed plan checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kairos/plan.h"
+
+static void add_wl(struct plan_input *in, const char *name, double target, int64_t mem)
+{
+    struct plan_workload w;
+    memset(&w, 0, sizeof(w));
+    snprintf(w.name, sizeof(w.name), "%s", name);
+    w.mem_mib = mem;
+    w.target = target;
+    const struct plan_gpu_model *m = &in->pools[0].model;
+    for (int o = 0; o < plan_option_count(m); o++)
+        w.thr[0][o] = 100.0 * plan_option_sms(m, o) / m->whole_sms;
+    plan_input_add_workload(in, &w);
+}
+
+static void setup(struct plan_input *in, struct plan *p)
+{
+    struct plan_options o;
+    memset(in, 0, sizeof(*in));
+    plan_model_builtin("A100-40GB", &in->pools[0].model);
+    in->pools[0].count = 8;
+    in->n_pools = 1;
+    add_wl(in, "a", 40, 1000);
+    add_wl(in, "b", 30, 1000);
+    add_wl(in, "c", 5, 1000);
+    plan_options_default(&o);
+    assert_int_equal(plan_solve(in, &o, p), 0);
+}
+
+static void assert_checks(const struct plan_input *in, const struct plan *p)
+{
+    char err[300];
+    if (plan_check(in, p, err, sizeof(err)))
+        fail_msg("changed plan fails the checker: %s", err);
+}
+
+static void test_add_into_idle_time(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    struct plan_metrics before, after;
+    (void)state;
+    setup(&in, &p);
+    plan_metrics_compute(&in, &p, &before);
+    add_wl(&in, "d", 2, 500);
+    assert_int_equal(plan_online_add(&in, &p, 3, &q, &mv), 0);
+    assert_checks(&in, &q);
+    plan_metrics_compute(&in, &q, &after);
+    assert_int_equal(after.gpus, before.gpus);
+    assert_int_equal(mv.n, 1);                    /* only the new workload */
+    assert_int_equal(mv.moves[0].from_gpu, -1);
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+static void test_add_many(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    (void)state;
+    setup(&in, &p);
+    for (int i = 0; i < 12; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", i);
+        add_wl(&in, name, 20 + i, 3000);
+    }
+    assert_int_equal(plan_online_add(&in, &p, 3, &q, &mv), 0);
+    assert_checks(&in, &q);
+    int moved = 0;
+    for (int k = 0; k < mv.n; k++)
+        moved += mv.moves[k].from_gpu >= 0;
+    assert_true(moved <= 12);                     /* at most one move per addition */
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+static void test_remove_releases_gpu(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    struct plan_metrics before, after;
+    (void)state;
+    setup(&in, &p);
+    plan_metrics_compute(&in, &p, &before);
+    assert_int_equal(plan_online_remove(&in, &p, 0, 2, &q, &mv), 0);
+    plan_metrics_compute(&in, &q, &after);
+    assert_true(after.gpus <= before.gpus);
+    assert_int_equal(after.placed, 2);
+    assert_true(mv.n >= 1 && mv.n <= 3);
+    assert_int_equal(mv.moves[0].to_gpu, -1);     /* the removal itself */
+    plan_moves_free(&mv);
+    plan_free(&q);
+    assert_int_equal(plan_online_remove(&in, &p, 1, 0, &q, &mv), 0);
+    assert_int_equal(mv.n, 1);                    /* budget 0: nothing else moves */
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_into_idle_time),
+        cmocka_unit_test(test_add_many),
+        cmocka_unit_test(test_remove_releases_gpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
