@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "core/objtree.h"
-#include "core/rm_names.h"
 #include "core/rm_decode.h"
 #include "core/rm_names.h"
 #include "shim/fdtable.h"
