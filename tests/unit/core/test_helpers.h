@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "core/rm_names.h"
 #include "core/trace_session.h"
 
 /* Path of a fixture under tests/fixtures (KAIROS_FIXTURES), in a static buffer. */
