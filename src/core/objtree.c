@@ -19,11 +19,13 @@ struct mem_block {
     uint64_t bytes;
     uint32_t refs;
     bool vidmem;
+    int gpu;
 };
 
 struct obj {
     uint32_t client, handle, parent_handle, h_class;
     enum rm_class_kind kind;
+    int gpu;                  /* device instance it hangs under, -1 unknown */
     uint64_t file_id;
     struct mem_block *block;
     struct obj *parent, *first_child, *next_sibling, *prev_sibling;
@@ -213,15 +215,25 @@ static void unlink_child(struct obj *o)
     o->parent = o->prev_sibling = o->next_sibling = NULL;
 }
 
+static size_t gpu_slot(int gpu)
+{
+    if (gpu < 0)
+        return 0;
+    return gpu < OBJTREE_MAX_GPUS ? (size_t)gpu : OBJTREE_MAX_GPUS - 1;
+}
+
 static void release_block(struct objtree *t, struct mem_block *b, struct objtree_effect *e)
 {
     if (!b || --b->refs > 0)
         return;
     if (b->vidmem) {
+        size_t g = gpu_slot(b->gpu);
         t->stats.vidmem_now -= b->bytes;
+        t->stats.vidmem_gpu[g] -= b->bytes;
         t->stats.vidmem_freed += b->bytes;
         t->stats.vidmem_frees++;
         e->vidmem_delta -= (int64_t)b->bytes;
+        e->vidmem_delta_gpu[g] -= (int64_t)b->bytes;
     }
     free(b);
 }
@@ -280,6 +292,7 @@ static struct obj *new_object(struct objtree *t, uint32_t client, uint32_t handl
     o->parent_handle = parent_handle;
     o->h_class = h_class;
     o->kind = rm_class_kind(h_class);
+    o->gpu = -1;
     o->file_id = file_id;
     struct obj *parent = handle == client ? NULL : find(t, client, parent_handle);
     if (!parent && handle != client)
@@ -287,6 +300,7 @@ static struct obj *new_object(struct objtree *t, uint32_t client, uint32_t handl
     if (parent) {
         link_child(parent, o);
         o->file_id = parent->file_id;
+        o->gpu = parent->gpu;
     } else {
         link_root(t, o);
     }
@@ -329,8 +343,12 @@ static int attach_memory(struct objtree *t, struct obj *o, uint64_t bytes, bool 
     b->bytes = bytes;
     b->refs = 1;
     b->vidmem = vidmem;
+    b->gpu = o->gpu;
     o->block = b;
     if (vidmem) {
+        size_t g = gpu_slot(o->gpu);
+        t->stats.vidmem_gpu[g] += bytes;
+        e->vidmem_delta_gpu[g] += (int64_t)bytes;
         t->stats.vidmem_now += bytes;
         t->stats.vidmem_allocated += bytes;
         t->stats.vidmem_allocs++;
@@ -354,6 +372,8 @@ static int apply_alloc(struct objtree *t, uint64_t file_id, const struct rm_op *
         return -ENOMEM;
     if (root)
         o->file_id = file_id;
+    if (op->h_class == RM_CLASS_NV01_DEVICE_0 && op->device_id >= 0)
+        o->gpu = op->device_id;
     if (op->kind == RM_OP_ALLOC_MEMORY || op->kind == RM_OP_VIDHEAP_ALLOC || op->vidmem)
         return attach_memory(t, o, op->bytes, op->vidmem, e);
     return 0;
@@ -543,6 +563,12 @@ size_t objtree_doorbells(const struct objtree *tree, uint64_t *addr, uint64_t *l
             n++;
         }
     return n;
+}
+
+int objtree_gpu_of(const struct objtree *tree, uint32_t h_client, uint32_t h_object)
+{
+    const struct obj *o = find(tree, h_client, h_object);
+    return o ? o->gpu : -1;
 }
 
 bool objtree_lookup(const struct objtree *tree, uint32_t h_client, uint32_t h_object,

@@ -27,9 +27,15 @@
 
 struct objtree;
 
+/* GPUs are told apart by the device instance of the NV01_DEVICE_0 object their
+ * memory hangs under (deviceId of its allocation); more than this are counted on
+ * the last one. */
+#define OBJTREE_MAX_GPUS 16
+
 /* What one call did to the tree. */
 struct objtree_effect {
     int64_t vidmem_delta;     /* bytes of device memory taken (+) or released (-) */
+    int64_t vidmem_delta_gpu[OBJTREE_MAX_GPUS]; /* the same, per GPU */
     uint32_t objects_added;
     uint32_t objects_freed;
 };
@@ -50,6 +56,7 @@ struct objtree_ref {
 /* Counters for a summary. "live" counts objects now; "created" since the start. */
 struct objtree_stats {
     uint64_t vidmem_now, vidmem_peak, vidmem_allocated, vidmem_freed;
+    uint64_t vidmem_gpu[OBJTREE_MAX_GPUS]; /* held now, per GPU */
     uint32_t vidmem_allocs, vidmem_frees;
     uint32_t live_objects, created_objects;
     uint32_t live_clients, live_channel_groups, live_channels, live_usermode;
@@ -92,6 +99,9 @@ size_t objtree_list(const struct objtree *tree, enum rm_class_kind kind, struct 
 
 /* Live doorbell mappings: fills up to max {addr, len}; returns how many exist. */
 size_t objtree_doorbells(const struct objtree *tree, uint64_t *addr, uint64_t *len, size_t max);
+
+/* The GPU an object belongs to (the device it hangs under), or -1 if unknown. */
+int objtree_gpu_of(const struct objtree *tree, uint32_t h_client, uint32_t h_object);
 
 /* True if the object exists; fills ref when not NULL. */
 bool objtree_lookup(const struct objtree *tree, uint32_t h_client, uint32_t h_object,

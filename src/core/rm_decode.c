@@ -108,6 +108,7 @@ enum rm_problem rm_decode_request(enum rm_node node, uint32_t request, struct rm
 {
     memset(op, 0, sizeof *op);
     op->map_fd = -1;
+    op->device_id = -1;
     op->name = "UNKNOWN";
     if (node == RM_NODE_UVM)
         return decode_uvm_request(request, op);
@@ -172,6 +173,12 @@ static void decode_alloc(struct reader *r, const struct rm_call *call, struct rm
     const uint8_t *params = serialized ? NULL : call->params;
     size_t params_len = serialized ? 0 : call->params_len;
     op->vidmem = rm_alloc_is_vidmem(op->h_class, params, params_len, &op->bytes);
+    if (op->h_class == RM_CLASS_NV01_DEVICE_0) { /* NV0080_ALLOC_PARAMETERS: deviceId at 0 */
+        struct reader pr = {params, params_len, false};
+        uint32_t id = get_u32(&pr, 0);
+        if (!pr.short_read && id < 0x7fffffffu)
+            op->device_id = (int32_t)id;
+    }
 }
 
 static void decode_alloc_memory(struct reader *r, struct rm_op *op)

@@ -88,6 +88,7 @@ struct rm_op {
     uint64_t address;        /* CPU token / dmaOffset of a map */
     int map_fd;              /* MAP_MEMORY / ALLOC_MEMORY: the fd that will be mmapped */
     uint32_t params_size;    /* RM_ALLOC / RM_CONTROL paramsSize */
+    int32_t device_id;       /* NV01_DEVICE_0 allocation: its deviceId; else -1 */
 };
 
 /* Decodes one call. Always fills op (name at least) and returns op->problem. */

@@ -19,7 +19,7 @@ static struct rm_op alloc_op(uint32_t client, uint32_t parent, uint32_t handle, 
                              uint64_t vidmem_bytes)
 {
     struct rm_op op = {.kind = RM_OP_ALLOC, .ok = true, .h_client = client, .h_parent = parent,
-                       .h_object = handle, .h_class = h_class, .map_fd = -1};
+                       .h_object = handle, .h_class = h_class, .map_fd = -1, .device_id = -1};
     if (vidmem_bytes) {
         op.vidmem = true;
         op.bytes = vidmem_bytes;
@@ -201,6 +201,34 @@ static void test_listing_channel_groups(void **state)
     objtree_free(t);
 }
 
+static void test_memory_is_counted_per_gpu(void **state)
+{
+    (void)state;
+    struct objtree *t = objtree_new();
+    struct objtree_effect e;
+    apply(t, CTL_FILE, alloc_op(0, 0, 0x100, RM_CLASS_NV01_ROOT_CLIENT, 0), &e);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        struct rm_op dev = alloc_op(0x100, 0x100, 0x110 + (uint32_t)gpu, RM_CLASS_NV01_DEVICE_0, 0);
+        dev.device_id = gpu;
+        apply(t, CTL_FILE, dev, &e);
+    }
+    apply(t, CTL_FILE, alloc_op(0x100, 0x110, 0x120, RM_CLASS_NV01_MEMORY_LOCAL_USER, 2 * MIB), &e);
+    assert_int_equal(e.vidmem_delta_gpu[0], 2 * MIB);
+    apply(t, CTL_FILE, alloc_op(0x100, 0x111, 0x121, RM_CLASS_NV01_MEMORY_LOCAL_USER, 8 * MIB), &e);
+    assert_int_equal(e.vidmem_delta_gpu[1], 8 * MIB);
+    assert_int_equal(e.vidmem_delta_gpu[0], 0);
+    assert_int_equal(objtree_gpu_of(t, 0x100, 0x121), 1);
+    assert_int_equal(objtree_gpu_of(t, 0x100, 0x100), -1);
+    struct objtree_stats st;
+    objtree_stats(t, &st);
+    assert_int_equal(st.vidmem_gpu[0], 2 * MIB);
+    assert_int_equal(st.vidmem_gpu[1], 8 * MIB);
+    objtree_close_file(t, CTL_FILE, &e);
+    assert_int_equal(e.vidmem_delta_gpu[0], -(int64_t)(2 * MIB));
+    assert_int_equal(e.vidmem_delta_gpu[1], -(int64_t)(8 * MIB));
+    objtree_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_deep_chain_frees_without_recursion),
         cmocka_unit_test(test_doorbell_mapping_is_recognised),
         cmocka_unit_test(test_listing_channel_groups),
+        cmocka_unit_test(test_memory_is_counted_per_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
