@@ -1,0 +1,214 @@
+/* agent.c - the shim's side of the kairosd protocol (see agent.h).
+ *
+ * Every exchange is one message out and, for HELLO and CHARGE, one reply in, on a
+ * socket this file owns. Replies are checked as strictly as the daemon checks
+ * requests: magic, version, type, size and sequence number must all match, or the
+ * connection is dropped and the caller treats the daemon as gone.
+ */
+#include "shim/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define AGENT_FD_FLOOR 700         /* move the socket above the usual descriptors */
+#define AGENT_REPLY_TIMEOUT_MS 3000
+
+static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int agent_fd = -1;
+static uint32_t agent_seq;
+static const struct shim_real *agent_real;
+
+static void drop_locked(void)
+{
+    int fd = atomic_exchange(&agent_fd, -1);
+    if (fd >= 0 && agent_real)
+        agent_real->close(fd);
+}
+
+static int send_msg(int fd, uint16_t type, uint32_t seq, const void *body, uint32_t size)
+{
+    struct kairos_hdr h = {KAIROS_PROTO_MAGIC, KAIROS_PROTO_VERSION, type, size, seq};
+    struct iovec iov[2] = {{&h, sizeof h}, {(void *)body, size}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = body ? 2 : 1};
+    ssize_t n;
+    do {
+        n = sendmsg(fd, &m, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    return n == (ssize_t)(sizeof h + size) ? 0 : -EPROTO;
+}
+
+/* Waits for the reply to seq: fills body (want_size bytes) for type want, or the
+ * error text for KAIROS_MSG_ERROR (returned as -EPERM). */
+static int recv_reply(int fd, uint32_t seq, uint16_t want, void *body, uint32_t want_size,
+                      char *err, size_t err_len)
+{
+    union {
+        struct {
+            struct kairos_hdr h;
+            uint8_t body[sizeof(struct kairos_ps_reply)];
+        } m;
+        uint8_t raw[sizeof(struct kairos_hdr) + sizeof(struct kairos_ps_reply)];
+    } buf;
+    struct pollfd p = {fd, POLLIN, 0};
+    int rc;
+    do {
+        rc = poll(&p, 1, AGENT_REPLY_TIMEOUT_MS);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0)
+        return -ETIMEDOUT;
+    if (rc < 0)
+        return -errno;
+    ssize_t n;
+    do {
+        n = recv(fd, buf.raw, sizeof buf.raw, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n == 0 ? -ECONNRESET : -errno;
+    const struct kairos_hdr *h = &buf.m.h;
+    if ((size_t)n < sizeof *h || h->magic != KAIROS_PROTO_MAGIC ||
+        h->version != KAIROS_PROTO_VERSION || h->seq != seq || h->size != n - (ssize_t)sizeof *h)
+        return -EPROTO;
+    if (h->type == KAIROS_MSG_ERROR && h->size == sizeof(struct kairos_error)) {
+        struct kairos_error e;
+        memcpy(&e, buf.m.body, sizeof e);
+        e.message[sizeof e.message - 1] = 0;
+        if (err && err_len)
+            snprintf(err, err_len, "%s", e.message);
+        return -EPERM;
+    }
+    if (h->type != want || h->size != want_size)
+        return -EPROTO;
+    memcpy(body, buf.m.body, want_size);
+    return 0;
+}
+
+static int exchange_locked(uint16_t type, const void *body, uint32_t size, uint16_t want,
+                           void *reply, uint32_t reply_size, char *err, size_t err_len)
+{
+    int fd = atomic_load(&agent_fd);
+    if (fd < 0)
+        return -ENOTCONN;
+    uint32_t seq = ++agent_seq;
+    int rc = send_msg(fd, type, seq, body, size);
+    if (rc == 0 && want)
+        rc = recv_reply(fd, seq, want, reply, reply_size, err, err_len);
+    if (rc < 0 && rc != -EPERM)
+        drop_locked();
+    return rc;
+}
+
+static int open_socket(const struct shim_real *r, const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        r->close(fd);
+        return -e;
+    }
+    int high = r->fcntl(fd, F_DUPFD_CLOEXEC, AGENT_FD_FLOOR);
+    if (high >= 0) {
+        r->close(fd);
+        fd = high;
+    }
+    return fd;
+}
+
+int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,
+                  const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,
+                  char *err, size_t err_len)
+{
+    pthread_mutex_lock(&agent_mu);
+    agent_real = r;
+    drop_locked();
+    int fd = open_socket(r, socket_path);
+    int rc = fd;
+    if (fd >= 0) {
+        atomic_store(&agent_fd, fd);
+        struct kairos_hello hello = {.flags = reattach ? KAIROS_HELLO_REATTACH : 0,
+                                     .pid = (uint32_t)getpid()};
+        snprintf(hello.tenant, sizeof hello.tenant, "%s", tenant);
+        if (held)
+            memcpy(hello.held, held, sizeof hello.held);
+        struct kairos_welcome w;
+        rc = exchange_locked(KAIROS_MSG_HELLO, &hello, sizeof hello, KAIROS_MSG_WELCOME, &w,
+                             sizeof w, err, err_len);
+        if (rc == 0) {
+            q->tenant_id = w.tenant_id;
+            q->n_gpus = w.n_gpus < KAIROS_MAX_GPUS ? w.n_gpus : KAIROS_MAX_GPUS;
+            memcpy(q->quota, w.quota, sizeof q->quota);
+        } else {
+            drop_locked();
+        }
+    }
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_grant *grant)
+{
+    struct kairos_charge c = {.gpu = gpu, .bytes = bytes, .token = token};
+    pthread_mutex_lock(&agent_mu);
+    int rc = exchange_locked(KAIROS_MSG_CHARGE, &c, sizeof c, KAIROS_MSG_GRANT, grant,
+                             sizeof *grant, NULL, 0);
+    pthread_mutex_unlock(&agent_mu);
+    return rc == -EPERM ? -EPROTO : rc;
+}
+
+int agent_commit(const struct kairos_commit *commit)
+{
+    pthread_mutex_lock(&agent_mu);
+    int rc = exchange_locked(KAIROS_MSG_COMMIT, commit, sizeof *commit, 0, NULL, 0, NULL, 0);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+int agent_release(uint32_t gpu, uint64_t bytes)
+{
+    struct kairos_release rel = {.gpu = gpu, .bytes = bytes};
+    pthread_mutex_lock(&agent_mu);
+    int rc = exchange_locked(KAIROS_MSG_RELEASE, &rel, sizeof rel, 0, NULL, 0, NULL, 0);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+bool agent_connected(void)
+{
+    return atomic_load(&agent_fd) >= 0;
+}
+
+bool agent_owns_fd(int fd)
+{
+    return fd >= 0 && fd == atomic_load(&agent_fd);
+}
+
+void agent_forget(void)
+{
+    /* the descriptor is already closed or replaced by the application: do not close it */
+    atomic_store(&agent_fd, -1);
+}
+
+void agent_after_fork(void)
+{
+    int fd = atomic_exchange(&agent_fd, -1);
+    if (fd >= 0 && agent_real)
+        agent_real->close(fd); /* the child's copy; the parent keeps its connection */
+    pthread_mutex_init(&agent_mu, NULL);
+}

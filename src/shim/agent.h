@@ -1,0 +1,49 @@
+/* agent.h - the shim's link to kairosd: one connection per process.
+ *
+ * Speaks include/kairos/proto.h over a SOCK_SEQPACKET socket: HELLO on the first
+ * GPU use (or again with REATTACH after the daemon restarted), CHARGE before a
+ * device-memory allocation (waits for the GRANT), COMMIT and RELEASE one-way.
+ * The socket is moved to a high descriptor number with close-on-exec, and the
+ * shim's close/dup2 tell the agent when the application closes or replaces it,
+ * so protocol bytes never reach one of the application's files.
+ *
+ * Thread rules: all functions are thread-safe (one mutex around each exchange);
+ * never called with the shim's state lock held.
+ */
+#ifndef KAIROS_SHIM_AGENT_H
+#define KAIROS_SHIM_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kairos/proto.h"
+#include "shim/real.h"
+
+struct agent_quota {
+    uint32_t tenant_id;
+    uint32_t n_gpus;
+    uint64_t quota[KAIROS_MAX_GPUS];
+};
+
+/* Connects and registers as a member of tenant. held is what this process holds
+ * (sent with reattach). Returns 0; -ENOENT/-ECONNREFUSED/-ETIMEDOUT when the daemon
+ * cannot be reached; -EPERM when it refused us (err says why). */
+int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,
+                  const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,
+                  char *err, size_t err_len);
+
+/* CHARGE and wait for the GRANT. Returns 0 with *grant filled, or -errno when the
+ * daemon is gone (-EPIPE, -ECONNRESET, -ETIMEDOUT, -ENOTCONN). */
+int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_grant *grant);
+int agent_commit(const struct kairos_commit *commit);
+int agent_release(uint32_t gpu, uint64_t bytes);
+
+bool agent_connected(void);
+/* The application closed or replaced descriptor fd: forget it if it was ours. */
+bool agent_owns_fd(int fd);
+void agent_forget(void);
+/* In a forked child: the parent's connection is the parent's. */
+void agent_after_fork(void);
+
+#endif /* KAIROS_SHIM_AGENT_H */

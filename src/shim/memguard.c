@@ -1,0 +1,404 @@
+/* memguard.c - quotas on device memory inside the tenant process (see memguard.h).
+ *
+ * Bookkeeping per GPU: charged = what this process holds as the ledger knows it,
+ * pending = reservations whose allocation is in flight. A standalone process
+ * checks charged + pending + size against its own quota; a tenant's process asks
+ * kairosd, which sums all the tenant's processes. The object tree's effects are
+ * the one source of what an allocation really took and what a free released.
+ */
+#include "shim/memguard.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/rm_abi.h"
+#include "shim/agent.h"
+#include "shim/settings.h"
+#include "shim/state.h"
+#include "shim/tracer.h"
+
+#define PAGE_2M (2ull << 20)
+#define PAGE_512M (512ull << 20)
+#define UNLIMITED UINT64_MAX
+
+static pthread_mutex_t mg_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool mg_active;
+static bool mg_registered;     /* HELLO answered (tenant mode) */
+static bool mg_daemon_down;    /* fail-open fallback in force */
+static uint64_t mg_quota[KAIROS_MAX_GPUS];
+static uint64_t mg_charged[KAIROS_MAX_GPUS];
+static uint64_t mg_pending[KAIROS_MAX_GPUS];
+static uint64_t mg_refusals;
+static uint64_t mg_next_token;
+static const struct shim_real *mg_real;
+
+static void say(const char *what)
+{
+    if (settings_get()->log_stderr)
+        dprintf(2, "kairos[%d]: %s\n", (int)getpid(), what);
+}
+
+static void set_all_quotas(uint64_t q)
+{
+    for (int g = 0; g < KAIROS_MAX_GPUS; g++)
+        mg_quota[g] = q;
+}
+
+void memguard_init(void)
+{
+    const struct settings *s = settings_get();
+    if (s->problem[0])
+        dprintf(2, "kairos[%d]: %s\n", (int)getpid(), s->problem);
+    set_all_quotas(s->mode == SETTINGS_STANDALONE ? s->standalone_quota : UNLIMITED);
+    atomic_store(&mg_active, s->mode != SETTINGS_OFF);
+}
+
+bool memguard_active(void)
+{
+    return atomic_load_explicit(&mg_active, memory_order_relaxed);
+}
+
+/* ---- the daemon link -------------------------------------------------------------- */
+
+static void fall_back_locked(const char *why)
+{
+    const struct settings *s = settings_get();
+    mg_daemon_down = true;
+    set_all_quotas(s->standalone_quota ? s->standalone_quota : UNLIMITED);
+    char msg[256];
+    snprintf(msg, sizeof msg, "kairosd unreachable (%s); KAIROS_ON_DAEMON_DOWN=open: %s", why,
+             s->standalone_quota ? "local quota KAIROS_MEM in force" : "no quota in force");
+    say(msg);
+}
+
+static int register_locked(bool reattach, char *err, size_t err_len)
+{
+    const struct settings *s = settings_get();
+    struct agent_quota q;
+    int rc = agent_connect(mg_real, s->socket_path, s->tenant, mg_charged, reattach, &q, err,
+                           err_len);
+    if (rc == 0) {
+        set_all_quotas(0);
+        memcpy(mg_quota, q.quota, sizeof(uint64_t) * q.n_gpus);
+        mg_registered = true;
+        mg_daemon_down = false;
+    }
+    return rc;
+}
+
+int memguard_first_gpu_use(const struct shim_real *r)
+{
+    if (!memguard_active())
+        return 0;
+    const struct settings *s = settings_get();
+    if (s->mode != SETTINGS_TENANT)
+        return 0;
+    pthread_mutex_lock(&mg_mu);
+    mg_real = r;
+    int rc = 0;
+    if (!mg_registered && !mg_daemon_down) {
+        char err[KAIROS_MSG_MAX] = "";
+        rc = s->tenant[0] ? register_locked(false, err, sizeof err) : -EINVAL;
+        if (rc == -EPERM || rc == -EINVAL) {
+            dprintf(2, "kairos[%d]: GPU access refused: %s\n", (int)getpid(),
+                    rc == -EINVAL ? "KAIROS_TENANT is not a valid tenant name" : err);
+            rc = -EACCES;
+        } else if (rc < 0 && s->fail_open) {
+            fall_back_locked(strerror(-rc));
+            rc = 0;
+        } else if (rc < 0) {
+            dprintf(2,
+                    "kairos[%d]: GPU access refused: kairosd is not reachable at %s (%s) for "
+                    "tenant '%s'. Start kairosd, or set KAIROS_ON_DAEMON_DOWN=open to run "
+                    "without it.\n",
+                    (int)getpid(), s->socket_path, strerror(-rc), s->tenant);
+            rc = -EACCES;
+        }
+    }
+    pthread_mutex_unlock(&mg_mu);
+    return rc;
+}
+
+/* ---- recognising an allocation before the call ------------------------------------ */
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+struct pending_alloc {
+    uint32_t h_client, h_parent;
+    uint64_t bytes;       /* requested, rounded to the driver's page */
+};
+
+static bool read_rm_alloc(uint32_t size, const void *arg, struct pending_alloc *a)
+{
+    uint8_t args[sizeof(struct rm_alloc64_args)];
+    if (tracer_safe_copy(args, arg, size) != size)
+        return false;
+    if (rd32(args + 12) != RM_CLASS_NV01_MEMORY_LOCAL_USER)
+        return false;
+    uint8_t params[sizeof(struct rm_memory_alloc_params)];
+    const void *pp = (const void *)(uintptr_t)rd64(args + 16);
+    if (tracer_safe_copy(params, pp, sizeof params) != sizeof params)
+        return false;
+    uint32_t attr2 = rd32(params + offsetof(struct rm_memory_alloc_params, attr2));
+    uint64_t want = rd64(params + offsetof(struct rm_memory_alloc_params, size));
+    bool huge_512m = ((attr2 >> 20) & 3u) == 2u;
+    a->h_client = rd32(args);
+    a->h_parent = rd32(args + 4);
+    a->bytes = round_up(want ? want : 1, huge_512m ? PAGE_512M : PAGE_2M);
+    return true;
+}
+
+static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
+{
+    uint8_t args[RM_VIDHEAP_SIZE];
+    if (tracer_safe_copy(args, arg, sizeof args) != sizeof args)
+        return false;
+    uint32_t fn = rd32(args + RM_VIDHEAP_OFF_FUNCTION);
+    size_t off_attr = RM_VIDHEAP_OFF_ATTR, off_size = RM_VIDHEAP_OFF_SIZE;
+    if (fn == RM_VIDHEAP_ALLOC_TILED_PITCH_HEIGHT)
+        off_attr = RM_VIDHEAP_OFF_ATTR_TILED;
+    else if (fn == RM_VIDHEAP_ALLOC_SIZE_RANGE)
+        off_size = RM_VIDHEAP_OFF_SIZE_RANGE;
+    else if (fn != RM_VIDHEAP_ALLOC_SIZE)
+        return false;
+    if ((rd32(args + 52) & RM_MEMFLAG_VIRTUAL) ||
+        RM_ATTR_LOCATION(rd32(args + off_attr)) != RM_ATTR_LOCATION_VIDMEM)
+        return false;
+    a->h_client = rd32(args + RM_VIDHEAP_OFF_CLIENT);
+    a->h_parent = rd32(args + RM_VIDHEAP_OFF_PARENT);
+    a->bytes = round_up(rd64(args + off_size) ? rd64(args + off_size) : 1, PAGE_2M);
+    return true;
+}
+
+static bool read_allocation(uint32_t req, const void *arg, struct pending_alloc *a)
+{
+    if (RM_IOC_TYPEOF(req) != RM_IOC_TYPE)
+        return false;
+    uint32_t nr = RM_IOC_NR(req), size = RM_IOC_SIZE(req);
+    if (nr == RM_NR_ALLOC && (size == sizeof(struct rm_alloc_args) ||
+                              size == sizeof(struct rm_alloc64_args)))
+        return read_rm_alloc(size, arg, a);
+    if (nr == RM_NR_VID_HEAP_CONTROL && size == RM_VIDHEAP_SIZE)
+        return read_vidheap_alloc(arg, a);
+    return false;
+}
+
+static uint32_t gpu_of_parent(uint32_t h_client, uint32_t h_parent)
+{
+    struct objtree *t = state_lock();
+    int g = t ? objtree_gpu_of(t, h_client, h_parent) : -1;
+    state_unlock();
+    if (g < 0)
+        return 0;
+    return g < KAIROS_MAX_GPUS ? (uint32_t)g : KAIROS_MAX_GPUS - 1;
+}
+
+/* ---- reserving ------------------------------------------------------------------- */
+
+static bool local_reserve_locked(uint32_t g, uint64_t bytes)
+{
+    if (mg_quota[g] != UNLIMITED && (mg_charged[g] + mg_pending[g] + bytes > mg_quota[g] ||
+                                     mg_charged[g] + mg_pending[g] + bytes < bytes))
+        return false;
+    mg_pending[g] += bytes;
+    return true;
+}
+
+/* Tenant mode: ask the ledger, reattaching once if the daemon went away. */
+static bool daemon_reserve_locked(uint32_t g, uint64_t bytes, uint64_t token)
+{
+    struct kairos_grant grant;
+    int rc = agent_charge(g, bytes, token, &grant);
+    if (rc < 0) {
+        char err[KAIROS_MSG_MAX];
+        if (register_locked(true, err, sizeof err) == 0)
+            rc = agent_charge(g, bytes, token, &grant);
+    }
+    if (rc < 0) {
+        if (!settings_get()->fail_open) {
+            say("kairosd went away: allocation refused (fail-closed)");
+            return false;
+        }
+        fall_back_locked(strerror(-rc));
+        return local_reserve_locked(g, bytes);
+    }
+    if (!grant.granted)
+        return false;
+    mg_pending[g] += bytes;
+    return true;
+}
+
+bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
+                     struct memguard_ticket *t)
+{
+    memset(t, 0, sizeof *t);
+    struct pending_alloc a;
+    if (!memguard_active() || !read_allocation(req, arg, &a))
+        return false;
+    uint32_t g = gpu_of_parent(a.h_client, a.h_parent);
+    pthread_mutex_lock(&mg_mu);
+    mg_real = r;
+    uint64_t token = ++mg_next_token;
+    bool ok = settings_get()->mode == SETTINGS_TENANT && !mg_daemon_down
+                  ? daemon_reserve_locked(g, a.bytes, token)
+                  : local_reserve_locked(g, a.bytes);
+    if (!ok)
+        mg_refusals++;
+    pthread_mutex_unlock(&mg_mu);
+    if (ok)
+        *t = (struct memguard_ticket){true, g, a.bytes, token};
+    return !ok;
+}
+
+void memguard_write_refusal(uint32_t req, void *arg)
+{
+    uint32_t nr = RM_IOC_NR(req), size = RM_IOC_SIZE(req);
+    size_t off;
+    if (nr == RM_NR_ALLOC && size == sizeof(struct rm_alloc64_args))
+        off = offsetof(struct rm_alloc64_args, status);
+    else if (nr == RM_NR_ALLOC)
+        off = offsetof(struct rm_alloc_args, status);
+    else
+        off = RM_VIDHEAP_OFF_STATUS;
+    uint32_t status = RM_NV_ERR_NO_MEMORY;
+    memcpy((uint8_t *)arg + off, &status, sizeof status);
+}
+
+/* ---- settling ---------------------------------------------------------------------- */
+
+static void tell_daemon(uint32_t g, int64_t delta, const struct memguard_ticket *t)
+{
+    if (settings_get()->mode != SETTINGS_TENANT || mg_daemon_down || !mg_registered)
+        return;
+    if (t && t->active && t->gpu == g) {
+        struct kairos_commit c = {.gpu = g, .ok = delta > 0, .token = t->token,
+                                  .reserved = t->reserved, .actual = delta > 0 ? (uint64_t)delta : 0};
+        agent_commit(&c);
+        if (delta < 0)
+            agent_release(g, (uint64_t)-delta);
+    } else if (delta > 0) {
+        struct kairos_commit c = {.gpu = g, .ok = 1, .actual = (uint64_t)delta};
+        agent_commit(&c); /* memory taken without a reservation (unreadable request) */
+    } else if (delta < 0) {
+        agent_release(g, (uint64_t)-delta);
+    }
+}
+
+static void settle_locked(const struct memguard_ticket *t, const struct objtree_effect *e)
+{
+    if (t && t->active)
+        mg_pending[t->gpu] -= t->reserved;
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        int64_t d = e ? e->vidmem_delta_gpu[g] : 0;
+        if (d > 0)
+            mg_charged[g] += (uint64_t)d;
+        else if (d < 0)
+            mg_charged[g] -= (uint64_t)-d > mg_charged[g] ? mg_charged[g] : (uint64_t)-d;
+        if (d != 0 || (t && t->active && t->gpu == g))
+            tell_daemon(g, d, t);
+    }
+}
+
+void memguard_after(struct memguard_ticket *t, const struct objtree_effect *effect)
+{
+    if (!memguard_active() || (!t->active && (!effect || effect->vidmem_delta == 0)))
+        return;
+    pthread_mutex_lock(&mg_mu);
+    settle_locked(t, effect);
+    pthread_mutex_unlock(&mg_mu);
+    t->active = false;
+}
+
+void memguard_released(const struct objtree_effect *effect)
+{
+    if (!memguard_active() || !effect || effect->vidmem_delta == 0)
+        return;
+    pthread_mutex_lock(&mg_mu);
+    settle_locked(NULL, effect);
+    pthread_mutex_unlock(&mg_mu);
+}
+
+/* ---- the memory view ----------------------------------------------------------------- */
+
+static uint64_t tenant_held_locked(uint32_t g)
+{
+    if (settings_get()->mode == SETTINGS_TENANT && mg_registered && !mg_daemon_down) {
+        struct kairos_grant grant;
+        if (agent_charge(g, 0, 0, &grant) == 0) /* a charge of nothing asks the ledger */
+            return grant.held;
+    }
+    return mg_charged[g];
+}
+
+void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
+{
+    if (!memguard_active() || len < sizeof(struct rm_fb_get_info_v2_params))
+        return;
+    uint32_t g = gpu < 0 ? 0 : gpu < KAIROS_MAX_GPUS ? (uint32_t)gpu : KAIROS_MAX_GPUS - 1;
+    pthread_mutex_lock(&mg_mu);
+    uint64_t quota = mg_quota[g];
+    uint64_t held = quota == UNLIMITED ? 0 : tenant_held_locked(g);
+    pthread_mutex_unlock(&mg_mu);
+    if (quota == UNLIMITED)
+        return;
+    uint64_t free_kib = held >= quota ? 0 : (quota - held) >> 10;
+    uint32_t count = rd32(params);
+    if (count > RM_FB_INFO_MAX)
+        count = RM_FB_INFO_MAX;
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t *entry = params + 4 + 8 * i;
+        uint32_t index = rd32(entry), data = rd32(entry + 4);
+        uint64_t shown = data;
+        if (index == RM_FB_INFO_HEAP_SIZE)
+            shown = (quota >> 10) < data ? quota >> 10 : data;
+        else if (index == RM_FB_INFO_HEAP_FREE)
+            shown = free_kib < data ? free_kib : data;
+        uint32_t v = (uint32_t)shown;
+        memcpy(entry + 4, &v, sizeof v);
+    }
+}
+
+/* ---- introspection ------------------------------------------------------------------ */
+
+void memguard_stats(struct memguard_stats *s)
+{
+    pthread_mutex_lock(&mg_mu);
+    memcpy(s->charged, mg_charged, sizeof s->charged);
+    memcpy(s->quota, mg_quota, sizeof s->quota);
+    s->refusals = mg_refusals;
+    pthread_mutex_unlock(&mg_mu);
+}
+
+void memguard_reset(void)
+{
+    pthread_mutex_lock(&mg_mu);
+    agent_forget();
+    mg_registered = mg_daemon_down = false;
+    memset(mg_charged, 0, sizeof mg_charged);
+    memset(mg_pending, 0, sizeof mg_pending);
+    mg_refusals = 0;
+    pthread_mutex_unlock(&mg_mu);
+    settings_load();
+    memguard_init();
+}
