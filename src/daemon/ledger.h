@@ -44,6 +44,8 @@ struct ledger_tenant {
     uint64_t refusals[KAIROS_MAX_GPUS];
     unsigned n_members;
     bool had_member;
+    uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
+    bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
 };
 
 struct ledger_resv {
