@@ -18,8 +18,9 @@
  *             - kairos_tenant_set.pad became .flags, with KAIROS_TENANT_EPHEMERAL
  *               (0 keeps the old meaning); other bits are refused.
  *             - bodies documented: PS and OK have an empty body (size 0); a PS
- *               on a daemon without tenants is answered by one PS_REPLY with
- *               n_gpus 0, an empty tenant name and KAIROS_PS_LAST.
+ *               on a daemon without tenants is answered by one PS_REPLY with an
+ *               empty tenant name, KAIROS_PS_LAST, and n_gpus = the node's GPU
+ *               count (so a client always learns it); nothing else is set.
  *             - KAIROS_BYTES_MAX: byte counts above it are refused as absurd.
  */
 #ifndef KAIROS_PROTO_H
@@ -141,6 +142,8 @@ struct kairos_tenant_del {
     char tenant[KAIROS_NAME_MAX];
 };
 
+/* PS (empty body) -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is
+ * the node's GPU count. No tenants: one PS_REPLY with tenant "" (see history). */
 #define KAIROS_PS_LAST 0x1u
 #define KAIROS_PS_MAX_PIDS 64
 struct kairos_ps_reply {

@@ -393,7 +393,7 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
     struct server *s = c->srv;
     const struct ledger *l = &s->ts->ledger;
     if (!l->n_tenants) {
-        struct kairos_ps_reply p = {.flags = KAIROS_PS_LAST};
+        struct kairos_ps_reply p = {.flags = KAIROS_PS_LAST, .n_gpus = l->n_gpus};
         return send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p);
     }
     for (size_t i = 0; i < l->n_tenants; i++) {
