@@ -53,7 +53,11 @@ class Client:
     def __init__(self, path, timeout=5.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        try:
+            self.sock.connect(path)
+        except OSError:
+            self.sock.close()
+            raise
         self.seq = 0
 
     def close(self):
@@ -131,6 +135,7 @@ class Daemon:
                  workdir=None):
         self.binary = binary
         self.dir = workdir or tempfile.mkdtemp(prefix="kairosd-test-")
+        os.chmod(self.dir, 0o755)  # so a test client may run as another user
         self.socket = os.path.join(self.dir, "run", "kairosd.sock")
         self.state = os.path.join(self.dir, "state.json")
         self.config = os.path.join(self.dir, "kairosd.yaml")
@@ -188,7 +193,8 @@ class Daemon:
 
     def read_log(self):
         try:
-            return open(self.log).read()
+            with open(self.log) as f:
+                return f.read()
         except OSError:
             return ""
 
