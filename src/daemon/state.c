@@ -33,7 +33,7 @@ static json_t *state_json(const struct ledger *l)
             goto fail;
         }
         for (unsigned g = 0; g < l->n_gpus; g++) {
-            char key[8];
+            char key[16];
             snprintf(key, sizeof key, "%u", g);
             json_object_set_new(quota, key, json_integer((json_int_t)t->quota[g]));
         }
