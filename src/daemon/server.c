@@ -622,7 +622,7 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
         unlink(socket_path); /* left by a kairosd that died */
     }
     if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof sa) || chmod(socket_path, 0666) ||
-        listen(s->listen_fd, 128)) {
+        listen(s->listen_fd, SOMAXCONN)) {
         rc = -errno;
         log_error("cannot listen on %s: %s", socket_path, strerror(errno));
         goto out;
