@@ -14,6 +14,14 @@
  * Change history:
  *   1 (0.1.0) first version: HELLO, CHARGE/COMMIT/RELEASE, TENANT_SET, TENANT_DEL,
  *             PS, STATUS.
+ *   1 (0.1.0, daemon branch) compatible additions, same version number:
+ *             - kairos_tenant_set.pad became .flags, with KAIROS_TENANT_EPHEMERAL
+ *               (0 keeps the old meaning); other bits are refused.
+ *             - bodies documented: PS and OK have an empty body (size 0); a PS
+ *               on a daemon without tenants is answered by one PS_REPLY with an
+ *               empty tenant name, KAIROS_PS_LAST, and n_gpus = the node's GPU
+ *               count (so a client always learns it); nothing else is set.
+ *             - KAIROS_BYTES_MAX: byte counts above it are refused as absurd.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -29,6 +37,7 @@
 #define KAIROS_UUID_MAX 48      /* "GPU-xxxxxxxx-..." */
 #define KAIROS_MSG_MAX 256      /* human-readable error text */
 #define KAIROS_MAX_GPUS 16
+#define KAIROS_BYTES_MAX (1ull << 50) /* 1 PiB: any byte count above is refused as absurd */
 
 enum kairos_msg_type {
     /* shim -> daemon */
@@ -118,12 +127,14 @@ struct kairos_release {
     uint64_t bytes;
 };
 
-/* TENANT_SET: quota[i] in bytes, or KAIROS_QUOTA_KEEP to leave it, or 0 for none. */
+/* TENANT_SET: quota[i] in bytes, or KAIROS_QUOTA_KEEP to leave it, or 0 for none.
+ * Reply: OK (empty body) or ERROR. A new tenant's KEEP quotas are 0. */
 #define KAIROS_QUOTA_KEEP UINT64_MAX
+#define KAIROS_TENANT_EPHEMERAL 0x1u  /* removed when its last process leaves (kairos run) */
 struct kairos_tenant_set {
     char tenant[KAIROS_NAME_MAX];
     uint32_t n_gpus;
-    uint32_t pad;
+    uint32_t flags;                   /* KAIROS_TENANT_*; was pad (0) */
     uint64_t quota[KAIROS_MAX_GPUS];
 };
 
@@ -131,6 +142,8 @@ struct kairos_tenant_del {
     char tenant[KAIROS_NAME_MAX];
 };
 
+/* PS (empty body) -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is
+ * the node's GPU count. No tenants: one PS_REPLY with tenant "" (see history). */
 #define KAIROS_PS_LAST 0x1u
 #define KAIROS_PS_MAX_PIDS 64
 struct kairos_ps_reply {
@@ -147,5 +160,13 @@ struct kairos_ps_reply {
 static_assert(sizeof(struct kairos_hdr) == 16, "header");
 static_assert(sizeof(struct kairos_charge) == 24, "charge");
 static_assert(sizeof(struct kairos_commit) == 32, "commit");
+static_assert(sizeof(struct kairos_hello) == 200, "hello");
+static_assert(sizeof(struct kairos_welcome) == 136, "welcome");
+static_assert(sizeof(struct kairos_grant) == 24, "grant");
+static_assert(sizeof(struct kairos_release) == 16, "release");
+static_assert(sizeof(struct kairos_error) == 260, "error");
+static_assert(sizeof(struct kairos_tenant_set) == 200, "tenant_set");
+static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
+static_assert(sizeof(struct kairos_ps_reply) == 720, "ps_reply (4 bytes of tail padding)");
 
 #endif /* KAIROS_PROTO_H */

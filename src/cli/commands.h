@@ -6,6 +6,8 @@
 #ifndef KAIROS_CLI_COMMANDS_H
 #define KAIROS_CLI_COMMANDS_H
 
+int cmd_run(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 

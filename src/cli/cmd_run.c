@@ -1,0 +1,305 @@
+/* cmd_run.c - `kairos run`: start a command as a tenant of kairosd.
+ *
+ *   kairos run [--tenant NAME] [--mem SIZE] [--gpus LIST] [--socket PATH] -- CMD [ARGS]
+ *
+ * With --mem (root or an administrator), the tenant is created or its quota set
+ * first (a generated name when --tenant is absent: such a tenant is ephemeral and
+ * goes away with its command). Without --mem, the tenant must exist. Then the
+ * environment is prepared (KAIROS_TENANT, KAIROS_SOCKET, LD_PRELOAD of libkairos.so,
+ * CUDA_VISIBLE_DEVICES for --gpus) and CMD is exec'd in place of kairos, so its
+ * signals, pid and exit status are its own; the daemon knows this pid as the owner
+ * of an ephemeral tenant.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "core/units.h"
+#include "daemon/gpu.h"
+
+struct run_opts {
+    const char *tenant;
+    const char *mem;
+    const char *gpus;
+    const char *socket;
+    char **command;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kairos run [options] -- CMD [ARGS...]\n"
+            "\n"
+            "Runs CMD as a member of a kairosd tenant: its GPU memory is limited to the\n"
+            "tenant's quota, shared with the tenant's other processes.\n"
+            "\n"
+            "options:\n"
+            "  -t, --tenant NAME   join this tenant (created or updated when --mem is given)\n"
+            "  -m, --mem SIZE      quota per GPU for the tenant (8G, 512MiB, 80%%); root or an\n"
+            "                      administrator only; without --tenant a tenant with a\n"
+            "                      generated name is created and removed when CMD ends\n"
+            "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere);\n"
+            "                      sets CUDA_VISIBLE_DEVICES\n"
+            "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
+            KAIROS_DEFAULT_SOCKET ")\n"
+            "  -h, --help          show this text\n"
+            "\n"
+            "Environment: KAIROS_SHIM=/path/to/libkairos.so overrides where the shim is found.\n");
+}
+
+static bool readable(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+/* Like cmd_trace.c: $KAIROS_SHIM, else next to the kairos binary. */
+static int find_shim(char *out, size_t cap)
+{
+    const char *env = getenv("KAIROS_SHIM");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return readable(out) ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    static const char *const rel[] = {"../shim/libkairos.so", "../lib/kairos/libkairos.so",
+                                      "../lib/libkairos.so"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        int n_out = snprintf(out, cap, "%s/%s", exe, rel[i]);
+        if (n_out > 0 && (size_t)n_out < cap && readable(out))
+            return 0;
+    }
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
+    static const struct option longopts[] = {
+        {"tenant", required_argument, NULL, 't'}, {"mem", required_argument, NULL, 'm'},
+        {"gpus", required_argument, NULL, 'g'},   {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+t:m:g:s:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            o->tenant = optarg;
+            break;
+        case 'm':
+            o->mem = optarg;
+            break;
+        case 'g':
+            o->gpus = optarg;
+            break;
+        case 's':
+            o->socket = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "kairos run: no command given (kairos run [options] -- CMD [ARGS])\n");
+        return 2;
+    }
+    o->command = argv + optind;
+    if (!o->tenant && !o->mem) {
+        const char *env = getenv("KAIROS_TENANT");
+        if (env && *env) {
+            o->tenant = env;
+        } else {
+            fprintf(stderr, "kairos run: give --tenant NAME to join a tenant, or --mem SIZE to "
+                            "create one\n");
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* "0,2" -> mask; 0 or -EINVAL with a message. */
+static int parse_gpus(const char *list, unsigned *mask)
+{
+    *mask = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        unsigned long g = strtoul(p, &end, 10);
+        if (end == p || g >= KAIROS_MAX_GPUS || (*end && *end != ',')) {
+            fprintf(stderr, "kairos run: --gpus '%s': expected GPU indexes 0-%u separated by "
+                            "commas, e.g. 0,2\n", list, KAIROS_MAX_GPUS - 1);
+            return -EINVAL;
+        }
+        *mask |= 1u << g;
+        p = *end ? end + 1 : end;
+    }
+    if (!*mask) {
+        fprintf(stderr, "kairos run: --gpus is empty\n");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* The quota per GPU for --mem; percentages need the GPU's memory from NVML. */
+static int mem_quota(const char *mem, unsigned n_gpus, unsigned mask, uint64_t *quota)
+{
+    char err[160];
+    bool percent = strchr(mem, '%') != NULL;
+    struct gpu_backend gpu;
+    if (percent && gpu_init(&gpu, NULL)) {
+        fprintf(stderr, "kairos run: --mem %s: a percentage needs each GPU's memory, known only "
+                        "with NVML here (%s); give a size such as 8G\n", mem, gpu.why);
+        return -EINVAL;
+    }
+    int rc = 0;
+    for (unsigned g = 0; g < n_gpus; g++) {
+        quota[g] = 0;
+        if (!(mask & (1u << g)))
+            continue;
+        uint64_t total = 0;
+        if (percent && gpu.ops->total_memory(&gpu, g, &total)) {
+            fprintf(stderr, "kairos run: cannot read GPU %u's memory from NVML\n", g);
+            rc = -EIO;
+            break;
+        }
+        if (units_parse_size(mem, total, &quota[g], err, sizeof err)) {
+            fprintf(stderr, "kairos run: --mem %s\n", err);
+            rc = -EINVAL;
+            break;
+        }
+    }
+    if (percent)
+        gpu_fini(&gpu);
+    return rc;
+}
+
+static int run_error(const char *what, const char *err)
+{
+    fprintf(stderr, "kairos run: %s%s\n", what, err);
+    return 1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
+    if (find_shim(shim, sizeof shim))
+        return run_error("cannot find libkairos.so next to kairos; build it, or set "
+                         "KAIROS_SHIM=/path/to/libkairos.so", "");
+    unsigned mask = ~0u;
+    if (o.gpus && parse_gpus(o.gpus, &mask))
+        return 2;
+    const char *socket_path = client_socket_path(o.socket);
+    struct client cl;
+    if (client_connect(&cl, socket_path, err, sizeof err))
+        return run_error("", err);
+    struct kairos_ps_reply *list = NULL;
+    size_t n = 0;
+    unsigned n_gpus = 0;
+    int exit_code = 1;
+    if (client_ps(&cl, &list, &n, &n_gpus, err, sizeof err)) {
+        run_error("", err);
+        goto out;
+    }
+    if (o.gpus && (mask >> n_gpus)) {
+        fprintf(stderr, "kairos run: --gpus %s: this node has %u GPU%s (0-%d)\n", o.gpus, n_gpus,
+                n_gpus == 1 ? "" : "s", (int)n_gpus - 1);
+        exit_code = 2;
+        goto out;
+    }
+    if (o.tenant)
+        snprintf(name, sizeof name, "%s", o.tenant);
+    else
+        snprintf(name, sizeof name, "run-%ld", (long)getpid());
+    if (o.mem) {
+        struct kairos_tenant_set set = {.n_gpus = n_gpus,
+                                        .flags = o.tenant ? 0 : KAIROS_TENANT_EPHEMERAL};
+        memcpy(set.tenant, name, sizeof set.tenant);
+        if (mem_quota(o.mem, n_gpus, mask, set.quota)) {
+            exit_code = 2;
+            goto out;
+        }
+        int seq = client_send(&cl, KAIROS_MSG_TENANT_SET, &set, sizeof set);
+        uint16_t type;
+        uint32_t code = 0;
+        if (seq < 0) {
+            run_error("cannot send to kairosd: ", strerror(-seq));
+            goto out;
+        }
+        if (client_recv(&cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
+            if (code == KAIROS_ERR_PERMISSION)
+                fprintf(stderr, "kairos run: %s; without --mem you can join an existing tenant "
+                                "with --tenant NAME\n", err);
+            else
+                run_error("", err);
+            goto out;
+        }
+        unsigned first = 0;
+        while (first < n_gpus && !(mask & (1u << first)))
+            first++;
+        char size[32];
+        units_format_size(first < n_gpus ? set.quota[first] : 0, size, sizeof size);
+        fprintf(stderr, "kairos run: tenant %s %s: %s per GPU%s%s%s\n", name,
+                o.tenant ? "set" : "created", size, o.gpus ? " on GPUs " : "",
+                o.gpus ? o.gpus : "", o.tenant ? "" : " (removed when the command ends)");
+    } else {
+        bool found = false;
+        for (size_t i = 0; i < n; i++)
+            found |= !strcmp(list[i].tenant, name);
+        if (!found) {
+            fprintf(stderr, "kairos run: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
+                            "an administrator creates one with 'kairos run --tenant %s --mem "
+                            "SIZE' or in the configuration\n", name, name);
+            goto out;
+        }
+    }
+    client_close(&cl);
+    free(list);
+    list = NULL;
+
+    const char *old = getenv("LD_PRELOAD");
+    size_t len = strlen(shim) + (old ? strlen(old) : 0) + 2;
+    char *preload = malloc(len);
+    if (!preload)
+        return run_error("out of memory", "");
+    snprintf(preload, len, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    setenv("KAIROS_TENANT", name, 1);
+    if (strcmp(socket_path, KAIROS_DEFAULT_SOCKET))
+        setenv("KAIROS_SOCKET", socket_path, 1);
+    else
+        unsetenv("KAIROS_SOCKET");
+    if (o.gpus) {
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1); /* CUDA's order = NVML's indexes */
+        setenv("CUDA_VISIBLE_DEVICES", o.gpus, 1);
+    }
+    execvp(o.command[0], o.command);
+    fprintf(stderr, "kairos run: cannot run '%s': %s\n", o.command[0], strerror(errno));
+    return 127;
+out:
+    client_close(&cl);
+    free(list);
+    return exit_code;
+}

@@ -1,0 +1,423 @@
+/* config.c - kairosd.conf parsing with libyaml's document API: every node keeps its
+ * position, so every refusal names file:line:column and what was expected. */
+#include "daemon/config.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "daemon/ledger.h"
+
+struct parse {
+    const char *name;
+    yaml_document_t *doc;
+    char *err;
+    size_t err_len;
+};
+
+static int fail(struct parse *p, const yaml_node_t *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct parse *p, const yaml_node_t *node, const char *fmt, ...)
+{
+    char what[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(p->err, p->err_len, "%s:%lu:%lu: %s", p->name,
+             node ? (unsigned long)node->start_mark.line + 1 : 1ul,
+             node ? (unsigned long)node->start_mark.column + 1 : 1ul, what);
+    return -EINVAL;
+}
+
+static const char *kind_name(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return "a value";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
+    }
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+static int want(struct parse *p, const yaml_node_t *n, yaml_node_type_t type, const char *what)
+{
+    if (n->type != type)
+        return fail(p, n, "expected %s, found %s", what, kind_name(n));
+    return 0;
+}
+
+static int parse_uint(struct parse *p, const yaml_node_t *n, const char *what, unsigned long max,
+                      unsigned long *out)
+{
+    if (want(p, n, YAML_SCALAR_NODE, what))
+        return -EINVAL;
+    const char *s = scalar(n);
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v > max)
+        return fail(p, n, "expected %s (a whole number from 0 to %lu), found '%s'", what, max, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(struct parse *p, const yaml_node_t *n, const char *what, bool *out)
+{
+    if (want(p, n, YAML_SCALAR_NODE, what))
+        return -EINVAL;
+    const char *s = scalar(n);
+    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on"))
+        *out = true;
+    else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off"))
+        *out = false;
+    else
+        return fail(p, n, "expected %s (true or false), found '%s'", what, s);
+    return 0;
+}
+
+static int parse_path(struct parse *p, const yaml_node_t *n, const char *what, char *out,
+                      size_t cap)
+{
+    if (want(p, n, YAML_SCALAR_NODE, what))
+        return -EINVAL;
+    const char *s = scalar(n);
+    if (s[0] != '/')
+        return fail(p, n, "expected %s as an absolute path, found '%s'", what, s);
+    if (strlen(s) >= cap)
+        return fail(p, n, "%s is too long (at most %zu characters)", what, cap - 1);
+    snprintf(out, cap, "%s", s);
+    return 0;
+}
+
+static int parse_admins(struct parse *p, const yaml_node_t *n, struct config *c)
+{
+    if (want(p, n, YAML_SEQUENCE_NODE, "admins as a list of uids or user names"))
+        return -EINVAL;
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    c->admins = calloc(count ? count : 1, sizeof *c->admins);
+    if (!c->admins)
+        return -ENOMEM;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        yaml_node_t *item = yaml_document_get_node(p->doc, *it);
+        if (want(p, item, YAML_SCALAR_NODE, "a uid or user name"))
+            return -EINVAL;
+        const char *s = scalar(item);
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*s && !*end && !errno && s[0] != '-' && v < UINT32_MAX) {
+            c->admins[c->n_admins++] = (uid_t)v;
+            continue;
+        }
+        struct passwd pw, *found = NULL;
+        char buf[4096];
+        if (getpwnam_r(s, &pw, buf, sizeof buf, &found) || !found)
+            return fail(p, item, "admin '%s' is neither a uid nor a known user name", s);
+        c->admins[c->n_admins++] = found->pw_uid;
+    }
+    return 0;
+}
+
+static int parse_audit(struct parse *p, const yaml_node_t *n, struct config *c)
+{
+    if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, kill: BOOL }"))
+        return -EINVAL;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        if (want(p, k, YAML_SCALAR_NODE, "a key"))
+            return -EINVAL;
+        unsigned long ul;
+        if (!strcmp(scalar(k), "interval_ms")) {
+            if (parse_uint(p, v, "audit interval_ms", 3600000, &ul))
+                return -EINVAL;
+            if (ul && ul < 100)
+                return fail(p, v, "audit interval_ms must be 0 (off) or at least 100");
+            c->audit_interval_ms = (unsigned)ul;
+        } else if (!strcmp(scalar(k), "kill")) {
+            if (parse_bool(p, v, "audit kill", &c->audit_kill))
+                return -EINVAL;
+        } else {
+            return fail(p, k, "unknown key '%s' in audit (expected interval_ms or kill)",
+                        scalar(k));
+        }
+    }
+    return 0;
+}
+
+static int parse_memory(struct parse *p, const yaml_node_t *n, struct config_tenant *t)
+{
+    if (want(p, n, YAML_MAPPING_NODE,
+             "memory as a mapping of GPU (index or GPU-uuid) to size, e.g. { 0: 40G, 1: 50% }"))
+        return -EINVAL;
+    size_t count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    t->quotas = calloc(count ? count : 1, sizeof *t->quotas);
+    if (!t->quotas)
+        return -ENOMEM;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        struct config_quota *q = &t->quotas[t->n_quotas];
+        if (want(p, k, YAML_SCALAR_NODE, "a GPU index or GPU-uuid"))
+            return -EINVAL;
+        const char *key = scalar(k);
+        if (!strncmp(key, "GPU-", 4) || !strncmp(key, "MIG-", 4)) {
+            if (strlen(key) >= sizeof q->uuid)
+                return fail(p, k, "GPU uuid '%s' is too long", key);
+            q->index = -1;
+            snprintf(q->uuid, sizeof q->uuid, "%s", key);
+        } else {
+            unsigned long idx;
+            if (parse_uint(p, k, "a GPU index or GPU-uuid", KAIROS_MAX_GPUS - 1, &idx))
+                return -EINVAL;
+            q->index = (int)idx;
+        }
+        for (size_t i = 0; i < t->n_quotas; i++)
+            if (t->quotas[i].index == q->index && !strcmp(t->quotas[i].uuid, q->uuid))
+                return fail(p, k, "GPU '%s' appears twice in tenant '%s'", key, t->name);
+        if (want(p, v, YAML_SCALAR_NODE, "a size such as 40G, 512MiB or 50%"))
+            return -EINVAL;
+        if (strlen(scalar(v)) >= sizeof q->value || !*scalar(v))
+            return fail(p, v, "expected a size such as 40G, 512MiB or 50%%, found '%s'",
+                        scalar(v));
+        snprintf(q->value, sizeof q->value, "%s", scalar(v));
+        q->line = (unsigned)v->start_mark.line + 1;
+        q->column = (unsigned)v->start_mark.column + 1;
+        t->n_quotas++;
+    }
+    return 0;
+}
+
+static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
+{
+    if (want(p, n, YAML_MAPPING_NODE, "a tenant as a mapping { name: NAME, memory: {...} }"))
+        return -EINVAL;
+    struct config_tenant *t = &c->tenants[c->n_tenants++];
+    t->line = (unsigned)n->start_mark.line + 1;
+    t->column = (unsigned)n->start_mark.column + 1;
+    const yaml_node_t *memory = NULL;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        if (want(p, k, YAML_SCALAR_NODE, "a key"))
+            return -EINVAL;
+        if (!strcmp(scalar(k), "name")) {
+            if (want(p, v, YAML_SCALAR_NODE, "a tenant name"))
+                return -EINVAL;
+            if (strlen(scalar(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(scalar(v)))
+                return fail(p, v,
+                            "tenant name '%s' must be 1-63 characters of A-Z a-z 0-9 . _ - "
+                            "(not starting with . or -)", scalar(v));
+            snprintf(t->name, sizeof t->name, "%s", scalar(v));
+        } else if (!strcmp(scalar(k), "memory")) {
+            memory = v;
+        } else {
+            return fail(p, k, "unknown key '%s' in a tenant (expected name or memory)",
+                        scalar(k));
+        }
+    }
+    if (!t->name[0])
+        return fail(p, n, "tenant without a name (add name: NAME)");
+    for (size_t i = 0; i + 1 < c->n_tenants; i++)
+        if (!strcmp(c->tenants[i].name, t->name))
+            return fail(p, n, "tenant '%s' is declared twice (first at line %u)", t->name,
+                        c->tenants[i].line);
+    if (memory)
+        return parse_memory(p, memory, t);
+    return 0;
+}
+
+static int parse_tenants(struct parse *p, const yaml_node_t *n, struct config *c)
+{
+    if (want(p, n, YAML_SEQUENCE_NODE, "tenants as a list of { name: ..., memory: ... }"))
+        return -EINVAL;
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (count > LEDGER_MAX_TENANTS)
+        return fail(p, n, "too many tenants (at most %d)", LEDGER_MAX_TENANTS);
+    c->tenants = calloc(count ? count : 1, sizeof *c->tenants);
+    if (!c->tenants)
+        return -ENOMEM;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        int rc = parse_tenant(p, yaml_document_get_node(p->doc, *it), c);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_root(struct parse *p, const yaml_node_t *root, struct config *c)
+{
+    if (!root)
+        return 0; /* an empty file: all defaults */
+    if (want(p, root, YAML_MAPPING_NODE, "a mapping of settings (socket, state, tenants, ...)"))
+        return -EINVAL;
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
+         pr < root->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        if (want(p, k, YAML_SCALAR_NODE, "a setting name"))
+            return -EINVAL;
+        const char *key = scalar(k);
+        for (yaml_node_pair_t *prev = root->data.mapping.pairs.start; prev < pr; prev++) {
+            yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
+            if (pk->type == YAML_SCALAR_NODE && !strcmp(scalar(pk), key))
+                return fail(p, k, "setting '%s' appears twice (first at line %lu)", key,
+                            (unsigned long)pk->start_mark.line + 1);
+        }
+        unsigned long ul;
+        int rc;
+        if (!strcmp(key, "socket"))
+            rc = parse_path(p, v, "socket", c->socket, sizeof c->socket);
+        else if (!strcmp(key, "state"))
+            rc = parse_path(p, v, "state", c->state, sizeof c->state);
+        else if (!strcmp(key, "admins"))
+            rc = parse_admins(p, v, c);
+        else if (!strcmp(key, "audit"))
+            rc = parse_audit(p, v, c);
+        else if (!strcmp(key, "tenants"))
+            rc = parse_tenants(p, v, c);
+        else if (!strcmp(key, "gpus")) {
+            rc = parse_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
+            c->gpus = (unsigned)ul;
+        } else if (!strcmp(key, "max_connections")) {
+            rc = parse_uint(p, v, "max_connections", 65536, &ul);
+            if (!rc && ul == 0)
+                rc = fail(p, v, "max_connections must be at least 1");
+            c->max_connections = (unsigned)ul;
+        } else
+            rc = fail(p, k,
+                      "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
+                      "max_connections or tenants)", key);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->socket, sizeof c->socket, "%s", KAIROS_DEFAULT_SOCKET);
+    snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
+    c->audit_interval_ms = 1000;
+    c->max_connections = 1024;
+}
+
+void config_free(struct config *c)
+{
+    for (size_t i = 0; i < c->n_tenants; i++)
+        free(c->tenants[i].quotas);
+    free(c->tenants);
+    free(c->admins);
+    c->tenants = NULL;
+    c->admins = NULL;
+    c->n_tenants = c->n_admins = 0;
+}
+
+int config_parse(const char *name, const char *text, size_t len, struct config *c, char *err,
+                 size_t err_len)
+{
+    config_defaults(c);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    int rc = 0;
+    if (!yaml_parser_initialize(&parser))
+        return -ENOMEM;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        snprintf(err, err_len, "%s:%lu:%lu: %s%s%s", name,
+                 (unsigned long)parser.problem_mark.line + 1,
+                 (unsigned long)parser.problem_mark.column + 1,
+                 parser.problem ? parser.problem : "not valid YAML",
+                 parser.context ? " " : "", parser.context ? parser.context : "");
+        yaml_parser_delete(&parser);
+        return -EINVAL;
+    }
+    struct parse p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
+    rc = parse_root(&p, yaml_document_get_root_node(&doc), c);
+    snprintf(c->path, sizeof c->path, "%s", name);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    if (rc) {
+        if (rc == -ENOMEM)
+            snprintf(err, err_len, "%s: out of memory", name);
+        config_free(c);
+    }
+    return rc;
+}
+
+int config_load(const char *path, struct config *c, char *err, size_t err_len)
+{
+    int rc = 0;
+    char *text = NULL;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        rc = -errno;
+        snprintf(err, err_len, "%s: cannot open the configuration: %s", path, strerror(errno));
+        goto out;
+    }
+    size_t cap = 4096, len = 0;
+    text = malloc(cap);
+    if (!text) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t n;
+    while ((n = fread(text + len, 1, cap - len, f)) > 0) {
+        len += n;
+        if (len == cap) {
+            if (cap >= (1u << 24)) {
+                rc = -EFBIG;
+                snprintf(err, err_len, "%s: larger than 16 MiB, not a configuration", path);
+                goto out;
+            }
+            char *grown = realloc(text, cap * 2);
+            if (!grown) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            text = grown;
+            cap *= 2;
+        }
+    }
+    if (ferror(f)) {
+        rc = -EIO;
+        snprintf(err, err_len, "%s: read error", path);
+        goto out;
+    }
+    rc = config_parse(path, text, len, c, err, err_len);
+out:
+    free(text);
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+bool config_is_admin(const struct config *c, uid_t uid)
+{
+    if (uid == 0)
+        return true;
+    for (size_t i = 0; i < c->n_admins; i++)
+        if (c->admins[i] == uid)
+            return true;
+    return false;
+}

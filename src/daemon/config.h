@@ -1,0 +1,67 @@
+/* config.h - kairosd.conf: the node's tenants and quotas, admins, socket, audit.
+ *
+ * YAML (libyaml), documented in man/kairosd.conf.5 with a sample in etc/kairosd.yaml.
+ * Parsing checks the shape and every value it can check alone; quotas given in
+ * percent or against a GPU UUID are kept as text with their position and resolved
+ * by tenants.c once the GPUs are known. Every error names file:line:column and
+ * says what was expected.
+ *
+ * Thread rules: no shared state.
+ */
+#ifndef KAIROS_DAEMON_CONFIG_H
+#define KAIROS_DAEMON_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kairos/proto.h"
+
+#define CONFIG_DEFAULT_STATE "/var/lib/kairos/state.json"
+#define CONFIG_SOCKET_MAX 108 /* sun_path */
+
+struct config_quota {
+    int index;                   /* GPU index, or -1 when given by uuid */
+    char uuid[KAIROS_UUID_MAX];
+    char value[32];              /* "40G", "50%", "4096" */
+    unsigned line, column;
+};
+
+struct config_tenant {
+    char name[KAIROS_NAME_MAX];
+    struct config_quota *quotas;
+    size_t n_quotas;
+    unsigned line, column;
+};
+
+struct config {
+    char path[PATH_MAX];
+    char socket[CONFIG_SOCKET_MAX];
+    char state[PATH_MAX];
+    uid_t *admins;
+    size_t n_admins;
+    unsigned audit_interval_ms;  /* 0: no audit */
+    bool audit_kill;
+    unsigned gpus;               /* used only without a GPU backend */
+    unsigned max_connections;
+    struct config_tenant *tenants;
+    size_t n_tenants;
+};
+
+/* Defaults: the default socket and state paths, audit every 1000 ms without kill,
+ * 0 GPUs, 1024 connections, no admins but root, no tenants. */
+void config_defaults(struct config *c);
+
+/* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with
+ * "name:line:column: what was expected" in err (-ENOMEM). c is left empty on error. */
+int config_parse(const char *name, const char *text, size_t len, struct config *c, char *err,
+                 size_t err_len);
+/* Reads and parses a file (errors as above; -errno when it cannot be read). */
+int config_load(const char *path, struct config *c, char *err, size_t err_len);
+void config_free(struct config *c);
+
+bool config_is_admin(const struct config *c, uid_t uid);
+
+#endif /* KAIROS_DAEMON_CONFIG_H */

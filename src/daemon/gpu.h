@@ -1,0 +1,54 @@
+/* gpu.h - the GPUs of the node behind one ops struct: NVML (gpu_nvml.c) on a real
+ * node, a scripted fake (gpu_fake.c) for tests. The rest of the daemon never knows
+ * which one it has, and runs without any (no GPU, CI) with the count from the config.
+ *
+ * Every value comes with a valid bit where the backend may not know it, so that
+ * "unknown" is never taken for 0.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_GPU_H
+#define KAIROS_DAEMON_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPU_MAX_PROCS 256
+
+struct gpu_proc {
+    uint32_t pid;
+    uint64_t used;     /* bytes of device memory */
+    bool used_valid;
+};
+
+struct gpu_backend;
+
+struct gpu_ops {
+    const char *name;
+    int (*init)(struct gpu_backend *b);   /* 0, or -errno when unavailable */
+    void (*fini)(struct gpu_backend *b);
+    int (*count)(struct gpu_backend *b, unsigned *n);
+    int (*uuid)(struct gpu_backend *b, unsigned index, char *out, size_t cap);
+    int (*total_memory)(struct gpu_backend *b, unsigned index, uint64_t *bytes);
+    /* The compute processes on GPU index; *n set to how many were written. */
+    int (*processes)(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
+                     size_t *n);
+};
+
+struct gpu_backend {
+    const struct gpu_ops *ops;
+    void *priv;
+    const char *fake_path; /* for the fake backend */
+    char why[256];         /* why init failed, for the log */
+};
+
+extern const struct gpu_ops gpu_nvml_ops;
+extern const struct gpu_ops gpu_fake_ops;
+
+/* Opens the fake backend when fake_path is set, else NVML. Returns 0, or -errno
+ * with the reason in b->why (the daemon then runs without a backend). */
+int gpu_init(struct gpu_backend *b, const char *fake_path);
+void gpu_fini(struct gpu_backend *b);
+
+#endif /* KAIROS_DAEMON_GPU_H */

@@ -1,0 +1,140 @@
+/* gpu_fake.c - a scripted GPU backend for tests: a text file, re-read on every
+ * call so a test can change the "GPU processes" while the daemon runs.
+ *
+ *   # comment
+ *   gpu INDEX UUID TOTAL_BYTES
+ *   proc INDEX PID USED_BYTES      (USED_BYTES "-" when unknown)
+ *
+ * Write it atomically (temp file + rename) to avoid half-read scripts.
+ */
+#include "daemon/gpu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kairos/proto.h"
+
+struct fake_gpu {
+    bool present;
+    char uuid[KAIROS_UUID_MAX];
+    uint64_t total;
+};
+
+/* Reads the file; calls back for every proc line of GPU want (or fills gpus). */
+static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, struct gpu_proc *out,
+                     size_t cap, size_t *n)
+{
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f) {
+        snprintf(b->why, sizeof b->why, "fake GPU file %s: %s", b->fake_path, strerror(errno));
+        return -errno;
+    }
+    char line[512];
+    if (n)
+        *n = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned idx, pid;
+        unsigned long long total, used;
+        char uuid[KAIROS_UUID_MAX], used_text[32];
+        if (gpus && sscanf(line, "gpu %u %47s %llu", &idx, uuid, &total) == 3 &&
+            idx < KAIROS_MAX_GPUS) {
+            gpus[idx].present = true;
+            snprintf(gpus[idx].uuid, sizeof gpus[idx].uuid, "%s", uuid);
+            gpus[idx].total = total;
+        } else if (out && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
+                   (int)idx == want && *n < cap) {
+            struct gpu_proc *p = &out[(*n)++];
+            p->pid = pid;
+            p->used_valid = sscanf(used_text, "%llu", &used) == 1;
+            p->used = p->used_valid ? used : 0;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static int fake_init(struct gpu_backend *b)
+{
+    if (!b->fake_path)
+        return -EINVAL;
+    struct fake_gpu *gpus = calloc(KAIROS_MAX_GPUS, sizeof *gpus);
+    if (!gpus)
+        return -ENOMEM;
+    int rc = fake_read(b, gpus, -1, NULL, 0, NULL);
+    if (rc) {
+        free(gpus);
+        return rc;
+    }
+    b->priv = gpus;
+    return 0;
+}
+
+static void fake_fini(struct gpu_backend *b)
+{
+    free(b->priv);
+    b->priv = NULL;
+}
+
+static int fake_count(struct gpu_backend *b, unsigned *n)
+{
+    const struct fake_gpu *gpus = b->priv;
+    *n = 0;
+    while (*n < KAIROS_MAX_GPUS && gpus[*n].present)
+        (*n)++;
+    return 0;
+}
+
+static int fake_uuid(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    const struct fake_gpu *gpus = b->priv;
+    if (index >= KAIROS_MAX_GPUS || !gpus[index].present)
+        return -ENODEV;
+    snprintf(out, cap, "%s", gpus[index].uuid);
+    return 0;
+}
+
+static int fake_total(struct gpu_backend *b, unsigned index, uint64_t *bytes)
+{
+    const struct fake_gpu *gpus = b->priv;
+    if (index >= KAIROS_MAX_GPUS || !gpus[index].present)
+        return -ENODEV;
+    *bytes = gpus[index].total;
+    return 0;
+}
+
+static int fake_processes(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
+                          size_t *n)
+{
+    return fake_read(b, NULL, (int)index, out, cap, n);
+}
+
+const struct gpu_ops gpu_fake_ops = {
+    .name = "fake",
+    .init = fake_init,
+    .fini = fake_fini,
+    .count = fake_count,
+    .uuid = fake_uuid,
+    .total_memory = fake_total,
+    .processes = fake_processes,
+};
+
+int gpu_init(struct gpu_backend *b, const char *fake_path)
+{
+    memset(b, 0, sizeof *b);
+    b->fake_path = fake_path;
+    const struct gpu_ops *ops = fake_path ? &gpu_fake_ops : &gpu_nvml_ops;
+    int rc = ops->init(b);
+    if (rc)
+        return rc;
+    b->ops = ops;
+    return 0;
+}
+
+void gpu_fini(struct gpu_backend *b)
+{
+    if (b->ops)
+        b->ops->fini(b);
+    b->ops = NULL;
+}

@@ -1,0 +1,177 @@
+/* gpu_nvml.c - the NVML backend, loaded with dlopen("libnvidia-ml.so.1") through
+ * declarations of our own (no NVML headers at build time), newest versioned symbols
+ * first. Absent library or driver: init fails with a reason and the daemon runs
+ * without audit. */
+#include "daemon/gpu.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvml_return_t;               /* nvmlReturn_t: 0 = NVML_SUCCESS */
+typedef struct nvml_device *nvml_device_t;
+
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_VALUE_NOT_AVAILABLE (~0ull)
+
+struct nvml_memory {                     /* nvmlMemory_t */
+    unsigned long long total, free, used;
+};
+
+struct nvml_process_info {               /* nvmlProcessInfo_t (v2 and v3) */
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId, computeInstanceId;
+};
+
+struct nvml {
+    void *lib;
+    nvml_return_t (*init)(void);
+    nvml_return_t (*shutdown)(void);
+    nvml_return_t (*count)(unsigned *);
+    nvml_return_t (*handle)(unsigned, nvml_device_t *);
+    nvml_return_t (*uuid)(nvml_device_t, char *, unsigned);
+    nvml_return_t (*memory)(nvml_device_t, struct nvml_memory *);
+    nvml_return_t (*procs)(nvml_device_t, unsigned *, struct nvml_process_info *);
+};
+
+static void *sym(void *lib, const char *const *names)
+{
+    for (; *names; names++) {
+        void *p = dlsym(lib, *names);
+        if (p)
+            return p;
+    }
+    return NULL;
+}
+
+static int nvml_init(struct gpu_backend *b)
+{
+    int rc = 0;
+    struct nvml *n = calloc(1, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) {
+        snprintf(b->why, sizeof b->why, "NVML not available (%s)", dlerror());
+        rc = -ENOENT;
+        goto out;
+    }
+    static const char *const s_init[] = {"nvmlInit_v2", "nvmlInit", NULL};
+    static const char *const s_shutdown[] = {"nvmlShutdown", NULL};
+    static const char *const s_count[] = {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL};
+    static const char *const s_handle[] = {"nvmlDeviceGetHandleByIndex_v2",
+                                           "nvmlDeviceGetHandleByIndex", NULL};
+    static const char *const s_uuid[] = {"nvmlDeviceGetUUID", NULL};
+    static const char *const s_memory[] = {"nvmlDeviceGetMemoryInfo", NULL};
+    static const char *const s_procs[] = {"nvmlDeviceGetComputeRunningProcesses_v3",
+                                          "nvmlDeviceGetComputeRunningProcesses_v2", NULL};
+    /* function pointers from dlsym: POSIX guarantees the conversion */
+    *(void **)&n->init = sym(n->lib, s_init);
+    *(void **)&n->shutdown = sym(n->lib, s_shutdown);
+    *(void **)&n->count = sym(n->lib, s_count);
+    *(void **)&n->handle = sym(n->lib, s_handle);
+    *(void **)&n->uuid = sym(n->lib, s_uuid);
+    *(void **)&n->memory = sym(n->lib, s_memory);
+    *(void **)&n->procs = sym(n->lib, s_procs);
+    if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
+        !n->procs) {
+        snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
+                 "(driver too old?)");
+        rc = -ENOSYS;
+        goto out;
+    }
+    nvml_return_t r = n->init();
+    if (r) {
+        snprintf(b->why, sizeof b->why, "nvmlInit failed (NVML error %d): no GPU or driver", r);
+        rc = -ENODEV;
+        goto out;
+    }
+    b->priv = n;
+out:
+    if (rc) {
+        if (n->lib)
+            dlclose(n->lib);
+        free(n);
+    }
+    return rc;
+}
+
+static void nvml_fini(struct gpu_backend *b)
+{
+    struct nvml *n = b->priv;
+    if (!n)
+        return;
+    n->shutdown();
+    dlclose(n->lib);
+    free(n);
+    b->priv = NULL;
+}
+
+static int nvml_count(struct gpu_backend *b, unsigned *count)
+{
+    struct nvml *n = b->priv;
+    return n->count(count) ? -EIO : 0;
+}
+
+static int nvml_device(struct gpu_backend *b, unsigned index, nvml_device_t *d)
+{
+    struct nvml *n = b->priv;
+    return n->handle(index, d) ? -ENODEV : 0;
+}
+
+static int nvml_uuid(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    if (nvml_device(b, index, &d))
+        return -ENODEV;
+    return n->uuid(d, out, (unsigned)cap) ? -EIO : 0;
+}
+
+static int nvml_total(struct gpu_backend *b, unsigned index, uint64_t *bytes)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    struct nvml_memory m;
+    if (nvml_device(b, index, &d) || n->memory(d, &m))
+        return -EIO;
+    *bytes = m.total;
+    return 0;
+}
+
+static int nvml_processes(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
+                          size_t *count)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    static struct nvml_process_info infos[GPU_MAX_PROCS];
+    unsigned got = GPU_MAX_PROCS;
+    *count = 0;
+    if (nvml_device(b, index, &d))
+        return -ENODEV;
+    nvml_return_t r = n->procs(d, &got, infos);
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+        return -E2BIG; /* more than GPU_MAX_PROCS processes: nothing was filled */
+    if (r)
+        return -EIO;
+    for (unsigned i = 0; i < got && i < GPU_MAX_PROCS && *count < cap; i++) {
+        struct gpu_proc *p = &out[(*count)++];
+        p->pid = infos[i].pid;
+        p->used_valid = infos[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE;
+        p->used = p->used_valid ? infos[i].usedGpuMemory : 0;
+    }
+    return 0;
+}
+
+const struct gpu_ops gpu_nvml_ops = {
+    .name = "nvml",
+    .init = nvml_init,
+    .fini = nvml_fini,
+    .count = nvml_count,
+    .uuid = nvml_uuid,
+    .total_memory = nvml_total,
+    .processes = nvml_processes,
+};

@@ -1,0 +1,315 @@
+/* main.c - kairosd: options, the order in which the modules start (log, config,
+ * GPUs, tenants and state, loop and signals, server, audit) and stop (the reverse),
+ * and the signals: SIGTERM/SIGINT stop, SIGHUP reloads the configuration (keeping
+ * the old one when the new one is refused).
+ *
+ *   kairosd [-c FILE] [-s SOCKET] [--state FILE] [--fake-gpu FILE] [-l LEVEL]
+ *           [--syslog] [--check]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/audit.h"
+#include "daemon/config.h"
+#include "daemon/gpu.h"
+#include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/server.h"
+#include "daemon/tenants.h"
+
+#define DEFAULT_CONFIG "/etc/kairos/kairosd.yaml"
+
+struct options {
+    const char *config;
+    bool config_given;
+    const char *socket;
+    const char *state;
+    const char *fake_gpu;
+    enum log_level level;
+    bool use_syslog;
+    bool check_only;
+};
+
+struct daemon {
+    struct options opt;
+    struct config cfg;
+    struct gpu_backend gpu;
+    bool have_gpu;
+    struct tenants ts;
+    struct loop *loop;
+    int sfd;
+    struct loop_watch *sw;
+    struct server *server;
+    struct audit *audit;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kairosd [options]\n"
+            "\n"
+            "The Kairos node daemon: tenants, their GPU memory quotas and the memory ledger,\n"
+            "served on a unix socket to libkairos.so and the kairos command.\n"
+            "\n"
+            "options:\n"
+            "  -c, --config FILE     configuration (default " DEFAULT_CONFIG ")\n"
+            "  -s, --socket PATH     socket path, overriding the configuration's\n"
+            "      --state FILE      state file, overriding the configuration's\n"
+            "      --fake-gpu FILE   scripted GPUs for tests instead of NVML (also KAIROS_FAKE_GPU)\n"
+            "  -l, --log-level LEVEL error, warn, info (default) or debug\n"
+            "      --syslog          log to syslog instead of stderr\n"
+            "      --check           check the configuration and exit\n"
+            "  -h, --help            show this text\n"
+            "      --version         print the version\n"
+            "\n"
+            "Signals: SIGTERM or SIGINT stop, SIGHUP reloads the configuration.\n"
+            "man kairosd(8), kairosd.conf(5).\n");
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},   {"socket", required_argument, NULL, 's'},
+        {"state", required_argument, NULL, 'S'},    {"fake-gpu", required_argument, NULL, 'F'},
+        {"log-level", required_argument, NULL, 'l'}, {"syslog", no_argument, NULL, 'y'},
+        {"check", no_argument, NULL, 'k'},          {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->config = DEFAULT_CONFIG;
+    o->level = LOG_LEVEL_INFO;
+    o->fake_gpu = getenv("KAIROS_FAKE_GPU");
+    if (o->fake_gpu && !*o->fake_gpu)
+        o->fake_gpu = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "c:s:l:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            o->config = optarg;
+            o->config_given = true;
+            break;
+        case 's':
+            o->socket = optarg;
+            break;
+        case 'S':
+            o->state = optarg;
+            break;
+        case 'F':
+            o->fake_gpu = optarg;
+            break;
+        case 'l':
+            if (log_parse_level(optarg, &o->level)) {
+                fprintf(stderr, "kairosd: unknown log level '%s' (error, warn, info, debug)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'y':
+            o->use_syslog = true;
+            break;
+        case 'k':
+            o->check_only = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        case 'V':
+            printf("kairosd %s\n", KAIROS_VERSION);
+            return -1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "kairosd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int load_config(struct daemon *d, struct config *out)
+{
+    char err[768];
+    struct stat st;
+    if (!d->opt.config_given && stat(d->opt.config, &st) && errno == ENOENT) {
+        config_defaults(out);
+        log_info("no configuration at %s: defaults (no tenants but those created at run time)",
+                 d->opt.config);
+    } else if (config_load(d->opt.config, out, err, sizeof err)) {
+        log_error("%s", err);
+        return -EINVAL;
+    }
+    if (d->opt.socket)
+        snprintf(out->socket, sizeof out->socket, "%s", d->opt.socket);
+    if (d->opt.state)
+        snprintf(out->state, sizeof out->state, "%s", d->opt.state);
+    return 0;
+}
+
+static void reload(struct daemon *d)
+{
+    struct config next;
+    char err[768];
+    log_info("SIGHUP: reloading %s", d->opt.config);
+    if (load_config(d, &next)) {
+        log_error("the new configuration is refused; the previous one stays in force");
+        return;
+    }
+    if (tenants_apply_config(&d->ts, &next, err, sizeof err)) {
+        log_error("%s; the previous configuration stays in force", err);
+        config_free(&next);
+        return;
+    }
+    if (strcmp(next.socket, d->cfg.socket) || strcmp(next.state, d->cfg.state))
+        log_warn("a new socket or state path takes effect at the next start of kairosd");
+    snprintf(next.socket, sizeof next.socket, "%s", d->cfg.socket);
+    snprintf(next.state, sizeof next.state, "%s", d->cfg.state);
+    config_free(&d->cfg);
+    d->cfg = next; /* server and audit read it through their pointer */
+    audit_reconfigure(d->audit);
+    log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
+}
+
+static void on_signal(void *ctx, int fd, uint32_t events)
+{
+    struct daemon *d = ctx;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+            reload(d);
+        } else {
+            log_info("%s: stopping", strsignal((int)si.ssi_signo));
+            loop_stop(d->loop);
+        }
+    }
+}
+
+static int setup_gpus(struct daemon *d)
+{
+    unsigned n = d->cfg.gpus;
+    int rc = gpu_init(&d->gpu, d->opt.fake_gpu);
+    if (rc) {
+        if (d->opt.fake_gpu) {
+            log_error("%s", d->gpu.why);
+            return rc;
+        }
+        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); audit disabled, "
+                 "percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
+    } else {
+        d->have_gpu = true;
+        if ((rc = d->gpu.ops->count(&d->gpu, &n))) {
+            log_error("GPU backend %s cannot count GPUs: %s", d->gpu.ops->name, strerror(-rc));
+            return rc;
+        }
+        if (n > KAIROS_MAX_GPUS) {
+            log_warn("%u GPUs; kairos manages the first %u", n, KAIROS_MAX_GPUS);
+            n = KAIROS_MAX_GPUS;
+        }
+    }
+    if ((rc = tenants_init(&d->ts, n, d->cfg.state)))
+        return rc;
+    d->ts.gpu_known = d->have_gpu;
+    for (unsigned g = 0; d->have_gpu && g < n; g++) {
+        char size[32];
+        if (d->gpu.ops->uuid(&d->gpu, g, d->ts.gpu_uuid[g], KAIROS_UUID_MAX))
+            d->ts.gpu_uuid[g][0] = 0;
+        if (d->gpu.ops->total_memory(&d->gpu, g, &d->ts.gpu_total[g]))
+            d->ts.gpu_total[g] = 0;
+        log_info("GPU %u: %s, %s (%s backend)", g, d->ts.gpu_uuid[g][0] ? d->ts.gpu_uuid[g] : "?",
+                 tenants_size(d->ts.gpu_total[g], size, sizeof size), d->gpu.ops->name);
+    }
+    return 0;
+}
+
+static int setup_signals(struct daemon *d)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL))
+        return -errno;
+    signal(SIGPIPE, SIG_IGN);
+    d->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (d->sfd < 0)
+        return -errno;
+    d->sw = loop_add(d->loop, d->sfd, EPOLLIN, on_signal, d);
+    return d->sw ? 0 : -errno;
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon d;
+    memset(&d, 0, sizeof d);
+    d.sfd = -1;
+    int rc = parse_options(argc, argv, &d.opt);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    log_init(d.opt.level, d.opt.use_syslog);
+    umask(022);
+    int exit_code = 1;
+    char err[768];
+    bool cfg_loaded = false, ts_ready = false;
+
+    if (load_config(&d, &d.cfg))
+        goto out;
+    cfg_loaded = true;
+    if (setup_gpus(&d))
+        goto out;
+    ts_ready = true;
+    if (tenants_apply_config(&d.ts, &d.cfg, err, sizeof err)) {
+        log_error("%s", err);
+        goto out;
+    }
+    if (d.opt.check_only) {
+        log_info("configuration %s is valid: %zu tenant(s)", d.cfg.path[0] ? d.cfg.path : "(none)",
+                 d.cfg.n_tenants);
+        exit_code = 0;
+        goto out;
+    }
+    tenants_load_state(&d.ts);
+    if ((rc = loop_init(&d.loop)) || (rc = setup_signals(&d))) {
+        log_error("cannot set up the event loop: %s", strerror(-rc));
+        goto out;
+    }
+    if (server_init(&d.server, d.loop, &d.ts, &d.cfg, d.cfg.socket))
+        goto out;
+    server_watch_owners(d.server);
+    if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
+        log_error("cannot start the audit: %s", strerror(-rc));
+        goto out;
+    }
+    log_info("kairosd %s ready: %zu tenant(s), %u GPU(s)", KAIROS_VERSION, d.ts.ledger.n_tenants,
+             d.ts.n_gpus);
+    rc = loop_run(d.loop);
+    if (rc)
+        log_error("event loop failed: %s", strerror(-rc));
+    else
+        exit_code = 0;
+out:
+    audit_fini(d.audit);
+    server_fini(d.server);
+    if (d.sw)
+        loop_del(d.loop, d.sw);
+    if (d.sfd >= 0)
+        close(d.sfd);
+    loop_fini(d.loop);
+    if (ts_ready)
+        tenants_fini(&d.ts);
+    gpu_fini(&d.gpu);
+    if (cfg_loaded)
+        config_free(&d.cfg);
+    log_fini();
+    return exit_code;
+}

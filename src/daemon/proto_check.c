@@ -1,0 +1,201 @@
+/* proto_check.c - the table of message types (name, body size, who sends it) and
+ * the validation of every request before the daemon acts on it. */
+#include "daemon/proto_check.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/ledger.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "kairos messages are little-endian structs; this host is not little-endian"
+#endif
+
+struct proto_type {
+    uint16_t type;
+    const char *name;
+    size_t size;
+    bool request; /* a peer may send it to the daemon */
+};
+
+static const struct proto_type proto_types[] = {
+    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true},
+    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true},
+    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true},
+    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true},
+    {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true},
+    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true},
+    {KAIROS_MSG_PS, "PS", 0, true},
+    {KAIROS_MSG_OK, "OK", 0, false},
+    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false},
+    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false},
+    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false},
+    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false},
+};
+
+static const struct proto_type *find_type(uint16_t type)
+{
+    for (size_t i = 0; i < sizeof proto_types / sizeof proto_types[0]; i++)
+        if (proto_types[i].type == type)
+            return &proto_types[i];
+    return NULL;
+}
+
+long proto_body_size(uint16_t type)
+{
+    const struct proto_type *t = find_type(type);
+    return t ? (long)t->size : -1;
+}
+
+const char *proto_type_name(uint16_t type)
+{
+    const struct proto_type *t = find_type(type);
+    return t ? t->name : "unknown";
+}
+
+static int refuse(int code, char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(int code, char *why, size_t why_len, const char *fmt, ...)
+{
+    if (why && why_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static int check_name(const char *name, const char *what, char *why, size_t why_len)
+{
+    if (!memchr(name, 0, KAIROS_NAME_MAX))
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len, "%s name is not NUL-terminated", what);
+    if (!ledger_name_valid(name))
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "%s name must be 1-63 characters of A-Z a-z 0-9 . _ - (not starting "
+                      "with . or -)", what);
+    return 0;
+}
+
+static int check_bytes(uint64_t v, const char *what, char *why, size_t why_len)
+{
+    if (v > KAIROS_BYTES_MAX)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "%s of %llu bytes is absurd (over 1 PiB)",
+                      what, (unsigned long long)v);
+    return 0;
+}
+
+static int check_gpu(uint32_t gpu, char *why, size_t why_len)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "GPU index %u is out of range (at most %u)",
+                      gpu, KAIROS_MAX_GPUS - 1);
+    return 0;
+}
+
+static int check_body(struct proto_request *r, char *why, size_t why_len)
+{
+    int rc = 0;
+    switch (r->type) {
+    case KAIROS_MSG_HELLO: {
+        const struct kairos_hello *h = &r->body.hello;
+        if (h->flags & ~KAIROS_HELLO_REATTACH)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "HELLO has unknown flags 0x%x",
+                          h->flags & ~KAIROS_HELLO_REATTACH);
+        if ((rc = check_name(h->tenant, "tenant", why, why_len)))
+            return rc;
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+            if ((rc = check_bytes(h->held[g], "held", why, why_len)))
+                return rc;
+            if (h->held[g] && !(h->flags & KAIROS_HELLO_REATTACH))
+                return refuse(KAIROS_ERR_INVALID, why, why_len,
+                              "HELLO without REATTACH must not claim held memory");
+        }
+        return 0;
+    }
+    case KAIROS_MSG_CHARGE:
+        if ((rc = check_gpu(r->body.charge.gpu, why, why_len)))
+            return rc;
+        if (r->body.charge.bytes == 0)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "CHARGE of 0 bytes");
+        return check_bytes(r->body.charge.bytes, "CHARGE", why, why_len);
+    case KAIROS_MSG_COMMIT:
+        if ((rc = check_gpu(r->body.commit.gpu, why, why_len)))
+            return rc;
+        if (r->body.commit.ok > 1)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "COMMIT ok must be 0 or 1, not %u",
+                          r->body.commit.ok);
+        if ((rc = check_bytes(r->body.commit.reserved, "COMMIT reserved", why, why_len)))
+            return rc;
+        return check_bytes(r->body.commit.actual, "COMMIT actual", why, why_len);
+    case KAIROS_MSG_RELEASE:
+        if ((rc = check_gpu(r->body.release.gpu, why, why_len)))
+            return rc;
+        return check_bytes(r->body.release.bytes, "RELEASE", why, why_len);
+    case KAIROS_MSG_TENANT_SET: {
+        const struct kairos_tenant_set *s = &r->body.tenant_set;
+        if ((rc = check_name(s->tenant, "tenant", why, why_len)))
+            return rc;
+        if (s->n_gpus > KAIROS_MAX_GPUS)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET n_gpus %u exceeds %u",
+                          s->n_gpus, KAIROS_MAX_GPUS);
+        if (s->flags & ~KAIROS_TENANT_EPHEMERAL)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET has unknown flags 0x%x",
+                          s->flags & ~KAIROS_TENANT_EPHEMERAL);
+        for (unsigned g = 0; g < s->n_gpus; g++)
+            if (s->quota[g] != KAIROS_QUOTA_KEEP && (rc = check_bytes(s->quota[g], "quota", why,
+                                                                       why_len)))
+                return rc;
+        return 0;
+    }
+    case KAIROS_MSG_TENANT_DEL:
+        return check_name(r->body.tenant_del.tenant, "tenant", why, why_len);
+    default:
+        return 0;
+    }
+}
+
+int proto_check(const void *msg, size_t len, struct proto_request *out, char *why,
+                size_t why_len)
+{
+    struct kairos_hdr h;
+    memset(out, 0, sizeof *out);
+    if (len < sizeof h)
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
+                      "message of %zu bytes is shorter than the %zu-byte header", len, sizeof h);
+    memcpy(&h, msg, sizeof h);
+    out->seq = h.seq;
+    out->type = h.type;
+    if (h.magic != KAIROS_PROTO_MAGIC)
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
+                      "bad magic 0x%08x (expected 0x%08x): not a kairos peer", h.magic,
+                      KAIROS_PROTO_MAGIC);
+    if (h.version != KAIROS_PROTO_VERSION)
+        return refuse(KAIROS_ERR_VERSION, why, why_len,
+                      "protocol version %u is not supported (this kairosd speaks %u); use "
+                      "matching kairos and libkairos.so versions", h.version, KAIROS_PROTO_VERSION);
+    const struct proto_type *t = find_type(h.type);
+    if (!t)
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len, "unknown message type %u", h.type);
+    if (!t->request)
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len, "%s is sent by the daemon, not to it",
+                      t->name);
+    if (h.size != t->size || len - sizeof h != t->size)
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
+                      "%s body is %zu bytes (header says %u); it must be exactly %zu", t->name,
+                      len - sizeof h, h.size, t->size);
+    memcpy(&out->body, (const char *)msg + sizeof h, t->size);
+    return check_body(out, why, why_len);
+}
+
+size_t proto_pack(void *buf, uint16_t type, uint32_t seq, const void *body, size_t body_len)
+{
+    struct kairos_hdr h = {.magic = KAIROS_PROTO_MAGIC, .version = KAIROS_PROTO_VERSION,
+                           .type = type, .size = (uint32_t)body_len, .seq = seq};
+    memcpy(buf, &h, sizeof h);
+    if (body_len)
+        memcpy((char *)buf + sizeof h, body, body_len);
+    return sizeof h + body_len;
+}

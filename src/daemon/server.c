@@ -1,0 +1,663 @@
+/* server.c - the socket, the peers and the handling of their requests (see server.h). */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/proto_check.h"
+
+#define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
+
+struct conn {
+    struct server *srv;
+    int fd, pidfd;
+    struct loop_watch *w, *pw;
+    uint32_t pid, uid;
+    struct ledger_member *member;
+    struct conn *prev, *next;
+};
+
+struct owner {
+    struct server *srv;
+    int pidfd;
+    struct loop_watch *w;
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t pid;
+    struct owner *next;
+};
+
+struct server {
+    struct loop *loop;
+    struct tenants *ts;
+    const struct config *cfg;
+    int listen_fd;
+    struct loop_watch *lw;
+    char path[CONFIG_SOCKET_MAX];
+    struct conn *conns;
+    unsigned n_conns;
+    struct owner *owners;
+    time_t last_full_warning;
+    bool stopping; /* kairosd is exiting: members keep their holdings for the restart */
+};
+
+/* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
+static void msgf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void msgf(char *out, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+}
+
+static int pidfd_open_compat(uint32_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static bool send_msg(struct conn *c, uint16_t type, uint32_t seq, const void *body, size_t len)
+{
+    unsigned char buf[PROTO_MSG_MAX];
+    size_t n = proto_pack(buf, type, seq, body, len);
+    if (send(c->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)n)
+        return true;
+    log_warn("pid %u: cannot send %s (%s); disconnecting it", c->pid, proto_type_name(type),
+             errno == EAGAIN ? "it does not read its replies" : strerror(errno));
+    return false;
+}
+
+static bool send_error(struct conn *c, uint32_t seq, uint32_t code, const char *message)
+{
+    struct kairos_error e = {.code = code};
+    snprintf(e.message, sizeof e.message, "%s", message);
+    return send_msg(c, KAIROS_MSG_ERROR, seq, &e, sizeof e);
+}
+
+static void conn_close(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (c->member && s->stopping) {
+        ledger_leave(&s->ts->ledger, c->member, NULL); /* in memory only; nothing logged */
+        c->member = NULL;
+    }
+    if (c->member) {
+        uint64_t freed[KAIROS_MAX_GPUS];
+        struct ledger_tenant *t = ledger_leave(&s->ts->ledger, c->member, freed);
+        char line[512], a[32];
+        size_t len = 0;
+        for (unsigned g = 0; g < s->ts->n_gpus; g++)
+            if (freed[g] && len < sizeof line) {
+                int n = snprintf(line + len, sizeof line - len, ", %s on GPU %u",
+                                 tenants_size(freed[g], a, sizeof a), g);
+                len += n > 0 ? (size_t)n : 0;
+            }
+        log_info("tenant %s: pid %u left%s%s", t->name, c->pid, len ? "; released" : "",
+                 len ? line + 1 : "");
+        c->member = NULL;
+        tenants_after_leave(s->ts, t);
+    }
+    loop_del(s->loop, c->w);
+    loop_del(s->loop, c->pw);
+    close(c->fd);
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->n_conns--;
+    free(c);
+}
+
+/* --- owners of ephemeral tenants --- */
+
+static void owner_free(struct server *s, struct owner *o)
+{
+    for (struct owner **p = &s->owners; *p; p = &(*p)->next)
+        if (*p == o) {
+            *p = o->next;
+            break;
+        }
+    loop_del(s->loop, o->w);
+    close(o->pidfd);
+    free(o);
+}
+
+static void owner_gone(struct server *s, const char *tenant, uint32_t pid)
+{
+    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, tenant);
+    if (t && t->owner_pid == pid) {
+        t->owner_alive = false;
+        tenants_after_leave(s->ts, t);
+    }
+}
+
+static void on_owner_exit(void *ctx, int fd, uint32_t events)
+{
+    struct owner *o = ctx;
+    struct server *s = o->srv;
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t pid = o->pid;
+    memcpy(tenant, o->tenant, sizeof tenant);
+    owner_free(s, o);
+    owner_gone(s, tenant, pid);
+}
+
+static void watch_owner(struct server *s, struct ledger_tenant *t)
+{
+    int fd = pidfd_open_compat(t->owner_pid);
+    if (fd < 0) {
+        /* gone already, or no pidfd: fall back to the members' departures */
+        t->owner_alive = errno == ENOSYS;
+        return;
+    }
+    struct owner *o = calloc(1, sizeof *o);
+    if (!o) {
+        close(fd);
+        t->owner_alive = false;
+        return;
+    }
+    o->srv = s;
+    o->pidfd = fd;
+    o->pid = t->owner_pid;
+    memcpy(o->tenant, t->name, sizeof o->tenant);
+    o->w = loop_add(s->loop, fd, EPOLLIN, on_owner_exit, o);
+    if (!o->w) {
+        close(fd);
+        free(o);
+        t->owner_alive = false;
+        return;
+    }
+    t->owner_alive = true;
+    o->next = s->owners;
+    s->owners = o;
+}
+
+void server_watch_owners(struct server *s)
+{
+    for (size_t i = 0; i < s->ts->ledger.n_tenants; i++) {
+        struct ledger_tenant *t = s->ts->ledger.tenants[i];
+        if ((t->flags & LEDGER_TENANT_EPHEMERAL) && t->owner_pid)
+            watch_owner(s, t);
+    }
+}
+
+static void on_pidfd(void *ctx, int fd, uint32_t events);
+
+/* --- requests --- */
+
+static void describe_held(const struct ledger_tenant *t, unsigned gpu, char *out, size_t cap)
+{
+    char a[32], b[32];
+    snprintf(out, cap, "holds %s of %s", tenants_size(t->held[gpu], a, sizeof a),
+             tenants_size(t->quota[gpu], b, sizeof b));
+}
+
+static bool on_hello(struct conn *c, const struct proto_request *r)
+{
+    struct server *s = c->srv;
+    const struct kairos_hello *h = &r->body.hello;
+    char msg[KAIROS_MSG_MAX];
+    if (c->member) {
+        snprintf(msg, sizeof msg, "this connection is already registered as tenant %s",
+                 c->member->tenant->name);
+        return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
+    }
+    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, h->tenant);
+    if (!t) {
+        msgf(msg, sizeof msg,
+                 "no tenant '%s' on this node; an administrator creates it with 'kairos run "
+                 "--tenant %s --mem SIZE -- CMD' or declares it in the kairosd configuration",
+                 h->tenant, h->tenant);
+        log_warn("pid %u (uid %u): refused: no tenant '%s'", c->pid, c->uid, h->tenant);
+        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
+    }
+    bool reattach = h->flags & KAIROS_HELLO_REATTACH;
+    if (reattach) {
+        struct ledger_member *other = ledger_find_pid(&s->ts->ledger, c->pid);
+        if (other) {
+            snprintf(msg, sizeof msg, "pid %u is already registered (tenant %s); a process "
+                     "reattaches once, with one connection", c->pid, other->tenant->name);
+            log_warn("pid %u: refused a second REATTACH", c->pid);
+            return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
+        }
+    }
+    int rc = ledger_join(&s->ts->ledger, t, c->pid, reattach ? h->held : NULL, &c->member);
+    if (rc)
+        return send_error(c, r->seq, KAIROS_ERR_INVALID, "kairosd is out of memory");
+    if (reattach) {
+        char line[128];
+        for (unsigned g = 0; g < s->ts->n_gpus; g++) {
+            if (!h->held[g])
+                continue;
+            char a[32];
+            describe_held(t, g, line, sizeof line);
+            if (t->held[g] > t->quota[g])
+                log_warn("tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
+                         "over its quota: its allocations there are refused until it frees "
+                         "memory", t->name, c->pid, tenants_size(h->held[g], a, sizeof a), g,
+                         line);
+            else
+                log_info("tenant %s: pid %u reattached with %s on GPU %u (tenant %s)", t->name,
+                         c->pid, tenants_size(h->held[g], a, sizeof a), g, line);
+        }
+    }
+    log_info("tenant %s: pid %u (uid %u) joined%s; %u process(es)", t->name, c->pid, c->uid,
+             reattach ? " again after a kairosd restart" : "", t->n_members);
+    if (c->pidfd < 0) {
+        c->pidfd = pidfd_open_compat(c->pid);
+        if (c->pidfd >= 0)
+            c->pw = loop_add(s->loop, c->pidfd, EPOLLIN, on_pidfd, c);
+    }
+    struct kairos_welcome w = {.tenant_id = t->id, .n_gpus = s->ts->n_gpus};
+    for (unsigned g = 0; g < s->ts->n_gpus; g++)
+        w.quota[g] = t->quota[g];
+    return send_msg(c, KAIROS_MSG_WELCOME, r->seq, &w, sizeof w);
+}
+
+static bool on_charge(struct conn *c, const struct proto_request *r)
+{
+    struct server *s = c->srv;
+    const struct kairos_charge *ch = &r->body.charge;
+    char msg[KAIROS_MSG_MAX];
+    if (!c->member)
+        return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
+                          "send HELLO with your tenant's name before CHARGE");
+    struct ledger_grant g;
+    int rc = ledger_charge(&s->ts->ledger, c->member, ch->gpu, ch->bytes, ch->token, &g);
+    if (rc == -EINVAL) {
+        snprintf(msg, sizeof msg, "GPU %u does not exist on this node (it has %u)", ch->gpu,
+                 s->ts->n_gpus);
+        return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
+    }
+    if (rc) {
+        snprintf(msg, sizeof msg, "%s", rc == -ENOSPC ? "too many CHARGEs awaiting their COMMIT "
+                                                        "(send COMMIT after each allocation)"
+                                                      : "kairosd is out of memory");
+        return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
+    }
+    struct ledger_tenant *t = c->member->tenant;
+    char a[32], line[128];
+    if (!g.granted) {
+        uint64_t n = t->refusals[ch->gpu];
+        if (n <= 10 || !(n & (n - 1))) { /* the first ten, then powers of two */
+            describe_held(t, ch->gpu, line, sizeof line);
+            log_info("tenant %s: refused %s on GPU %u for pid %u (%s); %llu refusal(s) so far",
+                     t->name, tenants_size(ch->bytes, a, sizeof a), ch->gpu, c->pid, line,
+                     (unsigned long long)n);
+        }
+    } else if (log_current_level >= LOG_LEVEL_DEBUG) {
+        describe_held(t, ch->gpu, line, sizeof line);
+        log_debug("tenant %s: granted %s on GPU %u to pid %u (%s)", t->name,
+                  tenants_size(ch->bytes, a, sizeof a), ch->gpu, c->pid, line);
+    }
+    struct kairos_grant reply = {.granted = g.granted, .quota = g.quota, .held = g.held};
+    return send_msg(c, KAIROS_MSG_GRANT, r->seq, &reply, sizeof reply);
+}
+
+static bool on_commit(struct conn *c, const struct proto_request *r)
+{
+    const struct kairos_commit *m = &r->body.commit;
+    int rc = ledger_commit(&c->srv->ts->ledger, c->member, m->gpu, m->token, m->ok, m->actual);
+    if (rc == -ENOENT)
+        log_warn("tenant %s: pid %u committed token %llu on GPU %u that no CHARGE reserved; "
+                 "ignored", c->member->tenant->name, c->pid, (unsigned long long)m->token, m->gpu);
+    else if (rc == -EINVAL)
+        log_warn("tenant %s: pid %u committed on GPU %u, which does not exist; ignored",
+                 c->member->tenant->name, c->pid, m->gpu);
+    return true;
+}
+
+static bool on_release(struct conn *c, const struct proto_request *r)
+{
+    const struct kairos_release *m = &r->body.release;
+    uint64_t done = 0;
+    int rc = ledger_release(&c->srv->ts->ledger, c->member, m->gpu, m->bytes, &done);
+    char a[32], b[32];
+    if (rc == -ERANGE)
+        log_warn("tenant %s: pid %u released %s on GPU %u but held only %s; counted as %s",
+                 c->member->tenant->name, c->pid, tenants_size(m->bytes, a, sizeof a), m->gpu,
+                 tenants_size(done, b, sizeof b), b);
+    else if (rc)
+        log_warn("tenant %s: pid %u released on GPU %u, which does not exist; ignored",
+                 c->member->tenant->name, c->pid, m->gpu);
+    return true;
+}
+
+static bool admin_only(struct conn *c, const struct proto_request *r)
+{
+    if (config_is_admin(c->srv->cfg, c->uid))
+        return true;
+    char msg[KAIROS_MSG_MAX];
+    msgf(msg, sizeof msg, "permission denied: only root or an administrator listed under "
+             "'admins:' in %s may create tenants or change quotas (you are uid %u)",
+             c->srv->cfg->path[0] ? c->srv->cfg->path : "the configuration", c->uid);
+    log_warn("uid %u (pid %u): %s refused: not an administrator", c->uid, c->pid,
+             proto_type_name(r->type));
+    send_error(c, r->seq, KAIROS_ERR_PERMISSION, msg);
+    return false;
+}
+
+static bool on_tenant_set(struct conn *c, const struct proto_request *r)
+{
+    if (!admin_only(c, r))
+        return true;
+    struct server *s = c->srv;
+    const struct kairos_tenant_set *m = &r->body.tenant_set;
+    char msg[KAIROS_MSG_MAX];
+    bool existed = ledger_tenant_find(&s->ts->ledger, m->tenant) != NULL;
+    int code = tenants_set(s->ts, m->tenant, m->n_gpus, m->quota, m->flags, c->uid, c->pid, msg,
+                           sizeof msg);
+    if (code)
+        return send_error(c, r->seq, (uint32_t)code, msg);
+    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, m->tenant);
+    if (!existed && t && (t->flags & LEDGER_TENANT_EPHEMERAL) && t->owner_pid)
+        watch_owner(s, t);
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
+static bool on_tenant_del(struct conn *c, const struct proto_request *r)
+{
+    if (!admin_only(c, r))
+        return true;
+    char msg[KAIROS_MSG_MAX];
+    int code = tenants_del(c->srv->ts, r->body.tenant_del.tenant, c->uid, msg, sizeof msg);
+    if (code)
+        return send_error(c, r->seq, (uint32_t)code, msg);
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
+static bool on_ps(struct conn *c, const struct proto_request *r)
+{
+    struct server *s = c->srv;
+    const struct ledger *l = &s->ts->ledger;
+    if (!l->n_tenants) {
+        struct kairos_ps_reply p = {.flags = KAIROS_PS_LAST, .n_gpus = l->n_gpus};
+        return send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p);
+    }
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        const struct ledger_tenant *t = l->tenants[i];
+        struct kairos_ps_reply p = {.n_gpus = l->n_gpus};
+        if (i + 1 == l->n_tenants)
+            p.flags = KAIROS_PS_LAST;
+        memcpy(p.tenant, t->name, sizeof p.tenant);
+        for (unsigned g = 0; g < l->n_gpus; g++) {
+            p.quota[g] = t->quota[g];
+            p.held[g] = t->held[g];
+            p.refusals[g] = t->refusals[g];
+        }
+        for (const struct ledger_member *m = l->members; m; m = m->next)
+            if (m->tenant == t) {
+                if (p.n_pids < KAIROS_PS_MAX_PIDS)
+                    p.pids[p.n_pids] = m->pid;
+                p.n_pids++;
+            }
+        if (!send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p))
+            return false;
+    }
+    return true;
+}
+
+/* Handles one datagram; false when the peer must be disconnected. */
+static bool handle(struct conn *c, const unsigned char *buf, size_t len)
+{
+    struct proto_request r;
+    char why[KAIROS_MSG_MAX];
+    int code = proto_check(buf, len, &r, why, sizeof why);
+    if (code) {
+        log_warn("pid %u (uid %u): malformed message: %s; disconnecting it", c->pid, c->uid, why);
+        send_error(c, r.seq, (uint32_t)code, why);
+        return false;
+    }
+    switch (r.type) {
+    case KAIROS_MSG_HELLO:
+        return on_hello(c, &r);
+    case KAIROS_MSG_CHARGE:
+        return on_charge(c, &r);
+    case KAIROS_MSG_COMMIT:
+    case KAIROS_MSG_RELEASE:
+        if (!c->member) {
+            log_warn("pid %u: %s before HELLO; disconnecting it", c->pid,
+                     proto_type_name(r.type));
+            send_error(c, r.seq, KAIROS_ERR_NOT_REGISTERED,
+                       "send HELLO with your tenant's name first");
+            return false;
+        }
+        return r.type == KAIROS_MSG_COMMIT ? on_commit(c, &r) : on_release(c, &r);
+    case KAIROS_MSG_TENANT_SET:
+        return on_tenant_set(c, &r);
+    case KAIROS_MSG_TENANT_DEL:
+        return on_tenant_del(c, &r);
+    case KAIROS_MSG_PS:
+        return on_ps(c, &r);
+    default:
+        /* proto_check accepts requests only */
+        fprintf(stderr, "%s:%d: impossible message type %u\n", __FILE__, __LINE__, r.type);
+        abort();
+    }
+}
+
+static void on_conn(void *ctx, int fd, uint32_t events)
+{
+    struct conn *c = ctx;
+    unsigned char buf[PROTO_MSG_MAX];
+    for (int i = 0; i < SERVER_BATCH; i++) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) { /* 0: hang-up (the process exited or closed the socket) */
+            conn_close(c);
+            return;
+        }
+        if ((size_t)n > sizeof buf) {
+            char why[128];
+            snprintf(why, sizeof why, "message of %zd bytes is larger than any kairos message "
+                     "(%zu)", n, sizeof buf);
+            log_warn("pid %u (uid %u): %s; disconnecting it", c->pid, c->uid, why);
+            send_error(c, 0, KAIROS_ERR_PROTOCOL, why);
+            conn_close(c);
+            return;
+        }
+        if (!handle(c, buf, (size_t)n)) {
+            conn_close(c);
+            return;
+        }
+    }
+}
+
+static void on_pidfd(void *ctx, int fd, uint32_t events)
+{
+    struct conn *c = ctx;
+    /* the process exited; read what it sent before dying, then release */
+    on_conn(c, c->fd, EPOLLIN);
+    struct conn *still;
+    for (still = c->srv->conns; still && still != c; still = still->next)
+        ;
+    if (still)
+        conn_close(c);
+}
+
+static void on_accept(void *ctx, int fd, uint32_t events)
+{
+    struct server *s = ctx;
+    for (;;) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0)
+            return; /* EAGAIN, or a transient error (EMFILE...): epoll tells us again */
+        struct ucred cred;
+        socklen_t cl = sizeof cred;
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
+            close(cfd);
+            continue;
+        }
+        if (s->n_conns >= s->cfg->max_connections) {
+            time_t now = time(NULL);
+            if (now - s->last_full_warning >= 10) {
+                log_warn("refusing pid %d: %u connections already (max_connections in the "
+                         "configuration)", (int)cred.pid, s->n_conns);
+                s->last_full_warning = now;
+            }
+            unsigned char buf[PROTO_MSG_MAX];
+            struct kairos_error e = {.code = KAIROS_ERR_BUSY};
+            snprintf(e.message, sizeof e.message, "kairosd has too many connections (%u); try "
+                     "again later or raise max_connections", s->n_conns);
+            size_t n = proto_pack(buf, KAIROS_MSG_ERROR, 0, &e, sizeof e);
+            (void)!send(cfd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            close(cfd);
+            continue;
+        }
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(cfd);
+            continue;
+        }
+        int sndbuf = 1 << 20;
+        setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+        c->srv = s;
+        c->fd = cfd;
+        c->pidfd = -1;
+        c->pid = (uint32_t)cred.pid;
+        c->uid = cred.uid;
+        c->w = loop_add(s->loop, cfd, EPOLLIN | EPOLLRDHUP, on_conn, c);
+        if (!c->w) {
+            close(cfd);
+            free(c);
+            continue;
+        }
+        c->next = s->conns;
+        if (s->conns)
+            s->conns->prev = c;
+        s->conns = c;
+        s->n_conns++;
+        log_debug("pid %u (uid %u) connected", c->pid, c->uid);
+    }
+}
+
+static int make_dirs(const char *path)
+{
+    char dir[CONFIG_SOCKET_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *d = dirname(dir);
+    for (char *p = d + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(d, 0755) && errno != EEXIST)
+                return -errno;
+            *p = '/';
+        }
+    if (mkdir(d, 0755) && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int server_init(struct server **out, struct loop *loop, struct tenants *ts,
+                const struct config *cfg, const char *socket_path)
+{
+    int rc = 0;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct server *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->loop = loop;
+    s->ts = ts;
+    s->cfg = cfg;
+    s->listen_fd = -1;
+    if (strlen(socket_path) >= sizeof sa.sun_path) {
+        log_error("socket path %s is too long (at most %zu characters)", socket_path,
+                  sizeof sa.sun_path - 1);
+        rc = -ENAMETOOLONG;
+        goto out;
+    }
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket_path);
+    snprintf(s->path, sizeof s->path, "%s", socket_path);
+    if ((rc = make_dirs(socket_path))) {
+        log_error("cannot create the directory of %s: %s", socket_path, strerror(-rc));
+        goto out;
+    }
+    s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->listen_fd < 0) {
+        rc = -errno;
+        log_error("socket: %s", strerror(errno));
+        goto out;
+    }
+    struct stat st;
+    if (lstat(socket_path, &st) == 0) {
+        int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        bool alive = probe >= 0 && S_ISSOCK(st.st_mode) &&
+                     connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
+        if (probe >= 0)
+            close(probe);
+        if (alive) {
+            log_error("another kairosd is already listening on %s; stop it first", socket_path);
+            rc = -EADDRINUSE;
+            goto out;
+        }
+        if (!S_ISSOCK(st.st_mode)) {
+            log_error("%s exists and is not a socket; remove it or choose another 'socket:'",
+                      socket_path);
+            rc = -EEXIST;
+            goto out;
+        }
+        unlink(socket_path); /* left by a kairosd that died */
+    }
+    if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof sa) || chmod(socket_path, 0666) ||
+        listen(s->listen_fd, SOMAXCONN)) {
+        rc = -errno;
+        log_error("cannot listen on %s: %s", socket_path, strerror(errno));
+        goto out;
+    }
+    s->lw = loop_add(loop, s->listen_fd, EPOLLIN, on_accept, s);
+    if (!s->lw) {
+        rc = -errno;
+        goto out;
+    }
+    log_info("listening on %s", socket_path);
+out:
+    if (rc) {
+        if (s->listen_fd >= 0)
+            close(s->listen_fd);
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void server_fini(struct server *s)
+{
+    if (!s)
+        return;
+    s->stopping = true;
+    if (s->n_conns)
+        log_info("%u connection(s) closed; their processes reattach when kairosd is back",
+                 s->n_conns);
+    while (s->conns)
+        conn_close(s->conns);
+    while (s->owners)
+        owner_free(s, s->owners);
+    loop_del(s->loop, s->lw);
+    close(s->listen_fd);
+    unlink(s->path);
+    free(s);
+}

@@ -1,0 +1,29 @@
+/* server.h - kairosd's unix socket: listening (mode 0666 under a directory it
+ * creates), accepting up to a bound of connections, each peer's credentials
+ * (SO_PEERCRED) and pidfd, framing and validation (proto_check), and the handling
+ * of each request against the tenants and the ledger.
+ *
+ * A peer's death is seen at once, by the hang-up of its socket or its pidfd,
+ * whichever comes first, and everything it held is released.
+ * A malformed message gets an ERROR and the peer is disconnected; others go on.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_SERVER_H
+#define KAIROS_DAEMON_SERVER_H
+
+#include "daemon/config.h"
+#include "daemon/loop.h"
+#include "daemon/tenants.h"
+
+struct server;
+
+/* cfg is read at each use (admins, max_connections), so a reload applies at once. */
+int server_init(struct server **out, struct loop *loop, struct tenants *ts,
+                const struct config *cfg, const char *socket_path);
+void server_fini(struct server *s);
+
+/* Watches the owners of ephemeral tenants loaded from the state file. */
+void server_watch_owners(struct server *s);
+
+#endif /* KAIROS_DAEMON_SERVER_H */

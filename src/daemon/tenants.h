@@ -1,0 +1,56 @@
+/* tenants.h - the tenant registry's policy around the ledger: tenants from the
+ * configuration (resolving sizes, percentages and GPU UUIDs against the node's
+ * GPUs), tenants created at run time (persisted in the state file), and the
+ * administrator's TENANT_SET / TENANT_DEL with replies that say what happened.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_TENANTS_H
+#define KAIROS_DAEMON_TENANTS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/config.h"
+#include "daemon/ledger.h"
+
+struct tenants {
+    struct ledger ledger;
+    unsigned n_gpus;
+    bool gpu_known;                               /* a GPU backend told us the following */
+    uint64_t gpu_total[KAIROS_MAX_GPUS];
+    char gpu_uuid[KAIROS_MAX_GPUS][KAIROS_UUID_MAX];
+    char state_path[PATH_MAX];
+};
+
+int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path);
+void tenants_fini(struct tenants *ts);
+
+/* Applies the configuration's tenants: all resolved first (an error changes
+ * nothing and says file:line:column), then created or updated; config tenants no
+ * longer declared are removed, or kept until their processes leave. */
+int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len);
+
+/* Loads the state file's tenants (the configuration's win on a name clash); a
+ * corrupt file is set aside and reported. Logs what it did. */
+void tenants_load_state(struct tenants *ts);
+/* Writes the state file; logs a failure (the ledger is still right in memory). */
+void tenants_save_state(struct tenants *ts);
+
+/* TENANT_SET / TENANT_DEL from uid (already checked as admin). Return 0 or a
+ * KAIROS_ERR_* code; msg says what happened or what to do. An ephemeral tenant
+ * records owner_pid (the sender: kairos run, which then execs the command) and is
+ * removed once that process and all members are gone. */
+int tenants_set(struct tenants *ts, const char *name, unsigned n_gpus, const uint64_t *quota,
+                unsigned flags, uint32_t uid, uint32_t owner_pid, char *msg, size_t msg_len);
+int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, size_t msg_len);
+
+/* After a member or the owner left: removes an ephemeral tenant left empty (and saves). */
+void tenants_after_leave(struct tenants *ts, struct ledger_tenant *t);
+
+/* "7.50 GiB" etc. into buf; for log lines. */
+const char *tenants_size(uint64_t bytes, char *buf, size_t cap);
+
+#endif /* KAIROS_DAEMON_TENANTS_H */

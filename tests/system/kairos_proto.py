@@ -1,0 +1,202 @@
+"""kairos_proto - a client of kairosd's wire protocol (include/kairos/proto.h) in
+pure Python (struct.pack), and helpers to run kairosd in a temporary directory for
+the system tests. Keep the layouts in step with proto.h."""
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+MAGIC, VERSION = 0x4b524f53, 1
+HELLO, CHARGE, COMMIT, RELEASE = 1, 2, 3, 4
+TENANT_SET, TENANT_DEL, PS = 16, 17, 18
+OK, ERROR, WELCOME, GRANT, PS_REPLY = 32, 33, 34, 35, 36
+ERR_PROTOCOL, ERR_VERSION, ERR_NO_TENANT, ERR_PERMISSION, ERR_INVALID, ERR_BUSY, \
+    ERR_NOT_REGISTERED = range(1, 8)
+REATTACH = 1
+EPHEMERAL = 1
+MAX_GPUS = 16
+KEEP = (1 << 64) - 1
+HDR = struct.Struct("<IHHII")
+PS_REPLY_FMT = struct.Struct("<II64s16Q16Q16QI64I4x")  # 720 bytes
+assert PS_REPLY_FMT.size == 720
+GiB = 1 << 30
+
+
+def name64(s):
+    return s.encode().ljust(64, b"\0")
+
+
+def pack(type_, body=b"", seq=1):
+    return HDR.pack(MAGIC, VERSION, type_, len(body), seq) + body
+
+
+def hello_body(tenant, pid=0, held=None, flags=0):
+    held = list(held or []) + [0] * (MAX_GPUS - len(held or []))
+    return struct.pack("<II64s16Q", flags, pid, name64(tenant), *held)
+
+
+def tenant_set_body(tenant, quotas, flags=0):
+    q = list(quotas) + [KEEP] * (MAX_GPUS - len(quotas))
+    return struct.pack("<64sII16Q", name64(tenant), len(quotas), flags, *q)
+
+
+class KairosError(Exception):
+    def __init__(self, code, message):
+        super().__init__(f"ERROR {code}: {message}")
+        self.code, self.message = code, message
+
+
+class Client:
+    def __init__(self, path, timeout=5.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(path)
+        except OSError:
+            self.sock.close()
+            raise
+        self.seq = 0
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, type_, body=b""):
+        self.seq += 1
+        self.sock.send(pack(type_, body, self.seq))
+        return self.seq
+
+    def recv(self):
+        data = self.sock.recv(4096)
+        if not data:
+            raise ConnectionError("kairosd closed the connection")
+        magic, version, type_, size, seq = HDR.unpack_from(data)
+        body = data[HDR.size:]
+        assert magic == MAGIC and version == VERSION and size == len(body), data
+        if type_ == ERROR:
+            code = struct.unpack_from("<I", body)[0]
+            raise KairosError(code, body[4:].split(b"\0")[0].decode())
+        return type_, seq, body
+
+    def request(self, type_, body=b""):
+        seq = self.send(type_, body)
+        type_, rseq, body = self.recv()
+        assert rseq == seq, (rseq, seq)
+        return type_, body
+
+    def hello(self, tenant, held=None, reattach=False):
+        t, body = self.request(HELLO, hello_body(tenant, os.getpid(), held,
+                                                 REATTACH if reattach else 0))
+        assert t == WELCOME
+        tid, n = struct.unpack_from("<II", body)
+        return tid, list(struct.unpack_from("<16Q", body, 8))[:n]
+
+    def charge(self, gpu, nbytes, token=0):
+        t, body = self.request(CHARGE, struct.pack("<IIQQ", gpu, 0, nbytes, token))
+        assert t == GRANT
+        granted, _, quota, held = struct.unpack("<IIQQ", body)
+        return bool(granted), quota, held
+
+    def commit(self, gpu, token, ok, reserved, actual):
+        self.send(COMMIT, struct.pack("<IIQQQ", gpu, 1 if ok else 0, token, reserved, actual))
+
+    def release(self, gpu, nbytes):
+        self.send(RELEASE, struct.pack("<IIQ", gpu, 0, nbytes))
+
+    def tenant_set(self, tenant, quotas, flags=0):
+        t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags))
+        assert t == OK
+
+    def ps(self):
+        seq = self.send(PS)
+        out = {}
+        while True:
+            t, rseq, body = self.recv()
+            assert t == PS_REPLY and rseq == seq
+            f = PS_REPLY_FMT.unpack(body)
+            flags, n = f[0], f[1]
+            name = f[2].split(b"\0")[0].decode()
+            quota, held, refusals = f[3:19], f[19:35], f[35:51]
+            n_pids, pids = f[51], f[52:116]
+            if n or name:
+                out[name] = {"quota": list(quota[:n]), "held": list(held[:n]),
+                             "refusals": list(refusals[:n]),
+                             "pids": sorted(pids[:min(n_pids, 64)])}
+            if flags & 1:
+                return out
+
+
+class Daemon:
+    """kairosd in a temporary directory, with the fake GPU backend when asked."""
+
+    def __init__(self, binary, tenants_yaml="", admins=None, gpus=2, fake=None, extra="",
+                 workdir=None):
+        self.binary = binary
+        self.dir = workdir or tempfile.mkdtemp(prefix="kairosd-test-")
+        os.chmod(self.dir, 0o755)  # so a test client may run as another user
+        self.socket = os.path.join(self.dir, "run", "kairosd.sock")
+        self.state = os.path.join(self.dir, "state.json")
+        self.config = os.path.join(self.dir, "kairosd.yaml")
+        self.log = os.path.join(self.dir, "kairosd.log")
+        self.fake = None
+        admins = [os.getuid()] if admins is None else admins
+        with open(self.config, "w") as f:
+            f.write(f"socket: {self.socket}\nstate: {self.state}\n"
+                    f"admins: [{', '.join(str(a) for a in admins)}]\ngpus: {gpus}\n{extra}"
+                    f"tenants:\n{tenants_yaml or '  []'}\n")
+        if fake is not None:
+            self.fake = os.path.join(self.dir, "gpus.txt")
+            self.write_fake(fake)
+        self.proc = None
+
+    def write_fake(self, text):
+        tmp = self.fake + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.rename(tmp, self.fake)
+
+    def start(self, timeout=10):
+        args = [self.binary, "-c", self.config, "-l", "debug"]
+        if self.fake:
+            args += ["--fake-gpu", self.fake]
+        self.logf = open(self.log, "a")
+        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kairosd exited {self.proc.returncode}:\n{self.read_log()}")
+            try:
+                Client(self.socket, timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("kairosd did not start:\n" + self.read_log())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode if self.proc else None
+        if self.proc:
+            self.logf.close()
+        self.proc = None
+        return rc
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def read_log(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def client(self):
+        return Client(self.socket)

@@ -1,0 +1,548 @@
+#!/usr/bin/env python3
+"""kairosd end to end, without root or GPU: a tenant of several client processes
+sharing one quota with refusal at the exact byte; hostile messages never crash the
+daemon; a SIGKILLed client's memory is released within a second; a restart with
+reattaching clients leaves the ledger consistent; TENANT_SET refused to a
+non-administrator; kairos ps --json; kairos run's environment; the audit with the
+fake GPU backend reporting (and killing) an unregistered process.
+Usage: test_daemon.py KAIROSD_BINARY KAIROS_BINARY"""
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+
+KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
+GiB = kp.GiB
+TENANTS = ("  - name: alice\n    memory: { 0: 8G, 1: 1G }\n"
+           "  - name: bob\n    memory: { 0: 4096 }\n")
+
+
+def wait_for(pred, timeout=5.0, step=0.005):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def child_client(sock_path, tenant, held=None, reattach=False):
+    """A separate process that registers, reports, then waits for commands on a pipe:
+    'charge GPU BYTES TOKEN' / 'commit GPU TOKEN OK RES ACT' / 'release GPU BYTES' / 'exit'."""
+    r, w = os.pipe()
+    r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.close(r2)
+        code = 0
+        try:
+            c = kp.Client(sock_path)
+            c.hello(tenant, held=held, reattach=reattach)
+            os.write(w2, b"ready\n")
+            f = os.fdopen(r)
+            for line in f:
+                cmd = line.split()
+                if cmd[0] == "charge":
+                    g = c.charge(int(cmd[1]), int(cmd[2]), int(cmd[3]))
+                    os.write(w2, b"granted\n" if g[0] else b"refused\n")
+                elif cmd[0] == "commit":
+                    c.commit(int(cmd[1]), int(cmd[2]), cmd[3] == "1", int(cmd[4]), int(cmd[5]))
+                    c.ps()  # a round trip so the commit is applied when we answer
+                    os.write(w2, b"done\n")
+                elif cmd[0] == "release":
+                    c.release(int(cmd[1]), int(cmd[2]))
+                    c.ps()
+                    os.write(w2, b"done\n")
+                elif cmd[0] == "exit":
+                    break
+        except Exception as e:  # noqa: BLE001
+            os.write(w2, f"error {e}\n".encode())
+            code = 1
+        os._exit(code)
+    os.close(r)
+    os.close(w2)
+    return ChildClient(pid, os.fdopen(w, "w", buffering=1), os.fdopen(r2))
+
+
+class ChildClient:
+    def __init__(self, pid, to, frm):
+        self.pid, self.to, self.frm = pid, to, frm
+        line = self.frm.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"child client: {line}")
+
+    def cmd(self, text):
+        self.to.write(text + "\n")
+        return self.frm.readline().strip()
+
+    def charge(self, gpu, n, token=0):
+        return self.cmd(f"charge {gpu} {n} {token}") == "granted"
+
+    def close_pipes(self):
+        for f in (self.to, self.frm):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    def kill(self):
+        self.close_pipes()
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+
+    def exit(self):
+        try:
+            self.to.write("exit\n")
+            self.to.flush()
+        except BrokenPipeError:
+            pass
+        self.close_pipes()
+        os.waitpid(self.pid, 0)
+
+
+class DaemonCase(unittest.TestCase):
+    tenants = TENANTS
+    admins = None
+    fake = None
+    extra = ""
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, self.tenants, admins=self.admins, fake=self.fake,
+                           extra=self.extra)
+        self.d.start()
+        self.children = []
+
+    def tearDown(self):
+        for ch in self.children:
+            try:
+                ch.kill()
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        alive = self.d.alive()
+        rc = self.d.stop()
+        if not alive or rc != 0:
+            print(self.d.read_log(), file=sys.stderr)
+        self.assertTrue(alive, "kairosd died during the test")
+        self.assertEqual(rc, 0)
+        shutil.rmtree(self.d.dir, ignore_errors=True)
+
+    def child(self, tenant, **kw):
+        ch = child_client(self.d.socket, tenant, **kw)
+        self.children.append(ch)
+        return ch
+
+    def ps(self):
+        c = self.d.client()
+        try:
+            return c.ps()
+        finally:
+            c.close()
+
+
+class SharedQuota(DaemonCase):
+    def test_processes_share_one_quota_refused_at_the_byte(self):
+        a, b, c = self.child("alice"), self.child("alice"), self.child("alice")
+        self.assertTrue(a.charge(0, 3 * GiB, 1))
+        self.assertTrue(b.charge(0, 3 * GiB, 1))
+        self.assertFalse(c.charge(0, 2 * GiB + 1, 1))
+        self.assertTrue(c.charge(0, 2 * GiB, 2))
+        self.assertFalse(a.charge(0, 1, 2))
+        ps = self.ps()["alice"]
+        self.assertEqual(ps["held"][0], 8 * GiB)
+        self.assertEqual(ps["refusals"][0], 2)
+        self.assertEqual(ps["pids"], sorted([a.pid, b.pid, c.pid]))
+        # commit a different actual size, undo another, release
+        self.assertEqual(a.cmd(f"commit 0 1 1 {3 * GiB} {3 * GiB - 4096}"), "done")
+        self.assertEqual(b.cmd(f"commit 0 1 0 {3 * GiB} 0"), "done")
+        self.assertEqual(self.ps()["alice"]["held"][0], 5 * GiB - 4096)
+        self.assertEqual(c.cmd(f"release 0 {GiB}"), "done")
+        self.assertEqual(self.ps()["alice"]["held"][0], 4 * GiB - 4096)
+        # GPU 1 has its own quota; bob is another tenant
+        self.assertTrue(a.charge(1, GiB, 3))
+        self.assertFalse(a.charge(1, 1, 4))
+        bob = self.child("bob")
+        self.assertTrue(bob.charge(0, 4096, 1))
+        self.assertFalse(bob.charge(0, 1, 2))
+        self.assertIn("tenant alice: refused", self.d.read_log())
+
+    def test_unknown_tenant_and_charge_before_hello(self):
+        c = self.d.client()
+        with self.assertRaises(kp.KairosError) as e:
+            c.hello("nobody")
+        self.assertEqual(e.exception.code, kp.ERR_NO_TENANT)
+        self.assertIn("kairos run", e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            c.charge(0, 1)
+        self.assertEqual(e.exception.code, kp.ERR_NOT_REGISTERED)
+        c.hello("alice")
+        with self.assertRaises(kp.KairosError) as e:
+            c.charge(5, 1)  # a GPU the node lacks
+        self.assertEqual(e.exception.code, kp.ERR_INVALID)
+        self.assertTrue(c.charge(0, 1)[0])
+        c.close()
+
+
+class Hostile(DaemonCase):
+    def raw(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(5)
+        s.connect(self.d.socket)
+        return s
+
+    def expect_error_then_close(self, payload, code=None):
+        s = self.raw()
+        s.send(payload)
+        data = s.recv(4096)
+        self.assertEqual(struct.unpack_from("<H", data, 6)[0], kp.ERROR, payload[:32])
+        if code is not None:
+            self.assertEqual(struct.unpack_from("<I", data, 16)[0], code)
+        self.assertEqual(s.recv(4096), b"")  # disconnected
+        s.close()
+
+    def test_hostile_messages_never_crash_the_daemon(self):
+        good = self.child("alice")
+        self.assertTrue(good.charge(0, GiB, 1))
+        self.expect_error_then_close(b"garbage", kp.ERR_PROTOCOL)
+        self.expect_error_then_close(b"\0" * 16, kp.ERR_PROTOCOL)
+        self.expect_error_then_close(kp.pack(kp.PS, b"", 1)[:-1] + b"", kp.ERR_PROTOCOL)
+        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, 99, kp.PS, 0, 1),
+                                     kp.ERR_VERSION)
+        self.expect_error_then_close(kp.pack(999), kp.ERR_PROTOCOL)
+        self.expect_error_then_close(kp.pack(kp.GRANT, b"\0" * 24), kp.ERR_PROTOCOL)
+        self.expect_error_then_close(kp.pack(kp.CHARGE, b"\0" * 23), kp.ERR_PROTOCOL)
+        self.expect_error_then_close(kp.pack(kp.HELLO, kp.hello_body("alice")[:100]),
+                                     kp.ERR_PROTOCOL)
+        self.expect_error_then_close(kp.pack(kp.HELLO, b"\x00" * 8 + b"A" * 64 + b"\0" * 128),
+                                     kp.ERR_PROTOCOL)  # name not terminated
+        self.expect_error_then_close(kp.pack(kp.CHARGE, struct.pack("<IIQQ", 0, 0, 2**63, 1)),
+                                     kp.ERR_INVALID)
+        self.expect_error_then_close(kp.pack(kp.COMMIT, struct.pack("<IIQQQ", 0, 1, 1, 1, 1)),
+                                     kp.ERR_NOT_REGISTERED)
+        self.expect_error_then_close(b"\xff" * 100000, kp.ERR_PROTOCOL)  # huge
+        # a header whose size field lies
+        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, 1, kp.PS, 2**31, 1),
+                                     kp.ERR_PROTOCOL)
+        # truncated: the peer sends half a header and vanishes
+        s = self.raw()
+        s.send(b"KRO")
+        s.close()
+        # a flood of requests without reading the replies, then hang-up
+        s = self.raw()
+        s.setblocking(False)
+        sent = 0
+        try:
+            for i in range(20000):
+                s.send(kp.pack(kp.PS, b"", i))
+                sent += 1
+        except BlockingIOError:
+            pass
+        s.close()
+        # many connections at once (a full backlog answers EAGAIN: try again)
+        many = []
+        for _ in range(200):
+            for _attempt in range(500):
+                try:
+                    many.append(self.raw())
+                    break
+                except BlockingIOError:
+                    time.sleep(0.002)
+        self.assertEqual(len(many), 200)
+        for m in many:
+            m.close()
+        # the daemon is alive and the good client still works
+        self.assertTrue(self.d.alive())
+        self.assertTrue(good.charge(0, GiB, 2))
+        self.assertEqual(self.ps()["alice"]["held"][0], 2 * GiB)
+        self.assertIn("malformed message", self.d.read_log())
+
+
+class ConnectionBound(DaemonCase):
+    extra = "max_connections: 4\n"
+
+    def test_connections_beyond_the_bound_are_refused_politely(self):
+        held = [kp.Client(self.d.socket) for _ in range(4)]
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(5)
+        s.connect(self.d.socket)
+        data = s.recv(4096)
+        self.assertEqual(struct.unpack_from("<H", data, 6)[0], kp.ERROR)
+        self.assertIn(b"too many connections", data)
+        s.close()
+        for c in held:
+            c.close()
+        self.assertTrue(wait_for(lambda: self._can_ps()))
+
+    def _can_ps(self):
+        try:
+            self.ps()
+            return True
+        except (OSError, kp.KairosError):
+            return False
+
+
+class Death(DaemonCase):
+    def test_sigkilled_client_released_within_a_second(self):
+        victim = self.child("alice")
+        other = self.child("alice")
+        self.assertTrue(victim.charge(0, 5 * GiB, 1))   # never committed
+        self.assertTrue(victim.charge(1, GiB, 2))
+        self.assertTrue(other.charge(0, GiB, 1))
+        t0 = time.monotonic()
+        os.kill(victim.pid, signal.SIGKILL)
+        released = wait_for(lambda: self.ps()["alice"]["held"] == [GiB, 0], timeout=2.0,
+                            step=0.001)
+        elapsed = time.monotonic() - t0
+        victim.kill()
+        self.children.remove(victim)
+        self.assertTrue(released, self.ps())
+        print(f"\n    death-release time: {elapsed * 1000:.1f} ms", file=sys.stderr)
+        self.assertLess(elapsed, 1.0)
+        self.assertEqual(self.ps()["alice"]["pids"], [other.pid])
+        self.assertTrue(other.charge(0, 7 * GiB, 2))
+
+
+class Restart(DaemonCase):
+    def test_restart_with_reattach_keeps_the_ledger_consistent(self):
+        # a run-time tenant (persisted) and a config tenant
+        c = self.d.client()
+        c.tenant_set("job", [2 * GiB, 0])
+        c.close()
+        a = self.child("alice")
+        self.assertTrue(a.charge(0, 5 * GiB, 1))
+        self.assertEqual(a.cmd(f"commit 0 1 1 {5 * GiB} {5 * GiB}"), "done")
+        j = self.child("job")
+        self.assertTrue(j.charge(0, 2 * GiB, 1))
+        before = self.ps()
+        self.assertEqual(self.d.stop(), 0)
+        for ch in (a, j):
+            ch.exit()
+        self.children.clear()
+        with open(self.d.state) as f:
+            state = json.load(f)
+        self.assertEqual([t["name"] for t in state["tenants"]], ["job"])
+        self.d.start()
+        # the processes reattach with what they hold (fresh processes stand in for them)
+        ra = self.child("alice", held=[5 * GiB], reattach=True)
+        rj = self.child("job", held=[2 * GiB], reattach=True)
+        after = self.ps()
+        for name in ("alice", "job"):
+            self.assertEqual(after[name]["held"], before[name]["held"], name)
+            self.assertEqual(after[name]["quota"], before[name]["quota"], name)
+        self.assertEqual(after["alice"]["held"][0], 5 * GiB)  # not 10: nothing counted twice
+        self.assertFalse(rj.charge(0, 1, 2))
+        self.assertTrue(ra.charge(0, 3 * GiB, 2))
+        self.assertFalse(ra.charge(0, 1, 3))
+        # a second reattach of the same pid is refused
+        c = kp.Client(self.d.socket)
+        c.hello("alice")
+        with self.assertRaises(kp.KairosError):
+            kp.Client(self.d.socket).hello("alice", held=[GiB], reattach=True)
+        c.close()
+        self.assertIn("reattached", self.d.read_log())
+
+    def test_corrupt_state_file_is_set_aside(self):
+        self.d.stop()
+        for garbage in (b"{\"version\": 1, \"tenants\": [", b"\x00\xff garbage",
+                        b"{\"version\": 1, \"tenants\": [{\"name\": \"x y\", \"quota\": {}}]}",
+                        b"[]"):
+            with open(self.d.state, "wb") as f:
+                f.write(garbage)
+            self.d.start()
+            self.assertIn("alice", self.ps())
+            self.assertTrue(any(n.startswith("state.json.corrupt-")
+                                for n in os.listdir(self.d.dir)))
+            self.assertIn("is corrupt", self.d.read_log())
+            self.d.stop()
+            for n in os.listdir(self.d.dir):
+                if n.startswith("state.json.corrupt-"):
+                    os.unlink(os.path.join(self.d.dir, n))
+        self.d.start()
+
+    def test_sighup_reload_keeps_old_config_on_error(self):
+        with open(self.d.config, "a") as f:
+            f.write("  - name: carol\n    memory: { 0: 1G }\n")
+        self.d.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_for(lambda: "carol" in self.ps()))
+        with open(self.d.config, "a") as f:
+            f.write("  - name: dave\n    memory: { 7: 1G }\n")
+        self.d.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_for(lambda: "previous configuration stays" in self.d.read_log()))
+        self.assertNotIn("dave", self.ps())
+        self.assertIn("GPU 7 does not exist", self.d.read_log())
+
+
+class NotAdmin(DaemonCase):
+    admins = []  # root is always an administrator
+
+    def test_tenant_set_refused_for_a_non_admin(self):
+        if os.getuid() == 0:
+            # run the client as nobody: the socket is 0666, the daemon sees uid 65534
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    c = kp.Client(self.d.socket)
+                    try:
+                        c.tenant_set("alice", [100 * GiB])
+                        os.write(w, b"granted")
+                    except kp.KairosError as e:
+                        os.write(w, f"{e.code} {e.message}".encode())
+                finally:
+                    os._exit(0)
+            os.close(w)
+            answer = os.read(r, 1000).decode()
+            os.waitpid(pid, 0)
+        else:
+            c = self.d.client()
+            try:
+                c.tenant_set("alice", [100 * GiB])
+                answer = "granted"
+            except kp.KairosError as e:
+                answer = f"{e.code} {e.message}"
+        self.assertTrue(answer.startswith(f"{kp.ERR_PERMISSION} permission denied"), answer)
+        self.assertEqual(self.ps()["alice"]["quota"][0], 8 * GiB)
+
+
+class Cli(DaemonCase):
+    def kairos(self, *args, env=None):
+        e = dict(os.environ, KAIROS_SOCKET=self.d.socket)
+        e.update(env or {})
+        return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=e, timeout=30)
+
+    def test_ps_json_and_table(self):
+        a = self.child("alice")
+        self.assertTrue(a.charge(0, 3 * GiB, 1))
+        self.assertFalse(a.charge(0, 6 * GiB, 2))
+        r = self.kairos("ps", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["gpus"], 2)
+        alice = {t["name"]: t for t in doc["tenants"]}["alice"]
+        self.assertEqual(alice["pids"], [a.pid])
+        self.assertEqual(alice["gpus"][0], {"index": 0, "quota": 8 * GiB, "held": 3 * GiB,
+                                            "refusals": 1})
+        r = self.kairos("ps")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"alice\s+0\s+3\.00 GiB\s+8\.00 GiB\s+1\s+%d" % a.pid)
+        r = self.kairos("ps", "--json", env={"KAIROS_SOCKET": "/nonexistent/k.sock"})
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("kairosd is not running", json.loads(r.stdout)["error"])
+        self.assertEqual(self.kairos("ps", "--bogus").returncode, 2)
+
+    def test_run_sets_the_environment_and_creates_tenants(self):
+        shim = os.path.join(self.d.dir, "libkairos.so")
+        open(shim, "wb").close()
+        env = {"KAIROS_SHIM": shim, "LD_PRELOAD": ""}
+        r = self.kairos("run", "--tenant", "alice", "--", "env", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("KAIROS_TENANT=alice\n", r.stdout)
+        self.assertIn(f"LD_PRELOAD={shim}\n", r.stdout)
+        self.assertIn(f"KAIROS_SOCKET={self.d.socket}\n", r.stdout)
+        # an ad-hoc tenant with a generated name, limited to GPU 1
+        r = self.kairos("run", "--mem", "512MiB", "--gpus", "1", "--", "env", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("CUDA_VISIBLE_DEVICES=1\n", r.stdout)
+        name = [l.split("=", 1)[1] for l in r.stdout.splitlines()
+                if l.startswith("KAIROS_TENANT=")][0]
+        self.assertIn(f"tenant {name} created", r.stderr)
+        # ephemeral: gone once its command has exited
+        self.assertTrue(wait_for(lambda: name not in self.ps()), self.ps())
+        # a named tenant created by run stays, with the quota on all GPUs
+        r = self.kairos("run", "--tenant", "job2", "--mem", "1G", "--", "true", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ps()["job2"]["quota"], [GiB, GiB])
+        # exit codes are the command's own
+        r = self.kairos("run", "--tenant", "alice", "--", "sh", "-c", "exit 7", env=env)
+        self.assertEqual(r.returncode, 7)
+        # errors
+        r = self.kairos("run", "--tenant", "nobody", "--", "true", env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("unknown tenant 'nobody'", r.stderr)
+        r = self.kairos("run", "--mem", "80%", "--", "true", env=env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("NVML", r.stderr)
+        r = self.kairos("run", "--gpus", "5", "--mem", "1G", "--", "true", env=env)
+        self.assertEqual(r.returncode, 2)
+        r = self.kairos("run", "--tenant", "alice", "--", "true",
+                        env=dict(env, KAIROS_SOCKET="/nonexistent/k.sock"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("KAIROS_MEM=SIZE", r.stderr)
+        self.assertEqual(self.kairos("run", "--tenant", "alice").returncode, 2)
+
+
+FAKE_GPUS = "gpu 0 GPU-fake-0000 85899345920\ngpu 1 GPU-fake-0001 85899345920\n"
+
+
+class Audit(DaemonCase):
+    fake = FAKE_GPUS
+    tenants = ("  - name: alice\n    memory: { 0: 8G, GPU-fake-0001: 50% }\n")
+    extra = "audit: { interval_ms: 100, kill: false }\n"
+
+    def test_fake_gpus_resolve_percent_and_uuid(self):
+        self.assertEqual(self.ps()["alice"]["quota"], [8 * GiB, 40 * GiB])
+
+    def test_unregistered_process_reported_and_over_quota(self):
+        victim = subprocess.Popen(["sleep", "30"])
+        a = self.child("alice")
+        try:
+            self.d.write_fake(FAKE_GPUS + f"proc 0 {victim.pid} 1073741824\n"
+                              f"proc 0 {a.pid} {9 * GiB}\n")
+            self.assertTrue(wait_for(lambda: f"pid {victim.pid} (sleep) uses GPU 0"
+                                     in self.d.read_log()), self.d.read_log())
+            self.assertTrue(wait_for(lambda: "above the tenant's quota" in self.d.read_log()))
+            self.assertIn("not killed", self.d.read_log())
+            time.sleep(0.3)
+            self.assertIsNone(victim.poll())
+            self.assertEqual(self.d.read_log().count(f"pid {victim.pid} (sleep) uses"), 1)
+        finally:
+            victim.kill()
+            victim.wait()
+
+
+class AuditKill(DaemonCase):
+    fake = FAKE_GPUS
+    tenants = "  - name: alice\n    memory: { 0: 8G }\n"
+    extra = "audit: { interval_ms: 100, kill: true }\n"
+
+    def test_unregistered_process_killed(self):
+        victim = subprocess.Popen(["sleep", "30"])
+        try:
+            self.d.write_fake(FAKE_GPUS + f"proc 0 {victim.pid} 1073741824\n")
+            self.assertEqual(victim.wait(timeout=5), -signal.SIGKILL)
+            self.assertIn("killed (audit.kill is true)", self.d.read_log())
+        finally:
+            if victim.poll() is None:
+                victim.kill()
+                victim.wait()
+
+
+class BadConfig(unittest.TestCase):
+    def test_bad_config_refused_with_position(self):
+        d = kp.Daemon(KAIROSD, "  - name: a\n    memory: { 0: 8GB }\n")
+        r = subprocess.run([KAIROSD, "-c", d.config, "--check"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr, r"kairosd\.yaml:\d+:\d+: tenant 'a': '8GB'")
+        d2 = kp.Daemon(KAIROSD, TENANTS)
+        r = subprocess.run([KAIROSD, "-c", d2.config, "--check"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        shutil.rmtree(d.dir)
+        shutil.rmtree(d2.dir)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

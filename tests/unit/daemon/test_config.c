@@ -1,0 +1,119 @@
+/* test_config.c - kairosd.conf: a good file, and every kind of bad one refused with
+ * file:line:column and what was expected. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/config.h"
+
+static const char good[] =
+    "socket: /tmp/k/kairosd.sock\n"
+    "state: /tmp/k/state.json\n"
+    "admins: [0, 1234, root]\n"
+    "audit: { interval_ms: 500, kill: true }\n"
+    "gpus: 2\n"
+    "max_connections: 64\n"
+    "tenants:\n"
+    "  - name: training\n"
+    "    memory: { 0: 40G, 1: 50% }\n"
+    "  - name: infer.a\n"
+    "    memory:\n"
+    "      GPU-12345678-aaaa-bbbb-cccc-1234567890ab: 512MiB\n"
+    "  - name: empty\n";
+
+static void test_good(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[512] = "";
+    int rc = config_parse("k.yaml", good, strlen(good), &c, err, sizeof err);
+    if (rc)
+        fail_msg("%s", err);
+    assert_string_equal(c.socket, "/tmp/k/kairosd.sock");
+    assert_string_equal(c.state, "/tmp/k/state.json");
+    assert_int_equal(c.n_admins, 3);
+    assert_true(config_is_admin(&c, 1234));
+    assert_true(config_is_admin(&c, 0));
+    assert_false(config_is_admin(&c, 999));
+    assert_int_equal(c.audit_interval_ms, 500);
+    assert_true(c.audit_kill);
+    assert_int_equal(c.gpus, 2);
+    assert_int_equal(c.max_connections, 64);
+    assert_int_equal(c.n_tenants, 3);
+    assert_string_equal(c.tenants[0].name, "training");
+    assert_int_equal(c.tenants[0].n_quotas, 2);
+    assert_int_equal(c.tenants[0].quotas[1].index, 1);
+    assert_string_equal(c.tenants[0].quotas[1].value, "50%");
+    assert_int_equal(c.tenants[0].quotas[1].line, 9);
+    assert_int_equal(c.tenants[1].quotas[0].index, -1);
+    assert_string_equal(c.tenants[1].quotas[0].uuid, "GPU-12345678-aaaa-bbbb-cccc-1234567890ab");
+    assert_int_equal(c.tenants[2].n_quotas, 0);
+    config_free(&c);
+
+    assert_int_equal(config_parse("e.yaml", "", 0, &c, err, sizeof err), 0);
+    assert_string_equal(c.socket, KAIROS_DEFAULT_SOCKET);
+    assert_int_equal(c.audit_interval_ms, 1000);
+    config_free(&c);
+}
+
+static void bad(const char *text, const char *where, const char *what)
+{
+    struct config c;
+    char err[512] = "";
+    assert_int_equal(config_parse("bad.yaml", text, strlen(text), &c, err, sizeof err), -EINVAL);
+    if (!strstr(err, where) || !strstr(err, what))
+        fail_msg("for\n%s\nexpected '%s' and '%s' in '%s'", text, where, what, err);
+}
+
+static void test_bad(void **state)
+{
+    (void)state;
+    bad("socket: [\n", "bad.yaml:2:1:", "");
+    bad("- a\n- b\n", "bad.yaml:1:1:", "expected a mapping of settings");
+    bad("sockets: /x\n", "bad.yaml:1:1:", "unknown setting 'sockets'");
+    bad("socket: relative.sock\n", "bad.yaml:1:9:", "absolute path");
+    bad("gpus: many\n", "bad.yaml:1:7:", "whole number");
+    bad("gpus: 99\n", "bad.yaml:1:7:", "0 to 16");
+    bad("gpus: -1\n", "bad.yaml:1:7:", "whole number");
+    bad("admins: root\n", "bad.yaml:1:9:", "list of uids");
+    bad("admins: [nosuchuser-kairos]\n", "bad.yaml:1:10:", "neither a uid nor a known user");
+    bad("audit: { interval_ms: 5 }\n", "bad.yaml:1:23:", "at least 100");
+    bad("audit: { kill: maybe }\n", "bad.yaml:1:16:", "true or false");
+    bad("audit: { every: 5 }\n", "bad.yaml:1:10:", "unknown key 'every'");
+    bad("tenants: { a: b }\n", "bad.yaml:1:10:", "list of");
+    bad("tenants:\n  - memory: { 0: 1G }\n", "bad.yaml:2:5:", "without a name");
+    bad("tenants:\n  - name: a b\n", "bad.yaml:2:11:", "1-63 characters");
+    bad("tenants:\n  - name: a\n  - name: a\n", "bad.yaml:3:5:", "declared twice");
+    bad("tenants:\n  - name: a\n    memory: 8G\n", "bad.yaml:3:13:", "mapping of GPU");
+    bad("tenants:\n  - name: a\n    memory: { x: 8G }\n", "bad.yaml:3:15:", "GPU index");
+    bad("tenants:\n  - name: a\n    memory: { 20: 8G }\n", "bad.yaml:3:15:", "0 to 15");
+    bad("tenants:\n  - name: a\n    memory: { 0: 8G, 0: 1G }\n", "bad.yaml:3:22:", "twice");
+    bad("tenants:\n  - name: a\n    memory: { 0: [8G] }\n", "bad.yaml:3:18:", "a size");
+    bad("tenants:\n  - name: a\n    quota: 1\n", "bad.yaml:3:5:", "unknown key 'quota'");
+    bad("gpus: 1\ngpus: 2\n", "bad.yaml:2:1:", "appears twice");
+    bad("socket: \"\\xZZ\"\n", "bad.yaml:1:", "");
+}
+
+static void test_load_missing(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[512];
+    assert_int_equal(config_load("/nonexistent/kairosd.yaml", &c, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "cannot open the configuration"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good),
+        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_load_missing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

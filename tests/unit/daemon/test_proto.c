@@ -1,0 +1,156 @@
+/* test_proto.c - proto_check refuses what a hostile or broken peer may send: wrong
+ * magic, version, size, type, unterminated names, absurd values; accepts the rest. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/proto_check.h"
+
+static unsigned char buf[PROTO_MSG_MAX + 64];
+static char why[256];
+
+static size_t pack(uint16_t type, const void *body, size_t len)
+{
+    return proto_pack(buf, type, 7, body, len);
+}
+
+static int check(size_t len)
+{
+    struct proto_request r;
+    why[0] = 0;
+    return proto_check(buf, len, &r, why, sizeof why);
+}
+
+static void expect(int code, size_t len, const char *part)
+{
+    assert_int_equal(check(len), code);
+    if (!strstr(why, part))
+        fail_msg("expected '%s' in '%s'", part, why);
+}
+
+static void test_good_messages(void **state)
+{
+    (void)state;
+    struct kairos_hello h = {.pid = 1};
+    strcpy(h.tenant, "alice");
+    assert_int_equal(check(pack(KAIROS_MSG_HELLO, &h, sizeof h)), 0);
+    h.flags = KAIROS_HELLO_REATTACH;
+    h.held[3] = 1ull << 30;
+    assert_int_equal(check(pack(KAIROS_MSG_HELLO, &h, sizeof h)), 0);
+    struct kairos_charge c = {.gpu = 1, .bytes = 4096, .token = 9};
+    assert_int_equal(check(pack(KAIROS_MSG_CHARGE, &c, sizeof c)), 0);
+    struct proto_request r;
+    assert_int_equal(proto_check(buf, sizeof(struct kairos_hdr) + sizeof c, &r, NULL, 0), 0);
+    assert_int_equal(r.seq, 7);
+    assert_int_equal(r.body.charge.token, 9);
+    assert_int_equal(check(pack(KAIROS_MSG_PS, NULL, 0)), 0);
+    struct kairos_tenant_set s = {.n_gpus = 2, .quota = {1ull << 30, KAIROS_QUOTA_KEEP}};
+    strcpy(s.tenant, "job.1");
+    assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &s, sizeof s)), 0);
+}
+
+static void test_header_refusals(void **state)
+{
+    (void)state;
+    expect(KAIROS_ERR_PROTOCOL, 3, "shorter than");
+    expect(KAIROS_ERR_PROTOCOL, 0, "shorter than");
+    size_t n = pack(KAIROS_MSG_PS, NULL, 0);
+    buf[0] ^= 0xff;
+    expect(KAIROS_ERR_PROTOCOL, n, "magic");
+    n = pack(KAIROS_MSG_PS, NULL, 0);
+    buf[4] = 9;
+    expect(KAIROS_ERR_VERSION, n, "version 9");
+    n = pack(999, NULL, 0);
+    expect(KAIROS_ERR_PROTOCOL, n, "unknown message type 999");
+    n = pack(KAIROS_MSG_GRANT, NULL, 0);
+    expect(KAIROS_ERR_PROTOCOL, n, "sent by the daemon");
+}
+
+static void test_size_refusals(void **state)
+{
+    (void)state;
+    struct kairos_charge c = {.gpu = 0, .bytes = 1};
+    size_t n = pack(KAIROS_MSG_CHARGE, &c, sizeof c);
+    expect(KAIROS_ERR_PROTOCOL, n - 1, "must be exactly 24");
+    expect(KAIROS_ERR_PROTOCOL, n + 8, "must be exactly 24");
+    /* header size field disagreeing with the datagram */
+    struct kairos_hdr h;
+    memcpy(&h, buf, sizeof h);
+    h.size = 4000000000u;
+    memcpy(buf, &h, sizeof h);
+    expect(KAIROS_ERR_PROTOCOL, n, "header says 4000000000");
+    n = pack(KAIROS_MSG_PS, &c, 8);
+    expect(KAIROS_ERR_PROTOCOL, n, "PS body");
+}
+
+static void test_field_refusals(void **state)
+{
+    (void)state;
+    struct kairos_hello h = {0};
+    memset(h.tenant, 'a', sizeof h.tenant);
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_HELLO, &h, sizeof h), "not NUL-terminated");
+    strcpy(h.tenant, "a/b");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_HELLO, &h, sizeof h), "1-63 characters");
+    strcpy(h.tenant, "");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_HELLO, &h, sizeof h), "1-63 characters");
+    strcpy(h.tenant, "ok");
+    h.flags = 0x80;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_HELLO, &h, sizeof h), "unknown flags");
+    h.flags = 0;
+    h.held[0] = 5;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_HELLO, &h, sizeof h), "without REATTACH");
+    h.flags = KAIROS_HELLO_REATTACH;
+    h.held[0] = UINT64_MAX;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_HELLO, &h, sizeof h), "absurd");
+
+    struct kairos_charge c = {.gpu = 16, .bytes = 1};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CHARGE, &c, sizeof c), "out of range");
+    c.gpu = 0;
+    c.bytes = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CHARGE, &c, sizeof c), "0 bytes");
+    c.bytes = UINT64_MAX;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CHARGE, &c, sizeof c), "absurd");
+
+    struct kairos_commit m = {.gpu = 0, .ok = 2};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_COMMIT, &m, sizeof m), "0 or 1");
+    struct kairos_release rel = {.gpu = 0xffffffffu, .bytes = 1};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RELEASE, &rel, sizeof rel), "out of range");
+
+    struct kairos_tenant_set s = {.n_gpus = 17};
+    strcpy(s.tenant, "x");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "n_gpus 17");
+    s.n_gpus = 1;
+    s.flags = 0x10;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "unknown flags");
+    s.flags = 0;
+    s.quota[0] = 1ull << 60;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "absurd");
+    struct kairos_tenant_del d;
+    memset(&d, 'z', sizeof d);
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_DEL, &d, sizeof d), "not NUL");
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    assert_int_equal(proto_body_size(KAIROS_MSG_PS_REPLY), sizeof(struct kairos_ps_reply));
+    assert_int_equal(proto_body_size(12345), -1);
+    assert_string_equal(proto_type_name(KAIROS_MSG_TENANT_SET), "TENANT_SET");
+    assert_true(PROTO_MSG_MAX >= sizeof(struct kairos_hdr) + sizeof(struct kairos_hello));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_messages),
+        cmocka_unit_test(test_header_refusals),
+        cmocka_unit_test(test_size_refusals),
+        cmocka_unit_test(test_field_refusals),
+        cmocka_unit_test(test_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
