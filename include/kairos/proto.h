@@ -22,6 +22,9 @@
  *               empty tenant name, KAIROS_PS_LAST, and n_gpus = the node's GPU
  *               count (so a client always learns it); nothing else is set.
  *             - KAIROS_BYTES_MAX: byte counts above it are refused as absurd.
+ *             - a CHARGE of 0 bytes is a query: the GRANT carries the tenant's
+ *               quota and holdings on that GPU, nothing is reserved and no COMMIT
+ *               follows (the shim's memory view uses it).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -97,7 +100,8 @@ struct kairos_welcome {
     uint64_t quota[KAIROS_MAX_GPUS];  /* bytes; 0 = no access to that GPU */
 };
 
-/* CHARGE: ask for bytes on a GPU (index as the process sees /dev/nvidiaN minor). */
+/* CHARGE: ask for bytes on a GPU (index as the process sees /dev/nvidiaN minor).
+ * bytes 0: only ask what the tenant holds and may hold there (no COMMIT follows). */
 struct kairos_charge {
     uint32_t gpu;
     uint32_t pad;

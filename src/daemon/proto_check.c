@@ -118,8 +118,6 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
     case KAIROS_MSG_CHARGE:
         if ((rc = check_gpu(r->body.charge.gpu, why, why_len)))
             return rc;
-        if (r->body.charge.bytes == 0)
-            return refuse(KAIROS_ERR_INVALID, why, why_len, "CHARGE of 0 bytes");
         return check_bytes(r->body.charge.bytes, "CHARGE", why, why_len);
     case KAIROS_MSG_COMMIT:
         if ((rc = check_gpu(r->body.commit.gpu, why, why_len)))

@@ -284,6 +284,12 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
     if (!c->member)
         return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
                           "send HELLO with your tenant's name before CHARGE");
+    if (ch->bytes == 0 && ch->gpu < s->ts->n_gpus) { /* a query: what is held, what may be */
+        const struct ledger_tenant *qt = c->member->tenant;
+        struct kairos_grant q = {.granted = 1, .quota = qt->quota[ch->gpu],
+                                 .held = qt->held[ch->gpu]};
+        return send_msg(c, KAIROS_MSG_GRANT, r->seq, &q, sizeof q);
+    }
     struct ledger_grant g;
     int rc = ledger_charge(&s->ts->ledger, c->member, ch->gpu, ch->bytes, ch->token, &g);
     if (rc == -EINVAL) {

@@ -189,6 +189,22 @@ int agent_release(uint32_t gpu, uint64_t bytes)
     return rc;
 }
 
+int agent_wait_hangup(int timeout_ms)
+{
+    int fd = atomic_load(&agent_fd);
+    if (fd < 0)
+        return -ENOTCONN;
+    struct pollfd p = {fd, POLLRDHUP, 0}; /* not POLLIN: replies belong to the requester */
+    int rc = poll(&p, 1, timeout_ms);
+    if (rc <= 0 || !(p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)))
+        return 0;
+    pthread_mutex_lock(&agent_mu);
+    if (atomic_load(&agent_fd) == fd)
+        drop_locked();
+    pthread_mutex_unlock(&agent_mu);
+    return -ENOTCONN;
+}
+
 bool agent_connected(void)
 {
     return atomic_load(&agent_fd) >= 0;

@@ -40,6 +40,9 @@ int agent_commit(const struct kairos_commit *commit);
 int agent_release(uint32_t gpu, uint64_t bytes);
 
 bool agent_connected(void);
+/* Waits up to timeout_ms for the daemon to hang up the connection. Returns 0 on
+ * timeout (still connected), -ENOTCONN when there is no connection (any more). */
+int agent_wait_hangup(int timeout_ms);
 /* The application closed or replaced descriptor fd: forget it if it was ours. */
 bool agent_owns_fd(int fd);
 void agent_forget(void);

@@ -22,7 +22,9 @@
 #include "core/objtree.h"
 #include "core/rm_decode.h"
 #include "core/rm_names.h"
+#include "shim/agent.h"
 #include "shim/fdtable.h"
+#include "shim/memguard.h"
 #include "shim/state.h"
 #include "shim/tracer.h"
 
@@ -81,13 +83,13 @@ static bool forget_nvidia(int fd)
 {
     struct fdt_info was;
     bool last = false;
+    struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
     bool nv = fdtable_drop_locked(fd, &was, &last);
-    if (nv && last && t) {
-        struct objtree_effect eff;
+    if (nv && last && t)
         objtree_close_file(t, was.file_id, &eff);
-    }
     state_unlock();
+    memguard_released(&eff);
     return nv;
 }
 
@@ -125,6 +127,13 @@ static int call_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd,
 int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
               int flags, mode_t mode)
 {
+    int ctl_minor;
+    if (memguard_active() && path &&
+        fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
+        memguard_first_gpu_use(r) < 0) {
+        errno = EACCES; /* fail-closed: the tenant's daemon cannot be reached */
+        return -1;
+    }
     int fd = call_open(r, fn, dirfd, path, flags, mode);
     if (fd < 0)
         return fd;
@@ -151,6 +160,8 @@ int shim_close(const struct shim_real *r, int fd)
 {
     if (tracer_owns_fd(fd))
         tracer_stop(); /* the application took its descriptor back */
+    if (agent_owns_fd(fd))
+        agent_forget(); /* the daemon link is gone; the next charge reconnects */
     struct fdt_info fi;
     enum fdt_class cls = fdtable_get(fd, &fi);
     if (cls == FDT_NVIDIA) {
@@ -171,6 +182,8 @@ static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool repla
     int saved = errno;
     if (replaced && tracer_owns_fd(newfd))
         tracer_stop();
+    if (replaced && agent_owns_fd(newfd))
+        agent_forget();
     struct fdt_info oi, ni;
     enum fdt_class oc = classify(r, oldfd, &oi);
     enum fdt_class nc = fdtable_get(newfd, &ni);
@@ -181,15 +194,15 @@ static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool repla
     }
     struct fdt_info closed;
     bool last = false, shared = false;
+    struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
     bool was_nv = fdtable_drop_locked(newfd, &closed, &last);
-    if (was_nv && last && t) {
-        struct objtree_effect eff;
+    if (was_nv && last && t)
         objtree_close_file(t, closed.file_id, &eff);
-    }
     if (oc == FDT_NVIDIA)
         shared = fdtable_share_locked(newfd, &oi);
     state_unlock();
+    memguard_released(&eff);
     if (oc == FDT_OTHER)
         fdtable_set_plain(newfd, FDT_OTHER);
     if (tracer_on()) {
@@ -357,131 +370,203 @@ static uint64_t map_file_of(const struct shim_real *r, const struct rm_op *op)
     return classify(r, op->map_fd, &mi) == FDT_NVIDIA ? mi.file_id : 0;
 }
 
-static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
-                        unsigned long request, void *arg)
+/* One ioctl on an NVIDIA descriptor, as it goes through the shim. */
+struct call_frame {
+    const struct fdt_info *fi;
+    int fd;
+    uint32_t req;             /* the request as the application issued it */
+    bool xfer;
+    uint32_t in_req;          /* the call itself (XFER unwrapped) */
+    uint8_t *in_arg;
+    size_t in_len;
+    int ret, err;
+    bool refused;             /* memguard answered instead of the driver */
+    const uint8_t *after;     /* argument after the call */
+    size_t after_len;
+    const uint8_t *params;    /* RM_ALLOC / RM_CONTROL parameters after the call */
+    size_t params_len;
+    bool has_params;
+    uint8_t *params_rw;       /* the application's parameters, when safe to rewrite */
+};
+
+/* Before the call, when tracing or guarding: which call an XFER wraps. */
+static void unwrap_before(struct call_frame *f, void *arg)
 {
-    uint32_t req = (uint32_t)request;
-    bool xfer = is_xfer(fi->node, req);
-    struct tracer_scratch *sc = tracer_on() ? tracer_scratch() : NULL;
-    uint32_t in_req = req;
-    uint8_t *in_arg = arg;
-    size_t in_len = arg_size(fi->node, req);
-    size_t before_len = 0;
-    double t0 = 0;
-
-    if (sc) {
-        if (xfer) {
-            struct rm_xfer_args x;
-            if (tracer_safe_copy(&x, arg, sizeof x) == sizeof x &&
-                xfer_unwrap(&x, &in_req, &in_arg, &in_len))
-                before_len = tracer_safe_copy(sc->before, in_arg, in_len);
-        } else {
-            before_len = tracer_safe_copy(sc->before, arg, in_len);
-        }
-        t0 = tracer_now_us();
+    if (!f->xfer)
+        return;
+    struct rm_xfer_args x;
+    if (tracer_safe_copy(&x, arg, sizeof x) != sizeof x ||
+        !xfer_unwrap(&x, &f->in_req, &f->in_arg, &f->in_len)) {
+        f->in_arg = NULL;
+        f->in_len = 0;
     }
+}
 
-    int ret = r->ioctl(fd, request, arg);
-
-    int saved = errno;
-    double t1 = sc ? tracer_now_us() : 0;
-    int err = ret < 0 ? saved : 0;
-
-    /* The argument after the call. */
-    const uint8_t *after = NULL;
-    size_t after_len = 0;
-    if (xfer) {
+/* After the call: the argument's bytes (read straight only if the driver took them). */
+static void read_after(struct call_frame *f, void *arg, struct tracer_scratch *sc)
+{
+    if (f->xfer) {
         struct rm_xfer_args x;
         bool have = false;
-        in_arg = NULL;
-        in_len = 0;
-        if (ret == 0) {
+        f->in_arg = NULL;
+        f->in_len = 0;
+        if (f->ret == 0) {
             memcpy(&x, arg, sizeof x);
             have = true;
         } else if (sc) {
             have = tracer_safe_copy(&x, arg, sizeof x) == sizeof x;
         }
-        if (!have || !xfer_unwrap(&x, &in_req, &in_arg, &in_len)) {
-            in_arg = NULL;
-            in_len = 0;
+        if (!have || !xfer_unwrap(&x, &f->in_req, &f->in_arg, &f->in_len)) {
+            f->in_arg = NULL;
+            f->in_len = 0;
         }
     }
-    if (in_arg && in_len) {
-        if (ret == 0) {
-            after = in_arg;
-            after_len = in_len;
-        } else if (sc) {
-            after_len = tracer_safe_copy(sc->after, in_arg, in_len);
-            after = sc->after;
-        }
+    if (!f->in_arg || !f->in_len)
+        return;
+    if (f->ret == 0) {
+        f->after = f->in_arg;
+        f->after_len = f->in_len;
+    } else if (sc) {
+        f->after_len = tracer_safe_copy(sc->after, f->in_arg, f->in_len);
+        f->after = sc->after;
     }
+}
 
-    /* RM_ALLOC / RM_CONTROL parameters after the call. */
-    const uint8_t *params = NULL;
-    size_t params_len = 0;
-    bool has_params = false;
+/* RM_ALLOC / RM_CONTROL parameters after the call. */
+static void read_params(struct call_frame *f, struct tracer_scratch *sc)
+{
     uint64_t pptr;
     uint32_t psize, pstatus;
-    if (fi->node != RM_NODE_UVM && params_of(in_req, after, after_len, &pptr, &psize, &pstatus)) {
-        has_params = true;
-        if (params_sane(pptr, psize)) {
-            if (sc) {
-                params_len = tracer_safe_copy(sc->params, (const void *)(uintptr_t)pptr, psize);
-                params = sc->params;
-            } else if (ret == 0 && pstatus == RM_NV_OK) {
-                params = (const uint8_t *)(uintptr_t)pptr;
-                params_len = psize;
-            }
-        }
+    if (f->fi->node == RM_NODE_UVM ||
+        !params_of(f->in_req, f->after, f->after_len, &pptr, &psize, &pstatus))
+        return;
+    f->has_params = true;
+    if (!params_sane(pptr, psize))
+        return;
+    bool driver_wrote = f->ret == 0 && !f->refused && pstatus == RM_NV_OK;
+    if (driver_wrote)
+        f->params_rw = (uint8_t *)(uintptr_t)pptr;
+    if (sc) {
+        f->params_len = tracer_safe_copy(sc->params, (const void *)(uintptr_t)pptr, psize);
+        f->params = sc->params;
+    } else if (driver_wrote) {
+        f->params = f->params_rw;
+        f->params_len = psize;
     }
+}
 
+/* The tenant's view of the GPU's memory: rewrite FB_GET_INFO_V2 before anyone reads it. */
+static void rewrite_memory_view(struct call_frame *f)
+{
+    if (!memguard_active() || !f->params_rw || RM_IOC_NR(f->in_req) != RM_NR_CONTROL ||
+        f->after_len < sizeof(struct rm_control_args))
+        return;
+    struct rm_control_args c;
+    memcpy(&c, f->after, sizeof c);
+    if (c.cmd != RM_CTRL_NV2080_FB_GET_INFO_V2 || c.params_size != 1028)
+        return;
+    struct objtree *t = state_lock();
+    int gpu = t ? objtree_gpu_of(t, c.h_client, c.h_object) : -1;
+    state_unlock();
+    memguard_rewrite_fb_info(f->params_rw, c.params_size, gpu);
+}
+
+/* Decodes the call and applies it to the object tree; returns what it did. */
+static void apply_call(const struct shim_real *r, struct call_frame *f,
+                       struct objtree_effect *eff)
+{
     struct rm_call call = {
-        .node = fi->node,
-        .fd = fd,
-        .request = in_req,
-        .xfer = xfer,
-        .arg = after,
-        .arg_len = after_len,
-        .params = params,
-        .params_len = params_len,
-        .ret = ret,
-        .err = err,
+        .node = f->fi->node,
+        .fd = f->fd,
+        .request = f->in_req,
+        .xfer = f->xfer,
+        .arg = f->after,
+        .arg_len = f->after_len,
+        .params = f->params,
+        .params_len = f->params_len,
+        .ret = f->ret,
+        .err = f->err,
     };
     struct rm_op op;
     rm_decode(&call, &op);
     uint64_t map_file = map_file_of(r, &op);
+    memset(eff, 0, sizeof *eff);
     struct objtree *t = state_lock();
-    if (t) {
-        struct objtree_effect eff;
-        (void)objtree_apply(t, fi->file_id, map_file, &op, &eff);
-    }
+    if (t)
+        (void)objtree_apply(t, f->fi->file_id, map_file, &op, eff);
     state_unlock();
+}
 
+static void trace_call(const struct call_frame *f, struct tracer_scratch *sc, size_t before_len,
+                       double t0, double t1)
+{
+    struct trace_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = TREC_IOCTL;
+    rec.fd = f->fd;
+    rec.t_us = t0;
+    rec.dt_us = t1 - t0;
+    rec.tid = (long)gettid();
+    rec.node = f->fi->node;
+    rec.dev_minor = f->fi->minor;
+    rec.request = f->in_req;
+    rec.xfer = f->xfer;
+    rec.ret = f->ret;
+    rec.err = f->err;
+    rec.before = sc->before;
+    rec.before_len = before_len;
+    rec.after = f->after;
+    rec.after_len = f->after_len;
+    rec.params = f->params;
+    rec.params_len = f->params_len;
+    rec.has_params = f->has_params;
+    tracer_emit_ioctl(&rec);
+}
+
+static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
+                        unsigned long request, void *arg)
+{
+    struct call_frame f = {.fi = fi, .fd = fd, .req = (uint32_t)request};
+    f.xfer = is_xfer(fi->node, f.req);
+    f.in_req = f.req;
+    f.in_arg = arg;
+    f.in_len = arg_size(fi->node, f.req);
+    struct tracer_scratch *sc = tracer_on() ? tracer_scratch() : NULL;
+    bool guard = memguard_active() && fi->node == RM_NODE_CTL;
+    size_t before_len = 0;
+    double t0 = 0;
+    if (sc || guard)
+        unwrap_before(&f, arg);
     if (sc) {
-        struct trace_rec rec;
-        memset(&rec, 0, sizeof rec);
-        rec.kind = TREC_IOCTL;
-        rec.fd = fd;
-        rec.t_us = t0;
-        rec.dt_us = t1 - t0;
-        rec.tid = (long)gettid();
-        rec.node = fi->node;
-        rec.dev_minor = fi->minor;
-        rec.request = in_req;
-        rec.xfer = xfer;
-        rec.ret = ret;
-        rec.err = err;
-        rec.before = sc->before;
-        rec.before_len = before_len;
-        rec.after = after;
-        rec.after_len = after_len;
-        rec.params = params;
-        rec.params_len = params_len;
-        rec.has_params = has_params;
-        tracer_emit_ioctl(&rec);
+        if (f.in_arg)
+            before_len = tracer_safe_copy(sc->before, f.in_arg, f.in_len);
+        t0 = tracer_now_us();
     }
+
+    struct memguard_ticket ticket = {.active = false};
+    if (guard && f.in_arg && memguard_before(r, f.in_req, f.in_arg, &ticket)) {
+        memguard_write_refusal(f.in_req, f.in_arg); /* as the driver answers a full GPU */
+        f.refused = true;
+        f.ret = 0;
+    } else {
+        f.ret = r->ioctl(fd, request, arg);
+    }
+    int saved = errno;
+    double t1 = sc ? tracer_now_us() : 0;
+    f.err = f.ret < 0 ? saved : 0;
+
+    read_after(&f, arg, sc);
+    read_params(&f, sc);
+    rewrite_memory_view(&f);
+    if (sc && f.params_rw && f.params == sc->params) /* trace what the application sees */
+        f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
+    struct objtree_effect eff;
+    apply_call(r, &f, &eff);
+    memguard_after(&ticket, &eff);
+    if (sc)
+        trace_call(&f, sc, before_len, t0, t1);
     errno = saved;
-    return ret;
+    return f.ret;
 }
 
 int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *arg)

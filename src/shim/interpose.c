@@ -6,7 +6,7 @@
  * dispatch with the real table. The list declares every wrapper with default
  * visibility (a wrapper that disagrees with the list does not compile) and
  * references every one of them (shim_exported), and the library's constructor
- * starts trace mode from the environment. Everything else in the library is
+ * reads the environment: trace mode, and the quota settings. Everything else in the library is
  * hidden. Failure rule: see dispatch.h; a wrapper never fails on its own.
  */
 #include <fcntl.h>
@@ -17,6 +17,8 @@
 
 #include "shim/dispatch.h"
 #include "shim/interposed.h"
+#include "shim/memguard.h"
+#include "shim/settings.h"
 #include "shim/real.h"
 #include "shim/tracer.h"
 
@@ -177,4 +179,6 @@ __attribute__((used)) static void (*const shim_exported[])(void) = {
 __attribute__((constructor)) static void shim_load(void)
 {
     tracer_start_from_env();
+    settings_load();
+    memguard_init();
 }

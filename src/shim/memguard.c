@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static uint64_t mg_pending[KAIROS_MAX_GPUS];
 static uint64_t mg_refusals;
 static uint64_t mg_next_token;
 static const struct shim_real *mg_real;
+static bool mg_watcher_started;
 
 static void say(const char *what)
 {
@@ -48,8 +50,28 @@ static void set_all_quotas(uint64_t q)
         mg_quota[g] = q;
 }
 
+static void after_fork_in_child(void);
+
+static void memguard_register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* In a forked child: the parent's memory and connection are the parent's. */
+static void after_fork_in_child(void)
+{
+    pthread_mutex_init(&mg_mu, NULL);
+    agent_after_fork();
+    mg_registered = false;
+    mg_watcher_started = false; /* threads do not survive fork */
+    memset(mg_charged, 0, sizeof mg_charged);
+    memset(mg_pending, 0, sizeof mg_pending);
+}
+
 void memguard_init(void)
 {
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+    pthread_once(&atfork_once, memguard_register_atfork);
     const struct settings *s = settings_get();
     if (s->problem[0])
         dprintf(2, "kairos[%d]: %s\n", (int)getpid(), s->problem);
@@ -90,6 +112,47 @@ static int register_locked(bool reattach, char *err, size_t err_len)
     return rc;
 }
 
+/* The watcher: notices at once when kairosd goes away (restart, upgrade) and
+ * reattaches with what this process holds, so the new daemon's ledger is whole
+ * again without waiting for this process's next allocation. */
+static void *watch_daemon(void *unused)
+{
+    (void)unused;
+    unsigned backoff_ms = 100;
+    for (;;) {
+        if (agent_wait_hangup(1000) == 0)
+            continue;
+        pthread_mutex_lock(&mg_mu);
+        char err[KAIROS_MSG_MAX];
+        bool ok = agent_connected() || register_locked(true, err, sizeof err) == 0;
+        pthread_mutex_unlock(&mg_mu);
+        if (ok) {
+            backoff_ms = 100;
+            say("reattached to kairosd");
+            continue;
+        }
+        usleep(backoff_ms * 1000);
+        backoff_ms = backoff_ms < 2000 ? backoff_ms * 2 : 2000;
+    }
+    return NULL;
+}
+
+static void start_watcher_locked(void)
+{
+    if (mg_watcher_started)
+        return;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals are not ours */
+    mg_watcher_started = pthread_create(&t, &attr, watch_daemon, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+}
+
 int memguard_first_gpu_use(const struct shim_real *r)
 {
     if (!memguard_active())
@@ -119,6 +182,8 @@ int memguard_first_gpu_use(const struct shim_real *r)
             rc = -EACCES;
         }
     }
+    if (rc == 0)
+        start_watcher_locked();
     pthread_mutex_unlock(&mg_mu);
     return rc;
 }
@@ -341,11 +406,13 @@ void memguard_released(const struct objtree_effect *effect)
 
 /* ---- the memory view ----------------------------------------------------------------- */
 
+/* What the whole tenant holds on GPU g: a charge of nothing asks the ledger (no
+ * reservation, no COMMIT); a standalone process knows its own. */
 static uint64_t tenant_held_locked(uint32_t g)
 {
     if (settings_get()->mode == SETTINGS_TENANT && mg_registered && !mg_daemon_down) {
         struct kairos_grant grant;
-        if (agent_charge(g, 0, 0, &grant) == 0) /* a charge of nothing asks the ledger */
+        if (agent_charge(g, 0, 0, &grant) == 0)
             return grant.held;
     }
     return mg_charged[g];

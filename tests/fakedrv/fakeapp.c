@@ -16,6 +16,7 @@
  * driver (libkairos_fakedrv.so) or, in principle, on a real one.
  *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
+ *                [-w seconds to hold the allocations before freeing]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -168,8 +169,9 @@ int main(int argc, char **argv)
     int threads = 1, count = 4;
     uint64_t ctx_size = 8u << 20;
     bool keep = false;
+    int hold_ms = 0; /* -w: hold the allocations this long before freeing */
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:k")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -186,8 +188,12 @@ int main(int argc, char **argv)
         case 'k':
             keep = true;
             break;
+        case 'w':
+            hold_ms = (int)(atof(optarg) * 1000);
+            break;
         default:
-            fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k]\n");
+            fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
+                            "[-w seconds]\n");
             return 2;
         }
     }
@@ -281,6 +287,12 @@ int main(int argc, char **argv)
             vidmem += ts[i].sizes[j];
     }
     fb_info(&fb_total_kib, &fb_free_after_kib);
+    if (hold_ms > 0) {
+        printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu\n", allocs, failed,
+               (unsigned long long)vidmem);
+        fflush(stdout);
+        usleep((useconds_t)hold_ms * 1000);
+    }
 
     if (!keep) {
         for (int i = 0; i < threads; i++) {

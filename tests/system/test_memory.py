@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Device-memory quotas end to end, with no GPU: kairosd, `kairos run`, the real
+libkairos.so and the fake NVIDIA driver (tests/fakedrv), driven by fakeapp, which
+allocates like CUDA and reports what the driver gave it.
+Usage: test_memory.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kairos_proto import Daemon  # noqa: E402
+
+KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+MiB = 1 << 20
+PAGE = 2 * MiB
+
+
+def env(**extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
+    e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM, FAKEDRV) if p)
+    e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    e["KAIROS_SHIM"] = SHIM
+    e.update(extra)
+    return e
+
+
+def counts(text, prefix="fakeapp: opens"):
+    line = next(l for l in text.splitlines() if l.startswith(prefix))
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+def fakeapp(*args, **extra):
+    return subprocess.run([FAKEAPP, *args], capture_output=True, text=True, env=env(**extra),
+                          timeout=60)
+
+
+class Standalone(unittest.TestCase):
+    """KAIROS_MEM: a quota for one process, no daemon."""
+
+    def test_refusal_at_the_quota_and_the_process_goes_on(self):
+        r = fakeapp("-n", "100", "-s", str(PAGE), "-c", str(PAGE), KAIROS_MEM="100M")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = counts(r.stdout)
+        self.assertEqual(c["vidmem_bytes"], 100 * MiB)  # context + allocations, to the byte
+        self.assertEqual(c["allocs"], 50)
+        self.assertEqual(c["failed"], 51)               # refused cleanly, then it freed and exited
+        self.assertEqual(c["freed_allocs"], 25)
+
+    def test_quota_is_the_gpu_size_the_program_sees(self):
+        r = fakeapp("-n", "10", "-s", str(PAGE), KAIROS_MEM="100M")
+        c = counts(r.stdout)
+        self.assertEqual(c["fb_total_kib"], 100 * 1024)
+        self.assertEqual(c["fb_free_after_kib"], (100 * MiB - c["vidmem_bytes"]) // 1024)
+
+    def test_no_byte_beyond_the_quota_with_many_threads(self):
+        r = fakeapp("-t", "8", "-n", "40", "-s", str(PAGE), KAIROS_MEM="101M")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r.stdout)["vidmem_bytes"], 100 * MiB)  # 1 MiB left: no page fits
+
+    def test_without_settings_nothing_is_refused(self):
+        r = fakeapp("-n", "60", "-s", str(PAGE))
+        c = counts(r.stdout)
+        self.assertEqual(c["failed"], 0)
+
+
+class WithDaemon(unittest.TestCase):
+    def setUp(self):
+        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1).start()
+
+    def tearDown(self):
+        self.d.stop()
+
+    def run_tenant(self, *args, tenant="team"):
+        return subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env(KAIROS_SOCKET=self.d.socket))
+
+    def ps(self):
+        r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
+                           env=env(KAIROS_SOCKET=self.d.socket), timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        return {t["name"]: t for t in doc["tenants"]}
+
+    def held(self):
+        return sum(g["held"] for g in self.ps()["team"]["gpus"])
+
+    def wait_for(self, predicate, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.02)
+        return False
+
+    def holding(self, proc):
+        line = proc.stdout.readline()
+        self.assertTrue(line.startswith("fakeapp: holding"), repr(line))
+        return counts(line, "fakeapp: holding")
+
+    def test_processes_of_a_tenant_share_its_quota(self):
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "3")
+        ca = self.holding(a)
+        self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)        # context + 20 allocations
+        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.2")
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], 64 * MiB - 21 * PAGE)  # the rest, to the byte
+        self.assertGreater(cb["failed"], 0)
+        self.assertEqual(self.held(), 64 * MiB)
+        outs = {}
+        for name, p in (("a", a), ("b", b)):
+            out, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 0, err)
+            outs[name] = counts(out)
+        # B sees the tenant's quota as its GPU, and nothing free: A and B hold it all
+        self.assertEqual(outs["b"]["fb_total_kib"], 64 * 1024)
+        self.assertEqual(outs["b"]["fb_free_after_kib"], 0)
+        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+        self.assertGreater(sum(g["refusals"] for g in self.ps()["team"]["gpus"]), 0)
+
+    def test_a_killed_process_releases_its_memory_within_a_second(self):
+        a = self.run_tenant("-n", "10", "-s", str(PAGE), "-w", "60")
+        self.holding(a)
+        self.assertGreater(self.held(), 0)
+        a.send_signal(signal.SIGKILL)
+        t0 = time.monotonic()
+        self.assertTrue(self.wait_for(lambda: self.held() == 0, timeout=1.0), self.ps())
+        print(f"released {time.monotonic() - t0:.3f} s after SIGKILL", file=sys.stderr)
+        a.wait(10)
+
+    def test_a_daemon_restart_loses_nothing(self):
+        a = self.run_tenant("-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-w", "4")
+        ca = self.holding(a)
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.d.stop()
+        self.d.start()
+        # the shim notices the hang-up and reattaches with what it holds
+        self.assertTrue(self.wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+                        self.ps())
+        a.wait(30)
+        self.assertEqual(a.returncode, 0, a.stderr.read())
+        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+
+    def test_unknown_tenant_and_absent_daemon_are_refused_clearly(self):
+        r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", KAIROS_SOCKET=self.d.socket)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("GPU access refused", r.stderr)
+        self.assertIn("nosuch", r.stderr)
+        r = fakeapp("-n", "1", KAIROS_TENANT="team", KAIROS_SOCKET="/nonexistent/kairosd.sock")
+        self.assertIn("not reachable", r.stderr)
+        self.assertIn("KAIROS_ON_DAEMON_DOWN=open", r.stderr)
+        r = fakeapp("-n", "5", "-s", str(PAGE), KAIROS_TENANT="team",
+                    KAIROS_SOCKET="/nonexistent/kairosd.sock", KAIROS_ON_DAEMON_DOWN="open",
+                    KAIROS_MEM="8M")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r.stdout)["vidmem_bytes"], 8 * MiB)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
