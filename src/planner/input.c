@@ -173,10 +173,12 @@ static int input_starts(struct input_ctx *c, yaml_node_t *seq, unsigned *mask)
 {
     int rc = input_expect(c, seq, YAML_SEQUENCE_NODE, "a list of start slices, e.g. [0, 2, 4]");
     *mask = 0;
-    for (yaml_node_item_t *i = seq->data.sequence.items.start; !rc && i < seq->data.sequence.items.top; i++) {
-        long s;
+    yaml_node_item_t *end = rc ? NULL : seq->data.sequence.items.top;
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; !rc && i < end; i++) {
+        long s = 0;
         rc = input_int(c, input_node(c, *i), "starts", 0, PLAN_MEM_SLICES - 1, &s);
-        *mask |= 1u << s;
+        if (!rc)
+            *mask |= 1u << s;
     }
     return rc;
 }
