@@ -437,7 +437,8 @@ void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
         uint8_t *entry = params + 4 + 8 * i;
         uint32_t index = rd32(entry), data = rd32(entry + 4);
         uint64_t shown = data;
-        if (index == RM_FB_INFO_HEAP_SIZE)
+        if (index == RM_FB_INFO_HEAP_SIZE || index == RM_FB_INFO_TOTAL_RAM_SIZE ||
+            index == RM_FB_INFO_USABLE_RAM_SIZE)
             shown = (quota >> 10) < data ? quota >> 10 : data;
         else if (index == RM_FB_INFO_HEAP_FREE)
             shown = free_kib < data ? free_kib : data;

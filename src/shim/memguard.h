@@ -11,8 +11,10 @@
  * object tree says really happened; frees and closes release.
  *
  * FB_GET_INFO_V2 replies are rewritten so the tenant sees its quota as the GPU's
- * size (HEAP_SIZE) and the quota minus what the tenant holds as free (HEAP_FREE,
- * never more than the GPU really has free): this is what cudaMemGetInfo reads.
+ * size (HEAP_SIZE, what cudaMemGetInfo reads as total; TOTAL_RAM_SIZE and
+ * USABLE_RAM_SIZE, what device properties and nvidia-smi read) and the quota
+ * minus what the tenant holds as free (HEAP_FREE, never more than the GPU really
+ * has free).
  *
  * Thread rules: thread-safe; never called with the state lock held.
  */

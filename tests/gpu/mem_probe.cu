@@ -34,7 +34,10 @@ static int fill()
         printf("error=context\n");
         return 1;
     }
-    printf("view_total_mib=%.1f view_free_mib=%.1f\n", total / 1048576.0, free0 / 1048576.0);
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    printf("view_total_mib=%.1f view_free_mib=%.1f total_global_mem_mib=%.1f\n",
+           total / 1048576.0, free0 / 1048576.0, prop.totalGlobalMem / 1048576.0);
     std::vector<void *> blocks;
     cudaError_t e = cudaSuccess;
     for (;;) {

@@ -34,15 +34,16 @@ echo "--- m1. a CUDA program fills its quota: standalone 4 GiB, then tenant 'pro
 KAIROS_MEM=4G LD_PRELOAD=$KAIROS_SHIM "$probe" fill | tee "$mdir/fill-standalone.txt"
 "$kairos" run --tenant probe -- "$probe" fill | tee "$mdir/fill-tenant.txt"
 for f in standalone tenant; do
-  result "fill_$f view_total_mib=$(value view_total_mib < "$mdir/fill-$f.txt") allocated_mib=$(value allocated_mib < "$mdir/fill-$f.txt") free_at_refusal_kib=$(value free_at_refusal_kib < "$mdir/fill-$f.txt") works_after_refusal=$(value works_after_refusal < "$mdir/fill-$f.txt")"
+  result "fill_$f view_total_mib=$(value view_total_mib < "$mdir/fill-$f.txt") total_global_mem_mib=$(value total_global_mem_mib < "$mdir/fill-$f.txt") allocated_mib=$(value allocated_mib < "$mdir/fill-$f.txt") free_at_refusal_kib=$(value free_at_refusal_kib < "$mdir/fill-$f.txt") works_after_refusal=$(value works_after_refusal < "$mdir/fill-$f.txt")"
 done
 
 echo "--- m2. PyTorch under a 6 GiB quota"
 KAIROS_MEM=6G LD_PRELOAD=$KAIROS_SHIM $python tests/gpu/torch_oom.py oom | tee "$mdir/torch-oom.txt"
-result "torch_oom view_total_mib=$(value view_total_mib < "$mdir/torch-oom.txt") oom_after_mib=$(value oom_after_mib < "$mdir/torch-oom.txt") works_after_oom=$(value works_after_oom < "$mdir/torch-oom.txt")"
+result "torch_oom view_total_mib=$(value view_total_mib < "$mdir/torch-oom.txt") device_total_mib=$(value device_total_mib < "$mdir/torch-oom.txt") oom_after_mib=$(value oom_after_mib < "$mdir/torch-oom.txt") works_after_oom=$(value works_after_oom < "$mdir/torch-oom.txt")"
 
 echo "--- m3. nvidia-smi inside tenant 'probe', and the controls it uses"
-"$kairos" run --tenant probe -- nvidia-smi --query-gpu=memory.total,memory.used --format=csv
+"$kairos" run --tenant probe -- nvidia-smi --query-gpu=memory.total,memory.used --format=csv | tee "$mdir/smi.txt"
+result "nvidia_smi_in_tenant total=$(tail -1 "$mdir/smi.txt" | sed 's/ //g; s/,/_used=/')"
 "$kairos" trace -- nvidia-smi --query-gpu=memory.total,memory.used --format=csv 2>&1 | \
   grep -o 'cmd=[A-Za-z0-9_]*(0x[0-9a-f]*)' | sort | uniq -c
 

@@ -14,7 +14,9 @@ MiB = 1 << 20
 
 def oom():
     free, total = torch.cuda.mem_get_info()
-    print(f"view_total_mib={total / MiB:.1f} view_free_mib={free / MiB:.1f}")
+    props = torch.cuda.get_device_properties(0).total_memory
+    print(f"view_total_mib={total / MiB:.1f} view_free_mib={free / MiB:.1f} "
+          f"device_total_mib={props / MiB:.1f}")
     held = []
     try:
         while True:
