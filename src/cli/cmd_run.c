@@ -21,6 +21,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/shim_path.h"
 #include "core/units.h"
 #include "daemon/gpu.h"
 
@@ -52,37 +53,6 @@ static void usage(FILE *out)
             "  -h, --help          show this text\n"
             "\n"
             "Environment: KAIROS_SHIM=/path/to/libkairos.so overrides where the shim is found.\n");
-}
-
-static bool readable(const char *path)
-{
-    return access(path, R_OK) == 0;
-}
-
-/* Like cmd_trace.c: $KAIROS_SHIM, else next to the kairos binary. */
-static int find_shim(char *out, size_t cap)
-{
-    const char *env = getenv("KAIROS_SHIM");
-    if (env && *env) {
-        snprintf(out, cap, "%s", env);
-        return readable(out) ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
-    static const char *const rel[] = {"../shim/libkairos.so", "../lib/kairos/libkairos.so",
-                                      "../lib/libkairos.so"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        int n_out = snprintf(out, cap, "%s/%s", exe, rel[i]);
-        if (n_out > 0 && (size_t)n_out < cap && readable(out))
-            return 0;
-    }
-    return -1;
 }
 
 static int parse_args(int argc, char **argv, struct run_opts *o)
@@ -204,7 +174,7 @@ int cmd_run(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
-    if (find_shim(shim, sizeof shim))
+    if (shim_path_find(shim, sizeof shim))
         return run_error("cannot find libkairos.so next to kairos; build it, or set "
                          "KAIROS_SHIM=/path/to/libkairos.so", "");
     unsigned mask = ~0u;
@@ -278,14 +248,8 @@ int cmd_run(int argc, char **argv)
     free(list);
     list = NULL;
 
-    const char *old = getenv("LD_PRELOAD");
-    size_t len = strlen(shim) + (old ? strlen(old) : 0) + 2;
-    char *preload = malloc(len);
-    if (!preload)
+    if (shim_path_preload(shim))
         return run_error("out of memory", "");
-    snprintf(preload, len, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
-    setenv("LD_PRELOAD", preload, 1);
-    free(preload);
     setenv("KAIROS_TENANT", name, 1);
     if (strcmp(socket_path, KAIROS_DEFAULT_SOCKET))
         setenv("KAIROS_SOCKET", socket_path, 1);

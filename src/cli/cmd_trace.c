@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/shim_path.h"
 #include "cli/trace_print.h"
 #include "core/trace_record.h"
 #include "core/trace_session.h"
@@ -166,49 +167,12 @@ static int replay_stream(struct reader *r, FILE *in)
 
 /* ---- running a command ---------------------------------------------------------------- */
 
-static bool readable(const char *path)
-{
-    return access(path, R_OK) == 0;
-}
-
-/* Finds libkairos.so: $KAIROS_SHIM, else next to the kairos binary (build tree or
- * installed layout). */
-static int find_shim(char *out, size_t cap)
-{
-    const char *env = getenv("KAIROS_SHIM");
-    if (env && *env) {
-        snprintf(out, cap, "%s", env);
-        return readable(out) ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
-    static const char *const rel[] = {"../shim/libkairos.so", "../lib/kairos/libkairos.so",
-                                      "../lib/libkairos.so", "libkairos.so"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        int n_out = snprintf(out, cap, "%s/%s", exe, rel[i]);
-        if (n_out > 0 && (size_t)n_out < cap && readable(out))
-            return 0;
-    }
-    return -1;
-}
-
 static void exec_traced(char **command, const char *shim, int trace_fd)
 {
     char fd_text[16];
     snprintf(fd_text, sizeof fd_text, "%d", trace_fd);
-    const char *old = getenv("LD_PRELOAD");
-    size_t len = strlen(shim) + (old ? strlen(old) + 2 : 1);
-    char *preload = malloc(len);
-    if (!preload)
+    if (shim_path_preload(shim))
         _exit(127);
-    snprintf(preload, len, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
-    setenv("LD_PRELOAD", preload, 1);
     setenv("KAIROS_TRACE_FD", fd_text, 1);
     execvp(command[0], command);
     fprintf(stderr, "kairos trace: cannot run '%s': %s\n", command[0], strerror(errno));
@@ -248,7 +212,7 @@ static int exit_code_of(int status)
 static int run_traced(struct reader *r, char **command)
 {
     char shim[PATH_MAX];
-    if (find_shim(shim, sizeof shim)) {
+    if (shim_path_find(shim, sizeof shim)) {
         fprintf(stderr,
                 "kairos trace: cannot find libkairos.so next to kairos; build it, or set "
                 "KAIROS_SHIM=/path/to/libkairos.so\n");

@@ -2,6 +2,8 @@
  * reservations. Pure bookkeeping; see ledger.h for the rules it enforces. */
 #include "daemon/ledger.h"
 
+#include "core/tenant_name.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,17 +20,7 @@ static uint64_t sat_sub(uint64_t a, uint64_t b)
 
 bool ledger_name_valid(const char *name)
 {
-    size_t n = strnlen(name, KAIROS_NAME_MAX);
-    if (n == 0 || n >= KAIROS_NAME_MAX || name[0] == '.' || name[0] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
-        if (!ok)
-            return false;
-    }
-    return true;
+    return tenant_name_valid(name);
 }
 
 int ledger_init(struct ledger *l, unsigned n_gpus)

@@ -23,6 +23,23 @@ int algo_bestfit_option(const struct state *s, int w)
     return algo_smallest_option(s, w);
 }
 
+int algo_whole_option(const struct state *s, int w)
+{
+    return st_need(s, w, PLAN_OPTION_WHOLE) >= 0 ? PLAN_OPTION_WHOLE : -1;
+}
+
+int *algo_choose(const struct state *s, int (*pick)(const struct state *s, int w))
+{
+    int *choice = malloc(((size_t)s->in->n_workloads + 1) * sizeof(int));
+    if (!choice)
+        return NULL;
+    for (int w = 0; w < s->in->n_workloads; w++)
+        choice[w] = -1;
+    for (int i = 0; i < s->n_wl; i++)
+        choice[s->wl[i]] = pick(s, s->wl[i]);
+    return choice;
+}
+
 int algo_area_option(const struct state *s, int w)
 {
     int best = -1;

@@ -10,14 +10,10 @@
 
 int algo_gpulet(struct state *s)
 {
-    int *choice = malloc(((size_t)s->in->n_workloads + 1) * sizeof(int));
+    int *choice = algo_choose(s, algo_area_option);
     int rc;
     if (!choice)
         return -ENOMEM;
-    for (int w = 0; w < s->in->n_workloads; w++)
-        choice[w] = -1;
-    for (int i = 0; i < s->n_wl; i++)
-        choice[s->wl[i]] = algo_area_option(s, s->wl[i]);
     rc = algo_fuse(s, choice);
     rc = rc ? rc : algo_pack_ffd(s);
     free(choice);

@@ -23,11 +23,6 @@
 
 typedef int (*kairos_choice_fn)(const struct state *s, int w);
 
-static int kairos_whole_option(const struct state *s, int w)
-{
-    return st_need(s, w, PLAN_OPTION_WHOLE) >= 0 ? PLAN_OPTION_WHOLE : -1;
-}
-
 struct kairos_start {
     kairos_choice_fn choose;
     int fuse;          /* 0: one instance each at its exact time */
@@ -40,21 +35,17 @@ static const struct kairos_start kairos_starts[] = {
     {algo_area_option, 1, 1, 1},       /* cost-aware */
     {algo_area_option, 1, 0, 0},       /* GPUlet-MIG's multiset */
     {algo_bestfit_option, 0, 0, 0},    /* Best-fit-MIG's multiset */
-    {kairos_whole_option, 1, 0, 0},    /* Temporal's multiset */
+    {algo_whole_option, 1, 0, 0},      /* Temporal's multiset */
 };
 
 #define KAIROS_N_STARTS (sizeof(kairos_starts) / sizeof(kairos_starts[0]))
 
 static int kairos_build(struct state *s, const struct kairos_start *k)
 {
-    int *choice = malloc(((size_t)s->in->n_workloads + 1) * sizeof(int));
+    int *choice = algo_choose(s, k->choose);
     int rc;
     if (!choice)
         return -ENOMEM;
-    for (int w = 0; w < s->in->n_workloads; w++)
-        choice[w] = -1;
-    for (int i = 0; i < s->n_wl; i++)
-        choice[s->wl[i]] = k->choose(s, s->wl[i]);
     rc = k->fuse ? algo_fuse(s, choice) : algo_alone(s, choice, 0);
     if (!rc && k->migrate)
         rc = algo_migrate_up(s);

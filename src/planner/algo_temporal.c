@@ -9,16 +9,10 @@
 
 int algo_temporal(struct state *s)
 {
-    int *choice = malloc(((size_t)s->in->n_workloads + 1) * sizeof(int));
+    int *choice = algo_choose(s, algo_whole_option);
     int rc;
     if (!choice)
         return -ENOMEM;
-    for (int w = 0; w < s->in->n_workloads; w++)
-        choice[w] = -1;
-    for (int i = 0; i < s->n_wl; i++) {
-        int w = s->wl[i];
-        choice[w] = st_need(s, w, PLAN_OPTION_WHOLE) >= 0 ? PLAN_OPTION_WHOLE : -1;
-    }
     rc = algo_fuse(s, choice);
     rc = rc ? rc : algo_pack_ffd(s);
     free(choice);

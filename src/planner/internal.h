@@ -69,6 +69,10 @@ long st_score(const struct state *s);
 int algo_smallest_option(const struct state *s, int w);      /* -1 if none */
 int algo_bestfit_option(const struct state *s, int w);       /* smallest at t = 100 % */
 int algo_area_option(const struct state *s, int w);          /* min compute x time */
+int algo_whole_option(const struct state *s, int w);         /* the whole GPU, or -1 */
+/* One option per workload chosen by pick (-1 for workloads outside this pool); the
+ * caller frees it. NULL when out of memory. */
+int *algo_choose(const struct state *s, int (*pick)(const struct state *s, int w));
 /* Put each workload alone on its chosen option (choice[w] by global id, -1: skip). */
 int algo_fuse(struct state *s, const int *choice);            /* FFD in time per option */
 int algo_alone(struct state *s, const int *choice, int full_time);

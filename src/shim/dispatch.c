@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/bytes.h"
 #include "core/objtree.h"
 #include "core/rm_decode.h"
 #include "core/rm_names.h"
@@ -287,20 +288,6 @@ int shim_fcntl(const struct shim_real *r, bool is64, int fd, int cmd, int iarg, 
 
 /* ---- ioctl ------------------------------------------------------------------------- */
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* The argument size the driver copies for a request on this node (0: unknown). */
 static size_t arg_size(enum rm_node node, uint32_t request)
 {
@@ -333,12 +320,12 @@ static bool params_of(uint32_t request, const uint8_t *arg, size_t len, uint64_t
     }
     if (!arg || len < sz)
         return false;
-    *ptr = rd64(arg + 16);
-    *size = rd32(arg + off_size);
-    *status = rd32(arg + off_status);
+    *ptr = bytes_u64(arg + 16);
+    *size = bytes_u32(arg + off_size);
+    *status = bytes_u32(arg + off_status);
     /* RM copies an allocation's parameters by the class's own size, not paramsSize
      * (CUDA leaves paramsSize 0 in NVOS64), so read what RM wrote. */
-    uint32_t class_size = nr == RM_NR_ALLOC ? rm_class_params_size(rd32(arg + 12)) : 0;
+    uint32_t class_size = nr == RM_NR_ALLOC ? rm_class_params_size(bytes_u32(arg + 12)) : 0;
     if (class_size)
         *size = class_size;
     return true;

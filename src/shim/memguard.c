@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/bytes.h"
 #include "core/rm_abi.h"
 #include "shim/agent.h"
 #include "shim/settings.h"
@@ -190,20 +191,6 @@ int memguard_first_gpu_use(const struct shim_real *r)
 
 /* ---- recognising an allocation before the call ------------------------------------ */
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static uint64_t round_up(uint64_t v, uint64_t to)
 {
     return (v + to - 1) / to * to;
@@ -219,17 +206,17 @@ static bool read_rm_alloc(uint32_t size, const void *arg, struct pending_alloc *
     uint8_t args[sizeof(struct rm_alloc64_args)];
     if (tracer_safe_copy(args, arg, size) != size)
         return false;
-    if (rd32(args + 12) != RM_CLASS_NV01_MEMORY_LOCAL_USER)
+    if (bytes_u32(args + 12) != RM_CLASS_NV01_MEMORY_LOCAL_USER)
         return false;
     uint8_t params[sizeof(struct rm_memory_alloc_params)];
-    const void *pp = (const void *)(uintptr_t)rd64(args + 16);
+    const void *pp = (const void *)(uintptr_t)bytes_u64(args + 16);
     if (tracer_safe_copy(params, pp, sizeof params) != sizeof params)
         return false;
-    uint32_t attr2 = rd32(params + offsetof(struct rm_memory_alloc_params, attr2));
-    uint64_t want = rd64(params + offsetof(struct rm_memory_alloc_params, size));
+    uint32_t attr2 = bytes_u32(params + offsetof(struct rm_memory_alloc_params, attr2));
+    uint64_t want = bytes_u64(params + offsetof(struct rm_memory_alloc_params, size));
     bool huge_512m = ((attr2 >> 20) & 3u) == 2u;
-    a->h_client = rd32(args);
-    a->h_parent = rd32(args + 4);
+    a->h_client = bytes_u32(args);
+    a->h_parent = bytes_u32(args + 4);
     a->bytes = round_up(want ? want : 1, huge_512m ? PAGE_512M : PAGE_2M);
     return true;
 }
@@ -239,7 +226,7 @@ static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
     uint8_t args[RM_VIDHEAP_SIZE];
     if (tracer_safe_copy(args, arg, sizeof args) != sizeof args)
         return false;
-    uint32_t fn = rd32(args + RM_VIDHEAP_OFF_FUNCTION);
+    uint32_t fn = bytes_u32(args + RM_VIDHEAP_OFF_FUNCTION);
     size_t off_attr = RM_VIDHEAP_OFF_ATTR, off_size = RM_VIDHEAP_OFF_SIZE;
     if (fn == RM_VIDHEAP_ALLOC_TILED_PITCH_HEIGHT)
         off_attr = RM_VIDHEAP_OFF_ATTR_TILED;
@@ -247,12 +234,12 @@ static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
         off_size = RM_VIDHEAP_OFF_SIZE_RANGE;
     else if (fn != RM_VIDHEAP_ALLOC_SIZE)
         return false;
-    if ((rd32(args + 52) & RM_MEMFLAG_VIRTUAL) ||
-        RM_ATTR_LOCATION(rd32(args + off_attr)) != RM_ATTR_LOCATION_VIDMEM)
+    if ((bytes_u32(args + 52) & RM_MEMFLAG_VIRTUAL) ||
+        RM_ATTR_LOCATION(bytes_u32(args + off_attr)) != RM_ATTR_LOCATION_VIDMEM)
         return false;
-    a->h_client = rd32(args + RM_VIDHEAP_OFF_CLIENT);
-    a->h_parent = rd32(args + RM_VIDHEAP_OFF_PARENT);
-    a->bytes = round_up(rd64(args + off_size) ? rd64(args + off_size) : 1, PAGE_2M);
+    a->h_client = bytes_u32(args + RM_VIDHEAP_OFF_CLIENT);
+    a->h_parent = bytes_u32(args + RM_VIDHEAP_OFF_PARENT);
+    a->bytes = round_up(bytes_u64(args + off_size) ? bytes_u64(args + off_size) : 1, PAGE_2M);
     return true;
 }
 
@@ -430,12 +417,12 @@ void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
     if (quota == UNLIMITED)
         return;
     uint64_t free_kib = held >= quota ? 0 : (quota - held) >> 10;
-    uint32_t count = rd32(params);
+    uint32_t count = bytes_u32(params);
     if (count > RM_FB_INFO_MAX)
         count = RM_FB_INFO_MAX;
     for (uint32_t i = 0; i < count; i++) {
         uint8_t *entry = params + 4 + 8 * i;
-        uint32_t index = rd32(entry), data = rd32(entry + 4);
+        uint32_t index = bytes_u32(entry), data = bytes_u32(entry + 4);
         uint64_t shown = data;
         if (index == RM_FB_INFO_HEAP_SIZE || index == RM_FB_INFO_TOTAL_RAM_SIZE ||
             index == RM_FB_INFO_USABLE_RAM_SIZE)

@@ -5,24 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tenant_name.h"
 #include "core/units.h"
 
 static struct settings current;
-
-static bool valid_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n == 0 || n >= KAIROS_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
-        if (!ok)
-            return false;
-    }
-    return true;
-}
 
 void settings_parse(struct settings *s, const char *tenant, const char *socket_path,
                     const char *mem, const char *on_down, const char *log)
@@ -44,13 +30,13 @@ void settings_parse(struct settings *s, const char *tenant, const char *socket_p
         }
     }
     if (tenant && *tenant) {
-        if (valid_name(tenant)) {
+        if (tenant_name_valid(tenant)) {
             snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
             s->mode = SETTINGS_TENANT;
             return;
         }
         snprintf(s->problem, sizeof s->problem,
-                 "KAIROS_TENANT='%.40s' is not a tenant name ([A-Za-z0-9._-], at most 63)",
+                 "KAIROS_TENANT='%.40s' is not a tenant name (1-63 of [A-Za-z0-9._-], not starting with '.' or '-')",
                  tenant);
         s->mode = SETTINGS_TENANT; /* a bad name must not mean "no quota": fail closed */
         s->tenant[0] = 0;
