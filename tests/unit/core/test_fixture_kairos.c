@@ -127,11 +127,35 @@ static void test_pytorch_training(void **state)
     trace_session_free(s);
 }
 
+/* Managed memory never crosses the driver boundary: the program's 1 GiB took
+ * 1024 MiB of the GPU (its own output), yet the only device memory the calls show
+ * is the context's, the same 518 MiB as in the CUDA program above. This is why a
+ * quota at this boundary does not charge managed memory (docs/memory.md). */
+static void test_managed_memory_is_invisible(void **state)
+{
+    (void)state;
+    struct sizes sizes = {.n = 0};
+    struct trace_summary sum;
+    struct trace_session *s;
+    replay_matches_live("h200-580.159.04-cuda13.0-managed-1g", &sizes, &sum, &s);
+    for (size_t i = 0; i < sizes.n; i++)
+        assert_true(sizes.v[i] < 0x40000000);
+    assert_int_equal(sum.vidmem_allocated, 543162368); /* 518 MiB: the context only */
+    FILE *f = fopen(fixture_path("h200-580.159.04-cuda13.0-managed-1g.stdout"), "r");
+    assert_non_null(f);
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, "free_drop_after_touch_mib=1024.0"));
+    fclose(f);
+    trace_session_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cuda_program),
         cmocka_unit_test(test_pytorch_training),
+        cmocka_unit_test(test_managed_memory_is_invisible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
