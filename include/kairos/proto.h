@@ -25,6 +25,10 @@
  *             - a CHARGE of 0 bytes is a query: the GRANT carries the tenant's
  *               quota and holdings on that GPU, nothing is reserved and no COMMIT
  *               follows (the shim's memory view uses it).
+ *             - TIME_POLICY (daemon -> shim, unsolicited, no reply): the time
+ *               control a process applies to its channel groups on one GPU. A
+ *               shim receives it between the replies it waits for, on the same
+ *               connection, and must accept it at any time after WELCOME.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -58,6 +62,7 @@ enum kairos_msg_type {
     KAIROS_MSG_WELCOME = 34,    /* reply to HELLO */
     KAIROS_MSG_GRANT = 35,      /* reply to CHARGE */
     KAIROS_MSG_PS_REPLY = 36,   /* one tenant per message; the last has KAIROS_PS_LAST */
+    KAIROS_MSG_TIME_POLICY = 37, /* daemon -> shim, unsolicited, no reply: time control */
 };
 
 struct kairos_hdr {
@@ -161,7 +166,33 @@ struct kairos_ps_reply {
     uint32_t pids[KAIROS_PS_MAX_PIDS];
 };
 
+/* TIME_POLICY: what a process does with its channel groups on one GPU.
+ *   timeslice_us   set on every channel group (SET_TIMESLICE), including later ones;
+ *                  0 leaves the driver's own.
+ *   period_us > 0  strict windows: the process may run only in
+ *                  [phase_us, phase_us + duty_us) of every period, counted from
+ *                  epoch_ns on CLOCK_MONOTONIC (the daemon's clock, the same on the
+ *                  node), so the windows of different processes line up without a
+ *                  message per window; outside them it is paused (channels
+ *                  disabled, doorbells write-protected). duty_us == period_us: never
+ *                  paused; duty_us == 0: always paused.
+ *   period_us == 0 no windows: never paused.
+ *   seq            increases with every policy; a shim ignores an older one. */
+#define KAIROS_TIME_LATENCY 0x1u /* flags: a latency tenant (informational) */
+struct kairos_time_policy {
+    uint32_t gpu;
+    uint32_t flags;
+    uint64_t seq;
+    uint64_t timeslice_us;
+    uint64_t epoch_ns;
+    uint32_t period_us;
+    uint32_t phase_us;
+    uint32_t duty_us;
+    uint32_t pad;
+};
+
 static_assert(sizeof(struct kairos_hdr) == 16, "header");
+static_assert(sizeof(struct kairos_time_policy) == 48, "time policy");
 static_assert(sizeof(struct kairos_charge) == 24, "charge");
 static_assert(sizeof(struct kairos_commit) == 32, "commit");
 static_assert(sizeof(struct kairos_hello) == 200, "hello");
