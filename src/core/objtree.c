@@ -457,13 +457,13 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
     struct objtree_effect scratch;
     struct objtree_effect *e = effect ? effect : &scratch;
     memset(e, 0, sizeof *e);
+    /* Roots are independent subtrees: destroying one unlinks only itself from the
+     * list of roots, so the next pointer taken before stays valid. */
     struct obj *o = tree->roots;
     while (o) {
         struct obj *next = o->root_next;
-        if (o->file_id == file_id) {
+        if (o->file_id == file_id)
             destroy_subtree(tree, o, e);
-            next = tree->roots; /* the list changed under us: start over */
-        }
         o = next;
     }
     for (size_t i = 0; i < tree->n_pending; i++)
