@@ -392,6 +392,7 @@ int timectl_pause(uint32_t gpu)
 {
     if (gpu >= KAIROS_MAX_GPUS)
         return -EINVAL;
+    atomic_store(&tc_on, true); /* the allocation hooks now matter */
     pthread_mutex_lock(&tc_op_mu);
     if (!atomic_load(&tc_paused[gpu])) {
         ensure_handler();
@@ -516,14 +517,14 @@ static void *control_thread(void *unused)
             if (s->ts_dirty) {
                 s->ts_dirty = false;
                 uint64_t us = s->pol.timeslice_us;
-                if (us) {
+                if (us) { /* 0 leaves what was set (the driver's own, or ours before) */
                     atomic_store(&tc_timeslice[g], us);
                     pthread_mutex_unlock(&tc_mu);
                     all_timeslices(g, us);
                     pthread_mutex_lock(&tc_mu);
                     acted = true;
+                    continue;
                 }
-                continue;
             }
             uint64_t next;
             bool want = timectl_window_paused(&s->pol, mono_ns(), &next);
