@@ -122,6 +122,14 @@ static void disable_channels(int fd, uint32_t client, uint32_t subdevice, const 
 
 /* ---- object-tree lookups (under the state lock, briefly) ----------------------------- */
 
+/* The GPU of an object; one the tree cannot place (its device's allocation was
+ * not read) counts as GPU 0, the single-GPU case. */
+static int gpu_of(const struct objtree *t, uint32_t client, uint32_t object)
+{
+    int g = objtree_gpu_of(t, client, object);
+    return g < 0 ? 0 : g;
+}
+
 struct tc_target {
     uint32_t client, handle, subdevice;
     int fd;
@@ -147,13 +155,13 @@ static size_t list_targets(enum rm_class_kind kind, uint32_t gpu, struct tc_targ
         nr = nr < TC_LIST_MAX ? nr : TC_LIST_MAX;
         ns = ns < TC_LIST_MAX ? ns : TC_LIST_MAX;
         for (size_t i = 0; i < nr; i++) {
-            if (objtree_gpu_of(t, refs[i].h_client, refs[i].h_object) != (int)gpu)
+            if (gpu_of(t, refs[i].h_client, refs[i].h_object) != (int)gpu)
                 continue;
             struct tc_target x = {refs[i].h_client, refs[i].h_object, 0, -1};
             if (kind == RM_KIND_CHANNEL) {
                 for (size_t j = 0; j < ns && !x.subdevice; j++)
                     if (subs[j].h_client == x.client &&
-                        objtree_gpu_of(t, subs[j].h_client, subs[j].h_object) == (int)gpu)
+                        gpu_of(t, subs[j].h_client, subs[j].h_object) == (int)gpu)
                         x.subdevice = subs[j].h_object;
                 if (!x.subdevice)
                     continue;
@@ -437,14 +445,14 @@ void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
     struct objtree_ref ref;
     struct objtree *t = state_lock();
     if (t && objtree_lookup(t, h_client, h_object, &ref)) {
-        gpu = objtree_gpu_of(t, h_client, h_object);
+        gpu = gpu_of(t, h_client, h_object);
         fd = fdtable_fd_of_file(ref.file_id);
         if (!tsg && gpu >= 0) {
             struct objtree_ref subs[64];
             size_t ns = objtree_list(t, RM_KIND_SUBDEVICE, subs, 64);
             for (size_t j = 0; j < ns && j < 64 && !subdevice; j++)
                 if (subs[j].h_client == h_client &&
-                    objtree_gpu_of(t, subs[j].h_client, subs[j].h_object) == gpu)
+                    gpu_of(t, subs[j].h_client, subs[j].h_object) == gpu)
                     subdevice = subs[j].h_object;
         }
     }

