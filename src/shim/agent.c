@@ -4,6 +4,12 @@
  * socket this file owns. Replies are checked as strictly as the daemon checks
  * requests: magic, version, type, size and sequence number must all match, or the
  * connection is dropped and the caller treats the daemon as gone.
+ *
+ * Every receive happens under agent_mu. The daemon may push TIME_POLICY at any
+ * time after WELCOME: a requester waiting for its reply dispatches the pushes it
+ * reads first and keeps waiting; agent_service (the watcher thread) reads the
+ * pushes that arrive while nobody waits, with MSG_DONTWAIT. The handler runs with
+ * agent_mu held and must not call back into the agent.
  */
 #include "shim/agent.h"
 
@@ -27,6 +33,7 @@ static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int agent_fd = -1;
 static uint32_t agent_seq;
 static const struct shim_real *agent_real;
+static _Atomic(agent_policy_fn *) agent_policy_handler;
 
 static void drop_locked(void)
 {
@@ -49,49 +56,98 @@ static int send_msg(int fd, uint16_t type, uint32_t seq, const void *body, uint3
     return n == (ssize_t)(sizeof h + size) ? 0 : -EPROTO;
 }
 
-/* Waits for the reply to seq: fills body (want_size bytes) for type want, or the
- * error text for KAIROS_MSG_ERROR (returned as -EPERM). */
+/* One message as read from the socket. */
+union agent_msg {
+    struct {
+        struct kairos_hdr h;
+        uint8_t body[sizeof(struct kairos_ps_reply)];
+    } m;
+    uint8_t raw[sizeof(struct kairos_hdr) + sizeof(struct kairos_ps_reply)];
+};
+
+/* Reads one message (flags: 0 or MSG_DONTWAIT). Returns its length, -EAGAIN when
+ * none is waiting, -ECONNRESET at end of stream, -EPROTO when it is malformed. */
+static ssize_t recv_one(int fd, union agent_msg *buf, int flags)
+{
+    ssize_t n;
+    do {
+        n = recv(fd, buf->raw, sizeof buf->raw, flags);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return -ECONNRESET;
+    if (n < 0)
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    const struct kairos_hdr *h = &buf->m.h;
+    if ((size_t)n < sizeof *h || h->magic != KAIROS_PROTO_MAGIC ||
+        h->version != KAIROS_PROTO_VERSION || h->size != n - (ssize_t)sizeof *h)
+        return -EPROTO;
+    return n;
+}
+
+/* An unsolicited message: hands a TIME_POLICY to the handler. True if it was one
+ * (whatever its seq: pushes are numbered by the daemon, not by us). */
+static bool dispatch_push_locked(const union agent_msg *buf)
+{
+    if (buf->m.h.type != KAIROS_MSG_TIME_POLICY)
+        return false;
+    if (buf->m.h.size != sizeof(struct kairos_time_policy))
+        return true; /* a push we cannot read: ignored, like an older policy */
+    struct kairos_time_policy tp;
+    memcpy(&tp, buf->m.body, sizeof tp);
+    agent_policy_fn *fn = atomic_load(&agent_policy_handler);
+    if (fn)
+        fn(&tp);
+    return true;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for the reply to seq, dispatching pushes that arrive first: fills body
+ * (want_size bytes) for type want, or the error text for KAIROS_MSG_ERROR
+ * (returned as -EPERM). */
 static int recv_reply(int fd, uint32_t seq, uint16_t want, void *body, uint32_t want_size,
                       char *err, size_t err_len)
 {
-    union {
-        struct {
-            struct kairos_hdr h;
-            uint8_t body[sizeof(struct kairos_ps_reply)];
-        } m;
-        uint8_t raw[sizeof(struct kairos_hdr) + sizeof(struct kairos_ps_reply)];
-    } buf;
-    struct pollfd p = {fd, POLLIN, 0};
-    int rc;
-    do {
-        rc = poll(&p, 1, AGENT_REPLY_TIMEOUT_MS);
-    } while (rc < 0 && errno == EINTR);
-    if (rc == 0)
-        return -ETIMEDOUT;
-    if (rc < 0)
-        return -errno;
-    ssize_t n;
-    do {
-        n = recv(fd, buf.raw, sizeof buf.raw, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return n == 0 ? -ECONNRESET : -errno;
-    const struct kairos_hdr *h = &buf.m.h;
-    if ((size_t)n < sizeof *h || h->magic != KAIROS_PROTO_MAGIC ||
-        h->version != KAIROS_PROTO_VERSION || h->seq != seq || h->size != n - (ssize_t)sizeof *h)
-        return -EPROTO;
-    if (h->type == KAIROS_MSG_ERROR && h->size == sizeof(struct kairos_error)) {
-        struct kairos_error e;
-        memcpy(&e, buf.m.body, sizeof e);
-        e.message[sizeof e.message - 1] = 0;
-        if (err && err_len)
-            snprintf(err, err_len, "%s", e.message);
-        return -EPERM;
+    union agent_msg buf;
+    int64_t deadline = now_ms() + AGENT_REPLY_TIMEOUT_MS;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = {fd, POLLIN, 0};
+        int rc = poll(&p, 1, (int)left);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc == 0)
+            return -ETIMEDOUT;
+        if (rc < 0)
+            return -errno;
+        ssize_t n = recv_one(fd, &buf, 0);
+        if (n < 0)
+            return (int)n;
+        if (dispatch_push_locked(&buf))
+            continue;
+        const struct kairos_hdr *h = &buf.m.h;
+        if (h->seq != seq)
+            return -EPROTO;
+        if (h->type == KAIROS_MSG_ERROR && h->size == sizeof(struct kairos_error)) {
+            struct kairos_error e;
+            memcpy(&e, buf.m.body, sizeof e);
+            e.message[sizeof e.message - 1] = 0;
+            if (err && err_len)
+                snprintf(err, err_len, "%s", e.message);
+            return -EPERM;
+        }
+        if (h->type != want || h->size != want_size)
+            return -EPROTO;
+        memcpy(body, buf.m.body, want_size);
+        return 0;
     }
-    if (h->type != want || h->size != want_size)
-        return -EPROTO;
-    memcpy(body, buf.m.body, want_size);
-    return 0;
 }
 
 static int exchange_locked(uint16_t type, const void *body, uint32_t size, uint16_t want,
@@ -189,20 +245,42 @@ int agent_release(uint32_t gpu, uint64_t bytes)
     return rc;
 }
 
-int agent_wait_hangup(int timeout_ms)
+void agent_set_policy_handler(agent_policy_fn *fn)
+{
+    atomic_store(&agent_policy_handler, fn);
+}
+
+int agent_service(int timeout_ms)
 {
     int fd = atomic_load(&agent_fd);
     if (fd < 0)
         return -ENOTCONN;
-    struct pollfd p = {fd, POLLRDHUP, 0}; /* not POLLIN: replies belong to the requester */
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
     int rc = poll(&p, 1, timeout_ms);
-    if (rc <= 0 || !(p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)))
+    if (rc <= 0)
         return 0;
+    /* Pushes, and the end of the stream, are read under the mutex: a requester
+     * holding it owns the socket until its reply is in, and dispatches what it
+     * meets on the way, so whatever is left here is unsolicited. */
     pthread_mutex_lock(&agent_mu);
-    if (atomic_load(&agent_fd) == fd)
-        drop_locked();
+    rc = 0;
+    if (atomic_load(&agent_fd) == fd) {
+        for (;;) {
+            union agent_msg buf;
+            ssize_t n = recv_one(fd, &buf, MSG_DONTWAIT);
+            if (n == -EAGAIN)
+                break;
+            if (n < 0 || !dispatch_push_locked(&buf)) {
+                drop_locked(); /* hung up, failed, or a reply nobody asked for */
+                rc = -ENOTCONN;
+                break;
+            }
+        }
+    } else {
+        rc = atomic_load(&agent_fd) < 0 ? -ENOTCONN : 0;
+    }
     pthread_mutex_unlock(&agent_mu);
-    return -ENOTCONN;
+    return rc;
 }
 
 bool agent_connected(void)

@@ -7,6 +7,10 @@
  * shim's close/dup2 tell the agent when the application closes or replaces it,
  * so protocol bytes never reach one of the application's files.
  *
+ * TIME_POLICY pushes are read under the same mutex and handed to the handler set
+ * with agent_set_policy_handler (timectl.h), by a requester waiting for its reply
+ * or by agent_service, the watcher thread's call.
+ *
  * Thread rules: all functions are thread-safe (one mutex around each exchange);
  * never called with the shim's state lock held.
  */
@@ -40,9 +44,16 @@ int agent_commit(const struct kairos_commit *commit);
 int agent_release(uint32_t gpu, uint64_t bytes);
 
 bool agent_connected(void);
-/* Waits up to timeout_ms for the daemon to hang up the connection. Returns 0 on
- * timeout (still connected), -ENOTCONN when there is no connection (any more). */
-int agent_wait_hangup(int timeout_ms);
+/* Receives a TIME_POLICY pushed by the daemon. Called with the agent's mutex held,
+ * from whichever thread read it (a requester or agent_service): it must be quick
+ * and must not call the agent. */
+typedef void agent_policy_fn(const struct kairos_time_policy *policy);
+void agent_set_policy_handler(agent_policy_fn *fn);
+
+/* The watcher's call: waits up to timeout_ms for the daemon to push a message or
+ * hang up; dispatches pushes. Returns 0 while connected, -ENOTCONN when there is
+ * no connection (any more: hang-up, error, or an unexpected message). */
+int agent_service(int timeout_ms);
 /* The application closed or replaced descriptor fd: forget it if it was ours. */
 bool agent_owns_fd(int fd);
 void agent_forget(void);

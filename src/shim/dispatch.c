@@ -27,6 +27,7 @@
 #include "shim/fdtable.h"
 #include "shim/memguard.h"
 #include "shim/state.h"
+#include "shim/timectl.h"
 #include "shim/tracer.h"
 
 #define USER_ADDR_MAX (1ull << 47)
@@ -482,6 +483,8 @@ static void apply_call(const struct shim_real *r, struct call_frame *f,
     if (t)
         (void)objtree_apply(t, f->fi->file_id, map_file, &op, eff);
     state_unlock();
+    if (op.kind == RM_OP_ALLOC && op.ok && timectl_active())
+        timectl_after_alloc(op.h_client, op.h_object, op.h_class);
 }
 
 static void trace_call(const struct call_frame *f, struct tracer_scratch *sc, size_t before_len,
@@ -514,6 +517,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
                         unsigned long request, void *arg)
 {
     struct call_frame f = {.fi = fi, .fd = fd, .req = (uint32_t)request};
+    timectl_set_real(r); /* time controls go through the same table, untraced */
     f.xfer = is_xfer(fi->node, f.req);
     f.in_req = f.req;
     f.in_arg = arg;
@@ -574,6 +578,8 @@ static void forget_range(uint64_t addr, uint64_t len)
     struct objtree *t = state_lock();
     bool had = t && objtree_munmap(t, addr, len);
     state_unlock();
+    if (had)
+        timectl_unmapped(addr, len);
     if (had && tracer_on())
         tracer_emit_munmap(addr, len);
 }
@@ -597,11 +603,14 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
         forget_range(a, len); /* MAP_FIXED replaced what was there */
     if (cls == FDT_NVIDIA) {
         if (p != MAP_FAILED) {
+            enum objtree_map_kind kind = OBJTREE_MAP_NONE;
             struct objtree *t = state_lock();
             if (t)
-                (void)objtree_mmap(t, fi.file_id, a, len);
+                kind = objtree_mmap(t, fi.file_id, a, len);
             state_note_mapping_locked(a, len);
             state_unlock();
+            if (kind == OBJTREE_MAP_DOORBELL) /* gated while paused (timectl.h) */
+                timectl_doorbell_mapped(a, len, prot, fi.node == RM_NODE_DEV ? fi.minor : -1);
         }
         if (tracing) {
             struct trace_rec rec;

@@ -236,3 +236,21 @@ void fdtable_reset_locked(void)
     files_len = files_cap = 0;
     live_descriptors = 0;
 }
+
+int fdtable_fd_of_file(uint64_t file_id)
+{
+    if (!file_id)
+        return -1;
+    for (unsigned hi = 0; hi < FDT_TOP; hi++) {
+        fdt_entry *chunk = atomic_load_explicit(&fdt_top[hi], memory_order_acquire);
+        if (!chunk)
+            continue;
+        for (unsigned lo = 0; lo < FDT_CHUNK; lo++) {
+            struct fdt_info info = {.file_id = 0};
+            if (entry_unpack(atomic_load(&chunk[lo]), &info) == FDT_NVIDIA &&
+                info.file_id == file_id)
+                return (int)(hi << FDT_CHUNK_BITS | lo);
+        }
+    }
+    return -1;
+}

@@ -54,6 +54,11 @@ enum rm_node fdtable_classify_path(int dirfd, const char *path, int *minor);
  * else device). RM_NODE_NONE for anything else. */
 enum rm_node fdtable_classify_stat(const struct stat *st, int *minor);
 
+/* Lock-free: the lowest descriptor of an open file (for controls issued on the
+ * file a client lives on), or -1 when none is open. Scans the table: for the
+ * time control's occasional use, not for the fast path. */
+int fdtable_fd_of_file(uint64_t file_id);
+
 /* ---- under the state lock ------------------------------------------------------------ */
 
 /* fd was just opened on an NVIDIA node: gives it a new file (refs 1), unless a

@@ -20,6 +20,7 @@
 #include "shim/memguard.h"
 #include "shim/settings.h"
 #include "shim/real.h"
+#include "shim/timectl.h"
 #include "shim/tracer.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
@@ -181,4 +182,5 @@ __attribute__((constructor)) static void shim_load(void)
     tracer_start_from_env();
     settings_load();
     memguard_init();
+    timectl_init();
 }

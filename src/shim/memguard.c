@@ -121,7 +121,7 @@ static void *watch_daemon(void *unused)
     (void)unused;
     unsigned backoff_ms = 100;
     for (;;) {
-        if (agent_wait_hangup(1000) == 0)
+        if (agent_service(1000) == 0)
             continue;
         pthread_mutex_lock(&mg_mu);
         char err[KAIROS_MSG_MAX];

@@ -38,6 +38,8 @@ struct fk_obj {
     uint64_t bytes;
     int gpu;
     struct fk_file *file; /* clients: the ctl file they were made on */
+    uint64_t timeslice_us; /* channel groups: the last SET_TIMESLICE (0: never set) */
+    bool disabled;         /* channels: FIFO_DISABLE_CHANNELS bDisable=1 last */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -50,6 +52,9 @@ static struct fk_obj *objs;
 static size_t n_objs, objs_cap;
 static uint32_t next_handle = 0xcaf00001u;
 static atomic_ulong n_ioctls;
+#define FK_CTL_LOG_MAX 4096
+static struct fakedrv_ctl_rec ctl_log[FK_CTL_LOG_MAX];
+static size_t n_ctl_log;
 
 static void configure_locked(void)
 {
@@ -89,6 +94,7 @@ void fakedrv_reset(int ngpus, uint64_t fb_bytes)
     }
     configured = true;
     atomic_store(&n_ioctls, 0);
+    n_ctl_log = 0;
     pthread_mutex_unlock(&mu);
 }
 
@@ -411,7 +417,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             objs = grown;
             objs_cap = cap;
         }
-        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f};
+        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false};
         *h_new = h;
         return RM_NV_OK;
     }
@@ -462,9 +468,108 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         objs_cap = cap;
     }
     fb_used[gpu] += bytes;
-    objs[n_objs++] = (struct fk_obj){h_root, h, h_parent, cls, bytes, gpu, NULL};
+    objs[n_objs++] = (struct fk_obj){h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false};
     *h_new = h;
     return RM_NV_OK;
+}
+
+/* Appends a time-control record to the in-process log and, when FAKEDRV_CTL_LOG
+ * names a file, as one line to it (for tests of the preloaded library). */
+static void log_ctl_locked(const struct fakedrv_ctl_rec *rec)
+{
+    if (n_ctl_log < FK_CTL_LOG_MAX)
+        ctl_log[n_ctl_log++] = *rec;
+    const char *path = getenv("FAKEDRV_CTL_LOG");
+    if (!path || !*path)
+        return;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                          0644);
+    if (fd < 0)
+        return;
+    char line[1400];
+    int n;
+    if (rec->cmd == FAKEDRV_CTL_SET_TIMESLICE) {
+        n = snprintf(line, sizeof line, "timeslice pid=%d client=0x%x tsg=0x%x us=%llu status=%u\n",
+                     (int)getpid(), rec->client, rec->object,
+                     (unsigned long long)rec->timeslice_us, rec->status);
+    } else {
+        n = snprintf(line, sizeof line,
+                     "disable pid=%d client=0x%x subdevice=0x%x disable=%d n=%u status=%u channels=",
+                     (int)getpid(), rec->client, rec->object, rec->disable ? 1 : 0,
+                     rec->n_channels, rec->status);
+        for (uint32_t i = 0; i < rec->n_channels && i < 64 && n > 0 && n < (int)sizeof line - 24;
+             i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s0x%x", i ? "," : "",
+                          rec->channels[i]);
+        if (n > 0 && n < (int)sizeof line - 1)
+            line[n++] = '\n';
+    }
+    if (n > 0)
+        (void)!syscall(SYS_write, fd, line, (size_t)n);
+    syscall(SYS_close, fd);
+}
+
+/* NVA06C SET_TIMESLICE on a channel group. */
+static uint32_t ctl_set_timeslice_locked(struct fk_obj *o, const struct rm_control_args *a)
+{
+    struct fakedrv_ctl_rec rec = {.cmd = FAKEDRV_CTL_SET_TIMESLICE, .client = a->h_client,
+                                  .object = a->h_object};
+    if (o->cls != 0xA06C)
+        rec.status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    else if (a->params_size != 8 || !a->params)
+        rec.status = RM_NV_ERR_INVALID_PARAM_STRUCT;
+    else {
+        memcpy(&rec.timeslice_us, (const void *)(uintptr_t)a->params, 8);
+        o->timeslice_us = rec.timeslice_us;
+        rec.status = RM_NV_OK;
+    }
+    log_ctl_locked(&rec);
+    return rec.status;
+}
+
+/* NV2080 FIFO_DISABLE_CHANNELS on a subdevice: the checks of the real driver
+ * plus the ones our rules demand (never rewind, never scheduling-only). */
+static uint32_t ctl_disable_channels_locked(struct fk_file *f, struct fk_obj *o,
+                                            const struct rm_control_args *a)
+{
+    struct fakedrv_ctl_rec rec = {.cmd = FAKEDRV_CTL_DISABLE_CHANNELS, .client = a->h_client,
+                                  .object = a->h_object};
+    uint8_t p[536];
+    if (o->cls != 0x2080) {
+        rec.status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
+        goto out;
+    }
+    if (a->params_size != sizeof p || !a->params) {
+        rec.status = RM_NV_ERR_INVALID_PARAM_STRUCT;
+        goto out;
+    }
+    memcpy(p, (const void *)(uintptr_t)a->params, sizeof p);
+    uint64_t event;
+    memcpy(&rec.n_channels, p + 4, 4);
+    memcpy(&event, p + 16, 8);
+    rec.disable = p[0] != 0;
+    rec.only_disable_scheduling = p[8] != 0;
+    rec.rewind_gp_put = p[9] != 0;
+    if (rec.n_channels > 64 || rec.only_disable_scheduling || rec.rewind_gp_put || event) {
+        rec.status = RM_NV_ERR_INVALID_ARGUMENT;
+        goto out;
+    }
+    memcpy(rec.clients, p + 24, 4 * 64);
+    memcpy(rec.channels, p + 280, 4 * 64);
+    for (uint32_t i = 0; i < rec.n_channels; i++) {
+        struct fk_obj *ch = find_locked(rec.clients[i], rec.channels[i]);
+        if (!client_ok_locked(rec.clients[i], f) || !ch || ch->cls != 0xC86F ||
+            ch->gpu != o->gpu) {
+            rec.status = RM_NV_ERR_INVALID_ARGUMENT;
+            goto out;
+        }
+    }
+    for (uint32_t i = 0; i < rec.n_channels; i++)
+        find_locked(rec.clients[i], rec.channels[i])->disabled = rec.disable;
+    rec.status = RM_NV_OK;
+out:
+    log_ctl_locked(&rec);
+    return rec.status;
 }
 
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
@@ -474,6 +579,10 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
     struct fk_obj *o = find_locked(a->h_client, a->h_object);
     if (!o)
         return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    if (a->cmd == 0xA06C0103u)
+        return ctl_set_timeslice_locked(o, a);
+    if (a->cmd == 0x2080110Bu)
+        return ctl_disable_channels_locked(f, o, a);
     if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO_V2) {
         if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
             return RM_NV_ERR_INVALID_PARAM_STRUCT;
@@ -702,4 +811,32 @@ uint32_t fakedrv_live_clients(void)
 uint64_t fakedrv_ioctls(void)
 {
     return atomic_load(&n_ioctls);
+}
+
+size_t fakedrv_controls(struct fakedrv_ctl_rec *out, size_t max)
+{
+    pthread_mutex_lock(&mu);
+    size_t n = n_ctl_log;
+    for (size_t i = 0; i < n && i < max; i++)
+        out[i] = ctl_log[i];
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+uint64_t fakedrv_timeslice(uint32_t client, uint32_t tsg)
+{
+    pthread_mutex_lock(&mu);
+    struct fk_obj *o = find_locked(client, tsg);
+    uint64_t v = o ? o->timeslice_us : 0;
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
+int fakedrv_channel_disabled(uint32_t client, uint32_t channel)
+{
+    pthread_mutex_lock(&mu);
+    struct fk_obj *o = find_locked(client, channel);
+    int v = !o || o->cls != 0xC86F ? -1 : o->disabled;
+    pthread_mutex_unlock(&mu);
+    return v;
 }

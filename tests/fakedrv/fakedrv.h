@@ -15,6 +15,14 @@
  * and paths that are not fake they pass through to the kernel (raw syscalls).
  * libkairos_fakedrv.so (fakedrv_preload.c) exports them under the libc names.
  *
+ * Time controls: NVA06C SET_TIMESLICE (0xA06C0103) on a channel group and NV2080
+ * FIFO_DISABLE_CHANNELS (0x2080110B) on a subdevice are checked and recorded
+ * (fakedrv_controls; and one line each to the file FAKEDRV_CTL_LOG names, for the
+ * preloaded library). FIFO_DISABLE_CHANNELS with bRewindGpPut, with
+ * bOnlyDisableScheduling=1, with a non-NULL pRunlistPreemptEvent, with more than
+ * 64 channels, or naming anything but a channel of that GPU owned through this
+ * file answers NV_ERR_INVALID_ARGUMENT.
+ *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
  * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
  *
@@ -63,5 +71,26 @@ uint64_t fakedrv_fb_free(int gpu);
 uint32_t fakedrv_live_objects(void);
 uint32_t fakedrv_live_clients(void);
 uint64_t fakedrv_ioctls(void); /* ioctls served on fake descriptors */
+
+enum fakedrv_ctl_cmd {
+    FAKEDRV_CTL_SET_TIMESLICE = 1,
+    FAKEDRV_CTL_DISABLE_CHANNELS = 2,
+};
+struct fakedrv_ctl_rec {
+    enum fakedrv_ctl_cmd cmd;
+    uint32_t client, object;  /* hClient, hObject of the control */
+    uint32_t status;          /* what the fake answered */
+    uint64_t timeslice_us;    /* SET_TIMESLICE */
+    bool disable, only_disable_scheduling, rewind_gp_put; /* FIFO_DISABLE_CHANNELS */
+    uint32_t n_channels;
+    uint32_t clients[64], channels[64];
+};
+/* The time controls received since the last reset, oldest first: copies up to max
+ * and returns how many there are (the log keeps the first 4096). */
+size_t fakedrv_controls(struct fakedrv_ctl_rec *out, size_t max);
+/* A channel group's last timeslice (0: never set or no such group). */
+uint64_t fakedrv_timeslice(uint32_t client, uint32_t tsg);
+/* 1 if the channel is disabled, 0 if not, -1 if there is no such channel. */
+int fakedrv_channel_disabled(uint32_t client, uint32_t channel);
 
 #endif /* KAIROS_TESTS_FAKEDRV_H */

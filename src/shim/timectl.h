@@ -1,0 +1,82 @@
+/* timectl.h - time control of the process's GPU work: timeslices, pause/resume.
+ *
+ * The daemon owns the policy (include/kairos/proto.h, TIME_POLICY, pushed on the
+ * agent's connection); this module owns the mechanism, applied with CUDA's own
+ * handles on the /dev/nvidiactl file each client lives on (the driver accepts a
+ * client's handles on no other file), through the real-function table, so the
+ * controls are neither traced nor guarded again:
+ *
+ *   - timeslice: NVA06C SET_TIMESLICE on every channel group (0xA06C) of the
+ *     process on the policy's GPU, and on every group created later (hooked
+ *     after the object tree applied the RM_ALLOC);
+ *   - pause: NV2080 FIFO_DISABLE_CHANNELS {bDisable=1, bOnlyDisableScheduling=0,
+ *     bRewindGpPut=0} on the client's subdevice with all the process's channels
+ *     on that GPU (64 per call), and every doorbell mapping of that GPU made
+ *     PROT_NONE; resume: the same with bDisable=0, doorbells given back their
+ *     protection. A channel created or a doorbell mapped while paused is
+ *     disabled / protected at once;
+ *   - a SIGSEGV handler: a write to a doorbell we protected waits (futex,
+ *     bounded) until resume and retries; any other fault goes to the handler
+ *     that was installed before ours (re-checked at every pause), or kills the
+ *     process as the default action would;
+ *   - a control thread that applies timeslice changes at once and follows the
+ *     strict windows (period, phase, duty from epoch_ns on CLOCK_MONOTONIC),
+ *     waking at each window edge on an absolute CLOCK_MONOTONIC deadline.
+ *
+ * Thread rules: thread-safe. Never called with the state lock held; takes it only
+ * around object-tree lookups, never across a real ioctl. The policy handler runs
+ * under the agent's mutex and only stores the policy and wakes the thread.
+ */
+#ifndef KAIROS_SHIM_TIMECTL_H
+#define KAIROS_SHIM_TIMECTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kairos/proto.h"
+#include "shim/real.h"
+
+/* Registers the policy handler with the agent (call once, at load). */
+void timectl_init(void);
+
+/* The real-function table controls are issued through (the dispatch's). */
+void timectl_set_real(const struct shim_real *r);
+
+/* A policy from the daemon (the agent's handler; tests call it directly). Ignores
+ * one older than the last for its GPU. Starts the control thread on first use. */
+void timectl_policy(const struct kairos_time_policy *p);
+
+/* True once any policy arrived (the dispatch hooks cost nothing before). */
+bool timectl_active(void);
+
+/* After the object tree applied a successful RM_ALLOC of a channel group or a
+ * channel: sets the current timeslice / disables it while paused. */
+void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class);
+
+/* A doorbell page was mapped at [addr, addr+len) with prot from /dev/nvidia<gpu>
+ * (gpu -1: unknown, then it follows every GPU's pause); munmap forgets it. */
+void timectl_doorbell_mapped(uint64_t addr, uint64_t len, int prot, int gpu);
+void timectl_unmapped(uint64_t addr, uint64_t len);
+
+/* The mechanism alone (the control thread's; tests). 0 or -errno. */
+int timectl_pause(uint32_t gpu);
+int timectl_resume(uint32_t gpu);
+bool timectl_is_paused(uint32_t gpu);
+
+/* Whether strict windows want gpu paused at now_ns, and when that changes next
+ * (*next_ns; UINT64_MAX: never). Pure; exposed for tests. */
+bool timectl_window_paused(const struct kairos_time_policy *p, uint64_t now_ns,
+                           uint64_t *next_ns);
+
+struct timectl_stats {
+    uint64_t pauses, resumes;     /* transitions made */
+    uint64_t controls_failed;     /* controls the driver refused (or ioctl errors) */
+    uint64_t doorbell_waits;      /* faults on a protected doorbell that waited */
+    uint64_t chained;             /* faults handed to the application's handler */
+};
+void timectl_stats(struct timectl_stats *s);
+
+/* Tests: stops the control thread, resumes everything, forgets the policies. */
+void timectl_reset(void);
+
+#endif /* KAIROS_SHIM_TIMECTL_H */
