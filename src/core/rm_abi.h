@@ -222,7 +222,8 @@ static_assert(sizeof(struct rm_fb_get_info_v2_params) == 1028, "FB_GET_INFO_V2")
 /* ---- classes ----------------------------------------------------------------------
  * X(id, NAME, kind, params_size). The kind says how the object tree treats it.
  * params_size is the size of the class's allocation parameters, which RM copies
- * whatever paramsSize says (CUDA passes paramsSize 0 in NVOS64); 0: unknown. */
+ * whatever paramsSize says (CUDA passes paramsSize 0 in NVOS64); 0: unknown. For
+ * NV01_DEVICE_0 it is the 4 bytes of deviceId Kairos reads, not the whole struct. */
 enum rm_class_kind {
     RM_KIND_OTHER = 0,
     RM_KIND_CLIENT,
@@ -243,7 +244,7 @@ enum rm_class_kind {
     X(0x0041, NV01_ROOT_CLIENT, RM_KIND_CLIENT, 0)                         \
     X(0x0005, NV01_EVENT, RM_KIND_EVENT, 24)                                \
     X(0x0079, NV01_EVENT_OS_EVENT, RM_KIND_EVENT, 24)                       \
-    X(0x0080, NV01_DEVICE_0, RM_KIND_DEVICE, 0)                            \
+    X(0x0080, NV01_DEVICE_0, RM_KIND_DEVICE, 4)                            \
     X(0x2080, NV20_SUBDEVICE_0, RM_KIND_SUBDEVICE, 4)                      \
     X(0x2081, NV2081_BINAPI, RM_KIND_OTHER, 0)                             \
     X(0x003E, NV01_MEMORY_SYSTEM, RM_KIND_MEMORY, 128)                       \
