@@ -84,8 +84,24 @@ static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
     return (double)u->runnable_us / g->period_us;
 }
 
+/* The most a tenant may be given: its limit; and when it did not wait, what it
+ * wanted (plus half a point to grow into). A tenant that waited wants more. */
+static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0;
+        if (!t->present || use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
+            continue;
+        double want = wanted(g, &use[i]);
+        double ran = (double)use[i].used_us / g->period_us;
+        if (want - ran < 0.05 && want < 0.9)
+            t->cap = fmin(t->cap, want + 0.005);
+    }
+}
+
 /* Weighted water-filling: targets of the active tenants sum to at most 1. */
-static void fill_targets(struct sched_gpu *g, const struct sched_usage *use)
+static void fill_targets(struct sched_gpu *g)
 {
     double cap[SCHED_MAX_TENANTS];
     bool open[SCHED_MAX_TENANTS];
@@ -94,17 +110,7 @@ static void fill_targets(struct sched_gpu *g, const struct sched_usage *use)
         struct sched_tenant *t = &g->t[i];
         t->target = 0;
         open[i] = t->present && t->active;
-        if (!open[i])
-            continue;
-        cap[i] = t->pol.limit > 0 ? t->pol.limit : 1.0;
-        /* A tenant that waited is taken to want more than it got; one that did not
-         * wait wanted only what it ran (plus a margin to grow into). */
-        if (use[i].runnable_us != SCHED_RUNNABLE_UNKNOWN) {
-            double want = wanted(g, &use[i]);
-            double ran = (double)use[i].used_us / g->period_us;
-            if (want - ran < 0.05 && want < 0.9)
-                cap[i] = fmin(cap[i], want * 1.1 + 0.01);
-        }
+        cap[i] = t->cap;
     }
     for (;;) {
         double wsum = 0;
@@ -179,6 +185,8 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
             charged[i] = t->dec.duty_us;
         sum += charged[i];
     }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        g->t[i].charged_us = g->t[i].dec.period_us ? charged[i] : (double)use[i].used_us;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         if (!t->present || !t->dec.period_us)
@@ -257,7 +265,8 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         reset_mode(g);
     }
     charge_windows(g, use);
-    fill_targets(g, use);
+    measure_caps(g, use);
+    fill_targets(g);
 
     bool drifting = false;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
@@ -271,8 +280,14 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
             g->windows = true;
     }
 
+    sched_plan(g);
+}
+
+void sched_plan(struct sched_gpu *g)
+{
     struct sched_decision next[SCHED_MAX_TENANTS];
     memset(next, 0, sizeof next);
+    fill_targets(g);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         if (!t->present)

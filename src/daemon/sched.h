@@ -56,6 +56,9 @@ struct sched_tenant {
     double target;        /* fraction of the period it is entitled to now */
     double achieved;      /* fraction of the GPU's busy time it got last period */
     double debt_us;       /* window feedback: entitled minus charged, bounded */
+    double cap;           /* most it may be given: its limit, or what it wanted */
+    double charged_us;    /* last period: used, or its whole window when it had the
+                           * GPU to itself and did not fill it */
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
 };
@@ -78,6 +81,9 @@ void sched_tenant_remove(struct sched_gpu *g, unsigned slot);
  * t[slot].dec holds the decision for the next period, t[slot].changed says
  * whether to send it. */
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS]);
+/* Decides again from the last measurements (after sched_tenant_set or
+ * sched_tenant_remove, so that a newcomer gets a policy at once). */
+void sched_plan(struct sched_gpu *g);
 const char *sched_prio_name(enum sched_prio p);
 
 #endif /* KAIROS_DAEMON_SCHED_H */

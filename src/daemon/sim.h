@@ -32,7 +32,7 @@ int sim_scenario_load(const char *path, struct sim_scenario *sc, char *err, size
 /* Per tenant results over the judged windows (after warm-up, while active). */
 struct sim_tenant_result {
     double target;        /* mean target share of the busy time */
-    double achieved;      /* mean achieved share of the busy time */
+    double achieved;      /* mean achieved share of the charged time (sched.h) */
     double gpu;           /* mean fraction of the period it ran */
     double gpu_max;       /* largest fraction of one period */
     double err_p50, err_p95; /* |achieved - target| per window, percentage points */

@@ -122,12 +122,17 @@ static bool membership(struct run *r, const struct sim_scenario *sc, size_t k)
         r->present[i] = now;
         if (now) {
             sched_tenant_set(&r->g, (unsigned)i, &sp->pol);
+            sched_plan(&r->g);
         } else {
             struct sched_decision none = {0};
             sched_tenant_remove(&r->g, (unsigned)i);
             gpu_sim_apply(&r->sim, i, &none);
+            sched_plan(&r->g);
         }
     }
+    for (size_t i = 0; changed && i < sc->n; i++)
+        if (r->present[i])
+            gpu_sim_apply(&r->sim, i, &r->g.t[i].dec);
     return changed;
 }
 
@@ -165,9 +170,9 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
-        for (size_t i = 0; i < sc->n; i++)
-            usum += (double)r->use[i].used_us;
         sched_tick(&r->g, r->use);
+        for (size_t i = 0; i < sc->n; i++)
+            usum += r->g.t[i].charged_us;
         if (r->g.active_mask != mask) {
             mask = r->g.active_mask;
             if (k + SIM_WARMUP_PERIODS > judge_from)
@@ -179,7 +184,7 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         double tshare[GPU_SIM_MAX_TENANTS], ashare[GPU_SIM_MAX_TENANTS];
         for (size_t i = 0; i < sc->n; i++) {
             tshare[i] = tsum > 0 ? target[i] / tsum : 0;
-            ashare[i] = usum > 0 ? (double)r->use[i].used_us / usum : 0;
+            ashare[i] = usum > 0 ? r->g.t[i].charged_us / usum : 0;
             double gpu = (double)r->use[i].used_us / SCHED_PERIOD_US;
             if (gpu > res->t[i].gpu_max)
                 res->t[i].gpu_max = gpu;
