@@ -181,7 +181,7 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         if (!t->present || !t->dec.period_us)
             continue;
         charged[i] = (double)use[i].used_us;
-        if (charged[i] < 0.9 * t->dec.duty_us) /* did not fill its window: whole window */
+        if (charged[i] < t->dec.duty_us) /* alone in its window: the whole window */
             charged[i] = t->dec.duty_us;
         sum += charged[i];
     }

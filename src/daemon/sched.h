@@ -57,8 +57,8 @@ struct sched_tenant {
     double achieved;      /* fraction of the GPU's busy time it got last period */
     double debt_us;       /* window feedback: entitled minus charged, bounded */
     double cap;           /* most it may be given: its limit, or what it wanted */
-    double charged_us;    /* last period: used, or its whole window when it had the
-                           * GPU to itself and did not fill it */
+    double charged_us;    /* last period: used, or at least its whole window (it
+                           * had the GPU to itself there) */
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
 };

@@ -29,13 +29,16 @@ int sim_scenario_parse(const char *name, const char *text, size_t len, struct si
                        char *err, size_t err_len);
 int sim_scenario_load(const char *path, struct sim_scenario *sc, char *err, size_t err_len);
 
-/* Per tenant results over the judged windows (after warm-up, while active). */
+/* Per tenant results over the judged windows: after warm-up, while it competes
+ * for the GPU (a tenant that got all it wanted is not judged: its target is its
+ * demand; the others' targets are then shares of what it left). */
 struct sim_tenant_result {
     double target;        /* mean target share of the busy time */
     double achieved;      /* mean achieved share of the charged time (sched.h) */
     double gpu;           /* mean fraction of the period it ran */
     double gpu_max;       /* largest fraction of one period */
     double err_p50, err_p95; /* |achieved - target| per window, percentage points */
+    double used_err_p95;  /* the same with the time it really ran instead of charged */
     size_t windows;
     uint64_t lat_solo_us, lat_p50_us, lat_p95_us; /* requests tenants */
 };

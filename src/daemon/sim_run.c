@@ -71,28 +71,34 @@ static void print_table(FILE *out, bool json, const struct sim_scenario *sc,
                     "%s\n    {\"name\": \"%s\", \"share\": %.4f, \"limit\": %.4f, "
                     "\"priority\": \"%s\", \"target\": %.4f, \"achieved\": %.4f, \"gpu\": %.4f, "
                     "\"gpu_max\": %.4f, \"err_p50_pp\": %.3f, \"err_p95_pp\": %.3f, "
+                    "\"ran_err_p95_pp\": %.3f, "
                     "\"windows\": %zu, \"latency_solo_us\": %llu, \"latency_p50_us\": %llu, "
                     "\"latency_p95_us\": %llu}",
                     i ? "," : "", sc->tenants[i].name, sc->tenants[i].pol.share,
                     sc->tenants[i].pol.limit, sched_prio_name(sc->tenants[i].pol.prio), t->target,
-                    t->achieved, t->gpu, t->gpu_max, t->err_p50, t->err_p95, t->windows,
+                    t->achieved, t->gpu, t->gpu_max, t->err_p50, t->err_p95, t->used_err_p95, t->windows,
                     (unsigned long long)t->lat_solo_us, (unsigned long long)t->lat_p50_us,
                     (unsigned long long)t->lat_p95_us);
         }
         fprintf(out, "\n  ]\n}\n");
         return;
     }
-    fprintf(out, "\n%-12s %-28s %7s %8s %7s %7s %8s %8s %7s\n", "tenant", "policy", "target",
-            "achieved", "gpu", "gpu max", "err p50", "err p95", "windows");
+    fprintf(out, "\n%-10s %-26s %7s %8s %7s %7s %8s %8s %8s %7s\n", "tenant", "policy", "target",
+            "achieved", "gpu", "gpu max", "err p50", "err p95", "ran p95", "windows");
     for (size_t i = 0; i < sc->n; i++) {
         const struct sim_tenant_result *t = &r->t[i];
         char pol[64];
         policy_text(&sc->tenants[i].pol, pol, sizeof pol);
-        fprintf(out, "%-12s %-28s %6.1f%% %7.1f%% %6.1f%% %6.1f%% %6.2fpp %6.2fpp %7zu\n",
-                sc->tenants[i].name, pol, t->target * 100, t->achieved * 100, t->gpu * 100,
-                t->gpu_max * 100, t->err_p50, t->err_p95, t->windows);
+        if (!t->windows)
+            fprintf(out, "%-10s %-26s %7s %8s %7s %6.1f%% %8s %8s %8s %7s\n", sc->tenants[i].name,
+                    pol, "-", "-", "-", t->gpu_max * 100, "-", "-", "-", "0");
+        else
+            fprintf(out,
+                    "%-10s %-26s %6.1f%% %7.1f%% %6.1f%% %6.1f%% %6.2fpp %6.2fpp %6.2fpp %7zu\n",
+                    sc->tenants[i].name, pol, t->target * 100, t->achieved * 100, t->gpu * 100,
+                    t->gpu_max * 100, t->err_p50, t->err_p95, t->used_err_p95, t->windows);
         if (t->lat_solo_us)
-            fprintf(out, "%-12s requests: latency p50 %.2f ms, p95 %.2f ms (solo %.2f ms)\n", "",
+            fprintf(out, "%-10s requests: latency p50 %.2f ms, p95 %.2f ms (solo %.2f ms)\n", "",
                     t->lat_p50_us / 1e3, t->lat_p95_us / 1e3, t->lat_solo_us / 1e3);
     }
     fprintf(out, "aggregate: GPU busy %.1f%% of the time over %zu periods of %u ms\n",
@@ -104,7 +110,7 @@ struct run {
     struct sched_gpu g;
     struct sched_usage use[SCHED_MAX_TENANTS];
     bool present[GPU_SIM_MAX_TENANTS];
-    double *err[GPU_SIM_MAX_TENANTS];
+    double *err[GPU_SIM_MAX_TENANTS], *uerr[GPU_SIM_MAX_TENANTS];
     double sum_t[GPU_SIM_MAX_TENANTS], sum_a[GPU_SIM_MAX_TENANTS], sum_g[GPU_SIM_MAX_TENANTS];
 };
 
@@ -149,7 +155,8 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
     if (!r)
         return rc;
     for (size_t i = 0; i < sc->n; i++)
-        if (!(r->err[i] = calloc(periods ? periods : 1, sizeof(double))))
+        if (!(r->err[i] = calloc(periods ? periods : 1, sizeof(double))) ||
+            !(r->uerr[i] = calloc(periods ? periods : 1, sizeof(double))))
             goto out;
     if ((rc = gpu_sim_init(&r->sim, &sc->gpu, sc->tenants, sc->n)))
         goto out;
@@ -163,16 +170,21 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
     for (size_t k = 0; k < periods; k++) {
         if (membership(r, sc, k))
             judge_from = k + SIM_WARMUP_PERIODS;
-        double target[GPU_SIM_MAX_TENANTS], tsum = 0, usum = 0;
+        double target[GPU_SIM_MAX_TENANTS], tsum = 0, usum = 0, rsum = 0;
+        bool greedy[GPU_SIM_MAX_TENANTS];
         for (size_t i = 0; i < sc->n; i++) {
-            target[i] = r->present[i] ? r->g.t[i].target : 0;
-            tsum += target[i];
+            const struct sched_tenant *t = &r->g.t[i];
+            target[i] = r->present[i] ? t->target : 0;
+            greedy[i] = target[i] > 0 && t->cap >= (t->pol.limit > 0 ? t->pol.limit : 1.0);
+            tsum += greedy[i] ? target[i] : 0;
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
         sched_tick(&r->g, r->use);
-        for (size_t i = 0; i < sc->n; i++)
-            usum += r->g.t[i].charged_us;
+        for (size_t i = 0; i < sc->n; i++) {
+            usum += greedy[i] ? r->g.t[i].charged_us : 0;
+            rsum += greedy[i] ? (double)r->use[i].used_us : 0;
+        }
         if (r->g.active_mask != mask) {
             mask = r->g.active_mask;
             if (k + SIM_WARMUP_PERIODS > judge_from)
@@ -183,14 +195,16 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
                 gpu_sim_apply(&r->sim, i, &r->g.t[i].dec);
         double tshare[GPU_SIM_MAX_TENANTS], ashare[GPU_SIM_MAX_TENANTS];
         for (size_t i = 0; i < sc->n; i++) {
-            tshare[i] = tsum > 0 ? target[i] / tsum : 0;
-            ashare[i] = usum > 0 ? r->g.t[i].charged_us / usum : 0;
+            tshare[i] = tsum > 0 && greedy[i] ? target[i] / tsum : 0;
+            ashare[i] = usum > 0 && greedy[i] ? r->g.t[i].charged_us / usum : 0;
+            double ushare = rsum > 0 && greedy[i] ? (double)r->use[i].used_us / rsum : 0;
             double gpu = (double)r->use[i].used_us / SCHED_PERIOD_US;
             if (gpu > res->t[i].gpu_max)
                 res->t[i].gpu_max = gpu;
-            if (k < judge_from || !r->present[i] || target[i] <= 0)
+            if (k < judge_from || !r->present[i] || !greedy[i])
                 continue;
             struct sim_tenant_result *t = &res->t[i];
+            r->uerr[i][t->windows] = fabs(ushare - tshare[i]) * 100;
             r->err[i][t->windows++] = fabs(ashare[i] - tshare[i]) * 100;
             r->sum_t[i] += tshare[i];
             r->sum_a[i] += ashare[i];
@@ -211,6 +225,7 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
             t->gpu = r->sum_g[i] / (double)t->windows;
             t->err_p50 = quantile(r->err[i], t->windows, 0.5);
             t->err_p95 = quantile(r->err[i], t->windows, 0.95);
+            t->used_err_p95 = quantile(r->uerr[i], t->windows, 0.95);
         }
         if (sc->tenants[i].load == GPU_SIM_REQUESTS) {
             t->lat_solo_us = sc->tenants[i].work_us;
@@ -222,8 +237,10 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         print_table(out, json, sc, res);
     rc = 0;
 out:
-    for (size_t i = 0; i < sc->n; i++)
+    for (size_t i = 0; i < sc->n; i++) {
         free(r->err[i]);
+        free(r->uerr[i]);
+    }
     free(r);
     return rc;
 }
