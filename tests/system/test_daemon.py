@@ -380,6 +380,23 @@ class Restart(DaemonCase):
         self.assertNotIn("dave", self.ps())
         self.assertIn("GPU 7 does not exist", self.d.read_log())
 
+    def test_sighup_refuses_compute_shares_above_100(self):
+        with open(self.d.config) as f:
+            before = f.read()
+        try:
+            with open(self.d.config, "a") as f:
+                f.write("  - name: erin\n    compute: { 0: { share: 70% } }\n"
+                        "  - name: fred\n    compute: { 0: { share: 40% } }\n")
+            self.d.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_for(
+                lambda: "compute shares on GPU 0 add up to 110% (erin 70%, fred 40%)"
+                in self.d.read_log()))
+            self.assertTrue(wait_for(lambda: "previous configuration stays" in self.d.read_log()))
+            self.assertNotIn("erin", self.ps())
+        finally:
+            with open(self.d.config, "w") as f:
+                f.write(before)
+
 
 class NotAdmin(DaemonCase):
     admins = []  # root is always an administrator
