@@ -391,7 +391,7 @@ class Restart(DaemonCase):
             self.assertTrue(wait_for(
                 lambda: "compute shares on GPU 0 add up to 110% (erin 70%, fred 40%)"
                 in self.d.read_log()))
-            self.assertTrue(wait_for(lambda: "previous configuration stays" in self.d.read_log()))
+            self.assertTrue(wait_for(lambda: "the previous one stays in force" in self.d.read_log()))
             self.assertNotIn("erin", self.ps())
         finally:
             with open(self.d.config, "w") as f:
