@@ -26,6 +26,7 @@
 #include "daemon/server.h"
 #include "daemon/sim.h"
 #include "daemon/tenants.h"
+#include "daemon/timeshare.h"
 
 #define DEFAULT_CONFIG "/etc/kairos/kairosd.yaml"
 
@@ -54,6 +55,7 @@ struct daemon {
     struct loop_watch *sw;
     struct server *server;
     struct audit *audit;
+    struct timeshare *timeshare;
 };
 
 static void usage(FILE *out)
@@ -227,6 +229,7 @@ static void reload(struct daemon *d)
     config_free(&d->cfg);
     d->cfg = next; /* server and audit read it through their pointer */
     audit_reconfigure(d->audit);
+    timeshare_reconfigure(d->timeshare);
     log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
 }
 
@@ -342,6 +345,13 @@ int main(int argc, char **argv)
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
+                             server_send_time_policy, d.server))) {
+        log_error("cannot start the time-share scheduler: %s", strerror(-rc));
+        goto out;
+    }
+    server_set_timeshare(d.server, d.timeshare);
+    timeshare_reconfigure(d.timeshare);
     log_info("kairosd %s ready: %zu tenant(s), %u GPU(s)", KAIROS_VERSION, d.ts.ledger.n_tenants,
              d.ts.n_gpus);
     rc = loop_run(d.loop);
@@ -350,6 +360,9 @@ int main(int argc, char **argv)
     else
         exit_code = 0;
 out:
+    if (d.server)
+        server_set_timeshare(d.server, NULL);
+    timeshare_fini(d.timeshare);
     audit_fini(d.audit);
     server_fini(d.server);
     if (d.sw)
