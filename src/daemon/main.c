@@ -166,6 +166,21 @@ static int parse_options(int argc, char **argv, struct options *o)
     return 0;
 }
 
+/* {"error": "..."} with the text escaped for JSON. */
+static void print_json_error(const char *text)
+{
+    fputs("{\"error\": \"", stdout);
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    fputs("\"}\n", stdout);
+}
+
 /* --sim: the real scheduler against the simulated GPU; 0, or 1 on an error. */
 static int run_sim(const struct options *o)
 {
@@ -173,7 +188,7 @@ static int run_sim(const struct options *o)
     char err[768];
     if (sim_scenario_load(o->sim, &sc, err, sizeof err)) {
         if (o->json)
-            printf("{\"error\": \"%s\"}\n", err);
+            print_json_error(err);
         else
             fprintf(stderr, "kairosd: %s\n", err);
         return 1;

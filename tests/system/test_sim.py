@@ -50,6 +50,16 @@ class Sim(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_json_error(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write('tenants:\n  - { name: "a\\"b", compute: { share: 75 }, load: deep }\n')
+        try:
+            r = kairosd("--sim", f.name, "--json")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("percentage", json.loads(r.stdout)["error"])
+        finally:
+            os.unlink(f.name)
+
     def test_check_refuses_shares_above_100(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             f.write("gpus: 1\ntenants:\n"
