@@ -205,6 +205,134 @@ static int parse_memory(struct parse *p, const yaml_node_t *n, struct config_ten
     return 0;
 }
 
+/* "40%", "12.5%": a fraction in [0, 1]. */
+static int parse_percent(struct parse *p, const yaml_node_t *n, const char *what, double *out)
+{
+    if (want(p, n, YAML_SCALAR_NODE, what))
+        return -EINVAL;
+    const char *s = scalar(n);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || strcmp(end, "%") || errno || !(v >= 0 && v <= 100))
+        return fail(p, n, "expected %s as a percentage from 0%% to 100%% (e.g. 40%%), found '%s'",
+                    what, s);
+    *out = v / 100.0;
+    return 0;
+}
+
+static int parse_policy(struct parse *p, const yaml_node_t *n, struct sched_policy *pol)
+{
+    if (want(p, n, YAML_MAPPING_NODE,
+             "a compute policy { share: 40%, limit: 60%, priority: latency|normal|batch }"))
+        return -EINVAL;
+    memset(pol, 0, sizeof *pol);
+    const yaml_node_t *share = NULL;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        if (want(p, k, YAML_SCALAR_NODE, "a key"))
+            return -EINVAL;
+        const char *key = scalar(k);
+        if (!strcmp(key, "share")) {
+            if (parse_percent(p, v, "share", &pol->share))
+                return -EINVAL;
+            share = v;
+        } else if (!strcmp(key, "limit")) {
+            if (v->type == YAML_SCALAR_NODE && !strcmp(scalar(v), "none"))
+                pol->limit = 0;
+            else if (parse_percent(p, v, "limit", &pol->limit))
+                return -EINVAL;
+            else if (pol->limit <= 0)
+                return fail(p, v, "a limit of 0%% would never let the tenant run "
+                                  "(write none for no limit)");
+        } else if (!strcmp(key, "priority")) {
+            if (want(p, v, YAML_SCALAR_NODE, "priority"))
+                return -EINVAL;
+            if (!strcmp(scalar(v), "latency"))
+                pol->prio = SCHED_PRIO_LATENCY;
+            else if (!strcmp(scalar(v), "normal"))
+                pol->prio = SCHED_PRIO_NORMAL;
+            else if (!strcmp(scalar(v), "batch"))
+                pol->prio = SCHED_PRIO_BATCH;
+            else
+                return fail(p, v, "expected priority latency, normal or batch, found '%s'",
+                            scalar(v));
+        } else {
+            return fail(p, k, "unknown key '%s' in a compute policy (expected share, limit or "
+                              "priority)", key);
+        }
+    }
+    if (share && pol->limit > 0 && pol->limit < pol->share)
+        return fail(p, share, "share %g%% is above the limit %g%%: a tenant cannot be "
+                              "guaranteed more than its cap", pol->share * 100, pol->limit * 100);
+    return 0;
+}
+
+int config_parse_policy(const char *name, struct yaml_document_s *doc, struct yaml_node_s *node,
+                        struct sched_policy *out, char *err, size_t err_len)
+{
+    struct parse p = {.name = name, .doc = doc, .err = err, .err_len = err_len};
+    return parse_policy(&p, node, out);
+}
+
+static int parse_compute(struct parse *p, const yaml_node_t *n, struct config_tenant *t)
+{
+    if (want(p, n, YAML_MAPPING_NODE,
+             "compute as a mapping of GPU index to policy, e.g. { 0: { share: 40% } }"))
+        return -EINVAL;
+    size_t count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    t->compute = calloc(count ? count : 1, sizeof *t->compute);
+    if (!t->compute)
+        return -ENOMEM;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        struct config_compute *c = &t->compute[t->n_compute];
+        unsigned long idx;
+        if (parse_uint(p, k, "a GPU index", KAIROS_MAX_GPUS - 1, &idx))
+            return -EINVAL;
+        for (size_t i = 0; i < t->n_compute; i++)
+            if (t->compute[i].gpu == idx)
+                return fail(p, k, "GPU %lu appears twice in tenant '%s' compute", idx, t->name);
+        c->gpu = (unsigned)idx;
+        if (parse_policy(p, v, &c->pol))
+            return -EINVAL;
+        c->line = (unsigned)k->start_mark.line + 1;
+        c->column = (unsigned)k->start_mark.column + 1;
+        t->n_compute++;
+    }
+    return 0;
+}
+
+/* The shares of one GPU's tenants may not add up above 100 %. */
+static int check_shares(struct parse *p, const yaml_node_t *n, const struct config *c)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        double sum = 0;
+        char who[256] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < c->n_tenants; i++) {
+            const struct config_tenant *t = &c->tenants[i];
+            for (size_t j = 0; j < t->n_compute; j++) {
+                if (t->compute[j].gpu != g || t->compute[j].pol.share <= 0)
+                    continue;
+                sum += t->compute[j].pol.share;
+                int w = snprintf(who + used, sizeof who - used, "%s%s %g%%", used ? ", " : "",
+                                 t->name, t->compute[j].pol.share * 100);
+                if (w > 0 && (size_t)w < sizeof who - used)
+                    used += (size_t)w;
+            }
+        }
+        if (sum > 1.0 + 1e-9)
+            return fail(p, n, "compute shares on GPU %u add up to %g%% (%s): at most 100%% "
+                              "can be guaranteed", g, sum * 100, who);
+    }
+    return 0;
+}
+
 static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_MAPPING_NODE, "a tenant as a mapping { name: NAME, memory: {...} }"))
@@ -212,7 +340,7 @@ static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
     struct config_tenant *t = &c->tenants[c->n_tenants++];
     t->line = (unsigned)n->start_mark.line + 1;
     t->column = (unsigned)n->start_mark.column + 1;
-    const yaml_node_t *memory = NULL;
+    const yaml_node_t *memory = NULL, *compute = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
@@ -229,8 +357,10 @@ static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
             snprintf(t->name, sizeof t->name, "%s", scalar(v));
         } else if (!strcmp(scalar(k), "memory")) {
             memory = v;
+        } else if (!strcmp(scalar(k), "compute")) {
+            compute = v;
         } else {
-            return fail(p, k, "unknown key '%s' in a tenant (expected name or memory)",
+            return fail(p, k, "unknown key '%s' in a tenant (expected name, memory or compute)",
                         scalar(k));
         }
     }
@@ -240,8 +370,11 @@ static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
         if (!strcmp(c->tenants[i].name, t->name))
             return fail(p, n, "tenant '%s' is declared twice (first at line %u)", t->name,
                         c->tenants[i].line);
-    if (memory)
-        return parse_memory(p, memory, t);
+    int rc = memory ? parse_memory(p, memory, t) : 0;
+    if (rc)
+        return rc;
+    if (compute)
+        return parse_compute(p, compute, t);
     return 0;
 }
 
@@ -261,7 +394,7 @@ static int parse_tenants(struct parse *p, const yaml_node_t *n, struct config *c
         if (rc)
             return rc;
     }
-    return 0;
+    return check_shares(p, n, c);
 }
 
 static int parse_root(struct parse *p, const yaml_node_t *root, struct config *c)
@@ -324,8 +457,10 @@ void config_defaults(struct config *c)
 
 void config_free(struct config *c)
 {
-    for (size_t i = 0; i < c->n_tenants; i++)
+    for (size_t i = 0; i < c->n_tenants; i++) {
         free(c->tenants[i].quotas);
+        free(c->tenants[i].compute);
+    }
     free(c->tenants);
     free(c->admins);
     c->tenants = NULL;

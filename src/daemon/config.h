@@ -17,7 +17,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/sched.h"
 #include "kairos/proto.h"
+
+struct yaml_document_s;
+struct yaml_node_s;
 
 #define CONFIG_DEFAULT_STATE "/var/lib/kairos/state.json"
 #define CONFIG_SOCKET_MAX 108 /* sun_path */
@@ -29,10 +33,19 @@ struct config_quota {
     unsigned line, column;
 };
 
+/* compute: { GPU: { share: 40%, limit: 60%, priority: latency } } */
+struct config_compute {
+    unsigned gpu;
+    struct sched_policy pol;
+    unsigned line, column;
+};
+
 struct config_tenant {
     char name[KAIROS_NAME_MAX];
     struct config_quota *quotas;
     size_t n_quotas;
+    struct config_compute *compute;
+    size_t n_compute;
     unsigned line, column;
 };
 
@@ -61,6 +74,12 @@ int config_parse(const char *name, const char *text, size_t len, struct config *
 /* Reads and parses a file (errors as above; -errno when it cannot be read). */
 int config_load(const char *path, struct config *c, char *err, size_t err_len);
 void config_free(struct config *c);
+
+/* Parses one compute policy mapping { share: N%, limit: N% | none,
+ * priority: latency | normal | batch } (shared with the simulator's scenarios).
+ * 0 or -EINVAL with "name:line:column: ..." in err. */
+int config_parse_policy(const char *name, struct yaml_document_s *doc, struct yaml_node_s *node,
+                        struct sched_policy *out, char *err, size_t err_len);
 
 bool config_is_admin(const struct config *c, uid_t uid);
 

@@ -22,6 +22,12 @@ struct gpu_proc {
     bool used_valid;
 };
 
+/* A process's share of the SM time (percent) over the sampled interval. */
+struct gpu_util {
+    uint32_t pid;
+    unsigned sm_percent;
+};
+
 struct gpu_backend;
 
 struct gpu_ops {
@@ -34,6 +40,11 @@ struct gpu_ops {
     /* The compute processes on GPU index; *n set to how many were written. */
     int (*processes)(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
                      size_t *n);
+    /* Per-process SM utilization on GPU index since since_us (wall clock, us; 0: what
+     * the backend has), one entry per pid (samples averaged); *n set. -ENOTSUP when
+     * the backend cannot tell. */
+    int (*utilization)(struct gpu_backend *b, unsigned index, uint64_t since_us,
+                       struct gpu_util *out, size_t cap, size_t *n);
 };
 
 struct gpu_backend {

@@ -4,6 +4,7 @@
  *   # comment
  *   gpu INDEX UUID TOTAL_BYTES
  *   proc INDEX PID USED_BYTES      (USED_BYTES "-" when unknown)
+ *   util INDEX PID SM_PERCENT      (per-process utilization)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  */
@@ -110,6 +111,22 @@ static int fake_processes(struct gpu_backend *b, unsigned index, struct gpu_proc
     return fake_read(b, NULL, (int)index, out, cap, n);
 }
 
+static int fake_utilization(struct gpu_backend *b, unsigned index, uint64_t since_us,
+                            struct gpu_util *out, size_t cap, size_t *n)
+{
+    FILE *f = fopen(b->fake_path, "re");
+    *n = 0;
+    if (!f)
+        return -errno;
+    char line[512];
+    unsigned idx, pid, sm;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "util %u %u %u", &idx, &pid, &sm) == 3 && idx == index && *n < cap)
+            out[(*n)++] = (struct gpu_util){.pid = pid, .sm_percent = sm > 100 ? 100 : sm};
+    fclose(f);
+    return 0;
+}
+
 const struct gpu_ops gpu_fake_ops = {
     .name = "fake",
     .init = fake_init,
@@ -118,6 +135,7 @@ const struct gpu_ops gpu_fake_ops = {
     .uuid = fake_uuid,
     .total_memory = fake_total,
     .processes = fake_processes,
+    .utilization = fake_utilization,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

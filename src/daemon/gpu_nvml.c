@@ -14,6 +14,7 @@ typedef int nvml_return_t;               /* nvmlReturn_t: 0 = NVML_SUCCESS */
 typedef struct nvml_device *nvml_device_t;
 
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_NOT_FOUND 6
 #define NVML_VALUE_NOT_AVAILABLE (~0ull)
 
 struct nvml_memory {                     /* nvmlMemory_t */
@@ -26,6 +27,12 @@ struct nvml_process_info {               /* nvmlProcessInfo_t (v2 and v3) */
     unsigned gpuInstanceId, computeInstanceId;
 };
 
+struct nvml_util_sample {               /* nvmlProcessUtilizationSample_t */
+    unsigned pid;
+    unsigned long long timeStamp;
+    unsigned smUtil, memUtil, encUtil, decUtil;
+};
+
 struct nvml {
     void *lib;
     nvml_return_t (*init)(void);
@@ -35,6 +42,8 @@ struct nvml {
     nvml_return_t (*uuid)(nvml_device_t, char *, unsigned);
     nvml_return_t (*memory)(nvml_device_t, struct nvml_memory *);
     nvml_return_t (*procs)(nvml_device_t, unsigned *, struct nvml_process_info *);
+    nvml_return_t (*util)(nvml_device_t, struct nvml_util_sample *, unsigned *,
+                          unsigned long long); /* optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -76,6 +85,8 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->uuid = sym(n->lib, s_uuid);
     *(void **)&n->memory = sym(n->lib, s_memory);
     *(void **)&n->procs = sym(n->lib, s_procs);
+    static const char *const s_util[] = {"nvmlDeviceGetProcessUtilization", NULL};
+    *(void **)&n->util = sym(n->lib, s_util);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -166,6 +177,61 @@ static int nvml_processes(struct gpu_backend *b, unsigned index, struct gpu_proc
     return 0;
 }
 
+/* nvmlDeviceGetProcessUtilization: a first call sizes the sample buffer (the H200
+ * measurements: it fails until then); samples of one pid are averaged. */
+static int nvml_utilization(struct gpu_backend *b, unsigned index, uint64_t since_us,
+                            struct gpu_util *out, size_t cap, size_t *count)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    unsigned got = 0;
+    *count = 0;
+    if (!n->util)
+        return -ENOTSUP;
+    if (nvml_device(b, index, &d))
+        return -ENODEV;
+    nvml_return_t r = n->util(d, NULL, &got, since_us);
+    if (r && r != NVML_ERROR_INSUFFICIENT_SIZE)
+        return r == NVML_ERROR_NOT_FOUND ? 0 : -EIO; /* NOT_FOUND: no sample since */
+    if (!got)
+        return 0;
+    got += 16; /* processes may start between the calls */
+    struct nvml_util_sample *v = calloc(got, sizeof *v);
+    unsigned *hits = calloc(cap ? cap : 1, sizeof *hits);
+    unsigned long long *sums = calloc(cap ? cap : 1, sizeof *sums);
+    int rc = 0;
+    if (!v || !hits || !sums) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    r = n->util(d, v, &got, since_us);
+    if (r) {
+        rc = r == NVML_ERROR_NOT_FOUND ? 0 : -EIO;
+        goto out;
+    }
+    for (unsigned i = 0; i < got; i++) {
+        size_t k = 0;
+        while (k < *count && out[k].pid != v[i].pid)
+            k++;
+        if (k == *count) {
+            if (*count == cap)
+                continue;
+            out[(*count)++] = (struct gpu_util){.pid = v[i].pid};
+        }
+        hits[k]++;
+        sums[k] += v[i].smUtil;
+    }
+    for (size_t k = 0; k < *count; k++) {
+        unsigned long long mean = sums[k] / hits[k];
+        out[k].sm_percent = mean > 100 ? 100 : (unsigned)mean;
+    }
+out:
+    free(v);
+    free(hits);
+    free(sums);
+    return rc;
+}
+
 const struct gpu_ops gpu_nvml_ops = {
     .name = "nvml",
     .init = nvml_init,
@@ -174,4 +240,5 @@ const struct gpu_ops gpu_nvml_ops = {
     .uuid = nvml_uuid,
     .total_memory = nvml_total,
     .processes = nvml_processes,
+    .utilization = nvml_utilization,
 };

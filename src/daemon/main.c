@@ -5,6 +5,7 @@
  *
  *   kairosd [-c FILE] [-s SOCKET] [--state FILE] [--fake-gpu FILE] [-l LEVEL]
  *           [--syslog] [--check]
+ *   kairosd --sim SCENARIO.yaml [--sim-seconds N] [--json]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +24,9 @@
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/server.h"
+#include "daemon/sim.h"
 #include "daemon/tenants.h"
+#include "daemon/timeshare.h"
 
 #define DEFAULT_CONFIG "/etc/kairos/kairosd.yaml"
 
@@ -36,6 +39,9 @@ struct options {
     enum log_level level;
     bool use_syslog;
     bool check_only;
+    const char *sim;
+    double sim_seconds;
+    bool json;
 };
 
 struct daemon {
@@ -49,6 +55,7 @@ struct daemon {
     struct loop_watch *sw;
     struct server *server;
     struct audit *audit;
+    struct timeshare *timeshare;
 };
 
 static void usage(FILE *out)
@@ -57,7 +64,8 @@ static void usage(FILE *out)
             "usage: kairosd [options]\n"
             "\n"
             "The Kairos node daemon: tenants, their GPU memory quotas and the memory ledger,\n"
-            "served on a unix socket to libkairos.so and the kairos command.\n"
+            "their GPU time shares (the time-share scheduler), served on a unix socket to\n"
+            "libkairos.so and the kairos command.\n"
             "\n"
             "options:\n"
             "  -c, --config FILE     configuration (default " DEFAULT_CONFIG ")\n"
@@ -67,6 +75,10 @@ static void usage(FILE *out)
             "  -l, --log-level LEVEL error, warn, info (default) or debug\n"
             "      --syslog          log to syslog instead of stderr\n"
             "      --check           check the configuration and exit\n"
+            "      --sim FILE        run the scheduler against a simulated GPU (a scenario,\n"
+            "                        see etc/sim/) faster than real time, print and exit\n"
+            "      --sim-seconds N   simulated time (default: the scenario's seconds)\n"
+            "      --json            with --sim: JSON output\n"
             "  -h, --help            show this text\n"
             "      --version         print the version\n"
             "\n"
@@ -81,7 +93,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"state", required_argument, NULL, 'S'},    {"fake-gpu", required_argument, NULL, 'F'},
         {"log-level", required_argument, NULL, 'l'}, {"syslog", no_argument, NULL, 'y'},
         {"check", no_argument, NULL, 'k'},          {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},        {"sim", required_argument, NULL, 'm'},
+        {"sim-seconds", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
+        {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->config = DEFAULT_CONFIG;
@@ -118,6 +132,21 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'k':
             o->check_only = true;
             break;
+        case 'm':
+            o->sim = optarg;
+            break;
+        case 'n': {
+            char *end;
+            o->sim_seconds = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->sim_seconds > 0 && o->sim_seconds <= 3600)) {
+                fprintf(stderr, "kairosd: --sim-seconds wants a number of seconds (0-3600]\n");
+                return 2;
+            }
+            break;
+        }
+        case 'j':
+            o->json = true;
+            break;
         case 'h':
             usage(stdout);
             return -1;
@@ -133,6 +162,45 @@ static int parse_options(int argc, char **argv, struct options *o)
         fprintf(stderr, "kairosd: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return 2;
+    }
+    return 0;
+}
+
+/* {"error": "..."} with the text escaped for JSON. */
+static void print_json_error(const char *text)
+{
+    fputs("{\"error\": \"", stdout);
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    fputs("\"}\n", stdout);
+}
+
+/* --sim: the real scheduler against the simulated GPU; 0, or 1 on an error. */
+static int run_sim(const struct options *o)
+{
+    struct sim_scenario sc;
+    char err[768];
+    if (sim_scenario_load(o->sim, &sc, err, sizeof err)) {
+        if (o->json)
+            print_json_error(err);
+        else
+            fprintf(stderr, "kairosd: %s\n", err);
+        return 1;
+    }
+    if (o->sim_seconds > 0)
+        sc.seconds = o->sim_seconds;
+    if (!o->json)
+        printf("simulated GPU, %zu tenant(s), %.0f s; per second: tenant target/achieved %% of "
+               "busy time\n", sc.n, sc.seconds);
+    if (sim_run(&sc, stdout, o->json ? 1 : 10, o->json, NULL)) {
+        fprintf(stderr, "kairosd: out of memory\n");
+        return 1;
     }
     return 0;
 }
@@ -177,6 +245,7 @@ static void reload(struct daemon *d)
     config_free(&d->cfg);
     d->cfg = next; /* server and audit read it through their pointer */
     audit_reconfigure(d->audit);
+    timeshare_reconfigure(d->timeshare);
     log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
 }
 
@@ -256,6 +325,8 @@ int main(int argc, char **argv)
     int rc = parse_options(argc, argv, &d.opt);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (d.opt.sim)
+        return run_sim(&d.opt);
     log_init(d.opt.level, d.opt.use_syslog);
     umask(022);
     int exit_code = 1;
@@ -290,6 +361,13 @@ int main(int argc, char **argv)
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
+                             server_send_time_policy, d.server))) {
+        log_error("cannot start the time-share scheduler: %s", strerror(-rc));
+        goto out;
+    }
+    server_set_timeshare(d.server, d.timeshare);
+    timeshare_reconfigure(d.timeshare);
     log_info("kairosd %s ready: %zu tenant(s), %u GPU(s)", KAIROS_VERSION, d.ts.ledger.n_tenants,
              d.ts.n_gpus);
     rc = loop_run(d.loop);
@@ -298,6 +376,9 @@ int main(int argc, char **argv)
     else
         exit_code = 0;
 out:
+    if (d.server)
+        server_set_timeshare(d.server, NULL);
+    timeshare_fini(d.timeshare);
     audit_fini(d.audit);
     server_fini(d.server);
     if (d.sw)

@@ -18,6 +18,7 @@
 
 #include "daemon/log.h"
 #include "daemon/proto_check.h"
+#include "daemon/timeshare.h"
 
 #define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
 
@@ -51,6 +52,7 @@ struct server {
     struct owner *owners;
     time_t last_full_warning;
     bool stopping; /* kairosd is exiting: members keep their holdings for the restart */
+    struct timeshare *timeshare; /* compute policies, or NULL */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -273,7 +275,15 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     struct kairos_welcome w = {.tenant_id = t->id, .n_gpus = s->ts->n_gpus};
     for (unsigned g = 0; g < s->ts->n_gpus; g++)
         w.quota[g] = t->quota[g];
-    return send_msg(c, KAIROS_MSG_WELCOME, r->seq, &w, sizeof w);
+    if (!send_msg(c, KAIROS_MSG_WELCOME, r->seq, &w, sizeof w))
+        return false;
+    for (unsigned g = 0; g < s->ts->n_gpus; g++) { /* the time policies in force */
+        struct kairos_time_policy p;
+        if (timeshare_policy(s->timeshare, t->name, g, &p) &&
+            !send_msg(c, KAIROS_MSG_TIME_POLICY, 0, &p, sizeof p))
+            return false;
+    }
+    return true;
 }
 
 static bool on_charge(struct conn *c, const struct proto_request *r)
@@ -648,6 +658,23 @@ out:
     }
     *out = s;
     return 0;
+}
+
+void server_set_timeshare(struct server *s, struct timeshare *t)
+{
+    s->timeshare = t;
+}
+
+void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p)
+{
+    struct server *s = ctx;
+    struct conn *next;
+    for (struct conn *c = s->conns; c; c = next) {
+        next = c->next;
+        if (c->member && !strcmp(c->member->tenant->name, tenant) &&
+            !send_msg(c, KAIROS_MSG_TIME_POLICY, 0, p, sizeof *p))
+            conn_close(c);
+    }
 }
 
 void server_fini(struct server *s)

@@ -26,4 +26,12 @@ void server_fini(struct server *s);
 /* Watches the owners of ephemeral tenants loaded from the state file. */
 void server_watch_owners(struct server *s);
 
+struct timeshare;
+struct kairos_time_policy;
+/* New members get the time policies in force right after WELCOME. */
+void server_set_timeshare(struct server *s, struct timeshare *t);
+/* A timeshare_send_fn (ctx: the server): TIME_POLICY to every member process of
+ * tenant; a process that cannot take it is disconnected. */
+void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p);
+
 #endif /* KAIROS_DAEMON_SERVER_H */

@@ -12,7 +12,9 @@ import time
 MAGIC, VERSION = 0x4b524f53, 1
 HELLO, CHARGE, COMMIT, RELEASE = 1, 2, 3, 4
 TENANT_SET, TENANT_DEL, PS = 16, 17, 18
-OK, ERROR, WELCOME, GRANT, PS_REPLY = 32, 33, 34, 35, 36
+OK, ERROR, WELCOME, GRANT, PS_REPLY, TIME_POLICY = 32, 33, 34, 35, 36, 37
+TIME_POLICY_FMT = struct.Struct("<IIQQQIIII")  # struct kairos_time_policy, 48 bytes
+assert TIME_POLICY_FMT.size == 48
 ERR_PROTOCOL, ERR_VERSION, ERR_NO_TENANT, ERR_PERMISSION, ERR_INVALID, ERR_BUSY, \
     ERR_NOT_REGISTERED = range(1, 8)
 REATTACH = 1
@@ -41,6 +43,13 @@ def hello_body(tenant, pid=0, held=None, flags=0):
 def tenant_set_body(tenant, quotas, flags=0):
     q = list(quotas) + [KEEP] * (MAX_GPUS - len(quotas))
     return struct.pack("<64sII16Q", name64(tenant), len(quotas), flags, *q)
+
+
+def time_policy(body):
+    """The fields of a TIME_POLICY body as a dict."""
+    gpu, flags, seq, ts, epoch, period, phase, duty, _ = TIME_POLICY_FMT.unpack(body)
+    return dict(gpu=gpu, flags=flags, seq=seq, timeslice_us=ts, epoch_ns=epoch,
+                period_us=period, phase_us=phase, duty_us=duty)
 
 
 class KairosError(Exception):

@@ -380,6 +380,23 @@ class Restart(DaemonCase):
         self.assertNotIn("dave", self.ps())
         self.assertIn("GPU 7 does not exist", self.d.read_log())
 
+    def test_sighup_refuses_compute_shares_above_100(self):
+        with open(self.d.config) as f:
+            before = f.read()
+        try:
+            with open(self.d.config, "a") as f:
+                f.write("  - name: erin\n    compute: { 0: { share: 70% } }\n"
+                        "  - name: fred\n    compute: { 0: { share: 40% } }\n")
+            self.d.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_for(
+                lambda: "compute shares on GPU 0 add up to 110% (erin 70%, fred 40%)"
+                in self.d.read_log()))
+            self.assertTrue(wait_for(lambda: "the previous one stays in force" in self.d.read_log()))
+            self.assertNotIn("erin", self.ps())
+        finally:
+            with open(self.d.config, "w") as f:
+                f.write(before)
+
 
 class NotAdmin(DaemonCase):
     admins = []  # root is always an administrator
@@ -527,6 +544,59 @@ class AuditKill(DaemonCase):
             if victim.poll() is None:
                 victim.kill()
                 victim.wait()
+
+
+class TimeShare(DaemonCase):
+    """Compute policies reach the member processes as TIME_POLICY: after WELCOME,
+    on a reload, and when the feedback from the GPU's utilization corrects them."""
+    fake = FAKE_GPUS
+    tenants = ("  - name: capped\n    compute: { 0: { share: 30%, limit: 30% } }\n"
+               "  - name: big\n    compute: { 0: { share: 60% }, 1: { share: 10% } }\n")
+
+    def policy(self, c):
+        t, _, body = c.recv()
+        self.assertEqual(t, kp.TIME_POLICY)
+        return kp.time_policy(body)
+
+    def test_policy_after_welcome_reload_and_feedback(self):
+        c = self.d.client()
+        try:
+            c.hello("capped")
+            p = self.policy(c)
+            self.assertEqual((p["gpu"], p["period_us"], p["phase_us"], p["duty_us"]),
+                             (0, 100000, 0, 30000))
+            self.assertGreater(p["epoch_ns"], 0)
+            # feedback: the tenant ran the whole period (the pause lands late): shorter window
+            self.d.write_fake(FAKE_GPUS + f"util 0 {os.getpid()} 100\n")
+            q = self.policy(c)
+            self.assertGreater(q["seq"], p["seq"])
+            self.assertLess(q["duty_us"], 30000)
+            self.d.write_fake(FAKE_GPUS)
+            # a reload with a new limit reaches the member at once
+            with open(self.d.config) as f:
+                text = f.read()
+            with open(self.d.config, "w") as f:
+                f.write(text.replace("share: 30%, limit: 30%", "share: 20%, limit: 50%"))
+            self.d.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                r = self.policy(c)
+                self.assertGreater(r["seq"], q["seq"])
+                if r["duty_us"] == 50000:
+                    break
+            self.assertEqual(r["duty_us"], 50000)
+        finally:
+            c.close()
+
+    def test_timeslices_in_the_ratio_of_shares(self):
+        c = self.d.client()
+        try:
+            c.hello("big")
+            for gpu, ts in ((0, 2000), (1, 1000)):  # 60 % next to 30 %; alone
+                p = self.policy(c)
+                self.assertEqual((p["gpu"], p["timeslice_us"], p["period_us"]), (gpu, ts, 0))
+        finally:
+            c.close()
 
 
 class BadConfig(unittest.TestCase):

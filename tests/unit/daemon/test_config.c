@@ -97,6 +97,50 @@ static void test_bad(void **state)
     bad("tenants:\n  - name: a\n    quota: 1\n", "bad.yaml:3:5:", "unknown key 'quota'");
     bad("gpus: 1\ngpus: 2\n", "bad.yaml:2:1:", "appears twice");
     bad("socket: \"\\xZZ\"\n", "bad.yaml:1:", "");
+    /* compute policies */
+    bad("tenants:\n  - name: a\n    compute: { 0: { share: 40 } }\n", "bad.yaml:3:28:",
+        "percentage");
+    bad("tenants:\n  - name: a\n    compute: { 0: { share: 140% } }\n", "bad.yaml:3:28:",
+        "0% to 100%");
+    bad("tenants:\n  - name: a\n    compute: { 0: { limit: 0% } }\n", "bad.yaml:3:28:",
+        "never let the tenant run");
+    bad("tenants:\n  - name: a\n    compute: { 0: { priority: high } }\n", "bad.yaml:3:31:",
+        "latency, normal or batch");
+    bad("tenants:\n  - name: a\n    compute: { 0: { weight: 1 } }\n", "bad.yaml:3:21:",
+        "unknown key 'weight'");
+    bad("tenants:\n  - name: a\n    compute: { 0: { share: 50%, limit: 40% } }\n",
+        "bad.yaml:3:28:", "above the limit");
+    bad("tenants:\n  - name: a\n    compute: { 0: {}, 0: {} }\n", "bad.yaml:3:23:", "twice");
+    bad("tenants:\n  - name: a\n    compute: 50%\n", "bad.yaml:3:14:", "mapping of GPU index");
+    bad("tenants:\n"
+        "  - name: train\n    compute: { 0: { share: 70% }, 1: { share: 90% } }\n"
+        "  - name: infer\n    compute: { 0: { share: 50% } }\n",
+        "bad.yaml:2:3:", "compute shares on GPU 0 add up to 120% (train 70%, infer 50%)");
+}
+
+static void test_compute(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "tenants:\n"
+        "  - name: train\n"
+        "    compute: { 0: { share: 40%, limit: 60%, priority: batch }, 1: { share: 100% } }\n"
+        "  - name: infer\n"
+        "    compute: { 0: { share: 60%, priority: latency, limit: none } }\n";
+    struct config c;
+    char err[512] = "";
+    if (config_parse("k.yaml", text, strlen(text), &c, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(c.tenants[0].n_compute, 2);
+    assert_int_equal(c.tenants[0].compute[0].gpu, 0);
+    assert_float_equal(c.tenants[0].compute[0].pol.share, 0.4, 1e-9);
+    assert_float_equal(c.tenants[0].compute[0].pol.limit, 0.6, 1e-9);
+    assert_int_equal(c.tenants[0].compute[0].pol.prio, SCHED_PRIO_BATCH);
+    assert_int_equal(c.tenants[0].compute[1].gpu, 1);
+    assert_int_equal(c.tenants[0].compute[0].line, 3);
+    assert_int_equal(c.tenants[1].compute[0].pol.prio, SCHED_PRIO_LATENCY);
+    assert_float_equal(c.tenants[1].compute[0].pol.limit, 0, 1e-9);
+    config_free(&c);
 }
 
 static void test_load_missing(void **state)
@@ -113,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_compute),
         cmocka_unit_test(test_load_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,217 @@
+/* gpu_sim.c - the simulated GPU (see gpu_sim.h): synthetic tenants' demand, the
+ * pause gate each tenant's windows drive, and the hardware round robin. */
+#include "daemon/gpu_sim.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
+                 const struct gpu_sim_tenant_spec *specs, size_t n)
+{
+    if (n > GPU_SIM_MAX_TENANTS)
+        return -EINVAL;
+    memset(s, 0, sizeof *s);
+    if (p)
+        s->p = *p;
+    if (!s->p.step_us)
+        s->p.step_us = 10;
+    if (!s->p.ctx_switch_us)
+        s->p.ctx_switch_us = 25;
+    if (!s->p.disable_us)
+        s->p.disable_us = 720;
+    if (!s->p.enable_us)
+        s->p.enable_us = 400;
+    if (!s->p.default_ts_us)
+        s->p.default_ts_us = 2048;
+    s->n = n;
+    s->cur = -1;
+    for (size_t i = 0; i < n; i++) {
+        s->t[i].spec = specs[i];
+        s->t[i].gate_open = true;
+    }
+    return 0;
+}
+
+void gpu_sim_apply(struct gpu_sim *s, size_t i, const struct sched_decision *d)
+{
+    if (i < s->n)
+        s->t[i].dec = *d;
+}
+
+static bool window_allows(const struct gpu_sim_tenant *t, uint64_t now)
+{
+    const struct sched_decision *d = &t->dec;
+    if (!d->period_us)
+        return true;
+    uint64_t at = now % d->period_us;
+    return at >= d->phase_us && at < (uint64_t)d->phase_us + d->duty_us;
+}
+
+/* The pause gate lags the window by the disable/enable costs. */
+static void step_gate(struct gpu_sim *s, struct gpu_sim_tenant *t)
+{
+    bool want_open = window_allows(t, s->now_us);
+    if (want_open == t->gate_open) {
+        t->gate_timer = 0;
+        return;
+    }
+    if (!t->gate_timer) {
+        t->gate_timer = want_open ? s->p.enable_us : s->p.disable_us;
+        return;
+    }
+    if (t->gate_timer <= s->p.step_us) {
+        t->gate_timer = 0;
+        t->gate_open = want_open;
+    } else {
+        t->gate_timer -= s->p.step_us;
+    }
+}
+
+/* Advances the tenant's own demand; true when it has work queued. */
+static bool step_demand(struct gpu_sim *s, struct gpu_sim_tenant *t)
+{
+    const struct gpu_sim_tenant_spec *sp = &t->spec;
+    uint64_t now = s->now_us;
+    t->present = now >= sp->arrive_us && (!sp->leave_us || now < sp->leave_us);
+    if (!t->present)
+        return false;
+    switch (sp->load) {
+    case GPU_SIM_DEEP:
+        return true;
+    case GPU_SIM_SHALLOW:
+        if (t->gap_left) {
+            t->gap_left = t->gap_left > s->p.step_us ? t->gap_left - s->p.step_us : 0;
+            return false;
+        }
+        if (!t->work_left)
+            t->work_left = sp->work_us ? sp->work_us : s->p.step_us;
+        return true;
+    case GPU_SIM_BURSTY: {
+        uint64_t cycle = (uint64_t)sp->work_us + sp->gap_us;
+        return !cycle || (now - sp->arrive_us) % cycle < sp->work_us;
+    }
+    case GPU_SIM_REQUESTS:
+        if (!t->next_req_us)
+            t->next_req_us = now + 1;
+        if (now + 1 >= t->next_req_us) {
+            if (t->req_n < 64) {
+                t->req_arrival[(t->req_head + t->req_n) % 64] = now;
+                if (!t->req_n)
+                    t->work_left = sp->work_us;
+                t->req_n++;
+            }
+            t->next_req_us += sp->gap_us ? sp->gap_us : 1000;
+        }
+        return t->req_n > 0;
+    }
+    return false;
+}
+
+static void run_tenant(struct gpu_sim *s, struct gpu_sim_tenant *t)
+{
+    uint64_t st = s->p.step_us;
+    t->used_us += st;
+    s->busy_us += st;
+    if (t->spec.load == GPU_SIM_SHALLOW) {
+        t->work_left = t->work_left > st ? t->work_left - st : 0;
+        if (!t->work_left)
+            t->gap_left = t->spec.gap_us;
+    } else if (t->spec.load == GPU_SIM_REQUESTS && t->req_n) {
+        t->work_left = t->work_left > st ? t->work_left - st : 0;
+        if (!t->work_left) {
+            uint64_t lat = s->now_us + st - t->req_arrival[t->req_head];
+            if (t->n_lat < GPU_SIM_LAT_MAX)
+                t->lat_us[t->n_lat++] = lat;
+            t->req_head = (t->req_head + 1) % 64;
+            if (--t->req_n)
+                t->work_left = t->spec.work_us;
+        }
+    }
+}
+
+static uint64_t slice_of(const struct gpu_sim *s, int i)
+{
+    uint64_t ts = s->t[i].dec.timeslice_us;
+    return ts ? ts : s->p.default_ts_us;
+}
+
+/* The hardware round robin for one step over the runnable set. */
+static void step_hw(struct gpu_sim *s, const bool *runnable)
+{
+    if (s->switch_left) {
+        s->switch_left = s->switch_left > s->p.step_us ? s->switch_left - s->p.step_us : 0;
+        s->switch_us += s->p.step_us;
+        return;
+    }
+    int cur = s->cur;
+    if (cur >= 0 && runnable[cur] && s->slice_left > 0) {
+        run_tenant(s, &s->t[cur]);
+        s->slice_left = s->slice_left > s->p.step_us ? s->slice_left - s->p.step_us : 0;
+        return;
+    }
+    int n = (int)s->n, next = -1;
+    for (int k = 1; k <= n; k++) {
+        int j = ((cur < 0 ? -1 : cur) + k + n) % n;
+        if (runnable[j]) {
+            next = j;
+            break;
+        }
+    }
+    if (next < 0)
+        return; /* idle */
+    s->slice_left = slice_of(s, next);
+    if (next != cur) {
+        s->cur = next;
+        s->switch_left = s->p.ctx_switch_us;
+        return;
+    }
+    run_tenant(s, &s->t[cur]);
+    s->slice_left -= s->slice_left > s->p.step_us ? s->p.step_us : s->slice_left;
+}
+
+uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use)
+{
+    bool runnable[GPU_SIM_MAX_TENANTS];
+    s->busy_us = s->switch_us = 0;
+    for (size_t i = 0; i < s->n; i++)
+        s->t[i].used_us = s->t[i].runnable_us = 0;
+    for (uint64_t end = s->now_us + len_us; s->now_us < end; s->now_us += s->p.step_us) {
+        for (size_t i = 0; i < s->n; i++) {
+            struct gpu_sim_tenant *t = &s->t[i];
+            bool work = step_demand(s, t);
+            step_gate(s, t);
+            if (work)
+                t->runnable_us += s->p.step_us;
+            runnable[i] = work && t->gate_open;
+        }
+        step_hw(s, runnable);
+    }
+    for (size_t i = 0; i < s->n && use; i++) {
+        use[i].used_us = s->t[i].used_us;
+        use[i].runnable_us = s->t[i].runnable_us;
+    }
+    return s->busy_us;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint64_t gpu_sim_latency(const struct gpu_sim *s, size_t i, double q)
+{
+    if (i >= s->n || !s->t[i].n_lat)
+        return 0;
+    size_t n = s->t[i].n_lat;
+    uint64_t *v = malloc(n * sizeof *v);
+    if (!v)
+        return 0;
+    memcpy(v, s->t[i].lat_us, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_u64);
+    size_t k = (size_t)(q * (double)(n - 1) + 0.5);
+    uint64_t r = v[k < n ? k : n - 1];
+    free(v);
+    return r;
+}

@@ -1,0 +1,85 @@
+/* gpu_sim.h - a simulated GPU: a discrete-time (10 us steps) model of the
+ * hardware scheduler the H200 measurements describe, to run the real scheduler
+ * (sched.c) against without a GPU, faster than real time.
+ *
+ * Model: round robin over the runnable channel groups (one per tenant: all of a
+ * tenant's processes are one), each running up to its timeslice and then
+ * yielding if another is runnable; a context switch costs ctx_switch_us of GPU
+ * time nobody gets; a window (TIME_POLICY period/phase/duty) pauses a tenant
+ * disable_us after its window closes (work keeps running meanwhile, as the
+ * preemption RPC completes) and resumes it enable_us after it opens.
+ * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
+ * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
+ * every gap_us, per-request latency recorded); each present in [arrive, leave).
+ *
+ * Thread rules: a struct gpu_sim belongs to one thread.
+ */
+#ifndef KAIROS_DAEMON_GPU_SIM_H
+#define KAIROS_DAEMON_GPU_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/sched.h"
+
+#define GPU_SIM_MAX_TENANTS 16
+#define GPU_SIM_LAT_MAX 8192
+
+enum gpu_sim_load { GPU_SIM_DEEP = 0, GPU_SIM_SHALLOW, GPU_SIM_BURSTY, GPU_SIM_REQUESTS };
+
+struct gpu_sim_tenant_spec {
+    char name[64];
+    struct sched_policy pol;
+    enum gpu_sim_load load;
+    uint32_t work_us;   /* shallow: work per sync; bursty: on time; requests: per request */
+    uint32_t gap_us;    /* shallow: sync gap; bursty: off time; requests: interval */
+    uint64_t arrive_us;
+    uint64_t leave_us;  /* 0: stays */
+};
+
+struct gpu_sim_params {
+    uint32_t step_us;        /* 10 */
+    uint32_t ctx_switch_us;  /* 25 */
+    uint32_t disable_us;     /* 720 */
+    uint32_t enable_us;      /* 400 */
+    uint32_t default_ts_us;  /* 2048: CUDA's own */
+};
+
+struct gpu_sim_tenant {
+    struct gpu_sim_tenant_spec spec;
+    struct sched_decision dec;
+    bool present, gate_open;
+    uint32_t gate_timer;     /* pending open/close */
+    uint64_t work_left, gap_left;
+    uint64_t req_arrival[64]; /* queued requests' arrival times */
+    unsigned req_head, req_n;
+    uint64_t next_req_us;
+    uint64_t used_us, runnable_us; /* this window */
+    uint64_t lat_us[GPU_SIM_LAT_MAX];
+    size_t n_lat;
+};
+
+struct gpu_sim {
+    struct gpu_sim_params p;
+    uint64_t now_us;
+    size_t n;
+    int cur;                 /* channel group on the GPU, -1 none */
+    uint64_t slice_left;
+    uint32_t switch_left;
+    uint64_t busy_us, switch_us; /* this window */
+    struct gpu_sim_tenant t[GPU_SIM_MAX_TENANTS];
+};
+
+/* Zero params take the defaults above. 0 or -EINVAL (too many tenants). */
+int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
+                 const struct gpu_sim_tenant_spec *specs, size_t n);
+/* The decision a tenant's shim would apply from the next step on. */
+void gpu_sim_apply(struct gpu_sim *s, size_t i, const struct sched_decision *d);
+/* Runs len_us; use[i] gets tenant i's usage over it; returns the busy time
+ * (work done by any tenant) in us. */
+uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use);
+/* The p-quantile (0..1) of tenant i's request latencies, 0 when none. */
+uint64_t gpu_sim_latency(const struct gpu_sim *s, size_t i, double q);
+
+#endif /* KAIROS_DAEMON_GPU_SIM_H */

@@ -1,0 +1,313 @@
+/* sched.c - the feedback time-share scheduler of one GPU (see sched.h and
+ * docs/scheduler.md). Each period:
+ *   1. demand: who wanted the GPU (runnable, or used, at least 2 % of the period);
+ *   2. targets: weighted water-filling of the period over the active tenants,
+ *      each capped by its limit and (when known) by what it wanted, so idle time
+ *      is lent to whoever wants it;
+ *   3. mode: timeslices proportional to shares (work-conserving, exact for deep
+ *      queues); when a tenant that waited stays below its target for 3 periods
+ *      (shallow queues, where timeslices never expire), strict clock-aligned
+ *      complementary windows until the active set changes;
+ *   4. feedback: in windows, a per-tenant debt (entitled minus charged, a tenant
+ *      that does not fill its window is charged the whole window) corrects the
+ *      next duties; a limit is a window of its own, shortened by overruns.
+ */
+#include "daemon/sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "kairos/proto.h"
+
+#define ACTIVE_MIN 0.02      /* wanted at least 2 % of the period */
+#define DRIFT_ERR 0.02       /* 2 percentage points below target */
+#define DRIFT_PERIODS 3
+#define SETTLE_PERIODS 2
+#define DEBT_MAX 0.05        /* of the period */
+#define DEBT_GAIN 0.5
+
+const char *sched_prio_name(enum sched_prio p)
+{
+    return p == SCHED_PRIO_LATENCY ? "latency" : p == SCHED_PRIO_BATCH ? "batch" : "normal";
+}
+
+void sched_gpu_init(struct sched_gpu *g, uint32_t period_us)
+{
+    memset(g, 0, sizeof *g);
+    g->period_us = period_us ? period_us : SCHED_PERIOD_US;
+}
+
+static void reset_mode(struct sched_gpu *g)
+{
+    g->windows = false;
+    g->drift = 0;
+    g->settle = SETTLE_PERIODS;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        g->t[i].debt_us = 0;
+}
+
+int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p)
+{
+    if (slot >= SCHED_MAX_TENANTS || !(p->share >= 0 && p->share <= 1) ||
+        !(p->limit >= 0 && p->limit <= 1) || p->prio > SCHED_PRIO_BATCH)
+        return -EINVAL;
+    struct sched_tenant *t = &g->t[slot];
+    if (!t->present) {
+        memset(t, 0, sizeof *t);
+        t->present = true;
+        t->active = true; /* a newcomer is assumed to want the GPU */
+    }
+    t->pol = *p;
+    reset_mode(g);
+    return 0;
+}
+
+void sched_tenant_remove(struct sched_gpu *g, unsigned slot)
+{
+    if (slot < SCHED_MAX_TENANTS && g->t[slot].present) {
+        memset(&g->t[slot], 0, sizeof g->t[slot]);
+        reset_mode(g);
+    }
+}
+
+static double weight(const struct sched_tenant *t)
+{
+    return t->pol.share > 0 ? t->pol.share : 0.01; /* best effort */
+}
+
+/* What the tenant wanted, as a fraction of the period (1 when unknown). */
+static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
+{
+    if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
+        return (double)u->used_us / g->period_us;
+    return (double)u->runnable_us / g->period_us;
+}
+
+/* The most a tenant may be given: its limit; and when it did not wait, what it
+ * wanted (plus half a point to grow into). A tenant that waited wants more. */
+static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0;
+        if (!t->present || use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
+            continue;
+        double want = wanted(g, &use[i]);
+        double ran = (double)use[i].used_us / g->period_us;
+        if (want - ran < 0.05 && want < 0.9)
+            t->cap = fmin(t->cap, want + 0.005);
+    }
+}
+
+/* Weighted water-filling: targets of the active tenants sum to at most 1. */
+static void fill_targets(struct sched_gpu *g)
+{
+    double cap[SCHED_MAX_TENANTS];
+    bool open[SCHED_MAX_TENANTS];
+    double left = 1.0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        t->target = 0;
+        open[i] = t->present && t->active;
+        cap[i] = t->cap;
+    }
+    for (;;) {
+        double wsum = 0;
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+            if (open[i])
+                wsum += weight(&g->t[i]);
+        if (wsum <= 0 || left <= 1e-9)
+            break;
+        bool capped = false;
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+            if (open[i] && left * weight(&g->t[i]) / wsum >= cap[i]) {
+                g->t[i].target = cap[i];
+                left -= cap[i];
+                open[i] = false;
+                capped = true;
+            }
+        }
+        if (capped)
+            continue;
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+            if (open[i])
+                g->t[i].target = left * weight(&g->t[i]) / wsum;
+        break;
+    }
+}
+
+/* Timeslices proportional to shares, the smallest weight getting 1 ms. */
+static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    double wmin = 1.0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present && g->t[i].active)
+            wmin = fmin(wmin, weight(&g->t[i]));
+    double ts = SCHED_TS_UNIT_US * weight(t) / wmin;
+    if (ts > SCHED_TS_MAX_US)
+        ts = SCHED_TS_MAX_US;
+    if (t->pol.prio == SCHED_PRIO_LATENCY && ts < SCHED_TS_LATENCY_US)
+        ts = SCHED_TS_LATENCY_US;
+    if (t->pol.prio == SCHED_PRIO_BATCH && ts > SCHED_TS_BATCH_US)
+        ts = SCHED_TS_BATCH_US;
+    return (uint64_t)llround(ts);
+}
+
+static bool unsatisfied(const struct sched_gpu *g, const struct sched_tenant *t,
+                        const struct sched_usage *u, double busy)
+{
+    if (!t->active || u->runnable_us == SCHED_RUNNABLE_UNKNOWN || busy <= 0)
+        return false;
+    double waited = (double)(u->runnable_us - (u->used_us < u->runnable_us ? u->used_us
+                                                                           : u->runnable_us)) /
+                    g->period_us;
+    double ran = (double)u->used_us / g->period_us;
+    return waited > 0.05 && ran < t->target - DRIFT_ERR;
+}
+
+static int prio_rank(enum sched_prio p)
+{
+    return p == SCHED_PRIO_LATENCY ? 0 : p == SCHED_PRIO_NORMAL ? 1 : 2;
+}
+
+/* Feedback of the windows: debt = entitled minus charged, bounded. */
+static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
+{
+    double P = g->period_us, charged[SCHED_MAX_TENANTS], sum = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        charged[i] = 0;
+        if (!t->present || !t->dec.period_us)
+            continue;
+        charged[i] = (double)use[i].used_us;
+        if (charged[i] < t->dec.duty_us) /* alone in its window: the whole window */
+            charged[i] = t->dec.duty_us;
+        sum += charged[i];
+    }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        g->t[i].charged_us = g->t[i].dec.period_us ? charged[i] : (double)use[i].used_us;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        if (!t->present || !t->dec.period_us)
+            continue;
+        double entitled = g->windows ? t->target * P : t->pol.limit * P;
+        if (g->windows && sum > 0) /* shares of what the windows delivered */
+            entitled = t->target * sum;
+        t->debt_us = fmax(-DEBT_MAX * P, fmin(DEBT_MAX * P, t->debt_us + entitled - charged[i]));
+    }
+}
+
+static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
+{
+    double P = g->period_us, duty[SCHED_MAX_TENANTS], sum = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        duty[i] = 0;
+        if (!t->present || !t->active || t->target <= 0)
+            continue;
+        duty[i] = fmax(SCHED_DUTY_MIN_US, t->target * P + DEBT_GAIN * t->debt_us);
+        if (t->pol.limit > 0)
+            duty[i] = fmin(duty[i], t->pol.limit * P);
+        sum += duty[i];
+    }
+    double scale = sum > P ? P / sum : 1.0;
+    uint32_t phase = 0;
+    for (int rank = 0; rank < 3; rank++) {
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+            if (duty[i] <= 0 || prio_rank(g->t[i].pol.prio) != rank)
+                continue;
+            uint32_t d = (uint32_t)llround(duty[i] * scale);
+            if (phase + d > g->period_us)
+                d = g->period_us - phase;
+            next[i].period_us = g->period_us;
+            next[i].phase_us = phase;
+            next[i].duty_us = d;
+            phase += d;
+        }
+    }
+}
+
+/* Timeslice mode: a limited tenant still gets its window at phase 0. */
+static void plan_limits(struct sched_gpu *g, struct sched_decision *next)
+{
+    double P = g->period_us;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        if (!t->present || t->pol.limit <= 0 || t->pol.limit >= 1 || next[i].period_us)
+            continue;
+        double d = t->pol.limit * P + fmin(0, DEBT_GAIN * t->debt_us);
+        next[i].period_us = g->period_us;
+        next[i].phase_us = 0;
+        next[i].duty_us = (uint32_t)llround(fmax(SCHED_DUTY_MIN_US, d));
+    }
+}
+
+void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
+{
+    double busy = 0;
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        if (!t->present)
+            continue;
+        busy += (double)use[i].used_us;
+        double want = wanted(g, &use[i]);
+        t->active = want >= ACTIVE_MIN || (double)use[i].used_us / g->period_us >= ACTIVE_MIN;
+        if (t->active)
+            mask |= 1ull << i;
+    }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present)
+            g->t[i].achieved = busy > 0 ? (double)use[i].used_us / busy : 0;
+    if (mask != g->active_mask) {
+        g->active_mask = mask;
+        reset_mode(g);
+    }
+    charge_windows(g, use);
+    measure_caps(g, use);
+    fill_targets(g);
+
+    bool drifting = false;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present && unsatisfied(g, &g->t[i], &use[i], busy))
+            drifting = true;
+    if (g->settle) {
+        g->settle--;
+    } else if (!g->windows) {
+        g->drift = drifting ? g->drift + 1 : 0;
+        if (g->drift >= DRIFT_PERIODS)
+            g->windows = true;
+    }
+
+    sched_plan(g);
+}
+
+void sched_plan(struct sched_gpu *g)
+{
+    struct sched_decision next[SCHED_MAX_TENANTS];
+    memset(next, 0, sizeof next);
+    fill_targets(g);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        if (!t->present)
+            continue;
+        next[i].timeslice_us = timeslice(g, t);
+        next[i].flags = t->pol.prio == SCHED_PRIO_LATENCY ? KAIROS_TIME_LATENCY : 0;
+    }
+    if (g->windows)
+        plan_windows(g, next);
+    plan_limits(g, next);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        t->changed = false;
+        if (!t->present)
+            continue;
+        next[i].seq = t->dec.seq;
+        if (memcmp(&next[i], &t->dec, sizeof next[i]) || !t->dec.seq) {
+            next[i].seq = ++g->seq;
+            t->dec = next[i];
+            t->changed = true;
+        }
+    }
+}

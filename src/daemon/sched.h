@@ -1,0 +1,89 @@
+/* sched.h - the time-share scheduler core of one GPU: tenants' compute policies
+ * (share, limit, priority) and what each got in the last period in, one
+ * TIME_POLICY-like decision per tenant out. No I/O, no clock, no globals: the
+ * caller (kairosd's tick or the simulator) feeds it a period's usage and sends the
+ * decisions that changed. docs/scheduler.md describes the algorithm and its bound.
+ *
+ * Thread rules: a struct sched_gpu belongs to one thread.
+ */
+#ifndef KAIROS_DAEMON_SCHED_H
+#define KAIROS_DAEMON_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SCHED_MAX_TENANTS 64
+#define SCHED_PERIOD_US 100000u  /* one feedback period = one window period */
+#define SCHED_TS_UNIT_US 1000u   /* timeslice of the smallest weight */
+#define SCHED_TS_MAX_US 20000u   /* largest timeslice (tested on the H200) */
+#define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
+#define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
+#define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
+
+enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
+
+/* share: guaranteed fraction when others compete (0 = best effort);
+ * limit: a cap held even on an idle GPU (0 = none). Both in [0, 1]. */
+struct sched_policy {
+    double share;
+    double limit;
+    enum sched_prio prio;
+};
+
+/* What the backend saw of one tenant (all its processes) in the last period.
+ * runnable_us: time it had work queued (ran or waited); the simulator knows it,
+ * NVML does not: pass SCHED_RUNNABLE_UNKNOWN and used_us stands in for demand. */
+#define SCHED_RUNNABLE_UNKNOWN UINT64_MAX
+struct sched_usage {
+    uint64_t used_us;
+    uint64_t runnable_us;
+};
+
+/* The decision, field for field what struct kairos_time_policy carries. */
+struct sched_decision {
+    uint64_t timeslice_us;
+    uint32_t period_us;  /* 0: never paused */
+    uint32_t phase_us;
+    uint32_t duty_us;
+    uint32_t flags;      /* KAIROS_TIME_LATENCY */
+    uint64_t seq;
+};
+
+struct sched_tenant {
+    bool present;
+    bool active;          /* wanted the GPU in the last period */
+    struct sched_policy pol;
+    double target;        /* fraction of the period it is entitled to now */
+    double achieved;      /* fraction of the GPU's busy time it got last period */
+    double debt_us;       /* window feedback: entitled minus charged, bounded */
+    double cap;           /* most it may be given: its limit, or what it wanted */
+    double charged_us;    /* last period: used, or at least its whole window (it
+                           * had the GPU to itself there) */
+    struct sched_decision dec;
+    bool changed;         /* dec changed in the last sched_tick */
+};
+
+struct sched_gpu {
+    uint32_t period_us;
+    bool windows;         /* strict complementary windows for every active tenant */
+    unsigned drift;       /* consecutive periods with an unsatisfied tenant */
+    unsigned settle;      /* periods to wait after a change before judging drift */
+    uint64_t active_mask; /* the active set of the last period */
+    uint64_t seq;
+    struct sched_tenant t[SCHED_MAX_TENANTS];
+};
+
+void sched_gpu_init(struct sched_gpu *g, uint32_t period_us);
+/* A tenant arrives or changes policy; slot < SCHED_MAX_TENANTS. 0 or -EINVAL. */
+int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p);
+void sched_tenant_remove(struct sched_gpu *g, unsigned slot);
+/* One period: use[slot] for every slot (absent ones ignored). Afterwards
+ * t[slot].dec holds the decision for the next period, t[slot].changed says
+ * whether to send it. */
+void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS]);
+/* Decides again from the last measurements (after sched_tenant_set or
+ * sched_tenant_remove, so that a newcomer gets a policy at once). */
+void sched_plan(struct sched_gpu *g);
+const char *sched_prio_name(enum sched_prio p);
+
+#endif /* KAIROS_DAEMON_SCHED_H */

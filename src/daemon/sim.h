@@ -1,0 +1,57 @@
+/* sim.h - `kairosd --sim`: a scenario (sim_scenario.c: YAML with the same compute
+ * policy fields as kairosd.yaml) run by the real scheduler (sched.c) period by
+ * period against the simulated GPU (gpu_sim.c), with per-window and per-tenant
+ * results (sim_run.c).
+ *
+ * Thread rules: no shared state.
+ */
+#ifndef KAIROS_DAEMON_SIM_H
+#define KAIROS_DAEMON_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "daemon/gpu_sim.h"
+
+#define SIM_WARMUP_PERIODS 10 /* after a tenant arrives or leaves, not judged */
+
+struct sim_scenario {
+    double seconds;
+    struct gpu_sim_params gpu;
+    struct gpu_sim_tenant_spec tenants[GPU_SIM_MAX_TENANTS];
+    size_t n;
+};
+
+/* Parses a scenario; 0 or -EINVAL / -errno with "file:line:column: ..." in err. */
+int sim_scenario_parse(const char *name, const char *text, size_t len, struct sim_scenario *sc,
+                       char *err, size_t err_len);
+int sim_scenario_load(const char *path, struct sim_scenario *sc, char *err, size_t err_len);
+
+/* Per tenant results over the judged windows: after warm-up, while it competes
+ * for the GPU (a tenant that got all it wanted is not judged: its target is its
+ * demand; the others' targets are then shares of what it left). */
+struct sim_tenant_result {
+    double target;        /* mean target share of the busy time */
+    double achieved;      /* mean achieved share of the charged time (sched.h) */
+    double gpu;           /* mean fraction of the period it ran */
+    double gpu_max;       /* largest fraction of one period */
+    double err_p50, err_p95; /* |achieved - target| per window, percentage points */
+    double used_err_p95;  /* the same with the time it really ran instead of charged */
+    size_t windows;
+    uint64_t lat_solo_us, lat_p50_us, lat_p95_us; /* requests tenants */
+};
+
+struct sim_result {
+    size_t periods;
+    double busy;          /* mean fraction of the period the GPU did work */
+    struct sim_tenant_result t[GPU_SIM_MAX_TENANTS];
+};
+
+/* Runs the scenario. out (may be NULL) gets one line per window every
+ * print_every windows (0: none) and the final table; json selects JSON. */
+int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool json,
+            struct sim_result *res);
+
+#endif /* KAIROS_DAEMON_SIM_H */

@@ -1,0 +1,226 @@
+/* timeshare.c - the daemon side of compute isolation around sched.c: tenants'
+ * slots, the 100 ms timer, utilization per tenant, decisions to TIME_POLICY. */
+#include "daemon/timeshare.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/sched.h"
+
+struct timeshare {
+    struct loop *loop;
+    struct gpu_backend *gpu;
+    struct tenants *ts;
+    const struct config *cfg;
+    timeshare_send_fn send;
+    void *ctx;
+    int tfd;
+    struct loop_watch *w;
+    uint64_t epoch_ns;
+    uint64_t last_wall_us;
+    bool util_warned;
+    char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
+    struct sched_gpu g[KAIROS_MAX_GPUS];
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int slot_find(const struct timeshare *t, const char *name)
+{
+    for (int i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (t->slot_name[i][0] && !strcmp(t->slot_name[i], name))
+            return i;
+    return -1;
+}
+
+static void to_policy(const struct timeshare *t, unsigned gpu, const struct sched_decision *d,
+                      struct kairos_time_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->gpu = gpu;
+    p->flags = d->flags;
+    p->seq = d->seq;
+    p->timeslice_us = d->timeslice_us;
+    p->epoch_ns = t->epoch_ns;
+    p->period_us = d->period_us;
+    p->phase_us = d->phase_us;
+    p->duty_us = d->duty_us;
+}
+
+static void push_changed(struct timeshare *t, unsigned gpu)
+{
+    struct sched_gpu *g = &t->g[gpu];
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        if (!g->t[i].present || !g->t[i].changed)
+            continue;
+        struct kairos_time_policy p;
+        to_policy(t, gpu, &g->t[i].dec, &p);
+        log_debug("tenant %s, GPU %u: timeslice %llu us, window %u/%u us at %u", t->slot_name[i],
+                  gpu, (unsigned long long)p.timeslice_us, p.duty_us, p.period_us, p.phase_us);
+        t->send(t->ctx, t->slot_name[i], &p);
+        g->t[i].changed = false;
+    }
+}
+
+void timeshare_reconfigure(struct timeshare *t)
+{
+    bool want[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS];
+    memset(want, 0, sizeof want);
+    const struct config *c = t->cfg;
+    for (size_t k = 0; k < c->n_tenants; k++) {
+        const struct config_tenant *ct = &c->tenants[k];
+        for (size_t j = 0; j < ct->n_compute; j++) {
+            const struct config_compute *cc = &ct->compute[j];
+            if (cc->gpu >= t->ts->n_gpus)
+                continue;
+            int s = slot_find(t, ct->name);
+            for (int i = 0; s < 0 && i < SCHED_MAX_TENANTS; i++)
+                if (!t->slot_name[i][0]) {
+                    snprintf(t->slot_name[i], KAIROS_NAME_MAX, "%s", ct->name);
+                    s = i;
+                }
+            if (s < 0) {
+                log_warn("more than %d tenants with compute policies: '%s' gets none",
+                         SCHED_MAX_TENANTS, ct->name);
+                continue;
+            }
+            want[cc->gpu][s] = true;
+            struct sched_tenant *st = &t->g[cc->gpu].t[s];
+            if (!st->present || memcmp(&st->pol, &cc->pol, sizeof cc->pol))
+                sched_tenant_set(&t->g[cc->gpu], (unsigned)s, &cc->pol);
+        }
+    }
+    for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+            if (t->g[g].t[i].present && !want[g][i])
+                sched_tenant_remove(&t->g[g], i);
+        sched_plan(&t->g[g]);
+        push_changed(t, g);
+    }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        bool used = false;
+        for (unsigned g = 0; g < t->ts->n_gpus; g++)
+            used |= t->g[g].t[i].present;
+        if (!used)
+            t->slot_name[i][0] = 0;
+    }
+}
+
+/* One GPU's use per tenant over the last period, from the backend. 0 or -errno. */
+static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
+                   struct sched_usage use[SCHED_MAX_TENANTS])
+{
+    struct gpu_util u[GPU_MAX_PROCS];
+    size_t n = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        use[i] = (struct sched_usage){.runnable_us = SCHED_RUNNABLE_UNKNOWN};
+    if (!t->gpu || !t->gpu->ops || !t->gpu->ops->utilization)
+        return -ENOTSUP;
+    int rc = t->gpu->ops->utilization(t->gpu, gpu, since_us, u, GPU_MAX_PROCS, &n);
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < n; k++) {
+        struct ledger_member *m = ledger_find_pid(&t->ts->ledger, u[k].pid);
+        int s = m ? slot_find(t, m->tenant->name) : -1;
+        if (s >= 0) /* all processes of a tenant are one */
+            use[s].used_us += (uint64_t)u[k].sm_percent * t->g[gpu].period_us / 100;
+    }
+    return 0;
+}
+
+void timeshare_tick(struct timeshare *t)
+{
+    uint64_t now_us = clock_ns(CLOCK_REALTIME) / 1000;
+    for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+        bool any = false;
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+            any |= t->g[g].t[i].present;
+        if (!any)
+            continue;
+        struct sched_usage use[SCHED_MAX_TENANTS];
+        int rc = measure(t, g, t->last_wall_us, use);
+        if (rc) {
+            if (!t->util_warned)
+                log_warn("GPU %u: no per-process utilization (%s): compute policies are sent "
+                         "but not corrected by feedback", g, strerror(-rc));
+            t->util_warned = true;
+            continue;
+        }
+        sched_tick(&t->g[g], use);
+        push_changed(t, g);
+    }
+    t->last_wall_us = now_us;
+}
+
+static void on_timer(void *ctx, int fd, uint32_t events)
+{
+    uint64_t expirations;
+    if (read(fd, &expirations, sizeof expirations) == (ssize_t)sizeof expirations)
+        timeshare_tick(ctx);
+}
+
+bool timeshare_policy(const struct timeshare *t, const char *tenant, unsigned gpu,
+                      struct kairos_time_policy *out)
+{
+    int s = t ? slot_find(t, tenant) : -1;
+    if (gpu >= KAIROS_MAX_GPUS || s < 0 || !t->g[gpu].t[s].present)
+        return false;
+    to_policy(t, gpu, &t->g[gpu].t[s].dec, out);
+    return true;
+}
+
+int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend *gpu,
+                   struct tenants *ts, const struct config *cfg, timeshare_send_fn send,
+                   void *ctx)
+{
+    struct timeshare *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    t->loop = loop;
+    t->gpu = gpu;
+    t->ts = ts;
+    t->cfg = cfg;
+    t->send = send;
+    t->ctx = ctx;
+    t->tfd = -1;
+    t->epoch_ns = clock_ns(CLOCK_MONOTONIC);
+    t->last_wall_us = clock_ns(CLOCK_REALTIME) / 1000;
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        sched_gpu_init(&t->g[g], SCHED_PERIOD_US);
+    if (loop) {
+        struct itimerspec its = {.it_interval = {0, SCHED_PERIOD_US * 1000l},
+                                 .it_value = {0, SCHED_PERIOD_US * 1000l}};
+        t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (t->tfd < 0 || timerfd_settime(t->tfd, 0, &its, NULL) ||
+            !(t->w = loop_add(loop, t->tfd, EPOLLIN, on_timer, t))) {
+            int rc = -errno;
+            timeshare_fini(t);
+            return rc ? rc : -EIO;
+        }
+    }
+    *out = t;
+    return 0;
+}
+
+void timeshare_fini(struct timeshare *t)
+{
+    if (!t)
+        return;
+    if (t->w)
+        loop_del(t->loop, t->w);
+    if (t->tfd >= 0)
+        close(t->tfd);
+    free(t);
+}

@@ -1,0 +1,40 @@
+/* timeshare.h - kairosd's compute isolation: one scheduler (sched.c) per GPU fed
+ * every 100 ms (timerfd) with the per-process utilization of the GPU backend summed
+ * per tenant, the compute policies of the configuration, and the TIME_POLICY
+ * decisions handed to a sender (the server sends them to each member process).
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_TIMESHARE_H
+#define KAIROS_DAEMON_TIMESHARE_H
+
+#include <stdbool.h>
+
+#include "daemon/config.h"
+#include "daemon/gpu.h"
+#include "daemon/loop.h"
+#include "daemon/tenants.h"
+#include "kairos/proto.h"
+
+struct timeshare;
+
+/* Sends p to every member process of tenant (on p->gpu). */
+typedef void (*timeshare_send_fn)(void *ctx, const char *tenant,
+                                  const struct kairos_time_policy *p);
+
+/* gpu may be NULL (no backend: policies are sent, never corrected). cfg is read
+ * at timeshare_reconfigure. */
+int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend *gpu,
+                   struct tenants *ts, const struct config *cfg, timeshare_send_fn send,
+                   void *ctx);
+void timeshare_fini(struct timeshare *t);
+/* Takes the configuration's compute policies (at start and after a reload) and
+ * sends the decisions that changed. */
+void timeshare_reconfigure(struct timeshare *t);
+/* One period now (the timer calls it; tests may too). */
+void timeshare_tick(struct timeshare *t);
+/* The policy in force for tenant on gpu; false when it has none. */
+bool timeshare_policy(const struct timeshare *t, const char *tenant, unsigned gpu,
+                      struct kairos_time_policy *out);
+
+#endif /* KAIROS_DAEMON_TIMESHARE_H */

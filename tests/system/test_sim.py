@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""kairosd --sim: the real scheduler against the simulated GPU, end to end through
+the binary: JSON output, the shares of a shipped scenario within the stated bound,
+a scenario refused with file:line:column, and a start refused for shares above
+100 %.
+Usage: test_sim.py KAIROSD_BINARY SCENARIO_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+KAIROSD, SCENARIOS = sys.argv[1], sys.argv[2]
+
+
+def kairosd(*args):
+    return subprocess.run([KAIROSD, *args], capture_output=True, text=True, timeout=120)
+
+
+class Sim(unittest.TestCase):
+    def test_json_four_tenants(self):
+        r = kairosd("--sim", os.path.join(SCENARIOS, "four-40-30-20-10.yaml"),
+                    "--sim-seconds", "10", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(len(out["windows"]), 100)
+        shares = {t["name"]: t for t in out["tenants"]}
+        for name, want in (("a", 0.4), ("b", 0.3), ("c", 0.2), ("d", 0.1)):
+            t = shares[name]
+            self.assertAlmostEqual(t["target"], want, places=3)
+            self.assertLess(abs(t["achieved"] - want), 0.005)  # 0.5 pp over the run
+            self.assertLessEqual(t["err_p95_pp"], 1.5)       # per window, docs/scheduler.md
+        self.assertGreater(out["busy"], 0.97)
+
+    def test_every_shipped_scenario_runs(self):
+        for name in sorted(os.listdir(SCENARIOS)):
+            r = kairosd("--sim", os.path.join(SCENARIOS, name), "--sim-seconds", "2")
+            self.assertEqual(r.returncode, 0, name + r.stderr)
+            self.assertIn("aggregate: GPU busy", r.stdout)
+
+    def test_bad_scenario_names_line_and_column(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("tenants:\n  - { name: a, compute: { share: 75% }, load: deeper }\n")
+        try:
+            r = kairosd("--sim", f.name)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(f.name + ":2:", r.stderr)
+            self.assertIn("deep, shallow, bursty or requests", r.stderr)
+        finally:
+            os.unlink(f.name)
+
+    def test_json_error(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write('tenants:\n  - { name: "a\\"b", compute: { share: 75 }, load: deep }\n')
+        try:
+            r = kairosd("--sim", f.name, "--json")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("percentage", json.loads(r.stdout)["error"])
+        finally:
+            os.unlink(f.name)
+
+    def test_check_refuses_shares_above_100(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("gpus: 1\ntenants:\n"
+                    "  - name: a\n    compute: { 0: { share: 60% } }\n"
+                    "  - name: b\n    compute: { 0: { share: 50% } }\n")
+        try:
+            r = kairosd("-c", f.name, "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("compute shares on GPU 0 add up to 110% (a 60%, b 50%)", r.stderr)
+        finally:
+            os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,256 @@
+/* test_gpu_sim.c - the simulated GPU's model on its own (round robin in the
+ * ratio of the timeslices for deep queues, equal shares for shallow ones, pause
+ * costs), then the real scheduler against it: the stated bounds of
+ * docs/scheduler.md for 2, 4 and 8 tenants, shallow queues, lending, a limit
+ * next to an idle neighbour, arrivals and departures, a latency tenant. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/gpu_sim.h"
+#include "daemon/sim.h"
+
+/* Bounds stated in docs/scheduler.md (percentage points of the busy time). */
+#define ERR_P95_PP 1.0      /* per window, p95, 2 and 8 tenants and shallow */
+#define ERR_P95_4_PP 1.5    /* per window, p95, 3-4 deep tenants of unequal shares: the
+                             * 1 pp goal is missed (1.1-1.2 pp), docs/scheduler.md says why */
+#define ERR_MEAN_PP 0.5     /* the run's mean achieved share against the target */
+
+static void run_text(const char *yaml, struct sim_result *r, struct sim_scenario *sc)
+{
+    char err[512];
+    if (sim_scenario_parse("test.yaml", yaml, strlen(yaml), sc, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(sim_run(sc, NULL, 0, false, r), 0);
+}
+
+static void assert_converged(const struct sim_scenario *sc, const struct sim_result *r,
+                             double p95_bound)
+{
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct sim_tenant_result *t = &r->t[i];
+        print_message("  %s: target %.2f%% achieved %.2f%% ran %.2f%% err p50 %.2f p95 %.2f "
+                      "ran p95 %.2f (%zu windows)\n", sc->tenants[i].name, t->target * 100,
+                      t->achieved * 100, t->gpu * 100, t->err_p50, t->err_p95, t->used_err_p95,
+                      t->windows);
+        assert_true(t->windows > 0);
+        assert_true(t->err_p95 <= p95_bound);
+        assert_true(t->used_err_p95 <= p95_bound);
+        assert_true(100 * (t->achieved > t->target ? t->achieved - t->target
+                                                   : t->target - t->achieved) <= ERR_MEAN_PP);
+    }
+}
+
+static void test_model_round_robin_ratio(void **state)
+{
+    (void)state;
+    struct gpu_sim_tenant_spec sp[2] = {{.name = "a"}, {.name = "b"}};
+    struct gpu_sim s;
+    assert_int_equal(gpu_sim_init(&s, NULL, sp, 2), 0);
+    struct sched_decision a = {.timeslice_us = 6000}, b = {.timeslice_us = 2000};
+    gpu_sim_apply(&s, 0, &a);
+    gpu_sim_apply(&s, 1, &b);
+    struct sched_usage use[2];
+    uint64_t busy = gpu_sim_run(&s, 1000000, use);
+    double ratio = (double)use[0].used_us / (double)use[1].used_us;
+    assert_true(ratio > 2.95 && ratio < 3.05);            /* the H200's 3.00 */
+    assert_true(busy > 980000 && busy < 1000000);         /* switches cost a little */
+}
+
+static void test_model_shallow_ignores_timeslices(void **state)
+{
+    (void)state;
+    struct gpu_sim_tenant_spec sp[2] = {
+        {.name = "a", .load = GPU_SIM_SHALLOW, .work_us = 500, .gap_us = 50},
+        {.name = "b", .load = GPU_SIM_SHALLOW, .work_us = 500, .gap_us = 50}};
+    struct gpu_sim s;
+    gpu_sim_init(&s, NULL, sp, 2);
+    struct sched_decision a = {.timeslice_us = 6000}, b = {.timeslice_us = 2000};
+    gpu_sim_apply(&s, 0, &a);
+    gpu_sim_apply(&s, 1, &b);
+    struct sched_usage use[2];
+    gpu_sim_run(&s, 1000000, use);
+    double ratio = (double)use[0].used_us / (double)use[1].used_us;
+    assert_true(ratio > 0.97 && ratio < 1.03); /* slices never expire: equal */
+}
+
+static void test_model_window_pause_costs(void **state)
+{
+    (void)state;
+    struct gpu_sim_tenant_spec sp[1] = {{.name = "a"}};
+    struct gpu_sim s;
+    gpu_sim_init(&s, NULL, sp, 1);
+    struct sched_decision w = {.period_us = 100000, .phase_us = 0, .duty_us = 50000};
+    gpu_sim_apply(&s, 0, &w);
+    struct sched_usage use[1];
+    /* opens at once (never closed), closes 720 us late; a first switch of 25 us */
+    gpu_sim_run(&s, 100000, use);
+    assert_in_range(use[0].used_us, 50000 + 720 - 50, 50000 + 720);
+    gpu_sim_run(&s, 100000, use); /* opens 400 us late, closes 720 us late */
+    assert_in_range(use[0].used_us, 50000 - 400 + 720 - 20, 50000 - 400 + 720 + 20);
+    assert_int_equal(use[0].runnable_us, 100000);
+}
+
+static void test_two_deep_75_25(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 20\ntenants:\n"
+             "  - { name: a, compute: { share: 75% }, load: deep }\n"
+             "  - { name: b, compute: { share: 25% }, load: deep }\n", &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_PP);
+    assert_true(r.busy > 0.97);
+}
+
+static void test_four_deep(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 20\ntenants:\n"
+             "  - { name: a, compute: { share: 40% }, load: deep }\n"
+             "  - { name: b, compute: { share: 30% }, load: deep }\n"
+             "  - { name: c, compute: { share: 20% }, load: deep }\n"
+             "  - { name: d, compute: { share: 10% }, load: deep }\n", &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_4_PP);
+}
+
+static void test_eight_equal(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    char yaml[2048] = "seconds: 20\ntenants:\n";
+    for (int i = 0; i < 8; i++) {
+        size_t len = strlen(yaml);
+        snprintf(yaml + len, sizeof yaml - len,
+                 "  - { name: t%d, compute: { share: 12.5%% }, load: deep }\n", i);
+    }
+    run_text(yaml, &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_PP);
+    assert_true(r.busy > 0.95);
+}
+
+static void test_shallow_70_30(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 20\ntenants:\n"
+             "  - { name: a, compute: { share: 70% }, load: shallow, work_us: 500, gap_us: 50 }\n"
+             "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 500, gap_us: 50 }\n",
+             &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_PP);
+}
+
+/* Shallow tenants cannot fill their windows: the charged shares (whole windows)
+ * are held to the bound, the time they really ran is reported, not asserted. */
+static void test_three_shallow_and_mixed(void **state)
+{
+    (void)state;
+    static const char *const yaml[] = {
+        "seconds: 20\ntenants:\n"
+        "  - { name: a, compute: { share: 50% }, load: shallow, work_us: 400, gap_us: 40 }\n"
+        "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 800, gap_us: 40 }\n"
+        "  - { name: c, compute: { share: 20% }, load: shallow, work_us: 200, gap_us: 40 }\n",
+        "seconds: 20\ntenants:\n"
+        "  - { name: deep, compute: { share: 60% }, load: deep }\n"
+        "  - { name: shal, compute: { share: 40% }, load: shallow, work_us: 500, gap_us: 50 }\n",
+    };
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        run_text(yaml[k], &r, &sc);
+        for (size_t i = 0; i < sc.n; i++) {
+            const struct sim_tenant_result *t = &r.t[i];
+            print_message("  %s: target %.2f%% charged %.2f%% ran %.2f%% of the GPU, err p95 "
+                          "%.2f, ran p95 %.2f\n", sc.tenants[i].name, t->target * 100,
+                          t->achieved * 100, t->gpu * 100, t->err_p95, t->used_err_p95);
+            assert_true(t->windows > 0);
+            assert_true(t->err_p95 <= ERR_P95_PP);
+        }
+    }
+}
+
+static void test_idle_time_lent(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 12\ntenants:\n"
+             "  - { name: a, compute: { share: 25% }, load: deep }\n"
+             "  - { name: b, compute: { share: 75% }, load: bursty, work_us: 3000000, "
+             "gap_us: 3000000 }\n", &r, &sc);
+    assert_true(r.t[0].gpu_max >= 0.99); /* alone: the whole GPU */
+    assert_converged(&sc, &r, ERR_P95_PP);
+}
+
+static void test_limit_with_idle_neighbour(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 10\ntenants:\n"
+             "  - { name: capped, compute: { share: 30%, limit: 30% }, load: deep }\n"
+             "  - { name: idle, compute: { share: 70% }, load: deep, arrive_s: 5 }\n", &r, &sc);
+    print_message("  capped: mean %.2f%% of the GPU, largest window %.2f%%\n", r.t[0].gpu * 100,
+                  r.t[0].gpu_max * 100);
+    assert_true(r.t[0].gpu_max <= 0.30 + 0.01);
+    assert_true(r.t[0].gpu >= 0.30 - 0.005);
+}
+
+static void test_arrivals_and_departures(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    /* every window from SIM_WARMUP_PERIODS after a change is judged */
+    run_text("seconds: 30\ntenants:\n"
+             "  - { name: a, compute: { share: 50% }, load: deep }\n"
+             "  - { name: b, compute: { share: 30% }, load: deep, arrive_s: 5, leave_s: 20 }\n"
+             "  - { name: c, compute: { share: 20% }, load: deep, arrive_s: 10 }\n", &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_4_PP);
+}
+
+static void test_latency_tenant_first(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 10\ntenants:\n"
+             "  - { name: infer, compute: { share: 50%, priority: latency }, load: requests, "
+             "work_us: 2000, gap_us: 20000 }\n"
+             "  - { name: train, compute: { share: 50%, priority: batch }, load: deep }\n", &r,
+             &sc);
+    print_message("  latency p50 %llu us p95 %llu us, solo %llu us\n",
+                  (unsigned long long)r.t[0].lat_p50_us, (unsigned long long)r.t[0].lat_p95_us,
+                  (unsigned long long)r.t[0].lat_solo_us);
+    /* bound: solo + one batch timeslice + two context switches + a step */
+    assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 25 + 10);
+    assert_true(r.busy > 0.98); /* the batch tenant fills the rest */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_round_robin_ratio),
+        cmocka_unit_test(test_model_shallow_ignores_timeslices),
+        cmocka_unit_test(test_model_window_pause_costs),
+        cmocka_unit_test(test_two_deep_75_25),
+        cmocka_unit_test(test_four_deep),
+        cmocka_unit_test(test_eight_equal),
+        cmocka_unit_test(test_shallow_70_30),
+        cmocka_unit_test(test_three_shallow_and_mixed),
+        cmocka_unit_test(test_idle_time_lent),
+        cmocka_unit_test(test_limit_with_idle_neighbour),
+        cmocka_unit_test(test_arrivals_and_departures),
+        cmocka_unit_test(test_latency_tenant_first),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

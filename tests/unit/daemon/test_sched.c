@@ -1,0 +1,161 @@
+/* test_sched.c - the scheduler core alone: water-filled targets, timeslices in
+ * the ratio of the shares, limits as windows, the switch to windows when
+ * timeslices do not bite, decisions for newcomers and the change flags. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/sched.h"
+#include "kairos/proto.h"
+
+static const struct sched_policy p75 = {.share = 0.75}, p25 = {.share = 0.25};
+
+static void deep(struct sched_usage *u, uint64_t used)
+{
+    u->used_us = used;
+    u->runnable_us = SCHED_PERIOD_US;
+}
+
+static void test_timeslices_follow_shares(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    assert_int_equal(sched_tenant_set(&g, 0, &p75), 0);
+    assert_int_equal(sched_tenant_set(&g, 1, &p25), 0);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 74000);
+    deep(&use[1], 24000);
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.timeslice_us, 3000);
+    assert_int_equal(g.t[1].dec.timeslice_us, 1000);
+    assert_int_equal(g.t[0].dec.period_us, 0);
+    assert_true(g.t[0].changed);
+    assert_float_equal(g.t[0].target, 0.75, 1e-9);
+    uint64_t seq = g.t[0].dec.seq;
+    sched_tick(&g, use);
+    assert_false(g.t[0].changed); /* nothing new: nothing to send */
+    assert_int_equal(g.t[0].dec.seq, seq);
+}
+
+static void test_idle_time_is_lent(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &p25);
+    sched_tenant_set(&g, 1, &p75);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 99000); /* 1 is idle */
+    sched_tick(&g, use);
+    assert_false(g.t[1].active);
+    assert_float_equal(g.t[0].target, 1.0, 1e-9);
+    assert_int_equal(g.t[0].dec.period_us, 0); /* never paused */
+}
+
+static void test_demand_capped_tenant_lends_the_rest(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    use[0].used_us = 10000; /* wanted 10 %, did not wait */
+    use[0].runnable_us = 10500;
+    deep(&use[1], 89000);
+    sched_tick(&g, use);
+    assert_float_equal(g.t[0].target, 0.11, 1e-6);
+    assert_float_equal(g.t[1].target, 0.89, 1e-6);
+}
+
+static void test_limit_is_a_window(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.3, .limit = 0.3});
+    sched_plan(&g); /* a newcomer gets its decision at once */
+    assert_int_equal(g.t[0].dec.period_us, SCHED_PERIOD_US);
+    assert_int_equal(g.t[0].dec.duty_us, 30000);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 30400); /* overran by the pause latency */
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    assert_true(g.t[0].dec.duty_us < 30000); /* the overrun shortens the window */
+    assert_float_equal(g.t[0].target, 0.3, 1e-9);
+}
+
+static void test_shallow_drift_switches_to_windows(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.7});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.3});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 45000); /* equal shares: the slices never expired */
+    deep(&use[1], 45000);
+    for (int i = 0; i < 6 && !g.windows; i++)
+        sched_tick(&g, use);
+    assert_true(g.windows);
+    assert_int_equal(g.t[0].dec.period_us, SCHED_PERIOD_US);
+    assert_int_equal(g.t[0].dec.phase_us, 0);
+    assert_int_equal(g.t[0].dec.duty_us + g.t[1].dec.duty_us, SCHED_PERIOD_US);
+    assert_int_equal(g.t[1].dec.phase_us, g.t[0].dec.duty_us); /* complementary */
+    assert_true(g.t[0].dec.duty_us >= 65000 && g.t[0].dec.duty_us <= 75000);
+}
+
+static void test_latency_first_and_long_batch_short(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_BATCH});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_LATENCY});
+    sched_plan(&g);
+    assert_true(g.t[1].dec.timeslice_us >= SCHED_TS_LATENCY_US);
+    assert_true(g.t[0].dec.timeslice_us <= SCHED_TS_BATCH_US);
+    assert_int_equal(g.t[1].dec.flags, KAIROS_TIME_LATENCY);
+    /* In windows the latency tenant's window comes first. */
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 10000);
+    deep(&use[1], 80000);
+    g.windows = true;
+    g.settle = 0;
+    g.active_mask = 3;
+    sched_tick(&g, use);
+    assert_int_equal(g.t[1].dec.phase_us, 0);
+    assert_int_equal(g.t[0].dec.phase_us, g.t[1].dec.duty_us);
+}
+
+static void test_bad_policy_and_remove(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    assert_int_equal(sched_tenant_set(&g, SCHED_MAX_TENANTS, &p25), -EINVAL);
+    assert_int_equal(sched_tenant_set(&g, 0, &(struct sched_policy){.share = 1.5}), -EINVAL);
+    sched_tenant_set(&g, 3, &p25);
+    sched_tenant_remove(&g, 3);
+    assert_false(g.t[3].present);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timeslices_follow_shares),
+        cmocka_unit_test(test_idle_time_is_lent),
+        cmocka_unit_test(test_demand_capped_tenant_lends_the_rest),
+        cmocka_unit_test(test_limit_is_a_window),
+        cmocka_unit_test(test_shallow_drift_switches_to_windows),
+        cmocka_unit_test(test_latency_first_and_long_batch_short),
+        cmocka_unit_test(test_bad_policy_and_remove),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
