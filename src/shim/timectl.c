@@ -104,9 +104,10 @@ static void set_timeslice(int fd, uint32_t client, uint32_t tsg, uint64_t us)
 }
 
 /* One FIFO_DISABLE_CHANNELS call: n <= 64 channels of client, never rewinding,
- * always preempting (bOnlyDisableScheduling=0 hung the process on the H200). */
-static void disable_channels(int fd, uint32_t client, uint32_t subdevice, const uint32_t *ch,
-                             uint32_t n, bool disable)
+ * always preempting (bOnlyDisableScheduling=0 hung the process on the H200).
+ * Returns the RM status. */
+static uint32_t disable_batch(int fd, uint32_t client, uint32_t subdevice, const uint32_t *ch,
+                              uint32_t n, bool disable)
 {
     uint8_t p[TC_DISABLE_PARAMS];
     memset(p, 0, sizeof p);
@@ -117,7 +118,19 @@ static void disable_channels(int fd, uint32_t client, uint32_t subdevice, const 
         memcpy(p + 24 + 4 * i, &client, 4);
         memcpy(p + 280 + 4 * i, &ch[i], 4);
     }
-    (void)control(fd, client, subdevice, TC_CMD_DISABLE_CHANNELS, p, sizeof p);
+    return control(fd, client, subdevice, TC_CMD_DISABLE_CHANNELS, p, sizeof p);
+}
+
+/* A batch the driver refuses as a whole (one of its channels was just freed by
+ * another thread) is retried channel by channel, so that no live channel is left
+ * disabled after a resume, or running after a pause. */
+static void disable_channels(int fd, uint32_t client, uint32_t subdevice, const uint32_t *ch,
+                             uint32_t n, bool disable)
+{
+    if (disable_batch(fd, client, subdevice, ch, n, disable) == RM_NV_OK || n == 1)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        (void)disable_batch(fd, client, subdevice, &ch[i], 1, disable);
 }
 
 /* ---- object-tree lookups (under the state lock, briefly) ----------------------------- */
