@@ -4,35 +4,14 @@
 
 #include <errno.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "daemon/yaml_doc.h"
+
 #include "daemon/ledger.h"
-
-struct parse {
-    const char *name;
-    yaml_document_t *doc;
-    char *err;
-    size_t err_len;
-};
-
-static int fail(struct parse *p, const yaml_node_t *node, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct parse *p, const yaml_node_t *node, const char *fmt, ...)
-{
-    char what[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    snprintf(p->err, p->err_len, "%s:%lu:%lu: %s", p->name,
-             node ? (unsigned long)node->start_mark.line + 1 : 1ul,
-             node ? (unsigned long)node->start_mark.column + 1 : 1ul, what);
-    return -EINVAL;
-}
 
 static const char *kind_name(const yaml_node_t *n)
 {
@@ -53,14 +32,14 @@ static const char *scalar(const yaml_node_t *n)
     return (const char *)n->data.scalar.value;
 }
 
-static int want(struct parse *p, const yaml_node_t *n, yaml_node_type_t type, const char *what)
+static int want(struct ydoc *p, const yaml_node_t *n, yaml_node_type_t type, const char *what)
 {
     if (n->type != type)
-        return fail(p, n, "expected %s, found %s", what, kind_name(n));
+        return ydoc_fail(p, n, "expected %s, found %s", what, kind_name(n));
     return 0;
 }
 
-static int parse_uint(struct parse *p, const yaml_node_t *n, const char *what, unsigned long max,
+static int parse_uint(struct ydoc *p, const yaml_node_t *n, const char *what, unsigned long max,
                       unsigned long *out)
 {
     if (want(p, n, YAML_SCALAR_NODE, what))
@@ -70,12 +49,12 @@ static int parse_uint(struct parse *p, const yaml_node_t *n, const char *what, u
     errno = 0;
     unsigned long v = strtoul(s, &end, 10);
     if (!*s || *end || errno || s[0] == '-' || v > max)
-        return fail(p, n, "expected %s (a whole number from 0 to %lu), found '%s'", what, max, s);
+        return ydoc_fail(p, n, "expected %s (a whole number from 0 to %lu), found '%s'", what, max, s);
     *out = v;
     return 0;
 }
 
-static int parse_bool(struct parse *p, const yaml_node_t *n, const char *what, bool *out)
+static int parse_bool(struct ydoc *p, const yaml_node_t *n, const char *what, bool *out)
 {
     if (want(p, n, YAML_SCALAR_NODE, what))
         return -EINVAL;
@@ -85,25 +64,25 @@ static int parse_bool(struct parse *p, const yaml_node_t *n, const char *what, b
     else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off"))
         *out = false;
     else
-        return fail(p, n, "expected %s (true or false), found '%s'", what, s);
+        return ydoc_fail(p, n, "expected %s (true or false), found '%s'", what, s);
     return 0;
 }
 
-static int parse_path(struct parse *p, const yaml_node_t *n, const char *what, char *out,
+static int parse_path(struct ydoc *p, const yaml_node_t *n, const char *what, char *out,
                       size_t cap)
 {
     if (want(p, n, YAML_SCALAR_NODE, what))
         return -EINVAL;
     const char *s = scalar(n);
     if (s[0] != '/')
-        return fail(p, n, "expected %s as an absolute path, found '%s'", what, s);
+        return ydoc_fail(p, n, "expected %s as an absolute path, found '%s'", what, s);
     if (strlen(s) >= cap)
-        return fail(p, n, "%s is too long (at most %zu characters)", what, cap - 1);
+        return ydoc_fail(p, n, "%s is too long (at most %zu characters)", what, cap - 1);
     snprintf(out, cap, "%s", s);
     return 0;
 }
 
-static int parse_admins(struct parse *p, const yaml_node_t *n, struct config *c)
+static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_SEQUENCE_NODE, "admins as a list of uids or user names"))
         return -EINVAL;
@@ -127,13 +106,13 @@ static int parse_admins(struct parse *p, const yaml_node_t *n, struct config *c)
         struct passwd pw, *found = NULL;
         char buf[4096];
         if (getpwnam_r(s, &pw, buf, sizeof buf, &found) || !found)
-            return fail(p, item, "admin '%s' is neither a uid nor a known user name", s);
+            return ydoc_fail(p, item, "admin '%s' is neither a uid nor a known user name", s);
         c->admins[c->n_admins++] = found->pw_uid;
     }
     return 0;
 }
 
-static int parse_audit(struct parse *p, const yaml_node_t *n, struct config *c)
+static int parse_audit(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, kill: BOOL }"))
         return -EINVAL;
@@ -148,20 +127,20 @@ static int parse_audit(struct parse *p, const yaml_node_t *n, struct config *c)
             if (parse_uint(p, v, "audit interval_ms", 3600000, &ul))
                 return -EINVAL;
             if (ul && ul < 100)
-                return fail(p, v, "audit interval_ms must be 0 (off) or at least 100");
+                return ydoc_fail(p, v, "audit interval_ms must be 0 (off) or at least 100");
             c->audit_interval_ms = (unsigned)ul;
         } else if (!strcmp(scalar(k), "kill")) {
             if (parse_bool(p, v, "audit kill", &c->audit_kill))
                 return -EINVAL;
         } else {
-            return fail(p, k, "unknown key '%s' in audit (expected interval_ms or kill)",
+            return ydoc_fail(p, k, "unknown key '%s' in audit (expected interval_ms or kill)",
                         scalar(k));
         }
     }
     return 0;
 }
 
-static int parse_memory(struct parse *p, const yaml_node_t *n, struct config_tenant *t)
+static int parse_memory(struct ydoc *p, const yaml_node_t *n, struct config_tenant *t)
 {
     if (want(p, n, YAML_MAPPING_NODE,
              "memory as a mapping of GPU (index or GPU-uuid) to size, e.g. { 0: 40G, 1: 50% }"))
@@ -180,7 +159,7 @@ static int parse_memory(struct parse *p, const yaml_node_t *n, struct config_ten
         const char *key = scalar(k);
         if (!strncmp(key, "GPU-", 4) || !strncmp(key, "MIG-", 4)) {
             if (strlen(key) >= sizeof q->uuid)
-                return fail(p, k, "GPU uuid '%s' is too long", key);
+                return ydoc_fail(p, k, "GPU uuid '%s' is too long", key);
             q->index = -1;
             snprintf(q->uuid, sizeof q->uuid, "%s", key);
         } else {
@@ -191,11 +170,11 @@ static int parse_memory(struct parse *p, const yaml_node_t *n, struct config_ten
         }
         for (size_t i = 0; i < t->n_quotas; i++)
             if (t->quotas[i].index == q->index && !strcmp(t->quotas[i].uuid, q->uuid))
-                return fail(p, k, "GPU '%s' appears twice in tenant '%s'", key, t->name);
+                return ydoc_fail(p, k, "GPU '%s' appears twice in tenant '%s'", key, t->name);
         if (want(p, v, YAML_SCALAR_NODE, "a size such as 40G, 512MiB or 50%"))
             return -EINVAL;
         if (strlen(scalar(v)) >= sizeof q->value || !*scalar(v))
-            return fail(p, v, "expected a size such as 40G, 512MiB or 50%%, found '%s'",
+            return ydoc_fail(p, v, "expected a size such as 40G, 512MiB or 50%%, found '%s'",
                         scalar(v));
         snprintf(q->value, sizeof q->value, "%s", scalar(v));
         q->line = (unsigned)v->start_mark.line + 1;
@@ -206,7 +185,7 @@ static int parse_memory(struct parse *p, const yaml_node_t *n, struct config_ten
 }
 
 /* "40%", "12.5%": a fraction in [0, 1]. */
-static int parse_percent(struct parse *p, const yaml_node_t *n, const char *what, double *out)
+static int parse_percent(struct ydoc *p, const yaml_node_t *n, const char *what, double *out)
 {
     if (want(p, n, YAML_SCALAR_NODE, what))
         return -EINVAL;
@@ -215,13 +194,13 @@ static int parse_percent(struct parse *p, const yaml_node_t *n, const char *what
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || strcmp(end, "%") || errno || !(v >= 0 && v <= 100))
-        return fail(p, n, "expected %s as a percentage from 0%% to 100%% (e.g. 40%%), found '%s'",
+        return ydoc_fail(p, n, "expected %s as a percentage from 0%% to 100%% (e.g. 40%%), found '%s'",
                     what, s);
     *out = v / 100.0;
     return 0;
 }
 
-static int parse_policy(struct parse *p, const yaml_node_t *n, struct sched_policy *pol)
+static int parse_policy(struct ydoc *p, const yaml_node_t *n, struct sched_policy *pol)
 {
     if (want(p, n, YAML_MAPPING_NODE,
              "a compute policy { share: 40%, limit: 60%, priority: latency|normal|batch }"))
@@ -245,7 +224,7 @@ static int parse_policy(struct parse *p, const yaml_node_t *n, struct sched_poli
             else if (parse_percent(p, v, "limit", &pol->limit))
                 return -EINVAL;
             else if (pol->limit <= 0)
-                return fail(p, v, "a limit of 0%% would never let the tenant run "
+                return ydoc_fail(p, v, "a limit of 0%% would never let the tenant run "
                                   "(write none for no limit)");
         } else if (!strcmp(key, "priority")) {
             if (want(p, v, YAML_SCALAR_NODE, "priority"))
@@ -257,15 +236,15 @@ static int parse_policy(struct parse *p, const yaml_node_t *n, struct sched_poli
             else if (!strcmp(scalar(v), "batch"))
                 pol->prio = SCHED_PRIO_BATCH;
             else
-                return fail(p, v, "expected priority latency, normal or batch, found '%s'",
+                return ydoc_fail(p, v, "expected priority latency, normal or batch, found '%s'",
                             scalar(v));
         } else {
-            return fail(p, k, "unknown key '%s' in a compute policy (expected share, limit or "
+            return ydoc_fail(p, k, "unknown key '%s' in a compute policy (expected share, limit or "
                               "priority)", key);
         }
     }
     if (share && pol->limit > 0 && pol->limit < pol->share)
-        return fail(p, share, "share %g%% is above the limit %g%%: a tenant cannot be "
+        return ydoc_fail(p, share, "share %g%% is above the limit %g%%: a tenant cannot be "
                               "guaranteed more than its cap", pol->share * 100, pol->limit * 100);
     return 0;
 }
@@ -273,11 +252,11 @@ static int parse_policy(struct parse *p, const yaml_node_t *n, struct sched_poli
 int config_parse_policy(const char *name, struct yaml_document_s *doc, struct yaml_node_s *node,
                         struct sched_policy *out, char *err, size_t err_len)
 {
-    struct parse p = {.name = name, .doc = doc, .err = err, .err_len = err_len};
+    struct ydoc p = {.name = name, .doc = doc, .err = err, .err_len = err_len};
     return parse_policy(&p, node, out);
 }
 
-static int parse_compute(struct parse *p, const yaml_node_t *n, struct config_tenant *t)
+static int parse_compute(struct ydoc *p, const yaml_node_t *n, struct config_tenant *t)
 {
     if (want(p, n, YAML_MAPPING_NODE,
              "compute as a mapping of GPU index to policy, e.g. { 0: { share: 40% } }"))
@@ -296,7 +275,7 @@ static int parse_compute(struct parse *p, const yaml_node_t *n, struct config_te
             return -EINVAL;
         for (size_t i = 0; i < t->n_compute; i++)
             if (t->compute[i].gpu == idx)
-                return fail(p, k, "GPU %lu appears twice in tenant '%s' compute", idx, t->name);
+                return ydoc_fail(p, k, "GPU %lu appears twice in tenant '%s' compute", idx, t->name);
         c->gpu = (unsigned)idx;
         if (parse_policy(p, v, &c->pol))
             return -EINVAL;
@@ -308,7 +287,7 @@ static int parse_compute(struct parse *p, const yaml_node_t *n, struct config_te
 }
 
 /* The shares of one GPU's tenants may not add up above 100 %. */
-static int check_shares(struct parse *p, const yaml_node_t *n, const struct config *c)
+static int check_shares(struct ydoc *p, const yaml_node_t *n, const struct config *c)
 {
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
         double sum = 0;
@@ -327,13 +306,13 @@ static int check_shares(struct parse *p, const yaml_node_t *n, const struct conf
             }
         }
         if (sum > 1.0 + 1e-9)
-            return fail(p, n, "compute shares on GPU %u add up to %g%% (%s): at most 100%% "
+            return ydoc_fail(p, n, "compute shares on GPU %u add up to %g%% (%s): at most 100%% "
                               "can be guaranteed", g, sum * 100, who);
     }
     return 0;
 }
 
-static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
+static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_MAPPING_NODE, "a tenant as a mapping { name: NAME, memory: {...} }"))
         return -EINVAL;
@@ -351,7 +330,7 @@ static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
             if (want(p, v, YAML_SCALAR_NODE, "a tenant name"))
                 return -EINVAL;
             if (strlen(scalar(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(scalar(v)))
-                return fail(p, v,
+                return ydoc_fail(p, v,
                             "tenant name '%s' must be 1-63 characters of A-Z a-z 0-9 . _ - "
                             "(not starting with . or -)", scalar(v));
             snprintf(t->name, sizeof t->name, "%s", scalar(v));
@@ -360,15 +339,15 @@ static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
         } else if (!strcmp(scalar(k), "compute")) {
             compute = v;
         } else {
-            return fail(p, k, "unknown key '%s' in a tenant (expected name, memory or compute)",
+            return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory or compute)",
                         scalar(k));
         }
     }
     if (!t->name[0])
-        return fail(p, n, "tenant without a name (add name: NAME)");
+        return ydoc_fail(p, n, "tenant without a name (add name: NAME)");
     for (size_t i = 0; i + 1 < c->n_tenants; i++)
         if (!strcmp(c->tenants[i].name, t->name))
-            return fail(p, n, "tenant '%s' is declared twice (first at line %u)", t->name,
+            return ydoc_fail(p, n, "tenant '%s' is declared twice (first at line %u)", t->name,
                         c->tenants[i].line);
     int rc = memory ? parse_memory(p, memory, t) : 0;
     if (rc)
@@ -378,13 +357,13 @@ static int parse_tenant(struct parse *p, const yaml_node_t *n, struct config *c)
     return 0;
 }
 
-static int parse_tenants(struct parse *p, const yaml_node_t *n, struct config *c)
+static int parse_tenants(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_SEQUENCE_NODE, "tenants as a list of { name: ..., memory: ... }"))
         return -EINVAL;
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (count > LEDGER_MAX_TENANTS)
-        return fail(p, n, "too many tenants (at most %d)", LEDGER_MAX_TENANTS);
+        return ydoc_fail(p, n, "too many tenants (at most %d)", LEDGER_MAX_TENANTS);
     c->tenants = calloc(count ? count : 1, sizeof *c->tenants);
     if (!c->tenants)
         return -ENOMEM;
@@ -397,7 +376,7 @@ static int parse_tenants(struct parse *p, const yaml_node_t *n, struct config *c
     return check_shares(p, n, c);
 }
 
-static int parse_root(struct parse *p, const yaml_node_t *root, struct config *c)
+static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
 {
     if (!root)
         return 0; /* an empty file: all defaults */
@@ -413,7 +392,7 @@ static int parse_root(struct parse *p, const yaml_node_t *root, struct config *c
         for (yaml_node_pair_t *prev = root->data.mapping.pairs.start; prev < pr; prev++) {
             yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
             if (pk->type == YAML_SCALAR_NODE && !strcmp(scalar(pk), key))
-                return fail(p, k, "setting '%s' appears twice (first at line %lu)", key,
+                return ydoc_fail(p, k, "setting '%s' appears twice (first at line %lu)", key,
                             (unsigned long)pk->start_mark.line + 1);
         }
         unsigned long ul;
@@ -434,10 +413,10 @@ static int parse_root(struct parse *p, const yaml_node_t *root, struct config *c
         } else if (!strcmp(key, "max_connections")) {
             rc = parse_uint(p, v, "max_connections", 65536, &ul);
             if (!rc && ul == 0)
-                rc = fail(p, v, "max_connections must be at least 1");
+                rc = ydoc_fail(p, v, "max_connections must be at least 1");
             c->max_connections = (unsigned)ul;
         } else
-            rc = fail(p, k,
+            rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
                       "max_connections or tenants)", key);
         if (rc)
@@ -487,7 +466,7 @@ int config_parse(const char *name, const char *text, size_t len, struct config *
         yaml_parser_delete(&parser);
         return -EINVAL;
     }
-    struct parse p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
+    struct ydoc p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
     rc = parse_root(&p, yaml_document_get_root_node(&doc), c);
     snprintf(c->path, sizeof c->path, "%s", name);
     yaml_document_delete(&doc);

@@ -15,52 +15,31 @@
 #include "daemon/sim.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "daemon/yaml_doc.h"
+
 #include "daemon/config.h"
-
-struct sp {
-    const char *name;
-    yaml_document_t *doc;
-    char *err;
-    size_t err_len;
-};
-
-static int fail(struct sp *p, const yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct sp *p, const yaml_node_t *n, const char *fmt, ...)
-{
-    char what[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    snprintf(p->err, p->err_len, "%s:%lu:%lu: %s", p->name,
-             n ? (unsigned long)n->start_mark.line + 1 : 1ul,
-             n ? (unsigned long)n->start_mark.column + 1 : 1ul, what);
-    return -EINVAL;
-}
 
 static const char *sval(const yaml_node_t *n)
 {
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-static int number(struct sp *p, const yaml_node_t *n, const char *what, double max, double *out)
+static int number(struct ydoc *p, const yaml_node_t *n, const char *what, double max, double *out)
 {
     const char *s = sval(n);
     char *end;
     double v = s ? strtod(s, &end) : -1;
     if (!s || end == s || *end || !(v >= 0 && v <= max))
-        return fail(p, n, "expected %s as a number from 0 to %g", what, max);
+        return ydoc_fail(p, n, "expected %s as a number from 0 to %g", what, max);
     *out = v;
     return 0;
 }
 
-static int parse_load(struct sp *p, const yaml_node_t *n, enum gpu_sim_load *out)
+static int parse_load(struct ydoc *p, const yaml_node_t *n, enum gpu_sim_load *out)
 {
     static const char *names[] = {"deep", "shallow", "bursty", "requests"};
     const char *s = sval(n);
@@ -69,13 +48,13 @@ static int parse_load(struct sp *p, const yaml_node_t *n, enum gpu_sim_load *out
             *out = (enum gpu_sim_load)i;
             return 0;
         }
-    return fail(p, n, "expected load deep, shallow, bursty or requests");
+    return ydoc_fail(p, n, "expected load deep, shallow, bursty or requests");
 }
 
-static int parse_tenant(struct sp *p, const yaml_node_t *n, struct gpu_sim_tenant_spec *t)
+static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_tenant_spec *t)
 {
     if (n->type != YAML_MAPPING_NODE)
-        return fail(p, n, "expected a tenant as a mapping { name: ..., compute: ..., load: ... }");
+        return ydoc_fail(p, n, "expected a tenant as a mapping { name: ..., compute: ..., load: ... }");
     memset(t, 0, sizeof *t);
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
@@ -85,10 +64,10 @@ static int parse_tenant(struct sp *p, const yaml_node_t *n, struct gpu_sim_tenan
         double d;
         int rc = 0;
         if (!key)
-            return fail(p, k, "expected a key");
+            return ydoc_fail(p, k, "expected a key");
         if (!strcmp(key, "name")) {
             if (!sval(v) || strlen(sval(v)) >= sizeof t->name || !*sval(v))
-                return fail(p, v, "expected a tenant name of 1-63 characters");
+                return ydoc_fail(p, v, "expected a tenant name of 1-63 characters");
             snprintf(t->name, sizeof t->name, "%s", sval(v));
         } else if (!strcmp(key, "compute")) {
             rc = config_parse_policy(p->name, p->doc, v, &t->pol, p->err, p->err_len);
@@ -107,21 +86,21 @@ static int parse_tenant(struct sp *p, const yaml_node_t *n, struct gpu_sim_tenan
             if (!(rc = number(p, v, "leave_s", 86400, &d)))
                 t->leave_us = (uint64_t)(d * 1e6);
         } else {
-            return fail(p, k, "unknown key '%s' in a tenant (expected name, compute, load, "
+            return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, compute, load, "
                               "work_us, gap_us, arrive_s or leave_s)", key);
         }
         if (rc)
             return rc;
     }
     if (!t->name[0])
-        return fail(p, n, "tenant without a name");
+        return ydoc_fail(p, n, "tenant without a name");
     return 0;
 }
 
-static int parse_gpu(struct sp *p, const yaml_node_t *n, struct gpu_sim_params *g)
+static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params *g)
 {
     if (n->type != YAML_MAPPING_NODE)
-        return fail(p, n, "expected gpu as a mapping { context_switch_us: 25, ... }");
+        return ydoc_fail(p, n, "expected gpu as a mapping { context_switch_us: 25, ... }");
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
@@ -137,7 +116,7 @@ static int parse_gpu(struct sp *p, const yaml_node_t *n, struct gpu_sim_params *
         else if (key && !strcmp(key, "default_timeslice_us"))
             field = &g->default_ts_us;
         else
-            return fail(p, k, "unknown key in gpu (expected context_switch_us, disable_us, "
+            return ydoc_fail(p, k, "unknown key in gpu (expected context_switch_us, disable_us, "
                               "enable_us or default_timeslice_us)");
         double d;
         if (number(p, v, key, 1e6, &d))
@@ -147,10 +126,10 @@ static int parse_gpu(struct sp *p, const yaml_node_t *n, struct gpu_sim_params *
     return 0;
 }
 
-static int parse_root(struct sp *p, const yaml_node_t *root, struct sim_scenario *sc)
+static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenario *sc)
 {
     if (!root || root->type != YAML_MAPPING_NODE)
-        return fail(p, root, "expected a scenario mapping (seconds, gpu, tenants)");
+        return ydoc_fail(p, root, "expected a scenario mapping (seconds, gpu, tenants)");
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
          pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
@@ -163,16 +142,16 @@ static int parse_root(struct sp *p, const yaml_node_t *root, struct sim_scenario
             rc = parse_gpu(p, v, &sc->gpu);
         else if (key && !strcmp(key, "tenants")) {
             if (v->type != YAML_SEQUENCE_NODE)
-                return fail(p, v, "expected tenants as a list");
+                return ydoc_fail(p, v, "expected tenants as a list");
             rc = 0;
             for (yaml_node_item_t *it = v->data.sequence.items.start;
                  !rc && it < v->data.sequence.items.top; it++) {
                 if (sc->n == GPU_SIM_MAX_TENANTS)
-                    return fail(p, v, "at most %d tenants", GPU_SIM_MAX_TENANTS);
+                    return ydoc_fail(p, v, "at most %d tenants", GPU_SIM_MAX_TENANTS);
                 rc = parse_tenant(p, yaml_document_get_node(p->doc, *it), &sc->tenants[sc->n++]);
             }
         } else
-            return fail(p, k, "unknown setting (expected seconds, gpu or tenants)");
+            return ydoc_fail(p, k, "unknown setting (expected seconds, gpu or tenants)");
         if (rc)
             return rc;
     }
@@ -180,10 +159,10 @@ static int parse_root(struct sp *p, const yaml_node_t *root, struct sim_scenario
     for (size_t i = 0; i < sc->n; i++)
         sum += sc->tenants[i].pol.share;
     if (sum > 1.0 + 1e-9)
-        return fail(p, root, "compute shares add up to %g%%: at most 100%% can be guaranteed",
+        return ydoc_fail(p, root, "compute shares add up to %g%%: at most 100%% can be guaranteed",
                     sum * 100);
     if (!sc->n)
-        return fail(p, root, "a scenario needs tenants");
+        return ydoc_fail(p, root, "a scenario needs tenants");
     return 0;
 }
 
@@ -205,7 +184,7 @@ int sim_scenario_parse(const char *name, const char *text, size_t len, struct si
         yaml_parser_delete(&parser);
         return -EINVAL;
     }
-    struct sp p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
+    struct ydoc p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
     int rc = parse_root(&p, yaml_document_get_root_node(&doc), sc);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
