@@ -137,14 +137,18 @@ static void fill_targets(struct sched_gpu *g)
     }
 }
 
-/* Timeslices proportional to shares, the smallest weight getting 1 ms. */
+/* Timeslices proportional to shares, the smallest share on the GPU getting 1 ms,
+ * best-effort tenants 1 ms. They depend on the policies only, not on who was
+ * active in the last period: on the H200, NVML's samples (every ~200 ms) made the
+ * active set flicker, and slices recomputed from it swung between 250 us and 3 ms,
+ * each switch costing throughput. */
 static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
 {
     double wmin = 1.0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (g->t[i].present && g->t[i].active)
-            wmin = fmin(wmin, weight(&g->t[i]));
-    double ts = SCHED_TS_UNIT_US * weight(t) / wmin;
+        if (g->t[i].present && g->t[i].pol.share > 0)
+            wmin = fmin(wmin, g->t[i].pol.share);
+    double ts = t->pol.share > 0 ? SCHED_TS_UNIT_US * t->pol.share / wmin : SCHED_TS_UNIT_US;
     if (ts > SCHED_TS_MAX_US)
         ts = SCHED_TS_MAX_US;
     if (t->pol.prio == SCHED_PRIO_LATENCY && ts < SCHED_TS_LATENCY_US)

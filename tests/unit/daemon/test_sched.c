@@ -43,6 +43,28 @@ static void test_timeslices_follow_shares(void **state)
     assert_int_equal(g.t[0].dec.seq, seq);
 }
 
+/* Found on the H200: NVML's samples come every ~200 ms, so a busy tenant looks idle
+ * in some 100 ms periods; its timeslices must not swing with that, nor shrink for a
+ * tenant with only a limit and no process. */
+static void test_timeslices_ignore_who_was_seen_active(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &p75);
+    sched_tenant_set(&g, 1, &p25);
+    sched_tenant_set(&g, 2, &(struct sched_policy){.limit = 0.3}); /* idle, no share */
+    struct sched_usage seen[SCHED_MAX_TENANTS] = {0}, blank[SCHED_MAX_TENANTS] = {0};
+    deep(&seen[0], 74000);
+    deep(&seen[1], 24000);
+    for (int i = 0; i < 6; i++) {
+        sched_tick(&g, i % 2 ? blank : seen);
+        assert_int_equal(g.t[0].dec.timeslice_us, 3000);
+        assert_int_equal(g.t[1].dec.timeslice_us, 1000);
+        assert_int_equal(g.t[2].dec.timeslice_us, 1000);
+    }
+}
+
 static void test_idle_time_is_lent(void **state)
 {
     (void)state;
@@ -150,6 +172,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timeslices_follow_shares),
+        cmocka_unit_test(test_timeslices_ignore_who_was_seen_active),
         cmocka_unit_test(test_idle_time_is_lent),
         cmocka_unit_test(test_demand_capped_tenant_lends_the_rest),
         cmocka_unit_test(test_limit_is_a_window),
