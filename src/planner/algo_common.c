@@ -541,3 +541,14 @@ int algo_improve(struct state *s, int budget, int passes)
     }
     return 0;
 }
+
+int algo_fuse_pack(struct state *s, int (*pick)(const struct state *s, int w))
+{
+    int *choice = algo_choose(s, pick);
+    if (!choice)
+        return -ENOMEM;
+    int rc = algo_fuse(s, choice);
+    rc = rc ? rc : algo_pack_ffd(s);
+    free(choice);
+    return rc;
+}

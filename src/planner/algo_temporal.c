@@ -9,12 +9,5 @@
 
 int algo_temporal(struct state *s)
 {
-    int *choice = algo_choose(s, algo_whole_option);
-    int rc;
-    if (!choice)
-        return -ENOMEM;
-    rc = algo_fuse(s, choice);
-    rc = rc ? rc : algo_pack_ffd(s);
-    free(choice);
-    return rc;
+    return algo_fuse_pack(s, algo_whole_option);
 }
