@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,6 +31,7 @@
 #include "core/rm_names.h"
 #include "shim/agent.h"
 #include "shim/fdtable.h"
+#include "shim/settings.h"
 #include "shim/state.h"
 
 #define TC_CMD_SET_TIMESLICE 0xA06C0103u
@@ -75,6 +77,7 @@ static atomic_bool tc_handler_installed;
 static __thread int tc_depth __attribute__((tls_model("initial-exec")));
 
 static _Atomic uint64_t st_pauses, st_resumes, st_failed, st_waits, st_chained;
+static _Atomic uint64_t st_pause_ns, st_pause_max_ns, st_resume_ns, st_resume_max_ns;
 
 /* ---- controls ----------------------------------------------------------------------- */
 
@@ -409,6 +412,24 @@ void timectl_unmapped(uint64_t addr, uint64_t len)
 
 /* ---- pause / resume / hooks ---------------------------------------------------------- */
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One pause or resume made, and how long its driver calls took. */
+static void count_transition(_Atomic uint64_t *n, _Atomic uint64_t *total,
+                             _Atomic uint64_t *max, uint64_t ns)
+{
+    atomic_fetch_add(n, 1);
+    atomic_fetch_add(total, ns);
+    uint64_t m = atomic_load(max);
+    while (ns > m && !atomic_compare_exchange_weak(max, &m, ns)) {
+    }
+}
+
 int timectl_pause(uint32_t gpu)
 {
     if (gpu >= KAIROS_MAX_GPUS)
@@ -417,10 +438,11 @@ int timectl_pause(uint32_t gpu)
     pthread_mutex_lock(&tc_op_mu);
     if (!atomic_load(&tc_paused[gpu])) {
         ensure_handler();
+        uint64_t t0 = mono_ns();
         atomic_store(&tc_paused[gpu], true); /* first: channels made now get disabled */
         all_channels(gpu, true);
         guard_bells(gpu, true);
-        atomic_fetch_add(&st_pauses, 1);
+        count_transition(&st_pauses, &st_pause_ns, &st_pause_max_ns, mono_ns() - t0);
     }
     pthread_mutex_unlock(&tc_op_mu);
     return 0;
@@ -432,10 +454,11 @@ int timectl_resume(uint32_t gpu)
         return -EINVAL;
     pthread_mutex_lock(&tc_op_mu);
     if (atomic_load(&tc_paused[gpu])) {
+        uint64_t t0 = mono_ns();
         atomic_store(&tc_paused[gpu], false);
         all_channels(gpu, false);
         guard_bells(gpu, false);
-        atomic_fetch_add(&st_resumes, 1);
+        count_transition(&st_resumes, &st_resume_ns, &st_resume_max_ns, mono_ns() - t0);
     }
     pthread_mutex_unlock(&tc_op_mu);
     return 0;
@@ -494,13 +517,6 @@ void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
 }
 
 /* ---- the policy and the control thread ---------------------------------------------- */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 bool timectl_window_paused(const struct kairos_time_policy *p, uint64_t now_ns,
                            uint64_t *next_ns)
@@ -647,6 +663,27 @@ void timectl_stats(struct timectl_stats *s)
     s->controls_failed = atomic_load(&st_failed);
     s->doorbell_waits = atomic_load(&st_waits);
     s->chained = atomic_load(&st_chained);
+    s->pause_ns = atomic_load(&st_pause_ns);
+    s->pause_max_ns = atomic_load(&st_pause_max_ns);
+    s->resume_ns = atomic_load(&st_resume_ns);
+    s->resume_max_ns = atomic_load(&st_resume_max_ns);
+}
+
+/* With KAIROS_LOG=stderr, a process that was paused says at exit how often and how
+ * long the driver took to pause and resume it (the GPU suite reads this line). */
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    struct timectl_stats s;
+    timectl_stats(&s);
+    if (!s.pauses || !settings_get()->log_stderr)
+        return;
+    dprintf(2,
+            "kairos[%d]: time control: pauses=%llu pause_mean_us=%.1f pause_max_us=%.1f "
+            "resumes=%llu resume_mean_us=%.1f resume_max_us=%.1f doorbell_waits=%llu\n",
+            (int)getpid(), (unsigned long long)s.pauses, s.pause_ns / 1e3 / s.pauses,
+            s.pause_max_ns / 1e3, (unsigned long long)s.resumes,
+            s.resumes ? s.resume_ns / 1e3 / s.resumes : 0.0, s.resume_max_ns / 1e3,
+            (unsigned long long)s.doorbell_waits);
 }
 
 void timectl_reset(void)
@@ -678,4 +715,8 @@ void timectl_reset(void)
     atomic_store(&st_failed, 0);
     atomic_store(&st_waits, 0);
     atomic_store(&st_chained, 0);
+    atomic_store(&st_pause_ns, 0);
+    atomic_store(&st_pause_max_ns, 0);
+    atomic_store(&st_resume_ns, 0);
+    atomic_store(&st_resume_max_ns, 0);
 }

@@ -73,6 +73,8 @@ struct timectl_stats {
     uint64_t controls_failed;     /* controls the driver refused (or ioctl errors) */
     uint64_t doorbell_waits;      /* faults on a protected doorbell that waited */
     uint64_t chained;             /* faults handed to the application's handler */
+    uint64_t pause_ns, pause_max_ns;   /* time in the driver calls of all pauses, longest */
+    uint64_t resume_ns, resume_max_ns; /* the same for resumes */
 };
 void timectl_stats(struct timectl_stats *s);
 

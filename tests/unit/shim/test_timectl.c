@@ -213,6 +213,9 @@ static void test_pause_resume(void **state)
     assert_int_equal(s.controls_failed, 0);
     assert_int_equal(s.pauses, 1);
     assert_int_equal(s.resumes, 1);
+    /* each made two driver calls: their time is counted, the longest is the one */
+    assert_true(s.pause_ns > 0 && s.pause_max_ns == s.pause_ns);
+    assert_true(s.resume_ns > 0 && s.resume_max_ns == s.resume_ns);
 }
 
 struct writer {
