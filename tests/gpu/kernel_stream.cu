@@ -2,7 +2,11 @@
 // allocates device memory, runs a steady stream of short kernels, frees, exits.
 // It prints key=value lines (context time, memory seen, launches per second) so the
 // suite can compare runs with and without Kairos.
+// For the compute benchmark: --start-at T waits until CLOCK_REALTIME T (seconds) so
+// that tenants start together; --stamps FILE writes, for every kernel, the time it
+// ended (the GPU's global timer, moved onto CLOCK_REALTIME), one integer ns a line.
 // Usage: kernel_stream [--seconds S] [--alloc-mib M] [--cycles C] [--batch B]
+//                      [--start-at T] [--stamps FILE]
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +21,35 @@ static int check(cudaError_t e, const char *what)
     return 1;
 }
 
-__global__ void busy_wait(long long cycles, unsigned long long *done)
+__device__ unsigned long long global_ns(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Every block spins; the last block to finish counts the kernel and stamps its end.
+__global__ void busy_wait(long long cycles, unsigned long long *done, unsigned *blocks_done,
+                          unsigned long long *stamps, unsigned long long n_stamps)
 {
     long long start = clock64();
     while (clock64() - start < cycles) {
     }
-    if (threadIdx.x == 0 && blockIdx.x == 0)
-        atomicAdd(done, 1ULL);
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    __threadfence();
+    if (atomicAdd(blocks_done, 1u) + 1 != gridDim.x)
+        return;
+    *blocks_done = 0;
+    unsigned long long k = atomicAdd(done, 1ULL);
+    if (k < n_stamps)
+        stamps[k] = global_ns();
+}
+
+__global__ void read_clock(unsigned long long *out)
+{
+    *out = global_ns();
 }
 
 static double seconds_now(void)
@@ -33,12 +59,65 @@ static double seconds_now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static long long realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_until_realtime(double t)
+{
+    long long ns = (long long)(t * 1e9);
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL)) {
+    }
+}
+
+// CLOCK_REALTIME minus the GPU's global timer, from the round trip of a one-thread
+// kernel that reads it (the midpoint; the half round trip is the uncertainty).
+static long long gpu_clock_offset(unsigned long long *dev)
+{
+    unsigned long long g = 0;
+    long long best = 0, best_rtt = -1;
+    for (int i = 0; i < 20; i++) {
+        long long t0 = realtime_ns();
+        read_clock<<<1, 1>>>(dev);
+        cudaMemcpy(&g, dev, sizeof g, cudaMemcpyDeviceToHost);
+        long long t1 = realtime_ns();
+        if (best_rtt < 0 || t1 - t0 < best_rtt) {
+            best_rtt = t1 - t0;
+            best = (t0 + t1) / 2 - (long long)g;
+        }
+    }
+    printf("clock_offset_ns=%lld clock_rtt_ns=%lld\n", best, best_rtt);
+    return best;
+}
+
+static int write_stamps(const char *path, unsigned long long *dev, unsigned long long n,
+                        long long offset)
+{
+    unsigned long long *host = (unsigned long long *)malloc(n * sizeof *host + 1);
+    FILE *f = fopen(path, "w");
+    if (!host || !f || cudaMemcpy(host, dev, n * sizeof *host, cudaMemcpyDeviceToHost)) {
+        printf("error=stamps what=\"%s\"\n", path);
+        return 1;
+    }
+    for (unsigned long long i = 0; i < n; i++)
+        fprintf(f, "%lld\n", (long long)host[i] + offset);
+    fclose(f);
+    free(host);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     double run_s = 3;
     size_t alloc_mib = 1024;
     long long cycles = 200000; /* about 0.1 ms at 1.98 GHz */
     int batch = 8;             /* launches between synchronisations: a shallow queue */
+    double start_at = 0;
+    const char *stamps_path = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--seconds"))
             run_s = atof(argv[i + 1]);
@@ -48,6 +127,10 @@ int main(int argc, char **argv)
             cycles = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch"))
             batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--start-at"))
+            start_at = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--stamps"))
+            stamps_path = argv[i + 1];
     }
     double t0 = seconds_now();
     if (check(cudaFree(0), "context"))
@@ -58,18 +141,26 @@ int main(int argc, char **argv)
         return 1;
     printf("mem_total_mib=%.1f mem_free_mib=%.1f\n", total_b / 1048576.0, free_b / 1048576.0);
     void *block = NULL;
-    unsigned long long *done = NULL;
+    unsigned long long *done = NULL, *stamps = NULL;
+    unsigned *blocks_done = NULL;
+    unsigned long long n_stamps = stamps_path ? (unsigned long long)(run_s * 40000) + 4096 : 0;
     if (check(cudaMalloc(&block, alloc_mib << 20), "cudaMalloc block") ||
         check(cudaMalloc(&done, sizeof *done), "cudaMalloc counter") ||
-        check(cudaMemset(done, 0, sizeof *done), "cudaMemset"))
+        check(cudaMalloc(&blocks_done, sizeof *blocks_done), "cudaMalloc block counter") ||
+        check(cudaMalloc(&stamps, (n_stamps + 1) * sizeof *stamps), "cudaMalloc stamps") ||
+        check(cudaMemset(done, 0, sizeof *done), "cudaMemset") ||
+        check(cudaMemset(blocks_done, 0, sizeof *blocks_done), "cudaMemset"))
         return 1;
+    long long offset = stamps_path ? gpu_clock_offset(stamps) : 0;
     int sms = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    if (start_at > 0)
+        sleep_until_realtime(start_at);
     long launches = 0;
     double start = seconds_now();
     while (seconds_now() - start < run_s) {
         for (int i = 0; i < batch; i++)
-            busy_wait<<<sms, 128>>>(cycles, done);
+            busy_wait<<<sms, 128>>>(cycles, done, blocks_done, stamps, n_stamps);
         if (check(cudaDeviceSynchronize(), "kernels"))
             return 1;
         launches += batch;
@@ -77,6 +168,11 @@ int main(int argc, char **argv)
     double elapsed = seconds_now() - start;
     printf("launches=%ld seconds=%.3f launches_per_s=%.1f\n", launches, elapsed,
            launches / elapsed);
+    if (stamps_path) {
+        unsigned long long n = (unsigned long long)launches < n_stamps ? launches : n_stamps;
+        if (write_stamps(stamps_path, stamps, n, offset))
+            return 1;
+    }
     if (check(cudaFree(done), "cudaFree counter") || check(cudaFree(block), "cudaFree block"))
         return 1;
     return 0;

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""The compute-isolation benchmark (issue 4), run by scripts/gpu-suite compute.
+
+Every mix runs twice in the same invocation, natively (the driver's own
+time-slicing) and under kairosd, after every kind of tenant ran alone (solo). Each
+tenant writes the time every unit of its work ended (kernel_stream: every kernel,
+stamped on the GPU; torch_tenant.py: every step or request). A unit's GPU time is
+what it costs alone (solo seconds / solo units), spread over the interval since the
+tenant's previous unit ended; summed per 100 ms window this gives the GPU time each
+tenant really got in that window, whatever its kind.
+
+Reported per mix and mode: per-window share error p50/p95 against the targets (the
+shares normalised over the tenants that compete), the run's error, the aggregate
+throughput (sum over tenants of their fraction of solo); the overhead of a lone
+tenant under Kairos; pause/resume cost (from the shim's exit report); the p99
+latency of a ResNet-50 inference stream next to ResNet-50 training against its
+solo p99, natively and under Kairos with and without a latency priority.
+Writes OUT/compute-results.json and prints a table last.
+Usage: compute_bench.py --bin DIR --out DIR [--seconds S] [--only NAME,...]
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+WINDOW_NS = 100_000_000
+SKIP_NS = 1_500_000_000   # the first 1.5 s: policies arrive and settle
+TAIL_NS = 300_000_000     # the last 0.3 s: tenants stop at slightly different times
+
+KERNEL_KINDS = ("deep", "shallow")  # tenants whose units are single kernels
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Kinds:
+    """How to run each kind of tenant, and how long it needs to get ready."""
+
+    def __init__(self, bindir, python):
+        self.stream = os.path.join(bindir, "kernel_stream")
+        self.python = python
+
+    def command(self, kind, seconds, start_at, stamps):
+        if kind in KERNEL_KINDS:
+            batch = "256" if kind == "deep" else "8"
+            return [self.stream, "--seconds", str(seconds), "--alloc-mib", "64", "--batch", batch,
+                    "--start-at", f"{start_at:.3f}", "--stamps", stamps]
+        return [self.python, os.path.join(HERE, "torch_tenant.py"), "--kind", kind,
+                "--seconds", str(seconds), "--start-at", f"{start_at:.3f}", "--stamps", stamps]
+
+    @staticmethod
+    def ready_s(kinds):
+        return 20.0 if any(k in ("matmul", "train", "infer") for k in kinds) else 3.0
+
+
+def read_stamps(path):
+    """[(end_ns, latency_ns or None)] in order of completion."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if parts:
+                    out.append((int(parts[0]), int(parts[1]) if len(parts) > 1 else None))
+    except OSError:
+        pass
+    out.sort()
+    return out
+
+
+def gpu_time_per_window(stamps, unit_ns, t0, n_windows, at_end=False):
+    """GPU time (ns) per window [t0 + k*W, t0 + (k+1)*W): each unit's cost spread
+    over the interval since the previous unit ended, or (at_end: a kernel, shorter
+    than any timeslice, runs in one piece) over the unit_ns before it ended."""
+    got = [0.0] * n_windows
+    prev = None
+    for end, _ in stamps:
+        start = prev if prev is not None else end - unit_ns
+        if at_end:
+            start = max(start, end - unit_ns)
+        prev = end
+        span = max(end - start, 1)
+        k0, k1 = max(0, (start - t0) // WINDOW_NS), min(n_windows - 1, (end - t0) // WINDOW_NS)
+        for k in range(int(k0), int(k1) + 1):
+            lo, hi = max(start, t0 + k * WINDOW_NS), min(end, t0 + (k + 1) * WINDOW_NS)
+            if hi > lo:
+                got[k] += unit_ns * (hi - lo) / span
+    return got
+
+
+def percentile(values, q):
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.kinds = Kinds(args.bin, args.python)
+        self.kairos = os.path.join(args.bin, "kairos")
+        self.kairosd = os.path.join(args.bin, "kairosd")
+        self.work = os.path.join(args.out, "compute")
+        os.makedirs(self.work, exist_ok=True)
+        self.solo = {}      # kind -> {"unit_ns", "units_per_s", "p99_ms"}
+        self.results = {"seconds": args.seconds, "mixes": {}}
+
+    # ---- running tenants -------------------------------------------------------------
+
+    def run_tenants(self, name, tenants, kairos_cfg=None):
+        """tenants: [(tenant_name, kind)]. Runs them together, natively or (with
+        kairos_cfg, the tenants' policies) each under `kairos run`; returns
+        [(tenant_name, kind, stamps, stdout+stderr)]."""
+        s = self.args.seconds
+        start_at = time.time() + Kinds.ready_s([k for _, k in tenants])
+        daemon = self.start_daemon(name, kairos_cfg) if kairos_cfg is not None else None
+        procs = []
+        for tname, kind in tenants:
+            stamps = os.path.join(self.work, f"{name}-{tname}.stamps")
+            cmd = self.kinds.command(kind, s, start_at, stamps)
+            env = dict(os.environ)
+            if daemon:
+                cmd = [self.kairos, "run", "--tenant", tname, "--"] + cmd
+                env["KAIROS_SOCKET"] = daemon[1]
+                env["KAIROS_LOG"] = "stderr"
+            log = open(os.path.join(self.work, f"{name}-{tname}.log"), "w+")
+            procs.append((tname, kind, stamps, log,
+                          subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)))
+        out = []
+        for tname, kind, stamps, log, p in procs:
+            try:
+                p.wait(timeout=s + 90)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            log.seek(0)
+            text = log.read()
+            log.close()
+            if p.returncode:
+                print(f"  {name}/{tname} ({kind}) exited {p.returncode}: {text.strip()[-300:]}")
+            out.append((tname, kind, read_stamps(stamps), text))
+        if daemon:
+            self.stop_daemon(daemon)
+        return start_at, out
+
+    def start_daemon(self, name, policies):
+        d = os.path.join(self.work, f"kd-{name}")
+        os.makedirs(d, exist_ok=True)
+        sock = os.path.join(d, "kairosd.sock")
+        quota = max(4, 120 // max(1, len(policies)))
+        lines = [f"socket: {sock}", f"state: {d}/state.json", "admins: [0]",
+                 "audit: { interval_ms: 0 }", "tenants:"]
+        for tname, pol in policies.items():
+            comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
+            lines.append(f"  - name: {tname}")
+            lines.append(f"    memory: {{ 0: {quota}G }}")
+            if comp:
+                lines.append(f"    compute: {{ 0: {{ {comp} }} }}")
+        cfg = os.path.join(d, "kairosd.yaml")
+        with open(cfg, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        log = open(os.path.join(self.work, f"kairosd-{name}.log"), "w")
+        p = subprocess.Popen([self.kairosd, "-c", cfg, "-l", "debug"], stdout=log,
+                             stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        return (p, sock, log)
+
+    @staticmethod
+    def stop_daemon(daemon):
+        p, _, log = daemon
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        log.close()
+
+    # ---- measuring -------------------------------------------------------------------
+
+    def solo_runs(self, kinds):
+        for kind in kinds:
+            start_at, out = self.run_tenants(f"solo-{kind}", [("t0", kind)])
+            _, _, stamps, text = out[0]
+            window = [e for e, _ in stamps if e >= start_at * 1e9]
+            n = len(window)
+            lat = [lat / 1e6 for _, lat in stamps if lat is not None]
+            self.solo[kind] = {
+                "units": n,
+                "units_per_s": n / self.args.seconds,
+                "unit_ns": self.args.seconds * 1e9 / n if n else float("nan"),
+                "p50_ms": percentile(lat, 0.5) if lat else None,
+                "p99_ms": percentile(lat, 0.99) if lat else None,
+            }
+            print(f"  solo {kind:8s} {n / self.args.seconds:10.1f} units/s"
+                  + (f"  p99 {percentile(lat, 0.99):.2f} ms" if lat else ""))
+
+    def shares(self, start_at, out, targets):
+        """Per-window and run share error against targets {tenant: share}."""
+        t0 = int(start_at * 1e9) + SKIP_NS
+        t_end = int(start_at * 1e9) + int(self.args.seconds * 1e9) - TAIL_NS
+        n = max(1, (t_end - t0) // WINDOW_NS)
+        per = {}
+        for tname, kind, stamps, _ in out:
+            per[tname] = gpu_time_per_window(stamps, self.solo[kind]["unit_ns"], t0, n,
+                                             kind in KERNEL_KINDS)
+        total_w = [sum(per[t][k] for t in per) for k in range(n)]
+        run = {t: sum(per[t]) for t in per}
+        run_total = sum(run.values())
+        tsum = sum(targets.values()) or 1
+        errs, run_err = [], {}
+        for t in per:
+            tgt = targets.get(t, 0) / tsum
+            errs += [abs(per[t][k] / total_w[k] - tgt) * 100 for k in range(n) if total_w[k] > 0]
+            run_err[t] = abs(run[t] / run_total - tgt) * 100 if run_total else float("nan")
+        frac = {t: run[t] / (n * WINDOW_NS) for t in per}  # fraction of the GPU (of solo)
+        return {
+            "window_err_p50": percentile(errs, 0.5), "window_err_p95": percentile(errs, 0.95),
+            "run_err_max": max(run_err.values()) if run_err else float("nan"),
+            "run_share": {t: run[t] / run_total if run_total else 0 for t in per},
+            "of_solo": frac, "aggregate": sum(frac.values()), "windows": int(n),
+        }
+
+    def mix(self, name, tenants, policies, targets):
+        """tenants [(name, kind)], policies {name: {share: '75%', ...}}, targets {name: x}."""
+        res = {}
+        for mode in ("native", "kairos"):
+            start_at, out = self.run_tenants(f"{name}-{mode}", tenants,
+                                             policies if mode == "kairos" else None)
+            r = self.shares(start_at, out, targets)
+            r["shim"] = [line for _, _, _, text in out for line in text.splitlines()
+                         if "time control:" in line]
+            res[mode] = r
+            print(f"  {name:22s} {mode:6s} err p50 {r['window_err_p50']:5.2f} p95 "
+                  f"{r['window_err_p95']:5.2f} run {r['run_err_max']:5.2f} pp  aggregate "
+                  f"{r['aggregate']:.3f}  shares " + " ".join(
+                      f"{t}={v * 100:.1f}" for t, v in r["run_share"].items()))
+        self.results["mixes"][name] = {"tenants": tenants, "policies": policies,
+                                       "targets": targets, **res}
+
+    def limit_mix(self):
+        """A 30 % limit next to an idle neighbour (a tenant with a share that runs
+        nothing): the capped tenant's fraction of the GPU per window."""
+        name = "limit-30-idle-neighbour"
+        pol = {"capped": {"limit": "30%"}, "idle": {"share": "50%"}}
+        start_at, out = self.run_tenants(name, [("capped", "deep")], pol)
+        t0 = int(start_at * 1e9) + SKIP_NS
+        n = int((self.args.seconds * 1e9 - SKIP_NS - TAIL_NS) // WINDOW_NS)
+        _, kind, stamps, text = out[0]
+        got = gpu_time_per_window(stamps, self.solo[kind]["unit_ns"], t0, n, True)
+        frac = [g / WINDOW_NS * 100 for g in got]
+        errs = [abs(f - 30) for f in frac]
+        r = {"mean_pct": sum(frac) / len(frac), "max_pct": max(frac),
+             "window_err_p50": percentile(errs, 0.5), "window_err_p95": percentile(errs, 0.95),
+             "shim": [line for line in text.splitlines() if "time control:" in line]}
+        r.update(self.bursts(stamps, t0))
+        self.results["mixes"][name] = r
+        print(f"  {name:22s} kairos mean {r['mean_pct']:.2f} % of solo, largest window "
+              f"{r['max_pct']:.2f} %, err p50 {r['window_err_p50']:.2f} p95 "
+              f"{r['window_err_p95']:.2f} pp; ran {r['burst_ms']:.2f} ms per 30 ms window")
+        for line in r["shim"]:
+            print("   ", line.strip())
+
+    @staticmethod
+    def bursts(stamps, t0):
+        """The runs of kernels between pauses: how long the tenant ran per window."""
+        ends = [e for e, _ in stamps if e >= t0]
+        runs, first = [], None
+        for a, b in zip(ends, ends[1:]):
+            first = a if first is None else first
+            if b - a > 5_000_000:  # a gap of 5 ms: it was paused
+                runs.append(a - first)
+                first = None
+        return {"burst_ms": (sum(runs) / len(runs) / 1e6) if runs else float("nan"),
+                "bursts": len(runs)}
+
+    def lone_overhead(self, kind):
+        """The same tenant alone, natively and under kairosd with a share."""
+        rates = {}
+        for mode in ("native", "kairos"):
+            pol = {"lone": {"share": "50%"}} if mode == "kairos" else None
+            start_at, out = self.run_tenants(f"lone-{kind}-{mode}", [("lone", kind)], pol)
+            stamps = out[0][2]
+            rates[mode] = len([e for e, _ in stamps if e >= start_at * 1e9]) / self.args.seconds
+        ratio = rates["kairos"] / rates["native"] if rates["native"] else float("nan")
+        self.results.setdefault("lone", {})[kind] = {**rates, "ratio": ratio}
+        print(f"  lone {kind:8s} native {rates['native']:.1f}/s kairos {rates['kairos']:.1f}/s "
+              f"ratio {ratio:.4f} (overhead {(1 - ratio) * 100:.2f} %)")
+
+    def latency(self):
+        """ResNet-50 inference requests next to ResNet-50 training."""
+        solo_p99 = self.solo["infer"]["p99_ms"]
+        cases = [("native", None),
+                 ("kairos-no-priority", {"infer": {"share": "50%"}, "train": {"share": "50%"}}),
+                 ("kairos-latency", {"infer": {"share": "50%", "priority": "latency"},
+                                     "train": {"share": "50%", "priority": "batch"}})]
+        res = {"solo_p99_ms": solo_p99}
+        for label, pol in cases:
+            start_at, out = self.run_tenants(f"latency-{label}",
+                                             [("infer", "infer"), ("train", "train")], pol)
+            lat = [lat / 1e6 for _, lat in out[0][2] if lat is not None]
+            train_rate = len(out[1][2]) / self.args.seconds
+            p99 = percentile(lat, 0.99)
+            res[label] = {"p50_ms": percentile(lat, 0.5), "p99_ms": p99,
+                          "p99_vs_solo": p99 / solo_p99 if solo_p99 else float("nan"),
+                          "train_of_solo": train_rate / self.solo["train"]["units_per_s"]}
+            print(f"  latency {label:20s} infer p99 {p99:7.2f} ms = {p99 / solo_p99:5.2f}x solo "
+                  f"({solo_p99:.2f} ms); training at {res[label]['train_of_solo']:.3f} of solo")
+        self.results["latency"] = res
+
+
+def pct(x):
+    return f"{int(round(x * 100))}%"
+
+
+MIXES = {
+    "75-25-deep": ([("a", "deep"), ("b", "deep")], {"a": 0.75, "b": 0.25}),
+    "70-30-matmul-train": ([("a", "matmul"), ("b", "train")], {"a": 0.70, "b": 0.30}),
+    "40-30-20-10": ([("a", "deep"), ("b", "matmul"), ("c", "train"), ("d", "shallow")],
+                    {"a": 0.40, "b": 0.30, "c": 0.20, "d": 0.10}),
+    "8-equal": ([(f"t{i}", "deep" if i % 2 == 0 else "shallow") for i in range(8)],
+                {f"t{i}": 0.125 for i in range(8)}),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=float, default=6)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    b = Bench(args)
+    want = lambda n: not only or n in only  # noqa: E731
+    kinds = {k for name, (tenants, _) in MIXES.items() if want(name) for _, k in tenants}
+    kinds |= {"deep"} if want("limit") or want("lone") else set()
+    kinds |= {"train"} if want("lone") else set()
+    kinds |= {"train", "infer"} if want("latency") else set()
+    print("--- compute: solo runs")
+    b.solo_runs([k for k in ("deep", "shallow", "matmul", "train", "infer") if k in kinds])
+    print("--- compute: mixes (native, then under kairosd)")
+    for name, (tenants, targets) in MIXES.items():
+        if want(name):
+            b.mix(name, tenants, {t: {"share": pct(s)} for t, s in targets.items()}, targets)
+    if want("limit"):
+        b.limit_mix()
+    if want("lone"):
+        for kind in ("deep", "train"):
+            if kind in b.solo:
+                b.lone_overhead(kind)
+    if want("latency"):
+        b.latency()
+    b.results["solo"] = b.solo
+    with open(os.path.join(args.out, "compute-results.json"), "w") as f:
+        json.dump(b.results, f, indent=1)
+    table(b.results)
+
+
+def table(r):
+    print("\n=== compute isolation (goals: window err p95 <= 1 pp, run err <= 0.5 pp, "
+          "aggregate >= 0.99 of solo, lone overhead <= 1 %, inference p99 <= 1.1x solo)")
+    print(f"{'mix':22s} {'mode':7s} {'p50':>6s} {'p95':>6s} {'run':>6s} {'aggr':>6s}")
+    for name, m in r["mixes"].items():
+        for mode in ("native", "kairos"):
+            if mode in m:
+                x = m[mode]
+                print(f"{name:22s} {mode:7s} {x['window_err_p50']:6.2f} {x['window_err_p95']:6.2f} "
+                      f"{x['run_err_max']:6.2f} {x['aggregate']:6.3f}")
+        if "mean_pct" in m:
+            print(f"{name:22s} kairos  mean {m['mean_pct']:.2f} % max {m['max_pct']:.2f} % "
+                  f"p95 err {m['window_err_p95']:.2f} pp")
+    for kind, x in r.get("lone", {}).items():
+        print(f"lone {kind:17s} kairos/native {x['ratio']:.4f}")
+    lat = r.get("latency", {})
+    for label in ("native", "kairos-no-priority", "kairos-latency"):
+        if label in lat:
+            print(f"inference p99 {label:18s} {lat[label]['p99_ms']:7.2f} ms "
+                  f"{lat[label]['p99_vs_solo']:5.2f}x solo, training {lat[label]['train_of_solo']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
