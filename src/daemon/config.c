@@ -112,6 +112,18 @@ static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
     return 0;
 }
 
+static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode *mode)
+{
+    const char *m = n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+    for (enum sched_mode k = SCHED_MODE_AUTO; k <= SCHED_MODE_WINDOWS; k++)
+        if (m && !strcmp(m, sched_mode_name(k))) {
+            *mode = k;
+            return 0;
+        }
+    return ydoc_fail(p, n, "time_mode must be windows (strict windows while tenants compete), "
+                           "timeslices (hardware timeslices only) or auto");
+}
+
 static int parse_audit(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, kill: BOOL }"))
@@ -410,6 +422,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         else if (!strcmp(key, "gpus")) {
             rc = parse_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
             c->gpus = (unsigned)ul;
+        } else if (!strcmp(key, "time_mode")) {
+            rc = parse_time_mode(p, v, &c->time_mode);
         } else if (!strcmp(key, "max_connections")) {
             rc = parse_uint(p, v, "max_connections", 65536, &ul);
             if (!rc && ul == 0)
@@ -418,7 +432,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         } else
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
-                      "max_connections or tenants)", key);
+                      "max_connections, time_mode or tenants)", key);
         if (rc)
             return rc;
     }

@@ -59,6 +59,7 @@ struct config {
     bool audit_kill;
     unsigned gpus;               /* used only without a GPU backend */
     unsigned max_connections;
+    enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
     struct config_tenant *tenants;
     size_t n_tenants;
 };

@@ -32,19 +32,51 @@ const char *sched_prio_name(enum sched_prio p)
     return p == SCHED_PRIO_LATENCY ? "latency" : p == SCHED_PRIO_BATCH ? "batch" : "normal";
 }
 
+const char *sched_mode_name(enum sched_mode m)
+{
+    return m == SCHED_MODE_WINDOWS ? "windows" : m == SCHED_MODE_TIMESLICES ? "timeslices" : "auto";
+}
+
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us)
 {
     memset(g, 0, sizeof *g);
     g->period_us = period_us ? period_us : SCHED_PERIOD_US;
 }
 
+/* Strict windows for the active set, by the mode alone: two or more active
+ * tenants, none of them latency-sensitive. */
+static bool windows_by_mode(const struct sched_gpu *g)
+{
+    if (g->mode != SCHED_MODE_WINDOWS)
+        return false;
+    unsigned active = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_tenant *t = &g->t[i];
+        if (t->present && t->active && t->pol.prio == SCHED_PRIO_LATENCY)
+            return false;
+        active += t->present && t->active;
+    }
+    return active >= 2;
+}
+
 static void reset_mode(struct sched_gpu *g)
 {
-    g->windows = false;
+    g->windows = windows_by_mode(g);
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         g->t[i].debt_us = 0;
+        g->t[i].window_cap = 1.0;
+        g->t[i].window_fractional = false;
+    }
+}
+
+void sched_set_mode(struct sched_gpu *g, enum sched_mode mode)
+{
+    if (g->mode != mode) {
+        g->mode = mode;
+        reset_mode(g);
+    }
 }
 
 int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p)
@@ -84,6 +116,38 @@ static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
     return (double)u->runnable_us / g->period_us;
 }
 
+/* Without runnable time, windows still tell demand: a tenant that left a good
+ * part of its window unused did not want more than it used (its window shrinks to
+ * that plus 2 points, lent to the others); one that filled it may want more (the
+ * cap grows by half); in between the cap stays, so that it does not swing. A
+ * tenant whose use fell with its window after a shrink uses a fraction of any
+ * window (a shallow queue that syncs): shrinking it again would spiral down, so
+ * its window is given back and not shrunk again until the active set changes. */
+#define WINDOW_UNUSED 0.8
+#define WINDOW_FILLED 0.95
+#define WINDOW_FOLLOWED 0.9
+static void update_window_cap(const struct sched_gpu *g, struct sched_tenant *t,
+                              const struct sched_usage *u)
+{
+    if (!g->windows || !t->dec.period_us || t->dec.duty_us >= t->dec.period_us ||
+        t->dec.duty_us < SCHED_DUTY_MIN_US || t->window_fractional) {
+        t->window_cap = 1.0;
+        return;
+    }
+    double used = (double)u->used_us, duty = t->dec.duty_us;
+    if (used < WINDOW_UNUSED * duty) {
+        if (t->window_cap < 1.0 && used < WINDOW_FOLLOWED * t->used_at_shrink_us) {
+            t->window_fractional = true;
+            t->window_cap = 1.0;
+            return;
+        }
+        t->window_cap = used / g->period_us + 0.02;
+        t->used_at_shrink_us = used;
+    } else if (used >= WINDOW_FILLED * duty) {
+        t->window_cap = fmin(1.0, t->window_cap * 1.5);
+    }
+}
+
 /* The most a tenant may be given: its limit; and when it did not wait, what it
  * wanted (plus half a point to grow into). A tenant that waited wants more. */
 static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
@@ -91,8 +155,13 @@ static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0;
-        if (!t->present || use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
+        if (!t->present)
             continue;
+        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN) {
+            update_window_cap(g, t, &use[i]);
+            t->cap = fmin(t->cap, t->window_cap);
+            continue;
+        }
         double want = wanted(g, &use[i]);
         double ran = (double)use[i].used_us / g->period_us;
         if (want - ran < 0.05 && want < 0.9)
@@ -278,7 +347,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
             drifting = true;
     if (g->settle) {
         g->settle--;
-    } else if (!g->windows) {
+    } else if (!g->windows && g->mode == SCHED_MODE_AUTO) {
         g->drift = drifting ? g->drift + 1 : 0;
         if (g->drift >= DRIFT_PERIODS)
             g->windows = true;

@@ -22,6 +22,15 @@
 
 enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
 
+/* How shares are enforced when tenants compete:
+ *   AUTO        timeslices; strict windows when a tenant that waited stays below
+ *               its target (needs runnable time: the simulator, not NVML);
+ *   TIMESLICES  timeslices only (limits still get their windows);
+ *   WINDOWS     strict clock-aligned windows whenever two or more tenants are
+ *               active and none of them is a latency tenant (a latency tenant
+ *               needs to run when its requests come, not in a window). */
+enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
+
 /* share: guaranteed fraction when others compete (0 = best effort);
  * limit: a cap held even on an idle GPU (0 = none). Both in [0, 1]. */
 struct sched_policy {
@@ -57,6 +66,9 @@ struct sched_tenant {
     double achieved;      /* fraction of the GPU's busy time it got last period */
     double debt_us;       /* window feedback: entitled minus charged, bounded */
     double cap;           /* most it may be given: its limit, or what it wanted */
+    double window_cap;    /* without runnable time: what its windows showed it wants */
+    double used_at_shrink_us; /* its use when window_cap was last lowered */
+    bool window_fractional;   /* its use follows its window: never shrink it */
     double charged_us;    /* last period: used, or at least its whole window (it
                            * had the GPU to itself there) */
     struct sched_decision dec;
@@ -65,6 +77,7 @@ struct sched_tenant {
 
 struct sched_gpu {
     uint32_t period_us;
+    enum sched_mode mode;
     bool windows;         /* strict complementary windows for every active tenant */
     unsigned drift;       /* consecutive periods with an unsatisfied tenant */
     unsigned settle;      /* periods to wait after a change before judging drift */
@@ -74,6 +87,8 @@ struct sched_gpu {
 };
 
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us);
+void sched_set_mode(struct sched_gpu *g, enum sched_mode mode);
+const char *sched_mode_name(enum sched_mode m);
 /* A tenant arrives or changes policy; slot < SCHED_MAX_TENANTS. 0 or -EINVAL. */
 int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p);
 void sched_tenant_remove(struct sched_gpu *g, unsigned slot);

@@ -14,11 +14,14 @@
 #include <stdio.h>
 
 #include "daemon/gpu_sim.h"
+#include "daemon/sched.h"
 
 #define SIM_WARMUP_PERIODS 10 /* after a tenant arrives or leaves, not judged */
 
 struct sim_scenario {
     double seconds;
+    enum sched_mode mode;     /* mode: auto | timeslices | windows */
+    bool hide_runnable;       /* measure: nvml (use only, as kairosd sees it) */
     struct gpu_sim_params gpu;
     struct gpu_sim_tenant_spec tenants[GPU_SIM_MAX_TENANTS];
     size_t n;

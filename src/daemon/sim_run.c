@@ -161,6 +161,7 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
     if ((rc = gpu_sim_init(&r->sim, &sc->gpu, sc->tenants, sc->n)))
         goto out;
     sched_gpu_init(&r->g, SCHED_PERIOD_US);
+    sched_set_mode(&r->g, sc->mode);
     if (out && json)
         fprintf(out, "{\n  \"windows\": [");
     size_t judge_from = SIM_WARMUP_PERIODS;
@@ -180,6 +181,9 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
+        if (sc->hide_runnable)
+            for (size_t i = 0; i < sc->n; i++)
+                r->use[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
         sched_tick(&r->g, r->use);
         for (size_t i = 0; i < sc->n; i++) {
             usum += greedy[i] ? r->g.t[i].charged_us : 0;

@@ -126,6 +126,28 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
     return 0;
 }
 
+static int parse_mode(struct ydoc *p, const yaml_node_t *v, enum sched_mode *mode)
+{
+    const char *m = sval(v);
+    for (enum sched_mode k = SCHED_MODE_AUTO; k <= SCHED_MODE_WINDOWS; k++)
+        if (m && !strcmp(m, sched_mode_name(k))) {
+            *mode = k;
+            return 0;
+        }
+    return ydoc_fail(p, v, "mode must be auto, timeslices or windows");
+}
+
+static int parse_measure(struct ydoc *p, const yaml_node_t *v, bool *hide_runnable)
+{
+    const char *m = sval(v);
+    if (m && (!strcmp(m, "nvml") || !strcmp(m, "runnable"))) {
+        *hide_runnable = !strcmp(m, "nvml");
+        return 0;
+    }
+    return ydoc_fail(p, v, "measure must be runnable (the simulator's knowledge of who "
+                           "waited) or nvml (use only, as kairosd sees the GPU)");
+}
+
 static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenario *sc)
 {
     if (!root || root->type != YAML_MAPPING_NODE)
@@ -140,6 +162,10 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
             rc = number(p, v, "seconds", 3600, &sc->seconds);
         else if (key && !strcmp(key, "gpu"))
             rc = parse_gpu(p, v, &sc->gpu);
+        else if (key && !strcmp(key, "mode"))
+            rc = parse_mode(p, v, &sc->mode);
+        else if (key && !strcmp(key, "measure"))
+            rc = parse_measure(p, v, &sc->hide_runnable);
         else if (key && !strcmp(key, "tenants")) {
             if (v->type != YAML_SEQUENCE_NODE)
                 return ydoc_fail(p, v, "expected tenants as a list");
@@ -151,7 +177,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
                 rc = parse_tenant(p, yaml_document_get_node(p->doc, *it), &sc->tenants[sc->n++]);
             }
         } else
-            return ydoc_fail(p, k, "unknown setting (expected seconds, gpu or tenants)");
+            return ydoc_fail(p, k, "unknown setting (expected seconds, gpu, mode, measure or "
+                                   "tenants)");
         if (rc)
             return rc;
     }

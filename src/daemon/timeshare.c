@@ -103,6 +103,7 @@ void timeshare_reconfigure(struct timeshare *t)
         }
     }
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+        sched_set_mode(&t->g[g], c->time_mode);
         for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
             if (t->g[g].t[i].present && !want[g][i])
                 sched_tenant_remove(&t->g[g], i);

@@ -459,6 +459,19 @@ static void rewrite_memory_view(struct call_frame *f)
     memguard_rewrite_fb_info(f->params_rw, c.params_size, gpu);
 }
 
+/* The application's own SET_TIMESLICE (CUDA sets one on every channel group it
+ * creates, after Kairos set the tenant's) does not stand while a policy is in force. */
+static void keep_policy_timeslice(const struct call_frame *f)
+{
+    if (!timectl_active() || f->ret != 0 || RM_IOC_NR(f->in_req) != RM_NR_CONTROL ||
+        f->after_len < sizeof(struct rm_control_args))
+        return;
+    struct rm_control_args c;
+    memcpy(&c, f->after, sizeof c);
+    if (c.cmd == RM_CTRL_NVA06C_SET_TIMESLICE && c.status == RM_NV_OK)
+        timectl_after_app_timeslice(c.h_client, c.h_object);
+}
+
 /* Decodes the call and applies it to the object tree; returns what it did. */
 static void apply_call(const struct shim_real *r, struct call_frame *f,
                        struct objtree_effect *eff)
@@ -549,6 +562,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     read_after(&f, arg, sc);
     read_params(&f, sc);
     rewrite_memory_view(&f);
+    keep_policy_timeslice(&f);
     if (sc && f.params_rw && f.params == sc->params) /* trace what the application sees */
         f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
     struct objtree_effect eff;

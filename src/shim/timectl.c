@@ -77,6 +77,7 @@ static atomic_bool tc_handler_installed;
 static __thread int tc_depth __attribute__((tls_model("initial-exec")));
 
 static _Atomic uint64_t st_pauses, st_resumes, st_failed, st_waits, st_chained;
+static _Atomic uint64_t st_overridden; /* the application's own SET_TIMESLICE, undone */
 static _Atomic uint64_t st_pause_ns, st_pause_max_ns, st_resume_ns, st_resume_max_ns;
 
 /* ---- controls ----------------------------------------------------------------------- */
@@ -469,6 +470,39 @@ bool timectl_is_paused(uint32_t gpu)
     return gpu < KAIROS_MAX_GPUS && atomic_load(&tc_paused[gpu]);
 }
 
+/* Sets the policy's timeslice on one channel group, if one is in force. Re-reads
+ * after setting: a policy change racing with us either listed this group itself
+ * or is seen here. */
+static void enforce_timeslice(int fd, uint32_t client, uint32_t tsg, uint32_t gpu)
+{
+    uint64_t us = atomic_load(&tc_timeslice[gpu]);
+    while (us) {
+        set_timeslice(fd, client, tsg, us);
+        uint64_t again = atomic_load(&tc_timeslice[gpu]);
+        if (again == us)
+            break;
+        us = again;
+    }
+}
+
+void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg)
+{
+    if (!atomic_load(&tc_on))
+        return;
+    int gpu = -1, fd = -1;
+    struct objtree_ref ref;
+    struct objtree *t = state_lock();
+    if (t && objtree_lookup(t, h_client, h_tsg, &ref)) {
+        gpu = gpu_of(t, h_client, h_tsg);
+        fd = fdtable_fd_of_file(ref.file_id);
+    }
+    state_unlock();
+    if (gpu >= 0 && gpu < KAIROS_MAX_GPUS && fd >= 0) {
+        enforce_timeslice(fd, h_client, h_tsg, (uint32_t)gpu);
+        atomic_fetch_add(&st_overridden, 1);
+    }
+}
+
 void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
 {
     if (!atomic_load(&tc_on))
@@ -496,16 +530,7 @@ void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
     if (gpu < 0 || gpu >= KAIROS_MAX_GPUS || fd < 0)
         return;
     if (tsg) {
-        /* Re-read after setting: a policy change racing with us either listed this
-         * group itself or is seen here. */
-        uint64_t us = atomic_load(&tc_timeslice[gpu]);
-        while (us) {
-            set_timeslice(fd, h_client, h_object, us);
-            uint64_t again = atomic_load(&tc_timeslice[gpu]);
-            if (again == us)
-                break;
-            us = again;
-        }
+        enforce_timeslice(fd, h_client, h_object, (uint32_t)gpu);
         return;
     }
     if (!subdevice)
@@ -663,6 +688,7 @@ void timectl_stats(struct timectl_stats *s)
     s->controls_failed = atomic_load(&st_failed);
     s->doorbell_waits = atomic_load(&st_waits);
     s->chained = atomic_load(&st_chained);
+    s->timeslices_overridden = atomic_load(&st_overridden);
     s->pause_ns = atomic_load(&st_pause_ns);
     s->pause_max_ns = atomic_load(&st_pause_max_ns);
     s->resume_ns = atomic_load(&st_resume_ns);
@@ -715,6 +741,7 @@ void timectl_reset(void)
     atomic_store(&st_failed, 0);
     atomic_store(&st_waits, 0);
     atomic_store(&st_chained, 0);
+    atomic_store(&st_overridden, 0);
     atomic_store(&st_pause_ns, 0);
     atomic_store(&st_pause_max_ns, 0);
     atomic_store(&st_resume_ns, 0);

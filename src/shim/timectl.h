@@ -55,6 +55,11 @@ void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
 
 /* A doorbell page was mapped at [addr, addr+len) with prot from /dev/nvidia<gpu>
  * (gpu -1: unknown, then it follows every GPU's pause); munmap forgets it. */
+/* The application set a channel group's timeslice itself (CUDA does, right after
+ * creating one: 2048 us for the first, 1024 us for the others): with a policy in
+ * force, set the policy's back, so that a tenant cannot raise its own. */
+void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg);
+
 void timectl_doorbell_mapped(uint64_t addr, uint64_t len, int prot, int gpu);
 void timectl_unmapped(uint64_t addr, uint64_t len);
 
@@ -73,6 +78,7 @@ struct timectl_stats {
     uint64_t controls_failed;     /* controls the driver refused (or ioctl errors) */
     uint64_t doorbell_waits;      /* faults on a protected doorbell that waited */
     uint64_t chained;             /* faults handed to the application's handler */
+    uint64_t timeslices_overridden;    /* the application's own timeslices set back */
     uint64_t pause_ns, pause_max_ns;   /* time in the driver calls of all pauses, longest */
     uint64_t resume_ns, resume_max_ns; /* the same for resumes */
 };

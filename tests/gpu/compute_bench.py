@@ -109,13 +109,14 @@ class Bench:
 
     # ---- running tenants -------------------------------------------------------------
 
-    def run_tenants(self, name, tenants, kairos_cfg=None):
+    def run_tenants(self, name, tenants, kairos_cfg=None, time_mode=None):
         """tenants: [(tenant_name, kind)]. Runs them together, natively or (with
         kairos_cfg, the tenants' policies) each under `kairos run`; returns
         [(tenant_name, kind, stamps, stdout+stderr)]."""
         s = self.args.seconds
+        daemon = (self.start_daemon(name, kairos_cfg, time_mode) if kairos_cfg is not None
+                  else None)
         start_at = time.time() + Kinds.ready_s([k for _, k in tenants])
-        daemon = self.start_daemon(name, kairos_cfg) if kairos_cfg is not None else None
         procs = []
         for tname, kind in tenants:
             stamps = os.path.join(self.work, f"{name}-{tname}.stamps")
@@ -145,13 +146,14 @@ class Bench:
             self.stop_daemon(daemon)
         return start_at, out
 
-    def start_daemon(self, name, policies):
+    def start_daemon(self, name, policies, time_mode=None):
         d = os.path.join(self.work, f"kd-{name}")
         os.makedirs(d, exist_ok=True)
         sock = os.path.join(d, "kairosd.sock")
         quota = max(4, 120 // max(1, len(policies)))
         lines = [f"socket: {sock}", f"state: {d}/state.json", "admins: [0]",
-                 "audit: { interval_ms: 0 }", "tenants:"]
+                 "audit: { interval_ms: 0 }"] + ([f"time_mode: {time_mode}"] if time_mode else [])
+        lines.append("tenants:")
         for tname, pol in policies.items():
             comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
             lines.append(f"  - name: {tname}")
@@ -228,14 +230,15 @@ class Bench:
     def mix(self, name, tenants, policies, targets):
         """tenants [(name, kind)], policies {name: {share: '75%', ...}}, targets {name: x}."""
         res = {}
-        for mode in ("native", "kairos"):
+        for mode in MODES:
             start_at, out = self.run_tenants(f"{name}-{mode}", tenants,
-                                             policies if mode == "kairos" else None)
+                                             policies if mode != "native" else None,
+                                             MODES[mode])
             r = self.shares(start_at, out, targets)
             r["shim"] = [line for _, _, _, text in out for line in text.splitlines()
                          if "time control:" in line]
             res[mode] = r
-            print(f"  {name:22s} {mode:6s} err p50 {r['window_err_p50']:5.2f} p95 "
+            print(f"  {name:22s} {mode:17s} err p50 {r['window_err_p50']:5.2f} p95 "
                   f"{r['window_err_p95']:5.2f} run {r['run_err_max']:5.2f} pp  aggregate "
                   f"{r['aggregate']:.3f}  shares " + " ".join(
                       f"{t}={v * 100:.1f}" for t, v in r["run_share"].items()))
@@ -317,6 +320,9 @@ def pct(x):
     return f"{int(round(x * 100))}%"
 
 
+# native: the driver's own time-slicing; then kairosd in each of its time modes
+MODES = {"native": None, "kairos-timeslices": "timeslices", "kairos-windows": "windows"}
+
 MIXES = {
     "75-25-deep": ([("a", "deep"), ("b", "deep")], {"a": 0.75, "b": 0.25}),
     "70-30-matmul-train": ([("a", "matmul"), ("b", "train")], {"a": 0.70, "b": 0.30}),
@@ -359,18 +365,22 @@ def main():
     b.results["solo"] = b.solo
     with open(os.path.join(args.out, "compute-results.json"), "w") as f:
         json.dump(b.results, f, indent=1)
+    # the per-run logs and stamps, in one file (the GPU machine returns few files)
+    subprocess.run(["tar", "czf", os.path.join(args.out, "compute-runs.tar.gz"), "-C", args.out,
+                    "compute"], check=False)
+    subprocess.run(["rm", "-rf", b.work], check=False)
     table(b.results)
 
 
 def table(r):
     print("\n=== compute isolation (goals: window err p95 <= 1 pp, run err <= 0.5 pp, "
           "aggregate >= 0.99 of solo, lone overhead <= 1 %, inference p99 <= 1.1x solo)")
-    print(f"{'mix':22s} {'mode':7s} {'p50':>6s} {'p95':>6s} {'run':>6s} {'aggr':>6s}")
+    print(f"{'mix':22s} {'mode':17s} {'p50':>6s} {'p95':>6s} {'run':>6s} {'aggr':>6s}")
     for name, m in r["mixes"].items():
-        for mode in ("native", "kairos"):
+        for mode in MODES:
             if mode in m:
                 x = m[mode]
-                print(f"{name:22s} {mode:7s} {x['window_err_p50']:6.2f} {x['window_err_p95']:6.2f} "
+                print(f"{name:22s} {mode:17s} {x['window_err_p50']:6.2f} {x['window_err_p95']:6.2f} "
                       f"{x['run_err_max']:6.2f} {x['aggregate']:6.3f}")
         if "mean_pct" in m:
             print(f"{name:22s} kairos  mean {m['mean_pct']:.2f} % max {m['max_pct']:.2f} % "

@@ -159,6 +159,39 @@ static void test_timeslice(void **state)
     assert_int_equal(s.controls_failed, 0);
 }
 
+/* The application's own SET_TIMESLICE, as CUDA makes right after creating a group. */
+static uint32_t app_set_timeslice(uint32_t tsg, uint64_t us)
+{
+    struct rm_control_args a = {.h_client = client, .h_object = tsg,
+                                .cmd = RM_CTRL_NVA06C_SET_TIMESLICE, .params = (uintptr_t)&us,
+                                .params_size = sizeof us};
+    assert_int_equal(shim_ioctl(r, ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a), 0);
+    return a.status;
+}
+
+static void test_application_cannot_override_timeslice(void **state)
+{
+    (void)state;
+    /* No policy: the application's timeslice stands. */
+    uint32_t t0 = new_tsg(device);
+    assert_int_equal(app_set_timeslice(t0, 2048), 0);
+    assert_int_equal(fakedrv_timeslice(client, t0), 2048);
+
+    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .timeslice_us = 1000};
+    timectl_policy(&p);
+    assert_true(wait_timeslice(t0, 1000));
+    /* A group made under the policy, then CUDA's own 2048 us on it: set back. */
+    uint32_t t1 = new_tsg(device);
+    assert_int_equal(fakedrv_timeslice(client, t1), 1000);
+    assert_int_equal(app_set_timeslice(t1, 2048), 0);
+    assert_int_equal(fakedrv_timeslice(client, t1), 1000);
+    assert_int_equal(app_set_timeslice(t0, 20000), 0); /* nor raised later */
+    assert_int_equal(fakedrv_timeslice(client, t0), 1000);
+    struct timectl_stats s;
+    timectl_stats(&s);
+    assert_int_equal(s.timeslices_overridden, 2);
+}
+
 static void test_pause_resume(void **state)
 {
     (void)state;
@@ -449,6 +482,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_timeslice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_application_cannot_override_timeslice, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_doorbell_blocks_until_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_fault_chains, setup, teardown),
