@@ -91,6 +91,7 @@ int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_poli
         t->active = true; /* a newcomer is assumed to want the GPU */
     }
     t->pol = *p;
+    t->cap = p->limit > 0 ? p->limit : 1.0; /* until a period is measured */
     reset_mode(g);
     return 0;
 }

@@ -26,6 +26,7 @@ struct timeshare {
     uint64_t epoch_ns;
     uint64_t last_wall_us;
     bool util_warned;
+    unsigned ticks_logged;
     char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
     struct sched_gpu g[KAIROS_MAX_GPUS];
 };
@@ -132,12 +133,19 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
     int rc = t->gpu->ops->utilization(t->gpu, gpu, since_us, u, GPU_MAX_PROCS, &n);
     if (rc)
         return rc;
+    char seen[256] = "";
+    size_t len = 0;
     for (size_t k = 0; k < n; k++) {
         struct ledger_member *m = ledger_find_pid(&t->ts->ledger, u[k].pid);
         int s = m ? slot_find(t, m->tenant->name) : -1;
         if (s >= 0) /* all processes of a tenant are one */
             use[s].used_us += (uint64_t)u[k].sm_percent * t->g[gpu].period_us / 100;
+        if (len < sizeof seen)
+            len += (size_t)snprintf(seen + len, sizeof seen - len, " %d=%u%%%s", (int)u[k].pid,
+                                    u[k].sm_percent, s >= 0 ? "" : "(no policy)");
     }
+    if (++t->ticks_logged % 10 == 0) /* once a second: what the feedback is made of */
+        log_debug("GPU %u utilization:%s", gpu, n ? seen : " no samples");
     return 0;
 }
 
