@@ -92,6 +92,7 @@ class Client:
             self.sock.close()
             raise
         self.seq = 0
+        self.policies = []  # TIME_POLICY bodies that arrived while a reply was awaited
 
     def close(self):
         self.sock.close()
@@ -113,9 +114,18 @@ class Client:
             raise KairosError(code, body[4:].split(b"\0")[0].decode())
         return type_, seq, body
 
+    def reply(self):
+        """The next message that is not a TIME_POLICY (a shim gets those at any time
+        after WELCOME, between its replies; they are kept in self.policies)."""
+        while True:
+            type_, seq, body = self.recv()
+            if type_ != TIME_POLICY:
+                return type_, seq, body
+            self.policies.append(time_policy(body))
+
     def request(self, type_, body=b""):
         seq = self.send(type_, body)
-        type_, rseq, body = self.recv()
+        type_, rseq, body = self.reply()
         assert rseq == seq, (rseq, seq)
         return type_, body
 
@@ -146,7 +156,7 @@ class Client:
         seq = self.send(PS)
         out = {}
         while True:
-            t, rseq, body = self.recv()
+            t, rseq, body = self.reply()
             assert t == PS_REPLY and rseq == seq
             f = PS_REPLY_FMT.unpack(body)
             flags, n = f[0], f[1]
