@@ -139,13 +139,16 @@ static void draw(const struct top_view *v)
     refresh();
 }
 
-static void interactive(struct top_view *v)
+/* Until q or a signal. 0, or -ENOTTY when the terminal is unknown to ncurses. */
+static int interactive(struct top_view *v)
 {
+    setlocale(LC_ALL, "");
+    SCREEN *screen = newterm(NULL, stdout, stdin);
+    if (!screen)
+        return -ENOTTY;
     struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: getch returns */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    setlocale(LC_ALL, "");
-    initscr();
     cbreak();
     noecho();
     curs_set(0);
@@ -166,6 +169,8 @@ static void interactive(struct top_view *v)
             next = 0; /* refresh now; KEY_RESIZE and the rest only redraw */
     }
     endwin();
+    delscreen(screen);
+    return 0;
 }
 
 static int parse_interval(const char *text, double *out)
@@ -227,11 +232,14 @@ int cmd_top(int argc, char **argv)
         fprintf(stderr, "kairos top: %s\n", v.err);
         return 1;
     }
-    int rc = 0;
-    if (once || !isatty(STDOUT_FILENO))
-        rc = top_frame_write(stdout, &v.snap) ? 1 : 0;
-    else
-        interactive(&v);
+    bool plain = once || !isatty(STDOUT_FILENO);
+    if (!plain && interactive(&v)) {
+        const char *term = getenv("TERM");
+        fprintf(stderr, "kairos top: terminal type '%s' unknown to ncurses; one frame follows\n",
+                term ? term : "");
+        plain = true;
+    }
+    int rc = plain && top_frame_write(stdout, &v.snap) ? 1 : 0;
     ps_snapshot_free(&v.snap);
     return rc;
 }
