@@ -29,6 +29,12 @@
  *               control a process applies to its channel groups on one GPU. A
  *               shim receives it between the replies it waits for, on the same
  *               connection, and must accept it at any time after WELCOME.
+ *             - PS_REPLY grew from 720 to 1424 bytes: per GPU the tenant's
+ *               compute policy (share, limit, priority), its target, what it got
+ *               over the last period and the last minute, its pause window and
+ *               the periods it spent paused (kairos ps, kairos top). A CLI and a
+ *               daemon of before and after this change do not understand each
+ *               other's PS (the exact-size rule): upgrade them together.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -155,6 +161,22 @@ struct kairos_tenant_del {
  * the node's GPU count. No tenants: one PS_REPLY with tenant "" (see history). */
 #define KAIROS_PS_LAST 0x1u
 #define KAIROS_PS_MAX_PIDS 64
+/* Compute figures per GPU (index g of each array), valid when compute_flags[g] has
+ * KAIROS_PS_COMPUTE_POLICY. Shares are parts per million of the GPU's time.
+ *   share_ppm, limit_ppm, priority   the policy (limit 0: none; KAIROS_PRIO_*)
+ *   target_ppm     what the scheduler entitles it to now (0 while it is idle)
+ *   window_ppm     what it used over the last period (100 ms)
+ *   minute_ppm     the same, averaged over the last 600 periods (or those so far)
+ *                  window and minute are valid only with KAIROS_PS_COMPUTE_MEASURED
+ *                  (the GPU backend reports per-process utilization)
+ *   period_us, duty_us   its pause window: period 0, never paused; else it may run
+ *                  duty_us of every period_us
+ *   pauses         periods it spent with a window shorter than the period */
+#define KAIROS_PS_COMPUTE_POLICY 0x1u   /* compute_flags: a compute policy on this GPU */
+#define KAIROS_PS_COMPUTE_MEASURED 0x2u /* compute_flags: window/minute are measured */
+#define KAIROS_PRIO_NORMAL 0u
+#define KAIROS_PRIO_LATENCY 1u
+#define KAIROS_PRIO_BATCH 2u
 struct kairos_ps_reply {
     uint32_t flags;
     uint32_t n_gpus;
@@ -164,6 +186,17 @@ struct kairos_ps_reply {
     uint64_t refusals[KAIROS_MAX_GPUS];
     uint32_t n_pids;                  /* may exceed KAIROS_PS_MAX_PIDS; pids[] holds the first */
     uint32_t pids[KAIROS_PS_MAX_PIDS];
+    uint32_t compute_flags[KAIROS_MAX_GPUS]; /* KAIROS_PS_COMPUTE_* */
+    uint32_t share_ppm[KAIROS_MAX_GPUS];
+    uint32_t limit_ppm[KAIROS_MAX_GPUS];
+    uint32_t priority[KAIROS_MAX_GPUS];
+    uint32_t target_ppm[KAIROS_MAX_GPUS];
+    uint32_t window_ppm[KAIROS_MAX_GPUS];
+    uint32_t minute_ppm[KAIROS_MAX_GPUS];
+    uint32_t period_us[KAIROS_MAX_GPUS];
+    uint32_t duty_us[KAIROS_MAX_GPUS];
+    uint32_t pad;                     /* 0 */
+    uint64_t pauses[KAIROS_MAX_GPUS];
 };
 
 /* TIME_POLICY: what a process does with its channel groups on one GPU.
@@ -202,6 +235,6 @@ static_assert(sizeof(struct kairos_release) == 16, "release");
 static_assert(sizeof(struct kairos_error) == 260, "error");
 static_assert(sizeof(struct kairos_tenant_set) == 200, "tenant_set");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
-static_assert(sizeof(struct kairos_ps_reply) == 720, "ps_reply (4 bytes of tail padding)");
+static_assert(sizeof(struct kairos_ps_reply) == 1424, "ps_reply");
 
 #endif /* KAIROS_PROTO_H */

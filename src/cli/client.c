@@ -95,7 +95,7 @@ static size_t expected_size(uint16_t type)
 int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size_t cap,
                 uint32_t *code, char *err, size_t err_len)
 {
-    unsigned char buf[sizeof(struct kairos_hdr) + 1024];
+    unsigned char buf[sizeof(struct kairos_hdr) + sizeof(struct kairos_ps_reply)]; /* the largest */
     for (;;) {
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
         int n = poll(&p, 1, c->timeout_ms);

@@ -8,6 +8,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 

@@ -423,6 +423,7 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
             p.held[g] = t->held[g];
             p.refusals[g] = t->refusals[g];
         }
+        timeshare_ps(s->timeshare, t->name, l->n_gpus, &p);
         for (const struct ledger_member *m = l->members; m; m = m->next)
             if (m->tenant == t) {
                 if (p.n_pids < KAIROS_PS_MAX_PIDS)

@@ -1,5 +1,6 @@
 /* timeshare.c - the daemon side of compute isolation around sched.c: tenants'
- * slots, the 100 ms timer, utilization per tenant, decisions to TIME_POLICY. */
+ * slots, the 100 ms timer, utilization per tenant, decisions to TIME_POLICY, and
+ * the figures kairos ps shows (time_stats.c keeps what each tenant got). */
 #include "daemon/timeshare.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include "daemon/log.h"
 #include "daemon/sched.h"
+#include "daemon/time_stats.h"
 
 struct timeshare {
     struct loop *loop;
@@ -29,6 +31,7 @@ struct timeshare {
     unsigned ticks_logged;
     char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
     struct sched_gpu g[KAIROS_MAX_GPUS];
+    struct time_stats stats[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS]; /* what each slot got */
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -99,6 +102,8 @@ void timeshare_reconfigure(struct timeshare *t)
             }
             want[cc->gpu][s] = true;
             struct sched_tenant *st = &t->g[cc->gpu].t[s];
+            if (!st->present)
+                time_stats_reset(&t->stats[cc->gpu][s]);
             if (!st->present || memcmp(&st->pol, &cc->pol, sizeof cc->pol))
                 sched_tenant_set(&t->g[cc->gpu], (unsigned)s, &cc->pol);
         }
@@ -117,6 +122,21 @@ void timeshare_reconfigure(struct timeshare *t)
             used |= t->g[g].t[i].present;
         if (!used)
             t->slot_name[i][0] = 0;
+    }
+}
+
+/* Adds the period just measured to each tenant's figures, with the window that was
+ * in force during it (the decision of the previous tick). */
+static void record_period(struct timeshare *t, unsigned gpu,
+                          const struct sched_usage use[SCHED_MAX_TENANTS])
+{
+    const struct sched_gpu *g = &t->g[gpu];
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        if (!g->t[i].present)
+            continue;
+        const struct sched_decision *d = &g->t[i].dec;
+        bool paused = d->period_us && d->duty_us < d->period_us;
+        time_stats_period(&t->stats[gpu][i], use[i].used_us, g->period_us, paused);
     }
 }
 
@@ -167,6 +187,7 @@ void timeshare_tick(struct timeshare *t)
             t->util_warned = true;
             continue;
         }
+        record_period(t, g, use);
         sched_tick(&t->g[g], use);
         push_changed(t, g);
     }
@@ -188,6 +209,47 @@ bool timeshare_policy(const struct timeshare *t, const char *tenant, unsigned gp
         return false;
     to_policy(t, gpu, &t->g[gpu].t[s].dec, out);
     return true;
+}
+
+static uint32_t prio_code(enum sched_prio p)
+{
+    switch (p) {
+    case SCHED_PRIO_LATENCY:
+        return KAIROS_PRIO_LATENCY;
+    case SCHED_PRIO_BATCH:
+        return KAIROS_PRIO_BATCH;
+    case SCHED_PRIO_NORMAL:
+        break;
+    }
+    return KAIROS_PRIO_NORMAL;
+}
+
+/* The compute figures of slot s on gpu into p's arrays. */
+static void ps_gpu(const struct timeshare *t, unsigned gpu, int s, struct kairos_ps_reply *p)
+{
+    const struct sched_tenant *st = &t->g[gpu].t[s];
+    const struct time_stats *ts = &t->stats[gpu][s];
+    p->compute_flags[gpu] = KAIROS_PS_COMPUTE_POLICY;
+    if (time_stats_measured(ts))
+        p->compute_flags[gpu] |= KAIROS_PS_COMPUTE_MEASURED;
+    p->share_ppm[gpu] = time_stats_ppm(st->pol.share);
+    p->limit_ppm[gpu] = time_stats_ppm(st->pol.limit);
+    p->priority[gpu] = prio_code(st->pol.prio);
+    p->target_ppm[gpu] = time_stats_ppm(st->target);
+    p->window_ppm[gpu] = time_stats_last_ppm(ts);
+    p->minute_ppm[gpu] = time_stats_minute_ppm(ts);
+    p->period_us[gpu] = st->dec.period_us;
+    p->duty_us[gpu] = st->dec.duty_us;
+    p->pauses[gpu] = ts->pauses;
+}
+
+void timeshare_ps(const struct timeshare *t, const char *tenant, unsigned n_gpus,
+                  struct kairos_ps_reply *p)
+{
+    int s = t ? slot_find(t, tenant) : -1;
+    for (unsigned g = 0; s >= 0 && g < n_gpus && g < KAIROS_MAX_GPUS; g++)
+        if (t->g[g].t[s].present)
+            ps_gpu(t, g, s, p);
 }
 
 int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend *gpu,

@@ -1,7 +1,8 @@
 /* timeshare.h - kairosd's compute isolation: one scheduler (sched.c) per GPU fed
  * every 100 ms (timerfd) with the per-process utilization of the GPU backend summed
  * per tenant, the compute policies of the configuration, and the TIME_POLICY
- * decisions handed to a sender (the server sends them to each member process).
+ * decisions handed to a sender (the server sends them to each member process);
+ * what each tenant got, for kairos ps (time_stats.c).
  *
  * Thread rules: the loop thread only.
  */
@@ -36,5 +37,10 @@ void timeshare_tick(struct timeshare *t);
 /* The policy in force for tenant on gpu; false when it has none. */
 bool timeshare_policy(const struct timeshare *t, const char *tenant, unsigned gpu,
                       struct kairos_time_policy *out);
+/* Fills p's compute figures (compute_flags, shares, priority, window, pauses) for
+ * tenant on GPUs [0, n_gpus) where it has a policy; leaves the others as they are
+ * (0: no policy). t may be NULL. */
+void timeshare_ps(const struct timeshare *t, const char *tenant, unsigned n_gpus,
+                  struct kairos_ps_reply *p);
 
 #endif /* KAIROS_DAEMON_TIMESHARE_H */

@@ -22,8 +22,13 @@ EPHEMERAL = 1
 MAX_GPUS = 16
 KEEP = (1 << 64) - 1
 HDR = struct.Struct("<IHHII")
-PS_REPLY_FMT = struct.Struct("<II64s16Q16Q16QI64I4x")  # 720 bytes
-assert PS_REPLY_FMT.size == 720
+# struct kairos_ps_reply: flags, n_gpus, tenant, quota, held, refusals, n_pids, pids,
+# then per GPU compute_flags, share, limit, priority, target, window, minute (ppm),
+# period_us, duty_us, a pad, pauses
+PS_REPLY_FMT = struct.Struct("<II64s16Q16Q16QI64I" + "16I" * 9 + "I16Q")
+assert PS_REPLY_FMT.size == 1424
+PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED = 1, 2
+PRIO_NAMES = ("normal", "latency", "batch")
 GiB = 1 << 30
 
 
@@ -52,6 +57,25 @@ def time_policy(body):
                 period_us=period, phase_us=phase, duty_us=duty)
 
 
+def ps_compute(f, n):
+    """The compute figures of an unpacked PS_REPLY, per GPU: None without a policy,
+    else a dict (shares in ppm; window and minute None when not measured)."""
+    arrays = [f[116 + 16 * k:132 + 16 * k] for k in range(9)]
+    flags, share, limit, prio, target, window, minute, period, duty = arrays
+    pauses = f[117 + 16 * 9:]
+    out = []
+    for g in range(n):
+        if not flags[g] & PS_COMPUTE_POLICY:
+            out.append(None)
+            continue
+        measured = bool(flags[g] & PS_COMPUTE_MEASURED)
+        out.append({"share": share[g], "limit": limit[g], "priority": PRIO_NAMES[prio[g]],
+                    "target": target[g], "window": window[g] if measured else None,
+                    "minute": minute[g] if measured else None, "period_us": period[g],
+                    "duty_us": duty[g], "pauses": pauses[g]})
+    return out
+
+
 class KairosError(Exception):
     def __init__(self, code, message):
         super().__init__(f"ERROR {code}: {message}")
@@ -68,6 +92,7 @@ class Client:
             self.sock.close()
             raise
         self.seq = 0
+        self.policies = []  # TIME_POLICY bodies that arrived while a reply was awaited
 
     def close(self):
         self.sock.close()
@@ -89,9 +114,18 @@ class Client:
             raise KairosError(code, body[4:].split(b"\0")[0].decode())
         return type_, seq, body
 
+    def reply(self):
+        """The next message that is not a TIME_POLICY (a shim gets those at any time
+        after WELCOME, between its replies; they are kept in self.policies)."""
+        while True:
+            type_, seq, body = self.recv()
+            if type_ != TIME_POLICY:
+                return type_, seq, body
+            self.policies.append(time_policy(body))
+
     def request(self, type_, body=b""):
         seq = self.send(type_, body)
-        type_, rseq, body = self.recv()
+        type_, rseq, body = self.reply()
         assert rseq == seq, (rseq, seq)
         return type_, body
 
@@ -122,7 +156,7 @@ class Client:
         seq = self.send(PS)
         out = {}
         while True:
-            t, rseq, body = self.recv()
+            t, rseq, body = self.reply()
             assert t == PS_REPLY and rseq == seq
             f = PS_REPLY_FMT.unpack(body)
             flags, n = f[0], f[1]
@@ -132,7 +166,8 @@ class Client:
             if n or name:
                 out[name] = {"quota": list(quota[:n]), "held": list(held[:n]),
                              "refusals": list(refusals[:n]),
-                             "pids": sorted(pids[:min(n_pids, 64)])}
+                             "pids": sorted(pids[:min(n_pids, 64)]),
+                             "compute": ps_compute(f, n)}
             if flags & 1:
                 return out
 

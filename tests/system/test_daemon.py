@@ -4,10 +4,13 @@ sharing one quota with refusal at the exact byte; hostile messages never crash t
 daemon; a SIGKILLed client's memory is released within a second; a restart with
 reattaching clients leaves the ledger consistent; TENANT_SET refused to a
 non-administrator; kairos ps --json; kairos run's environment; the audit with the
-fake GPU backend reporting (and killing) an unregistered process.
+fake GPU backend reporting (and killing) an unregistered process; compute
+policies reaching the members as TIME_POLICY, and the time shares kairos ps --json
+and kairos top show.
 Usage: test_daemon.py KAIROSD_BINARY KAIROS_BINARY"""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -597,6 +600,190 @@ class TimeShare(DaemonCase):
                 self.assertEqual((p["gpu"], p["timeslice_us"], p["period_us"]), (gpu, ts, 0))
         finally:
             c.close()
+
+
+class ComputeFigures(DaemonCase):
+    """kairos ps --json and kairos top --once show per tenant and GPU the compute
+    policy, the target, what the fake GPU reported it used over the last period and
+    the last minute, its pause window and its pauses."""
+    fake = FAKE_GPUS
+    tenants = ("  - name: capped\n    memory: { 0: 8G }\n"
+               "    compute: { 0: { share: 30%, limit: 30% } }\n"
+               "  - name: big\n"
+               "    compute: { 0: { share: 60%, priority: latency }, "
+               "1: { share: 10%, priority: batch } }\n"
+               "  - name: memonly\n    memory: { 1: 1G }\n")
+
+    def kairos(self, *args):
+        env = dict(os.environ, KAIROS_SOCKET=self.d.socket)
+        return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=env,
+                              timeout=30)
+
+    def gpus(self):
+        r = self.kairos("ps", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {t["name"]: t["gpus"] for t in json.loads(r.stdout)["tenants"]}
+
+    def compute(self, tenant, gpu):
+        return self.gpus()[tenant][gpu].get("compute")
+
+    def util(self, capped_pct, big_pct):
+        self.d.write_fake(FAKE_GPUS + f"util 0 {self.a.pid} {capped_pct}\n"
+                          f"util 0 {self.b.pid} {big_pct}\n")
+
+    def test_ps_json_and_top_once(self):
+        self.a, self.b = self.child("capped"), self.child("big")
+        self.assertTrue(self.a.charge(0, 3 * GiB, 1))
+        self.util(25, 70)
+        self.assertTrue(wait_for(lambda: self.compute("capped", 0)["window"] == 0.25
+                                 and self.compute("big", 0)["window"] == 0.7),
+                        self.gpus())
+        # the minute's average climbs to 25 % (periods before the first util line were 0)
+        self.assertTrue(wait_for(lambda: self.compute("capped", 0)["minute"] >= 0.2), self.gpus())
+        g = self.gpus()
+        capped, big0, big1 = g["capped"][0]["compute"], g["big"][0]["compute"], g["big"][1]["compute"]
+        self.assertLessEqual(capped["minute"], 0.25)
+        self.assertEqual({k: capped[k] for k in ("share", "limit", "priority", "target")},
+                         {"share": 0.3, "limit": 0.3, "priority": "normal", "target": 0.3})
+        # the limit is a window of 30 % of every 100 ms period (shortened by overruns only)
+        self.assertEqual(capped["windowed"]["period_us"], 100000)
+        self.assertGreater(capped["windowed"]["duty_us"], 20000)
+        self.assertLessEqual(capped["windowed"]["duty_us"], 30000)
+        self.assertGreater(capped["pauses"], 0)
+        # big gets what capped's limit leaves; not windowed, never paused
+        self.assertEqual(big0, {"share": 0.6, "limit": None, "priority": "latency",
+                                "target": 0.7, "window": 0.7, "minute": big0["minute"],
+                                "windowed": None, "pauses": 0})
+        self.assertGreater(big0["minute"], 0.5)
+        self.assertLessEqual(big0["minute"], 0.7)
+        # idle on GPU 1: measured at 0, no target
+        self.assertEqual({k: big1[k] for k in ("share", "priority", "target", "window")},
+                         {"share": 0.1, "priority": "batch", "target": 0.0, "window": 0.0})
+        self.assertNotIn("compute", g["capped"][1])
+        self.assertEqual([("compute" in x) for x in g["memonly"]], [False, False])
+        self.assertEqual(g["capped"][0]["held"], 3 * GiB)
+        # less use: the last period follows at once, the minute remembers the 25 %
+        self.util(5, 70)
+        self.assertTrue(wait_for(lambda: self.compute("capped", 0)["window"] == 0.05),
+                        self.gpus())
+        later = self.compute("capped", 0)
+        self.assertGreater(later["minute"], 0.05)
+        self.assertLess(later["minute"], 0.25)
+        self.assertGreater(later["pauses"], capped["pauses"])
+        self.check_top_once()
+
+    def check_top_once(self):
+        r = self.kairos("top", "--once")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertTrue(out.startswith("kairosd: 2 GPUs, 3 tenants, 2 with a compute policy\n"),
+                        out)
+        gpu0, gpu1 = out.split("\nGPU 0\n")[1].split("\nGPU 1\n")
+        self.assertRegex(gpu0, r"TENANT\s+TARGET\s+100MS\s+1MIN\s+SHARE\s+LIMIT\s+PRIO\s+"
+                               r"WINDOW\s+PAUSES\s+MEMORY HELD/QUOTA\s+PROCS")
+        m = re.search(r"\n  capped\s+30\.0%\s+5\.0%\s+(\d+\.\d)%\s+30\.0%\s+30\.0%\s+normal\s+"
+                      r"(\d+\.\d)/100ms\s+(\d+)\s+3\.00 GiB/8\.00 GiB\s+1\n", gpu0)
+        self.assertIsNotNone(m, out)
+        self.assertTrue(5.0 < float(m.group(1)) < 25.0, out)
+        self.assertTrue(20.0 < float(m.group(2)) <= 30.0, out)
+        self.assertGreater(int(m.group(3)), 0)
+        self.assertRegex(gpu0, r"\n  big\s+70\.0%\s+70\.0%\s+\d+\.\d%\s+60\.0%\s+none\s+latency\s+"
+                               r"-\s+0\s+0 B/0 B\s+1\n")
+        self.assertNotIn("memonly", gpu0)
+        self.assertRegex(gpu1, r"\n  big\s+0\.0%\s+0\.0%\s+0\.0%\s+10\.0%\s+none\s+batch\s+-\s+0\s+")
+        self.assertRegex(gpu1, r"\n  memonly(\s+-){8}\s+0 B/1\.00 GiB\s+0\n")
+        self.assertNotIn("capped", gpu1)
+
+    def test_ps_table_has_compute_columns(self):
+        r = self.kairos("ps")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"TENANT\s+GPU\s+HELD\s+QUOTA\s+REFUSED\s+SHARE\s+LIMIT\s+"
+                                   r"PRIO\s+TARGET\s+100MS\s+1MIN\s+WINDOW\s+PAUSES\s+PIDS")
+        self.assertRegex(r.stdout, r"\nbig\s+0\s+0 B\s+0 B\s+0\s+60\.0%\s+none\s+latency\s")
+        self.assertRegex(r.stdout, r"\nmemonly\s+1\s+0 B\s+1\.00 GiB\s+0(\s+-){8}\s+-\n")
+
+    def test_top_usage_and_errors(self):
+        self.assertEqual(self.kairos("top", "--interval", "0").returncode, 2)
+        self.assertEqual(self.kairos("top", "--interval", "x").returncode, 2)
+        self.assertEqual(self.kairos("top", "--bogus").returncode, 2)
+        self.assertEqual(self.kairos("top", "extra").returncode, 2)
+        r = subprocess.run([KAIROS, "top", "--once", "--socket", "/nonexistent/k.sock"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("kairosd is not running", r.stderr)
+        # not a terminal: one plain frame, as with --once
+        r = self.kairos("top")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("kairosd: 2 GPUs, 3 tenants"), r.stdout)
+
+    def test_top_live_in_a_terminal(self):
+        """The curses view draws the tenants, redraws cut to a smaller window when the
+        terminal is resized, and q quits with status 0."""
+        import fcntl
+        import pty
+        import select
+        import termios
+
+        def winsize(fd, rows, cols):
+            fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+        env = dict(os.environ, KAIROS_SOCKET=self.d.socket, TERM="xterm")
+        try:
+            pid, fd = pty.fork()
+        except OSError as e:
+            self.skipTest(f"no pseudo-terminal: {e}")
+        if pid == 0:
+            winsize(0, 30, 132)
+            os.execve(KAIROS, [KAIROS, "top", "--interval", "60"], env)
+
+        def read_for(seconds):
+            out, end = b"", time.monotonic() + seconds
+            while time.monotonic() < end:
+                if select.select([fd], [], [], 0.05)[0]:
+                    try:
+                        out += os.read(fd, 65536)
+                    except OSError:
+                        break
+            return out
+
+        try:
+            first = read_for(1.5)
+            self.assertIn(b"capped", first)
+            self.assertIn(b"q quits", first)
+            winsize(fd, 10, 40)  # the kernel sends SIGWINCH
+            resized = read_for(1.0)
+            # redrawn at once (the next refresh is a minute away), cut to 40 columns
+            self.assertIn(b"kairos top - every 60.0 s", resized)
+            self.assertNotIn(b"q quits", resized)
+            os.write(fd, b"q")
+            read_for(0.5)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        finally:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            os.close(fd)
+
+
+class ComputeUnmeasured(DaemonCase):
+    """Without a GPU backend nothing is measured: the policy shows, the shares it got
+    are unknown (null, "-"), not 0."""
+    tenants = "  - name: capped\n    compute: { 0: { share: 30%, limit: 30% } }\n"
+
+    def test_unknown_is_not_zero(self):
+        env = dict(os.environ, KAIROS_SOCKET=self.d.socket)
+        time.sleep(0.3)  # a few ticks
+        r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True, env=env,
+                           timeout=30)
+        c = json.loads(r.stdout)["tenants"][0]["gpus"][0]["compute"]
+        self.assertEqual((c["share"], c["limit"], c["window"], c["minute"], c["pauses"]),
+                         (0.3, 0.3, None, None, 0))
+        r = subprocess.run([KAIROS, "top", "--once"], capture_output=True, text=True, env=env,
+                           timeout=30)
+        self.assertRegex(r.stdout, r"\n  capped\s+\d+\.\d%\s+-\s+-\s+30\.0%\s+30\.0%\s+normal\s")
 
 
 class BadConfig(unittest.TestCase):
