@@ -100,6 +100,11 @@ int policy_from_ppm(uint32_t share_ppm, uint32_t limit_ppm, unsigned prio,
     return 0;
 }
 
+bool policy_equal(const struct sched_policy *a, const struct sched_policy *b)
+{
+    return a->share == b->share && a->limit == b->limit && a->prio == b->prio;
+}
+
 uint32_t policy_ppm(double fraction)
 {
     return (uint32_t)lround(fraction * KAIROS_PPM);

@@ -11,6 +11,7 @@
 #ifndef KAIROS_DAEMON_POLICY_H
 #define KAIROS_DAEMON_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,8 @@ int policy_check(const struct sched_policy *p, char *why, size_t why_len);
  * policy_check does. 0 or -EINVAL (why). */
 int policy_from_ppm(uint32_t share_ppm, uint32_t limit_ppm, unsigned prio,
                     struct sched_policy *out, char *why, size_t why_len);
+/* Field by field (struct padding never compared). */
+bool policy_equal(const struct sched_policy *a, const struct sched_policy *b);
 /* p (checked) as a KAIROS_COMPUTE_SET entry. */
 void policy_to_wire(const struct sched_policy *p, struct kairos_compute *out);
 /* A fraction in [0, 1] in parts per million, rounded. */
