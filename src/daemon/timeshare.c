@@ -99,8 +99,18 @@ static bool policy_of(const struct timeshare *t, const char *name, unsigned gpu,
     return true;
 }
 
-/* Removes from the scheduler the policies no tenant has any more, and frees the
- * slots left without one, so that newcomers find room. */
+/* The members of a tenant whose policy on gpu is gone are released: never paused,
+ * timeslice left as it is (0: the shim sets none; it does not restore the
+ * driver's). */
+static void release(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    struct kairos_time_policy p = {.gpu = gpu, .seq = ++t->g[gpu].seq, .epoch_ns = t->epoch_ns};
+    log_debug("tenant %s, GPU %u: no compute policy any more; released", t->slot_name[slot], gpu);
+    t->send(t->ctx, t->slot_name[slot], &p);
+}
+
+/* Removes from the scheduler the policies no tenant has any more (releasing their
+ * members), and frees the slots left without one, so that newcomers find room. */
 static void drop_gone(struct timeshare *t)
 {
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
@@ -109,8 +119,10 @@ static void drop_gone(struct timeshare *t)
         bool used = false;
         for (unsigned g = 0; g < t->ts->n_gpus; g++) {
             struct sched_policy pol;
-            if (t->g[g].t[i].present && !policy_of(t, t->slot_name[i], g, &pol))
+            if (t->g[g].t[i].present && !policy_of(t, t->slot_name[i], g, &pol)) {
+                release(t, g, i);
                 sched_tenant_remove(&t->g[g], i);
+            }
             used |= t->g[g].t[i].present;
         }
         if (!used)
