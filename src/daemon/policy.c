@@ -2,6 +2,7 @@
  * (configuration, TENANT_SET, state file); see policy.h. */
 #include "daemon/policy.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
