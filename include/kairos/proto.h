@@ -35,11 +35,17 @@
  *               the periods it spent paused (kairos ps, kairos top). A CLI and a
  *               daemon of before and after this change do not understand each
  *               other's PS (the exact-size rule): upgrade them together.
+ *             - TENANT_SET grew compute[KAIROS_MAX_GPUS] (struct kairos_compute:
+ *               share, limit and priority per GPU for tenants created at run
+ *               time), from 200 to 392 bytes. The 200-byte body of an older
+ *               kairos is still accepted (no compute change); an older kairosd
+ *               refuses the 392-byte one by its size.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define KAIROS_PROTO_MAGIC 0x4b524f53u /* "KROS" */
@@ -142,15 +148,43 @@ struct kairos_release {
     uint64_t bytes;
 };
 
-/* TENANT_SET: quota[i] in bytes, or KAIROS_QUOTA_KEEP to leave it, or 0 for none.
- * Reply: OK (empty body) or ERROR. A new tenant's KEEP quotas are 0. */
+/* A compute policy on one GPU (docs/scheduler.md), as TENANT_SET carries it.
+ *   flags 0                    keep the tenant's policy there (every field 0);
+ *   KAIROS_COMPUTE_SET         the tenant's policy there becomes this one:
+ *     share_ppm  GPU time guaranteed whenever others compete, in parts per million
+ *                (0: best effort); the shares of one GPU's tenants, configured and
+ *                created at run time, add up to at most KAIROS_PPM;
+ *     limit_ppm  a cap held even on an idle GPU (0: none), not below share_ppm;
+ *     priority   KAIROS_PRIO_*;
+ *   KAIROS_COMPUTE_CLEAR       the tenant has no policy there any more (fields 0).
+ * pad is 0. */
+#define KAIROS_COMPUTE_SET 0x1u
+#define KAIROS_COMPUTE_CLEAR 0x2u
+#define KAIROS_PPM 1000000u
+enum kairos_priority { KAIROS_PRIO_NORMAL = 0, KAIROS_PRIO_LATENCY = 1, KAIROS_PRIO_BATCH = 2 };
+struct kairos_compute {
+    uint32_t share_ppm;
+    uint32_t limit_ppm;
+    uint8_t priority;
+    uint8_t flags;                    /* KAIROS_COMPUTE_* */
+    uint16_t pad;
+};
+
+/* TENANT_SET: quota[i] in bytes, or KAIROS_QUOTA_KEEP to leave it, or 0 for none;
+ * compute[i] as above. Entries at or beyond n_gpus: quota ignored, compute all 0.
+ * Reply: OK (empty body) or ERROR. A new tenant's KEEP quotas are 0 and it has no
+ * compute policy but those SET. A tenant of the configuration takes no compute
+ * policy here (its own is in the configuration). */
 #define KAIROS_QUOTA_KEEP UINT64_MAX
 #define KAIROS_TENANT_EPHEMERAL 0x1u  /* removed when its last process leaves (kairos run) */
+#define KAIROS_TENANT_SET_SIZE_V0 200u /* the body before compute[]: still accepted, as
+                                        * if every compute[i] were 0 */
 struct kairos_tenant_set {
     char tenant[KAIROS_NAME_MAX];
     uint32_t n_gpus;
     uint32_t flags;                   /* KAIROS_TENANT_*; was pad (0) */
     uint64_t quota[KAIROS_MAX_GPUS];
+    struct kairos_compute compute[KAIROS_MAX_GPUS];
 };
 
 struct kairos_tenant_del {
@@ -233,7 +267,10 @@ static_assert(sizeof(struct kairos_welcome) == 136, "welcome");
 static_assert(sizeof(struct kairos_grant) == 24, "grant");
 static_assert(sizeof(struct kairos_release) == 16, "release");
 static_assert(sizeof(struct kairos_error) == 260, "error");
-static_assert(sizeof(struct kairos_tenant_set) == 200, "tenant_set");
+static_assert(sizeof(struct kairos_compute) == 12, "compute");
+static_assert(sizeof(struct kairos_tenant_set) == 392, "tenant_set");
+static_assert(offsetof(struct kairos_tenant_set, compute) == KAIROS_TENANT_SET_SIZE_V0,
+              "tenant_set: compute[] follows the version-0 body");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
 static_assert(sizeof(struct kairos_ps_reply) == 1424, "ps_reply");
 

@@ -1,10 +1,15 @@
 /* cmd_run.c - `kairos run`: start a command as a tenant of kairosd.
  *
- *   kairos run [--tenant NAME] [--mem SIZE] [--gpus LIST] [--socket PATH] -- CMD [ARGS]
+ *   kairos run [--tenant NAME] [--mem SIZE] [--share PCT] [--limit PCT|none]
+ *              [--priority latency|normal|batch] [--gpus LIST] [--socket PATH]
+ *              -- CMD [ARGS]
  *
  * With --mem (root or an administrator), the tenant is created or its quota set
  * first (a generated name when --tenant is absent: such a tenant is ephemeral and
- * goes away with its command). Without --mem, the tenant must exist. Then the
+ * goes away with its command). --share, --limit and --priority (administrators
+ * too) set the tenant's compute policy on each GPU (of --gpus), in the same
+ * TENANT_SET; without --mem the tenant must exist already. Without any of them,
+ * the tenant must exist. Then the
  * environment is prepared (KAIROS_TENANT, KAIROS_SOCKET, LD_PRELOAD of libkairos.so,
  * CUDA_VISIBLE_DEVICES for --gpus) and CMD is exec'd in place of kairos, so its
  * signals, pid and exit status are its own; the daemon knows this pid as the owner
@@ -24,14 +29,19 @@
 #include "cli/shim_path.h"
 #include "core/units.h"
 #include "daemon/gpu.h"
+#include "daemon/policy.h"
 
 struct run_opts {
     const char *tenant;
     const char *mem;
     const char *gpus;
     const char *socket;
+    bool compute;              /* --share, --limit or --priority given */
+    struct sched_policy pol;   /* what they say (unsaid: 0 %, none, normal) */
     char **command;
 };
+
+enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY };
 
 static void usage(FILE *out)
 {
@@ -42,12 +52,21 @@ static void usage(FILE *out)
             "tenant's quota, shared with the tenant's other processes.\n"
             "\n"
             "options:\n"
-            "  -t, --tenant NAME   join this tenant (created or updated when --mem is given)\n"
+            "  -t, --tenant NAME   join this tenant (created or updated by the options below)\n"
             "  -m, --mem SIZE      quota per GPU for the tenant (8G, 512MiB, 80%%); root or an\n"
             "                      administrator only; without --tenant a tenant with a\n"
             "                      generated name is created and removed when CMD ends\n"
-            "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere);\n"
-            "                      sets CUDA_VISIBLE_DEVICES\n"
+            "      --share PCT     GPU time guaranteed to the tenant on each GPU whenever\n"
+            "                      others compete (30%%; default 0%%: best effort)\n"
+            "      --limit PCT     a cap on its GPU time even when the GPU is idle (50%%, or\n"
+            "                      none: the default)\n"
+            "      --priority P    latency, normal (default) or batch\n"
+            "                      --share, --limit and --priority set the tenant's compute\n"
+            "                      policy (replacing the one it had there); root or an\n"
+            "                      administrator only; the tenant must exist or be created\n"
+            "                      by --mem; the shares of one GPU add up to at most 100%%\n"
+            "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere, the\n"
+            "                      compute policy there only); sets CUDA_VISIBLE_DEVICES\n"
             "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
             "  -h, --help          show this text\n"
@@ -55,11 +74,35 @@ static void usage(FILE *out)
             "Environment: KAIROS_SHIM=/path/to/libkairos.so overrides where the shim is found.\n");
 }
 
+/* One of --share, --limit, --priority into o->pol; 0, or 2 after a message. */
+static int parse_compute(int opt, const char *arg, struct run_opts *o)
+{
+    char why[256];
+    int rc;
+    if (opt == OPT_SHARE)
+        rc = policy_parse_percent("share", arg, &o->pol.share, why, sizeof why);
+    else if (opt == OPT_LIMIT)
+        rc = policy_parse_limit(arg, &o->pol.limit, why, sizeof why);
+    else
+        rc = policy_parse_priority(arg, &o->pol.prio, why, sizeof why);
+    if (rc) {
+        fprintf(stderr, "kairos run: %s %s: %s\n",
+                opt == OPT_SHARE ? "--share" : opt == OPT_LIMIT ? "--limit" : "--priority", arg,
+                why);
+        return 2;
+    }
+    o->compute = true;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
         {"tenant", required_argument, NULL, 't'}, {"mem", required_argument, NULL, 'm'},
         {"gpus", required_argument, NULL, 'g'},   {"socket", required_argument, NULL, 's'},
+        {"share", required_argument, NULL, OPT_SHARE},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"priority", required_argument, NULL, OPT_PRIORITY},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -67,6 +110,12 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
     optind = 1;
     while ((c = getopt_long(argc, argv, "+t:m:g:s:h", longopts, NULL)) != -1) {
         switch (c) {
+        case OPT_SHARE:
+        case OPT_LIMIT:
+        case OPT_PRIORITY:
+            if (parse_compute(c, optarg, o))
+                return 2;
+            break;
         case 't':
             o->tenant = optarg;
             break;
@@ -92,6 +141,11 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         return 2;
     }
     o->command = argv + optind;
+    char why[256];
+    if (o->compute && policy_check(&o->pol, why, sizeof why)) {
+        fprintf(stderr, "kairos run: %s\n", why);
+        return 2;
+    }
     if (!o->tenant && !o->mem) {
         const char *env = getenv("KAIROS_TENANT");
         if (env && *env) {
@@ -167,6 +221,62 @@ static int run_error(const char *what, const char *err)
     return 1;
 }
 
+/* What set_tenant did, on stderr. */
+static void report_set(const struct run_opts *o, const char *name, unsigned n_gpus, unsigned mask,
+                       const struct kairos_tenant_set *set)
+{
+    if (o->mem) {
+        unsigned first = 0;
+        while (first < n_gpus && !(mask & (1u << first)))
+            first++;
+        char size[32];
+        units_format_size(first < n_gpus ? set->quota[first] : 0, size, sizeof size);
+        fprintf(stderr, "kairos run: tenant %s %s: %s per GPU%s%s%s\n", name,
+                o->tenant ? "set" : "created", size, o->gpus ? " on GPUs " : "",
+                o->gpus ? o->gpus : "", o->tenant ? "" : " (removed when the command ends)");
+    }
+    if (o->compute) {
+        char what[96];
+        fprintf(stderr, "kairos run: tenant %s: compute %s on %s%s\n", name,
+                policy_describe(&o->pol, what, sizeof what), o->gpus ? "GPUs " : "each GPU",
+                o->gpus ? o->gpus : "");
+    }
+}
+
+/* TENANT_SET for --mem and the compute options: quotas (or KEEP), the policy on
+ * each GPU of mask. 0, or the exit code after a message. */
+static int set_tenant(struct client *cl, const struct run_opts *o, const char *name,
+                      unsigned n_gpus, unsigned mask)
+{
+    struct kairos_tenant_set set = {.n_gpus = n_gpus,
+                                    .flags = o->tenant ? 0 : KAIROS_TENANT_EPHEMERAL};
+    char err[512];
+    memcpy(set.tenant, name, sizeof set.tenant);
+    if (o->mem && mem_quota(o->mem, n_gpus, mask, set.quota))
+        return 2;
+    for (unsigned g = 0; g < n_gpus; g++) {
+        if (!o->mem)
+            set.quota[g] = KAIROS_QUOTA_KEEP;
+        if (o->compute && (mask & (1u << g)))
+            policy_to_wire(&o->pol, &set.compute[g]);
+    }
+    int seq = client_send(cl, KAIROS_MSG_TENANT_SET, &set, sizeof set);
+    uint16_t type;
+    uint32_t code = 0;
+    if (seq < 0)
+        return run_error("cannot send to kairosd: ", strerror(-seq));
+    if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
+        if (code == KAIROS_ERR_PERMISSION)
+            fprintf(stderr, "kairos run: %s; without --mem, --share, --limit and --priority you "
+                            "can join an existing tenant with --tenant NAME\n", err);
+        else
+            run_error("", err);
+        return 1;
+    }
+    report_set(o, name, n_gpus, mask, &set);
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -202,48 +312,22 @@ int cmd_run(int argc, char **argv)
         snprintf(name, sizeof name, "%s", o.tenant);
     else
         snprintf(name, sizeof name, "run-%ld", (long)getpid());
-    if (o.mem) {
-        struct kairos_tenant_set set = {.n_gpus = n_gpus,
-                                        .flags = o.tenant ? 0 : KAIROS_TENANT_EPHEMERAL};
-        memcpy(set.tenant, name, sizeof set.tenant);
-        if (mem_quota(o.mem, n_gpus, mask, set.quota)) {
-            exit_code = 2;
-            goto out;
-        }
-        int seq = client_send(&cl, KAIROS_MSG_TENANT_SET, &set, sizeof set);
-        uint16_t type;
-        uint32_t code = 0;
-        if (seq < 0) {
-            run_error("cannot send to kairosd: ", strerror(-seq));
-            goto out;
-        }
-        if (client_recv(&cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
-            if (code == KAIROS_ERR_PERMISSION)
-                fprintf(stderr, "kairos run: %s; without --mem you can join an existing tenant "
-                                "with --tenant NAME\n", err);
-            else
-                run_error("", err);
-            goto out;
-        }
-        unsigned first = 0;
-        while (first < n_gpus && !(mask & (1u << first)))
-            first++;
-        char size[32];
-        units_format_size(first < n_gpus ? set.quota[first] : 0, size, sizeof size);
-        fprintf(stderr, "kairos run: tenant %s %s: %s per GPU%s%s%s\n", name,
-                o.tenant ? "set" : "created", size, o.gpus ? " on GPUs " : "",
-                o.gpus ? o.gpus : "", o.tenant ? "" : " (removed when the command ends)");
-    } else {
-        bool found = false;
-        for (size_t i = 0; i < n; i++)
-            found |= !strcmp(list[i].tenant, name);
-        if (!found) {
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        found |= !strcmp(list[i].tenant, name);
+    if (!found && !o.mem) {
+        if (o.compute)
+            fprintf(stderr, "kairos run: unknown tenant '%s'; add --mem SIZE to create it with "
+                            "its compute policy (a tenant needs a memory quota to use a GPU)\n",
+                    name);
+        else
             fprintf(stderr, "kairos run: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
                             "an administrator creates one with 'kairos run --tenant %s --mem "
                             "SIZE' or in the configuration\n", name, name);
-            goto out;
-        }
+        goto out;
     }
+    if ((o.mem || o.compute) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
+        goto out;
     client_close(&cl);
     free(list);
     list = NULL;

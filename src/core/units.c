@@ -1,4 +1,5 @@
-/* units.c - memory sizes as text: parsing with clear refusals, and printing. */
+/* units.c - memory sizes and percentages as text: parsing with clear refusals, and
+ * printing. */
 #include "core/units.h"
 
 #include <errno.h>
@@ -64,6 +65,23 @@ int units_parse_size(const char *text, uint64_t percent_of, uint64_t *bytes, cha
         return refuse(err, err_len, text,
                       "write KiB, MiB, GiB or TiB (or K, M, G, T): sizes are binary");
     return refuse(err, err_len, text, "unknown unit (use B, K, M, G, T, KiB..TiB or %)");
+}
+
+int units_parse_percent(const char *text, double *fraction, char *err, size_t err_len)
+{
+    if (!text || !*text)
+        return refuse(err, err_len, "", "empty percentage");
+    char *end;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (end == text || errno || !isfinite(value))
+        return refuse(err, err_len, text, "not a percentage (examples: 40%, 12.5%)");
+    if (strcmp(end, "%"))
+        return refuse(err, err_len, text, "a percentage ends with % (e.g. 40%)");
+    if (value < 0 || value > 100)
+        return refuse(err, err_len, text, "a percentage must be from 0% to 100%");
+    *fraction = value / 100.0;
+    return 0;
 }
 
 const char *units_format_size(uint64_t bytes, char *out, size_t cap)

@@ -1,4 +1,5 @@
-/* units.h - parsing and printing of memory sizes as operators write them.
+/* units.h - parsing and printing of memory sizes and percentages as operators
+ * write them.
  *
  * "8G", "8GiB", "512MiB", "512M", "1.5G", "4096" (bytes), "80%" (of a given total).
  * K/M/G/T and KiB/MiB/GiB/TiB are all binary (powers of 1024), as GPU memory is
@@ -16,6 +17,10 @@
  * refused). Returns 0, or -EINVAL with a reason in err. */
 int units_parse_size(const char *text, uint64_t percent_of, uint64_t *bytes, char *err,
                      size_t err_len);
+
+/* Parses "40%", "12.5%", "0%", "100%" into a fraction in [0, 1] (the % sign is
+ * required). Returns 0, or -EINVAL with a reason in err. */
+int units_parse_percent(const char *text, double *fraction, char *err, size_t err_len);
 
 /* Formats bytes as "8.00 GiB", "512.0 MiB", "4096 B" into out. */
 const char *units_format_size(uint64_t bytes, char *out, size_t cap);

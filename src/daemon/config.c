@@ -9,9 +9,9 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "daemon/yaml_doc.h"
-
 #include "daemon/ledger.h"
+#include "daemon/policy.h"
+#include "daemon/yaml_doc.h"
 
 static const char *kind_name(const yaml_node_t *n)
 {
@@ -196,22 +196,6 @@ static int parse_memory(struct ydoc *p, const yaml_node_t *n, struct config_tena
     return 0;
 }
 
-/* "40%", "12.5%": a fraction in [0, 1]. */
-static int parse_percent(struct ydoc *p, const yaml_node_t *n, const char *what, double *out)
-{
-    if (want(p, n, YAML_SCALAR_NODE, what))
-        return -EINVAL;
-    const char *s = scalar(n);
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || strcmp(end, "%") || errno || !(v >= 0 && v <= 100))
-        return ydoc_fail(p, n, "expected %s as a percentage from 0%% to 100%% (e.g. 40%%), found '%s'",
-                    what, s);
-    *out = v / 100.0;
-    return 0;
-}
-
 static int parse_policy(struct ydoc *p, const yaml_node_t *n, struct sched_policy *pol)
 {
     if (want(p, n, YAML_MAPPING_NODE,
@@ -219,6 +203,7 @@ static int parse_policy(struct ydoc *p, const yaml_node_t *n, struct sched_polic
         return -EINVAL;
     memset(pol, 0, sizeof *pol);
     const yaml_node_t *share = NULL;
+    char why[256];
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
@@ -226,38 +211,29 @@ static int parse_policy(struct ydoc *p, const yaml_node_t *n, struct sched_polic
         if (want(p, k, YAML_SCALAR_NODE, "a key"))
             return -EINVAL;
         const char *key = scalar(k);
+        int rc;
         if (!strcmp(key, "share")) {
-            if (parse_percent(p, v, "share", &pol->share))
+            if (want(p, v, YAML_SCALAR_NODE, "share"))
                 return -EINVAL;
+            rc = policy_parse_percent("share", scalar(v), &pol->share, why, sizeof why);
             share = v;
         } else if (!strcmp(key, "limit")) {
-            if (v->type == YAML_SCALAR_NODE && !strcmp(scalar(v), "none"))
-                pol->limit = 0;
-            else if (parse_percent(p, v, "limit", &pol->limit))
+            if (want(p, v, YAML_SCALAR_NODE, "limit"))
                 return -EINVAL;
-            else if (pol->limit <= 0)
-                return ydoc_fail(p, v, "a limit of 0%% would never let the tenant run "
-                                  "(write none for no limit)");
+            rc = policy_parse_limit(scalar(v), &pol->limit, why, sizeof why);
         } else if (!strcmp(key, "priority")) {
             if (want(p, v, YAML_SCALAR_NODE, "priority"))
                 return -EINVAL;
-            if (!strcmp(scalar(v), "latency"))
-                pol->prio = SCHED_PRIO_LATENCY;
-            else if (!strcmp(scalar(v), "normal"))
-                pol->prio = SCHED_PRIO_NORMAL;
-            else if (!strcmp(scalar(v), "batch"))
-                pol->prio = SCHED_PRIO_BATCH;
-            else
-                return ydoc_fail(p, v, "expected priority latency, normal or batch, found '%s'",
-                            scalar(v));
+            rc = policy_parse_priority(scalar(v), &pol->prio, why, sizeof why);
         } else {
             return ydoc_fail(p, k, "unknown key '%s' in a compute policy (expected share, limit or "
                               "priority)", key);
         }
+        if (rc)
+            return ydoc_fail(p, v, "%s", why);
     }
-    if (share && pol->limit > 0 && pol->limit < pol->share)
-        return ydoc_fail(p, share, "share %g%% is above the limit %g%%: a tenant cannot be "
-                              "guaranteed more than its cap", pol->share * 100, pol->limit * 100);
+    if (policy_check(pol, why, sizeof why))
+        return ydoc_fail(p, share ? share : n, "%s", why);
     return 0;
 }
 
@@ -298,30 +274,16 @@ static int parse_compute(struct ydoc *p, const yaml_node_t *n, struct config_ten
     return 0;
 }
 
-/* The shares of one GPU's tenants may not add up above 100 %. */
+/* The shares of one GPU's tenants may not add up above 100 % (policy.c's rule). */
 static int check_shares(struct ydoc *p, const yaml_node_t *n, const struct config *c)
 {
-    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-        double sum = 0;
-        char who[256] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < c->n_tenants; i++) {
-            const struct config_tenant *t = &c->tenants[i];
-            for (size_t j = 0; j < t->n_compute; j++) {
-                if (t->compute[j].gpu != g || t->compute[j].pol.share <= 0)
-                    continue;
-                sum += t->compute[j].pol.share;
-                int w = snprintf(who + used, sizeof who - used, "%s%s %g%%", used ? ", " : "",
-                                 t->name, t->compute[j].pol.share * 100);
-                if (w > 0 && (size_t)w < sizeof who - used)
-                    used += (size_t)w;
-            }
-        }
-        if (sum > 1.0 + 1e-9)
-            return ydoc_fail(p, n, "compute shares on GPU %u add up to %g%% (%s): at most 100%% "
-                              "can be guaranteed", g, sum * 100, who);
-    }
-    return 0;
+    struct policy_shares shares = {0};
+    char why[512];
+    int rc = config_shares(c, &shares);
+    if (rc == 0 && policy_shares_check(&shares, why, sizeof why))
+        rc = ydoc_fail(p, n, "%s", why);
+    policy_shares_free(&shares);
+    return rc;
 }
 
 static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
@@ -538,6 +500,18 @@ out:
     if (f)
         fclose(f);
     return rc;
+}
+
+int config_shares(const struct config *c, struct policy_shares *out)
+{
+    for (size_t i = 0; i < c->n_tenants; i++)
+        for (size_t j = 0; j < c->tenants[i].n_compute; j++) {
+            const struct config_compute *cc = &c->tenants[i].compute[j];
+            int rc = policy_shares_add(out, c->tenants[i].name, cc->gpu, cc->pol.share);
+            if (rc)
+                return rc;
+        }
+    return 0;
 }
 
 bool config_is_admin(const struct config *c, uid_t uid)

@@ -82,6 +82,11 @@ void config_free(struct config *c);
 int config_parse_policy(const char *name, struct yaml_document_s *doc, struct yaml_node_s *node,
                         struct sched_policy *out, char *err, size_t err_len);
 
+struct policy_shares;
+/* Adds the configuration's compute shares to out (policy.h), for the check that
+ * those of one GPU add up to at most 100 %. 0 or -ENOMEM. */
+int config_shares(const struct config *c, struct policy_shares *out);
+
 bool config_is_admin(const struct config *c, uid_t uid);
 
 #endif /* KAIROS_DAEMON_CONFIG_H */

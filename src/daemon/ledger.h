@@ -16,6 +16,12 @@
  *  - A quota may be lowered below current holdings: charges are refused until the
  *    holdings drop below it.
  *
+ * A tenant's record also carries what kairosd keeps with the tenant but the ledger
+ * does not interpret: its flags, the owner of an ephemeral tenant, and the compute
+ * policies of a tenant created at run time (set by tenants.c, persisted by state.c,
+ * applied by timeshare.c; the configuration's tenants have theirs in the
+ * configuration).
+ *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
  */
@@ -26,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/sched.h"
 #include "kairos/proto.h"
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
@@ -46,6 +53,8 @@ struct ledger_tenant {
     bool had_member;
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
     bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
+    bool has_compute[KAIROS_MAX_GPUS];             /* run time: a policy on that GPU */
+    struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
 };
 
 struct ledger_resv {

@@ -349,7 +349,7 @@ int main(int argc, char **argv)
         exit_code = 0;
         goto out;
     }
-    tenants_load_state(&d.ts);
+    tenants_load_state(&d.ts, &d.cfg);
     if ((rc = loop_init(&d.loop)) || (rc = setup_signals(&d))) {
         log_error("cannot set up the event loop: %s", strerror(-rc));
         goto out;

@@ -1,5 +1,6 @@
 /* proto_check.c - the table of message types (name, body size, who sends it) and
- * the validation of every request before the daemon acts on it. */
+ * the validation of every request before the daemon acts on it; compute policies
+ * are checked by policy.c, as the configuration's are. */
 #include "daemon/proto_check.h"
 
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "daemon/ledger.h"
+#include "daemon/policy.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "kairos messages are little-endian structs; this host is not little-endian"
@@ -17,22 +19,25 @@ struct proto_type {
     uint16_t type;
     const char *name;
     size_t size;
-    bool request; /* a peer may send it to the daemon */
+    bool request;    /* a peer may send it to the daemon */
+    size_t old_size; /* a shorter body of an earlier revision, still accepted and read as
+                      * if the rest were 0 (proto.h's history); 0: none */
 };
 
 static const struct proto_type proto_types[] = {
-    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true},
-    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true},
-    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true},
-    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true},
-    {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true},
-    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true},
-    {KAIROS_MSG_PS, "PS", 0, true},
-    {KAIROS_MSG_OK, "OK", 0, false},
-    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false},
-    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false},
-    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false},
-    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false},
+    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true, 0},
+    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true, 0},
+    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, 0},
+    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, 0},
+    {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true,
+     KAIROS_TENANT_SET_SIZE_V0},
+    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, 0},
+    {KAIROS_MSG_PS, "PS", 0, true, 0},
+    {KAIROS_MSG_OK, "OK", 0, false, 0},
+    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, 0},
+    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, 0},
+    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false, 0},
+    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false, 0},
 };
 
 static const struct proto_type *find_type(uint16_t type)
@@ -95,6 +100,40 @@ static int check_gpu(uint32_t gpu, char *why, size_t why_len)
     return 0;
 }
 
+/* compute[]: flags, zeros where nothing is set, and each policy as policy.c sees it. */
+static int check_compute(const struct kairos_tenant_set *s, char *why, size_t why_len)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        const struct kairos_compute *c = &s->compute[g];
+        bool values = c->share_ppm || c->limit_ppm || c->priority;
+        if (c->flags & ~(KAIROS_COMPUTE_SET | KAIROS_COMPUTE_CLEAR))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "TENANT_SET compute[%u] has unknown flags 0x%x", g,
+                          c->flags & ~(KAIROS_COMPUTE_SET | KAIROS_COMPUTE_CLEAR));
+        if (c->pad)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET compute[%u].pad must be 0",
+                          g);
+        if (g >= s->n_gpus && (c->flags || values))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "TENANT_SET compute[%u] is beyond n_gpus %u: leave it 0", g, s->n_gpus);
+        if (c->flags == (KAIROS_COMPUTE_SET | KAIROS_COMPUTE_CLEAR))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "TENANT_SET compute[%u] has both SET and CLEAR", g);
+        if (!(c->flags & KAIROS_COMPUTE_SET)) {
+            if (values)
+                return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET compute[%u] has a "
+                              "policy without KAIROS_COMPUTE_SET", g);
+            continue;
+        }
+        struct sched_policy p;
+        char pw[KAIROS_MSG_MAX];
+        if (policy_from_ppm(c->share_ppm, c->limit_ppm, c->priority, &p, pw, sizeof pw))
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "compute policy on GPU %u refused: %s",
+                          g, pw);
+    }
+    return 0;
+}
+
 static int check_body(struct proto_request *r, char *why, size_t why_len)
 {
     int rc = 0;
@@ -146,7 +185,7 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
             if (s->quota[g] != KAIROS_QUOTA_KEEP && (rc = check_bytes(s->quota[g], "quota", why,
                                                                        why_len)))
                 return rc;
-        return 0;
+        return check_compute(s, why, why_len);
     }
     case KAIROS_MSG_TENANT_DEL:
         return check_name(r->body.tenant_del.tenant, "tenant", why, why_len);
@@ -180,11 +219,12 @@ int proto_check(const void *msg, size_t len, struct proto_request *out, char *wh
     if (!t->request)
         return refuse(KAIROS_ERR_PROTOCOL, why, why_len, "%s is sent by the daemon, not to it",
                       t->name);
-    if (h.size != t->size || len - sizeof h != t->size)
+    bool old = t->old_size && h.size == t->old_size && len - sizeof h == t->old_size;
+    if (!old && (h.size != t->size || len - sizeof h != t->size))
         return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
                       "%s body is %zu bytes (header says %u); it must be exactly %zu", t->name,
                       len - sizeof h, h.size, t->size);
-    memcpy(&out->body, (const char *)msg + sizeof h, t->size);
+    memcpy(&out->body, (const char *)msg + sizeof h, old ? t->old_size : t->size);
     return check_body(out, why, why_len);
 }
 

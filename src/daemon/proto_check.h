@@ -39,7 +39,8 @@ struct proto_request {
 int proto_check(const void *msg, size_t len, struct proto_request *out, char *why,
                 size_t why_len);
 
-/* Expected body size of a message type, or -1 when the type is unknown. */
+/* Expected body size of a message type, or -1 when the type is unknown. (A
+ * TENANT_SET of KAIROS_TENANT_SET_SIZE_V0 bytes is accepted too: proto.h.) */
 long proto_body_size(uint16_t type);
 /* The type's name ("HELLO"), or "unknown". */
 const char *proto_type_name(uint16_t type);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -53,6 +54,8 @@ struct server {
     time_t last_full_warning;
     bool stopping; /* kairosd is exiting: members keep their holdings for the restart */
     struct timeshare *timeshare; /* compute policies, or NULL */
+    int compute_fd;              /* eventfd: compute_changed_later */
+    struct loop_watch *cw;
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -94,6 +97,32 @@ static bool send_error(struct conn *c, uint32_t seq, uint32_t code, const char *
     return send_msg(c, KAIROS_MSG_ERROR, seq, &e, sizeof e);
 }
 
+/* The compute policies of tenants created at run time changed: the scheduler takes
+ * them again (and tells the member processes whose policy changed). */
+static void compute_changed(struct server *s)
+{
+    if (s->timeshare)
+        timeshare_reconfigure(s->timeshare);
+}
+
+/* The same once back in the loop, for a tenant removed while closing a connection:
+ * conn_close may run inside server_send_time_policy's walk over the connections,
+ * which a reconfiguration (sending, and closing who cannot take it) must not
+ * change under its feet. */
+static void compute_changed_later(struct server *s)
+{
+    if (s->compute_fd < 0 || eventfd_write(s->compute_fd, 1))
+        log_warn("cannot defer the time-share update (%s); it comes with the next change",
+                 strerror(errno));
+}
+
+static void on_compute_changed(void *ctx, int fd, uint32_t events)
+{
+    eventfd_t n;
+    if (eventfd_read(fd, &n) == 0)
+        compute_changed(ctx);
+}
+
 static void conn_close(struct conn *c)
 {
     struct server *s = c->srv;
@@ -115,7 +144,8 @@ static void conn_close(struct conn *c)
         log_info("tenant %s: pid %u left%s%s", t->name, c->pid, len ? "; released" : "",
                  len ? line + 1 : "");
         c->member = NULL;
-        tenants_after_leave(s->ts, t);
+        if (tenants_after_leave(s->ts, t))
+            compute_changed_later(s);
     }
     loop_del(s->loop, c->w);
     loop_del(s->loop, c->pw);
@@ -151,7 +181,8 @@ static void owner_gone(struct server *s, const char *tenant, uint32_t pid)
     struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, tenant);
     if (t && t->owner_pid == pid) {
         t->owner_alive = false;
-        tenants_after_leave(s->ts, t);
+        if (tenants_after_leave(s->ts, t))
+            compute_changed_later(s);
     }
 }
 
@@ -382,14 +413,17 @@ static bool on_tenant_set(struct conn *c, const struct proto_request *r)
     struct server *s = c->srv;
     const struct kairos_tenant_set *m = &r->body.tenant_set;
     char msg[KAIROS_MSG_MAX];
-    bool existed = ledger_tenant_find(&s->ts->ledger, m->tenant) != NULL;
-    int code = tenants_set(s->ts, m->tenant, m->n_gpus, m->quota, m->flags, c->uid, c->pid, msg,
-                           sizeof msg);
-    if (code)
+    bool existed = ledger_tenant_find(&s->ts->ledger, m->tenant) != NULL, changed;
+    int code = tenants_set(s->ts, s->cfg, m, c->uid, c->pid, &changed, msg, sizeof msg);
+    if (code) {
+        log_warn("uid %u (pid %u): TENANT_SET %s refused: %s", c->uid, c->pid, m->tenant, msg);
         return send_error(c, r->seq, (uint32_t)code, msg);
+    }
     struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, m->tenant);
     if (!existed && t && (t->flags & LEDGER_TENANT_EPHEMERAL) && t->owner_pid)
         watch_owner(s, t);
+    if (changed)
+        compute_changed(s);
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -401,6 +435,7 @@ static bool on_tenant_del(struct conn *c, const struct proto_request *r)
     int code = tenants_del(c->srv->ts, r->body.tenant_del.tenant, c->uid, msg, sizeof msg);
     if (code)
         return send_error(c, r->seq, (uint32_t)code, msg);
+    compute_changed(c->srv); /* its policies, if it had any, are gone */
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -600,6 +635,13 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->ts = ts;
     s->cfg = cfg;
     s->listen_fd = -1;
+    s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->compute_fd < 0 ||
+        !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {
+        rc = -errno;
+        log_error("eventfd: %s", strerror(errno));
+        goto out;
+    }
     if (strlen(socket_path) >= sizeof sa.sun_path) {
         log_error("socket path %s is too long (at most %zu characters)", socket_path,
                   sizeof sa.sun_path - 1);
@@ -654,6 +696,10 @@ out:
     if (rc) {
         if (s->listen_fd >= 0)
             close(s->listen_fd);
+        if (s->cw)
+            loop_del(loop, s->cw);
+        if (s->compute_fd >= 0)
+            close(s->compute_fd);
         free(s);
         return rc;
     }
@@ -692,6 +738,8 @@ void server_fini(struct server *s)
         owner_free(s, s->owners);
     loop_del(s->loop, s->lw);
     close(s->listen_fd);
+    loop_del(s->loop, s->cw);
+    close(s->compute_fd);
     unlink(s->path);
     free(s);
 }

@@ -1,5 +1,6 @@
 /* state.c - the state file of run-time tenants: atomic JSON writes, and reads that
- * set a corrupt file aside instead of failing. See state.h. */
+ * set a corrupt file aside instead of failing, or refuse one bad compute policy
+ * alone. See state.h. */
 #include "daemon/state.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,35 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/policy.h"
+
 #define STATE_VERSION 1
+
+/* {"0": {"share_ppm": 300000, "limit_ppm": 0, "priority": "latency"}}, or NULL when
+ * the tenant has none (or out of memory: then the policies are not written). */
+static json_t *compute_json(const struct ledger_tenant *t, unsigned n_gpus)
+{
+    json_t *all = NULL;
+    for (unsigned g = 0; g < n_gpus; g++) {
+        if (!t->has_compute[g])
+            continue;
+        json_t *one = json_object();
+        if (!all)
+            all = json_object();
+        if (!one || !all) {
+            json_decref(one);
+            json_decref(all);
+            return NULL;
+        }
+        char key[16];
+        snprintf(key, sizeof key, "%u", g);
+        json_object_set_new(one, "share_ppm", json_integer(policy_ppm(t->compute[g].share)));
+        json_object_set_new(one, "limit_ppm", json_integer(policy_ppm(t->compute[g].limit)));
+        json_object_set_new(one, "priority", json_string(sched_prio_name(t->compute[g].prio)));
+        json_object_set_new(all, key, one);
+    }
+    return all;
+}
 
 static json_t *state_json(const struct ledger *l)
 {
@@ -42,6 +72,9 @@ static json_t *state_json(const struct ledger *l)
         json_object_set_new(jt, "quota", quota);
         if (t->owner_pid)
             json_object_set_new(jt, "owner_pid", json_integer(t->owner_pid));
+        json_t *compute = compute_json(t, l->n_gpus);
+        if (compute)
+            json_object_set_new(jt, "compute", compute);
         json_array_append_new(list, jt);
     }
     json_object_set_new(root, "tenants", list);
@@ -174,8 +207,99 @@ static int state_check(json_t *root, unsigned n_gpus, char *err, size_t err_len)
     return 0;
 }
 
-int state_load(const char *path, struct ledger *l, char *err, size_t err_len, char *aside,
-               size_t aside_len)
+static int refuse_policy(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse_policy(char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* A ppm field: an integer from 0 to KAIROS_PPM (larger ones are left to policy.c's
+ * words, up to UINT32_MAX). */
+static int ppm_field(json_t *one, const char *key, uint32_t *out, char *why, size_t why_len)
+{
+    json_t *v = json_object_get(one, key);
+    if (!v) {
+        *out = 0;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX)
+        return refuse_policy(why, why_len, "\"%s\" is not a number of parts per million", key);
+    *out = (uint32_t)json_integer_value(v);
+    return 0;
+}
+
+/* One GPU's compute policy from the file, checked as every policy is (policy.c). */
+static int policy_json(json_t *one, struct sched_policy *out, char *why, size_t why_len)
+{
+    if (!json_is_object(one))
+        return refuse_policy(why, why_len, "not an object {\"share_ppm\": N, \"limit_ppm\": "
+                             "N, \"priority\": NAME}");
+    const char *key;
+    json_t *v;
+    json_object_foreach(one, key, v) {
+        if (strcmp(key, "share_ppm") && strcmp(key, "limit_ppm") && strcmp(key, "priority"))
+            return refuse_policy(why, why_len, "unknown key \"%s\"", key);
+    }
+    uint32_t share, limit;
+    if (ppm_field(one, "share_ppm", &share, why, why_len) ||
+        ppm_field(one, "limit_ppm", &limit, why, why_len))
+        return -EINVAL;
+    enum sched_prio prio = SCHED_PRIO_NORMAL;
+    json_t *p = json_object_get(one, "priority");
+    if (p && !json_is_string(p))
+        return refuse_policy(why, why_len, "\"priority\" is not latency, normal or batch");
+    if (p && policy_parse_priority(json_string_value(p), &prio, why, why_len))
+        return -EINVAL;
+    return policy_from_ppm(share, limit, (unsigned)prio, out, why, why_len);
+}
+
+/* The tenant's "compute", GPU by GPU: a bad policy is refused alone (warn), the
+ * tenant and its other policies kept. */
+static void load_compute(json_t *jt, struct ledger_tenant *t, unsigned n_gpus,
+                         state_warn_fn warn, void *warn_ctx)
+{
+    json_t *compute = json_object_get(jt, "compute");
+    char why[256], msg[512];
+    if (!compute)
+        return;
+    if (!json_is_object(compute)) {
+        snprintf(msg, sizeof msg, "tenant '%s': \"compute\" is not an object of GPU index to "
+                 "policy; refused, the tenant is kept without compute policies", t->name);
+        if (warn)
+            warn(warn_ctx, msg);
+        return;
+    }
+    const char *key;
+    json_t *one;
+    json_object_foreach(compute, key, one) {
+        char *end;
+        unsigned long g = strtoul(key, &end, 10);
+        struct sched_policy pol;
+        int rc;
+        if (!*key || *end || key[0] == '-' || g >= n_gpus)
+            rc = refuse_policy(why, sizeof why, "\"%s\" is not a GPU of this node (0-%d)", key,
+                               (int)n_gpus - 1);
+        else
+            rc = policy_json(one, &pol, why, sizeof why);
+        if (rc) {
+            snprintf(msg, sizeof msg, "tenant '%s': compute policy \"%s\" refused: %s; the "
+                     "tenant is kept without it", t->name, key, why);
+            if (warn)
+                warn(warn_ctx, msg);
+            continue;
+        }
+        t->has_compute[g] = true;
+        t->compute[g] = pol;
+    }
+}
+
+int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
+               size_t err_len, char *aside, size_t aside_len)
 {
     json_error_t jerr;
     int rc = 0, added = 0;
@@ -221,6 +345,7 @@ int state_load(const char *path, struct ledger *l, char *err, size_t err_len, ch
             if (json_is_integer(owner) && json_integer_value(owner) > 0 &&
                 json_integer_value(owner) <= INT32_MAX)
                 t->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
+            load_compute(jt, t, l->n_gpus, warn, warn_ctx);
             added++;
         }
     }

@@ -1,5 +1,7 @@
-/* tenants.c - tenants from the configuration and from run time, around the ledger;
- * every change is logged in an operator's words and persisted when it must be. */
+/* tenants.c - tenants from the configuration and from run time, around the ledger:
+ * their quotas and, for run-time tenants, their compute policies (with the rule
+ * that one GPU's shares, configured and run-time, add up to at most 100 %); every
+ * change is logged in an operator's words and persisted when it must be. */
 #include "daemon/tenants.h"
 
 #include <errno.h>
@@ -9,6 +11,7 @@
 
 #include "core/units.h"
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/state.h"
 
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap)
@@ -27,6 +30,50 @@ int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path)
 void tenants_fini(struct tenants *ts)
 {
     ledger_fini(&ts->ledger);
+}
+
+static bool declared(const struct config *c, const char *name)
+{
+    for (size_t k = 0; c && k < c->n_tenants; k++)
+        if (!strcmp(c->tenants[k].name, name))
+            return true;
+    return false;
+}
+
+/* The node's compute shares: the configuration's, then those of the tenants created
+ * at run time (but `except`, and those c declares: c's policy is theirs). */
+static int node_shares(const struct tenants *ts, const struct config *c,
+                       const struct ledger_tenant *except, struct policy_shares *out)
+{
+    int rc = c ? config_shares(c, out) : 0;
+    for (size_t i = 0; !rc && i < ts->ledger.n_tenants; i++) {
+        const struct ledger_tenant *t = ts->ledger.tenants[i];
+        if (t == except || (t->flags & LEDGER_TENANT_CONFIG) || declared(c, t->name))
+            continue;
+        for (unsigned g = 0; !rc && g < KAIROS_MAX_GPUS; g++)
+            if (t->has_compute[g])
+                rc = policy_shares_add(out, t->name, g, t->compute[g].share);
+    }
+    return rc;
+}
+
+/* Whether the node's shares, with `name` holding pol where has says, stay within
+ * 100 % per GPU. 0, -EINVAL (why says which GPU, tenants and sum) or -ENOMEM. */
+static int shares_fit(const struct tenants *ts, const struct config *c,
+                      const struct ledger_tenant *except, const char *name, const bool *has,
+                      const struct sched_policy *pol, char *why, size_t why_len)
+{
+    struct policy_shares shares = {0};
+    int rc = node_shares(ts, c, except, &shares);
+    for (unsigned g = 0; !rc && has && g < KAIROS_MAX_GPUS; g++)
+        if (has[g])
+            rc = policy_shares_add(&shares, name, g, pol[g].share);
+    if (rc)
+        snprintf(why, why_len, "out of memory");
+    else
+        rc = policy_shares_check(&shares, why, why_len);
+    policy_shares_free(&shares);
+    return rc;
 }
 
 static int resolve_quota(const struct tenants *ts, const struct config *c,
@@ -73,6 +120,19 @@ static int resolve_quota(const struct tenants *ts, const struct config *c,
     return 0;
 }
 
+/* Drops a tenant's run-time compute policies, saying why. */
+static void forget_compute(struct ledger_tenant *t, const char *why)
+{
+    bool had = false;
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        had |= t->has_compute[g];
+    if (!had)
+        return;
+    memset(t->has_compute, 0, sizeof t->has_compute);
+    memset(t->compute, 0, sizeof t->compute);
+    log_warn("tenant %s: its compute policies set at run time are dropped: %s", t->name, why);
+}
+
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len)
 {
     int rc = 0;
@@ -89,6 +149,17 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
                 goto out;
             quotas[i][gpu] = bytes;
         }
+    char why[512];
+    rc = shares_fit(ts, c, NULL, NULL, NULL, NULL, why, sizeof why);
+    if (rc) {
+        if (rc == -EINVAL)
+            snprintf(err, err_len, "%s: %s, counting the tenants created at run time: lower "
+                     "their shares (kairos run --tenant NAME --share N%%) or the "
+                     "configuration's", c->path[0] ? c->path : "configuration", why);
+        else
+            snprintf(err, err_len, "%s", why);
+        goto out;
+    }
     char a[32], b[32];
     /* config tenants no longer declared */
     for (size_t i = ts->ledger.n_tenants; i-- > 0;) {
@@ -118,6 +189,8 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             }
         }
         t->flags = LEDGER_TENANT_CONFIG;
+        forget_compute(t, "it is now declared in the configuration, whose compute policy "
+                          "it follows");
         for (unsigned g = 0; g < ts->n_gpus; g++) {
             if (ledger_tenant_set_quota(&ts->ledger, t, g, quotas[i][g]) == 1)
                 log_warn("tenant %s: quota on GPU %u is now %s, below the %s it holds; its "
@@ -131,15 +204,60 @@ out:
     return rc;
 }
 
-void tenants_load_state(struct tenants *ts)
+static void on_state_refusal(void *ctx, const char *msg)
+{
+    const struct tenants *ts = ctx;
+    log_error("state %s: %s", ts->state_path, msg);
+}
+
+/* The loaded run-time policies, admitted one by one in the file's order while the
+ * shares of each GPU stay within 100 % with the configuration's (which may have
+ * changed while kairosd was stopped); the others are dropped and logged. */
+static int admit_loaded_compute(struct tenants *ts, const struct config *c)
+{
+    size_t n = ts->ledger.n_tenants;
+    bool (*had)[KAIROS_MAX_GPUS] = calloc(n ? n : 1, sizeof *had);
+    if (!had)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(had[i], ts->ledger.tenants[i]->has_compute, sizeof had[i]);
+        memset(ts->ledger.tenants[i]->has_compute, 0, sizeof had[i]);
+    }
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        struct ledger_tenant *t = ts->ledger.tenants[i];
+        for (unsigned g = 0; !rc && g < KAIROS_MAX_GPUS; g++) {
+            if (!had[i][g])
+                continue;
+            char why[512], what[96];
+            t->has_compute[g] = true;
+            rc = shares_fit(ts, c, NULL, NULL, NULL, NULL, why, sizeof why);
+            if (rc == -EINVAL) {
+                t->has_compute[g] = false;
+                log_error("state %s: tenant %s: compute policy on GPU %u (%s) refused: %s; the "
+                          "tenant is kept without it (set it again with kairos run --share "
+                          "once there is room)", ts->state_path, t->name, g,
+                          policy_describe(&t->compute[g], what, sizeof what), why);
+                rc = 0;
+            }
+        }
+    }
+    free(had);
+    return rc;
+}
+
+void tenants_load_state(struct tenants *ts, const struct config *c)
 {
     char err[512], aside[PATH_MAX + 32];
-    int rc = state_load(ts->state_path, &ts->ledger, err, sizeof err, aside, sizeof aside);
+    int rc = state_load(ts->state_path, &ts->ledger, on_state_refusal, ts, err, sizeof err,
+                        aside, sizeof aside);
     if (rc < 0)
         log_error("%s; the configuration's tenants are kept, tenants created at run time are "
                   "lost and must be created again (kairos run --mem)", err);
     else if (rc > 0)
         log_info("state %s: %d tenant(s) created at run time restored", ts->state_path, rc);
+    if (rc > 0 && admit_loaded_compute(ts, c))
+        log_error("out of memory checking the compute shares of the state file's tenants");
 }
 
 void tenants_save_state(struct tenants *ts)
@@ -165,19 +283,103 @@ static void describe_quota(const struct tenants *ts, const struct ledger_tenant 
     }
 }
 
-int tenants_set(struct tenants *ts, const char *name, unsigned n_gpus, const uint64_t *quota,
-                unsigned flags, uint32_t uid, uint32_t owner_pid, char *msg, size_t msg_len)
+/* The compute policies the tenant would have after m: its own (none when new) with
+ * m's SET and CLEAR applied, refused (KAIROS_ERR_*, msg) for a configuration tenant,
+ * a GPU the node lacks, or shares of a GPU above 100 % with everyone else's. */
+static int next_compute(const struct tenants *ts, const struct config *c,
+                        const struct ledger_tenant *t, const struct kairos_tenant_set *m,
+                        bool has[KAIROS_MAX_GPUS], struct sched_policy pol[KAIROS_MAX_GPUS],
+                        bool *changed, char *msg, size_t msg_len)
 {
-    for (unsigned g = ts->n_gpus; g < n_gpus; g++)
-        if (quota[g] != KAIROS_QUOTA_KEEP && quota[g] != 0) {
+    bool asked = false;
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        asked |= m->compute[g].flags != 0;
+        has[g] = t && t->has_compute[g];
+        pol[g] = has[g] ? t->compute[g] : (struct sched_policy){0};
+    }
+    *changed = false;
+    if (!asked)
+        return 0;
+    if (t && (t->flags & LEDGER_TENANT_CONFIG)) {
+        snprintf(msg, msg_len, "tenant '%s' is declared in the configuration, which sets its "
+                 "compute policy (compute: in %s); change it there and reload kairosd (SIGHUP)",
+                 t->name, c && c->path[0] ? c->path : "kairosd.yaml");
+        return KAIROS_ERR_INVALID;
+    }
+    char why[512];
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        const struct kairos_compute *w = &m->compute[g];
+        if (!w->flags)
+            continue;
+        if (g >= ts->n_gpus) {
+            snprintf(msg, msg_len, "GPU %u does not exist on this node (it has %u GPU%s): no "
+                     "compute policy there", g, ts->n_gpus, ts->n_gpus == 1 ? "" : "s");
+            return KAIROS_ERR_INVALID;
+        }
+        bool set = w->flags & KAIROS_COMPUTE_SET;
+        struct sched_policy p = {0};
+        if (set && policy_from_ppm(w->share_ppm, w->limit_ppm, w->priority, &p, why,
+                                   sizeof why)) {
+            snprintf(msg, msg_len, "compute policy on GPU %u refused: %s", g, why);
+            return KAIROS_ERR_INVALID;
+        }
+        *changed |= set != has[g] || (set && !policy_equal(&p, &pol[g]));
+        has[g] = set;
+        pol[g] = p;
+    }
+    if (!*changed)
+        return 0;
+    int rc = shares_fit(ts, c, t, m->tenant, has, pol, why, sizeof why);
+    if (rc == -EINVAL) {
+        snprintf(msg, msg_len, "%s; give %s a smaller share there, or lower another tenant's",
+                 why, m->tenant);
+        return KAIROS_ERR_INVALID;
+    }
+    if (rc) {
+        snprintf(msg, msg_len, "kairosd is out of memory");
+        return KAIROS_ERR_INVALID;
+    }
+    return 0;
+}
+
+/* Sets the tenant's compute policies to has/pol and logs what changed. */
+static void set_compute(struct ledger_tenant *t, const bool *has, const struct sched_policy *pol,
+                        uint32_t uid)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        char what[96];
+        if (has[g] && (!t->has_compute[g] || !policy_equal(&pol[g], &t->compute[g])))
+            log_info("tenant %s: compute policy on GPU %u: %s (by uid %u)", t->name, g,
+                     policy_describe(&pol[g], what, sizeof what), uid);
+        else if (!has[g] && t->has_compute[g])
+            log_info("tenant %s: no compute policy on GPU %u any more (by uid %u)", t->name, g,
+                     uid);
+        t->has_compute[g] = has[g];
+        t->compute[g] = has[g] ? pol[g] : (struct sched_policy){0};
+    }
+}
+
+int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,
+                uint32_t uid, uint32_t owner_pid, bool *compute_changed, char *msg,
+                size_t msg_len)
+{
+    const char *name = m->tenant;
+    *compute_changed = false;
+    for (unsigned g = ts->n_gpus; g < m->n_gpus; g++)
+        if (m->quota[g] != KAIROS_QUOTA_KEEP && m->quota[g] != 0) {
             snprintf(msg, msg_len, "GPU %u does not exist on this node (it has %u GPU%s)", g,
                      ts->n_gpus, ts->n_gpus == 1 ? "" : "s");
             return KAIROS_ERR_INVALID;
         }
     struct ledger_tenant *t = ledger_tenant_find(&ts->ledger, name);
+    bool has[KAIROS_MAX_GPUS], changed;
+    struct sched_policy pol[KAIROS_MAX_GPUS];
+    int code = next_compute(ts, c, t, m, has, pol, &changed, msg, msg_len);
+    if (code)
+        return code;
     bool created = false;
     if (!t) {
-        unsigned lf = (flags & KAIROS_TENANT_EPHEMERAL) ? LEDGER_TENANT_EPHEMERAL : 0;
+        unsigned lf = (m->flags & KAIROS_TENANT_EPHEMERAL) ? LEDGER_TENANT_EPHEMERAL : 0;
         int rc = ledger_tenant_add(&ts->ledger, name, NULL, lf, &t);
         if (rc) {
             snprintf(msg, msg_len, "cannot create tenant '%s': %s", name,
@@ -191,9 +393,9 @@ int tenants_set(struct tenants *ts, const char *name, unsigned n_gpus, const uin
         }
     }
     bool over = false;
-    for (unsigned g = 0; g < n_gpus && g < ts->n_gpus; g++)
-        if (quota[g] != KAIROS_QUOTA_KEEP)
-            over |= ledger_tenant_set_quota(&ts->ledger, t, g, quota[g]) == 1;
+    for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++)
+        if (m->quota[g] != KAIROS_QUOTA_KEEP)
+            over |= ledger_tenant_set_quota(&ts->ledger, t, g, m->quota[g]) == 1;
     char q[256];
     describe_quota(ts, t, q, sizeof q);
     snprintf(msg, msg_len, "tenant %s %s: %s%s", name, created ? "created" : "updated", q,
@@ -204,6 +406,9 @@ int tenants_set(struct tenants *ts, const char *name, unsigned n_gpus, const uin
              (t->flags & LEDGER_TENANT_CONFIG) ? "; a configuration tenant: the change lasts "
                                                  "until the configuration is reloaded"
                                                : "");
+    if (changed)
+        set_compute(t, has, pol, uid);
+    *compute_changed = changed;
     if (!(t->flags & LEDGER_TENANT_CONFIG))
         tenants_save_state(ts);
     return 0;
@@ -233,12 +438,13 @@ int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, s
     return 0;
 }
 
-void tenants_after_leave(struct tenants *ts, struct ledger_tenant *t)
+bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t)
 {
     if (t->n_members || t->owner_alive || !(t->flags & LEDGER_TENANT_EPHEMERAL))
-        return;
+        return false;
     log_info("tenant %s: its command and its last process have exited; removed (created by "
              "kairos run)", t->name);
     ledger_tenant_remove(&ts->ledger, t);
     tenants_save_state(ts);
+    return true;
 }

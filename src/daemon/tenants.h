@@ -29,26 +29,37 @@ int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path);
 void tenants_fini(struct tenants *ts);
 
 /* Applies the configuration's tenants: all resolved first (an error changes
- * nothing and says file:line:column), then created or updated; config tenants no
- * longer declared are removed, or kept until their processes leave. */
+ * nothing and says file:line:column), and refused when its compute shares with
+ * those of the tenants created at run time would add up above 100 % on a GPU; then
+ * created or updated; config tenants no longer declared are removed, or kept until
+ * their processes leave. A run-time tenant the configuration now declares follows
+ * the configuration's compute policy (its own is dropped, logged). */
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len);
 
 /* Loads the state file's tenants (the configuration's win on a name clash); a
- * corrupt file is set aside and reported. Logs what it did. */
-void tenants_load_state(struct tenants *ts);
+ * corrupt file is set aside and reported. A run-time tenant's compute policy that
+ * is malformed, or would take one GPU's shares above 100 % with c's (and those
+ * loaded before it), is dropped and logged; the tenant stays. Logs what it did. */
+void tenants_load_state(struct tenants *ts, const struct config *c);
 /* Writes the state file; logs a failure (the ledger is still right in memory). */
 void tenants_save_state(struct tenants *ts);
 
-/* TENANT_SET / TENANT_DEL from uid (already checked as admin). Return 0 or a
- * KAIROS_ERR_* code; msg says what happened or what to do. An ephemeral tenant
- * records owner_pid (the sender: kairos run, which then execs the command) and is
- * removed once that process and all members are gone. */
-int tenants_set(struct tenants *ts, const char *name, unsigned n_gpus, const uint64_t *quota,
-                unsigned flags, uint32_t uid, uint32_t owner_pid, char *msg, size_t msg_len);
+/* TENANT_SET (checked by proto_check) / TENANT_DEL from uid (already checked as
+ * admin). Return 0 or a KAIROS_ERR_* code; msg says what happened or what to do. An
+ * ephemeral tenant records owner_pid (the sender: kairos run, which then execs the
+ * command) and is removed once that process and all members are gone. Compute
+ * policies are taken for tenants created at run time only, and refused (nothing
+ * changes) when one GPU's shares, with c's and the other run-time tenants', would
+ * add up above 100 %; compute_changed says whether the tenant's changed (then the
+ * time-share scheduler must be told: timeshare_reconfigure). */
+int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,
+                uint32_t uid, uint32_t owner_pid, bool *compute_changed, char *msg,
+                size_t msg_len);
 int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, size_t msg_len);
 
-/* After a member or the owner left: removes an ephemeral tenant left empty (and saves). */
-void tenants_after_leave(struct tenants *ts, struct ledger_tenant *t);
+/* After a member or the owner left: removes an ephemeral tenant left empty (and
+ * saves); true when it did. */
+bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t);
 
 /* "7.50 GiB" etc. into buf; for log lines. */
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/sched.h"
 #include "daemon/time_stats.h"
 
@@ -78,48 +79,56 @@ static void push_changed(struct timeshare *t, unsigned gpu)
     }
 }
 
-void timeshare_reconfigure(struct timeshare *t)
+/* Tenant name's compute policy on gpu: the configuration's for the tenants it
+ * declares, the one set at run time (TENANT_SET, the state file) for the others. */
+static bool policy_of(const struct timeshare *t, const char *name, unsigned gpu,
+                      struct sched_policy *out)
 {
-    bool want[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS];
-    memset(want, 0, sizeof want);
     const struct config *c = t->cfg;
     for (size_t k = 0; k < c->n_tenants; k++) {
-        const struct config_tenant *ct = &c->tenants[k];
-        for (size_t j = 0; j < ct->n_compute; j++) {
-            const struct config_compute *cc = &ct->compute[j];
-            if (cc->gpu >= t->ts->n_gpus)
-                continue;
-            int s = slot_find(t, ct->name);
-            for (int i = 0; s < 0 && i < SCHED_MAX_TENANTS; i++)
-                if (!t->slot_name[i][0]) {
-                    snprintf(t->slot_name[i], KAIROS_NAME_MAX, "%s", ct->name);
-                    s = i;
-                }
-            if (s < 0) {
-                log_warn("more than %d tenants with compute policies: '%s' gets none",
-                         SCHED_MAX_TENANTS, ct->name);
-                continue;
+        if (strcmp(c->tenants[k].name, name))
+            continue;
+        for (size_t j = 0; j < c->tenants[k].n_compute; j++)
+            if (c->tenants[k].compute[j].gpu == gpu) {
+                *out = c->tenants[k].compute[j].pol;
+                return true;
             }
-            want[cc->gpu][s] = true;
-            struct sched_tenant *st = &t->g[cc->gpu].t[s];
-            if (!st->present)
-                time_stats_reset(&t->stats[cc->gpu][s]);
-            if (!st->present || memcmp(&st->pol, &cc->pol, sizeof cc->pol))
-                sched_tenant_set(&t->g[cc->gpu], (unsigned)s, &cc->pol);
-        }
+        return false;
     }
-    for (unsigned g = 0; g < t->ts->n_gpus; g++) {
-        sched_set_mode(&t->g[g], c->time_mode);
-        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-            if (t->g[g].t[i].present && !want[g][i])
-                sched_tenant_remove(&t->g[g], i);
-        sched_plan(&t->g[g]);
-        push_changed(t, g);
-    }
+    const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, name);
+    if (!lt || (lt->flags & LEDGER_TENANT_CONFIG) || gpu >= KAIROS_MAX_GPUS ||
+        !lt->has_compute[gpu])
+        return false;
+    *out = lt->compute[gpu];
+    return true;
+}
+
+/* The members of a tenant whose policy on gpu is gone are released: never paused,
+ * timeslice left as it is (0: the shim sets none; it does not restore the
+ * driver's). */
+static void release(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    struct kairos_time_policy p = {.gpu = gpu, .seq = ++t->g[gpu].seq, .epoch_ns = t->epoch_ns};
+    log_debug("tenant %s, GPU %u: no compute policy any more; released", t->slot_name[slot], gpu);
+    t->send(t->ctx, t->slot_name[slot], &p);
+}
+
+/* Removes from the scheduler the policies no tenant has any more (releasing their
+ * members), and frees the slots left without one, so that newcomers find room. */
+static void drop_gone(struct timeshare *t)
+{
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        if (!t->slot_name[i][0])
+            continue;
         bool used = false;
-        for (unsigned g = 0; g < t->ts->n_gpus; g++)
+        for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+            struct sched_policy pol;
+            if (t->g[g].t[i].present && !policy_of(t, t->slot_name[i], g, &pol)) {
+                release(t, g, i);
+                sched_tenant_remove(&t->g[g], i);
+            }
             used |= t->g[g].t[i].present;
+        }
         if (!used)
             t->slot_name[i][0] = 0;
     }
@@ -137,6 +146,51 @@ static void record_period(struct timeshare *t, unsigned gpu,
         const struct sched_decision *d = &g->t[i].dec;
         bool paused = d->period_us && d->duty_us < d->period_us;
         time_stats_period(&t->stats[gpu][i], use[i].used_us, g->period_us, paused);
+    }
+}
+
+/* Puts tenant name's policy on gpu into the scheduler (its slot, or a free one). */
+static void place(struct timeshare *t, const char *name, unsigned gpu,
+                  const struct sched_policy *pol)
+{
+    if (gpu >= t->ts->n_gpus)
+        return;
+    int s = slot_find(t, name);
+    for (int i = 0; s < 0 && i < SCHED_MAX_TENANTS; i++)
+        if (!t->slot_name[i][0]) {
+            snprintf(t->slot_name[i], KAIROS_NAME_MAX, "%s", name);
+            s = i;
+        }
+    if (s < 0) {
+        log_warn("more than %d tenants with compute policies: '%s' gets none", SCHED_MAX_TENANTS,
+                 name);
+        return;
+    }
+    struct sched_tenant *st = &t->g[gpu].t[s];
+    if (!st->present)
+        time_stats_reset(&t->stats[gpu][s]);
+    if (!st->present || !policy_equal(&st->pol, pol))
+        sched_tenant_set(&t->g[gpu], (unsigned)s, pol);
+}
+
+void timeshare_reconfigure(struct timeshare *t)
+{
+    drop_gone(t);
+    const struct config *c = t->cfg;
+    for (size_t k = 0; k < c->n_tenants; k++)
+        for (size_t j = 0; j < c->tenants[k].n_compute; j++)
+            place(t, c->tenants[k].name, c->tenants[k].compute[j].gpu,
+                  &c->tenants[k].compute[j].pol);
+    for (size_t k = 0; k < t->ts->ledger.n_tenants; k++) {
+        const struct ledger_tenant *lt = t->ts->ledger.tenants[k];
+        for (unsigned g = 0; !(lt->flags & LEDGER_TENANT_CONFIG) && g < KAIROS_MAX_GPUS; g++)
+            if (lt->has_compute[g])
+                place(t, lt->name, g, &lt->compute[g]);
+    }
+    for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+        sched_set_mode(&t->g[g], c->time_mode);
+        sched_plan(&t->g[g]);
+        push_changed(t, g);
     }
 }
 

@@ -1,8 +1,9 @@
 /* timeshare.h - kairosd's compute isolation: one scheduler (sched.c) per GPU fed
  * every 100 ms (timerfd) with the per-process utilization of the GPU backend summed
- * per tenant, the compute policies of the configuration, and the TIME_POLICY
- * decisions handed to a sender (the server sends them to each member process);
- * what each tenant got, for kairos ps (time_stats.c).
+ * per tenant, the compute policies of the configuration and of the tenants created
+ * at run time (kept in the ledger by tenants.c), and the TIME_POLICY decisions
+ * handed to a sender (the server sends them to each member process); what each
+ * tenant got, for kairos ps (time_stats.c).
  *
  * Thread rules: the loop thread only.
  */
@@ -29,8 +30,10 @@ int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend
                    struct tenants *ts, const struct config *cfg, timeshare_send_fn send,
                    void *ctx);
 void timeshare_fini(struct timeshare *t);
-/* Takes the configuration's compute policies (at start and after a reload) and
- * sends the decisions that changed. */
+/* Takes the compute policies again, the configuration's and the run-time
+ * tenants' (at start, after a reload, after a TENANT_SET or TENANT_DEL that
+ * changed them, after an ephemeral tenant went away), and sends the decisions that
+ * changed. */
 void timeshare_reconfigure(struct timeshare *t);
 /* One period now (the timer calls it; tests may too). */
 void timeshare_tick(struct timeshare *t);

@@ -1,12 +1,13 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
- * proto_check without a crash, and whatever it accepts has an exact size and a
- * terminated, valid name. */
+ * proto_check without a crash, and whatever it accepts has an exact size (or
+ * TENANT_SET's earlier one), a terminated, valid name and valid compute policies. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/ledger.h"
+#include "daemon/policy.h"
 #include "daemon/proto_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,11 +18,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char why[256];
     if (proto_check(data, size, &r, why, sizeof why) != 0)
         return 0;
-    if (size != sizeof(struct kairos_hdr) + (size_t)proto_body_size(r.type))
+    size_t body = size - sizeof(struct kairos_hdr);
+    if (body != (size_t)proto_body_size(r.type) &&
+        !(r.type == KAIROS_MSG_TENANT_SET && body == KAIROS_TENANT_SET_SIZE_V0))
         abort();
     if (r.type == KAIROS_MSG_HELLO && !ledger_name_valid(r.body.hello.tenant))
         abort();
     if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.n_gpus > KAIROS_MAX_GPUS)
         abort();
+    for (unsigned g = 0; r.type == KAIROS_MSG_TENANT_SET && g < KAIROS_MAX_GPUS; g++) {
+        const struct kairos_compute *c = &r.body.tenant_set.compute[g];
+        struct sched_policy p;
+        if ((c->flags & KAIROS_COMPUTE_SET) &&
+            policy_from_ppm(c->share_ppm, c->limit_ppm, c->priority, &p, NULL, 0))
+            abort();
+    }
     return 0;
 }

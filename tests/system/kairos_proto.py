@@ -30,6 +30,14 @@ assert PS_REPLY_FMT.size == 1424
 PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED = 1, 2
 PRIO_NAMES = ("normal", "latency", "batch")
 GiB = 1 << 30
+COMPUTE_SET, COMPUTE_CLEAR = 1, 2
+PRIORITY = {"normal": 0, "latency": 1, "batch": 2}
+PPM = 1000000
+COMPUTE_FMT = struct.Struct("<IIBBH")  # struct kairos_compute, 12 bytes
+assert COMPUTE_FMT.size == 12
+TENANT_SET_FMT = struct.Struct("<64sII16Q" + "IIBBH" * MAX_GPUS)  # 392 bytes
+assert TENANT_SET_FMT.size == 392
+TENANT_SET_SIZE_V0 = 200  # the body before compute[], still accepted
 
 
 def name64(s):
@@ -45,9 +53,27 @@ def hello_body(tenant, pid=0, held=None, flags=0):
     return struct.pack("<II64s16Q", flags, pid, name64(tenant), *held)
 
 
-def tenant_set_body(tenant, quotas, flags=0):
+def compute_fields(policy):
+    """struct kairos_compute's fields for one GPU: policy is None (keep), "clear", or a
+    dict with share and limit in percent and priority by name."""
+    if policy is None:
+        return (0, 0, 0, 0, 0)
+    if policy == "clear":
+        return (0, 0, 0, COMPUTE_CLEAR, 0)
+    return (round(policy.get("share", 0) * PPM / 100), round(policy.get("limit", 0) * PPM / 100),
+            PRIORITY[policy.get("priority", "normal")], COMPUTE_SET, 0)
+
+
+def tenant_set_body(tenant, quotas, flags=0, compute=None):
+    """TENANT_SET: quotas per GPU (KEEP beyond them); compute maps a GPU index to a
+    policy as compute_fields takes it. n_gpus covers both."""
+    compute = compute or {}
+    n = max([len(quotas)] + [g + 1 for g in compute])
     q = list(quotas) + [KEEP] * (MAX_GPUS - len(quotas))
-    return struct.pack("<64sII16Q", name64(tenant), len(quotas), flags, *q)
+    c = []
+    for g in range(MAX_GPUS):
+        c += compute_fields(compute.get(g))
+    return TENANT_SET_FMT.pack(name64(tenant), n, flags, *q, *c)
 
 
 def time_policy(body):
@@ -148,8 +174,8 @@ class Client:
     def release(self, gpu, nbytes):
         self.send(RELEASE, struct.pack("<IIQ", gpu, 0, nbytes))
 
-    def tenant_set(self, tenant, quotas, flags=0):
-        t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags))
+    def tenant_set(self, tenant, quotas, flags=0, compute=None):
+        t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags, compute))
         assert t == OK
 
     def ps(self):

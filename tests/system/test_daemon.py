@@ -4,9 +4,10 @@ sharing one quota with refusal at the exact byte; hostile messages never crash t
 daemon; a SIGKILLed client's memory is released within a second; a restart with
 reattaching clients leaves the ledger consistent; TENANT_SET refused to a
 non-administrator; kairos ps --json; kairos run's environment; the audit with the
-fake GPU backend reporting (and killing) an unregistered process; compute
-policies reaching the members as TIME_POLICY, and the time shares kairos ps --json
-and kairos top show.
+fake GPU backend reporting (and killing) an unregistered process; compute policies
+of the configuration and of tenants created at run time as TIME_POLICY, the 100 %
+rule, run-time policies kept in the state file, and the time shares kairos ps
+--json and kairos top show.
 Usage: test_daemon.py KAIROSD_BINARY KAIROS_BINARY"""
 import json
 import os
@@ -784,6 +785,207 @@ class ComputeUnmeasured(DaemonCase):
         r = subprocess.run([KAIROS, "top", "--once"], capture_output=True, text=True, env=env,
                            timeout=30)
         self.assertRegex(r.stdout, r"\n  capped\s+\d+\.\d%\s+-\s+-\s+30\.0%\s+30\.0%\s+normal\s")
+
+
+class RuntimeCompute(DaemonCase):
+    """Compute policies of tenants created at run time (TENANT_SET, kairos run
+    --share/--limit/--priority): into the scheduler next to the configuration's,
+    refused above 100 % per GPU, kept in the state file across a restart, a bad one
+    in that file refused alone."""
+    fake = FAKE_GPUS
+    tenants = TimeShare.tenants  # GPU 0: capped 30 % (limit 30 %), big 60 %; GPU 1: big 10 %
+
+    def policy(self, c):
+        t, _, body = c.recv()
+        self.assertEqual(t, kp.TIME_POLICY)
+        return kp.time_policy(body)
+
+    def admin(self, tenant, quotas, compute=None, flags=0):
+        c = self.d.client()
+        try:
+            c.tenant_set(tenant, quotas, flags=flags, compute=compute)
+        finally:
+            c.close()
+
+    def kairos(self, *args):
+        shim = os.path.join(self.d.dir, "libkairos.so")
+        open(shim, "wb").close()
+        env = dict(os.environ, KAIROS_SOCKET=self.d.socket, KAIROS_SHIM=shim, LD_PRELOAD="")
+        return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=env,
+                              timeout=30)
+
+    def test_runtime_share_gets_its_timeslice(self):
+        big = self.d.client()
+        try:
+            big.hello("big")
+            self.assertEqual(self.policy(big)["timeslice_us"], 2000)  # 60 % next to 30 %
+            self.assertEqual(self.policy(big)["timeslice_us"], 1000)  # GPU 1, alone
+            self.admin("job", [GiB, GiB], {0: {"share": 10}, 1: {"share": 30}})
+            # the scheduler took it at once: big's slice on GPU 0 follows the new smallest
+            # share (on GPU 1 big's 10 % stays the smallest: no change, nothing sent)
+            p = self.policy(big)
+            self.assertEqual((p["gpu"], p["timeslice_us"]), (0, 6000))
+            j = self.d.client()
+            try:
+                j.hello("job")
+                p0, p1 = self.policy(j), self.policy(j)
+                self.assertEqual((p0["gpu"], p0["timeslice_us"], p0["period_us"]), (0, 1000, 0))
+                self.assertEqual((p1["gpu"], p1["timeslice_us"], p1["period_us"]), (1, 3000, 0))
+                # a change reaches the member: latency on GPU 0; no policy on GPU 1 any more
+                self.admin("job", [], {0: {"share": 10, "priority": "latency"}, 1: "clear"})
+                got = {}
+                while len(got) < 2:
+                    p = self.policy(j)
+                    got[p["gpu"]] = p
+                self.assertEqual(got[0]["timeslice_us"], 8000)
+                self.assertEqual(got[0]["flags"], 1)  # KAIROS_TIME_LATENCY
+                self.assertEqual((got[1]["timeslice_us"], got[1]["period_us"]), (0, 0))
+                self.assertGreater(got[1]["seq"], p1["seq"])
+            finally:
+                j.close()
+            self.assertIn("tenant job: compute policy on GPU 0: share 10%, no limit, latency",
+                          self.d.read_log())
+        finally:
+            big.close()
+
+    def test_shares_above_100_refused_with_the_tenants_and_the_sum(self):
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("job", [GiB], {0: {"share": 20}})
+        self.assertEqual(e.exception.code, kp.ERR_INVALID)
+        self.assertEqual(e.exception.message,
+                         "compute shares on GPU 0 add up to 110% (capped 30%, big 60%, job 20%): "
+                         "at most 100% can be guaranteed; give job a smaller share there, or "
+                         "lower another tenant's")
+        self.assertNotIn("job", self.ps())  # nothing changed
+        self.admin("job", [GiB], {0: {"share": 10}})  # exactly 100 %
+        r = self.kairos("run", "--tenant", "job2", "--mem", "1G", "--share", "0.5%", "--", "true")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("compute shares on GPU 0 add up to 100.5% (capped 30%, big 60%, job 10%, "
+                      "job2 0.5%)", r.stderr)
+        self.assertNotIn("job2", self.ps())
+        # on GPU 1 there is room; --gpus limits the policy to it
+        r = self.kairos("run", "--tenant", "job2", "--mem", "1G", "--share", "50%", "--gpus", "1",
+                        "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tenant job2: compute share 50%, no limit, normal on GPUs 1", r.stderr)
+        # out of range on the wire, and a configuration tenant: refused, saying what to do
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("job3", [GiB], {0: {"share": 150}})
+        self.assertIn("compute policy on GPU 0 refused: share 150% is outside 0-100%",
+                      e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("job3", [GiB], {0: {"share": 20, "limit": 10}})
+        self.assertIn("share 20% is above the limit 10%", e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("big", [], {1: {"share": 20}})
+        self.assertIn("tenant 'big' is declared in the configuration", e.exception.message)
+        self.assertIn("reload kairosd", e.exception.message)
+        # usage errors of kairos run
+        r = self.kairos("run", "--tenant", "job", "--share", "140%", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--share 140%: expected share as a percentage from 0% to 100%", r.stderr)
+        r = self.kairos("run", "--tenant", "nobody", "--share", "1%", "--", "true")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("add --mem SIZE", r.stderr)
+        # an older kairos's 200-byte TENANT_SET is still understood (no compute change)
+        c = self.d.client()
+        try:
+            body = kp.tenant_set_body("job", [2 * GiB])[:kp.TENANT_SET_SIZE_V0]
+            self.assertEqual(c.request(kp.TENANT_SET, body)[0], kp.OK)
+        finally:
+            c.close()
+        self.assertEqual(self.ps()["job"]["quota"], [2 * GiB, 0])
+        self.assertTrue(self.d.alive())
+
+    def test_ephemeral_tenant_policy_goes_with_it(self):
+        big = self.d.client()
+        try:
+            big.hello("big")
+            self.policy(big)
+            self.policy(big)
+            r = self.kairos("run", "--mem", "1G", "--share", "5%", "--gpus", "0", "--", "true")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            first = self.policy(big)
+            self.assertEqual((first["gpu"], first["timeslice_us"]), (0, 12000))  # 60 / 5
+            back = self.policy(big)  # the tenant is gone with its command: back to 60 / 30
+            self.assertEqual((back["gpu"], back["timeslice_us"]), (0, 2000))
+        finally:
+            big.close()
+
+    def test_policy_survives_a_restart(self):
+        r = self.kairos("run", "--tenant", "job", "--mem", "1G", "--share", "10%", "--priority",
+                        "latency", "--gpus", "0", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.admin("job", [], {1: {"share": 30, "limit": 50}})
+        self.assertEqual(self.d.stop(), 0)
+        with open(self.d.state) as f:
+            job = {t["name"]: t for t in json.load(f)["tenants"]}["job"]
+        self.assertEqual(job["compute"], {
+            "0": {"share_ppm": 100000, "limit_ppm": 0, "priority": "latency"},
+            "1": {"share_ppm": 300000, "limit_ppm": 500000, "priority": "normal"}})
+        self.d.start()
+        self.assertIn("1 tenant(s) created at run time restored", self.d.read_log())
+        j = self.d.client()
+        try:
+            j.hello("job")
+            p0, p1 = self.policy(j), self.policy(j)
+            self.assertEqual((p0["gpu"], p0["timeslice_us"], p0["flags"]), (0, 8000, 1))
+            self.assertEqual((p1["gpu"], p1["timeslice_us"]), (1, 3000))
+            self.assertEqual(p1["period_us"], 100000)  # the 50 % limit: windows
+            self.assertEqual(p1["duty_us"], 50000)
+        finally:
+            j.close()
+        # still counted: another 1 % on GPU 0 is refused
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("more", [GiB], {0: {"share": 1}})
+        self.assertIn("add up to 101%", e.exception.message)
+
+    def test_reload_counts_the_runtime_shares(self):
+        self.admin("job", [GiB], {0: {"share": 10}})
+        with open(self.d.config, "a") as f:
+            f.write("  - name: extra\n    compute: { 0: { share: 5% } }\n")
+        self.d.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_for(lambda: "previous configuration stays" in self.d.read_log()))
+        self.assertIn("compute shares on GPU 0 add up to 105% (capped 30%, big 60%, extra 5%, "
+                      "job 10%): at most 100% can be guaranteed, counting the tenants created at "
+                      "run time", self.d.read_log())
+        self.assertNotIn("extra", self.ps())
+
+    def test_bad_policy_in_the_state_file_refused_alone(self):
+        self.assertEqual(self.d.stop(), 0)
+        state = {"version": 1, "tenants": [
+            {"name": "job", "ephemeral": False, "quota": {"0": GiB, "1": GiB},
+             "compute": {"0": {"share_ppm": 5000000}, "1": {"share_ppm": 300000}}},
+            {"name": "over", "quota": {"0": 4096},
+             "compute": {"0": {"share_ppm": 200000}}},  # 30 + 60 + 20 > 100 on GPU 0
+            {"name": "junk", "quota": {"0": 4096}, "compute": "garbage"},
+            {"name": "types", "quota": {"0": 4096},
+             "compute": {"0": {"share_ppm": "ten", "priority": 3}, "9": {}}}]}
+        with open(self.d.state, "w") as f:
+            json.dump(state, f)
+        self.d.start()
+        self.assertTrue(self.d.alive())
+        ps = self.ps()
+        self.assertEqual(ps["job"]["quota"], [GiB, GiB])  # the rest of the tenant is kept
+        for name in ("over", "junk", "types"):
+            self.assertEqual(ps[name]["quota"], [4096, 0], name)
+        self.assertFalse(any(n.startswith("state.json.corrupt-") for n in os.listdir(self.d.dir)))
+        log = self.d.read_log()
+        self.assertIn("tenant 'job': compute policy \"0\" refused: share 500% is outside 0-100%",
+                      log)
+        self.assertIn("tenant over: compute policy on GPU 0 (share 20%, no limit, normal) "
+                      "refused: compute shares on GPU 0 add up to 110%", log)
+        self.assertIn("tenant 'junk': \"compute\" is not an object", log)
+        self.assertIn("tenant 'types': compute policy \"9\" refused", log)
+        j = self.d.client()
+        try:
+            j.hello("job")
+            p = self.policy(j)  # GPU 1's policy only: GPU 0's was refused
+            self.assertEqual((p["gpu"], p["timeslice_us"]), (1, 3000))
+        finally:
+            j.close()
+        # the refused share left room: over can be given 10 % again
+        self.admin("over", [], {0: {"share": 10}})
 
 
 class BadConfig(unittest.TestCase):

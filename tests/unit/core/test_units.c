@@ -1,4 +1,5 @@
-/* test_units.c - sizes as operators write them, and the refusals of bad ones. */
+/* test_units.c - sizes and percentages as operators write them, and the refusals of
+ * bad ones. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,6 +55,37 @@ static void test_refusals(void **state)
     refused("99999999999T", 0, "too large");
 }
 
+static void percent_refused(const char *text, const char *reason_part)
+{
+    double f;
+    char err[160] = "";
+    assert_int_not_equal(units_parse_percent(text, &f, err, sizeof err), 0);
+    if (!strstr(err, reason_part))
+        fail_msg("'%s': expected '%s' in '%s'", text, reason_part, err);
+}
+
+static void test_percent(void **state)
+{
+    (void)state;
+    double f = -1;
+    char err[160];
+    assert_int_equal(units_parse_percent("40%", &f, err, sizeof err), 0);
+    assert_float_equal(f, 0.4, 1e-12);
+    assert_int_equal(units_parse_percent("12.5%", &f, err, sizeof err), 0);
+    assert_float_equal(f, 0.125, 1e-12);
+    assert_int_equal(units_parse_percent("0%", &f, err, sizeof err), 0);
+    assert_float_equal(f, 0, 0);
+    assert_int_equal(units_parse_percent("100%", &f, err, sizeof err), 0);
+    assert_float_equal(f, 1, 0);
+    percent_refused("", "empty");
+    percent_refused("40", "ends with %");
+    percent_refused("40%%", "ends with %");
+    percent_refused("abc%", "not a percentage");
+    percent_refused("100.5%", "from 0% to 100%");
+    percent_refused("-1%", "from 0% to 100%");
+    percent_refused("inf%", "not a percentage");
+}
+
 static void test_format(void **state)
 {
     (void)state;
@@ -68,6 +100,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_percent),
         cmocka_unit_test(test_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* test_proto.c - proto_check refuses what a hostile or broken peer may send: wrong
- * magic, version, size, type, unterminated names, absurd values; accepts the rest. */
+ * magic, version, size, type, unterminated names, absurd values, bad compute
+ * policies; accepts the rest, and TENANT_SET's earlier, shorter body. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,6 +133,63 @@ static void test_field_refusals(void **state)
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_DEL, &d, sizeof d), "not NUL");
 }
 
+static void test_tenant_set_compute(void **state)
+{
+    (void)state;
+    struct kairos_tenant_set s = {.n_gpus = 2, .quota = {KAIROS_QUOTA_KEEP, KAIROS_QUOTA_KEEP}};
+    strcpy(s.tenant, "job");
+    s.compute[0] = (struct kairos_compute){.share_ppm = 300000, .limit_ppm = 500000,
+                                           .priority = KAIROS_PRIO_LATENCY,
+                                           .flags = KAIROS_COMPUTE_SET};
+    s.compute[1].flags = KAIROS_COMPUTE_CLEAR;
+    assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &s, sizeof s)), 0);
+    struct proto_request r;
+    assert_int_equal(proto_check(buf, sizeof(struct kairos_hdr) + sizeof s, &r, NULL, 0), 0);
+    assert_int_equal(r.body.tenant_set.compute[0].share_ppm, 300000);
+
+    struct kairos_tenant_set bad = s;
+    bad.compute[0].share_ppm = 1500000;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
+           "compute policy on GPU 0 refused: share 150% is outside 0-100%");
+    bad = s;
+    bad.compute[0].limit_ppm = 1000001;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "limit 100.0001%");
+    bad = s;
+    bad.compute[0].share_ppm = 600000;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
+           "share 60% is above the limit 50%");
+    bad = s;
+    bad.compute[0].priority = 3;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "priority 3");
+    bad = s;
+    bad.compute[0].flags = 0x4;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "unknown flags 0x4");
+    bad = s;
+    bad.compute[0].flags = KAIROS_COMPUTE_SET | KAIROS_COMPUTE_CLEAR;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "both SET and CLEAR");
+    bad = s;
+    bad.compute[0].flags = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
+           "without KAIROS_COMPUTE_SET");
+    bad = s;
+    bad.compute[0].pad = 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "pad must be 0");
+    bad = s;
+    bad.compute[2].flags = KAIROS_COMPUTE_SET;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "beyond n_gpus 2");
+
+    /* the body of an older kairos, without compute[]: read as if it were all 0 */
+    memset(&r, 0xff, sizeof r);
+    assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &s, KAIROS_TENANT_SET_SIZE_V0)), 0);
+    assert_int_equal(proto_check(buf, sizeof(struct kairos_hdr) + KAIROS_TENANT_SET_SIZE_V0, &r,
+                                 NULL, 0), 0);
+    assert_string_equal(r.body.tenant_set.tenant, "job");
+    assert_int_equal(r.body.tenant_set.compute[0].flags, 0);
+    assert_int_equal(r.body.tenant_set.compute[0].share_ppm, 0);
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_SET, &s, KAIROS_TENANT_SET_SIZE_V0 + 12),
+           "must be exactly 392");
+}
+
 static void test_table(void **state)
 {
     (void)state;
@@ -148,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_header_refusals),
         cmocka_unit_test(test_size_refusals),
         cmocka_unit_test(test_field_refusals),
+        cmocka_unit_test(test_tenant_set_compute),
         cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
-/* test_state.c - the state file: round trip of run-time tenants (config tenants are
- * not written), and corrupt, truncated or garbage files set aside without touching
- * the tenants already known. */
+/* test_state.c - the state file: round trip of run-time tenants and their compute
+ * policies (config tenants are not written); corrupt, truncated or garbage files set
+ * aside without touching the tenants already known; a bad compute policy refused
+ * alone, its tenant and the other policies kept. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,7 +52,7 @@ static void test_round_trip(void **state)
     assert_int_equal(state_save(path, &a, err, sizeof err), 0);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &b, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
     struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     struct ledger_tenant *run = ledger_tenant_find(&b, "run-1");
     assert_non_null(job);
@@ -66,7 +67,7 @@ static void test_round_trip(void **state)
     /* no file: nothing, no error */
     unlink(path);
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, err, sizeof err, aside, sizeof aside), 0);
+    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 0);
     ledger_fini(&b);
 }
 
@@ -80,7 +81,7 @@ static void corrupt(const char *text, size_t len)
     fclose(f);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
     if (!strstr(err, "is corrupt") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
     assert_int_equal(access(path, F_OK), -1);
@@ -107,11 +108,109 @@ static void test_corrupt_files(void **state)
     CORRUPT("{\"version\": 1, \"version\": 1, \"tenants\": []}");
 }
 
+static void test_compute_round_trip(void **state)
+{
+    (void)state;
+    struct ledger a, b;
+    char err[512], aside[512];
+    uint64_t q[KAIROS_MAX_GPUS] = {1ull << 30, 1ull << 30};
+    ledger_init(&a, 2);
+    struct ledger_tenant *t;
+    assert_int_equal(ledger_tenant_add(&a, "job", q, 0, &t), 0);
+    t->has_compute[1] = true;
+    t->compute[1] = (struct sched_policy){.share = 0.3, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
+    assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
+    assert_int_equal(state_save(path, &a, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    char text[4096] = "";
+    assert_non_null(f);
+    assert_true(fread(text, 1, sizeof text - 1, f) > 0);
+    fclose(f);
+    assert_non_null(strstr(text, "\"share_ppm\": 300000"));
+    assert_non_null(strstr(text, "\"priority\": \"latency\""));
+    ledger_init(&b, 2);
+    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
+    const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
+    assert_false(job->has_compute[0]);
+    assert_true(job->has_compute[1]);
+    assert_float_equal(job->compute[1].share, 0.3, 1e-12);
+    assert_float_equal(job->compute[1].limit, 0.5, 1e-12);
+    assert_int_equal(job->compute[1].prio, SCHED_PRIO_LATENCY);
+    assert_false(ledger_tenant_find(&b, "plain")->has_compute[1]);
+    ledger_fini(&a);
+    ledger_fini(&b);
+}
+
+static char warned[4][512];
+static int n_warned;
+
+static void warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    if (n_warned < 4)
+        snprintf(warned[n_warned], sizeof warned[0], "%s", msg);
+    n_warned++;
+}
+
+/* One file, one tenant: the policies that are bad are refused one by one. */
+static void bad_policy(const char *compute, const char *part)
+{
+    struct ledger l;
+    char err[512], aside[512], text[1024];
+    snprintf(text, sizeof text, "{\"version\": 1, \"tenants\": [{\"name\": \"job\", "
+             "\"quota\": {\"0\": 4096}, \"compute\": %s}]}", compute);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    n_warned = 0;
+    ledger_init(&l, 2);
+    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(access(path, F_OK), 0); /* not set aside */
+    const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
+    assert_non_null(t);
+    assert_int_equal(t->quota[0], 4096); /* the tenant's other state is kept */
+    assert_false(t->has_compute[0]);
+    assert_int_equal(n_warned, 1);
+    if (!strstr(warned[0], part) || !strstr(warned[0], "tenant 'job'") ||
+        !strstr(warned[0], "kept"))
+        fail_msg("expected '%s' in '%s'", part, warned[0]);
+    ledger_fini(&l);
+}
+
+static void test_bad_compute(void **state)
+{
+    (void)state;
+    bad_policy("{\"0\": {\"share_ppm\": 5000000}}", "share 500% is outside 0-100%");
+    bad_policy("{\"0\": {\"limit_ppm\": -1}}", "\"limit_ppm\" is not a number");
+    bad_policy("{\"0\": {\"share_ppm\": 600000, \"limit_ppm\": 500000}}", "above the limit");
+    bad_policy("{\"0\": {\"priority\": \"urgent\"}}", "found 'urgent'");
+    bad_policy("{\"0\": {\"priority\": 7}}", "\"priority\" is not");
+    bad_policy("{\"0\": {\"shares\": 1}}", "unknown key \"shares\"");
+    bad_policy("{\"0\": \"garbage\"}", "not an object");
+    bad_policy("{\"7\": {\"share_ppm\": 1}}", "\"7\" is not a GPU of this node (0-1)");
+    bad_policy("{\"x\": {}}", "\"x\" is not a GPU");
+    bad_policy("[1, 2]", "\"compute\" is not an object");
+    /* a good policy next to a bad one is kept */
+    bad_policy("{\"0\": {\"share_ppm\": 2000000}, \"1\": {\"share_ppm\": 200000}}",
+               "share 200%");
+    struct ledger l;
+    char err[512], aside[512];
+    ledger_init(&l, 2);
+    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
+    assert_true(t->has_compute[1]);
+    assert_float_equal(t->compute[1].share, 0.2, 1e-12);
+    ledger_fini(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compute_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_compute, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,66 @@
+/* policy.h - compute policies (share, limit, priority; docs/scheduler.md) as kairosd
+ * accepts them from its three sources: the configuration (config.c), an
+ * administrator's TENANT_SET (proto_check.c, tenants.c) and the state file
+ * (state.c). One set of checks for all three, so that a policy refused in one is
+ * refused in the others with the same words: the text operators write, the range
+ * and consistency of a policy, its parts-per-million form on the wire, and the rule
+ * that the shares of one GPU's tenants add up to at most 100 %.
+ *
+ * Pure: no I/O, no globals. Thread rules: no shared state.
+ */
+#ifndef KAIROS_DAEMON_POLICY_H
+#define KAIROS_DAEMON_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/sched.h"
+#include "kairos/proto.h"
+
+/* Text as operators write it (kairosd.yaml, kairos run). what names the value in
+ * the message ("share"). 0, or -EINVAL with what was expected in why. */
+int policy_parse_percent(const char *what, const char *text, double *out, char *why,
+                         size_t why_len);
+/* A percentage above 0, or "none" (0: no limit). */
+int policy_parse_limit(const char *text, double *limit, char *why, size_t why_len);
+/* latency, normal or batch. */
+int policy_parse_priority(const char *text, enum sched_prio *prio, char *why, size_t why_len);
+
+/* A whole policy: share and limit within 0-100 %, a known priority, a share not above
+ * the limit. 0, or -EINVAL with what is wrong and what to do in why. */
+int policy_check(const struct sched_policy *p, char *why, size_t why_len);
+
+/* From parts per million and a KAIROS_PRIO_* (the wire, the state file), checked as
+ * policy_check does. 0 or -EINVAL (why). */
+int policy_from_ppm(uint32_t share_ppm, uint32_t limit_ppm, unsigned prio,
+                    struct sched_policy *out, char *why, size_t why_len);
+/* Field by field (struct padding never compared). */
+bool policy_equal(const struct sched_policy *a, const struct sched_policy *b);
+/* p (checked) as a KAIROS_COMPUTE_SET entry. */
+void policy_to_wire(const struct sched_policy *p, struct kairos_compute *out);
+/* A fraction in [0, 1] in parts per million, rounded. */
+uint32_t policy_ppm(double fraction);
+/* "share 30%, limit 50%, latency" into buf. */
+const char *policy_describe(const struct sched_policy *p, char *buf, size_t cap);
+
+/* The shares of a node's tenants, gathered from wherever they are declared, to
+ * check that those of one GPU add up to at most 100 %. Names are not copied: they
+ * must outlive the list. Shares of 0 (best effort) are not kept. */
+struct policy_share {
+    const char *tenant;
+    unsigned gpu;
+    double share;
+};
+struct policy_shares {
+    struct policy_share *v;
+    size_t n, cap;
+};
+/* 0 or -ENOMEM. */
+int policy_shares_add(struct policy_shares *s, const char *tenant, unsigned gpu, double share);
+/* 0, or -EINVAL with "compute shares on GPU G add up to S% (a 70%, b 40%): at most
+ * 100% can be guaranteed" in why (the first GPU over, tenants in the order added). */
+int policy_shares_check(const struct policy_shares *s, char *why, size_t why_len);
+void policy_shares_free(struct policy_shares *s);
+
+#endif /* KAIROS_DAEMON_POLICY_H */
