@@ -51,7 +51,7 @@ class Kinds:
 
     @staticmethod
     def ready_s(kinds):
-        return 20.0 if any(k in ("matmul", "train", "infer") for k in kinds) else 3.0
+        return 16.0 if any(k in ("matmul", "train", "infer") for k in kinds) else 3.0
 
 
 def read_stamps(path):
@@ -230,14 +230,22 @@ class Bench:
     def mix(self, name, tenants, policies, targets):
         """tenants [(name, kind)], policies {name: {share: '75%', ...}}, targets {name: x}."""
         res = {}
-        for mode in MODES:
+        # both kairosd modes on the kernel streams; the PyTorch mixes (slower to
+        # start) natively and in windows only, to fit one GPU session
+        modes = MODES if all(k in KERNEL_KINDS for _, k in tenants) else ("native",
+                                                                          "kairos-windows")
+        for mode in modes:
             start_at, out = self.run_tenants(f"{name}-{mode}", tenants,
                                              policies if mode != "native" else None,
                                              MODES[mode])
             r = self.shares(start_at, out, targets)
             r["shim"] = [line for _, _, _, text in out for line in text.splitlines()
                          if "time control:" in line]
+            r["late_starts"] = [line for _, _, _, text in out for line in text.splitlines()
+                                if "ready_margin_s=-" in line]
             res[mode] = r
+            if mode != "native":
+                self.show_feedback(f"{name}-{mode}")
             print(f"  {name:22s} {mode:17s} err p50 {r['window_err_p50']:5.2f} p95 "
                   f"{r['window_err_p95']:5.2f} run {r['run_err_max']:5.2f} pp  aggregate "
                   f"{r['aggregate']:.3f}  shares " + " ".join(
@@ -267,6 +275,18 @@ class Bench:
               f"{r['window_err_p95']:.2f} pp; ran {r['burst_ms']:.2f} ms per 30 ms window")
         for line in r["shim"]:
             print("   ", line.strip())
+
+    def show_feedback(self, run):
+        """The last utilization line and decision kairosd logged in a run."""
+        try:
+            with open(os.path.join(self.work, f"kairosd-{run}.log")) as f:
+                lines = f.readlines()
+        except OSError:
+            return
+        for key in ("utilization", "window"):
+            last = [ln for ln in lines if key in ln]
+            if last:
+                print("    kairosd:", last[-1].split(": ", 1)[-1].strip())
 
     @staticmethod
     def bursts(stamps, t0):
