@@ -408,6 +408,7 @@ void config_defaults(struct config *c)
     snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
     c->audit_interval_ms = 1000;
     c->max_connections = 1024;
+    c->time_mode = SCHED_MODE_WINDOWS; /* docs/scheduler.md: what the H200 showed */
 }
 
 void config_free(struct config *c)

@@ -65,7 +65,7 @@ struct config {
 };
 
 /* Defaults: the default socket and state paths, audit every 1000 ms without kill,
- * 0 GPUs, 1024 connections, no admins but root, no tenants. */
+ * 0 GPUs, 1024 connections, time_mode windows, no admins but root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

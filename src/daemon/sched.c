@@ -119,12 +119,14 @@ static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
 
 /* Without runnable time, windows still tell demand: a tenant that left a good
  * part of its window unused did not want more than it used (its window shrinks to
- * that plus 2 points, lent to the others); one that filled it may want more (the
+ * that plus 2 points, lent to the others; "a good part": 70 %, since NVML's
+ * per-process figures come in steps as coarse as 20 points on the H200); one
+ * that filled it may want more (the
  * cap grows by half); in between the cap stays, so that it does not swing. A
  * tenant whose use fell with its window after a shrink uses a fraction of any
  * window (a shallow queue that syncs): shrinking it again would spiral down, so
  * its window is given back and not shrunk again until the active set changes. */
-#define WINDOW_UNUSED 0.8
+#define WINDOW_UNUSED 0.3 /* NVML's per-process figures come in coarse steps */
 #define WINDOW_FILLED 0.95
 #define WINDOW_FOLLOWED 0.9
 static void update_window_cap(const struct sched_gpu *g, struct sched_tenant *t,
@@ -136,6 +138,8 @@ static void update_window_cap(const struct sched_gpu *g, struct sched_tenant *t,
         return;
     }
     double used = (double)u->used_us, duty = t->dec.duty_us;
+    if (u->used_us == 0)
+        return; /* no sample is no news: seen_active decides when it is idle */
     if (used < WINDOW_UNUSED * duty) {
         if (t->window_cap < 1.0 && used < WINDOW_FOLLOWED * t->used_at_shrink_us) {
             t->window_fractional = true;
@@ -268,6 +272,8 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         double entitled = g->windows ? t->target * P : t->pol.limit * P;
         if (g->windows && sum > 0) /* shares of what the windows delivered */
             entitled = t->target * sum;
+        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
+            continue; /* coarse use (NVML): the windows alone are the shares */
         t->debt_us = fmax(-DEBT_MAX * P, fmin(DEBT_MAX * P, t->debt_us + entitled - charged[i]));
     }
 }
@@ -317,6 +323,26 @@ static void plan_limits(struct sched_gpu *g, struct sched_decision *next)
     }
 }
 
+/* Whether the tenant wanted the GPU in the last period. Without runnable time
+ * (NVML: per-process samples at its own pace, in coarse steps) a tenant stays
+ * active for QUIET_TICKS periods after its last seen use, so that a missing
+ * sample does not lay the windows out anew. */
+#define QUIET_TICKS 20
+static bool seen_active(const struct sched_gpu *g, struct sched_tenant *t,
+                        const struct sched_usage *u)
+{
+    double used = (double)u->used_us / g->period_us;
+    if (u->no_process)
+        return false;
+    if (u->runnable_us != SCHED_RUNNABLE_UNKNOWN)
+        return wanted(g, u) >= ACTIVE_MIN || used >= ACTIVE_MIN;
+    if (used >= ACTIVE_MIN) {
+        t->quiet = 0;
+        return true;
+    }
+    return t->active && ++t->quiet <= QUIET_TICKS;
+}
+
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
 {
     double busy = 0;
@@ -326,8 +352,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         if (!t->present)
             continue;
         busy += (double)use[i].used_us;
-        double want = wanted(g, &use[i]);
-        t->active = want >= ACTIVE_MIN || (double)use[i].used_us / g->period_us >= ACTIVE_MIN;
+        t->active = seen_active(g, t, &use[i]);
         if (t->active)
             mask |= 1ull << i;
     }

@@ -46,6 +46,7 @@ struct sched_policy {
 struct sched_usage {
     uint64_t used_us;
     uint64_t runnable_us;
+    bool no_process;      /* the tenant has no process at all: idle, whatever was seen */
 };
 
 /* The decision, field for field what struct kairos_time_policy carries. */
@@ -61,6 +62,7 @@ struct sched_decision {
 struct sched_tenant {
     bool present;
     bool active;          /* wanted the GPU in the last period */
+    unsigned quiet;       /* periods since its use was last seen (NVML) */
     struct sched_policy pol;
     double target;        /* fraction of the period it is entitled to now */
     double achieved;      /* fraction of the GPU's busy time it got last period */

@@ -230,25 +230,30 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
 /* NVML keeps a process's utilization samples at its own pace (on the H200 most
  * 100 ms ticks find none newer than the last tick), so each tick reads the samples
  * of the last second, and a tick that finds none at all reuses the last
- * measurement for up to UTIL_HOLD_TICKS: no samples is no news, not an idle GPU.
- * Returns false when there is nothing to decide from. */
+ * measurement for up to UTIL_HOLD_TICKS: no samples is no news, not an idle GPU. */
 #define UTIL_HORIZON_US 1000000ull
 #define UTIL_HOLD_TICKS 20
-static bool hold_when_unsampled(struct timeshare *t, unsigned gpu, size_t samples,
+static void hold_when_unsampled(struct timeshare *t, unsigned gpu, size_t samples,
                                 struct sched_usage use[SCHED_MAX_TENANTS])
 {
     if (samples) {
         memcpy(t->last_use[gpu], use, sizeof t->last_use[gpu]);
         t->have_last_use[gpu] = true;
         t->unsampled[gpu] = 0;
-        return true;
+    } else if (t->have_last_use[gpu] && ++t->unsampled[gpu] <= UTIL_HOLD_TICKS) {
+        memcpy(use, t->last_use[gpu], sizeof t->last_use[gpu]);
     }
-    if (++t->unsampled[gpu] > UTIL_HOLD_TICKS)
-        return true; /* a long silence: nobody is using the GPU */
-    if (t->unsampled[gpu] == 1 && !t->have_last_use[gpu])
-        return false;
-    memcpy(use, t->last_use[gpu], sizeof t->last_use[gpu]);
-    return t->have_last_use[gpu];
+}
+
+/* Tenants without any process are idle at once (not after NVML's quiet time). */
+static void mark_absent(struct timeshare *t, struct sched_usage use[SCHED_MAX_TENANTS])
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        if (!t->slot_name[i][0])
+            continue;
+        const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[i]);
+        use[i].no_process = !lt || lt->n_members == 0;
+    }
 }
 
 void timeshare_tick(struct timeshare *t)
@@ -263,8 +268,6 @@ void timeshare_tick(struct timeshare *t)
         struct sched_usage use[SCHED_MAX_TENANTS];
         size_t samples = 0;
         int rc = measure(t, g, now_us - UTIL_HORIZON_US, use, &samples);
-        if (!rc && !hold_when_unsampled(t, g, samples, use))
-            continue;
         if (rc) {
             if (!t->util_warned)
                 log_warn("GPU %u: no per-process utilization (%s): compute policies are sent "
@@ -272,6 +275,8 @@ void timeshare_tick(struct timeshare *t)
             t->util_warned = true;
             continue;
         }
+        hold_when_unsampled(t, g, samples, use);
+        mark_absent(t, use);
         record_period(t, g, use);
         sched_tick(&t->g[g], use);
         push_changed(t, g);

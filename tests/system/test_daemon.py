@@ -551,9 +551,10 @@ class AuditKill(DaemonCase):
 
 
 class TimeShare(DaemonCase):
-    """Compute policies reach the member processes as TIME_POLICY: after WELCOME,
-    on a reload, and when the feedback from the GPU's utilization corrects them."""
+    """Compute policies reach the member processes as TIME_POLICY: after WELCOME and
+    on a reload; in time_mode timeslices, timeslices in the ratio of the shares."""
     fake = FAKE_GPUS
+    extra = "time_mode: timeslices\n"
     tenants = ("  - name: capped\n    compute: { 0: { share: 30%, limit: 30% } }\n"
                "  - name: big\n    compute: { 0: { share: 60% }, 1: { share: 10% } }\n")
 
@@ -562,7 +563,7 @@ class TimeShare(DaemonCase):
         self.assertEqual(t, kp.TIME_POLICY)
         return kp.time_policy(body)
 
-    def test_policy_after_welcome_reload_and_feedback(self):
+    def test_policy_after_welcome_and_reload(self):
         c = self.d.client()
         try:
             c.hello("capped")
@@ -570,25 +571,19 @@ class TimeShare(DaemonCase):
             self.assertEqual((p["gpu"], p["period_us"], p["phase_us"], p["duty_us"]),
                              (0, 100000, 0, 30000))
             self.assertGreater(p["epoch_ns"], 0)
-            # feedback: the tenant ran the whole period (the pause lands late): shorter window
+            # NVML's coarse figures do not move a limit's window (docs/scheduler.md):
+            # a tenant reported at 100 % keeps its 30 ms
             self.d.write_fake(FAKE_GPUS + f"util 0 {os.getpid()} 100\n")
-            q = self.policy(c)
-            self.assertGreater(q["seq"], p["seq"])
-            self.assertLess(q["duty_us"], 30000)
-            self.d.write_fake(FAKE_GPUS)
+            time.sleep(0.5)
             # a reload with a new limit reaches the member at once
             with open(self.d.config) as f:
                 text = f.read()
             with open(self.d.config, "w") as f:
                 f.write(text.replace("share: 30%, limit: 30%", "share: 20%, limit: 50%"))
             self.d.proc.send_signal(signal.SIGHUP)
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                r = self.policy(c)
-                self.assertGreater(r["seq"], q["seq"])
-                if r["duty_us"] == 50000:
-                    break
-            self.assertEqual(r["duty_us"], 50000)
+            r = self.policy(c)
+            self.assertGreater(r["seq"], p["seq"])
+            self.assertEqual((r["period_us"], r["phase_us"], r["duty_us"]), (100000, 0, 50000))
         finally:
             c.close()
 
@@ -599,6 +594,32 @@ class TimeShare(DaemonCase):
             for gpu, ts in ((0, 2000), (1, 1000)):  # 60 % next to 30 %; alone
                 p = self.policy(c)
                 self.assertEqual((p["gpu"], p["timeslice_us"], p["period_us"]), (gpu, ts, 0))
+        finally:
+            c.close()
+
+
+class Windows(DaemonCase):
+    """The default time_mode: tenants that compete get complementary clock-aligned
+    windows in the ratio of their shares; a tenant left without processes is idle at
+    once and the other gets the whole GPU (no windows)."""
+    fake = FAKE_GPUS
+    tenants = ("  - name: a\n    compute: { 0: { share: 75% } }\n"
+               "  - name: b\n    compute: { 0: { share: 25% } }\n")
+
+    def test_windows_in_the_ratio_then_lent(self):
+        c = self.d.client()
+        try:
+            c.hello("a")
+            p = kp.time_policy(c.recv()[2])
+            self.assertEqual((p["period_us"], p["phase_us"], p["duty_us"]), (100000, 0, 75000))
+            # b has no process: at the next tick a is alone and is never paused
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                q = kp.time_policy(c.recv()[2])
+                if q["period_us"] == 0:
+                    break
+            self.assertEqual(q["period_us"], 0)
+            self.assertGreater(q["seq"], p["seq"])
         finally:
             c.close()
 
@@ -657,7 +678,9 @@ class ComputeFigures(DaemonCase):
                                 "windowed": None, "pauses": 0})
         self.assertGreater(big0["minute"], 0.5)
         self.assertLessEqual(big0["minute"], 0.7)
-        # idle on GPU 1: measured at 0, no target
+        # idle on GPU 1: measured at 0; no target once NVML's quiet time (2 s) is over
+        self.assertTrue(wait_for(lambda: self.compute("big", 1)["target"] == 0.0), self.gpus())
+        big1 = self.compute("big", 1)
         self.assertEqual({k: big1[k] for k in ("share", "priority", "target", "window")},
                          {"share": 0.1, "priority": "batch", "target": 0.0, "window": 0.0})
         self.assertNotIn("compute", g["capped"][1])
@@ -794,6 +817,7 @@ class RuntimeCompute(DaemonCase):
     in that file refused alone."""
     fake = FAKE_GPUS
     tenants = TimeShare.tenants  # GPU 0: capped 30 % (limit 30 %), big 60 %; GPU 1: big 10 %
+    extra = TimeShare.extra      # timeslices: the policies are checked by their timeslice
 
     def policy(self, c):
         t, _, body = c.recv()

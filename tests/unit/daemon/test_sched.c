@@ -1,6 +1,11 @@
 /* test_sched.c - the scheduler core alone: water-filled targets, timeslices in
  * the ratio of the shares, limits as windows, the switch to windows when
- * timeslices do not bite, decisions for newcomers and the change flags. */
+ * timeslices do not bite, decisions for newcomers and the change flags; the
+ * windows mode with NVML-like use (no runnable time, coarse figures): windows in
+ * the ratio of the shares that coarse figures do not move, activity held through
+ * missing samples, a tenant without processes idle at once, lending of a window
+ * left unused, no spiral for a tenant that uses a fraction of any window, and no
+ * windows while a latency tenant is active. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -156,6 +161,131 @@ static void test_latency_first_and_long_batch_short(void **state)
     assert_int_equal(g.t[0].dec.phase_us, g.t[1].dec.duty_us);
 }
 
+/* NVML-like use: no runnable time. */
+static void nvml(struct sched_usage *u, uint64_t used)
+{
+    u->used_us = used;
+    u->runnable_us = SCHED_RUNNABLE_UNKNOWN;
+    u->no_process = false;
+}
+
+static void windows_gpu(struct sched_gpu *g)
+{
+    sched_gpu_init(g, 0);
+    sched_set_mode(g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(g, 0, &p75);
+    sched_tenant_set(g, 1, &p25);
+}
+
+static void test_windows_in_the_ratio_unmoved_by_coarse_figures(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    windows_gpu(&g);
+    sched_plan(&g); /* newcomers: windows before any measurement */
+    assert_int_equal(g.t[0].dec.period_us, SCHED_PERIOD_US);
+    assert_int_equal(g.t[0].dec.phase_us, 0);
+    assert_int_equal(g.t[0].dec.duty_us, 75000);
+    assert_int_equal(g.t[1].dec.phase_us, 75000);
+    assert_int_equal(g.t[1].dec.duty_us, 25000);
+    /* what the H200's NVML said of a 75/25 pair: 80 % and 20 % */
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    nvml(&use[0], 80000);
+    nvml(&use[1], 20000);
+    for (int i = 0; i < 30; i++) {
+        sched_tick(&g, use);
+        assert_int_equal(g.t[0].dec.duty_us, 75000);
+        assert_int_equal(g.t[1].dec.duty_us, 25000);
+    }
+}
+
+static void test_windows_hold_through_missing_samples(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    windows_gpu(&g);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    nvml(&use[0], 75000);
+    nvml(&use[1], 25000);
+    sched_tick(&g, use);
+    nvml(&use[1], 0); /* b's samples stop */
+    for (int i = 0; i < 20; i++) {
+        sched_tick(&g, use);
+        assert_int_equal(g.t[1].dec.duty_us, 25000); /* still in its window */
+    }
+    sched_tick(&g, use); /* 2 s without a sample: idle, a runs alone and unpaused */
+    assert_false(g.t[1].active);
+    assert_int_equal(g.t[0].dec.period_us, 0);
+}
+
+static void test_windows_tenant_without_process_idle_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    windows_gpu(&g);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    nvml(&use[0], 75000);
+    nvml(&use[1], 25000);
+    sched_tick(&g, use);
+    nvml(&use[1], 0);
+    use[1].no_process = true;
+    sched_tick(&g, use);
+    assert_false(g.t[1].active);
+    assert_int_equal(g.t[0].dec.period_us, 0);
+    assert_float_equal(g.t[0].target, 1.0, 1e-9);
+}
+
+static void test_windows_lend_what_is_left_unused_without_spiral(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    windows_gpu(&g);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    /* a uses 10 % of the GPU whatever its window: its window shrinks, b gets the rest */
+    nvml(&use[0], 10000);
+    nvml(&use[1], 25000);
+    sched_tick(&g, use);
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.duty_us, 12000);
+    assert_int_equal(g.t[1].dec.duty_us, 88000);
+    sched_tick(&g, use); /* it used the same again: the shrink holds */
+    assert_int_equal(g.t[0].dec.duty_us, 12000);
+
+    /* a tenant whose use follows its window (a shallow queue using 20 % of it) is
+     * shrunk once, then given its window back for good */
+    windows_gpu(&g);
+    nvml(&use[0], 15000); /* 20 % of its 75 ms */
+    sched_tick(&g, use);
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.duty_us, 17000);
+    nvml(&use[0], 3400); /* 20 % of 17 ms */
+    sched_tick(&g, use);
+    assert_true(g.t[0].window_fractional);
+    assert_int_equal(g.t[0].dec.duty_us, 75000);
+    nvml(&use[0], 15000);
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.duty_us, 75000);
+}
+
+static void test_windows_off_while_a_latency_tenant_is_active(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_LATENCY});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_BATCH});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    nvml(&use[0], 20000);
+    nvml(&use[1], 80000);
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.period_us, 0);
+    assert_int_equal(g.t[1].dec.period_us, 0);
+    assert_int_equal(g.t[0].dec.timeslice_us, SCHED_TS_LATENCY_US);
+    assert_int_equal(g.t[1].dec.timeslice_us, SCHED_TS_BATCH_US);
+}
+
 static void test_bad_policy_and_remove(void **state)
 {
     (void)state;
@@ -178,6 +308,11 @@ int main(void)
         cmocka_unit_test(test_limit_is_a_window),
         cmocka_unit_test(test_shallow_drift_switches_to_windows),
         cmocka_unit_test(test_latency_first_and_long_batch_short),
+        cmocka_unit_test(test_windows_in_the_ratio_unmoved_by_coarse_figures),
+        cmocka_unit_test(test_windows_hold_through_missing_samples),
+        cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
+        cmocka_unit_test(test_windows_lend_what_is_left_unused_without_spiral),
+        cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_bad_policy_and_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
