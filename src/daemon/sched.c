@@ -66,8 +66,6 @@ static void reset_mode(struct sched_gpu *g)
     g->settle = SETTLE_PERIODS;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         g->t[i].debt_us = 0;
-        g->t[i].window_cap = 1.0;
-        g->t[i].window_fractional = false;
     }
 }
 
@@ -117,42 +115,6 @@ static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
     return (double)u->runnable_us / g->period_us;
 }
 
-/* Without runnable time, windows still tell demand: a tenant that left a good
- * part of its window unused did not want more than it used (its window shrinks to
- * that plus 2 points, lent to the others; "a good part": 70 %, since NVML's
- * per-process figures come in steps as coarse as 20 points on the H200); one
- * that filled it may want more (the
- * cap grows by half); in between the cap stays, so that it does not swing. A
- * tenant whose use fell with its window after a shrink uses a fraction of any
- * window (a shallow queue that syncs): shrinking it again would spiral down, so
- * its window is given back and not shrunk again until the active set changes. */
-#define WINDOW_UNUSED 0.3 /* NVML's per-process figures come in coarse steps */
-#define WINDOW_FILLED 0.95
-#define WINDOW_FOLLOWED 0.9
-static void update_window_cap(const struct sched_gpu *g, struct sched_tenant *t,
-                              const struct sched_usage *u)
-{
-    if (!g->windows || !t->dec.period_us || t->dec.duty_us >= t->dec.period_us ||
-        t->dec.duty_us < SCHED_DUTY_MIN_US || t->window_fractional) {
-        t->window_cap = 1.0;
-        return;
-    }
-    double used = (double)u->used_us, duty = t->dec.duty_us;
-    if (u->used_us == 0)
-        return; /* no sample is no news: seen_active decides when it is idle */
-    if (used < WINDOW_UNUSED * duty) {
-        if (t->window_cap < 1.0 && used < WINDOW_FOLLOWED * t->used_at_shrink_us) {
-            t->window_fractional = true;
-            t->window_cap = 1.0;
-            return;
-        }
-        t->window_cap = used / g->period_us + 0.02;
-        t->used_at_shrink_us = used;
-    } else if (used >= WINDOW_FILLED * duty) {
-        t->window_cap = fmin(1.0, t->window_cap * 1.5);
-    }
-}
-
 /* The most a tenant may be given: its limit; and when it did not wait, what it
  * wanted (plus half a point to grow into). A tenant that waited wants more. */
 static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
@@ -160,13 +122,8 @@ static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0;
-        if (!t->present)
+        if (!t->present || use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
             continue;
-        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN) {
-            update_window_cap(g, t, &use[i]);
-            t->cap = fmin(t->cap, t->window_cap);
-            continue;
-        }
         double want = wanted(g, &use[i]);
         double ran = (double)use[i].used_us / g->period_us;
         if (want - ran < 0.05 && want < 0.9)
@@ -324,23 +281,17 @@ static void plan_limits(struct sched_gpu *g, struct sched_decision *next)
 }
 
 /* Whether the tenant wanted the GPU in the last period. Without runnable time
- * (NVML: per-process samples at its own pace, in coarse steps) a tenant stays
- * active for QUIET_TICKS periods after its last seen use, so that a missing
- * sample does not lay the windows out anew. */
-#define QUIET_TICKS 20
-static bool seen_active(const struct sched_gpu *g, struct sched_tenant *t,
-                        const struct sched_usage *u)
+ * (NVML) use says nothing reliable: on the H200 a process's samples come at NVML's
+ * own pace and mostly name the process that had the GPU at that instant (one of a
+ * 75/25 pair read 99 % and the other nothing for seconds), so a tenant with a live
+ * process is active and one without is idle. */
+static bool seen_active(const struct sched_gpu *g, const struct sched_usage *u)
 {
-    double used = (double)u->used_us / g->period_us;
     if (u->no_process)
         return false;
-    if (u->runnable_us != SCHED_RUNNABLE_UNKNOWN)
-        return wanted(g, u) >= ACTIVE_MIN || used >= ACTIVE_MIN;
-    if (used >= ACTIVE_MIN) {
-        t->quiet = 0;
+    if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
         return true;
-    }
-    return t->active && ++t->quiet <= QUIET_TICKS;
+    return wanted(g, u) >= ACTIVE_MIN || (double)u->used_us / g->period_us >= ACTIVE_MIN;
 }
 
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
@@ -352,7 +303,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         if (!t->present)
             continue;
         busy += (double)use[i].used_us;
-        t->active = seen_active(g, t, &use[i]);
+        t->active = seen_active(g, &use[i]);
         if (t->active)
             mask |= 1ull << i;
     }

@@ -28,7 +28,8 @@ enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
  *   TIMESLICES  timeslices only (limits still get their windows);
  *   WINDOWS     strict clock-aligned windows whenever two or more tenants are
  *               active and none of them is a latency tenant (a latency tenant
- *               needs to run when its requests come, not in a window). */
+ *               needs to run when its requests come, not in a window). Without
+ *               runnable time (NVML) "active" is "has a live process". */
 enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
 
 /* share: guaranteed fraction when others compete (0 = best effort);
@@ -46,7 +47,7 @@ struct sched_policy {
 struct sched_usage {
     uint64_t used_us;
     uint64_t runnable_us;
-    bool no_process;      /* the tenant has no process at all: idle, whatever was seen */
+    bool no_process;      /* the tenant has no live process: idle, whatever was seen */
 };
 
 /* The decision, field for field what struct kairos_time_policy carries. */
@@ -62,15 +63,11 @@ struct sched_decision {
 struct sched_tenant {
     bool present;
     bool active;          /* wanted the GPU in the last period */
-    unsigned quiet;       /* periods since its use was last seen (NVML) */
     struct sched_policy pol;
     double target;        /* fraction of the period it is entitled to now */
     double achieved;      /* fraction of the GPU's busy time it got last period */
     double debt_us;       /* window feedback: entitled minus charged, bounded */
     double cap;           /* most it may be given: its limit, or what it wanted */
-    double window_cap;    /* without runnable time: what its windows showed it wants */
-    double used_at_shrink_us; /* its use when window_cap was last lowered */
-    bool window_fractional;   /* its use follows its window: never shrink it */
     double charged_us;    /* last period: used, or at least its whole window (it
                            * had the GPU to itself there) */
     struct sched_decision dec;

@@ -181,9 +181,11 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
-        if (sc->hide_runnable)
-            for (size_t i = 0; i < sc->n; i++)
+        if (sc->hide_runnable) /* as kairosd sees it: use, and whether a process lives */
+            for (size_t i = 0; i < sc->n; i++) {
                 r->use[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
+                r->use[i].no_process = !r->present[i];
+            }
         sched_tick(&r->g, r->use);
         for (size_t i = 0; i < sc->n; i++) {
             usum += greedy[i] ? r->g.t[i].charged_us : 0;

@@ -5,4 +5,5 @@
 # latency next to training. Writes $OUT/compute-results.json and the per-run logs
 # under $OUT/compute/; prints a table last.
 $python tests/gpu/compute_bench.py --bin "$bin" --out "$OUT" \
-  --seconds "${COMPUTE_SECONDS:-6}" ${COMPUTE_ONLY:+--only "$COMPUTE_ONLY"}
+  --seconds "${COMPUTE_SECONDS:-6}" ${COMPUTE_ONLY:+--only "$COMPUTE_ONLY"} \
+  ${COMPUTE_MODES:+--modes "$COMPUTE_MODES"}

@@ -17,6 +17,7 @@ latency of a ResNet-50 inference stream next to ResNet-50 training against its
 solo p99, natively and under Kairos with and without a latency priority.
 Writes OUT/compute-results.json and prints a table last.
 Usage: compute_bench.py --bin DIR --out DIR [--seconds S] [--only NAME,...]
+                        [--modes native,kairos-timeslices,kairos-windows]
 """
 import argparse
 import json
@@ -235,6 +236,8 @@ class Bench:
         modes = MODES if all(k in KERNEL_KINDS for _, k in tenants) else ("native",
                                                                           "kairos-windows")
         for mode in modes:
+            if self.args.modes and mode not in self.args.modes.split(","):
+                continue
             start_at, out = self.run_tenants(f"{name}-{mode}", tenants,
                                              policies if mode != "native" else None,
                                              MODES[mode])
@@ -369,6 +372,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=6)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only", default="")
+    ap.add_argument("--modes", default="", help="e.g. native,kairos-windows (default: all)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     b = Bench(args)
