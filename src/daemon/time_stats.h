@@ -26,7 +26,8 @@ struct time_stats {
 
 /* Forgets everything (a tenant new to this slot). */
 void time_stats_reset(struct time_stats *s);
-/* One period of period_us in which the tenant used used_us (clamped to the period);
+/* One period of period_us for which the tenant was charged used_us (clamped to the
+ * period; timeshare.c passes sched.c's charge: what it used, at least its window);
  * paused: it had a window shorter than the period. period_us 0 is ignored. */
 void time_stats_period(struct time_stats *s, uint64_t used_us, uint32_t period_us, bool paused);
 /* false until a first period was recorded: the shares below are then unknown, not 0. */

@@ -137,19 +137,27 @@ static void drop_gone(struct timeshare *t)
     }
 }
 
-/* Adds the period just measured to each tenant's figures, with the window that was
- * in force during it (the decision of the previous tick). */
-static void record_period(struct timeshare *t, unsigned gpu,
-                          const struct sched_usage use[SCHED_MAX_TENANTS])
+/* Whether each tenant had a window shorter than the period in the period just
+ * ended (the decisions in force before the tick). */
+static void windows_in_force(const struct sched_gpu *g, bool paused[SCHED_MAX_TENANTS])
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_decision *d = &g->t[i].dec;
+        paused[i] = g->t[i].present && d->period_us && d->duty_us < d->period_us;
+    }
+}
+
+/* Adds the period just measured to each tenant's figures: what it was charged
+ * (sched.c: what it used, and at least its whole window when it had one, since
+ * the GPU was its alone then; NVML's figures alone under-report a windowed
+ * tenant, see docs/scheduler.md). */
+static void record_period(struct timeshare *t, unsigned gpu, const bool paused[SCHED_MAX_TENANTS])
 {
     const struct sched_gpu *g = &t->g[gpu];
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        if (!g->t[i].present)
-            continue;
-        const struct sched_decision *d = &g->t[i].dec;
-        bool paused = d->period_us && d->duty_us < d->period_us;
-        time_stats_period(&t->stats[gpu][i], use[i].used_us, g->period_us, paused);
-    }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present)
+            time_stats_period(&t->stats[gpu][i], (uint64_t)g->t[i].charged_us, g->period_us,
+                              paused[i]);
 }
 
 /* Puts tenant name's policy on gpu into the scheduler (its slot, or a free one). */
@@ -277,8 +285,10 @@ void timeshare_tick(struct timeshare *t)
         }
         hold_when_unsampled(t, g, samples, use);
         mark_absent(t, use);
-        record_period(t, g, use);
+        bool paused[SCHED_MAX_TENANTS];
+        windows_in_force(&t->g[g], paused);
         sched_tick(&t->g[g], use);
+        record_period(t, g, paused);
         push_changed(t, g);
     }
     t->last_wall_us = now_us;
