@@ -1,16 +1,20 @@
 /* sched.c - the feedback time-share scheduler of one GPU (see sched.h and
  * docs/scheduler.md). Each period:
- *   1. demand: who wanted the GPU (runnable, or used, at least 2 % of the period);
+ *   1. demand: who wanted the GPU (runnable, or used, at least 2 % of the period;
+ *      without runnable time, as from NVML: who has a live process);
  *   2. targets: weighted water-filling of the period over the active tenants,
  *      each capped by its limit and (when known) by what it wanted, so idle time
  *      is lent to whoever wants it;
- *   3. mode: timeslices proportional to shares (work-conserving, exact for deep
- *      queues); when a tenant that waited stays below its target for 3 periods
- *      (shallow queues, where timeslices never expire), strict clock-aligned
- *      complementary windows until the active set changes;
- *   4. feedback: in windows, a per-tenant debt (entitled minus charged, a tenant
- *      that does not fill its window is charged the whole window) corrects the
- *      next duties; a limit is a window of its own, shortened by overruns.
+ *   3. mode (sched_mode): strict clock-aligned complementary windows while two or
+ *      more tenants compete and none is latency-sensitive (WINDOWS); timeslices
+ *      proportional to shares (TIMESLICES: work-conserving, exact for deep queues
+ *      only); or timeslices until a tenant that waited stays below its target
+ *      for 3 periods (shallow queues, where timeslices never expire), then
+ *      windows until the active set changes (AUTO);
+ *   4. feedback, only from runnable time (NVML's figures are too coarse): in
+ *      windows, a per-tenant debt (entitled minus charged, a tenant that does not
+ *      fill its window is charged the whole window) corrects the next duties; a
+ *      limit is a window of its own, shortened by overruns.
  */
 #include "daemon/sched.h"
 

@@ -253,7 +253,7 @@ static void hold_when_unsampled(struct timeshare *t, unsigned gpu, size_t sample
     }
 }
 
-/* Tenants without any process are idle at once (not after NVML's quiet time). */
+/* Tenants without any process are idle, whatever the samples said. */
 static void mark_absent(struct timeshare *t, struct sched_usage use[SCHED_MAX_TENANTS])
 {
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
