@@ -17,11 +17,13 @@ int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
     if (!s->p.step_us)
         s->p.step_us = 10;
     if (!s->p.ctx_switch_us)
-        s->p.ctx_switch_us = 25;
+        s->p.ctx_switch_us = 120;
     if (!s->p.disable_us)
         s->p.disable_us = 720;
     if (!s->p.enable_us)
         s->p.enable_us = 400;
+    if (!s->p.preempt_us)
+        s->p.preempt_us = 600;
     if (!s->p.default_ts_us)
         s->p.default_ts_us = 2048;
     s->n = n;
@@ -48,8 +50,9 @@ static bool window_allows(const struct gpu_sim_tenant *t, uint64_t now)
     return at >= d->phase_us && at < (uint64_t)d->phase_us + d->duty_us;
 }
 
-/* The pause gate lags the window by the disable/enable costs. */
-static void step_gate(struct gpu_sim *s, struct gpu_sim_tenant *t)
+/* The pause gate lags the window by the disable/enable costs; pausing a tenant
+ * with work queued costs the GPU preempt_us (calibrated on the H200). */
+static void step_gate(struct gpu_sim *s, struct gpu_sim_tenant *t, bool has_work)
 {
     bool want_open = window_allows(t, s->now_us);
     if (want_open == t->gate_open) {
@@ -63,6 +66,8 @@ static void step_gate(struct gpu_sim *s, struct gpu_sim_tenant *t)
     if (t->gate_timer <= s->p.step_us) {
         t->gate_timer = 0;
         t->gate_open = want_open;
+        if (!want_open && has_work)
+            s->switch_left += s->p.preempt_us;
     } else {
         t->gate_timer -= s->p.step_us;
     }
@@ -180,7 +185,7 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
         for (size_t i = 0; i < s->n; i++) {
             struct gpu_sim_tenant *t = &s->t[i];
             bool work = step_demand(s, t);
-            step_gate(s, t);
+            step_gate(s, t, work);
             if (work)
                 t->runnable_us += s->p.step_us;
             runnable[i] = work && t->gate_open;

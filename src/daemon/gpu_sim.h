@@ -7,7 +7,11 @@
  * yielding if another is runnable; a context switch costs ctx_switch_us of GPU
  * time nobody gets; a window (TIME_POLICY period/phase/duty) pauses a tenant
  * disable_us after its window closes (work keeps running meanwhile, as the
- * preemption RPC completes) and resumes it enable_us after it opens.
+ * preemption RPC completes), which costs the GPU preempt_us if the tenant had
+ * work queued, and resumes it enable_us after it opens. The costs are calibrated on the H200
+ * (docs/scheduler.md): 120 us per timeslice switch and 600 us per pause of a
+ * running tenant reproduce the throughput lost by native time-slicing and by
+ * windows there.
  * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
  * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
  * every gap_us, per-request latency recorded); each present in [arrive, leave).
@@ -40,9 +44,10 @@ struct gpu_sim_tenant_spec {
 
 struct gpu_sim_params {
     uint32_t step_us;        /* 10 */
-    uint32_t ctx_switch_us;  /* 25 */
+    uint32_t ctx_switch_us;  /* 120: a timeslice switch */
     uint32_t disable_us;     /* 720 */
     uint32_t enable_us;      /* 400 */
+    uint32_t preempt_us;     /* 600: GPU time lost when a tenant with work is paused */
     uint32_t default_ts_us;  /* 2048: CUDA's own */
 };
 

@@ -1,7 +1,8 @@
 /* sim_scenario.c - the simulator's scenario files (etc/sim/NAME.yaml):
  *
  *   seconds: 20
- *   gpu: { context_switch_us: 25, disable_us: 720, enable_us: 400 }   # optional
+ *   gpu: { context_switch_us: 120, disable_us: 720, enable_us: 400, preempt_us: 600 }
+ *                                                                     # optional
  *   tenants:
  *     - name: a
  *       compute: { share: 75%, limit: none, priority: normal }  # as in kairosd.yaml
@@ -113,11 +114,13 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
             field = &g->disable_us;
         else if (key && !strcmp(key, "enable_us"))
             field = &g->enable_us;
+        else if (key && !strcmp(key, "preempt_us"))
+            field = &g->preempt_us;
         else if (key && !strcmp(key, "default_timeslice_us"))
             field = &g->default_ts_us;
         else
             return ydoc_fail(p, k, "unknown key in gpu (expected context_switch_us, disable_us, "
-                              "enable_us or default_timeslice_us)");
+                              "enable_us, preempt_us or default_timeslice_us)");
         double d;
         if (number(p, v, key, 1e6, &d))
             return -EINVAL;

@@ -31,7 +31,7 @@ class Sim(unittest.TestCase):
             self.assertAlmostEqual(t["target"], want, places=3)
             self.assertLess(abs(t["achieved"] - want), 0.005)  # 0.5 pp over the run
             self.assertLessEqual(t["err_p95_pp"], 1.0)       # per window, the goal
-        self.assertGreater(out["busy"], 0.99)
+        self.assertGreater(out["busy"], 0.97)  # four pauses a period; the H200 kept 97.7 %
 
     def test_every_shipped_scenario_runs(self):
         for name in sorted(os.listdir(SCENARIOS)):

@@ -59,7 +59,8 @@ static void test_model_round_robin_ratio(void **state)
     uint64_t busy = gpu_sim_run(&s, 1000000, use);
     double ratio = (double)use[0].used_us / (double)use[1].used_us;
     assert_true(ratio > 2.95 && ratio < 3.05);            /* the H200's 3.00 */
-    assert_true(busy > 980000 && busy < 1000000);         /* switches cost a little */
+    /* two switches of 120 us per 8 ms round: the H200 kept 96.7-98.5 % so */
+    assert_true(busy > 960000 && busy < 980000);
 }
 
 static void test_model_shallow_ignores_timeslices(void **state)
@@ -88,9 +89,11 @@ static void test_model_window_pause_costs(void **state)
     struct sched_decision w = {.period_us = 100000, .phase_us = 0, .duty_us = 50000};
     gpu_sim_apply(&s, 0, &w);
     struct sched_usage use[1];
-    /* opens at once (never closed), closes 720 us late; a first switch of 25 us */
+    /* opens at once (never closed), closes 720 us late; a first switch of 120 us;
+     * the pause of a tenant with work queued costs the GPU 600 us */
     gpu_sim_run(&s, 100000, use);
-    assert_in_range(use[0].used_us, 50000 + 720 - 50, 50000 + 720);
+    assert_in_range(use[0].used_us, 50000 + 720 - 120 - 10, 50000 + 720 - 120 + 10);
+    assert_int_equal(s.switch_us, 120 + 600);
     gpu_sim_run(&s, 100000, use); /* opens 400 us late, closes 720 us late */
     assert_in_range(use[0].used_us, 50000 - 400 + 720 - 20, 50000 - 400 + 720 + 20);
     assert_int_equal(use[0].runnable_us, 100000);
@@ -134,7 +137,7 @@ static void test_windows_as_kairosd_sees_the_gpu(void **state)
              "  - { name: c, compute: { share: 20% }, load: deep }\n"
              "  - { name: d, compute: { share: 10% }, load: deep }\n", &r, &sc);
     assert_converged(&sc, &r, ERR_P95_PP); /* the 1 pp goal, met in windows */
-    assert_true(r.busy >= 0.99);
+    assert_true(r.busy >= 0.97); /* four pauses per period; the H200 kept 97.7 % */
     /* arrivals and departures: the windows are laid out again for who is there */
     run_text("seconds: 30\nmode: windows\nmeasure: nvml\ntenants:\n"
              "  - { name: a, compute: { share: 50% }, load: deep }\n"
@@ -156,7 +159,7 @@ static void test_eight_equal(void **state)
     }
     run_text(yaml, &r, &sc);
     assert_converged(&sc, &r, ERR_P95_PP);
-    assert_true(r.busy > 0.95);
+    assert_true(r.busy > 0.87); /* 1 ms slices, 120 us switches; the H200: 86.5 % */
 }
 
 static void test_shallow_70_30(void **state)
@@ -224,7 +227,7 @@ static void test_limit_with_idle_neighbour(void **state)
     print_message("  capped: mean %.2f%% of the GPU, largest window %.2f%%\n", r.t[0].gpu * 100,
                   r.t[0].gpu_max * 100);
     assert_true(r.t[0].gpu_max <= 0.30 + 0.01);
-    assert_true(r.t[0].gpu >= 0.30 - 0.005);
+    assert_true(r.t[0].gpu >= 0.30 - 0.01); /* the pause's cost; the H200: 29.80 % */
 }
 
 static void test_arrivals_and_departures(void **state)
@@ -253,8 +256,9 @@ static void test_latency_tenant_first(void **state)
     print_message("  latency p50 %llu us p95 %llu us, solo %llu us\n",
                   (unsigned long long)r.t[0].lat_p50_us, (unsigned long long)r.t[0].lat_p95_us,
                   (unsigned long long)r.t[0].lat_solo_us);
-    /* bound: solo + one batch timeslice + two context switches + a step */
-    assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 25 + 10);
+    /* bound: solo + one batch timeslice + two context switches (120 us, the
+     * simulator's default) + a step */
+    assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 120 + 10);
     assert_true(r.busy > 0.98); /* the batch tenant fills the rest */
 }
 
