@@ -6,11 +6,11 @@
  *      each capped by its limit and (when known) by what it wanted, so idle time
  *      is lent to whoever wants it;
  *   3. mode (sched_mode): strict clock-aligned complementary windows while two or
- *      more tenants compete and none is latency-sensitive (WINDOWS); timeslices
- *      proportional to shares (TIMESLICES: work-conserving, exact for deep queues
- *      only); or timeslices until a tenant that waited stays below its target
- *      for 3 periods (shallow queues, where timeslices never expire), then
- *      windows until the active set changes (AUTO);
+ *      more tenants that are not latency-sensitive compete, latency tenants never
+ *      paused (WINDOWS); timeslices proportional to shares (TIMESLICES:
+ *      work-conserving, exact for deep queues only); or timeslices until a tenant
+ *      that waited stays below its target for 3 periods (shallow queues, where
+ *      timeslices never expire), then windows until the active set changes (AUTO);
  *   4. feedback, only from runnable time (NVML's figures are too coarse): in
  *      windows, a per-tenant debt (entitled minus charged, a tenant that does not
  *      fill its window is charged the whole window) corrects the next duties; a
@@ -47,20 +47,26 @@ void sched_gpu_init(struct sched_gpu *g, uint32_t period_us)
     g->period_us = period_us ? period_us : SCHED_PERIOD_US;
 }
 
-/* Strict windows for the active set, by the mode alone: two or more active
- * tenants, none of them latency-sensitive. */
+/* Whether the tenant takes a window of its own when the GPU is in windows. In
+ * the WINDOWS mode a latency tenant never does: it is never paused, and runs over
+ * the others' windows when its requests come (its long timeslice against their
+ * short ones), its time taken from whichever window it lands in. */
+static bool in_windows(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    return t->present && t->active &&
+           !(g->mode == SCHED_MODE_WINDOWS && t->pol.prio == SCHED_PRIO_LATENCY);
+}
+
+/* Strict windows, by the mode alone: two or more active tenants that take
+ * windows. */
 static bool windows_by_mode(const struct sched_gpu *g)
 {
     if (g->mode != SCHED_MODE_WINDOWS)
         return false;
-    unsigned active = 0;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        const struct sched_tenant *t = &g->t[i];
-        if (t->present && t->active && t->pol.prio == SCHED_PRIO_LATENCY)
-            return false;
-        active += t->present && t->active;
-    }
-    return active >= 2;
+    unsigned windowed = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        windowed += in_windows(g, &g->t[i]);
+    return windowed >= 2;
 }
 
 static void reset_mode(struct sched_gpu *g)
@@ -241,13 +247,18 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
 
 static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
 {
-    double P = g->period_us, duty[SCHED_MAX_TENANTS], sum = 0;
+    double P = g->period_us, duty[SCHED_MAX_TENANTS], sum = 0, share = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (in_windows(g, &g->t[i]))
+            share += g->t[i].target;
+    /* the windows fill the period when latency tenants (never paused) take none */
+    double stretch = g->mode == SCHED_MODE_WINDOWS && share > 0 ? 1.0 / share : 1.0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         duty[i] = 0;
-        if (!t->present || !t->active || t->target <= 0)
+        if (!in_windows(g, t) || t->target <= 0)
             continue;
-        duty[i] = fmax(SCHED_DUTY_MIN_US, t->target * P + DEBT_GAIN * t->debt_us);
+        duty[i] = fmax(SCHED_DUTY_MIN_US, t->target * stretch * P + DEBT_GAIN * t->debt_us);
         if (t->pol.limit > 0)
             duty[i] = fmin(duty[i], t->pol.limit * P);
         sum += duty[i];

@@ -26,10 +26,11 @@ enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
  *   AUTO        timeslices; strict windows when a tenant that waited stays below
  *               its target (needs runnable time: the simulator, not NVML);
  *   TIMESLICES  timeslices only (limits still get their windows);
- *   WINDOWS     strict clock-aligned windows whenever two or more tenants are
- *               active and none of them is a latency tenant (a latency tenant
- *               needs to run when its requests come, not in a window). Without
- *               runnable time (NVML) "active" is "has a live process". */
+ *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
+ *               are not latency tenants are active; a latency tenant is never
+ *               paused (it must run when its requests come) and runs over the
+ *               others' windows with its long timeslice. Without runnable time
+ *               (NVML) "active" is "has a live process". */
 enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
 
 /* share: guaranteed fraction when others compete (0 = best effort);

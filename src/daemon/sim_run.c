@@ -177,15 +177,20 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
             const struct sched_tenant *t = &r->g.t[i];
             target[i] = r->present[i] ? t->target : 0;
             greedy[i] = target[i] > 0 && t->cap >= (t->pol.limit > 0 ? t->pol.limit : 1.0);
-            tsum += greedy[i] ? target[i] : 0;
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
         if (sc->hide_runnable) /* as kairosd sees it: use, and whether a process lives */
             for (size_t i = 0; i < sc->n; i++) {
+                /* the judge still knows who competed: who wanted at least its
+                 * target (ran or waited that long) */
+                greedy[i] = greedy[i] && (double)r->use[i].runnable_us >=
+                                             target[i] * SCHED_PERIOD_US;
                 r->use[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
                 r->use[i].no_process = !r->present[i];
             }
+        for (size_t i = 0; i < sc->n; i++)
+            tsum += greedy[i] ? target[i] : 0;
         sched_tick(&r->g, r->use);
         for (size_t i = 0; i < sc->n; i++) {
             usum += greedy[i] ? r->g.t[i].charged_us : 0;

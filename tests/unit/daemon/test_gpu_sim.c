@@ -146,6 +146,27 @@ static void test_windows_as_kairosd_sees_the_gpu(void **state)
     assert_converged(&sc, &r, ERR_P95_PP);
 }
 
+/* Windows as on a GPU with a latency tenant: its requests run over the others'
+ * windows (it is never paused); the two others split the rest 2:1. */
+static void test_windows_with_a_latency_tenant(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 10\nmode: windows\nmeasure: nvml\ntenants:\n"
+             "  - { name: infer, compute: { share: 25%, priority: latency }, load: requests, "
+             "work_us: 2000, gap_us: 20000 }\n"
+             "  - { name: a, compute: { share: 50% }, load: deep }\n"
+             "  - { name: b, compute: { share: 25%, priority: batch }, load: deep }\n", &r, &sc);
+    double ratio = r.t[1].gpu / r.t[2].gpu;
+    print_message("  latency p95 %llu us (solo %llu); a %.2f%% b %.2f%% of the GPU (%.2f:1)\n",
+                  (unsigned long long)r.t[0].lat_p95_us, (unsigned long long)r.t[0].lat_solo_us,
+                  r.t[1].gpu * 100, r.t[2].gpu * 100, ratio);
+    assert_true(ratio > 1.9 && ratio < 2.1);
+    /* bound: solo + the longest other slice (a's 2 ms) + two switches + a step */
+    assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + 2000 + 2 * 120 + 10);
+}
+
 static void test_eight_equal(void **state)
 {
     (void)state;
@@ -271,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_two_deep_75_25),
         cmocka_unit_test(test_four_deep),
         cmocka_unit_test(test_windows_as_kairosd_sees_the_gpu),
+        cmocka_unit_test(test_windows_with_a_latency_tenant),
         cmocka_unit_test(test_eight_equal),
         cmocka_unit_test(test_shallow_70_30),
         cmocka_unit_test(test_three_shallow_and_mixed),

@@ -4,7 +4,8 @@
  * windows mode with NVML-like use (no runnable time, coarse figures): windows in
  * the ratio of the shares that coarse figures do not move, kept while the
  * tenant's process lives whatever the samples say, a tenant without processes
- * idle at once (its time lent), and no windows while a latency tenant is active. */
+ * idle at once (its time lent), no windows for a latency tenant and the others'
+ * windows filling the period around it. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -256,6 +257,31 @@ static void test_windows_off_while_a_latency_tenant_is_active(void **state)
     assert_int_equal(g.t[1].dec.timeslice_us, SCHED_TS_BATCH_US);
 }
 
+static void test_windows_around_a_latency_tenant(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.25, .prio = SCHED_PRIO_LATENCY});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 2, &(struct sched_policy){.share = 0.25, .prio = SCHED_PRIO_BATCH});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    nvml(&use[0], 10000);
+    nvml(&use[1], 60000);
+    nvml(&use[2], 30000);
+    sched_tick(&g, use);
+    /* the latency tenant is never paused and keeps its long slice */
+    assert_int_equal(g.t[0].dec.period_us, 0);
+    assert_int_equal(g.t[0].dec.timeslice_us, SCHED_TS_LATENCY_US);
+    /* the others fill the period in the ratio of their shares, normal first */
+    assert_int_equal(g.t[1].dec.phase_us, 0);
+    assert_int_equal(g.t[1].dec.duty_us, 66667);
+    assert_int_equal(g.t[2].dec.phase_us, 66667);
+    assert_int_equal(g.t[2].dec.duty_us, 33333);
+    assert_true(g.t[2].dec.timeslice_us <= SCHED_TS_BATCH_US);
+}
+
 static void test_bad_policy_and_remove(void **state)
 {
     (void)state;
@@ -282,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_windows_kept_while_the_process_lives),
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
+        cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_bad_policy_and_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
