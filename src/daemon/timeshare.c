@@ -30,9 +30,6 @@ struct timeshare {
     uint64_t last_wall_us;
     bool util_warned;
     unsigned ticks_logged;
-    struct sched_usage last_use[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS]; /* last sampled tick */
-    bool have_last_use[KAIROS_MAX_GPUS];
-    unsigned unsampled[KAIROS_MAX_GPUS]; /* ticks since a sample was seen */
     char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
     struct sched_gpu g[KAIROS_MAX_GPUS];
     struct time_stats stats[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS]; /* what each slot got */
@@ -205,9 +202,9 @@ void timeshare_reconfigure(struct timeshare *t)
     }
 }
 
-/* One GPU's use per tenant over the last period, from the backend. 0 or -errno. */
+/* One GPU's use per tenant since since_us, from the backend. 0 or -errno. */
 static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
-                   struct sched_usage use[SCHED_MAX_TENANTS], size_t *samples)
+                   struct sched_usage use[SCHED_MAX_TENANTS])
 {
     struct gpu_util u[GPU_MAX_PROCS];
     size_t n = 0;
@@ -216,7 +213,6 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
     if (!t->gpu || !t->gpu->ops || !t->gpu->ops->utilization)
         return -ENOTSUP;
     int rc = t->gpu->ops->utilization(t->gpu, gpu, since_us, u, GPU_MAX_PROCS, &n);
-    *samples = n;
     if (rc)
         return rc;
     char seen[256] = "";
@@ -236,22 +232,10 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
 }
 
 /* NVML keeps a process's utilization samples at its own pace (on the H200 most
- * 100 ms ticks find none newer than the last tick), so each tick reads the samples
- * of the last second, and a tick that finds none at all reuses the last
- * measurement for up to UTIL_HOLD_TICKS: no samples is no news, not an idle GPU. */
+ * 100 ms ticks found none newer than the last tick), so each tick reads the samples
+ * of the last second. They feed the figures of kairos ps/top only: sched.c takes
+ * activity from the ledger (docs/scheduler.md says why). */
 #define UTIL_HORIZON_US 1000000ull
-#define UTIL_HOLD_TICKS 20
-static void hold_when_unsampled(struct timeshare *t, unsigned gpu, size_t samples,
-                                struct sched_usage use[SCHED_MAX_TENANTS])
-{
-    if (samples) {
-        memcpy(t->last_use[gpu], use, sizeof t->last_use[gpu]);
-        t->have_last_use[gpu] = true;
-        t->unsampled[gpu] = 0;
-    } else if (t->have_last_use[gpu] && ++t->unsampled[gpu] <= UTIL_HOLD_TICKS) {
-        memcpy(use, t->last_use[gpu], sizeof t->last_use[gpu]);
-    }
-}
 
 /* Tenants without any process are idle, whatever the samples said. */
 static void mark_absent(struct timeshare *t, struct sched_usage use[SCHED_MAX_TENANTS])
@@ -274,8 +258,7 @@ void timeshare_tick(struct timeshare *t)
         if (!any)
             continue;
         struct sched_usage use[SCHED_MAX_TENANTS];
-        size_t samples = 0;
-        int rc = measure(t, g, now_us - UTIL_HORIZON_US, use, &samples);
+        int rc = measure(t, g, now_us - UTIL_HORIZON_US, use);
         if (rc) {
             if (!t->util_warned)
                 log_warn("GPU %u: no per-process utilization (%s): compute policies are sent "
@@ -283,7 +266,6 @@ void timeshare_tick(struct timeshare *t)
             t->util_warned = true;
             continue;
         }
-        hold_when_unsampled(t, g, samples, use);
         mark_absent(t, use);
         bool paused[SCHED_MAX_TENANTS];
         windows_in_force(&t->g[g], paused);
