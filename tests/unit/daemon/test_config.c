@@ -58,6 +58,11 @@ static void test_good(void **state)
     assert_int_equal(config_parse("e.yaml", "", 0, &c, err, sizeof err), 0);
     assert_string_equal(c.socket, KAIROS_DEFAULT_SOCKET);
     assert_int_equal(c.audit_interval_ms, 1000);
+    assert_int_equal(c.time_mode, SCHED_MODE_WINDOWS);
+    config_free(&c);
+    assert_int_equal(config_parse("t.yaml", "time_mode: timeslices\n", 22, &c, err, sizeof err),
+                     0);
+    assert_int_equal(c.time_mode, SCHED_MODE_TIMESLICES);
     config_free(&c);
 }
 
@@ -97,6 +102,7 @@ static void test_bad(void **state)
     bad("tenants:\n  - name: a\n    quota: 1\n", "bad.yaml:3:5:", "unknown key 'quota'");
     bad("gpus: 1\ngpus: 2\n", "bad.yaml:2:1:", "appears twice");
     bad("socket: \"\\xZZ\"\n", "bad.yaml:1:", "");
+    bad("time_mode: strict\n", "bad.yaml:1:12:", "windows (strict windows while tenants compete)");
     /* compute policies */
     bad("tenants:\n  - name: a\n    compute: { 0: { share: 40 } }\n", "bad.yaml:3:28:",
         "percentage");
