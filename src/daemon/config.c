@@ -114,12 +114,8 @@ static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
 
 static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode *mode)
 {
-    const char *m = n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-    for (enum sched_mode k = SCHED_MODE_AUTO; k <= SCHED_MODE_WINDOWS; k++)
-        if (m && !strcmp(m, sched_mode_name(k))) {
-            *mode = k;
-            return 0;
-        }
+    if (n && n->type == YAML_SCALAR_NODE && sched_mode_parse(scalar(n), mode))
+        return 0;
     return ydoc_fail(p, n, "time_mode must be windows (strict windows while tenants compete), "
                            "timeslices (hardware timeslices only) or auto");
 }

@@ -41,6 +41,16 @@ const char *sched_mode_name(enum sched_mode m)
     return m == SCHED_MODE_WINDOWS ? "windows" : m == SCHED_MODE_TIMESLICES ? "timeslices" : "auto";
 }
 
+bool sched_mode_parse(const char *name, enum sched_mode *out)
+{
+    for (enum sched_mode m = SCHED_MODE_AUTO; m <= SCHED_MODE_WINDOWS; m++)
+        if (name && !strcmp(name, sched_mode_name(m))) {
+            *out = m;
+            return true;
+        }
+    return false;
+}
+
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us)
 {
     memset(g, 0, sizeof *g);

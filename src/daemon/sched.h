@@ -89,6 +89,9 @@ struct sched_gpu {
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us);
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode);
 const char *sched_mode_name(enum sched_mode m);
+/* "auto", "timeslices" or "windows" (sched_mode_name's words) into *out; false
+ * for anything else (NULL included). */
+bool sched_mode_parse(const char *name, enum sched_mode *out);
 /* A tenant arrives or changes policy; slot < SCHED_MAX_TENANTS. 0 or -EINVAL. */
 int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p);
 void sched_tenant_remove(struct sched_gpu *g, unsigned slot);

@@ -131,12 +131,8 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
 
 static int parse_mode(struct ydoc *p, const yaml_node_t *v, enum sched_mode *mode)
 {
-    const char *m = sval(v);
-    for (enum sched_mode k = SCHED_MODE_AUTO; k <= SCHED_MODE_WINDOWS; k++)
-        if (m && !strcmp(m, sched_mode_name(k))) {
-            *mode = k;
-            return 0;
-        }
+    if (sched_mode_parse(sval(v), mode))
+        return 0;
     return ydoc_fail(p, v, "mode must be auto, timeslices or windows");
 }
 
