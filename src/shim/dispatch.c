@@ -443,15 +443,21 @@ static void read_params(struct call_frame *f, struct tracer_scratch *sc)
     }
 }
 
+/* The RM_CONTROL header of the call, once the driver has answered. */
+static bool control_after(const struct call_frame *f, struct rm_control_args *c)
+{
+    if (RM_IOC_NR(f->in_req) != RM_NR_CONTROL || f->after_len < sizeof *c)
+        return false;
+    memcpy(c, f->after, sizeof *c);
+    return true;
+}
+
 /* The tenant's view of the GPU's memory: rewrite FB_GET_INFO_V2 before anyone reads it. */
 static void rewrite_memory_view(struct call_frame *f)
 {
-    if (!memguard_active() || !f->params_rw || RM_IOC_NR(f->in_req) != RM_NR_CONTROL ||
-        f->after_len < sizeof(struct rm_control_args))
-        return;
     struct rm_control_args c;
-    memcpy(&c, f->after, sizeof c);
-    if (c.cmd != RM_CTRL_NV2080_FB_GET_INFO_V2 || c.params_size != 1028)
+    if (!memguard_active() || !f->params_rw || !control_after(f, &c) ||
+        c.cmd != RM_CTRL_NV2080_FB_GET_INFO_V2 || c.params_size != 1028)
         return;
     struct objtree *t = state_lock();
     int gpu = t ? objtree_gpu_of(t, c.h_client, c.h_object) : -1;
@@ -463,11 +469,9 @@ static void rewrite_memory_view(struct call_frame *f)
  * creates, after Kairos set the tenant's) does not stand while a policy is in force. */
 static void keep_policy_timeslice(const struct call_frame *f)
 {
-    if (!timectl_active() || f->ret != 0 || RM_IOC_NR(f->in_req) != RM_NR_CONTROL ||
-        f->after_len < sizeof(struct rm_control_args))
-        return;
     struct rm_control_args c;
-    memcpy(&c, f->after, sizeof c);
+    if (!timectl_active() || f->ret != 0 || !control_after(f, &c))
+        return;
     if (c.cmd == RM_CTRL_NVA06C_SET_TIMESLICE && c.status == RM_NV_OK)
         timectl_after_app_timeslice(c.h_client, c.h_object);
 }
