@@ -1,10 +1,12 @@
 /* shim_fake.c - test helpers over the fake driver (see shim_fake.h). */
 #include "shim_fake.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cmocka.h>
 
@@ -131,4 +133,23 @@ struct objtree_stats fk_stats(void)
     struct objtree_stats s;
     state_stats(&s);
     return s;
+}
+
+void *fk_doorbell(const struct shim_real *r, int ctl, uint32_t client, uint32_t subdevice,
+                  int *dev0)
+{
+    uint32_t um = 0;
+    uint8_t um_params[2] = {0};
+    assert_int_equal(fk_alloc(r, ctl, client, subdevice, &um, RM_CLASS_HOPPER_USERMODE_A,
+                              um_params, sizeof um_params, true, false),
+                     0);
+    *dev0 = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidia0", O_RDWR, 0);
+    assert_true(*dev0 >= 0);
+    struct rm_map_memory_args map = {.h_client = client, .h_device = subdevice, .h_memory = um,
+                                     .length = 0x10000, .fd = *dev0};
+    assert_int_equal(shim_ioctl(r, ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map), 0);
+    assert_int_equal(map.status, 0);
+    void *bell = shim_mmap(r, false, NULL, 0x10000, PROT_WRITE, MAP_SHARED, *dev0, 0);
+    assert_true(bell != MAP_FAILED);
+    return bell;
 }

@@ -33,6 +33,11 @@ uint32_t fk_fb_info(const struct shim_real *r, int fd, uint32_t client, uint32_t
 void fk_context(const struct shim_real *r, int fd, uint32_t *client, uint32_t *device,
                 uint32_t *subdevice);
 
+/* The doorbell as CUDA maps it: a usermode object under subdevice, MAP_MEMORY
+ * naming a fresh /dev/nvidia0 descriptor (in *dev0), and the mmap of that. */
+void *fk_doorbell(const struct shim_real *r, int ctl, uint32_t client, uint32_t subdevice,
+                  int *dev0);
+
 struct objtree_stats fk_stats(void);
 
 #endif /* KAIROS_TESTS_SHIM_FAKE_H */

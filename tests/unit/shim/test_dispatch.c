@@ -37,7 +37,7 @@ static void test_context_sequence(void **state)
     assert_int_equal(s.vidmem_allocs, 3);
 
     /* VA space, a channel group with two channels (one via XFER + NVOS21). */
-    uint32_t va = 0x2001, tsg = 0x2002, ch1 = 0x2003, ch2 = 0x2004, um = 0x2005;
+    uint32_t va = 0x2001, tsg = 0x2002, ch1 = 0x2003, ch2 = 0x2004;
     assert_int_equal(fk_alloc(r, ctl, client, device, &va, RM_CLASS_FERMI_VASPACE_A, NULL, 0,
                               true, false),
                      0);
@@ -54,17 +54,8 @@ static void test_context_sequence(void **state)
                      0);
 
     /* The doorbell: usermode object, MAP_MEMORY naming a /dev/nvidia0 fd, mmap of it. */
-    uint8_t um_params[2] = {0};
-    assert_int_equal(fk_alloc(r, ctl, client, subdevice, &um, RM_CLASS_HOPPER_USERMODE_A,
-                              um_params, sizeof um_params, true, false),
-                     0);
-    int dev0 = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidia0", O_RDWR, 0);
-    struct rm_map_memory_args map = {.h_client = client, .h_device = subdevice, .h_memory = um,
-                                     .length = 0x10000, .fd = dev0};
-    assert_int_equal(shim_ioctl(r, ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map), 0);
-    assert_int_equal(map.status, 0);
-    void *bell = shim_mmap(r, false, NULL, 0x10000, PROT_WRITE, MAP_SHARED, dev0, 0);
-    assert_true(bell != MAP_FAILED);
+    int dev0;
+    void *bell = fk_doorbell(r, ctl, client, subdevice, &dev0);
 
     s = fk_stats();
     assert_int_equal(s.live_clients, 1);

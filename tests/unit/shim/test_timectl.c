@@ -103,19 +103,8 @@ static void gpu1(uint32_t *dev, uint32_t *sub)
 
 static void *map_doorbell(void)
 {
-    uint32_t um = 0;
-    uint8_t um_params[2] = {0};
-    assert_int_equal(fk_alloc(r, ctl, client, subdevice, &um, RM_CLASS_HOPPER_USERMODE_A,
-                              um_params, sizeof um_params, true, false),
-                     0);
-    int dev0 = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidia0", O_RDWR, 0);
-    assert_true(dev0 >= 0);
-    struct rm_map_memory_args map = {.h_client = client, .h_device = subdevice, .h_memory = um,
-                                     .length = 0x10000, .fd = dev0};
-    assert_int_equal(shim_ioctl(r, ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map), 0);
-    assert_int_equal(map.status, 0);
-    void *bell = shim_mmap(r, false, NULL, 0x10000, PROT_WRITE, MAP_SHARED, dev0, 0);
-    assert_true(bell != MAP_FAILED);
+    int dev0;
+    void *bell = fk_doorbell(r, ctl, client, subdevice, &dev0);
     assert_int_equal(fk_stats().live_doorbell_mappings, 1);
     return bell;
 }
