@@ -84,9 +84,8 @@ static void reset_mode(struct sched_gpu *g)
     g->windows = windows_by_mode(g);
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         g->t[i].debt_us = 0;
-    }
 }
 
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode)
@@ -246,11 +245,11 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         struct sched_tenant *t = &g->t[i];
         if (!t->present || !t->dec.period_us)
             continue;
+        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
+            continue; /* coarse use (NVML): the windows alone are the shares */
         double entitled = g->windows ? t->target * P : t->pol.limit * P;
         if (g->windows && sum > 0) /* shares of what the windows delivered */
             entitled = t->target * sum;
-        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
-            continue; /* coarse use (NVML): the windows alone are the shares */
         t->debt_us = fmax(-DEBT_MAX * P, fmin(DEBT_MAX * P, t->debt_us + entitled - charged[i]));
     }
 }

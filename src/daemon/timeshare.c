@@ -27,7 +27,6 @@ struct timeshare {
     int tfd;
     struct loop_watch *w;
     uint64_t epoch_ns;
-    uint64_t last_wall_us;
     bool util_warned;
     unsigned ticks_logged;
     char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
@@ -202,6 +201,16 @@ void timeshare_reconfigure(struct timeshare *t)
     }
 }
 
+static void log_samples(unsigned gpu, const struct gpu_util *u, size_t n)
+{
+    char seen[256] = "";
+    size_t len = 0;
+    for (size_t k = 0; k < n && len < sizeof seen; k++)
+        len += (size_t)snprintf(seen + len, sizeof seen - len, " %d=%u%%", (int)u[k].pid,
+                                u[k].sm_percent);
+    log_debug("GPU %u utilization:%s", gpu, n ? seen : " no samples");
+}
+
 /* One GPU's use per tenant since since_us, from the backend. 0 or -errno. */
 static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
                    struct sched_usage use[SCHED_MAX_TENANTS])
@@ -215,19 +224,14 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
     int rc = t->gpu->ops->utilization(t->gpu, gpu, since_us, u, GPU_MAX_PROCS, &n);
     if (rc)
         return rc;
-    char seen[256] = "";
-    size_t len = 0;
     for (size_t k = 0; k < n; k++) {
         struct ledger_member *m = ledger_find_pid(&t->ts->ledger, u[k].pid);
         int s = m ? slot_find(t, m->tenant->name) : -1;
         if (s >= 0) /* all processes of a tenant are one */
             use[s].used_us += (uint64_t)u[k].sm_percent * t->g[gpu].period_us / 100;
-        if (len < sizeof seen)
-            len += (size_t)snprintf(seen + len, sizeof seen - len, " %d=%u%%%s", (int)u[k].pid,
-                                    u[k].sm_percent, s >= 0 ? "" : "(no policy)");
     }
-    if (++t->ticks_logged % 10 == 0) /* once a second: what the feedback is made of */
-        log_debug("GPU %u utilization:%s", gpu, n ? seen : " no samples");
+    if (++t->ticks_logged % 10 == 0) /* once a second, what the figures are made of */
+        log_samples(gpu, u, n);
     return 0;
 }
 
@@ -273,7 +277,6 @@ void timeshare_tick(struct timeshare *t)
         record_period(t, g, paused);
         push_changed(t, g);
     }
-    t->last_wall_us = now_us;
 }
 
 static void on_timer(void *ctx, int fd, uint32_t events)
@@ -349,7 +352,6 @@ int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend
     t->ctx = ctx;
     t->tfd = -1;
     t->epoch_ns = clock_ns(CLOCK_MONOTONIC);
-    t->last_wall_us = clock_ns(CLOCK_REALTIME) / 1000;
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
         sched_gpu_init(&t->g[g], SCHED_PERIOD_US);
     if (loop) {
