@@ -472,10 +472,11 @@ bool timectl_is_paused(uint32_t gpu)
 
 /* Sets the policy's timeslice on one channel group, if one is in force. Re-reads
  * after setting: a policy change racing with us either listed this group itself
- * or is seen here. */
-static void enforce_timeslice(int fd, uint32_t client, uint32_t tsg, uint32_t gpu)
+ * or is seen here. Returns whether one was set. */
+static bool enforce_timeslice(int fd, uint32_t client, uint32_t tsg, uint32_t gpu)
 {
     uint64_t us = atomic_load(&tc_timeslice[gpu]);
+    bool set = us != 0;
     while (us) {
         set_timeslice(fd, client, tsg, us);
         uint64_t again = atomic_load(&tc_timeslice[gpu]);
@@ -483,6 +484,7 @@ static void enforce_timeslice(int fd, uint32_t client, uint32_t tsg, uint32_t gp
             break;
         us = again;
     }
+    return set;
 }
 
 void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg)
@@ -497,10 +499,9 @@ void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg)
         fd = fdtable_fd_of_file(ref.file_id);
     }
     state_unlock();
-    if (gpu >= 0 && gpu < KAIROS_MAX_GPUS && fd >= 0) {
-        enforce_timeslice(fd, h_client, h_tsg, (uint32_t)gpu);
+    if (gpu >= 0 && gpu < KAIROS_MAX_GPUS && fd >= 0 &&
+        enforce_timeslice(fd, h_client, h_tsg, (uint32_t)gpu))
         atomic_fetch_add(&st_overridden, 1);
-    }
 }
 
 void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
@@ -530,7 +531,7 @@ void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
     if (gpu < 0 || gpu >= KAIROS_MAX_GPUS || fd < 0)
         return;
     if (tsg) {
-        enforce_timeslice(fd, h_client, h_object, (uint32_t)gpu);
+        (void)enforce_timeslice(fd, h_client, h_object, (uint32_t)gpu);
         return;
     }
     if (!subdevice)
