@@ -1,0 +1,53 @@
+# probe.sh - the `probe` section of scripts/gpu-suite (sourced; uses $bin, $OUT,
+# $kairos). Measurements that decide designs rather than check features:
+#   1. what a channel's USERD (GPGet/GPPut) says while the GPU idles, runs a deep
+#      queue, a shallow queue, a CUDA graph and one long kernel (userd_probe.so)
+#   2. what a pause does to a kernel longer than a window: a 1 s kernel alone, then
+#      under kairosd with a 30 % limit (windows), its global-timer stamps show gaps
+#      if the pause preempts it
+#   3. managed memory next to a neighbour: a process holding 32 GiB of managed memory
+#      it keeps touching, and a neighbour that allocates plain memory until refused
+# Writes $OUT/probe/*; prints the figures.
+pd=$OUT/probe
+mkdir -p "$pd"
+echo "--- probe 1. USERD GPGet/GPPut against known work"
+USERD_PROBE_OUT=$pd/userd.log LD_PRELOAD=$bin/userd_probe.so "$bin/probe_load" > "$pd/load.txt" 2>&1
+echo "probe_load exit $?"
+python3 tests/gpu/probe/userd_analyze.py "$pd/userd.log" "$pd/load.txt"
+grep -c '^# channel' "$pd/userd.log" | sed 's/^/userd: channels placed /'
+
+echo "--- probe 2. a 1 s kernel alone and under a 30 % limit"
+"$bin/probe_load" --only long --long-ms 1000 | grep '^long' | sed 's/^/alone: /'
+kd=$pd/kd
+mkdir -p "$kd"
+cat > "$kd/kairosd.yaml" <<EOF
+socket: $kd/kairosd.sock
+state: $kd/state.json
+admins: [0]
+audit: { interval_ms: 0 }
+tenants:
+  - name: capped
+    memory: { 0: 40G }
+    compute: { 0: { limit: 30% } }
+  - name: other
+    memory: { 0: 40G }
+    compute: { 0: { share: 50% } }
+EOF
+"$bin/kairosd" -c "$kd/kairosd.yaml" -l debug > "$kd/kairosd.log" 2>&1 &
+kd_pid=$!
+for _ in $(seq 100); do [ -S "$kd/kairosd.sock" ] && break; sleep 0.05; done
+KAIROS_SOCKET=$kd/kairosd.sock KAIROS_LOG=stderr "$kairos" run --tenant capped -- \
+  "$bin/probe_load" --only long --long-ms 1000 > "$pd/long-capped.txt" 2>&1
+grep '^long' "$pd/long-capped.txt" | sed 's/^/limit 30%: /'
+grep -i 'pause' "$pd/long-capped.txt" | tail -2
+kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
+
+echo "--- probe 3. managed memory next to a neighbour"
+timeout 60 "$bin/managed_neighbour" hold 32768 14 > "$pd/managed-hold.txt" 2>&1 &
+hold_pid=$!
+sleep 5
+timeout 40 "$bin/managed_neighbour" fill 160000 > "$pd/managed-fill.txt" 2>&1
+echo "fill exit $?"
+wait "$hold_pid"; echo "hold exit $?"
+head -3 "$pd/managed-hold.txt"; tail -4 "$pd/managed-hold.txt"
+cat "$pd/managed-fill.txt"

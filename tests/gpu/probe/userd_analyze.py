@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""userd_analyze.py - reads what userd_probe.so logged (channel GPGet/GPPut changes)
+against probe_load's phases and prints, per phase, how long some channel had work
+queued that the GPU had not fetched (GPPut != GPGet), and when the last such state
+ended relative to the moment the host saw the work finish (cudaDeviceSynchronize).
+
+Usage: userd_analyze.py PROBE_LOG LOAD_STDOUT
+"""
+import sys
+
+
+def read_events(path):
+    events, channels = [], set()
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            t, ch, get, put = (int(x) for x in line.split())
+            events.append((t, ch, get, put))
+            channels.add(ch)
+    return events, channels
+
+
+def read_phases(path):
+    phases, extra = [], []
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "phase" and len(w) == 4:
+                phases.append((w[1], int(w[2]), int(w[3])))
+            elif w:
+                extra.append(line.rstrip())
+    return phases, extra
+
+
+def pending_intervals(events):
+    """[(start, end)] during which some channel had GPPut != GPGet."""
+    state, out, since = {}, [], None
+    for t, ch, get, put in events:
+        state[ch] = put != get
+        busy = any(state.values())
+        if busy and since is None:
+            since = t
+        elif not busy and since is not None:
+            out.append((since, t))
+            since = None
+    if since is not None:
+        out.append((since, events[-1][0]))
+    return out
+
+
+def main():
+    events, channels = read_events(sys.argv[1])
+    phases, extra = read_phases(sys.argv[2])
+    print(f"userd: {len(events)} changes on {len(channels)} channels")
+    if not events:
+        print("userd: no USERD change seen (USERD not placed or not readable)")
+        return
+    iv = pending_intervals(events)
+    changes_by_ch = {}
+    for _, ch, _, _ in events:
+        changes_by_ch[ch] = changes_by_ch.get(ch, 0) + 1
+    print("userd: changes per channel", dict(sorted(changes_by_ch.items())))
+    print(f"{'phase':8} {'ms':>7} {'pending ms':>10} {'pending %':>9} "
+          f"{'last pending end vs done (ms)':>30} {'puts':>6}")
+    for name, s, e in phases:
+        pend = sum(max(0, min(b, e) - max(a, s)) for a, b in iv)
+        ends = [b for a, b in iv if a < e + 5_000_000 and b > s]
+        last = (max(ends) - e) / 1e6 if ends else float("nan")
+        puts = sum(1 for t, _, _, _ in events if s <= t <= e)
+        print(f"{name:8} {(e - s) / 1e6:7.1f} {pend / 1e6:10.2f} {100 * pend / (e - s):9.1f} "
+              f"{last:30.2f} {puts:6d}")
+    for line in extra:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
