@@ -7,6 +7,7 @@
 #      if the pause preempts it
 #   3. managed memory next to a neighbour: a process holding 32 GiB of managed memory
 #      it keeps touching, and a neighbour that allocates plain memory until refused
+#   4. MPS active-thread percentages against an SM-bound PyTorch load (a slice proxy)
 # Writes $OUT/probe/*; prints the figures.
 pd=$OUT/probe
 mkdir -p "$pd"
@@ -51,3 +52,18 @@ echo "fill exit $?"
 wait "$hold_pid"; echo "hold exit $?"
 head -3 "$pd/managed-hold.txt"; tail -4 "$pd/managed-hold.txt"
 cat "$pd/managed-fill.txt"
+
+echo "--- probe 4. MPS active-thread percentage as a proxy for a slice's SMs"
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  mps=$(mktemp -d)
+  mkdir -p "$mps/pipe" "$mps/log"
+  $python tests/gpu/probe/mps_matmul.py | sed 's/^/native: /'
+  CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log nvidia-cuda-mps-control -d
+  for p in 12 25 50 100; do
+    CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$p \
+      $python tests/gpu/probe/mps_matmul.py | sed "s/^/mps $p%: /"
+  done
+  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps/pipe nvidia-cuda-mps-control
+else
+  echo "no nvidia-cuda-mps-control here"
+fi
