@@ -23,7 +23,8 @@ static void gpu_block(FILE *out, const struct columns *cols, const struct ps_sna
             continue;
         if (!shown++)
             columns_header(out, cols, "  ");
-        columns_row(out, cols, "  ", &(struct columns_row){.r = &s->list[i], .g = g, .first = true});
+        struct columns_row row = {.r = &s->list[i], .g = g, .first = true};
+        columns_row(out, cols, "  ", &row);
     }
     if (!shown)
         fprintf(out, "  no tenant\n");
