@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"top", cmd_top, "watch tenants' time shares and memory per GPU, live"},
     {"trace", cmd_trace, "decode the GPU driver boundary of a command, or replay a recording"},
     {"plan", cmd_plan, "pack workloads onto MIG slices and time shares on the fewest GPUs"},
+    {"cdi", cmd_cdi, "write the CDI specification that gives containers their tenant"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
