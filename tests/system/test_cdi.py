@@ -15,14 +15,11 @@ import subprocess
 import sys
 import unittest
 
-try:
-    import jsonschema
-except ImportError:  # python3-jsonschema is Debian's: run under the system's python3
-    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
-    raise
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import debian_python  # noqa: E402
+
+debian_python.require("jsonschema")
+import jsonschema  # noqa: E402
 import kairos_proto as kp  # noqa: E402
 
 KAIROSD, KAIROS, SCHEMA = sys.argv[1], sys.argv[2], sys.argv[3]
