@@ -76,7 +76,7 @@ struct spank_option spank_options[] = {
 static int run_kairos(const char *const *argv, const char *what)
 {
     char out[1024];
-    int rc = spank_job_run(argv, job.timeout_s, out, sizeof out);
+    int rc = spank_job_run(&job, argv, out, sizeof out);
     if (rc == 0)
         return 0;
     if (rc == 124)

@@ -151,11 +151,6 @@ static bool push_opt(struct argv_b *b, const char *opt, const char *value)
     return !value || (push(b, opt) && push(b, value));
 }
 
-static int finish(struct argv_b *b, const struct spank_job *j, bool ok)
-{
-    ok = ok && push_opt(b, "--socket", j->socket);
-    return ok ? 0 : -ENOSPC;
-}
 
 int spank_job_argv_set(const struct spank_job *j, const char *tenant, const char *gpus,
                        const char **argv, size_t cap)
@@ -165,7 +160,7 @@ int spank_job_argv_set(const struct spank_job *j, const char *tenant, const char
               push_opt(&b, "--mem", j->mem) && push_opt(&b, "--gpus", gpus) &&
               push_opt(&b, "--share", j->share) && push_opt(&b, "--limit", j->limit) &&
               push_opt(&b, "--priority", j->priority);
-    return finish(&b, j, ok);
+    return ok ? 0 : -ENOSPC;
 }
 
 int spank_job_argv_admit(const struct spank_job *j, const char *tenant, pid_t pid,
@@ -175,7 +170,7 @@ int spank_job_argv_admit(const struct spank_job *j, const char *tenant, pid_t pi
     int w = snprintf(buf, buf_len, "%ld", (long)pid);
     bool ok = w > 0 && (size_t)w < buf_len && push(&b, j->kairos) && push(&b, "tenant") &&
               push(&b, "admit") && push(&b, tenant) && push(&b, buf);
-    return finish(&b, j, ok);
+    return ok ? 0 : -ENOSPC;
 }
 
 int spank_job_argv_del(const struct spank_job *j, const char *tenant, const char **argv,
@@ -183,7 +178,7 @@ int spank_job_argv_del(const struct spank_job *j, const char *tenant, const char
 {
     struct argv_b b = {argv, 0, cap};
     bool ok = push(&b, j->kairos) && push(&b, "tenant") && push(&b, "del") && push(&b, tenant);
-    return finish(&b, j, ok);
+    return ok ? 0 : -ENOSPC;
 }
 
 static long long now_ms(void)
@@ -195,8 +190,10 @@ static long long now_ms(void)
 
 /* In the child: its own process group, output to the pipe, nothing else
  * inherited, exec. */
-static void exec_child(const char *const *argv, int out_fd)
+static void exec_child(const char *const *argv, const char *socket, int out_fd)
 {
+    if (socket)
+        setenv("KAIROS_SOCKET", socket, 1);
     setpgid(0, 0); /* its own group: a hung command goes with all it started */
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0)
@@ -238,8 +235,10 @@ static bool collect(int fd, long long deadline, char *out, size_t out_len, size_
     }
 }
 
-int spank_job_run(const char *const *argv, unsigned timeout_s, char *out, size_t out_len)
+int spank_job_run(const struct spank_job *j, const char *const *argv, char *out,
+                  size_t out_len)
 {
+    unsigned timeout_s = j->timeout_s;
     int p[2];
     if (out_len)
         out[0] = 0;
@@ -253,7 +252,7 @@ int spank_job_run(const char *const *argv, unsigned timeout_s, char *out, size_t
         return -e;
     }
     if (pid == 0)
-        exec_child(argv, p[1]);
+        exec_child(argv, j->socket, p[1]);
     close(p[1]);
     size_t len = 0;
     long long deadline = now_ms() + (long long)timeout_s * 1000;

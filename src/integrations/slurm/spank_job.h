@@ -6,9 +6,10 @@
  *
  * The commands are those of `kairos tenant` (kairos-tenant(1)):
  *   kairos tenant set job-<jobid>.<stepid> --mem SIZE [--gpus LIST] [--share P]
- *                 [--limit P] [--priority X] [--socket PATH]
- *   kairos tenant admit NAME PID [--socket PATH]
- *   kairos tenant del NAME [--socket PATH]
+ *                 [--limit P] [--priority X]
+ *   kairos tenant admit NAME PID
+ *   kairos tenant del NAME
+ * with KAIROS_SOCKET in their environment when the plugin was given a socket.
  *
  * Thread rules: no shared state; spank_job_run forks (slurmstepd is one thread
  * where the plugin runs).
@@ -59,9 +60,11 @@ int spank_job_argv_admit(const struct spank_job *j, const char *tenant, pid_t pi
 int spank_job_argv_del(const struct spank_job *j, const char *tenant, const char **argv,
                        size_t cap);
 
-/* Runs argv[0] with argv, its standard output and error into out (cut, always
- * terminated), killed after timeout_s seconds with its process group. Returns its exit status (0..255),
- * 124 when it was killed for time, or -errno when it could not be started. */
-int spank_job_run(const char *const *argv, unsigned timeout_s, char *out, size_t out_len);
+/* Runs argv[0] with argv (and KAIROS_SOCKET=j->socket when set), its standard
+ * output and error into out (cut, always terminated), killed with its process
+ * group after j->timeout_s seconds. Returns its exit status (0..255), 124 when it
+ * was killed for time, or -errno when it could not be started. */
+int spank_job_run(const struct spank_job *j, const char *const *argv, char *out,
+                  size_t out_len);
 
 #endif /* KAIROS_SLURM_SPANK_JOB_H */

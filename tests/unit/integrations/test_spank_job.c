@@ -91,10 +91,9 @@ static void test_tenant_names_and_commands(void **state)
     assert_int_equal(spank_job_argv_admit(&j, "job-7.0", 4242, pid, sizeof pid, argv,
                                           SPANK_JOB_ARGV_MAX), 0);
     assert_argv(argv, (const char *[]){"/usr/bin/kairos", "tenant", "admit", "job-7.0",
-                                       "4242", "--socket", "/run/k.sock", NULL});
+                                       "4242", NULL});
     assert_int_equal(spank_job_argv_del(&j, "job-7.0", argv, SPANK_JOB_ARGV_MAX), 0);
-    assert_argv(argv, (const char *[]){"/usr/bin/kairos", "tenant", "del", "job-7.0",
-                                       "--socket", "/run/k.sock", NULL});
+    assert_argv(argv, (const char *[]){"/usr/bin/kairos", "tenant", "del", "job-7.0", NULL});
     assert_int_equal(spank_job_argv_set(&j, "job-7.0", NULL, argv, 6), -28); /* too small */
 }
 
@@ -102,19 +101,25 @@ static void test_runner(void **state)
 {
     (void)state;
     char out[64];
-    const char *ok[] = {"/bin/sh", "-c", "echo said this; echo and that >&2; exit 3", NULL};
-    assert_int_equal(spank_job_run(ok, 5, out, sizeof out), 3);
-    assert_string_equal(out, "said this\nand that\n");
+    struct spank_job j;
+    spank_job_init(&j);
+    j.timeout_s = 5;
+    j.socket = "/run/test/k.sock";
+    const char *ok[] = {"/bin/sh", "-c", "echo $KAIROS_SOCKET; echo and that >&2; exit 3", NULL};
+    assert_int_equal(spank_job_run(&j, ok, out, sizeof out), 3);
+    assert_string_equal(out, "/run/test/k.sock\nand that\n");
     const char *missing[] = {"/nonexistent/kairos", "tenant", NULL};
-    assert_int_equal(spank_job_run(missing, 5, out, sizeof out), 127);
+    assert_int_equal(spank_job_run(&j, missing, out, sizeof out), 127);
     assert_non_null(strstr(out, "cannot run /nonexistent/kairos"));
     /* hangs, and keeps its output open in a child: killed at the limit all the same */
     const char *hang[] = {"/bin/sh", "-c", "sleep 30 & exec sleep 30", NULL};
     time_t t0 = time(NULL);
-    assert_int_equal(spank_job_run(hang, 1, out, sizeof out), 124);
+    j.timeout_s = 1;
+    assert_int_equal(spank_job_run(&j, hang, out, sizeof out), 124);
     assert_true(time(NULL) - t0 <= 3);
     const char *chatty[] = {"/bin/sh", "-c", "yes | head -c 100000", NULL};
-    assert_int_equal(spank_job_run(chatty, 5, out, sizeof out), 0);
+    j.timeout_s = 5;
+    assert_int_equal(spank_job_run(&j, chatty, out, sizeof out), 0);
     assert_int_equal(strlen(out), sizeof out - 1); /* cut, terminated */
 }
 
