@@ -5,6 +5,7 @@ a scenario refused with file:line:column, and a start refused for shares above
 100 %; JSON valid whatever the tenants' names; figures in shares of the GPU's time,
 with the columns explained; --json without --sim a usage error.
 Usage: test_sim.py KAIROSD_BINARY SCENARIO_DIR"""
+import contextlib
 import json
 import os
 import re
@@ -14,6 +15,17 @@ import tempfile
 import unittest
 
 KAIROSD, SCENARIOS = sys.argv[1], sys.argv[2]
+
+
+@contextlib.contextmanager
+def scenario(text):
+    """A scenario or configuration file with text, removed afterwards."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(text)
+    try:
+        yield f.name
+    finally:
+        os.unlink(f.name)
 
 
 def kairosd(*args):
@@ -42,40 +54,31 @@ class Sim(unittest.TestCase):
             self.assertIn("aggregate: GPU busy", r.stdout)
 
     def test_bad_scenario_names_line_and_column(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write("tenants:\n  - { name: a, compute: { share: 75% }, load: deeper }\n")
-        try:
-            r = kairosd("--sim", f.name)
+        text = "tenants:\n  - { name: a, compute: { share: 75% }, load: deeper }\n"
+        with scenario(text) as path:
+            r = kairosd("--sim", path)
             self.assertEqual(r.returncode, 1)
-            self.assertIn(f.name + ":2:", r.stderr)
+            self.assertIn(path + ":2:", r.stderr)
             self.assertIn("deep, shallow, bursty or requests", r.stderr)
-        finally:
-            os.unlink(f.name)
 
     def test_json_error(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write('tenants:\n  - { name: "a\\"b", compute: { share: 75 }, load: deep }\n')
-        try:
-            r = kairosd("--sim", f.name, "--json")
+        text = 'tenants:\n  - { name: "a\\"b", compute: { share: 75 }, load: deep }\n'
+        with scenario(text) as path:
+            r = kairosd("--sim", path, "--json")
             self.assertEqual(r.returncode, 1)
             self.assertIn("percentage", json.loads(r.stdout)["error"])
-        finally:
-            os.unlink(f.name)
 
     def test_json_valid_for_any_tenant_name(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write('seconds: 2\ntenants:\n'
-                    '  - { name: "a\\"b", compute: { share: 60% }, load: deep }\n'
-                    '  - { name: "c\\\\d\\te", compute: { share: 40% }, load: deep }\n')
-        try:
-            r = kairosd("--sim", f.name, "--json")
+        text = ('seconds: 2\ntenants:\n'
+                '  - { name: "a\\"b", compute: { share: 60% }, load: deep }\n'
+                '  - { name: "c\\\\d\\te", compute: { share: 40% }, load: deep }\n')
+        with scenario(text) as path:
+            r = kairosd("--sim", path, "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             out = json.loads(r.stdout)
             self.assertEqual([t["name"] for t in out["tenants"]], ['a"b', "c\\d\te"])
             self.assertEqual(set(out["windows"][-1]["tenants"]), {'a"b', "c\\d\te"})
             self.assertAlmostEqual(out["tenants"][0]["target_gpu"], 0.6, places=3)
-        finally:
-            os.unlink(f.name)
 
     def test_a_limit_shows_as_a_share_of_the_gpu_time(self):
         """A tenant limited to 30 % alone on the GPU half of the run: 30 % of the
@@ -108,16 +111,13 @@ class Sim(unittest.TestCase):
             self.assertIn("goes with --sim", r.stderr)
 
     def test_check_refuses_shares_above_100(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write("gpus: 1\ntenants:\n"
-                    "  - name: a\n    compute: { 0: { share: 60% } }\n"
-                    "  - name: b\n    compute: { 0: { share: 50% } }\n")
-        try:
-            r = kairosd("-c", f.name, "--check")
+        text = ("gpus: 1\ntenants:\n"
+                "  - name: a\n    compute: { 0: { share: 60% } }\n"
+                "  - name: b\n    compute: { 0: { share: 50% } }\n")
+        with scenario(text) as path:
+            r = kairosd("-c", path, "--check")
             self.assertEqual(r.returncode, 1)
             self.assertIn("compute shares on GPU 0 add up to 110% (a 60%, b 50%)", r.stderr)
-        finally:
-            os.unlink(f.name)
 
 
 if __name__ == "__main__":

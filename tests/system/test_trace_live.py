@@ -42,7 +42,8 @@ class Live(unittest.TestCase):
     def test_summary_matches_the_program_and_the_replay(self):
         with tempfile.TemporaryDirectory() as d:
             rec, out = os.path.join(d, "r.nvtrace"), os.path.join(d, "out.jsonl")
-            r = trace("--json", "--output", out, "--record", rec, "--", FAKEAPP, "-t", "4", "-n", "40")
+            r = trace("--json", "--output", out, "--record", rec, "--", FAKEAPP, "-t", "4",
+                      "-n", "40")
             self.assertEqual(r.returncode, 0, r.stderr)
             app = app_counts(r.stdout)
             live = summary_of(open(out).read())
