@@ -47,13 +47,13 @@ static void ensure_init(void)
     }
 }
 
-static int on_option(int val, const char *optarg, int remote)
+static int on_option(int val, const char *arg, int remote)
 {
     char err[256];
     ensure_init();
     if (val < OPT_MEM || val > OPT_PRIORITY)
         return -1;
-    if (spank_job_option(&job, option_names[val], optarg, err, sizeof err)) {
+    if (spank_job_option(&job, option_names[val], arg, err, sizeof err)) {
         slurm_error("kairos: %s", err);
         return -1;
     }
