@@ -31,15 +31,17 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  -j, --json          one JSON document (errors as {\"error\": ...})\n"
-            "  -o, --columns LIST  the columns to show, comma separated, from: %s\n"
-            "                      (default: " COLUMNS_PS_DEFAULT ",\n"
+            "  -o, --columns LIST  the columns to show, comma separated (default:\n"
+            "                      " COLUMNS_PS_DEFAULT ",\n"
             "                      the compute ones only when a tenant has a compute policy,\n"
             "                      PIDS cut to fit 80 columns)\n"
             "  -w, --wide          every column, PIDS uncut\n"
             "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
-            "  -h, --help          show this text\n",
-            columns_known());
+            "  -h, --help          show this text\n"
+            "\n"
+            "columns:\n");
+    columns_print_known(out, 2);
 }
 
 static int fail(bool json, const char *msg)

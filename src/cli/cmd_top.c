@@ -44,13 +44,15 @@ static void usage(FILE *out)
             "  -i, --interval SECONDS  refresh every SECONDS (default 1, 0.1 to 3600)\n"
             "  -1, --once              print one frame as plain text and exit (also when\n"
             "                          standard output is not a terminal)\n"
-            "  -o, --columns LIST      the columns to show, comma separated, from: %s\n"
-            "                          (default: " COLUMNS_TOP_DEFAULT ")\n"
+            "  -o, --columns LIST      the columns to show, comma separated (default:\n"
+            "                          " COLUMNS_TOP_DEFAULT ")\n"
             "  -w, --wide              every column top knows (adds prio, window, pauses)\n"
             "  -s, --socket PATH       kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
-            "  -h, --help              show this text\n",
-            columns_known());
+            "  -h, --help              show this text\n"
+            "\n"
+            "columns:\n");
+    columns_print_known(out, 2);
 }
 
 /* What is on the screen: the last figures kairosd gave, and the last error. */

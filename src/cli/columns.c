@@ -153,6 +153,20 @@ const char *columns_known(void)
            "1min, window, pauses, procs, pids";
 }
 
+void columns_print_known(FILE *out, int indent)
+{
+    int col = fprintf(out, "%*s", indent, "");
+    for (size_t i = 0; i < N_TABLE; i++) {
+        bool more = i + 1 < N_TABLE, first = col == indent;
+        int w = (int)strlen(table[i].name) + (more ? 1 : 0) + (first ? 0 : 1);
+        if (!first && col + w > COLUMNS_WIDTH) {
+            col = fprintf(out, "\n%*s", indent, "") - 1;
+            first = true;
+        }
+        col += fprintf(out, "%s%s%s", first ? "" : " ", table[i].name, more ? "," : "\n");
+    }
+}
+
 static const struct column *find(const char *name, size_t len)
 {
     for (size_t i = 0; i < N_TABLE; i++)

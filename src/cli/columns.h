@@ -51,8 +51,11 @@ int columns_parse(const char *list, struct columns *c, char *err, size_t err_len
 void columns_drop_compute(struct columns *c);
 /* Sets name_width from the tenants of s. */
 void columns_fit_names(struct columns *c, const struct ps_snapshot *s);
-/* The names every column has, comma separated (for help texts and errors). */
+/* The names every column has, comma separated (for errors). */
 const char *columns_known(void);
+/* The same for a help text: lines of at most 80 columns, each after indent spaces
+ * (the first one too), ending in '\n'. */
+void columns_print_known(FILE *out, int indent);
 
 /* The header line and one row, each prefixed by indent, ending in '\n'. */
 void columns_header(FILE *out, const struct columns *c, const char *indent);

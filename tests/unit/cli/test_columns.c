@@ -107,12 +107,39 @@ static void test_drop_compute_and_no_gpu(void **state)
     free(text);
 }
 
+/* The help text's list: every column, lines within 80 columns, no trailing blank. */
+static void test_known_list_for_help(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    columns_print_known(f, 2);
+    fclose(f);
+    char err[256];
+    struct columns c = {0};
+    char *names = strdup(columns_known());
+    for (char *n = strtok(names, ", "); n; n = strtok(NULL, ", ")) {
+        assert_int_equal(columns_parse(n, &c, err, sizeof err), 0);
+        assert_non_null(strstr(buf, n));
+    }
+    free(names);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        assert_true(strlen(line) <= COLUMNS_WIDTH);
+        assert_true(line[strlen(line) - 1] != ' ');
+        assert_true(!strncmp(line, "  ", 2) && line[2] != ' ');
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_column_refused),
         cmocka_unit_test(test_default_ps_row_cut_to_80),
         cmocka_unit_test(test_drop_compute_and_no_gpu),
+        cmocka_unit_test(test_known_list_for_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
