@@ -7,6 +7,7 @@ kairosd with the fake GPU, the CUDA-like program on the fake driver:
   - a task that asks for another tenant (KAIROS_TENANT=other) is capped all the
     same: its pid was admitted, its environment does not choose;
   - the tenant is gone when the step ends;
+  - sbatch --gpu-mem makes the batch step a tenant too (job-<id>.batch);
   - a bad --gpu-mem is refused by srun before anything runs.
 Skipped, with the reason, when Slurm cannot run here (not root, packages missing,
 slurmd not up within 30 s), when the plugin was not built or is sanitized (slurmstepd
@@ -196,6 +197,13 @@ class Slurm(unittest.TestCase):
                            capture_output=True, text=True, timeout=10)
         return {t["name"]: t for t in json.loads(r.stdout)["tenants"]}
 
+    def gone(self, match, seconds=15):
+        """No tenant matches within seconds (the step's exit runs as it ends)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and any(match(n) for n in self.tenants()):
+            time.sleep(0.1)
+        return not any(match(n) for n in self.tenants())
+
     def srun(self, *args, timeout=60):
         return self.cluster.run(["srun", "-N1", "-n1", "--time=1", *args], env=self.task_env(),
                                 timeout=timeout)
@@ -228,16 +236,26 @@ class Slurm(unittest.TestCase):
         self.assertEqual(c["vidmem_bytes"], 64 * MiB)  # 8 MiB context + 28 blocks
         self.assertEqual(c["failed"], 12)
         self.assertEqual(c["fb_total_kib"], 64 * 1024)  # it sees the quota as its GPU
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and seen["name"] in self.tenants():
-            time.sleep(0.1)
-        self.assertNotIn(seen["name"], self.tenants())
+        self.assertTrue(self.gone(lambda n: n == seen["name"]), self.tenants())
 
     def test_environment_does_not_choose_the_tenant(self):
         r = self.srun("--gpu-mem=32M", "/bin/sh", "-c",
                       f"KAIROS_TENANT=other exec {FAKEAPP} -n 40 -s {2 * MiB}")
         self.assertEqual(r.returncode, 0, r.stderr + self.cluster.logs())
         self.assertEqual(self.counts(r.stdout)["vidmem_bytes"], 32 * MiB)
+
+    def test_sbatch_batch_step(self):
+        """sbatch --gpu-mem reaches the batch step: tenant job-<id>.batch."""
+        out = os.path.join(self.cluster.dir, "batch.out")
+        script = f"echo tenant=$KAIROS_TENANT; {FAKEAPP} -n 20 -s {MiB}"
+        r = self.cluster.run(["sbatch", "--wait", "--time=1", "--gpu-mem=16M", "-o", out,
+                              "--wrap", script], env=self.task_env(), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr + self.cluster.logs())
+        with open(out) as f:
+            text = f.read()
+        self.assertRegex(text, r"tenant=job-\d+\.batch\n")
+        self.assertEqual(self.counts(text)["vidmem_bytes"], 16 * MiB)
+        self.assertTrue(self.gone(lambda n: n.endswith(".batch")), self.tenants())
 
     def test_bad_option_refused_before_running(self):
         r = self.srun("--gpu-mem=8GB", "/bin/echo", "ran")

@@ -60,7 +60,9 @@ static int on_option(int val, const char *arg, int remote)
     return 0;
 }
 
-struct spank_option spank_options[] = {
+/* Registered in slurm_spank_init in every context (srun, sbatch and salloc, and
+ * slurmstepd), so that sbatch --gpu-mem=... reaches the job's steps too. */
+static struct spank_option options[] = {
     {"gpu-mem", "SIZE", "GPU memory quota of the job step on each of its GPUs (kairos): "
      "8G, 512MiB, 50%", 1, OPT_MEM, on_option},
     {"gpu-share", "PCT", "GPU time guaranteed to the job step whenever others compete "
@@ -97,6 +99,11 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     for (int i = 0; i < ac; i++)
         if (spank_job_arg(&job, av[i], err, sizeof err)) {
             slurm_error("kairos: %s", err);
+            return -1;
+        }
+    for (struct spank_option *o = options; o->name; o++)
+        if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+            slurm_error("kairos: cannot register --%s", o->name);
             return -1;
         }
     return 0;
