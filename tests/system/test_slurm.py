@@ -66,7 +66,7 @@ class Cluster:
 
     def __init__(self, kairos_socket):
         self.dir = tempfile.mkdtemp(prefix="kairos-slurm-")
-        self.procs = []
+        self.procs, self.logfiles = [], []
         self.host = socket.gethostname().split(".")[0]
         d = self.dir
         for sub in ("state", "spool", "munge"):
@@ -117,6 +117,7 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=5 State=UP
                        check=True, timeout=20, capture_output=True)
         for daemon in ("slurmctld", "slurmd"):
             log = open(os.path.join(d, daemon + ".out"), "w")
+            self.logfiles.append(log)
             self.procs.append(subprocess.Popen([f"{SBIN}/{daemon}", "-D"], env=self.env,
                                                stdout=log, stderr=subprocess.STDOUT,
                                                start_new_session=True))
@@ -157,6 +158,8 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=5 State=UP
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+        for log in self.logfiles:
+            log.close()
         try:
             with open(os.path.join(self.dir, "munged.pid")) as f:
                 os.kill(int(f.read().strip()), signal.SIGTERM)
