@@ -34,9 +34,9 @@ static const char plan_usage_text[] =
     "  -f, --from PLAN     an existing plan (written with --json) for online changes\n"
     "  -A, --add FILE      place the workloads of FILE (same format, 'workloads' only is\n"
     "                      enough) into PLAN, moving as few placed workloads as possible\n"
-    "  -r, --remove NAMES  remove workloads from PLAN, then release a GPU if that moves\n"
+    "      --remove NAMES  remove workloads from PLAN, then release a GPU if that moves\n"
     "                      at most --max-moves workloads (default 2)\n"
-    "  -t, --exact-limit S time limit of the exact solver in seconds (default 10)\n"
+    "      --exact-limit S time limit of the exact solver in seconds (default 10)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 plan found for every workload, 1 runtime error or an infeasible\n"
@@ -82,7 +82,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
     int ch, a;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:jyf:A:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'a':
             if (!strcmp(optarg, "all"))

@@ -242,7 +242,7 @@ int plan_bench(int argc, char **argv)
     int no_exact = 0, scale = 0, cases = 0, ch, rc = 0;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "c:t:nsh", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "nh", longs, NULL)) != -1) {
         switch (ch) {
         case 'c': root = optarg; cases = 1; break;
         case 't': limit = atof(optarg); break;

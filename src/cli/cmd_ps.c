@@ -2,7 +2,10 @@
  * quota per GPU, refusals so far, and the time shares of tenants with a compute
  * policy (ps_view.c decodes them), as an aligned table or one JSON document.
  *
- *   kairos ps [--json] [--socket PATH]
+ *   kairos ps [--json] [--columns LIST | --wide] [--socket PATH]
+ *
+ * The table's columns are those of columns.c: a default set that fits 80 columns
+ * (its PIDS cut to fit), every column with --wide, or the ones -o names.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -12,9 +15,9 @@
 #include <string.h>
 
 #include "cli/client.h"
+#include "cli/columns.h"
 #include "cli/commands.h"
 #include "cli/ps_view.h"
-#include "core/units.h"
 
 static void usage(FILE *out)
 {
@@ -28,9 +31,17 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  -j, --json          one JSON document (errors as {\"error\": ...})\n"
+            "  -o, --columns LIST  the columns to show, comma separated (default:\n"
+            "                      " COLUMNS_PS_DEFAULT ",\n"
+            "                      the compute ones only when a tenant has a compute policy,\n"
+            "                      PIDS cut to fit 80 columns)\n"
+            "  -w, --wide          every column, PIDS uncut\n"
             "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
-            "  -h, --help          show this text\n");
+            "  -h, --help          show this text\n"
+            "\n"
+            "columns:\n");
+    columns_print_known(out, 2);
 }
 
 static int fail(bool json, const char *msg)
@@ -99,80 +110,29 @@ static void print_json(const struct ps_snapshot *s)
     json_decref(root);
 }
 
-static void print_pids(const struct kairos_ps_reply *r, char *out, size_t cap)
-{
-    size_t len = 0;
-    out[0] = 0;
-    for (uint32_t k = 0; k < r->n_pids && k < KAIROS_PS_MAX_PIDS && len + 16 < cap; k++) {
-        int w = snprintf(out + len, cap - len, "%s%u", k ? "," : "", r->pids[k]);
-        len += w > 0 ? (size_t)w : 0;
-    }
-    if (r->n_pids > KAIROS_PS_MAX_PIDS)
-        snprintf(out + len, cap - len, ",... (%u in all)", r->n_pids);
-    if (!r->n_pids)
-        snprintf(out, cap, "-");
-}
-
-/* The compute columns: SHARE LIMIT PRIO TARGET 100MS 1MIN WINDOW PAUSES. */
-#define COMPUTE_FMT "%6s  %5s  %-7s  %6s  %6s  %6s  %11s  %7s  "
-
-static void print_compute_cells(const struct kairos_ps_reply *r, unsigned g)
-{
-    struct ps_compute c;
-    if (!r || !ps_compute_get(r, g, &c)) {
-        printf(COMPUTE_FMT, "-", "-", "-", "-", "-", "-", "-", "-");
-        return;
-    }
-    char share[16], limit[16], target[16], window[16], minute[16], duty[32], pauses[24];
-    snprintf(pauses, sizeof pauses, "%llu", (unsigned long long)c.pauses);
-    printf(COMPUTE_FMT, ps_cell_pct(c.share, true, share, sizeof share),
-           ps_cell_limit(c.limit, limit, sizeof limit), c.priority,
-           ps_cell_pct(c.target, true, target, sizeof target),
-           ps_cell_pct(c.window, c.measured, window, sizeof window),
-           ps_cell_pct(c.minute, c.measured, minute, sizeof minute),
-           ps_cell_window(&c, duty, sizeof duty), pauses);
-}
-
-static void print_table(const struct ps_snapshot *s)
+static void print_table(const struct ps_snapshot *s, struct columns *cols, bool chosen)
 {
     if (!s->n) {
         printf("no tenants (kairosd manages %u GPU%s); create one with 'kairos run --mem SIZE' "
                "or in the configuration\n", s->n_gpus, s->n_gpus == 1 ? "" : "s");
         return;
     }
-    bool compute = ps_any_compute(s);
-    int w = 6;
-    for (size_t i = 0; i < s->n; i++)
-        if ((int)strlen(s->list[i].tenant) > w)
-            w = (int)strlen(s->list[i].tenant);
-    printf("%-*s  %3s  %11s  %11s  %7s  ", w, "TENANT", "GPU", "HELD", "QUOTA", "REFUSED");
-    if (compute)
-        printf(COMPUTE_FMT, "SHARE", "LIMIT", "PRIO", "TARGET", "100MS", "1MIN", "WINDOW",
-               "PAUSES");
-    printf("PIDS\n");
+    if (!chosen && !ps_any_compute(s))
+        columns_drop_compute(cols);
+    columns_fit_names(cols, s);
+    columns_header(stdout, cols, "");
     for (size_t i = 0; i < s->n; i++) {
-        const struct kairos_ps_reply *r = &s->list[i];
-        char pids[1024];
-        print_pids(r, pids, sizeof pids);
-        bool first = true;
+        struct columns_row row = {.r = &s->list[i], .first = true};
         for (unsigned g = 0; g < s->n_gpus; g++) {
-            if (!ps_gpu_shown(r, g))
+            if (!ps_gpu_shown(row.r, g))
                 continue;
-            char held[32], quota[32];
-            printf("%-*s  %3u  %11s  %11s  %7llu  ", w, first ? r->tenant : "", g,
-                   units_format_size(r->held[g], held, sizeof held),
-                   units_format_size(r->quota[g], quota, sizeof quota),
-                   (unsigned long long)r->refusals[g]);
-            if (compute)
-                print_compute_cells(r, g);
-            printf("%s\n", first ? pids : "");
-            first = false;
+            row.g = g;
+            columns_row(stdout, cols, "", &row);
+            row.first = false;
         }
-        if (first) {
-            printf("%-*s  %3s  %11s  %11s  %7s  ", w, r->tenant, "-", "-", "no GPU", "-");
-            if (compute)
-                print_compute_cells(NULL, 0);
-            printf("%s\n", pids);
+        if (row.first) {
+            row.no_gpu = true;
+            columns_row(stdout, cols, "", &row);
         }
     }
 }
@@ -182,17 +142,25 @@ int cmd_ps(int argc, char **argv)
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
         {"socket", required_argument, NULL, 's'},
+        {"columns", required_argument, NULL, 'o'},
+        {"wide", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false;
-    const char *socket_path = NULL;
+    bool json = false, wide = false;
+    const char *socket_path = NULL, *chosen = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "js:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "js:o:wh", longopts, NULL)) != -1) {
         switch (c) {
         case 'j':
             json = true;
+            break;
+        case 'o':
+            chosen = optarg;
+            break;
+        case 'w':
+            wide = true;
             break;
         case 's':
             socket_path = optarg;
@@ -210,14 +178,20 @@ int cmd_ps(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    struct ps_snapshot snap;
+    struct columns cols = {.max_width = chosen || wide ? 0 : COLUMNS_WIDTH};
     char err[512];
+    if (columns_parse(chosen ? chosen : wide ? COLUMNS_PS_WIDE : COLUMNS_PS_DEFAULT, &cols, err,
+                      sizeof err)) {
+        fprintf(stderr, "kairos ps: --columns: %s\n", err);
+        return 2;
+    }
+    struct ps_snapshot snap;
     if (ps_fetch(client_socket_path(socket_path), &snap, err, sizeof err))
         return fail(json, err);
     if (json)
         print_json(&snap);
     else
-        print_table(&snap);
+        print_table(&snap, &cols, chosen != NULL);
     ps_snapshot_free(&snap);
     return 0;
 }

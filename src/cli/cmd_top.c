@@ -5,7 +5,7 @@
  * time; q quits. With --once, or when standard output is not a terminal, it prints
  * one frame as plain text and exits.
  *
- *   kairos top [--interval SECONDS] [--once] [--socket PATH]
+ *   kairos top [--interval SECONDS] [--once] [--columns LIST | --wide] [--socket PATH]
  */
 #include <curses.h>
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
+#include "cli/columns.h"
 #include "cli/commands.h"
 #include "cli/ps_view.h"
 #include "cli/top_frame.h"
@@ -35,22 +36,29 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: kairos top [options]\n"
             "\n"
-            "Shows kairosd's tenants per GPU, refreshed live: target against achieved time\n"
-            "share (last 100 ms, last minute), share, limit, priority, pause window, pauses,\n"
-            "GPU memory held and quota. q quits.\n"
+            "Shows kairosd's tenants per GPU, refreshed live: target against achieved share\n"
+            "of the GPU's time (last 100 ms, last minute), share, limit, GPU memory held and\n"
+            "quota, processes (--wide adds priority, pause window and pauses). q quits.\n"
             "\n"
             "options:\n"
             "  -i, --interval SECONDS  refresh every SECONDS (default 1, 0.1 to 3600)\n"
             "  -1, --once              print one frame as plain text and exit (also when\n"
             "                          standard output is not a terminal)\n"
+            "  -o, --columns LIST      the columns to show, comma separated (default:\n"
+            "                          " COLUMNS_TOP_DEFAULT ")\n"
+            "  -w, --wide              every column top knows (adds prio, window, pauses)\n"
             "  -s, --socket PATH       kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
-            "  -h, --help              show this text\n");
+            "  -h, --help              show this text\n"
+            "\n"
+            "columns:\n");
+    columns_print_known(out, 2);
 }
 
 /* What is on the screen: the last figures kairosd gave, and the last error. */
 struct top_view {
     const char *socket_path;
+    struct columns cols;
     double interval;
     struct ps_snapshot snap;
     char when[16];  /* time of snap, HH:MM:SS */
@@ -85,14 +93,14 @@ static void view_fetch(struct top_view *v)
 }
 
 /* The frame's lines, malloc'd text (NULL when out of memory). */
-static char *frame_text(const struct ps_snapshot *s)
+static char *frame_text(const struct top_view *v)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    top_frame_write(f, s);
+    top_frame_write(f, &v->snap, &v->cols);
     fclose(f);
     return buf;
 }
@@ -120,7 +128,7 @@ static void draw(const struct top_view *v)
         put_line(row++, v->err, strlen(v->err));
         attroff(A_BOLD);
     }
-    char *text = frame_text(&v->snap);
+    char *text = frame_text(v);
     const char *line = text ? text : "out of memory\n";
     while (*line) {
         const char *end = strchr(line, '\n');
@@ -193,16 +201,24 @@ int cmd_top(int argc, char **argv)
         {"interval", required_argument, NULL, 'i'},
         {"once", no_argument, NULL, '1'},
         {"socket", required_argument, NULL, 's'},
+        {"columns", required_argument, NULL, 'o'},
+        {"wide", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct top_view v = {.interval = 1.0};
-    const char *socket_path = NULL;
+    const char *socket_path = NULL, *chosen = COLUMNS_TOP_DEFAULT;
     bool once = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "i:1s:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "i:1s:o:wh", longopts, NULL)) != -1) {
         switch (c) {
+        case 'o':
+            chosen = optarg;
+            break;
+        case 'w':
+            chosen = COLUMNS_TOP_WIDE;
+            break;
         case 'i':
             if (parse_interval(optarg, &v.interval))
                 return 2;
@@ -226,6 +242,10 @@ int cmd_top(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (columns_parse(chosen, &v.cols, v.err, sizeof v.err)) {
+        fprintf(stderr, "kairos top: --columns: %s\n", v.err);
+        return 2;
+    }
     v.socket_path = client_socket_path(socket_path);
     view_fetch(&v);
     if (v.err[0]) {
@@ -239,7 +259,7 @@ int cmd_top(int argc, char **argv)
                 term ? term : "");
         plain = true;
     }
-    int rc = plain && top_frame_write(stdout, &v.snap) ? 1 : 0;
+    int rc = plain && top_frame_write(stdout, &v.snap, &v.cols) ? 1 : 0;
     ps_snapshot_free(&v.snap);
     return rc;
 }

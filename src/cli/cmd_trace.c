@@ -1,7 +1,7 @@
 /* cmd_trace.c - `kairos trace`: an strace for the GPU driver boundary.
  *
- *   kairos trace [-o FILE] [--json] [--summary] [--record FILE] -- CMD [ARGS]
- *   kairos trace [-o FILE] [--json] [--summary] --replay FILE
+ *   kairos trace [--output FILE] [--json] [--summary] [--record FILE] -- CMD [ARGS]
+ *   kairos trace [--output FILE] [--json] [--summary] --replay FILE
  *
  * Live: CMD runs with libkairos.so preloaded in trace mode; the shim sends one
  * recording line per event over a SOCK_SEQPACKET socket (one message per line, so
@@ -10,6 +10,7 @@
  * go through one trace session, so they print the same thing for the same calls.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -45,6 +46,7 @@ struct reader {
     unsigned line_no, bad_lines;
     uint8_t *bytes;
     size_t bytes_len;
+    bool started; /* the command ran or the recording opened: a summary follows */
 };
 
 static void usage(FILE *out)
@@ -57,17 +59,18 @@ static void usage(FILE *out)
             "one line per ioctl, mmap, open and close on /dev/nvidia*, then a summary.\n"
             "\n"
             "options:\n"
-            "  -o, --output FILE   write the decoded trace to FILE instead of stdout\n"
+            "      --output FILE   write the decoded trace to FILE instead of stdout\n"
             "  -j, --json          JSON Lines: one object per event, then a summary object\n"
-            "  -s, --summary       print only the summary\n"
+            "      --summary       print only the summary\n"
             "  -r, --record FILE   also save the raw recording (replayable with --replay)\n"
             "  -R, --replay FILE   decode a recording instead of running a command\n"
             "                      ('-' reads standard input)\n"
             "  -h, --help          show this text\n"
             "\n"
             "environment: KAIROS_SHIM=/path/to/libkairos.so overrides where the shim is found.\n"
-            "exit status: CMD's own (128+N if killed by signal N); with --replay 0, or 1 when\n"
-            "some lines could not be read.\n");
+            "exit status: CMD's own (128+N if killed by signal N), 1 when CMD cannot be\n"
+            "started; with --replay 0, or 1 when FILE cannot be opened or some lines could\n"
+            "not be read.\n");
 }
 
 static int parse_args(int argc, char **argv, struct trace_opts *o)
@@ -80,7 +83,7 @@ static int parse_args(int argc, char **argv, struct trace_opts *o)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:jsr:R:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+jr:R:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             o->output = optarg;
@@ -167,16 +170,31 @@ static int replay_stream(struct reader *r, FILE *in)
 
 /* ---- running a command ---------------------------------------------------------------- */
 
-static void exec_traced(char **command, const char *shim, int trace_fd)
+/* In the child: exec command; when that fails, its errno goes up err_fd (closed
+ * on a successful exec, so the parent reads nothing). */
+static void exec_traced(char **command, const char *shim, int trace_fd, int err_fd)
 {
     char fd_text[16];
     snprintf(fd_text, sizeof fd_text, "%d", trace_fd);
-    if (shim_path_preload(shim))
-        _exit(127);
-    setenv("KAIROS_TRACE_FD", fd_text, 1);
-    execvp(command[0], command);
-    fprintf(stderr, "kairos trace: cannot run '%s': %s\n", command[0], strerror(errno));
+    int e = shim_path_preload(shim) ? ENOMEM : 0;
+    if (!e) {
+        setenv("KAIROS_TRACE_FD", fd_text, 1);
+        execvp(command[0], command);
+        e = errno;
+    }
+    ssize_t n = write(err_fd, &e, sizeof e);
+    (void)n;
     _exit(127);
+}
+
+/* The child's exec failure (an errno), or 0 once it has exec'd. */
+static int exec_result(int err_fd)
+{
+    int e = 0;
+    ssize_t n;
+    while ((n = read(err_fd, &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    return n == (ssize_t)sizeof e ? e : 0;
 }
 
 static int receive_lines(struct reader *r, int sock)
@@ -218,9 +236,15 @@ static int run_traced(struct reader *r, char **command)
                 "KAIROS_SHIM=/path/to/libkairos.so\n");
         return 1;
     }
-    int sv[2];
+    int sv[2], ep[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
         fprintf(stderr, "kairos trace: socketpair: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pipe2(ep, O_CLOEXEC)) {
+        fprintf(stderr, "kairos trace: pipe: %s\n", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
         return 1;
     }
     int sndbuf = 4 * TRACE_MAX_LINE;
@@ -232,10 +256,22 @@ static int run_traced(struct reader *r, char **command)
     }
     if (pid == 0) {
         close(sv[0]);
+        close(ep[0]);
         int fd = dup(sv[1]); /* without CLOEXEC: the traced program inherits it */
-        exec_traced(command, shim, fd < 0 ? sv[1] : fd);
+        exec_traced(command, shim, fd < 0 ? sv[1] : fd, ep[1]);
     }
     close(sv[1]);
+    close(ep[1]);
+    int e = exec_result(ep[0]);
+    close(ep[0]);
+    if (e) {
+        close(sv[0]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        fprintf(stderr, "kairos trace: cannot run '%s': %s\n", command[0], strerror(e));
+        return 1;
+    }
+    r->started = true;
     signal(SIGINT, SIG_IGN); /* ^C goes to the traced command; we print what it did */
     int rc = receive_lines(r, sv[0]);
     close(sv[0]);
@@ -256,6 +292,7 @@ static int run(const struct trace_opts *o, struct reader *r)
         fprintf(stderr, "kairos trace: cannot open '%s': %s\n", o->replay, strerror(errno));
         return 1;
     }
+    r->started = true;
     int rc = replay_stream(r, in);
     if (in != stdin)
         fclose(in);
@@ -293,7 +330,8 @@ int cmd_trace(int argc, char **argv)
         rc = run(&o, &r);
         struct trace_summary sum;
         trace_session_summary(r.session, &sum);
-        trace_print_summary(&r.printer, &sum, r.bad_lines);
+        if (r.started) /* nothing ran: no summary that would look like a result */
+            trace_print_summary(&r.printer, &sum, r.bad_lines);
     }
     if (r.printer.out && r.printer.out != stdout)
         fclose(r.printer.out);

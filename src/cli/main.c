@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"top", cmd_top, "watch tenants' time shares and memory per GPU, live"},
     {"trace", cmd_trace, "decode the GPU driver boundary of a command, or replay a recording"},
     {"plan", cmd_plan, "pack workloads onto MIG slices and time shares on the fewest GPUs"},
+    {"cdi", cmd_cdi, "write the CDI specification that gives containers their tenant"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -29,9 +30,23 @@ static void usage(FILE *out)
     fprintf(out, "usage: kairos <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "  %-8s %s\n", "help", "show this text");
+    fprintf(out, "  %-8s %s\n", "help", "show this text; 'kairos help COMMAND' shows its usage");
     fprintf(out, "  %-8s %s\n", "version", "print the version");
     fprintf(out, "\n'kairos <command> --help' describes a command; man kairos-<command> has more.\n");
+}
+
+static const struct command *find(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name))
+            return &commands[i];
+    return NULL;
+}
+
+static int unknown(const char *name)
+{
+    fprintf(stderr, "kairos: unknown command '%s'; 'kairos help' lists the commands\n", name);
+    return 2;
 }
 
 int main(int argc, char **argv)
@@ -42,16 +57,24 @@ int main(int argc, char **argv)
     }
     const char *name = argv[1];
     if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
-        usage(stdout);
-        return 0;
+        if (argc < 3 || strcmp(name, "help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (argc > 3) {
+            fprintf(stderr, "kairos help: give one command at most\n");
+            return 2;
+        }
+        const struct command *cmd = find(argv[2]);
+        if (!cmd)
+            return unknown(argv[2]);
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return cmd->run(2, help_argv);
     }
     if (!strcmp(name, "version") || !strcmp(name, "--version")) {
         printf("kairos %s\n", KAIROS_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(name, commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kairos: unknown command '%s'; 'kairos help' lists the commands\n", name);
-    return 2;
+    const struct command *cmd = find(name);
+    return cmd ? cmd->run(argc - 1, argv + 1) : unknown(name);
 }

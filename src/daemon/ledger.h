@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/ratelog.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -53,6 +54,7 @@ struct ledger_tenant {
     bool had_member;
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
     bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
+    struct ratelog refusal_log;  /* server.c: its refusals logged once per interval */
     bool has_compute[KAIROS_MAX_GPUS];             /* run time: a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
 };

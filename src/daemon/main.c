@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,8 @@ static void usage(FILE *out)
             "      --sim FILE        run the scheduler against a simulated GPU (a scenario,\n"
             "                        see etc/sim/) faster than real time, print and exit\n"
             "      --sim-seconds N   simulated time (default: the scenario's seconds)\n"
-            "      --json            with --sim: JSON output\n"
+            "      --json            with --sim: one JSON document (without --sim: a usage\n"
+            "                        error)\n"
             "  -h, --help            show this text\n"
             "      --version         print the version\n"
             "\n"
@@ -163,22 +165,23 @@ static int parse_options(int argc, char **argv, struct options *o)
         usage(stderr);
         return 2;
     }
+    if (!o->sim && (o->json || o->sim_seconds > 0)) {
+        fprintf(stderr, "kairosd: %s goes with --sim SCENARIO (the daemon itself has no JSON "
+                        "output: see kairos ps --json)\n",
+                o->json ? "--json" : "--sim-seconds");
+        return 2;
+    }
     return 0;
 }
 
-/* {"error": "..."} with the text escaped for JSON. */
+/* {"error": "..."} on standard output. */
 static void print_json_error(const char *text)
 {
-    fputs("{\"error\": \"", stdout);
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    fputs("\"}\n", stdout);
+    json_t *e = json_pack("{s:s%}", "error", text, strlen(text));
+    if (e)
+        json_dumpf(e, stdout, 0);
+    fputc('\n', stdout);
+    json_decref(e);
 }
 
 /* --sim: the real scheduler against the simulated GPU; 0, or 1 on an error. */
@@ -196,8 +199,8 @@ static int run_sim(const struct options *o)
     if (o->sim_seconds > 0)
         sc.seconds = o->sim_seconds;
     if (!o->json)
-        printf("simulated GPU, %zu tenant(s), %.0f s; per second: tenant target/achieved %% of "
-               "busy time\n", sc.n, sc.seconds);
+        printf("simulated GPU, %zu tenant(s), %.0f s; every second, per tenant: target/ran, "
+               "%% of the GPU's time\n", sc.n, sc.seconds);
     if (sim_run(&sc, stdout, o->json ? 1 : 10, o->json, NULL)) {
         fprintf(stderr, "kairosd: out of memory\n");
         return 1;

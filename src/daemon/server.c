@@ -317,6 +317,13 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     return true;
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static bool on_charge(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
@@ -347,12 +354,15 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
     struct ledger_tenant *t = c->member->tenant;
     char a[32], line[128];
     if (!g.granted) {
-        uint64_t n = t->refusals[ch->gpu];
-        if (n <= 10 || !(n & (n - 1))) { /* the first ten, then powers of two */
+        uint64_t quiet;
+        if (ratelog_event(&t->refusal_log, now_ms(), RATELOG_INTERVAL_MS, &quiet)) {
             describe_held(t, ch->gpu, line, sizeof line);
-            log_info("tenant %s: refused %s on GPU %u for pid %u (%s); %llu refusal(s) so far",
+            log_info("tenant %s: refused %s on GPU %u for pid %u (%s); %llu refusal(s) on "
+                     "this GPU so far, %llu of the tenant's not logged since its last such "
+                     "line (one every %d s)",
                      t->name, tenants_size(ch->bytes, a, sizeof a), ch->gpu, c->pid, line,
-                     (unsigned long long)n);
+                     (unsigned long long)t->refusals[ch->gpu], (unsigned long long)quiet,
+                     RATELOG_INTERVAL_MS / 1000);
         }
     } else if (log_current_level >= LOG_LEVEL_DEBUG) {
         describe_held(t, ch->gpu, line, sizeof line);

@@ -36,8 +36,9 @@ int sim_scenario_load(const char *path, struct sim_scenario *sc, char *err, size
  * for the GPU (a tenant that got all it wanted is not judged: its target is its
  * demand; the others' targets are then shares of what it left). */
 struct sim_tenant_result {
-    double target;        /* mean target share of the busy time */
-    double achieved;      /* mean achieved share of the charged time (sched.h) */
+    double target;        /* mean target, part of the competing tenants' targets */
+    double achieved;      /* mean part of the competing tenants' charged time (sched.h) */
+    double target_gpu;    /* mean target, fraction of the GPU's time */
     double gpu;           /* mean fraction of the period it ran */
     double gpu_max;       /* largest fraction of one period */
     double err_p50, err_p95; /* |achieved - target| per window, percentage points */
@@ -52,8 +53,22 @@ struct sim_result {
     struct sim_tenant_result t[GPU_SIM_MAX_TENANTS];
 };
 
+/* One window as printed: per tenant present, its target and what it ran as
+ * fractions of the GPU's time, and its split (target and achieved as parts of the
+ * competing tenants' time, 0 when it did not compete). */
+struct sim_window {
+    double busy;
+    bool present[GPU_SIM_MAX_TENANTS];
+    double target_gpu[GPU_SIM_MAX_TENANTS], ran_gpu[GPU_SIM_MAX_TENANTS];
+    double tshare[GPU_SIM_MAX_TENANTS], ashare[GPU_SIM_MAX_TENANTS];
+};
+
+/* What the final table's columns mean, printed under it. */
+extern const char sim_legend[];
+
 /* Runs the scenario. out (may be NULL) gets one line per window every
- * print_every windows (0: none) and the final table; json selects JSON. */
+ * print_every windows (0: none) and the final table with its legend; json
+ * selects one JSON document instead. 0, or -ENOMEM. */
 int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool json,
             struct sim_result *res);
 

@@ -2,10 +2,26 @@
  * decisions in force, the real scheduler (sched_tick) sees what each tenant got
  * and decides the next period, as kairosd's tick does with NVML. Judges every
  * window after a warm-up following any change of the active set, and prints per
- * window and per tenant (plain or JSON). */
+ * window and per tenant (plain, with a legend of the columns, or one JSON document
+ * written with jansson). */
+
+const char sim_legend[] =
+    "\n"
+    "All figures are shares of the GPU's time (100 % is the whole GPU), over the judged\n"
+    "windows: those of 100 ms in which the tenant competed for the GPU, after a warm-up\n"
+    "of 10 windows following any arrival or departure.\n"
+    "  target    mean share the scheduler entitled the tenant to (its share, plus what\n"
+    "            idle or capped tenants left it, never above its limit)\n"
+    "  ran       mean share it ran; ran max: its largest share of one window (judged or not)\n"
+    "  err p50, err p95  median and 95th percentile over the windows of |charged -\n"
+    "            entitled| in percentage points (pp), both as parts of the time of the\n"
+    "            tenants that competed in that window\n"
+    "  ran p95   the same p95 with the time it really ran instead of the time charged\n"
+    "  windows   how many windows were judged\n";
 #include "daemon/sim.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,68 +50,79 @@ static void policy_text(const struct sched_policy *p, char *buf, size_t len)
         snprintf(buf + w, len - (size_t)w, " %s", sched_prio_name(p->prio));
 }
 
-static void print_window(FILE *out, bool json, bool first, size_t k, const struct sim_scenario *sc,
-                         const double *tshare, const double *ashare, const bool *present,
-                         double busy)
+/* One window: per tenant present its target and what it ran, both in % of the
+ * GPU's time (text), or into the JSON document's "windows". */
+static void print_window(FILE *out, json_t *windows, size_t k, const struct sim_scenario *sc,
+                         const struct sim_window *w)
 {
     double t = (double)(k + 1) * SCHED_PERIOD_US / 1e6;
-    if (json) {
-        fprintf(out, "%s\n    {\"t\": %.1f, \"busy\": %.4f, \"tenants\": {", first ? "" : ",", t,
-                busy);
-        bool any = false;
+    if (windows) {
+        json_t *split = json_object(), *gpu = json_object();
         for (size_t i = 0; i < sc->n; i++) {
-            if (!present[i])
+            if (!w->present[i])
                 continue;
-            fprintf(out, "%s\"%s\": [%.4f, %.4f]", any ? ", " : "", sc->tenants[i].name,
-                    tshare[i], ashare[i]);
-            any = true;
+            json_object_set_new(split, sc->tenants[i].name,
+                                json_pack("[f, f]", w->tshare[i], w->ashare[i]));
+            json_object_set_new(gpu, sc->tenants[i].name,
+                                json_pack("[f, f]", w->target_gpu[i], w->ran_gpu[i]));
         }
-        fprintf(out, "}}");
+        json_array_append_new(windows, json_pack("{s:f, s:f, s:o, s:o}", "t", t, "busy", w->busy,
+                                                 "tenants", split, "gpu_time", gpu));
         return;
     }
     fprintf(out, "t=%5.1fs ", t);
     for (size_t i = 0; i < sc->n; i++)
-        if (present[i])
-            fprintf(out, " %s %4.1f/%4.1f", sc->tenants[i].name, tshare[i] * 100, ashare[i] * 100);
-    fprintf(out, "  busy %5.1f%%\n", busy * 100);
+        if (w->present[i])
+            fprintf(out, " %s %4.1f/%4.1f", sc->tenants[i].name, w->target_gpu[i] * 100,
+                    w->ran_gpu[i] * 100);
+    fprintf(out, "  busy %5.1f%%\n", w->busy * 100);
 }
 
-static void print_table(FILE *out, bool json, const struct sim_scenario *sc,
-                        const struct sim_result *r)
+static json_t *tenant_json(const struct gpu_sim_tenant_spec *sp, const struct sim_tenant_result *t)
 {
-    if (json) {
-        fprintf(out, "\n  ],\n  \"busy\": %.4f,\n  \"tenants\": [", r->busy);
-        for (size_t i = 0; i < sc->n; i++) {
-            const struct sim_tenant_result *t = &r->t[i];
-            fprintf(out,
-                    "%s\n    {\"name\": \"%s\", \"share\": %.4f, \"limit\": %.4f, "
-                    "\"priority\": \"%s\", \"target\": %.4f, \"achieved\": %.4f, \"gpu\": %.4f, "
-                    "\"gpu_max\": %.4f, \"err_p50_pp\": %.3f, \"err_p95_pp\": %.3f, "
-                    "\"ran_err_p95_pp\": %.3f, "
-                    "\"windows\": %zu, \"latency_solo_us\": %llu, \"latency_p50_us\": %llu, "
-                    "\"latency_p95_us\": %llu}",
-                    i ? "," : "", sc->tenants[i].name, sc->tenants[i].pol.share,
-                    sc->tenants[i].pol.limit, sched_prio_name(sc->tenants[i].pol.prio), t->target,
-                    t->achieved, t->gpu, t->gpu_max, t->err_p50, t->err_p95, t->used_err_p95, t->windows,
-                    (unsigned long long)t->lat_solo_us, (unsigned long long)t->lat_p50_us,
-                    (unsigned long long)t->lat_p95_us);
-        }
-        fprintf(out, "\n  ]\n}\n");
-        return;
-    }
-    fprintf(out, "\n%-10s %-26s %7s %8s %7s %7s %8s %8s %8s %7s\n", "tenant", "policy", "target",
-            "achieved", "gpu", "gpu max", "err p50", "err p95", "ran p95", "windows");
+    json_t *o = json_pack("{s:s, s:f, s:f, s:s, s:f, s:f, s:f, s:f, s:f}", "name", sp->name,
+                          "share", sp->pol.share, "limit", sp->pol.limit, "priority",
+                          sched_prio_name(sp->pol.prio), "target", t->target, "achieved",
+                          t->achieved, "target_gpu", t->target_gpu, "gpu", t->gpu, "gpu_max",
+                          t->gpu_max);
+    json_t *more = json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "err_p50_pp", t->err_p50,
+                             "err_p95_pp", t->err_p95, "ran_err_p95_pp", t->used_err_p95,
+                             "windows", (json_int_t)t->windows, "latency_solo_us",
+                             (json_int_t)t->lat_solo_us, "latency_p50_us",
+                             (json_int_t)t->lat_p50_us, "latency_p95_us",
+                             (json_int_t)t->lat_p95_us);
+    json_object_update(o, more);
+    json_decref(more);
+    return o;
+}
+
+static void print_json(FILE *out, json_t *windows, const struct sim_scenario *sc,
+                       const struct sim_result *r)
+{
+    json_t *tenants = json_array();
+    for (size_t i = 0; i < sc->n; i++)
+        json_array_append_new(tenants, tenant_json(&sc->tenants[i], &r->t[i]));
+    json_t *root = json_pack("{s:O, s:f, s:I, s:o}", "windows", windows, "busy", r->busy,
+                             "periods", (json_int_t)r->periods, "tenants", tenants);
+    json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    fputc('\n', out);
+    json_decref(root);
+}
+
+static void print_table(FILE *out, const struct sim_scenario *sc, const struct sim_result *r)
+{
+    fprintf(out, "\n%-10s %-26s %7s %7s %7s %8s %8s %8s %7s\n", "tenant", "policy", "target",
+            "ran", "ran max", "err p50", "err p95", "ran p95", "windows");
     for (size_t i = 0; i < sc->n; i++) {
         const struct sim_tenant_result *t = &r->t[i];
         char pol[64];
         policy_text(&sc->tenants[i].pol, pol, sizeof pol);
         if (!t->windows)
-            fprintf(out, "%-10s %-26s %7s %8s %7s %6.1f%% %8s %8s %8s %7s\n", sc->tenants[i].name,
-                    pol, "-", "-", "-", t->gpu_max * 100, "-", "-", "-", "0");
+            fprintf(out, "%-10s %-26s %7s %7s %6.1f%% %8s %8s %8s %7s\n", sc->tenants[i].name,
+                    pol, "-", "-", t->gpu_max * 100, "-", "-", "-", "0");
         else
-            fprintf(out,
-                    "%-10s %-26s %6.1f%% %7.1f%% %6.1f%% %6.1f%% %6.2fpp %6.2fpp %6.2fpp %7zu\n",
-                    sc->tenants[i].name, pol, t->target * 100, t->achieved * 100, t->gpu * 100,
+            fprintf(out, "%-10s %-26s %6.1f%% %6.1f%% %6.1f%% %6.2fpp %6.2fpp %6.2fpp %7zu\n",
+                    sc->tenants[i].name, pol, t->target_gpu * 100, t->gpu * 100,
                     t->gpu_max * 100, t->err_p50, t->err_p95, t->used_err_p95, t->windows);
         if (t->lat_solo_us)
             fprintf(out, "%-10s requests: latency p50 %.2f ms, p95 %.2f ms (solo %.2f ms)\n", "",
@@ -103,15 +130,18 @@ static void print_table(FILE *out, bool json, const struct sim_scenario *sc,
     }
     fprintf(out, "aggregate: GPU busy %.1f%% of the time over %zu periods of %u ms\n",
             r->busy * 100, r->periods, SCHED_PERIOD_US / 1000);
+    fprintf(out, "%s", sim_legend);
 }
 
 struct run {
+    json_t *windows; /* --json: the windows so far */
     struct gpu_sim sim;
     struct sched_gpu g;
     struct sched_usage use[SCHED_MAX_TENANTS];
     bool present[GPU_SIM_MAX_TENANTS];
     double *err[GPU_SIM_MAX_TENANTS], *uerr[GPU_SIM_MAX_TENANTS];
     double sum_t[GPU_SIM_MAX_TENANTS], sum_a[GPU_SIM_MAX_TENANTS], sum_g[GPU_SIM_MAX_TENANTS];
+    double sum_tg[GPU_SIM_MAX_TENANTS];
 };
 
 /* Arrivals and departures at the start of period k; true when the set changed. */
@@ -162,12 +192,11 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         goto out;
     sched_gpu_init(&r->g, SCHED_PERIOD_US);
     sched_set_mode(&r->g, sc->mode);
-    if (out && json)
-        fprintf(out, "{\n  \"windows\": [");
+    if (out && json && !(r->windows = json_array()))
+        goto out;
     size_t judge_from = SIM_WARMUP_PERIODS;
     uint64_t mask = 0;
     double busy_sum = 0;
-    bool first = true;
     for (size_t k = 0; k < periods; k++) {
         if (membership(r, sc, k))
             judge_from = k + SIM_WARMUP_PERIODS;
@@ -204,12 +233,15 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         for (size_t i = 0; i < sc->n; i++)
             if (r->g.t[i].changed)
                 gpu_sim_apply(&r->sim, i, &r->g.t[i].dec);
-        double tshare[GPU_SIM_MAX_TENANTS], ashare[GPU_SIM_MAX_TENANTS];
+        struct sim_window w = {.busy = busy};
+        double *tshare = w.tshare, *ashare = w.ashare;
         for (size_t i = 0; i < sc->n; i++) {
+            w.present[i] = r->present[i];
+            w.target_gpu[i] = target[i];
             tshare[i] = tsum > 0 && greedy[i] ? target[i] / tsum : 0;
             ashare[i] = usum > 0 && greedy[i] ? r->g.t[i].charged_us / usum : 0;
             double ushare = rsum > 0 && greedy[i] ? (double)r->use[i].used_us / rsum : 0;
-            double gpu = (double)r->use[i].used_us / SCHED_PERIOD_US;
+            double gpu = w.ran_gpu[i] = (double)r->use[i].used_us / SCHED_PERIOD_US;
             if (gpu > res->t[i].gpu_max)
                 res->t[i].gpu_max = gpu;
             if (k < judge_from || !r->present[i] || !greedy[i])
@@ -220,11 +252,10 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
             r->sum_t[i] += tshare[i];
             r->sum_a[i] += ashare[i];
             r->sum_g[i] += gpu;
+            r->sum_tg[i] += target[i];
         }
-        if (out && print_every && (k + 1) % print_every == 0) {
-            print_window(out, json, first, k, sc, tshare, ashare, r->present, busy);
-            first = false;
-        }
+        if (out && print_every && (k + 1) % print_every == 0)
+            print_window(out, r->windows, k, sc, &w);
     }
     res->periods = periods;
     res->busy = periods ? busy_sum / (double)periods : 0;
@@ -234,6 +265,7 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
             t->target = r->sum_t[i] / (double)t->windows;
             t->achieved = r->sum_a[i] / (double)t->windows;
             t->gpu = r->sum_g[i] / (double)t->windows;
+            t->target_gpu = r->sum_tg[i] / (double)t->windows;
             t->err_p50 = quantile(r->err[i], t->windows, 0.5);
             t->err_p95 = quantile(r->err[i], t->windows, 0.95);
             t->used_err_p95 = quantile(r->uerr[i], t->windows, 0.95);
@@ -244,10 +276,13 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
             t->lat_p95_us = gpu_sim_latency(&r->sim, i, 0.95);
         }
     }
-    if (out)
-        print_table(out, json, sc, res);
+    if (out && json)
+        print_json(out, r->windows, sc, res);
+    else if (out)
+        print_table(out, sc, res);
     rc = 0;
 out:
+    json_decref(r->windows);
     for (size_t i = 0; i < sc->n; i++) {
         free(r->err[i]);
         free(r->uerr[i]);

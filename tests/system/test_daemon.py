@@ -457,7 +457,7 @@ class Cli(DaemonCase):
                                             "refusals": 1})
         r = self.kairos("ps")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"alice\s+0\s+3\.00 GiB\s+8\.00 GiB\s+1\s+%d" % a.pid)
+        self.assertRegex(r.stdout, r"alice\s+0\s+3\.00 GiB/8\.00 GiB\s+1\s+%d" % a.pid)
         r = self.kairos("ps", "--json", env={"KAIROS_SOCKET": "/nonexistent/k.sock"})
         self.assertEqual(r.returncode, 1)
         self.assertIn("kairosd is not running", json.loads(r.stdout)["error"])
@@ -698,6 +698,14 @@ class ComputeFigures(DaemonCase):
     def check_top_once(self):
         r = self.kairos("top", "--once")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(all(len(line) <= 80 for line in r.stdout.splitlines()), r.stdout)
+        self.assertRegex(r.stdout, r"TENANT\s+TARGET\s+100MS\s+1MIN\s+SHARE\s+LIMIT\s+"
+                                   r"MEMORY HELD/QUOTA\s+PROCS\n  capped\s+30\.0%")
+        r = self.kairos("top", "--once", "-o", "tenant,pauses,prio")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\n  TENANT\s+PAUSES\s+PRIO\n  capped\s+\d+\s+normal\n")
+        r = self.kairos("top", "--once", "--wide")
+        self.assertEqual(r.returncode, 0, r.stderr)
         out = r.stdout
         self.assertTrue(out.startswith("kairosd: 2 GPUs, 3 tenants, 2 with a compute policy\n"),
                         out)
@@ -721,10 +729,24 @@ class ComputeFigures(DaemonCase):
     def test_ps_table_has_compute_columns(self):
         r = self.kairos("ps")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(all(len(line) <= 80 for line in r.stdout.splitlines()), r.stdout)
+        self.assertRegex(r.stdout, r"TENANT\s+GPU\s+MEMORY HELD/QUOTA\s+REFUSED\s+SHARE\s+"
+                                   r"TARGET\s+1MIN\s+PIDS\n")
+        self.assertRegex(r.stdout, r"\nmemonly\s+1\s+0 B/1\.00 GiB\s+0(\s+-){3}\s+-\n")
+        r = self.kairos("ps", "--columns", "tenant,share,prio")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^TENANT\s+SHARE\s+PRIO\n")
+        self.assertRegex(r.stdout, r"\nbig\s+60\.0%\s+latency\n")
+        r = self.kairos("ps", "-o", "tenant,nope")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown column 'nope'", r.stderr)
+        r = self.kairos("ps", "--wide")
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"TENANT\s+GPU\s+HELD\s+QUOTA\s+REFUSED\s+SHARE\s+LIMIT\s+"
                                    r"PRIO\s+TARGET\s+100MS\s+1MIN\s+WINDOW\s+PAUSES\s+PIDS")
         self.assertRegex(r.stdout, r"\nbig\s+0\s+0 B\s+0 B\s+0\s+60\.0%\s+none\s+latency\s")
         self.assertRegex(r.stdout, r"\nmemonly\s+1\s+0 B\s+1\.00 GiB\s+0(\s+-){8}\s+-\n")
+        self.assertTrue(any(len(line) > 80 for line in r.stdout.splitlines()), r.stdout)
 
     def test_top_usage_and_errors(self):
         self.assertEqual(self.kairos("top", "--interval", "0").returncode, 2)
@@ -805,8 +827,8 @@ class ComputeUnmeasured(DaemonCase):
         c = json.loads(r.stdout)["tenants"][0]["gpus"][0]["compute"]
         self.assertEqual((c["share"], c["limit"], c["window"], c["minute"], c["pauses"]),
                          (0.3, 0.3, None, None, 0))
-        r = subprocess.run([KAIROS, "top", "--once"], capture_output=True, text=True, env=env,
-                           timeout=30)
+        r = subprocess.run([KAIROS, "top", "--once", "--wide"], capture_output=True, text=True,
+                           env=env, timeout=30)
         self.assertRegex(r.stdout, r"\n  capped\s+\d+\.\d%\s+-\s+-\s+30\.0%\s+30\.0%\s+normal\s")
 
 

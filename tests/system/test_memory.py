@@ -71,7 +71,7 @@ class Standalone(unittest.TestCase):
 
 class WithDaemon(unittest.TestCase):
     def setUp(self):
-        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        tenants = "  - name: team\n    memory: { 0: 64M }\n  - name: other\n    memory: { 0: 8M }\n"
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1).start()
 
     def tearDown(self):
@@ -124,6 +124,24 @@ class WithDaemon(unittest.TestCase):
         self.assertEqual(outs["b"]["fb_free_after_kib"], 0)
         self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
         self.assertGreater(sum(g["refusals"] for g in self.ps()["team"]["gpus"]), 0)
+
+    def test_a_flood_of_refusals_is_logged_once_per_tenant(self):
+        """Hundreds of refusals from two processes of a tenant, then from another
+        tenant, within the interval: one log line per tenant, every one counted."""
+        for args, tenant in ((("-n", "200"), "team"), (("-n", "200"), "team"),
+                             (("-n", "100"), "other")):
+            p = self.run_tenant(*args, "-s", str(PAGE), tenant=tenant)  # one after the other:
+            out, err = p.communicate(timeout=60)  # each needs room for its context
+            self.assertEqual(p.returncode, 0, err)
+        ps = self.ps()
+        refused = {n: sum(g["refusals"] for g in ps[n]["gpus"]) for n in ("team", "other")}
+        self.assertGreater(refused["team"], 300)
+        self.assertGreater(refused["other"], 90)
+        log = self.d.read_log()
+        for name in ("team", "other"):
+            lines = re.findall(rf"tenant {name}: refused .*", log)
+            self.assertEqual(len(lines), 1, lines)
+            self.assertIn("not logged since its last such line (one every 10 s)", lines[0])
 
     def test_a_killed_process_releases_its_memory_within_a_second(self):
         a = self.run_tenant("-n", "10", "-s", str(PAGE), "-w", "60")

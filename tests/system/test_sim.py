@@ -2,16 +2,30 @@
 """kairosd --sim: the real scheduler against the simulated GPU, end to end through
 the binary: JSON output, the shares of a shipped scenario within the stated bound,
 a scenario refused with file:line:column, and a start refused for shares above
-100 %.
+100 %; JSON valid whatever the tenants' names; figures in shares of the GPU's time,
+with the columns explained; --json without --sim a usage error.
 Usage: test_sim.py KAIROSD_BINARY SCENARIO_DIR"""
+import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import unittest
 
 KAIROSD, SCENARIOS = sys.argv[1], sys.argv[2]
+
+
+@contextlib.contextmanager
+def scenario(text):
+    """A scenario or configuration file with text, removed afterwards."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(text)
+    try:
+        yield f.name
+    finally:
+        os.unlink(f.name)
 
 
 def kairosd(*args):
@@ -40,37 +54,70 @@ class Sim(unittest.TestCase):
             self.assertIn("aggregate: GPU busy", r.stdout)
 
     def test_bad_scenario_names_line_and_column(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write("tenants:\n  - { name: a, compute: { share: 75% }, load: deeper }\n")
-        try:
-            r = kairosd("--sim", f.name)
+        text = "tenants:\n  - { name: a, compute: { share: 75% }, load: deeper }\n"
+        with scenario(text) as path:
+            r = kairosd("--sim", path)
             self.assertEqual(r.returncode, 1)
-            self.assertIn(f.name + ":2:", r.stderr)
+            self.assertIn(path + ":2:", r.stderr)
             self.assertIn("deep, shallow, bursty or requests", r.stderr)
-        finally:
-            os.unlink(f.name)
 
     def test_json_error(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write('tenants:\n  - { name: "a\\"b", compute: { share: 75 }, load: deep }\n')
-        try:
-            r = kairosd("--sim", f.name, "--json")
+        text = 'tenants:\n  - { name: "a\\"b", compute: { share: 75 }, load: deep }\n'
+        with scenario(text) as path:
+            r = kairosd("--sim", path, "--json")
             self.assertEqual(r.returncode, 1)
             self.assertIn("percentage", json.loads(r.stdout)["error"])
-        finally:
-            os.unlink(f.name)
+
+    def test_json_valid_for_any_tenant_name(self):
+        text = ('seconds: 2\ntenants:\n'
+                '  - { name: "a\\"b", compute: { share: 60% }, load: deep }\n'
+                '  - { name: "c\\\\d\\te", compute: { share: 40% }, load: deep }\n')
+        with scenario(text) as path:
+            r = kairosd("--sim", path, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            self.assertEqual([t["name"] for t in out["tenants"]], ['a"b', "c\\d\te"])
+            self.assertEqual(set(out["windows"][-1]["tenants"]), {'a"b', "c\\d\te"})
+            self.assertAlmostEqual(out["tenants"][0]["target_gpu"], 0.6, places=3)
+
+    def test_a_limit_shows_as_a_share_of_the_gpu_time(self):
+        """A tenant limited to 30 % alone on the GPU half of the run: 30 % of the
+        GPU's time, not the 65 % of the busy time it had."""
+        path = os.path.join(SCENARIOS, "limit-idle-neighbour.yaml")
+        r = kairosd("--sim", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("% of the GPU's time", r.stdout.splitlines()[0])
+        row = re.search(r"\ncapped\s+share 30% limit 30%\s+(\d+\.\d)%\s+(\d+\.\d)%\s+"
+                        r"(\d+\.\d)%", r.stdout)
+        self.assertIsNotNone(row, r.stdout)
+        target, ran, ran_max = map(float, row.groups())
+        self.assertEqual(target, 30.0)
+        self.assertTrue(28.0 <= ran <= 30.0 and ran_max <= 31.0, row.group(0))
+        for line in r.stdout.splitlines():  # every window, alone or not: at most 30 %
+            m = re.match(r"t=\s*[\d.]+s\s+capped (\d+\.\d)/(\d+\.\d)", line)
+            if m:
+                self.assertEqual(float(m.group(1)), 30.0, line)
+        for column in ("target", "ran max", "err p95", "ran p95", "(pp)", "windows"):
+            self.assertIn(column, r.stdout.split("aggregate:")[1])
+        j = json.loads(kairosd("--sim", path, "--json").stdout)
+        capped = j["tenants"][0]
+        self.assertAlmostEqual(capped["target_gpu"], 0.3, places=3)
+        self.assertLessEqual(capped["gpu"], 0.3)
+
+    def test_json_without_sim_is_a_usage_error(self):
+        for args in (("--json",), ("--sim-seconds", "3"), ("--json", "-c", "/nonexistent")):
+            r = kairosd(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("goes with --sim", r.stderr)
 
     def test_check_refuses_shares_above_100(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write("gpus: 1\ntenants:\n"
-                    "  - name: a\n    compute: { 0: { share: 60% } }\n"
-                    "  - name: b\n    compute: { 0: { share: 50% } }\n")
-        try:
-            r = kairosd("-c", f.name, "--check")
+        text = ("gpus: 1\ntenants:\n"
+                "  - name: a\n    compute: { 0: { share: 60% } }\n"
+                "  - name: b\n    compute: { 0: { share: 50% } }\n")
+        with scenario(text) as path:
+            r = kairosd("-c", path, "--check")
             self.assertEqual(r.returncode, 1)
             self.assertIn("compute shares on GPU 0 add up to 110% (a 60%, b 50%)", r.stderr)
-        finally:
-            os.unlink(f.name)
 
 
 if __name__ == "__main__":

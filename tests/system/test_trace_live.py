@@ -42,7 +42,8 @@ class Live(unittest.TestCase):
     def test_summary_matches_the_program_and_the_replay(self):
         with tempfile.TemporaryDirectory() as d:
             rec, out = os.path.join(d, "r.nvtrace"), os.path.join(d, "out.jsonl")
-            r = trace("--json", "-o", out, "--record", rec, "--", FAKEAPP, "-t", "4", "-n", "40")
+            r = trace("--json", "--output", out, "--record", rec, "--", FAKEAPP, "-t", "4",
+                      "-n", "40")
             self.assertEqual(r.returncode, 0, r.stderr)
             app = app_counts(r.stdout)
             live = summary_of(open(out).read())
@@ -68,9 +69,11 @@ class Live(unittest.TestCase):
     def test_exit_status_of_the_command(self):
         self.assertEqual(trace("--summary", "--", "sh", "-c", "exit 3").returncode, 3)
         self.assertEqual(trace("--summary", "--", "sh", "-c", "kill -9 $$").returncode, 137)
-        r = trace("--", "/nonexistent/program")
-        self.assertEqual(r.returncode, 127)
-        self.assertIn("cannot run", r.stderr)
+        for args in (("--", "/nonexistent/program"), ("--json", "--", "no-such-command-kairos")):
+            r = trace(*args)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(f"cannot run '{args[-1]}': No such file or directory", r.stderr)
+            self.assertEqual(r.stdout, "")  # no empty summary that looks like a result
 
 
 if __name__ == "__main__":

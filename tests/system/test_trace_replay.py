@@ -105,9 +105,13 @@ class Usage(unittest.TestCase):
         self.assertEqual(kairos("trace").returncode, 2)
         self.assertEqual(kairos("trace", "--bogus").returncode, 2)
         self.assertEqual(kairos("nosuchcommand").returncode, 2)
-        r = kairos("trace", "--replay", "/nonexistent/file")
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("cannot open", r.stderr)
+        for args in (("--replay", "/nonexistent/file"), ("--json", "--replay", "/nope")):
+            r = kairos("trace", *args)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("cannot open '", r.stderr)
+            self.assertIn("No such file or directory", r.stderr)
+            self.assertEqual(r.stdout, "")  # no empty summary that looks like a result
+        self.assertEqual(kairos("trace", "-s", "--replay", SPIN).returncode, 2)  # -s is --socket
 
     def test_help(self):
         r = kairos("trace", "--help")

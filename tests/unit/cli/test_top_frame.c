@@ -13,15 +13,22 @@
 
 #include "cli/top_frame.h"
 
-static char *frame(const struct ps_snapshot *s)
+static char *frame_with(const struct ps_snapshot *s, const char *list)
 {
-    char *buf = NULL;
+    char *buf = NULL, err[256];
     size_t len = 0;
+    struct columns cols = {0};
+    assert_int_equal(columns_parse(list, &cols, err, sizeof err), 0);
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(top_frame_write(f, s), 0);
+    assert_int_equal(top_frame_write(f, s, &cols), 0);
     fclose(f);
     return buf;
+}
+
+static char *frame(const struct ps_snapshot *s)
+{
+    return frame_with(s, COLUMNS_TOP_WIDE);
 }
 
 static void two_tenants(struct kairos_ps_reply list[2])
@@ -59,21 +66,50 @@ static void test_frame_per_gpu(void **state)
         "\n"
         "GPU 0\n"
         "  TENANT   TARGET   100MS    1MIN   SHARE   LIMIT  PRIO          WINDOW   PAUSES  "
-        "MEMORY HELD/QUOTA      PROCS\n"
+        "MEMORY HELD/QUOTA  PROCS\n"
         "  capped    30.0%   29.1%   29.8%   30.0%   30.0%  normal    29.3/100ms       57  "
-        "3.00 GiB/8.00 GiB          2\n"
+        "3.00 GiB/8.00 GiB      2\n"
         "  jupyter       -       -       -       -       -  -                  -        -  "
-        "0 B/1.00 GiB               0\n"
+        "0 B/1.00 GiB           0\n"
         "\n"
         "GPU 1\n"
         "  no tenant\n"
         "\n"
         "GPU 2\n"
         "  TENANT   TARGET   100MS    1MIN   SHARE   LIMIT  PRIO          WINDOW   PAUSES  "
-        "MEMORY HELD/QUOTA      PROCS\n"
+        "MEMORY HELD/QUOTA  PROCS\n"
         "  jupyter    0.0%       -       -   10.0%    none  latency            -        0  "
-        "0 B/0 B                    0\n";
+        "0 B/0 B                0\n";
     assert_string_equal(text, want);
+    free(text);
+}
+
+/* The default columns fit 80 columns, target and achieved first. */
+static void test_default_fits_80_columns(void **state)
+{
+    (void)state;
+    struct kairos_ps_reply list[2];
+    two_tenants(list);
+    strcpy(list[1].tenant, "notebook-7"); /* 10 characters */
+    struct ps_snapshot s = {.list = list, .n = 2, .n_gpus = 3};
+    char *text = frame_with(&s, COLUMNS_TOP_DEFAULT);
+    const char *want =
+        "kairosd: 3 GPUs, 2 tenants, 2 with a compute policy\n"
+        "\n"
+        "GPU 0\n"
+        "  TENANT      TARGET   100MS    1MIN   SHARE   LIMIT  MEMORY HELD/QUOTA  PROCS\n"
+        "  capped       30.0%   29.1%   29.8%   30.0%   30.0%  3.00 GiB/8.00 GiB      2\n"
+        "  notebook-7       -       -       -       -       -  0 B/1.00 GiB           0\n"
+        "\n"
+        "GPU 1\n"
+        "  no tenant\n"
+        "\n"
+        "GPU 2\n"
+        "  TENANT      TARGET   100MS    1MIN   SHARE   LIMIT  MEMORY HELD/QUOTA  PROCS\n"
+        "  notebook-7    0.0%       -       -   10.0%    none  0 B/0 B                0\n";
+    assert_string_equal(text, want);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        assert_true(strlen(line) <= 80);
     free(text);
 }
 
@@ -91,6 +127,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_frame_per_gpu),
+        cmocka_unit_test(test_default_fits_80_columns),
         cmocka_unit_test(test_no_tenants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

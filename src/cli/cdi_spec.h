@@ -1,0 +1,49 @@
+/* cdi_spec.h - the CDI specification (Container Device Interface, cdiVersion
+ * 0.6.0) that `kairos cdi` writes: kind "kairos.dev/tenant", one device per
+ * tenant, named by the tenant. Requesting kairos.dev/tenant=NAME gives a container
+ *   - the shim: libkairos.so mounted read-only at CDI_SHIM_IN_CONTAINER and a
+ *     generated ld.so.preload naming it mounted at /etc/ld.so.preload, so every
+ *     dynamically linked program of the container loads it;
+ *   - kairosd's socket: its directory mounted at the same path, KAIROS_SOCKET;
+ *   - the NVIDIA device nodes: /dev/nvidiactl, /dev/nvidia-uvm, and /dev/nvidiaN
+ *     for each GPU N of the tenant (those where it has a quota or a compute policy;
+ *     every GPU when it has none);
+ *   - KAIROS_TENANT=NAME: the tenant the container's processes ask kairosd to
+ *     join (kairosd decides whether they may).
+ * Pure: builds the document from kairosd's PS answer; cmd_cdi.c writes files.
+ *
+ * Thread rules: no state.
+ */
+#ifndef KAIROS_CLI_CDI_SPEC_H
+#define KAIROS_CLI_CDI_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli/ps_view.h"
+
+#define CDI_VERSION "0.6.0"
+#define CDI_KIND "kairos.dev/tenant"
+#define CDI_SHIM_IN_CONTAINER "/usr/lib/kairos/libkairos.so"
+#define CDI_PRELOAD_IN_CONTAINER "/etc/ld.so.preload"
+
+struct cdi_params {
+    const char *shim;          /* libkairos.so on the host (absolute) */
+    const char *preload_file;  /* the generated ld.so.preload on the host (absolute) */
+    const char *socket;        /* kairosd's socket (absolute); its directory is mounted */
+};
+
+/* A CDI device name: 1..63 of [A-Za-z0-9._-], beginning and ending with a letter or
+ * digit (stricter than a tenant name, which may end with '.', '-' or '_'). */
+bool cdi_name_valid(const char *name);
+
+/* The specification for the tenants of s whose names are in only[0..n_only) (all
+ * when n_only is 0). NULL with err set when a tenant of only is unknown to kairosd
+ * or not a valid CDI name, or when no tenant is left; tenants of s with names CDI
+ * refuses are left out when not named, each reported through skipped (may be NULL). */
+json_t *cdi_spec_build(const struct cdi_params *p, const struct ps_snapshot *s,
+                       const char *const *only, size_t n_only,
+                       void (*skipped)(const char *tenant), char *err, size_t err_len);
+
+#endif /* KAIROS_CLI_CDI_SPEC_H */

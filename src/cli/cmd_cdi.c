@@ -1,0 +1,233 @@
+/* cmd_cdi.c - `kairos cdi`: writes the CDI specification of kairosd's tenants
+ * (cdi_spec.c), for Podman, containerd, CRI-O and Docker, and the ld.so.preload
+ * file it mounts into containers.
+ *
+ *   kairos cdi [--output FILE] [--preload-file PATH] [--shim PATH] [--tenant NAME]...
+ *              [--socket PATH]
+ *
+ * Asks kairosd for its tenants (PS), writes the preload file (one line: the shim's
+ * path in the container), then the specification to FILE (through a temporary file
+ * renamed into place, so that a runtime never reads half a file) or stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cdi_spec.h"
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/ps_view.h"
+#include "cli/shim_path.h"
+
+#define DEFAULT_PRELOAD "/var/lib/kairos/cdi/ld.so.preload"
+#define MAX_TENANTS 256
+
+enum { OPT_OUTPUT = 256, OPT_PRELOAD, OPT_SHIM };
+
+struct cdi_opts {
+    const char *output;
+    const char *preload;
+    const char *shim;
+    const char *socket;
+    const char *tenants[MAX_TENANTS];
+    size_t n_tenants;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kairos cdi [options]\n"
+            "\n"
+            "Writes a CDI specification (cdiVersion " CDI_VERSION ", kind " CDI_KIND ") with one\n"
+            "device per kairosd tenant, named by the tenant: a container started with\n"
+            "--device " CDI_KIND "=NAME gets libkairos.so preloaded through its\n"
+            "/etc/ld.so.preload, kairosd's socket, the NVIDIA device nodes of the tenant's\n"
+            "GPUs and KAIROS_TENANT=NAME. Install it as /etc/cdi/kairos.json.\n"
+            "\n"
+            "options:\n"
+            "      --output FILE        write the specification to FILE (default: stdout)\n"
+            "      --preload-file PATH  the ld.so.preload file to write and mount (default\n"
+            "                           " DEFAULT_PRELOAD ")\n"
+            "      --shim PATH          libkairos.so on the host (default: the one kairos\n"
+            "                           finds, see KAIROS_SHIM)\n"
+            "  -t, --tenant NAME        only this tenant (repeatable; default: every tenant)\n"
+            "  -s, --socket PATH        kairosd's socket (default $KAIROS_SOCKET or "
+            KAIROS_DEFAULT_SOCKET ")\n"
+            "  -h, --help               show this text\n");
+}
+
+static int parse_args(int argc, char **argv, struct cdi_opts *o)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, OPT_OUTPUT},
+        {"preload-file", required_argument, NULL, OPT_PRELOAD},
+        {"shim", required_argument, NULL, OPT_SHIM},
+        {"tenant", required_argument, NULL, 't'},
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->preload = DEFAULT_PRELOAD;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:s:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_OUTPUT:
+            o->output = optarg;
+            break;
+        case OPT_PRELOAD:
+            o->preload = optarg;
+            break;
+        case OPT_SHIM:
+            o->shim = optarg;
+            break;
+        case 't':
+            if (o->n_tenants == MAX_TENANTS) {
+                fprintf(stderr, "kairos cdi: more than %d --tenant\n", MAX_TENANTS);
+                return 2;
+            }
+            o->tenants[o->n_tenants++] = optarg;
+            break;
+        case 's':
+            o->socket = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "kairos cdi: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+/* An absolute path (a runtime resolves none): realpath of what exists, else path
+ * itself when already absolute. 0, or 1 after a message. */
+static int absolute(const char *what, const char *path, bool must_exist, char *out, size_t cap)
+{
+    char buf[PATH_MAX];
+    if (realpath(path, buf)) {
+        snprintf(out, cap, "%s", buf);
+        return 0;
+    }
+    if (!must_exist && path[0] == '/') {
+        snprintf(out, cap, "%s", path);
+        return 0;
+    }
+    fprintf(stderr, "kairos cdi: %s %s: %s%s\n", what, path, strerror(errno),
+            path[0] == '/' ? "" : " (give an absolute path)");
+    return 1;
+}
+
+/* Writes text to path through path.tmp renamed into place. 0 or 1 after a message. */
+static int write_atomically(const char *path, const char *text, mode_t mode)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "kairos cdi: cannot write %s: %s\n", tmp, strerror(errno));
+        return 1;
+    }
+    bool ok = fputs(text, f) >= 0 && fchmod(fileno(f), mode) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path)) {
+        fprintf(stderr, "kairos cdi: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+        return 1;
+    }
+    return 0;
+}
+
+/* The preload file, its directory created when missing. 0 or 1 after a message. */
+static int write_preload(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        if (mkdir(dir, 0755) && errno != EEXIST) {
+            fprintf(stderr, "kairos cdi: cannot create %s: %s\n", dir, strerror(errno));
+            return 1;
+        }
+    }
+    return write_atomically(path, CDI_SHIM_IN_CONTAINER "\n", 0644);
+}
+
+static void report_skipped(const char *tenant)
+{
+    fprintf(stderr, "kairos cdi: tenant '%s' left out: a CDI device name begins and ends "
+            "with a letter or a digit\n", tenant);
+}
+
+static int write_spec(const struct cdi_opts *o, const struct cdi_params *p,
+                      const struct ps_snapshot *snap)
+{
+    char err[512];
+    json_t *spec = cdi_spec_build(p, snap, o->tenants, o->n_tenants, report_skipped, err,
+                                  sizeof err);
+    if (!spec) {
+        fprintf(stderr, "kairos cdi: %s\n", err);
+        return 1;
+    }
+    char *text = json_dumps(spec, JSON_INDENT(2));
+    json_decref(spec);
+    if (!text) {
+        fprintf(stderr, "kairos cdi: out of memory\n");
+        return 1;
+    }
+    int rc = 0;
+    if (o->output) {
+        size_t n = strlen(text);
+        char *line = realloc(text, n + 2);
+        if (line) {
+            text = line;
+            memcpy(text + n, "\n", 2);
+        }
+        rc = write_atomically(o->output, text, 0644);
+    } else {
+        puts(text);
+    }
+    free(text);
+    return rc;
+}
+
+int cmd_cdi(int argc, char **argv)
+{
+    struct cdi_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    char shim[PATH_MAX], preload[PATH_MAX], socket[PATH_MAX], err[512];
+    if (!o.shim && shim_path_find(shim, sizeof shim)) {
+        fprintf(stderr, "kairos cdi: cannot find libkairos.so; give --shim PATH or set "
+                        "KAIROS_SHIM\n");
+        return 1;
+    }
+    if (absolute("--shim", o.shim ? o.shim : shim, true, shim, sizeof shim) ||
+        absolute("--preload-file", o.preload, false, preload, sizeof preload) ||
+        absolute("socket", client_socket_path(o.socket), false, socket, sizeof socket))
+        return 1;
+    struct ps_snapshot snap;
+    if (ps_fetch(socket, &snap, err, sizeof err)) {
+        fprintf(stderr, "kairos cdi: %s\n", err);
+        return 1;
+    }
+    struct cdi_params p = {.shim = shim, .preload_file = preload, .socket = socket};
+    rc = write_preload(preload) || write_spec(&o, &p, &snap) ? 1 : 0;
+    ps_snapshot_free(&snap);
+    return rc;
+}
