@@ -61,6 +61,7 @@ struct plan_layouts {
     plan_mix_t mixes[PLAN_MAX_LAYOUTS];
     int n_legal;                      /* distinct legal multisets, maximal or not */
     plan_mix_t legal[PLAN_LEGAL_HASH]; /* open-addressing set of legal multisets + 1 */
+    uint16_t room[PLAN_LEGAL_HASH];   /* per legal multiset: bit o set if one more o fits */
 };
 
 /* Built-in models: "A100-40GB" (KRYPTON's five profiles), "A100-40GB+1g.10gb",
@@ -86,6 +87,9 @@ int plan_mix_compute(const struct plan_gpu_model *m, plan_mix_t mix);
 int plan_layouts_enumerate(const struct plan_gpu_model *m, struct plan_layouts *out);
 /* 1 if the multiset fits on one GPU (some legal placement exists), else 0. */
 int plan_mix_fits(const struct plan_layouts *l, plan_mix_t mix);
+/* Options o (bit o) of which one more instance fits beside a legal multiset; 0 when
+ * the multiset is not legal or nothing fits. */
+unsigned plan_mix_room(const struct plan_layouts *l, plan_mix_t mix);
 /* The same answer by dominance over the maximal layouts (reference for tests). */
 int plan_mix_fits_slow(const struct plan_layouts *l, plan_mix_t mix);
 /* Place a multiset: starts[] gets one start slice per instance, in the order of
@@ -122,6 +126,16 @@ int plan_input_parse(const char *text, size_t len, const char *name, struct plan
                      char *err, size_t errlen);
 void plan_input_free(struct plan_input *in);
 int plan_input_add_workload(struct plan_input *in, const struct plan_workload *w);
+/* Load workloads to add to `base`: the file may omit 'gpus' (then its throughput keys
+ * name base's GPU models). */
+int plan_input_load_extra(const char *path, const struct plan_input *base,
+                          struct plan_input *extra, char *err, size_t errlen);
+/* Append extra's workloads to in (pools matched by model name); -EINVAL with err when a
+ * name is already in `in`. */
+int plan_input_merge(struct plan_input *in, const struct plan_input *extra, const char *path,
+                     char *err, size_t errlen);
+/* Index of the workload called name, or -1. */
+int plan_input_find(const struct plan_input *in, const char *name);
 
 /* ---- Plans ---- */
 
@@ -176,6 +190,9 @@ int plan_add_instance(struct plan *p, int gpu, int option, int start);
 int plan_add_assign(struct plan *p, int workload, int instance, int time, int64_t mem);
 int plan_add_infeasible(struct plan *p, int workload, enum plan_reason r);
 const char *plan_reason_text(enum plan_reason r);
+/* Why workload w cannot be placed on any GPU of the input (PLAN_NO_CAPACITY when it
+ * could be, given GPUs enough). */
+enum plan_reason plan_reason_of(const struct plan_input *in, int w);
 /* Minimal t (PLAN_TIME_UNITS) for workload w on option o of pool: -1 if infeasible. */
 int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                      int option);
@@ -239,10 +256,12 @@ void plan_moves_free(struct plan_moves *m);
  * moving as few placed workloads as possible. Result in out. */
 int plan_online_add(const struct plan_input *in, const struct plan *old, int first_new,
                     struct plan *out, struct plan_moves *moves);
-/* Drop workload `w` from the plan; then free a GPU if that costs at most max_moves
- * moves. Workload indices in `out` stay those of `in` (w is simply unplaced). */
-int plan_online_remove(const struct plan_input *in, const struct plan *old, int w,
-                       int max_moves, struct plan *out, struct plan_moves *moves);
+/* Drop workloads ws[0..n_ws) from the plan (-ENOENT if one is not placed); then release
+ * GPUs, least loaded first, whose workloads fit elsewhere, spending at most max_moves
+ * moves in all. A GPU emptied here receives nothing; no workload moves twice. Workload
+ * indices in `out` stay those of `in` (the removed ones are simply unplaced). */
+int plan_online_remove(const struct plan_input *in, const struct plan *old, const int *ws,
+                       int n_ws, int max_moves, struct plan *out, struct plan_moves *moves);
 
 /* ---- Output (output.c) ---- */
 
@@ -264,5 +283,7 @@ struct plan_gen_params {
     double concave_exponent;           /* per-profile throughput: (SM/SM_whole)^e */
 };
 int plan_gen(const struct plan_gen_params *g, struct plan_input *in);
+/* Write an input back as a cluster file that plan_input_load() reads (stream: FILE *). */
+int plan_input_write_yaml(const struct plan_input *in, void *stream);
 
 #endif /* KAIROS_PLAN_H */

@@ -62,6 +62,28 @@ int plan_cli_error(enum plan_format fmt, const char *msg, int code)
     return code;
 }
 
+int plan_cli_count(const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || errno || *end || v < lo || v > hi)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
+int plan_cli_seconds(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || errno || *end || !(v > 0) || v > 86400)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
 static int plan_usage_error(const struct plan_cli *c, const char *msg)
 {
     if (c->fmt != PLAN_FMT_JSON)
@@ -97,8 +119,16 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         case 'f': c->from = optarg; break;
         case 'A': c->add = optarg; break;
         case 'r': c->remove = optarg; break;
-        case 'm': c->max_moves = atoi(optarg); break;
-        case 't': c->opt.exact_time_limit_s = atof(optarg); break;
+        case 'm':
+            if (plan_cli_count(optarg, 0, 1000000, &c->max_moves))
+                return snprintf(err, errlen, "--max-moves takes a whole number of moves "
+                                "(0..1000000), got '%s'", optarg), -EINVAL;
+            break;
+        case 't':
+            if (plan_cli_seconds(optarg, &c->opt.exact_time_limit_s))
+                return snprintf(err, errlen, "--exact-limit takes seconds greater than 0 (at "
+                                "most 86400), got '%s'", optarg), -EINVAL;
+            break;
         case 'h': return 1;
         default:
             return snprintf(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]), -EINVAL;
@@ -166,79 +196,107 @@ static int plan_compare(const struct plan_input *in, const struct plan_cli *c)
 static int plan_append_workloads(struct plan_input *in, const char *path, char *err, size_t errlen)
 {
     struct plan_input extra;
-    int rc = plan_input_load(path, &extra, err, errlen);
-    for (int w = 0; !rc && w < extra.n_workloads; w++) {
-        struct plan_workload wl;
-        memset(&wl, 0, sizeof(wl));
-        memcpy(wl.name, extra.workloads[w].name, sizeof(wl.name));
-        wl.mem_mib = extra.workloads[w].mem_mib;
-        wl.target = extra.workloads[w].target;
-        wl.line = extra.workloads[w].line;
-        /* map the extra file's pools onto ours by model name */
-        for (int p = 0; p < extra.n_pools; p++)
-            for (int q = 0; q < in->n_pools; q++)
-                if (!strcmp(extra.pools[p].model.name, in->pools[q].model.name))
-                    memcpy(wl.thr[q], extra.workloads[w].thr[p], sizeof(wl.thr[q]));
-        for (int k = 0; k < in->n_workloads; k++)
-            if (!strcmp(in->workloads[k].name, wl.name)) {
-                snprintf(err, errlen, "%s:%d: workload '%s' is already in the cluster", path,
-                         wl.line, wl.name);
-                rc = -EINVAL;
-            }
-        rc = rc ? rc : plan_input_add_workload(in, &wl);
-    }
+    int rc = plan_input_load_extra(path, in, &extra, err, errlen);
+    if (rc)
+        return rc;
+    rc = plan_input_merge(in, &extra, path, err, errlen);
     plan_input_free(&extra);
     return rc;
 }
 
-static int plan_find_workload(const struct plan_input *in, const char *name)
+/* A plan read with --from must fit the cluster file: the checker's rules, with the
+ * workloads it does not place counted as absent. */
+static int plan_validate_from(const struct plan_input *in, const struct plan *old, const char *path,
+                              char *err, size_t errlen)
 {
-    for (int w = 0; w < in->n_workloads; w++)
-        if (!strcmp(in->workloads[w].name, name))
-            return w;
-    return -1;
+    struct plan q;
+    char why[512];
+    char *placed = calloc((size_t)in->n_workloads + 1, 1);
+    int rc = placed ? plan_copy(&q, old) : -ENOMEM;
+    if (rc) {
+        free(placed);
+        return snprintf(err, errlen, "out of memory"), rc;
+    }
+    q.n_infeasible = 0;
+    for (int a = 0; a < old->n_assigns; a++)
+        placed[old->assigns[a].workload] += placed[old->assigns[a].workload] < 2;
+    for (int w = 0; w < in->n_workloads && !rc; w++)
+        if (!placed[w] && plan_add_infeasible(&q, w, PLAN_NO_CAPACITY) < 0)
+            rc = -ENOMEM;
+    /* absent workloads are not a fault of the old plan: let any reason pass for them */
+    for (int f = 0; f < q.n_infeasible; f++)
+        q.infeasible[f].reason = plan_reason_of(in, q.infeasible[f].workload);
+    rc = rc ? rc : plan_check(in, &q, why, sizeof(why));
+    if (rc) {
+        int n = snprintf(err, errlen, "%s does not fit the cluster file: ", path);
+        if (n >= 0 && (size_t)n < errlen)
+            snprintf(err + n, errlen - (size_t)n, "%.300s; recompute it with 'kairos plan "
+                     "--json' on this cluster file", why);
+    }
+    plan_free(&q);
+    free(placed);
+    return rc;
+}
+
+static int plan_remove_names(const struct plan_input *in, const struct plan *old, const char *list,
+                             int **ws, int *n_ws, char *err, size_t errlen)
+{
+    char *names = strdup(list), *save = NULL;
+    char *placed = calloc((size_t)in->n_workloads + 1, 1);
+    int rc = names && placed ? 0 : -ENOMEM;
+    *ws = malloc((strlen(list) / 2 + 2) * sizeof(int));
+    *n_ws = 0;
+    if (!*ws)
+        rc = -ENOMEM;
+    for (int a = 0; !rc && a < old->n_assigns; a++)
+        placed[old->assigns[a].workload] = 1;
+    for (char *n = rc ? NULL : strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+        int w = plan_input_find(in, n);
+        if (w < 0 || !placed[w]) {
+            snprintf(err, errlen, "workload '%s' is %s", n, w < 0 ? "not in the cluster file"
+                     : placed[w] == 2 ? "named twice in --remove" : "not placed in the plan");
+            rc = -EINVAL;
+            break;
+        }
+        placed[w] = 2;
+        (*ws)[(*n_ws)++] = w;
+    }
+    if (!rc && !*n_ws) {
+        snprintf(err, errlen, "--remove needs at least one workload name");
+        rc = -EINVAL;
+    }
+    free(names);
+    free(placed);
+    return rc;
 }
 
 static int plan_online(struct plan_input *in, const struct plan_cli *c)
 {
-    char err[512];
-    struct plan old, cur, next;
-    struct plan_moves mv = {0}, step;
-    int n_old = in->n_workloads, rc;
+    char err[600];
+    struct plan old, cur;
+    struct plan_moves mv = {0};
+    int n_old = in->n_workloads, rc, *ws = NULL, n_ws = 0;
     if (c->add && plan_append_workloads(in, c->add, err, sizeof(err)))
         return plan_cli_error(c->fmt, err, 1);
     if (plan_read_json(c->from, in, &old, err, sizeof(err)))
         return plan_cli_error(c->fmt, err, 1);
+    if (plan_validate_from(in, &old, c->from, err, sizeof(err))) {
+        plan_free(&old);
+        return plan_cli_error(c->fmt, err, 1);
+    }
     if (c->add) {
         rc = plan_online_add(in, &old, n_old, &cur, &mv);
-        plan_free(&old);
-        if (rc)
-            return plan_cli_error(c->fmt, "cannot compute the change", 1);
+    } else if (!(rc = plan_remove_names(in, &old, c->remove, &ws, &n_ws, err, sizeof(err)))) {
+        rc = plan_online_remove(in, &old, ws, n_ws, c->max_moves, &cur, &mv);
     } else {
-        char *names = strdup(c->remove), *save = NULL;
-        cur = old;
-        for (char *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
-            int w = plan_find_workload(in, n);
-            if (w < 0 || plan_online_remove(in, &cur, w, c->max_moves, &next, &step)) {
-                snprintf(err, sizeof(err), "workload '%s' is not in the plan", n);
-                free(names);
-                plan_free(&cur);
-                plan_moves_free(&mv);
-                return plan_cli_error(c->fmt, err, 1);
-            }
-            plan_free(&cur);
-            cur = next;
-            for (int k = 0; k < step.n; k++) {
-                struct plan_move *nm = realloc(mv.moves, (size_t)(mv.n + 1) * sizeof(*nm));
-                if (nm) {
-                    mv.moves = nm;
-                    mv.moves[mv.n++] = step.moves[k];
-                }
-            }
-            plan_moves_free(&step);
-        }
-        free(names);
+        free(ws);
+        plan_free(&old);
+        return plan_cli_error(c->fmt, err, 1);
     }
+    free(ws);
+    plan_free(&old);
+    if (rc)
+        return plan_cli_error(c->fmt, "out of memory while computing the change", 1);
     /* removed workloads are neither placed nor infeasible: drop them from the input view */
     rc = plan_report_online(in, &cur, &mv, c->fmt);
     plan_free(&cur);

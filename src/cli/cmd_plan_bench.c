@@ -4,7 +4,8 @@
  * plan with the checker, and prints GPUs used (whole and in slices), Kairos's reduction
  * against each baseline, the gap to the exact optimum where it is proven, and the mean
  * normalized throughput. Nothing is hard-coded: every number is computed here.
- * --scale times the planner on 10,000 generated workloads and 2,000 GPUs.
+ * --scale[=N] times every heuristic end to end (cluster file in, JSON plan out) on 10,000
+ * and 100,000 generated workloads (or N) with a pool large enough for all of them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cmd_plan.h"
 #include "kairos/plan.h"
@@ -193,40 +195,84 @@ static int bench_cases(const char *root, double limit, int no_exact)
     return rc;
 }
 
-static int bench_scale_one(enum plan_algo a, const struct plan_input *in)
+static double bench_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One algorithm end to end, as `kairos plan --json FILE > /dev/null` does it: load
+ * the cluster file, plan, check, write the JSON plan. */
+static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
 {
     struct plan_options o;
+    struct plan_input in;
     struct plan p;
     struct plan_metrics m;
     char err[512];
     plan_options_default(&o);
     o.algo = a;
-    double t0 = bench_now();
-    if (plan_solve(in, &o, &p))
+    double w0 = bench_wall(), c0 = bench_now();
+    if (plan_input_load(path, &in, err, sizeof(err))) {
+        fprintf(stderr, "kairos plan bench: %s\n", err);
         return 1;
-    double dt = bench_now() - t0;
-    int bad = plan_check(in, &p, err, sizeof(err));
-    plan_metrics_compute(in, &p, &m);
-    printf("  %-9s %7.3f s CPU  %5d GPUs (%.1f in slices)  %d placed  %s\n", plan_algo_name(a), dt,
-           m.gpus, m.slices, m.placed, bad ? err : "checked");
+    }
+    double load = bench_now() - c0, c1 = bench_now();
+    if (plan_solve(&in, &o, &p)) {
+        plan_input_free(&in);
+        return 1;
+    }
+    double solve = bench_now() - c1;
+    int bad = plan_check(&in, &p, err, sizeof(err));
+    bad |= plan_write(&in, &p, NULL, PLAN_FMT_JSON, sink) != 0;
+    double cpu = bench_now() - c0, wall = bench_wall() - w0;
+    plan_metrics_compute(&in, &p, &m);
+    printf("  %-9s %6.3f s end to end (%6.3f s CPU: load %5.3f, plan %6.3f)  %6d GPUs (%8.1f in "
+           "slices)  %6d placed  %s\n", plan_algo_name(a), wall, cpu, load, solve, m.gpus, m.slices,
+           m.placed, bad ? (err[0] ? err : "write failed") : "checked");
+    fflush(stdout);
     plan_free(&p);
+    plan_input_free(&in);
     return bad;
 }
 
-static int bench_scale(void)
+/* Every algorithm but the exact one on n generated workloads and a pool large enough
+ * for all of them (n / 2 GPUs), end to end from a cluster file. */
+static int bench_scale(int n)
 {
-    struct plan_gen_params g = {1, 10000, 2000, "H200-141GB", 0.7};
+    struct plan_gen_params g = {1, n, n / 2 > 1 ? n / 2 : 1, "H200-141GB", 0.7};
     struct plan_input in;
-    int rc = 0;
-    if (plan_gen(&g, &in))
-        return 1;
-    printf("scale: %d generated workloads (seed %llu, %s, concave 0.7), %d GPUs, one core:\n",
-           g.n_workloads, (unsigned long long)g.seed, g.model, g.n_gpus);
+    char path[] = "/tmp/kairos-plan-bench-XXXXXX";
+    int rc = 0, fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL, *sink = fopen("/dev/null", "w");
+    if (!f || !sink || plan_gen(&g, &in)) {
+        fprintf(stderr, "kairos plan bench: cannot prepare the scale input\n");
+        rc = 1;
+        goto out;
+    }
+    rc = plan_input_write_yaml(&in, f) != 0;
+    plan_input_free(&in);
+    if (fclose(f) || rc) {
+        f = NULL;
+        rc = 1;
+        goto out;
+    }
+    f = NULL;
+    printf("scale: %d generated workloads (seed %llu, %s, concave 0.7), a pool of %d GPUs, one "
+           "core, from a cluster file:\n", g.n_workloads, (unsigned long long)g.seed, g.model,
+           g.n_gpus);
     static const enum plan_algo algos[] = {PLAN_ALGO_KAIROS, PLAN_ALGO_SEED, PLAN_ALGO_TEMPORAL,
                                            PLAN_ALGO_BESTFIT, PLAN_ALGO_GPULET};
     for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
-        rc |= bench_scale_one(algos[i], &in);
-    plan_input_free(&in);
+        rc |= bench_scale_one(algos[i], path, sink);
+out:
+    if (f)
+        fclose(f);
+    if (sink)
+        fclose(sink);
+    if (fd >= 0)
+        unlink(path);
     return rc;
 }
 
@@ -234,25 +280,38 @@ int plan_bench(int argc, char **argv)
 {
     static const struct option longs[] = {
         {"cases", required_argument, NULL, 'c'}, {"exact-limit", required_argument, NULL, 't'},
-        {"no-exact", no_argument, NULL, 'n'},    {"scale", no_argument, NULL, 's'},
+        {"no-exact", no_argument, NULL, 'n'},    {"scale", optional_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     const char *root = "data/planner";
     double limit = 10;
-    int no_exact = 0, scale = 0, cases = 0, ch, rc = 0;
+    int no_exact = 0, scale = 0, cases = 0, ch, rc = 0, scale_n = 0;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "c:t:nsh", longs, NULL)) != -1) {
         switch (ch) {
         case 'c': root = optarg; cases = 1; break;
-        case 't': limit = atof(optarg); break;
+        case 't':
+            if (plan_cli_seconds(optarg, &limit)) {
+                fprintf(stderr, "kairos plan bench: --exact-limit takes seconds (> 0), got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'n': no_exact = 1; break;
-        case 's': scale = 1; break;
+        case 's':
+            scale = 1;
+            if (optarg && plan_cli_count(optarg, 1, 2000000, &scale_n)) {
+                fprintf(stderr, "kairos plan bench: --scale takes a number of workloads "
+                        "(1..2000000), got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'h':
-            printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale]\n");
+            printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n");
             return 0;
         default:
-            fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale]\n");
+            fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n");
             return 2;
         }
     }
@@ -262,7 +321,9 @@ int plan_bench(int argc, char **argv)
     }
     if (!scale || cases)
         rc = bench_cases(root, limit, no_exact);
-    if (scale)
-        rc |= bench_scale();
+    if (scale && scale_n)
+        rc |= bench_scale(scale_n);
+    else if (scale)
+        rc |= bench_scale(10000) | bench_scale(100000);
     return rc ? 1 : 0;
 }

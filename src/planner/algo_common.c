@@ -100,36 +100,41 @@ int algo_alone(struct state *s, const int *choice, int full_time)
     return 0;
 }
 
-/* First-fit decreasing in time among the instances of one option. */
+/* First-fit decreasing in time among the instances of one option: the instances are
+ * slots of a fit tree in creation order, marked with their option's bit. */
+static void algo_fuse_slot(struct fit_tree *t, const struct state *s, int slot, int i)
+{
+    const struct st_inst *in = &s->inst[i];
+    fit_tree_set(t, slot, PLAN_TIME_UNITS - in->time, plan_option_mem(s->m, in->option) - in->mem,
+                 1u << in->option);
+}
+
 int algo_fuse(struct state *s, const int *choice)
 {
     int n, rc = 0;
     struct algo_key *k = algo_sorted_workloads(s, choice, &n);
     int *open = malloc(((size_t)s->n_wl + 1) * sizeof(int));
     int n_open = 0;
-    if (!k || !open) {
+    struct fit_tree t = {0};
+    if (!k || !open || fit_tree_init(&t, s->n_wl + 1)) {
         rc = -ENOMEM;
         goto out;
     }
     for (int j = 0; j < n; j++) {
-        int w = k[j].id, o = choice[w], placed = 0;
-        for (int q = 0; q < n_open && !placed; q++) {
-            if (s->inst[open[q]].option == o && st_fits(s, w, open[q]) >= 0) {
-                st_put(s, w, open[q], st_need(s, w, o));
-                placed = 1;
-            }
-        }
-        if (placed)
-            continue;
-        int in = st_new_inst(s, o);
+        int w = k[j].id, o = choice[w], t_w = st_need(s, w, o);
+        int q = fit_tree_first(&t, t_w, s->in->workloads[w].mem_mib, 1u << o);
+        int in = q >= 0 ? open[q] : st_new_inst(s, o);
         if (in < 0) {
             rc = in;
             goto out;
         }
-        st_put(s, w, in, st_need(s, w, o));
-        open[n_open++] = in;
+        if (q < 0)
+            open[q = n_open++] = in;
+        st_put(s, w, in, t_w);
+        algo_fuse_slot(&t, s, q, in);
     }
 out:
+    fit_tree_free(&t);
     free(k);
     free(open);
     return rc;
@@ -141,38 +146,6 @@ struct algo_journal {
     int *w, *from, *time;
     int n;
 };
-
-static int algo_min_need(const struct state *s, int w)
-{
-    int m = PLAN_TIME_UNITS + 1;
-    for (int o = 0; o < s->n_options; o++) {
-        int t = st_need(s, w, o);
-        if (t >= 0 && t < m)
-            m = t;
-    }
-    return m;
-}
-
-static int algo_best_existing(const struct state *s, int w, int min_rank, int skip_inst,
-                              int skip_gpu, int *best_t)
-{
-    int best = -1, best_left = PLAN_TIME_UNITS + 1, room = PLAN_TIME_UNITS - algo_min_need(s, w);
-    for (int i = 0; i < s->n_inst; i++) {
-        const struct st_inst *in = &s->inst[i];
-        if (in->time > room || !in->n || i == skip_inst || s->rank[in->option] < min_rank)
-            continue;
-        if (skip_gpu >= 0 && in->gpu == skip_gpu)
-            continue;
-        int t = st_fits(s, w, i);
-        int left = PLAN_TIME_UNITS - in->time - t;
-        if (t >= 0 && left < best_left) {
-            best = i;
-            best_left = left;
-            *best_t = t;
-        }
-    }
-    return best;
-}
 
 static void algo_move(struct state *s, struct algo_journal *j, int w, int to, int t)
 {
@@ -216,7 +189,7 @@ static int algo_empty_instance(struct state *s, struct algo_journal *j, int i, i
 {
     while (s->inst[i].n) {
         int w = s->inst[i].head, t = 0;
-        int to = algo_best_existing(s, w, min_rank, i, skip_gpu, &t);
+        int to = bf_best(s, w, min_rank, i, skip_gpu, &t);
         if (to < 0)
             return 0;
         algo_move(s, j, w, to, t);
@@ -229,7 +202,7 @@ int algo_migrate_up(struct state *s)
     struct algo_journal j;
     struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
     int rc = algo_journal_init(&j, s->n_wl);
-    if (rc || !k) {
+    if (rc || !k || bf_attach(s)) {
         rc = -ENOMEM;
         goto out;
     }
@@ -246,6 +219,7 @@ int algo_migrate_up(struct state *s)
         }
     }
 out:
+    bf_detach(s);
     algo_journal_free(&j);
     free(k);
     return rc;
@@ -273,21 +247,22 @@ static int algo_pack_whole(struct state *s)
     return 0;
 }
 
-static int algo_gpu_closed(const struct state *s, int g)
+/* Options that still fit on MIG GPU g, as a bit mask (bit o: one more o fits). */
+static unsigned algo_gpu_room(const struct state *s, int g)
 {
-    for (int o = 1; o < s->n_options; o++)
-        if (plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1)))
-            return 0;
-    return 1;
+    return plan_mix_room(s->lay, s->gpu[g].mix);
 }
 
-/* The seed's step 4: first-fit decreasing by compute slices under the placement rule. */
+/* The seed's step 4: first-fit decreasing by compute slices under the placement rule.
+ * Open GPUs are slots of a fit tree in the order of the open list (a closed GPU's slot
+ * takes the last open GPU, as the list does), marked with the options that still fit. */
 int algo_pack_ffd(struct state *s)
 {
     struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
     int *open = malloc(((size_t)s->n_inst + 1) * sizeof(int));
     int n = 0, n_open = 0, rc = 0;
-    if (!k || !open) {
+    struct fit_tree t = {0};
+    if (!k || !open || fit_tree_init(&t, s->n_inst + 1)) {
         rc = -ENOMEM;
         goto out;
     }
@@ -298,24 +273,28 @@ int algo_pack_ffd(struct state *s)
                                        + s->m->profiles[s->inst[i].option - 1].mem_slices, i};
     qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
     for (int q = 0; q < n; q++) {
-        int i = k[q].id, o = s->inst[i].option, g = -1;
-        for (int x = 0; x < n_open && g < 0; x++)
-            if (plan_mix_fits(s->lay, plan_mix_add(s->gpu[open[x]].mix, o, 1)))
-                g = open[x];
+        int i = k[q].id, o = s->inst[i].option;
+        int x = fit_tree_first(&t, 0, 0, 1u << o), g = x >= 0 ? open[x] : -1;
         if (g < 0) {
             if ((g = st_new_gpu(s, 0)) < 0) {
                 rc = g;
                 goto out;
             }
-            open[n_open++] = g;
+            open[x = n_open++] = g;
         }
         st_gpu_attach(s, i, g);
-        for (int x = 0; x < n_open; x++)
-            if (open[x] == g && algo_gpu_closed(s, g))
-                open[x--] = open[--n_open];
+        unsigned room = algo_gpu_room(s, g);
+        if (room) {
+            fit_tree_set(&t, x, 0, 0, room);
+            continue;
+        }
+        open[x] = open[--n_open];
+        fit_tree_set(&t, x, 0, 0, x < n_open ? algo_gpu_room(s, open[x]) : 0);
+        fit_tree_set(&t, n_open, 0, 0, 0);
     }
     rc = algo_pack_whole(s);
 out:
+    fit_tree_free(&t);
     free(k);
     free(open);
     return rc;
@@ -332,17 +311,29 @@ static int algo_cover_value(const struct state *s, plan_mix_t layout, const int 
 }
 
 /* Choose GPU layouts greedily: each new GPU takes the maximal layout that covers the
- * most remaining compute slices (then the most instances). */
+ * most remaining compute slices (then the most instances); each GPU takes the lowest-
+ * numbered unpacked instances of each option (one queue per option). */
 int algo_pack_cover(struct state *s)
 {
-    int left[PLAN_MAX_OPTIONS] = {0}, total = 0;
+    int left[PLAN_MAX_OPTIONS] = {0}, head[PLAN_MAX_OPTIONS] = {0}, total = 0, rc = 0;
+    int *queue = malloc(((size_t)s->n_inst + 1) * sizeof(int)), first[PLAN_MAX_OPTIONS + 1] = {0};
+    if (!queue)
+        return -ENOMEM;
     algo_unpack(s);
     for (int i = 0; i < s->n_inst; i++)
         if (s->inst[i].n && s->inst[i].option != PLAN_OPTION_WHOLE) {
             left[s->inst[i].option]++;
             total++;
         }
-    int next = 0;
+    for (int o = 0; o < s->n_options; o++)
+        first[o + 1] = first[o] + left[o];
+    for (int o = 0; o < s->n_options; o++)
+        head[o] = first[o];
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].n && s->inst[i].option != PLAN_OPTION_WHOLE)
+            queue[head[s->inst[i].option]++] = i;
+    for (int o = 0; o < s->n_options; o++)
+        head[o] = first[o];
     while (total > 0) {
         int best = 0, best_v = -1;
         for (int l = 0; l < s->lay->n_mixes; l++) {
@@ -353,59 +344,60 @@ int algo_pack_cover(struct state *s)
             }
         }
         int g = st_new_gpu(s, 0);
-        if (g < 0)
-            return g;
-        int want[PLAN_MAX_OPTIONS];
+        if (g < 0) {
+            rc = g;
+            break;
+        }
         for (int o = 1; o < s->n_options; o++) {
             int c = plan_mix_count(s->lay->mixes[best], o);
-            want[o] = c < left[o] ? c : left[o];
-            left[o] -= want[o];
-            total -= want[o];
+            int want = c < left[o] ? c : left[o];
+            left[o] -= want;
+            total -= want;
+            while (want-- > 0)
+                st_gpu_attach(s, queue[head[o]++], g);
         }
-        for (int i = next; i < s->n_inst; i++) {
-            const struct st_inst *in = &s->inst[i];
-            if (in->n && in->option != PLAN_OPTION_WHOLE && in->gpu < 0 && want[in->option] > 0) {
-                want[in->option]--;
-                st_gpu_attach(s, i, g);
-            }
-        }
-        while (next < s->n_inst && (s->inst[next].gpu >= 0 || !s->inst[next].n))
-            next++;
     }
-    return algo_pack_whole(s);
+    free(queue);
+    return rc ? rc : algo_pack_whole(s);
 }
 
 /* ---- Kairos's local search ---- */
 
 /* Place w in a new instance on a live MIG GPU other than skip_gpu (smallest option
- * first, fullest GPU first). */
+ * first, fullest GPU first, then the lowest GPU index): one pass over the GPUs. */
 static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_out)
 {
-    int min_c = PLAN_COMPUTE_SLICES + 1;
-    for (int k = 0; k < s->n_options; k++)
-        if (s->order[k] != PLAN_OPTION_WHOLE && st_need(s, w, s->order[k]) >= 0)
-            min_c = plan_option_compute(s->m, s->order[k]) < min_c ? plan_option_compute(s->m, s->order[k]) : min_c;
-    for (int k = 0; k < s->n_options; k++) {
-        int o = s->order[k], best = -1, best_c = -1;
-        if (o == PLAN_OPTION_WHOLE || st_need(s, w, o) < 0)
-            continue;
-        for (int g = 0; g < s->n_gpu; g++) {
-            if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
-                continue;
-            int c = st_gpu_compute(s, g);
-            if (c + min_c > PLAN_COMPUTE_SLICES)
-                continue;
-            if (c > best_c && plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1))) {
-                best = g;
-                best_c = c;
-            }
+    int best_g[PLAN_MAX_OPTIONS], best_c[PLAN_MAX_OPTIONS], min_c = PLAN_COMPUTE_SLICES + 1;
+    unsigned want = 0;
+    for (int o = 1; o < s->n_options; o++) {
+        best_g[o] = -1;
+        best_c[o] = -1;
+        if (st_need(s, w, o) >= 0) {
+            want |= 1u << o;
+            min_c = plan_option_compute(s->m, o) < min_c ? plan_option_compute(s->m, o) : min_c;
         }
-        if (best < 0)
+    }
+    for (int g = 0; want && g < s->n_gpu; g++) {
+        if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
+            continue;
+        int c = st_gpu_compute(s, g);
+        if (c + min_c > PLAN_COMPUTE_SLICES)
+            continue;
+        unsigned room = plan_mix_room(s->lay, s->gpu[g].mix) & want;
+        for (int o = 1; room && o < s->n_options; o++)
+            if ((room >> o & 1u) && c > best_c[o]) {
+                best_g[o] = g;
+                best_c[o] = c;
+            }
+    }
+    for (int k = 0; k < s->n_options; k++) {
+        int o = s->order[k];
+        if (o == PLAN_OPTION_WHOLE || best_g[o] < 0)
             continue;
         int in = st_new_inst(s, o);
         if (in < 0)
             return in;
-        st_gpu_attach(s, in, best);
+        st_gpu_attach(s, in, best_g[o]);
         *inst_out = in;
         return 1;
     }
@@ -424,7 +416,7 @@ static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct alg
         if (s->inst[i].gpu != g)
             continue;
         while (s->inst[i].n) {
-            int w = s->inst[i].head, t = 0, to = algo_best_existing(s, w, 0, i, g, &t);
+            int w = s->inst[i].head, t = 0, to = bf_best(s, w, 0, i, g, &t);
             if (to < 0) {
                 int rc = algo_new_elsewhere(s, w, g, &to);
                 if (rc <= 0)
@@ -531,15 +523,17 @@ out:
 
 int algo_improve(struct state *s, int budget, int passes)
 {
-    for (int pass = 0; pass < passes; pass++) {
+    int rc = bf_attach(s);
+    for (int pass = 0; !rc && pass < passes; pass++) {
         int a = algo_drop_instances(s, budget);
         int b = algo_drop_gpus(s, budget);
         if (a < 0 || b < 0)
-            return a < 0 ? a : b;
-        if (!a && !b)
+            rc = a < 0 ? a : b;
+        else if (!a && !b)
             break;
     }
-    return 0;
+    bf_detach(s);
+    return rc;
 }
 
 int algo_fuse_pack(struct state *s, int (*pick)(const struct state *s, int w))

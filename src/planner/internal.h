@@ -41,7 +41,27 @@ struct state {
     int n_inst, cap_inst;
     struct st_gpu *gpu;
     int n_gpu, cap_gpu;
+    struct bf_index *bf;           /* best-fit index while attached (fit_index.c), else NULL */
 };
+
+/* fit_index.c: first fit in a fixed slot order (leftmost slot with time >= t,
+ * memory >= m and the bit set) and best fit by (option, free time) buckets. */
+struct fit_tree {
+    int size;                /* leaves, a power of two */
+    int *time;
+    int64_t *mem;
+    unsigned *mask;
+};
+int fit_tree_init(struct fit_tree *t, int n);
+void fit_tree_free(struct fit_tree *t);
+void fit_tree_set(struct fit_tree *t, int slot, int time, int64_t mem, unsigned mask);
+int fit_tree_first(const struct fit_tree *t, int time, int64_t mem, unsigned bit);
+int bf_attach(struct state *s);
+void bf_detach(struct state *s);
+int bf_update(struct state *s, int inst);
+/* Best existing instance for w: least time left after it, ties to the lowest index;
+ * options of rank >= min_rank, not skip_inst, not on skip_gpu (>= 0). -1 if none. */
+int bf_best(const struct state *s, int w, int min_rank, int skip_inst, int skip_gpu, int *best_t);
 
 int st_init(struct state *s, const struct plan_input *in, int pool,
             const struct plan_layouts *lay, const int *wl, int n_wl);

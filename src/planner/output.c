@@ -28,6 +28,46 @@ static double output_norm(const struct plan_input *in, const struct plan *p,
     return w->thr[p->gpus[pi->gpu].pool][pi->option] * a->time / PLAN_TIME_UNITS / w->target;
 }
 
+/* Linked lists so that every writer visits the plan in one pass: the assignments of
+ * each instance and the instances of each GPU, in plan order. */
+struct output_lists {
+    int *first_a, *next_a;   /* per instance / per assignment */
+    int *first_i, *next_i;   /* per GPU / per instance */
+};
+
+static void output_lists_free(struct output_lists *l)
+{
+    free(l->first_a);
+    free(l->next_a);
+    free(l->first_i);
+    free(l->next_i);
+}
+
+static int output_lists_build(const struct plan *p, struct output_lists *l)
+{
+    l->first_a = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    l->next_a = malloc(((size_t)p->n_assigns + 1) * sizeof(int));
+    l->first_i = malloc(((size_t)p->n_gpus + 1) * sizeof(int));
+    l->next_i = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    if (!l->first_a || !l->next_a || !l->first_i || !l->next_i) {
+        output_lists_free(l);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < p->n_instances; i++)
+        l->first_a[i] = -1;
+    for (int g = 0; g < p->n_gpus; g++)
+        l->first_i[g] = -1;
+    for (int a = p->n_assigns - 1; a >= 0; a--) {
+        l->next_a[a] = l->first_a[p->assigns[a].instance];
+        l->first_a[p->assigns[a].instance] = a;
+    }
+    for (int i = p->n_instances - 1; i >= 0; i--) {
+        l->next_i[i] = l->first_i[p->instances[i].gpu];
+        l->first_i[p->instances[i].gpu] = i;
+    }
+    return 0;
+}
+
 /* ---- the json tree ---- */
 
 static json_t *output_assign_json(const struct plan_input *in, const struct plan *p,
@@ -53,32 +93,21 @@ static json_t *output_instance_json(const struct plan_input *in, const struct pl
 
 static json_t *output_gpus_json(const struct plan_input *in, const struct plan *p)
 {
-    int *first = malloc(((size_t)p->n_instances + 1) * sizeof(int));
-    int *next = malloc(((size_t)p->n_assigns + 1) * sizeof(int));
+    struct output_lists l;
     json_t *gpus = json_array();
-    if (!first || !next) {
-        free(first);
-        free(next);
+    if (output_lists_build(p, &l)) {
         json_decref(gpus);
         return NULL;
     }
-    for (int i = 0; i < p->n_instances; i++)
-        first[i] = -1;
-    for (int a = p->n_assigns - 1; a >= 0; a--) {
-        next[a] = first[p->assigns[a].instance];
-        first[p->assigns[a].instance] = a;
-    }
     for (int g = 0; g < p->n_gpus; g++) {
         json_t *insts = json_array();
-        for (int i = 0; i < p->n_instances; i++)
-            if (p->instances[i].gpu == g)
-                json_array_append_new(insts, output_instance_json(in, p, i, first, next));
+        for (int i = l.first_i[g]; i >= 0; i = l.next_i[i])
+            json_array_append_new(insts, output_instance_json(in, p, i, l.first_a, l.next_a));
         json_array_append_new(gpus, json_pack("{s:i, s:s, s:b, s:o}", "index", g, "model",
                                               output_model(in, p, g)->name, "mig", p->gpus[g].mig,
                                               "instances", insts));
     }
-    free(first);
-    free(next);
+    output_lists_free(&l);
     return gpus;
 }
 
@@ -204,17 +233,14 @@ static int output_yaml(json_t *root, FILE *f)
 
 /* ---- the table ---- */
 
-static void output_table_gpu(const struct plan_input *in, const struct plan *p, int g, FILE *f)
+static void output_table_gpu(const struct plan_input *in, const struct plan *p,
+                             const struct output_lists *l, int g, FILE *f)
 {
     const struct plan_gpu_model *m = output_model(in, p, g);
-    for (int i = 0; i < p->n_instances; i++) {
+    for (int i = l->first_i[g]; i >= 0; i = l->next_i[i]) {
         const struct plan_instance *pi = &p->instances[i];
-        if (pi->gpu != g)
-            continue;
-        for (int a = 0; a < p->n_assigns; a++) {
+        for (int a = l->first_a[i]; a >= 0; a = l->next_a[a]) {
             const struct plan_assign *as = &p->assigns[a];
-            if (as->instance != i)
-                continue;
             fprintf(f, "%-4d %-18s %-9s %5d  %-28s %6.1f %9lld %8.3f\n", g, m->name,
                     plan_option_name(m, pi->option), pi->start, in->workloads[as->workload].name,
                     as->time * 100.0 / PLAN_TIME_UNITS, (long long)as->mem_mib,
@@ -223,7 +249,7 @@ static void output_table_gpu(const struct plan_input *in, const struct plan *p, 
     }
 }
 
-static void output_table(const struct plan_input *in, const struct plan *p,
+static int output_table(const struct plan_input *in, const struct plan *p,
                          const struct plan_moves *mv, FILE *f)
 {
     struct plan_metrics m;
@@ -237,8 +263,12 @@ static void output_table(const struct plan_input *in, const struct plan *p,
                 p->exact_bound);
     fprintf(f, "\n%-4s %-18s %-9s %5s  %-28s %6s %9s %8s\n", "GPU", "model", "instance", "start",
             "workload", "t(%)", "m(MiB)", "Thr/tgt");
+    struct output_lists l;
+    if (output_lists_build(p, &l))
+        return -ENOMEM;
     for (int g = 0; g < p->n_gpus; g++)
-        output_table_gpu(in, p, g, f);
+        output_table_gpu(in, p, &l, g, f);
+    output_lists_free(&l);
     for (int k = 0; k < p->n_infeasible; k++)
         fprintf(f, "%sinfeasible: %s: %s\n", k ? "" : "\n",
                 in->workloads[p->infeasible[k].workload].name,
@@ -258,6 +288,7 @@ static void output_table(const struct plan_input *in, const struct plan *p,
     }
     if (mv && !mv->n)
         fprintf(f, "\nmoves: none\n");
+    return 0;
 }
 
 int plan_write(const struct plan_input *in, const struct plan *p, const struct plan_moves *mv,
@@ -265,8 +296,8 @@ int plan_write(const struct plan_input *in, const struct plan *p, const struct p
 {
     FILE *f = stream;
     if (fmt == PLAN_FMT_TABLE) {
-        output_table(in, p, mv, f);
-        return ferror(f) ? -EIO : 0;
+        int rc = output_table(in, p, mv, f);
+        return rc ? rc : ferror(f) ? -EIO : 0;
     }
     json_t *root = output_tree(in, p, mv);
     if (!root)
@@ -299,33 +330,60 @@ static int output_find_pool(const struct plan_input *in, const char *model)
     return -1;
 }
 
+static int output_read_assign(const struct plan_input *in, struct plan *p, int g, int i, json_t *jw,
+                              const struct output_name *idx, char *err, size_t errlen)
+{
+    struct output_name key = {json_string_value(json_object_get(jw, "name")), -1}, *hit;
+    json_t *t = json_object_get(jw, "t"), *mem = json_object_get(jw, "memory_mib");
+    hit = key.name ? bsearch(&key, idx, (size_t)in->n_workloads, sizeof(*idx), output_name_cmp) : NULL;
+    if (!hit) {
+        snprintf(err, errlen, "gpu %d: workload '%s' is not in the cluster file", g,
+                 key.name ? key.name : "(no name)");
+        return -EINVAL;
+    }
+    if (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 1) {
+        snprintf(err, errlen, "gpu %d: workload '%s' needs a time share 't' in (0, 1]", g, key.name);
+        return -EINVAL;
+    }
+    if (!json_is_integer(mem) || json_integer_value(mem) < 0 || json_integer_value(mem) > (1LL << 40)) {
+        snprintf(err, errlen, "gpu %d: workload '%s' needs a 'memory_mib' in 0..2^40", g, key.name);
+        return -EINVAL;
+    }
+    if (plan_add_assign(p, hit->index, i, (int)lround(json_number_value(t) * PLAN_TIME_UNITS),
+                        json_integer_value(mem)) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 static int output_read_instance(const struct plan_input *in, struct plan *p, int g, json_t *ji,
                                 const struct output_name *idx, char *err, size_t errlen)
 {
+    const struct plan_gpu_model *m = &in->pools[p->gpus[g].pool].model;
     const char *prof = json_string_value(json_object_get(ji, "profile"));
     json_t *start = json_object_get(ji, "start"), *wl = json_object_get(ji, "workloads");
-    int o = prof ? plan_option_find(&in->pools[p->gpus[g].pool].model, prof) : -1;
+    int o = prof ? plan_option_find(m, prof) : -1;
     if (o < 0 || !json_is_integer(start) || !json_is_array(wl)) {
-        snprintf(err, errlen, "gpu %d: instance needs a known 'profile', 'start' and 'workloads'", g);
+        snprintf(err, errlen, "gpu %d: an instance needs a 'profile' of %s (whole or a MIG "
+                 "profile), a 'start' and 'workloads'%s%s", g, m->name, prof ? "; got " : "",
+                 prof ? prof : "");
+        return -EINVAL;
+    }
+    if (json_integer_value(start) < 0 || json_integer_value(start) >= PLAN_MEM_SLICES) {
+        snprintf(err, errlen, "gpu %d: instance %s starts at memory slice %" JSON_INTEGER_FORMAT
+                 ", outside 0..%d", g, prof, json_integer_value(start), PLAN_MEM_SLICES - 1);
         return -EINVAL;
     }
     int i = plan_add_instance(p, g, o, (int)json_integer_value(start));
+    if (i < 0)
+        return -ENOMEM;
     size_t k;
     json_t *jw;
     json_array_foreach(wl, k, jw) {
-        struct output_name key = {json_string_value(json_object_get(jw, "name")), -1}, *hit;
-        json_t *t = json_object_get(jw, "t"), *mem = json_object_get(jw, "memory_mib");
-        hit = key.name ? bsearch(&key, idx, (size_t)in->n_workloads, sizeof(*idx), output_name_cmp) : NULL;
-        if (!hit || !json_is_number(t) || !json_is_integer(mem)) {
-            snprintf(err, errlen, "gpu %d: workload '%s' is not in the input or lacks t/memory_mib",
-                     g, key.name ? key.name : "?");
-            return -EINVAL;
-        }
-        if (plan_add_assign(p, hit->index, i, (int)lround(json_number_value(t) * PLAN_TIME_UNITS),
-                            json_integer_value(mem)) < 0)
-            return -ENOMEM;
+        int rc = output_read_assign(in, p, g, i, jw, idx, err, errlen);
+        if (rc)
+            return rc;
     }
-    return i < 0 ? -ENOMEM : 0;
+    return 0;
 }
 
 static int output_read_gpus(const struct plan_input *in, struct plan *p, json_t *gpus,
@@ -337,12 +395,14 @@ static int output_read_gpus(const struct plan_input *in, struct plan *p, json_t 
         const char *model = json_string_value(json_object_get(jg, "model"));
         json_t *insts = json_object_get(jg, "instances");
         int pool = model ? output_find_pool(in, model) : -1;
-        if (pool < 0 || !json_is_array(insts)) {
-            snprintf(err, errlen, "gpu %zu: model '%s' is not a pool of the input", k,
-                     model ? model : "?");
+        if (pool < 0 || !json_is_array(insts) || !json_is_boolean(json_object_get(jg, "mig"))) {
+            snprintf(err, errlen, "gpu %zu: needs a 'model' that is a GPU pool of the cluster file "
+                     "(got '%s'), 'mig' (true/false) and 'instances'", k, model ? model : "?");
             return -EINVAL;
         }
         int g = plan_add_gpu(p, pool, json_is_true(json_object_get(jg, "mig")));
+        if (g < 0)
+            return -ENOMEM;
         json_array_foreach(insts, q, ji) {
             int rc = output_read_instance(in, p, g, ji, idx, err, errlen);
             if (rc)

@@ -75,6 +75,7 @@ int st_init(struct state *s, const struct plan_input *in, int pool,
 
 void st_free(struct state *s)
 {
+    bf_detach(s);
     free(s->wl);
     free(s->need);
     free(s->where);
@@ -97,6 +98,7 @@ int st_copy(struct state *d, const struct state *s)
 {
     size_t nw = (size_t)s->in->n_workloads;
     *d = *s;
+    d->bf = NULL;
     d->wl = st_dup(s->wl, (size_t)s->n_wl * sizeof(int));
     d->need = st_dup(s->need, nw * PLAN_MAX_OPTIONS * sizeof(int));
     d->where = st_dup(s->where, nw * sizeof(int));
@@ -122,6 +124,8 @@ int st_new_inst(struct state *s, int option)
         s->cap_inst = cap;
     }
     s->inst[s->n_inst] = (struct st_inst){option, -1, 0, 0, -1, 0};
+    if (bf_update(s, s->n_inst))   /* grows the attached index so st_put never has to */
+        return -ENOMEM;
     return s->n_inst++;
 }
 
@@ -149,6 +153,7 @@ void st_put(struct state *s, int w, int i, int time)
     in->n++;
     in->time += time;
     in->mem += s->in->workloads[w].mem_mib;
+    bf_update(s, i);
 }
 
 void st_take(struct state *s, int w)
@@ -163,6 +168,7 @@ void st_take(struct state *s, int w)
     in->mem -= s->in->workloads[w].mem_mib;
     s->where[w] = -1;
     s->next[w] = -1;
+    bf_update(s, (int)(in - s->inst));
 }
 
 int st_fits(const struct state *s, int w, int i)
