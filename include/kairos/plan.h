@@ -178,9 +178,14 @@ struct plan {
     struct plan_assign *assigns;
     struct plan_infeasible *infeasible;
     char algo[24];
-    int exact_status;                  /* exact solver: 1 optimal, 0 not solved, -1 n/a */
+    int exact_status;                  /* exact solver: PLAN_EXACT_* */
     double exact_bound;                /* exact solver: lower bound on GPUs */
 };
+
+#define PLAN_EXACT_NA (-1)        /* not the exact solver */
+#define PLAN_EXACT_NOT_SOLVED 0   /* time limit, size limit or several pools: Kairos's plan */
+#define PLAN_EXACT_OPTIMAL 1      /* proven optimal */
+#define PLAN_EXACT_CAPPED 2       /* too few GPUs for every workload: nothing proven */
 
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
@@ -190,6 +195,7 @@ int plan_add_instance(struct plan *p, int gpu, int option, int start);
 int plan_add_assign(struct plan *p, int workload, int instance, int time, int64_t mem);
 int plan_add_infeasible(struct plan *p, int workload, enum plan_reason r);
 const char *plan_reason_text(enum plan_reason r);
+const char *plan_exact_status_text(int status);
 /* Why workload w cannot be placed on any GPU of the input (PLAN_NO_CAPACITY when it
  * could be, given GPUs enough). */
 enum plan_reason plan_reason_of(const struct plan_input *in, int w);

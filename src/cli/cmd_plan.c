@@ -177,7 +177,8 @@ static int plan_compare(const struct plan_input *in, const struct plan_cli *c)
         if (c->fmt == PLAN_FMT_TABLE)
             printf("%-9s %5d %8.2f %10.3f %6d  %s%s\n", plan_algo_name(a), m.gpus, m.slices,
                    m.mean_norm_thr, m.placed, bad ? "FAILED: " : "ok",
-                   bad ? err : (p.exact_status == 0 ? " (not proven optimal)" : ""));
+                   bad ? err : (p.exact_status == PLAN_EXACT_NOT_SOLVED || p.exact_status == PLAN_EXACT_CAPPED
+                                 ? " (not proven optimal)" : ""));
         else
             json_array_append_new(arr, json_pack("{s:s, s:i, s:f, s:f, s:i, s:b}", "algo",
                                                  plan_algo_name(a), "gpus", m.gpus, "gpus_in_slices",

@@ -521,15 +521,88 @@ out:
     return freed;
 }
 
+/* Total time instance i's members would need on option o, or -1 if one cannot run
+ * there or their memory does not fit. */
+static int algo_retime(const struct state *s, int i, int o)
+{
+    int total = 0;
+    int64_t mem = 0;
+    for (int w = s->inst[i].head; w >= 0; w = s->next[w]) {
+        int t = st_need(s, w, o);
+        if (t < 0)
+            return -1;
+        total += t;
+        mem += s->in->workloads[w].mem_mib;
+    }
+    return total <= PLAN_TIME_UNITS && mem <= plan_option_mem(s->m, o) ? total : -1;
+}
+
+/* May instance i on its GPU become option o? A whole GPU only for a lone instance. */
+static int algo_retype_legal(const struct state *s, int i, int o)
+{
+    const struct st_gpu *g = &s->gpu[s->inst[i].gpu];
+    int cur = s->inst[i].option;
+    if (o == PLAN_OPTION_WHOLE)
+        return !g->whole && g->mix == plan_mix_add(0, cur, 1);
+    if (g->whole)
+        return 1;
+    return plan_mix_fits(s->lay, plan_mix_add(plan_mix_add(g->mix, cur, -1), o, 1));
+}
+
+static void algo_retype_apply(struct state *s, int i, int o)
+{
+    int g = s->inst[i].gpu, members[PLAN_TIME_UNITS], n = 0;
+    for (int w = s->inst[i].head; w >= 0; w = s->next[w])
+        members[n++] = w;
+    for (int k = 0; k < n; k++)
+        st_take(s, members[k]);
+    st_gpu_detach(s, i);
+    s->inst[i].option = o;
+    s->gpu[g] = (struct st_gpu){o == PLAN_OPTION_WHOLE, s->gpu[g].whole ? 0 : s->gpu[g].mix, 1,
+                                o == PLAN_OPTION_WHOLE ? PLAN_COMPUTE_SLICES
+                                : s->gpu[g].whole ? 0 : s->gpu[g].compute};
+    st_gpu_attach(s, i, g);
+    for (int k = 0; k < n; k++)
+        st_put(s, members[k], i, st_need(s, members[k], o));
+}
+
+/* Change instances' types where that frees compute slices or time on the same GPU:
+ * the option with the fewest compute slices, then the least total time, that holds
+ * all members (e.g. 7g -> whole GPU, more SMs in the same slices; 4g -> 3g). */
+int algo_retype(struct state *s)
+{
+    int changed = 0;
+    for (int i = 0; i < s->n_inst; i++) {
+        if (!s->inst[i].n || s->inst[i].gpu < 0)
+            continue;
+        int cur = s->inst[i].option, best = cur;
+        long best_key = (long)plan_option_compute(s->m, cur) * 10000 + s->inst[i].time;
+        for (int o = 0; o < s->n_options; o++) {
+            int t = o == cur ? -1 : algo_retime(s, i, o);
+            long key = (long)plan_option_compute(s->m, o) * 10000 + t;
+            if (t >= 0 && key < best_key && algo_retype_legal(s, i, o)) {
+                best = o;
+                best_key = key;
+            }
+        }
+        if (best != cur) {
+            algo_retype_apply(s, i, best);
+            changed++;
+        }
+    }
+    return changed;
+}
+
 int algo_improve(struct state *s, int budget, int passes)
 {
     int rc = bf_attach(s);
     for (int pass = 0; !rc && pass < passes; pass++) {
+        int r = algo_retype(s);
         int a = algo_drop_instances(s, budget);
         int b = algo_drop_gpus(s, budget);
         if (a < 0 || b < 0)
             rc = a < 0 ? a : b;
-        else if (!a && !b)
+        else if (!a && !b && !r)
             break;
     }
     bf_detach(s);

@@ -10,7 +10,8 @@
  *        GPUs <= Kairos's count - 1. Infeasible means Kairos's plan is optimal; a
  *        solution is the optimum (and beats Kairos).
  * Bounded: refused beyond opt->exact_max_workloads, stopped after the time limit.
- * When not decided the result is Kairos's plan with exact_status = 0.
+ * When not decided the result is Kairos's plan with exact_status = 0; when the pool is
+ * too small for every workload, PLAN_EXACT_CAPPED (the model cannot say anything).
  * One pool only (a heterogeneous exact model is left out).
  */
 #include <errno.h>
@@ -305,7 +306,8 @@ static int exact_fallback(const struct plan_input *in, struct plan *p, double bo
     return rc;
 }
 
-static int exact_heuristic_gpus(const struct plan_input *in, int *gpus)
+/* Kairos's GPU count, and whether its plan left workloads out for lack of GPUs. */
+static int exact_heuristic_gpus(const struct plan_input *in, int *gpus, int *capped)
 {
     struct plan_options k;
     struct plan h;
@@ -316,6 +318,9 @@ static int exact_heuristic_gpus(const struct plan_input *in, int *gpus)
         return rc;
     plan_metrics_compute(in, &h, &m);
     *gpus = m.gpus;
+    *capped = 0;
+    for (int f = 0; f < h.n_infeasible; f++)
+        *capped |= h.infeasible[f].reason == PLAN_NO_CAPACITY;
     plan_free(&h);
     return 0;
 }
@@ -324,14 +329,19 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
 {
     struct plan_layouts lay;
     struct state s;
-    int *wl = malloc(((size_t)in->n_workloads + 1) * sizeof(int)), n = 0, ub = 0;
+    int *wl = malloc(((size_t)in->n_workloads + 1) * sizeof(int)), n = 0, ub = 0, capped = 0;
     double bound = 0;
     int rc = wl ? 0 : -ENOMEM;
     if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads)) {
         free(wl);
         return exact_fallback(in, p, 0, 0);
     }
-    rc = rc ? rc : exact_heuristic_gpus(in, &ub);
+    rc = rc ? rc : exact_heuristic_gpus(in, &ub, &capped);
+    if (!rc && capped) {
+        /* the model places every workload; with too few GPUs nothing can be proven */
+        free(wl);
+        return exact_fallback(in, p, 0, PLAN_EXACT_CAPPED);
+    }
     rc = rc ? rc : plan_layouts_enumerate(&in->pools[0].model, &lay);
     for (int w = 0; !rc && w < in->n_workloads; w++)
         wl[n++] = w;

@@ -101,6 +101,7 @@ int algo_alone(struct state *s, const int *choice, int full_time);
 int algo_migrate_up(struct state *s);                         /* the seed's step 3 */
 int algo_pack_ffd(struct state *s);                           /* the seed's step 4 */
 int algo_pack_cover(struct state *s);                         /* layout-cover packing */
+int algo_retype(struct state *s);                             /* change instance types */
 int algo_improve(struct state *s, int budget, int passes);    /* local search */
 
 /* One per algorithm; each fills an empty state for its pool. */

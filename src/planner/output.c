@@ -149,7 +149,7 @@ static json_t *output_tree(const struct plan_input *in, const struct plan *p,
                              "infeasible", m.infeasible);
     if (p->exact_status >= 0)
         json_object_set_new(root, "exact", json_pack("{s:s, s:f}", "status",
-                                                     p->exact_status ? "optimal" : "not solved",
+                                                     plan_exact_status_text(p->exact_status),
                                                      "lower_bound", p->exact_bound));
     json_object_set_new(root, "gpus", output_gpus_json(in, p));
     json_object_set_new(root, "infeasible", inf);
@@ -258,8 +258,7 @@ static int output_table(const struct plan_input *in, const struct plan *p,
             "mean Thr/target %.3f\n", p->algo, m.gpus, m.slices, m.placed, m.infeasible,
             m.mean_norm_thr);
     if (p->exact_status >= 0)
-        fprintf(f, "exact: %s, lower bound %.0f GPUs\n",
-                p->exact_status ? "optimal" : "not solved within the bound (showing kairos)",
+        fprintf(f, "exact: %s, lower bound %.0f GPUs\n", plan_exact_status_text(p->exact_status),
                 p->exact_bound);
     fprintf(f, "\n%-4s %-18s %-9s %5s  %-28s %6s %9s %8s\n", "GPU", "model", "instance", "start",
             "workload", "t(%)", "m(MiB)", "Thr/tgt");

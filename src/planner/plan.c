@@ -176,3 +176,14 @@ void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
     out->mean_norm_thr = p->n_assigns ? norm / p->n_assigns : 0;
     free(used);
 }
+
+const char *plan_exact_status_text(int status)
+{
+    switch (status) {
+    case PLAN_EXACT_OPTIMAL: return "optimal";
+    case PLAN_EXACT_CAPPED: return "not solved: too few GPUs for every workload, nothing proven "
+                                   "(showing kairos)";
+    case PLAN_EXACT_NOT_SOLVED: return "not solved within the limits (showing kairos)";
+    }
+    return "n/a";
+}

@@ -159,6 +159,125 @@ found:
     plan_input_free(&in);
 }
 
+static int placed_by(const struct plan_input *in, enum plan_algo a, int *exact_status)
+{
+    struct plan_options o;
+    struct plan p;
+    char err[300];
+    plan_options_default(&o);
+    o.algo = a;
+    o.exact_time_limit_s = 1;
+    assert_int_equal(plan_solve(in, &o, &p), 0);
+    if (plan_check(in, &p, err, sizeof(err)))
+        fail_msg("%s plan fails the checker: %s", plan_algo_name(a), err);
+    int placed = p.n_assigns;
+    if (exact_status)
+        *exact_status = p.exact_status;
+    plan_free(&p);
+    return placed;
+}
+
+/* With too few GPUs, placing workloads comes first: no baseline places more workloads
+ * than Kairos, and the exact solver never calls such a plan optimal. */
+static struct plan_gen_params tight(uint64_t seed)
+{
+    static const char *const models[] = {"A100-40GB", "H200-141GB", "A100-40GB+1g.10gb"};
+    return (struct plan_gen_params){seed, 12 + (int)(seed % 5) * 7, 1 + (int)(seed % 4),
+                                    models[seed % 3], seed % 2 ? 0.7 : 1.0};
+}
+
+static void test_exact_capped_not_optimal(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 45; seed++) {
+        struct plan_gen_params g = tight(seed);
+        struct plan_input in;
+        int status = 0;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        int n = placed_by(&in, PLAN_ALGO_EXACT, &status);
+        if (n < in.n_workloads && status == PLAN_EXACT_OPTIMAL)
+            fail_msg("seed %llu: exact calls a plan that leaves %d workloads out optimal",
+                     (unsigned long long)seed, in.n_workloads - n);
+        plan_input_free(&in);
+    }
+}
+
+static void test_tight_capacity(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 45; seed++) {
+        struct plan_gen_params g = tight(seed);
+        struct plan_input in;
+        int status = 0;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        int kairos = placed_by(&in, PLAN_ALGO_KAIROS, NULL);
+        for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
+            int n = placed_by(&in, a, &status);
+            if (a != PLAN_ALGO_EXACT && n > kairos)
+                fail_msg("seed %llu (%d GPUs): %s places %d workloads, kairos only %d",
+                         (unsigned long long)seed, g.n_gpus, plan_algo_name(a), n, kairos);
+            if (a == PLAN_ALGO_EXACT && n < in.n_workloads && status == PLAN_EXACT_OPTIMAL)
+                fail_msg("seed %llu: exact calls a plan that leaves %d workloads out optimal",
+                         (unsigned long long)seed, in.n_workloads - n);
+        }
+        plan_input_free(&in);
+    }
+}
+
+/* Kairos's plan is a local optimum for instance types: no instance could take another
+ * type on its GPU with fewer compute slices, or the same slices and less total time
+ * (e.g. a lone 7g instance that would need less time as the whole GPU). */
+static void assert_no_better_type(const struct plan_input *in, const struct plan *p, const char *what)
+{
+    for (int i = 0; i < p->n_instances; i++) {
+        const struct plan_instance *pi = &p->instances[i];
+        const struct plan_gpu_model *m = &in->pools[p->gpus[pi->gpu].pool].model;
+        int lone = 1, pool = p->gpus[pi->gpu].pool;
+        for (int j = 0; j < p->n_instances; j++)
+            lone &= j == i || p->instances[j].gpu != pi->gpu;
+        if (!lone || pi->option != m->n_profiles || !p->gpus[pi->gpu].mig)
+            continue;
+        /* the largest profile alone on a GPU: the whole GPU is the same slices */
+        int now = 0, whole = 0;
+        int64_t mem = 0;
+        for (int a = 0; a < p->n_assigns; a++) {
+            if (p->assigns[a].instance != i)
+                continue;
+            int t = plan_time_needed(&in->workloads[p->assigns[a].workload], pool, m, 0);
+            now += p->assigns[a].time;
+            whole = t < 0 || whole < 0 ? -1 : whole + t;
+            mem += in->workloads[p->assigns[a].workload].mem_mib;
+        }
+        if (whole >= 0 && whole < now && whole <= PLAN_TIME_UNITS && mem <= m->whole_mem_mib)
+            fail_msg("%s: gpu %d keeps a lone %s whose workloads would need %d instead of %d "
+                     "time units as the whole GPU", what, pi->gpu, plan_option_name(m, pi->option),
+                     whole, now);
+    }
+}
+
+static void test_retype(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        struct plan_gen_params g = {seed, 5 + (int)(seed % 30), 64, "A100-40GB", seed % 2 ? 1.0 : 0.8};
+        struct plan_input in;
+        struct plan_options o;
+        struct plan p;
+        char what[64];
+        assert_int_equal(plan_gen(&g, &in), 0);
+        /* big memory: only 7g or the whole GPU can hold these workloads */
+        for (int w = 0; w < in.n_workloads; w++)
+            if (w % 3 == 0)
+                in.workloads[w].mem_mib = 25000;
+        plan_options_default(&o);
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        snprintf(what, sizeof(what), "seed %llu", (unsigned long long)seed);
+        assert_no_better_type(&in, &p, what);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -169,6 +288,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_paper_cases),
         cmocka_unit_test(test_infeasible_named),
         cmocka_unit_test(test_capacity_spill),
+        cmocka_unit_test(test_tight_capacity),
+        cmocka_unit_test(test_exact_capped_not_optimal),
+        cmocka_unit_test(test_retype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
