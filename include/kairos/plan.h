@@ -2,7 +2,8 @@
  *
  * The planner decides, for a whole cluster, which MIG layout each GPU gets and which
  * IGPU(s, t, m) each workload gets, so that every workload meets its throughput target
- * on the fewest GPUs. Model: Thr(s, t) = Thr(s, 100 %) x t (KRYPTON, ATC'25).
+ * on the fewest GPUs. Model: Thr(s, t) = Thr(s, 100 %) x t (KRYPTON, ATC'25), times
+ * eff(k) when k workloads time-share an instance (enum plan_interference).
  *
  * Vocabulary:
  *   option   a spatial choice on one GPU model: index 0 is the whole GPU (MIG off),
@@ -112,7 +113,17 @@ struct plan_workload {
     int line;                          /* where it was defined, for messages */
 };
 
+/* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
+ * their time share alone would give (measured on the H200, bench/results/README.md). */
+enum plan_interference {
+    PLAN_INTERF_NONE,        /* KRYPTON's model: Thr(s, t) = Thr(s) x t exactly */
+    PLAN_INTERF_KAIROS,      /* kairosd's windows: 0.986 / 0.977 / 0.948 at 2 / 4 / 8 */
+    PLAN_INTERF_NATIVE,      /* the driver's time-slicing: 0.927 / 0.926 / 0.925 */
+    PLAN_INTERF_COUNT
+};
+
 struct plan_input {
+    int interference;                  /* enum plan_interference (YAML 'interference') */
     int n_pools;
     struct plan_pool pools[PLAN_MAX_POOLS];
     int n_workloads;
@@ -186,6 +197,7 @@ struct plan {
 #define PLAN_EXACT_NOT_SOLVED 0   /* time limit, size limit or several pools: Kairos's plan */
 #define PLAN_EXACT_OPTIMAL 1      /* proven optimal */
 #define PLAN_EXACT_CAPPED 2       /* too few GPUs for every workload: nothing proven */
+#define PLAN_EXACT_NO_MODEL 3     /* an interference model the integer program lacks */
 
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
@@ -202,6 +214,18 @@ enum plan_reason plan_reason_of(const struct plan_input *in, int w);
 /* Minimal t (PLAN_TIME_UNITS) for workload w on option o of pool: -1 if infeasible. */
 int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                      int option);
+/* The same with `tenants` workloads time-sharing the instance under interference mode. */
+int plan_time_needed_shared(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
+                            int option, int mode, int tenants);
+/* eff(k) of the mode (1 for one tenant or PLAN_INTERF_NONE): linear between the measured
+ * tenant counts, the last slope beyond 8 tenants, never below 0.5. */
+double plan_interference_eff(int mode, int tenants);
+/* Sum of interference-free time shares that k tenants may hold in one instance so that
+ * their shares under the mode, each rounded up, still fit: PLAN_TIME_UNITS for one
+ * tenant or no interference, else floor(eff(k) x (PLAN_TIME_UNITS - k)). */
+int plan_instance_capacity(int mode, int tenants);
+const char *plan_interference_name(int mode);
+int plan_interference_from_name(const char *name);   /* -1 if unknown */
 
 /* ---- Algorithms ---- */
 
@@ -243,6 +267,11 @@ struct plan_metrics {
 };
 void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
                           struct plan_metrics *out);
+/* Tenants per instance (the caller frees it; NULL when out of memory). */
+int *plan_tenants(const struct plan *p);
+/* Thr(s, t) x eff(tenants) / target of one assignment. */
+double plan_norm_thr(const struct plan_input *in, const struct plan *p, const struct plan_assign *a,
+                     int tenants);
 
 /* ---- Online changes (online.c) ---- */
 

@@ -21,7 +21,8 @@ static const char plan_usage_text[] =
     "usage: kairos plan [--algo NAME|all] [--json|--yaml] CLUSTER.yaml\n"
     "       kairos plan --from PLAN.json --add NEW.yaml [--json|--yaml] CLUSTER.yaml\n"
     "       kairos plan --from PLAN.json --remove NAME[,NAME...] [--max-moves N] CLUSTER.yaml\n"
-    "       kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale]\n"
+    "       kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
+    "                         [--interference MODE]\n"
     "\n"
     "Decide the MIG layout of every GPU and the IGPU(s, t, m) of every workload so that\n"
     "each workload meets its target on the fewest GPUs. Every plan is verified by an\n"
@@ -37,6 +38,9 @@ static const char plan_usage_text[] =
     "  -r, --remove NAMES  remove workloads from PLAN, then release a GPU if that moves\n"
     "                      at most --max-moves workloads (default 2)\n"
     "  -t, --exact-limit S time limit of the exact solver in seconds (default 10)\n"
+    "  -i, --interference M time-sharing loss: none (the paper's model), kairos (kairosd's\n"
+    "                      windows) or native (the driver's time-slicing); overrides the\n"
+    "                      cluster file's 'interference' (default none)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 plan found for every workload, 1 runtime error or an infeasible\n"
@@ -44,6 +48,7 @@ static const char plan_usage_text[] =
 
 struct plan_cli {
     const char *file, *from, *add, *remove;
+    int interference;                  /* -1: as the cluster file says */
     int all, max_moves;
     enum plan_format fmt;
     struct plan_options opt;
@@ -99,12 +104,13 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"add", required_argument, NULL, 'A'},  {"remove", required_argument, NULL, 'r'},
         {"max-moves", required_argument, NULL, 'm'},
         {"exact-limit", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+        {"interference", required_argument, NULL, 'i'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:i:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'a':
             if (!strcmp(optarg, "all"))
@@ -128,6 +134,11 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
             if (plan_cli_seconds(optarg, &c->opt.exact_time_limit_s))
                 return snprintf(err, errlen, "--exact-limit takes seconds greater than 0 (at "
                                 "most 86400), got '%s'", optarg), -EINVAL;
+            break;
+        case 'i':
+            if ((c->interference = plan_interference_from_name(optarg)) < 0)
+                return snprintf(err, errlen, "--interference takes none, kairos or native, got "
+                                "'%s'", optarg), -EINVAL;
             break;
         case 'h': return 1;
         default:
@@ -177,7 +188,7 @@ static int plan_compare(const struct plan_input *in, const struct plan_cli *c)
         if (c->fmt == PLAN_FMT_TABLE)
             printf("%-9s %5d %8.2f %10.3f %6d  %s%s\n", plan_algo_name(a), m.gpus, m.slices,
                    m.mean_norm_thr, m.placed, bad ? "FAILED: " : "ok",
-                   bad ? err : (p.exact_status == PLAN_EXACT_NOT_SOLVED || p.exact_status == PLAN_EXACT_CAPPED
+                   bad ? err : (p.exact_status >= 0 && p.exact_status != PLAN_EXACT_OPTIMAL
                                  ? " (not proven optimal)" : ""));
         else
             json_array_append_new(arr, json_pack("{s:s, s:i, s:f, s:f, s:i, s:b}", "algo",
@@ -348,6 +359,7 @@ int cmd_plan(int argc, char **argv)
     struct plan p;
     char err[512];
     c.max_moves = 2;
+    c.interference = -1;
     plan_options_default(&c.opt);
     if (argc >= 2 && !strcmp(argv[1], "bench"))
         return plan_bench(argc - 1, argv + 1);
@@ -363,6 +375,8 @@ int cmd_plan(int argc, char **argv)
         return plan_usage_error(&c, err);
     if (plan_input_load(c.file, &in, err, sizeof(err)))
         return plan_cli_error(c.fmt, err, 1);
+    if (c.interference >= 0)
+        in.interference = c.interference;
     if (c.from)
         rc = plan_online(&in, &c);
     else if (c.all)

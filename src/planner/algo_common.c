@@ -105,7 +105,7 @@ int algo_alone(struct state *s, const int *choice, int full_time)
 static void algo_fuse_slot(struct fit_tree *t, const struct state *s, int slot, int i)
 {
     const struct st_inst *in = &s->inst[i];
-    fit_tree_set(t, slot, PLAN_TIME_UNITS - in->time, plan_option_mem(s->m, in->option) - in->mem,
+    fit_tree_set(t, slot, st_free_time(s, i), plan_option_mem(s->m, in->option) - in->mem,
                  1u << in->option);
 }
 
@@ -534,7 +534,7 @@ static int algo_retime(const struct state *s, int i, int o)
         total += t;
         mem += s->in->workloads[w].mem_mib;
     }
-    return total <= PLAN_TIME_UNITS && mem <= plan_option_mem(s->m, o) ? total : -1;
+    return total <= st_cap(s, s->inst[i].n) && mem <= plan_option_mem(s->m, o) ? total : -1;
 }
 
 /* May instance i on its GPU become option o? A whole GPU only for a lone instance. */

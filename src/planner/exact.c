@@ -12,7 +12,8 @@
  * Bounded: refused beyond opt->exact_max_workloads, stopped after the time limit.
  * When not decided the result is Kairos's plan with exact_status = 0; when the pool is
  * too small for every workload, PLAN_EXACT_CAPPED (the model cannot say anything).
- * One pool only (a heterogeneous exact model is left out).
+ * One pool only (a heterogeneous exact model is left out), and no interference model
+ * (its capacity per instance depends on the tenant count: PLAN_EXACT_NO_MODEL).
  */
 #include <errno.h>
 #include <glpk.h>
@@ -332,9 +333,11 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
     int *wl = malloc(((size_t)in->n_workloads + 1) * sizeof(int)), n = 0, ub = 0, capped = 0;
     double bound = 0;
     int rc = wl ? 0 : -ENOMEM;
-    if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads)) {
+    if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads
+                || in->interference != PLAN_INTERF_NONE)) {
         free(wl);
-        return exact_fallback(in, p, 0, 0);
+        return exact_fallback(in, p, 0, in->interference != PLAN_INTERF_NONE
+                              ? PLAN_EXACT_NO_MODEL : PLAN_EXACT_NOT_SOLVED);
     }
     rc = rc ? rc : exact_heuristic_gpus(in, &ub, &capped);
     if (!rc && capped) {

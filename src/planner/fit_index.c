@@ -185,9 +185,9 @@ int bf_update(struct state *s, int i)
         return -ENOMEM;
     bf_unlink(b, i);
     const struct st_inst *in = &s->inst[i];
-    if (in->n > 0)
-        return bf_link(b, i, in->option * BF_FREE + (PLAN_TIME_UNITS - in->time));
-    return 0;
+    int free = st_free_time(s, i);
+    /* free > PLAN_TIME_UNITS cannot happen: capacities never exceed it */
+    return in->n > 0 && free > 0 ? bf_link(b, i, in->option * BF_FREE + free) : 0;
 }
 
 int bf_attach(struct state *s)

@@ -500,7 +500,7 @@ static int input_workloads(struct input_ctx *c, yaml_node_t *seq)
 
 static int input_root(struct input_ctx *c, yaml_node_t *root)
 {
-    static const char *const keys[] = {"models", "gpus", "workloads", NULL};
+    static const char *const keys[] = {"models", "gpus", "workloads", "interference", NULL};
     yaml_node_t *gpus, *wl, *models;
     int rc = input_expect(c, root, YAML_MAPPING_NODE, "a mapping with 'gpus' and 'workloads'");
     rc = rc ? rc : input_only_keys(c, root, keys);
@@ -513,6 +513,15 @@ static int input_root(struct input_ctx *c, yaml_node_t *root)
         rc = rc ? rc : input_require(c, root, "gpus", &gpus);
     }
     rc = rc ? rc : input_require(c, root, "workloads", &wl);
+    yaml_node_t *mode = rc ? NULL : input_get(c, root, "interference");
+    if (mode) {
+        const char *name = input_scalar(mode);
+        c->in->interference = name ? plan_interference_from_name(name) : -1;
+        if (c->in->interference < 0)
+            return input_fail(c, mode, "'interference' must be none, kairos or native");
+    } else if (!rc && c->base) {
+        c->in->interference = c->base->interference;
+    }
     models = input_get(c, root, "models");
     if (!rc && models)
         rc = input_models(c, models);

@@ -71,6 +71,16 @@ static inline int st_need(const struct state *s, int w, int option)
 {
     return s->need[(size_t)w * PLAN_MAX_OPTIONS + option];
 }
+/* Interference-free time that `tenants` workloads may hold together in one instance. */
+static inline int st_cap(const struct state *s, int tenants)
+{
+    return plan_instance_capacity(s->in->interference, tenants);
+}
+/* Time one more workload may take in instance i (may be negative when it is full). */
+static inline int st_free_time(const struct state *s, int i)
+{
+    return st_cap(s, s->inst[i].n + 1) - s->inst[i].time;
+}
 int st_new_inst(struct state *s, int option);
 int st_new_gpu(struct state *s, int whole);
 void st_put(struct state *s, int w, int inst, int time);

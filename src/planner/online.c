@@ -91,6 +91,62 @@ static int online_record(struct online *o, int w, int from_gpu, int from_opt, in
     return 0;
 }
 
+/* Time w would take joining instance i (with assignment skip_a gone, -1: none), or -1
+ * when it does not fit. Under interference every tenant then needs the share for one
+ * more tenant, so the instance's members are summed again. */
+static int online_fits(const struct online *o, int i, int w, int skip_a)
+{
+    const struct plan_instance *pi = &o->p->instances[i];
+    const struct plan_gpu_model *m = online_model(o, pi->gpu);
+    int mode = o->in->interference, pool = o->p->gpus[pi->gpu].pool;
+    int64_t mem = o->mem[i] + o->in->workloads[w].mem_mib
+                  - (skip_a >= 0 ? o->p->assigns[skip_a].mem_mib : 0);
+    if (mem > plan_option_mem(m, pi->option))
+        return -1;
+    if (mode == PLAN_INTERF_NONE) {
+        int t = online_need(o, w, pi->gpu, pi->option);
+        long used = o->time[i] - (skip_a >= 0 ? o->p->assigns[skip_a].time : 0);
+        return t < 0 || used + t > PLAN_TIME_UNITS ? -1 : t;
+    }
+    int k = 1;
+    for (int a = 0; a < o->p->n_assigns; a++)
+        k += a != skip_a && o->p->assigns[a].workload >= 0 && o->p->assigns[a].instance == i;
+    int t = plan_time_needed_shared(&o->in->workloads[w], pool, m, pi->option, mode, k);
+    long sum = t;
+    for (int a = 0; t >= 0 && a < o->p->n_assigns; a++) {
+        const struct plan_assign *as = &o->p->assigns[a];
+        if (a == skip_a || as->workload < 0 || as->instance != i)
+            continue;
+        int tm = plan_time_needed_shared(&o->in->workloads[as->workload], pool, m, pi->option,
+                                         mode, k);
+        sum = tm < 0 ? PLAN_TIME_UNITS + 1 : sum + tm;
+    }
+    return t < 0 || sum > PLAN_TIME_UNITS ? -1 : t;
+}
+
+/* Under interference: give every tenant of instance i the share it needs with the
+ * instance's tenant count now. */
+static void online_reshare(struct online *o, int i)
+{
+    const struct plan_instance *pi = &o->p->instances[i];
+    int mode = o->in->interference, k = 0;
+    if (mode == PLAN_INTERF_NONE)
+        return;
+    for (int a = 0; a < o->p->n_assigns; a++)
+        k += o->p->assigns[a].workload >= 0 && o->p->assigns[a].instance == i;
+    o->time[i] = 0;
+    for (int a = 0; a < o->p->n_assigns; a++) {
+        struct plan_assign *as = &o->p->assigns[a];
+        if (as->workload < 0 || as->instance != i)
+            continue;
+        if (k > 1)
+            as->time = plan_time_needed_shared(&o->in->workloads[as->workload],
+                                               o->p->gpus[pi->gpu].pool, online_model(o, pi->gpu),
+                                               pi->option, mode, k);
+        o->time[i] += as->time;
+    }
+}
+
 /* Best existing instance for w (least time left afterwards), not on skip_gpu. */
 static int online_existing(const struct online *o, int w, int skip_gpu, int skip_inst, int *t_out)
 {
@@ -100,9 +156,8 @@ static int online_existing(const struct online *o, int w, int skip_gpu, int skip
         const struct plan_instance *pi = &o->p->instances[i];
         if (pi->gpu < 0 || pi->gpu == skip_gpu || i == skip_inst || (o->closed && o->closed[pi->gpu]))
             continue;
-        int t = online_need(o, w, pi->gpu, pi->option);
-        if (t < 0 || o->time[i] + t > PLAN_TIME_UNITS
-            || o->mem[i] + o->in->workloads[w].mem_mib > plan_option_mem(online_model(o, pi->gpu), pi->option))
+        int t = online_fits(o, i, w, -1);
+        if (t < 0)
             continue;
         if (PLAN_TIME_UNITS - o->time[i] - t < best_left) {
             best_left = PLAN_TIME_UNITS - o->time[i] - t;
@@ -162,6 +217,7 @@ static int online_put(struct online *o, int w, int inst, int t, int from_gpu, in
     o->p->assigns[a].time = t;
     o->time[inst] += t;
     o->mem[inst] += o->in->workloads[w].mem_mib;
+    online_reshare(o, inst);
     return online_record(o, w, from_gpu, from_opt, o->p->instances[inst].gpu,
                          o->p->instances[inst].option);
 }
@@ -267,12 +323,8 @@ static int online_place_one_move(struct online *o, int w)
     for (int a = 0; a < o->p->n_assigns; a++) {
         struct plan_assign *as = &o->p->assigns[a];
         int v = as->workload, i = as->instance, g = o->p->instances[i].gpu;
-        int t = online_need(o, w, g, o->p->instances[i].option);
-        if (v == w || t < 0)
-            continue;
-        if (o->time[i] - as->time + t > PLAN_TIME_UNITS
-            || o->mem[i] - as->mem_mib + o->in->workloads[w].mem_mib
-               > plan_option_mem(online_model(o, g), o->p->instances[i].option))
+        int t = v == w ? -1 : online_fits(o, i, w, a);
+        if (t < 0)
             continue;
         online_unput(o, a);
         int rc = online_place_free(o, v, -1, i, g, o->p->instances[i].option);

@@ -20,12 +20,13 @@ static const struct plan_gpu_model *output_model(const struct plan_input *in, co
     return &in->pools[p->gpus[gpu].pool].model;
 }
 
-static double output_norm(const struct plan_input *in, const struct plan *p,
-                          const struct plan_assign *a)
+/* Tenants of instance i, counted along its assignment list. */
+static int output_tenants(const int *first, const int *next, int i)
 {
-    const struct plan_instance *pi = &p->instances[a->instance];
-    const struct plan_workload *w = &in->workloads[a->workload];
-    return w->thr[p->gpus[pi->gpu].pool][pi->option] * a->time / PLAN_TIME_UNITS / w->target;
+    int n = 0;
+    for (int a = first[i]; a >= 0; a = next[a])
+        n++;
+    return n;
 }
 
 /* Linked lists so that every writer visits the plan in one pass: the assignments of
@@ -71,12 +72,13 @@ static int output_lists_build(const struct plan *p, struct output_lists *l)
 /* ---- the json tree ---- */
 
 static json_t *output_assign_json(const struct plan_input *in, const struct plan *p,
-                                  const struct plan_assign *a)
+                                  const struct plan_assign *a, int tenants)
 {
     const struct plan_workload *w = &in->workloads[a->workload];
     return json_pack("{s:s, s:f, s:I, s:f, s:f}", "name", w->name,
                      "t", a->time / (double)PLAN_TIME_UNITS, "memory_mib", (json_int_t)a->mem_mib,
-                     "target", w->target, "normalized_throughput", output_norm(in, p, a));
+                     "target", w->target, "normalized_throughput",
+                     plan_norm_thr(in, p, a, tenants));
 }
 
 static json_t *output_instance_json(const struct plan_input *in, const struct plan *p, int i,
@@ -84,8 +86,9 @@ static json_t *output_instance_json(const struct plan_input *in, const struct pl
 {
     const struct plan_instance *pi = &p->instances[i];
     json_t *wl = json_array();
+    int tenants = output_tenants(first, next, i);
     for (int a = first[i]; a >= 0; a = next[a])
-        json_array_append_new(wl, output_assign_json(in, p, &p->assigns[a]));
+        json_array_append_new(wl, output_assign_json(in, p, &p->assigns[a], tenants));
     return json_pack("{s:s, s:i, s:o}", "profile",
                      plan_option_name(output_model(in, p, pi->gpu), pi->option), "start", pi->start,
                      "workloads", wl);
@@ -143,7 +146,8 @@ static json_t *output_tree(const struct plan_input *in, const struct plan *p,
         json_array_append_new(inf, json_pack("{s:s, s:s}", "name",
                                              in->workloads[p->infeasible[f].workload].name, "reason",
                                              plan_reason_text(p->infeasible[f].reason)));
-    json_t *root = json_pack("{s:s, s:{s:i, s:f, s:f, s:i, s:i}}", "algo", p->algo, "summary",
+    json_t *root = json_pack("{s:s, s:s, s:{s:i, s:f, s:f, s:i, s:i}}", "algo", p->algo,
+                             "interference", plan_interference_name(in->interference), "summary",
                              "gpus", m.gpus, "gpus_in_slices", m.slices,
                              "mean_normalized_throughput", m.mean_norm_thr, "placed", m.placed,
                              "infeasible", m.infeasible);
@@ -239,12 +243,13 @@ static void output_table_gpu(const struct plan_input *in, const struct plan *p,
     const struct plan_gpu_model *m = output_model(in, p, g);
     for (int i = l->first_i[g]; i >= 0; i = l->next_i[i]) {
         const struct plan_instance *pi = &p->instances[i];
+        int tenants = output_tenants(l->first_a, l->next_a, i);
         for (int a = l->first_a[i]; a >= 0; a = l->next_a[a]) {
             const struct plan_assign *as = &p->assigns[a];
             fprintf(f, "%-4d %-18s %-9s %5d  %-28s %6.1f %9lld %8.3f\n", g, m->name,
                     plan_option_name(m, pi->option), pi->start, in->workloads[as->workload].name,
                     as->time * 100.0 / PLAN_TIME_UNITS, (long long)as->mem_mib,
-                    output_norm(in, p, as));
+                    plan_norm_thr(in, p, as, tenants));
         }
     }
 }
@@ -254,8 +259,9 @@ static int output_table(const struct plan_input *in, const struct plan *p,
 {
     struct plan_metrics m;
     plan_metrics_compute(in, p, &m);
-    fprintf(f, "plan (%s): %d GPUs (%.2f in slices), %d workloads placed, %d infeasible, "
-            "mean Thr/target %.3f\n", p->algo, m.gpus, m.slices, m.placed, m.infeasible,
+    fprintf(f, "plan (%s, interference %s): %d GPUs (%.2f in slices), %d workloads placed, "
+            "%d infeasible, mean Thr/target %.3f\n", p->algo,
+            plan_interference_name(in->interference), m.gpus, m.slices, m.placed, m.infeasible,
             m.mean_norm_thr);
     if (p->exact_status >= 0)
         fprintf(f, "exact: %s, lower bound %.0f GPUs\n", plan_exact_status_text(p->exact_status),

@@ -175,7 +175,7 @@ int st_fits(const struct state *s, int w, int i)
 {
     const struct st_inst *in = &s->inst[i];
     int t = st_need(s, w, in->option);
-    if (t < 0 || in->time + t > PLAN_TIME_UNITS)
+    if (t < 0 || t > st_free_time(s, i))
         return -1;
     if (in->mem + s->in->workloads[w].mem_mib > plan_option_mem(s->m, in->option))
         return -1;
@@ -237,6 +237,16 @@ long st_score(const struct state *s)
     return score;
 }
 
+/* The time share a workload gets in the plan: its own (full time for Best-fit) when
+ * alone, else what it needs with the instance's tenants under the interference mode. */
+static int st_emit_time(const struct state *s, const struct st_inst *in, int w)
+{
+    if (in->n == 1 || s->in->interference == PLAN_INTERF_NONE)
+        return s->time[w];
+    return plan_time_needed_shared(&s->in->workloads[w], s->pool, s->m, in->option,
+                                   s->in->interference, in->n);
+}
+
 static int st_emit_gpu(const struct state *s, int g, const int *insts, int n, struct plan *p)
 {
     int starts[PLAN_MEM_SLICES], first = p->n_instances, rc;
@@ -256,7 +266,8 @@ static int st_emit_gpu(const struct state *s, int g, const int *insts, int n, st
             if (pi < 0)
                 return pi;
             for (int w = in->head; w >= 0; w = s->next[w])
-                if ((rc = plan_add_assign(p, w, pi, s->time[w], s->in->workloads[w].mem_mib)) < 0)
+                if ((rc = plan_add_assign(p, w, pi, st_emit_time(s, in, w),
+                                          s->in->workloads[w].mem_mib)) < 0)
                     return rc;
         }
     }

@@ -2,6 +2,7 @@
  * instances every plan passes the checker; Kairos never uses more GPUs than any
  * baseline or the seed; no heuristic beats a proven exact optimum. */
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -278,6 +279,61 @@ static void test_retype(void **state)
     }
 }
 
+/* Time-sharing loss: the measured points, and plans that meet their targets with it. */
+static void test_interference(void **state)
+{
+    (void)state;
+    assert_true(plan_interference_eff(PLAN_INTERF_KAIROS, 1) == 1.0);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS, 2) - 0.986) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS, 3) - 0.9815) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS, 8) - 0.948) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE, 4) - 0.926) < 1e-12);
+    assert_true(plan_interference_eff(PLAN_INTERF_KAIROS, 1000) == 0.5);
+    assert_true(plan_interference_eff(PLAN_INTERF_NONE, 8) == 1.0);
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct plan_gen_params g = {seed, 10 + (int)(seed % 40), 64,
+                                    seed % 2 ? "H200-141GB" : "A100-40GB", 0.7};
+        struct plan_input in;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        for (int mode = PLAN_INTERF_KAIROS; mode <= PLAN_INTERF_NATIVE; mode++) {
+            in.interference = mode;
+            for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
+                struct plan_options o;
+                struct plan p;
+                char err[300];
+                plan_options_default(&o);
+                o.algo = a;
+                o.exact_time_limit_s = 1;
+                assert_int_equal(plan_solve(&in, &o, &p), 0);
+                if (plan_check(&in, &p, err, sizeof(err)))
+                    fail_msg("seed %llu, %s, %s: %s", (unsigned long long)seed,
+                             plan_interference_name(mode), plan_algo_name(a), err);
+                if (a == PLAN_ALGO_EXACT)
+                    assert_int_equal(p.exact_status, PLAN_EXACT_NO_MODEL);
+                plan_free(&p);
+            }
+        }
+        /* a plan made without the loss misses targets once the loss is there */
+        struct plan_options o;
+        struct plan p;
+        char err[300];
+        in.interference = PLAN_INTERF_NONE;
+        plan_options_default(&o);
+        o.algo = PLAN_ALGO_TEMPORAL;
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        in.interference = PLAN_INTERF_NATIVE;
+        int shared = 0;
+        int *tenants = plan_tenants(&p);
+        for (int i = 0; i < p.n_instances; i++)
+            shared |= tenants[i] > 1;
+        free(tenants);
+        if (shared)
+            assert_int_not_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -291,6 +347,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tight_capacity),
         cmocka_unit_test(test_exact_capped_not_optimal),
         cmocka_unit_test(test_retype),
+        cmocka_unit_test(test_interference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

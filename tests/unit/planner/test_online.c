@@ -203,6 +203,38 @@ static void test_remove_one_budget_per_command(void **state)
     plan_input_free(&in);
 }
 
+/* Under interference a workload joining an instance raises every tenant's share. */
+static void test_add_with_interference(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    (void)state;
+    setup_whole(&in, &p, 2, 0.45);
+    in.interference = PLAN_INTERF_KAIROS;
+    plan_free(&p);
+    struct plan_options o;
+    plan_options_default(&o);
+    o.algo = PLAN_ALGO_TEMPORAL;
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_checks(&in, &p);
+    for (int i = 0; i < 6; i++) {
+        struct plan_workload w;
+        memset(&w, 0, sizeof(w));
+        snprintf(w.name, sizeof(w.name), "y%d", i);
+        w.mem_mib = 100;
+        w.target = 1.0 + i;
+        w.thr[0][PLAN_OPTION_WHOLE] = 100.0;
+        plan_input_add_workload(&in, &w);
+    }
+    assert_int_equal(plan_online_add(&in, &p, 2, &q, &mv), 0);
+    assert_checks(&in, &q);
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_remove_releases_gpu),
         cmocka_unit_test(test_remove_never_refills_emptied_gpu),
         cmocka_unit_test(test_remove_one_budget_per_command),
+        cmocka_unit_test(test_add_with_interference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
