@@ -308,6 +308,21 @@ int plan_write(const struct plan_input *in, const struct plan *p,
 int plan_read_json(const char *path, const struct plan_input *in, struct plan *p,
                    char *err, size_t errlen);
 
+/* ---- Configuration for the cluster (emit.c) ---- */
+
+#define KAIROS_PLAN_TENANT_MAX 64       /* kairosd tenant names: 63 characters */
+/* GPU g of the plan is device g % gpus_per_node of node g / gpus_per_node. */
+int plan_emit_nodes(const struct plan *p, int gpus_per_node);
+/* mig-parted's configuration (version: v1, mig-configs: kairos-node<N>). */
+int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                         void *stream);
+/* The tenants of one node's kairosd.yaml (kairosd.conf(5)). */
+int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                      int node, void *stream);
+/* Slurm gres.conf lines (and each node's slurm.conf Gres= as a comment). */
+int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                    void *stream);
+
 /* ---- Generator (gen.c) ---- */
 
 struct plan_gen_params {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cmd_plan.h"
 #include "cli/commands.h"
@@ -38,6 +39,9 @@ static const char plan_usage_text[] =
     "  -r, --remove NAMES  remove workloads from PLAN, then release a GPU if that moves\n"
     "                      at most --max-moves workloads (default 2)\n"
     "  -t, --exact-limit S time limit of the exact solver in seconds (default 10)\n"
+    "  -e, --emit DIR      also write what the cluster applies: DIR/mig-parted.yaml,\n"
+    "                      DIR/kairosd-node<N>.yaml (tenants) and DIR/gres.conf (Slurm)\n"
+    "  -n, --gpus-per-node N  GPUs per node for --emit (default 8)\n"
     "  -i, --interference M time-sharing loss: none (the paper's model), kairos (kairosd's\n"
     "                      windows) or native (the driver's time-slicing); overrides the\n"
     "                      cluster file's 'interference' (default none)\n"
@@ -49,6 +53,8 @@ static const char plan_usage_text[] =
 struct plan_cli {
     const char *file, *from, *add, *remove;
     int interference;                  /* -1: as the cluster file says */
+    const char *emit;                  /* --emit DIR */
+    int per_node;
     int all, max_moves;
     enum plan_format fmt;
     struct plan_options opt;
@@ -105,12 +111,13 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"max-moves", required_argument, NULL, 'm'},
         {"exact-limit", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
         {"interference", required_argument, NULL, 'i'},
+        {"emit", required_argument, NULL, 'e'}, {"gpus-per-node", required_argument, NULL, 'n'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:i:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:i:e:n:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'a':
             if (!strcmp(optarg, "all"))
@@ -140,6 +147,12 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
                 return snprintf(err, errlen, "--interference takes none, kairos or native, got "
                                 "'%s'", optarg), -EINVAL;
             break;
+        case 'e': c->emit = optarg; break;
+        case 'n':
+            if (plan_cli_count(optarg, 1, 1024, &c->per_node))
+                return snprintf(err, errlen, "--gpus-per-node takes a number of GPUs (1..1024), "
+                                "got '%s'", optarg), -EINVAL;
+            break;
         case 'h': return 1;
         default:
             return snprintf(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]), -EINVAL;
@@ -151,6 +164,45 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
     if (!!c->from != (c->add || c->remove) || (c->add && c->remove))
         return snprintf(err, errlen, "--from needs exactly one of --add or --remove"), -EINVAL;
     return 0;
+}
+
+typedef int (*plan_emit_fn)(const struct plan_input *in, const struct plan *p, int per_node,
+                            void *stream);
+
+static int plan_emit_file(const char *dir, const char *name, plan_emit_fn fn, int node,
+                          const struct plan_input *in, const struct plan *p, int per_node,
+                          char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    int rc = f ? 0 : -errno;
+    if (!rc)
+        rc = fn ? fn(in, p, per_node, f) : plan_emit_kairosd(in, p, per_node, node, f);
+    if (f && fclose(f) && !rc)
+        rc = -EIO;
+    if (rc)
+        snprintf(err, errlen, "cannot write %.200s: %s", path, strerror(-rc));
+    return rc;
+}
+
+/* --emit DIR: the configuration files a cluster applies (emit.c). */
+static int plan_emit_all(const char *dir, const struct plan_input *in, const struct plan *p,
+                         int per_node, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %.200s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    int rc = plan_emit_file(dir, "mig-parted.yaml", plan_emit_mig_parted, 0, in, p, per_node,
+                            err, errlen);
+    rc = rc ? rc : plan_emit_file(dir, "gres.conf", plan_emit_slurm, 0, in, p, per_node, err, errlen);
+    for (int n = 0; !rc && n < plan_emit_nodes(p, per_node); n++) {
+        char name[64];
+        snprintf(name, sizeof(name), "kairosd-node%d.yaml", n);
+        rc = plan_emit_file(dir, name, NULL, n, in, p, per_node, err, errlen);
+    }
+    return rc;
 }
 
 static int plan_report(const struct plan_input *in, const struct plan *p,
@@ -360,6 +412,7 @@ int cmd_plan(int argc, char **argv)
     char err[512];
     c.max_moves = 2;
     c.interference = -1;
+    c.per_node = 8;
     plan_options_default(&c.opt);
     if (argc >= 2 && !strcmp(argv[1], "bench"))
         return plan_bench(argc - 1, argv + 1);
@@ -385,6 +438,8 @@ int cmd_plan(int argc, char **argv)
         rc = plan_cli_error(c.fmt, "out of memory while planning", 1);
     else {
         rc = plan_report(&in, &p, NULL, c.fmt);
+        if (rc != 1 && c.emit && plan_emit_all(c.emit, &in, &p, c.per_node, err, sizeof(err)))
+            rc = plan_cli_error(c.fmt, err, 1);
         plan_free(&p);
     }
     plan_input_free(&in);

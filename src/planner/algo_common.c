@@ -568,7 +568,8 @@ static void algo_retype_apply(struct state *s, int i, int o)
 
 /* Change instances' types where that frees compute slices or time on the same GPU:
  * the option with the fewest compute slices, then the least total time, that holds
- * all members (e.g. 7g -> whole GPU, more SMs in the same slices; 4g -> 3g). */
+ * all members (e.g. 7g -> whole GPU, more SMs in the same slices; 4g -> 3g); between
+ * equals, the whole GPU. */
 int algo_retype(struct state *s)
 {
     int changed = 0;
@@ -576,10 +577,13 @@ int algo_retype(struct state *s)
         if (!s->inst[i].n || s->inst[i].gpu < 0)
             continue;
         int cur = s->inst[i].option, best = cur;
-        long best_key = (long)plan_option_compute(s->m, cur) * 10000 + s->inst[i].time;
+        /* ties go to the whole GPU: kairosd can enforce time shares there, not per MIG
+         * instance (emit.c) */
+        long best_key = ((long)plan_option_compute(s->m, cur) * 10000 + s->inst[i].time) * 2
+                        + (cur != PLAN_OPTION_WHOLE);
         for (int o = 0; o < s->n_options; o++) {
             int t = o == cur ? -1 : algo_retime(s, i, o);
-            long key = (long)plan_option_compute(s->m, o) * 10000 + t;
+            long key = ((long)plan_option_compute(s->m, o) * 10000 + t) * 2 + (o != PLAN_OPTION_WHOLE);
             if (t >= 0 && key < best_key && algo_retype_legal(s, i, o)) {
                 best = o;
                 best_key = key;
