@@ -273,6 +273,14 @@ int *plan_tenants(const struct plan *p);
 double plan_norm_thr(const struct plan_input *in, const struct plan *p, const struct plan_assign *a,
                      int tenants);
 
+/* ---- Lower bound (bound.c) ---- */
+
+#define PLAN_BOUND_MAX_WORKLOADS 20000
+/* LP relaxation of a compute-time and memory-slice model: no plan of the input uses
+ * fewer than ceil(*gpus) GPUs to place every workload that fits somewhere. -E2BIG
+ * beyond PLAN_BOUND_MAX_WORKLOADS, -EDOM if GLPK fails. */
+int plan_lower_bound(const struct plan_input *in, double *gpus);
+
 /* ---- Online changes (online.c) ---- */
 
 struct plan_move {
@@ -304,6 +312,9 @@ enum plan_format { PLAN_FMT_TABLE, PLAN_FMT_JSON, PLAN_FMT_YAML };
 /* Write the plan to a stream (FILE *). Returns 0 or -EIO. */
 int plan_write(const struct plan_input *in, const struct plan *p,
                const struct plan_moves *moves, enum plan_format fmt, void *stream);
+/* --explain: the model, the LP lower bound next to the plan, idle capacity per GPU,
+ * and why each workload sits where it sits (text). */
+int plan_write_explain(const struct plan_input *in, const struct plan *p, void *stream);
 /* Read back a plan written with PLAN_FMT_JSON against the same input. */
 int plan_read_json(const char *path, const struct plan_input *in, struct plan *p,
                    char *err, size_t errlen);

@@ -39,6 +39,8 @@ static const char plan_usage_text[] =
     "  -r, --remove NAMES  remove workloads from PLAN, then release a GPU if that moves\n"
     "                      at most --max-moves workloads (default 2)\n"
     "  -t, --exact-limit S time limit of the exact solver in seconds (default 10)\n"
+    "  -x, --explain       also print the model, a lower bound (LP relaxation), idle\n"
+    "                      capacity per GPU and why each workload sits where it sits\n"
     "  -e, --emit DIR      also write what the cluster applies: DIR/mig-parted.yaml,\n"
     "                      DIR/kairosd-node<N>.yaml (tenants) and DIR/gres.conf (Slurm)\n"
     "  -n, --gpus-per-node N  GPUs per node for --emit (default 8)\n"
@@ -54,6 +56,7 @@ struct plan_cli {
     const char *file, *from, *add, *remove;
     int interference;                  /* -1: as the cluster file says */
     const char *emit;                  /* --emit DIR */
+    int explain;
     int per_node;
     int all, max_moves;
     enum plan_format fmt;
@@ -111,13 +114,13 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"max-moves", required_argument, NULL, 'm'},
         {"exact-limit", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
         {"interference", required_argument, NULL, 'i'},
-        {"emit", required_argument, NULL, 'e'}, {"gpus-per-node", required_argument, NULL, 'n'},
+        {"emit", required_argument, NULL, 'e'}, {"explain", no_argument, NULL, 'x'}, {"gpus-per-node", required_argument, NULL, 'n'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:i:e:n:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:jyf:A:r:m:t:i:e:n:xh", longs, NULL)) != -1) {
         switch (ch) {
         case 'a':
             if (!strcmp(optarg, "all"))
@@ -148,6 +151,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
                                 "'%s'", optarg), -EINVAL;
             break;
         case 'e': c->emit = optarg; break;
+        case 'x': c->explain = 1; break;
         case 'n':
             if (plan_cli_count(optarg, 1, 1024, &c->per_node))
                 return snprintf(err, errlen, "--gpus-per-node takes a number of GPUs (1..1024), "
@@ -438,6 +442,9 @@ int cmd_plan(int argc, char **argv)
         rc = plan_cli_error(c.fmt, "out of memory while planning", 1);
     else {
         rc = plan_report(&in, &p, NULL, c.fmt);
+        if (rc != 1 && c.explain && plan_write_explain(&in, &p, c.fmt == PLAN_FMT_TABLE ? stdout
+                                                                                    : stderr))
+            rc = plan_cli_error(c.fmt, "cannot write the explanation", 1);
         if (rc != 1 && c.emit && plan_emit_all(c.emit, &in, &p, c.per_node, err, sizeof(err)))
             rc = plan_cli_error(c.fmt, err, 1);
         plan_free(&p);

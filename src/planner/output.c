@@ -69,6 +69,26 @@ static int output_lists_build(const struct plan *p, struct output_lists *l)
     return 0;
 }
 
+/* Idle capacity of GPU g in compute slices: slices no instance holds plus each
+ * instance's slices x its unused time; *free_slices gets the first part. */
+static double output_idle(const struct plan_input *in, const struct plan *p,
+                          const struct output_lists *l, int g, int *free_slices)
+{
+    const struct plan_gpu_model *m = output_model(in, p, g);
+    int used = 0;
+    double idle = 0;
+    for (int i = l->first_i[g]; i >= 0; i = l->next_i[i]) {
+        int c = plan_option_compute(m, p->instances[i].option), t = 0;
+        for (int a = l->first_a[i]; a >= 0; a = l->next_a[a])
+            t += p->assigns[a].time;
+        used += c;
+        idle += c * (double)(PLAN_TIME_UNITS - t) / PLAN_TIME_UNITS;
+    }
+    if (free_slices)
+        *free_slices = PLAN_COMPUTE_SLICES - used;
+    return idle + PLAN_COMPUTE_SLICES - used;
+}
+
 /* ---- the json tree ---- */
 
 static json_t *output_assign_json(const struct plan_input *in, const struct plan *p,
@@ -106,8 +126,9 @@ static json_t *output_gpus_json(const struct plan_input *in, const struct plan *
         json_t *insts = json_array();
         for (int i = l.first_i[g]; i >= 0; i = l.next_i[i])
             json_array_append_new(insts, output_instance_json(in, p, i, l.first_a, l.next_a));
-        json_array_append_new(gpus, json_pack("{s:i, s:s, s:b, s:o}", "index", g, "model",
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:b, s:f, s:o}", "index", g, "model",
                                               output_model(in, p, g)->name, "mig", p->gpus[g].mig,
+                                              "idle_slices", output_idle(in, p, &l, g, NULL),
                                               "instances", insts));
     }
     output_lists_free(&l);
@@ -294,6 +315,79 @@ static int output_table(const struct plan_input *in, const struct plan *p,
     if (mv && !mv->n)
         fprintf(f, "\nmoves: none\n");
     return 0;
+}
+
+/* ---- --explain: the plan's cost and why each workload sits where it sits ---- */
+
+static void output_explain_workload(const struct plan_input *in, const struct plan *p,
+                                    const struct plan_assign *as, int tenants, FILE *f)
+{
+    const struct plan_instance *pi = &p->instances[as->instance];
+    const struct plan_gpu_model *m = output_model(in, p, pi->gpu);
+    const struct plan_workload *w = &in->workloads[as->workload];
+    int pool = p->gpus[pi->gpu].pool, smallest = -1, cheapest = -1;
+    long best_area = 0;
+    fprintf(f, "  %s: GPU %d %s@%d, t %.1f %% with %d tenant%s; alone it needs:", w->name,
+            pi->gpu, plan_option_name(m, pi->option), pi->start, as->time / 10.0, tenants,
+            tenants == 1 ? "" : "s");
+    /* options in size order: MIG profiles as listed, then the whole GPU */
+    for (int k = 1; k <= plan_option_count(m); k++) {
+        int o = k == plan_option_count(m) ? PLAN_OPTION_WHOLE : k;
+        int t = plan_time_needed(w, pool, m, o);
+        if (t < 0)
+            continue;
+        long area = (long)t * plan_option_compute(m, o);
+        fprintf(f, " %s %.1f %%", plan_option_name(m, o), t / 10.0);
+        if (smallest < 0)
+            smallest = o;
+        if (cheapest < 0 || area < best_area) {
+            cheapest = o;
+            best_area = area;
+        }
+    }
+    const char *why = pi->option == smallest ? "the smallest option that meets its target"
+                    : pi->option == cheapest ? "the option with the least slices x time"
+                    : tenants > 1 ? "idle time of a larger instance shared with others (one "
+                                    "instance fewer than its own)"
+                    : "the free slices left on this GPU";
+    fprintf(f, "\n    here: %s\n", why);
+}
+
+int plan_write_explain(const struct plan_input *in, const struct plan *p, void *stream)
+{
+    FILE *f = stream;
+    struct output_lists l;
+    struct plan_metrics m;
+    double lb = 0;
+    if (output_lists_build(p, &l))
+        return -ENOMEM;
+    plan_metrics_compute(in, p, &m);
+    int rc = plan_lower_bound(in, &lb);
+    fprintf(f, "\nexplain: model Thr(s, t) = Thr(s) x t x eff(tenants), interference %s\n",
+            plan_interference_name(in->interference));
+    if (!rc)
+        fprintf(f, "lower bound (LP relaxation, compute-time and memory slices): %.2f -> at "
+                "least %d GPUs; this plan: %d\n", lb, (int)ceil(lb - 1e-6), m.gpus);
+    else
+        fprintf(f, "lower bound: not computed (%s)\n", rc == -E2BIG ? "more than 20000 "
+                "workloads" : "the LP solver failed");
+    fprintf(f, "idle capacity per GPU (compute slices: free + unused time in instances):\n");
+    double total = 0;
+    for (int g = 0; g < p->n_gpus; g++) {
+        int free_slices = 0;
+        double idle = output_idle(in, p, &l, g, &free_slices);
+        total += idle;
+        fprintf(f, "  GPU %d: %.2f of 7 idle (%d free slices)\n", g, idle, free_slices);
+    }
+    fprintf(f, "  total idle: %.2f GPU-equivalents\nworkloads:\n", total / PLAN_COMPUTE_SLICES);
+    for (int g = 0; g < p->n_gpus; g++)
+        for (int i = l.first_i[g]; i >= 0; i = l.next_i[i]) {
+            int tenants = output_tenants(l.first_a, l.next_a, i);
+            for (int a = l.first_a[i]; a >= 0; a = l.next_a[a])
+                output_explain_workload(in, p, &p->assigns[a], tenants, f);
+        }
+    output_lists_free(&l);
+    return ferror(f) ? -EIO : 0;
 }
 
 int plan_write(const struct plan_input *in, const struct plan *p, const struct plan_moves *mv,

@@ -35,6 +35,12 @@ static void solve_all(const struct plan_input *in, const char *what, int with_ex
         gpus[a] = (a == PLAN_ALGO_EXACT && p.exact_status != 1) ? -1 : m.gpus;
         plan_free(&p);
     }
+    double lb = 0;
+    assert_int_equal(plan_lower_bound(in, &lb), 0);
+    for (int a = 0; a < PLAN_ALGO_COUNT; a++)
+        if (gpus[a] >= 0 && gpus[a] < (int)ceil(lb - 1e-6))
+            fail_msg("%s: %s uses %d GPUs, below the lower bound %.3f", what, plan_algo_name(a),
+                     gpus[a], lb);
     for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
         if (a != PLAN_ALGO_EXACT && gpus[PLAN_ALGO_KAIROS] > gpus[a])
             fail_msg("%s: kairos %d GPUs > %s %d", what, gpus[PLAN_ALGO_KAIROS], plan_algo_name(a), gpus[a]);
@@ -334,6 +340,31 @@ static void test_interference(void **state)
     }
 }
 
+/* The bound counts what must be used: n workloads each needing a whole GPU's time
+ * need n GPUs, and the bound says so. */
+static void test_lower_bound_tight(void **state)
+{
+    struct plan_input in;
+    double lb = 0;
+    (void)state;
+    memset(&in, 0, sizeof(in));
+    plan_model_builtin("A100-40GB", &in.pools[0].model);
+    in.pools[0].count = 2;   /* the pool's size does not limit the bound */
+    in.n_pools = 1;
+    for (int i = 0; i < 5; i++) {
+        struct plan_workload w;
+        memset(&w, 0, sizeof(w));
+        snprintf(w.name, sizeof(w.name), "full%d", i);
+        w.mem_mib = 100;
+        w.target = 100;
+        w.thr[0][PLAN_OPTION_WHOLE] = 100;
+        plan_input_add_workload(&in, &w);
+    }
+    assert_int_equal(plan_lower_bound(&in, &lb), 0);
+    assert_true(fabs(lb - 5.0) < 1e-6);
+    plan_input_free(&in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -348,6 +379,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_exact_capped_not_optimal),
         cmocka_unit_test(test_retype),
         cmocka_unit_test(test_interference),
+        cmocka_unit_test(test_lower_bound_tight),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@ move budget for the whole command.
 Usage: test_cli.py KAIROS_BINARY"""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -109,6 +110,21 @@ class PlanCli(unittest.TestCase):
         r = self.run_plan("--from", plan, "--remove", "x0,nope", self.cluster)
         self.assertEqual(r.returncode, 1)
         self.assertIn("'nope' is not in the cluster file", r.stderr)
+
+    def test_explain_and_emit(self):
+        out = os.path.join(self.dir.name, "emit")
+        r = self.run_plan("--explain", "--emit", out, "--gpus-per-node", "2", self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        bound = re.search(r"at least (\d+) GPUs; this plan: (\d+)", r.stdout)
+        self.assertIsNotNone(bound, r.stdout)
+        self.assertEqual(bound.group(1), "3")        # 9 x 30 % cannot fit fewer GPUs
+        self.assertLessEqual(int(bound.group(1)), int(bound.group(2)))
+        self.assertIn("idle capacity per GPU", r.stdout)
+        self.assertIn("x4: GPU", r.stdout)
+        for name in ("mig-parted.yaml", "gres.conf", "kairosd-node0.yaml", "kairosd-node1.yaml"):
+            self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+        r = self.run_plan("--gpus-per-node", "0", self.cluster)
+        self.assertEqual(r.returncode, 2)
 
 
 if __name__ == "__main__":
