@@ -334,6 +334,29 @@ int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpu
 int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
                     void *stream);
 
+/* ---- Throughput tables (profile.c) ---- */
+
+struct plan_profile_table {
+    char model[PLAN_NAME_MAX];         /* GPU model the table was measured on */
+    char workload[PLAN_NAME_MAX];
+    char method[PLAN_NAME_MAX];        /* "mps" (active-thread percentage) or "mig" */
+    char note[256];                    /* written as a comment: how and where measured */
+    int64_t mem_mib;                   /* peak memory, 0 if unknown */
+    int n;
+    char option[PLAN_MAX_OPTIONS][PLAN_NAME_MAX];
+    double thr[PLAN_MAX_OPTIONS];      /* at t = 100 % */
+};
+
+/* MPS active-thread percentages to measure for model m (one per distinct SM share);
+ * point_of[o] = index in percent[] of option o. Returns the number of points. */
+int plan_profile_points(const struct plan_gpu_model *m, int *percent, int *point_of);
+/* Reads "throughput=<n>" and "memory_mib=<n>" lines of a workload's output (the last of
+ * each counts; others are ignored); leaves *thr / *mem_mib alone when absent. */
+void plan_profile_scan(const char *text, double *thr, double *mem_mib);
+int plan_profile_write(const struct plan_profile_table *t, void *stream);
+/* Reads a table file; -EINVAL with "path:line: what" in err. */
+int plan_profile_load(const char *path, struct plan_profile_table *t, char *err, size_t errlen);
+
 /* ---- Generator (gen.c) ---- */
 
 struct plan_gen_params {

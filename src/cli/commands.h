@@ -11,5 +11,6 @@ int cmd_ps(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 #endif /* KAIROS_CLI_COMMANDS_H */

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"top", cmd_top, "watch tenants' time shares and memory per GPU, live"},
     {"trace", cmd_trace, "decode the GPU driver boundary of a command, or replay a recording"},
     {"plan", cmd_plan, "pack workloads onto MIG slices and time shares on the fewest GPUs"},
+    {"profile", cmd_profile, "measure a workload's throughput per GPU fraction for kairos plan"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -463,22 +463,66 @@ static int input_replicas(struct input_ctx *c, yaml_node_t *n, struct plan_workl
     return 0;
 }
 
+/* 'profile: FILE' (relative to the cluster file): a table written by kairos profile
+ * gives the throughput on its GPU model's options and, unless set, the memory. */
+static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w,
+                               long *mem)
+{
+    struct plan_profile_table t;
+    char path[4096], why[512];
+    const char *file = input_scalar(n), *slash = strrchr(c->file, '/');
+    if (!file || !*file)
+        return input_fail(c, n, "expected a file name for 'profile'");
+    if (file[0] == '/' || !slash)
+        snprintf(path, sizeof(path), "%s", file);
+    else
+        snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - c->file), c->file, file);
+    if (plan_profile_load(path, &t, why, sizeof(why)))
+        return input_fail(c, n, "profile table: %s", why);
+    int pool = input_pool_index(c, t.model);
+    if (pool < 0)
+        return input_fail(c, n, "profile table %s was measured on %s, which is not a GPU model of "
+                          "'gpus'", file, t.model);
+    for (int k = 0; k < t.n; k++) {
+        int o = plan_option_find(&c->in->pools[pool].model, t.option[k]);
+        if (o < 0)
+            return input_fail(c, n, "profile table %s: '%s' is not an option of %s", file,
+                              t.option[k], t.model);
+        w->thr[pool][o] = t.thr[k];
+    }
+    if (*mem <= 0 && t.mem_mib <= 0)
+        return input_fail(c, n, "profile table %s has no memory_mib; give 'memory_mib'", file);
+    if (*mem <= 0)
+        *mem = (long)t.mem_mib;
+    return 0;
+}
+
 static int input_workload(struct input_ctx *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"name", "memory_mib", "throughput", "target",
-                                       "target_fraction", "count", NULL};
+                                       "target_fraction", "count", "profile", NULL};
     struct plan_workload w;
-    yaml_node_t *vn, *vm, *vt, *vc;
-    long mem, count = 1;
+    yaml_node_t *vn, *vm, *vt, *vc, *vp;
+    long mem = 0, count = 1;
     memset(&w, 0, sizeof(w));
     int rc = input_expect(c, n, YAML_MAPPING_NODE, "a workload mapping (name, memory_mib, throughput, target)");
     rc = rc ? rc : input_only_keys(c, n, keys);
     rc = rc ? rc : input_require(c, n, "name", &vn);
-    rc = rc ? rc : input_require(c, n, "memory_mib", &vm);
-    rc = rc ? rc : input_require(c, n, "throughput", &vt);
     rc = rc ? rc : input_name(c, vn, "name", w.name);
-    rc = rc ? rc : input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
-    rc = rc ? rc : input_throughput(c, vt, &w);
+    vp = rc ? NULL : input_get(c, n, "profile");
+    vt = rc ? NULL : input_get(c, n, "throughput");
+    vm = rc ? NULL : input_get(c, n, "memory_mib");
+    if (!rc && !!vp == !!vt)
+        rc = input_fail(c, n, "expected exactly one of 'throughput' or 'profile' (a table "
+                        "written by kairos profile)");
+    if (!rc && !vm && !vp)
+        rc = input_require(c, n, "memory_mib", &vm);
+    if (!rc && vm)
+        rc = input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
+    if (!rc && vp)
+        rc = input_profile_table(c, vp, &w, &mem);
+    if (!rc && vt)
+        rc = input_throughput(c, vt, &w);
     rc = rc ? rc : input_target(c, n, &w);
     vc = input_get(c, n, "count");
     if (!rc && vc)
