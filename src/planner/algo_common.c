@@ -365,7 +365,8 @@ int algo_pack_cover(struct state *s)
 
 /* Place w in a new instance on a live MIG GPU other than skip_gpu (smallest option
  * first, fullest GPU first, then the lowest GPU index): one pass over the GPUs. */
-static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_out)
+static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, const int *cand, int n_cand,
+                              int *inst_out)
 {
     int best_g[PLAN_MAX_OPTIONS], best_c[PLAN_MAX_OPTIONS], min_c = PLAN_COMPUTE_SLICES + 1;
     unsigned want = 0;
@@ -377,7 +378,8 @@ static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_ou
             min_c = plan_option_compute(s->m, o) < min_c ? plan_option_compute(s->m, o) : min_c;
         }
     }
-    for (int g = 0; want && g < s->n_gpu; g++) {
+    for (int q = 0; want && q < n_cand; q++) {
+        int g = cand[q];
         if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
             continue;
         int c = st_gpu_compute(s, g);
@@ -409,25 +411,74 @@ struct algo_created {
     int n;
 };
 
-static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct algo_created *cr,
-                             int g)
+/* The instances of each GPU in index order, as they were when built (n0 instances);
+ * instances created later are looked at one by one (there are few). */
+struct algo_by_gpu {
+    int *first, *next, n0;
+    int *room, n_room;   /* MIG GPUs with a free compute slice, ascending (a superset of
+                          * those that can take a new instance while the index lives) */
+};
+
+static int algo_by_gpu_build(const struct state *s, struct algo_by_gpu *b)
 {
-    for (int i = 0; i < s->n_inst; i++) {
-        if (s->inst[i].gpu != g)
-            continue;
-        while (s->inst[i].n) {
-            int w = s->inst[i].head, t = 0, to = bf_best(s, w, 0, i, g, &t);
-            if (to < 0) {
-                int rc = algo_new_elsewhere(s, w, g, &to);
-                if (rc <= 0)
-                    return rc;
-                cr->inst[cr->n++] = to;
-                t = st_need(s, w, s->inst[to].option);
-            }
-            algo_move(s, j, w, to, t);
+    b->first = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
+    b->next = malloc(((size_t)s->n_inst + 1) * sizeof(int));
+    b->room = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
+    b->n0 = s->n_inst;
+    b->n_room = 0;
+    if (!b->first || !b->next || !b->room)
+        return -ENOMEM;
+    for (int g = 0; g < s->n_gpu; g++)
+        if (s->gpu[g].alive && !s->gpu[g].whole && st_gpu_compute(s, g) < PLAN_COMPUTE_SLICES)
+            b->room[b->n_room++] = g;
+    for (int g = 0; g < s->n_gpu; g++)
+        b->first[g] = -1;
+    for (int i = s->n_inst - 1; i >= 0; i--) {
+        int g = s->inst[i].gpu;
+        b->next[i] = g >= 0 ? b->first[g] : -1;
+        if (g >= 0)
+            b->first[g] = i;
+    }
+    return 0;
+}
+
+/* Empty instance i into other instances' idle time or new instances on other GPUs. */
+static int algo_evacuate_inst(struct state *s, struct algo_journal *j, struct algo_created *cr,
+                              const struct algo_by_gpu *b, int i, int g)
+{
+    while (s->inst[i].n) {
+        int w = s->inst[i].head, t = 0, to = bf_best(s, w, 0, i, g, &t);
+        if (to < 0) {
+            int rc = algo_new_elsewhere(s, w, g, b->room, b->n_room, &to);
+            if (rc <= 0)
+                return rc;
+            cr->inst[cr->n++] = to;
+            t = st_need(s, w, s->inst[to].option);
         }
+        algo_move(s, j, w, to, t);
     }
     return 1;
+}
+
+static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct algo_created *cr,
+                             const struct algo_by_gpu *b, int g)
+{
+    int rc = 1;
+    for (int i = b->first[g]; rc > 0 && i >= 0; i = b->next[i])
+        if (s->inst[i].gpu == g)
+            rc = algo_evacuate_inst(s, j, cr, b, i, g);
+    for (int i = b->n0; rc > 0 && i < s->n_inst; i++)
+        if (s->inst[i].gpu == g)
+            rc = algo_evacuate_inst(s, j, cr, b, i, g);
+    if (rc > 0) {   /* the GPU is empty now: release its instances */
+        for (int i = b->first[g]; i >= 0; i = b->next[i])
+            if (s->inst[i].gpu == g)
+                st_gpu_detach(s, i);
+        for (int i = b->n0; i < s->n_inst; i++)
+            if (s->inst[i].gpu == g)
+                st_gpu_detach(s, i);
+    }
+    return rc;
 }
 
 static void algo_undo_created(struct state *s, struct algo_created *cr)
@@ -456,7 +507,8 @@ static int algo_drop_gpus(struct state *s, int budget)
     struct algo_key *k = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
     int *members = algo_gpu_members(s);
     int freed = 0, n = 0;
-    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k || !members) {
+    struct algo_by_gpu by = {0};
+    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k || !members || algo_by_gpu_build(s, &by)) {
         freed = -ENOMEM;
         goto out;
     }
@@ -469,13 +521,12 @@ static int algo_drop_gpus(struct state *s, int budget)
             continue;
         j.n = 0;
         cr.n = 0;
-        int rc = algo_evacuate_gpu(s, &j, &cr, k[q].id);
+        int rc = algo_evacuate_gpu(s, &j, &cr, &by, k[q].id);
         if (rc < 0) {
             freed = rc;
             goto out;
         }
         if (rc) {
-            st_compact(s);
             freed++;
         } else {
             algo_undo(s, &j);
@@ -484,6 +535,9 @@ static int algo_drop_gpus(struct state *s, int budget)
     }
 out:
     algo_journal_free(&j);
+    free(by.first);
+    free(by.next);
+    free(by.room);
     free(cr.inst);
     free(k);
     free(members);
@@ -509,7 +563,7 @@ static int algo_drop_instances(struct state *s, int budget)
             continue;
         j.n = 0;
         if (algo_empty_instance(s, &j, k[q].id, 0, -1)) {
-            st_compact(s);
+            st_gpu_detach(s, k[q].id);   /* the one instance this emptied */
             freed++;
         } else {
             algo_undo(s, &j);
@@ -582,9 +636,13 @@ int algo_retype(struct state *s)
         long best_key = ((long)plan_option_compute(s->m, cur) * 10000 + s->inst[i].time) * 2
                         + (cur != PLAN_OPTION_WHOLE);
         for (int o = 0; o < s->n_options; o++) {
-            int t = o == cur ? -1 : algo_retime(s, i, o);
+            /* more slices never win; legality is cheaper than summing the members */
+            if (o == cur || plan_option_compute(s->m, o) > plan_option_compute(s->m, cur)
+                || !algo_retype_legal(s, i, o))
+                continue;
+            int t = algo_retime(s, i, o);
             long key = ((long)plan_option_compute(s->m, o) * 10000 + t) * 2 + (o != PLAN_OPTION_WHOLE);
-            if (t >= 0 && key < best_key && algo_retype_legal(s, i, o)) {
+            if (t >= 0 && key < best_key) {
                 best = o;
                 best_key = key;
             }

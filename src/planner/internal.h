@@ -91,7 +91,6 @@ int st_alive_gpus(const struct state *s);
 int st_gpu_compute(const struct state *s, int g);
 void st_gpu_attach(struct state *s, int i, int g);
 void st_gpu_detach(struct state *s, int i);
-int st_compact(struct state *s);   /* drop empty instances and dead GPUs */
 /* Score: GPUs * 7 * 8 + used compute slices (lower is better). */
 long st_score(const struct state *s);
 

@@ -220,14 +220,6 @@ void st_gpu_detach(struct state *s, int i)
         s->gpu[g].alive = 0;
 }
 
-int st_compact(struct state *s)
-{
-    for (int i = 0; i < s->n_inst; i++)
-        if (!s->inst[i].n && s->inst[i].gpu >= 0)
-            st_gpu_detach(s, i);
-    return 0;
-}
-
 long st_score(const struct state *s)
 {
     long score = 0;
