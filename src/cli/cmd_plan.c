@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli/cmd_plan.h"
 #include "cli/commands.h"
@@ -85,6 +86,13 @@ int plan_cli_count(const char *s, long lo, long hi, int *out)
         return -EINVAL;
     *out = (int)v;
     return 0;
+}
+
+double plan_cli_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int plan_cli_seconds(const char *s, double *out)

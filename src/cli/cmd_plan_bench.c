@@ -211,13 +211,6 @@ static int bench_cases(const char *root, double limit, int no_exact, int interfe
     return rc;
 }
 
-static double bench_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* One algorithm end to end, as `kairos plan --json FILE > /dev/null` does it: load
  * the cluster file, plan, check, write the JSON plan. */
 static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
@@ -229,7 +222,7 @@ static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
     char err[512];
     plan_options_default(&o);
     o.algo = a;
-    double w0 = bench_wall(), c0 = bench_now();
+    double w0 = plan_cli_monotonic(), c0 = bench_now();
     if (plan_input_load(path, &in, err, sizeof(err))) {
         fprintf(stderr, "kairos plan bench: %s\n", err);
         return 1;
@@ -242,7 +235,7 @@ static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
     double solve = bench_now() - c1;
     int bad = plan_check(&in, &p, err, sizeof(err));
     bad |= plan_write(&in, &p, NULL, PLAN_FMT_JSON, sink) != 0;
-    double cpu = bench_now() - c0, wall = bench_wall() - w0;
+    double cpu = bench_now() - c0, wall = plan_cli_monotonic() - w0;
     plan_metrics_compute(&in, &p, &m);
     printf("  %-9s %6.3f s end to end (%6.3f s CPU: load %5.3f, plan %6.3f)  %6d GPUs (%8.1f in "
            "slices)  %6d placed  %s\n", plan_algo_name(a), wall, cpu, load, solve, m.gpus, m.slices,

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cmd_plan.h"
@@ -100,18 +99,11 @@ static double profile_gpu_used(void)
     return v;
 }
 
-static double profile_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Run CMD once with the run's environment; 0 and r->thr set, or -1 with a message. */
 static int profile_run_once(struct profile_run *r)
 {
     int fd[2];
-    double base = profile_gpu_used(), start = profile_now();
+    double base = profile_gpu_used(), start = plan_cli_monotonic();
     if (pipe(fd))
         return -1;
     pid_t pid = fork();
@@ -144,7 +136,7 @@ static int profile_run_once(struct profile_run *r)
         double used = profile_gpu_used();
         if (base >= 0 && used - base > r->mem_rise)
             r->mem_rise = used - base;
-        if (profile_now() - start > r->timeout_s) {
+        if (plan_cli_monotonic() - start > r->timeout_s) {
             kill(pid, SIGKILL);
             fprintf(stderr, "kairos profile: %s ran past %d s; killed\n", r->cmd[0], r->timeout_s);
             done = 1;
