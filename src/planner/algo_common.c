@@ -247,11 +247,6 @@ static int algo_pack_whole(struct state *s)
     return 0;
 }
 
-/* Options that still fit on MIG GPU g, as a bit mask (bit o: one more o fits). */
-static unsigned algo_gpu_room(const struct state *s, int g)
-{
-    return plan_mix_room(s->lay, s->gpu[g].mix);
-}
 
 /* The seed's step 4: first-fit decreasing by compute slices under the placement rule.
  * Open GPUs are slots of a fit tree in the order of the open list (a closed GPU's slot
@@ -283,13 +278,13 @@ int algo_pack_ffd(struct state *s)
             open[x = n_open++] = g;
         }
         st_gpu_attach(s, i, g);
-        unsigned room = algo_gpu_room(s, g);
+        unsigned room = s->gpu[g].room;
         if (room) {
             fit_tree_set(&t, x, 0, 0, room);
             continue;
         }
         open[x] = open[--n_open];
-        fit_tree_set(&t, x, 0, 0, x < n_open ? algo_gpu_room(s, open[x]) : 0);
+        fit_tree_set(&t, x, 0, 0, x < n_open ? s->gpu[open[x]].room : 0);
         fit_tree_set(&t, n_open, 0, 0, 0);
     }
     rc = algo_pack_whole(s);
@@ -385,7 +380,7 @@ static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, const int *c
         int c = st_gpu_compute(s, g);
         if (c + min_c > PLAN_COMPUTE_SLICES)
             continue;
-        unsigned room = plan_mix_room(s->lay, s->gpu[g].mix) & want;
+        unsigned room = s->gpu[g].room & want;
         for (int o = 1; room && o < s->n_options; o++)
             if ((room >> o & 1u) && c > best_c[o]) {
                 best_g[o] = g;
@@ -614,7 +609,7 @@ static void algo_retype_apply(struct state *s, int i, int o)
     s->inst[i].option = o;
     s->gpu[g] = (struct st_gpu){o == PLAN_OPTION_WHOLE, s->gpu[g].whole ? 0 : s->gpu[g].mix, 1,
                                 o == PLAN_OPTION_WHOLE ? PLAN_COMPUTE_SLICES
-                                : s->gpu[g].whole ? 0 : s->gpu[g].compute};
+                                : s->gpu[g].whole ? 0 : s->gpu[g].compute, 0};
     st_gpu_attach(s, i, g);
     for (int k = 0; k < n; k++)
         st_put(s, members[k], i, st_need(s, members[k], o));

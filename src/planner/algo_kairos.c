@@ -147,6 +147,8 @@ int algo_kairos(struct state *s)
             st_free(&best);
         return rc;
     }
+    best.need_owner = s->need_owner;   /* best shares s's need table */
+    s->need_owner = 0;
     st_free(s);
     *s = best;
     return 0;

@@ -24,6 +24,7 @@ struct st_gpu {
     plan_mix_t mix;          /* MIG instances on it */
     int alive;
     int compute;             /* compute slices used (7 when whole) */
+    unsigned room;           /* options of which one more instance fits (0 when whole) */
 };
 
 struct state {
@@ -35,7 +36,9 @@ struct state {
     int order[PLAN_MAX_OPTIONS];   /* options by size ascending (whole last) */
     int rank[PLAN_MAX_OPTIONS];    /* position of an option in order[] */
     int *wl, n_wl;                 /* global ids of the workloads to plan here */
-    int *need;                     /* [global id * PLAN_MAX_OPTIONS + option]: time or -1 */
+    int *need;                     /* [global id * PLAN_MAX_OPTIONS + option]: time or -1;
+                                    * read-only after st_init, shared by copies */
+    int need_owner;                /* 1: st_free frees need (the state st_init made) */
     int *where, *time, *next;      /* per global id */
     struct st_inst *inst;
     int n_inst, cap_inst;
@@ -66,6 +69,8 @@ int bf_best(const struct state *s, int w, int min_rank, int skip_inst, int skip_
 int st_init(struct state *s, const struct plan_input *in, int pool,
             const struct plan_layouts *lay, const int *wl, int n_wl);
 void st_free(struct state *s);
+/* A copy shares src's read-only need table: src (or whoever takes need_owner from it)
+ * must outlive it. */
 int st_copy(struct state *dst, const struct state *src);
 static inline int st_need(const struct state *s, int w, int option)
 {
@@ -88,7 +93,10 @@ void st_take(struct state *s, int w);
 /* Time w would need in instance i, or -1 if it does not fit there now. */
 int st_fits(const struct state *s, int w, int i);
 int st_alive_gpus(const struct state *s);
-int st_gpu_compute(const struct state *s, int g);
+static inline int st_gpu_compute(const struct state *s, int g)
+{
+    return s->gpu[g].compute;
+}
 void st_gpu_attach(struct state *s, int i, int g);
 void st_gpu_detach(struct state *s, int i);
 /* Score: GPUs * 7 * 8 + used compute slices (lower is better). */

@@ -401,10 +401,15 @@ int plan_write(const struct plan_input *in, const struct plan *p, const struct p
     json_t *root = output_tree(in, p, mv);
     if (!root)
         return -ENOMEM;
-    int rc = fmt == PLAN_FMT_JSON ? json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-                                  : output_yaml(root, f);
-    if (fmt == PLAN_FMT_JSON)
-        fputc('\n', f);
+    int rc;
+    if (fmt == PLAN_FMT_JSON) {
+        /* one write of the whole text: jansson's stream writer calls fwrite per token */
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        rc = !text || fputs(text, f) == EOF || fputc('\n', f) == EOF;
+        free(text);
+    } else {
+        rc = output_yaml(root, f);
+    }
     json_decref(root);
     return rc ? -EIO : 0;
 }

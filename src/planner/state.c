@@ -60,6 +60,7 @@ int st_init(struct state *s, const struct plan_input *in, int pool,
     s->where = malloc((nw ? nw : 1) * sizeof(int));
     s->time = calloc(nw ? nw : 1, sizeof(int));
     s->next = malloc((nw ? nw : 1) * sizeof(int));
+    s->need_owner = 1;
     if (!s->wl || !s->need || !s->where || !s->time || !s->next) {
         st_free(s);
         return -ENOMEM;
@@ -77,7 +78,8 @@ void st_free(struct state *s)
 {
     bf_detach(s);
     free(s->wl);
-    free(s->need);
+    if (s->need_owner)
+        free(s->need);
     free(s->where);
     free(s->time);
     free(s->next);
@@ -100,13 +102,13 @@ int st_copy(struct state *d, const struct state *s)
     *d = *s;
     d->bf = NULL;
     d->wl = st_dup(s->wl, (size_t)s->n_wl * sizeof(int));
-    d->need = st_dup(s->need, nw * PLAN_MAX_OPTIONS * sizeof(int));
+    d->need_owner = 0;   /* shared: need is read-only after st_init */
     d->where = st_dup(s->where, nw * sizeof(int));
     d->time = st_dup(s->time, nw * sizeof(int));
     d->next = st_dup(s->next, nw * sizeof(int));
     d->inst = st_dup(s->inst, (size_t)s->cap_inst * sizeof(*s->inst));
     d->gpu = st_dup(s->gpu, (size_t)s->cap_gpu * sizeof(*s->gpu));
-    if (!d->wl || !d->need || !d->where || !d->time || !d->next || !d->inst || !d->gpu) {
+    if (!d->wl || !d->where || !d->time || !d->next || !d->inst || !d->gpu) {
         st_free(d);
         return -ENOMEM;
     }
@@ -139,7 +141,8 @@ int st_new_gpu(struct state *s, int whole)
         s->gpu = ng;
         s->cap_gpu = cap;
     }
-    s->gpu[s->n_gpu] = (struct st_gpu){whole, 0, 1, whole ? PLAN_COMPUTE_SLICES : 0};
+    s->gpu[s->n_gpu] = (struct st_gpu){whole, 0, 1, whole ? PLAN_COMPUTE_SLICES : 0,
+                                       whole ? 0 : plan_mix_room(s->lay, 0)};
     return s->n_gpu++;
 }
 
@@ -190,11 +193,6 @@ int st_alive_gpus(const struct state *s)
     return n;
 }
 
-int st_gpu_compute(const struct state *s, int g)
-{
-    return s->gpu[g].compute;
-}
-
 void st_gpu_attach(struct state *s, int i, int g)
 {
     s->inst[i].gpu = g;
@@ -202,6 +200,7 @@ void st_gpu_attach(struct state *s, int i, int g)
     if (!s->gpu[g].whole) {
         s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, 1);
         s->gpu[g].compute += plan_option_compute(s->m, s->inst[i].option);
+        s->gpu[g].room = plan_mix_room(s->lay, s->gpu[g].mix);
     }
 }
 
@@ -218,6 +217,7 @@ void st_gpu_detach(struct state *s, int i)
     s->gpu[g].compute -= plan_option_compute(s->m, s->inst[i].option);
     if (!(s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, -1)))
         s->gpu[g].alive = 0;
+    s->gpu[g].room = plan_mix_room(s->lay, s->gpu[g].mix);
 }
 
 long st_score(const struct state *s)
