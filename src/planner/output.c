@@ -404,7 +404,7 @@ int plan_write(const struct plan_input *in, const struct plan *p, const struct p
     int rc;
     if (fmt == PLAN_FMT_JSON) {
         /* one write of the whole text: jansson's stream writer calls fwrite per token */
-        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
         rc = !text || fputs(text, f) == EOF || fputc('\n', f) == EOF;
         free(text);
     } else {
