@@ -344,6 +344,28 @@ static void test_lower_bound_tight(void **state)
     plan_input_free(&in);
 }
 
+/* Out of time, the exact solver shows the best plan it has but never calls it optimal:
+ * I-Mix-bs8-R1 (40 workloads) is not decided within 5 s, let alone 20 ms. */
+static void test_exact_time_limited(void **state)
+{
+    struct plan_input in;
+    struct plan_options o;
+    struct plan p;
+    char path[1024], err[300];
+    (void)state;
+    snprintf(path, sizeof(path), "%s/a100-concave/I-Mix-bs8-R1.yaml", data_dir);
+    if (plan_input_load(path, &in, err, sizeof(err)))
+        fail_msg("%s", err);
+    plan_options_default(&o);
+    o.algo = PLAN_ALGO_EXACT;
+    o.exact_time_limit_s = 0.02;
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.exact_status, PLAN_EXACT_NOT_SOLVED);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -358,6 +380,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_retype),
         cmocka_unit_test(test_interference),
         cmocka_unit_test(test_lower_bound_tight),
+        cmocka_unit_test(test_exact_time_limited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
