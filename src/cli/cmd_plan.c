@@ -175,6 +175,9 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
     c->file = argv[optind];
     if (!!c->from != (c->add || c->remove) || (c->add && c->remove))
         return snprintf(err, errlen, "--from needs exactly one of --add or --remove"), -EINVAL;
+    if (c->from && c->explain)
+        return snprintf(err, errlen, "--explain explains a plan computed from scratch, not an "
+                        "online change (run it without --from)"), -EINVAL;
     return 0;
 }
 
@@ -375,6 +378,8 @@ static int plan_online(struct plan_input *in, const struct plan_cli *c)
         return plan_cli_error(c->fmt, "out of memory while computing the change", 1);
     /* removed workloads are neither placed nor infeasible: drop them from the input view */
     rc = plan_report_online(in, &cur, &mv, c->fmt);
+    if (rc != 1 && c->emit && plan_emit_all(c->emit, in, &cur, c->per_node, err, sizeof(err)))
+        rc = plan_cli_error(c->fmt, err, 1);
     plan_free(&cur);
     plan_moves_free(&mv);
     return rc;

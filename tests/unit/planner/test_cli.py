@@ -125,6 +125,20 @@ class PlanCli(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, name)), name)
         r = self.run_plan("--gpus-per-node", "0", self.cluster)
         self.assertEqual(r.returncode, 2)
+        # an online change is emitted too: x4 removed, its tenant gone from its node
+        plan = self.plan_json()
+        out2 = os.path.join(self.dir.name, "emit2")
+        r = self.run_plan("--from", plan, "--remove", "x4", "--emit", out2, self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        tenants = ""
+        for name in sorted(os.listdir(out2)):
+            if name.startswith("kairosd-node"):
+                with open(os.path.join(out2, name)) as f:
+                    tenants += f.read()
+        self.assertIn("name: x3", tenants)
+        self.assertNotIn("name: x4", tenants)
+        r = self.run_plan("--from", plan, "--remove", "x4", "--explain", self.cluster)
+        self.assertEqual(r.returncode, 2)
 
 
 if __name__ == "__main__":
