@@ -2,7 +2,8 @@
  *
  * The planner decides, for a whole cluster, which MIG layout each GPU gets and which
  * IGPU(s, t, m) each workload gets, so that every workload meets its throughput target
- * on the fewest GPUs. Model: Thr(s, t) = Thr(s, 100 %) x t (KRYPTON, ATC'25).
+ * on the fewest GPUs. Model: Thr(s, t) = Thr(s, 100 %) x t (KRYPTON, ATC'25), times
+ * eff(k) when k workloads time-share an instance (enum plan_interference).
  *
  * Vocabulary:
  *   option   a spatial choice on one GPU model: index 0 is the whole GPU (MIG off),
@@ -61,6 +62,7 @@ struct plan_layouts {
     plan_mix_t mixes[PLAN_MAX_LAYOUTS];
     int n_legal;                      /* distinct legal multisets, maximal or not */
     plan_mix_t legal[PLAN_LEGAL_HASH]; /* open-addressing set of legal multisets + 1 */
+    uint16_t room[PLAN_LEGAL_HASH];   /* per legal multiset: bit o set if one more o fits */
 };
 
 /* Built-in models: "A100-40GB" (KRYPTON's five profiles), "A100-40GB+1g.10gb",
@@ -86,6 +88,9 @@ int plan_mix_compute(const struct plan_gpu_model *m, plan_mix_t mix);
 int plan_layouts_enumerate(const struct plan_gpu_model *m, struct plan_layouts *out);
 /* 1 if the multiset fits on one GPU (some legal placement exists), else 0. */
 int plan_mix_fits(const struct plan_layouts *l, plan_mix_t mix);
+/* Options o (bit o) of which one more instance fits beside a legal multiset; 0 when
+ * the multiset is not legal or nothing fits. */
+unsigned plan_mix_room(const struct plan_layouts *l, plan_mix_t mix);
 /* The same answer by dominance over the maximal layouts (reference for tests). */
 int plan_mix_fits_slow(const struct plan_layouts *l, plan_mix_t mix);
 /* Place a multiset: starts[] gets one start slice per instance, in the order of
@@ -108,7 +113,17 @@ struct plan_workload {
     int line;                          /* where it was defined, for messages */
 };
 
+/* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
+ * their time share alone would give (measured on the H200, bench/results/README.md). */
+enum plan_interference {
+    PLAN_INTERF_NONE,        /* KRYPTON's model: Thr(s, t) = Thr(s) x t exactly */
+    PLAN_INTERF_KAIROS,      /* kairosd's windows: 0.986 / 0.977 / 0.948 at 2 / 4 / 8 */
+    PLAN_INTERF_NATIVE,      /* the driver's time-slicing: 0.927 / 0.926 / 0.925 */
+    PLAN_INTERF_COUNT
+};
+
 struct plan_input {
+    int interference;                  /* enum plan_interference (YAML 'interference') */
     int n_pools;
     struct plan_pool pools[PLAN_MAX_POOLS];
     int n_workloads;
@@ -122,6 +137,16 @@ int plan_input_parse(const char *text, size_t len, const char *name, struct plan
                      char *err, size_t errlen);
 void plan_input_free(struct plan_input *in);
 int plan_input_add_workload(struct plan_input *in, const struct plan_workload *w);
+/* Load workloads to add to `base`: the file may omit 'gpus' (then its throughput keys
+ * name base's GPU models). */
+int plan_input_load_extra(const char *path, const struct plan_input *base,
+                          struct plan_input *extra, char *err, size_t errlen);
+/* Append extra's workloads to in (pools matched by model name); -EINVAL with err when a
+ * name is already in `in`. */
+int plan_input_merge(struct plan_input *in, const struct plan_input *extra, const char *path,
+                     char *err, size_t errlen);
+/* Index of the workload called name, or -1. */
+int plan_input_find(const struct plan_input *in, const char *name);
 
 /* ---- Plans ---- */
 
@@ -164,9 +189,15 @@ struct plan {
     struct plan_assign *assigns;
     struct plan_infeasible *infeasible;
     char algo[24];
-    int exact_status;                  /* exact solver: 1 optimal, 0 not solved, -1 n/a */
+    int exact_status;                  /* exact solver: PLAN_EXACT_* */
     double exact_bound;                /* exact solver: lower bound on GPUs */
 };
+
+#define PLAN_EXACT_NA (-1)        /* not the exact solver */
+#define PLAN_EXACT_NOT_SOLVED 0   /* time limit, size limit or several pools: Kairos's plan */
+#define PLAN_EXACT_OPTIMAL 1      /* proven optimal */
+#define PLAN_EXACT_CAPPED 2       /* too few GPUs for every workload: nothing proven */
+#define PLAN_EXACT_NO_MODEL 3     /* an interference model the integer program lacks */
 
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
@@ -176,9 +207,25 @@ int plan_add_instance(struct plan *p, int gpu, int option, int start);
 int plan_add_assign(struct plan *p, int workload, int instance, int time, int64_t mem);
 int plan_add_infeasible(struct plan *p, int workload, enum plan_reason r);
 const char *plan_reason_text(enum plan_reason r);
+const char *plan_exact_status_text(int status);
+/* Why workload w cannot be placed on any GPU of the input (PLAN_NO_CAPACITY when it
+ * could be, given GPUs enough). */
+enum plan_reason plan_reason_of(const struct plan_input *in, int w);
 /* Minimal t (PLAN_TIME_UNITS) for workload w on option o of pool: -1 if infeasible. */
 int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                      int option);
+/* The same with `tenants` workloads time-sharing the instance under interference mode. */
+int plan_time_needed_shared(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
+                            int option, int mode, int tenants);
+/* eff(k) of the mode (1 for one tenant or PLAN_INTERF_NONE): linear between the measured
+ * tenant counts, the last slope beyond 8 tenants, never below 0.5. */
+double plan_interference_eff(int mode, int tenants);
+/* Sum of interference-free time shares that k tenants may hold in one instance so that
+ * their shares under the mode, each rounded up, still fit: PLAN_TIME_UNITS for one
+ * tenant or no interference, else floor(eff(k) x (PLAN_TIME_UNITS - k)). */
+int plan_instance_capacity(int mode, int tenants);
+const char *plan_interference_name(int mode);
+int plan_interference_from_name(const char *name);   /* -1 if unknown */
 
 /* ---- Algorithms ---- */
 
@@ -220,6 +267,19 @@ struct plan_metrics {
 };
 void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
                           struct plan_metrics *out);
+/* Tenants per instance (the caller frees it; NULL when out of memory). */
+int *plan_tenants(const struct plan *p);
+/* Thr(s, t) x eff(tenants) / target of one assignment. */
+double plan_norm_thr(const struct plan_input *in, const struct plan *p, const struct plan_assign *a,
+                     int tenants);
+
+/* ---- Lower bound (bound.c) ---- */
+
+#define PLAN_BOUND_MAX_WORKLOADS 20000
+/* LP relaxation of a compute-time and memory-slice model: no plan of the input uses
+ * fewer than ceil(*gpus) GPUs to place every workload that fits somewhere. -E2BIG
+ * beyond PLAN_BOUND_MAX_WORKLOADS, -EDOM if GLPK fails. */
+int plan_lower_bound(const struct plan_input *in, double *gpus);
 
 /* ---- Online changes (online.c) ---- */
 
@@ -239,10 +299,12 @@ void plan_moves_free(struct plan_moves *m);
  * moving as few placed workloads as possible. Result in out. */
 int plan_online_add(const struct plan_input *in, const struct plan *old, int first_new,
                     struct plan *out, struct plan_moves *moves);
-/* Drop workload `w` from the plan; then free a GPU if that costs at most max_moves
- * moves. Workload indices in `out` stay those of `in` (w is simply unplaced). */
-int plan_online_remove(const struct plan_input *in, const struct plan *old, int w,
-                       int max_moves, struct plan *out, struct plan_moves *moves);
+/* Drop workloads ws[0..n_ws) from the plan (-ENOENT if one is not placed); then release
+ * GPUs, least loaded first, whose workloads fit elsewhere, spending at most max_moves
+ * moves in all. A GPU emptied here receives nothing; no workload moves twice. Workload
+ * indices in `out` stay those of `in` (the removed ones are simply unplaced). */
+int plan_online_remove(const struct plan_input *in, const struct plan *old, const int *ws,
+                       int n_ws, int max_moves, struct plan *out, struct plan_moves *moves);
 
 /* ---- Output (output.c) ---- */
 
@@ -250,9 +312,50 @@ enum plan_format { PLAN_FMT_TABLE, PLAN_FMT_JSON, PLAN_FMT_YAML };
 /* Write the plan to a stream (FILE *). Returns 0 or -EIO. */
 int plan_write(const struct plan_input *in, const struct plan *p,
                const struct plan_moves *moves, enum plan_format fmt, void *stream);
+/* --explain: the model, the LP lower bound next to the plan, idle capacity per GPU,
+ * and why each workload sits where it sits (text). */
+int plan_write_explain(const struct plan_input *in, const struct plan *p, void *stream);
 /* Read back a plan written with PLAN_FMT_JSON against the same input. */
 int plan_read_json(const char *path, const struct plan_input *in, struct plan *p,
                    char *err, size_t errlen);
+
+/* ---- Configuration for the cluster (emit.c) ---- */
+
+#define KAIROS_PLAN_TENANT_MAX 64       /* kairosd tenant names: 63 characters */
+/* GPU g of the plan is device g % gpus_per_node of node g / gpus_per_node. */
+int plan_emit_nodes(const struct plan *p, int gpus_per_node);
+/* mig-parted's configuration (version: v1, mig-configs: kairos-node<N>). */
+int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                         void *stream);
+/* The tenants of one node's kairosd.yaml (kairosd.conf(5)). */
+int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                      int node, void *stream);
+/* Slurm gres.conf lines (and each node's slurm.conf Gres= as a comment). */
+int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                    void *stream);
+
+/* ---- Throughput tables (profile.c) ---- */
+
+struct plan_profile_table {
+    char model[PLAN_NAME_MAX];         /* GPU model the table was measured on */
+    char workload[PLAN_NAME_MAX];
+    char method[PLAN_NAME_MAX];        /* "mps" (active-thread percentage) or "mig" */
+    char note[256];                    /* written as a comment: how and where measured */
+    int64_t mem_mib;                   /* peak memory, 0 if unknown */
+    int n;
+    char option[PLAN_MAX_OPTIONS][PLAN_NAME_MAX];
+    double thr[PLAN_MAX_OPTIONS];      /* at t = 100 % */
+};
+
+/* MPS active-thread percentages to measure for model m (one per distinct SM share);
+ * point_of[o] = index in percent[] of option o. Returns the number of points. */
+int plan_profile_points(const struct plan_gpu_model *m, int *percent, int *point_of);
+/* Reads "throughput=<n>" and "memory_mib=<n>" lines of a workload's output (the last of
+ * each counts; others are ignored); leaves *thr / *mem_mib alone when absent. */
+void plan_profile_scan(const char *text, double *thr, double *mem_mib);
+int plan_profile_write(const struct plan_profile_table *t, void *stream);
+/* Reads a table file; -EINVAL with "path:line: what" in err. */
+int plan_profile_load(const char *path, struct plan_profile_table *t, char *err, size_t errlen);
 
 /* ---- Generator (gen.c) ---- */
 
@@ -264,5 +367,7 @@ struct plan_gen_params {
     double concave_exponent;           /* per-profile throughput: (SM/SM_whole)^e */
 };
 int plan_gen(const struct plan_gen_params *g, struct plan_input *in);
+/* Write an input back as a cluster file that plan_input_load() reads (stream: FILE *). */
+int plan_input_write_yaml(const struct plan_input *in, void *stream);
 
 #endif /* KAIROS_PLAN_H */

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "cli/cmd_plan.h"
 #include "cli/commands.h"
@@ -21,7 +23,8 @@ static const char plan_usage_text[] =
     "usage: kairos plan [--algo NAME|all] [--json|--yaml] CLUSTER.yaml\n"
     "       kairos plan --from PLAN.json --add NEW.yaml [--json|--yaml] CLUSTER.yaml\n"
     "       kairos plan --from PLAN.json --remove NAME[,NAME...] [--max-moves N] CLUSTER.yaml\n"
-    "       kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale]\n"
+    "       kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
+    "                         [--interference MODE]\n"
     "\n"
     "Decide the MIG layout of every GPU and the IGPU(s, t, m) of every workload so that\n"
     "each workload meets its target on the fewest GPUs. Every plan is verified by an\n"
@@ -37,6 +40,14 @@ static const char plan_usage_text[] =
     "      --remove NAMES  remove workloads from PLAN, then release a GPU if that moves\n"
     "                      at most --max-moves workloads (default 2)\n"
     "      --exact-limit S time limit of the exact solver in seconds (default 10)\n"
+    "  -x, --explain       also print the model, a lower bound (LP relaxation), idle\n"
+    "                      capacity per GPU and why each workload sits where it sits\n"
+    "  -e, --emit DIR      also write what the cluster applies: DIR/mig-parted.yaml,\n"
+    "                      DIR/kairosd-node<N>.yaml (tenants) and DIR/gres.conf (Slurm)\n"
+    "      --gpus-per-node N  GPUs per node for --emit (default 8)\n"
+    "      --interference M time-sharing loss: none (the paper's model), kairos (kairosd's\n"
+    "                      windows) or native (the driver's time-slicing); overrides the\n"
+    "                      cluster file's 'interference' (default none)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 plan found for every workload, 1 runtime error or an infeasible\n"
@@ -44,6 +55,10 @@ static const char plan_usage_text[] =
 
 struct plan_cli {
     const char *file, *from, *add, *remove;
+    int interference;                  /* -1: as the cluster file says */
+    const char *emit;                  /* --emit DIR */
+    int explain;
+    int per_node;
     int all, max_moves;
     enum plan_format fmt;
     struct plan_options opt;
@@ -62,6 +77,35 @@ int plan_cli_error(enum plan_format fmt, const char *msg, int code)
     return code;
 }
 
+int plan_cli_count(const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || errno || *end || v < lo || v > hi)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
+double plan_cli_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int plan_cli_seconds(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || errno || *end || !(v > 0) || v > 86400)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
 static int plan_usage_error(const struct plan_cli *c, const char *msg)
 {
     if (c->fmt != PLAN_FMT_JSON)
@@ -77,12 +121,15 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"add", required_argument, NULL, 'A'},  {"remove", required_argument, NULL, 'r'},
         {"max-moves", required_argument, NULL, 'm'},
         {"exact-limit", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+        {"interference", required_argument, NULL, 'i'},
+        {"emit", required_argument, NULL, 'e'}, {"explain", no_argument, NULL, 'x'},
+        {"gpus-per-node", required_argument, NULL, 'n'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "a:jyf:A:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:jyf:A:e:xh", longs, NULL)) != -1) {
         switch (ch) {
         case 'a':
             if (!strcmp(optarg, "all"))
@@ -97,8 +144,28 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         case 'f': c->from = optarg; break;
         case 'A': c->add = optarg; break;
         case 'r': c->remove = optarg; break;
-        case 'm': c->max_moves = atoi(optarg); break;
-        case 't': c->opt.exact_time_limit_s = atof(optarg); break;
+        case 'm':
+            if (plan_cli_count(optarg, 0, 1000000, &c->max_moves))
+                return snprintf(err, errlen, "--max-moves takes a whole number of moves "
+                                "(0..1000000), got '%s'", optarg), -EINVAL;
+            break;
+        case 't':
+            if (plan_cli_seconds(optarg, &c->opt.exact_time_limit_s))
+                return snprintf(err, errlen, "--exact-limit takes seconds greater than 0 (at "
+                                "most 86400), got '%s'", optarg), -EINVAL;
+            break;
+        case 'i':
+            if ((c->interference = plan_interference_from_name(optarg)) < 0)
+                return snprintf(err, errlen, "--interference takes none, kairos or native, got "
+                                "'%s'", optarg), -EINVAL;
+            break;
+        case 'e': c->emit = optarg; break;
+        case 'x': c->explain = 1; break;
+        case 'n':
+            if (plan_cli_count(optarg, 1, 1024, &c->per_node))
+                return snprintf(err, errlen, "--gpus-per-node takes a number of GPUs (1..1024), "
+                                "got '%s'", optarg), -EINVAL;
+            break;
         case 'h': return 1;
         default:
             return snprintf(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]), -EINVAL;
@@ -109,7 +176,49 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
     c->file = argv[optind];
     if (!!c->from != (c->add || c->remove) || (c->add && c->remove))
         return snprintf(err, errlen, "--from needs exactly one of --add or --remove"), -EINVAL;
+    if (c->from && c->explain)
+        return snprintf(err, errlen, "--explain explains a plan computed from scratch, not an "
+                        "online change (run it without --from)"), -EINVAL;
     return 0;
+}
+
+typedef int (*plan_emit_fn)(const struct plan_input *in, const struct plan *p, int per_node,
+                            void *stream);
+
+static int plan_emit_file(const char *dir, const char *name, plan_emit_fn fn, int node,
+                          const struct plan_input *in, const struct plan *p, int per_node,
+                          char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    int rc = f ? 0 : -errno;
+    if (!rc)
+        rc = fn ? fn(in, p, per_node, f) : plan_emit_kairosd(in, p, per_node, node, f);
+    if (f && fclose(f) && !rc)
+        rc = -EIO;
+    if (rc)
+        snprintf(err, errlen, "cannot write %.200s: %s", path, strerror(-rc));
+    return rc;
+}
+
+/* --emit DIR: the configuration files a cluster applies (emit.c). */
+static int plan_emit_all(const char *dir, const struct plan_input *in, const struct plan *p,
+                         int per_node, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %.200s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    int rc = plan_emit_file(dir, "mig-parted.yaml", plan_emit_mig_parted, 0, in, p, per_node,
+                            err, errlen);
+    rc = rc ? rc : plan_emit_file(dir, "gres.conf", plan_emit_slurm, 0, in, p, per_node, err, errlen);
+    for (int n = 0; !rc && n < plan_emit_nodes(p, per_node); n++) {
+        char name[64];
+        snprintf(name, sizeof(name), "kairosd-node%d.yaml", n);
+        rc = plan_emit_file(dir, name, NULL, n, in, p, per_node, err, errlen);
+    }
+    return rc;
 }
 
 static int plan_report(const struct plan_input *in, const struct plan *p,
@@ -147,7 +256,8 @@ static int plan_compare(const struct plan_input *in, const struct plan_cli *c)
         if (c->fmt == PLAN_FMT_TABLE)
             printf("%-9s %5d %8.2f %10.3f %6d  %s%s\n", plan_algo_name(a), m.gpus, m.slices,
                    m.mean_norm_thr, m.placed, bad ? "FAILED: " : "ok",
-                   bad ? err : (p.exact_status == 0 ? " (not proven optimal)" : ""));
+                   bad ? err : (p.exact_status >= 0 && p.exact_status != PLAN_EXACT_OPTIMAL
+                                 ? " (not proven optimal)" : ""));
         else
             json_array_append_new(arr, json_pack("{s:s, s:i, s:f, s:f, s:i, s:b}", "algo",
                                                  plan_algo_name(a), "gpus", m.gpus, "gpus_in_slices",
@@ -166,81 +276,111 @@ static int plan_compare(const struct plan_input *in, const struct plan_cli *c)
 static int plan_append_workloads(struct plan_input *in, const char *path, char *err, size_t errlen)
 {
     struct plan_input extra;
-    int rc = plan_input_load(path, &extra, err, errlen);
-    for (int w = 0; !rc && w < extra.n_workloads; w++) {
-        struct plan_workload wl;
-        memset(&wl, 0, sizeof(wl));
-        memcpy(wl.name, extra.workloads[w].name, sizeof(wl.name));
-        wl.mem_mib = extra.workloads[w].mem_mib;
-        wl.target = extra.workloads[w].target;
-        wl.line = extra.workloads[w].line;
-        /* map the extra file's pools onto ours by model name */
-        for (int p = 0; p < extra.n_pools; p++)
-            for (int q = 0; q < in->n_pools; q++)
-                if (!strcmp(extra.pools[p].model.name, in->pools[q].model.name))
-                    memcpy(wl.thr[q], extra.workloads[w].thr[p], sizeof(wl.thr[q]));
-        for (int k = 0; k < in->n_workloads; k++)
-            if (!strcmp(in->workloads[k].name, wl.name)) {
-                snprintf(err, errlen, "%s:%d: workload '%s' is already in the cluster", path,
-                         wl.line, wl.name);
-                rc = -EINVAL;
-            }
-        rc = rc ? rc : plan_input_add_workload(in, &wl);
-    }
+    int rc = plan_input_load_extra(path, in, &extra, err, errlen);
+    if (rc)
+        return rc;
+    rc = plan_input_merge(in, &extra, path, err, errlen);
     plan_input_free(&extra);
     return rc;
 }
 
-static int plan_find_workload(const struct plan_input *in, const char *name)
+/* A plan read with --from must fit the cluster file: the checker's rules, with the
+ * workloads it does not place counted as absent. */
+static int plan_validate_from(const struct plan_input *in, const struct plan *old, const char *path,
+                              char *err, size_t errlen)
 {
-    for (int w = 0; w < in->n_workloads; w++)
-        if (!strcmp(in->workloads[w].name, name))
-            return w;
-    return -1;
+    struct plan q;
+    char why[512];
+    char *placed = calloc((size_t)in->n_workloads + 1, 1);
+    int rc = placed ? plan_copy(&q, old) : -ENOMEM;
+    if (rc) {
+        free(placed);
+        return snprintf(err, errlen, "out of memory"), rc;
+    }
+    q.n_infeasible = 0;
+    for (int a = 0; a < old->n_assigns; a++)
+        placed[old->assigns[a].workload] += placed[old->assigns[a].workload] < 2;
+    for (int w = 0; w < in->n_workloads && !rc; w++)
+        if (!placed[w] && plan_add_infeasible(&q, w, PLAN_NO_CAPACITY) < 0)
+            rc = -ENOMEM;
+    /* absent workloads are not a fault of the old plan: let any reason pass for them */
+    for (int f = 0; f < q.n_infeasible; f++)
+        q.infeasible[f].reason = plan_reason_of(in, q.infeasible[f].workload);
+    rc = rc ? rc : plan_check(in, &q, why, sizeof(why));
+    if (rc) {
+        int n = snprintf(err, errlen, "%s does not fit the cluster file: ", path);
+        if (n >= 0 && (size_t)n < errlen)
+            snprintf(err + n, errlen - (size_t)n, "%.300s; recompute it with 'kairos plan "
+                     "--json' on this cluster file", why);
+    }
+    plan_free(&q);
+    free(placed);
+    return rc;
+}
+
+static int plan_remove_names(const struct plan_input *in, const struct plan *old, const char *list,
+                             int **ws, int *n_ws, char *err, size_t errlen)
+{
+    char *names = strdup(list), *save = NULL;
+    char *placed = calloc((size_t)in->n_workloads + 1, 1);
+    int rc = names && placed ? 0 : -ENOMEM;
+    *ws = malloc((strlen(list) / 2 + 2) * sizeof(int));
+    *n_ws = 0;
+    if (!*ws)
+        rc = -ENOMEM;
+    for (int a = 0; !rc && a < old->n_assigns; a++)
+        placed[old->assigns[a].workload] = 1;
+    for (char *n = rc ? NULL : strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+        int w = plan_input_find(in, n);
+        if (w < 0 || !placed[w]) {
+            snprintf(err, errlen, "workload '%s' is %s", n, w < 0 ? "not in the cluster file"
+                     : placed[w] == 2 ? "named twice in --remove" : "not placed in the plan");
+            rc = -EINVAL;
+            break;
+        }
+        placed[w] = 2;
+        (*ws)[(*n_ws)++] = w;
+    }
+    if (!rc && !*n_ws) {
+        snprintf(err, errlen, "--remove needs at least one workload name");
+        rc = -EINVAL;
+    }
+    free(names);
+    free(placed);
+    return rc;
 }
 
 static int plan_online(struct plan_input *in, const struct plan_cli *c)
 {
-    char err[512];
-    struct plan old, cur, next;
-    struct plan_moves mv = {0}, step;
-    int n_old = in->n_workloads, rc;
+    char err[600];
+    struct plan old, cur;
+    struct plan_moves mv = {0};
+    int n_old = in->n_workloads, rc, *ws = NULL, n_ws = 0;
     if (c->add && plan_append_workloads(in, c->add, err, sizeof(err)))
         return plan_cli_error(c->fmt, err, 1);
     if (plan_read_json(c->from, in, &old, err, sizeof(err)))
         return plan_cli_error(c->fmt, err, 1);
+    if (plan_validate_from(in, &old, c->from, err, sizeof(err))) {
+        plan_free(&old);
+        return plan_cli_error(c->fmt, err, 1);
+    }
     if (c->add) {
         rc = plan_online_add(in, &old, n_old, &cur, &mv);
-        plan_free(&old);
-        if (rc)
-            return plan_cli_error(c->fmt, "cannot compute the change", 1);
+    } else if (!(rc = plan_remove_names(in, &old, c->remove, &ws, &n_ws, err, sizeof(err)))) {
+        rc = plan_online_remove(in, &old, ws, n_ws, c->max_moves, &cur, &mv);
     } else {
-        char *names = strdup(c->remove), *save = NULL;
-        cur = old;
-        for (char *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
-            int w = plan_find_workload(in, n);
-            if (w < 0 || plan_online_remove(in, &cur, w, c->max_moves, &next, &step)) {
-                snprintf(err, sizeof(err), "workload '%s' is not in the plan", n);
-                free(names);
-                plan_free(&cur);
-                plan_moves_free(&mv);
-                return plan_cli_error(c->fmt, err, 1);
-            }
-            plan_free(&cur);
-            cur = next;
-            for (int k = 0; k < step.n; k++) {
-                struct plan_move *nm = realloc(mv.moves, (size_t)(mv.n + 1) * sizeof(*nm));
-                if (nm) {
-                    mv.moves = nm;
-                    mv.moves[mv.n++] = step.moves[k];
-                }
-            }
-            plan_moves_free(&step);
-        }
-        free(names);
+        free(ws);
+        plan_free(&old);
+        return plan_cli_error(c->fmt, err, 1);
     }
+    free(ws);
+    plan_free(&old);
+    if (rc)
+        return plan_cli_error(c->fmt, "out of memory while computing the change", 1);
     /* removed workloads are neither placed nor infeasible: drop them from the input view */
     rc = plan_report_online(in, &cur, &mv, c->fmt);
+    if (rc != 1 && c->emit && plan_emit_all(c->emit, in, &cur, c->per_node, err, sizeof(err)))
+        rc = plan_cli_error(c->fmt, err, 1);
     plan_free(&cur);
     plan_moves_free(&mv);
     return rc;
@@ -289,6 +429,8 @@ int cmd_plan(int argc, char **argv)
     struct plan p;
     char err[512];
     c.max_moves = 2;
+    c.interference = -1;
+    c.per_node = 8;
     plan_options_default(&c.opt);
     if (argc >= 2 && !strcmp(argv[1], "bench"))
         return plan_bench(argc - 1, argv + 1);
@@ -304,6 +446,8 @@ int cmd_plan(int argc, char **argv)
         return plan_usage_error(&c, err);
     if (plan_input_load(c.file, &in, err, sizeof(err)))
         return plan_cli_error(c.fmt, err, 1);
+    if (c.interference >= 0)
+        in.interference = c.interference;
     if (c.from)
         rc = plan_online(&in, &c);
     else if (c.all)
@@ -312,6 +456,11 @@ int cmd_plan(int argc, char **argv)
         rc = plan_cli_error(c.fmt, "out of memory while planning", 1);
     else {
         rc = plan_report(&in, &p, NULL, c.fmt);
+        if (rc != 1 && c.explain && plan_write_explain(&in, &p, c.fmt == PLAN_FMT_TABLE ? stdout
+                                                                                    : stderr))
+            rc = plan_cli_error(c.fmt, "cannot write the explanation", 1);
+        if (rc != 1 && c.emit && plan_emit_all(c.emit, &in, &p, c.per_node, err, sizeof(err)))
+            rc = plan_cli_error(c.fmt, err, 1);
         plan_free(&p);
     }
     plan_input_free(&in);

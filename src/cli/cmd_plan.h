@@ -9,5 +9,10 @@ int plan_cli_error(enum plan_format fmt, const char *msg, int code);
 int plan_report_online(const struct plan_input *in, const struct plan *p,
                        const struct plan_moves *mv, enum plan_format fmt);
 int plan_bench(int argc, char **argv);
+/* Strict option values: a whole number in lo..hi / seconds in (0, 86400]; -EINVAL else. */
+int plan_cli_count(const char *s, long lo, long hi, int *out);
+int plan_cli_seconds(const char *s, double *out);
+/* Seconds on the monotonic clock (for wall-clock timings). */
+double plan_cli_monotonic(void);
 
 #endif /* KAIROS_CLI_CMD_PLAN_H */

@@ -4,7 +4,8 @@
  * plan with the checker, and prints GPUs used (whole and in slices), Kairos's reduction
  * against each baseline, the gap to the exact optimum where it is proven, and the mean
  * normalized throughput. Nothing is hard-coded: every number is computed here.
- * --scale times the planner on 10,000 generated workloads and 2,000 GPUs.
+ * --scale[=N] times every heuristic end to end (cluster file in, JSON plan out) on 10,000
+ * and 100,000 generated workloads (or N) with a pool large enough for all of them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cmd_plan.h"
 #include "kairos/plan.h"
@@ -33,7 +35,7 @@ struct bench_row {
 };
 
 struct bench_sum {
-    double red_whole[3], red_slices[3], gap;
+    double red_whole[3], red_slices[3], gap, total_slices[BENCH_N_ALGOS];
     int total[BENCH_N_ALGOS], n, n_gap;
 };
 
@@ -55,13 +57,15 @@ static int bench_is_dir(const struct dirent *d)
     return d->d_name[0] != '.' && d->d_type == DT_DIR;
 }
 
-static int bench_run_case(const char *path, double limit, int no_exact, struct bench_row *r,
-                          char *err, size_t errlen)
+static int bench_run_case(const char *path, double limit, int no_exact, int interference,
+                          struct bench_row *r, char *err, size_t errlen)
 {
     struct plan_input in;
     int rc = plan_input_load(path, &in, err, errlen);
     if (rc)
         return rc;
+    if (interference >= 0)
+        in.interference = interference;
     r->checked_ok = 1;
     r->exact_optimal = 0;
     for (size_t a = 0; a < BENCH_N_ALGOS && !rc; a++) {
@@ -111,6 +115,7 @@ static void bench_print_row(const char *name, const struct bench_row *r, struct 
                  a == BENCH_EXACT && !r->exact_optimal ? "?" : "");
         printf(" %11s", cell);
         s->total[a] += r->m[a].gpus;
+        s->total_slices[a] += r->m[a].slices;
     }
     for (int b = 0; b < 3; b++) {
         double red = bench_red(k->gpus, r->m[b].gpus);
@@ -131,20 +136,28 @@ static void bench_print_row(const char *name, const struct bench_row *r, struct 
     s->n++;
 }
 
+/* The paper reports reductions of the GPUs summed over the cases; the mean of the
+ * per-case percentages is printed after it, for comparison. */
 static void bench_print_sum(const char *group, const struct bench_sum *s)
 {
     if (!s->n)
         return;
-    printf("%-34s mean reduction vs Temporal %.1f %% (slices %.1f %%), vs Best-fit-MIG %.1f %% "
-           "(%.1f %%), vs GPUlet-MIG %.1f %% (%.1f %%);\n", group, s->red_whole[0] / s->n,
-           s->red_slices[0] / s->n, s->red_whole[1] / s->n, s->red_slices[1] / s->n,
-           s->red_whole[2] / s->n, s->red_slices[2] / s->n);
-    printf("%-34s totals T %d B %d G %d S %d K %d; Kairos vs proven optimum: %+.2f GPUs/case "
-           "over %d cases\n\n", "", s->total[0], s->total[1], s->total[2], s->total[3],
-           s->total[4], s->n_gap ? s->gap / s->n_gap : 0, s->n_gap);
+    printf("%-34s TOTALS over %d cases: T %d B %d G %d S %d K %d GPUs (in slices T %.2f B %.2f "
+           "G %.2f S %.2f K %.2f)\n", group, s->n, s->total[0], s->total[1], s->total[2],
+           s->total[3], s->total[4], s->total_slices[0], s->total_slices[1], s->total_slices[2],
+           s->total_slices[3], s->total_slices[4]);
+    printf("%-34s Kairos's reduction of the totals: vs Temporal %.1f %% (slices %.1f %%), vs "
+           "Best-fit-MIG %.1f %% (%.1f %%), vs GPUlet-MIG %.1f %% (%.1f %%)\n", "",
+           bench_red(s->total[4], s->total[0]), bench_red(s->total_slices[4], s->total_slices[0]),
+           bench_red(s->total[4], s->total[1]), bench_red(s->total_slices[4], s->total_slices[1]),
+           bench_red(s->total[4], s->total[2]), bench_red(s->total_slices[4], s->total_slices[2]));
+    printf("%-34s (mean of per-case reductions: %.1f / %.1f / %.1f %%); Kairos vs proven optimum: "
+           "%+.2f GPUs/case over %d cases\n\n", "", s->red_whole[0] / s->n, s->red_whole[1] / s->n,
+           s->red_whole[2] / s->n, s->n_gap ? s->gap / s->n_gap : 0, s->n_gap);
 }
 
-static int bench_group(const char *dir, const char *group, double limit, int no_exact)
+static int bench_group(const char *dir, const char *group, double limit, int no_exact,
+                       int interference)
 {
     char path[4096], name[512], err[512];
     struct dirent **list;
@@ -153,13 +166,17 @@ static int bench_group(const char *dir, const char *group, double limit, int no_
     if (n < 0)
         return -errno;
     memset(&sum, 0, sizeof(sum));
+    printf("== %s: per-profile throughput model '%s' (data/planner/README.md), interference %s\n",
+           group, strchr(group, '-') ? strchr(group, '-') + 1 : group,
+           interference >= 0 ? plan_interference_name(interference) : "as in each case file");
     for (int i = 0; i < n; i++) {
         struct bench_row r;
         if (snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name) >= (int)sizeof(path))
             rc = -ENAMETOOLONG;
         snprintf(name, sizeof(name), "%s/%.*s", group, (int)strlen(list[i]->d_name) - 5,
                  list[i]->d_name);
-        if (!rc && (rc = bench_run_case(path, limit, no_exact, &r, err, sizeof(err))))
+        if (!rc && (rc = bench_run_case(path, limit, no_exact, interference, &r, err,
+                                              sizeof(err))))
             fprintf(stderr, "kairos plan bench: %s\n", err);
         if (!rc)
             bench_print_row(name, &r, &sum);
@@ -171,7 +188,7 @@ static int bench_group(const char *dir, const char *group, double limit, int no_
     return rc;
 }
 
-static int bench_cases(const char *root, double limit, int no_exact)
+static int bench_cases(const char *root, double limit, int no_exact, int interference)
 {
     struct dirent **groups;
     char dir[4096];
@@ -185,7 +202,8 @@ static int bench_cases(const char *root, double limit, int no_exact)
     bench_print_header();
     for (int i = 0; i < n; i++) {
         int len = snprintf(dir, sizeof(dir), "%s/%s", root, groups[i]->d_name);
-        if (!rc && len < (int)sizeof(dir) && bench_group(dir, groups[i]->d_name, limit, no_exact))
+        if (!rc && len < (int)sizeof(dir) && bench_group(dir, groups[i]->d_name, limit, no_exact,
+                                                                interference))
             rc = 1;
         free(groups[i]);
     }
@@ -193,40 +211,77 @@ static int bench_cases(const char *root, double limit, int no_exact)
     return rc;
 }
 
-static int bench_scale_one(enum plan_algo a, const struct plan_input *in)
+/* One algorithm end to end, as `kairos plan --json FILE > /dev/null` does it: load
+ * the cluster file, plan, check, write the JSON plan. */
+static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
 {
     struct plan_options o;
+    struct plan_input in;
     struct plan p;
     struct plan_metrics m;
     char err[512];
     plan_options_default(&o);
     o.algo = a;
-    double t0 = bench_now();
-    if (plan_solve(in, &o, &p))
+    double w0 = plan_cli_monotonic(), c0 = bench_now();
+    if (plan_input_load(path, &in, err, sizeof(err))) {
+        fprintf(stderr, "kairos plan bench: %s\n", err);
         return 1;
-    double dt = bench_now() - t0;
-    int bad = plan_check(in, &p, err, sizeof(err));
-    plan_metrics_compute(in, &p, &m);
-    printf("  %-9s %7.3f s CPU  %5d GPUs (%.1f in slices)  %d placed  %s\n", plan_algo_name(a), dt,
-           m.gpus, m.slices, m.placed, bad ? err : "checked");
+    }
+    double load = bench_now() - c0, c1 = bench_now();
+    if (plan_solve(&in, &o, &p)) {
+        plan_input_free(&in);
+        return 1;
+    }
+    double solve = bench_now() - c1;
+    int bad = plan_check(&in, &p, err, sizeof(err));
+    bad |= plan_write(&in, &p, NULL, PLAN_FMT_JSON, sink) != 0;
+    double cpu = bench_now() - c0, wall = plan_cli_monotonic() - w0;
+    plan_metrics_compute(&in, &p, &m);
+    printf("  %-9s %6.3f s end to end (%6.3f s CPU: load %5.3f, plan %6.3f)  %6d GPUs (%8.1f in "
+           "slices)  %6d placed  %s\n", plan_algo_name(a), wall, cpu, load, solve, m.gpus, m.slices,
+           m.placed, bad ? (err[0] ? err : "write failed") : "checked");
+    fflush(stdout);
     plan_free(&p);
+    plan_input_free(&in);
     return bad;
 }
 
-static int bench_scale(void)
+/* Every algorithm but the exact one on n generated workloads and a pool large enough
+ * for all of them (n / 2 GPUs), end to end from a cluster file. */
+static int bench_scale(int n)
 {
-    struct plan_gen_params g = {1, 10000, 2000, "H200-141GB", 0.7};
+    struct plan_gen_params g = {1, n, n / 2 > 1 ? n / 2 : 1, "H200-141GB", 0.7};
     struct plan_input in;
-    int rc = 0;
-    if (plan_gen(&g, &in))
-        return 1;
-    printf("scale: %d generated workloads (seed %llu, %s, concave 0.7), %d GPUs, one core:\n",
-           g.n_workloads, (unsigned long long)g.seed, g.model, g.n_gpus);
+    char path[] = "/tmp/kairos-plan-bench-XXXXXX";
+    int rc = 0, fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL, *sink = fopen("/dev/null", "w");
+    if (!f || !sink || plan_gen(&g, &in)) {
+        fprintf(stderr, "kairos plan bench: cannot prepare the scale input\n");
+        rc = 1;
+        goto out;
+    }
+    rc = plan_input_write_yaml(&in, f) != 0;
+    plan_input_free(&in);
+    if (fclose(f) || rc) {
+        f = NULL;
+        rc = 1;
+        goto out;
+    }
+    f = NULL;
+    printf("scale: %d generated workloads (seed %llu, %s, concave 0.7), a pool of %d GPUs, one "
+           "core, from a cluster file:\n", g.n_workloads, (unsigned long long)g.seed, g.model,
+           g.n_gpus);
     static const enum plan_algo algos[] = {PLAN_ALGO_KAIROS, PLAN_ALGO_SEED, PLAN_ALGO_TEMPORAL,
                                            PLAN_ALGO_BESTFIT, PLAN_ALGO_GPULET};
     for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
-        rc |= bench_scale_one(algos[i], &in);
-    plan_input_free(&in);
+        rc |= bench_scale_one(algos[i], path, sink);
+out:
+    if (f)
+        fclose(f);
+    if (sink)
+        fclose(sink);
+    if (fd >= 0)
+        unlink(path);
     return rc;
 }
 
@@ -234,25 +289,48 @@ int plan_bench(int argc, char **argv)
 {
     static const struct option longs[] = {
         {"cases", required_argument, NULL, 'c'}, {"exact-limit", required_argument, NULL, 't'},
-        {"no-exact", no_argument, NULL, 'n'},    {"scale", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"no-exact", no_argument, NULL, 'n'},    {"scale", optional_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},        {"interference", required_argument, NULL, 'i'},
+        {NULL, 0, NULL, 0},
     };
     const char *root = "data/planner";
     double limit = 10;
-    int no_exact = 0, scale = 0, cases = 0, ch, rc = 0;
+    int no_exact = 0, scale = 0, cases = 0, ch, rc = 0, scale_n = 0, interference = -1;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "nh", longs, NULL)) != -1) {
         switch (ch) {
         case 'c': root = optarg; cases = 1; break;
-        case 't': limit = atof(optarg); break;
+        case 't':
+            if (plan_cli_seconds(optarg, &limit)) {
+                fprintf(stderr, "kairos plan bench: --exact-limit takes seconds (> 0), got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'n': no_exact = 1; break;
-        case 's': scale = 1; break;
+        case 'i':
+            if ((interference = plan_interference_from_name(optarg)) < 0) {
+                fprintf(stderr, "kairos plan bench: --interference takes none, kairos or native, "
+                        "got '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 's':
+            scale = 1;
+            if (optarg && plan_cli_count(optarg, 1, 2000000, &scale_n)) {
+                fprintf(stderr, "kairos plan bench: --scale takes a number of workloads "
+                        "(1..2000000), got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'h':
-            printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale]\n");
+            printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
+                   "                         [--interference none|kairos|native]\n");
             return 0;
         default:
-            fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale]\n");
+            fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n"
+                   "                         [--interference none|kairos|native]\n");
             return 2;
         }
     }
@@ -261,8 +339,10 @@ int plan_bench(int argc, char **argv)
         return 2;
     }
     if (!scale || cases)
-        rc = bench_cases(root, limit, no_exact);
-    if (scale)
-        rc |= bench_scale();
+        rc = bench_cases(root, limit, no_exact, interference);
+    if (scale && scale_n)
+        rc |= bench_scale(scale_n);
+    else if (scale)
+        rc |= bench_scale(10000) | bench_scale(100000);
     return rc ? 1 : 0;
 }

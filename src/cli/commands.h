@@ -12,5 +12,6 @@ int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 #endif /* KAIROS_CLI_COMMANDS_H */

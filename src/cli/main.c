@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"trace", cmd_trace, "decode the GPU driver boundary of a command, or replay a recording"},
     {"plan", cmd_plan, "pack workloads onto MIG slices and time shares on the fewest GPUs"},
     {"cdi", cmd_cdi, "write the CDI specification that gives containers their tenant"},
+    {"profile", cmd_profile, "measure a workload's throughput per GPU fraction for kairos plan"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -100,36 +100,41 @@ int algo_alone(struct state *s, const int *choice, int full_time)
     return 0;
 }
 
-/* First-fit decreasing in time among the instances of one option. */
+/* First-fit decreasing in time among the instances of one option: the instances are
+ * slots of a fit tree in creation order, marked with their option's bit. */
+static void algo_fuse_slot(struct fit_tree *t, const struct state *s, int slot, int i)
+{
+    const struct st_inst *in = &s->inst[i];
+    fit_tree_set(t, slot, st_free_time(s, i), plan_option_mem(s->m, in->option) - in->mem,
+                 1u << in->option);
+}
+
 int algo_fuse(struct state *s, const int *choice)
 {
     int n, rc = 0;
     struct algo_key *k = algo_sorted_workloads(s, choice, &n);
     int *open = malloc(((size_t)s->n_wl + 1) * sizeof(int));
     int n_open = 0;
-    if (!k || !open) {
+    struct fit_tree t = {0};
+    if (!k || !open || fit_tree_init(&t, s->n_wl + 1)) {
         rc = -ENOMEM;
         goto out;
     }
     for (int j = 0; j < n; j++) {
-        int w = k[j].id, o = choice[w], placed = 0;
-        for (int q = 0; q < n_open && !placed; q++) {
-            if (s->inst[open[q]].option == o && st_fits(s, w, open[q]) >= 0) {
-                st_put(s, w, open[q], st_need(s, w, o));
-                placed = 1;
-            }
-        }
-        if (placed)
-            continue;
-        int in = st_new_inst(s, o);
+        int w = k[j].id, o = choice[w], t_w = st_need(s, w, o);
+        int q = fit_tree_first(&t, t_w, s->in->workloads[w].mem_mib, 1u << o);
+        int in = q >= 0 ? open[q] : st_new_inst(s, o);
         if (in < 0) {
             rc = in;
             goto out;
         }
-        st_put(s, w, in, st_need(s, w, o));
-        open[n_open++] = in;
+        if (q < 0)
+            open[q = n_open++] = in;
+        st_put(s, w, in, t_w);
+        algo_fuse_slot(&t, s, q, in);
     }
 out:
+    fit_tree_free(&t);
     free(k);
     free(open);
     return rc;
@@ -141,38 +146,6 @@ struct algo_journal {
     int *w, *from, *time;
     int n;
 };
-
-static int algo_min_need(const struct state *s, int w)
-{
-    int m = PLAN_TIME_UNITS + 1;
-    for (int o = 0; o < s->n_options; o++) {
-        int t = st_need(s, w, o);
-        if (t >= 0 && t < m)
-            m = t;
-    }
-    return m;
-}
-
-static int algo_best_existing(const struct state *s, int w, int min_rank, int skip_inst,
-                              int skip_gpu, int *best_t)
-{
-    int best = -1, best_left = PLAN_TIME_UNITS + 1, room = PLAN_TIME_UNITS - algo_min_need(s, w);
-    for (int i = 0; i < s->n_inst; i++) {
-        const struct st_inst *in = &s->inst[i];
-        if (in->time > room || !in->n || i == skip_inst || s->rank[in->option] < min_rank)
-            continue;
-        if (skip_gpu >= 0 && in->gpu == skip_gpu)
-            continue;
-        int t = st_fits(s, w, i);
-        int left = PLAN_TIME_UNITS - in->time - t;
-        if (t >= 0 && left < best_left) {
-            best = i;
-            best_left = left;
-            *best_t = t;
-        }
-    }
-    return best;
-}
 
 static void algo_move(struct state *s, struct algo_journal *j, int w, int to, int t)
 {
@@ -216,7 +189,7 @@ static int algo_empty_instance(struct state *s, struct algo_journal *j, int i, i
 {
     while (s->inst[i].n) {
         int w = s->inst[i].head, t = 0;
-        int to = algo_best_existing(s, w, min_rank, i, skip_gpu, &t);
+        int to = bf_best(s, w, min_rank, i, skip_gpu, &t);
         if (to < 0)
             return 0;
         algo_move(s, j, w, to, t);
@@ -229,7 +202,7 @@ int algo_migrate_up(struct state *s)
     struct algo_journal j;
     struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
     int rc = algo_journal_init(&j, s->n_wl);
-    if (rc || !k) {
+    if (rc || !k || bf_attach(s)) {
         rc = -ENOMEM;
         goto out;
     }
@@ -246,6 +219,7 @@ int algo_migrate_up(struct state *s)
         }
     }
 out:
+    bf_detach(s);
     algo_journal_free(&j);
     free(k);
     return rc;
@@ -273,21 +247,17 @@ static int algo_pack_whole(struct state *s)
     return 0;
 }
 
-static int algo_gpu_closed(const struct state *s, int g)
-{
-    for (int o = 1; o < s->n_options; o++)
-        if (plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1)))
-            return 0;
-    return 1;
-}
 
-/* The seed's step 4: first-fit decreasing by compute slices under the placement rule. */
+/* The seed's step 4: first-fit decreasing by compute slices under the placement rule.
+ * Open GPUs are slots of a fit tree in the order of the open list (a closed GPU's slot
+ * takes the last open GPU, as the list does), marked with the options that still fit. */
 int algo_pack_ffd(struct state *s)
 {
     struct algo_key *k = malloc(((size_t)s->n_inst + 1) * sizeof(*k));
     int *open = malloc(((size_t)s->n_inst + 1) * sizeof(int));
     int n = 0, n_open = 0, rc = 0;
-    if (!k || !open) {
+    struct fit_tree t = {0};
+    if (!k || !open || fit_tree_init(&t, s->n_inst + 1)) {
         rc = -ENOMEM;
         goto out;
     }
@@ -298,24 +268,28 @@ int algo_pack_ffd(struct state *s)
                                        + s->m->profiles[s->inst[i].option - 1].mem_slices, i};
     qsort(k, (size_t)n, sizeof(*k), algo_key_desc);
     for (int q = 0; q < n; q++) {
-        int i = k[q].id, o = s->inst[i].option, g = -1;
-        for (int x = 0; x < n_open && g < 0; x++)
-            if (plan_mix_fits(s->lay, plan_mix_add(s->gpu[open[x]].mix, o, 1)))
-                g = open[x];
+        int i = k[q].id, o = s->inst[i].option;
+        int x = fit_tree_first(&t, 0, 0, 1u << o), g = x >= 0 ? open[x] : -1;
         if (g < 0) {
             if ((g = st_new_gpu(s, 0)) < 0) {
                 rc = g;
                 goto out;
             }
-            open[n_open++] = g;
+            open[x = n_open++] = g;
         }
         st_gpu_attach(s, i, g);
-        for (int x = 0; x < n_open; x++)
-            if (open[x] == g && algo_gpu_closed(s, g))
-                open[x--] = open[--n_open];
+        unsigned room = s->gpu[g].room;
+        if (room) {
+            fit_tree_set(&t, x, 0, 0, room);
+            continue;
+        }
+        open[x] = open[--n_open];
+        fit_tree_set(&t, x, 0, 0, x < n_open ? s->gpu[open[x]].room : 0);
+        fit_tree_set(&t, n_open, 0, 0, 0);
     }
     rc = algo_pack_whole(s);
 out:
+    fit_tree_free(&t);
     free(k);
     free(open);
     return rc;
@@ -332,17 +306,29 @@ static int algo_cover_value(const struct state *s, plan_mix_t layout, const int 
 }
 
 /* Choose GPU layouts greedily: each new GPU takes the maximal layout that covers the
- * most remaining compute slices (then the most instances). */
+ * most remaining compute slices (then the most instances); each GPU takes the lowest-
+ * numbered unpacked instances of each option (one queue per option). */
 int algo_pack_cover(struct state *s)
 {
-    int left[PLAN_MAX_OPTIONS] = {0}, total = 0;
+    int left[PLAN_MAX_OPTIONS] = {0}, head[PLAN_MAX_OPTIONS] = {0}, total = 0, rc = 0;
+    int *queue = malloc(((size_t)s->n_inst + 1) * sizeof(int)), first[PLAN_MAX_OPTIONS + 1] = {0};
+    if (!queue)
+        return -ENOMEM;
     algo_unpack(s);
     for (int i = 0; i < s->n_inst; i++)
         if (s->inst[i].n && s->inst[i].option != PLAN_OPTION_WHOLE) {
             left[s->inst[i].option]++;
             total++;
         }
-    int next = 0;
+    for (int o = 0; o < s->n_options; o++)
+        first[o + 1] = first[o] + left[o];
+    for (int o = 0; o < s->n_options; o++)
+        head[o] = first[o];
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].n && s->inst[i].option != PLAN_OPTION_WHOLE)
+            queue[head[s->inst[i].option]++] = i;
+    for (int o = 0; o < s->n_options; o++)
+        head[o] = first[o];
     while (total > 0) {
         int best = 0, best_v = -1;
         for (int l = 0; l < s->lay->n_mixes; l++) {
@@ -353,59 +339,62 @@ int algo_pack_cover(struct state *s)
             }
         }
         int g = st_new_gpu(s, 0);
-        if (g < 0)
-            return g;
-        int want[PLAN_MAX_OPTIONS];
+        if (g < 0) {
+            rc = g;
+            break;
+        }
         for (int o = 1; o < s->n_options; o++) {
             int c = plan_mix_count(s->lay->mixes[best], o);
-            want[o] = c < left[o] ? c : left[o];
-            left[o] -= want[o];
-            total -= want[o];
+            int want = c < left[o] ? c : left[o];
+            left[o] -= want;
+            total -= want;
+            while (want-- > 0)
+                st_gpu_attach(s, queue[head[o]++], g);
         }
-        for (int i = next; i < s->n_inst; i++) {
-            const struct st_inst *in = &s->inst[i];
-            if (in->n && in->option != PLAN_OPTION_WHOLE && in->gpu < 0 && want[in->option] > 0) {
-                want[in->option]--;
-                st_gpu_attach(s, i, g);
-            }
-        }
-        while (next < s->n_inst && (s->inst[next].gpu >= 0 || !s->inst[next].n))
-            next++;
     }
-    return algo_pack_whole(s);
+    free(queue);
+    return rc ? rc : algo_pack_whole(s);
 }
 
 /* ---- Kairos's local search ---- */
 
 /* Place w in a new instance on a live MIG GPU other than skip_gpu (smallest option
- * first, fullest GPU first). */
-static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, int *inst_out)
+ * first, fullest GPU first, then the lowest GPU index): one pass over the GPUs. */
+static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, const int *cand, int n_cand,
+                              int *inst_out)
 {
-    int min_c = PLAN_COMPUTE_SLICES + 1;
-    for (int k = 0; k < s->n_options; k++)
-        if (s->order[k] != PLAN_OPTION_WHOLE && st_need(s, w, s->order[k]) >= 0)
-            min_c = plan_option_compute(s->m, s->order[k]) < min_c ? plan_option_compute(s->m, s->order[k]) : min_c;
-    for (int k = 0; k < s->n_options; k++) {
-        int o = s->order[k], best = -1, best_c = -1;
-        if (o == PLAN_OPTION_WHOLE || st_need(s, w, o) < 0)
-            continue;
-        for (int g = 0; g < s->n_gpu; g++) {
-            if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
-                continue;
-            int c = st_gpu_compute(s, g);
-            if (c + min_c > PLAN_COMPUTE_SLICES)
-                continue;
-            if (c > best_c && plan_mix_fits(s->lay, plan_mix_add(s->gpu[g].mix, o, 1))) {
-                best = g;
-                best_c = c;
-            }
+    int best_g[PLAN_MAX_OPTIONS], best_c[PLAN_MAX_OPTIONS], min_c = PLAN_COMPUTE_SLICES + 1;
+    unsigned want = 0;
+    for (int o = 1; o < s->n_options; o++) {
+        best_g[o] = -1;
+        best_c[o] = -1;
+        if (st_need(s, w, o) >= 0) {
+            want |= 1u << o;
+            min_c = plan_option_compute(s->m, o) < min_c ? plan_option_compute(s->m, o) : min_c;
         }
-        if (best < 0)
+    }
+    for (int q = 0; want && q < n_cand; q++) {
+        int g = cand[q];
+        if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
+            continue;
+        int c = st_gpu_compute(s, g);
+        if (c + min_c > PLAN_COMPUTE_SLICES)
+            continue;
+        unsigned room = s->gpu[g].room & want;
+        for (int o = 1; room && o < s->n_options; o++)
+            if ((room >> o & 1u) && c > best_c[o]) {
+                best_g[o] = g;
+                best_c[o] = c;
+            }
+    }
+    for (int k = 0; k < s->n_options; k++) {
+        int o = s->order[k];
+        if (o == PLAN_OPTION_WHOLE || best_g[o] < 0)
             continue;
         int in = st_new_inst(s, o);
         if (in < 0)
             return in;
-        st_gpu_attach(s, in, best);
+        st_gpu_attach(s, in, best_g[o]);
         *inst_out = in;
         return 1;
     }
@@ -417,25 +406,74 @@ struct algo_created {
     int n;
 };
 
-static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct algo_created *cr,
-                             int g)
+/* The instances of each GPU in index order, as they were when built (n0 instances);
+ * instances created later are looked at one by one (there are few). */
+struct algo_by_gpu {
+    int *first, *next, n0;
+    int *room, n_room;   /* MIG GPUs with a free compute slice, ascending (a superset of
+                          * those that can take a new instance while the index lives) */
+};
+
+static int algo_by_gpu_build(const struct state *s, struct algo_by_gpu *b)
 {
-    for (int i = 0; i < s->n_inst; i++) {
-        if (s->inst[i].gpu != g)
-            continue;
-        while (s->inst[i].n) {
-            int w = s->inst[i].head, t = 0, to = algo_best_existing(s, w, 0, i, g, &t);
-            if (to < 0) {
-                int rc = algo_new_elsewhere(s, w, g, &to);
-                if (rc <= 0)
-                    return rc;
-                cr->inst[cr->n++] = to;
-                t = st_need(s, w, s->inst[to].option);
-            }
-            algo_move(s, j, w, to, t);
+    b->first = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
+    b->next = malloc(((size_t)s->n_inst + 1) * sizeof(int));
+    b->room = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
+    b->n0 = s->n_inst;
+    b->n_room = 0;
+    if (!b->first || !b->next || !b->room)
+        return -ENOMEM;
+    for (int g = 0; g < s->n_gpu; g++)
+        if (s->gpu[g].alive && !s->gpu[g].whole && st_gpu_compute(s, g) < PLAN_COMPUTE_SLICES)
+            b->room[b->n_room++] = g;
+    for (int g = 0; g < s->n_gpu; g++)
+        b->first[g] = -1;
+    for (int i = s->n_inst - 1; i >= 0; i--) {
+        int g = s->inst[i].gpu;
+        b->next[i] = g >= 0 ? b->first[g] : -1;
+        if (g >= 0)
+            b->first[g] = i;
+    }
+    return 0;
+}
+
+/* Empty instance i into other instances' idle time or new instances on other GPUs. */
+static int algo_evacuate_inst(struct state *s, struct algo_journal *j, struct algo_created *cr,
+                              const struct algo_by_gpu *b, int i, int g)
+{
+    while (s->inst[i].n) {
+        int w = s->inst[i].head, t = 0, to = bf_best(s, w, 0, i, g, &t);
+        if (to < 0) {
+            int rc = algo_new_elsewhere(s, w, g, b->room, b->n_room, &to);
+            if (rc <= 0)
+                return rc;
+            cr->inst[cr->n++] = to;
+            t = st_need(s, w, s->inst[to].option);
         }
+        algo_move(s, j, w, to, t);
     }
     return 1;
+}
+
+static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct algo_created *cr,
+                             const struct algo_by_gpu *b, int g)
+{
+    int rc = 1;
+    for (int i = b->first[g]; rc > 0 && i >= 0; i = b->next[i])
+        if (s->inst[i].gpu == g)
+            rc = algo_evacuate_inst(s, j, cr, b, i, g);
+    for (int i = b->n0; rc > 0 && i < s->n_inst; i++)
+        if (s->inst[i].gpu == g)
+            rc = algo_evacuate_inst(s, j, cr, b, i, g);
+    if (rc > 0) {   /* the GPU is empty now: release its instances */
+        for (int i = b->first[g]; i >= 0; i = b->next[i])
+            if (s->inst[i].gpu == g)
+                st_gpu_detach(s, i);
+        for (int i = b->n0; i < s->n_inst; i++)
+            if (s->inst[i].gpu == g)
+                st_gpu_detach(s, i);
+    }
+    return rc;
 }
 
 static void algo_undo_created(struct state *s, struct algo_created *cr)
@@ -464,7 +502,8 @@ static int algo_drop_gpus(struct state *s, int budget)
     struct algo_key *k = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
     int *members = algo_gpu_members(s);
     int freed = 0, n = 0;
-    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k || !members) {
+    struct algo_by_gpu by = {0};
+    if (algo_journal_init(&j, s->n_wl) || !cr.inst || !k || !members || algo_by_gpu_build(s, &by)) {
         freed = -ENOMEM;
         goto out;
     }
@@ -477,13 +516,12 @@ static int algo_drop_gpus(struct state *s, int budget)
             continue;
         j.n = 0;
         cr.n = 0;
-        int rc = algo_evacuate_gpu(s, &j, &cr, k[q].id);
+        int rc = algo_evacuate_gpu(s, &j, &cr, &by, k[q].id);
         if (rc < 0) {
             freed = rc;
             goto out;
         }
         if (rc) {
-            st_compact(s);
             freed++;
         } else {
             algo_undo(s, &j);
@@ -492,6 +530,9 @@ static int algo_drop_gpus(struct state *s, int budget)
     }
 out:
     algo_journal_free(&j);
+    free(by.first);
+    free(by.next);
+    free(by.room);
     free(cr.inst);
     free(k);
     free(members);
@@ -517,7 +558,7 @@ static int algo_drop_instances(struct state *s, int budget)
             continue;
         j.n = 0;
         if (algo_empty_instance(s, &j, k[q].id, 0, -1)) {
-            st_compact(s);
+            st_gpu_detach(s, k[q].id);   /* the one instance this emptied */
             freed++;
         } else {
             algo_undo(s, &j);
@@ -529,17 +570,100 @@ out:
     return freed;
 }
 
+/* Total time instance i's members would need on option o, or -1 if one cannot run
+ * there or their memory does not fit. */
+static int algo_retime(const struct state *s, int i, int o)
+{
+    int total = 0;
+    int64_t mem = 0;
+    for (int w = s->inst[i].head; w >= 0; w = s->next[w]) {
+        int t = st_need(s, w, o);
+        if (t < 0)
+            return -1;
+        total += t;
+        mem += s->in->workloads[w].mem_mib;
+    }
+    return total <= st_cap(s, s->inst[i].n) && mem <= plan_option_mem(s->m, o) ? total : -1;
+}
+
+/* May instance i on its GPU become option o? A whole GPU only for a lone instance. */
+static int algo_retype_legal(const struct state *s, int i, int o)
+{
+    const struct st_gpu *g = &s->gpu[s->inst[i].gpu];
+    int cur = s->inst[i].option;
+    if (o == PLAN_OPTION_WHOLE)
+        return !g->whole && g->mix == plan_mix_add(0, cur, 1);
+    if (g->whole)
+        return 1;
+    return plan_mix_fits(s->lay, plan_mix_add(plan_mix_add(g->mix, cur, -1), o, 1));
+}
+
+static void algo_retype_apply(struct state *s, int i, int o)
+{
+    int g = s->inst[i].gpu, members[PLAN_TIME_UNITS], n = 0;
+    for (int w = s->inst[i].head; w >= 0; w = s->next[w])
+        members[n++] = w;
+    for (int k = 0; k < n; k++)
+        st_take(s, members[k]);
+    st_gpu_detach(s, i);
+    s->inst[i].option = o;
+    s->gpu[g] = (struct st_gpu){o == PLAN_OPTION_WHOLE, s->gpu[g].whole ? 0 : s->gpu[g].mix, 1,
+                                o == PLAN_OPTION_WHOLE ? PLAN_COMPUTE_SLICES
+                                : s->gpu[g].whole ? 0 : s->gpu[g].compute, 0};
+    st_gpu_attach(s, i, g);
+    for (int k = 0; k < n; k++)
+        st_put(s, members[k], i, st_need(s, members[k], o));
+}
+
+/* Change instances' types where that frees compute slices or time on the same GPU:
+ * the option with the fewest compute slices, then the least total time, that holds
+ * all members (e.g. 7g -> whole GPU, more SMs in the same slices; 4g -> 3g); between
+ * equals, the whole GPU. */
+int algo_retype(struct state *s)
+{
+    int changed = 0;
+    for (int i = 0; i < s->n_inst; i++) {
+        if (!s->inst[i].n || s->inst[i].gpu < 0)
+            continue;
+        int cur = s->inst[i].option, best = cur;
+        /* ties go to the whole GPU: kairosd can enforce time shares there, not per MIG
+         * instance (emit.c) */
+        long best_key = ((long)plan_option_compute(s->m, cur) * 10000 + s->inst[i].time) * 2
+                        + (cur != PLAN_OPTION_WHOLE);
+        for (int o = 0; o < s->n_options; o++) {
+            /* more slices never win; legality is cheaper than summing the members */
+            if (o == cur || plan_option_compute(s->m, o) > plan_option_compute(s->m, cur)
+                || !algo_retype_legal(s, i, o))
+                continue;
+            int t = algo_retime(s, i, o);
+            long key = ((long)plan_option_compute(s->m, o) * 10000 + t) * 2 + (o != PLAN_OPTION_WHOLE);
+            if (t >= 0 && key < best_key) {
+                best = o;
+                best_key = key;
+            }
+        }
+        if (best != cur) {
+            algo_retype_apply(s, i, best);
+            changed++;
+        }
+    }
+    return changed;
+}
+
 int algo_improve(struct state *s, int budget, int passes)
 {
-    for (int pass = 0; pass < passes; pass++) {
+    int rc = bf_attach(s);
+    for (int pass = 0; !rc && pass < passes; pass++) {
+        int r = algo_retype(s);
         int a = algo_drop_instances(s, budget);
         int b = algo_drop_gpus(s, budget);
         if (a < 0 || b < 0)
-            return a < 0 ? a : b;
-        if (!a && !b)
+            rc = a < 0 ? a : b;
+        else if (!a && !b && !r)
             break;
     }
-    return 0;
+    bf_detach(s);
+    return rc;
 }
 
 int algo_fuse_pack(struct state *s, int (*pick)(const struct state *s, int w))

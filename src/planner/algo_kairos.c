@@ -9,7 +9,8 @@
  * 3. Local search on the packed plan: empty instances into other instances' idle time
  *    (fewer slices), then empty whole GPUs, least loaded first, into idle time or into
  *    new instances carved from other GPUs' free slices (fewer GPUs). All or nothing.
- * The best plan by (GPUs, used slices) wins. Beyond KAIROS_LARGE workloads only the
+ * The best plan by (workloads placed within the pool's GPUs, GPUs, used slices) wins:
+ * with too few GPUs, placing workloads comes before saving GPUs. Beyond KAIROS_LARGE workloads only the
  * seed's start is searched (lightly); the other starts are only packed, which keeps
  * the never-worse-than-a-baseline guarantee and 10,000 workloads under a second.
  */
@@ -53,15 +54,35 @@ static int kairos_build(struct state *s, const struct kairos_start *k)
     return rc;
 }
 
-static int kairos_placed(const struct state *s)
+static int kairos_cmp_desc(const void *a, const void *b)
 {
-    int n = 0;
-    for (int i = 0; i < s->n_wl; i++)
-        n += s->where[s->wl[i]] >= 0;
-    return n;
+    const int *x = a, *y = b;
+    return (*x < *y) - (*x > *y);
 }
 
-/* Better: more workloads placed, then fewer GPUs and slices. */
+/* Workloads still placed once the plan is cut to the pool's GPUs, keeping the GPUs
+ * with the most workloads (what solve.c's capping keeps). */
+static int kairos_placed(const struct state *s)
+{
+    int *members = calloc((size_t)s->n_gpu + 1, sizeof(int)), n = 0, placed = 0;
+    int cap = s->in->pools[s->pool].count;
+    if (!members)
+        return 0;
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].gpu >= 0 && s->gpu[s->inst[i].gpu].alive)
+            members[s->inst[i].gpu] += s->inst[i].n;
+    for (int g = 0; g < s->n_gpu; g++)
+        if (members[g])
+            members[n++] = members[g];
+    if (n > cap)
+        qsort(members, (size_t)n, sizeof(int), kairos_cmp_desc);
+    for (int g = 0; g < n && g < cap; g++)
+        placed += members[g];
+    free(members);
+    return placed;
+}
+
+/* Better: more workloads placed within the pool's GPUs, then fewer GPUs and slices. */
 static int kairos_better(const struct state *a, const struct state *b)
 {
     int pa = kairos_placed(a), pb = kairos_placed(b);
@@ -70,17 +91,8 @@ static int kairos_better(const struct state *a, const struct state *b)
     return st_score(a) < st_score(b);
 }
 
-/* Pack, improve (unless trimmed), keep if better. search: 0 none, 1 light, 2 full. */
-static int kairos_finish(struct state *cand, int cover, int search, struct state *best, int *have)
+static void kairos_offer(struct state *cand, struct state *best, int *have)
 {
-    int rc = cover ? algo_pack_cover(cand) : algo_pack_ffd(cand);
-    if (!rc && search)
-        rc = algo_improve(cand, search == 2 ? KAIROS_GPU_ATTEMPTS : KAIROS_GPU_ATTEMPTS,
-                          search == 2 ? 8 : 3);
-    if (rc) {
-        st_free(cand);
-        return rc;
-    }
     if (!*have || kairos_better(cand, best)) {
         if (*have)
             st_free(best);
@@ -89,6 +101,29 @@ static int kairos_finish(struct state *cand, int cover, int search, struct state
     } else {
         st_free(cand);
     }
+}
+
+/* Pack, improve (unless trimmed), keep if better. search: 0 none, 1 light, 2 full.
+ * When the pool is too small, the packed plan before the search is offered too: the
+ * search saves GPUs, which is worth nothing if it leaves fewer workloads placed. */
+static int kairos_finish(struct state *cand, int cover, int search, struct state *best, int *have)
+{
+    struct state before;
+    int rc = cover ? algo_pack_cover(cand) : algo_pack_ffd(cand);
+    int capped = !rc && search && st_alive_gpus(cand) > cand->in->pools[cand->pool].count;
+    if (capped && (rc = st_copy(&before, cand)))
+        capped = 0;
+    if (!rc && search)
+        rc = algo_improve(cand, KAIROS_GPU_ATTEMPTS, search == 2 ? 8 : 3);
+    if (rc) {
+        if (capped)
+            st_free(&before);
+        st_free(cand);
+        return rc;
+    }
+    if (capped)
+        kairos_offer(&before, best, have);
+    kairos_offer(cand, best, have);
     return 0;
 }
 
@@ -112,6 +147,8 @@ int algo_kairos(struct state *s)
             st_free(&best);
         return rc;
     }
+    best.need_owner = s->need_owner;   /* best shares s's need table */
+    s->need_owner = 0;
     st_free(s);
     *s = best;
     return 0;

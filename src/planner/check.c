@@ -129,7 +129,8 @@ static int64_t check_option_mem(struct check_ctx *c, int inst)
     return pi->option == 0 ? m->whole_mem_mib : m->profiles[pi->option - 1].mem_mib;
 }
 
-static int check_assign(struct check_ctx *c, const struct plan_assign *a, long *time, int64_t *mem)
+static int check_assign(struct check_ctx *c, const struct plan_assign *a, const int *tenants,
+                        long *time, int64_t *mem)
 {
     if (a->workload < 0 || a->workload >= c->in->n_workloads)
         return check_fail(c, "assignment to unknown workload %d", a->workload);
@@ -142,10 +143,13 @@ static int check_assign(struct check_ctx *c, const struct plan_assign *a, long *
     if (a->mem_mib < w->mem_mib)
         return check_fail(c, "workload %s: memory quota %lld MiB below its %lld MiB", w->name,
                           (long long)a->mem_mib, (long long)w->mem_mib);
-    double thr = check_option_thr(c, w, a->instance) * a->time / PLAN_TIME_UNITS;
+    int k = tenants[a->instance];
+    double eff = plan_interference_eff(c->in->interference, k);
+    double thr = check_option_thr(c, w, a->instance) * a->time / PLAN_TIME_UNITS * eff;
     if (thr < w->target * (1 - CHECK_TOL))
-        return check_fail(c, "workload %s: Thr(s, t) = %.4g misses its target %.4g", w->name,
-                          thr, w->target);
+        return check_fail(c, "workload %s: Thr(s, t) = %.4g (x %.3f for %d tenants, "
+                          "interference %s) misses its target %.4g", w->name, thr, eff, k,
+                          plan_interference_name(c->in->interference), w->target);
     time[a->instance] += a->time;
     mem[a->instance] += a->mem_mib;
     return 0;
@@ -215,9 +219,16 @@ static int check_assigns(struct check_ctx *c)
 {
     long *time = calloc((size_t)c->p->n_instances + 1, sizeof(long));
     int64_t *mem = calloc((size_t)c->p->n_instances + 1, sizeof(int64_t));
-    int rc = time && mem ? 0 : -ENOMEM;
+    int *tenants = calloc((size_t)c->p->n_instances + 1, sizeof(int));
+    int rc = time && mem && tenants ? 0 : -ENOMEM;
+    for (int a = 0; !rc && a < c->p->n_assigns; a++) {
+        int i = c->p->assigns[a].instance;
+        if (i >= 0 && i < c->p->n_instances)
+            tenants[i]++;
+    }
     for (int a = 0; !rc && a < c->p->n_assigns; a++)
-        rc = check_assign(c, &c->p->assigns[a], time, mem);
+        rc = check_assign(c, &c->p->assigns[a], tenants, time, mem);
+    free(tenants);
     rc = rc ? rc : check_capacity(c, time, mem);
     free(time);
     free(mem);

@@ -10,8 +10,11 @@
  *        GPUs <= Kairos's count - 1. Infeasible means Kairos's plan is optimal; a
  *        solution is the optimum (and beats Kairos).
  * Bounded: refused beyond opt->exact_max_workloads, stopped after the time limit.
- * When not decided the result is Kairos's plan with exact_status = 0.
- * One pool only (a heterogeneous exact model is left out).
+ * When not decided the result is the best plan GLPK found within the time limit, or
+ * Kairos's plan, with exact_status = 0; when the pool is
+ * too small for every workload, PLAN_EXACT_CAPPED (the model cannot say anything).
+ * One pool only (a heterogeneous exact model is left out), and no interference model
+ * (its capacity per instance depends on the tenant count: PLAN_EXACT_NO_MODEL).
  */
 #include <errno.h>
 #include <glpk.h>
@@ -253,7 +256,8 @@ static int exact_decode(struct exact_model *e, struct state *s)
 }
 
 /* Solve with at most max_gpus GPUs: 1 solved (decoded into s), 2 proven impossible,
- * 0 not decided within the time limit, or -errno. */
+ * 3 a plan found but not proven optimal within the time limit (decoded into s), 0 not
+ * decided within the time limit, or -errno. */
 static int exact_run(struct state *s, const struct plan_options *opt, int max_gpus, double *bound)
 {
     struct exact_model e;
@@ -287,6 +291,10 @@ static int exact_run(struct state *s, const struct plan_options *opt, int max_gp
         rc = rc ? rc : 1;
     } else if ((!err || err == GLP_ENOPFS) && glp_mip_status(e.lp) == GLP_NOFEAS) {
         rc = 2;
+    } else if (err == GLP_ETMLIM && glp_mip_status(e.lp) == GLP_FEAS) {
+        /* out of time with a plan better than Kairos's in hand: keep it, unproven */
+        rc = exact_decode(&e, s);
+        rc = rc ? rc : 3;
     }
     glp_term_out(term);
 out:
@@ -305,7 +313,8 @@ static int exact_fallback(const struct plan_input *in, struct plan *p, double bo
     return rc;
 }
 
-static int exact_heuristic_gpus(const struct plan_input *in, int *gpus)
+/* Kairos's GPU count, and whether its plan left workloads out for lack of GPUs. */
+static int exact_heuristic_gpus(const struct plan_input *in, int *gpus, int *capped)
 {
     struct plan_options k;
     struct plan h;
@@ -316,6 +325,9 @@ static int exact_heuristic_gpus(const struct plan_input *in, int *gpus)
         return rc;
     plan_metrics_compute(in, &h, &m);
     *gpus = m.gpus;
+    *capped = 0;
+    for (int f = 0; f < h.n_infeasible; f++)
+        *capped |= h.infeasible[f].reason == PLAN_NO_CAPACITY;
     plan_free(&h);
     return 0;
 }
@@ -324,14 +336,21 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
 {
     struct plan_layouts lay;
     struct state s;
-    int *wl = malloc(((size_t)in->n_workloads + 1) * sizeof(int)), n = 0, ub = 0;
+    int *wl = malloc(((size_t)in->n_workloads + 1) * sizeof(int)), n = 0, ub = 0, capped = 0;
     double bound = 0;
     int rc = wl ? 0 : -ENOMEM;
-    if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads)) {
+    if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads
+                || in->interference != PLAN_INTERF_NONE)) {
         free(wl);
-        return exact_fallback(in, p, 0, 0);
+        return exact_fallback(in, p, 0, in->interference != PLAN_INTERF_NONE
+                              ? PLAN_EXACT_NO_MODEL : PLAN_EXACT_NOT_SOLVED);
     }
-    rc = rc ? rc : exact_heuristic_gpus(in, &ub);
+    rc = rc ? rc : exact_heuristic_gpus(in, &ub, &capped);
+    if (!rc && capped) {
+        /* the model places every workload; with too few GPUs nothing can be proven */
+        free(wl);
+        return exact_fallback(in, p, 0, PLAN_EXACT_CAPPED);
+    }
     rc = rc ? rc : plan_layouts_enumerate(&in->pools[0].model, &lay);
     for (int w = 0; !rc && w < in->n_workloads; w++)
         wl[n++] = w;
@@ -349,10 +368,10 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
     /* Kairos gives a plan with ub GPUs: ask for one with at most ub - 1. */
     bound = ub;
     rc = exact_run(&s, opt, ub - 1, &bound);
-    if (rc == 1) {
+    if (rc == 1 || rc == 3) {
         plan_init(p);
         snprintf(p->algo, sizeof(p->algo), "exact");
-        p->exact_status = 1;
+        p->exact_status = rc == 1 ? PLAN_EXACT_OPTIMAL : PLAN_EXACT_NOT_SOLVED;
         rc = st_emit(&s, p);
         for (int w = 0; !rc && w < in->n_workloads; w++)
             if (s.where[w] < 0 && plan_add_infeasible(p, w, solve_reason_of(in, w)) < 0)

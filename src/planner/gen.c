@@ -71,3 +71,27 @@ int plan_gen(const struct plan_gen_params *g, struct plan_input *in)
         plan_input_free(in);
     return rc;
 }
+
+int plan_input_write_yaml(const struct plan_input *in, void *stream)
+{
+    FILE *f = stream;
+    fprintf(f, "# written by plan_input_write_yaml (kairos plan bench --scale)\ngpus:\n");
+    for (int p = 0; p < in->n_pools; p++)
+        fprintf(f, "  - model: %s\n    count: %d\n", in->pools[p].model.name, in->pools[p].count);
+    fprintf(f, "workloads:\n");
+    for (int w = 0; w < in->n_workloads; w++) {
+        const struct plan_workload *wl = &in->workloads[w];
+        fprintf(f, "  - name: %s\n    memory_mib: %lld\n    target: %.17g\n    throughput:\n",
+                wl->name, (long long)wl->mem_mib, wl->target);
+        for (int p = 0; p < in->n_pools; p++) {
+            const struct plan_gpu_model *m = &in->pools[p].model;
+            if (in->n_pools > 1)
+                fprintf(f, "      %s:\n", m->name);
+            for (int o = 0; o < plan_option_count(m); o++)
+                if (wl->thr[p][o] > 0)
+                    fprintf(f, "%s      %s: %.17g\n", in->n_pools > 1 ? "  " : "",
+                            plan_option_name(m, o), wl->thr[p][o]);
+        }
+    }
+    return ferror(f) ? -EIO : 0;
+}

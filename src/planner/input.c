@@ -19,15 +19,64 @@
 #define INPUT_MAX_WORKLOADS 2000000
 #define INPUT_MAX_COUNT 100000
 
+/* Workload names -> index, open addressing (the duplicate check must stay linear). */
+struct input_names {
+    int *slot;          /* workload index + 1, 0 = empty */
+    size_t mask;
+};
+
 struct input_ctx {
+    struct input_names names;
     yaml_document_t *doc;
     const char *file;
     char *err;
     size_t errlen;
     struct plan_input *in;
+    const struct plan_input *base;   /* workloads-only files: the cluster's pools */
     struct plan_gpu_model custom[PLAN_MAX_POOLS];
     int n_custom;
 };
+
+static uint64_t input_name_hash(const char *name)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+/* Index of `name` among in's workloads, or -1; with add >= 0 and the name absent,
+ * records it as workload `add`. The table is grown to stay at most half full. */
+static int input_names_find(struct input_names *t, const struct plan_input *in, const char *name,
+                            int add)
+{
+    if (add >= 0 && (size_t)(add + 1) * 2 > t->mask) {
+        size_t cap = t->mask ? (t->mask + 1) * 2 : 1024;
+        int *slot = calloc(cap, sizeof(int));
+        if (!slot)
+            return -2;
+        for (size_t i = 0; t->slot && i <= t->mask; i++) {
+            if (!t->slot[i])
+                continue;
+            size_t h = input_name_hash(in->workloads[t->slot[i] - 1].name) & (cap - 1);
+            while (slot[h])
+                h = (h + 1) & (cap - 1);
+            slot[h] = t->slot[i];
+        }
+        free(t->slot);
+        t->slot = slot;
+        t->mask = cap - 1;
+    }
+    if (!t->slot)
+        return -1;
+    size_t h = input_name_hash(name) & t->mask;
+    for (; t->slot[h]; h = (h + 1) & t->mask)
+        if (!strcmp(in->workloads[t->slot[h] - 1].name, name))
+            return t->slot[h] - 1;
+    if (add >= 0)
+        t->slot[h] = add + 1;
+    return -1;
+}
 
 static int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -386,12 +435,14 @@ static int input_target(struct input_ctx *c, yaml_node_t *n, struct plan_workloa
 
 static int input_push(struct input_ctx *c, yaml_node_t *n, const struct plan_workload *w)
 {
-    for (int i = 0; i < c->in->n_workloads; i++)
-        if (!strcmp(c->in->workloads[i].name, w->name))
-            return input_fail(c, n, "workload name '%s' is used twice (first on line %d)",
-                              w->name, c->in->workloads[i].line);
     if (c->in->n_workloads >= INPUT_MAX_WORKLOADS)
         return input_fail(c, n, "more than %d workloads", INPUT_MAX_WORKLOADS);
+    int i = input_names_find(&c->names, c->in, w->name, c->in->n_workloads);
+    if (i == -2)
+        return -ENOMEM;
+    if (i >= 0)
+        return input_fail(c, n, "workload name '%s' is used twice (first on line %d)",
+                          w->name, c->in->workloads[i].line);
     return plan_input_add_workload(c->in, w);
 }
 
@@ -412,22 +463,66 @@ static int input_replicas(struct input_ctx *c, yaml_node_t *n, struct plan_workl
     return 0;
 }
 
+/* 'profile: FILE' (relative to the cluster file): a table written by kairos profile
+ * gives the throughput on its GPU model's options and, unless set, the memory. */
+static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w,
+                               long *mem)
+{
+    struct plan_profile_table t;
+    char path[4096], why[512];
+    const char *file = input_scalar(n), *slash = strrchr(c->file, '/');
+    if (!file || !*file)
+        return input_fail(c, n, "expected a file name for 'profile'");
+    if (file[0] == '/' || !slash)
+        snprintf(path, sizeof(path), "%s", file);
+    else
+        snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - c->file), c->file, file);
+    if (plan_profile_load(path, &t, why, sizeof(why)))
+        return input_fail(c, n, "profile table: %s", why);
+    int pool = input_pool_index(c, t.model);
+    if (pool < 0)
+        return input_fail(c, n, "profile table %s was measured on %s, which is not a GPU model of "
+                          "'gpus'", file, t.model);
+    for (int k = 0; k < t.n; k++) {
+        int o = plan_option_find(&c->in->pools[pool].model, t.option[k]);
+        if (o < 0)
+            return input_fail(c, n, "profile table %s: '%s' is not an option of %s", file,
+                              t.option[k], t.model);
+        w->thr[pool][o] = t.thr[k];
+    }
+    if (*mem <= 0 && t.mem_mib <= 0)
+        return input_fail(c, n, "profile table %s has no memory_mib; give 'memory_mib'", file);
+    if (*mem <= 0)
+        *mem = (long)t.mem_mib;
+    return 0;
+}
+
 static int input_workload(struct input_ctx *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"name", "memory_mib", "throughput", "target",
-                                       "target_fraction", "count", NULL};
+                                       "target_fraction", "count", "profile", NULL};
     struct plan_workload w;
-    yaml_node_t *vn, *vm, *vt, *vc;
-    long mem, count = 1;
+    yaml_node_t *vn, *vm, *vt, *vc, *vp;
+    long mem = 0, count = 1;
     memset(&w, 0, sizeof(w));
     int rc = input_expect(c, n, YAML_MAPPING_NODE, "a workload mapping (name, memory_mib, throughput, target)");
     rc = rc ? rc : input_only_keys(c, n, keys);
     rc = rc ? rc : input_require(c, n, "name", &vn);
-    rc = rc ? rc : input_require(c, n, "memory_mib", &vm);
-    rc = rc ? rc : input_require(c, n, "throughput", &vt);
     rc = rc ? rc : input_name(c, vn, "name", w.name);
-    rc = rc ? rc : input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
-    rc = rc ? rc : input_throughput(c, vt, &w);
+    vp = rc ? NULL : input_get(c, n, "profile");
+    vt = rc ? NULL : input_get(c, n, "throughput");
+    vm = rc ? NULL : input_get(c, n, "memory_mib");
+    if (!rc && !!vp == !!vt)
+        rc = input_fail(c, n, "expected exactly one of 'throughput' or 'profile' (a table "
+                        "written by kairos profile)");
+    if (!rc && !vm && !vp)
+        rc = input_require(c, n, "memory_mib", &vm);
+    if (!rc && vm)
+        rc = input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
+    if (!rc && vp)
+        rc = input_profile_table(c, vp, &w, &mem);
+    if (!rc && vt)
+        rc = input_throughput(c, vt, &w);
     rc = rc ? rc : input_target(c, n, &w);
     vc = input_get(c, n, "count");
     if (!rc && vc)
@@ -449,16 +544,33 @@ static int input_workloads(struct input_ctx *c, yaml_node_t *seq)
 
 static int input_root(struct input_ctx *c, yaml_node_t *root)
 {
-    static const char *const keys[] = {"models", "gpus", "workloads", NULL};
+    static const char *const keys[] = {"models", "gpus", "workloads", "interference", NULL};
     yaml_node_t *gpus, *wl, *models;
     int rc = input_expect(c, root, YAML_MAPPING_NODE, "a mapping with 'gpus' and 'workloads'");
     rc = rc ? rc : input_only_keys(c, root, keys);
-    rc = rc ? rc : input_require(c, root, "gpus", &gpus);
+    gpus = rc ? NULL : input_get(c, root, "gpus");
+    if (!rc && !gpus && c->base) {
+        /* a workloads-only file: its throughput keys name the cluster's GPU models */
+        c->in->n_pools = c->base->n_pools;
+        memcpy(c->in->pools, c->base->pools, sizeof(c->in->pools));
+    } else {
+        rc = rc ? rc : input_require(c, root, "gpus", &gpus);
+    }
     rc = rc ? rc : input_require(c, root, "workloads", &wl);
+    yaml_node_t *mode = rc ? NULL : input_get(c, root, "interference");
+    if (mode) {
+        const char *name = input_scalar(mode);
+        c->in->interference = name ? plan_interference_from_name(name) : -1;
+        if (c->in->interference < 0)
+            return input_fail(c, mode, "'interference' must be none, kairos or native");
+    } else if (!rc && c->base) {
+        c->in->interference = c->base->interference;
+    }
     models = input_get(c, root, "models");
     if (!rc && models)
         rc = input_models(c, models);
-    rc = rc ? rc : input_pools(c, gpus);
+    if (!rc && gpus)
+        rc = input_pools(c, gpus);
     return rc ? rc : input_workloads(c, wl);
 }
 
@@ -471,8 +583,19 @@ static int input_parser_error(struct input_ctx *c, const yaml_parser_t *ps)
     return -EINVAL;
 }
 
+static int input_parse_with(const char *text, size_t len, const char *name,
+                            const struct plan_input *base, struct plan_input *in, char *err,
+                            size_t errlen);
+
 int plan_input_parse(const char *text, size_t len, const char *name, struct plan_input *in,
                      char *err, size_t errlen)
+{
+    return input_parse_with(text, len, name, NULL, in, err, errlen);
+}
+
+static int input_parse_with(const char *text, size_t len, const char *name,
+                            const struct plan_input *base, struct plan_input *in, char *err,
+                            size_t errlen)
 {
     yaml_parser_t ps;
     yaml_document_t doc;
@@ -484,6 +607,7 @@ int plan_input_parse(const char *text, size_t len, const char *name, struct plan
     c.err = err;
     c.errlen = errlen;
     c.in = in;
+    c.base = base;
     memset(in, 0, sizeof(*in));
     if (!yaml_parser_initialize(&ps))
         return -ENOMEM;
@@ -500,6 +624,7 @@ int plan_input_parse(const char *text, size_t len, const char *name, struct plan
         rc = input_root(&c, root);
     }
     yaml_document_delete(&doc);
+    free(c.names.slot);
 out_parser:
     yaml_parser_delete(&ps);
     if (rc)
@@ -507,7 +632,22 @@ out_parser:
     return rc;
 }
 
+static int input_load_with(const char *path, const struct plan_input *base,
+                           struct plan_input *in, char *err, size_t errlen);
+
 int plan_input_load(const char *path, struct plan_input *in, char *err, size_t errlen)
+{
+    return input_load_with(path, NULL, in, err, errlen);
+}
+
+int plan_input_load_extra(const char *path, const struct plan_input *base,
+                          struct plan_input *extra, char *err, size_t errlen)
+{
+    return input_load_with(path, base, extra, err, errlen);
+}
+
+static int input_load_with(const char *path, const struct plan_input *base,
+                           struct plan_input *in, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -539,7 +679,7 @@ int plan_input_load(const char *path, struct plan_input *in, char *err, size_t e
         snprintf(err, errlen, "%s: read error", path);
         goto out;
     }
-    rc = plan_input_parse(buf, len, path, in, err, errlen);
+    rc = input_parse_with(buf, len, path, base, in, err, errlen);
 out:
     free(buf);
     fclose(f);
@@ -565,4 +705,42 @@ void plan_input_free(struct plan_input *in)
     free(in->workloads);
     in->workloads = NULL;
     in->n_workloads = 0;
+}
+
+int plan_input_merge(struct plan_input *in, const struct plan_input *extra, const char *path,
+                     char *err, size_t errlen)
+{
+    struct input_names names = {0};
+    int rc = 0;
+    for (int w = 0; w < in->n_workloads && !rc; w++)
+        rc = input_names_find(&names, in, in->workloads[w].name, w) == -2 ? -ENOMEM : 0;
+    for (int w = 0; w < extra->n_workloads && !rc; w++) {
+        struct plan_workload wl = extra->workloads[w];
+        memset(wl.thr, 0, sizeof(wl.thr));
+        /* map the extra file's pools onto ours by model name */
+        for (int p = 0; p < extra->n_pools; p++)
+            for (int q = 0; q < in->n_pools; q++)
+                if (!strcmp(extra->pools[p].model.name, in->pools[q].model.name))
+                    memcpy(wl.thr[q], extra->workloads[w].thr[p], sizeof(wl.thr[q]));
+        int dup = input_names_find(&names, in, wl.name, in->n_workloads);
+        if (dup == -2) {
+            rc = -ENOMEM;
+        } else if (dup >= 0) {
+            snprintf(err, errlen, "%s:%d: workload '%s' is already in the cluster (line %d); "
+                     "give it another name", path, wl.line, wl.name, in->workloads[dup].line);
+            rc = -EINVAL;
+        } else {
+            rc = plan_input_add_workload(in, &wl);
+        }
+    }
+    free(names.slot);
+    return rc;
+}
+
+int plan_input_find(const struct plan_input *in, const char *name)
+{
+    for (int w = 0; w < in->n_workloads; w++)
+        if (!strcmp(in->workloads[w].name, name))
+            return w;
+    return -1;
 }

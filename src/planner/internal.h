@@ -24,6 +24,7 @@ struct st_gpu {
     plan_mix_t mix;          /* MIG instances on it */
     int alive;
     int compute;             /* compute slices used (7 when whole) */
+    unsigned room;           /* options of which one more instance fits (0 when whole) */
 };
 
 struct state {
@@ -35,21 +36,55 @@ struct state {
     int order[PLAN_MAX_OPTIONS];   /* options by size ascending (whole last) */
     int rank[PLAN_MAX_OPTIONS];    /* position of an option in order[] */
     int *wl, n_wl;                 /* global ids of the workloads to plan here */
-    int *need;                     /* [global id * PLAN_MAX_OPTIONS + option]: time or -1 */
+    int *need;                     /* [global id * PLAN_MAX_OPTIONS + option]: time or -1;
+                                    * read-only after st_init, shared by copies */
+    int need_owner;                /* 1: st_free frees need (the state st_init made) */
     int *where, *time, *next;      /* per global id */
     struct st_inst *inst;
     int n_inst, cap_inst;
     struct st_gpu *gpu;
     int n_gpu, cap_gpu;
+    struct bf_index *bf;           /* best-fit index while attached (fit_index.c), else NULL */
 };
+
+/* fit_index.c: first fit in a fixed slot order (leftmost slot with time >= t,
+ * memory >= m and the bit set) and best fit by (option, free time) buckets. */
+struct fit_tree {
+    int size;                /* leaves, a power of two */
+    int *time;
+    int64_t *mem;
+    unsigned *mask;
+};
+int fit_tree_init(struct fit_tree *t, int n);
+void fit_tree_free(struct fit_tree *t);
+void fit_tree_set(struct fit_tree *t, int slot, int time, int64_t mem, unsigned mask);
+int fit_tree_first(const struct fit_tree *t, int time, int64_t mem, unsigned bit);
+int bf_attach(struct state *s);
+void bf_detach(struct state *s);
+int bf_update(struct state *s, int inst);
+/* Best existing instance for w: least time left after it, ties to the lowest index;
+ * options of rank >= min_rank, not skip_inst, not on skip_gpu (>= 0). -1 if none. */
+int bf_best(const struct state *s, int w, int min_rank, int skip_inst, int skip_gpu, int *best_t);
 
 int st_init(struct state *s, const struct plan_input *in, int pool,
             const struct plan_layouts *lay, const int *wl, int n_wl);
 void st_free(struct state *s);
+/* A copy shares src's read-only need table: src (or whoever takes need_owner from it)
+ * must outlive it. */
 int st_copy(struct state *dst, const struct state *src);
 static inline int st_need(const struct state *s, int w, int option)
 {
     return s->need[(size_t)w * PLAN_MAX_OPTIONS + option];
+}
+/* Interference-free time that `tenants` workloads may hold together in one instance. */
+static inline int st_cap(const struct state *s, int tenants)
+{
+    return plan_instance_capacity(s->in->interference, tenants);
+}
+/* Time one more workload may take in instance i (may be negative when it is full). */
+static inline int st_free_time(const struct state *s, int i)
+{
+    return st_cap(s, s->inst[i].n + 1) - s->inst[i].time;
 }
 int st_new_inst(struct state *s, int option);
 int st_new_gpu(struct state *s, int whole);
@@ -58,10 +93,12 @@ void st_take(struct state *s, int w);
 /* Time w would need in instance i, or -1 if it does not fit there now. */
 int st_fits(const struct state *s, int w, int i);
 int st_alive_gpus(const struct state *s);
-int st_gpu_compute(const struct state *s, int g);
+static inline int st_gpu_compute(const struct state *s, int g)
+{
+    return s->gpu[g].compute;
+}
 void st_gpu_attach(struct state *s, int i, int g);
 void st_gpu_detach(struct state *s, int i);
-int st_compact(struct state *s);   /* drop empty instances and dead GPUs */
 /* Score: GPUs * 7 * 8 + used compute slices (lower is better). */
 long st_score(const struct state *s);
 
@@ -81,6 +118,7 @@ int algo_alone(struct state *s, const int *choice, int full_time);
 int algo_migrate_up(struct state *s);                         /* the seed's step 3 */
 int algo_pack_ffd(struct state *s);                           /* the seed's step 4 */
 int algo_pack_cover(struct state *s);                         /* layout-cover packing */
+int algo_retype(struct state *s);                             /* change instance types */
 int algo_improve(struct state *s, int budget, int passes);    /* local search */
 
 /* One per algorithm; each fills an empty state for its pool. */

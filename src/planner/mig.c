@@ -130,6 +130,11 @@ int plan_layouts_enumerate(const struct plan_gpu_model *m, struct plan_layouts *
     memset(out, 0, sizeof(*out));
     struct mig_enum e = {pl, n, out};
     mig_dfs(&e, 0, 0, 0, 0);
+    for (int h = 0; h < PLAN_LEGAL_HASH; h++) {
+        for (int o = 1; out->legal[h] && o <= m->n_profiles; o++)
+            if (plan_mix_fits(out, plan_mix_add(out->legal[h] - 1, o, 1)))
+                out->room[h] |= (uint16_t)(1u << o);
+    }
     return out->n_mixes < PLAN_MAX_LAYOUTS && out->n_legal < PLAN_LEGAL_HASH / 2 ? 0 : -E2BIG;
 }
 
@@ -147,6 +152,17 @@ int plan_mix_fits(const struct plan_layouts *l, plan_mix_t mix)
     while (l->legal[h]) {
         if (l->legal[h] == mix + 1)
             return 1;
+        h = (h + 1) & (PLAN_LEGAL_HASH - 1);
+    }
+    return 0;
+}
+
+unsigned plan_mix_room(const struct plan_layouts *l, plan_mix_t mix)
+{
+    uint32_t h = mig_hash(mix);
+    while (l->legal[h]) {
+        if (l->legal[h] == mix + 1)
+            return l->room[h];
         h = (h + 1) & (PLAN_LEGAL_HASH - 1);
     }
     return 0;

@@ -5,8 +5,9 @@
  * new instances are carved only from free slices. Adding tries, in order: idle time in
  * an existing instance (0 moves), a new instance in free slices (0 moves), making room
  * by moving one workload (1 move), a new GPU from a pool with spare GPUs (0 moves).
- * Removing drops the workload, then empties a lightly used GPU if that takes at most
- * max_moves moves, so the GPU can be released.
+ * Removing drops the workloads, then releases GPUs, least loaded first, whose workloads
+ * fit elsewhere, all within one budget of max_moves moves for the whole command; a GPU
+ * emptied in the command never receives a workload, and no workload moves twice.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ struct online {
     int64_t *mem;        /* per instance: used memory */
     int cap;
     struct plan_moves *mv;
+    char *closed;        /* per GPU (remove only): emptied in this command, takes nothing */
 };
 
 static int online_grow(struct online *o)
@@ -89,6 +91,62 @@ static int online_record(struct online *o, int w, int from_gpu, int from_opt, in
     return 0;
 }
 
+/* Time w would take joining instance i (with assignment skip_a gone, -1: none), or -1
+ * when it does not fit. Under interference every tenant then needs the share for one
+ * more tenant, so the instance's members are summed again. */
+static int online_fits(const struct online *o, int i, int w, int skip_a)
+{
+    const struct plan_instance *pi = &o->p->instances[i];
+    const struct plan_gpu_model *m = online_model(o, pi->gpu);
+    int mode = o->in->interference, pool = o->p->gpus[pi->gpu].pool;
+    int64_t mem = o->mem[i] + o->in->workloads[w].mem_mib
+                  - (skip_a >= 0 ? o->p->assigns[skip_a].mem_mib : 0);
+    if (mem > plan_option_mem(m, pi->option))
+        return -1;
+    if (mode == PLAN_INTERF_NONE) {
+        int t = online_need(o, w, pi->gpu, pi->option);
+        long used = o->time[i] - (skip_a >= 0 ? o->p->assigns[skip_a].time : 0);
+        return t < 0 || used + t > PLAN_TIME_UNITS ? -1 : t;
+    }
+    int k = 1;
+    for (int a = 0; a < o->p->n_assigns; a++)
+        k += a != skip_a && o->p->assigns[a].workload >= 0 && o->p->assigns[a].instance == i;
+    int t = plan_time_needed_shared(&o->in->workloads[w], pool, m, pi->option, mode, k);
+    long sum = t;
+    for (int a = 0; t >= 0 && a < o->p->n_assigns; a++) {
+        const struct plan_assign *as = &o->p->assigns[a];
+        if (a == skip_a || as->workload < 0 || as->instance != i)
+            continue;
+        int tm = plan_time_needed_shared(&o->in->workloads[as->workload], pool, m, pi->option,
+                                         mode, k);
+        sum = tm < 0 ? PLAN_TIME_UNITS + 1 : sum + tm;
+    }
+    return t < 0 || sum > PLAN_TIME_UNITS ? -1 : t;
+}
+
+/* Under interference: give every tenant of instance i the share it needs with the
+ * instance's tenant count now. */
+static void online_reshare(struct online *o, int i)
+{
+    const struct plan_instance *pi = &o->p->instances[i];
+    int mode = o->in->interference, k = 0;
+    if (mode == PLAN_INTERF_NONE)
+        return;
+    for (int a = 0; a < o->p->n_assigns; a++)
+        k += o->p->assigns[a].workload >= 0 && o->p->assigns[a].instance == i;
+    o->time[i] = 0;
+    for (int a = 0; a < o->p->n_assigns; a++) {
+        struct plan_assign *as = &o->p->assigns[a];
+        if (as->workload < 0 || as->instance != i)
+            continue;
+        if (k > 1)
+            as->time = plan_time_needed_shared(&o->in->workloads[as->workload],
+                                               o->p->gpus[pi->gpu].pool, online_model(o, pi->gpu),
+                                               pi->option, mode, k);
+        o->time[i] += as->time;
+    }
+}
+
 /* Best existing instance for w (least time left afterwards), not on skip_gpu. */
 static int online_existing(const struct online *o, int w, int skip_gpu, int skip_inst, int *t_out)
 {
@@ -96,11 +154,10 @@ static int online_existing(const struct online *o, int w, int skip_gpu, int skip
     long best_left = PLAN_TIME_UNITS + 1;
     for (int i = 0; i < o->p->n_instances; i++) {
         const struct plan_instance *pi = &o->p->instances[i];
-        if (pi->gpu < 0 || pi->gpu == skip_gpu || i == skip_inst)
+        if (pi->gpu < 0 || pi->gpu == skip_gpu || i == skip_inst || (o->closed && o->closed[pi->gpu]))
             continue;
-        int t = online_need(o, w, pi->gpu, pi->option);
-        if (t < 0 || o->time[i] + t > PLAN_TIME_UNITS
-            || o->mem[i] + o->in->workloads[w].mem_mib > plan_option_mem(online_model(o, pi->gpu), pi->option))
+        int t = online_fits(o, i, w, -1);
+        if (t < 0)
             continue;
         if (PLAN_TIME_UNITS - o->time[i] - t < best_left) {
             best_left = PLAN_TIME_UNITS - o->time[i] - t;
@@ -160,6 +217,7 @@ static int online_put(struct online *o, int w, int inst, int t, int from_gpu, in
     o->p->assigns[a].time = t;
     o->time[inst] += t;
     o->mem[inst] += o->in->workloads[w].mem_mib;
+    online_reshare(o, inst);
     return online_record(o, w, from_gpu, from_opt, o->p->instances[inst].gpu,
                          o->p->instances[inst].option);
 }
@@ -177,7 +235,8 @@ static int online_carve(struct online *o, int w, int skip_gpu, int *t_out)
     int best_g = -1, best_o = -1, best_s = -1, best_key = 1 << 30;
     for (int g = 0; g < o->p->n_gpus; g++) {
         const struct plan_gpu_model *m = online_model(o, g);
-        for (int opt = 1; g != skip_gpu && opt <= m->n_profiles; opt++) {
+        int shut = g == skip_gpu || (o->closed && o->closed[g]);
+        for (int opt = 1; !shut && opt <= m->n_profiles; opt++) {
             int t = online_need(o, w, g, opt), s;
             if (t < 0 || (s = online_free_start(o, g, opt)) < 0)
                 continue;
@@ -264,12 +323,8 @@ static int online_place_one_move(struct online *o, int w)
     for (int a = 0; a < o->p->n_assigns; a++) {
         struct plan_assign *as = &o->p->assigns[a];
         int v = as->workload, i = as->instance, g = o->p->instances[i].gpu;
-        int t = online_need(o, w, g, o->p->instances[i].option);
-        if (v == w || t < 0)
-            continue;
-        if (o->time[i] - as->time + t > PLAN_TIME_UNITS
-            || o->mem[i] - as->mem_mib + o->in->workloads[w].mem_mib
-               > plan_option_mem(online_model(o, g), o->p->instances[i].option))
+        int t = v == w ? -1 : online_fits(o, i, w, a);
+        if (t < 0)
             continue;
         online_unput(o, a);
         int rc = online_place_free(o, v, -1, i, g, o->p->instances[i].option);
@@ -416,36 +471,84 @@ static int online_evacuate(struct online *o, int g)
     return rc;
 }
 
-static int online_gpu_load(const struct online *o, int g)
+/* Workloads per GPU now. The caller frees the array. */
+static int *online_loads(const struct online *o)
 {
-    int n = 0;
-    for (int a = 0; a < o->p->n_assigns; a++)
-        n += o->p->assigns[a].workload >= 0 && o->p->instances[o->p->assigns[a].instance].gpu == g;
-    return n;
+    int *load = calloc((size_t)o->p->n_gpus + 1, sizeof(int));
+    for (int a = 0; load && a < o->p->n_assigns; a++)
+        if (o->p->assigns[a].workload >= 0)
+            load[o->p->instances[o->p->assigns[a].instance].gpu]++;
+    return load;
 }
 
-int plan_online_remove(const struct plan_input *in, const struct plan *old, int w, int max_moves,
-                       struct plan *out, struct plan_moves *moves)
+static int online_drop(struct online *o, int w)
+{
+    int a = online_assign_of(o, w);
+    if (a < 0)
+        return -ENOENT;
+    const struct plan_instance *pi = &o->p->instances[o->p->assigns[a].instance];
+    online_unput(o, a);
+    o->p->assigns[a].workload = -1;
+    return online_record(o, w, pi->gpu, pi->option, -1, -1);
+}
+
+static int online_cmp_load(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    return x[0] != y[0] ? x[0] - y[0] : x[1] - y[1];
+}
+
+/* Release GPUs, least loaded first, while their workloads fit elsewhere within the one
+ * budget of moves; a released GPU takes nothing afterwards, and a GPU that took moved
+ * workloads is not emptied again (no workload moves twice). */
+static int online_release(struct online *o, int max_moves)
+{
+    int n = o->p->n_gpus, left = max_moves, rc = 0, k = 0;
+    int *load = online_loads(o), (*order)[2] = malloc(((size_t)n + 1) * sizeof(*order));
+    char *took = calloc((size_t)n + 1, 1);
+    if (!load || !order || !took) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int g = 0; g < n; g++) {
+        o->closed[g] = load[g] == 0;
+        if (load[g] > 0) {
+            order[k][0] = load[g];
+            order[k++][1] = g;
+        }
+    }
+    qsort(order, (size_t)k, sizeof(*order), online_cmp_load);
+    for (int q = 0; q < k && rc >= 0; q++) {
+        int g = order[q][1], before = o->mv->n;
+        if (order[q][0] > left || took[g])
+            continue;
+        rc = online_evacuate(o, g);
+        if (rc <= 0)
+            continue;
+        o->closed[g] = 1;
+        left -= o->mv->n - before;
+        for (int m = before; m < o->mv->n; m++)
+            took[o->mv->moves[m].to_gpu] = 1;
+    }
+out:
+    free(load);
+    free(order);
+    free(took);
+    return rc < 0 ? rc : 0;
+}
+
+int plan_online_remove(const struct plan_input *in, const struct plan *old, const int *ws,
+                       int n_ws, int max_moves, struct plan *out, struct plan_moves *moves)
 {
     struct online o;
     int rc = online_init(&o, in, old, out, moves);
-    int a = rc ? -1 : online_assign_of(&o, w);
-    if (!rc && a < 0)
-        rc = -ENOENT;
-    if (!rc) {
-        int g = out->instances[out->assigns[a].instance].gpu;
-        online_unput(&o, a);
-        out->assigns[a].workload = -1;
-        rc = online_record(&o, w, g, out->instances[out->assigns[a].instance].option, -1, -1);
-    }
-    for (int g = 0; !rc && g < out->n_gpus; g++) {
-        int load = online_gpu_load(&o, g);
-        if (load == 0 || load > max_moves || o.mv->n - 1 + load > max_moves)
-            continue;
-        int r = online_evacuate(&o, g);
-        rc = r < 0 ? r : 0;
-    }
+    for (int k = 0; !rc && k < n_ws; k++)
+        rc = online_drop(&o, ws[k]);
+    if (!rc && !(o.closed = calloc((size_t)out->n_gpus + 1, 1)))
+        rc = -ENOMEM;
+    rc = rc ? rc : online_release(&o, max_moves);
     rc = rc ? rc : online_compact(&o);
+    free(o.closed);
     online_free(&o);
     return rc;
 }

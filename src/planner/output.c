@@ -20,23 +20,85 @@ static const struct plan_gpu_model *output_model(const struct plan_input *in, co
     return &in->pools[p->gpus[gpu].pool].model;
 }
 
-static double output_norm(const struct plan_input *in, const struct plan *p,
-                          const struct plan_assign *a)
+/* Tenants of instance i, counted along its assignment list. */
+static int output_tenants(const int *first, const int *next, int i)
 {
-    const struct plan_instance *pi = &p->instances[a->instance];
-    const struct plan_workload *w = &in->workloads[a->workload];
-    return w->thr[p->gpus[pi->gpu].pool][pi->option] * a->time / PLAN_TIME_UNITS / w->target;
+    int n = 0;
+    for (int a = first[i]; a >= 0; a = next[a])
+        n++;
+    return n;
+}
+
+/* Linked lists so that every writer visits the plan in one pass: the assignments of
+ * each instance and the instances of each GPU, in plan order. */
+struct output_lists {
+    int *first_a, *next_a;   /* per instance / per assignment */
+    int *first_i, *next_i;   /* per GPU / per instance */
+};
+
+static void output_lists_free(struct output_lists *l)
+{
+    free(l->first_a);
+    free(l->next_a);
+    free(l->first_i);
+    free(l->next_i);
+}
+
+static int output_lists_build(const struct plan *p, struct output_lists *l)
+{
+    l->first_a = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    l->next_a = malloc(((size_t)p->n_assigns + 1) * sizeof(int));
+    l->first_i = malloc(((size_t)p->n_gpus + 1) * sizeof(int));
+    l->next_i = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    if (!l->first_a || !l->next_a || !l->first_i || !l->next_i) {
+        output_lists_free(l);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < p->n_instances; i++)
+        l->first_a[i] = -1;
+    for (int g = 0; g < p->n_gpus; g++)
+        l->first_i[g] = -1;
+    for (int a = p->n_assigns - 1; a >= 0; a--) {
+        l->next_a[a] = l->first_a[p->assigns[a].instance];
+        l->first_a[p->assigns[a].instance] = a;
+    }
+    for (int i = p->n_instances - 1; i >= 0; i--) {
+        l->next_i[i] = l->first_i[p->instances[i].gpu];
+        l->first_i[p->instances[i].gpu] = i;
+    }
+    return 0;
+}
+
+/* Idle capacity of GPU g in compute slices: slices no instance holds plus each
+ * instance's slices x its unused time; *free_slices gets the first part. */
+static double output_idle(const struct plan_input *in, const struct plan *p,
+                          const struct output_lists *l, int g, int *free_slices)
+{
+    const struct plan_gpu_model *m = output_model(in, p, g);
+    int used = 0;
+    double idle = 0;
+    for (int i = l->first_i[g]; i >= 0; i = l->next_i[i]) {
+        int c = plan_option_compute(m, p->instances[i].option), t = 0;
+        for (int a = l->first_a[i]; a >= 0; a = l->next_a[a])
+            t += p->assigns[a].time;
+        used += c;
+        idle += c * (double)(PLAN_TIME_UNITS - t) / PLAN_TIME_UNITS;
+    }
+    if (free_slices)
+        *free_slices = PLAN_COMPUTE_SLICES - used;
+    return idle + PLAN_COMPUTE_SLICES - used;
 }
 
 /* ---- the json tree ---- */
 
 static json_t *output_assign_json(const struct plan_input *in, const struct plan *p,
-                                  const struct plan_assign *a)
+                                  const struct plan_assign *a, int tenants)
 {
     const struct plan_workload *w = &in->workloads[a->workload];
     return json_pack("{s:s, s:f, s:I, s:f, s:f}", "name", w->name,
                      "t", a->time / (double)PLAN_TIME_UNITS, "memory_mib", (json_int_t)a->mem_mib,
-                     "target", w->target, "normalized_throughput", output_norm(in, p, a));
+                     "target", w->target, "normalized_throughput",
+                     plan_norm_thr(in, p, a, tenants));
 }
 
 static json_t *output_instance_json(const struct plan_input *in, const struct plan *p, int i,
@@ -44,8 +106,9 @@ static json_t *output_instance_json(const struct plan_input *in, const struct pl
 {
     const struct plan_instance *pi = &p->instances[i];
     json_t *wl = json_array();
+    int tenants = output_tenants(first, next, i);
     for (int a = first[i]; a >= 0; a = next[a])
-        json_array_append_new(wl, output_assign_json(in, p, &p->assigns[a]));
+        json_array_append_new(wl, output_assign_json(in, p, &p->assigns[a], tenants));
     return json_pack("{s:s, s:i, s:o}", "profile",
                      plan_option_name(output_model(in, p, pi->gpu), pi->option), "start", pi->start,
                      "workloads", wl);
@@ -53,32 +116,22 @@ static json_t *output_instance_json(const struct plan_input *in, const struct pl
 
 static json_t *output_gpus_json(const struct plan_input *in, const struct plan *p)
 {
-    int *first = malloc(((size_t)p->n_instances + 1) * sizeof(int));
-    int *next = malloc(((size_t)p->n_assigns + 1) * sizeof(int));
+    struct output_lists l;
     json_t *gpus = json_array();
-    if (!first || !next) {
-        free(first);
-        free(next);
+    if (output_lists_build(p, &l)) {
         json_decref(gpus);
         return NULL;
     }
-    for (int i = 0; i < p->n_instances; i++)
-        first[i] = -1;
-    for (int a = p->n_assigns - 1; a >= 0; a--) {
-        next[a] = first[p->assigns[a].instance];
-        first[p->assigns[a].instance] = a;
-    }
     for (int g = 0; g < p->n_gpus; g++) {
         json_t *insts = json_array();
-        for (int i = 0; i < p->n_instances; i++)
-            if (p->instances[i].gpu == g)
-                json_array_append_new(insts, output_instance_json(in, p, i, first, next));
-        json_array_append_new(gpus, json_pack("{s:i, s:s, s:b, s:o}", "index", g, "model",
+        for (int i = l.first_i[g]; i >= 0; i = l.next_i[i])
+            json_array_append_new(insts, output_instance_json(in, p, i, l.first_a, l.next_a));
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:b, s:f, s:o}", "index", g, "model",
                                               output_model(in, p, g)->name, "mig", p->gpus[g].mig,
+                                              "idle_slices", output_idle(in, p, &l, g, NULL),
                                               "instances", insts));
     }
-    free(first);
-    free(next);
+    output_lists_free(&l);
     return gpus;
 }
 
@@ -114,13 +167,14 @@ static json_t *output_tree(const struct plan_input *in, const struct plan *p,
         json_array_append_new(inf, json_pack("{s:s, s:s}", "name",
                                              in->workloads[p->infeasible[f].workload].name, "reason",
                                              plan_reason_text(p->infeasible[f].reason)));
-    json_t *root = json_pack("{s:s, s:{s:i, s:f, s:f, s:i, s:i}}", "algo", p->algo, "summary",
+    json_t *root = json_pack("{s:s, s:s, s:{s:i, s:f, s:f, s:i, s:i}}", "algo", p->algo,
+                             "interference", plan_interference_name(in->interference), "summary",
                              "gpus", m.gpus, "gpus_in_slices", m.slices,
                              "mean_normalized_throughput", m.mean_norm_thr, "placed", m.placed,
                              "infeasible", m.infeasible);
     if (p->exact_status >= 0)
         json_object_set_new(root, "exact", json_pack("{s:s, s:f}", "status",
-                                                     p->exact_status ? "optimal" : "not solved",
+                                                     plan_exact_status_text(p->exact_status),
                                                      "lower_bound", p->exact_bound));
     json_object_set_new(root, "gpus", output_gpus_json(in, p));
     json_object_set_new(root, "infeasible", inf);
@@ -204,41 +258,43 @@ static int output_yaml(json_t *root, FILE *f)
 
 /* ---- the table ---- */
 
-static void output_table_gpu(const struct plan_input *in, const struct plan *p, int g, FILE *f)
+static void output_table_gpu(const struct plan_input *in, const struct plan *p,
+                             const struct output_lists *l, int g, FILE *f)
 {
     const struct plan_gpu_model *m = output_model(in, p, g);
-    for (int i = 0; i < p->n_instances; i++) {
+    for (int i = l->first_i[g]; i >= 0; i = l->next_i[i]) {
         const struct plan_instance *pi = &p->instances[i];
-        if (pi->gpu != g)
-            continue;
-        for (int a = 0; a < p->n_assigns; a++) {
+        int tenants = output_tenants(l->first_a, l->next_a, i);
+        for (int a = l->first_a[i]; a >= 0; a = l->next_a[a]) {
             const struct plan_assign *as = &p->assigns[a];
-            if (as->instance != i)
-                continue;
             fprintf(f, "%-4d %-18s %-9s %5d  %-28s %6.1f %9lld %8.3f\n", g, m->name,
                     plan_option_name(m, pi->option), pi->start, in->workloads[as->workload].name,
                     as->time * 100.0 / PLAN_TIME_UNITS, (long long)as->mem_mib,
-                    output_norm(in, p, as));
+                    plan_norm_thr(in, p, as, tenants));
         }
     }
 }
 
-static void output_table(const struct plan_input *in, const struct plan *p,
+static int output_table(const struct plan_input *in, const struct plan *p,
                          const struct plan_moves *mv, FILE *f)
 {
     struct plan_metrics m;
     plan_metrics_compute(in, p, &m);
-    fprintf(f, "plan (%s): %d GPUs (%.2f in slices), %d workloads placed, %d infeasible, "
-            "mean Thr/target %.3f\n", p->algo, m.gpus, m.slices, m.placed, m.infeasible,
+    fprintf(f, "plan (%s, interference %s): %d GPUs (%.2f in slices), %d workloads placed, "
+            "%d infeasible, mean Thr/target %.3f\n", p->algo,
+            plan_interference_name(in->interference), m.gpus, m.slices, m.placed, m.infeasible,
             m.mean_norm_thr);
     if (p->exact_status >= 0)
-        fprintf(f, "exact: %s, lower bound %.0f GPUs\n",
-                p->exact_status ? "optimal" : "not solved within the bound (showing kairos)",
+        fprintf(f, "exact: %s, lower bound %.0f GPUs\n", plan_exact_status_text(p->exact_status),
                 p->exact_bound);
     fprintf(f, "\n%-4s %-18s %-9s %5s  %-28s %6s %9s %8s\n", "GPU", "model", "instance", "start",
             "workload", "t(%)", "m(MiB)", "Thr/tgt");
+    struct output_lists l;
+    if (output_lists_build(p, &l))
+        return -ENOMEM;
     for (int g = 0; g < p->n_gpus; g++)
-        output_table_gpu(in, p, g, f);
+        output_table_gpu(in, p, &l, g, f);
+    output_lists_free(&l);
     for (int k = 0; k < p->n_infeasible; k++)
         fprintf(f, "%sinfeasible: %s: %s\n", k ? "" : "\n",
                 in->workloads[p->infeasible[k].workload].name,
@@ -258,6 +314,80 @@ static void output_table(const struct plan_input *in, const struct plan *p,
     }
     if (mv && !mv->n)
         fprintf(f, "\nmoves: none\n");
+    return 0;
+}
+
+/* ---- --explain: the plan's cost and why each workload sits where it sits ---- */
+
+static void output_explain_workload(const struct plan_input *in, const struct plan *p,
+                                    const struct plan_assign *as, int tenants, FILE *f)
+{
+    const struct plan_instance *pi = &p->instances[as->instance];
+    const struct plan_gpu_model *m = output_model(in, p, pi->gpu);
+    const struct plan_workload *w = &in->workloads[as->workload];
+    int pool = p->gpus[pi->gpu].pool, smallest = -1, cheapest = -1;
+    long best_area = 0;
+    fprintf(f, "  %s: GPU %d %s@%d, t %.1f %% with %d tenant%s; alone it needs:", w->name,
+            pi->gpu, plan_option_name(m, pi->option), pi->start, as->time / 10.0, tenants,
+            tenants == 1 ? "" : "s");
+    /* options in size order: MIG profiles as listed, then the whole GPU */
+    for (int k = 1; k <= plan_option_count(m); k++) {
+        int o = k == plan_option_count(m) ? PLAN_OPTION_WHOLE : k;
+        int t = plan_time_needed(w, pool, m, o);
+        if (t < 0)
+            continue;
+        long area = (long)t * plan_option_compute(m, o);
+        fprintf(f, " %s %.1f %%", plan_option_name(m, o), t / 10.0);
+        if (smallest < 0)
+            smallest = o;
+        if (cheapest < 0 || area < best_area) {
+            cheapest = o;
+            best_area = area;
+        }
+    }
+    const char *why = pi->option == smallest ? "the smallest option that meets its target"
+                    : pi->option == cheapest ? "the option with the least slices x time"
+                    : tenants > 1 ? "idle time of a larger instance shared with others (one "
+                                    "instance fewer than its own)"
+                    : "the free slices left on this GPU";
+    fprintf(f, "\n    here: %s\n", why);
+}
+
+int plan_write_explain(const struct plan_input *in, const struct plan *p, void *stream)
+{
+    FILE *f = stream;
+    struct output_lists l;
+    struct plan_metrics m;
+    double lb = 0;
+    if (output_lists_build(p, &l))
+        return -ENOMEM;
+    plan_metrics_compute(in, p, &m);
+    int rc = plan_lower_bound(in, &lb);
+    fprintf(f, "\nexplain: model Thr(s, t) = Thr(s) x t x eff(tenants), interference %s\n",
+            plan_interference_name(in->interference));
+    if (!rc)
+        fprintf(f, "lower bound (LP relaxation, compute-time and memory slices): %.2f -> at "
+                "least %d GPUs; this plan: %d\n", lb, (int)ceil(lb - 1e-6), m.gpus);
+    else
+        fprintf(f, "lower bound: not computed (%s)\n", rc == -E2BIG ? "more than 20000 "
+                "workloads" : "the LP solver failed");
+    fprintf(f, "idle capacity per GPU (compute slices: free + unused time in instances):\n");
+    double total = 0;
+    for (int g = 0; g < p->n_gpus; g++) {
+        int free_slices = 0;
+        double idle = output_idle(in, p, &l, g, &free_slices);
+        total += idle;
+        fprintf(f, "  GPU %d: %.2f of 7 idle (%d free slices)\n", g, idle, free_slices);
+    }
+    fprintf(f, "  total idle: %.2f GPU-equivalents\nworkloads:\n", total / PLAN_COMPUTE_SLICES);
+    for (int g = 0; g < p->n_gpus; g++)
+        for (int i = l.first_i[g]; i >= 0; i = l.next_i[i]) {
+            int tenants = output_tenants(l.first_a, l.next_a, i);
+            for (int a = l.first_a[i]; a >= 0; a = l.next_a[a])
+                output_explain_workload(in, p, &p->assigns[a], tenants, f);
+        }
+    output_lists_free(&l);
+    return ferror(f) ? -EIO : 0;
 }
 
 int plan_write(const struct plan_input *in, const struct plan *p, const struct plan_moves *mv,
@@ -265,16 +395,21 @@ int plan_write(const struct plan_input *in, const struct plan *p, const struct p
 {
     FILE *f = stream;
     if (fmt == PLAN_FMT_TABLE) {
-        output_table(in, p, mv, f);
-        return ferror(f) ? -EIO : 0;
+        int rc = output_table(in, p, mv, f);
+        return rc ? rc : ferror(f) ? -EIO : 0;
     }
     json_t *root = output_tree(in, p, mv);
     if (!root)
         return -ENOMEM;
-    int rc = fmt == PLAN_FMT_JSON ? json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-                                  : output_yaml(root, f);
-    if (fmt == PLAN_FMT_JSON)
-        fputc('\n', f);
+    int rc;
+    if (fmt == PLAN_FMT_JSON) {
+        /* one write of the whole text: jansson's stream writer calls fwrite per token */
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        rc = !text || fputs(text, f) == EOF || fputc('\n', f) == EOF;
+        free(text);
+    } else {
+        rc = output_yaml(root, f);
+    }
     json_decref(root);
     return rc ? -EIO : 0;
 }
@@ -299,33 +434,60 @@ static int output_find_pool(const struct plan_input *in, const char *model)
     return -1;
 }
 
+static int output_read_assign(const struct plan_input *in, struct plan *p, int g, int i, json_t *jw,
+                              const struct output_name *idx, char *err, size_t errlen)
+{
+    struct output_name key = {json_string_value(json_object_get(jw, "name")), -1}, *hit;
+    json_t *t = json_object_get(jw, "t"), *mem = json_object_get(jw, "memory_mib");
+    hit = key.name ? bsearch(&key, idx, (size_t)in->n_workloads, sizeof(*idx), output_name_cmp) : NULL;
+    if (!hit) {
+        snprintf(err, errlen, "gpu %d: workload '%s' is not in the cluster file", g,
+                 key.name ? key.name : "(no name)");
+        return -EINVAL;
+    }
+    if (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 1) {
+        snprintf(err, errlen, "gpu %d: workload '%s' needs a time share 't' in (0, 1]", g, key.name);
+        return -EINVAL;
+    }
+    if (!json_is_integer(mem) || json_integer_value(mem) < 0 || json_integer_value(mem) > (1LL << 40)) {
+        snprintf(err, errlen, "gpu %d: workload '%s' needs a 'memory_mib' in 0..2^40", g, key.name);
+        return -EINVAL;
+    }
+    if (plan_add_assign(p, hit->index, i, (int)lround(json_number_value(t) * PLAN_TIME_UNITS),
+                        json_integer_value(mem)) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 static int output_read_instance(const struct plan_input *in, struct plan *p, int g, json_t *ji,
                                 const struct output_name *idx, char *err, size_t errlen)
 {
+    const struct plan_gpu_model *m = &in->pools[p->gpus[g].pool].model;
     const char *prof = json_string_value(json_object_get(ji, "profile"));
     json_t *start = json_object_get(ji, "start"), *wl = json_object_get(ji, "workloads");
-    int o = prof ? plan_option_find(&in->pools[p->gpus[g].pool].model, prof) : -1;
+    int o = prof ? plan_option_find(m, prof) : -1;
     if (o < 0 || !json_is_integer(start) || !json_is_array(wl)) {
-        snprintf(err, errlen, "gpu %d: instance needs a known 'profile', 'start' and 'workloads'", g);
+        snprintf(err, errlen, "gpu %d: an instance needs a 'profile' of %s (whole or a MIG "
+                 "profile), a 'start' and 'workloads'%s%s", g, m->name, prof ? "; got " : "",
+                 prof ? prof : "");
+        return -EINVAL;
+    }
+    if (json_integer_value(start) < 0 || json_integer_value(start) >= PLAN_MEM_SLICES) {
+        snprintf(err, errlen, "gpu %d: instance %s starts at memory slice %" JSON_INTEGER_FORMAT
+                 ", outside 0..%d", g, prof, json_integer_value(start), PLAN_MEM_SLICES - 1);
         return -EINVAL;
     }
     int i = plan_add_instance(p, g, o, (int)json_integer_value(start));
+    if (i < 0)
+        return -ENOMEM;
     size_t k;
     json_t *jw;
     json_array_foreach(wl, k, jw) {
-        struct output_name key = {json_string_value(json_object_get(jw, "name")), -1}, *hit;
-        json_t *t = json_object_get(jw, "t"), *mem = json_object_get(jw, "memory_mib");
-        hit = key.name ? bsearch(&key, idx, (size_t)in->n_workloads, sizeof(*idx), output_name_cmp) : NULL;
-        if (!hit || !json_is_number(t) || !json_is_integer(mem)) {
-            snprintf(err, errlen, "gpu %d: workload '%s' is not in the input or lacks t/memory_mib",
-                     g, key.name ? key.name : "?");
-            return -EINVAL;
-        }
-        if (plan_add_assign(p, hit->index, i, (int)lround(json_number_value(t) * PLAN_TIME_UNITS),
-                            json_integer_value(mem)) < 0)
-            return -ENOMEM;
+        int rc = output_read_assign(in, p, g, i, jw, idx, err, errlen);
+        if (rc)
+            return rc;
     }
-    return i < 0 ? -ENOMEM : 0;
+    return 0;
 }
 
 static int output_read_gpus(const struct plan_input *in, struct plan *p, json_t *gpus,
@@ -337,12 +499,14 @@ static int output_read_gpus(const struct plan_input *in, struct plan *p, json_t 
         const char *model = json_string_value(json_object_get(jg, "model"));
         json_t *insts = json_object_get(jg, "instances");
         int pool = model ? output_find_pool(in, model) : -1;
-        if (pool < 0 || !json_is_array(insts)) {
-            snprintf(err, errlen, "gpu %zu: model '%s' is not a pool of the input", k,
-                     model ? model : "?");
+        if (pool < 0 || !json_is_array(insts) || !json_is_boolean(json_object_get(jg, "mig"))) {
+            snprintf(err, errlen, "gpu %zu: needs a 'model' that is a GPU pool of the cluster file "
+                     "(got '%s'), 'mig' (true/false) and 'instances'", k, model ? model : "?");
             return -EINVAL;
         }
         int g = plan_add_gpu(p, pool, json_is_true(json_object_get(jg, "mig")));
+        if (g < 0)
+            return -ENOMEM;
         json_array_foreach(insts, q, ji) {
             int rc = output_read_instance(in, p, g, ji, idx, err, errlen);
             if (rc)

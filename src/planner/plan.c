@@ -109,10 +109,60 @@ const char *plan_reason_text(enum plan_reason r)
     return "unknown";
 }
 
+/* Measured aggregate throughput kept by k tenants (bench/results/README.md, H200):
+ * windows 0.986 (2, the worse of the two 2-tenant mixes), 0.977 (4), 0.948 (8);
+ * native time-slicing 0.927 (2, the worse of 0.951 and 0.927), 0.926 (4), 0.925 (8). */
+static const double interf_points[PLAN_INTERF_COUNT][4] = {
+    [PLAN_INTERF_NONE] = {1, 1, 1, 1},
+    [PLAN_INTERF_KAIROS] = {1, 0.986, 0.977, 0.948},
+    [PLAN_INTERF_NATIVE] = {1, 0.927, 0.926, 0.925},
+};
+static const int interf_tenants[4] = {1, 2, 4, 8};
+static const char *const interf_names[PLAN_INTERF_COUNT] = {"none", "kairos", "native"};
+
+double plan_interference_eff(int mode, int tenants)
+{
+    if (mode <= PLAN_INTERF_NONE || mode >= PLAN_INTERF_COUNT || tenants <= 1)
+        return 1.0;
+    const double *e = interf_points[mode];
+    int k = 1;
+    while (k < 3 && tenants > interf_tenants[k])
+        k++;
+    double slope = (e[k] - e[k - 1]) / (interf_tenants[k] - interf_tenants[k - 1]);
+    double v = e[k - 1] + slope * (tenants - interf_tenants[k - 1]);
+    return v < 0.5 ? 0.5 : v;
+}
+
+int plan_instance_capacity(int mode, int tenants)
+{
+    if (mode == PLAN_INTERF_NONE || tenants <= 1)
+        return PLAN_TIME_UNITS;
+    return (int)floor(plan_interference_eff(mode, tenants) * (PLAN_TIME_UNITS - tenants));
+}
+
+const char *plan_interference_name(int mode)
+{
+    return mode >= 0 && mode < PLAN_INTERF_COUNT ? interf_names[mode] : "?";
+}
+
+int plan_interference_from_name(const char *name)
+{
+    for (int m = 0; m < PLAN_INTERF_COUNT; m++)
+        if (!strcmp(interf_names[m], name))
+            return m;
+    return -1;
+}
+
 int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                      int option)
 {
-    double thr = w->thr[pool][option];
+    return plan_time_needed_shared(w, pool, m, option, PLAN_INTERF_NONE, 1);
+}
+
+int plan_time_needed_shared(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
+                            int option, int mode, int tenants)
+{
+    double thr = w->thr[pool][option] * plan_interference_eff(mode, tenants);
     if (!(thr > 0) || w->mem_mib > plan_option_mem(m, option))
         return -1;
     double t = ceil(w->target * PLAN_TIME_UNITS / thr - 1e-9);
@@ -150,6 +200,23 @@ void plan_options_default(struct plan_options *o)
     o->exact_max_workloads = 40;
 }
 
+int *plan_tenants(const struct plan *p)
+{
+    int *n = calloc((size_t)p->n_instances + 1, sizeof(int));
+    for (int a = 0; n && a < p->n_assigns; a++)
+        n[p->assigns[a].instance]++;
+    return n;
+}
+
+double plan_norm_thr(const struct plan_input *in, const struct plan *p, const struct plan_assign *a,
+                     int tenants)
+{
+    const struct plan_instance *pi = &p->instances[a->instance];
+    const struct plan_workload *w = &in->workloads[a->workload];
+    return w->thr[p->gpus[pi->gpu].pool][pi->option] * a->time / PLAN_TIME_UNITS
+           * plan_interference_eff(in->interference, tenants) / w->target;
+}
+
 void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
                           struct plan_metrics *out)
 {
@@ -165,14 +232,25 @@ void plan_metrics_compute(const struct plan_input *in, const struct plan *p,
         out->slices += (p->gpus[g].mig ? used[g] : PLAN_COMPUTE_SLICES) / (double)PLAN_COMPUTE_SLICES
                        * (used[g] > 0);
     }
-    for (int a = 0; a < p->n_assigns; a++) {
-        const struct plan_assign *as = &p->assigns[a];
-        const struct plan_instance *pi = &p->instances[as->instance];
-        const struct plan_workload *w = &in->workloads[as->workload];
-        norm += w->thr[p->gpus[pi->gpu].pool][pi->option] * as->time / PLAN_TIME_UNITS / w->target;
-    }
+    int *tenants = plan_tenants(p);
+    for (int a = 0; tenants && a < p->n_assigns; a++)
+        norm += plan_norm_thr(in, p, &p->assigns[a], tenants[p->assigns[a].instance]);
+    free(tenants);
     out->placed = p->n_assigns;
     out->infeasible = p->n_infeasible;
     out->mean_norm_thr = p->n_assigns ? norm / p->n_assigns : 0;
     free(used);
+}
+
+const char *plan_exact_status_text(int status)
+{
+    switch (status) {
+    case PLAN_EXACT_OPTIMAL: return "optimal";
+    case PLAN_EXACT_CAPPED: return "not solved: too few GPUs for every workload, nothing proven "
+                                   "(showing kairos)";
+    case PLAN_EXACT_NO_MODEL: return "not solved: the exact model has no interference "
+                                     "(showing kairos)";
+    case PLAN_EXACT_NOT_SOLVED: return "not solved within the limits (showing kairos)";
+    }
+    return "n/a";
 }

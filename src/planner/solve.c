@@ -29,31 +29,42 @@ static int solve_cmp_desc(const void *a, const void *b)
     return x[0] != y[0] ? (x[0] < y[0] ? 1 : -1) : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-/* Keep the `count` most used GPUs; unplace the workloads of the others. */
+/* Keep the `count` GPUs that hold the most workloads (then the most used slices), so
+ * that as many workloads as possible stay placed; unplace the workloads of the others. */
 static int solve_cap(struct state *s, int count, char *spilled)
 {
     long (*k)[2] = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
+    long *members = calloc((size_t)s->n_gpu + 1, sizeof(long));
     int n = 0;
-    if (!k)
+    if (!k || !members) {
+        free(k);
+        free(members);
         return -ENOMEM;
+    }
+    for (int i = 0; i < s->n_inst; i++)
+        if (s->inst[i].gpu >= 0)
+            members[s->inst[i].gpu] += s->inst[i].n;
     for (int g = 0; g < s->n_gpu; g++)
         if (s->gpu[g].alive) {
-            k[n][0] = st_gpu_compute(s, g);
+            k[n][0] = members[g] * (PLAN_COMPUTE_SLICES + 1) + st_gpu_compute(s, g);
             k[n++][1] = g;
         }
     qsort(k, (size_t)n, sizeof(*k), solve_cmp_desc);
-    for (int q = count; q < n; q++) {
-        for (int i = 0; i < s->n_inst; i++) {
-            if (s->inst[i].gpu != k[q][1])
-                continue;
-            while (s->inst[i].n) {
-                spilled[s->inst[i].head] = 1;
-                st_take(s, s->inst[i].head);
-            }
-            st_gpu_detach(s, i);
+    for (int g = 0; g < s->n_gpu; g++)
+        members[g] = 0;
+    for (int q = count; q < n; q++)
+        members[k[q][1]] = 1;   /* now: GPU dropped */
+    for (int i = 0; i < s->n_inst; i++) {
+        if (s->inst[i].gpu < 0 || !members[s->inst[i].gpu])
+            continue;
+        while (s->inst[i].n) {
+            spilled[s->inst[i].head] = 1;
+            st_take(s, s->inst[i].head);
         }
+        st_gpu_detach(s, i);
     }
     free(k);
+    free(members);
     return 0;
 }
 
@@ -131,4 +142,9 @@ out:
     if (rc)
         plan_free(p);
     return rc;
+}
+
+enum plan_reason plan_reason_of(const struct plan_input *in, int w)
+{
+    return solve_reason_of(in, w);
 }

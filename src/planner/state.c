@@ -60,6 +60,7 @@ int st_init(struct state *s, const struct plan_input *in, int pool,
     s->where = malloc((nw ? nw : 1) * sizeof(int));
     s->time = calloc(nw ? nw : 1, sizeof(int));
     s->next = malloc((nw ? nw : 1) * sizeof(int));
+    s->need_owner = 1;
     if (!s->wl || !s->need || !s->where || !s->time || !s->next) {
         st_free(s);
         return -ENOMEM;
@@ -75,8 +76,10 @@ int st_init(struct state *s, const struct plan_input *in, int pool,
 
 void st_free(struct state *s)
 {
+    bf_detach(s);
     free(s->wl);
-    free(s->need);
+    if (s->need_owner)
+        free(s->need);
     free(s->where);
     free(s->time);
     free(s->next);
@@ -97,14 +100,15 @@ int st_copy(struct state *d, const struct state *s)
 {
     size_t nw = (size_t)s->in->n_workloads;
     *d = *s;
+    d->bf = NULL;
     d->wl = st_dup(s->wl, (size_t)s->n_wl * sizeof(int));
-    d->need = st_dup(s->need, nw * PLAN_MAX_OPTIONS * sizeof(int));
+    d->need_owner = 0;   /* shared: need is read-only after st_init */
     d->where = st_dup(s->where, nw * sizeof(int));
     d->time = st_dup(s->time, nw * sizeof(int));
     d->next = st_dup(s->next, nw * sizeof(int));
     d->inst = st_dup(s->inst, (size_t)s->cap_inst * sizeof(*s->inst));
     d->gpu = st_dup(s->gpu, (size_t)s->cap_gpu * sizeof(*s->gpu));
-    if (!d->wl || !d->need || !d->where || !d->time || !d->next || !d->inst || !d->gpu) {
+    if (!d->wl || !d->where || !d->time || !d->next || !d->inst || !d->gpu) {
         st_free(d);
         return -ENOMEM;
     }
@@ -122,6 +126,8 @@ int st_new_inst(struct state *s, int option)
         s->cap_inst = cap;
     }
     s->inst[s->n_inst] = (struct st_inst){option, -1, 0, 0, -1, 0};
+    if (bf_update(s, s->n_inst))   /* grows the attached index so st_put never has to */
+        return -ENOMEM;
     return s->n_inst++;
 }
 
@@ -135,7 +141,8 @@ int st_new_gpu(struct state *s, int whole)
         s->gpu = ng;
         s->cap_gpu = cap;
     }
-    s->gpu[s->n_gpu] = (struct st_gpu){whole, 0, 1, whole ? PLAN_COMPUTE_SLICES : 0};
+    s->gpu[s->n_gpu] = (struct st_gpu){whole, 0, 1, whole ? PLAN_COMPUTE_SLICES : 0,
+                                       whole ? 0 : plan_mix_room(s->lay, 0)};
     return s->n_gpu++;
 }
 
@@ -149,6 +156,7 @@ void st_put(struct state *s, int w, int i, int time)
     in->n++;
     in->time += time;
     in->mem += s->in->workloads[w].mem_mib;
+    bf_update(s, i);
 }
 
 void st_take(struct state *s, int w)
@@ -163,13 +171,14 @@ void st_take(struct state *s, int w)
     in->mem -= s->in->workloads[w].mem_mib;
     s->where[w] = -1;
     s->next[w] = -1;
+    bf_update(s, (int)(in - s->inst));
 }
 
 int st_fits(const struct state *s, int w, int i)
 {
     const struct st_inst *in = &s->inst[i];
     int t = st_need(s, w, in->option);
-    if (t < 0 || in->time + t > PLAN_TIME_UNITS)
+    if (t < 0 || t > st_free_time(s, i))
         return -1;
     if (in->mem + s->in->workloads[w].mem_mib > plan_option_mem(s->m, in->option))
         return -1;
@@ -184,11 +193,6 @@ int st_alive_gpus(const struct state *s)
     return n;
 }
 
-int st_gpu_compute(const struct state *s, int g)
-{
-    return s->gpu[g].compute;
-}
-
 void st_gpu_attach(struct state *s, int i, int g)
 {
     s->inst[i].gpu = g;
@@ -196,6 +200,7 @@ void st_gpu_attach(struct state *s, int i, int g)
     if (!s->gpu[g].whole) {
         s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, 1);
         s->gpu[g].compute += plan_option_compute(s->m, s->inst[i].option);
+        s->gpu[g].room = plan_mix_room(s->lay, s->gpu[g].mix);
     }
 }
 
@@ -212,14 +217,7 @@ void st_gpu_detach(struct state *s, int i)
     s->gpu[g].compute -= plan_option_compute(s->m, s->inst[i].option);
     if (!(s->gpu[g].mix = plan_mix_add(s->gpu[g].mix, s->inst[i].option, -1)))
         s->gpu[g].alive = 0;
-}
-
-int st_compact(struct state *s)
-{
-    for (int i = 0; i < s->n_inst; i++)
-        if (!s->inst[i].n && s->inst[i].gpu >= 0)
-            st_gpu_detach(s, i);
-    return 0;
+    s->gpu[g].room = plan_mix_room(s->lay, s->gpu[g].mix);
 }
 
 long st_score(const struct state *s)
@@ -229,6 +227,16 @@ long st_score(const struct state *s)
         if (s->gpu[g].alive)
             score += PLAN_COMPUTE_SLICES * PLAN_MEM_SLICES + st_gpu_compute(s, g);
     return score;
+}
+
+/* The time share a workload gets in the plan: its own (full time for Best-fit) when
+ * alone, else what it needs with the instance's tenants under the interference mode. */
+static int st_emit_time(const struct state *s, const struct st_inst *in, int w)
+{
+    if (in->n == 1 || s->in->interference == PLAN_INTERF_NONE)
+        return s->time[w];
+    return plan_time_needed_shared(&s->in->workloads[w], s->pool, s->m, in->option,
+                                   s->in->interference, in->n);
 }
 
 static int st_emit_gpu(const struct state *s, int g, const int *insts, int n, struct plan *p)
@@ -250,7 +258,8 @@ static int st_emit_gpu(const struct state *s, int g, const int *insts, int n, st
             if (pi < 0)
                 return pi;
             for (int w = in->head; w >= 0; w = s->next[w])
-                if ((rc = plan_add_assign(p, w, pi, s->time[w], s->in->workloads[w].mem_mib)) < 0)
+                if ((rc = plan_add_assign(p, w, pi, st_emit_time(s, in, w),
+                                          s->in->workloads[w].mem_mib)) < 0)
                     return rc;
         }
     }

@@ -2,6 +2,7 @@
  * instances every plan passes the checker; Kairos never uses more GPUs than any
  * baseline or the seed; no heuristic beats a proven exact optimum. */
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,25 +16,38 @@
 
 static const char *data_dir = "data/planner";
 
+/* Plan with algorithm a (exact: 2 s at most) and insist that the checker accepts it. */
+static void solve_checked(const struct plan_input *in, int a, int with_exact, const char *what,
+                          struct plan *p)
+{
+    struct plan_options o;
+    char err[300];
+    plan_options_default(&o);
+    o.algo = a;
+    o.exact_time_limit_s = 2;
+    if (!with_exact)
+        o.exact_max_workloads = 0;
+    assert_int_equal(plan_solve(in, &o, p), 0);
+    if (plan_check(in, p, err, sizeof(err)))
+        fail_msg("%s: %s plan fails the checker: %s", what, plan_algo_name(a), err);
+}
+
 static void solve_all(const struct plan_input *in, const char *what, int with_exact, int *gpus)
 {
     for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
-        struct plan_options o;
         struct plan p;
         struct plan_metrics m;
-        char err[300];
-        plan_options_default(&o);
-        o.algo = a;
-        o.exact_time_limit_s = 2;
-        if (!with_exact)
-            o.exact_max_workloads = 0;
-        assert_int_equal(plan_solve(in, &o, &p), 0);
-        if (plan_check(in, &p, err, sizeof(err)))
-            fail_msg("%s: %s plan fails the checker: %s", what, plan_algo_name(a), err);
+        solve_checked(in, a, with_exact, what, &p);
         plan_metrics_compute(in, &p, &m);
         gpus[a] = (a == PLAN_ALGO_EXACT && p.exact_status != 1) ? -1 : m.gpus;
         plan_free(&p);
     }
+    double lb = 0;
+    assert_int_equal(plan_lower_bound(in, &lb), 0);
+    for (int a = 0; a < PLAN_ALGO_COUNT; a++)
+        if (gpus[a] >= 0 && gpus[a] < (int)ceil(lb - 1e-6))
+            fail_msg("%s: %s uses %d GPUs, below the lower bound %.3f", what, plan_algo_name(a),
+                     gpus[a], lb);
     for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
         if (a != PLAN_ALGO_EXACT && gpus[PLAN_ALGO_KAIROS] > gpus[a])
             fail_msg("%s: kairos %d GPUs > %s %d", what, gpus[PLAN_ALGO_KAIROS], plan_algo_name(a), gpus[a]);
@@ -159,6 +173,199 @@ found:
     plan_input_free(&in);
 }
 
+static int placed_by(const struct plan_input *in, enum plan_algo a, int *exact_status)
+{
+    struct plan p;
+    solve_checked(in, a, 1, "tight pool", &p);
+    int placed = p.n_assigns;
+    if (exact_status)
+        *exact_status = p.exact_status;
+    plan_free(&p);
+    return placed;
+}
+
+/* With too few GPUs, placing workloads comes first: no baseline places more workloads
+ * than Kairos, and the exact solver never calls such a plan optimal. */
+static struct plan_gen_params tight(uint64_t seed)
+{
+    static const char *const models[] = {"A100-40GB", "H200-141GB", "A100-40GB+1g.10gb"};
+    return (struct plan_gen_params){seed, 12 + (int)(seed % 5) * 7, 1 + (int)(seed % 4),
+                                    models[seed % 3], seed % 2 ? 0.7 : 1.0};
+}
+
+static void test_tight_capacity(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 45; seed++) {
+        struct plan_gen_params g = tight(seed);
+        struct plan_input in;
+        int status = 0;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        int kairos = placed_by(&in, PLAN_ALGO_KAIROS, NULL);
+        for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
+            int n = placed_by(&in, a, &status);
+            if (a != PLAN_ALGO_EXACT && n > kairos)
+                fail_msg("seed %llu (%d GPUs): %s places %d workloads, kairos only %d",
+                         (unsigned long long)seed, g.n_gpus, plan_algo_name(a), n, kairos);
+            if (a == PLAN_ALGO_EXACT && n < in.n_workloads && status == PLAN_EXACT_OPTIMAL)
+                fail_msg("seed %llu: exact calls a plan that leaves %d workloads out optimal",
+                         (unsigned long long)seed, in.n_workloads - n);
+        }
+        plan_input_free(&in);
+    }
+}
+
+/* Kairos's plan is a local optimum for instance types: no instance could take another
+ * type on its GPU with fewer compute slices, or the same slices and less total time
+ * (e.g. a lone 7g instance that would need less time as the whole GPU). */
+static void assert_no_better_type(const struct plan_input *in, const struct plan *p, const char *what)
+{
+    for (int i = 0; i < p->n_instances; i++) {
+        const struct plan_instance *pi = &p->instances[i];
+        const struct plan_gpu_model *m = &in->pools[p->gpus[pi->gpu].pool].model;
+        int lone = 1, pool = p->gpus[pi->gpu].pool;
+        for (int j = 0; j < p->n_instances; j++)
+            lone &= j == i || p->instances[j].gpu != pi->gpu;
+        if (!lone || pi->option != m->n_profiles || !p->gpus[pi->gpu].mig)
+            continue;
+        /* the largest profile alone on a GPU: the whole GPU is the same slices */
+        int now = 0, whole = 0;
+        int64_t mem = 0;
+        for (int a = 0; a < p->n_assigns; a++) {
+            if (p->assigns[a].instance != i)
+                continue;
+            int t = plan_time_needed(&in->workloads[p->assigns[a].workload], pool, m, 0);
+            now += p->assigns[a].time;
+            whole = t < 0 || whole < 0 ? -1 : whole + t;
+            mem += in->workloads[p->assigns[a].workload].mem_mib;
+        }
+        if (whole >= 0 && whole < now && whole <= PLAN_TIME_UNITS && mem <= m->whole_mem_mib)
+            fail_msg("%s: gpu %d keeps a lone %s whose workloads would need %d instead of %d "
+                     "time units as the whole GPU", what, pi->gpu, plan_option_name(m, pi->option),
+                     whole, now);
+    }
+}
+
+static void test_retype(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        struct plan_gen_params g = {seed, 5 + (int)(seed % 30), 64, "A100-40GB", seed % 2 ? 1.0 : 0.8};
+        struct plan_input in;
+        struct plan_options o;
+        struct plan p;
+        char what[64];
+        assert_int_equal(plan_gen(&g, &in), 0);
+        /* big memory: only 7g or the whole GPU can hold these workloads */
+        for (int w = 0; w < in.n_workloads; w++)
+            if (w % 3 == 0)
+                in.workloads[w].mem_mib = 25000;
+        plan_options_default(&o);
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        snprintf(what, sizeof(what), "seed %llu", (unsigned long long)seed);
+        assert_no_better_type(&in, &p, what);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
+/* Time-sharing loss: the measured points, and plans that meet their targets with it. */
+static void test_interference(void **state)
+{
+    (void)state;
+    assert_true(plan_interference_eff(PLAN_INTERF_KAIROS, 1) == 1.0);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS, 2) - 0.986) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS, 3) - 0.9815) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS, 8) - 0.948) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE, 4) - 0.926) < 1e-12);
+    assert_true(plan_interference_eff(PLAN_INTERF_KAIROS, 1000) == 0.5);
+    assert_true(plan_interference_eff(PLAN_INTERF_NONE, 8) == 1.0);
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct plan_gen_params g = {seed, 10 + (int)(seed % 40), 64,
+                                    seed % 2 ? "H200-141GB" : "A100-40GB", 0.7};
+        struct plan_input in;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        for (int mode = PLAN_INTERF_KAIROS; mode <= PLAN_INTERF_NATIVE; mode++) {
+            in.interference = mode;
+            for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
+                struct plan p;
+                char what[64];
+                snprintf(what, sizeof(what), "seed %llu, %s", (unsigned long long)seed,
+                         plan_interference_name(mode));
+                solve_checked(&in, a, 1, what, &p);
+                if (a == PLAN_ALGO_EXACT)
+                    assert_int_equal(p.exact_status, PLAN_EXACT_NO_MODEL);
+                plan_free(&p);
+            }
+        }
+        /* a plan made without the loss misses targets once the loss is there */
+        struct plan_options o;
+        struct plan p;
+        char err[300];
+        in.interference = PLAN_INTERF_NONE;
+        plan_options_default(&o);
+        o.algo = PLAN_ALGO_TEMPORAL;
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        in.interference = PLAN_INTERF_NATIVE;
+        int shared = 0;
+        int *tenants = plan_tenants(&p);
+        for (int i = 0; i < p.n_instances; i++)
+            shared |= tenants[i] > 1;
+        free(tenants);
+        if (shared)
+            assert_int_not_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
+/* The bound counts what must be used: n workloads each needing a whole GPU's time
+ * need n GPUs, and the bound says so. */
+static void test_lower_bound_tight(void **state)
+{
+    struct plan_input in;
+    double lb = 0;
+    (void)state;
+    memset(&in, 0, sizeof(in));
+    plan_model_builtin("A100-40GB", &in.pools[0].model);
+    in.pools[0].count = 2;   /* the pool's size does not limit the bound */
+    in.n_pools = 1;
+    for (int i = 0; i < 5; i++) {
+        struct plan_workload w;
+        memset(&w, 0, sizeof(w));
+        snprintf(w.name, sizeof(w.name), "full%d", i);
+        w.mem_mib = 100;
+        w.target = 100;
+        w.thr[0][PLAN_OPTION_WHOLE] = 100;
+        plan_input_add_workload(&in, &w);
+    }
+    assert_int_equal(plan_lower_bound(&in, &lb), 0);
+    assert_true(fabs(lb - 5.0) < 1e-6);
+    plan_input_free(&in);
+}
+
+/* Out of time, the exact solver shows the best plan it has but never calls it optimal:
+ * I-Mix-bs8-R1 (40 workloads) is not decided within 5 s, let alone 20 ms. */
+static void test_exact_time_limited(void **state)
+{
+    struct plan_input in;
+    struct plan_options o;
+    struct plan p;
+    char path[1024], err[300];
+    (void)state;
+    snprintf(path, sizeof(path), "%s/a100-concave/I-Mix-bs8-R1.yaml", data_dir);
+    if (plan_input_load(path, &in, err, sizeof(err)))
+        fail_msg("%s", err);
+    plan_options_default(&o);
+    o.algo = PLAN_ALGO_EXACT;
+    o.exact_time_limit_s = 0.02;
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.exact_status, PLAN_EXACT_NOT_SOLVED);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -169,6 +376,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_paper_cases),
         cmocka_unit_test(test_infeasible_named),
         cmocka_unit_test(test_capacity_spill),
+        cmocka_unit_test(test_tight_capacity),
+        cmocka_unit_test(test_retype),
+        cmocka_unit_test(test_interference),
+        cmocka_unit_test(test_lower_bound_tight),
+        cmocka_unit_test(test_exact_time_limited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kairos/plan.h"
@@ -136,6 +137,56 @@ static void test_missing_file(void **state)
     assert_non_null(strstr(err, "/nonexistent/cluster.yaml"));
 }
 
+/* Throughput tables (profile.c): the SM shares to measure, the workload's output
+ * lines, and reading a table back with clear errors. */
+static void test_profile_table(void **state)
+{
+    struct plan_gpu_model m;
+    int pct[PLAN_MAX_OPTIONS], of[PLAN_MAX_OPTIONS];
+    (void)state;
+    assert_int_equal(plan_model_builtin("H200-141GB", &m), 0);
+    assert_int_equal(plan_profile_points(&m, pct, of), 6);   /* 7g and whole share 100 % */
+    assert_int_equal(pct[of[0]], 100);
+    assert_int_equal(pct[of[1]], 13);                        /* 1g.18gb: 16 of 132 SMs */
+    assert_int_equal(pct[of[6]], 100);
+    double thr = -1, mem = -1;
+    plan_profile_scan("throughput=5\nnoise throughput=9\nthroughput=abc\n  throughput=12.5\n"
+                      "memory_mib=300\nthroughput=-4\n", &thr, &mem);
+    assert_true(thr == 12.5 && mem == 300);
+    thr = -1;
+    plan_profile_scan("no result here\n", &thr, &mem);
+    assert_true(thr == -1);
+
+    struct plan_profile_table t = {.model = "H200-141GB", .workload = "w", .method = "mps",
+                                   .note = "test", .mem_mib = 77, .n = 2,
+                                   .option = {"whole", "1g.18gb"}, .thr = {100, 20}};
+    char path[] = "/tmp/kairos-test-table-XXXXXX", err[300];
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    assert_int_equal(plan_profile_write(&t, f), 0);
+    fclose(f);
+    struct plan_profile_table back;
+    assert_int_equal(plan_profile_load(path, &back, err, sizeof(err)), 0);
+    assert_string_equal(back.model, "H200-141GB");
+    assert_true(back.n == 2 && back.thr[1] == 20 && back.mem_mib == 77);
+    static const char *const bad[][2] = {
+        {"model: H200-141GB\nthroughput: {whole: -1}\n", "a number > 0"},
+        {"model: H200-141GB\nthroughput: {whole: 1}\ncolour: red\n", "unknown key"},
+        {"throughput: {whole: 1}\n", "needs 'model'"},
+        {"model: H200-141GB\nmemory_mib: lots\nthroughput: {whole: 1}\n", "memory_mib"},
+        {"model: [\n", "YAML syntax"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        f = fopen(path, "w");
+        fputs(bad[k][0], f);
+        fclose(f);
+        assert_int_equal(plan_profile_load(path, &back, err, sizeof(err)), -22);
+        if (!strstr(err, bad[k][1]))
+            fail_msg("table %zu: '%s' lacks '%s'", k, err, bad[k][1]);
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -143,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_profile_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

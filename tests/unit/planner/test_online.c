@@ -45,6 +45,18 @@ static void assert_checks(const struct plan_input *in, const struct plan *p)
         fail_msg("changed plan fails the checker: %s", err);
 }
 
+/* The checker with removed workloads counted as gone. */
+static void assert_checks_removed(const struct plan_input *in, const struct plan *p, const int *ws,
+                                  int n)
+{
+    struct plan q;
+    assert_int_equal(plan_copy(&q, p), 0);
+    for (int k = 0; k < n; k++)
+        plan_add_infeasible(&q, ws[k], PLAN_NO_CAPACITY);
+    assert_checks(in, &q);
+    plan_free(&q);
+}
+
 static void test_add_into_idle_time(void **state)
 {
     struct plan_input in;
@@ -100,7 +112,7 @@ static void test_remove_releases_gpu(void **state)
     (void)state;
     setup(&in, &p);
     plan_metrics_compute(&in, &p, &before);
-    assert_int_equal(plan_online_remove(&in, &p, 0, 2, &q, &mv), 0);
+    assert_int_equal(plan_online_remove(&in, &p, (int[]){0}, 1, 2, &q, &mv), 0);
     plan_metrics_compute(&in, &q, &after);
     assert_true(after.gpus <= before.gpus);
     assert_int_equal(after.placed, 2);
@@ -108,8 +120,115 @@ static void test_remove_releases_gpu(void **state)
     assert_int_equal(mv.moves[0].to_gpu, -1);     /* the removal itself */
     plan_moves_free(&mv);
     plan_free(&q);
-    assert_int_equal(plan_online_remove(&in, &p, 1, 0, &q, &mv), 0);
+    assert_int_equal(plan_online_remove(&in, &p, (int[]){1}, 1, 0, &q, &mv), 0);
     assert_int_equal(mv.n, 1);                    /* budget 0: nothing else moves */
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+/* Whole GPUs only (MIG off): workloads named x<i>, each needing `share` of a GPU. */
+static void setup_whole(struct plan_input *in, struct plan *p, int n, double share)
+{
+    struct plan_options o;
+    memset(in, 0, sizeof(*in));
+    plan_model_builtin("A100-40GB", &in->pools[0].model);
+    in->pools[0].count = 16;
+    in->n_pools = 1;
+    for (int i = 0; i < n; i++) {
+        struct plan_workload w;
+        memset(&w, 0, sizeof(w));
+        snprintf(w.name, sizeof(w.name), "x%d", i);
+        w.mem_mib = 1000;
+        w.target = 100.0 * share;
+        w.thr[0][PLAN_OPTION_WHOLE] = 100.0;
+        plan_input_add_workload(in, &w);
+    }
+    plan_options_default(&o);
+    o.algo = PLAN_ALGO_TEMPORAL;
+    assert_int_equal(plan_solve(in, &o, p), 0);
+}
+
+static int relocations(const struct plan_moves *mv)
+{
+    int n = 0;
+    for (int k = 0; k < mv->n; k++)
+        n += mv->moves[k].from_gpu >= 0 && mv->moves[k].to_gpu >= 0;
+    return n;
+}
+
+/* x0 and x1 each fill 60 % of a GPU: removing x0 empties its GPU, and moving x1 there
+ * would be a migration that releases nothing. */
+static void test_remove_never_refills_emptied_gpu(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    struct plan_metrics m;
+    (void)state;
+    setup_whole(&in, &p, 2, 0.6);
+    assert_int_equal(p.n_gpus, 2);
+    assert_int_equal(plan_online_remove(&in, &p, (int[]){0}, 1, 5, &q, &mv), 0);
+    assert_int_equal(relocations(&mv), 0);
+    plan_metrics_compute(&in, &q, &m);
+    assert_int_equal(m.gpus, 1);
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+/* Eight GPUs of 30 % + 30 %... : removing two workloads with --max-moves 1 may move
+ * one workload in all, not one per removed name. */
+static void test_remove_one_budget_per_command(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    (void)state;
+    setup_whole(&in, &p, 9, 0.3);   /* 3 GPUs x 3 workloads */
+    assert_int_equal(p.n_gpus, 3);
+    int ws[2] = {0, 3};             /* one from each of two GPUs */
+    assert_int_equal(plan_online_remove(&in, &p, ws, 2, 1, &q, &mv), 0);
+    assert_true(relocations(&mv) <= 1);
+    assert_checks_removed(&in, &q, ws, 2);
+    plan_moves_free(&mv);
+    plan_free(&q);
+    assert_int_equal(plan_online_remove(&in, &p, ws, 2, 0, &q, &mv), 0);
+    assert_int_equal(relocations(&mv), 0);
+    plan_moves_free(&mv);
+    plan_free(&q);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
+/* Under interference a workload joining an instance raises every tenant's share. */
+static void test_add_with_interference(void **state)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    (void)state;
+    setup_whole(&in, &p, 2, 0.45);
+    in.interference = PLAN_INTERF_KAIROS;
+    plan_free(&p);
+    struct plan_options o;
+    plan_options_default(&o);
+    o.algo = PLAN_ALGO_TEMPORAL;
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_checks(&in, &p);
+    for (int i = 0; i < 6; i++) {
+        struct plan_workload w;
+        memset(&w, 0, sizeof(w));
+        snprintf(w.name, sizeof(w.name), "y%d", i);
+        w.mem_mib = 100;
+        w.target = 1.0 + i;
+        w.thr[0][PLAN_OPTION_WHOLE] = 100.0;
+        plan_input_add_workload(&in, &w);
+    }
+    assert_int_equal(plan_online_add(&in, &p, 2, &q, &mv), 0);
+    assert_checks(&in, &q);
     plan_moves_free(&mv);
     plan_free(&q);
     plan_free(&p);
@@ -122,6 +241,9 @@ int main(void)
         cmocka_unit_test(test_add_into_idle_time),
         cmocka_unit_test(test_add_many),
         cmocka_unit_test(test_remove_releases_gpu),
+        cmocka_unit_test(test_remove_never_refills_emptied_gpu),
+        cmocka_unit_test(test_remove_one_budget_per_command),
+        cmocka_unit_test(test_add_with_interference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

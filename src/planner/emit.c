@@ -1,0 +1,152 @@
+/* emit.c - a plan as configuration a cluster applies: the MIG layout of every node in
+ * mig-parted's format, each node's kairosd.yaml tenants (kairosd.conf(5)), and Slurm
+ * gres lines.
+ *
+ * Nodes: GPU g of the plan is device g % gpus_per_node of node g / gpus_per_node.
+ * kairosd keys quotas and compute policies by GPU index (or GPU UUID), not by MIG
+ * instance, so a tenant in a MIG instance gets its memory quota on the GPU's index and
+ * no compute policy (the instance isolates it; its time share is kept in a comment).
+ * A tenant sharing a MIG-off GPU gets share = its time share, priority normal.
+ * mig-parted places the instances itself; the plan's starts are one legal placement.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kairos/plan.h"
+
+static const struct plan_gpu_model *emit_model(const struct plan_input *in, const struct plan *p,
+                                               int g)
+{
+    return &in->pools[p->gpus[g].pool].model;
+}
+
+int plan_emit_nodes(const struct plan *p, int gpus_per_node)
+{
+    return gpus_per_node > 0 ? (p->n_gpus + gpus_per_node - 1) / gpus_per_node : 0;
+}
+
+int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                         void *stream)
+{
+    FILE *f = stream;
+    if (gpus_per_node < 1)
+        return -EINVAL;
+    fprintf(f, "# mig-parted configuration written by kairos plan (%s); one config per node:\n"
+            "#   nvidia-mig-parted apply -f THIS_FILE -c kairos-node<N>\nversion: v1\n"
+            "mig-configs:\n", p->algo);
+    for (int n = 0; n < plan_emit_nodes(p, gpus_per_node); n++) {
+        fprintf(f, "  kairos-node%d:\n", n);
+        for (int g = n * gpus_per_node; g < p->n_gpus && g < (n + 1) * gpus_per_node; g++) {
+            const struct plan_gpu_model *m = emit_model(in, p, g);
+            int count[PLAN_MAX_OPTIONS] = {0};
+            fprintf(f, "    - devices: [%d]\n      mig-enabled: %s\n", g % gpus_per_node,
+                    p->gpus[g].mig ? "true" : "false");
+            if (!p->gpus[g].mig)
+                continue;
+            for (int i = 0; i < p->n_instances; i++)
+                if (p->instances[i].gpu == g)
+                    count[p->instances[i].option]++;
+            fprintf(f, "      mig-devices:\n");
+            for (int o = 1; o < plan_option_count(m); o++)
+                if (count[o])
+                    fprintf(f, "        \"%s\": %d\n", plan_option_name(m, o), count[o]);
+        }
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+/* kairosd tenant names: 1..63 of [A-Za-z0-9._-], not starting with . or -. */
+static void emit_tenant_name(const char *name, int w, char *out, size_t len)
+{
+    size_t k = 0;
+    int changed = name[0] == '.' || name[0] == '-';
+    if (changed)
+        out[k++] = 'w';
+    for (const char *c = name; *c && k + 12 < len; c++) {
+        int ok = isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-';
+        out[k++] = ok ? *c : '-';
+        changed |= !ok;
+    }
+    out[k] = '\0';
+    if (changed)   /* keep names unique when characters had to be replaced */
+        snprintf(out + k, len - k, "-%d", w);
+}
+
+int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                      int node, void *stream)
+{
+    FILE *f = stream;
+    int *tenants = plan_tenants(p);
+    if (!tenants || gpus_per_node < 1) {
+        free(tenants);
+        return gpus_per_node < 1 ? -EINVAL : -ENOMEM;
+    }
+    fprintf(f, "# kairosd.yaml tenants of node %d, written by kairos plan (%s, interference %s);\n"
+            "# see kairosd.conf(5). Add socket, admins, audit and the rest as the node needs.\n"
+            "tenants:\n", node, p->algo, plan_interference_name(in->interference));
+    for (int a = 0; a < p->n_assigns; a++) {
+        const struct plan_assign *as = &p->assigns[a];
+        const struct plan_instance *pi = &p->instances[as->instance];
+        if (pi->gpu / gpus_per_node != node)
+            continue;
+        const struct plan_gpu_model *m = emit_model(in, p, pi->gpu);
+        int d = pi->gpu % gpus_per_node;
+        char name[KAIROS_PLAN_TENANT_MAX];
+        emit_tenant_name(in->workloads[as->workload].name, as->workload, name, sizeof(name));
+        fprintf(f, "  - name: %s\n    memory: { %d: %lldMiB }\n", name, d, (long long)as->mem_mib);
+        if (p->gpus[pi->gpu].mig)
+            fprintf(f, "    # MIG %s at slice %d, time share %.1f%% of it (kairosd has no "
+                    "compute policy per MIG instance)\n", plan_option_name(m, pi->option),
+                    pi->start, as->time * 100.0 / PLAN_TIME_UNITS);
+        else if (tenants[as->instance] > 1)
+            fprintf(f, "    compute: { %d: { share: %.1f%%, priority: normal } }\n", d,
+                    as->time * 100.0 / PLAN_TIME_UNITS);
+    }
+    free(tenants);
+    return ferror(f) ? -EIO : 0;
+}
+
+static void emit_type(const struct plan_gpu_model *m, int option, char *out, size_t len)
+{
+    snprintf(out, len, "%s", option == PLAN_OPTION_WHOLE ? m->name : plan_option_name(m, option));
+    for (char *c = out; option == PLAN_OPTION_WHOLE && *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+}
+
+int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                    void *stream)
+{
+    FILE *f = stream;
+    if (gpus_per_node < 1)
+        return -EINVAL;
+    fprintf(f, "# Slurm gres.conf lines written by kairos plan (%s); node names are node<N>.\n",
+            p->algo);
+    for (int n = 0; n < plan_emit_nodes(p, gpus_per_node); n++) {
+        /* per (pool, option): devices on this node */
+        int count[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS] = {{0}};
+        char gres[1024] = "";
+        for (int i = 0; i < p->n_instances; i++) {
+            const struct plan_instance *pi = &p->instances[i];
+            if (pi->gpu / gpus_per_node == n)
+                count[p->gpus[pi->gpu].pool][pi->option]++;
+        }
+        for (int pool = 0; pool < in->n_pools; pool++) {
+            const struct plan_gpu_model *m = &in->pools[pool].model;
+            for (int o = 0; o < plan_option_count(m); o++) {
+                char type[PLAN_NAME_MAX];
+                if (!count[pool][o])
+                    continue;
+                emit_type(m, o, type, sizeof(type));
+                fprintf(f, "NodeName=node%d Name=gpu Type=%s Count=%d\n", n, type, count[pool][o]);
+                size_t used = strlen(gres);
+                snprintf(gres + used, sizeof(gres) - used, "%sgpu:%s:%d", used ? "," : "", type,
+                         count[pool][o]);
+            }
+        }
+        fprintf(f, "# slurm.conf: NodeName=node%d Gres=%s\n", n, gres);
+    }
+    return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,173 @@
+/* profile.c - per-application throughput tables: which GPU fractions to measure, what a
+ * workload prints, and the table file `kairos profile` writes and the planner reads.
+ *
+ * A table gives one workload's throughput at t = 100 % on each spatial option of one
+ * GPU model, and its peak memory. Fractions: each option is measured at its SM share
+ * (MPS active-thread percentage = ceil(100 x SMs / whole SMs); options with the same
+ * percentage share one run). A workload reports "throughput=<number>" (the last such
+ * line counts) and may report "memory_mib=<number>". The file (YAML):
+ *   model: H200-141GB
+ *   workload: resnet50-inf-bs8
+ *   method: mps            # or mig
+ *   memory_mib: 1834
+ *   throughput: {whole: 1200.5, 1g.18gb: 210.2, ...}
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kairos/plan.h"
+
+int plan_profile_points(const struct plan_gpu_model *m, int *percent, int *point_of)
+{
+    int n = 0;
+    for (int o = 0; o < plan_option_count(m); o++) {
+        int p = (int)ceil(100.0 * plan_option_sms(m, o) / m->whole_sms - 1e-9);
+        p = p < 1 ? 1 : p > 100 ? 100 : p;
+        int k = 0;
+        while (k < n && percent[k] != p)
+            k++;
+        if (k == n)
+            percent[n++] = p;
+        point_of[o] = k;
+    }
+    return n;
+}
+
+static int profile_number(const char *line, const char *key, double *out)
+{
+    size_t n = strlen(key);
+    char *end = NULL;
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (strncmp(line, key, n) || line[n] != '=')
+        return 0;
+    double v = strtod(line + n + 1, &end);
+    while (end && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+        end++;
+    if (!end || end == line + n + 1 || *end || !isfinite(v) || v < 0)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+void plan_profile_scan(const char *text, double *thr, double *mem_mib)
+{
+    const char *line = text;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[256];
+        if (len < sizeof(buf)) {
+            memcpy(buf, line, len);
+            buf[len] = '\0';
+            profile_number(buf, "throughput", thr);
+            profile_number(buf, "memory_mib", mem_mib);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+int plan_profile_write(const struct plan_profile_table *t, void *stream)
+{
+    FILE *f = stream;
+    fprintf(f, "# throughput table written by kairos profile; read by kairos plan (workload key "
+            "'profile')\n# %s\nmodel: %s\nworkload: %s\nmethod: %s\nmemory_mib: %lld\n"
+            "throughput:\n", t->note, t->model, t->workload, t->method, (long long)t->mem_mib);
+    for (int k = 0; k < t->n; k++)
+        if (t->thr[k] > 0)
+            fprintf(f, "  %s: %.6g\n", t->option[k], t->thr[k]);
+    return ferror(f) ? -EIO : 0;
+}
+
+static const char *profile_scalar(yaml_document_t *d, yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int profile_fail(char *err, size_t errlen, const char *path, const yaml_node_t *n,
+                        const char *what)
+{
+    snprintf(err, errlen, "%s:%zu: %s", path, n ? n->start_mark.line + 1 : 1, what);
+    return -EINVAL;
+}
+
+static int profile_copy(char *dst, const char *src)
+{
+    if (!src || !*src || strlen(src) >= PLAN_NAME_MAX)
+        return -EINVAL;
+    memcpy(dst, src, strlen(src) + 1);
+    return 0;
+}
+
+static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profile_table *t,
+                         const char *path, char *err, size_t errlen)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = yaml_document_get_node(d, p->key), *vn = yaml_document_get_node(d, p->value);
+        const char *k = profile_scalar(d, kn), *v = profile_scalar(d, vn);
+        char *end = NULL;
+        if (k && !strcmp(k, "throughput") && vn->type == YAML_MAPPING_NODE) {
+            for (yaml_node_pair_t *q = vn->data.mapping.pairs.start; q < vn->data.mapping.pairs.top; q++) {
+                const char *o = profile_scalar(d, yaml_document_get_node(d, q->key));
+                const char *x = profile_scalar(d, yaml_document_get_node(d, q->value));
+                double thr = x ? strtod(x, &end) : -1;
+                if (t->n == PLAN_MAX_OPTIONS || profile_copy(t->option[t->n], o) || !x || *end
+                    || !(thr > 0) || !isfinite(thr))
+                    return profile_fail(err, errlen, path, yaml_document_get_node(d, q->key),
+                                        "expected 'option: throughput' (a number > 0)");
+                t->thr[t->n++] = thr;
+            }
+        } else if (k && v && !strcmp(k, "model") && !profile_copy(t->model, v)) {
+        } else if (k && v && !strcmp(k, "workload") && !profile_copy(t->workload, v)) {
+        } else if (k && v && !strcmp(k, "method") && !profile_copy(t->method, v)) {
+        } else if (k && v && !strcmp(k, "memory_mib")) {
+            long long mem = strtoll(v, &end, 10);
+            if (*end || mem < 1 || mem > (1LL << 40))
+                return profile_fail(err, errlen, path, vn, "'memory_mib' must be 1..2^40");
+            t->mem_mib = mem;
+        } else {
+            return profile_fail(err, errlen, path, kn, "unknown key or bad value (expected model, "
+                                "workload, method, memory_mib, throughput)");
+        }
+    }
+    if (!t->model[0] || !t->n)
+        return profile_fail(err, errlen, path, map, "a table needs 'model' and 'throughput'");
+    return 0;
+}
+
+int plan_profile_load(const char *path, struct plan_profile_table *t, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    yaml_parser_t ps;
+    yaml_document_t doc;
+    int rc;
+    memset(t, 0, sizeof(*t));
+    if (!f) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return rc;
+    }
+    if (!yaml_parser_initialize(&ps)) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    yaml_parser_set_input_file(&ps, f);
+    if (!yaml_parser_load(&ps, &doc)) {
+        snprintf(err, errlen, "%s:%zu: YAML syntax: %s", path, ps.problem_mark.line + 1,
+                 ps.problem ? ps.problem : "malformed");
+        rc = -EINVAL;
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        rc = root && root->type == YAML_MAPPING_NODE ? profile_pairs(&doc, root, t, path, err, errlen)
+                                                     : profile_fail(err, errlen, path, root,
+                                                                    "expected a mapping");
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&ps);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""`kairos plan` from the command line: bad option values are usage errors (exit 2),
+a --from plan that does not fit the cluster is refused with what is wrong (never an
+"internal error"), --add reads a file with 'workloads' only, and --remove spends one
+move budget for the whole command.
+Usage: test_cli.py KAIROS_BINARY"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+KAIROS = sys.argv[1]
+
+CLUSTER = """gpus:
+  - model: A100-40GB
+    count: 8
+workloads:
+"""
+
+
+def whole_only(name, share):
+    return (f"  - name: {name}\n    memory_mib: 1000\n    target: {100 * share}\n"
+            f"    throughput:\n      whole: 100\n")
+
+
+class PlanCli(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.cluster = self.write("cluster.yaml", CLUSTER + "".join(
+            whole_only(f"x{i}", 0.3) for i in range(9)))
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run_plan(self, *args):
+        return subprocess.run([KAIROS, "plan", *args], capture_output=True, text=True, timeout=60)
+
+    def plan_json(self, *args):
+        r = self.run_plan("--json", "--algo", "temporal", *args, self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return self.write("plan.json", r.stdout)
+
+    def test_bad_numbers_are_usage_errors(self):
+        for args in (["--exact-limit", "abc"], ["--exact-limit", "-1"], ["--exact-limit", "1x"],
+                     ["--max-moves", "abc"], ["--max-moves", "-2"]):
+            r = self.run_plan(*args, self.cluster)
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+            self.assertIn(args[1], r.stderr)
+
+    def test_bad_from_plans_are_refused_clearly(self):
+        with open(self.plan_json()) as f:
+            good = json.load(f)
+        cases = []
+        bad = json.loads(json.dumps(good))
+        bad["gpus"][0]["instances"][0]["workloads"][0]["t"] = 0.01   # misses its target
+        cases.append((bad, "misses its target"))
+        bad = json.loads(json.dumps(good))
+        bad["gpus"][0]["instances"][0]["start"] = 99
+        cases.append((bad, "outside"))
+        bad = json.loads(json.dumps(good))
+        bad["gpus"][0]["instances"][0]["workloads"][0]["t"] = 1e300
+        cases.append((bad, "time share"))
+        bad = json.loads(json.dumps(good))
+        bad["gpus"][1]["instances"][0]["workloads"].append(
+            bad["gpus"][0]["instances"][0]["workloads"][0])             # placed twice
+        cases.append((bad, "does not fit the cluster file"))
+        bad = json.loads(json.dumps(good))
+        bad["gpus"][0]["model"] = "H100-80GB"
+        cases.append((bad, "GPU pool"))
+        bad = json.loads(json.dumps(good))
+        bad["gpus"] = bad["gpus"] * 4                                  # 12 GPUs > 8
+        cases.append((bad, "more than its 8 GPUs"))
+        for plan, why in cases:
+            path = self.write("bad.json", json.dumps(plan))
+            r = self.run_plan("--from", path, "--remove", "x1", self.cluster)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn(why, r.stderr)
+            self.assertNotIn("internal error", r.stderr)
+
+    def test_add_with_workloads_only(self):
+        plan = self.plan_json()
+        extra = self.write("extra.yaml", "workloads:\n" + whole_only("new", 0.05))
+        r = self.run_plan("--json", "--from", plan, "--add", extra, self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = json.loads(r.stdout)
+        names = [w["name"] for g in out["gpus"] for i in g["instances"] for w in i["workloads"]]
+        self.assertIn("new", names)
+        dup = self.write("dup.yaml", "workloads:\n" + whole_only("x3", 0.05))
+        r = self.run_plan("--from", plan, "--add", dup, self.cluster)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("already in the cluster", r.stderr)
+
+    def test_remove_spends_one_budget(self):
+        plan = self.plan_json()          # 3 GPUs of 3 x 30 %
+        r = self.run_plan("--json", "--from", plan, "--remove", "x0,x3", "--max-moves", "1",
+                          self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        moves = json.loads(r.stdout)["moves"]
+        relocated = [m for m in moves if m["from_gpu"] is not None and m["to_gpu"] is not None]
+        self.assertLessEqual(len(relocated), 1)
+        r = self.run_plan("--from", plan, "--remove", "x0,nope", self.cluster)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("'nope' is not in the cluster file", r.stderr)
+
+    def test_explain_and_emit(self):
+        out = os.path.join(self.dir.name, "emit")
+        r = self.run_plan("--explain", "--emit", out, "--gpus-per-node", "2", self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        bound = re.search(r"at least (\d+) GPUs; this plan: (\d+)", r.stdout)
+        self.assertIsNotNone(bound, r.stdout)
+        self.assertEqual(bound.group(1), "3")        # 9 x 30 % cannot fit fewer GPUs
+        self.assertLessEqual(int(bound.group(1)), int(bound.group(2)))
+        self.assertIn("idle capacity per GPU", r.stdout)
+        self.assertIn("x4: GPU", r.stdout)
+        for name in ("mig-parted.yaml", "gres.conf", "kairosd-node0.yaml", "kairosd-node1.yaml"):
+            self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+        r = self.run_plan("--gpus-per-node", "0", self.cluster)
+        self.assertEqual(r.returncode, 2)
+        # an online change is emitted too: x4 removed, its tenant gone from its node
+        plan = self.plan_json()
+        out2 = os.path.join(self.dir.name, "emit2")
+        r = self.run_plan("--from", plan, "--remove", "x4", "--emit", out2, self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        tenants = ""
+        for name in sorted(os.listdir(out2)):
+            if name.startswith("kairosd-node"):
+                with open(os.path.join(out2, name)) as f:
+                    tenants += f.read()
+        self.assertIn("name: x3", tenants)
+        self.assertNotIn("name: x4", tenants)
+        r = self.run_plan("--from", plan, "--remove", "x4", "--explain", self.cluster)
+        self.assertEqual(r.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

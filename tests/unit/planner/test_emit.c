@@ -1,0 +1,141 @@
+/* test_emit.c - what `kairos plan --emit` writes is what the cluster's tools accept:
+ * kairosd's own configuration parser takes every node's tenants (and their shares of a
+ * GPU add up to at most 100 %), mig-parted's file has one config per node whose
+ * mig-devices count the plan's instances, and the Slurm lines count every instance. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <yaml.h>
+
+#include "daemon/config.h"
+#include "daemon/policy.h"
+#include "kairos/plan.h"
+
+static char *emit_text(int (*fn)(const struct plan_input *, const struct plan *, int, void *),
+                       const struct plan_input *in, const struct plan *p, int per_node, int node)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(fn ? fn(in, p, per_node, f) : plan_emit_kairosd(in, p, per_node, node, f), 0);
+    fclose(f);
+    return buf;
+}
+
+static void plan_for(struct plan_input *in, struct plan *p, uint64_t seed, enum plan_algo a)
+{
+    struct plan_gen_params g = {seed, 60, 64, seed % 2 ? "H200-141GB" : "A100-40GB", 0.7};
+    struct plan_options o;
+    assert_int_equal(plan_gen(&g, in), 0);
+    snprintf(in->workloads[0].name, PLAN_NAME_MAX, "bad#name/0");   /* needs sanitising */
+    plan_options_default(&o);
+    o.algo = a;
+    assert_int_equal(plan_solve(in, &o, p), 0);
+}
+
+static void test_kairosd_accepts_tenants(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        struct plan_input in;
+        struct plan p;
+        plan_for(&in, &p, seed, seed % 3 ? PLAN_ALGO_KAIROS : PLAN_ALGO_TEMPORAL);
+        int tenants = 0;
+        for (int n = 0; n < plan_emit_nodes(&p, 4); n++) {
+            struct config c;
+            struct policy_shares sh = {0};
+            char err[512], why[512];
+            char *text = emit_text(NULL, &in, &p, 4, n);
+            if (config_parse("kairosd.yaml", text, strlen(text), &c, err, sizeof(err)))
+                fail_msg("kairosd refuses node %d: %s\n%s", n, err, text);
+            assert_int_equal(config_shares(&c, &sh), 0);
+            if (policy_shares_check(&sh, why, sizeof(why)))
+                fail_msg("node %d: %s", n, why);
+            tenants += (int)c.n_tenants;
+            policy_shares_free(&sh);
+            config_free(&c);
+            free(text);
+        }
+        assert_int_equal(tenants, p.n_assigns);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
+/* Sum of the mig-devices counts in mig-parted's file (and the config count). */
+static int mig_parted_count(const char *text, int *configs)
+{
+    yaml_parser_t ps;
+    yaml_document_t doc;
+    int total = 0;
+    assert_true(yaml_parser_initialize(&ps));
+    yaml_parser_set_input_string(&ps, (const unsigned char *)text, strlen(text));
+    assert_true(yaml_parser_load(&ps, &doc));
+    yaml_node_t *root = yaml_document_get_root_node(&doc), *cfgs = NULL;
+    for (yaml_node_pair_t *k = root->data.mapping.pairs.start; k < root->data.mapping.pairs.top; k++) {
+        const char *key = (const char *)yaml_document_get_node(&doc, k->key)->data.scalar.value;
+        yaml_node_t *v = yaml_document_get_node(&doc, k->value);
+        if (!strcmp(key, "version"))
+            assert_string_equal((const char *)v->data.scalar.value, "v1");
+        if (!strcmp(key, "mig-configs"))
+            cfgs = v;
+    }
+    assert_non_null(cfgs);
+    *configs = (int)(cfgs->data.mapping.pairs.top - cfgs->data.mapping.pairs.start);
+    for (yaml_node_pair_t *c = cfgs->data.mapping.pairs.start; c < cfgs->data.mapping.pairs.top; c++) {
+        yaml_node_t *list = yaml_document_get_node(&doc, c->value);
+        for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+            yaml_node_t *dev = yaml_document_get_node(&doc, *it);
+            for (yaml_node_pair_t *k = dev->data.mapping.pairs.start; k < dev->data.mapping.pairs.top; k++) {
+                const char *key = (const char *)yaml_document_get_node(&doc, k->key)->data.scalar.value;
+                yaml_node_t *v = yaml_document_get_node(&doc, k->value);
+                if (!strcmp(key, "mig-devices"))
+                    for (yaml_node_pair_t *m = v->data.mapping.pairs.start; m < v->data.mapping.pairs.top; m++)
+                        total += atoi((const char *)yaml_document_get_node(&doc, m->value)->data.scalar.value);
+                else if (!strcmp(key, "mig-enabled") && !strcmp((const char *)v->data.scalar.value, "false"))
+                    total++;   /* a MIG-off GPU is one instance of the plan */
+            }
+        }
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&ps);
+    return total;
+}
+
+static void test_mig_parted_and_slurm(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        struct plan_input in;
+        struct plan p;
+        int configs = 0;
+        plan_for(&in, &p, seed, PLAN_ALGO_KAIROS);
+        char *mp = emit_text(plan_emit_mig_parted, &in, &p, 8, 0);
+        assert_int_equal(mig_parted_count(mp, &configs), p.n_instances);
+        assert_int_equal(configs, plan_emit_nodes(&p, 8));
+        char *gres = emit_text(plan_emit_slurm, &in, &p, 8, 0);
+        int counted = 0;
+        for (const char *c = strstr(gres, " Count="); c; c = strstr(c + 1, " Count="))
+            counted += atoi(c + 7);
+        assert_int_equal(counted, p.n_instances);
+        free(mp);
+        free(gres);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kairosd_accepts_tenants),
+        cmocka_unit_test(test_mig_parted_and_slurm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
