@@ -39,11 +39,11 @@ static const char profile_usage[] =
     "matching each option's SM share stand in (a private MPS daemon, stopped after).\n"
     "CMD prints a line throughput=<number> (and may print memory_mib=<number>).\n"
     "\n"
-    "  -M, --model NAME    GPU model whose options are measured (default H200-141GB)\n"
-    "  -N, --name NAME     the workload's name in the table (default: CMD's name)\n"
-    "  -o, --out FILE      write the table there (default: standard output)\n"
-    "  -m, --method M      auto (default: mig if MIG devices exist, else mps), mps or mig\n"
-    "  -T, --timeout S     seconds per run before CMD is killed (default 120)\n"
+    "      --model NAME    GPU model whose options are measured (default H200-141GB)\n"
+    "      --name NAME     the workload's name in the table (default: CMD's name)\n"
+    "      --out FILE      write the table there (default: standard output)\n"
+    "      --method M      auto (default: mig if MIG devices exist, else mps), mps or mig\n"
+    "      --timeout S     seconds per run before CMD is killed (default 120)\n"
     "  -h, --help          this text\n";
 
 struct profile_run {
@@ -306,7 +306,7 @@ int cmd_profile(int argc, char **argv)
     r.timeout_s = 120;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "+M:N:o:m:T:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
         switch (ch) {
         case 'M': model = optarg; break;
         case 'N': name = optarg; break;
