@@ -4,7 +4,7 @@
  * Every decision the daemon makes is logged in words an operator understands.
  * The level is checked before any formatting (the macros below), so a debug line
  * costs one comparison when debug is off. A line about a tenant, a process or a GPU
- * says so in its fields too (log_tenant_*), which the journal keeps as fields.
+ * says so in its fields too (log_about_*), which the journal keeps as fields.
  *
  * Thread rules: kairosd is single-threaded; call from the loop thread only.
  */
@@ -55,8 +55,8 @@ void log_write_fields(enum log_level level, const struct log_fields *fields, con
                                                  .gpu = (gpu_)},                            \
                              __VA_ARGS__);                                                  \
     } while (0)
-#define log_tenant_warn(t, p, g, ...) log_about(LOG_LEVEL_WARN, t, p, g, __VA_ARGS__)
-#define log_tenant_info(t, p, g, ...) log_about(LOG_LEVEL_INFO, t, p, g, __VA_ARGS__)
-#define log_tenant_error(t, p, g, ...) log_about(LOG_LEVEL_ERROR, t, p, g, __VA_ARGS__)
+#define log_about_warn(t, p, g, ...) log_about(LOG_LEVEL_WARN, t, p, g, __VA_ARGS__)
+#define log_about_info(t, p, g, ...) log_about(LOG_LEVEL_INFO, t, p, g, __VA_ARGS__)
+#define log_about_error(t, p, g, ...) log_about(LOG_LEVEL_ERROR, t, p, g, __VA_ARGS__)
 
 #endif /* KAIROS_DAEMON_LOG_H */
