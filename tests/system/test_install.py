@@ -60,6 +60,8 @@ class Installed(unittest.TestCase):
         pages = [p for p in os.listdir(os.path.join(ROOT, "man")) if re.search(r"\.[1-8]$", p)]
         self.assertGreater(len(pages), 10)
         for page in pages:
+            if page == "kairos_spank.8" and "kairos_spank.so" not in INSTALLED:
+                continue  # built without libslurm-dev: neither the plugin nor its page
             self.assertIn(page, INSTALLED, f"man/{page} is not in man/meson.build")
             where = INSTALLED[page]
             self.assertTrue(where.endswith(f"/man{page[-1]}/{page}"), where)
