@@ -5,13 +5,14 @@ kairosd started exactly as its unit's ExecStart says (no systemd as PID 1 here:
 the test plays the service manager, NOTIFY_SOCKET included) with a fake GPU
 (KAIROS_FAKE_GPU), and the installed `kairos run --mem 64M` with nothing else set
 runs a fake-driver program that is refused beyond 64 MiB; kairos ps reads the
-daemon; SIGTERM stops it. The package is purged afterwards unless it was installed
+daemon; SIGTERM stops it; systemd-analyze verifies the installed unit. The package is purged afterwards unless it was installed
 before. Needs root (dpkg); run by scripts/test after the meson builds.
 Usage: test_package.py KAIROS_DEB FAKEDRV FAKEAPP"""
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -98,6 +99,14 @@ class Package(unittest.TestCase):
         self.log.flush()
         with open(self.log.name) as f:
             return f.read()
+
+    def test_systemd_analyze_verifies_the_installed_unit(self):
+        tool = shutil.which("systemd-analyze")
+        if not tool:
+            self.skipTest("no systemd-analyze on this machine")
+        r = subprocess.run([tool, "verify", UNIT], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.strip(), "")  # ExecStart exists, the man pages are installed
 
     def test_the_postinst_made_the_directories(self):
         self.assertEqual(os.stat("/run/kairos").st_mode & 0o7777, 0o755)
