@@ -82,6 +82,7 @@ class Package(unittest.TestCase):
             self.proc.wait()
         self.notify.close()
         self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def start_as_the_unit(self):
         argv = unit_exec_start()
