@@ -148,6 +148,7 @@ class RunsFromTheDestdir(unittest.TestCase):
 
     def tearDown(self):
         self.d.stop()
+        shutil.rmtree(self.d.dir, ignore_errors=True)
 
     def test_kairos_run_is_refused_beyond_the_quota(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}

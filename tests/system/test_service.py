@@ -8,6 +8,7 @@ PRIORITY and TENANT=, PID=, GPU= fields when asked (--log journal) or when stder
 is the journal's stream (JOURNAL_STREAM), and to stderr otherwise.
 Usage: test_service.py KAIROSD"""
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -77,6 +78,7 @@ class Notify(unittest.TestCase):
             self.proc.kill()
             self.proc.wait()
         self.notify.close()
+        shutil.rmtree(self.d.dir, ignore_errors=True)
 
     def start(self, **env):
         e = dict(os.environ, NOTIFY_SOCKET=self.notify_path, **env)
@@ -140,6 +142,7 @@ class Journal(unittest.TestCase):
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(10)
         self.journal.close()
+        shutil.rmtree(self.d.dir, ignore_errors=True)
 
     def start(self, *options, stderr=None, env=None):
         script = 'mount --bind "$0" /run && exec "$@"'
