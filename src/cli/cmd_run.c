@@ -10,10 +10,16 @@
  * too) set the tenant's compute policy on each GPU (of --gpus), in the same
  * TENANT_SET; without --mem the tenant must exist already. Without any of them,
  * the tenant must exist. Then the
- * environment is prepared (KAIROS_TENANT, KAIROS_SOCKET, LD_PRELOAD of libkairos.so,
+ * environment is prepared (KAIROS_TENANT, LD_PRELOAD of libkairos.so,
  * CUDA_VISIBLE_DEVICES for --gpus) and CMD is exec'd in place of kairos, so its
  * signals, pid and exit status are its own; the daemon knows this pid as the owner
  * of an ephemeral tenant.
+ *
+ * Which kairosd: CMD's shim registers with the daemon the node's shim settings
+ * name (core/shim_conf.h), whatever kairos run is told. So kairos run talks to that
+ * daemon too; --socket or $KAIROS_SOCKET naming another one is refused (the tenant
+ * would be set up on one daemon while CMD registers with another), and settings
+ * the shim cannot use are refused before CMD starts.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -67,8 +73,8 @@ static void usage(FILE *out)
             "                      by --mem; the shares of one GPU add up to at most 100%%\n"
             "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere, the\n"
             "                      compute policy there only); sets CUDA_VISIBLE_DEVICES\n"
-            "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
-            KAIROS_DEFAULT_SOCKET ")\n"
+            "  -s, --socket PATH   kairosd's socket; must be the one the shim's node\n"
+            "                      settings name (" SHIM_CONF_NODE_PATH "), the default\n"
             "  -h, --help          show this text\n"
             "\n"
             "Environment: KAIROS_SHIM=/path/to/libkairos.so overrides where the shim is found.\n");
@@ -221,6 +227,46 @@ static int run_error(const char *what, const char *err)
     return 1;
 }
 
+static bool same_socket(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (realpath(a, ra) && realpath(b, rb))
+        return !strcmp(ra, rb);
+    return !strcmp(a, b);
+}
+
+/* The socket of the daemon CMD's shim will register with, in *path: the node's
+ * shim settings. --socket or $KAIROS_SOCKET may only name the same one. 0, or the
+ * exit code after a message. */
+static int daemon_socket(const char *shim, const char *given, struct shim_conf *conf,
+                         const char **path)
+{
+    shim_path_conf(shim, conf);
+    if (conf->problem[0]) {
+        fprintf(stderr, "kairos run: the shim's node settings are unusable (%s); CMD would "
+                        "be refused GPU use. An administrator fixes the file (libkairos(7))\n",
+                conf->problem);
+        return 1;
+    }
+    if (conf->note[0])
+        fprintf(stderr, "kairos run: %s\n", conf->note);
+    const char *env = getenv("KAIROS_SOCKET");
+    const char *asked = given && *given ? given : env && *env ? env : NULL;
+    if (asked && !same_socket(asked, conf->socket_path)) {
+        fprintf(stderr,
+                "kairos run: %s %s is not the kairosd that CMD's shim registers with (%s, from "
+                "%s): a shim takes its daemon from the node's settings, not from kairos run. "
+                "Leave out %s, or (tests, developer builds) set KAIROS_SHIM_CONF to a shim.conf "
+                "naming %s, owned by root or by libkairos.so's owner and writable by no one "
+                "else\n",
+                given && *given ? "--socket" : "KAIROS_SOCKET", asked, conf->socket_path,
+                conf->source, given && *given ? "--socket" : "KAIROS_SOCKET", asked);
+        return 2;
+    }
+    *path = conf->socket_path;
+    return 0;
+}
+
 /* What set_tenant did, on stderr. */
 static void report_set(const struct run_opts *o, const char *name, unsigned n_gpus, unsigned mask,
                        const struct kairos_tenant_set *set)
@@ -290,7 +336,10 @@ int cmd_run(int argc, char **argv)
     unsigned mask = ~0u;
     if (o.gpus && parse_gpus(o.gpus, &mask))
         return 2;
-    const char *socket_path = client_socket_path(o.socket);
+    struct shim_conf conf;
+    const char *socket_path = NULL;
+    if ((rc = daemon_socket(shim, o.socket, &conf, &socket_path)))
+        return rc;
     struct client cl;
     if (client_connect(&cl, socket_path, err, sizeof err))
         return run_error("", err);
@@ -335,10 +384,6 @@ int cmd_run(int argc, char **argv)
     if (shim_path_preload(shim))
         return run_error("out of memory", "");
     setenv("KAIROS_TENANT", name, 1);
-    if (strcmp(socket_path, KAIROS_DEFAULT_SOCKET))
-        setenv("KAIROS_SOCKET", socket_path, 1);
-    else
-        unsetenv("KAIROS_SOCKET");
     if (o.gpus) {
         setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1); /* CUDA's order = NVML's indexes */
         setenv("CUDA_VISIBLE_DEVICES", o.gpus, 1);

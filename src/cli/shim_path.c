@@ -1,4 +1,5 @@
-/* shim_path.c - locating libkairos.so for `kairos trace` and `kairos run`. */
+/* shim_path.c - locating libkairos.so for `kairos trace` and `kairos run`, and the
+ * node's settings it will read. */
 #include "cli/shim_path.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool readable(const char *path)
@@ -37,6 +39,13 @@ int shim_path_find(char *out, size_t cap)
             return 0;
     }
     return -1;
+}
+
+void shim_path_conf(const char *shim, struct shim_conf *c)
+{
+    struct stat st;
+    uid_t owner = shim && stat(shim, &st) == 0 ? st.st_uid : 0;
+    shim_conf_load(c, getenv("KAIROS_SHIM_CONF"), owner);
 }
 
 int shim_path_preload(const char *shim)

@@ -439,7 +439,7 @@ class NotAdmin(DaemonCase):
 
 class Cli(DaemonCase):
     def kairos(self, *args, env=None):
-        e = dict(os.environ, KAIROS_SOCKET=self.d.socket)
+        e = dict(os.environ, KAIROS_SOCKET=self.d.socket, **self.d.shim_env())
         e.update(env or {})
         return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=e, timeout=30)
 
@@ -471,7 +471,6 @@ class Cli(DaemonCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("KAIROS_TENANT=alice\n", r.stdout)
         self.assertIn(f"LD_PRELOAD={shim}\n", r.stdout)
-        self.assertIn(f"KAIROS_SOCKET={self.d.socket}\n", r.stdout)
         # an ad-hoc tenant with a generated name, limited to GPU 1
         r = self.kairos("run", "--mem", "512MiB", "--gpus", "1", "--", "env", env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -497,8 +496,15 @@ class Cli(DaemonCase):
         self.assertIn("NVML", r.stderr)
         r = self.kairos("run", "--gpus", "5", "--mem", "1G", "--", "true", env=env)
         self.assertEqual(r.returncode, 2)
+        # the command's shim registers where the node's settings say: kairos run may
+        # not be told another daemon (issue 10)
         r = self.kairos("run", "--tenant", "alice", "--", "true",
                         env=dict(env, KAIROS_SOCKET="/nonexistent/k.sock"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not the kairosd that CMD's shim registers with", r.stderr)
+        gone = self.d.shim_env(socket="/nonexistent/k.sock")
+        r = self.kairos("run", "--tenant", "alice", "--", "true",
+                        env=dict(env, KAIROS_SOCKET="/nonexistent/k.sock", **gone))
         self.assertEqual(r.returncode, 1)
         self.assertIn("KAIROS_MEM=SIZE", r.stderr)
         self.assertEqual(self.kairos("run", "--tenant", "alice").returncode, 2)
@@ -856,7 +862,8 @@ class RuntimeCompute(DaemonCase):
     def kairos(self, *args):
         shim = os.path.join(self.d.dir, "libkairos.so")
         open(shim, "wb").close()
-        env = dict(os.environ, KAIROS_SOCKET=self.d.socket, KAIROS_SHIM=shim, LD_PRELOAD="")
+        env = dict(os.environ, KAIROS_SOCKET=self.d.socket, KAIROS_SHIM=shim, LD_PRELOAD="",
+                   **self.d.shim_env())
         return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=env,
                               timeout=30)
 

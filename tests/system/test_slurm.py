@@ -175,10 +175,6 @@ class Slurm(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = kp.Daemon(KAIROSD, fake=FAKE_GPU, gpus=1, admins=[0]).start()
-        # the shim finds kairosd through its node file (issue 10) or KAIROS_SOCKET
-        cls.node_file = os.path.join(cls.d.dir, "shim.conf")
-        with open(cls.node_file, "w") as f:
-            f.write(f"socket = {cls.d.socket}\n")
         cls.cluster = Cluster(cls.d.socket)
         why = cls.cluster.start()
         if why:
@@ -192,8 +188,8 @@ class Slurm(unittest.TestCase):
         cls.d.stop()
 
     def task_env(self):
-        return {"LD_PRELOAD": FAKEDRV, "KAIROS_SHIM_CONF": self.node_file,
-                "KAIROS_SOCKET": self.d.socket}
+        # the shim finds kairosd through its node file (issue 10), never KAIROS_SOCKET
+        return {"LD_PRELOAD": FAKEDRV, **self.d.shim_env()}
 
     def tenants(self):
         r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
