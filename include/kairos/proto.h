@@ -40,6 +40,18 @@
  *               time), from 200 to 392 bytes. The 200-byte body of an older
  *               kairos is still accepted (no compute change); an older kairosd
  *               refuses the 392-byte one by its size.
+ *   2 (issue 10) membership decided by kairosd; a version-1 peer is refused
+ *             (KAIROS_ERR_VERSION) and must be upgraded with kairosd:
+ *             - HELLO's tenant is a request: kairosd admits the peer only when
+ *               SO_PEERCRED (uid, gid, pid) and /proc/<pid>/cgroup match the
+ *               tenant's members rules, the peer or an ancestor was admitted
+ *               (TENANT_ADMIT), or the peer is an administrator; otherwise
+ *               ERROR KAIROS_ERR_PERMISSION naming the rule to change.
+ *             - TENANT_MEMBERS (19, administrators): a tenant's members rules
+ *               (users, groups, cgroups), replacing those it had.
+ *             - TENANT_ADMIT (20): admit a process (and its descendants) to a
+ *               tenant; administrators for any pid, others for themselves when
+ *               the tenant's rules allow them.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -49,7 +61,7 @@
 #include <stdint.h>
 
 #define KAIROS_PROTO_MAGIC 0x4b524f53u /* "KROS" */
-#define KAIROS_PROTO_VERSION 1u
+#define KAIROS_PROTO_VERSION 2u
 #define KAIROS_DEFAULT_SOCKET "/run/kairos/kairosd.sock"
 
 #define KAIROS_NAME_MAX 64      /* tenant names, NUL-terminated, [A-Za-z0-9._-] */
@@ -68,6 +80,8 @@ enum kairos_msg_type {
     KAIROS_MSG_TENANT_SET = 16, /* create a tenant or change its quotas (admin) */
     KAIROS_MSG_TENANT_DEL = 17, /* remove a tenant without processes (admin) */
     KAIROS_MSG_PS = 18,         /* list tenants, processes, memory */
+    KAIROS_MSG_TENANT_MEMBERS = 19, /* who may join a tenant (admin) */
+    KAIROS_MSG_TENANT_ADMIT = 20,   /* admit a process and its descendants to a tenant */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -90,7 +104,7 @@ enum kairos_err {
     KAIROS_ERR_PROTOCOL = 1,    /* malformed message */
     KAIROS_ERR_VERSION = 2,     /* unsupported protocol version */
     KAIROS_ERR_NO_TENANT = 3,   /* unknown tenant */
-    KAIROS_ERR_PERMISSION = 4,  /* not an administrator */
+    KAIROS_ERR_PERMISSION = 4,  /* not an administrator, or not allowed into the tenant */
     KAIROS_ERR_INVALID = 5,     /* bad field value (name, size, gpu) */
     KAIROS_ERR_BUSY = 6,        /* tenant still has processes */
     KAIROS_ERR_NOT_REGISTERED = 7,
@@ -191,6 +205,39 @@ struct kairos_tenant_del {
     char tenant[KAIROS_NAME_MAX];
 };
 
+/* TENANT_MEMBERS (administrators): the tenant's members rules become these (n_* = 0
+ * everywhere: no rules, only administrators and admitted processes may join).
+ * A process may join when its uid is in users[], its gid or one of its
+ * supplementary groups is in groups[], or its cgroup (v2 path, as
+ * /proc/<pid>/cgroup says, e.g. /slurm/job_42) or one of that cgroup's ancestors
+ * matches a pattern of cgroups[] (fnmatch(3), '*' does not cross '/'). cgroups[i]
+ * are NUL-terminated and begin with '/'. Entries beyond the counts are 0.
+ * Reply: OK or ERROR. */
+#define KAIROS_MEMBERS_MAX_IDS 16
+#define KAIROS_MEMBERS_MAX_CGROUPS 4
+#define KAIROS_CGROUP_MAX 128
+struct kairos_tenant_members {
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t n_users;
+    uint32_t n_groups;
+    uint32_t n_cgroups;
+    uint32_t pad;                     /* 0 */
+    uint32_t users[KAIROS_MEMBERS_MAX_IDS];
+    uint32_t groups[KAIROS_MEMBERS_MAX_IDS];
+    char cgroups[KAIROS_MEMBERS_MAX_CGROUPS][KAIROS_CGROUP_MAX];
+};
+
+/* TENANT_ADMIT: the process pid (0: the sender) and its descendants (found by the
+ * parent chain, see docs/security.md) may join tenant. Administrators admit any
+ * process; another sender only itself, and only into a tenant whose members rules
+ * allow it. An admission ends with the process (pid and start time).
+ * Reply: OK or ERROR. */
+struct kairos_tenant_admit {
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t pid;
+    uint32_t pad;                     /* 0 */
+};
+
 /* PS (empty body) -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is
  * the node's GPU count. No tenants: one PS_REPLY with tenant "" (see history). */
 #define KAIROS_PS_LAST 0x1u
@@ -273,5 +320,7 @@ static_assert(offsetof(struct kairos_tenant_set, compute) == KAIROS_TENANT_SET_S
               "tenant_set: compute[] follows the version-0 body");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
 static_assert(sizeof(struct kairos_ps_reply) == 1424, "ps_reply");
+static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");
+static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
 
 #endif /* KAIROS_PROTO_H */

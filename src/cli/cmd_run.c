@@ -1,15 +1,17 @@
 /* cmd_run.c - `kairos run`: start a command as a tenant of kairosd.
  *
  *   kairos run [--tenant NAME] [--mem SIZE] [--share PCT] [--limit PCT|none]
- *              [--priority latency|normal|batch] [--gpus LIST] [--socket PATH]
- *              -- CMD [ARGS]
+ *              [--priority latency|normal|batch] [--gpus LIST] [--user NAME]
+ *              [--socket PATH] -- CMD [ARGS]
  *
  * With --mem (root or an administrator), the tenant is created or its quota set
  * first (a generated name when --tenant is absent: such a tenant is ephemeral and
  * goes away with its command). --share, --limit and --priority (administrators
  * too) set the tenant's compute policy on each GPU (of --gpus), in the same
  * TENANT_SET; without --mem the tenant must exist already. Without any of them,
- * the tenant must exist. Then the
+ * the tenant must exist. Then kairosd is asked to admit this process (TENANT_ADMIT:
+ * kairosd decides; CMD keeps this pid, its descendants follow it), the user CMD
+ * runs as is taken (run_user.h: under sudo, the invoking user), the
  * environment is prepared (KAIROS_TENANT, LD_PRELOAD of libkairos.so,
  * CUDA_VISIBLE_DEVICES for --gpus) and CMD is exec'd in place of kairos, so its
  * signals, pid and exit status are its own; the daemon knows this pid as the owner
@@ -32,6 +34,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/run_user.h"
 #include "cli/shim_path.h"
 #include "core/units.h"
 #include "daemon/gpu.h"
@@ -42,12 +45,13 @@ struct run_opts {
     const char *mem;
     const char *gpus;
     const char *socket;
+    const char *user;
     bool compute;              /* --share, --limit or --priority given */
     struct sched_policy pol;   /* what they say (unsaid: 0 %, none, normal) */
     char **command;
 };
 
-enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY };
+enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER };
 
 static void usage(FILE *out)
 {
@@ -73,6 +77,8 @@ static void usage(FILE *out)
             "                      by --mem; the shares of one GPU add up to at most 100%%\n"
             "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere, the\n"
             "                      compute policy there only); sets CUDA_VISIBLE_DEVICES\n"
+            "      --user NAME     run CMD as NAME (root only; --user root to run it as\n"
+            "                      root). Under sudo, CMD runs as the user who ran sudo\n"
             "  -s, --socket PATH   kairosd's socket; must be the one the shim's node\n"
             "                      settings name (" SHIM_CONF_NODE_PATH "), the default\n"
             "  -h, --help          show this text\n"
@@ -109,6 +115,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         {"share", required_argument, NULL, OPT_SHARE},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"priority", required_argument, NULL, OPT_PRIORITY},
+        {"user", required_argument, NULL, OPT_USER},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -121,6 +128,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         case OPT_PRIORITY:
             if (parse_compute(c, optarg, o))
                 return 2;
+            break;
+        case OPT_USER:
+            o->user = optarg;
             break;
         case 't':
             o->tenant = optarg;
@@ -289,6 +299,23 @@ static void report_set(const struct run_opts *o, const char *name, unsigned n_gp
     }
 }
 
+/* TENANT_ADMIT of this process (CMD once exec'd) and its descendants. 0, or the
+ * exit code after a message. */
+static int admit_self(struct client *cl, const char *name)
+{
+    struct kairos_tenant_admit a = {.pid = 0};
+    char err[512];
+    uint16_t type;
+    uint32_t code = 0;
+    snprintf(a.tenant, sizeof a.tenant, "%s", name);
+    int seq = client_send(cl, KAIROS_MSG_TENANT_ADMIT, &a, sizeof a);
+    if (seq < 0)
+        return run_error("cannot send to kairosd: ", strerror(-seq));
+    if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err))
+        return run_error("", err);
+    return 0;
+}
+
 /* TENANT_SET for --mem and the compute options: quotas (or KEEP), the policy on
  * each GPU of mask. 0, or the exit code after a message. */
 static int set_tenant(struct client *cl, const struct run_opts *o, const char *name,
@@ -336,6 +363,11 @@ int cmd_run(int argc, char **argv)
     unsigned mask = ~0u;
     if (o.gpus && parse_gpus(o.gpus, &mask))
         return 2;
+    struct run_user user;
+    if (run_user_resolve(o.user, &user, err, sizeof err)) {
+        fprintf(stderr, "kairos run: %s\n", err);
+        return 2;
+    }
     struct shim_conf conf;
     const char *socket_path = NULL;
     if ((rc = daemon_socket(shim, o.socket, &conf, &socket_path)))
@@ -377,6 +409,8 @@ int cmd_run(int argc, char **argv)
     }
     if ((o.mem || o.compute) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
         goto out;
+    if ((exit_code = admit_self(&cl, name)))
+        goto out;
     client_close(&cl);
     free(list);
     list = NULL;
@@ -384,6 +418,8 @@ int cmd_run(int argc, char **argv)
     if (shim_path_preload(shim))
         return run_error("out of memory", "");
     setenv("KAIROS_TENANT", name, 1);
+    if (run_user_switch(&user, err, sizeof err))
+        return run_error("", err);
     if (o.gpus) {
         setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1); /* CUDA's order = NVML's indexes */
         setenv("CUDA_VISIBLE_DEVICES", o.gpus, 1);

@@ -27,7 +27,7 @@ struct conn {
     struct server *srv;
     int fd, pidfd;
     struct loop_watch *w, *pw;
-    uint32_t pid, uid;
+    uint32_t pid, uid, gid;
     struct ledger_member *member;
     struct conn *prev, *next;
 };
@@ -56,6 +56,7 @@ struct server {
     struct timeshare *timeshare; /* compute policies, or NULL */
     int compute_fd;              /* eventfd: compute_changed_later */
     struct loop_watch *cw;
+    struct admissions admissions; /* members.h: processes admitted to tenants */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -247,6 +248,26 @@ static void describe_held(const struct ledger_tenant *t, unsigned gpu, char *out
              tenants_size(t->quota[gpu], b, sizeof b));
 }
 
+/* Whether the peer may join t (members.h); when not, the refusal is logged and
+ * sent, and *kept says whether the connection survives that. */
+static bool may_join(struct conn *c, const struct ledger_tenant *t, uint32_t seq, bool *kept)
+{
+    struct server *s = c->srv;
+    struct member_peer p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    char why[KAIROS_MSG_MAX];
+    const char *config = s->cfg->path[0] ? s->cfg->path : "the configuration";
+    const char *reason =
+        members_may_join(&s->admissions, &t->members, t->name, t->flags & LEDGER_TENANT_CONFIG,
+                         config_is_admin(s->cfg, c->uid), &p, config, why, sizeof why);
+    if (reason) {
+        log_debug("tenant %s: pid %u (uid %u) may join: %s", t->name, c->pid, c->uid, reason);
+        return true;
+    }
+    log_warn("pid %u (uid %u): refused: %s", c->pid, c->uid, why);
+    *kept = send_error(c, seq, KAIROS_ERR_PERMISSION, why);
+    return false;
+}
+
 static bool on_hello(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
@@ -266,6 +287,9 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
         log_warn("pid %u (uid %u): refused: no tenant '%s'", c->pid, c->uid, h->tenant);
         return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
     }
+    bool kept = true;
+    if (!may_join(c, t, r->seq, &kept))
+        return kept;
     bool reattach = h->flags & KAIROS_HELLO_REATTACH;
     if (reattach) {
         struct ledger_member *other = ledger_find_pid(&s->ts->ledger, c->pid);
@@ -445,7 +469,72 @@ static bool on_tenant_del(struct conn *c, const struct proto_request *r)
     int code = tenants_del(c->srv->ts, r->body.tenant_del.tenant, c->uid, msg, sizeof msg);
     if (code)
         return send_error(c, r->seq, (uint32_t)code, msg);
+    admissions_forget_tenant(&c->srv->admissions, r->body.tenant_del.tenant);
     compute_changed(c->srv); /* its policies, if it had any, are gone */
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
+/* TENANT_MEMBERS: a run-time tenant's members rules (administrators). */
+static bool on_tenant_members(struct conn *c, const struct proto_request *r)
+{
+    if (!admin_only(c, r))
+        return true;
+    struct server *s = c->srv;
+    const struct kairos_tenant_members *m = &r->body.tenant_members;
+    char msg[KAIROS_MSG_MAX], rules[200];
+    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, m->tenant);
+    if (!t) {
+        msgf(msg, sizeof msg, "no tenant '%s'; create it first (kairos run --tenant %s --mem "
+             "SIZE, or the configuration)", m->tenant, m->tenant);
+        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
+    }
+    if (t->flags & LEDGER_TENANT_CONFIG) {
+        msgf(msg, sizeof msg, "tenant '%s' is declared in %s: its members rules are there "
+             "(members: under the tenant; see kairosd.conf(5))", t->name,
+             s->cfg->path[0] ? s->cfg->path : "the configuration");
+        return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
+    }
+    members_rules_from_wire(&t->members, m);
+    members_rules_describe(&t->members, rules, sizeof rules);
+    log_info("tenant %s: members rules set by uid %u: %s", t->name, c->uid, rules);
+    tenants_save_state(s->ts);
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
+/* TENANT_ADMIT: administrators admit any process; others themselves, when the
+ * tenant's rules let them in. */
+static bool on_tenant_admit(struct conn *c, const struct proto_request *r)
+{
+    struct server *s = c->srv;
+    const struct kairos_tenant_admit *m = &r->body.tenant_admit;
+    char msg[KAIROS_MSG_MAX];
+    uint32_t pid = m->pid ? m->pid : c->pid;
+    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, m->tenant);
+    if (!t) {
+        msgf(msg, sizeof msg, "no tenant '%s' on this node; 'kairos ps' lists the tenants",
+             m->tenant);
+        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
+    }
+    bool admin = config_is_admin(s->cfg, c->uid), kept = true;
+    if (!admin && pid != c->pid) {
+        msgf(msg, sizeof msg, "permission denied: only root or an administrator admits another "
+             "process (pid %u) to a tenant; you may admit yourself (pid 0)", pid);
+        log_warn("uid %u (pid %u): TENANT_ADMIT of pid %u refused: not an administrator",
+                 c->uid, c->pid, pid);
+        return send_error(c, r->seq, KAIROS_ERR_PERMISSION, msg);
+    }
+    if (!admin && !may_join(c, t, r->seq, &kept))
+        return kept;
+    int rc = admissions_add(&s->admissions, t->name, pid);
+    if (rc) {
+        msgf(msg, sizeof msg, "cannot admit pid %u to tenant %s: %s", pid, t->name,
+             rc == -ESRCH    ? "no such process"
+             : rc == -ENOSPC ? "too many processes admitted and alive; try again later"
+                             : "kairosd is out of memory");
+        return send_error(c, r->seq, rc == -ENOSPC ? KAIROS_ERR_BUSY : KAIROS_ERR_INVALID, msg);
+    }
+    log_info("tenant %s: pid %u and its descendants admitted by uid %u (pid %u)", t->name, pid,
+             c->uid, c->pid);
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -513,6 +602,10 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         return on_tenant_del(c, &r);
     case KAIROS_MSG_PS:
         return on_ps(c, &r);
+    case KAIROS_MSG_TENANT_MEMBERS:
+        return on_tenant_members(c, &r);
+    case KAIROS_MSG_TENANT_ADMIT:
+        return on_tenant_admit(c, &r);
     default:
         /* proto_check accepts requests only */
         fprintf(stderr, "%s:%d: impossible message type %u\n", __FILE__, __LINE__, r.type);
@@ -601,6 +694,7 @@ static void on_accept(void *ctx, int fd, uint32_t events)
         c->pidfd = -1;
         c->pid = (uint32_t)cred.pid;
         c->uid = cred.uid;
+        c->gid = cred.gid;
         c->w = loop_add(s->loop, cfd, EPOLLIN | EPOLLRDHUP, on_conn, c);
         if (!c->w) {
             close(cfd);
@@ -645,6 +739,7 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->ts = ts;
     s->cfg = cfg;
     s->listen_fd = -1;
+    admissions_init(&s->admissions, NULL);
     s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->compute_fd < 0 ||
         !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {
@@ -710,6 +805,7 @@ out:
             loop_del(loop, s->cw);
         if (s->compute_fd >= 0)
             close(s->compute_fd);
+        admissions_fini(&s->admissions);
         free(s);
         return rc;
     }
@@ -751,5 +847,6 @@ void server_fini(struct server *s)
     loop_del(s->loop, s->cw);
     close(s->compute_fd);
     unlink(s->path);
+    admissions_fini(&s->admissions);
     free(s);
 }

@@ -189,6 +189,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             }
         }
         t->flags = LEDGER_TENANT_CONFIG;
+        t->members = c->tenants[i].members; /* the configuration's rules, none: admissions */
         forget_compute(t, "it is now declared in the configuration, whose compute policy "
                           "it follows");
         for (unsigned g = 0; g < ts->n_gpus; g++) {

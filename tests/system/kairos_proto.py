@@ -9,9 +9,9 @@ import subprocess
 import tempfile
 import time
 
-MAGIC, VERSION = 0x4b524f53, 1
+MAGIC, VERSION = 0x4b524f53, 2
 HELLO, CHARGE, COMMIT, RELEASE = 1, 2, 3, 4
-TENANT_SET, TENANT_DEL, PS = 16, 17, 18
+TENANT_SET, TENANT_DEL, PS, TENANT_MEMBERS, TENANT_ADMIT = 16, 17, 18, 19, 20
 OK, ERROR, WELCOME, GRANT, PS_REPLY, TIME_POLICY = 32, 33, 34, 35, 36, 37
 TIME_POLICY_FMT = struct.Struct("<IIQQQIIII")  # struct kairos_time_policy, 48 bytes
 assert TIME_POLICY_FMT.size == 48
@@ -176,6 +176,21 @@ class Client:
 
     def tenant_set(self, tenant, quotas, flags=0, compute=None):
         t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags, compute))
+        assert t == OK
+
+    def tenant_members(self, tenant, users=(), groups=(), cgroups=()):
+        """TENANT_MEMBERS: who may join tenant (struct kairos_tenant_members)."""
+        ids = lambda v: struct.pack("<16I", *(list(v) + [0] * (16 - len(v))))
+        cg = b"".join(c.encode().ljust(128, b"\0") for c in cgroups) + \
+            b"\0" * 128 * (4 - len(cgroups))
+        body = name64(tenant) + struct.pack("<IIII", len(users), len(groups), len(cgroups), 0) + \
+            ids(users) + ids(groups) + cg
+        t, _ = self.request(TENANT_MEMBERS, body)
+        assert t == OK
+
+    def tenant_admit(self, tenant, pid=0):
+        """TENANT_ADMIT: pid (0: this process) and its descendants may join tenant."""
+        t, _ = self.request(TENANT_ADMIT, name64(tenant) + struct.pack("<II", pid, 0))
         assert t == OK
 
     def ps(self):

@@ -234,7 +234,7 @@ class Hostile(DaemonCase):
                                      kp.ERR_NOT_REGISTERED)
         self.expect_error_then_close(b"\xff" * 100000, kp.ERR_PROTOCOL)  # huge
         # a header whose size field lies
-        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, 1, kp.PS, 2**31, 1),
+        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, kp.VERSION, kp.PS, 2**31, 1),
                                      kp.ERR_PROTOCOL)
         # truncated: the peer sends half a header and vanishes
         s = self.raw()
