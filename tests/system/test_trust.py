@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Attacker tests for issue 10: kairosd, not the process, decides who belongs to a
+tenant. Each test plays an unprivileged local user (uid 65534, nobody, in a forked
+child or a subprocess: the tests run as root in CI) trying to get into a tenant it
+may not join, by name, through its environment, through the shim's settings file,
+or by asking kairosd to admit it, and asserts that nothing was let in and nothing
+held by the tenant changed. Also: `sudo kairos run` runs the command as the
+invoking user, and the members rules survive a restart.
+Usage: test_trust.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+
+KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+MiB = 1 << 20
+PAGE = 2 * MiB
+NOBODY = 65534
+
+TENANTS = ("  - name: big\n    memory: { 0: 4G }\n"
+           "  - name: small\n    memory: { 0: 64M }\n    members: { users: [65534] }\n"
+           "  - name: grp\n    memory: { 0: 32M }\n    members: { groups: [65534] }\n")
+
+
+def env(**extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
+    e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM, FAKEDRV) if p)
+    e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    e["KAIROS_SHIM"] = SHIM
+    e.update(extra)
+    return e
+
+
+def as_nobody():
+    """preexec_fn for a subprocess that runs as nobody."""
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def run_as_nobody(fn):
+    """Runs fn() in a forked child as nobody; returns what it returned (a string)
+    or 'raised: CODE MESSAGE' for a KairosError."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            as_nobody()
+            try:
+                out = str(fn())
+            except kp.KairosError as e:
+                out = f"raised: {e.code} {e.message}"
+            os.write(w, out.encode())
+        except BaseException as e:  # noqa: BLE001 - the child must always exit
+            os.write(w, f"child failed: {e!r}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode()
+
+
+def counts(text):
+    line = next((l for l in text.splitlines() if l.startswith("fakeapp: opens")), "")
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+@unittest.skipIf(os.getuid() != 0, "playing another user needs root (CI runs the tests as root)")
+class Trust(unittest.TestCase):
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, tenants_yaml=TENANTS, gpus=1).start()
+
+    def tearDown(self):
+        self.d.stop()
+
+    def ps(self):
+        return self.d.client().ps()
+
+    def untouched(self, before):
+        """Nothing the attacker tried changed what the tenants hold or who is in them."""
+        after = self.ps()
+        for name in ("big", "small", "grp"):
+            self.assertEqual(after[name]["held"], before[name]["held"], name)
+            self.assertEqual(after[name]["pids"], before[name]["pids"], name)
+
+    def fakeapp_as_nobody(self, *args, **extra):
+        return subprocess.run([FAKEAPP, *args], capture_output=True, text=True, env=env(**extra),
+                              timeout=60, preexec_fn=as_nobody)
+
+    def kairos_as_nobody(self, *args, **extra):
+        return subprocess.run([KAIROS, *args], capture_output=True, text=True,
+                              env=env(**self.d.shim_env(), **extra), timeout=60,
+                              preexec_fn=as_nobody)
+
+    def test_joining_by_name_is_refused_and_the_rule_is_named(self):
+        before = self.ps()
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("big"))
+        self.assertTrue(answer.startswith(f"raised: {kp.ERR_PERMISSION} "), answer)
+        self.assertIn("does not admit uid 65534", answer)
+        self.assertIn("members", answer)
+        self.assertIn(self.d.config, answer)
+        self.untouched(before)
+        # the rules that allow it: users, then groups (nobody's gid 65534)
+        for tenant, quota in (("small", 64 * MiB), ("grp", 32 * MiB)):
+            answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello(tenant)[1][0])
+            self.assertEqual(answer, str(quota), tenant)
+        self.assertIn("does not admit uid 65534", self.d.read_log())
+
+    def test_the_environment_chooses_neither_tenant_nor_daemon_nor_fail_open(self):
+        before = self.ps()
+        # by name through the environment: refused at the first open of the GPU
+        r = self.fakeapp_as_nobody("-n", "4", "-s", str(PAGE), KAIROS_TENANT="big",
+                                   **self.d.shim_env())
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("GPU access refused", r.stderr)
+        self.assertIn("does not admit uid 65534", r.stderr)
+        self.untouched(before)
+        # KAIROS_SOCKET and KAIROS_ON_DAEMON_DOWN were the tenant's to set (issue 10):
+        # no longer read; the process is capped by its tenant's quota, not uncapped
+        r = self.fakeapp_as_nobody("-n", "100", "-s", str(PAGE), KAIROS_TENANT="small",
+                                   KAIROS_SOCKET="/nonexistent/kairosd.sock",
+                                   KAIROS_ON_DAEMON_DOWN="open", **self.d.shim_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r.stdout)["vidmem_bytes"], 64 * MiB)
+        self.assertEqual(self.ps()["small"]["held"], [0])  # released on exit, nothing lost
+
+    def test_a_settings_file_of_the_users_own_is_ignored(self):
+        if os.path.exists("/etc/kairos/shim.conf") or os.path.exists("/run/kairos/kairosd.sock"):
+            self.skipTest("this machine has a node shim.conf or a kairosd of its own")
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            path = os.path.join(tmp, "mine.conf")
+            with open(path, "w") as f:
+                f.write("socket: /nonexistent/kairosd.sock\non_daemon_down: open\n")
+            os.chmod(path, 0o644)
+            os.chown(path, NOBODY, NOBODY)
+            r = self.fakeapp_as_nobody("-n", "10", "-s", str(PAGE), KAIROS_TENANT="small",
+                                       KAIROS_SHIM_CONF=path)
+        self.assertIn(f"KAIROS_SHIM_CONF={path} ignored (owned by uid 65534", r.stderr)
+        # the node's settings instead: its (absent) daemon, closed; not the user's "open"
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("GPU access refused", r.stderr)
+        self.assertIn("not reachable at /run/kairos/kairosd.sock", r.stderr)
+
+    def test_admission_is_kairosds_to_give(self):
+        before = self.ps()
+        me = kp.Client(self.d.socket)
+        # nobody cannot admit another process, nor itself into a tenant it may not join
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).tenant_admit("big", 1))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION} permission denied: only root", answer)
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).tenant_admit("big"))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION} tenant 'big' does not admit uid 65534",
+                      answer)
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).tenant_members("big", [NOBODY]))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION} permission denied", answer)
+        self.untouched(before)
+        # an administrator admits a process: it and its descendants may join, no other
+        r, w = os.pipe()
+        child = os.fork()
+        if child == 0:  # nobody, admitted once the parent says so
+            os.close(w)
+            as_nobody()
+            os.read(r, 1)
+            try:
+                c = kp.Client(self.d.socket)
+                c.hello("big")
+                os._exit(0 if c.charge(0, MiB, 1)[0] else 3)
+            except kp.KairosError:
+                os._exit(4)
+        os.close(r)
+        me.tenant_admit("big", child)
+        os.write(w, b"x")
+        os.close(w)
+        _, status = os.waitpid(child, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("big"))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)  # a sibling is not admitted
+        self.assertIn("admitted by uid 0", self.d.read_log())
+
+    def test_members_rules_at_run_time_survive_a_restart(self):
+        me = kp.Client(self.d.socket)
+        me.tenant_set("rt", [8 * MiB])
+        me.tenant_set("closed", [8 * MiB])
+        me.tenant_members("rt", users=[12345], groups=[], cgroups=["/nothing/*"])
+        refused = run_as_nobody(lambda: kp.Client(self.d.socket).hello("rt"))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION}", refused)
+        self.assertIn("kairos tenant members rt", refused)
+        me.tenant_members("rt", users=[NOBODY])
+        # a configured tenant's rules are the configuration's
+        with self.assertRaises(kp.KairosError) as e:
+            me.tenant_members("small", users=[1])
+        self.assertEqual(e.exception.code, kp.ERR_INVALID)
+        self.assertIn("declared in", e.exception.message)
+        me.close()
+        self.d.stop()
+        self.d.start()
+        self.assertEqual(run_as_nobody(lambda: kp.Client(self.d.socket).hello("rt")[1][0]),
+                         str(8 * MiB))
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("closed"))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)
+        with open(self.d.state) as f:
+            rt = [t for t in json.load(f)["tenants"] if t["name"] == "rt"][0]
+        self.assertEqual(rt["members"], {"users": [NOBODY], "groups": [], "cgroups": []})
+
+    def test_a_cgroup_rule_admits_the_processes_of_that_cgroup(self):
+        with open("/proc/self/cgroup") as f:
+            mine = next((l[3:].strip() for l in f if l.startswith("0::/")), None)
+        if not mine:
+            self.skipTest("no cgroup v2 path for this process")
+        me = kp.Client(self.d.socket)
+        me.tenant_set("bycg", [8 * MiB])
+        parent = os.path.dirname(mine) if mine != "/" else mine
+        pattern = (parent.rstrip("/") + "/*") if mine != "/" else "/"
+        me.tenant_members("bycg", cgroups=[pattern])
+        self.assertEqual(run_as_nobody(lambda: kp.Client(self.d.socket).hello("bycg")[1][0]),
+                         str(8 * MiB))
+        me.tenant_members("bycg", cgroups=["/elsewhere/*"])
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("bycg"))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)
+
+    def test_kairos_run_asks_kairosd_and_runs_as_the_invoking_user(self):
+        # nobody is refused by kairosd, with the rule to change; allowed where rules say
+        r = self.kairos_as_nobody("run", "--tenant", "big", "--", "true")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("tenant 'big' does not admit uid 65534", r.stderr)
+        r = self.kairos_as_nobody("run", "--tenant", "small", "--", "id", "-u")
+        self.assertEqual((r.returncode, r.stdout), (0, "65534\n"), r.stderr)
+        r = self.kairos_as_nobody("run", "--tenant", "small", "--user", "root", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("only root runs a command as another user", r.stderr)
+
+        def kairos(*args, **extra):
+            return subprocess.run([KAIROS, *args], capture_output=True, text=True, timeout=60,
+                                  env=env(**self.d.shim_env(), **extra))
+        # sudo kairos run: the command runs as the user who ran sudo, admitted by root
+        sudo = {"SUDO_UID": str(NOBODY), "SUDO_GID": str(NOBODY), "SUDO_USER": "nobody"}
+        r = kairos("run", "--tenant", "big", "--", "sh", "-c", "id -u; id -g; id -G", **sudo)
+        self.assertEqual((r.returncode, r.stdout), (0, "65534\n65534\n65534\n"), r.stderr)
+        r = kairos("run", "--tenant", "big", "--", "sh", "-c",
+                   f"exec {FAKEAPP} -n 3 -s {PAGE}", **sudo)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = counts(r.stdout)
+        self.assertEqual(c["failed"], 0)
+        self.assertGreaterEqual(c["vidmem_bytes"], 3 * PAGE)
+        # root only when asked, or when root ran it without sudo
+        r = kairos("run", "--tenant", "big", "--user", "root", "--", "id", "-u", **sudo)
+        self.assertEqual(r.stdout, "0\n", r.stderr)
+        r = kairos("run", "--tenant", "big", "--user", "nobody", "--", "id", "-u")
+        self.assertEqual(r.stdout, "65534\n", r.stderr)
+        r = kairos("run", "--tenant", "big", "--", "id", "-u")
+        self.assertEqual(r.stdout, "0\n", r.stderr)
+        self.assertEqual(self.ps()["big"]["held"], [0])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
