@@ -46,6 +46,7 @@ struct run_opts {
     const char *gpus;
     const char *socket;
     const char *user;
+    bool set_only;             /* kairos tenant set: the tenant's settings, no command */
     bool compute;              /* --share, --limit or --priority given */
     struct sched_policy pol;   /* what they say (unsaid: 0 %, none, normal) */
     char **command;
@@ -107,7 +108,7 @@ static int parse_compute(int opt, const char *arg, struct run_opts *o)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct run_opts *o)
+static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
 {
     static const struct option longopts[] = {
         {"tenant", required_argument, NULL, 't'}, {"mem", required_argument, NULL, 'm'},
@@ -119,6 +120,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
+    o->set_only = set_only;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+t:m:g:s:h", longopts, NULL)) != -1) {
@@ -152,6 +154,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             return 2;
         }
     }
+    if (set_only)
+        return 0;
     if (optind >= argc) {
         fprintf(stderr, "kairos run: no command given (kairos run [options] -- CMD [ARGS])\n");
         return 2;
@@ -350,14 +354,20 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
     return 0;
 }
 
-int cmd_run(int argc, char **argv)
+/* kairos run, or (set_only) kairos tenant set: the tenant's settings only. */
+static int run_main(int argc, char **argv, bool set_only)
 {
     struct run_opts o;
-    int rc = parse_args(argc, argv, &o);
+    int rc = parse_args(argc, argv, &o, set_only);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (set_only && !o.mem && !o.compute) {
+        fprintf(stderr, "kairos tenant set: give --mem SIZE and/or --share, --limit, "
+                        "--priority\n");
+        return 2;
+    }
     char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
-    if (shim_path_find(shim, sizeof shim))
+    if (!set_only && shim_path_find(shim, sizeof shim))
         return run_error("cannot find libkairos.so next to kairos; build it, or set "
                          "KAIROS_SHIM=/path/to/libkairos.so", "");
     unsigned mask = ~0u;
@@ -369,8 +379,8 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
     struct shim_conf conf;
-    const char *socket_path = NULL;
-    if ((rc = daemon_socket(shim, o.socket, &conf, &socket_path)))
+    const char *socket_path = client_socket_path(o.socket);
+    if (!set_only && (rc = daemon_socket(shim, o.socket, &conf, &socket_path)))
         return rc;
     struct client cl;
     if (client_connect(&cl, socket_path, err, sizeof err))
@@ -409,6 +419,8 @@ int cmd_run(int argc, char **argv)
     }
     if ((o.mem || o.compute) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
         goto out;
+    if (set_only)
+        goto out; /* exit_code 0 */
     if ((exit_code = admit_self(&cl, name)))
         goto out;
     client_close(&cl);
@@ -431,4 +443,14 @@ out:
     client_close(&cl);
     free(list);
     return exit_code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    return run_main(argc, argv, false);
+}
+
+int cmd_run_tenant_set(int argc, char **argv)
+{
+    return run_main(argc, argv, true);
 }

@@ -101,30 +101,49 @@ void admissions_forget_tenant(struct admissions *a, const char *tenant)
     a->n = w;
 }
 
-static bool admitted(const struct admissions *a, const char *tenant, uint32_t pid,
-                     uint64_t start)
+/* The admission of (pid, start), to tenant (any when NULL), or NULL. */
+static const struct admission *admitted(const struct admissions *a, const char *tenant,
+                                        uint32_t pid, uint64_t start)
 {
     for (size_t i = 0; i < a->n; i++)
         if (a->list[i].pid == pid && a->list[i].start == start &&
-            !strcmp(a->list[i].tenant, tenant))
-            return true;
-    return false;
+            (!tenant || !strcmp(a->list[i].tenant, tenant)))
+            return &a->list[i];
+    return NULL;
 }
 
-uint32_t admissions_find(const struct admissions *a, const char *tenant, uint32_t pid)
+/* The nearest admission (to tenant, or any) of pid and its ancestors, or NULL. */
+static const struct admission *walk(const struct admissions *a, const char *tenant,
+                                    uint32_t pid)
 {
     if (!a->n)
-        return 0;
+        return NULL;
     for (int depth = 0; pid > 1 && depth < MEMBERS_MAX_DEPTH; depth++) {
         uint32_t ppid;
         uint64_t start;
         if (proc_stat(a->proc, pid, &ppid, &start))
-            return 0;
-        if (admitted(a, tenant, pid, start))
-            return pid;
+            return NULL;
+        const struct admission *ad = admitted(a, tenant, pid, start);
+        if (ad)
+            return ad;
         pid = ppid;
     }
-    return 0;
+    return NULL;
+}
+
+uint32_t admissions_find(const struct admissions *a, const char *tenant, uint32_t pid)
+{
+    const struct admission *ad = walk(a, tenant, pid);
+    return ad ? ad->pid : 0;
+}
+
+uint32_t admissions_tenant_of(const struct admissions *a, uint32_t pid, char *tenant)
+{
+    const struct admission *ad = walk(a, NULL, pid);
+    if (!ad)
+        return 0;
+    memcpy(tenant, ad->tenant, KAIROS_NAME_MAX);
+    return ad->pid;
 }
 
 /* "Groups:\t1 2 3" of <proc>/<pid>/status into p. */
@@ -163,7 +182,10 @@ static void read_cgroup(struct member_peer *p, const char *proc)
         if (strncmp(line, "0::/", 4))
             continue;
         line[strcspn(line, "\n")] = 0;
-        snprintf(p->cgroup, sizeof p->cgroup, "%s", line + 3);
+        size_t n = strlen(line + 3);
+        if (n >= sizeof p->cgroup)
+            break; /* too long to match anything: unknown */
+        memcpy(p->cgroup, line + 3, n + 1);
         break;
     }
     fclose(f);

@@ -68,6 +68,12 @@ void admissions_forget_tenant(struct admissions *a, const char *tenant);
 /* The admitted process, pid or an ancestor of it, through which pid belongs to
  * tenant; 0 when none. */
 uint32_t admissions_find(const struct admissions *a, const char *tenant, uint32_t pid);
+/* The tenant pid belongs to by admission: that of the nearest admitted process
+ * among pid and its ancestors, copied into tenant (KAIROS_NAME_MAX); 0 when none,
+ * else the admitted pid. An admission binds: a process admitted to a tenant (a
+ * Slurm step's task, kairos run's command) is a member of that tenant whatever
+ * tenant it asks for. */
+uint32_t admissions_tenant_of(const struct admissions *a, uint32_t pid, char *tenant);
 
 /* The peer's groups and cgroup from <proc>/<pid>; what cannot be read stays empty
  * (a rule on it then does not match: fail closed). */

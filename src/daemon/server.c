@@ -268,6 +268,21 @@ static bool may_join(struct conn *c, const struct ledger_tenant *t, uint32_t seq
     return false;
 }
 
+/* The tenant the peer was admitted to (itself or an ancestor), when it asked for
+ * another: an admission binds (members.h). NULL when none or the same. */
+static struct ledger_tenant *bound_tenant(struct conn *c, const char *asked)
+{
+    char name[KAIROS_NAME_MAX];
+    uint32_t via = admissions_tenant_of(&c->srv->admissions, c->pid, name);
+    if (!via || !strcmp(name, asked))
+        return NULL;
+    struct ledger_tenant *t = ledger_tenant_find(&c->srv->ts->ledger, name);
+    if (t)
+        log_info("pid %u (uid %u) asked for tenant %s; it is a member of %s, to which pid %u "
+                 "was admitted", c->pid, c->uid, asked, name, via);
+    return t;
+}
+
 static bool on_hello(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
@@ -278,7 +293,9 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                  c->member->tenant->name);
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
-    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, h->tenant);
+    struct ledger_tenant *t = bound_tenant(c, h->tenant);
+    if (!t)
+        t = ledger_tenant_find(&s->ts->ledger, h->tenant);
     if (!t) {
         msgf(msg, sizeof msg,
                  "no tenant '%s' on this node; an administrator creates it with 'kairos run "

@@ -29,7 +29,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 
-KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, PLUGIN, SANITIZE = sys.argv[1:8]
+KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, PLUGIN = map(os.path.abspath, sys.argv[1:7])
+SANITIZE = sys.argv[7]  # the paths are absolute: slurmstepd runs elsewhere
 MiB = 1 << 20
 FAKE_GPU = "gpu 0 GPU-fake-0000 85899345920\n"
 SBIN = "/usr/sbin"

@@ -178,8 +178,9 @@ class Trust(unittest.TestCase):
             os.read(r, 1)
             try:
                 c = kp.Client(self.d.socket)
-                c.hello("big")
-                os._exit(0 if c.charge(0, MiB, 1)[0] else 3)
+                # an admission binds: asking for another tenant lands in big all the same
+                quota = c.hello("small")[1][0]
+                os._exit(0 if quota == 4 << 30 and c.charge(0, MiB, 1)[0] else 3)
             except kp.KairosError:
                 os._exit(4)
         os.close(r)
@@ -191,6 +192,7 @@ class Trust(unittest.TestCase):
         answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("big"))
         self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)  # a sibling is not admitted
         self.assertIn("admitted by uid 0", self.d.read_log())
+        self.assertIn("asked for tenant small; it is a member of big", self.d.read_log())
 
     def test_members_rules_at_run_time_survive_a_restart(self):
         me = kp.Client(self.d.socket)
@@ -216,6 +218,40 @@ class Trust(unittest.TestCase):
         with open(self.d.state) as f:
             rt = [t for t in json.load(f)["tenants"] if t["name"] == "rt"][0]
         self.assertEqual(rt["members"], {"users": [NOBODY], "groups": [], "cgroups": []})
+
+    def test_kairos_tenant_commands(self):
+        def kairos(*args):
+            return subprocess.run([KAIROS, "tenant", *args, "--socket", self.d.socket],
+                                  capture_output=True, text=True, timeout=60)
+        r = kairos("set", "rt2", "--mem", "8M")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = kairos("members", "rt2", "--users", "nobody,12345", "--groups", "0",
+                   "--cgroups", "/x/*")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("users: [65534, 12345], groups: [0], cgroups: [/x/*]", self.d.read_log())
+        self.assertEqual(run_as_nobody(lambda: kp.Client(self.d.socket).hello("rt2")[1][0]),
+                         str(8 * MiB))
+        r = kairos("members", "small", "--users", "1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("declared in", r.stderr)
+        r = kairos("admit", "big", "999999999")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no such process", r.stderr)
+        self.assertEqual(kairos("admit", "big", "12x").returncode, 2)
+        r = kairos("admit", "big", str(os.getpid()))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = kairos("members", "rt2", "--users", "no-such-user-here")
+        self.assertEqual(r.returncode, 2)
+        r = kairos("del", "rt2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("rt2", self.ps())
+        # not an administrator: refused by kairosd, with what to do
+        r = subprocess.run([KAIROS, "tenant", "set", "big", "--mem", "1T", "--socket",
+                            self.d.socket], capture_output=True, text=True, timeout=60,
+                           preexec_fn=as_nobody)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("permission denied", r.stderr)
+        self.assertEqual(self.ps()["big"]["quota"], [4 << 30])
 
     def test_a_cgroup_rule_admits_the_processes_of_that_cgroup(self):
         with open("/proc/self/cgroup") as f:
