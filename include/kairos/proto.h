@@ -51,7 +51,13 @@
  *               (users, groups, cgroups), replacing those it had.
  *             - TENANT_ADMIT (20): admit a process (and its descendants) to a
  *               tenant; administrators for any pid, others for themselves when
- *               the tenant's rules allow them.
+ *               the tenant's rules allow them. An admission binds: an admitted
+ *               process joins its tenant whatever HELLO names.
+ *             - PS_REPLY pids/n_pids: every member process for administrators;
+ *               for others only the processes running under their own uid.
+ *             - REATTACH held[] is bounded: never more than the tenant's quota
+ *               leaves, nor than the GPU backend reports for the process where
+ *               it can (what is counted is logged).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -265,7 +271,8 @@ struct kairos_ps_reply {
     uint64_t quota[KAIROS_MAX_GPUS];
     uint64_t held[KAIROS_MAX_GPUS];
     uint64_t refusals[KAIROS_MAX_GPUS];
-    uint32_t n_pids;                  /* may exceed KAIROS_PS_MAX_PIDS; pids[] holds the first */
+    uint32_t n_pids;                  /* may exceed KAIROS_PS_MAX_PIDS; pids[] holds the first;
+                                       * non-administrators: their own uid's only */
     uint32_t pids[KAIROS_PS_MAX_PIDS];
     uint32_t compute_flags[KAIROS_MAX_GPUS]; /* KAIROS_PS_COMPUTE_* */
     uint32_t share_ppm[KAIROS_MAX_GPUS];

@@ -12,7 +12,8 @@
  *    quota: the memory is taken); COMMIT not ok undoes it.
  *  - RELEASE never takes a member below zero.
  *  - A member that reattaches after a daemon restart brings its holdings, counted
- *    even above quota; the daemon persists no holdings, so nothing counts twice.
+ *    as given (the server bounds the process's claim first: reattach.h); the
+ *    daemon persists no holdings, so nothing counts twice.
  *  - A quota may be lowered below current holdings: charges are refused until the
  *    holdings drop below it.
  *

@@ -370,6 +370,7 @@ int main(int argc, char **argv)
         goto out;
     }
     server_set_timeshare(d.server, d.timeshare);
+    server_set_gpu(d.server, d.have_gpu ? &d.gpu : NULL);
     timeshare_reconfigure(d.timeshare);
     log_info("kairosd %s ready: %zu tenant(s), %u GPU(s)", KAIROS_VERSION, d.ts.ledger.n_tenants,
              d.ts.n_gpus);

@@ -19,6 +19,7 @@
 
 #include "daemon/log.h"
 #include "daemon/proto_check.h"
+#include "daemon/reattach.h"
 #include "daemon/timeshare.h"
 
 #define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
@@ -57,6 +58,7 @@ struct server {
     int compute_fd;              /* eventfd: compute_changed_later */
     struct loop_watch *cw;
     struct admissions admissions; /* members.h: processes admitted to tenants */
+    struct gpu_backend *gpu;      /* for REATTACH checks, or NULL */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -317,7 +319,12 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
             return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
         }
     }
-    int rc = ledger_join(&s->ts->ledger, t, c->pid, reattach ? h->held : NULL, &c->member);
+    uint64_t counted[KAIROS_MAX_GPUS] = {0};
+    char bounded[KAIROS_MAX_GPUS][96];
+    for (unsigned g = 0; reattach && g < s->ts->n_gpus; g++)
+        counted[g] = reattach_bound(t, g, h->held[g], c->pid, s->gpu, bounded[g],
+                                    sizeof bounded[g]);
+    int rc = ledger_join(&s->ts->ledger, t, c->pid, reattach ? counted : NULL, &c->member);
     if (rc)
         return send_error(c, r->seq, KAIROS_ERR_INVALID, "kairosd is out of memory");
     if (reattach) {
@@ -325,16 +332,20 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
         for (unsigned g = 0; g < s->ts->n_gpus; g++) {
             if (!h->held[g])
                 continue;
-            char a[32];
+            char a[32], b[32];
+            if (bounded[g][0])
+                log_warn("tenant %s: pid %u claimed %s on GPU %u when reattaching; %s counted "
+                         "(%s)", t->name, c->pid, tenants_size(h->held[g], a, sizeof a), g,
+                         tenants_size(counted[g], b, sizeof b), bounded[g]);
             describe_held(t, g, line, sizeof line);
             if (t->held[g] > t->quota[g])
                 log_warn("tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
                          "over its quota: its allocations there are refused until it frees "
-                         "memory", t->name, c->pid, tenants_size(h->held[g], a, sizeof a), g,
+                         "memory", t->name, c->pid, tenants_size(counted[g], a, sizeof a), g,
                          line);
             else
                 log_info("tenant %s: pid %u reattached with %s on GPU %u (tenant %s)", t->name,
-                         c->pid, tenants_size(h->held[g], a, sizeof a), g, line);
+                         c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
     log_info("tenant %s: pid %u (uid %u) joined%s; %u process(es)", t->name, c->pid, c->uid,
@@ -559,6 +570,7 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
     const struct ledger *l = &s->ts->ledger;
+    bool admin = config_is_admin(s->cfg, c->uid); /* others see their own processes only */
     if (!l->n_tenants) {
         struct kairos_ps_reply p = {.flags = KAIROS_PS_LAST, .n_gpus = l->n_gpus};
         return send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p);
@@ -575,8 +587,8 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
             p.refusals[g] = t->refusals[g];
         }
         timeshare_ps(s->timeshare, t->name, l->n_gpus, &p);
-        for (const struct ledger_member *m = l->members; m; m = m->next)
-            if (m->tenant == t) {
+        for (const struct conn *m = s->conns; m; m = m->next)
+            if (m->member && m->member->tenant == t && (admin || m->uid == c->uid)) {
                 if (p.n_pids < KAIROS_PS_MAX_PIDS)
                     p.pids[p.n_pids] = m->pid;
                 p.n_pids++;
@@ -833,6 +845,11 @@ out:
 void server_set_timeshare(struct server *s, struct timeshare *t)
 {
     s->timeshare = t;
+}
+
+void server_set_gpu(struct server *s, struct gpu_backend *gpu)
+{
+    s->gpu = gpu;
 }
 
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p)

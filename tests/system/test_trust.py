@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -73,6 +74,51 @@ def run_as_nobody(fn):
     os.close(r)
     os.waitpid(pid, 0)
     return b"".join(chunks).decode()
+
+
+class NobodyChild:
+    """A forked child, nobody, that runs fn(client) when started and keeps its
+    connection (and what it holds) until finished; its answer comes back."""
+
+    def __init__(self, socket_path, fn):
+        self.go_r, self.go_w = os.pipe()
+        self.out_r, self.out_w = os.pipe()
+        self.end_r, self.end_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                as_nobody()
+                os.read(self.go_r, 1)
+                c = kp.Client(socket_path)
+                try:
+                    out = str(fn(c))
+                except kp.KairosError as e:
+                    out = f"raised: {e.code} {e.message}"
+                os.write(self.out_w, (out + "\n").encode())
+                os.read(self.end_r, 1)
+            finally:
+                os._exit(0)
+        for fd in (self.go_r, self.out_w, self.end_r):
+            os.close(fd)
+
+    def start(self):
+        os.write(self.go_w, b"x")
+        line = b""
+        while not line.endswith(b"\n"):
+            b = os.read(self.out_r, 4096)
+            if not b:
+                break
+            line += b
+        return line.decode().strip()
+
+    def finish(self):
+        if self.pid is None:
+            return
+        os.write(self.end_w, b"x")
+        os.waitpid(self.pid, 0)
+        for fd in (self.go_w, self.out_r, self.end_w):
+            os.close(fd)
+        self.pid = None
 
 
 def counts(text):
@@ -252,6 +298,75 @@ class Trust(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("permission denied", r.stderr)
         self.assertEqual(self.ps()["big"]["quota"], [4 << 30])
+
+    def test_a_reattach_claiming_1_pib_counts_no_more_than_the_quota_leaves(self):
+        me = kp.Client(self.d.socket)  # an honest member of small, holding 10 MiB
+        me.hello("small")
+        self.assertTrue(me.charge(0, 10 * MiB, 1)[0])
+        me.commit(0, 1, True, 10 * MiB, 10 * MiB)
+        big_before = self.ps()["big"]
+        attacker = NobodyChild(self.d.socket,
+                               lambda c: c.hello("small", held=[1 << 50], reattach=True)[1][0])
+        self.addCleanup(attacker.finish)
+        self.assertEqual(attacker.start(), str(64 * MiB))
+        small = self.ps()["small"]
+        self.assertEqual(small["held"], [64 * MiB])  # the quota, never above
+        self.assertIn("claimed 1024.0 TiB on GPU 0 when reattaching; 54.0 MiB counted",
+                      self.d.read_log())
+        attacker.finish()
+        # the honest member lost nothing; no other tenant changed
+        self.assertTrue(self.wait_for(lambda: self.ps()["small"]["held"] == [10 * MiB]),
+                        self.ps())
+        self.assertEqual(self.ps()["big"], big_before)
+        self.assertTrue(me.charge(0, 54 * MiB, 2)[0])  # and may use its quota again
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello(
+            "big", held=[1 << 50], reattach=True))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)  # nor by reattaching elsewhere
+
+    def test_a_reattach_counts_no_more_than_the_gpu_reports(self):
+        self.d.stop()
+        fake = "gpu 0 GPU-fake-0000 85899345920\n"
+        self.d = kp.Daemon(KAIROSD, tenants_yaml=TENANTS, gpus=1, fake=fake).start()
+        attacker = NobodyChild(self.d.socket,
+                               lambda c: c.hello("small", held=[1 << 50], reattach=True)[1][0])
+        self.addCleanup(attacker.finish)
+        self.d.write_fake(fake + f"proc 0 {attacker.pid} {5 * MiB}\n")
+        self.assertEqual(attacker.start(), str(64 * MiB))
+        self.assertEqual(self.ps()["small"]["held"], [5 * MiB])
+        self.assertIn("(the GPU reports 5242880 bytes for it)", self.d.read_log())
+        attacker.finish()
+
+    def test_ps_shows_other_tenants_pids_to_administrators_only(self):
+        me = kp.Client(self.d.socket)
+        me.hello("big")
+
+        def look(c):
+            c.hello("small")
+            seen = kp.Client(self.d.socket).ps()
+            return json.dumps({n: seen[n]["pids"] for n in ("big", "small")})
+        child = NobodyChild(self.d.socket, look)
+        self.addCleanup(child.finish)
+        seen = json.loads(child.start())
+        self.assertEqual(seen, {"big": [], "small": [child.pid]})
+        admin = self.ps()
+        self.assertEqual((admin["big"]["pids"], admin["small"]["pids"]),
+                         ([os.getpid()], [child.pid]))
+        r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
+                           capture_output=True, text=True, timeout=30, preexec_fn=as_nobody)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tenants = {t["name"]: t for t in json.loads(r.stdout)["tenants"]}
+        # nobody's own processes (the child's uid) only
+        self.assertEqual((tenants["big"]["pids"], tenants["small"]["pids"]), ([], [child.pid]))
+        self.assertEqual(tenants["big"]["processes"], 0)
+        child.finish()
+
+    def wait_for(self, predicate, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.02)
+        return predicate()
 
     def test_a_cgroup_rule_admits_the_processes_of_that_cgroup(self):
         with open("/proc/self/cgroup") as f:
