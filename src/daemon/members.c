@@ -68,6 +68,14 @@ int admissions_add(struct admissions *a, const char *tenant, uint32_t pid)
     uint64_t start;
     if (!pid || proc_stat(a->proc, pid, &ppid, &start))
         return -ESRCH;
+    return admissions_restore(a, tenant, pid, start);
+}
+
+int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, uint64_t start)
+{
+    struct admission probe = {.pid = pid, .start = start};
+    if (!pid || !alive(a->proc, &probe))
+        return -ESRCH;
     for (size_t i = 0; i < a->n; i++)
         if (a->list[i].pid == pid && a->list[i].start == start &&
             !strcmp(a->list[i].tenant, tenant))

@@ -63,6 +63,9 @@ void admissions_fini(struct admissions *a);
 /* Admits pid to tenant. 0, -ESRCH (no such process), -ENOSPC (full of live
  * admissions), -ENOMEM. */
 int admissions_add(struct admissions *a, const char *tenant, uint32_t pid);
+/* An admission read back after a restart: kept only when pid is alive and started
+ * at start (the same process). 0, -ESRCH, -ENOSPC, -ENOMEM. */
+int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, uint64_t start);
 /* Forgets the admissions to tenant (it was removed). */
 void admissions_forget_tenant(struct admissions *a, const char *tenant);
 /* The admitted process, pid or an ancestor of it, through which pid belongs to

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/admissions_file.h"
 #include "daemon/log.h"
 #include "daemon/proto_check.h"
 #include "daemon/reattach.h"
@@ -59,6 +60,7 @@ struct server {
     struct loop_watch *cw;
     struct admissions admissions; /* members.h: processes admitted to tenants */
     struct gpu_backend *gpu;      /* for REATTACH checks, or NULL */
+    char admissions_path[PATH_MAX + 16];
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -454,6 +456,15 @@ static bool on_release(struct conn *c, const struct proto_request *r)
     return true;
 }
 
+/* The admissions on disk for the next kairosd (admissions_file.h). */
+static void save_admissions(struct server *s)
+{
+    int rc = admissions_save(&s->admissions, s->admissions_path);
+    if (rc)
+        log_warn("cannot write %s (%s): processes admitted now will be refused if kairosd "
+                 "restarts before they exit", s->admissions_path, strerror(-rc));
+}
+
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
     if (config_is_admin(c->srv->cfg, c->uid))
@@ -498,6 +509,7 @@ static bool on_tenant_del(struct conn *c, const struct proto_request *r)
     if (code)
         return send_error(c, r->seq, (uint32_t)code, msg);
     admissions_forget_tenant(&c->srv->admissions, r->body.tenant_del.tenant);
+    save_admissions(c->srv);
     compute_changed(c->srv); /* its policies, if it had any, are gone */
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
@@ -563,6 +575,7 @@ static bool on_tenant_admit(struct conn *c, const struct proto_request *r)
     }
     log_info("tenant %s: pid %u and its descendants admitted by uid %u (pid %u)", t->name, pid,
              c->uid, c->pid);
+    save_admissions(s);
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -769,6 +782,13 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->cfg = cfg;
     s->listen_fd = -1;
     admissions_init(&s->admissions, NULL);
+    admissions_file_path(cfg->state, s->admissions_path, sizeof s->admissions_path);
+    int kept = admissions_load(&s->admissions, s->admissions_path);
+    if (kept < 0)
+        log_warn("%s is corrupt; admissions made before the restart are lost (their "
+                 "processes are refused until admitted again)", s->admissions_path);
+    else if (kept)
+        log_info("%d admission(s) of live processes kept from before the restart", kept);
     s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->compute_fd < 0 ||
         !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {

@@ -240,6 +240,22 @@ class Trust(unittest.TestCase):
         self.assertIn("admitted by uid 0", self.d.read_log())
         self.assertIn("asked for tenant small; it is a member of big", self.d.read_log())
 
+    def test_an_admission_survives_a_restart_and_ends_with_its_process(self):
+        child = NobodyChild(self.d.socket, lambda c: c.hello("big", held=[MiB],
+                                                                reattach=True)[1][0])
+        self.addCleanup(child.finish)
+        kp.Client(self.d.socket).tenant_admit("big", child.pid)
+        self.d.stop()
+        self.d.start()  # the child's shim reattaches to the new daemon: still admitted
+        self.assertEqual(child.start(), str(4 << 30))
+        self.assertIn("1 admission(s) of live processes kept", self.d.read_log())
+        child.finish()
+        self.d.stop()
+        self.d.start()  # its process is gone: the admission is not kept
+        self.assertEqual(self.d.read_log().count("admission(s) of live processes kept"), 1)
+        answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("big"))
+        self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)
+
     def test_members_rules_at_run_time_survive_a_restart(self):
         me = kp.Client(self.d.socket)
         me.tenant_set("rt", [8 * MiB])
