@@ -55,6 +55,9 @@
  *               process joins its tenant whatever HELLO names.
  *             - PS_REPLY pids/n_pids: every member process for administrators;
  *               for others only the processes running under their own uid.
+ *             - TENANT_SET quota[i] may be KAIROS_QUOTA_PERCENT | ppm: kairosd
+ *               resolves the percentage with the GPU's memory (kairos run --mem
+ *               80% no longer needs NVML in the CLI).
  *             - REATTACH held[] is bounded: never more than the tenant's quota
  *               leaves, nor than the GPU backend reports for the process where
  *               it can (what is counted is logged).
@@ -196,6 +199,10 @@ struct kairos_compute {
  * compute policy but those SET. A tenant of the configuration takes no compute
  * policy here (its own is in the configuration). */
 #define KAIROS_QUOTA_KEEP UINT64_MAX
+/* quota[i] = KAIROS_QUOTA_PERCENT | ppm: ppm parts per million (1..KAIROS_PPM) of that
+ * GPU's memory, resolved by kairosd with the GPU's total (NVML); refused
+ * (KAIROS_ERR_INVALID) where kairosd does not know it. (KEEP is not one.) */
+#define KAIROS_QUOTA_PERCENT (1ull << 63)
 #define KAIROS_TENANT_EPHEMERAL 0x1u  /* removed when its last process leaves (kairos run) */
 #define KAIROS_TENANT_SET_SIZE_V0 200u /* the body before compute[]: still accepted, as
                                         * if every compute[i] were 0 */

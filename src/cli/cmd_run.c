@@ -37,7 +37,6 @@
 #include "cli/run_user.h"
 #include "cli/shim_path.h"
 #include "core/units.h"
-#include "daemon/gpu.h"
 #include "daemon/policy.h"
 
 struct run_opts {
@@ -202,37 +201,29 @@ static int parse_gpus(const char *list, unsigned *mask)
     return 0;
 }
 
-/* The quota per GPU for --mem; percentages need the GPU's memory from NVML. */
+/* The quota per GPU for --mem: a size, or a percentage that kairosd resolves with
+ * each GPU's memory (KAIROS_QUOTA_PERCENT). 0 or -EINVAL after a message. */
 static int mem_quota(const char *mem, unsigned n_gpus, unsigned mask, uint64_t *quota)
 {
-    char err[160];
-    bool percent = strchr(mem, '%') != NULL;
-    struct gpu_backend gpu;
-    if (percent && gpu_init(&gpu, NULL)) {
-        fprintf(stderr, "kairos run: --mem %s: a percentage needs each GPU's memory, known only "
-                        "with NVML here (%s); give a size such as 8G\n", mem, gpu.why);
+    char err[160] = "";
+    uint64_t value;
+    if (strchr(mem, '%')) {
+        double fraction = 0;
+        if (units_parse_percent(mem, &fraction, err, sizeof err) == 0 && fraction <= 0)
+            snprintf(err, sizeof err, "'%s': a percentage must be above 0%%", mem);
+        if (err[0]) {
+            fprintf(stderr, "kairos run: --mem %s\n", err);
+            return -EINVAL;
+        }
+        uint64_t ppm = (uint64_t)(fraction * KAIROS_PPM + 0.5);
+        value = KAIROS_QUOTA_PERCENT | (ppm ? ppm : 1);
+    } else if (units_parse_size(mem, 0, &value, err, sizeof err)) {
+        fprintf(stderr, "kairos run: --mem %s\n", err);
         return -EINVAL;
     }
-    int rc = 0;
-    for (unsigned g = 0; g < n_gpus; g++) {
-        quota[g] = 0;
-        if (!(mask & (1u << g)))
-            continue;
-        uint64_t total = 0;
-        if (percent && gpu.ops->total_memory(&gpu, g, &total)) {
-            fprintf(stderr, "kairos run: cannot read GPU %u's memory from NVML\n", g);
-            rc = -EIO;
-            break;
-        }
-        if (units_parse_size(mem, total, &quota[g], err, sizeof err)) {
-            fprintf(stderr, "kairos run: --mem %s\n", err);
-            rc = -EINVAL;
-            break;
-        }
-    }
-    if (percent)
-        gpu_fini(&gpu);
-    return rc;
+    for (unsigned g = 0; g < n_gpus; g++)
+        quota[g] = (mask & (1u << g)) ? value : 0;
+    return 0;
 }
 
 static int run_error(const char *what, const char *err)
@@ -290,7 +281,11 @@ static void report_set(const struct run_opts *o, const char *name, unsigned n_gp
         while (first < n_gpus && !(mask & (1u << first)))
             first++;
         char size[32];
-        units_format_size(first < n_gpus ? set->quota[first] : 0, size, sizeof size);
+        uint64_t q = first < n_gpus ? set->quota[first] : 0;
+        if (q & KAIROS_QUOTA_PERCENT)
+            snprintf(size, sizeof size, "%s of the GPU's memory", o->mem);
+        else
+            units_format_size(q, size, sizeof size);
         fprintf(stderr, "kairos run: tenant %s %s: %s per GPU%s%s%s\n", name,
                 o->tenant ? "set" : "created", size, o->gpus ? " on GPUs " : "",
                 o->gpus ? o->gpus : "", o->tenant ? "" : " (removed when the command ends)");

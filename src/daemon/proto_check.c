@@ -212,10 +212,16 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         if (s->flags & ~KAIROS_TENANT_EPHEMERAL)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET has unknown flags 0x%x",
                           s->flags & ~KAIROS_TENANT_EPHEMERAL);
-        for (unsigned g = 0; g < s->n_gpus; g++)
-            if (s->quota[g] != KAIROS_QUOTA_KEEP && (rc = check_bytes(s->quota[g], "quota", why,
-                                                                       why_len)))
+        for (unsigned g = 0; g < s->n_gpus; g++) {
+            uint64_t q = s->quota[g], ppm = q & ~KAIROS_QUOTA_PERCENT;
+            if (q == KAIROS_QUOTA_KEEP)
+                continue;
+            if ((q & KAIROS_QUOTA_PERCENT) && (ppm == 0 || ppm > KAIROS_PPM))
+                return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET quota[%u]: a "
+                              "percentage must be above 0%% and at most 100%%", g);
+            if (!(q & KAIROS_QUOTA_PERCENT) && (rc = check_bytes(q, "quota", why, why_len)))
                 return rc;
+        }
         return check_compute(s, why, why_len);
     }
     case KAIROS_MSG_TENANT_DEL:

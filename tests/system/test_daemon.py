@@ -491,9 +491,11 @@ class Cli(DaemonCase):
         r = self.kairos("run", "--tenant", "nobody", "--", "true", env=env)
         self.assertEqual(r.returncode, 1)
         self.assertIn("unknown tenant 'nobody'", r.stderr)
+        # a percentage is kairosd's to resolve; without NVML it cannot
         r = self.kairos("run", "--mem", "80%", "--", "true", env=env)
-        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.returncode, 1)
         self.assertIn("NVML", r.stderr)
+        self.assertEqual(self.kairos("run", "--mem", "0%", "--", "true", env=env).returncode, 2)
         r = self.kairos("run", "--gpus", "5", "--mem", "1G", "--", "true", env=env)
         self.assertEqual(r.returncode, 2)
         # the command's shim registers where the node's settings say: kairos run may
@@ -537,6 +539,22 @@ class Audit(DaemonCase):
         finally:
             victim.kill()
             victim.wait()
+
+
+class PercentQuota(DaemonCase):
+    """kairos run --mem N% is resolved by kairosd with each GPU's memory (the CLI
+    needs no NVML)."""
+    fake = FAKE_GPUS
+
+    def test_percent_of_each_gpu(self):
+        shim = os.path.join(self.d.dir, "libkairos.so")
+        open(shim, "wb").close()
+        env = dict(os.environ, KAIROS_SHIM=shim, LD_PRELOAD="", **self.d.shim_env())
+        r = subprocess.run([KAIROS, "run", "--tenant", "pct", "--mem", "12.5%", "--gpus", "1",
+                            "--", "true"], capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("12.5% of the GPU's memory", r.stderr)
+        self.assertEqual(self.ps()["pct"]["quota"], [0, 85899345920 // 8])
 
 
 class AuditKill(DaemonCase):
