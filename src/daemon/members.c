@@ -224,6 +224,17 @@ bool members_cgroup_match(const char *pattern, const char *cgroup)
     }
 }
 
+size_t members_cgroup_rank(const struct member_rules *r, const char *cgroup)
+{
+    size_t best = 0;
+    for (uint32_t i = 0; i < r->n_cgroups; i++) {
+        size_t len = strlen(r->cgroups[i]);
+        if (len > best && members_cgroup_match(r->cgroups[i], cgroup))
+            best = len;
+    }
+    return best;
+}
+
 static bool has_id(const uint32_t *ids, uint32_t n, uint32_t id)
 {
     for (uint32_t i = 0; i < n; i++)

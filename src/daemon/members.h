@@ -9,6 +9,9 @@
  *   - it or one of its ancestors (the parent chain of /proc/<pid>/stat) was
  *     admitted to that tenant (TENANT_ADMIT, e.g. by kairos run or a cluster
  *     integration) and is still the same process (pid and start time).
+ * Two things bind a process to a tenant whatever tenant it names: an admission
+ * (the nearest admitted ancestor's tenant), else a cgroups rule its cgroup matches
+ * (members_cgroup_rank).
  * The rules live with the tenant (struct member_rules in its ledger record): from
  * the configuration (members: {users, groups, cgroups}) for configured tenants,
  * from TENANT_MEMBERS (persisted in the state file) for those made at run time.
@@ -101,6 +104,12 @@ const char *members_may_join(const struct admissions *a, const struct member_rul
                              const char *tenant, bool configured, bool admin,
                              struct member_peer *p, const char *config, char *why,
                              size_t why_len);
+
+/* The length of the longest of r's cgroup patterns that cgroup (or an ancestor)
+ * matches; 0 when none. A process in a cgroup that a tenant's rules name (a
+ * container's, a job's) belongs to that tenant, the most specific pattern winning,
+ * whatever it asks for and whoever it runs as (root in a container too). */
+size_t members_cgroup_rank(const struct member_rules *r, const char *cgroup);
 
 /* One cgroup pattern against a cgroup path and its ancestors. */
 bool members_cgroup_match(const char *pattern, const char *cgroup);

@@ -277,14 +277,31 @@ static bool may_join(struct conn *c, const struct ledger_tenant *t, uint32_t seq
 static struct ledger_tenant *bound_tenant(struct conn *c, const char *asked)
 {
     char name[KAIROS_NAME_MAX];
+    const struct ledger *l = &c->srv->ts->ledger;
     uint32_t via = admissions_tenant_of(&c->srv->admissions, c->pid, name);
-    if (!via || !strcmp(name, asked))
+    if (via) {
+        struct ledger_tenant *t = strcmp(name, asked) ? ledger_tenant_find(l, name) : NULL;
+        if (t)
+            log_info("pid %u (uid %u) asked for tenant %s; it is a member of %s, to which pid "
+                     "%u was admitted", c->pid, c->uid, asked, name, via);
+        return t;
+    }
+    struct member_peer p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    members_peer_read(&p, NULL);
+    struct ledger_tenant *best = NULL;
+    size_t rank = 0;
+    for (size_t i = 0; p.cgroup[0] && i < l->n_tenants; i++) {
+        size_t r = members_cgroup_rank(&l->tenants[i]->members, p.cgroup);
+        if (r > rank) {
+            rank = r;
+            best = l->tenants[i];
+        }
+    }
+    if (!best || !strcmp(best->name, asked))
         return NULL;
-    struct ledger_tenant *t = ledger_tenant_find(&c->srv->ts->ledger, name);
-    if (t)
-        log_info("pid %u (uid %u) asked for tenant %s; it is a member of %s, to which pid %u "
-                 "was admitted", c->pid, c->uid, asked, name, via);
-    return t;
+    log_info("pid %u (uid %u) asked for tenant %s; its cgroup %s is tenant %s's (members "
+             "cgroups)", c->pid, c->uid, asked, p.cgroup, best->name);
+    return best;
 }
 
 static bool on_hello(struct conn *c, const struct proto_request *r)

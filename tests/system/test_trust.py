@@ -396,6 +396,13 @@ class Trust(unittest.TestCase):
         me.tenant_members("bycg", cgroups=[pattern])
         self.assertEqual(run_as_nobody(lambda: kp.Client(self.d.socket).hello("bycg")[1][0]),
                          str(8 * MiB))
+        # the cgroup binds: asking for another tenant (one its uid may join, or any as
+        # root, as in a container without a user namespace) lands in bycg all the same
+        self.assertEqual(run_as_nobody(lambda: kp.Client(self.d.socket).hello("small")[1][0]),
+                         str(8 * MiB))
+        self.assertEqual(kp.Client(self.d.socket).hello("big")[1], [8 * MiB])
+        self.assertIn(f"asked for tenant big; its cgroup {mine} is tenant bycg's",
+                      self.d.read_log())
         me.tenant_members("bycg", cgroups=["/elsewhere/*"])
         answer = run_as_nobody(lambda: kp.Client(self.d.socket).hello("bycg"))
         self.assertIn(f"raised: {kp.ERR_PERMISSION}", answer)
