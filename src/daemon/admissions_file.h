@@ -4,7 +4,7 @@
  * daemon. Each entry is a pid with its start time, so one that the restart
  * outlived but whose process is gone (its pid free or reused) is dropped on load.
  *
- *   {"version": 1, "admissions": [{"tenant": "job-7.0", "pid": 4242, "start": 98765}]}
+ *   {"version": 1, "admissions": [{"tenant": "job-7.0", "pid": 4242, "start": 98765, "by": 0}]}
  *
  * Thread rules: the loop thread only.
  */

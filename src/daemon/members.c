@@ -62,16 +62,26 @@ static void prune(struct admissions *a)
     a->n = w;
 }
 
-int admissions_add(struct admissions *a, const char *tenant, uint32_t pid)
+int admissions_add(struct admissions *a, const char *tenant, uint32_t pid, uint32_t by_uid)
 {
     uint32_t ppid;
     uint64_t start;
     if (!pid || proc_stat(a->proc, pid, &ppid, &start))
         return -ESRCH;
-    return admissions_restore(a, tenant, pid, start);
+    return admissions_restore(a, tenant, pid, start, by_uid);
 }
 
-int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, uint64_t start)
+size_t admissions_count_by(struct admissions *a, uint32_t by_uid)
+{
+    prune(a);
+    size_t n = 0;
+    for (size_t i = 0; i < a->n; i++)
+        n += a->list[i].by_uid == by_uid;
+    return n;
+}
+
+int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, uint64_t start,
+                       uint32_t by_uid)
 {
     struct admission probe = {.pid = pid, .start = start};
     if (!pid || !alive(a->proc, &probe))
@@ -97,6 +107,7 @@ int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, u
     snprintf(ad->tenant, sizeof ad->tenant, "%s", tenant);
     ad->pid = pid;
     ad->start = start;
+    ad->by_uid = by_uid;
     return 0;
 }
 

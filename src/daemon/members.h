@@ -29,6 +29,7 @@
 #include "kairos/proto.h"
 
 #define MEMBERS_MAX_ADMISSIONS 4096
+#define MEMBERS_MAX_ADMISSIONS_PER_USER 256 /* live admissions one non-administrator asks */
 #define MEMBERS_MAX_DEPTH 64         /* ancestors looked at above a process */
 #define MEMBERS_MAX_GROUPS 64        /* supplementary groups looked at */
 #define MEMBERS_CGROUP_PATH_MAX 512
@@ -52,6 +53,7 @@ struct admission {
     char tenant[KAIROS_NAME_MAX];
     uint32_t pid;
     uint64_t start;                  /* /proc/<pid>/stat starttime */
+    uint32_t by_uid;                 /* who asked for it */
 };
 
 struct admissions {
@@ -63,12 +65,15 @@ struct admissions {
 void admissions_init(struct admissions *a, const char *proc_root);
 void admissions_fini(struct admissions *a);
 
-/* Admits pid to tenant. 0, -ESRCH (no such process), -ENOSPC (full of live
- * admissions), -ENOMEM. */
-int admissions_add(struct admissions *a, const char *tenant, uint32_t pid);
+/* Admits pid to tenant, asked by by_uid. 0, -ESRCH (no such process), -ENOSPC
+ * (full of live admissions), -ENOMEM. */
+int admissions_add(struct admissions *a, const char *tenant, uint32_t pid, uint32_t by_uid);
+/* The live admissions by_uid asked for (the dead ones are dropped first). */
+size_t admissions_count_by(struct admissions *a, uint32_t by_uid);
 /* An admission read back after a restart: kept only when pid is alive and started
  * at start (the same process). 0, -ESRCH, -ENOSPC, -ENOMEM. */
-int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, uint64_t start);
+int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, uint64_t start,
+                       uint32_t by_uid);
 /* Forgets the admissions to tenant (it was removed). */
 void admissions_forget_tenant(struct admissions *a, const char *tenant);
 /* The admitted process, pid or an ancestor of it, through which pid belongs to

@@ -582,7 +582,13 @@ static bool on_tenant_admit(struct conn *c, const struct proto_request *r)
     }
     if (!admin && !may_join(c, t, r->seq, &kept))
         return kept;
-    int rc = admissions_add(&s->admissions, t->name, pid);
+    size_t mine = admin ? 0 : admissions_count_by(&s->admissions, c->uid);
+    if (mine >= MEMBERS_MAX_ADMISSIONS_PER_USER) {
+        msgf(msg, sizeof msg, "uid %u already has %zu admitted processes alive (at most %d); "
+             "wait for some to end", c->uid, mine, MEMBERS_MAX_ADMISSIONS_PER_USER);
+        return send_error(c, r->seq, KAIROS_ERR_BUSY, msg);
+    }
+    int rc = admissions_add(&s->admissions, t->name, pid, c->uid);
     if (rc) {
         msgf(msg, sizeof msg, "cannot admit pid %u to tenant %s: %s", pid, t->name,
              rc == -ESRCH    ? "no such process"

@@ -240,6 +240,41 @@ class Trust(unittest.TestCase):
         self.assertIn("admitted by uid 0", self.d.read_log())
         self.assertIn("asked for tenant small; it is a member of big", self.d.read_log())
 
+    def test_a_flood_of_admissions_by_one_user_is_bounded(self):
+        def flood():
+            """256 live processes of nobody admitted to small; then one more."""
+            hold_r, hold_w = os.pipe()
+            kids, answers = [], []
+            for _ in range(257):
+                r, w = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    os.close(hold_w)
+                    try:
+                        kp.Client(self.d.socket).tenant_admit("small")
+                        os.write(w, b"ok")
+                    except kp.KairosError as e:
+                        os.write(w, f"{e.code} {e.message}".encode())
+                    os.read(hold_r, 1)  # alive until the end
+                    os._exit(0)
+                os.close(w)
+                answers.append(os.read(r, 300).decode())
+                os.close(r)
+                kids.append(pid)
+            os.close(hold_w)
+            for pid in kids:
+                os.waitpid(pid, 0)
+            return json.dumps(answers)
+        answers = json.loads(run_as_nobody(flood))
+        self.assertEqual(answers[:256], ["ok"] * 256)
+        self.assertIn(f"{kp.ERR_BUSY} uid 65534 already has 256 admitted processes alive",
+                      answers[256])
+        # the flood took nothing from anyone else: root still admits, and once the
+        # flood's processes are gone nobody may admit again
+        kp.Client(self.d.socket).tenant_admit("big", os.getpid())
+        self.assertEqual(run_as_nobody(lambda: kp.Client(self.d.socket).tenant_admit("small")),
+                         "None")
+
     def test_an_admission_survives_a_restart_and_ends_with_its_process(self):
         child = NobodyChild(self.d.socket, lambda c: c.hello("big", held=[MiB],
                                                                 reattach=True)[1][0])

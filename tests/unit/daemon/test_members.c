@@ -105,22 +105,24 @@ static void test_admissions_follow_the_parent_chain(void **state)
     (void)state;
     struct admissions a;
     admissions_init(&a, root);
-    assert_int_equal(admissions_add(&a, "job", 100), 0);
-    assert_int_equal(admissions_add(&a, "job", 100), 0); /* once */
+    assert_int_equal(admissions_add(&a, "job", 100, 0), 0);
+    assert_int_equal(admissions_add(&a, "job", 100, 0), 0); /* once */
     assert_int_equal(a.n, 1);
-    assert_int_equal(admissions_add(&a, "job", 12345), -ESRCH);
+    assert_int_equal(admissions_add(&a, "job", 12345, 0), -ESRCH);
     assert_int_equal(admissions_find(&a, "job", 300), 100); /* grandchild */
     assert_int_equal(admissions_find(&a, "job", 400), 0);   /* not a descendant */
     assert_int_equal(admissions_find(&a, "other", 300), 0);
     char tenant[KAIROS_NAME_MAX];
     /* the nearest admission binds */
-    assert_int_equal(admissions_add(&a, "inner", 200), 0);
+    assert_int_equal(admissions_add(&a, "inner", 200, 1000), 0);
     assert_int_equal(admissions_tenant_of(&a, 300, tenant), 200);
     assert_string_equal(tenant, "inner");
     /* pid 100 reused by another process: its admission no longer counts */
     fake_proc(100, 1, 99, "", "/");
     assert_int_equal(admissions_find(&a, "job", 300), 0);
-    assert_int_equal(admissions_restore(&a, "job", 100, 5), -ESRCH);
+    assert_int_equal(admissions_restore(&a, "job", 100, 5, 0), -ESRCH);
+    assert_int_equal(admissions_count_by(&a, 1000), 1);
+    assert_int_equal(admissions_count_by(&a, 0), 0); /* 100's was dropped: pid reused */
     admissions_forget_tenant(&a, "inner");
     assert_int_equal(admissions_tenant_of(&a, 300, tenant), 0);
     admissions_fini(&a);
