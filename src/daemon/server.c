@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/admissions_file.h"
 #include "daemon/log.h"
+#include "daemon/membership.h"
 #include "daemon/proto_check.h"
 #include "daemon/reattach.h"
 #include "daemon/timeshare.h"
@@ -58,9 +58,8 @@ struct server {
     struct timeshare *timeshare; /* compute policies, or NULL */
     int compute_fd;              /* eventfd: compute_changed_later */
     struct loop_watch *cw;
-    struct admissions admissions; /* members.h: processes admitted to tenants */
+    struct membership membership; /* who joins which tenant (membership.h) */
     struct gpu_backend *gpu;      /* for REATTACH checks, or NULL */
-    char admissions_path[PATH_MAX + 16];
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -252,58 +251,6 @@ static void describe_held(const struct ledger_tenant *t, unsigned gpu, char *out
              tenants_size(t->quota[gpu], b, sizeof b));
 }
 
-/* Whether the peer may join t (members.h); when not, the refusal is logged and
- * sent, and *kept says whether the connection survives that. */
-static bool may_join(struct conn *c, const struct ledger_tenant *t, uint32_t seq, bool *kept)
-{
-    struct server *s = c->srv;
-    struct member_peer p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
-    char why[KAIROS_MSG_MAX];
-    const char *config = s->cfg->path[0] ? s->cfg->path : "the configuration";
-    const char *reason =
-        members_may_join(&s->admissions, &t->members, t->name, t->flags & LEDGER_TENANT_CONFIG,
-                         config_is_admin(s->cfg, c->uid), &p, config, why, sizeof why);
-    if (reason) {
-        log_debug("tenant %s: pid %u (uid %u) may join: %s", t->name, c->pid, c->uid, reason);
-        return true;
-    }
-    log_warn("pid %u (uid %u): refused: %s", c->pid, c->uid, why);
-    *kept = send_error(c, seq, KAIROS_ERR_PERMISSION, why);
-    return false;
-}
-
-/* The tenant the peer was admitted to (itself or an ancestor), when it asked for
- * another: an admission binds (members.h). NULL when none or the same. */
-static struct ledger_tenant *bound_tenant(struct conn *c, const char *asked)
-{
-    char name[KAIROS_NAME_MAX];
-    const struct ledger *l = &c->srv->ts->ledger;
-    uint32_t via = admissions_tenant_of(&c->srv->admissions, c->pid, name);
-    if (via) {
-        struct ledger_tenant *t = strcmp(name, asked) ? ledger_tenant_find(l, name) : NULL;
-        if (t)
-            log_info("pid %u (uid %u) asked for tenant %s; it is a member of %s, to which pid "
-                     "%u was admitted", c->pid, c->uid, asked, name, via);
-        return t;
-    }
-    struct member_peer p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
-    members_peer_read(&p, NULL);
-    struct ledger_tenant *best = NULL;
-    size_t rank = 0;
-    for (size_t i = 0; p.cgroup[0] && i < l->n_tenants; i++) {
-        size_t r = members_cgroup_rank(&l->tenants[i]->members, p.cgroup);
-        if (r > rank) {
-            rank = r;
-            best = l->tenants[i];
-        }
-    }
-    if (!best || !strcmp(best->name, asked))
-        return NULL;
-    log_info("pid %u (uid %u) asked for tenant %s; its cgroup %s is tenant %s's (members "
-             "cgroups)", c->pid, c->uid, asked, p.cgroup, best->name);
-    return best;
-}
-
 static bool on_hello(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
@@ -314,20 +261,12 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                  c->member->tenant->name);
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
-    struct ledger_tenant *t = bound_tenant(c, h->tenant);
-    if (!t)
-        t = ledger_tenant_find(&s->ts->ledger, h->tenant);
-    if (!t) {
-        msgf(msg, sizeof msg,
-                 "no tenant '%s' on this node; an administrator creates it with 'kairos run "
-                 "--tenant %s --mem SIZE -- CMD' or declares it in the kairosd configuration",
-                 h->tenant, h->tenant);
-        log_warn("pid %u (uid %u): refused: no tenant '%s'", c->pid, c->uid, h->tenant);
-        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
-    }
-    bool kept = true;
-    if (!may_join(c, t, r->seq, &kept))
-        return kept;
+    struct peer_cred peer = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    uint32_t code = 0;
+    struct ledger_tenant *t = membership_hello(&s->membership, &peer, h->tenant, &code, msg,
+                                               sizeof msg);
+    if (!t) /* kairosd decides the tenant (membership.h) */
+        return send_error(c, r->seq, code, msg);
     bool reattach = h->flags & KAIROS_HELLO_REATTACH;
     if (reattach) {
         struct ledger_member *other = ledger_find_pid(&s->ts->ledger, c->pid);
@@ -473,15 +412,6 @@ static bool on_release(struct conn *c, const struct proto_request *r)
     return true;
 }
 
-/* The admissions on disk for the next kairosd (admissions_file.h). */
-static void save_admissions(struct server *s)
-{
-    int rc = admissions_save(&s->admissions, s->admissions_path);
-    if (rc)
-        log_warn("cannot write %s (%s): processes admitted now will be refused if kairosd "
-                 "restarts before they exit", s->admissions_path, strerror(-rc));
-}
-
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
     if (config_is_admin(c->srv->cfg, c->uid))
@@ -525,80 +455,25 @@ static bool on_tenant_del(struct conn *c, const struct proto_request *r)
     int code = tenants_del(c->srv->ts, r->body.tenant_del.tenant, c->uid, msg, sizeof msg);
     if (code)
         return send_error(c, r->seq, (uint32_t)code, msg);
-    admissions_forget_tenant(&c->srv->admissions, r->body.tenant_del.tenant);
-    save_admissions(c->srv);
+    membership_tenant_removed(&c->srv->membership, r->body.tenant_del.tenant);
     compute_changed(c->srv); /* its policies, if it had any, are gone */
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
-/* TENANT_MEMBERS: a run-time tenant's members rules (administrators). */
-static bool on_tenant_members(struct conn *c, const struct proto_request *r)
+/* TENANT_MEMBERS and TENANT_ADMIT: membership.c decides, OK or its refusal. */
+static bool on_membership(struct conn *c, const struct proto_request *r)
 {
-    if (!admin_only(c, r))
+    if (r->type == KAIROS_MSG_TENANT_MEMBERS && !admin_only(c, r))
         return true;
-    struct server *s = c->srv;
-    const struct kairos_tenant_members *m = &r->body.tenant_members;
-    char msg[KAIROS_MSG_MAX], rules[200];
-    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, m->tenant);
-    if (!t) {
-        msgf(msg, sizeof msg, "no tenant '%s'; create it first (kairos run --tenant %s --mem "
-             "SIZE, or the configuration)", m->tenant, m->tenant);
-        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
-    }
-    if (t->flags & LEDGER_TENANT_CONFIG) {
-        msgf(msg, sizeof msg, "tenant '%s' is declared in %s: its members rules are there "
-             "(members: under the tenant; see kairosd.conf(5))", t->name,
-             s->cfg->path[0] ? s->cfg->path : "the configuration");
-        return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
-    }
-    members_rules_from_wire(&t->members, m);
-    members_rules_describe(&t->members, rules, sizeof rules);
-    log_info("tenant %s: members rules set by uid %u: %s", t->name, c->uid, rules);
-    tenants_save_state(s->ts);
-    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
-}
-
-/* TENANT_ADMIT: administrators admit any process; others themselves, when the
- * tenant's rules let them in. */
-static bool on_tenant_admit(struct conn *c, const struct proto_request *r)
-{
-    struct server *s = c->srv;
-    const struct kairos_tenant_admit *m = &r->body.tenant_admit;
+    struct peer_cred p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
     char msg[KAIROS_MSG_MAX];
-    uint32_t pid = m->pid ? m->pid : c->pid;
-    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, m->tenant);
-    if (!t) {
-        msgf(msg, sizeof msg, "no tenant '%s' on this node; 'kairos ps' lists the tenants",
-             m->tenant);
-        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
-    }
-    bool admin = config_is_admin(s->cfg, c->uid), kept = true;
-    if (!admin && pid != c->pid) {
-        msgf(msg, sizeof msg, "permission denied: only root or an administrator admits another "
-             "process (pid %u) to a tenant; you may admit yourself (pid 0)", pid);
-        log_warn("uid %u (pid %u): TENANT_ADMIT of pid %u refused: not an administrator",
-                 c->uid, c->pid, pid);
-        return send_error(c, r->seq, KAIROS_ERR_PERMISSION, msg);
-    }
-    if (!admin && !may_join(c, t, r->seq, &kept))
-        return kept;
-    size_t mine = admin ? 0 : admissions_count_by(&s->admissions, c->uid);
-    if (mine >= MEMBERS_MAX_ADMISSIONS_PER_USER) {
-        msgf(msg, sizeof msg, "uid %u already has %zu admitted processes alive (at most %d); "
-             "wait for some to end", c->uid, mine, MEMBERS_MAX_ADMISSIONS_PER_USER);
-        return send_error(c, r->seq, KAIROS_ERR_BUSY, msg);
-    }
-    int rc = admissions_add(&s->admissions, t->name, pid, c->uid);
-    if (rc) {
-        msgf(msg, sizeof msg, "cannot admit pid %u to tenant %s: %s", pid, t->name,
-             rc == -ESRCH    ? "no such process"
-             : rc == -ENOSPC ? "too many processes admitted and alive; try again later"
-                             : "kairosd is out of memory");
-        return send_error(c, r->seq, rc == -ENOSPC ? KAIROS_ERR_BUSY : KAIROS_ERR_INVALID, msg);
-    }
-    log_info("tenant %s: pid %u and its descendants admitted by uid %u (pid %u)", t->name, pid,
-             c->uid, c->pid);
-    save_admissions(s);
+    int code = r->type == KAIROS_MSG_TENANT_MEMBERS
+                   ? membership_set_rules(&c->srv->membership, &p, &r->body.tenant_members, msg,
+                                          sizeof msg)
+                   : membership_admit(&c->srv->membership, &p, &r->body.tenant_admit, msg,
+                                      sizeof msg);
+    if (code)
+        return send_error(c, r->seq, (uint32_t)code, msg);
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -668,9 +543,8 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
     case KAIROS_MSG_PS:
         return on_ps(c, &r);
     case KAIROS_MSG_TENANT_MEMBERS:
-        return on_tenant_members(c, &r);
     case KAIROS_MSG_TENANT_ADMIT:
-        return on_tenant_admit(c, &r);
+        return on_membership(c, &r);
     default:
         /* proto_check accepts requests only */
         fprintf(stderr, "%s:%d: impossible message type %u\n", __FILE__, __LINE__, r.type);
@@ -804,14 +678,7 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->ts = ts;
     s->cfg = cfg;
     s->listen_fd = -1;
-    admissions_init(&s->admissions, NULL);
-    admissions_file_path(cfg->state, s->admissions_path, sizeof s->admissions_path);
-    int kept = admissions_load(&s->admissions, s->admissions_path);
-    if (kept < 0)
-        log_warn("%s is corrupt; admissions made before the restart are lost (their "
-                 "processes are refused until admitted again)", s->admissions_path);
-    else if (kept)
-        log_info("%d admission(s) of live processes kept from before the restart", kept);
+    membership_init(&s->membership, ts, cfg);
     s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->compute_fd < 0 ||
         !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {
@@ -877,7 +744,7 @@ out:
             loop_del(loop, s->cw);
         if (s->compute_fd >= 0)
             close(s->compute_fd);
-        admissions_fini(&s->admissions);
+        membership_fini(&s->membership);
         free(s);
         return rc;
     }
@@ -924,6 +791,6 @@ void server_fini(struct server *s)
     loop_del(s->loop, s->cw);
     close(s->compute_fd);
     unlink(s->path);
-    admissions_fini(&s->admissions);
+    membership_fini(&s->membership);
     free(s);
 }
