@@ -466,6 +466,14 @@ class Trust(unittest.TestCase):
         c = counts(r.stdout)
         self.assertEqual(c["failed"], 0)
         self.assertGreaterEqual(c["vidmem_bytes"], 3 * PAGE)
+        # sudo kairos run --mem: an ephemeral tenant, the command as the invoking user
+        r = kairos("run", "--mem", "8M", "--", "sh", "-c",
+                   f"id -u; exec {FAKEAPP} -n 10 -s {PAGE}", **sudo)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines()[0], "65534")
+        self.assertEqual(counts(r.stdout)["vidmem_bytes"], 8 * MiB)  # capped by its tenant
+        self.assertTrue(self.wait_for(lambda: not [n for n in self.ps() if n.startswith("run-")]),
+                        self.ps())  # gone with it
         # root only when asked, or when root ran it without sudo
         r = kairos("run", "--tenant", "big", "--user", "root", "--", "id", "-u", **sudo)
         self.assertEqual(r.stdout, "0\n", r.stderr)
