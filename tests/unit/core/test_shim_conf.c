@@ -49,6 +49,26 @@ static void test_format(void **state)
     assert_false(c.fail_open);
 }
 
+/* The sample etc/shim.conf reads as the defaults it documents. */
+static void test_sample(void **state)
+{
+    (void)state;
+    const char *dir = getenv("KAIROS_FIXTURES");
+    char path[512];
+    snprintf(path, sizeof path, "%s/../../etc/shim.conf", dir ? dir : ".");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        skip();
+    char text[SHIM_CONF_MAX_BYTES];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    struct shim_conf c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(shim_conf_parse(&c, text, n), 0);
+    assert_string_equal(c.socket_path, KAIROS_DEFAULT_SOCKET);
+    assert_false(c.fail_open);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -117,6 +137,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_override_trust),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
