@@ -47,6 +47,9 @@
  *               tenant's members rules, the peer or an ancestor was admitted
  *               (TENANT_ADMIT), or the peer is an administrator; otherwise
  *               ERROR KAIROS_ERR_PERMISSION naming the rule to change.
+ *             - HELLO flag KAIROS_HELLO_PLACE with an empty tenant: the process
+ *               names none (a node whose shim.conf says register: always);
+ *               kairosd places it by admission or cgroups rule, or refuses it.
  *             - TENANT_MEMBERS (19, administrators): a tenant's members rules
  *               (users, groups, cgroups), replacing those it had.
  *             - TENANT_ADMIT (20): admit a process (and its descendants) to a
@@ -126,6 +129,8 @@ struct kairos_error {
 
 /* HELLO: flags */
 #define KAIROS_HELLO_REATTACH 0x1u /* the daemon restarted: held[] is what we hold */
+#define KAIROS_HELLO_PLACE 0x2u    /* tenant "": kairosd places the process (admission,
+                                    * cgroups rule) or refuses it (protocol 2) */
 
 struct kairos_hello {
     uint32_t flags;

@@ -153,8 +153,10 @@ static int write_atomically(const char *path, const char *text, mode_t mode)
     return 0;
 }
 
-/* shim.conf beside the preload file (in *out): the socket asked for, and the node's
- * on_daemon_down (closed when the node's settings are unusable). 0 or 1. */
+/* shim.conf beside the preload file (in *out): the socket asked for, the node's
+ * on_daemon_down (closed when the node's settings are unusable), and register:
+ * always (a container's process that unsets KAIROS_TENANT registers all the same,
+ * placed by kairosd or refused). 0 or 1. */
 static int write_shim_conf(const char *preload, const char *shim, const char *socket,
                            char *out, size_t cap)
 {
@@ -170,7 +172,7 @@ static int write_shim_conf(const char *preload, const char *shim, const char *so
     shim_path_conf(shim, &node);
     snprintf(text, sizeof text,
              "# written by kairos cdi: the settings of the shims in kairos containers\n"
-             "socket: %s\non_daemon_down: %s\n",
+             "socket: %s\non_daemon_down: %s\nregister: always\n",
              socket, node.fail_open ? "open" : "closed");
     return write_atomically(out, text, 0644);
 }

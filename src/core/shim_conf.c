@@ -16,6 +16,7 @@ static void set_defaults(struct shim_conf *c)
 {
     snprintf(c->socket_path, sizeof c->socket_path, "%s", KAIROS_DEFAULT_SOCKET);
     c->fail_open = false;
+    c->register_always = false;
 }
 
 static void trim(char **start, char **end)
@@ -44,7 +45,8 @@ static int parse_line(struct shim_conf *c, unsigned line, char *p, char *end, un
         return 0;
     char *colon = memchr(p, ':', (size_t)(end - p));
     if (!colon)
-        return bad_line(c, line, "expected 'key: value' (keys: socket, on_daemon_down)");
+        return bad_line(c, line, "expected 'key: value' (keys: socket, on_daemon_down, "
+                                 "register)");
     char *key = p, *key_end = colon, *val = colon + 1, *val_end = end;
     trim(&key, &key_end);
     trim(&val, &val_end);
@@ -64,8 +66,16 @@ static int parse_line(struct shim_conf *c, unsigned line, char *p, char *end, un
             c->fail_open = false;
         else
             return bad_line(c, line, "on_daemon_down: write closed or open");
+    } else if (klen == 8 && !memcmp(key, "register", 8)) {
+        bit = 4;
+        if (vlen == 6 && !memcmp(val, "always", 6))
+            c->register_always = true;
+        else if (vlen == 5 && !memcmp(val, "asked", 5))
+            c->register_always = false;
+        else
+            return bad_line(c, line, "register: write asked or always");
     } else {
-        return bad_line(c, line, "unknown key (keys: socket, on_daemon_down)");
+        return bad_line(c, line, "unknown key (keys: socket, on_daemon_down, register)");
     }
     if (*seen & bit)
         return bad_line(c, line, "key given twice");

@@ -6,6 +6,13 @@
  *     # /etc/kairos/shim.conf
  *     socket: /run/kairos/kairosd.sock
  *     on_daemon_down: closed          # or open
+ *     register: asked                 # or always
+ *
+ * register: asked (the default) registers a process with kairosd when it names a
+ * tenant (KAIROS_TENANT); always registers every process that opens the GPU, one
+ * naming none being placed by kairosd (admission, cgroups rule) or refused, so
+ * that unsetting KAIROS_TENANT is no way around a quota (kairos containers, Slurm
+ * nodes).
  *
  * One "key: value" per line, '#' comments, blank lines; an unknown key, a
  * repeated key or a bad value makes the whole file unusable (the shim then fails
@@ -32,6 +39,7 @@
 struct shim_conf {
     char socket_path[108];  /* sun_path's size */
     bool fail_open;         /* on_daemon_down: open */
+    bool register_always;   /* register: always */
     char source[300];       /* the file read, or what stood for it */
     char note[400];         /* an override that was ignored, and why ("" if none) */
     char problem[400];      /* the settings could not be used: fail closed ("" if none) */

@@ -68,7 +68,7 @@ static struct ledger_tenant *bound_tenant(struct membership *m, const struct pee
         struct ledger_tenant *t = strcmp(name, asked) ? ledger_tenant_find(l, name) : NULL;
         if (t)
             log_info("pid %u (uid %u) asked for tenant %s; it is a member of %s, to which pid "
-                     "%u was admitted", p->pid, p->uid, asked, name, via);
+                     "%u was admitted", p->pid, p->uid, asked[0] ? asked : "(none)", name, via);
         return t;
     }
     struct member_peer peer = {.pid = p->pid, .uid = p->uid, .gid = p->gid};
@@ -85,7 +85,7 @@ static struct ledger_tenant *bound_tenant(struct membership *m, const struct pee
     if (!best || !strcmp(best->name, asked))
         return NULL;
     log_info("pid %u (uid %u) asked for tenant %s; its cgroup %s is tenant %s's (members "
-             "cgroups)", p->pid, p->uid, asked, peer.cgroup, best->name);
+             "cgroups)", p->pid, p->uid, asked[0] ? asked : "(none)", peer.cgroup, best->name);
     return best;
 }
 
@@ -94,6 +94,16 @@ struct ledger_tenant *membership_hello(struct membership *m, const struct peer_c
                                        size_t msg_len)
 {
     struct ledger_tenant *t = bound_tenant(m, p, asked);
+    if (!t && !asked[0]) {
+        snprintf(msg, msg_len,
+                 "this process belongs to no tenant: nothing admitted it (kairos run, kairos "
+                 "tenant admit) and no tenant's members cgroups match its cgroup; run it with "
+                 "kairos run --tenant NAME or set KAIROS_TENANT=NAME");
+        log_warn("pid %u (uid %u): refused: named no tenant and none is its by admission or "
+                 "cgroup", p->pid, p->uid);
+        *code = KAIROS_ERR_NO_TENANT;
+        return NULL;
+    }
     if (!t)
         t = ledger_tenant_find(&m->ts->ledger, asked);
     if (!t) {

@@ -33,9 +33,9 @@ struct peer_cred {
 void membership_init(struct membership *m, struct tenants *ts, const struct config *cfg);
 void membership_fini(struct membership *m);
 
-/* HELLO for tenant asked: the tenant the peer joins (the one an admission or a
- * cgroups rule binds it to, else asked), or NULL with *code (NO_TENANT, PERMISSION)
- * and msg. */
+/* HELLO for tenant asked ("" with KAIROS_HELLO_PLACE): the tenant the peer joins
+ * (the one an admission or a cgroups rule binds it to, else asked), or NULL with
+ * *code (NO_TENANT, PERMISSION) and msg. */
 struct ledger_tenant *membership_hello(struct membership *m, const struct peer_cred *p,
                                        const char *asked, uint32_t *code, char *msg,
                                        size_t msg_len);

@@ -171,11 +171,18 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
     switch (r->type) {
     case KAIROS_MSG_HELLO: {
         const struct kairos_hello *h = &r->body.hello;
-        if (h->flags & ~KAIROS_HELLO_REATTACH)
+        const uint32_t known = KAIROS_HELLO_REATTACH | KAIROS_HELLO_PLACE;
+        if (h->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "HELLO has unknown flags 0x%x",
-                          h->flags & ~KAIROS_HELLO_REATTACH);
-        if ((rc = check_name(h->tenant, "tenant", why, why_len)))
+                          h->flags & ~known);
+        if (h->flags & KAIROS_HELLO_PLACE) {
+            for (unsigned i = 0; i < KAIROS_NAME_MAX; i++)
+                if (h->tenant[i])
+                    return refuse(KAIROS_ERR_INVALID, why, why_len,
+                                  "HELLO with PLACE names no tenant (all zeros)");
+        } else if ((rc = check_name(h->tenant, "tenant", why, why_len))) {
             return rc;
+        }
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
             if ((rc = check_bytes(h->held[g], "held", why, why_len)))
                 return rc;

@@ -190,7 +190,8 @@ int memguard_first_gpu_use(const struct shim_real *r)
                     "tenant '%s' (socket from %s). Start kairosd; running without it needs "
                     "on_daemon_down: open in the node's shim.conf (an administrator's "
                     "choice, see libkairos(7)).\n",
-                    (int)getpid(), s->socket_path, strerror(-rc), s->tenant, s->conf_source);
+                    (int)getpid(), s->socket_path, strerror(-rc),
+                    s->tenant[0] ? s->tenant : "(none named)", s->conf_source);
             rc = -EACCES;
         }
     }

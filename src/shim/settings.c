@@ -54,6 +54,10 @@ void settings_parse(struct settings *s, const char *tenant, const char *mem, con
         s->mode = SETTINGS_REFUSED; /* a bad name must not mean "no quota": fail closed */
         return;
     }
+    if (conf->register_always && !conf->problem[0]) {
+        s->mode = SETTINGS_TENANT; /* tenant "": kairosd places it, or refuses it */
+        return;
+    }
     s->mode = s->standalone_quota ? SETTINGS_STANDALONE : SETTINGS_OFF;
 }
 

@@ -1,8 +1,9 @@
 /* settings.h - what the shim is asked to do, read once at load.
  *
  * From the node (core/shim_conf.h: /etc/kairos/shim.conf, or a trusted
- * KAIROS_SHIM_CONF): kairosd's socket and on_daemon_down (closed|open). The
- * tenant's environment cannot change either.
+ * KAIROS_SHIM_CONF): kairosd's socket, on_daemon_down (closed|open) and register
+ * (asked|always: with always, a process naming no tenant registers too, and
+ * kairosd places it). The tenant's environment cannot change them.
  *
  * From the environment, the process's own requests:
  *   KAIROS_TENANT=NAME       ask kairosd to register this process in tenant NAME
@@ -30,13 +31,13 @@
 enum settings_mode {
     SETTINGS_OFF = 0,     /* no quota: the shim only observes */
     SETTINGS_STANDALONE,  /* KAIROS_MEM, no daemon */
-    SETTINGS_TENANT,      /* KAIROS_TENANT: quotas from kairosd */
+    SETTINGS_TENANT,      /* KAIROS_TENANT, or register: always: quotas from kairosd */
     SETTINGS_REFUSED,     /* a request that cannot be read: no GPU use (refusal says why) */
 };
 
 struct settings {
     enum settings_mode mode;
-    char tenant[KAIROS_NAME_MAX];
+    char tenant[KAIROS_NAME_MAX]; /* "" with register: always: kairosd places it */
     char socket_path[108];
     uint64_t standalone_quota;   /* bytes per GPU; 0 when KAIROS_MEM is unset */
     bool fail_open;

@@ -286,25 +286,26 @@ class Daemon:
     def client(self):
         return Client(self.socket)
 
-    def shim_env(self, on_daemon_down="closed", socket=None):
+    def shim_env(self, on_daemon_down="closed", socket=None, register="asked"):
         """What a tenant process's environment needs so that its shim reaches this
         daemon: a shim.conf (core/shim_conf.h) in the daemon's directory, named by
         KAIROS_SHIM_CONF (honoured because the file is the test runner's, who also
         owns the build's libkairos.so, and writable by no one else). Tests say it
         only through here, so how the shim finds a private daemon changes in one
-        place. socket: another socket to name (a daemon that is not there)."""
-        return shim_env_at(self.dir, socket or self.socket, on_daemon_down)
+        place. socket: another socket to name (a daemon that is not there);
+        register: always to register processes that name no tenant too."""
+        return shim_env_at(self.dir, socket or self.socket, on_daemon_down, register)
 
 
-def shim_env_at(directory, socket, on_daemon_down="closed"):
+def shim_env_at(directory, socket, on_daemon_down="closed", register="asked"):
     """Daemon.shim_env() for a daemon that is not a Daemon (a fake one in a test):
     a shim.conf in directory naming socket, and the environment that names it."""
-    name = "shim-%s-%x.conf" % (on_daemon_down, abs(hash(socket)))
+    name = "shim-%s-%s-%x.conf" % (on_daemon_down, register, abs(hash(socket)))
     path = os.path.join(directory, name)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(f"# written by tests/system/kairos_proto.py\nsocket: {socket}\n"
-                f"on_daemon_down: {on_daemon_down}\n")
+                f"on_daemon_down: {on_daemon_down}\nregister: {register}\n")
     os.chmod(tmp, 0o644)
     os.rename(tmp, path)
     return {"KAIROS_SHIM_CONF": path}

@@ -92,7 +92,8 @@ class Cdi(unittest.TestCase):
         self.assertIn("ro", conf["options"])
         with open(conf["hostPath"]) as f:
             self.assertEqual(f.read().split("\n")[1:],
-                             [f"socket: {self.d.socket}", "on_daemon_down: closed", ""])
+                             [f"socket: {self.d.socket}", "on_daemon_down: closed",
+                              "register: always", ""])
         self.assertEqual(oct(os.stat(conf["hostPath"]).st_mode & 0o777), "0o644")
         with open(preload) as f:
             self.assertEqual(f.read(), shim_in + "\n")

@@ -189,8 +189,9 @@ class Slurm(unittest.TestCase):
         cls.d.stop()
 
     def task_env(self):
-        # the shim finds kairosd through its node file (issue 10), never KAIROS_SOCKET
-        return {"LD_PRELOAD": FAKEDRV, **self.d.shim_env()}
+        # the shim finds kairosd through its node file (issue 10), never KAIROS_SOCKET;
+        # register: always, as docs/slurm.md advises for Slurm nodes
+        return {"LD_PRELOAD": FAKEDRV, **self.d.shim_env(register="always")}
 
     def tenants(self):
         r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
@@ -241,6 +242,12 @@ class Slurm(unittest.TestCase):
     def test_environment_does_not_choose_the_tenant(self):
         r = self.srun("--gpu-mem=32M", "/bin/sh", "-c",
                       f"KAIROS_TENANT=other exec {FAKEAPP} -n 40 -s {2 * MiB}")
+        self.assertEqual(r.returncode, 0, r.stderr + self.cluster.logs())
+        self.assertEqual(self.counts(r.stdout)["vidmem_bytes"], 32 * MiB)
+
+    def test_unsetting_the_tenant_is_no_way_around_the_quota(self):
+        r = self.srun("--gpu-mem=32M", "/bin/sh", "-c",
+                      f"unset KAIROS_TENANT; exec {FAKEAPP} -n 40 -s {2 * MiB}")
         self.assertEqual(r.returncode, 0, r.stderr + self.cluster.logs())
         self.assertEqual(self.counts(r.stdout)["vidmem_bytes"], 32 * MiB)
 

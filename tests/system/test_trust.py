@@ -185,6 +185,24 @@ class Trust(unittest.TestCase):
         self.assertEqual(counts(r.stdout)["vidmem_bytes"], 64 * MiB)
         self.assertEqual(self.ps()["small"]["held"], [0])  # released on exit, nothing lost
 
+    def test_naming_no_tenant_is_no_way_around_a_quota(self):
+        # register: asked (the default): a process naming no tenant is only observed
+        r = self.fakeapp_as_nobody("-n", "40", "-s", str(PAGE), **self.d.shim_env())
+        self.assertEqual(counts(r.stdout)["failed"], 0)
+        self.assertGreaterEqual(counts(r.stdout)["vidmem_bytes"], 80 * MiB)
+        # register: always (a node's choice): it registers all the same, and kairosd
+        # places it (admission, cgroups rule) or refuses it
+        always = self.d.shim_env(register="always")
+        r = self.fakeapp_as_nobody("-n", "40", "-s", str(PAGE), **always)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("GPU access refused: this process belongs to no tenant", r.stderr)
+        r = subprocess.run([KAIROS, "run", "--tenant", "grp", "--user", "nobody", "--", "sh",
+                            "-c", f"unset KAIROS_TENANT; exec {FAKEAPP} -n 40 -s {PAGE}"],
+                           capture_output=True, text=True, timeout=60, env=env(**always))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r.stdout)["vidmem_bytes"], 32 * MiB)  # grp's quota
+        self.assertIn("asked for tenant (none); it is a member of grp", self.d.read_log())
+
     def test_a_settings_file_of_the_users_own_is_ignored(self):
         if os.path.exists("/etc/kairos/shim.conf") or os.path.exists("/run/kairos/kairosd.sock"):
             self.skipTest("this machine has a node shim.conf or a kairosd of its own")

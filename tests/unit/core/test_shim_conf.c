@@ -47,6 +47,9 @@ static void test_format(void **state)
     assert_true(c.fail_open);
     parse_ok(&c, "on_daemon_down: closed\r\n");
     assert_false(c.fail_open);
+    assert_false(c.register_always);
+    parse_ok(&c, "register: always\n");
+    assert_true(c.register_always);
 }
 
 /* The sample etc/shim.conf reads as the defaults it documents. */
@@ -73,8 +76,16 @@ static void test_refusals(void **state)
 {
     (void)state;
     refused("socket: relative.sock\n", "absolute path");
+    {
+        struct shim_conf c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.source, sizeof c.source, "test");
+        assert_int_equal(shim_conf_parse(&c, "register: always\nbogus: 1\n", 26), -1);
+        assert_false(c.register_always); /* a refused file keeps the defaults */
+    }
     refused("on_daemon_down: open\nsocket: /a\nsocket_typo: /b\n", "line 3: unknown key");
     refused("on_daemon_down: yes\n", "write closed or open");
+    refused("register: sometimes\n", "write asked or always");
     refused("on_daemon_down: open\non_daemon_down: closed\n", "given twice");
     refused("socket /run/k.sock\n", "expected 'key: value'");
     char longpath[200];
