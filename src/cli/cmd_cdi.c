@@ -6,9 +6,10 @@
  *              [--socket PATH]
  *
  * Asks kairosd for its tenants (PS), writes the preload file (one line: the shim's
- * path in the container) and shim.conf beside it (the socket, and the node's
- * on_daemon_down: what the container's shims read), then the specification to FILE (through a temporary file
- * renamed into place, so that a runtime never reads half a file) or stdout.
+ * path in the container) and shim.conf beside it (the socket, the node's
+ * on_daemon_down, register: always: what the container's shims read), then the
+ * specification to FILE (through a temporary file renamed into place, so that a
+ * runtime never reads half a file) or stdout.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -53,6 +53,9 @@ struct run_opts {
 
 enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER };
 
+/* How messages begin: "kairos run", or "kairos tenant set" (cmd_run_tenant_set). */
+static const char *run_prog = "kairos run";
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -98,7 +101,7 @@ static int parse_compute(int opt, const char *arg, struct run_opts *o)
     else
         rc = policy_parse_priority(arg, &o->pol.prio, why, sizeof why);
     if (rc) {
-        fprintf(stderr, "kairos run: %s %s: %s\n",
+        fprintf(stderr, "%s: %s %s: %s\n", run_prog,
                 opt == OPT_SHARE ? "--share" : opt == OPT_LIMIT ? "--limit" : "--priority", arg,
                 why);
         return 2;
@@ -156,13 +159,13 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
     if (set_only)
         return 0;
     if (optind >= argc) {
-        fprintf(stderr, "kairos run: no command given (kairos run [options] -- CMD [ARGS])\n");
+        fprintf(stderr, "%s: no command given (kairos run [options] -- CMD [ARGS])\n", run_prog);
         return 2;
     }
     o->command = argv + optind;
     char why[256];
     if (o->compute && policy_check(&o->pol, why, sizeof why)) {
-        fprintf(stderr, "kairos run: %s\n", why);
+        fprintf(stderr, "%s: %s\n", run_prog, why);
         return 2;
     }
     if (!o->tenant && !o->mem) {
@@ -170,8 +173,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
         if (env && *env) {
             o->tenant = env;
         } else {
-            fprintf(stderr, "kairos run: give --tenant NAME to join a tenant, or --mem SIZE to "
-                            "create one\n");
+            fprintf(stderr, "%s: give --tenant NAME to join a tenant, or --mem SIZE to "
+                            "create one\n", run_prog);
             return 2;
         }
     }
@@ -187,15 +190,15 @@ static int parse_gpus(const char *list, unsigned *mask)
         char *end;
         unsigned long g = strtoul(p, &end, 10);
         if (end == p || g >= KAIROS_MAX_GPUS || (*end && *end != ',')) {
-            fprintf(stderr, "kairos run: --gpus '%s': expected GPU indexes 0-%u separated by "
-                            "commas, e.g. 0,2\n", list, KAIROS_MAX_GPUS - 1);
+            fprintf(stderr, "%s: --gpus '%s': expected GPU indexes 0-%u separated by "
+                            "commas, e.g. 0,2\n", run_prog, list, KAIROS_MAX_GPUS - 1);
             return -EINVAL;
         }
         *mask |= 1u << g;
         p = *end ? end + 1 : end;
     }
     if (!*mask) {
-        fprintf(stderr, "kairos run: --gpus is empty\n");
+        fprintf(stderr, "%s: --gpus is empty\n", run_prog);
         return -EINVAL;
     }
     return 0;
@@ -212,13 +215,13 @@ static int mem_quota(const char *mem, unsigned n_gpus, unsigned mask, uint64_t *
         if (units_parse_percent(mem, &fraction, err, sizeof err) == 0 && fraction <= 0)
             snprintf(err, sizeof err, "'%s': a percentage must be above 0%%", mem);
         if (err[0]) {
-            fprintf(stderr, "kairos run: --mem %s\n", err);
+            fprintf(stderr, "%s: --mem %s\n", run_prog, err);
             return -EINVAL;
         }
         uint64_t ppm = (uint64_t)(fraction * KAIROS_PPM + 0.5);
         value = KAIROS_QUOTA_PERCENT | (ppm ? ppm : 1);
     } else if (units_parse_size(mem, 0, &value, err, sizeof err)) {
-        fprintf(stderr, "kairos run: --mem %s\n", err);
+        fprintf(stderr, "%s: --mem %s\n", run_prog, err);
         return -EINVAL;
     }
     for (unsigned g = 0; g < n_gpus; g++)
@@ -228,7 +231,7 @@ static int mem_quota(const char *mem, unsigned n_gpus, unsigned mask, uint64_t *
 
 static int run_error(const char *what, const char *err)
 {
-    fprintf(stderr, "kairos run: %s%s\n", what, err);
+    fprintf(stderr, "%s: %s%s\n", run_prog, what, err);
     return 1;
 }
 
@@ -248,13 +251,13 @@ static int daemon_socket(const char *shim, const char *given, struct shim_conf *
 {
     shim_path_conf(shim, conf);
     if (conf->problem[0]) {
-        fprintf(stderr, "kairos run: the shim's node settings are unusable (%s); CMD would "
+        fprintf(stderr, "%s: the shim's node settings are unusable (%s); CMD would "
                         "be refused GPU use. An administrator fixes the file (libkairos(7))\n",
-                conf->problem);
+                run_prog, conf->problem);
         return 1;
     }
     if (conf->note[0])
-        fprintf(stderr, "kairos run: %s\n", conf->note);
+        fprintf(stderr, "%s: %s\n", run_prog, conf->note);
     const char *env = getenv("KAIROS_SOCKET");
     const char *asked = given && *given ? given : env && *env ? env : NULL;
     if (asked && !same_socket(asked, conf->socket_path)) {
@@ -286,13 +289,13 @@ static void report_set(const struct run_opts *o, const char *name, unsigned n_gp
             snprintf(size, sizeof size, "%s of the GPU's memory", o->mem);
         else
             units_format_size(q, size, sizeof size);
-        fprintf(stderr, "kairos run: tenant %s %s: %s per GPU%s%s%s\n", name,
+        fprintf(stderr, "%s: tenant %s %s: %s per GPU%s%s%s\n", run_prog, name,
                 o->tenant ? "set" : "created", size, o->gpus ? " on GPUs " : "",
                 o->gpus ? o->gpus : "", o->tenant ? "" : " (removed when the command ends)");
     }
     if (o->compute) {
         char what[96];
-        fprintf(stderr, "kairos run: tenant %s: compute %s on %s%s\n", name,
+        fprintf(stderr, "%s: tenant %s: compute %s on %s%s\n", run_prog, name,
                 policy_describe(&o->pol, what, sizeof what), o->gpus ? "GPUs " : "each GPU",
                 o->gpus ? o->gpus : "");
     }
@@ -339,8 +342,8 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
         return run_error("cannot send to kairosd: ", strerror(-seq));
     if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
         if (code == KAIROS_ERR_PERMISSION)
-            fprintf(stderr, "kairos run: %s; without --mem, --share, --limit and --priority you "
-                            "can join an existing tenant with --tenant NAME\n", err);
+            fprintf(stderr, "%s: %s; without --mem, --share, --limit and --priority you "
+                            "can join an existing tenant with --tenant NAME\n", run_prog, err);
         else
             run_error("", err);
         return 1;
@@ -352,6 +355,7 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
 /* kairos run, or (set_only) kairos tenant set: the tenant's settings only. */
 static int run_main(int argc, char **argv, bool set_only)
 {
+    run_prog = set_only ? "kairos tenant set" : "kairos run";
     struct run_opts o;
     int rc = parse_args(argc, argv, &o, set_only);
     if (rc)
@@ -370,7 +374,7 @@ static int run_main(int argc, char **argv, bool set_only)
         return 2;
     struct run_user user;
     if (run_user_resolve(o.user, &user, err, sizeof err)) {
-        fprintf(stderr, "kairos run: %s\n", err);
+        fprintf(stderr, "%s: %s\n", run_prog, err);
         return 2;
     }
     struct shim_conf conf;
@@ -389,7 +393,7 @@ static int run_main(int argc, char **argv, bool set_only)
         goto out;
     }
     if (o.gpus && (mask >> n_gpus)) {
-        fprintf(stderr, "kairos run: --gpus %s: this node has %u GPU%s (0-%d)\n", o.gpus, n_gpus,
+        fprintf(stderr, "%s: --gpus %s: this node has %u GPU%s (0-%d)\n", run_prog, o.gpus, n_gpus,
                 n_gpus == 1 ? "" : "s", (int)n_gpus - 1);
         exit_code = 2;
         goto out;
@@ -403,13 +407,13 @@ static int run_main(int argc, char **argv, bool set_only)
         found |= !strcmp(list[i].tenant, name);
     if (!found && !o.mem) {
         if (o.compute)
-            fprintf(stderr, "kairos run: unknown tenant '%s'; add --mem SIZE to create it with "
+            fprintf(stderr, "%s: unknown tenant '%s'; add --mem SIZE to create it with "
                             "its compute policy (a tenant needs a memory quota to use a GPU)\n",
-                    name);
+                    run_prog, name);
         else
-            fprintf(stderr, "kairos run: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
+            fprintf(stderr, "%s: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
                             "an administrator creates one with 'kairos run --tenant %s --mem "
-                            "SIZE' or in the configuration\n", name, name);
+                            "SIZE' or in the configuration\n", run_prog, name, name);
         goto out;
     }
     if ((o.mem || o.compute) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
@@ -432,7 +436,7 @@ static int run_main(int argc, char **argv, bool set_only)
         setenv("CUDA_VISIBLE_DEVICES", o.gpus, 1);
     }
     execvp(o.command[0], o.command);
-    fprintf(stderr, "kairos run: cannot run '%s': %s\n", o.command[0], strerror(errno));
+    fprintf(stderr, "%s: cannot run '%s': %s\n", run_prog, o.command[0], strerror(errno));
     return 127;
 out:
     client_close(&cl);

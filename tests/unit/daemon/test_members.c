@@ -67,7 +67,8 @@ static void test_cgroup_patterns(void **state)
     (void)state;
     assert_true(members_cgroup_match("/slurm/uid_*/job_7", "/slurm/uid_1000/job_7/step_0"));
     assert_true(members_cgroup_match("/slurm", "/slurm/uid_1000"));
-    assert_false(members_cgroup_match("/slurm/job_*", "/slurm/uid_1000/job_7"));  /* '*' stays in one part */
+    /* '*' stays within one path component */
+    assert_false(members_cgroup_match("/slurm/job_*", "/slurm/uid_1000/job_7"));
     assert_false(members_cgroup_match("/slurm/uid_1000/job_7", "/slurm/uid_1000/job_77"));
     assert_false(members_cgroup_match("/slurm/*", ""));  /* unknown never matches */
     assert_false(members_cgroup_match("relative", "/relative"));
