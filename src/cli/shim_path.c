@@ -1,5 +1,10 @@
-/* shim_path.c - locating libkairos.so for `kairos trace` and `kairos run`, and the
- * node's settings it will read. */
+/* shim_path.c - locating libkairos.so for `kairos trace`, `kairos run` and `kairos cdi`,
+ * and the node's settings it will read (shim_path_conf).
+ *
+ * KAIROS_SHIM_FROM_BINDIR (the shim's install path relative to the directory kairos
+ * is installed in) and KAIROS_SHIM_INSTALLED (its absolute install path) come from
+ * meson (src/cli/meson.build), so an install with any prefix, libdir or DESTDIR
+ * finds its own shim. */
 #include "cli/shim_path.h"
 
 #include <errno.h>
@@ -31,14 +36,15 @@ int shim_path_find(char *out, size_t cap)
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = 0;
-    static const char *const rel[] = {"../shim/libkairos.so", "../lib/kairos/libkairos.so",
-                                      "../lib/libkairos.so", "libkairos.so"};
+    /* the build tree, then the install next to this binary (DESTDIR, a moved prefix) */
+    static const char *const rel[] = {"../shim/libkairos.so", KAIROS_SHIM_FROM_BINDIR};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         int n_out = snprintf(out, cap, "%s/%s", exe, rel[i]);
         if (n_out > 0 && (size_t)n_out < cap && readable(out))
             return 0;
     }
-    return -1;
+    int n_out = snprintf(out, cap, "%s", KAIROS_SHIM_INSTALLED);
+    return n_out > 0 && (size_t)n_out < cap && readable(out) ? 0 : -1;
 }
 
 void shim_path_conf(const char *shim, struct shim_conf *c)

@@ -1,8 +1,9 @@
 /* shim_path.h - where the CLI finds libkairos.so to preload into a command.
  *
- * $KAIROS_SHIM when set, else next to the kairos binary: the build tree
- * (../shim/libkairos.so) or an installed layout (../lib/kairos, ../lib); and
- * the node's settings such a shim will read.
+ * $KAIROS_SHIM when set, else relative to the kairos binary: the build tree
+ * (../shim/libkairos.so) or where meson installs it (LIBDIR/kairos/libkairos.so
+ * seen from BINDIR), else that install path as configured (PREFIX/LIBDIR/kairos);
+ * and the node's settings such a shim will read.
  */
 #ifndef KAIROS_CLI_SHIM_PATH_H
 #define KAIROS_CLI_SHIM_PATH_H

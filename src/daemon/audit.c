@@ -68,18 +68,22 @@ static void act(struct audit *a, uint32_t pid, const char *what)
     char comm[32];
     comm_of(pid, comm, sizeof comm);
     if (!a->cfg->audit_kill) {
-        log_warn("audit: pid %u (%s) %s; not killed (set audit: { kill: true } to kill such "
+        log_about_warn(NULL, pid, -1,
+                       "audit: pid %u (%s) %s; not killed (set audit: { kill: true } to kill such "
                  "processes)", pid, comm, what);
         return;
     }
     if (pid <= 1 || pid == (uint32_t)getpid()) {
-        log_warn("audit: pid %u (%s) %s; never killed (pid 1 or kairosd)", pid, comm, what);
+        log_about_warn(NULL, pid, -1, "audit: pid %u (%s) %s; never killed (pid 1 or kairosd)",
+                       pid, comm, what);
         return;
     }
     if (kill((pid_t)pid, SIGKILL))
-        log_error("audit: pid %u (%s) %s; kill failed: %s", pid, comm, what, strerror(errno));
+        log_about_error(NULL, pid, -1, "audit: pid %u (%s) %s; kill failed: %s", pid, comm,
+                        what, strerror(errno));
     else
-        log_warn("audit: pid %u (%s) %s; killed (audit.kill is true)", pid, comm, what);
+        log_about_warn(NULL, pid, -1, "audit: pid %u (%s) %s; killed (audit.kill is true)", pid,
+                       comm, what);
 }
 
 void audit_tick(struct audit *a)

@@ -1,10 +1,11 @@
 /* main.c - kairosd: options, the order in which the modules start (log, config,
  * GPUs, tenants and state, loop and signals, server, audit) and stop (the reverse),
  * and the signals: SIGTERM/SIGINT stop, SIGHUP reloads the configuration (keeping
- * the old one when the new one is refused).
+ * the old one when the new one is refused). Under systemd it says READY=1 once the
+ * socket accepts and STOPPING=1 when it stops (service.c).
  *
  *   kairosd [-c FILE] [-s SOCKET] [--state FILE] [--fake-gpu FILE] [-l LEVEL]
- *           [--syslog] [--check]
+ *           [--log TARGET] [--syslog] [--check]
  *   kairosd --sim SCENARIO.yaml [--sim-seconds N] [--json]
  */
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/server.h"
+#include "daemon/service.h"
 #include "daemon/sim.h"
 #include "daemon/tenants.h"
 #include "daemon/timeshare.h"
@@ -38,7 +40,7 @@ struct options {
     const char *state;
     const char *fake_gpu;
     enum log_level level;
-    bool use_syslog;
+    enum log_target log_target;
     bool check_only;
     const char *sim;
     double sim_seconds;
@@ -57,6 +59,7 @@ struct daemon {
     struct server *server;
     struct audit *audit;
     struct timeshare *timeshare;
+    struct service *service;
 };
 
 static void usage(FILE *out)
@@ -74,7 +77,10 @@ static void usage(FILE *out)
             "      --state FILE      state file, overriding the configuration's\n"
             "      --fake-gpu FILE   scripted GPUs for tests instead of NVML (also KAIROS_FAKE_GPU)\n"
             "  -l, --log-level LEVEL error, warn, info (default) or debug\n"
-            "      --syslog          log to syslog instead of stderr\n"
+            "      --log TARGET      where log lines go: auto (default: the journal when\n"
+            "                        kairosd runs under systemd, else stderr), stderr,\n"
+            "                        journal or syslog\n"
+            "      --syslog          the same as --log syslog\n"
             "      --check           check the configuration and exit\n"
             "      --sim FILE        run the scheduler against a simulated GPU (a scenario,\n"
             "                        see etc/sim/) faster than real time, print and exit\n"
@@ -94,6 +100,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"config", required_argument, NULL, 'c'},   {"socket", required_argument, NULL, 's'},
         {"state", required_argument, NULL, 'S'},    {"fake-gpu", required_argument, NULL, 'F'},
         {"log-level", required_argument, NULL, 'l'}, {"syslog", no_argument, NULL, 'y'},
+        {"log", required_argument, NULL, 'L'},
         {"check", no_argument, NULL, 'k'},          {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},        {"sim", required_argument, NULL, 'm'},
         {"sim-seconds", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
@@ -129,7 +136,14 @@ static int parse_options(int argc, char **argv, struct options *o)
             }
             break;
         case 'y':
-            o->use_syslog = true;
+            o->log_target = LOG_TARGET_SYSLOG;
+            break;
+        case 'L':
+            if (log_parse_target(optarg, &o->log_target)) {
+                fprintf(stderr, "kairosd: unknown log target '%s' (auto, stderr, journal, "
+                                "syslog)\n", optarg);
+                return 2;
+            }
             break;
         case 'k':
             o->check_only = true;
@@ -227,7 +241,7 @@ static int load_config(struct daemon *d, struct config *out)
     return 0;
 }
 
-static void reload(struct daemon *d)
+static void reload_config(struct daemon *d)
 {
     struct config next;
     char err[768];
@@ -252,6 +266,14 @@ static void reload(struct daemon *d)
     log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
 }
 
+/* SIGHUP: the service manager hears RELOADING=1, then READY=1 when it is done. */
+static void reload(struct daemon *d)
+{
+    service_reloading(d->service, 0);
+    reload_config(d);
+    service_reloading(d->service, 1);
+}
+
 static void on_signal(void *ctx, int fd, uint32_t events)
 {
     struct daemon *d = ctx;
@@ -261,6 +283,7 @@ static void on_signal(void *ctx, int fd, uint32_t events)
             reload(d);
         } else {
             log_info("%s: stopping", strsignal((int)si.ssi_signo));
+            service_stopping(d->service);
             loop_stop(d->loop);
         }
     }
@@ -330,7 +353,7 @@ int main(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (d.opt.sim)
         return run_sim(&d.opt);
-    log_init(d.opt.level, d.opt.use_syslog);
+    log_init(d.opt.level, d.opt.log_target);
     umask(022);
     int exit_code = 1;
     char err[768];
@@ -372,14 +395,22 @@ int main(int argc, char **argv)
     server_set_timeshare(d.server, d.timeshare);
     server_set_gpu(d.server, d.have_gpu ? &d.gpu : NULL);
     timeshare_reconfigure(d.timeshare);
-    log_info("kairosd %s ready: %zu tenant(s), %u GPU(s)", KAIROS_VERSION, d.ts.ledger.n_tenants,
+    if ((rc = service_init(&d.service, d.loop))) {
+        log_error("cannot start the systemd watchdog pings: %s", strerror(-rc));
+        goto out;
+    }
+    char status[96];
+    snprintf(status, sizeof status, "%zu tenant(s), %u GPU(s)", d.ts.ledger.n_tenants,
              d.ts.n_gpus);
+    log_info("kairosd %s ready: %s", KAIROS_VERSION, status);
+    service_ready(d.service, status);
     rc = loop_run(d.loop);
     if (rc)
         log_error("event loop failed: %s", strerror(-rc));
     else
         exit_code = 0;
 out:
+    service_fini(d.service);
     if (d.server)
         server_set_timeshare(d.server, NULL);
     timeshare_fini(d.timeshare);

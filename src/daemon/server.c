@@ -145,7 +145,8 @@ static void conn_close(struct conn *c)
                                  tenants_size(freed[g], a, sizeof a), g);
                 len += n > 0 ? (size_t)n : 0;
             }
-        log_info("tenant %s: pid %u left%s%s", t->name, c->pid, len ? "; released" : "",
+        log_about_info(t->name, c->pid, -1, "tenant %s: pid %u left%s%s", t->name, c->pid,
+                        len ? "; released" : "",
                  len ? line + 1 : "");
         c->member = NULL;
         if (tenants_after_leave(s->ts, t))
@@ -297,16 +298,19 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                          tenants_size(counted[g], b, sizeof b), bounded[g]);
             describe_held(t, g, line, sizeof line);
             if (t->held[g] > t->quota[g])
-                log_warn("tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
+                log_about_warn(t->name, c->pid, (int)g,
+                         "tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
                          "over its quota: its allocations there are refused until it frees "
                          "memory", t->name, c->pid, tenants_size(counted[g], a, sizeof a), g,
                          line);
             else
-                log_info("tenant %s: pid %u reattached with %s on GPU %u (tenant %s)", t->name,
+                log_about_info(t->name, c->pid, (int)g,
+                         "tenant %s: pid %u reattached with %s on GPU %u (tenant %s)", t->name,
                          c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
-    log_info("tenant %s: pid %u (uid %u) joined%s; %u process(es)", t->name, c->pid, c->uid,
+    log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
+                    t->name, c->pid, c->uid,
              reattach ? " again after a kairosd restart" : "", t->n_members);
     if (c->pidfd < 0) {
         c->pidfd = pidfd_open_compat(c->pid);
@@ -367,7 +371,8 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
         uint64_t quiet;
         if (ratelog_event(&t->refusal_log, now_ms(), RATELOG_INTERVAL_MS, &quiet)) {
             describe_held(t, ch->gpu, line, sizeof line);
-            log_info("tenant %s: refused %s on GPU %u for pid %u (%s); %llu refusal(s) on "
+            log_about_info(t->name, c->pid, (int)ch->gpu,
+                     "tenant %s: refused %s on GPU %u for pid %u (%s); %llu refusal(s) on "
                      "this GPU so far, %llu of the tenant's not logged since its last such "
                      "line (one every %d s)",
                      t->name, tenants_size(ch->bytes, a, sizeof a), ch->gpu, c->pid, line,
