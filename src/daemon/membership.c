@@ -52,7 +52,7 @@ static bool may_join(struct membership *m, const struct peer_cred *p,
         log_debug("tenant %s: pid %u (uid %u) may join: %s", t->name, p->pid, p->uid, reason);
         return true;
     }
-    log_warn("pid %u (uid %u): refused: %s", p->pid, p->uid, msg);
+    log_about_warn(t->name, p->pid, -1, "pid %u (uid %u): refused: %s", p->pid, p->uid, msg);
     return false;
 }
 
@@ -111,7 +111,8 @@ struct ledger_tenant *membership_hello(struct membership *m, const struct peer_c
                  "no tenant '%s' on this node; an administrator creates it with 'kairos run "
                  "--tenant %s --mem SIZE -- CMD' or declares it in the kairosd configuration",
                  asked, asked);
-        log_warn("pid %u (uid %u): refused: no tenant '%s'", p->pid, p->uid, asked);
+        log_about_warn(asked, p->pid, -1, "pid %u (uid %u): refused: no tenant '%s'", p->pid,
+                       p->uid, asked);
         *code = KAIROS_ERR_NO_TENANT;
         return NULL;
     }
