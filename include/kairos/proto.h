@@ -40,6 +40,30 @@
  *               time), from 200 to 392 bytes. The 200-byte body of an older
  *               kairos is still accepted (no compute change); an older kairosd
  *               refuses the 392-byte one by its size.
+ *   2 (issue 10) membership decided by kairosd; a version-1 peer is refused
+ *             (KAIROS_ERR_VERSION) and must be upgraded with kairosd:
+ *             - HELLO's tenant is a request: kairosd admits the peer only when
+ *               SO_PEERCRED (uid, gid, pid) and /proc/<pid>/cgroup match the
+ *               tenant's members rules, the peer or an ancestor was admitted
+ *               (TENANT_ADMIT), or the peer is an administrator; otherwise
+ *               ERROR KAIROS_ERR_PERMISSION naming the rule to change.
+ *             - HELLO flag KAIROS_HELLO_PLACE with an empty tenant: the process
+ *               names none (a node whose shim.conf says register: always);
+ *               kairosd places it by admission or cgroups rule, or refuses it.
+ *             - TENANT_MEMBERS (19, administrators): a tenant's members rules
+ *               (users, groups, cgroups), replacing those it had.
+ *             - TENANT_ADMIT (20): admit a process (and its descendants) to a
+ *               tenant; administrators for any pid, others for themselves when
+ *               the tenant's rules allow them. An admission binds: an admitted
+ *               process joins its tenant whatever HELLO names.
+ *             - PS_REPLY pids/n_pids: every member process for administrators;
+ *               for others only the processes running under their own uid.
+ *             - TENANT_SET quota[i] may be KAIROS_QUOTA_PERCENT | ppm: kairosd
+ *               resolves the percentage with the GPU's memory (kairos run --mem
+ *               80% no longer needs NVML in the CLI).
+ *             - REATTACH held[] is bounded: never more than the tenant's quota
+ *               leaves, nor than the GPU backend reports for the process where
+ *               it can (what is counted is logged).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -49,7 +73,7 @@
 #include <stdint.h>
 
 #define KAIROS_PROTO_MAGIC 0x4b524f53u /* "KROS" */
-#define KAIROS_PROTO_VERSION 1u
+#define KAIROS_PROTO_VERSION 2u
 #define KAIROS_DEFAULT_SOCKET "/run/kairos/kairosd.sock"
 
 #define KAIROS_NAME_MAX 64      /* tenant names, NUL-terminated, [A-Za-z0-9._-] */
@@ -68,6 +92,8 @@ enum kairos_msg_type {
     KAIROS_MSG_TENANT_SET = 16, /* create a tenant or change its quotas (admin) */
     KAIROS_MSG_TENANT_DEL = 17, /* remove a tenant without processes (admin) */
     KAIROS_MSG_PS = 18,         /* list tenants, processes, memory */
+    KAIROS_MSG_TENANT_MEMBERS = 19, /* who may join a tenant (admin) */
+    KAIROS_MSG_TENANT_ADMIT = 20,   /* admit a process and its descendants to a tenant */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -90,7 +116,7 @@ enum kairos_err {
     KAIROS_ERR_PROTOCOL = 1,    /* malformed message */
     KAIROS_ERR_VERSION = 2,     /* unsupported protocol version */
     KAIROS_ERR_NO_TENANT = 3,   /* unknown tenant */
-    KAIROS_ERR_PERMISSION = 4,  /* not an administrator */
+    KAIROS_ERR_PERMISSION = 4,  /* not an administrator, or not allowed into the tenant */
     KAIROS_ERR_INVALID = 5,     /* bad field value (name, size, gpu) */
     KAIROS_ERR_BUSY = 6,        /* tenant still has processes */
     KAIROS_ERR_NOT_REGISTERED = 7,
@@ -103,6 +129,8 @@ struct kairos_error {
 
 /* HELLO: flags */
 #define KAIROS_HELLO_REATTACH 0x1u /* the daemon restarted: held[] is what we hold */
+#define KAIROS_HELLO_PLACE 0x2u    /* tenant "": kairosd places the process (admission,
+                                    * cgroups rule) or refuses it (protocol 2) */
 
 struct kairos_hello {
     uint32_t flags;
@@ -176,6 +204,10 @@ struct kairos_compute {
  * compute policy but those SET. A tenant of the configuration takes no compute
  * policy here (its own is in the configuration). */
 #define KAIROS_QUOTA_KEEP UINT64_MAX
+/* quota[i] = KAIROS_QUOTA_PERCENT | ppm: ppm parts per million (1..KAIROS_PPM) of that
+ * GPU's memory, resolved by kairosd with the GPU's total (NVML); refused
+ * (KAIROS_ERR_INVALID) where kairosd does not know it. (KEEP is not one.) */
+#define KAIROS_QUOTA_PERCENT (1ull << 63)
 #define KAIROS_TENANT_EPHEMERAL 0x1u  /* removed when its last process leaves (kairos run) */
 #define KAIROS_TENANT_SET_SIZE_V0 200u /* the body before compute[]: still accepted, as
                                         * if every compute[i] were 0 */
@@ -189,6 +221,39 @@ struct kairos_tenant_set {
 
 struct kairos_tenant_del {
     char tenant[KAIROS_NAME_MAX];
+};
+
+/* TENANT_MEMBERS (administrators): the tenant's members rules become these (n_* = 0
+ * everywhere: no rules, only administrators and admitted processes may join).
+ * A process may join when its uid is in users[], its gid or one of its
+ * supplementary groups is in groups[], or its cgroup (v2 path, as
+ * /proc/<pid>/cgroup says, e.g. /slurm/job_42) or one of that cgroup's ancestors
+ * matches a pattern of cgroups[] (fnmatch(3), '*' does not cross '/'). cgroups[i]
+ * are NUL-terminated and begin with '/'. Entries beyond the counts are 0.
+ * Reply: OK or ERROR. */
+#define KAIROS_MEMBERS_MAX_IDS 16
+#define KAIROS_MEMBERS_MAX_CGROUPS 4
+#define KAIROS_CGROUP_MAX 128
+struct kairos_tenant_members {
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t n_users;
+    uint32_t n_groups;
+    uint32_t n_cgroups;
+    uint32_t pad;                     /* 0 */
+    uint32_t users[KAIROS_MEMBERS_MAX_IDS];
+    uint32_t groups[KAIROS_MEMBERS_MAX_IDS];
+    char cgroups[KAIROS_MEMBERS_MAX_CGROUPS][KAIROS_CGROUP_MAX];
+};
+
+/* TENANT_ADMIT: the process pid (0: the sender) and its descendants (found by the
+ * parent chain, see docs/security.md) may join tenant. Administrators admit any
+ * process; another sender only itself, and only into a tenant whose members rules
+ * allow it. An admission ends with the process (pid and start time).
+ * Reply: OK or ERROR. */
+struct kairos_tenant_admit {
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t pid;
+    uint32_t pad;                     /* 0 */
 };
 
 /* PS (empty body) -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is
@@ -218,7 +283,8 @@ struct kairos_ps_reply {
     uint64_t quota[KAIROS_MAX_GPUS];
     uint64_t held[KAIROS_MAX_GPUS];
     uint64_t refusals[KAIROS_MAX_GPUS];
-    uint32_t n_pids;                  /* may exceed KAIROS_PS_MAX_PIDS; pids[] holds the first */
+    uint32_t n_pids;                  /* may exceed KAIROS_PS_MAX_PIDS; pids[] holds the first;
+                                       * non-administrators: their own uid's only */
     uint32_t pids[KAIROS_PS_MAX_PIDS];
     uint32_t compute_flags[KAIROS_MAX_GPUS]; /* KAIROS_PS_COMPUTE_* */
     uint32_t share_ppm[KAIROS_MAX_GPUS];
@@ -273,5 +339,7 @@ static_assert(offsetof(struct kairos_tenant_set, compute) == KAIROS_TENANT_SET_S
               "tenant_set: compute[] follows the version-0 body");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
 static_assert(sizeof(struct kairos_ps_reply) == 1424, "ps_reply");
+static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");
+static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
 
 #endif /* KAIROS_PROTO_H */

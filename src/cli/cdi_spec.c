@@ -28,19 +28,20 @@ static json_t *node(const char *path)
     return json_pack("{s:s}", "path", path);
 }
 
-/* The edits every kairos device brings: shim, preload file, socket, control nodes. */
+/* The edits every kairos device brings: shim, preload file, shim settings, socket,
+ * control nodes. No environment: the shim's settings are the node's. */
 static json_t *common_edits(const struct cdi_params *p)
 {
-    char dir[4096], env[4200];
+    char dir[4096];
     snprintf(dir, sizeof dir, "%s", p->socket);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir)
         *slash = 0;
-    snprintf(env, sizeof env, "KAIROS_SOCKET=%s", p->socket);
-    return json_pack("{s:[s], s:[o, o], s:[o, o, o]}", "env", env, "deviceNodes",
-                     node("/dev/nvidiactl"), node("/dev/nvidia-uvm"), "mounts",
+    return json_pack("{s:[o, o], s:[o, o, o, o]}", "deviceNodes", node("/dev/nvidiactl"),
+                     node("/dev/nvidia-uvm"), "mounts",
                      bind_mount(p->shim, CDI_SHIM_IN_CONTAINER, "ro"),
                      bind_mount(p->preload_file, CDI_PRELOAD_IN_CONTAINER, "ro"),
+                     bind_mount(p->shim_conf, CDI_SHIM_CONF_IN_CONTAINER, "ro"),
                      bind_mount(dir, dir, "rw"));
 }
 

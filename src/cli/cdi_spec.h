@@ -4,7 +4,10 @@
  *   - the shim: libkairos.so mounted read-only at CDI_SHIM_IN_CONTAINER and a
  *     generated ld.so.preload naming it mounted at /etc/ld.so.preload, so every
  *     dynamically linked program of the container loads it;
- *   - kairosd's socket: its directory mounted at the same path, KAIROS_SOCKET;
+ *   - kairosd's socket: its directory mounted at the same path, and a generated
+ *     shim.conf naming it (core/shim_conf.h) mounted read-only at
+ *     CDI_SHIM_CONF_IN_CONTAINER: the container's shims take their daemon and
+ *     on_daemon_down from there, never from the container's environment;
  *   - the NVIDIA device nodes: /dev/nvidiactl, /dev/nvidia-uvm, and /dev/nvidiaN
  *     for each GPU N of the tenant (those where it has a quota or a compute policy;
  *     every GPU when it has none);
@@ -27,11 +30,13 @@
 #define CDI_KIND "kairos.dev/tenant"
 #define CDI_SHIM_IN_CONTAINER "/usr/lib/kairos/libkairos.so"
 #define CDI_PRELOAD_IN_CONTAINER "/etc/ld.so.preload"
+#define CDI_SHIM_CONF_IN_CONTAINER "/etc/kairos/shim.conf"
 
 struct cdi_params {
     const char *shim;          /* libkairos.so on the host (absolute) */
     const char *preload_file;  /* the generated ld.so.preload on the host (absolute) */
     const char *socket;        /* kairosd's socket (absolute); its directory is mounted */
+    const char *shim_conf;     /* the generated shim.conf on the host (absolute) */
 };
 
 /* A CDI device name: 1..63 of [A-Za-z0-9._-], beginning and ending with a letter or

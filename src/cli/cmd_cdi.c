@@ -6,8 +6,10 @@
  *              [--socket PATH]
  *
  * Asks kairosd for its tenants (PS), writes the preload file (one line: the shim's
- * path in the container), then the specification to FILE (through a temporary file
- * renamed into place, so that a runtime never reads half a file) or stdout.
+ * path in the container) and shim.conf beside it (the socket, the node's
+ * on_daemon_down, register: always: what the container's shims read), then the
+ * specification to FILE (through a temporary file renamed into place, so that a
+ * runtime never reads half a file) or stdout.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,8 +49,9 @@ static void usage(FILE *out)
             "Writes a CDI specification (cdiVersion " CDI_VERSION ", kind " CDI_KIND ") with one\n"
             "device per kairosd tenant, named by the tenant: a container started with\n"
             "--device " CDI_KIND "=NAME gets libkairos.so preloaded through its\n"
-            "/etc/ld.so.preload, kairosd's socket, the NVIDIA device nodes of the tenant's\n"
-            "GPUs and KAIROS_TENANT=NAME. Install it as /etc/cdi/kairos.json.\n"
+            "/etc/ld.so.preload, kairosd's socket and a shim.conf naming it at\n"
+            "/etc/kairos/shim.conf, the NVIDIA device nodes of the tenant's GPUs and\n"
+            "KAIROS_TENANT=NAME. Install it as /etc/cdi/kairos.json.\n"
             "\n"
             "options:\n"
             "      --output FILE        write the specification to FILE (default: stdout)\n"
@@ -151,6 +154,30 @@ static int write_atomically(const char *path, const char *text, mode_t mode)
     return 0;
 }
 
+/* shim.conf beside the preload file (in *out): the socket asked for, the node's
+ * on_daemon_down (closed when the node's settings are unusable), and register:
+ * always (a container's process that unsets KAIROS_TENANT registers all the same,
+ * placed by kairosd or refused). 0 or 1. */
+static int write_shim_conf(const char *preload, const char *shim, const char *socket,
+                           char *out, size_t cap)
+{
+    char text[PATH_MAX + 128];
+    const char *slash = strrchr(preload, '/');
+    int dir_len = slash ? (int)(slash - preload) : 0;
+    int n = snprintf(out, cap, "%.*s/shim.conf", dir_len, preload);
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "kairos cdi: --preload-file %s: path too long\n", preload);
+        return 1;
+    }
+    struct shim_conf node;
+    shim_path_conf(shim, &node);
+    snprintf(text, sizeof text,
+             "# written by kairos cdi: the settings of the shims in kairos containers\n"
+             "socket: %s\non_daemon_down: %s\nregister: always\n",
+             socket, node.fail_open ? "open" : "closed");
+    return write_atomically(out, text, 0644);
+}
+
 /* The preload file, its directory created when missing. 0 or 1 after a message. */
 static int write_preload(const char *path)
 {
@@ -211,7 +238,7 @@ int cmd_cdi(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc < 0 ? 0 : rc;
-    char shim[PATH_MAX], preload[PATH_MAX], socket[PATH_MAX], err[512];
+    char shim[PATH_MAX], preload[PATH_MAX], socket[PATH_MAX], shim_conf[PATH_MAX], err[512];
     if (!o.shim && shim_path_find(shim, sizeof shim)) {
         fprintf(stderr, "kairos cdi: cannot find libkairos.so; give --shim PATH or set "
                         "KAIROS_SHIM\n");
@@ -226,8 +253,13 @@ int cmd_cdi(int argc, char **argv)
         fprintf(stderr, "kairos cdi: %s\n", err);
         return 1;
     }
-    struct cdi_params p = {.shim = shim, .preload_file = preload, .socket = socket};
-    rc = write_preload(preload) || write_spec(&o, &p, &snap) ? 1 : 0;
+    struct cdi_params p = {.shim = shim, .preload_file = preload, .socket = socket,
+                           .shim_conf = shim_conf};
+    rc = write_preload(preload) ||
+                 write_shim_conf(preload, shim, socket, shim_conf, sizeof shim_conf) ||
+                 write_spec(&o, &p, &snap)
+             ? 1
+             : 0;
     ps_snapshot_free(&snap);
     return rc;
 }

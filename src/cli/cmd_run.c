@@ -1,19 +1,27 @@
 /* cmd_run.c - `kairos run`: start a command as a tenant of kairosd.
  *
  *   kairos run [--tenant NAME] [--mem SIZE] [--share PCT] [--limit PCT|none]
- *              [--priority latency|normal|batch] [--gpus LIST] [--socket PATH]
- *              -- CMD [ARGS]
+ *              [--priority latency|normal|batch] [--gpus LIST] [--user NAME]
+ *              [--socket PATH] -- CMD [ARGS]
  *
  * With --mem (root or an administrator), the tenant is created or its quota set
  * first (a generated name when --tenant is absent: such a tenant is ephemeral and
  * goes away with its command). --share, --limit and --priority (administrators
  * too) set the tenant's compute policy on each GPU (of --gpus), in the same
  * TENANT_SET; without --mem the tenant must exist already. Without any of them,
- * the tenant must exist. Then the
- * environment is prepared (KAIROS_TENANT, KAIROS_SOCKET, LD_PRELOAD of libkairos.so,
+ * the tenant must exist. Then kairosd is asked to admit this process (TENANT_ADMIT:
+ * kairosd decides; CMD keeps this pid, its descendants follow it), the user CMD
+ * runs as is taken (run_user.h: under sudo, the invoking user), the
+ * environment is prepared (KAIROS_TENANT, LD_PRELOAD of libkairos.so,
  * CUDA_VISIBLE_DEVICES for --gpus) and CMD is exec'd in place of kairos, so its
  * signals, pid and exit status are its own; the daemon knows this pid as the owner
  * of an ephemeral tenant.
+ *
+ * Which kairosd: CMD's shim registers with the daemon the node's shim settings
+ * name (core/shim_conf.h), whatever kairos run is told. So kairos run talks to that
+ * daemon too; --socket or $KAIROS_SOCKET naming another one is refused (the tenant
+ * would be set up on one daemon while CMD registers with another), and settings
+ * the shim cannot use are refused before CMD starts.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,9 +34,9 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/run_user.h"
 #include "cli/shim_path.h"
 #include "core/units.h"
-#include "daemon/gpu.h"
 #include "daemon/policy.h"
 
 struct run_opts {
@@ -36,12 +44,17 @@ struct run_opts {
     const char *mem;
     const char *gpus;
     const char *socket;
+    const char *user;
+    bool set_only;             /* kairos tenant set: the tenant's settings, no command */
     bool compute;              /* --share, --limit or --priority given */
     struct sched_policy pol;   /* what they say (unsaid: 0 %, none, normal) */
     char **command;
 };
 
-enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY };
+enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER };
+
+/* How messages begin: "kairos run", or "kairos tenant set" (cmd_run_tenant_set). */
+static const char *run_prog = "kairos run";
 
 static void usage(FILE *out)
 {
@@ -67,8 +80,10 @@ static void usage(FILE *out)
             "                      by --mem; the shares of one GPU add up to at most 100%%\n"
             "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere, the\n"
             "                      compute policy there only); sets CUDA_VISIBLE_DEVICES\n"
-            "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
-            KAIROS_DEFAULT_SOCKET ")\n"
+            "      --user NAME     run CMD as NAME (root only; --user root to run it as\n"
+            "                      root). Under sudo, CMD runs as the user who ran sudo\n"
+            "  -s, --socket PATH   kairosd's socket; must be the one the shim's node\n"
+            "                      settings name (" SHIM_CONF_NODE_PATH "), the default\n"
             "  -h, --help          show this text\n"
             "\n"
             "Environment: KAIROS_SHIM=/path/to/libkairos.so overrides where the shim is found.\n");
@@ -86,7 +101,7 @@ static int parse_compute(int opt, const char *arg, struct run_opts *o)
     else
         rc = policy_parse_priority(arg, &o->pol.prio, why, sizeof why);
     if (rc) {
-        fprintf(stderr, "kairos run: %s %s: %s\n",
+        fprintf(stderr, "%s: %s %s: %s\n", run_prog,
                 opt == OPT_SHARE ? "--share" : opt == OPT_LIMIT ? "--limit" : "--priority", arg,
                 why);
         return 2;
@@ -95,7 +110,7 @@ static int parse_compute(int opt, const char *arg, struct run_opts *o)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct run_opts *o)
+static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
 {
     static const struct option longopts[] = {
         {"tenant", required_argument, NULL, 't'}, {"mem", required_argument, NULL, 'm'},
@@ -103,9 +118,11 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         {"share", required_argument, NULL, OPT_SHARE},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"priority", required_argument, NULL, OPT_PRIORITY},
+        {"user", required_argument, NULL, OPT_USER},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
+    o->set_only = set_only;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+t:m:g:s:h", longopts, NULL)) != -1) {
@@ -115,6 +132,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         case OPT_PRIORITY:
             if (parse_compute(c, optarg, o))
                 return 2;
+            break;
+        case OPT_USER:
+            o->user = optarg;
             break;
         case 't':
             o->tenant = optarg;
@@ -136,14 +156,16 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
             return 2;
         }
     }
+    if (set_only)
+        return 0;
     if (optind >= argc) {
-        fprintf(stderr, "kairos run: no command given (kairos run [options] -- CMD [ARGS])\n");
+        fprintf(stderr, "%s: no command given (kairos run [options] -- CMD [ARGS])\n", run_prog);
         return 2;
     }
     o->command = argv + optind;
     char why[256];
     if (o->compute && policy_check(&o->pol, why, sizeof why)) {
-        fprintf(stderr, "kairos run: %s\n", why);
+        fprintf(stderr, "%s: %s\n", run_prog, why);
         return 2;
     }
     if (!o->tenant && !o->mem) {
@@ -151,8 +173,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
         if (env && *env) {
             o->tenant = env;
         } else {
-            fprintf(stderr, "kairos run: give --tenant NAME to join a tenant, or --mem SIZE to "
-                            "create one\n");
+            fprintf(stderr, "%s: give --tenant NAME to join a tenant, or --mem SIZE to "
+                            "create one\n", run_prog);
             return 2;
         }
     }
@@ -168,57 +190,89 @@ static int parse_gpus(const char *list, unsigned *mask)
         char *end;
         unsigned long g = strtoul(p, &end, 10);
         if (end == p || g >= KAIROS_MAX_GPUS || (*end && *end != ',')) {
-            fprintf(stderr, "kairos run: --gpus '%s': expected GPU indexes 0-%u separated by "
-                            "commas, e.g. 0,2\n", list, KAIROS_MAX_GPUS - 1);
+            fprintf(stderr, "%s: --gpus '%s': expected GPU indexes 0-%u separated by "
+                            "commas, e.g. 0,2\n", run_prog, list, KAIROS_MAX_GPUS - 1);
             return -EINVAL;
         }
         *mask |= 1u << g;
         p = *end ? end + 1 : end;
     }
     if (!*mask) {
-        fprintf(stderr, "kairos run: --gpus is empty\n");
+        fprintf(stderr, "%s: --gpus is empty\n", run_prog);
         return -EINVAL;
     }
     return 0;
 }
 
-/* The quota per GPU for --mem; percentages need the GPU's memory from NVML. */
+/* The quota per GPU for --mem: a size, or a percentage that kairosd resolves with
+ * each GPU's memory (KAIROS_QUOTA_PERCENT). 0 or -EINVAL after a message. */
 static int mem_quota(const char *mem, unsigned n_gpus, unsigned mask, uint64_t *quota)
 {
-    char err[160];
-    bool percent = strchr(mem, '%') != NULL;
-    struct gpu_backend gpu;
-    if (percent && gpu_init(&gpu, NULL)) {
-        fprintf(stderr, "kairos run: --mem %s: a percentage needs each GPU's memory, known only "
-                        "with NVML here (%s); give a size such as 8G\n", mem, gpu.why);
+    char err[160] = "";
+    uint64_t value;
+    if (strchr(mem, '%')) {
+        double fraction = 0;
+        if (units_parse_percent(mem, &fraction, err, sizeof err) == 0 && fraction <= 0)
+            snprintf(err, sizeof err, "'%s': a percentage must be above 0%%", mem);
+        if (err[0]) {
+            fprintf(stderr, "%s: --mem %s\n", run_prog, err);
+            return -EINVAL;
+        }
+        uint64_t ppm = (uint64_t)(fraction * KAIROS_PPM + 0.5);
+        value = KAIROS_QUOTA_PERCENT | (ppm ? ppm : 1);
+    } else if (units_parse_size(mem, 0, &value, err, sizeof err)) {
+        fprintf(stderr, "%s: --mem %s\n", run_prog, err);
         return -EINVAL;
     }
-    int rc = 0;
-    for (unsigned g = 0; g < n_gpus; g++) {
-        quota[g] = 0;
-        if (!(mask & (1u << g)))
-            continue;
-        uint64_t total = 0;
-        if (percent && gpu.ops->total_memory(&gpu, g, &total)) {
-            fprintf(stderr, "kairos run: cannot read GPU %u's memory from NVML\n", g);
-            rc = -EIO;
-            break;
-        }
-        if (units_parse_size(mem, total, &quota[g], err, sizeof err)) {
-            fprintf(stderr, "kairos run: --mem %s\n", err);
-            rc = -EINVAL;
-            break;
-        }
-    }
-    if (percent)
-        gpu_fini(&gpu);
-    return rc;
+    for (unsigned g = 0; g < n_gpus; g++)
+        quota[g] = (mask & (1u << g)) ? value : 0;
+    return 0;
 }
 
 static int run_error(const char *what, const char *err)
 {
-    fprintf(stderr, "kairos run: %s%s\n", what, err);
+    fprintf(stderr, "%s: %s%s\n", run_prog, what, err);
     return 1;
+}
+
+static bool same_socket(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (realpath(a, ra) && realpath(b, rb))
+        return !strcmp(ra, rb);
+    return !strcmp(a, b);
+}
+
+/* The socket of the daemon CMD's shim will register with, in *path: the node's
+ * shim settings. --socket or $KAIROS_SOCKET may only name the same one. 0, or the
+ * exit code after a message. */
+static int daemon_socket(const char *shim, const char *given, struct shim_conf *conf,
+                         const char **path)
+{
+    shim_path_conf(shim, conf);
+    if (conf->problem[0]) {
+        fprintf(stderr, "%s: the shim's node settings are unusable (%s); CMD would "
+                        "be refused GPU use. An administrator fixes the file (libkairos(7))\n",
+                run_prog, conf->problem);
+        return 1;
+    }
+    if (conf->note[0])
+        fprintf(stderr, "%s: %s\n", run_prog, conf->note);
+    const char *env = getenv("KAIROS_SOCKET");
+    const char *asked = given && *given ? given : env && *env ? env : NULL;
+    if (asked && !same_socket(asked, conf->socket_path)) {
+        fprintf(stderr,
+                "kairos run: %s %s is not the kairosd that CMD's shim registers with (%s, from "
+                "%s): a shim takes its daemon from the node's settings, not from kairos run. "
+                "Leave out %s, or (tests, developer builds) set KAIROS_SHIM_CONF to a shim.conf "
+                "naming %s, owned by root or by libkairos.so's owner and writable by no one "
+                "else\n",
+                given && *given ? "--socket" : "KAIROS_SOCKET", asked, conf->socket_path,
+                conf->source, given && *given ? "--socket" : "KAIROS_SOCKET", asked);
+        return 2;
+    }
+    *path = conf->socket_path;
+    return 0;
 }
 
 /* What set_tenant did, on stderr. */
@@ -230,17 +284,38 @@ static void report_set(const struct run_opts *o, const char *name, unsigned n_gp
         while (first < n_gpus && !(mask & (1u << first)))
             first++;
         char size[32];
-        units_format_size(first < n_gpus ? set->quota[first] : 0, size, sizeof size);
-        fprintf(stderr, "kairos run: tenant %s %s: %s per GPU%s%s%s\n", name,
+        uint64_t q = first < n_gpus ? set->quota[first] : 0;
+        if (q & KAIROS_QUOTA_PERCENT)
+            snprintf(size, sizeof size, "%s of the GPU's memory", o->mem);
+        else
+            units_format_size(q, size, sizeof size);
+        fprintf(stderr, "%s: tenant %s %s: %s per GPU%s%s%s\n", run_prog, name,
                 o->tenant ? "set" : "created", size, o->gpus ? " on GPUs " : "",
                 o->gpus ? o->gpus : "", o->tenant ? "" : " (removed when the command ends)");
     }
     if (o->compute) {
         char what[96];
-        fprintf(stderr, "kairos run: tenant %s: compute %s on %s%s\n", name,
+        fprintf(stderr, "%s: tenant %s: compute %s on %s%s\n", run_prog, name,
                 policy_describe(&o->pol, what, sizeof what), o->gpus ? "GPUs " : "each GPU",
                 o->gpus ? o->gpus : "");
     }
+}
+
+/* TENANT_ADMIT of this process (CMD once exec'd) and its descendants. 0, or the
+ * exit code after a message. */
+static int admit_self(struct client *cl, const char *name)
+{
+    struct kairos_tenant_admit a = {.pid = 0};
+    char err[512];
+    uint16_t type;
+    uint32_t code = 0;
+    snprintf(a.tenant, sizeof a.tenant, "%s", name);
+    int seq = client_send(cl, KAIROS_MSG_TENANT_ADMIT, &a, sizeof a);
+    if (seq < 0)
+        return run_error("cannot send to kairosd: ", strerror(-seq));
+    if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err))
+        return run_error("", err);
+    return 0;
 }
 
 /* TENANT_SET for --mem and the compute options: quotas (or KEEP), the policy on
@@ -267,8 +342,8 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
         return run_error("cannot send to kairosd: ", strerror(-seq));
     if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
         if (code == KAIROS_ERR_PERMISSION)
-            fprintf(stderr, "kairos run: %s; without --mem, --share, --limit and --priority you "
-                            "can join an existing tenant with --tenant NAME\n", err);
+            fprintf(stderr, "%s: %s; without --mem, --share, --limit and --priority you "
+                            "can join an existing tenant with --tenant NAME\n", run_prog, err);
         else
             run_error("", err);
         return 1;
@@ -277,20 +352,35 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
     return 0;
 }
 
-int cmd_run(int argc, char **argv)
+/* kairos run, or (set_only) kairos tenant set: the tenant's settings only. */
+static int run_main(int argc, char **argv, bool set_only)
 {
+    run_prog = set_only ? "kairos tenant set" : "kairos run";
     struct run_opts o;
-    int rc = parse_args(argc, argv, &o);
+    int rc = parse_args(argc, argv, &o, set_only);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (set_only && !o.mem && !o.compute) {
+        fprintf(stderr, "kairos tenant set: give --mem SIZE and/or --share, --limit, "
+                        "--priority\n");
+        return 2;
+    }
     char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
-    if (shim_path_find(shim, sizeof shim))
+    if (!set_only && shim_path_find(shim, sizeof shim))
         return run_error("cannot find libkairos.so next to kairos; build it, or set "
                          "KAIROS_SHIM=/path/to/libkairos.so", "");
     unsigned mask = ~0u;
     if (o.gpus && parse_gpus(o.gpus, &mask))
         return 2;
+    struct run_user user;
+    if (run_user_resolve(o.user, &user, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", run_prog, err);
+        return 2;
+    }
+    struct shim_conf conf;
     const char *socket_path = client_socket_path(o.socket);
+    if (!set_only && (rc = daemon_socket(shim, o.socket, &conf, &socket_path)))
+        return rc;
     struct client cl;
     if (client_connect(&cl, socket_path, err, sizeof err))
         return run_error("", err);
@@ -303,7 +393,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     if (o.gpus && (mask >> n_gpus)) {
-        fprintf(stderr, "kairos run: --gpus %s: this node has %u GPU%s (0-%d)\n", o.gpus, n_gpus,
+        fprintf(stderr, "%s: --gpus %s: this node has %u GPU%s (0-%d)\n", run_prog, o.gpus, n_gpus,
                 n_gpus == 1 ? "" : "s", (int)n_gpus - 1);
         exit_code = 2;
         goto out;
@@ -317,16 +407,20 @@ int cmd_run(int argc, char **argv)
         found |= !strcmp(list[i].tenant, name);
     if (!found && !o.mem) {
         if (o.compute)
-            fprintf(stderr, "kairos run: unknown tenant '%s'; add --mem SIZE to create it with "
+            fprintf(stderr, "%s: unknown tenant '%s'; add --mem SIZE to create it with "
                             "its compute policy (a tenant needs a memory quota to use a GPU)\n",
-                    name);
+                    run_prog, name);
         else
-            fprintf(stderr, "kairos run: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
+            fprintf(stderr, "%s: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
                             "an administrator creates one with 'kairos run --tenant %s --mem "
-                            "SIZE' or in the configuration\n", name, name);
+                            "SIZE' or in the configuration\n", run_prog, name, name);
         goto out;
     }
     if ((o.mem || o.compute) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
+        goto out;
+    if (set_only)
+        goto out; /* exit_code 0 */
+    if ((exit_code = admit_self(&cl, name)))
         goto out;
     client_close(&cl);
     free(list);
@@ -335,19 +429,27 @@ int cmd_run(int argc, char **argv)
     if (shim_path_preload(shim))
         return run_error("out of memory", "");
     setenv("KAIROS_TENANT", name, 1);
-    if (strcmp(socket_path, KAIROS_DEFAULT_SOCKET))
-        setenv("KAIROS_SOCKET", socket_path, 1);
-    else
-        unsetenv("KAIROS_SOCKET");
+    if (run_user_switch(&user, err, sizeof err))
+        return run_error("", err);
     if (o.gpus) {
         setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1); /* CUDA's order = NVML's indexes */
         setenv("CUDA_VISIBLE_DEVICES", o.gpus, 1);
     }
     execvp(o.command[0], o.command);
-    fprintf(stderr, "kairos run: cannot run '%s': %s\n", o.command[0], strerror(errno));
+    fprintf(stderr, "%s: cannot run '%s': %s\n", run_prog, o.command[0], strerror(errno));
     return 127;
 out:
     client_close(&cl);
     free(list);
     return exit_code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    return run_main(argc, argv, false);
+}
+
+int cmd_run_tenant_set(int argc, char **argv)
+{
+    return run_main(argc, argv, true);
 }

@@ -16,6 +16,7 @@ struct command {
 
 static const struct command commands[] = {
     {"run", cmd_run, "start a command as a tenant with a GPU memory quota"},
+    {"tenant", cmd_tenant, "set a tenant's quota, policy and members; admit a process"},
     {"ps", cmd_ps, "list tenants, their processes, GPU memory held and quotas"},
     {"top", cmd_top, "watch tenants' time shares and memory per GPU, live"},
     {"trace", cmd_trace, "decode the GPU driver boundary of a command, or replay a recording"},

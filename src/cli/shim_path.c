@@ -1,4 +1,5 @@
-/* shim_path.c - locating libkairos.so for `kairos trace`, `kairos run` and `kairos cdi`.
+/* shim_path.c - locating libkairos.so for `kairos trace`, `kairos run` and `kairos cdi`,
+ * and the node's settings it will read (shim_path_conf).
  *
  * KAIROS_SHIM_FROM_BINDIR (the shim's install path relative to the directory kairos
  * is installed in) and KAIROS_SHIM_INSTALLED (its absolute install path) come from
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool readable(const char *path)
@@ -43,6 +45,13 @@ int shim_path_find(char *out, size_t cap)
     }
     int n_out = snprintf(out, cap, "%s", KAIROS_SHIM_INSTALLED);
     return n_out > 0 && (size_t)n_out < cap && readable(out) ? 0 : -1;
+}
+
+void shim_path_conf(const char *shim, struct shim_conf *c)
+{
+    struct stat st;
+    uid_t owner = shim && stat(shim, &st) == 0 ? st.st_uid : 0;
+    shim_conf_load(c, getenv("KAIROS_SHIM_CONF"), owner);
 }
 
 int shim_path_preload(const char *shim)

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "daemon/ledger.h"
+#include "daemon/members_config.h"
 #include "daemon/policy.h"
 #include "daemon/yaml_doc.h"
 
@@ -308,9 +309,12 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
             memory = v;
         } else if (!strcmp(scalar(k), "compute")) {
             compute = v;
+        } else if (!strcmp(scalar(k), "members")) {
+            if (members_config_parse(p, v, &t->members))
+                return -EINVAL;
         } else {
-            return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory or compute)",
-                        scalar(k));
+            return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory, compute "
+                             "or members)", scalar(k));
         }
     }
     if (!t->name[0])

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/members.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -46,6 +47,7 @@ struct config_tenant {
     size_t n_quotas;
     struct config_compute *compute;
     size_t n_compute;
+    struct member_rules members;   /* members: {users, groups, cgroups} */
     unsigned line, column;
 };
 

@@ -12,13 +12,14 @@
  *    quota: the memory is taken); COMMIT not ok undoes it.
  *  - RELEASE never takes a member below zero.
  *  - A member that reattaches after a daemon restart brings its holdings, counted
- *    even above quota; the daemon persists no holdings, so nothing counts twice.
+ *    as given (the server bounds the process's claim first: reattach.h); the
+ *    daemon persists no holdings, so nothing counts twice.
  *  - A quota may be lowered below current holdings: charges are refused until the
  *    holdings drop below it.
  *
  * A tenant's record also carries what kairosd keeps with the tenant but the ledger
- * does not interpret: its flags, the owner of an ephemeral tenant, and the compute
- * policies of a tenant created at run time (set by tenants.c, persisted by state.c,
+ * does not interpret: its flags, the owner of an ephemeral tenant, its members
+ * rules (members.h), and the compute policies of a tenant created at run time (set by tenants.c, persisted by state.c,
  * applied by timeshare.c; the configuration's tenants have theirs in the
  * configuration).
  *
@@ -32,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/members.h"
 #include "daemon/ratelog.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
@@ -57,6 +59,7 @@ struct ledger_tenant {
     struct ratelog refusal_log;  /* server.c: its refusals logged once per interval */
     bool has_compute[KAIROS_MAX_GPUS];             /* run time: a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
+    struct member_rules members;  /* who may join (members.h): configuration or run time */
 };
 
 struct ledger_resv {

@@ -393,6 +393,7 @@ int main(int argc, char **argv)
         goto out;
     }
     server_set_timeshare(d.server, d.timeshare);
+    server_set_gpu(d.server, d.have_gpu ? &d.gpu : NULL);
     timeshare_reconfigure(d.timeshare);
     if ((rc = service_init(&d.service, d.loop))) {
         log_error("cannot start the systemd watchdog pings: %s", strerror(-rc));

@@ -33,6 +33,8 @@ static const struct proto_type proto_types[] = {
      KAIROS_TENANT_SET_SIZE_V0},
     {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, 0},
     {KAIROS_MSG_PS, "PS", 0, true, 0},
+    {KAIROS_MSG_TENANT_MEMBERS, "TENANT_MEMBERS", sizeof(struct kairos_tenant_members), true, 0},
+    {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, 0},
     {KAIROS_MSG_OK, "OK", 0, false, 0},
     {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, 0},
     {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, 0},
@@ -134,17 +136,53 @@ static int check_compute(const struct kairos_tenant_set *s, char *why, size_t wh
     return 0;
 }
 
+/* TENANT_MEMBERS: counts within bounds, zeros beyond them, cgroup patterns
+ * terminated and absolute. */
+static int check_members(const struct kairos_tenant_members *m, char *why, size_t why_len)
+{
+    if (m->n_users > KAIROS_MEMBERS_MAX_IDS || m->n_groups > KAIROS_MEMBERS_MAX_IDS ||
+        m->n_cgroups > KAIROS_MEMBERS_MAX_CGROUPS)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "TENANT_MEMBERS: at most %u users, %u groups and %u cgroups",
+                      KAIROS_MEMBERS_MAX_IDS, KAIROS_MEMBERS_MAX_IDS, KAIROS_MEMBERS_MAX_CGROUPS);
+    if (m->pad)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_MEMBERS pad must be 0");
+    for (unsigned i = 0; i < KAIROS_MEMBERS_MAX_IDS; i++)
+        if ((i >= m->n_users && m->users[i]) || (i >= m->n_groups && m->groups[i]))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "TENANT_MEMBERS: entries beyond the counts must be 0");
+    for (unsigned i = 0; i < KAIROS_MEMBERS_MAX_CGROUPS; i++) {
+        const char *cg = m->cgroups[i];
+        if (!memchr(cg, 0, KAIROS_CGROUP_MAX))
+            return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
+                          "TENANT_MEMBERS cgroup %u is not NUL-terminated", i);
+        if (i >= m->n_cgroups ? cg[0] != 0 : cg[0] != '/')
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "TENANT_MEMBERS cgroup %u: %s", i,
+                          i >= m->n_cgroups ? "beyond n_cgroups: leave it empty"
+                                            : "a cgroup path begins with '/'");
+    }
+    return 0;
+}
+
 static int check_body(struct proto_request *r, char *why, size_t why_len)
 {
     int rc = 0;
     switch (r->type) {
     case KAIROS_MSG_HELLO: {
         const struct kairos_hello *h = &r->body.hello;
-        if (h->flags & ~KAIROS_HELLO_REATTACH)
+        const uint32_t known = KAIROS_HELLO_REATTACH | KAIROS_HELLO_PLACE;
+        if (h->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "HELLO has unknown flags 0x%x",
-                          h->flags & ~KAIROS_HELLO_REATTACH);
-        if ((rc = check_name(h->tenant, "tenant", why, why_len)))
+                          h->flags & ~known);
+        if (h->flags & KAIROS_HELLO_PLACE) {
+            for (unsigned i = 0; i < KAIROS_NAME_MAX; i++)
+                if (h->tenant[i])
+                    return refuse(KAIROS_ERR_INVALID, why, why_len,
+                                  "HELLO with PLACE names no tenant (all zeros)");
+        } else if ((rc = check_name(h->tenant, "tenant", why, why_len))) {
             return rc;
+        }
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
             if ((rc = check_bytes(h->held[g], "held", why, why_len)))
                 return rc;
@@ -181,14 +219,30 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         if (s->flags & ~KAIROS_TENANT_EPHEMERAL)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET has unknown flags 0x%x",
                           s->flags & ~KAIROS_TENANT_EPHEMERAL);
-        for (unsigned g = 0; g < s->n_gpus; g++)
-            if (s->quota[g] != KAIROS_QUOTA_KEEP && (rc = check_bytes(s->quota[g], "quota", why,
-                                                                       why_len)))
+        for (unsigned g = 0; g < s->n_gpus; g++) {
+            uint64_t q = s->quota[g], ppm = q & ~KAIROS_QUOTA_PERCENT;
+            if (q == KAIROS_QUOTA_KEEP)
+                continue;
+            if ((q & KAIROS_QUOTA_PERCENT) && (ppm == 0 || ppm > KAIROS_PPM))
+                return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET quota[%u]: a "
+                              "percentage must be above 0%% and at most 100%%", g);
+            if (!(q & KAIROS_QUOTA_PERCENT) && (rc = check_bytes(q, "quota", why, why_len)))
                 return rc;
+        }
         return check_compute(s, why, why_len);
     }
     case KAIROS_MSG_TENANT_DEL:
         return check_name(r->body.tenant_del.tenant, "tenant", why, why_len);
+    case KAIROS_MSG_TENANT_MEMBERS:
+        if ((rc = check_name(r->body.tenant_members.tenant, "tenant", why, why_len)))
+            return rc;
+        return check_members(&r->body.tenant_members, why, why_len);
+    case KAIROS_MSG_TENANT_ADMIT:
+        if ((rc = check_name(r->body.tenant_admit.tenant, "tenant", why, why_len)))
+            return rc;
+        if (r->body.tenant_admit.pad)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_ADMIT pad must be 0");
+        return 0;
     default:
         return 0;
     }

@@ -30,6 +30,8 @@ struct proto_request {
         struct kairos_release release;
         struct kairos_tenant_set tenant_set;
         struct kairos_tenant_del tenant_del;
+        struct kairos_tenant_members tenant_members;
+        struct kairos_tenant_admit tenant_admit;
     } body;
 };
 

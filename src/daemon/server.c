@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/membership.h"
 #include "daemon/proto_check.h"
+#include "daemon/reattach.h"
 #include "daemon/timeshare.h"
 
 #define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
@@ -27,7 +29,7 @@ struct conn {
     struct server *srv;
     int fd, pidfd;
     struct loop_watch *w, *pw;
-    uint32_t pid, uid;
+    uint32_t pid, uid, gid;
     struct ledger_member *member;
     struct conn *prev, *next;
 };
@@ -56,6 +58,8 @@ struct server {
     struct timeshare *timeshare; /* compute policies, or NULL */
     int compute_fd;              /* eventfd: compute_changed_later */
     struct loop_watch *cw;
+    struct membership membership; /* who joins which tenant (membership.h) */
+    struct gpu_backend *gpu;      /* for REATTACH checks, or NULL */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -258,16 +262,12 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                  c->member->tenant->name);
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
-    struct ledger_tenant *t = ledger_tenant_find(&s->ts->ledger, h->tenant);
-    if (!t) {
-        msgf(msg, sizeof msg,
-                 "no tenant '%s' on this node; an administrator creates it with 'kairos run "
-                 "--tenant %s --mem SIZE -- CMD' or declares it in the kairosd configuration",
-                 h->tenant, h->tenant);
-        log_about_warn(h->tenant, c->pid, -1, "pid %u (uid %u): refused: no tenant '%s'",
-                        c->pid, c->uid, h->tenant);
-        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
-    }
+    struct peer_cred peer = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    uint32_t code = 0;
+    struct ledger_tenant *t = membership_hello(&s->membership, &peer, h->tenant, &code, msg,
+                                               sizeof msg);
+    if (!t) /* kairosd decides the tenant (membership.h) */
+        return send_error(c, r->seq, code, msg);
     bool reattach = h->flags & KAIROS_HELLO_REATTACH;
     if (reattach) {
         struct ledger_member *other = ledger_find_pid(&s->ts->ledger, c->pid);
@@ -278,7 +278,12 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
             return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
         }
     }
-    int rc = ledger_join(&s->ts->ledger, t, c->pid, reattach ? h->held : NULL, &c->member);
+    uint64_t counted[KAIROS_MAX_GPUS] = {0};
+    char bounded[KAIROS_MAX_GPUS][96];
+    for (unsigned g = 0; reattach && g < s->ts->n_gpus; g++)
+        counted[g] = reattach_bound(t, g, h->held[g], c->pid, s->gpu, bounded[g],
+                                    sizeof bounded[g]);
+    int rc = ledger_join(&s->ts->ledger, t, c->pid, reattach ? counted : NULL, &c->member);
     if (rc)
         return send_error(c, r->seq, KAIROS_ERR_INVALID, "kairosd is out of memory");
     if (reattach) {
@@ -286,18 +291,22 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
         for (unsigned g = 0; g < s->ts->n_gpus; g++) {
             if (!h->held[g])
                 continue;
-            char a[32];
+            char a[32], b[32];
+            if (bounded[g][0])
+                log_warn("tenant %s: pid %u claimed %s on GPU %u when reattaching; %s counted "
+                         "(%s)", t->name, c->pid, tenants_size(h->held[g], a, sizeof a), g,
+                         tenants_size(counted[g], b, sizeof b), bounded[g]);
             describe_held(t, g, line, sizeof line);
             if (t->held[g] > t->quota[g])
                 log_about_warn(t->name, c->pid, (int)g,
                          "tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
                          "over its quota: its allocations there are refused until it frees "
-                         "memory", t->name, c->pid, tenants_size(h->held[g], a, sizeof a), g,
+                         "memory", t->name, c->pid, tenants_size(counted[g], a, sizeof a), g,
                          line);
             else
                 log_about_info(t->name, c->pid, (int)g,
                          "tenant %s: pid %u reattached with %s on GPU %u (tenant %s)", t->name,
-                         c->pid, tenants_size(h->held[g], a, sizeof a), g, line);
+                         c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
     log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
@@ -451,7 +460,25 @@ static bool on_tenant_del(struct conn *c, const struct proto_request *r)
     int code = tenants_del(c->srv->ts, r->body.tenant_del.tenant, c->uid, msg, sizeof msg);
     if (code)
         return send_error(c, r->seq, (uint32_t)code, msg);
+    membership_tenant_removed(&c->srv->membership, r->body.tenant_del.tenant);
     compute_changed(c->srv); /* its policies, if it had any, are gone */
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
+/* TENANT_MEMBERS and TENANT_ADMIT: membership.c decides, OK or its refusal. */
+static bool on_membership(struct conn *c, const struct proto_request *r)
+{
+    if (r->type == KAIROS_MSG_TENANT_MEMBERS && !admin_only(c, r))
+        return true;
+    struct peer_cred p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    char msg[KAIROS_MSG_MAX];
+    int code = r->type == KAIROS_MSG_TENANT_MEMBERS
+                   ? membership_set_rules(&c->srv->membership, &p, &r->body.tenant_members, msg,
+                                          sizeof msg)
+                   : membership_admit(&c->srv->membership, &p, &r->body.tenant_admit, msg,
+                                      sizeof msg);
+    if (code)
+        return send_error(c, r->seq, (uint32_t)code, msg);
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -459,6 +486,7 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
     const struct ledger *l = &s->ts->ledger;
+    bool admin = config_is_admin(s->cfg, c->uid); /* others see their own processes only */
     if (!l->n_tenants) {
         struct kairos_ps_reply p = {.flags = KAIROS_PS_LAST, .n_gpus = l->n_gpus};
         return send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p);
@@ -475,8 +503,8 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
             p.refusals[g] = t->refusals[g];
         }
         timeshare_ps(s->timeshare, t->name, l->n_gpus, &p);
-        for (const struct ledger_member *m = l->members; m; m = m->next)
-            if (m->tenant == t) {
+        for (const struct conn *m = s->conns; m; m = m->next)
+            if (m->member && m->member->tenant == t && (admin || m->uid == c->uid)) {
                 if (p.n_pids < KAIROS_PS_MAX_PIDS)
                     p.pids[p.n_pids] = m->pid;
                 p.n_pids++;
@@ -519,6 +547,9 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         return on_tenant_del(c, &r);
     case KAIROS_MSG_PS:
         return on_ps(c, &r);
+    case KAIROS_MSG_TENANT_MEMBERS:
+    case KAIROS_MSG_TENANT_ADMIT:
+        return on_membership(c, &r);
     default:
         /* proto_check accepts requests only */
         fprintf(stderr, "%s:%d: impossible message type %u\n", __FILE__, __LINE__, r.type);
@@ -607,6 +638,7 @@ static void on_accept(void *ctx, int fd, uint32_t events)
         c->pidfd = -1;
         c->pid = (uint32_t)cred.pid;
         c->uid = cred.uid;
+        c->gid = cred.gid;
         c->w = loop_add(s->loop, cfd, EPOLLIN | EPOLLRDHUP, on_conn, c);
         if (!c->w) {
             close(cfd);
@@ -651,6 +683,7 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->ts = ts;
     s->cfg = cfg;
     s->listen_fd = -1;
+    membership_init(&s->membership, ts, cfg);
     s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->compute_fd < 0 ||
         !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {
@@ -716,6 +749,7 @@ out:
             loop_del(loop, s->cw);
         if (s->compute_fd >= 0)
             close(s->compute_fd);
+        membership_fini(&s->membership);
         free(s);
         return rc;
     }
@@ -726,6 +760,11 @@ out:
 void server_set_timeshare(struct server *s, struct timeshare *t)
 {
     s->timeshare = t;
+}
+
+void server_set_gpu(struct server *s, struct gpu_backend *gpu)
+{
+    s->gpu = gpu;
 }
 
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p)
@@ -757,5 +796,6 @@ void server_fini(struct server *s)
     loop_del(s->loop, s->cw);
     close(s->compute_fd);
     unlink(s->path);
+    membership_fini(&s->membership);
     free(s);
 }

@@ -30,6 +30,9 @@ struct timeshare;
 struct kairos_time_policy;
 /* New members get the time policies in force right after WELCOME. */
 void server_set_timeshare(struct server *s, struct timeshare *t);
+struct gpu_backend;
+/* The GPU backend REATTACH claims are checked against (reattach.h), or NULL. */
+void server_set_gpu(struct server *s, struct gpu_backend *gpu);
 /* A timeshare_send_fn (ctx: the server): TIME_POLICY to every member process of
  * tenant; a process that cannot take it is disconnected. */
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p);

@@ -46,6 +46,22 @@ static json_t *compute_json(const struct ledger_tenant *t, unsigned n_gpus)
     return all;
 }
 
+/* {"users": [1000], "groups": [], "cgroups": ["/slurm/job_*"]}, or NULL when the
+ * tenant has no members rules. */
+static json_t *members_json(const struct member_rules *r)
+{
+    if (members_rules_empty(r))
+        return NULL;
+    json_t *users = json_array(), *groups = json_array(), *cgroups = json_array();
+    for (uint32_t i = 0; i < r->n_users; i++)
+        json_array_append_new(users, json_integer(r->users[i]));
+    for (uint32_t i = 0; i < r->n_groups; i++)
+        json_array_append_new(groups, json_integer(r->groups[i]));
+    for (uint32_t i = 0; i < r->n_cgroups; i++)
+        json_array_append_new(cgroups, json_string(r->cgroups[i]));
+    return json_pack("{s:o, s:o, s:o}", "users", users, "groups", groups, "cgroups", cgroups);
+}
+
 static json_t *state_json(const struct ledger *l)
 {
     json_t *root = json_object(), *list = json_array();
@@ -75,6 +91,9 @@ static json_t *state_json(const struct ledger *l)
         json_t *compute = compute_json(t, l->n_gpus);
         if (compute)
             json_object_set_new(jt, "compute", compute);
+        json_t *members = members_json(&t->members);
+        if (members)
+            json_object_set_new(jt, "members", members);
         json_array_append_new(list, jt);
     }
     json_object_set_new(root, "tenants", list);
@@ -298,6 +317,60 @@ static void load_compute(json_t *jt, struct ledger_tenant *t, unsigned n_gpus,
     }
 }
 
+/* An id list of "members" into ids; false when it is not one. */
+static bool load_ids(json_t *list, uint32_t *ids, uint32_t *n)
+{
+    size_t i;
+    json_t *v;
+    if (!json_is_array(list) || json_array_size(list) > KAIROS_MEMBERS_MAX_IDS)
+        return false;
+    json_array_foreach(list, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= UINT32_MAX)
+            return false;
+        ids[(*n)++] = (uint32_t)json_integer_value(v);
+    }
+    return true;
+}
+
+/* The tenant's "members" rules: a bad one is refused whole (warn), and the tenant
+ * is kept without rules (only administrators and admitted processes join: closed). */
+static void load_members(json_t *jt, struct ledger_tenant *t, state_warn_fn warn,
+                         void *warn_ctx)
+{
+    json_t *m = json_object_get(jt, "members");
+    if (!m)
+        return;
+    struct member_rules r;
+    memset(&r, 0, sizeof r);
+    json_t *cg = json_object_get(m, "cgroups");
+    bool ok = json_is_object(m) && load_ids(json_object_get(m, "users"), r.users, &r.n_users) &&
+              load_ids(json_object_get(m, "groups"), r.groups, &r.n_groups) &&
+              json_is_array(cg) && json_array_size(cg) <= KAIROS_MEMBERS_MAX_CGROUPS;
+    size_t i;
+    json_t *v;
+    if (ok)
+        json_array_foreach(cg, i, v) {
+            const char *s = json_string_value(v);
+            if (!s || s[0] != '/' || strlen(s) >= KAIROS_CGROUP_MAX) {
+                ok = false;
+                break;
+            }
+            snprintf(r.cgroups[r.n_cgroups++], KAIROS_CGROUP_MAX, "%s", s);
+        }
+    if (!ok) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "tenant '%s': \"members\" is not {\"users\": [uid...], "
+                 "\"groups\": [gid...], \"cgroups\": [\"/path\"...]}; refused, the tenant is "
+                 "kept without members rules (administrators and admitted processes only)",
+                 t->name);
+        if (warn)
+            warn(warn_ctx, msg);
+        return;
+    }
+    t->members = r;
+}
+
 int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
                size_t err_len, char *aside, size_t aside_len)
 {
@@ -346,6 +419,7 @@ int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *war
                 json_integer_value(owner) <= INT32_MAX)
                 t->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
             load_compute(jt, t, l->n_gpus, warn, warn_ctx);
+            load_members(jt, t, warn, warn_ctx);
             added++;
         }
     }

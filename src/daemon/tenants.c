@@ -189,6 +189,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             }
         }
         t->flags = LEDGER_TENANT_CONFIG;
+        t->members = c->tenants[i].members; /* the configuration's rules, none: admissions */
         forget_compute(t, "it is now declared in the configuration, whose compute policy "
                           "it follows");
         for (unsigned g = 0; g < ts->n_gpus; g++) {
@@ -359,12 +360,39 @@ static void set_compute(struct ledger_tenant *t, const bool *has, const struct s
     }
 }
 
+/* m's quotas in bytes (percentages of each GPU's memory resolved), KEEP kept.
+ * 0, or KAIROS_ERR_INVALID with msg when a percentage names a GPU whose memory
+ * kairosd does not know. */
+static int resolve_quotas(const struct tenants *ts, const struct kairos_tenant_set *m,
+                          uint64_t *bytes, char *msg, size_t msg_len)
+{
+    for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++) {
+        uint64_t q = m->quota[g];
+        bytes[g] = q;
+        if (q == KAIROS_QUOTA_KEEP || !(q & KAIROS_QUOTA_PERCENT))
+            continue;
+        uint64_t ppm = q & ~KAIROS_QUOTA_PERCENT;
+        if (!ts->gpu_known || !ts->gpu_total[g]) {
+            snprintf(msg, msg_len, "a percentage of GPU %u's memory needs its size, which "
+                     "kairosd knows only with NVML (not on this node); give a size such as 8G",
+                     g);
+            return KAIROS_ERR_INVALID;
+        }
+        bytes[g] = (uint64_t)((long double)ts->gpu_total[g] * (long double)ppm / KAIROS_PPM);
+    }
+    return 0;
+}
+
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,
                 uint32_t uid, uint32_t owner_pid, bool *compute_changed, char *msg,
                 size_t msg_len)
 {
     const char *name = m->tenant;
     *compute_changed = false;
+    uint64_t quota[KAIROS_MAX_GPUS];
+    int qcode = resolve_quotas(ts, m, quota, msg, msg_len);
+    if (qcode)
+        return qcode;
     for (unsigned g = ts->n_gpus; g < m->n_gpus; g++)
         if (m->quota[g] != KAIROS_QUOTA_KEEP && m->quota[g] != 0) {
             snprintf(msg, msg_len, "GPU %u does not exist on this node (it has %u GPU%s)", g,
@@ -394,8 +422,8 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     }
     bool over = false;
     for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++)
-        if (m->quota[g] != KAIROS_QUOTA_KEEP)
-            over |= ledger_tenant_set_quota(&ts->ledger, t, g, m->quota[g]) == 1;
+        if (quota[g] != KAIROS_QUOTA_KEEP)
+            over |= ledger_tenant_set_quota(&ts->ledger, t, g, quota[g]) == 1;
     char q[256];
     describe_quota(ts, t, q, sizeof q);
     snprintf(msg, msg_len, "tenant %s %s: %s%s", name, created ? "created" : "updated", q,

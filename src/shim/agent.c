@@ -198,7 +198,8 @@ int agent_connect(const struct shim_real *r, const char *socket_path, const char
     int rc = fd;
     if (fd >= 0) {
         atomic_store(&agent_fd, fd);
-        struct kairos_hello hello = {.flags = reattach ? KAIROS_HELLO_REATTACH : 0,
+        struct kairos_hello hello = {.flags = (reattach ? KAIROS_HELLO_REATTACH : 0) |
+                                              (tenant[0] ? 0 : KAIROS_HELLO_PLACE),
                                      .pid = (uint32_t)getpid()};
         snprintf(hello.tenant, sizeof hello.tenant, "%s", tenant);
         if (held)

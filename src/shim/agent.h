@@ -30,7 +30,8 @@ struct agent_quota {
     uint64_t quota[KAIROS_MAX_GPUS];
 };
 
-/* Connects and registers as a member of tenant. held is what this process holds
+/* Connects and registers as a member of tenant ("": wherever kairosd places this
+ * process, KAIROS_HELLO_PLACE). held is what this process holds
  * (sent with reattach). Returns 0; -ENOENT/-ECONNREFUSED/-ETIMEDOUT when the daemon
  * cannot be reached; -EPERM when it refused us (err says why). */
 int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,

@@ -92,8 +92,9 @@ static void fall_back_locked(const char *why)
     const struct settings *s = settings_get();
     mg_daemon_down = true;
     set_all_quotas(s->standalone_quota ? s->standalone_quota : UNLIMITED);
-    char msg[256];
-    snprintf(msg, sizeof msg, "kairosd unreachable (%s); KAIROS_ON_DAEMON_DOWN=open: %s", why,
+    char msg[512];
+    snprintf(msg, sizeof msg, "kairosd unreachable (%s); on_daemon_down: open in %.200s: %s",
+             why, s->conf_source,
              s->standalone_quota ? "local quota KAIROS_MEM in force" : "no quota in force");
     say(msg);
 }
@@ -159,17 +160,26 @@ int memguard_first_gpu_use(const struct shim_real *r)
     if (!memguard_active())
         return 0;
     const struct settings *s = settings_get();
+    if (s->mode == SETTINGS_REFUSED) {
+        dprintf(2, "kairos[%d]: GPU access refused: %s\n", (int)getpid(), s->refusal);
+        return -EACCES;
+    }
     if (s->mode != SETTINGS_TENANT)
         return 0;
+    if (s->conf_problem[0]) {
+        dprintf(2, "kairos[%d]: GPU access refused: the node's shim settings are unusable: "
+                "%s. An administrator fixes the file (see libkairos(7)).\n", (int)getpid(),
+                s->conf_problem);
+        return -EACCES;
+    }
     pthread_mutex_lock(&mg_mu);
     mg_real = r;
     int rc = 0;
     if (!mg_registered && !mg_daemon_down) {
         char err[KAIROS_MSG_MAX] = "";
-        rc = s->tenant[0] ? register_locked(false, err, sizeof err) : -EINVAL;
+        rc = register_locked(false, err, sizeof err);
         if (rc == -EPERM || rc == -EINVAL) {
-            dprintf(2, "kairos[%d]: GPU access refused: %s\n", (int)getpid(),
-                    rc == -EINVAL ? "KAIROS_TENANT is not a valid tenant name" : err);
+            dprintf(2, "kairos[%d]: GPU access refused: %s\n", (int)getpid(), err);
             rc = -EACCES;
         } else if (rc < 0 && s->fail_open) {
             fall_back_locked(strerror(-rc));
@@ -177,9 +187,11 @@ int memguard_first_gpu_use(const struct shim_real *r)
         } else if (rc < 0) {
             dprintf(2,
                     "kairos[%d]: GPU access refused: kairosd is not reachable at %s (%s) for "
-                    "tenant '%s'. Start kairosd, or set KAIROS_ON_DAEMON_DOWN=open to run "
-                    "without it.\n",
-                    (int)getpid(), s->socket_path, strerror(-rc), s->tenant);
+                    "tenant '%s' (socket from %s). Start kairosd; running without it needs "
+                    "on_daemon_down: open in the node's shim.conf (an administrator's "
+                    "choice, see libkairos(7)).\n",
+                    (int)getpid(), s->socket_path, strerror(-rc),
+                    s->tenant[0] ? s->tenant : "(none named)", s->conf_source);
             rc = -EACCES;
         }
     }

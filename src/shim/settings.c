@@ -1,32 +1,45 @@
-/* settings.c - the shim's settings from the environment (see settings.h). */
+/* settings.c - the shim's settings: the node's file and the process's requests
+ * (see settings.h). Runs in the library constructor, before any other thread. */
 #include "shim/settings.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/tenant_name.h"
 #include "core/units.h"
 
 static struct settings current;
+static const char settings_anchor; /* an address inside libkairos.so, for dladdr */
 
-void settings_parse(struct settings *s, const char *tenant, const char *socket_path,
-                    const char *mem, const char *on_down, const char *log)
+static void take_conf(struct settings *s, const struct shim_conf *conf)
+{
+    snprintf(s->socket_path, sizeof s->socket_path, "%s", conf->socket_path);
+    snprintf(s->conf_source, sizeof s->conf_source, "%s", conf->source);
+    s->fail_open = conf->fail_open && !conf->problem[0];
+    if (conf->problem[0])
+        snprintf(s->conf_problem, sizeof s->conf_problem, "%s", conf->problem);
+    if (conf->note[0])
+        snprintf(s->problem, sizeof s->problem, "%s", conf->note);
+}
+
+void settings_parse(struct settings *s, const char *tenant, const char *mem, const char *log,
+                    const struct shim_conf *conf)
 {
     memset(s, 0, sizeof *s);
-    snprintf(s->socket_path, sizeof s->socket_path, "%s",
-             socket_path && *socket_path ? socket_path : KAIROS_DEFAULT_SOCKET);
-    s->fail_open = on_down && !strcmp(on_down, "open");
+    take_conf(s, conf);
     s->log_stderr = log && !strcmp(log, "stderr");
-    if (on_down && *on_down && strcmp(on_down, "open") && strcmp(on_down, "closed"))
-        snprintf(s->problem, sizeof s->problem,
-                 "KAIROS_ON_DAEMON_DOWN='%.40s' is neither 'open' nor 'closed'; using closed",
-                 on_down);
     if (mem && *mem) {
-        char err[96];
+        char err[200];
         if (units_parse_size(mem, 0, &s->standalone_quota, err, sizeof err)) {
-            snprintf(s->problem, sizeof s->problem, "KAIROS_MEM ignored: %s", err);
+            snprintf(s->refusal, sizeof s->refusal,
+                     "KAIROS_MEM %s; fix it or unset it (no GPU use with a quota that cannot "
+                     "be read)", err);
             s->standalone_quota = 0;
+            s->mode = SETTINGS_REFUSED;
+            return;
         }
     }
     if (tenant && *tenant) {
@@ -35,20 +48,37 @@ void settings_parse(struct settings *s, const char *tenant, const char *socket_p
             s->mode = SETTINGS_TENANT;
             return;
         }
-        snprintf(s->problem, sizeof s->problem,
-                 "KAIROS_TENANT='%.40s' is not a tenant name (1-63 of [A-Za-z0-9._-], not starting with '.' or '-')",
-                 tenant);
-        s->mode = SETTINGS_TENANT; /* a bad name must not mean "no quota": fail closed */
-        s->tenant[0] = 0;
+        snprintf(s->refusal, sizeof s->refusal,
+                 "KAIROS_TENANT='%.40s' is not a tenant name (1-63 of [A-Za-z0-9._-], not "
+                 "starting with '.' or '-')", tenant);
+        s->mode = SETTINGS_REFUSED; /* a bad name must not mean "no quota": fail closed */
+        return;
+    }
+    if (conf->register_always && !conf->problem[0]) {
+        s->mode = SETTINGS_TENANT; /* tenant "": kairosd places it, or refuses it */
         return;
     }
     s->mode = s->standalone_quota ? SETTINGS_STANDALONE : SETTINGS_OFF;
 }
 
+/* The owner of the file libkairos.so was loaded from (root when unknown): a
+ * developer build's owner may point KAIROS_SHIM_CONF at their own file. */
+static uid_t shim_file_owner(void)
+{
+    Dl_info info;
+    struct stat st;
+    if (dladdr(&settings_anchor, &info) && info.dli_fname && info.dli_fname[0] &&
+        stat(info.dli_fname, &st) == 0)
+        return st.st_uid;
+    return 0;
+}
+
 void settings_load(void)
 {
-    settings_parse(&current, getenv("KAIROS_TENANT"), getenv("KAIROS_SOCKET"),
-                   getenv("KAIROS_MEM"), getenv("KAIROS_ON_DAEMON_DOWN"), getenv("KAIROS_LOG"));
+    struct shim_conf conf;
+    shim_conf_load(&conf, getenv("KAIROS_SHIM_CONF"), shim_file_owner());
+    settings_parse(&current, getenv("KAIROS_TENANT"), getenv("KAIROS_MEM"),
+                   getenv("KAIROS_LOG"), &conf);
 }
 
 const struct settings *settings_get(void)

@@ -125,7 +125,7 @@ class Bench:
             env = dict(os.environ)
             if daemon:
                 cmd = [self.kairos, "run", "--tenant", tname, "--"] + cmd
-                env["KAIROS_SOCKET"] = daemon[1]
+                env["KAIROS_SHIM_CONF"] = self.shim_conf(daemon[1])
                 env["KAIROS_LOG"] = "stderr"
             log = open(os.path.join(self.work, f"{name}-{tname}.log"), "w+")
             procs.append((tname, kind, stamps, log,
@@ -146,6 +146,16 @@ class Bench:
         if daemon:
             self.stop_daemon(daemon)
         return start_at, out
+
+    @staticmethod
+    def shim_conf(sock):
+        """A shim.conf naming sock beside it: how a shim finds a private daemon
+        (libkairos(7)); the shim reads no KAIROS_SOCKET."""
+        path = os.path.join(os.path.dirname(sock), "shim.conf")
+        with open(path, "w") as f:
+            f.write(f"socket: {sock}\non_daemon_down: closed\n")
+        os.chmod(path, 0o644)
+        return path
 
     def start_daemon(self, name, policies, time_mode=None):
         d = os.path.join(self.work, f"kd-{name}")

@@ -24,7 +24,11 @@ tenants:
 YAML
 "$kairosd" -c "$mdir/kairosd.yaml" > "$OUT/kairosd.log" 2>&1 &
 kd_pid=$!
-export KAIROS_SOCKET=$mdir/kairosd.sock
+export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
+# the shims find this daemon through a shim.conf (libkairos(7)), never KAIROS_SOCKET
+printf 'socket: %s\non_daemon_down: closed\n' "$KAIROS_SOCKET" > "$mdir/shim.conf"
+chmod 0644 "$mdir/shim.conf"
+export KAIROS_SHIM_CONF=$mdir/shim.conf
 for _ in $(seq 50); do [ -S "$KAIROS_SOCKET" ] && break; sleep 0.1; done
 held_of() { "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); print(sum(g['held'] for t in d['tenants'] if t['name']=='$1' for g in t['gpus']))"; }
 : > "$mdir/results.txt"
@@ -95,7 +99,7 @@ for round in 1 2 3; do
 done
 
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
-unset KAIROS_SOCKET
+unset KAIROS_SOCKET KAIROS_SHIM_CONF
 grep "audit:" "$OUT/kairosd.log" | head -5
 $python - "$mdir" "$OUT" "$gpu" "$driver" "$cuda" "$torchv" "$date" <<'PY'
 import json, re, statistics, sys

@@ -9,9 +9,9 @@ import subprocess
 import tempfile
 import time
 
-MAGIC, VERSION = 0x4b524f53, 1
+MAGIC, VERSION = 0x4b524f53, 2
 HELLO, CHARGE, COMMIT, RELEASE = 1, 2, 3, 4
-TENANT_SET, TENANT_DEL, PS = 16, 17, 18
+TENANT_SET, TENANT_DEL, PS, TENANT_MEMBERS, TENANT_ADMIT = 16, 17, 18, 19, 20
 OK, ERROR, WELCOME, GRANT, PS_REPLY, TIME_POLICY = 32, 33, 34, 35, 36, 37
 TIME_POLICY_FMT = struct.Struct("<IIQQQIIII")  # struct kairos_time_policy, 48 bytes
 assert TIME_POLICY_FMT.size == 48
@@ -178,6 +178,21 @@ class Client:
         t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags, compute))
         assert t == OK
 
+    def tenant_members(self, tenant, users=(), groups=(), cgroups=()):
+        """TENANT_MEMBERS: who may join tenant (struct kairos_tenant_members)."""
+        ids = lambda v: struct.pack("<16I", *(list(v) + [0] * (16 - len(v))))
+        cg = b"".join(c.encode().ljust(128, b"\0") for c in cgroups) + \
+            b"\0" * 128 * (4 - len(cgroups))
+        body = name64(tenant) + struct.pack("<IIII", len(users), len(groups), len(cgroups), 0) + \
+            ids(users) + ids(groups) + cg
+        t, _ = self.request(TENANT_MEMBERS, body)
+        assert t == OK
+
+    def tenant_admit(self, tenant, pid=0):
+        """TENANT_ADMIT: pid (0: this process) and its descendants may join tenant."""
+        t, _ = self.request(TENANT_ADMIT, name64(tenant) + struct.pack("<II", pid, 0))
+        assert t == OK
+
     def ps(self):
         seq = self.send(PS)
         out = {}
@@ -271,8 +286,26 @@ class Daemon:
     def client(self):
         return Client(self.socket)
 
-    def shim_env(self):
+    def shim_env(self, on_daemon_down="closed", socket=None, register="asked"):
         """What a tenant process's environment needs so that its shim reaches this
-        daemon. Tests say it only through here, so how the shim finds a private
-        daemon can change in one place."""
-        return {"KAIROS_SOCKET": self.socket}
+        daemon: a shim.conf (core/shim_conf.h) in the daemon's directory, named by
+        KAIROS_SHIM_CONF (honoured because the file is the test runner's, who also
+        owns the build's libkairos.so, and writable by no one else). Tests say it
+        only through here, so how the shim finds a private daemon changes in one
+        place. socket: another socket to name (a daemon that is not there);
+        register: always to register processes that name no tenant too."""
+        return shim_env_at(self.dir, socket or self.socket, on_daemon_down, register)
+
+
+def shim_env_at(directory, socket, on_daemon_down="closed", register="asked"):
+    """Daemon.shim_env() for a daemon that is not a Daemon (a fake one in a test):
+    a shim.conf in directory naming socket, and the environment that names it."""
+    name = "shim-%s-%s-%x.conf" % (on_daemon_down, register, abs(hash(socket)))
+    path = os.path.join(directory, name)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(f"# written by tests/system/kairos_proto.py\nsocket: {socket}\n"
+                f"on_daemon_down: {on_daemon_down}\nregister: {register}\n")
+    os.chmod(tmp, 0o644)
+    os.rename(tmp, path)
+    return {"KAIROS_SHIM_CONF": path}

@@ -74,7 +74,7 @@ class Cdi(unittest.TestCase):
         for name, edits in devices.items():
             self.assertEqual(edits["env"], [f"KAIROS_TENANT={name}"])
         common = spec["containerEdits"]
-        self.assertEqual(common["env"], [f"KAIROS_SOCKET={self.d.socket}"])
+        self.assertNotIn("env", common)  # the shim's settings are the node's file
         self.assertEqual([x["path"] for x in common["deviceNodes"]],
                          ["/dev/nvidiactl", "/dev/nvidia-uvm"])
         mounts = {m["containerPath"]: m for m in common["mounts"]}
@@ -87,6 +87,14 @@ class Cdi(unittest.TestCase):
             self.assertIn("bind", m["options"])
         self.assertIn("ro", mounts[shim_in]["options"])
         self.assertIn("rw", mounts[sock_dir]["options"])
+        conf = mounts["/etc/kairos/shim.conf"]
+        self.assertEqual(conf["hostPath"], os.path.join(os.path.dirname(preload), "shim.conf"))
+        self.assertIn("ro", conf["options"])
+        with open(conf["hostPath"]) as f:
+            self.assertEqual(f.read().split("\n")[1:],
+                             [f"socket: {self.d.socket}", "on_daemon_down: closed",
+                              "register: always", ""])
+        self.assertEqual(oct(os.stat(conf["hostPath"]).st_mode & 0o777), "0o644")
         with open(preload) as f:
             self.assertEqual(f.read(), shim_in + "\n")
         self.assertEqual(oct(os.stat(preload).st_mode & 0o777), "0o644")

@@ -234,7 +234,7 @@ class Hostile(DaemonCase):
                                      kp.ERR_NOT_REGISTERED)
         self.expect_error_then_close(b"\xff" * 100000, kp.ERR_PROTOCOL)  # huge
         # a header whose size field lies
-        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, 1, kp.PS, 2**31, 1),
+        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, kp.VERSION, kp.PS, 2**31, 1),
                                      kp.ERR_PROTOCOL)
         # truncated: the peer sends half a header and vanishes
         s = self.raw()
@@ -439,7 +439,7 @@ class NotAdmin(DaemonCase):
 
 class Cli(DaemonCase):
     def kairos(self, *args, env=None):
-        e = dict(os.environ, KAIROS_SOCKET=self.d.socket)
+        e = dict(os.environ, KAIROS_SOCKET=self.d.socket, **self.d.shim_env())
         e.update(env or {})
         return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=e, timeout=30)
 
@@ -471,7 +471,6 @@ class Cli(DaemonCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("KAIROS_TENANT=alice\n", r.stdout)
         self.assertIn(f"LD_PRELOAD={shim}\n", r.stdout)
-        self.assertIn(f"KAIROS_SOCKET={self.d.socket}\n", r.stdout)
         # an ad-hoc tenant with a generated name, limited to GPU 1
         r = self.kairos("run", "--mem", "512MiB", "--gpus", "1", "--", "env", env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -492,13 +491,22 @@ class Cli(DaemonCase):
         r = self.kairos("run", "--tenant", "nobody", "--", "true", env=env)
         self.assertEqual(r.returncode, 1)
         self.assertIn("unknown tenant 'nobody'", r.stderr)
+        # a percentage is kairosd's to resolve; without NVML it cannot
         r = self.kairos("run", "--mem", "80%", "--", "true", env=env)
-        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.returncode, 1)
         self.assertIn("NVML", r.stderr)
+        self.assertEqual(self.kairos("run", "--mem", "0%", "--", "true", env=env).returncode, 2)
         r = self.kairos("run", "--gpus", "5", "--mem", "1G", "--", "true", env=env)
         self.assertEqual(r.returncode, 2)
+        # the command's shim registers where the node's settings say: kairos run may
+        # not be told another daemon (issue 10)
         r = self.kairos("run", "--tenant", "alice", "--", "true",
                         env=dict(env, KAIROS_SOCKET="/nonexistent/k.sock"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not the kairosd that CMD's shim registers with", r.stderr)
+        gone = self.d.shim_env(socket="/nonexistent/k.sock")
+        r = self.kairos("run", "--tenant", "alice", "--", "true",
+                        env=dict(env, KAIROS_SOCKET="/nonexistent/k.sock", **gone))
         self.assertEqual(r.returncode, 1)
         self.assertIn("KAIROS_MEM=SIZE", r.stderr)
         self.assertEqual(self.kairos("run", "--tenant", "alice").returncode, 2)
@@ -531,6 +539,22 @@ class Audit(DaemonCase):
         finally:
             victim.kill()
             victim.wait()
+
+
+class PercentQuota(DaemonCase):
+    """kairos run --mem N% is resolved by kairosd with each GPU's memory (the CLI
+    needs no NVML)."""
+    fake = FAKE_GPUS
+
+    def test_percent_of_each_gpu(self):
+        shim = os.path.join(self.d.dir, "libkairos.so")
+        open(shim, "wb").close()
+        env = dict(os.environ, KAIROS_SHIM=shim, LD_PRELOAD="", **self.d.shim_env())
+        r = subprocess.run([KAIROS, "run", "--tenant", "pct", "--mem", "12.5%", "--gpus", "1",
+                            "--", "true"], capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("12.5% of the GPU's memory", r.stderr)
+        self.assertEqual(self.ps()["pct"]["quota"], [0, 85899345920 // 8])
 
 
 class AuditKill(DaemonCase):
@@ -856,7 +880,8 @@ class RuntimeCompute(DaemonCase):
     def kairos(self, *args):
         shim = os.path.join(self.d.dir, "libkairos.so")
         open(shim, "wb").close()
-        env = dict(os.environ, KAIROS_SOCKET=self.d.socket, KAIROS_SHIM=shim, LD_PRELOAD="")
+        env = dict(os.environ, KAIROS_SOCKET=self.d.socket, KAIROS_SHIM=shim, LD_PRELOAD="",
+                   **self.d.shim_env())
         return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=env,
                               timeout=30)
 

@@ -87,7 +87,7 @@ class Examples(unittest.TestCase):
 
     def kairos(self, *args):
         env = dict(os.environ, KAIROS_SOCKET=self.d.socket, KAIROS_SHIM=self.shim,
-                   LD_PRELOAD="")
+                   LD_PRELOAD="", **self.d.shim_env())
         return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=env,
                               timeout=30)
 

@@ -80,7 +80,7 @@ class WithDaemon(unittest.TestCase):
     def run_tenant(self, *args, tenant="team"):
         return subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env(KAIROS_SOCKET=self.d.socket))
+                                env=env(**self.d.shim_env()))
 
     def ps(self):
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
@@ -167,18 +167,33 @@ class WithDaemon(unittest.TestCase):
         self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
 
     def test_unknown_tenant_and_absent_daemon_are_refused_clearly(self):
-        r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", KAIROS_SOCKET=self.d.socket)
+        r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", **self.d.shim_env())
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("GPU access refused", r.stderr)
         self.assertIn("nosuch", r.stderr)
-        r = fakeapp("-n", "1", KAIROS_TENANT="team", KAIROS_SOCKET="/nonexistent/kairosd.sock")
+        gone = "/nonexistent/kairosd.sock"
+        r = fakeapp("-n", "1", KAIROS_TENANT="team", **self.d.shim_env(socket=gone))
         self.assertIn("not reachable", r.stderr)
-        self.assertIn("KAIROS_ON_DAEMON_DOWN=open", r.stderr)
-        r = fakeapp("-n", "5", "-s", str(PAGE), KAIROS_TENANT="team",
-                    KAIROS_SOCKET="/nonexistent/kairosd.sock", KAIROS_ON_DAEMON_DOWN="open",
-                    KAIROS_MEM="8M")
+        self.assertIn("on_daemon_down: open", r.stderr)
+        # fail-open is the node's choice (its shim.conf), with the fallback quota
+        r = fakeapp("-n", "5", "-s", str(PAGE), KAIROS_TENANT="team", KAIROS_MEM="8M",
+                    **self.d.shim_env(socket=gone, on_daemon_down="open"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(counts(r.stdout)["vidmem_bytes"], 8 * MiB)
+
+    def test_the_environment_cannot_choose_the_daemon_or_fail_open(self):
+        # issue 10: KAIROS_SOCKET and KAIROS_ON_DAEMON_DOWN were the tenant's to set
+        r = fakeapp("-n", "100", "-s", str(PAGE), KAIROS_TENANT="team",
+                    KAIROS_SOCKET="/nonexistent/kairosd.sock", KAIROS_ON_DAEMON_DOWN="open",
+                    **self.d.shim_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r.stdout)["vidmem_bytes"], 64 * MiB)  # team's quota, no more
+
+    def test_a_size_that_cannot_be_read_refuses_the_gpu(self):
+        r = fakeapp("-n", "5", "-s", str(PAGE), KAIROS_MEM="8GB")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("GPU access refused: KAIROS_MEM '8GB'", r.stderr)
+        self.assertIn("GiB", r.stderr)  # what to write instead
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 
-KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, PLUGIN, SANITIZE = sys.argv[1:8]
+KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, PLUGIN = map(os.path.abspath, sys.argv[1:7])
+SANITIZE = sys.argv[7]  # the paths are absolute: slurmstepd runs elsewhere
 MiB = 1 << 20
 FAKE_GPU = "gpu 0 GPU-fake-0000 85899345920\n"
 SBIN = "/usr/sbin"
@@ -175,10 +176,6 @@ class Slurm(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = kp.Daemon(KAIROSD, fake=FAKE_GPU, gpus=1, admins=[0]).start()
-        # the shim finds kairosd through its node file (issue 10) or KAIROS_SOCKET
-        cls.node_file = os.path.join(cls.d.dir, "shim.conf")
-        with open(cls.node_file, "w") as f:
-            f.write(f"socket = {cls.d.socket}\n")
         cls.cluster = Cluster(cls.d.socket)
         why = cls.cluster.start()
         if why:
@@ -192,8 +189,9 @@ class Slurm(unittest.TestCase):
         cls.d.stop()
 
     def task_env(self):
-        return {"LD_PRELOAD": FAKEDRV, "KAIROS_SHIM_CONF": self.node_file,
-                "KAIROS_SOCKET": self.d.socket}
+        # the shim finds kairosd through its node file (issue 10), never KAIROS_SOCKET;
+        # register: always, as docs/slurm.md advises for Slurm nodes
+        return {"LD_PRELOAD": FAKEDRV, **self.d.shim_env(register="always")}
 
     def tenants(self):
         r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
@@ -244,6 +242,12 @@ class Slurm(unittest.TestCase):
     def test_environment_does_not_choose_the_tenant(self):
         r = self.srun("--gpu-mem=32M", "/bin/sh", "-c",
                       f"KAIROS_TENANT=other exec {FAKEAPP} -n 40 -s {2 * MiB}")
+        self.assertEqual(r.returncode, 0, r.stderr + self.cluster.logs())
+        self.assertEqual(self.counts(r.stdout)["vidmem_bytes"], 32 * MiB)
+
+    def test_unsetting_the_tenant_is_no_way_around_the_quota(self):
+        r = self.srun("--gpu-mem=32M", "/bin/sh", "-c",
+                      f"unset KAIROS_TENANT; exec {FAKEAPP} -n 40 -s {2 * MiB}")
         self.assertEqual(r.returncode, 0, r.stderr + self.cluster.logs())
         self.assertEqual(self.counts(r.stdout)["vidmem_bytes"], 32 * MiB)
 

@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kairos_proto import HDR, MAGIC, VERSION, pack  # noqa: E402
+from kairos_proto import HDR, MAGIC, VERSION, pack, shim_env_at  # noqa: E402
 
 SHIM, FAKEDRV, FAKEAPP = sys.argv[1:4]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
@@ -76,7 +76,7 @@ class Push(unittest.TestCase):
             e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
             e.update(LD_PRELOAD=" ".join(p for p in (ASAN_FIRST, SHIM, FAKEDRV) if p),
                      ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0",
-                     KAIROS_TENANT="t1", KAIROS_SOCKET=sock, FAKEDRV_CTL_LOG=log)
+                     KAIROS_TENANT="t1", FAKEDRV_CTL_LOG=log, **shim_env_at(d, sock))
             app = subprocess.Popen([FAKEAPP, "-n", "2", "-s", str(2 << 20), "-w", "2"],
                                    env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)

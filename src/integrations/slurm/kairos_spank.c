@@ -8,8 +8,12 @@
  *                               (a failure fails the step: no task runs uncapped)
  *   slurm_spank_task_init_privileged  in each task's own process before exec:
  *                               kairos tenant admit NAME <its pid> (its descendants
- *                               are members), and KAIROS_TENANT, KAIROS_SOCKET and
- *                               LD_PRELOAD of libkairos.so in its environment
+ *                               are members), and KAIROS_TENANT and LD_PRELOAD of
+ *                               libkairos.so in its environment (the task's shim
+ *                               finds kairosd through the node's
+ *                               /etc/kairos/shim.conf, never its environment; the
+ *                               plugin's socket= is for its own kairos commands
+ *                               and must name the same daemon)
  *   slurm_spank_exit            once per step: kairos tenant del NAME
  * In srun (local context) the options are only checked, so that a bad value is
  * refused before the job is queued. spank_job.c has the rest, without Slurm.
@@ -164,9 +168,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
                              SPANK_JOB_ARGV_MAX) ||
         run_kairos(argv, "admitting the task"))
         return -1;
-    if (spank_setenv(sp, "KAIROS_TENANT", tenant, 1) != ESPANK_SUCCESS ||
-        (job.socket && spank_setenv(sp, "KAIROS_SOCKET", job.socket, 1) != ESPANK_SUCCESS) ||
-        preload(sp)) {
+    if (spank_setenv(sp, "KAIROS_TENANT", tenant, 1) != ESPANK_SUCCESS || preload(sp)) {
         slurm_error("kairos: cannot set the task's environment");
         return -1;
     }

@@ -37,7 +37,9 @@ EOF
 "$bin/kairosd" -c "$kd/kairosd.yaml" -l debug > "$kd/kairosd.log" 2>&1 &
 kd_pid=$!
 for _ in $(seq 100); do [ -S "$kd/kairosd.sock" ] && break; sleep 0.05; done
-KAIROS_SOCKET=$kd/kairosd.sock KAIROS_LOG=stderr "$kairos" run --tenant capped -- \
+printf 'socket: %s\non_daemon_down: closed\n' "$kd/kairosd.sock" > "$kd/shim.conf"
+chmod 0644 "$kd/shim.conf"  # how the shim finds this daemon (libkairos(7))
+KAIROS_SHIM_CONF=$kd/shim.conf KAIROS_LOG=stderr "$kairos" run --tenant capped -- \
   "$bin/probe_load" --only long --long-ms 1000 > "$pd/long-capped.txt" 2>&1
 grep '^long' "$pd/long-capped.txt" | sed 's/^/limit 30%: /'
 grep -i 'pause' "$pd/long-capped.txt" | tail -2

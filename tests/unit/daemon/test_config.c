@@ -149,6 +149,35 @@ static void test_compute(void **state)
     config_free(&c);
 }
 
+static void test_members(void **state)
+{
+    (void)state;
+    static const char text[] = "tenants:\n  - name: t\n    memory: { 0: 1G }\n"
+                               "    members: { users: [root, 1000], groups: [0],"
+                               " cgroups: [/slurm/job_*] }\n";
+    struct config c;
+    char err[512];
+    assert_int_equal(config_parse("t.yaml", text, strlen(text), &c, err, sizeof err), 0);
+    const struct member_rules *r = &c.tenants[0].members;
+    assert_int_equal(r->n_users, 2);
+    assert_int_equal(r->users[0], 0); /* root, resolved */
+    assert_int_equal(r->users[1], 1000);
+    assert_int_equal(r->n_groups, 1);
+    assert_int_equal(r->n_cgroups, 1);
+    assert_string_equal(r->cgroups[0], "/slurm/job_*");
+    config_free(&c);
+    bad("tenants:\n  - name: t\n    members: { people: [1] }\n", "bad.yaml:3:",
+        "unknown key 'people' in members");
+    bad("tenants:\n  - name: t\n    members: { users: [no-such-user-x] }\n", "bad.yaml:3:",
+        "user 'no-such-user-x' is neither a uid nor a known user name");
+    bad("tenants:\n  - name: t\n    members: { cgroups: [slurm] }\n", "bad.yaml:3:",
+        "beginning with '/'");
+    bad("tenants:\n  - name: t\n    members: { users: [1], users: [2] }\n", "bad.yaml:3:",
+        "'users' appears twice in members");
+    bad("tenants:\n  - name: t\n    members: [1]\n", "bad.yaml:3:", "expected members as a "
+        "mapping");
+}
+
 static void test_load_missing(void **state)
 {
     (void)state;
@@ -164,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_compute),
+        cmocka_unit_test(test_members),
         cmocka_unit_test(test_load_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

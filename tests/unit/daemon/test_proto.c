@@ -128,6 +128,28 @@ static void test_field_refusals(void **state)
     s.flags = 0;
     s.quota[0] = 1ull << 60;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "absurd");
+    s.quota[0] = KAIROS_QUOTA_PERCENT | (KAIROS_PPM + 1); /* 100.0001 % */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "at most 100%");
+    s.quota[0] = KAIROS_QUOTA_PERCENT;                    /* 0 % */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "above 0%");
+    s.quota[0] = 0;
+
+    struct kairos_tenant_members mb = {.n_users = 17};
+    strcpy(mb.tenant, "x");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_MEMBERS, &mb, sizeof mb), "at most 16");
+    mb.n_users = 0;
+    mb.users[3] = 7;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_MEMBERS, &mb, sizeof mb), "beyond");
+    mb.users[3] = 0;
+    mb.n_cgroups = 1;
+    strcpy(mb.cgroups[0], "relative");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_MEMBERS, &mb, sizeof mb), "begins with");
+    memset(mb.cgroups[1], 'a', sizeof mb.cgroups[1]);
+    strcpy(mb.cgroups[0], "/ok");
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_MEMBERS, &mb, sizeof mb), "not NUL");
+    struct kairos_tenant_admit ad = {.pad = 1};
+    strcpy(ad.tenant, "x");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_ADMIT, &ad, sizeof ad), "pad");
     struct kairos_tenant_del d;
     memset(&d, 'z', sizeof d);
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_DEL, &d, sizeof d), "not NUL");
