@@ -1,5 +1,7 @@
 /* config.c - kairosd.conf parsing with libyaml's document API: every node keeps its
- * position, so every refusal names file:line:column and what was expected. */
+ * position, so every refusal names file:line:column and what was expected. A key
+ * twice in any mapping and a second document are refused before anything is read
+ * (yaml_doc.c). */
 #include "daemon/config.h"
 
 #include <errno.h>
@@ -358,13 +360,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
         if (want(p, k, YAML_SCALAR_NODE, "a setting name"))
             return -EINVAL;
-        const char *key = scalar(k);
-        for (yaml_node_pair_t *prev = root->data.mapping.pairs.start; prev < pr; prev++) {
-            yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
-            if (pk->type == YAML_SCALAR_NODE && !strcmp(scalar(pk), key))
-                return ydoc_fail(p, k, "setting '%s' appears twice (first at line %lu)", key,
-                            (unsigned long)pk->start_mark.line + 1);
-        }
+        const char *key = scalar(k); /* unique: ydoc_check_unique_keys */
         unsigned long ul;
         int rc;
         if (!strcmp(key, "socket"))
@@ -440,7 +436,11 @@ int config_parse(const char *name, const char *text, size_t len, struct config *
         return -EINVAL;
     }
     struct ydoc p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
-    rc = parse_root(&p, yaml_document_get_root_node(&doc), c);
+    rc = ydoc_check_unique_keys(&p);
+    if (!rc)
+        rc = ydoc_refuse_more(&p, &parser);
+    if (!rc)
+        rc = parse_root(&p, yaml_document_get_root_node(&doc), c);
     snprintf(c->path, sizeof c->path, "%s", name);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
