@@ -354,6 +354,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         return 0; /* an empty file: all defaults */
     if (want(p, root, YAML_MAPPING_NODE, "a mapping of settings (socket, state, tenants, ...)"))
         return -EINVAL;
+    const yaml_node_t *reserve = NULL; /* admin_reserve, when given */
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
          pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
@@ -383,13 +384,31 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             if (!rc && ul == 0)
                 rc = ydoc_fail(p, v, "max_connections must be at least 1");
             c->max_connections = (unsigned)ul;
+        } else if (!strcmp(key, "max_connections_per_user")) {
+            rc = parse_uint(p, v, "max_connections_per_user", 65536, &ul);
+            if (!rc && ul == 0)
+                rc = ydoc_fail(p, v, "max_connections_per_user must be at least 1");
+            c->max_connections_per_user = (unsigned)ul;
+        } else if (!strcmp(key, "admin_reserve")) {
+            rc = parse_uint(p, v, "admin_reserve", 65535, &ul);
+            c->admin_reserve = (unsigned)ul;
+            reserve = v;
+        } else if (!strcmp(key, "register_timeout_ms")) {
+            rc = parse_uint(p, v, "register_timeout_ms", 3600000, &ul);
+            if (!rc && ul < 100)
+                rc = ydoc_fail(p, v, "register_timeout_ms must be at least 100");
+            c->register_timeout_ms = (unsigned)ul;
         } else
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
-                      "max_connections, time_mode or tenants)", key);
+                      "max_connections, max_connections_per_user, admin_reserve, "
+                      "register_timeout_ms, time_mode or tenants)", key);
         if (rc)
             return rc;
     }
+    if (reserve && c->admin_reserve >= c->max_connections)
+        return ydoc_fail(p, reserve, "admin_reserve (%u) must be below max_connections (%u): "
+                         "the others need at least one", c->admin_reserve, c->max_connections);
     return 0;
 }
 
@@ -400,6 +419,9 @@ void config_defaults(struct config *c)
     snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
     c->audit_interval_ms = 1000;
     c->max_connections = 1024;
+    c->max_connections_per_user = 128;
+    c->admin_reserve = 16;
+    c->register_timeout_ms = 5000;
     c->time_mode = SCHED_MODE_WINDOWS; /* docs/scheduler.md: what the H200 showed */
 }
 

