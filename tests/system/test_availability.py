@@ -59,45 +59,41 @@ def as_user(uid, fn):
 
 
 def flood(path, n, hold_s):
-    """n connections held idle for hold_s seconds; returns 'accepted refused closed
-    message-of-a-refusal'."""
+    """n connections (each connect waits for room in the backlog) held idle for hold_s
+    seconds; returns 'accepted refused closed message-of-a-refusal', where refused
+    ones got an ERROR (or were closed) at once and closed ones were closed by kairosd
+    while held."""
     socks, refused, msg = [], 0, ""
     for _ in range(n):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(0.2)
-        try:
-            s.connect(path)
-        except OSError:
-            refused += 1
-            s.close()
-            continue
+        s.connect(path)
         socks.append(s)
-    time.sleep(0.3)
+    time.sleep(0.5)
     live = []
-    for s in socks:  # a refused one got an ERROR and was closed
+    for s in socks:
         try:
             data = s.recv(4096, socket.MSG_DONTWAIT)
-            if data[6:8] == struct.pack("<H", kp.ERROR):
-                refused += 1
-                msg = data[12:].split(b"\0")[0].decode()
-                s.close()
-                continue
-        except (BlockingIOError, socket.timeout):
-            pass
-        live.append(s)
-    accepted = len(live)
+        except BlockingIOError:
+            live.append(s)
+            continue
+        except OSError:
+            data = b""
+        refused += 1
+        if data[6:8] == struct.pack("<H", kp.ERROR):
+            msg = data[20:].split(b"\0")[0].decode()
+        s.close()
     time.sleep(hold_s)
     closed = 0
     for s in live:
         try:
-            s.settimeout(0.01)
-            if s.recv(4096) is not None:
-                closed += 1
-        except socket.timeout:
+            s.recv(4096, socket.MSG_DONTWAIT)
+            closed += 1
+        except BlockingIOError:
             pass
         except OSError:
             closed += 1
-    return f"{accepted} {refused} {closed} {msg}"
+        s.close()
+    return f"{len(live)} {refused} {closed} {msg}"
 
 
 @unittest.skipUnless(os.geteuid() == 0, "the attacker runs as nobody: needs root")
@@ -143,6 +139,33 @@ class Case(unittest.TestCase):
 
 
 class Flood(Case):
+    def test_1024_idle_connections_lock_no_one_out(self):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))  # inherited by the attacker
+        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 1024, 2.5))
+        time.sleep(1.0)  # the attacker holds its connections now
+        t0 = time.monotonic()
+        ps = self.kairos("ps", "--json", "--socket", self.d.socket, uid=OTHER)
+        ps_s = time.monotonic() - t0
+        self.assertEqual(ps.returncode, 0, ps.stderr)
+        self.assertIn("alice", ps.stdout)
+        self.assertEqual(self.kairos("ps", "--socket", self.d.socket).returncode, 0)
+        run = subprocess.run([KAIROS, "run", "--socket", self.d.socket, "--tenant", "job",
+                              "--mem", "1G", "--", "true"], capture_output=True, text=True,
+                             timeout=30, env=dict(os.environ, ASAN_OPTIONS="verify_asan_link_order=0"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        # another user's new tenant process registers
+        hello, hpid = as_user(OTHER, lambda: kp.Client(self.d.socket).hello("alice")[1][0])
+        self.assertEqual(hello.readline().strip(), str(8 * GiB))
+        os.waitpid(hpid, 0)
+        answer = out.readline().strip()
+        os.waitpid(pid, 0)
+        accepted, refused, closed, msg = (answer + " ").split(" ", 3)
+        self.assertEqual(int(accepted), 64, answer)  # max_connections_per_user
+        self.assertEqual(int(refused), 1024 - 64)
+        self.assertIn("uid 65534 already holds 64 connections to kairosd", msg)
+        self.assertEqual(int(closed), 64)  # idle, unregistered: closed after 1.5 s
+        print(f"\n  kairos ps during the flood: {ps_s * 1000:.0f} ms", file=sys.stderr)
+
     def test_reconnecting_flood_cpu(self):
         """A flood that reconnects as fast as it can, 3 s: kairosd serves ps and its
         CPU is bounded by the attacker's own work (printed)."""
@@ -174,6 +197,30 @@ class Flood(Case):
         self.assertEqual(ps.returncode, 0, ps.stderr)
         print(f"\n  reconnecting flood: {n} connections in 3 s; kairosd CPU {cpu / wall:.0%} of "
               f"a core", file=sys.stderr)
+
+
+class LowNofile(Case):
+    nofile = 160  # room for 48 connections
+    extra = "register_timeout_ms: 1000\nmax_connections_per_user: 1000\nadmin_reserve: 4\n"
+
+    def test_descriptor_exhaustion_does_not_spin(self):
+        self.assertIn("allows 48 connections", self.d.read_log())
+        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 300, 3.0))
+        time.sleep(0.8)
+        before = cpu_seconds(self.d.proc.pid)
+        time.sleep(2.0)
+        cpu = (cpu_seconds(self.d.proc.pid) - before) / 2.0
+        ps = self.kairos("ps", "--socket", self.d.socket)  # root: the reserve
+        self.assertEqual(ps.returncode, 0, ps.stderr)
+        answer = out.readline().strip()
+        os.waitpid(pid, 0)
+        accepted, refused, closed, msg = (answer + " ").split(" ", 3)
+        self.assertEqual(int(accepted), 44, answer)
+        self.assertIn("kept for administrators", msg)
+        print(f"\n  RLIMIT_NOFILE 160, 300 connections held: kairosd CPU {cpu:.1%} of a core",
+              file=sys.stderr)
+        self.assertLess(cpu, 0.2)
+        self.assertTrue(kp.Client(self.d.socket).ps())  # and others again once they left
 
 
 class ManyTenants(Case):
