@@ -115,6 +115,10 @@ static void test_bad(void **state)
     bad("---\ngpus: 1\n...\n---\ntenants: []\n", "bad.yaml:5:1:", "a second YAML document");
     bad("gpus: 1\n---\n- [\n", "bad.yaml:", "after the first document");
     bad("socket: \"\\xZZ\"\n", "bad.yaml:1:", "");
+    bad("max_connections_per_user: 0\n", "bad.yaml:1:27:", "at least 1");
+    bad("register_timeout_ms: 10\n", "bad.yaml:1:22:", "at least 100");
+    bad("max_connections: 8\nadmin_reserve: 8\n", "bad.yaml:2:16:",
+        "admin_reserve (8) must be below max_connections (8)");
     bad("time_mode: strict\n", "bad.yaml:1:12:", "windows (strict windows while tenants compete)");
     /* compute policies */
     bad("tenants:\n  - name: a\n    compute: { 0: { share: 40 } }\n", "bad.yaml:3:28:",
@@ -135,6 +139,27 @@ static void test_bad(void **state)
         "  - name: train\n    compute: { 0: { share: 70% }, 1: { share: 90% } }\n"
         "  - name: infer\n    compute: { 0: { share: 50% } }\n",
         "bad.yaml:2:3:", "compute shares on GPU 0 add up to 120% (train 70%, infer 50%)");
+}
+
+/* The availability settings and their defaults. */
+static void test_connection_settings(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[512] = "";
+    static const char text[] = "max_connections: 300\nmax_connections_per_user: 20\n"
+                               "admin_reserve: 5\nregister_timeout_ms: 2500\n";
+    assert_int_equal(config_parse("t.yaml", text, strlen(text), &c, err, sizeof err), 0);
+    assert_int_equal(c.max_connections, 300);
+    assert_int_equal(c.max_connections_per_user, 20);
+    assert_int_equal(c.admin_reserve, 5);
+    assert_int_equal(c.register_timeout_ms, 2500);
+    config_free(&c);
+    assert_int_equal(config_parse("t.yaml", "", 0, &c, err, sizeof err), 0);
+    assert_int_equal(c.max_connections_per_user, 128);
+    assert_int_equal(c.admin_reserve, 16);
+    assert_int_equal(c.register_timeout_ms, 5000);
+    config_free(&c);
 }
 
 /* One document, with or without its markers, is read as before. */
@@ -190,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_compute),
         cmocka_unit_test(test_document_markers),
+        cmocka_unit_test(test_connection_settings),
         cmocka_unit_test(test_load_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
