@@ -212,7 +212,8 @@ static void on_state_refusal(void *ctx, const char *msg)
 
 /* The loaded run-time policies, admitted one by one in the file's order while the
  * shares of each GPU stay within 100 % with the configuration's (which may have
- * changed while kairosd was stopped); the others are dropped and logged. */
+ * changed while kairosd was stopped); the others are dropped and logged. Running
+ * sums per GPU: linear in the number of policies, however many tenants load. */
 static int admit_loaded_compute(struct tenants *ts, const struct config *c)
 {
     size_t n = ts->ledger.n_tenants;
@@ -223,23 +224,29 @@ static int admit_loaded_compute(struct tenants *ts, const struct config *c)
         memcpy(had[i], ts->ledger.tenants[i]->has_compute, sizeof had[i]);
         memset(ts->ledger.tenants[i]->has_compute, 0, sizeof had[i]);
     }
-    int rc = 0;
+    struct policy_shares base = {0};
+    double sum[KAIROS_MAX_GPUS] = {0};
+    int rc = node_shares(ts, c, NULL, &base);
+    for (size_t k = 0; !rc && k < base.n; k++)
+        sum[base.v[k].gpu] += base.v[k].share;
+    policy_shares_free(&base);
     for (size_t i = 0; !rc && i < n; i++) {
         struct ledger_tenant *t = ts->ledger.tenants[i];
-        for (unsigned g = 0; !rc && g < KAIROS_MAX_GPUS; g++) {
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
             if (!had[i][g])
                 continue;
-            char why[512], what[96];
-            t->has_compute[g] = true;
-            rc = shares_fit(ts, c, NULL, NULL, NULL, NULL, why, sizeof why);
-            if (rc == -EINVAL) {
-                t->has_compute[g] = false;
-                log_error("state %s: tenant %s: compute policy on GPU %u (%s) refused: %s; the "
-                          "tenant is kept without it (set it again with kairos run --share "
-                          "once there is room)", ts->state_path, t->name, g,
-                          policy_describe(&t->compute[g], what, sizeof what), why);
-                rc = 0;
+            char what[96];
+            double with = sum[g] + t->compute[g].share;
+            if (with <= 1.0 + 1e-9) {
+                t->has_compute[g] = true;
+                sum[g] = with;
+                continue;
             }
+            log_error("state %s: tenant %s: compute policy on GPU %u (%s) refused: compute shares "
+                      "on GPU %u add up to %.7g%% with it: at most 100%% can be guaranteed; the "
+                      "tenant is kept without it (set it again with kairos run --share once "
+                      "there is room)", ts->state_path, t->name, g,
+                      policy_describe(&t->compute[g], what, sizeof what), g, with * 100);
         }
     }
     free(had);
