@@ -36,7 +36,8 @@ struct conn {
     uint32_t pid, uid;
     struct ledger_member *member;
     bool registered;          /* a member, or an administrator's request was taken */
-    uint64_t last_request_ms; /* unregistered peers idle for register_timeout_ms go */
+    uint64_t last_active_ms;  /* its last request, or the last reply it took: unregistered
+                               * peers idle for register_timeout_ms go */
     unsigned char *out[SERVER_OUTQ_MAX]; /* packed messages the socket could not take */
     size_t out_len[SERVER_OUTQ_MAX];
     unsigned out_head, out_n;
@@ -130,6 +131,7 @@ static bool flush_out(struct conn *c)
         }
         free(c->out[i]);
         c->out[i] = NULL;
+        c->last_active_ms = now_ms(); /* it reads: a slow listing is not idle */
         c->out_head = (i + 1) % SERVER_OUTQ_MAX;
         c->out_n--;
     }
@@ -144,8 +146,10 @@ static bool send_msg(struct conn *c, uint16_t type, uint32_t seq, const void *bo
     size_t n = proto_pack(buf, type, seq, body, len);
     if (!c->out_n) {
         ssize_t sent = send(c->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (sent == (ssize_t)n)
+        if (sent == (ssize_t)n) {
+            c->last_active_ms = now_ms();
             return true;
+        }
         if (sent >= 0 || (errno != EAGAIN && errno != EINTR)) {
             log_warn("pid %u: cannot send %s (%s); disconnecting it", c->pid,
                      proto_type_name(type), sent < 0 ? strerror(errno) : "cut short");
@@ -659,7 +663,7 @@ static void on_conn(void *ctx, int fd, uint32_t events)
             conn_close(c);
             return;
         }
-        c->last_request_ms = now_ms();
+        c->last_active_ms = now_ms();
         if (!handle(c, buf, (size_t)n)) {
             conn_close(c);
             return;
@@ -747,7 +751,7 @@ static void on_accept(void *ctx, int fd, uint32_t events)
         c->pidfd = -1;
         c->pid = (uint32_t)cred.pid;
         c->uid = cred.uid;
-        c->last_request_ms = now_ms();
+        c->last_active_ms = now_ms();
         c->events = EPOLLIN | EPOLLRDHUP;
         c->w = loop_add(s->loop, cfd, c->events, on_conn, c);
         if (!c->w) {
@@ -766,8 +770,8 @@ static void on_accept(void *ctx, int fd, uint32_t events)
 }
 
 /* Every SERVER_TICK_MS: closes the peers that neither registered (HELLO, or an
- * administrator's request) nor asked anything for register_timeout_ms, and ends
- * an accept pause. */
+ * administrator's request) nor asked or read anything for register_timeout_ms, and
+ * ends an accept pause. */
 static void on_tick(void *ctx, int fd, uint32_t events)
 {
     struct server *s = ctx;
@@ -780,10 +784,10 @@ static void on_tick(void *ctx, int fd, uint32_t events)
     struct conn *next;
     for (struct conn *c = s->conns; c; c = next) {
         next = c->next;
-        if (c->member || c->registered || now - c->last_request_ms < s->cfg->register_timeout_ms)
+        if (c->member || c->registered || now - c->last_active_ms < s->cfg->register_timeout_ms)
             continue;
         char msg[KAIROS_MSG_MAX];
-        msgf(msg, sizeof msg, "closed: no HELLO or request within %u ms of the last one "
+        msgf(msg, sizeof msg, "closed: no HELLO, request or read of a reply within %u ms "
              "(register_timeout_ms)", s->cfg->register_timeout_ms);
         if (!c->out_n)
             send_error(c, 0, KAIROS_ERR_BUSY, msg);

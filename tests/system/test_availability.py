@@ -222,6 +222,48 @@ class LowNofile(Case):
         self.assertLess(cpu, 0.2)
         self.assertTrue(kp.Client(self.d.socket).ps())  # and others again once they left
 
+    def test_emfile_pauses_instead_of_spinning(self):
+        """Descriptors exhausted behind the connection budget's back (pidfds of the
+        owners of 200 ephemeral tenants, all one process): accept4 fails with EMFILE,
+        kairosd pauses instead of spinning, and serves the waiting client once the
+        owner exits and its descriptors are freed."""
+        r, w = os.pipe()
+        owner = os.fork()
+        if owner == 0:  # an administrator's process that owns many ephemeral tenants
+            os.close(r)
+            c = kp.Client(self.d.socket)
+            refused = 0
+            for i in range(200):
+                try:
+                    c.tenant_set(f"e{i}", [GiB], flags=kp.EPHEMERAL)
+                except kp.KairosError as e:  # the state file cannot be opened either
+                    refused += "cannot write its state file" in e.message
+            os.write(w, f"{refused}\n".encode())
+            time.sleep(60)
+            os._exit(0)
+        os.close(w)
+        refused = int(os.fdopen(r).readline())
+        self.assertGreater(refused, 0)
+        waiting = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        waiting.connect(self.d.socket)  # in the backlog: kairosd has no descriptor for it
+        waiting.send(kp.pack(kp.PS))
+        time.sleep(0.5)
+        before = cpu_seconds(self.d.proc.pid)
+        time.sleep(2.0)
+        cpu = (cpu_seconds(self.d.proc.pid) - before) / 2.0
+        self.assertIn("cannot accept connections: Too many open files", self.d.read_log())
+        print(f"\n  EMFILE (RLIMIT_NOFILE 160, descriptors held by pidfds): kairosd CPU "
+              f"{cpu:.1%} of a core while a client waits", file=sys.stderr)
+        self.assertLess(cpu, 0.1)
+        os.kill(owner, 9)
+        os.waitpid(owner, 0)
+        waiting.settimeout(5)
+        client = kp.Client.__new__(kp.Client)  # the waiting socket, as a client
+        client.sock, client.seq, client.policies = waiting, 1, []
+        t, _, _ = client.recv()  # the PS it sent while kairosd had no descriptor is answered
+        self.assertEqual(t, kp.PS_REPLY)
+        waiting.close()
+
 
 class ManyTenants(Case):
     extra = "register_timeout_ms: 2000\n"
@@ -241,7 +283,7 @@ class ManyTenants(Case):
             t0 = time.monotonic()
             r = self.kairos("ps", "--json", "--socket", self.d.socket, uid=OTHER)
             times.append(time.monotonic() - t0)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             doc = json.loads(r.stdout)
             rows = doc["tenants"] if isinstance(doc, dict) else doc
             self.assertEqual(len(rows), self.n)
