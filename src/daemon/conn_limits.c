@@ -5,6 +5,7 @@
 #include "daemon/conn_limits.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -16,7 +17,7 @@ void conn_limits_init(struct conn_limits *cl, const struct config *cfg, char *wa
     warn[0] = 0;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl)) {
-        cl->fd_budget = cfg->max_connections;
+        cl->fd_budget = UINT_MAX;
         return;
     }
     rlim_t want = (rlim_t)cfg->max_connections * 2 + CONN_LIMITS_FDS_SPARE;
@@ -27,7 +28,7 @@ void conn_limits_init(struct conn_limits *cl, const struct config *cfg, char *wa
     }
     rlim_t fit = rl.rlim_cur > CONN_LIMITS_FDS_SPARE ? (rl.rlim_cur - CONN_LIMITS_FDS_SPARE) / 2
                                                      : 1;
-    cl->fd_budget = fit < cfg->max_connections ? (unsigned)(fit ? fit : 1) : cfg->max_connections;
+    cl->fd_budget = fit < UINT_MAX ? (unsigned)(fit ? fit : 1) : UINT_MAX;
     if (fit < cfg->max_connections)
         snprintf(warn, warn_len, "the descriptor limit (RLIMIT_NOFILE %llu) allows %u connections, "
                  "fewer than max_connections %u: raise LimitNOFILE= or ulimit -n",
@@ -42,8 +43,7 @@ void conn_limits_fini(struct conn_limits *cl)
 
 unsigned conn_limits_max(const struct conn_limits *cl, const struct config *cfg)
 {
-    return cl->fd_budget && cl->fd_budget < cfg->max_connections ? cl->fd_budget
-                                                                 : cfg->max_connections;
+    return cl->fd_budget < cfg->max_connections ? cl->fd_budget : cfg->max_connections;
 }
 
 static struct conn_uid *find(const struct conn_limits *cl, uid_t uid)

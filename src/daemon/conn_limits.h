@@ -30,7 +30,8 @@ struct conn_limits {
     struct conn_uid *uids; /* the uids with connections, unordered */
     size_t n_uids, cap_uids;
     unsigned total;
-    unsigned fd_budget;    /* connections the descriptor limit allows */
+    unsigned fd_budget;    /* connections the descriptor limit allows (a reload may
+                            * raise max_connections up to it, not beyond) */
 };
 
 /* Reads RLIMIT_NOFILE (raising the soft limit to the hard one when that helps) to

@@ -69,7 +69,7 @@ def flood(path, n, hold_s):
         s.connect(path)
         socks.append(s)
     time.sleep(0.5)
-    live = []
+    live, closed = [], 0
     for s in socks:
         try:
             data = s.recv(4096, socket.MSG_DONTWAIT)
@@ -78,12 +78,16 @@ def flood(path, n, hold_s):
             continue
         except OSError:
             data = b""
-        refused += 1
-        if data[6:8] == struct.pack("<H", kp.ERROR):
-            msg = data[20:].split(b"\0")[0].decode()
+        text = data[20:].split(b"\0")[0].decode() if data[6:8] == struct.pack("<H", kp.ERROR) \
+            else ""
         s.close()
+        if text.startswith("closed: no HELLO"):  # taken, then closed idle already (slow runs)
+            closed += 1
+            continue
+        refused += 1
+        msg = text or msg
+    accepted = len(live) + closed
     time.sleep(hold_s)
-    closed = 0
     for s in live:
         try:
             s.recv(4096, socket.MSG_DONTWAIT)
@@ -93,7 +97,7 @@ def flood(path, n, hold_s):
         except OSError:
             closed += 1
         s.close()
-    return f"{len(live)} {refused} {closed} {msg}"
+    return f"{accepted} {refused} {closed} {msg}"
 
 
 @unittest.skipUnless(os.geteuid() == 0, "the attacker runs as nobody: needs root")
@@ -201,7 +205,7 @@ class Flood(Case):
 
 class LowNofile(Case):
     nofile = 160  # room for 48 connections
-    extra = "register_timeout_ms: 1000\nmax_connections_per_user: 1000\nadmin_reserve: 4\n"
+    extra = "register_timeout_ms: 2000\nmax_connections_per_user: 1000\nadmin_reserve: 4\n"
 
     def test_descriptor_exhaustion_does_not_spin(self):
         self.assertIn("allows 48 connections", self.d.read_log())
