@@ -124,8 +124,8 @@ int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size
                      "(protocol version %u); use matching versions", h.version);
             return -EPROTO;
         }
-        if (h.seq != seq)
-            continue; /* a late reply to an earlier request */
+        if (h.seq != seq && !(h.seq == 0 && h.type == KAIROS_MSG_ERROR))
+            continue; /* a late reply to an earlier request; seq 0: the connection refused */
         if (h.type == KAIROS_MSG_ERROR) {
             struct kairos_error e;
             memcpy(&e, buf + sizeof h, sizeof e);

@@ -1,5 +1,7 @@
 /* config.c - kairosd.conf parsing with libyaml's document API: every node keeps its
- * position, so every refusal names file:line:column and what was expected. */
+ * position, so every refusal names file:line:column and what was expected. A key
+ * twice in any mapping and a second document are refused before anything is read
+ * (yaml_doc.c). */
 #include "daemon/config.h"
 
 #include <errno.h>
@@ -356,19 +358,14 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         return 0; /* an empty file: all defaults */
     if (want(p, root, YAML_MAPPING_NODE, "a mapping of settings (socket, state, tenants, ...)"))
         return -EINVAL;
+    const yaml_node_t *reserve = NULL; /* admin_reserve, when given */
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
          pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
         if (want(p, k, YAML_SCALAR_NODE, "a setting name"))
             return -EINVAL;
-        const char *key = scalar(k);
-        for (yaml_node_pair_t *prev = root->data.mapping.pairs.start; prev < pr; prev++) {
-            yaml_node_t *pk = yaml_document_get_node(p->doc, prev->key);
-            if (pk->type == YAML_SCALAR_NODE && !strcmp(scalar(pk), key))
-                return ydoc_fail(p, k, "setting '%s' appears twice (first at line %lu)", key,
-                            (unsigned long)pk->start_mark.line + 1);
-        }
+        const char *key = scalar(k); /* unique: ydoc_check_unique_keys */
         unsigned long ul;
         int rc;
         if (!strcmp(key, "socket"))
@@ -391,13 +388,31 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             if (!rc && ul == 0)
                 rc = ydoc_fail(p, v, "max_connections must be at least 1");
             c->max_connections = (unsigned)ul;
+        } else if (!strcmp(key, "max_connections_per_user")) {
+            rc = parse_uint(p, v, "max_connections_per_user", 65536, &ul);
+            if (!rc && ul == 0)
+                rc = ydoc_fail(p, v, "max_connections_per_user must be at least 1");
+            c->max_connections_per_user = (unsigned)ul;
+        } else if (!strcmp(key, "admin_reserve")) {
+            rc = parse_uint(p, v, "admin_reserve", 65535, &ul);
+            c->admin_reserve = (unsigned)ul;
+            reserve = v;
+        } else if (!strcmp(key, "register_timeout_ms")) {
+            rc = parse_uint(p, v, "register_timeout_ms", 3600000, &ul);
+            if (!rc && ul < 100)
+                rc = ydoc_fail(p, v, "register_timeout_ms must be at least 100");
+            c->register_timeout_ms = (unsigned)ul;
         } else
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
-                      "max_connections, time_mode or tenants)", key);
+                      "max_connections, max_connections_per_user, admin_reserve, "
+                      "register_timeout_ms, time_mode or tenants)", key);
         if (rc)
             return rc;
     }
+    if (reserve && c->admin_reserve >= c->max_connections)
+        return ydoc_fail(p, reserve, "admin_reserve (%u) must be below max_connections (%u): "
+                         "the others need at least one", c->admin_reserve, c->max_connections);
     return 0;
 }
 
@@ -408,6 +423,9 @@ void config_defaults(struct config *c)
     snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
     c->audit_interval_ms = 1000;
     c->max_connections = 1024;
+    c->max_connections_per_user = 128;
+    c->admin_reserve = 16;
+    c->register_timeout_ms = 5000;
     c->time_mode = SCHED_MODE_WINDOWS; /* docs/scheduler.md: what the H200 showed */
 }
 
@@ -444,7 +462,11 @@ int config_parse(const char *name, const char *text, size_t len, struct config *
         return -EINVAL;
     }
     struct ydoc p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
-    rc = parse_root(&p, yaml_document_get_root_node(&doc), c);
+    rc = ydoc_check_unique_keys(&p);
+    if (!rc)
+        rc = ydoc_refuse_more(&p, &parser);
+    if (!rc)
+        rc = parse_root(&p, yaml_document_get_root_node(&doc), c);
     snprintf(c->path, sizeof c->path, "%s", name);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);

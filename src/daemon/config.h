@@ -61,13 +61,18 @@ struct config {
     bool audit_kill;
     unsigned gpus;               /* used only without a GPU backend */
     unsigned max_connections;
+    unsigned max_connections_per_user; /* administrators are not limited per uid */
+    unsigned admin_reserve;      /* of max_connections, taken by administrators only (the
+                                  * default is cut to max_connections - 1 when above) */
+    unsigned register_timeout_ms; /* idle connections that did not register are closed */
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
     struct config_tenant *tenants;
     size_t n_tenants;
 };
 
 /* Defaults: the default socket and state paths, audit every 1000 ms without kill,
- * 0 GPUs, 1024 connections, time_mode windows, no admins but root, no tenants. */
+ * 0 GPUs, 1024 connections of which 16 for administrators and 128 per user, 5000 ms
+ * to register, time_mode windows, no admins but root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

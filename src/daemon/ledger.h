@@ -40,7 +40,7 @@
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
 #define LEDGER_TENANT_EPHEMERAL 0x2u /* removed when its last member leaves */
-#define LEDGER_MAX_TENANTS 1024
+#define LEDGER_MAX_TENANTS 4096
 #define LEDGER_MAX_RESERVATIONS 256  /* per member, CHARGEs awaiting their COMMIT */
 
 struct ledger_member;

@@ -70,6 +70,12 @@ struct loop_watch *loop_add(struct loop *l, int fd, uint32_t events, loop_cb cb,
     return w;
 }
 
+int loop_modify(struct loop *l, struct loop_watch *w, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = w};
+    return epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev) ? -errno : 0;
+}
+
 void loop_del(struct loop *l, struct loop_watch *w)
 {
     if (!w)

@@ -23,6 +23,8 @@ void loop_fini(struct loop *l);
 
 /* Watches fd for events (EPOLLIN...); returns the watch or NULL (errno set). */
 struct loop_watch *loop_add(struct loop *l, int fd, uint32_t events, loop_cb cb, void *ctx);
+/* Changes the events watched (0: none for now). 0 or -errno. */
+int loop_modify(struct loop *l, struct loop_watch *w, uint32_t events);
 /* Stops watching (does not close fd). */
 void loop_del(struct loop *l, struct loop_watch *w);
 

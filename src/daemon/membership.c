@@ -178,11 +178,18 @@ int membership_set_rules(struct membership *m, const struct peer_cred *p,
                  m->cfg->path[0] ? m->cfg->path : "the configuration");
         return KAIROS_ERR_INVALID;
     }
-    char rules[200];
+    char rules[200], why[256];
+    struct member_rules previous = t->members;
     members_rules_from_wire(&t->members, r);
+    if (tenants_save_state(m->ts, NULL, why, sizeof why)) {
+        t->members = previous;
+        snprintf(msg, msg_len, "tenant '%s': members rules not set: kairosd cannot write its "
+                 "state file (%s); nothing changed. Free space or fix 'state:' in the "
+                 "configuration, then retry", t->name, why);
+        return KAIROS_ERR_BUSY;
+    }
     members_rules_describe(&t->members, rules, sizeof rules);
     log_info("tenant %s: members rules set by uid %u: %s", t->name, p->uid, rules);
-    tenants_save_state(m->ts);
     return 0;
 }
 

@@ -13,10 +13,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/conn_limits.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
 #include "daemon/proto_check.h"
@@ -24,6 +26,10 @@
 #include "daemon/timeshare.h"
 
 #define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
+#define SERVER_OUTQ_MAX 64          /* replies waiting for a peer that reads slowly */
+#define SERVER_SNDBUF (64 << 10)    /* the kernel's buffer per peer (it doubles it) */
+#define SERVER_TICK_MS 200          /* the sweep of idle peers, the end of an accept pause */
+#define SERVER_ACCEPT_PAUSE_MS 200  /* out of descriptors: wait before accepting again */
 
 struct conn {
     struct server *srv;
@@ -31,6 +37,15 @@ struct conn {
     struct loop_watch *w, *pw;
     uint32_t pid, uid, gid;
     struct ledger_member *member;
+    bool registered;          /* a member, or an administrator's request was taken */
+    uint64_t last_active_ms;  /* its last request, or the last reply it took: unregistered
+                               * peers idle for register_timeout_ms go */
+    unsigned char *out[SERVER_OUTQ_MAX]; /* packed messages the socket could not take */
+    size_t out_len[SERVER_OUTQ_MAX];
+    unsigned out_head, out_n;
+    bool ps_active;           /* a PS listing in progress, one tenant per message */
+    uint32_t ps_seq, ps_next_id;
+    uint32_t events;          /* what is watched now */
     struct conn *prev, *next;
 };
 
@@ -60,6 +75,12 @@ struct server {
     struct loop_watch *cw;
     struct membership membership; /* who joins which tenant (membership.h) */
     struct gpu_backend *gpu;      /* for REATTACH checks, or NULL */
+    struct conn_limits limits;
+    int tick_fd;              /* timerfd: SERVER_TICK_MS */
+    struct loop_watch *tw;
+    bool accept_paused;
+    uint64_t accept_resume_ms;
+    time_t last_emfile_warning;
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -83,15 +104,80 @@ static int pidfd_open_compat(uint32_t pid)
 #endif
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Reading while nothing waits to be written; writing (and no reading: the peer's
+ * next requests wait in its socket) while something does. */
+static void conn_watch(struct conn *c)
+{
+    uint32_t want = c->out_n || c->ps_active ? EPOLLOUT : EPOLLIN | EPOLLRDHUP;
+    if (want != c->events && loop_modify(c->srv->loop, c->w, want) == 0)
+        c->events = want;
+}
+
+/* Sends what waits, in order; false when the peer must be disconnected. */
+static bool flush_out(struct conn *c)
+{
+    while (c->out_n) {
+        unsigned i = c->out_head;
+        ssize_t n = send(c->fd, c->out[i], c->out_len[i], MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return true;
+        if (n != (ssize_t)c->out_len[i]) {
+            log_warn("pid %u: cannot send (%s); disconnecting it", c->pid,
+                     n < 0 ? strerror(errno) : "cut short");
+            return false;
+        }
+        free(c->out[i]);
+        c->out[i] = NULL;
+        c->last_active_ms = now_ms(); /* it reads: a slow listing is not idle */
+        c->out_head = (i + 1) % SERVER_OUTQ_MAX;
+        c->out_n--;
+    }
+    return true;
+}
+
+/* Sends, or queues behind what waits; a peer with SERVER_OUTQ_MAX messages waiting
+ * does not read its replies and is disconnected (false), so none pins memory. */
 static bool send_msg(struct conn *c, uint16_t type, uint32_t seq, const void *body, size_t len)
 {
     unsigned char buf[PROTO_MSG_MAX];
     size_t n = proto_pack(buf, type, seq, body, len);
-    if (send(c->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)n)
-        return true;
-    log_warn("pid %u: cannot send %s (%s); disconnecting it", c->pid, proto_type_name(type),
-             errno == EAGAIN ? "it does not read its replies" : strerror(errno));
-    return false;
+    if (!c->out_n) {
+        ssize_t sent = send(c->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (sent == (ssize_t)n) {
+            c->last_active_ms = now_ms();
+            return true;
+        }
+        if (sent >= 0 || (errno != EAGAIN && errno != EINTR)) {
+            log_warn("pid %u: cannot send %s (%s); disconnecting it", c->pid,
+                     proto_type_name(type), sent < 0 ? strerror(errno) : "cut short");
+            return false;
+        }
+    }
+    if (c->out_n == SERVER_OUTQ_MAX) {
+        log_warn("pid %u (uid %u): %d replies wait for it to read them; disconnecting it", c->pid,
+                 c->uid, SERVER_OUTQ_MAX);
+        return false;
+    }
+    unsigned char *copy = malloc(n);
+    if (!copy) {
+        log_warn("pid %u: out of memory queueing %s; disconnecting it", c->pid,
+                 proto_type_name(type));
+        return false;
+    }
+    memcpy(copy, buf, n);
+    unsigned i = (c->out_head + c->out_n) % SERVER_OUTQ_MAX;
+    c->out[i] = copy;
+    c->out_len[i] = n;
+    c->out_n++;
+    conn_watch(c);
+    return true;
 }
 
 static bool send_error(struct conn *c, uint32_t seq, uint32_t code, const char *message)
@@ -154,6 +240,9 @@ static void conn_close(struct conn *c)
     }
     loop_del(s->loop, c->w);
     loop_del(s->loop, c->pw);
+    for (unsigned i = 0; i < c->out_n; i++)
+        free(c->out[(c->out_head + i) % SERVER_OUTQ_MAX]);
+    conn_limits_remove(&s->limits, c->uid);
     close(c->fd);
     if (c->pidfd >= 0)
         close(c->pidfd);
@@ -331,13 +420,6 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     return true;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool on_charge(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
@@ -482,37 +564,72 @@ static bool on_membership(struct conn *c, const struct proto_request *r)
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
-static bool on_ps(struct conn *c, const struct proto_request *r)
+/* The first tenant whose id is at least id (ids grow in the ledger's order). */
+static size_t tenant_from(const struct ledger *l, uint32_t id)
+{
+    size_t lo = 0, hi = l->n_tenants;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->tenants[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* One tenant's reply; its processes' pids only for administrators and for the
+ * asker's own uid (others learn the count, not who). */
+static void ps_fill(struct server *s, const struct ledger_tenant *t, struct kairos_ps_reply *p,
+                    bool admin, uint32_t uid)
+{
+    const struct ledger *l = &s->ts->ledger;
+    memcpy(p->tenant, t->name, sizeof p->tenant);
+    for (unsigned g = 0; g < l->n_gpus; g++) {
+        p->quota[g] = t->quota[g];
+        p->held[g] = t->held[g];
+        p->refusals[g] = t->refusals[g];
+    }
+    timeshare_ps(s->timeshare, t->name, l->n_gpus, p);
+    for (const struct conn *m = s->conns; m; m = m->next)
+        if (m->member && m->member->tenant == t && (admin || m->uid == uid)) {
+            if (p->n_pids < KAIROS_PS_MAX_PIDS)
+                p->pids[p->n_pids] = m->pid;
+            p->n_pids++;
+        }
+}
+
+/* Sends the listing's next replies while the socket takes them, one tenant each,
+ * from where it stopped (tenants added or removed meanwhile are seen or not, none
+ * twice); false when the peer must be disconnected. */
+static bool ps_pump(struct conn *c)
 {
     struct server *s = c->srv;
     const struct ledger *l = &s->ts->ledger;
-    bool admin = config_is_admin(s->cfg, c->uid); /* others see their own processes only */
-    if (!l->n_tenants) {
-        struct kairos_ps_reply p = {.flags = KAIROS_PS_LAST, .n_gpus = l->n_gpus};
-        return send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p);
-    }
-    for (size_t i = 0; i < l->n_tenants; i++) {
-        const struct ledger_tenant *t = l->tenants[i];
+    bool admin = config_is_admin(s->cfg, c->uid);
+    while (c->ps_active && !c->out_n) {
+        size_t i = tenant_from(l, c->ps_next_id);
         struct kairos_ps_reply p = {.n_gpus = l->n_gpus};
-        if (i + 1 == l->n_tenants)
+        if (i + 1 >= l->n_tenants)
             p.flags = KAIROS_PS_LAST;
-        memcpy(p.tenant, t->name, sizeof p.tenant);
-        for (unsigned g = 0; g < l->n_gpus; g++) {
-            p.quota[g] = t->quota[g];
-            p.held[g] = t->held[g];
-            p.refusals[g] = t->refusals[g];
+        if (i < l->n_tenants) {
+            ps_fill(s, l->tenants[i], &p, admin, c->uid);
+            c->ps_next_id = l->tenants[i]->id + 1;
         }
-        timeshare_ps(s->timeshare, t->name, l->n_gpus, &p);
-        for (const struct conn *m = s->conns; m; m = m->next)
-            if (m->member && m->member->tenant == t && (admin || m->uid == c->uid)) {
-                if (p.n_pids < KAIROS_PS_MAX_PIDS)
-                    p.pids[p.n_pids] = m->pid;
-                p.n_pids++;
-            }
-        if (!send_msg(c, KAIROS_MSG_PS_REPLY, r->seq, &p, sizeof p))
+        c->ps_active = !(p.flags & KAIROS_PS_LAST);
+        if (!send_msg(c, KAIROS_MSG_PS_REPLY, c->ps_seq, &p, sizeof p))
             return false;
     }
+    conn_watch(c);
     return true;
+}
+
+static bool on_ps(struct conn *c, const struct proto_request *r)
+{
+    c->ps_active = true;
+    c->ps_seq = r->seq;
+    c->ps_next_id = 0;
+    return ps_pump(c);
 }
 
 /* Handles one datagram; false when the peer must be disconnected. */
@@ -542,9 +659,9 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         }
         return r.type == KAIROS_MSG_COMMIT ? on_commit(c, &r) : on_release(c, &r);
     case KAIROS_MSG_TENANT_SET:
-        return on_tenant_set(c, &r);
     case KAIROS_MSG_TENANT_DEL:
-        return on_tenant_del(c, &r);
+        c->registered |= config_is_admin(c->srv->cfg, c->uid);
+        return r.type == KAIROS_MSG_TENANT_SET ? on_tenant_set(c, &r) : on_tenant_del(c, &r);
     case KAIROS_MSG_PS:
         return on_ps(c, &r);
     case KAIROS_MSG_TENANT_MEMBERS:
@@ -561,7 +678,15 @@ static void on_conn(void *ctx, int fd, uint32_t events)
 {
     struct conn *c = ctx;
     unsigned char buf[PROTO_MSG_MAX];
-    for (int i = 0; i < SERVER_BATCH; i++) {
+    if ((events & EPOLLOUT) && (!flush_out(c) || !ps_pump(c))) {
+        conn_close(c);
+        return;
+    }
+    if ((events & (EPOLLERR | EPOLLHUP)) && (c->out_n || c->ps_active)) {
+        conn_close(c); /* gone without reading what it asked for */
+        return;
+    }
+    for (int i = 0; i < SERVER_BATCH && !c->out_n && !c->ps_active; i++) {
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
@@ -578,11 +703,13 @@ static void on_conn(void *ctx, int fd, uint32_t events)
             conn_close(c);
             return;
         }
+        c->last_active_ms = now_ms();
         if (!handle(c, buf, (size_t)n)) {
             conn_close(c);
             return;
         }
     }
+    conn_watch(c);
 }
 
 static void on_pidfd(void *ctx, int fd, uint32_t events)
@@ -597,41 +724,71 @@ static void on_pidfd(void *ctx, int fd, uint32_t events)
         conn_close(c);
 }
 
+/* Out of descriptors (EMFILE, ENFILE) or kernel memory: stop watching the listener
+ * for SERVER_ACCEPT_PAUSE_MS instead of spinning on it; waiting clients stay in the
+ * backlog, and idle unregistered peers are being closed meanwhile. */
+static void pause_accept(struct server *s, int err)
+{
+    time_t now = time(NULL);
+    if (now - s->last_emfile_warning >= 10) {
+        log_warn("cannot accept connections: %s (%u open); pausing %d ms at a time until "
+                 "descriptors are free (raise LimitNOFILE= or lower max_connections)",
+                 strerror(err), s->limits.total, SERVER_ACCEPT_PAUSE_MS);
+        s->last_emfile_warning = now;
+    }
+    if (loop_modify(s->loop, s->lw, 0) == 0) {
+        s->accept_paused = true;
+        s->accept_resume_ms = now_ms() + SERVER_ACCEPT_PAUSE_MS;
+    }
+}
+
+static void refuse(struct server *s, int cfd, const struct ucred *cred, const char *why)
+{
+    time_t now = time(NULL);
+    if (now - s->last_full_warning >= 10) {
+        log_warn("refusing pid %d (uid %u): %s", (int)cred->pid, (unsigned)cred->uid, why);
+        s->last_full_warning = now;
+    }
+    unsigned char buf[PROTO_MSG_MAX];
+    struct kairos_error e = {.code = KAIROS_ERR_BUSY};
+    snprintf(e.message, sizeof e.message, "%s", why);
+    size_t n = proto_pack(buf, KAIROS_MSG_ERROR, 0, &e, sizeof e);
+    (void)!send(cfd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    /* what it sent already is read and dropped: closing a socket with unread data
+     * resets it, and the peer would lose the ERROR before reading it */
+    while (recv(cfd, buf, sizeof buf, MSG_DONTWAIT) > 0)
+        ;
+    close(cfd);
+}
+
 static void on_accept(void *ctx, int fd, uint32_t events)
 {
     struct server *s = ctx;
     for (;;) {
         int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (cfd < 0)
-            return; /* EAGAIN, or a transient error (EMFILE...): epoll tells us again */
+        if (cfd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                pause_accept(s, errno);
+            return; /* EAGAIN: all taken */
+        }
         struct ucred cred;
         socklen_t cl = sizeof cred;
         if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
             close(cfd);
             continue;
         }
-        if (s->n_conns >= s->cfg->max_connections) {
-            time_t now = time(NULL);
-            if (now - s->last_full_warning >= 10) {
-                log_warn("refusing pid %d: %u connections already (max_connections in the "
-                         "configuration)", (int)cred.pid, s->n_conns);
-                s->last_full_warning = now;
-            }
-            unsigned char buf[PROTO_MSG_MAX];
-            struct kairos_error e = {.code = KAIROS_ERR_BUSY};
-            snprintf(e.message, sizeof e.message, "kairosd has too many connections (%u); try "
-                     "again later or raise max_connections", s->n_conns);
-            size_t n = proto_pack(buf, KAIROS_MSG_ERROR, 0, &e, sizeof e);
-            (void)!send(cfd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-            close(cfd);
+        char why[KAIROS_MSG_MAX];
+        if (conn_limits_admit(&s->limits, s->cfg, cred.uid, why, sizeof why)) {
+            refuse(s, cfd, &cred, why);
             continue;
         }
         struct conn *c = calloc(1, sizeof *c);
-        if (!c) {
+        if (!c || conn_limits_add(&s->limits, cred.uid)) {
+            free(c);
             close(cfd);
             continue;
         }
-        int sndbuf = 1 << 20;
+        int sndbuf = SERVER_SNDBUF;
         setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
         c->srv = s;
         c->fd = cfd;
@@ -639,8 +796,11 @@ static void on_accept(void *ctx, int fd, uint32_t events)
         c->pid = (uint32_t)cred.pid;
         c->uid = cred.uid;
         c->gid = cred.gid;
-        c->w = loop_add(s->loop, cfd, EPOLLIN | EPOLLRDHUP, on_conn, c);
+        c->last_active_ms = now_ms();
+        c->events = EPOLLIN | EPOLLRDHUP;
+        c->w = loop_add(s->loop, cfd, c->events, on_conn, c);
         if (!c->w) {
+            conn_limits_remove(&s->limits, cred.uid);
             close(cfd);
             free(c);
             continue;
@@ -652,6 +812,35 @@ static void on_accept(void *ctx, int fd, uint32_t events)
         s->n_conns++;
         log_debug("pid %u (uid %u) connected", c->pid, c->uid);
     }
+}
+
+/* Every SERVER_TICK_MS: closes the peers that neither registered (HELLO, or an
+ * administrator's request) nor asked or read anything for register_timeout_ms, and
+ * ends an accept pause. */
+static void on_tick(void *ctx, int fd, uint32_t events)
+{
+    struct server *s = ctx;
+    uint64_t expirations, now = now_ms();
+    (void)!read(fd, &expirations, sizeof expirations);
+    if (s->accept_paused && now >= s->accept_resume_ms &&
+        loop_modify(s->loop, s->lw, EPOLLIN) == 0)
+        s->accept_paused = false;
+    unsigned closed = 0;
+    struct conn *next;
+    for (struct conn *c = s->conns; c; c = next) {
+        next = c->next;
+        if (c->member || c->registered || now - c->last_active_ms < s->cfg->register_timeout_ms)
+            continue;
+        char msg[KAIROS_MSG_MAX];
+        msgf(msg, sizeof msg, "closed: no HELLO, request or read of a reply within %u ms "
+             "(register_timeout_ms)", s->cfg->register_timeout_ms);
+        if (!c->out_n)
+            send_error(c, 0, KAIROS_ERR_BUSY, msg);
+        conn_close(c);
+        closed++;
+    }
+    if (closed)
+        log_debug("closed %u idle connection(s) that did not register", closed);
 }
 
 static int make_dirs(const char *path)
@@ -684,6 +873,21 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->cfg = cfg;
     s->listen_fd = -1;
     membership_init(&s->membership, ts, cfg);
+    s->compute_fd = -1;
+    s->tick_fd = -1;
+    char warn[256];
+    conn_limits_init(&s->limits, cfg, warn, sizeof warn);
+    if (warn[0])
+        log_warn("%s", warn);
+    struct itimerspec tick = {.it_interval = {0, SERVER_TICK_MS * 1000000L},
+                              .it_value = {0, SERVER_TICK_MS * 1000000L}};
+    s->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (s->tick_fd < 0 || timerfd_settime(s->tick_fd, 0, &tick, NULL) ||
+        !(s->tw = loop_add(loop, s->tick_fd, EPOLLIN, on_tick, s))) {
+        rc = -errno;
+        log_error("timerfd: %s", strerror(errno));
+        goto out;
+    }
     s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->compute_fd < 0 ||
         !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {
@@ -750,6 +954,11 @@ out:
         if (s->compute_fd >= 0)
             close(s->compute_fd);
         membership_fini(&s->membership);
+        if (s->tw)
+            loop_del(loop, s->tw);
+        if (s->tick_fd >= 0)
+            close(s->tick_fd);
+        conn_limits_fini(&s->limits);
         free(s);
         return rc;
     }
@@ -795,6 +1004,9 @@ void server_fini(struct server *s)
     close(s->listen_fd);
     loop_del(s->loop, s->cw);
     close(s->compute_fd);
+    loop_del(s->loop, s->tw);
+    close(s->tick_fd);
+    conn_limits_fini(&s->limits);
     unlink(s->path);
     membership_fini(&s->membership);
     free(s);

@@ -211,7 +211,11 @@ int sim_scenario_parse(const char *name, const char *text, size_t len, struct si
         return -EINVAL;
     }
     struct ydoc p = {.name = name, .doc = &doc, .err = err, .err_len = err_len};
-    int rc = parse_root(&p, yaml_document_get_root_node(&doc), sc);
+    int rc = ydoc_check_unique_keys(&p);
+    if (!rc)
+        rc = ydoc_refuse_more(&p, &parser);
+    if (!rc)
+        rc = parse_root(&p, yaml_document_get_root_node(&doc), sc);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return rc;

@@ -1,6 +1,8 @@
-/* state.c - the state file of run-time tenants: atomic JSON writes, and reads that
- * set a corrupt file aside instead of failing, or refuse one bad compute policy
- * alone. See state.h. */
+/* state.c - the state file of run-time tenants: atomic JSON writes that fail
+ * without changing the previous file, bounded reads that set a corrupt or oversized
+ * file aside instead of failing, and entries refused one by one (a bad entry, a
+ * GPU the node lacks, a tenant beyond the limit) instead of the whole file. See
+ * state.h. */
 #include "daemon/state.h"
 
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +65,7 @@ static json_t *members_json(const struct member_rules *r)
     return json_pack("{s:o, s:o, s:o}", "users", users, "groups", groups, "cgroups", cgroups);
 }
 
-static json_t *state_json(const struct ledger *l)
+static json_t *state_json(const struct ledger *l, const struct ledger_tenant *skip)
 {
     json_t *root = json_object(), *list = json_array();
     if (!root || !list)
@@ -70,7 +73,7 @@ static json_t *state_json(const struct ledger *l)
     json_object_set_new(root, "version", json_integer(STATE_VERSION));
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *t = l->tenants[i];
-        if (t->flags & LEDGER_TENANT_CONFIG)
+        if ((t->flags & LEDGER_TENANT_CONFIG) || t == skip)
             continue;
         json_t *quota = json_object(), *jt = json_object();
         if (!quota || !jt) {
@@ -104,52 +107,45 @@ fail:
     return NULL;
 }
 
-int state_save(const char *path, const struct ledger *l, char *err, size_t err_len)
+/* Writes text to path atomically: a temporary file, fsync, rename, fsync of the
+ * directory. Any failure leaves the previous file as it was. */
+static int write_atomically(const char *path, const char *text, char *err, size_t err_len)
 {
     int rc = 0, fd = -1;
     char tmp[PATH_MAX], dir[PATH_MAX];
-    char *text = NULL;
-    json_t *root = state_json(l);
-    if (!root) {
-        rc = -ENOMEM;
-        snprintf(err, err_len, "out of memory");
-        goto out;
-    }
-    text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
-    if (!text) {
-        rc = -ENOMEM;
-        snprintf(err, err_len, "out of memory");
-        goto out;
-    }
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        rc = -ENAMETOOLONG;
         snprintf(err, err_len, "%s: path too long", path);
-        goto out;
+        return -ENAMETOOLONG;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         rc = -errno;
         snprintf(err, err_len, "cannot write %s: %s", tmp, strerror(errno));
-        goto out;
+        return rc;
     }
     size_t len = strlen(text), done = 0;
     while (done < len) {
         ssize_t n = write(fd, text + done, len - done);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0) {
-            rc = -errno;
-            snprintf(err, err_len, "cannot write %s: %s", tmp, strerror(errno));
+        if (n <= 0) {
+            rc = n < 0 ? -errno : -ENOSPC;
+            snprintf(err, err_len, "cannot write %s: %s", tmp, strerror(-rc));
             goto out;
         }
         done += (size_t)n;
     }
-    if (write(fd, "\n", 1) != 1 || fsync(fd)) {
+    if (fsync(fd)) {
         rc = -errno;
         snprintf(err, err_len, "cannot write %s: %s", tmp, strerror(errno));
         goto out;
     }
-    close(fd);
+    if (close(fd)) {
+        fd = -1;
+        rc = -errno;
+        snprintf(err, err_len, "cannot write %s: %s", tmp, strerror(errno));
+        goto out;
+    }
     fd = -1;
     if (rename(tmp, path)) {
         rc = -errno;
@@ -165,6 +161,30 @@ out:
         close(fd);
     if (rc)
         unlink(tmp);
+    return rc;
+}
+
+int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
+               char *err, size_t err_len)
+{
+    json_t *root = state_json(l, skip);
+    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    int rc;
+    if (!text) {
+        snprintf(err, err_len, "out of memory");
+        rc = -ENOMEM;
+    } else if (strlen(text) + 1 > STATE_MAX_BYTES) {
+        snprintf(err, err_len, "the state would exceed %d MiB", STATE_MAX_BYTES >> 20);
+        rc = -EFBIG;
+    } else {
+        size_t len = strlen(text);
+        char *nl = realloc(text, len + 2);
+        if (nl) {
+            text = nl;
+            memcpy(text + len, "\n", 2);
+        }
+        rc = write_atomically(path, text, err, err_len);
+    }
     free(text);
     json_decref(root);
     return rc;
@@ -176,8 +196,9 @@ static int set_aside(const char *path, char *out, size_t out_len)
     return rename(path, out) ? -errno : 0;
 }
 
-/* Validates the whole document first, so a bad file adds nothing. */
-static int state_check(json_t *root, unsigned n_gpus, char *err, size_t err_len)
+/* The document's frame: {"version": 1, "tenants": [...]}. Anything else makes the
+ * whole file unreadable. */
+static int check_frame(json_t *root, char *err, size_t err_len)
 {
     if (!json_is_object(root)) {
         snprintf(err, err_len, "the top level is not an object");
@@ -188,39 +209,41 @@ static int state_check(json_t *root, unsigned n_gpus, char *err, size_t err_len)
         snprintf(err, err_len, "\"version\" is missing or not %d", STATE_VERSION);
         return -EINVAL;
     }
-    json_t *list = json_object_get(root, "tenants");
-    if (!json_is_array(list)) {
+    if (!json_is_array(json_object_get(root, "tenants"))) {
         snprintf(err, err_len, "\"tenants\" is missing or not a list");
         return -EINVAL;
     }
-    size_t i;
-    json_t *jt;
-    json_array_foreach(list, i, jt) {
-        json_t *name = json_object_get(jt, "name"), *quota = json_object_get(jt, "quota");
-        json_t *eph = json_object_get(jt, "ephemeral");
-        if (!json_is_object(jt) || !json_is_string(name) ||
-            !ledger_name_valid(json_string_value(name)) || !json_is_object(quota) ||
-            (eph && !json_is_boolean(eph))) {
-            snprintf(err, err_len, "tenant %zu: needs a valid \"name\" and a \"quota\" object", i);
+    return 0;
+}
+
+/* One entry of "tenants": a valid name and a quota of GPU index to bytes, each
+ * GPU one this node has (a quota of 0 on a missing GPU is harmless). 0, or -EINVAL
+ * with why (which names the tenant when it can). */
+static int check_entry(json_t *jt, size_t i, unsigned n_gpus, char *why, size_t why_len)
+{
+    json_t *name = json_object_get(jt, "name"), *quota = json_object_get(jt, "quota");
+    json_t *eph = json_object_get(jt, "ephemeral");
+    if (!json_is_object(jt) || !json_is_string(name) ||
+        !ledger_name_valid(json_string_value(name)) || !json_is_object(quota) ||
+        (eph && !json_is_boolean(eph))) {
+        snprintf(why, why_len, "entry %zu: needs a valid \"name\" and a \"quota\" object", i);
+        return -EINVAL;
+    }
+    const char *key;
+    json_t *q;
+    json_object_foreach(quota, key, q) {
+        char *end;
+        unsigned long g = strtoul(key, &end, 10);
+        if (!*key || *end || key[0] == '-' || g >= KAIROS_MAX_GPUS || !json_is_integer(q) ||
+            json_integer_value(q) < 0 || (uint64_t)json_integer_value(q) > KAIROS_BYTES_MAX) {
+            snprintf(why, why_len, "tenant '%s': quota \"%.16s\" is not a GPU index with a "
+                     "byte count", json_string_value(name), key);
             return -EINVAL;
         }
-        const char *key;
-        json_t *q;
-        json_object_foreach(quota, key, q) {
-            char *end;
-            unsigned long g = strtoul(key, &end, 10);
-            if (!*key || *end || g >= KAIROS_MAX_GPUS || !json_is_integer(q) ||
-                json_integer_value(q) < 0 ||
-                (uint64_t)json_integer_value(q) > KAIROS_BYTES_MAX) {
-                snprintf(err, err_len, "tenant '%s': quota \"%s\" is not a GPU index with a byte "
-                         "count", json_string_value(name), key);
-                return -EINVAL;
-            }
-            if (g >= n_gpus && json_integer_value(q) > 0) {
-                snprintf(err, err_len, "tenant '%s': GPU %lu does not exist on this node",
-                         json_string_value(name), g);
-                return -EINVAL;
-            }
+        if (g >= n_gpus && json_integer_value(q) > 0) {
+            snprintf(why, why_len, "tenant '%s' has a quota on GPU %lu, which this node does not "
+                     "have (it has %u)", json_string_value(name), g, n_gpus);
+            return -EINVAL;
         }
     }
     return 0;
@@ -371,58 +394,194 @@ static void load_members(json_t *jt, struct ledger_tenant *t, state_warn_fn warn
     t->members = r;
 }
 
-int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
-               size_t err_len, char *aside, size_t aside_len)
+/* An entry kept out of the ledger: told to warn, and copied to aside (when given)
+ * for the administrator. */
+static void put_aside(json_t *jt, json_t *aside, state_warn_fn warn, void *warn_ctx,
+                      const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s; this entry is set aside, the other tenants are loaded", why);
+    if (warn)
+        warn(warn_ctx, msg);
+    if (aside)
+        json_array_append(aside, jt);
+}
+
+/* Adds one checked entry to l; 1 when added, 0 when set aside or already known. */
+static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn warn,
+                      void *warn_ctx)
+{
+    const char *name = json_string_value(json_object_get(jt, "name"));
+    char why[256];
+    if (ledger_tenant_find(l, name)) {
+        snprintf(why, sizeof why, "tenant '%s' is declared in the configuration (whose settings "
+                 "it keeps) or appears twice in the state file", name);
+        put_aside(jt, aside, warn, warn_ctx, why);
+        return 0;
+    }
+    uint64_t quota[KAIROS_MAX_GPUS] = {0};
+    const char *key;
+    json_t *q;
+    json_object_foreach(json_object_get(jt, "quota"), key, q) {
+        unsigned long g = strtoul(key, NULL, 10);
+        if (g < l->n_gpus)
+            quota[g] = (uint64_t)json_integer_value(q);
+    }
+    unsigned flags = json_is_true(json_object_get(jt, "ephemeral")) ? LEDGER_TENANT_EPHEMERAL : 0;
+    struct ledger_tenant *t;
+    int rc = ledger_tenant_add(l, name, quota, flags, &t);
+    if (rc) {
+        if (rc == -ENOSPC)
+            snprintf(why, sizeof why, "tenant '%s' cannot be added: kairosd holds at most %d "
+                     "tenants (remove unused ones, then merge it back)", name, LEDGER_MAX_TENANTS);
+        else
+            snprintf(why, sizeof why, "tenant '%s' cannot be added: %s", name, strerror(-rc));
+        put_aside(jt, aside, warn, warn_ctx, why);
+        return 0;
+    }
+    json_t *owner = json_object_get(jt, "owner_pid");
+    if (json_is_integer(owner) && json_integer_value(owner) > 0 &&
+        json_integer_value(owner) <= INT32_MAX)
+        t->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
+    load_compute(jt, t, l->n_gpus, warn, warn_ctx);
+    load_members(jt, t, warn, warn_ctx);
+    return 1;
+}
+
+int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
+                void *warn_ctx, struct json_t *aside, char *err, size_t err_len)
 {
     json_error_t jerr;
-    int rc = 0, added = 0;
-    aside[0] = 0;
-    struct stat st;
-    if (stat(path, &st)) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
-        return -errno;
+    if (len > STATE_MAX_BYTES) {
+        snprintf(err, err_len, "larger than %d MiB, the most a state file may hold",
+                 STATE_MAX_BYTES >> 20);
+        return -EFBIG;
     }
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    char why[200];
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        snprintf(why, sizeof why, "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
-        rc = -EINVAL;
-    } else {
-        rc = state_check(root, l->n_gpus, why, sizeof why);
+        snprintf(err, err_len, "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+        return -EINVAL;
     }
-    if (rc) {
-        int r2 = set_aside(path, aside, aside_len);
-        snprintf(err, err_len, "state file %s is corrupt (%s); %s%s", path, why,
-                 r2 ? "could not set it aside: " : "set aside as ", r2 ? strerror(-r2) : aside);
+    if (check_frame(root, err, err_len)) {
         json_decref(root);
         return -EINVAL;
     }
+    int added = 0;
     size_t i;
     json_t *jt;
+    char why[256];
     json_array_foreach(json_object_get(root, "tenants"), i, jt) {
-        const char *name = json_string_value(json_object_get(jt, "name"));
-        if (ledger_tenant_find(l, name))
-            continue;
-        uint64_t quota[KAIROS_MAX_GPUS] = {0};
-        const char *key;
-        json_t *q;
-        json_object_foreach(json_object_get(jt, "quota"), key, q) quota[strtoul(key, NULL, 10)] =
-            (uint64_t)json_integer_value(q);
-        unsigned flags = json_is_true(json_object_get(jt, "ephemeral")) ? LEDGER_TENANT_EPHEMERAL
-                                                                        : 0;
-        struct ledger_tenant *t;
-        if (ledger_tenant_add(l, name, quota, flags, &t) == 0) {
-            json_t *owner = json_object_get(jt, "owner_pid");
-            if (json_is_integer(owner) && json_integer_value(owner) > 0 &&
-                json_integer_value(owner) <= INT32_MAX)
-                t->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
-            load_compute(jt, t, l->n_gpus, warn, warn_ctx);
-            load_members(jt, t, warn, warn_ctx);
-            added++;
-        }
+        if (check_entry(jt, i, l->n_gpus, why, sizeof why))
+            put_aside(jt, aside, warn, warn_ctx, why);
+        else
+            added += load_entry(jt, l, aside, warn, warn_ctx);
     }
     json_decref(root);
     return added;
+}
+
+/* Reads at most STATE_MAX_BYTES + 1 bytes of a regular file into *out. 0, -ENOENT,
+ * -EFBIG (too large: nothing kept), or -errno with err saying why. */
+static int read_bounded(const char *path, char **out, size_t *len, char *err, size_t err_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0) {
+        int rc = -errno;
+        snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
+        return rc;
+    }
+    if (fstat(fd, &st)) {
+        int rc = -errno;
+        snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size > STATE_MAX_BYTES) {
+        bool big = S_ISREG(st.st_mode);
+        snprintf(err, err_len, "%s", big ? "" : "not a regular file");
+        close(fd);
+        return big ? -EFBIG : -EINVAL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    ssize_t n = 1;
+    while (buf && got <= (size_t)st.st_size && n > 0) {
+        n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+        if (n < 0 && errno == EINTR)
+            n = 1;
+        else if (n > 0)
+            got += (size_t)n;
+    }
+    int rc = !buf ? -ENOMEM : n < 0 ? -errno : got > (size_t)st.st_size ? -EFBIG : 0;
+    close(fd);
+    if (rc == -ENOMEM || (rc && rc != -EFBIG))
+        snprintf(err, err_len, "cannot read %s: %s", path, strerror(-rc));
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = got;
+    return 0;
+}
+
+/* Writes the entries set aside to PATH.set-aside-<unix time> (a state file of
+ * their own, which an administrator may merge back); its name goes to out. */
+static void write_aside(const char *path, json_t *entries, char *out, size_t out_len,
+                        state_warn_fn warn, void *warn_ctx)
+{
+    char err[256], msg[PATH_MAX + 320];
+    json_t *root = json_pack("{s:i, s:O}", "version", STATE_VERSION, "tenants", entries);
+    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    snprintf(out, out_len, "%s.set-aside-%lld", path, (long long)time(NULL));
+    if (!text || write_atomically(out, text, err, sizeof err)) {
+        snprintf(msg, sizeof msg, "the entries set aside could not be saved to %s (%s); they "
+                 "are only in this log", out, text ? err : "out of memory");
+        out[0] = 0;
+        if (warn)
+            warn(warn_ctx, msg);
+    }
+    free(text);
+    json_decref(root);
+}
+
+int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
+               size_t err_len, char *aside, size_t aside_len)
+{
+    char why[256] = "", *text = NULL;
+    size_t len = 0;
+    aside[0] = 0;
+    int rc = read_bounded(path, &text, &len, why, sizeof why);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc && rc != -EFBIG && rc != -EINVAL) {
+        snprintf(err, err_len, "%s", why);
+        return rc;
+    }
+    json_t *entries = json_array();
+    if (rc == -EFBIG)
+        snprintf(why, sizeof why, "larger than %d MiB, the most a state file may hold",
+                 STATE_MAX_BYTES >> 20);
+    else if (!rc && !entries)
+        rc = -ENOMEM;
+    else if (!rc)
+        rc = state_parse(text, len, l, warn, warn_ctx, entries, why, sizeof why);
+    free(text);
+    if (rc == -ENOMEM) {
+        snprintf(err, err_len, "cannot read %s: out of memory", path);
+        json_decref(entries);
+        return rc;
+    }
+    if (rc < 0) {
+        int r2 = set_aside(path, aside, aside_len);
+        snprintf(err, err_len, "state file %s is corrupt (%s); %s%s", path, why,
+                 r2 ? "could not set it aside: " : "set aside as ", r2 ? strerror(-r2) : aside);
+        json_decref(entries);
+        return -EINVAL;
+    }
+    if (json_array_size(entries))
+        write_aside(path, entries, aside, aside_len, warn, warn_ctx);
+    json_decref(entries);
+    return rc;
 }

@@ -7,10 +7,16 @@
  * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,
  * "limit_ppm": 500000, "priority": "latency"}}}]} ("compute" only for a tenant
  * with compute policies; limit_ppm 0: none). Written atomically (temp file, fsync,
- * rename, fsync of the directory). A file that cannot be read as such is set aside
- * as PATH.corrupt-<unix time> and reported; the daemon goes on without it. A bad
- * compute policy (malformed, out of range, share above limit, a GPU the node
- * lacks) is refused alone: the tenant and the rest of the file are kept.
+ * rename, fsync of the directory); a write that fails leaves the previous file, and
+ * the caller undoes the change it meant to record. A file that cannot be read as
+ * such (not JSON, another version, larger than STATE_MAX_BYTES, not a regular
+ * file) is set aside as PATH.corrupt-<unix time> and reported; the daemon goes on
+ * without it. One bad entry (malformed, a quota on a GPU the node no longer has, a
+ * name the configuration declares, a tenant beyond LEDGER_MAX_TENANTS) is set
+ * aside alone, logged and written to PATH.set-aside-<unix time> (a state file of
+ * its own); the other entries are loaded. A bad compute policy (malformed, out of
+ * range, share above limit, a GPU the node lacks) is refused alone: the tenant
+ * and the rest of the file are kept.
  *
  * Thread rules: the loop thread only.
  */
@@ -21,18 +27,35 @@
 
 #include "daemon/ledger.h"
 
-/* Writes every tenant without LEDGER_TENANT_CONFIG. 0 or -errno (err says why). */
-int state_save(const char *path, const struct ledger *l, char *err, size_t err_len);
+/* The largest state file read or written: LEDGER_MAX_TENANTS run-time tenants with
+ * a quota and a compute policy on every GPU take under half of it. */
+#define STATE_MAX_BYTES (16 << 20)
+
+/* Writes every tenant without LEDGER_TENANT_CONFIG, but skip (may be NULL: a tenant
+ * about to be removed). 0 or -errno (err says why); on failure the previous file
+ * is left as it was. */
+int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
+               char *err, size_t err_len);
 
 /* Told of each compute policy refused alone (msg names the tenant, the GPU, what
  * is wrong); ctx as given to state_load. */
 typedef void (*state_warn_fn)(void *ctx, const char *msg);
 
-/* Adds the file's tenants to l (skipping names l already has: the configuration
- * wins), with their compute policies (a refused one is told to warn, may be NULL).
- * Returns the number of tenants added; 0 when there is no file; -EINVAL when the
- * file is corrupt, after renaming it to set_aside (err says what and where). */
+/* Adds the file's tenants to l, with their compute policies. Each entry refused
+ * alone (see above: names l already has among them, the configuration winning) and
+ * each refused compute policy is told to warn (may be NULL); the entries refused
+ * go to PATH.set-aside-<time>, named in set_aside. Returns the number of tenants
+ * added; 0 when there is no file; -EINVAL when the file is unreadable as a whole,
+ * after renaming it to PATH.corrupt-<time>, named in set_aside (err says what and
+ * where); another -errno when it cannot be read (err says why). */
 int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
                size_t err_len, char *set_aside, size_t set_aside_len);
+
+struct json_t;
+/* state_load's work on text in memory (for the fuzz target): the entries refused
+ * are appended to aside (a JSON array, may be NULL). The number of tenants added,
+ * or -EINVAL / -EFBIG / -ENOMEM with err saying why. */
+int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
+                void *warn_ctx, struct json_t *aside, char *err, size_t err_len);
 
 #endif /* KAIROS_DAEMON_STATE_H */

@@ -213,7 +213,8 @@ static void on_state_refusal(void *ctx, const char *msg)
 
 /* The loaded run-time policies, admitted one by one in the file's order while the
  * shares of each GPU stay within 100 % with the configuration's (which may have
- * changed while kairosd was stopped); the others are dropped and logged. */
+ * changed while kairosd was stopped); the others are dropped and logged. Running
+ * sums per GPU: linear in the number of policies, however many tenants load. */
 static int admit_loaded_compute(struct tenants *ts, const struct config *c)
 {
     size_t n = ts->ledger.n_tenants;
@@ -224,23 +225,29 @@ static int admit_loaded_compute(struct tenants *ts, const struct config *c)
         memcpy(had[i], ts->ledger.tenants[i]->has_compute, sizeof had[i]);
         memset(ts->ledger.tenants[i]->has_compute, 0, sizeof had[i]);
     }
-    int rc = 0;
+    struct policy_shares base = {0};
+    double sum[KAIROS_MAX_GPUS] = {0};
+    int rc = node_shares(ts, c, NULL, &base);
+    for (size_t k = 0; !rc && k < base.n; k++)
+        sum[base.v[k].gpu] += base.v[k].share;
+    policy_shares_free(&base);
     for (size_t i = 0; !rc && i < n; i++) {
         struct ledger_tenant *t = ts->ledger.tenants[i];
-        for (unsigned g = 0; !rc && g < KAIROS_MAX_GPUS; g++) {
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
             if (!had[i][g])
                 continue;
-            char why[512], what[96];
-            t->has_compute[g] = true;
-            rc = shares_fit(ts, c, NULL, NULL, NULL, NULL, why, sizeof why);
-            if (rc == -EINVAL) {
-                t->has_compute[g] = false;
-                log_error("state %s: tenant %s: compute policy on GPU %u (%s) refused: %s; the "
-                          "tenant is kept without it (set it again with kairos run --share "
-                          "once there is room)", ts->state_path, t->name, g,
-                          policy_describe(&t->compute[g], what, sizeof what), why);
-                rc = 0;
+            char what[96];
+            double with = sum[g] + t->compute[g].share;
+            if (with <= 1.0 + 1e-9) {
+                t->has_compute[g] = true;
+                sum[g] = with;
+                continue;
             }
+            log_error("state %s: tenant %s: compute policy on GPU %u (%s) refused: compute shares "
+                      "on GPU %u add up to %.7g%% with it: at most 100%% can be guaranteed; the "
+                      "tenant is kept without it (set it again with kairos run --share once "
+                      "there is room)", ts->state_path, t->name, g,
+                      policy_describe(&t->compute[g], what, sizeof what), g, with * 100);
         }
     }
     free(had);
@@ -261,12 +268,24 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
         log_error("out of memory checking the compute shares of the state file's tenants");
 }
 
-void tenants_save_state(struct tenants *ts)
+int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, char *err,
+                       size_t err_len)
 {
-    char err[512];
-    if (state_save(ts->state_path, &ts->ledger, err, sizeof err))
-        log_error("state not saved: %s; a restart would forget tenants created at run time "
-                  "(check the 'state:' path in the configuration)", err);
+    int rc = state_save(ts->state_path, &ts->ledger, skip, err, err_len);
+    if (rc)
+        log_error("state not saved: %s (check the 'state:' path in the configuration and the "
+                  "free space of its file system)", err);
+    return rc;
+}
+
+/* The reply to a change refused because the state file cannot record it (rc:
+ * -errno; the path and the details are in the log). */
+static int refuse_unsaved(const char *name, const char *what, int rc, char *msg, size_t msg_len)
+{
+    snprintf(msg, msg_len, "tenant '%s' not %s: kairosd cannot write its state file (%s); "
+             "nothing changed. Free space or fix 'state:' in the configuration, then retry",
+             name, what, strerror(-rc));
+    return KAIROS_ERR_BUSY;
 }
 
 static void describe_quota(const struct tenants *ts, const struct ledger_tenant *t, char *out,
@@ -343,9 +362,9 @@ static int next_compute(const struct tenants *ts, const struct config *c,
     return 0;
 }
 
-/* Sets the tenant's compute policies to has/pol and logs what changed. */
-static void set_compute(struct ledger_tenant *t, const bool *has, const struct sched_policy *pol,
-                        uint32_t uid)
+/* Logs how the tenant's compute policies (those of t) became has/pol. */
+static void log_compute(const struct ledger_tenant *t, const bool *has,
+                        const struct sched_policy *pol, uint32_t uid)
 {
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
         char what[96];
@@ -355,8 +374,6 @@ static void set_compute(struct ledger_tenant *t, const bool *has, const struct s
         else if (!has[g] && t->has_compute[g])
             log_info("tenant %s: no compute policy on GPU %u any more (by uid %u)", t->name, g,
                      uid);
-        t->has_compute[g] = has[g];
-        t->compute[g] = has[g] ? pol[g] : (struct sched_policy){0};
     }
 }
 
@@ -406,12 +423,19 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     if (code)
         return code;
     bool created = false;
+    struct ledger_tenant before = {0};
+    if (t)
+        before = *t;
     if (!t) {
         unsigned lf = (m->flags & KAIROS_TENANT_EPHEMERAL) ? LEDGER_TENANT_EPHEMERAL : 0;
         int rc = ledger_tenant_add(&ts->ledger, name, NULL, lf, &t);
         if (rc) {
-            snprintf(msg, msg_len, "cannot create tenant '%s': %s", name,
-                     rc == -ENOSPC ? "too many tenants (remove unused ones)" : strerror(-rc));
+            if (rc == -ENOSPC)
+                snprintf(msg, msg_len, "cannot create tenant '%s': kairosd holds at most %d "
+                         "tenants; remove unused ones (kairos ps lists them)", name,
+                         LEDGER_MAX_TENANTS);
+            else
+                snprintf(msg, msg_len, "cannot create tenant '%s': %s", name, strerror(-rc));
             return KAIROS_ERR_INVALID;
         }
         created = true;
@@ -424,6 +448,20 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++)
         if (quota[g] != KAIROS_QUOTA_KEEP)
             over |= ledger_tenant_set_quota(&ts->ledger, t, g, quota[g]) == 1;
+    struct ledger_tenant previous = *t; /* the policies, for the log once saved */
+    if (changed) {
+        memcpy(t->has_compute, has, sizeof t->has_compute);
+        memcpy(t->compute, pol, sizeof t->compute);
+    }
+    char why[512];
+    int rc = (t->flags & LEDGER_TENANT_CONFIG) ? 0 : tenants_save_state(ts, NULL, why, sizeof why);
+    if (rc) {
+        if (created)
+            ledger_tenant_remove(&ts->ledger, t);
+        else
+            *t = before; /* nothing else changed it meanwhile: one loop thread */
+        return refuse_unsaved(name, created ? "created" : "updated", rc, msg, msg_len);
+    }
     char q[256];
     describe_quota(ts, t, q, sizeof q);
     snprintf(msg, msg_len, "tenant %s %s: %s%s", name, created ? "created" : "updated", q,
@@ -435,10 +473,8 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
                                                  "until the configuration is reloaded"
                                                : "");
     if (changed)
-        set_compute(t, has, pol, uid);
+        log_compute(&previous, has, pol, uid);
     *compute_changed = changed;
-    if (!(t->flags & LEDGER_TENANT_CONFIG))
-        tenants_save_state(ts);
     return 0;
 }
 
@@ -459,10 +495,13 @@ int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, s
                  t->n_members);
         return KAIROS_ERR_BUSY;
     }
+    char why[512];
+    int rc = tenants_save_state(ts, t, why, sizeof why);
+    if (rc)
+        return refuse_unsaved(name, "removed", rc, msg, msg_len);
     ledger_tenant_remove(&ts->ledger, t);
     snprintf(msg, msg_len, "tenant %s removed", name);
     log_info("%s (by uid %u)", msg, uid);
-    tenants_save_state(ts);
     return 0;
 }
 
@@ -472,7 +511,8 @@ bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t)
         return false;
     log_info("tenant %s: its command and its last process have exited; removed (created by "
              "kairos run)", t->name);
+    char why[512];
+    tenants_save_state(ts, t, why, sizeof why); /* failing, a restart finds it ownerless */
     ledger_tenant_remove(&ts->ledger, t);
-    tenants_save_state(ts);
     return true;
 }

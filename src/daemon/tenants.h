@@ -41,8 +41,10 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
  * is malformed, or would take one GPU's shares above 100 % with c's (and those
  * loaded before it), is dropped and logged; the tenant stays. Logs what it did. */
 void tenants_load_state(struct tenants *ts, const struct config *c);
-/* Writes the state file; logs a failure (the ledger is still right in memory). */
-void tenants_save_state(struct tenants *ts);
+/* Writes the state file, without skip (may be NULL: a tenant about to go); logs a
+ * failure. 0 or -errno (err says why). */
+int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, char *err,
+                       size_t err_len);
 
 /* TENANT_SET (checked by proto_check) / TENANT_DEL from uid (already checked as
  * admin). Return 0 or a KAIROS_ERR_* code; msg says what happened or what to do. An
@@ -51,7 +53,10 @@ void tenants_save_state(struct tenants *ts);
  * policies are taken for tenants created at run time only, and refused (nothing
  * changes) when one GPU's shares, with c's and the other run-time tenants', would
  * add up above 100 %; compute_changed says whether the tenant's changed (then the
- * time-share scheduler must be told: timeshare_reconfigure). */
+ * time-share scheduler must be told: timeshare_reconfigure). A change to a run-time
+ * tenant that the state file cannot record (disk full, read-only) is undone and
+ * refused (KAIROS_ERR_BUSY, msg says why), and so is a TENANT_DEL: what kairosd
+ * answers is what a restart finds. */
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,
                 uint32_t uid, uint32_t owner_pid, bool *compute_changed, char *msg,
                 size_t msg_len);

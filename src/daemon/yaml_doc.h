@@ -1,5 +1,6 @@
 /* yaml_doc.h - what kairosd's YAML readers (config.c, sim_scenario.c) share: the
- * document being read and errors that name file:line:column.
+ * document being read, errors that name file:line:column, and the checks of the
+ * whole file (no key twice in any mapping, no second document).
  */
 #ifndef KAIROS_DAEMON_YAML_DOC_H
 #define KAIROS_DAEMON_YAML_DOC_H
@@ -17,5 +18,14 @@ struct ydoc {
 /* Writes "file:line:column: message" for node (1:1 without one); returns -EINVAL. */
 int ydoc_fail(struct ydoc *p, const yaml_node_t *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* -EINVAL ("file:line:column: 'KEY' appears twice ...") when any mapping of the
+ * document has a key twice, -ENOMEM, or 0. Walks the document's node table, not
+ * the tree: no recursion, each mapping sorted once. */
+int ydoc_check_unique_keys(struct ydoc *p);
+
+/* After the first document was loaded from parser: -EINVAL when the stream holds
+ * another document (or is not valid YAML after the first), else 0. */
+int ydoc_refuse_more(struct ydoc *p, yaml_parser_t *parser);
 
 #endif /* KAIROS_DAEMON_YAML_DOC_H */

@@ -3,7 +3,9 @@
  * Every exchange is one message out and, for HELLO and CHARGE, one reply in, on a
  * socket this file owns. Replies are checked as strictly as the daemon checks
  * requests: magic, version, type, size and sequence number must all match, or the
- * connection is dropped and the caller treats the daemon as gone.
+ * connection is dropped and the caller treats the daemon as gone. The one
+ * exception is an ERROR with sequence 0: kairosd refusing the connection itself
+ * (connection limits), which is a refusal (-EPERM), never a daemon gone.
  *
  * Every receive happens under agent_mu. The daemon may push TIME_POLICY at any
  * time after WELCOME: a requester waiting for its reply dispatches the pushes it
@@ -133,7 +135,8 @@ static int recv_reply(int fd, uint32_t seq, uint16_t want, void *body, uint32_t 
         if (dispatch_push_locked(&buf))
             continue;
         const struct kairos_hdr *h = &buf.m.h;
-        if (h->seq != seq)
+        bool refusal = h->seq == 0 && h->type == KAIROS_MSG_ERROR; /* of the connection */
+        if (h->seq != seq && !refusal)
             return -EPROTO;
         if (h->type == KAIROS_MSG_ERROR && h->size == sizeof(struct kairos_error)) {
             struct kairos_error e;
@@ -150,6 +153,25 @@ static int recv_reply(int fd, uint32_t seq, uint16_t want, void *body, uint32_t 
     }
 }
 
+/* kairosd refused the connection itself (too many connections, of this user or in
+ * all) and closed it before our request: its ERROR (sequence 0) may still wait to
+ * be read. -EPERM with its message then, so that the refusal is obeyed (never
+ * taken for a daemon that is down); else rc. */
+static int refusal_waiting(int fd, int rc, char *err, size_t err_len)
+{
+    union agent_msg buf;
+    ssize_t n = recv_one(fd, &buf, MSG_DONTWAIT);
+    if (n < 0 || buf.m.h.seq != 0 || buf.m.h.type != KAIROS_MSG_ERROR ||
+        buf.m.h.size != sizeof(struct kairos_error))
+        return rc;
+    struct kairos_error e;
+    memcpy(&e, buf.m.body, sizeof e);
+    e.message[sizeof e.message - 1] = 0;
+    if (err && err_len)
+        snprintf(err, err_len, "%s", e.message);
+    return -EPERM;
+}
+
 static int exchange_locked(uint16_t type, const void *body, uint32_t size, uint16_t want,
                            void *reply, uint32_t reply_size, char *err, size_t err_len)
 {
@@ -158,6 +180,8 @@ static int exchange_locked(uint16_t type, const void *body, uint32_t size, uint1
         return -ENOTCONN;
     uint32_t seq = ++agent_seq;
     int rc = send_msg(fd, type, seq, body, size);
+    if (rc == -EPIPE || rc == -ECONNRESET)
+        rc = refusal_waiting(fd, rc, err, err_len);
     if (rc == 0 && want)
         rc = recv_reply(fd, seq, want, reply, reply_size, err, err_len);
     if (rc < 0 && rc != -EPERM)

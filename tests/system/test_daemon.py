@@ -357,7 +357,7 @@ class Restart(DaemonCase):
     def test_corrupt_state_file_is_set_aside(self):
         self.d.stop()
         for garbage in (b"{\"version\": 1, \"tenants\": [", b"\x00\xff garbage",
-                        b"{\"version\": 1, \"tenants\": [{\"name\": \"x y\", \"quota\": {}}]}",
+                        b"{\"version\": 7, \"tenants\": [{\"name\": \"x\", \"quota\": {}}]}",
                         b"[]"):
             with open(self.d.state, "wb") as f:
                 f.write(garbage)

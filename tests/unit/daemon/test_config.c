@@ -101,7 +101,24 @@ static void test_bad(void **state)
     bad("tenants:\n  - name: a\n    memory: { 0: [8G] }\n", "bad.yaml:3:18:", "a size");
     bad("tenants:\n  - name: a\n    quota: 1\n", "bad.yaml:3:5:", "unknown key 'quota'");
     bad("gpus: 1\ngpus: 2\n", "bad.yaml:2:1:", "appears twice");
+    /* duplicate keys anywhere are refused, never last-wins (1G then 80G gave 80G) */
+    bad("tenants:\n  - name: a\n    memory: { 0: 1G }\n    memory: { 0: 80G }\n",
+        "bad.yaml:4:5:", "'memory' appears twice in the same mapping (first at line 3)");
+    bad("tenants:\n  - name: a\n    name: b\n", "bad.yaml:3:5:", "'name' appears twice");
+    bad("audit: { kill: false, kill: true }\n", "bad.yaml:1:23:", "'kill' appears twice");
+    bad("tenants:\n  - name: a\n    compute: { 0: { share: 10%, share: 90% } }\n",
+        "bad.yaml:3:33:", "'share' appears twice");
+    bad("tenants:\n  - name: a\n    memory: { 0: 1G, 1: 2G, 0: 3G }\n", "bad.yaml:3:29:",
+        "'0' appears twice");
+    /* one document only */
+    bad("gpus: 1\n---\ngpus: 2\n", "bad.yaml:3:1:", "a second YAML document");
+    bad("---\ngpus: 1\n...\n---\ntenants: []\n", "bad.yaml:5:1:", "a second YAML document");
+    bad("gpus: 1\n---\n- [\n", "bad.yaml:", "after the first document");
     bad("socket: \"\\xZZ\"\n", "bad.yaml:1:", "");
+    bad("max_connections_per_user: 0\n", "bad.yaml:1:27:", "at least 1");
+    bad("register_timeout_ms: 10\n", "bad.yaml:1:22:", "at least 100");
+    bad("max_connections: 8\nadmin_reserve: 8\n", "bad.yaml:2:16:",
+        "admin_reserve (8) must be below max_connections (8)");
     bad("time_mode: strict\n", "bad.yaml:1:12:", "windows (strict windows while tenants compete)");
     /* compute policies */
     bad("tenants:\n  - name: a\n    compute: { 0: { share: 40 } }\n", "bad.yaml:3:28:",
@@ -122,6 +139,39 @@ static void test_bad(void **state)
         "  - name: train\n    compute: { 0: { share: 70% }, 1: { share: 90% } }\n"
         "  - name: infer\n    compute: { 0: { share: 50% } }\n",
         "bad.yaml:2:3:", "compute shares on GPU 0 add up to 120% (train 70%, infer 50%)");
+}
+
+/* The availability settings and their defaults. */
+static void test_connection_settings(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[512] = "";
+    static const char text[] = "max_connections: 300\nmax_connections_per_user: 20\n"
+                               "admin_reserve: 5\nregister_timeout_ms: 2500\n";
+    assert_int_equal(config_parse("t.yaml", text, strlen(text), &c, err, sizeof err), 0);
+    assert_int_equal(c.max_connections, 300);
+    assert_int_equal(c.max_connections_per_user, 20);
+    assert_int_equal(c.admin_reserve, 5);
+    assert_int_equal(c.register_timeout_ms, 2500);
+    config_free(&c);
+    assert_int_equal(config_parse("t.yaml", "", 0, &c, err, sizeof err), 0);
+    assert_int_equal(c.max_connections_per_user, 128);
+    assert_int_equal(c.admin_reserve, 16);
+    assert_int_equal(c.register_timeout_ms, 5000);
+    config_free(&c);
+}
+
+/* One document, with or without its markers, is read as before. */
+static void test_document_markers(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[512] = "";
+    static const char text[] = "---\ngpus: 3\n...\n";
+    assert_int_equal(config_parse("t.yaml", text, strlen(text), &c, err, sizeof err), 0);
+    assert_int_equal(c.gpus, 3);
+    config_free(&c);
 }
 
 static void test_compute(void **state)
@@ -173,7 +223,7 @@ static void test_members(void **state)
     bad("tenants:\n  - name: t\n    members: { cgroups: [slurm] }\n", "bad.yaml:3:",
         "beginning with '/'");
     bad("tenants:\n  - name: t\n    members: { users: [1], users: [2] }\n", "bad.yaml:3:",
-        "'users' appears twice in members");
+        "'users' appears twice in the same mapping");
     bad("tenants:\n  - name: t\n    members: [1]\n", "bad.yaml:3:", "expected members as a "
         "mapping");
 }
@@ -194,6 +244,8 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_compute),
         cmocka_unit_test(test_members),
+        cmocka_unit_test(test_document_markers),
+        cmocka_unit_test(test_connection_settings),
         cmocka_unit_test(test_load_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

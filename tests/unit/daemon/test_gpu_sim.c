@@ -3,6 +3,7 @@
  * costs), then the real scheduler against it: the stated bounds of
  * docs/scheduler.md for 2, 4 and 8 tenants, shallow queues, lending, a limit
  * next to an idle neighbour, arrivals and departures, a latency tenant. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,22 @@ static void run_text(const char *yaml, struct sim_result *r, struct sim_scenario
     if (sim_scenario_parse("test.yaml", yaml, strlen(yaml), sc, err, sizeof err))
         fail_msg("%s", err);
     assert_int_equal(sim_run(sc, NULL, 0, false, r), 0);
+}
+
+/* A scenario with a key twice, or a second document, is refused like kairosd.yaml. */
+static void test_scenario_duplicates_refused(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    char err[512] = "";
+    static const char dup[] = "seconds: 5\nseconds: 50\n";
+    assert_int_equal(sim_scenario_parse("s.yaml", dup, strlen(dup), &sc, err, sizeof err),
+                     -EINVAL);
+    assert_non_null(strstr(err, "s.yaml:2:1: 'seconds' appears twice"));
+    static const char two[] = "seconds: 5\n---\nseconds: 50\n";
+    assert_int_equal(sim_scenario_parse("s.yaml", two, strlen(two), &sc, err, sizeof err),
+                     -EINVAL);
+    assert_non_null(strstr(err, "a second YAML document"));
 }
 
 static void assert_converged(const struct sim_scenario *sc, const struct sim_result *r,
@@ -286,6 +303,7 @@ static void test_latency_tenant_first(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scenario_duplicates_refused),
         cmocka_unit_test(test_model_round_robin_ratio),
         cmocka_unit_test(test_model_shallow_ignores_timeslices),
         cmocka_unit_test(test_model_window_pause_costs),

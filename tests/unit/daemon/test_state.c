@@ -1,7 +1,9 @@
 /* test_state.c - the state file: round trip of run-time tenants and their compute
- * policies (config tenants are not written); corrupt, truncated or garbage files set
- * aside without touching the tenants already known; a bad compute policy refused
- * alone, its tenant and the other policies kept. */
+ * policies (config tenants are not written); corrupt, truncated, garbage, oversized
+ * files set aside without touching the tenants already known; one bad entry (a GPU
+ * the node lacks, a tenant beyond the limit) set aside alone; a bad compute policy
+ * refused alone, its tenant and the other policies kept; a failed write leaves the
+ * previous file. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -49,7 +53,7 @@ static void test_round_trip(void **state)
     assert_int_equal(ledger_tenant_add(&a, "job", q1, 0, NULL), 0);
     assert_int_equal(ledger_tenant_add(&a, "run-1", q2, LEDGER_TENANT_EPHEMERAL, &t), 0);
     t->owner_pid = 4242;
-    assert_int_equal(state_save(path, &a, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
@@ -102,10 +106,169 @@ static void test_corrupt_files(void **state)
     CORRUPT("");
     CORRUPT("[1, 2]");
     CORRUPT("{\"version\": 2, \"tenants\": []}");
-    CORRUPT("{\"version\": 1, \"tenants\": [{\"name\": \"a/b\", \"quota\": {}}]}");
-    CORRUPT("{\"version\": 1, \"tenants\": [{\"name\": \"a\", \"quota\": {\"9\": 5}}]}");
-    CORRUPT("{\"version\": 1, \"tenants\": [{\"name\": \"a\", \"quota\": {\"0\": -5}}]}");
     CORRUPT("{\"version\": 1, \"version\": 1, \"tenants\": []}");
+    CORRUPT("{\"version\": 1, \"tenants\": [{\"name\": \"a\", \"quota\": {\"0\": 1, \"0\": 2}}]}");
+    CORRUPT("{\"version\": 1, \"tenants\": []} {\"version\": 1, \"tenants\": []}");
+}
+
+static char warned[4][512];
+static int n_warned;
+
+static void warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    if (n_warned < 4)
+        snprintf(warned[n_warned], sizeof warned[0], "%s", msg);
+    n_warned++;
+}
+
+static void write_file(const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *name)
+{
+    FILE *f = fopen(name, "r");
+    assert_non_null(f);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+/* One bad entry among good ones: that entry alone is set aside (logged, and kept
+ * in PATH.set-aside-TIME for the administrator); the others are loaded. */
+static void bad_entry(const char *entry, const char *part)
+{
+    struct ledger l;
+    char err[512], aside[512], text[1024];
+    snprintf(text, sizeof text, "{\"version\": 1, \"tenants\": [{\"name\": \"good\", "
+             "\"quota\": {\"0\": 4096}}, %s, {\"name\": \"also\", \"quota\": {\"1\": 7}}]}",
+             entry);
+    write_file(text);
+    n_warned = 0;
+    ledger_init(&l, 2);
+    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(ledger_tenant_find(&l, "good")->quota[0], 4096);
+    assert_int_equal(ledger_tenant_find(&l, "also")->quota[1], 7);
+    assert_int_equal(l.n_tenants, 2);
+    assert_int_equal(n_warned, 1);
+    if (!strstr(warned[0], part) || !strstr(warned[0], "set aside"))
+        fail_msg("expected '%s' in '%s'", part, warned[0]);
+    assert_non_null(strstr(aside, ".set-aside-"));
+    const char *kept = read_file(aside);
+    if (!strstr(kept, "\"version\": 1") || strstr(kept, "4096"))
+        fail_msg("set-aside file: %s", kept);
+    unlink(aside);
+    assert_int_equal(access(path, F_OK), 0); /* the file itself stays */
+    ledger_fini(&l);
+}
+
+static void test_bad_entries(void **state)
+{
+    (void)state;
+    bad_entry("{\"name\": \"gone\", \"quota\": {\"0\": 1, \"5\": 1073741824}}",
+              "tenant 'gone' has a quota on GPU 5, which this node does not have (it has 2)");
+    bad_entry("{\"name\": \"a/b\", \"quota\": {}}", "entry 1: needs a valid \"name\"");
+    bad_entry("{\"name\": \"neg\", \"quota\": {\"0\": -5}}", "tenant 'neg': quota \"0\"");
+    bad_entry("{\"name\": \"idx\", \"quota\": {\"-0\": 5}}", "tenant 'idx': quota \"-0\"");
+    bad_entry("{\"name\": \"good\", \"quota\": {\"0\": 1}}", "appears twice");
+    bad_entry("[]", "entry 1");
+    /* a quota of 0 on a missing GPU is no reason to refuse anything */
+    struct ledger l;
+    char err[512], aside[512];
+    write_file("{\"version\": 1, \"tenants\": [{\"name\": \"z\", \"quota\": {\"9\": 0}}]}");
+    ledger_init(&l, 2);
+    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_string_equal(aside, "");
+    ledger_fini(&l);
+}
+
+/* Beyond LEDGER_MAX_TENANTS, the extra entries are set aside with a message that
+ * names the limit, never dropped without a word. */
+static void test_too_many_tenants(void **state)
+{
+    (void)state;
+    struct ledger a, b;
+    char err[512], aside[512], name[32];
+    ledger_init(&a, 1);
+    for (int i = 0; i < LEDGER_MAX_TENANTS; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        assert_int_equal(ledger_tenant_add(&a, name, NULL, 0, NULL), 0);
+    }
+    assert_int_equal(ledger_tenant_add(&a, "one-more", NULL, 0, NULL), -ENOSPC);
+    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    ledger_init(&b, 1);
+    assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
+    n_warned = 0;
+    assert_int_equal(state_load(path, &b, warn, NULL, err, sizeof err, aside, sizeof aside),
+                     LEDGER_MAX_TENANTS - 1);
+    assert_int_equal(n_warned, 1);
+    char limit[64];
+    snprintf(limit, sizeof limit, "at most %d tenants", LEDGER_MAX_TENANTS);
+    if (!strstr(warned[0], limit))
+        fail_msg("%s", warned[0]);
+    assert_non_null(strstr(read_file(aside), "\"name\": \"t"));
+    unlink(aside);
+    ledger_fini(&a);
+    ledger_fini(&b);
+}
+
+/* A file larger than STATE_MAX_BYTES is refused from its size, without being read
+ * (quickly, in bounded memory), and set aside; one that is no regular file too. */
+static void test_oversized_file(void **state)
+{
+    (void)state;
+    struct ledger l;
+    char err[512], aside[512];
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)STATE_MAX_BYTES + 1), 0); /* sparse: costs nothing */
+    close(fd);
+    ledger_init(&l, 2);
+    assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
+    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    if (!strstr(err, "larger than 16 MiB") || !strstr(err, "set aside as"))
+        fail_msg("%s", err);
+    assert_int_equal(access(path, F_OK), -1);
+    unlink(aside);
+    assert_int_equal(l.n_tenants, 1);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    if (!strstr(err, "not a regular file"))
+        fail_msg("%s", err);
+    rmdir(aside);
+    ledger_fini(&l);
+}
+
+/* A write that cannot be made (here: PATH.tmp is a directory) fails with a
+ * message and leaves the previous file untouched. */
+static void test_failed_write(void **state)
+{
+    (void)state;
+    struct ledger a;
+    char err[512], tmp[300];
+    ledger_init(&a, 1);
+    assert_int_equal(ledger_tenant_add(&a, "first", NULL, 0, NULL), 0);
+    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    assert_int_equal(ledger_tenant_add(&a, "second", NULL, 0, NULL), 0);
+    assert_true(state_save(path, &a, NULL, err, sizeof err) < 0);
+    if (!strstr(err, "cannot write"))
+        fail_msg("%s", err);
+    assert_null(strstr(read_file(path), "second"));
+    assert_non_null(strstr(read_file(path), "first"));
+    rmdir(tmp);
+    /* skip leaves one tenant out (one about to be removed) */
+    assert_int_equal(state_save(path, &a, ledger_tenant_find(&a, "first"), err, sizeof err), 0);
+    assert_null(strstr(read_file(path), "first"));
+    ledger_fini(&a);
 }
 
 static void test_compute_round_trip(void **state)
@@ -120,7 +283,7 @@ static void test_compute_round_trip(void **state)
     t->has_compute[1] = true;
     t->compute[1] = (struct sched_policy){.share = 0.3, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
     assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
     FILE *f = fopen(path, "r");
     char text[4096] = "";
     assert_non_null(f);
@@ -139,17 +302,6 @@ static void test_compute_round_trip(void **state)
     assert_false(ledger_tenant_find(&b, "plain")->has_compute[1]);
     ledger_fini(&a);
     ledger_fini(&b);
-}
-
-static char warned[4][512];
-static int n_warned;
-
-static void warn(void *ctx, const char *msg)
-{
-    (void)ctx;
-    if (n_warned < 4)
-        snprintf(warned[n_warned], sizeof warned[0], "%s", msg);
-    n_warned++;
 }
 
 /* One file, one tenant: the policies that are bad are refused one by one. */
@@ -211,6 +363,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compute_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_compute, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_many_tenants, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_write, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""kairosd's state file and configuration against a bad disk and bad files: a state
+write that fails (a read-only or full file system, a path that cannot be renamed)
+answers the administrator with an error and changes nothing, in memory or after a
+restart; one entry for a GPU the node no longer has is set aside alone; a state
+file too large or corrupt is refused fast, in bounded memory, kept aside, and
+kairosd starts with its configured tenants; tenants beyond the limit are refused
+with a message; duplicate keys and a second YAML document in kairosd.yaml are
+refused. Prints the load time and peak memory of the largest state file accepted.
+Usage: test_state_config.py KAIROSD_BINARY KAIROS_BINARY"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+
+KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
+GiB = kp.GiB
+TENANTS = "  - name: alice\n    memory: { 0: 8G }\n"
+LIMIT = 4096  # LEDGER_MAX_TENANTS
+
+
+def peak_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Case(unittest.TestCase):
+    gpus = 2
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, TENANTS, gpus=self.gpus)
+
+    def tearDown(self):
+        alive = self.d.alive()
+        rc = self.d.stop()
+        if rc not in (0, None):
+            print(self.d.read_log(), file=sys.stderr)
+        self.assertTrue(alive or rc is None, "kairosd died during the test")
+        shutil.rmtree(self.d.dir, ignore_errors=True)
+
+    def ps(self):
+        c = self.d.client()
+        try:
+            return c.ps()
+        finally:
+            c.close()
+
+    def admin(self, name, quotas, flags=0):
+        c = self.d.client()
+        try:
+            c.tenant_set(name, quotas, flags)
+        finally:
+            c.close()
+
+    def delete(self, name):
+        c = self.d.client()
+        try:
+            t, _ = c.request(kp.TENANT_DEL, kp.name64(name))
+            return t
+        finally:
+            c.close()
+
+    def write_state(self, tenants):
+        with open(self.d.state, "w") as f:
+            json.dump({"version": 1, "tenants": tenants}, f)
+
+
+class FailedWrite(Case):
+    def refused_while_unwritable(self):
+        """With the state file unwritable: creating, changing and removing run-time
+        tenants are refused with a message, and nothing changes."""
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("new", [GiB, 0])
+        self.assertEqual(e.exception.code, kp.ERR_BUSY)
+        self.assertIn("tenant 'new' not created: kairosd cannot write its state file",
+                      e.exception.message)
+        self.assertIn("nothing changed", e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("job", [5 * GiB, 0])
+        self.assertIn("tenant 'job' not updated", e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            self.delete("job")
+        self.assertIn("tenant 'job' not removed", e.exception.message)
+        ps = self.ps()
+        self.assertNotIn("new", ps)
+        self.assertEqual(ps["job"]["quota"], [2 * GiB, 0])  # not 5: the change was undone
+        self.assertEqual(ps["alice"]["quota"], [8 * GiB, 0])
+        self.assertIn("state not saved", self.d.read_log())
+
+    def after_restart(self):
+        self.assertEqual(self.d.stop(), 0)
+        self.d.start()
+        ps = self.ps()
+        self.assertEqual(ps["job"]["quota"], [2 * GiB, 0])
+        self.assertNotIn("new", ps)
+        self.assertIn("alice", ps)
+
+    def test_rename_fails(self):
+        """Any user: PATH.tmp is a directory, so no write reaches the file."""
+        self.d.start()
+        self.admin("job", [2 * GiB, 0])
+        os.mkdir(self.d.state + ".tmp")
+        self.refused_while_unwritable()
+        os.rmdir(self.d.state + ".tmp")
+        self.after_restart()
+        self.admin("new", [GiB, 0])  # writable again: accepted
+        self.assertIn("new", self.ps())
+
+    def test_full_file_system(self):
+        """As root: the state lives on a tiny tmpfs that is then filled up."""
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        mnt = os.path.join(self.d.dir, "small")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+                          capture_output=True).returncode:
+            self.skipTest("cannot mount a tmpfs here")
+        try:
+            self.d.state = os.path.join(mnt, "state.json")
+            text = open(self.d.config).read().replace(os.path.join(self.d.dir, "state.json"),
+                                                      self.d.state)
+            with open(self.d.config, "w") as f:
+                f.write(text)
+            self.d.start()
+            self.admin("job", [2 * GiB, 0])
+            with open(os.path.join(mnt, "filler"), "wb") as f:
+                try:
+                    f.write(b"x" * (1 << 20))
+                except OSError:
+                    pass
+            self.refused_while_unwritable()
+            self.assertIn("No space left on device", self.d.read_log())
+            os.unlink(os.path.join(mnt, "filler"))
+            self.after_restart()
+        finally:
+            self.d.stop()
+            subprocess.run(["umount", mnt])
+
+
+class BadStateFile(Case):
+    def test_entry_for_a_missing_gpu_is_set_aside_alone(self):
+        self.write_state([
+            {"name": "keep1", "quota": {"0": GiB}},
+            {"name": "gone", "quota": {"0": GiB, "5": 4 * GiB}},
+            {"name": "keep2", "quota": {"1": 2 * GiB}, "ephemeral": False}])
+        self.d.start()
+        ps = self.ps()
+        self.assertEqual(ps["keep1"]["quota"], [GiB, 0])
+        self.assertEqual(ps["keep2"]["quota"], [0, 2 * GiB])
+        self.assertNotIn("gone", ps)
+        log = self.d.read_log()
+        self.assertIn("tenant 'gone' has a quota on GPU 5, which this node does not have (it has "
+                      "2); this entry is set aside, the other tenants are loaded", log)
+        aside = [n for n in os.listdir(self.d.dir) if n.startswith("state.json.set-aside-")]
+        self.assertEqual(len(aside), 1)
+        with open(os.path.join(self.d.dir, aside[0])) as f:
+            kept = json.load(f)
+        self.assertEqual([t["name"] for t in kept["tenants"]], ["gone"])
+        self.assertEqual(kept["tenants"][0]["quota"]["5"], 4 * GiB)
+
+    def test_huge_file_refused_fast(self):
+        big = [{"name": f"t{i}", "quota": {"0": i}, "pad": "x" * 4000} for i in range(5000)]
+        self.write_state(big)  # ~20 MB: over the 16 MiB cap
+        size = os.path.getsize(self.d.state)
+        t0 = time.monotonic()
+        self.d.start()
+        started = time.monotonic() - t0
+        ps = self.ps()
+        self.assertEqual(list(ps), ["alice"])
+        log = self.d.read_log()
+        self.assertIn("larger than 16 MiB, the most a state file may hold", log)
+        self.assertIn("the configuration's tenants are kept", log)
+        aside = [n for n in os.listdir(self.d.dir) if n.startswith("state.json.corrupt-")]
+        self.assertEqual(len(aside), 1)
+        self.assertEqual(os.path.getsize(os.path.join(self.d.dir, aside[0])), size)
+        rss = peak_rss_kib(self.d.proc.pid)
+        print(f"\n  {size / 1e6:.1f} MB state file refused; kairosd up in {started:.2f} s, "
+              f"peak RSS {rss / 1024:.1f} MiB", file=sys.stderr)
+        self.assertLess(started, 5.0)
+
+    def test_corrupt_file_keeps_configured_tenants(self):
+        with open(self.d.state, "wb") as f:
+            f.write(b"{\"version\": 1, \"tenants\": [" + b"[" * 100000)
+        self.d.start()
+        self.assertEqual(list(self.ps()), ["alice"])
+        self.assertIn("is corrupt", self.d.read_log())
+
+
+class Limits(Case):
+    gpus = 16
+
+    def test_largest_state_file_and_one_tenant_more(self):
+        comp = {str(g): {"share_ppm": 100, "limit_ppm": 500000, "priority": "batch"}
+                for g in range(16)}
+        self.write_state([{"name": f"tenant-{i:05d}", "ephemeral": False,
+                           "quota": {str(g): 80 * GiB + i for g in range(16)},
+                           "compute": comp} for i in range(LIMIT - 1)])
+        size = os.path.getsize(self.d.state)
+        t0 = time.monotonic()
+        self.d.start(timeout=60)
+        up = time.monotonic() - t0
+        c = self.d.client()
+        _, quota = c.hello("tenant-04094")  # the last entry was loaded, with its quotas
+        c.close()
+        self.assertEqual(quota[15], 80 * GiB + 4094)
+        self.assertIn(f"{LIMIT - 1} tenant(s) created at run time restored", self.d.read_log())
+        self.assertNotIn("set aside", self.d.read_log())
+        self.assertLess(up, 30)  # linear: 1 s optimised; it took minutes when quadratic
+        print(f"\n  largest state file: {LIMIT} tenants x 16 GPUs, {size / 1e6:.1f} MB; "
+              f"kairosd up in {up:.2f} s, peak RSS {peak_rss_kib(self.d.proc.pid) / 1024:.1f} "
+              f"MiB", file=sys.stderr)
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("one-more", [GiB])
+        self.assertIn(f"kairosd holds at most {LIMIT} tenants", e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            self.d.client().hello("one-more")
+        self.assertEqual(e.exception.code, kp.ERR_NO_TENANT)
+
+
+class BadConfig(unittest.TestCase):
+    def check(self, yaml_text):
+        d = kp.Daemon(KAIROSD, "  []")
+        with open(d.config, "w") as f:
+            f.write(yaml_text)
+        r = subprocess.run([KAIROSD, "-c", d.config, "--check"], capture_output=True, text=True,
+                           timeout=30)
+        shutil.rmtree(d.dir)
+        return r
+
+    def test_duplicate_key_in_a_tenant(self):
+        r = self.check("tenants:\n  - name: a\n    memory: { 0: 1G }\n    memory: { 0: 80G }\n")
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr, r"kairosd\.yaml:4:5: 'memory' appears twice in the same "
+                                   r"mapping \(first at line 3\)")
+
+    def test_second_document(self):
+        r = self.check("tenants:\n  - name: a\n---\ntenants:\n  - name: b\n")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("kairosd.yaml:4:1: a second YAML document", r.stderr)
+
+    def test_limit_in_the_configuration(self):
+        r = self.check("tenants:\n" + "".join(f"  - name: t{i}\n" for i in range(LIMIT + 1)))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"too many tenants (at most {LIMIT})", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
