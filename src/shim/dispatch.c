@@ -4,10 +4,14 @@
  * a lock; for an NVIDIA descriptor, capture the argument before the call only
  * when tracing, make the real call with no lock held, then read the argument
  * (unwrapping IOCTL_XFER_CMD), decode it, and apply it to the object tree under
- * the state lock; emit the trace line last. Bytes are read straight from the
- * application's memory only after the driver accepted them (ret == 0, and for
- * parameters status NV_OK, so the driver itself copied them); anything else is
- * read only in trace mode, through tracer_safe_copy, which cannot fault.
+ * the state lock; emit the trace line last. When a quota is in force, every
+ * call the tree records is made on a copy the shim owns (shadow.h), so what is
+ * charged is what the driver read and answered, whatever the application's
+ * other threads or signal handlers write meanwhile. Other bytes are read
+ * straight from the application's memory only after the driver accepted them
+ * (ret == 0, and for parameters status NV_OK, so the driver itself copied them);
+ * anything else is read only in trace mode, through tracer_safe_copy, which
+ * cannot fault.
  */
 #include "shim/dispatch.h"
 
@@ -26,6 +30,7 @@
 #include "shim/agent.h"
 #include "shim/fdtable.h"
 #include "shim/memguard.h"
+#include "shim/shadow.h"
 #include "shim/state.h"
 #include "shim/timectl.h"
 #include "shim/tracer.h"
@@ -540,11 +545,20 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     f.in_arg = arg;
     f.in_len = arg_size(fi->node, f.req);
     struct tracer_scratch *sc = tracer_on() ? tracer_scratch() : NULL;
-    bool guard = memguard_active() && fi->node == RM_NODE_CTL;
+    bool guard = memguard_active() && fi->node != RM_NODE_UVM;
     size_t before_len = 0;
     double t0 = 0;
+    /* Guarded: the driver reads only the shim's copy (shadow.h); every read below
+     * of the argument, before and after the call, is of that copy. */
+    struct shadow_call sh = {.active = false};
+    if (guard && shadow_capture(&sh, f.req, arg) < 0) {
+        errno = EFAULT; /* unreadable: as the driver answers it */
+        return -1;
+    }
+    void *call_arg = shadow_arg(&sh, arg);
+    f.in_arg = call_arg;
     if (sc || guard)
-        unwrap_before(&f, arg);
+        unwrap_before(&f, call_arg);
     if (sc) {
         if (f.in_arg)
             before_len = tracer_safe_copy(sc->before, f.in_arg, f.in_len);
@@ -557,13 +571,14 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         f.refused = true;
         f.ret = 0;
     } else {
-        f.ret = r->ioctl(fd, request, arg);
+        f.ret = r->ioctl(fd, request, call_arg);
     }
     int saved = errno;
     double t1 = sc ? tracer_now_us() : 0;
     f.err = f.ret < 0 ? saved : 0;
+    shadow_reply(&sh);
 
-    read_after(&f, arg, sc);
+    read_after(&f, call_arg, sc);
     read_params(&f, sc);
     rewrite_memory_view(&f);
     keep_policy_timeslice(&f);

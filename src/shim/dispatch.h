@@ -5,8 +5,11 @@
  * core: descriptor classification (fdtable.h), decoding (core/rm_decode.h) and
  * the object tree (core/objtree.h), and to the tracer when tracing.
  *
- * Failure rule, the same for every call: the real call is made exactly as the
- * application asked and its return value and errno are returned unchanged. The
+ * Failure rule, the same for every call: the real call is made as the
+ * application asked (under a quota, an RM call the shim records is made on the
+ * shim's copy of its argument, shadow.h, with the same bytes; an unreadable one
+ * fails with EFAULT as the driver would fail it) and its return value and errno
+ * are returned unchanged. The
  * shim's own work happens around it, never holds the state lock across it,
  * preserves errno, and on any failure of its own (out of memory, unreadable
  * bytes) simply records less: it never fails, aborts or delays the call.

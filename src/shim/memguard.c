@@ -191,8 +191,12 @@ int memguard_first_gpu_use(const struct shim_real *r)
 
 /* ---- recognising an allocation before the call ------------------------------------ */
 
+/* Rounded up to the driver's page; a size no GPU has (beyond OBJTREE_MAX_BYTES)
+ * reserves UINT64_MAX, which no quota grants, instead of wrapping to 0. */
 static uint64_t round_up(uint64_t v, uint64_t to)
 {
+    if (v > OBJTREE_MAX_BYTES)
+        return UINT64_MAX;
     return (v + to - 1) / to * to;
 }
 

@@ -52,6 +52,8 @@ static struct fk_obj *objs;
 static size_t n_objs, objs_cap;
 static uint32_t next_handle = 0xcaf00001u;
 static atomic_ulong n_ioctls;
+static void (*_Atomic reply_hook)(void *ctx);
+static void *_Atomic reply_hook_ctx;
 #define FK_CTL_LOG_MAX 4096
 static struct fakedrv_ctl_rec ctl_log[FK_CTL_LOG_MAX];
 static size_t n_ctl_log;
@@ -451,6 +453,8 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             return RM_NV_ERR_INVALID_ARGUMENT;
         if (mp.size == 0)
             return RM_NV_ERR_INVALID_ARGUMENT;
+        if (mp.size > fb_total[gpu])
+            return RM_NV_ERR_NO_MEMORY;
         bytes = (mp.size + FAKEDRV_PAGE - 1) / FAKEDRV_PAGE * FAKEDRV_PAGE;
         if (fb_total[gpu] - fb_used[gpu] < bytes)
             return RM_NV_ERR_NO_MEMORY;
@@ -471,6 +475,25 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
     objs[n_objs++] = (struct fk_obj){h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false};
     *h_new = h;
     return RM_NV_OK;
+}
+
+/* As RM: the parameters are copied in (by the class's size), the allocation
+ * works on the copy, and the copy goes back to the caller's memory. */
+static uint32_t rm_alloc_copied_locked(struct fk_file *f, uint32_t h_root, uint32_t h_parent,
+                                       uint32_t *h_new, uint32_t cls, uint64_t params_ptr,
+                                       uint32_t params_size)
+{
+    uint8_t copy[1024];
+    uint32_t len = rm_class_params_size(cls) ? rm_class_params_size(cls) : params_size;
+    uint8_t *user = (uint8_t *)(uintptr_t)params_ptr;
+    if (!user || len == 0)
+        return rm_alloc_locked(f, h_root, h_parent, h_new, cls, NULL, 0);
+    if (len > sizeof copy)
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    memcpy(copy, user, len);
+    uint32_t status = rm_alloc_locked(f, h_root, h_parent, h_new, cls, copy, len);
+    memcpy(user, copy, len);
+    return status;
 }
 
 /* Appends a time-control record to the in-process log and, when FAKEDRV_CTL_LOG
@@ -614,16 +637,16 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
     pthread_mutex_lock(&mu);
     switch (nr) {
     case RM_NR_ALLOC:
-        if (!ctl || (size != 32 && size != 48)) {
+        if (size != 32 && size != 48) {
             ret = -EINVAL;
         } else if (size == 32) {
             struct rm_alloc_args *a = (void *)arg;
-            a->status = rm_alloc_locked(f, a->h_client, a->h_parent, &a->h_object, a->h_class,
-                                        (uint8_t *)(uintptr_t)a->params, a->params_size);
+            a->status = rm_alloc_copied_locked(f, a->h_client, a->h_parent, &a->h_object,
+                                               a->h_class, a->params, a->params_size);
         } else {
             struct rm_alloc64_args *a = (void *)arg;
-            a->status = rm_alloc_locked(f, a->h_client, a->h_parent, &a->h_object, a->h_class,
-                                        (uint8_t *)(uintptr_t)a->params, a->params_size);
+            a->status = rm_alloc_copied_locked(f, a->h_client, a->h_parent, &a->h_object,
+                                               a->h_class, a->params, a->params_size);
         }
         break;
     case RM_NR_FREE:
@@ -684,6 +707,25 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
     return ret;
 }
 
+/* As the kernel: the argument is copied in, served, and copied back out. */
+static int rm_escape_copied(struct fk_file *f, unsigned nr, unsigned size, uint8_t *user)
+{
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, user, size);
+    int ret = rm_escape(f, nr, size, copy);
+    memcpy(user, copy, size);
+    free(copy);
+    return ret;
+}
+
+void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx)
+{
+    atomic_store(&reply_hook_ctx, ctx);
+    atomic_store(&reply_hook, hook);
+}
+
 static int uvm_ioctl(struct fk_file *f, unsigned long request, uint8_t *arg)
 {
     if (request == 0x30000001ul) { /* UVM_INITIALIZE: {u64 flags; u32 status} */
@@ -727,11 +769,14 @@ int fakedrv_ioctl(int fd, unsigned long request, ...)
             else if (!x.ptr)
                 ret = -EFAULT;
             else
-                ret = rm_escape(f, x.cmd, x.size, (uint8_t *)(uintptr_t)x.ptr);
+                ret = rm_escape_copied(f, x.cmd, x.size, (uint8_t *)(uintptr_t)x.ptr);
         }
     } else {
-        ret = rm_escape(f, RM_IOC_NR(request), RM_IOC_SIZE(request), arg);
+        ret = rm_escape_copied(f, RM_IOC_NR(request), RM_IOC_SIZE(request), arg);
     }
+    void (*hook)(void *) = atomic_load(&reply_hook);
+    if (hook) /* what runs at the return to user space: a signal, another thread */
+        hook(atomic_load(&reply_hook_ctx));
     if (ret < 0) {
         errno = -ret;
         return -1;

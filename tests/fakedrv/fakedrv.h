@@ -2,7 +2,9 @@
  *
  * Emulates enough of /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm to drive
  * the shim: descriptors (real /dev/null descriptors underneath, so close and dup
- * work), RM_ALLOC (NVOS21 and NVOS64; handles assigned when hObjectNew is 0;
+ * work), arguments and RM_ALLOC parameters copied in and out as the kernel does
+ * (the caller's memory is read once, before the work, and written once, after),
+ * RM_ALLOC on any node (NVOS21 and NVOS64; handles assigned when hObjectNew is 0;
  * class 0x40 takes device memory, rounded up to 2 MiB, NV_ERR_NO_MEMORY when the
  * fake GPU is full), RM_FREE (with the subtree), RM_CONTROL (FB_GET_INFO_V2
  * answers total and free; NV_OK otherwise), RM_MAP_MEMORY + mmap (an anonymous
@@ -64,6 +66,11 @@ void *fakedrv_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_
 int fakedrv_munmap(void *addr, size_t len);
 int fakedrv_fstat(int fd, struct stat *st);
 ssize_t fakedrv_readlink(const char *path, char *buf, size_t len);
+
+/* Tests: hook(ctx) runs after every ioctl on a fake descriptor has been served
+ * and its reply copied out, before the ioctl returns: where a signal handler or
+ * another thread of the caller runs at the return to user space. NULL: none. */
+void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx);
 
 /* Inspection, for tests. */
 uint64_t fakedrv_fb_total(int gpu);
