@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/bytes.h"
@@ -131,24 +132,14 @@ static int call_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd,
     return r->openat(dirfd, path, flags, mode);
 }
 
-int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
-              int flags, mode_t mode)
+/* fd is a fresh descriptor (an open, a received one): whatever was cached for
+ * its number is stale. path, when known, classifies it at once. */
+static void note_opened(int fd, int dirfd, const char *path)
 {
-    int ctl_minor;
-    if (memguard_active() && path &&
-        fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
-        memguard_first_gpu_use(r) < 0) {
-        errno = EACCES; /* fail-closed: the tenant's daemon cannot be reached */
-        return -1;
-    }
-    int fd = call_open(r, fn, dirfd, path, flags, mode);
-    if (fd < 0)
-        return fd;
     int saved = errno;
     int minor;
-    enum rm_node node = fdtable_classify_path(dirfd, path, &minor);
+    enum rm_node node = path ? fdtable_classify_path(dirfd, path, &minor) : RM_NODE_NONE;
     if (node == RM_NODE_NONE) {
-        /* A fresh descriptor: whatever was cached for this number is stale. */
         if (fdtable_get(fd, NULL) == FDT_NVIDIA)
             forget_nvidia(fd);
         fdtable_set_plain(fd, FDT_UNKNOWN);
@@ -160,10 +151,26 @@ int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const 
             tracer_emit_open(fd, path);
     }
     errno = saved;
+}
+
+static bool open_refused(const struct shim_real *r, int dirfd, const char *path);
+
+int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
+              int flags, mode_t mode)
+{
+    if (open_refused(r, dirfd, path)) {
+        errno = EACCES; /* fail-closed: the tenant's daemon cannot be reached */
+        return -1;
+    }
+    int fd = call_open(r, fn, dirfd, path, flags, mode);
+    if (fd < 0)
+        return fd;
+    note_opened(fd, dirfd, path);
     return fd;
 }
 
-int shim_close(const struct shim_real *r, int fd)
+/* fd is about to be closed (by close, fclose, close_range, ...): forgets it. */
+static void note_closing(int fd)
 {
     if (tracer_owns_fd(fd))
         tracer_stop(); /* the application took its descriptor back */
@@ -179,7 +186,110 @@ int shim_close(const struct shim_real *r, int fd)
     } else if (cls == FDT_OTHER) {
         fdtable_set_plain(fd, FDT_UNKNOWN);
     }
+}
+
+int shim_close(const struct shim_real *r, int fd)
+{
+    note_closing(fd);
     return r->close(fd);
+}
+
+/* ---- descriptors opened or closed where the shim cannot see the call itself ---- */
+
+/* The valid close_range flags: anything else fails with EINVAL and closes nothing. */
+#define SHIM_CLOSE_RANGE_FLAGS ((1u << 1) | (1u << 2)) /* UNSHARE | CLOEXEC */
+#define SHIM_CLOSE_RANGE_CLOEXEC (1u << 2)
+
+static void note_range_closing(unsigned int first, unsigned int last)
+{
+    int hi = last > (unsigned)INT_MAX ? INT_MAX : (int)last;
+    if (first > (unsigned)INT_MAX)
+        return;
+    for (int fd = fdtable_next_known((int)first, hi); fd >= 0 && fd <= hi;
+         fd = fd == hi ? -1 : fdtable_next_known(fd + 1, hi))
+        note_closing(fd);
+}
+
+int shim_close_range(const struct shim_real *r, unsigned int first, unsigned int last, int flags)
+{
+    bool closes = first <= last && !((unsigned)flags & ~SHIM_CLOSE_RANGE_FLAGS) &&
+                  !((unsigned)flags & SHIM_CLOSE_RANGE_CLOEXEC);
+    if (closes)
+        note_range_closing(first, last);
+    return r->close_range(first, last, flags);
+}
+
+void shim_closefrom(const struct shim_real *r, int lowfd)
+{
+    if (lowfd >= 0)
+        note_range_closing((unsigned)lowfd, ~0u);
+    r->closefrom(lowfd);
+}
+
+int shim_fclose(const struct shim_real *r, FILE *stream)
+{
+    int fd = stream ? fileno(stream) : -1;
+    if (fd >= 0)
+        note_closing(fd);
+    return r->fclose(stream);
+}
+
+/* The first open of /dev/nvidiactl registers with kairosd (fail-closed). */
+static bool open_refused(const struct shim_real *r, int dirfd, const char *path)
+{
+    int ctl_minor;
+    return memguard_active() && path &&
+           fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
+           memguard_first_gpu_use(r) < 0;
+}
+
+FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const char *mode)
+{
+    if (open_refused(r, AT_FDCWD, path)) {
+        errno = EACCES;
+        return NULL;
+    }
+    FILE *fp = is64 ? r->fopen64(path, mode) : r->fopen(path, mode);
+    if (fp)
+        note_opened(fileno(fp), AT_FDCWD, path);
+    return fp;
+}
+
+FILE *shim_freopen(const struct shim_real *r, bool is64, const char *path, const char *mode,
+                   FILE *stream)
+{
+    if (open_refused(r, AT_FDCWD, path)) {
+        errno = EACCES;
+        return NULL;
+    }
+    int old = stream ? fileno(stream) : -1;
+    if (old >= 0)
+        note_closing(old); /* the stream's file is closed whatever the outcome */
+    FILE *fp = is64 ? r->freopen64(path, mode, stream) : r->freopen(path, mode, stream);
+    if (fp)
+        note_opened(fileno(fp), AT_FDCWD, path); /* path NULL: classified lazily */
+    return fp;
+}
+
+ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int flags)
+{
+    ssize_t n = r->recvmsg(fd, msg, flags);
+    if (n < 0 || !msg || msg->msg_controllen == 0)
+        return n;
+    int saved = errno;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len < CMSG_LEN(0))
+            continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof got, sizeof got);
+            note_opened(got, AT_FDCWD, NULL);
+        }
+    }
+    errno = saved;
+    return n;
 }
 
 /* newfd now refers to oldfd's file (after a successful dup-like call). When
@@ -597,7 +707,9 @@ int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *a
 {
     struct fdt_info fi;
     enum fdt_class cls = fdtable_get(fd, &fi);
-    if (cls == FDT_UNKNOWN)
+    /* "Not NVIDIA" may be stale when the number was reused by a call the shim
+     * does not see (a raw syscall, openat2): an RM request ('F') looks again. */
+    if (cls == FDT_UNKNOWN || (cls == FDT_OTHER && RM_IOC_TYPEOF(request) == RM_IOC_TYPE))
         cls = classify_slow(r, fd, &fi);
     if (cls != FDT_NVIDIA)
         return r->ioctl(fd, request, arg);

@@ -59,6 +59,11 @@ enum rm_node fdtable_classify_stat(const struct stat *st, int *minor);
  * time control's occasional use, not for the fast path. */
 int fdtable_fd_of_file(uint64_t file_id);
 
+/* Lock-free: the lowest descriptor in [from, last] the table knows anything of
+ * (NVIDIA or "not NVIDIA"), or -1. Skips chunks never allocated: for closes of
+ * descriptor ranges (close_range, closefrom). */
+int fdtable_next_known(int from, int last);
+
 /* ---- under the state lock ------------------------------------------------------------ */
 
 /* fd was just opened on an NVIDIA node: gives it a new file (refs 1), unless a

@@ -1,9 +1,10 @@
 /* fakedrv.h - a fake NVIDIA kernel driver (RM) for tests, with no GPU.
  *
  * Emulates enough of /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm to drive
- * the shim: descriptors (real /dev/null descriptors underneath, so close and dup
- * work), arguments and RM_ALLOC parameters copied in and out as the kernel does
- * (the caller's memory is read once, before the work, and written once, after),
+ * the shim: descriptors (each fake file is a socket pair underneath, so close, dup,
+ * close_range, SCM_RIGHTS and fork share and drop it as the kernel does, and the
+ * fake sees its last close wherever it happens), arguments and RM_ALLOC
+ * parameters copied in and out as the kernel does (the caller's memory is read once, before the work, and written once, after),
  * RM_ALLOC on any node (NVOS21 and NVOS64; handles assigned when hObjectNew is 0;
  * class 0x40 takes device memory, rounded up to 2 MiB, NV_ERR_NO_MEMORY when the
  * fake GPU is full), RM_FREE (with the subtree), RM_CONTROL (FB_GET_INFO_V2
@@ -37,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -44,7 +46,7 @@
 #define FAKEDRV_PAGE (2u << 20) /* device memory is handed out in 2 MiB pages */
 #define FAKEDRV_UVM_MAJOR 238u
 
-/* Forgets every object and fake file (descriptors stay open as /dev/null) and
+/* Forgets every object and fake file (descriptors stay open as sockets) and
  * sets the number of GPUs and their memory. */
 void fakedrv_reset(int ngpus, uint64_t fb_bytes);
 
@@ -56,6 +58,7 @@ int fakedrv_openat(int dirfd, const char *path, int flags, ...);
 int fakedrv_open_2(const char *path, int flags);
 int fakedrv_openat_2(int dirfd, const char *path, int flags);
 int fakedrv_close(int fd);
+FILE *fakedrv_fopen(const char *path, const char *mode);
 int fakedrv_dup(int fd);
 int fakedrv_dup2(int fd, int fd2);
 int fakedrv_dup3(int fd, int fd2, int flags);
