@@ -15,13 +15,16 @@
  */
 #include "shim/dispatch.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/bytes.h"
@@ -83,6 +86,53 @@ static enum fdt_class classify(const struct shim_real *r, int fd, struct fdt_inf
     if (cls != FDT_UNKNOWN)
         return cls;
     return classify_slow(r, fd, info);
+}
+
+/* Another descriptor of this process on fd's open file that the shim does not
+ * track (made by a raw dup, or received unseen), or -1. Descriptors in
+ * [skip_lo, skip_hi] are about to close too. Scans /proc/self/fd with kcmp:
+ * only when fd is its file's last known descriptor, so the driver's memory is
+ * not released from the ledger while the file lives on. */
+static int untracked_twin(int fd, int skip_lo, int skip_hi)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int twin = -1, self = dirfd(d);
+    pid_t pid = getpid();
+    for (struct dirent *e = readdir(d); e && twin < 0; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        long n = strtol(e->d_name, NULL, 10);
+        if (n == fd || n == self || n > INT_MAX || (n >= skip_lo && n <= skip_hi) ||
+            fdtable_get((int)n, NULL) == FDT_NVIDIA)
+            continue;
+        if (syscall(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, fd, (int)n) == 0)
+            twin = (int)n;
+    }
+    closedir(d);
+    return twin;
+}
+
+/* fd is about to close: when it is the last descriptor of its file the shim
+ * knows, a twin the shim did not see takes its place. */
+static void adopt_twin(int fd, int skip_lo, int skip_hi)
+{
+    struct fdt_info cur;
+    if (fdtable_get(fd, &cur) != FDT_NVIDIA)
+        return;
+    state_lock();
+    bool last = fdtable_refs_locked(cur.file_id) == 1;
+    state_unlock();
+    if (!last)
+        return;
+    int twin = untracked_twin(fd, skip_lo, skip_hi);
+    if (twin < 0)
+        return;
+    state_lock();
+    if (fdtable_get(twin, NULL) != FDT_NVIDIA)
+        fdtable_share_locked(twin, &cur);
+    state_unlock();
 }
 
 /* Forgets an NVIDIA descriptor (close, or replaced by dup2); frees its file's
@@ -169,9 +219,11 @@ int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const 
     return fd;
 }
 
-/* fd is about to be closed (by close, fclose, close_range, ...): forgets it. */
-static void note_closing(int fd)
+/* fd is about to be closed (by close, fclose, close_range over [skip_lo,
+ * skip_hi], ...): forgets it. */
+static void note_closing_in(int fd, int skip_lo, int skip_hi)
 {
+    adopt_twin(fd, skip_lo, skip_hi);
     if (tracer_owns_fd(fd))
         tracer_stop(); /* the application took its descriptor back */
     if (agent_owns_fd(fd))
@@ -186,6 +238,11 @@ static void note_closing(int fd)
     } else if (cls == FDT_OTHER) {
         fdtable_set_plain(fd, FDT_UNKNOWN);
     }
+}
+
+static void note_closing(int fd)
+{
+    note_closing_in(fd, fd, fd);
 }
 
 int shim_close(const struct shim_real *r, int fd)
@@ -207,7 +264,7 @@ static void note_range_closing(unsigned int first, unsigned int last)
         return;
     for (int fd = fdtable_next_known((int)first, hi); fd >= 0 && fd <= hi;
          fd = fd == hi ? -1 : fdtable_next_known(fd + 1, hi))
-        note_closing(fd);
+        note_closing_in(fd, (int)first, hi);
 }
 
 int shim_close_range(const struct shim_real *r, unsigned int first, unsigned int last, int flags)

@@ -274,3 +274,9 @@ int fdtable_next_known(int from, int last)
     }
     return -1;
 }
+
+uint32_t fdtable_refs_locked(uint64_t file_id)
+{
+    struct fdt_file *f = file_find(file_id);
+    return f ? f->refs : 0;
+}

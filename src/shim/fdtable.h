@@ -78,6 +78,9 @@ bool fdtable_drop_locked(int fd, struct fdt_info *was, bool *last);
 /* newfd now shares the file of info (a dup); newfd must have been dropped. */
 bool fdtable_share_locked(int newfd, const struct fdt_info *info);
 
+/* How many tracked descriptors the file has (0: not a live file). */
+uint32_t fdtable_refs_locked(uint64_t file_id);
+
 /* Live NVIDIA files and descriptors, for tests and summaries. */
 void fdtable_counts_locked(uint32_t *files, uint32_t *descriptors);
 

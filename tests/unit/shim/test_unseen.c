@@ -7,8 +7,9 @@
  * /dev/nvidiactl descriptor that arrives where the shim cached "not NVIDIA" -
  * through fopen, SCM_RIGHTS (recvmsg seen, or a raw recvmsg unseen), or an open
  * the shim never saw (openat2 by syscall) - has every allocation counted:
- * 8 x 48 MiB under 64 MiB grants one. After every step what the shim charged
- * equals what the driver holds.
+ * 8 x 48 MiB under 64 MiB grants one; and a raw dup (unseen) that outlives
+ * the close of its original keeps the memory charged. After every step what the
+ * shim charged equals what the driver holds.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -267,6 +268,31 @@ static void test_scm_rights_unseen(void **state)
     scm_rights_onto_stale_number(false);
 }
 
+/* The raw-dup attack: each round opens, takes the whole quota, dups the
+ * descriptor behind the shim's back and closes the original. The driver keeps
+ * the memory (the dup holds the file), so the shim must keep charging it: the
+ * second round is refused, and the charge goes when the dup is closed. */
+static void test_raw_dup_then_close_keeps_the_charge(void **state)
+{
+    (void)state;
+    int dups[8];
+    int granted = 0;
+    for (int i = 0; i < 8; i++) {
+        int fd = open_ctl();
+        granted += allocate_on(fd);
+        dups[i] = real->dup(fd); /* unseen */
+        assert_true(dups[i] >= 0);
+        assert_int_equal(shim_close(real, fd), 0);
+        assert_ledger_exact();
+    }
+    assert_int_equal(granted, 1);
+    assert_int_equal(driver_holds(), ASK);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(shim_close(real, dups[i]), 0);
+    assert_int_equal(driver_holds(), 0);
+    assert_ledger_exact();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +304,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unseen_open_onto_stale_number, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scm_rights_seen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scm_rights_unseen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_dup_then_close_keeps_the_charge, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
