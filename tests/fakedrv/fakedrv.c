@@ -768,6 +768,34 @@ static int rm_escape_copied(struct fk_file *f, unsigned nr, unsigned size, uint8
     return ret;
 }
 
+/* FAKEDRV_ALLOC_DELAY_MS: a device-memory RM_ALLOC (direct or through XFER)
+ * stays that long in the driver, with no lock held: the window in which a test
+ * restarts kairosd with the allocation in flight. */
+static void delay_memory_alloc(unsigned long request, const uint8_t *arg)
+{
+    static long delay_ms = -1;
+    if (delay_ms < 0) {
+        const char *v = getenv("FAKEDRV_ALLOC_DELAY_MS");
+        delay_ms = v ? atol(v) : 0;
+    }
+    if (delay_ms <= 0)
+        return;
+    const uint8_t *inner = arg;
+    unsigned nr = RM_IOC_NR(request);
+    if (nr == RM_NR_XFER && RM_IOC_SIZE(request) == sizeof(struct rm_xfer_args)) {
+        struct rm_xfer_args x;
+        memcpy(&x, arg, sizeof x);
+        nr = x.cmd;
+        inner = (const uint8_t *)(uintptr_t)x.ptr;
+    }
+    uint32_t cls;
+    if (nr != RM_NR_ALLOC || !inner)
+        return;
+    memcpy(&cls, inner + 12, sizeof cls);
+    if (cls == 0x40)
+        usleep((useconds_t)delay_ms * 1000);
+}
+
 void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx)
 {
     atomic_store(&reply_hook_ctx, ctx);
@@ -804,6 +832,7 @@ int fakedrv_ioctl(int fd, unsigned long request, ...)
         errno = EFAULT;
         return -1;
     }
+    delay_memory_alloc(request, arg);
     int ret;
     if (f->node == RM_NODE_UVM) {
         ret = uvm_ioctl(f, request, arg);

@@ -27,7 +27,8 @@
  * file answers NV_ERR_INVALID_ARGUMENT.
  *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
- * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
+ * FAKEDRV_FB_MIB (device memory per GPU, default 16384); FAKEDRV_ALLOC_DELAY_MS
+ * keeps each device-memory RM_ALLOC that long in the driver (no lock held).
  *
  * Thread rules: every function is thread-safe (one internal mutex, never held
  * while calling anything but the kernel).

@@ -166,6 +166,28 @@ class WithDaemon(unittest.TestCase):
         self.assertEqual(a.returncode, 0, a.stderr.read())
         self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
 
+    def test_an_allocation_in_the_driver_at_a_restart_stays_charged(self):
+        """kairosd restarts while a granted allocation is still in the driver (the
+        fake keeps it there 1.5 s): the shim reattaches with it counted as held and
+        settles only the difference, so the new ledger counts it once; all of it is
+        released at the end."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "1",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "3"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_ALLOC_DELAY_MS="1500", **self.d.shim_env()))
+        # the context's allocation is granted (reserved) and now in the driver
+        self.assertTrue(self.wait_for(lambda: self.held() == PAGE, timeout=5.0), self.ps())
+        self.d.stop()
+        self.d.start()
+        ca = self.holding(a)
+        self.assertEqual(ca["vidmem_bytes"], 2 * PAGE)
+        self.assertTrue(self.wait_for(lambda: self.held() == 2 * PAGE, timeout=5.0), self.ps())
+        time.sleep(0.3)  # nothing settles twice
+        self.assertEqual(self.held(), 2 * PAGE)
+        a.wait(30)
+        self.assertEqual(a.returncode, 0, a.stderr.read())
+        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+
     def test_unknown_tenant_and_absent_daemon_are_refused_clearly(self):
         r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", KAIROS_SOCKET=self.d.socket)
         self.assertNotEqual(r.returncode, 0)
