@@ -290,19 +290,46 @@ static bool local_reserve_locked(uint32_t g, uint64_t bytes)
     return true;
 }
 
-/* Tenant mode: ask the ledger, reattaching once if the daemon went away. */
+/* How long an allocation waits for kairosd to come back (a restart, an
+ * upgrade) before it is refused (fail-closed): a restart costs a pause, not an
+ * out-of-memory error. The other threads' allocations wait behind it. */
+#define MEMGUARD_RESTART_WAIT_MS 5000u
+
+/* Reattaches and asks again until kairosd answers or the wait is over. */
+static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token,
+                               struct kairos_grant *grant)
+{
+    unsigned waited = 0, step = 25;
+    bool wait = !settings_get()->fail_open;
+    for (;;) {
+        char err[KAIROS_MSG_MAX];
+        int rc = register_locked(true, err, sizeof err);
+        if (rc == 0) {
+            rc = agent_charge(g, bytes, token, grant);
+            if (rc == 0 || rc == -EPROTO || !wait)
+                return rc; /* answered (an error from kairosd is not an outage) */
+        } else if (rc == -EPERM || rc == -EINVAL) {
+            return rc;     /* kairosd is back and refuses this process */
+        }
+        if (!wait || waited >= MEMGUARD_RESTART_WAIT_MS)
+            return -ENOTCONN;
+        usleep(step * 1000u);
+        waited += step;
+        step = step < 400 ? step * 2 : 400;
+    }
+}
+
+/* Tenant mode: ask the ledger; when the daemon went away, reattach and ask again
+ * (waiting for it up to MEMGUARD_RESTART_WAIT_MS when fail-closed). */
 static bool daemon_reserve_locked(uint32_t g, uint64_t bytes, uint64_t token)
 {
     struct kairos_grant grant;
     int rc = agent_charge(g, bytes, token, &grant);
-    if (rc < 0) {
-        char err[KAIROS_MSG_MAX];
-        if (register_locked(true, err, sizeof err) == 0)
-            rc = agent_charge(g, bytes, token, &grant);
-    }
+    if (rc < 0)
+        rc = charge_again_locked(g, bytes, token, &grant);
     if (rc < 0) {
         if (!settings_get()->fail_open) {
-            say("kairosd went away: allocation refused (fail-closed)");
+            say("kairosd did not come back within 5 s: allocation refused (fail-closed)");
             return false;
         }
         fall_back_locked(strerror(-rc));

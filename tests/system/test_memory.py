@@ -188,6 +188,26 @@ class WithDaemon(unittest.TestCase):
         self.assertEqual(a.returncode, 0, a.stderr.read())
         self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
 
+    def test_allocations_wait_for_a_restarting_daemon(self):
+        """kairosd is down for about a second while a process allocates (one 2 MiB
+        block every 100 ms): its allocations wait for the new daemon instead of
+        being refused, and the new ledger holds exactly what the process got."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "20",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_ALLOC_DELAY_MS="100", **self.d.shim_env()))
+        self.assertTrue(self.wait_for(lambda: self.held() >= 3 * PAGE, timeout=5.0), self.ps())
+        self.d.stop()
+        time.sleep(1.0)
+        self.d.start()
+        ca = self.holding(a)
+        self.assertEqual(ca["failed"], 0)
+        self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)
+        self.assertTrue(self.wait_for(lambda: self.held() == 21 * PAGE, timeout=5.0), self.ps())
+        a.wait(30)
+        self.assertEqual(a.returncode, 0, a.stderr.read())
+        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+
     def test_unknown_tenant_and_absent_daemon_are_refused_clearly(self):
         r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", KAIROS_SOCKET=self.d.socket)
         self.assertNotEqual(r.returncode, 0)
