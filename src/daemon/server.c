@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/proto_check.h"
 #include "daemon/timeshare.h"
@@ -56,6 +57,7 @@ struct server {
     struct timeshare *timeshare; /* compute policies, or NULL */
     int compute_fd;              /* eventfd: compute_changed_later */
     struct loop_watch *cw;
+    struct linger *linger;       /* departed members the GPU still holds memory for */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -130,6 +132,8 @@ static void conn_close(struct conn *c)
         ledger_leave(&s->ts->ledger, c->member, NULL); /* in memory only; nothing logged */
         c->member = NULL;
     }
+    if (c->member && linger_keep(s->linger, c->member, c->pid))
+        c->member = NULL; /* its charge stays until the GPU frees its memory */
     if (c->member) {
         uint64_t freed[KAIROS_MAX_GPUS];
         struct ledger_tenant *t = ledger_leave(&s->ts->ledger, c->member, freed);
@@ -752,4 +756,15 @@ void server_fini(struct server *s)
     close(s->compute_fd);
     unlink(s->path);
     free(s);
+}
+
+static void linger_removed_tenant(void *ctx)
+{
+    compute_changed_later(ctx);
+}
+
+void server_set_linger(struct server *s, struct linger *lg)
+{
+    s->linger = lg;
+    linger_set_removed_hook(lg, linger_removed_tenant, s);
 }

@@ -223,5 +223,41 @@ class WithDaemon(unittest.TestCase):
         self.assertEqual(counts(r.stdout)["vidmem_bytes"], 8 * MiB)
 
 
+class WithFakeGpu(unittest.TestCase):
+    """kairosd with a scripted GPU backend standing in for NVML's process list."""
+    GPU = "gpu 0 GPU-fake-0000 85899345920\n"
+    tearDown, run_tenant, ps, held, wait_for, holding = (
+        WithDaemon.tearDown, WithDaemon.run_tenant, WithDaemon.ps, WithDaemon.held,
+        WithDaemon.wait_for, WithDaemon.holding)
+
+    def setUp(self):
+        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+
+    def test_a_departed_process_stays_charged_while_the_gpu_holds_its_memory(self):
+        """A process leaves (exits without closing anything) while the GPU still lists
+        its memory - as when a forked child or an exec'd program keeps its
+        descriptors: its charge stays, a second process cannot take that memory
+        again, and it is released once the GPU frees it."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "20",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "0.5", "-k"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(**self.d.shim_env()))
+        ca = self.holding(a)
+        pids = self.ps()["team"]["pids"]
+        self.assertEqual(len(pids), 1, self.ps())
+        self.d.write_fake(self.GPU + f"proc 0 {pids[0]} {ca['vidmem_bytes']}\n")
+        a.wait(30)
+        time.sleep(0.5)
+        self.assertEqual(self.held(), ca["vidmem_bytes"])  # 42 MiB still held
+        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], 64 * MiB - ca["vidmem_bytes"])
+        b.communicate(timeout=30)
+        self.d.write_fake(self.GPU)  # the GPU freed it (the child exited)
+        self.assertTrue(self.wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertIn("still holds its memory", self.d.read_log())
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])
