@@ -2,7 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
-# MEMORY_ONLY="m7 m8" runs only the checks named (m1 ... m8); default: all.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m9); default: all.
 kairosd=$bin/kairosd
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -153,6 +153,21 @@ for round in 1 2 3; do
     done
   done
 done
+fi
+
+if mem_want m9; then
+echo "--- m9. fork then parent exit: the child keeps the inherited descriptors 6 s (tenant 'probe')"
+smi_apps() { env -u LD_PRELOAD nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | tr '\n' ';' | tr -d ' '; }
+gpu_used() { env -u LD_PRELOAD nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits; }
+used0=$(gpu_used)
+"$kairos" run --tenant probe -- $python tests/gpu/fork_held.py 6 > "$mdir/fork.txt" 2>&1
+cat "$mdir/fork.txt"  # a file, not a pipe: the child keeps its copy of the descriptor
+sleep 1
+held_mid=$(( $(held_of probe) / 1048576 )); used_mid=$(gpu_used); apps_mid=$(smi_apps)
+sleep 7
+held_end=$(( $(held_of probe) / 1048576 )); used_end=$(gpu_used)
+grep -E "linger|left|GPU freed" "$OUT/kairosd.log" | tail -4
+result "fork_held parent=$(value parent < "$mdir/fork.txt") child=$(value child < "$mdir/fork.txt") held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
 fi
 
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
