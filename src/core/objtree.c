@@ -222,6 +222,23 @@ static size_t gpu_slot(int gpu)
     return gpu < OBJTREE_MAX_GPUS ? (size_t)gpu : OBJTREE_MAX_GPUS - 1;
 }
 
+/* Effects add up without signed overflow: a delta saturates at +-INT64_MAX. */
+static void delta_add(int64_t *d, uint64_t bytes)
+{
+    if (bytes > (uint64_t)INT64_MAX || *d > INT64_MAX - (int64_t)bytes)
+        *d = INT64_MAX;
+    else
+        *d += (int64_t)bytes;
+}
+
+static void delta_sub(int64_t *d, uint64_t bytes)
+{
+    if (bytes > (uint64_t)INT64_MAX || *d < -INT64_MAX + (int64_t)bytes)
+        *d = -INT64_MAX;
+    else
+        *d -= (int64_t)bytes;
+}
+
 static void release_block(struct objtree *t, struct mem_block *b, struct objtree_effect *e)
 {
     if (!b || --b->refs > 0)
@@ -232,8 +249,8 @@ static void release_block(struct objtree *t, struct mem_block *b, struct objtree
         t->stats.vidmem_gpu[g] -= b->bytes;
         t->stats.vidmem_freed += b->bytes;
         t->stats.vidmem_frees++;
-        e->vidmem_delta -= (int64_t)b->bytes;
-        e->vidmem_delta_gpu[g] -= (int64_t)b->bytes;
+        delta_sub(&e->vidmem_delta, b->bytes);
+        delta_sub(&e->vidmem_delta_gpu[g], b->bytes);
     }
     free(b);
 }
@@ -340,7 +357,9 @@ static int attach_memory(struct objtree *t, struct obj *o, uint64_t bytes, bool 
     struct mem_block *b = calloc(1, sizeof *b);
     if (!b)
         return -ENOMEM;
-    b->bytes = bytes;
+    /* No GPU holds more: a larger size from a reply is bounded, never wrapped. */
+    b->bytes = bytes > OBJTREE_MAX_BYTES ? OBJTREE_MAX_BYTES : bytes;
+    bytes = b->bytes;
     b->refs = 1;
     b->vidmem = vidmem;
     b->gpu = o->gpu;
@@ -348,13 +367,13 @@ static int attach_memory(struct objtree *t, struct obj *o, uint64_t bytes, bool 
     if (vidmem) {
         size_t g = gpu_slot(o->gpu);
         t->stats.vidmem_gpu[g] += bytes;
-        e->vidmem_delta_gpu[g] += (int64_t)bytes;
+        delta_add(&e->vidmem_delta_gpu[g], bytes);
         t->stats.vidmem_now += bytes;
         t->stats.vidmem_allocated += bytes;
         t->stats.vidmem_allocs++;
         if (t->stats.vidmem_now > t->stats.vidmem_peak)
             t->stats.vidmem_peak = t->stats.vidmem_now;
-        e->vidmem_delta += (int64_t)bytes;
+        delta_add(&e->vidmem_delta, bytes);
     }
     return 0;
 }

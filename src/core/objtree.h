@@ -31,6 +31,9 @@ struct objtree;
  * memory hangs under (deviceId of its allocation); more than this are counted on
  * the last one. */
 #define OBJTREE_MAX_GPUS 16
+/* The largest memory block recorded (4 PiB, beyond any GPU): larger sizes in a
+ * reply are bounded to it, so sums and deltas never overflow. */
+#define OBJTREE_MAX_BYTES (1ull << 52)
 
 /* What one call did to the tree. */
 struct objtree_effect {

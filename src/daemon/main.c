@@ -23,6 +23,7 @@
 #include "daemon/audit.h"
 #include "daemon/config.h"
 #include "daemon/gpu.h"
+#include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/server.h"
@@ -58,6 +59,7 @@ struct daemon {
     struct loop_watch *sw;
     struct server *server;
     struct audit *audit;
+    struct linger *linger;
     struct timeshare *timeshare;
     struct service *service;
 };
@@ -383,6 +385,11 @@ int main(int argc, char **argv)
     if (server_init(&d.server, d.loop, &d.ts, &d.cfg, d.cfg.socket))
         goto out;
     server_watch_owners(d.server);
+    if ((rc = linger_init(&d.linger, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts))) {
+        log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
+        goto out;
+    }
+    server_set_linger(d.server, d.linger);
     if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
@@ -415,6 +422,9 @@ out:
         server_set_timeshare(d.server, NULL);
     timeshare_fini(d.timeshare);
     audit_fini(d.audit);
+    if (d.server)
+        server_set_linger(d.server, NULL);
+    linger_fini(d.linger);
     server_fini(d.server);
     if (d.sw)
         loop_del(d.loop, d.sw);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/conn_limits.h"
+#include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
 #include "daemon/proto_check.h"
@@ -81,6 +82,7 @@ struct server {
     bool accept_paused;
     uint64_t accept_resume_ms;
     time_t last_emfile_warning;
+    struct linger *linger;       /* departed members the GPU still holds memory for */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -220,6 +222,8 @@ static void conn_close(struct conn *c)
         ledger_leave(&s->ts->ledger, c->member, NULL); /* in memory only; nothing logged */
         c->member = NULL;
     }
+    if (c->member && linger_keep(s->linger, c->member, c->pid))
+        c->member = NULL; /* its charge stays until the GPU frees its memory */
     if (c->member) {
         uint64_t freed[KAIROS_MAX_GPUS];
         struct ledger_tenant *t = ledger_leave(&s->ts->ledger, c->member, freed);
@@ -1010,4 +1014,15 @@ void server_fini(struct server *s)
     unlink(s->path);
     membership_fini(&s->membership);
     free(s);
+}
+
+static void linger_removed_tenant(void *ctx)
+{
+    compute_changed_later(ctx);
+}
+
+void server_set_linger(struct server *s, struct linger *lg)
+{
+    s->linger = lg;
+    linger_set_removed_hook(lg, linger_removed_tenant, s);
 }

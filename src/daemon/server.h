@@ -4,7 +4,8 @@
  * of each request against the tenants and the ledger.
  *
  * A peer's death is seen at once, by the hang-up of its socket or its pidfd,
- * whichever comes first, and everything it held is released.
+ * whichever comes first, and everything it held is released (later, when the GPU
+ * still holds its memory: linger.h).
  * A malformed message gets an ERROR and the peer is disconnected; others go on.
  *
  * Thread rules: the loop thread only.
@@ -26,6 +27,10 @@ void server_fini(struct server *s);
 /* Watches the owners of ephemeral tenants loaded from the state file. */
 void server_watch_owners(struct server *s);
 
+struct linger;
+/* Departed members whose memory the GPU still holds linger there (linger.h);
+ * NULL: every departure releases at once. */
+void server_set_linger(struct server *s, struct linger *lg);
 struct timeshare;
 struct kairos_time_policy;
 /* New members get the time policies in force right after WELCOME. */

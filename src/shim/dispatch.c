@@ -4,19 +4,27 @@
  * a lock; for an NVIDIA descriptor, capture the argument before the call only
  * when tracing, make the real call with no lock held, then read the argument
  * (unwrapping IOCTL_XFER_CMD), decode it, and apply it to the object tree under
- * the state lock; emit the trace line last. Bytes are read straight from the
- * application's memory only after the driver accepted them (ret == 0, and for
- * parameters status NV_OK, so the driver itself copied them); anything else is
- * read only in trace mode, through tracer_safe_copy, which cannot fault.
+ * the state lock; emit the trace line last. When a quota is in force, every
+ * call the tree records is made on a copy the shim owns (shadow.h), so what is
+ * charged is what the driver read and answered, whatever the application's
+ * other threads or signal handlers write meanwhile. Other bytes are read
+ * straight from the application's memory only after the driver accepted them
+ * (ret == 0, and for parameters status NV_OK, so the driver itself copied them);
+ * anything else is read only in trace mode, through tracer_safe_copy, which
+ * cannot fault.
  */
 #include "shim/dispatch.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/bytes.h"
@@ -26,6 +34,7 @@
 #include "shim/agent.h"
 #include "shim/fdtable.h"
 #include "shim/memguard.h"
+#include "shim/shadow.h"
 #include "shim/state.h"
 #include "shim/timectl.h"
 #include "shim/tracer.h"
@@ -79,6 +88,53 @@ static enum fdt_class classify(const struct shim_real *r, int fd, struct fdt_inf
     return classify_slow(r, fd, info);
 }
 
+/* Another descriptor of this process on fd's open file that the shim does not
+ * track (made by a raw dup, or received unseen), or -1. Descriptors in
+ * [skip_lo, skip_hi] are about to close too. Scans /proc/self/fd with kcmp:
+ * only when fd is its file's last known descriptor, so the driver's memory is
+ * not released from the ledger while the file lives on. */
+static int untracked_twin(int fd, int skip_lo, int skip_hi)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int twin = -1, self = dirfd(d);
+    pid_t pid = getpid();
+    for (struct dirent *e = readdir(d); e && twin < 0; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        long n = strtol(e->d_name, NULL, 10);
+        if (n == fd || n == self || n > INT_MAX || (n >= skip_lo && n <= skip_hi) ||
+            fdtable_get((int)n, NULL) == FDT_NVIDIA)
+            continue;
+        if (syscall(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, fd, (int)n) == 0)
+            twin = (int)n;
+    }
+    closedir(d);
+    return twin;
+}
+
+/* fd is about to close: when it is the last descriptor of its file the shim
+ * knows, a twin the shim did not see takes its place. */
+static void adopt_twin(int fd, int skip_lo, int skip_hi)
+{
+    struct fdt_info cur;
+    if (fdtable_get(fd, &cur) != FDT_NVIDIA)
+        return;
+    state_lock();
+    bool last = fdtable_refs_locked(cur.file_id) == 1;
+    state_unlock();
+    if (!last)
+        return;
+    int twin = untracked_twin(fd, skip_lo, skip_hi);
+    if (twin < 0)
+        return;
+    state_lock();
+    if (fdtable_get(twin, NULL) != FDT_NVIDIA)
+        fdtable_share_locked(twin, &cur);
+    state_unlock();
+}
+
 /* Forgets an NVIDIA descriptor (close, or replaced by dup2); frees its file's
  * clients in the tree when it was the file's last descriptor. */
 static bool forget_nvidia(int fd)
@@ -126,24 +182,14 @@ static int call_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd,
     return r->openat(dirfd, path, flags, mode);
 }
 
-int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
-              int flags, mode_t mode)
+/* fd is a fresh descriptor (an open, a received one): whatever was cached for
+ * its number is stale. path, when known, classifies it at once. */
+static void note_opened(int fd, int dirfd, const char *path)
 {
-    int ctl_minor;
-    if (memguard_active() && path &&
-        fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
-        memguard_first_gpu_use(r) < 0) {
-        errno = EACCES; /* fail-closed: the tenant's daemon cannot be reached */
-        return -1;
-    }
-    int fd = call_open(r, fn, dirfd, path, flags, mode);
-    if (fd < 0)
-        return fd;
     int saved = errno;
     int minor;
-    enum rm_node node = fdtable_classify_path(dirfd, path, &minor);
+    enum rm_node node = path ? fdtable_classify_path(dirfd, path, &minor) : RM_NODE_NONE;
     if (node == RM_NODE_NONE) {
-        /* A fresh descriptor: whatever was cached for this number is stale. */
         if (fdtable_get(fd, NULL) == FDT_NVIDIA)
             forget_nvidia(fd);
         fdtable_set_plain(fd, FDT_UNKNOWN);
@@ -155,11 +201,29 @@ int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const 
             tracer_emit_open(fd, path);
     }
     errno = saved;
+}
+
+static bool open_refused(const struct shim_real *r, int dirfd, const char *path);
+
+int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const char *path,
+              int flags, mode_t mode)
+{
+    if (open_refused(r, dirfd, path)) {
+        errno = EACCES; /* fail-closed: the tenant's daemon cannot be reached */
+        return -1;
+    }
+    int fd = call_open(r, fn, dirfd, path, flags, mode);
+    if (fd < 0)
+        return fd;
+    note_opened(fd, dirfd, path);
     return fd;
 }
 
-int shim_close(const struct shim_real *r, int fd)
+/* fd is about to be closed (by close, fclose, close_range over [skip_lo,
+ * skip_hi], ...): forgets it. */
+static void note_closing_in(int fd, int skip_lo, int skip_hi)
 {
+    adopt_twin(fd, skip_lo, skip_hi);
     if (tracer_owns_fd(fd))
         tracer_stop(); /* the application took its descriptor back */
     if (agent_owns_fd(fd))
@@ -174,7 +238,115 @@ int shim_close(const struct shim_real *r, int fd)
     } else if (cls == FDT_OTHER) {
         fdtable_set_plain(fd, FDT_UNKNOWN);
     }
+}
+
+static void note_closing(int fd)
+{
+    note_closing_in(fd, fd, fd);
+}
+
+int shim_close(const struct shim_real *r, int fd)
+{
+    note_closing(fd);
     return r->close(fd);
+}
+
+/* ---- descriptors opened or closed where the shim cannot see the call itself ---- */
+
+/* The valid close_range flags: anything else fails with EINVAL and closes nothing. */
+#define SHIM_CLOSE_RANGE_FLAGS ((1u << 1) | (1u << 2)) /* UNSHARE | CLOEXEC */
+#define SHIM_CLOSE_RANGE_CLOEXEC (1u << 2)
+
+static void note_range_closing(unsigned int first, unsigned int last)
+{
+    int hi = last > (unsigned)INT_MAX ? INT_MAX : (int)last;
+    if (first > (unsigned)INT_MAX)
+        return;
+    for (int fd = fdtable_next_known((int)first, hi); fd >= 0 && fd <= hi;
+         fd = fd == hi ? -1 : fdtable_next_known(fd + 1, hi))
+        note_closing_in(fd, (int)first, hi);
+}
+
+int shim_close_range(const struct shim_real *r, unsigned int first, unsigned int last, int flags)
+{
+    bool closes = first <= last && !((unsigned)flags & ~SHIM_CLOSE_RANGE_FLAGS) &&
+                  !((unsigned)flags & SHIM_CLOSE_RANGE_CLOEXEC);
+    if (closes)
+        note_range_closing(first, last);
+    return r->close_range(first, last, flags);
+}
+
+void shim_closefrom(const struct shim_real *r, int lowfd)
+{
+    if (lowfd >= 0)
+        note_range_closing((unsigned)lowfd, ~0u);
+    r->closefrom(lowfd);
+}
+
+int shim_fclose(const struct shim_real *r, FILE *stream)
+{
+    int fd = stream ? fileno(stream) : -1;
+    if (fd >= 0)
+        note_closing(fd);
+    return r->fclose(stream);
+}
+
+/* The first open of /dev/nvidiactl registers with kairosd (fail-closed). */
+static bool open_refused(const struct shim_real *r, int dirfd, const char *path)
+{
+    int ctl_minor;
+    return memguard_active() && path &&
+           fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
+           memguard_first_gpu_use(r) < 0;
+}
+
+FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const char *mode)
+{
+    if (open_refused(r, AT_FDCWD, path)) {
+        errno = EACCES;
+        return NULL;
+    }
+    FILE *fp = is64 ? r->fopen64(path, mode) : r->fopen(path, mode);
+    if (fp)
+        note_opened(fileno(fp), AT_FDCWD, path);
+    return fp;
+}
+
+FILE *shim_freopen(const struct shim_real *r, bool is64, const char *path, const char *mode,
+                   FILE *stream)
+{
+    if (open_refused(r, AT_FDCWD, path)) {
+        errno = EACCES;
+        return NULL;
+    }
+    int old = stream ? fileno(stream) : -1;
+    if (old >= 0)
+        note_closing(old); /* the stream's file is closed whatever the outcome */
+    FILE *fp = is64 ? r->freopen64(path, mode, stream) : r->freopen(path, mode, stream);
+    if (fp)
+        note_opened(fileno(fp), AT_FDCWD, path); /* path NULL: classified lazily */
+    return fp;
+}
+
+ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int flags)
+{
+    ssize_t n = r->recvmsg(fd, msg, flags);
+    if (n < 0 || !msg || msg->msg_controllen == 0)
+        return n;
+    int saved = errno;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len < CMSG_LEN(0))
+            continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof got, sizeof got);
+            note_opened(got, AT_FDCWD, NULL);
+        }
+    }
+    errno = saved;
+    return n;
 }
 
 /* newfd now refers to oldfd's file (after a successful dup-like call). When
@@ -540,11 +712,20 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     f.in_arg = arg;
     f.in_len = arg_size(fi->node, f.req);
     struct tracer_scratch *sc = tracer_on() ? tracer_scratch() : NULL;
-    bool guard = memguard_active() && fi->node == RM_NODE_CTL;
+    bool guard = memguard_active() && fi->node != RM_NODE_UVM;
     size_t before_len = 0;
     double t0 = 0;
+    /* Guarded: the driver reads only the shim's copy (shadow.h); every read below
+     * of the argument, before and after the call, is of that copy. */
+    struct shadow_call sh = {.active = false};
+    if (guard && shadow_capture(&sh, f.req, arg) < 0) {
+        errno = EFAULT; /* unreadable: as the driver answers it */
+        return -1;
+    }
+    void *call_arg = shadow_arg(&sh, arg);
+    f.in_arg = call_arg;
     if (sc || guard)
-        unwrap_before(&f, arg);
+        unwrap_before(&f, call_arg);
     if (sc) {
         if (f.in_arg)
             before_len = tracer_safe_copy(sc->before, f.in_arg, f.in_len);
@@ -557,13 +738,14 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         f.refused = true;
         f.ret = 0;
     } else {
-        f.ret = r->ioctl(fd, request, arg);
+        f.ret = r->ioctl(fd, request, call_arg);
     }
     int saved = errno;
     double t1 = sc ? tracer_now_us() : 0;
     f.err = f.ret < 0 ? saved : 0;
+    shadow_reply(&sh);
 
-    read_after(&f, arg, sc);
+    read_after(&f, call_arg, sc);
     read_params(&f, sc);
     rewrite_memory_view(&f);
     keep_policy_timeslice(&f);
@@ -582,7 +764,9 @@ int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *a
 {
     struct fdt_info fi;
     enum fdt_class cls = fdtable_get(fd, &fi);
-    if (cls == FDT_UNKNOWN)
+    /* "Not NVIDIA" may be stale when the number was reused by a call the shim
+     * does not see (a raw syscall, openat2): an RM request ('F') looks again. */
+    if (cls == FDT_UNKNOWN || (cls == FDT_OTHER && RM_IOC_TYPEOF(request) == RM_IOC_TYPE))
         cls = classify_slow(r, fd, &fi);
     if (cls != FDT_NVIDIA)
         return r->ioctl(fd, request, arg);

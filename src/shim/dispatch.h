@@ -5,8 +5,11 @@
  * core: descriptor classification (fdtable.h), decoding (core/rm_decode.h) and
  * the object tree (core/objtree.h), and to the tracer when tracing.
  *
- * Failure rule, the same for every call: the real call is made exactly as the
- * application asked and its return value and errno are returned unchanged. The
+ * Failure rule, the same for every call: the real call is made as the
+ * application asked (under a quota, an RM call the shim records is made on the
+ * shim's copy of its argument, shadow.h, with the same bytes; an unreadable one
+ * fails with EFAULT as the driver would fail it) and its return value and errno
+ * are returned unchanged. The
  * shim's own work happens around it, never holds the state lock across it,
  * preserves errno, and on any failure of its own (out of memory, unreadable
  * bytes) simply records less: it never fails, aborts or delays the call.
@@ -19,6 +22,8 @@
 #define KAIROS_SHIM_DISPATCH_H
 
 #include <stdbool.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "shim/real.h"
@@ -58,5 +63,22 @@ int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *a
 void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, int prot,
                 int flags, int fd, off64_t off);
 int shim_munmap(const struct shim_real *r, void *addr, size_t len);
+
+/* Closes and opens that do not go through the calls above inside libc (glibc's
+ * fclose, fopen and freopen use its internal open and close): each forgets what
+ * was known of the descriptors it closes before the real call, and learns the
+ * ones it opens after it. close_range with CLOSE_RANGE_CLOEXEC closes nothing
+ * now (exec does). recvmsg learns the descriptors SCM_RIGHTS delivers (any
+ * cached classification of their numbers is stale). Not interposable, so not
+ * seen: raw syscalls (syscall(SYS_openat2), SYS_close, SYS_close_range); the
+ * dispatch revalidates a number cached as "not NVIDIA" when an RM request
+ * ('F') arrives on it, so such an open is still counted. */
+int shim_close_range(const struct shim_real *r, unsigned int first, unsigned int last, int flags);
+void shim_closefrom(const struct shim_real *r, int lowfd);
+int shim_fclose(const struct shim_real *r, FILE *stream);
+FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const char *mode);
+FILE *shim_freopen(const struct shim_real *r, bool is64, const char *path, const char *mode,
+                   FILE *stream);
+ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int flags);
 
 #endif /* KAIROS_SHIM_DISPATCH_H */

@@ -254,3 +254,29 @@ int fdtable_fd_of_file(uint64_t file_id)
     }
     return -1;
 }
+
+int fdtable_next_known(int from, int last)
+{
+    if (from < 0)
+        from = 0;
+    if (last >= FDT_MAX_FD)
+        last = FDT_MAX_FD - 1;
+    for (int fd = from; fd <= last;) {
+        unsigned hi = (unsigned)fd >> FDT_CHUNK_BITS, lo = (unsigned)fd & (FDT_CHUNK - 1);
+        fdt_entry *chunk = atomic_load_explicit(&fdt_top[hi], memory_order_acquire);
+        if (!chunk) {
+            fd = (int)((hi + 1) << FDT_CHUNK_BITS);
+            continue;
+        }
+        if (atomic_load_explicit(&chunk[lo], memory_order_acquire) != FDT_UNKNOWN)
+            return fd;
+        fd++;
+    }
+    return -1;
+}
+
+uint32_t fdtable_refs_locked(uint64_t file_id)
+{
+    struct fdt_file *f = file_find(file_id);
+    return f ? f->refs : 0;
+}

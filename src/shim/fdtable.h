@@ -59,6 +59,11 @@ enum rm_node fdtable_classify_stat(const struct stat *st, int *minor);
  * time control's occasional use, not for the fast path. */
 int fdtable_fd_of_file(uint64_t file_id);
 
+/* Lock-free: the lowest descriptor in [from, last] the table knows anything of
+ * (NVIDIA or "not NVIDIA"), or -1. Skips chunks never allocated: for closes of
+ * descriptor ranges (close_range, closefrom). */
+int fdtable_next_known(int from, int last);
+
 /* ---- under the state lock ------------------------------------------------------------ */
 
 /* fd was just opened on an NVIDIA node: gives it a new file (refs 1), unless a
@@ -72,6 +77,9 @@ bool fdtable_drop_locked(int fd, struct fdt_info *was, bool *last);
 
 /* newfd now shares the file of info (a dup); newfd must have been dropped. */
 bool fdtable_share_locked(int newfd, const struct fdt_info *info);
+
+/* How many tracked descriptors the file has (0: not a live file). */
+uint32_t fdtable_refs_locked(uint64_t file_id);
 
 /* Live NVIDIA files and descriptors, for tests and summaries. */
 void fdtable_counts_locked(uint32_t *files, uint32_t *descriptors);

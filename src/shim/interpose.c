@@ -170,6 +170,46 @@ SHIM_EXPORT int munmap(void *addr, size_t len)
     return shim_munmap(shim_real_get(), addr, len);
 }
 
+SHIM_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+    return shim_close_range(shim_real_get(), first, last, flags);
+}
+
+SHIM_EXPORT void closefrom(int lowfd)
+{
+    shim_closefrom(shim_real_get(), lowfd);
+}
+
+SHIM_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    return shim_fopen(shim_real_get(), false, path, mode);
+}
+
+SHIM_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    return shim_fopen(shim_real_get(), true, path, mode);
+}
+
+SHIM_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
+{
+    return shim_freopen(shim_real_get(), false, path, mode, stream);
+}
+
+SHIM_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+    return shim_freopen(shim_real_get(), true, path, mode, stream);
+}
+
+SHIM_EXPORT int fclose(FILE *stream)
+{
+    return shim_fclose(shim_real_get(), stream);
+}
+
+SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    return shim_recvmsg(shim_real_get(), fd, msg, flags);
+}
+
 /* References every wrapper of the list, so a missing definition cannot go unnoticed. */
 #define SHIM_REFERENCE(ret, name, params) (void (*)(void))name,
 __attribute__((used)) static void (*const shim_exported[])(void) = {

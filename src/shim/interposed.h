@@ -17,9 +17,11 @@
 #ifndef KAIROS_SHIM_INTERPOSED_H
 #define KAIROS_SHIM_INTERPOSED_H
 
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <stddef.h>
 
 #define SHIM_INTERPOSED(X)                                                                    \
     X(int, open, (const char *path, int flags, ...))                                          \
@@ -39,7 +41,15 @@
     X(int, ioctl, (int fd, unsigned long request, ...))                                       \
     X(void *, mmap, (void *addr, size_t len, int prot, int flags, int fd, off_t off))         \
     X(void *, mmap64, (void *addr, size_t len, int prot, int flags, int fd, off64_t off))     \
-    X(int, munmap, (void *addr, size_t len))
+    X(int, munmap, (void *addr, size_t len))                                                  \
+    X(int, close_range, (unsigned int first, unsigned int last, int flags))                   \
+    X(void, closefrom, (int lowfd))                                                           \
+    X(FILE *, fopen, (const char *path, const char *mode))                                    \
+    X(FILE *, fopen64, (const char *path, const char *mode))                                  \
+    X(FILE *, freopen, (const char *path, const char *mode, FILE *stream))                    \
+    X(FILE *, freopen64, (const char *path, const char *mode, FILE *stream))                  \
+    X(int, fclose, (FILE *stream))                                                            \
+    X(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags))
 
 #define SHIM_HELPERS(X)                                                                       \
     X(int, fstat, (int fd, struct stat *st))                                                  \

@@ -36,6 +36,7 @@ static uint64_t mg_charged[KAIROS_MAX_GPUS];
 static uint64_t mg_pending[KAIROS_MAX_GPUS];
 static uint64_t mg_refusals;
 static uint64_t mg_next_token;
+static uint64_t mg_epoch;      /* daemon connections made: a ticket knows its own */
 static const struct shim_real *mg_real;
 static bool mg_watcher_started;
 
@@ -103,9 +104,17 @@ static int register_locked(bool reattach, char *err, size_t err_len)
 {
     const struct settings *s = settings_get();
     struct agent_quota q;
-    int rc = agent_connect(mg_real, s->socket_path, s->tenant, mg_charged, reattach, &q, err,
+    /* Reservations in flight count as held: their allocations may be in the
+     * driver now, and the new connection cannot settle the old one's tokens
+     * (settle_locked sends only the difference for them). */
+    uint64_t holding[KAIROS_MAX_GPUS];
+    for (int g = 0; g < KAIROS_MAX_GPUS; g++)
+        holding[g] = mg_charged[g] + mg_pending[g] < mg_charged[g] ? UINT64_MAX
+                                                                    : mg_charged[g] + mg_pending[g];
+    int rc = agent_connect(mg_real, s->socket_path, s->tenant, holding, reattach, &q, err,
                            err_len);
     if (rc == 0) {
+        mg_epoch++;
         set_all_quotas(0);
         memcpy(mg_quota, q.quota, sizeof(uint64_t) * q.n_gpus);
         mg_registered = true;
@@ -203,8 +212,12 @@ int memguard_first_gpu_use(const struct shim_real *r)
 
 /* ---- recognising an allocation before the call ------------------------------------ */
 
+/* Rounded up to the driver's page; a size no GPU has (beyond OBJTREE_MAX_BYTES)
+ * reserves UINT64_MAX, which no quota grants, instead of wrapping to 0. */
 static uint64_t round_up(uint64_t v, uint64_t to)
 {
+    if (v > OBJTREE_MAX_BYTES)
+        return UINT64_MAX;
     return (v + to - 1) / to * to;
 }
 
@@ -289,19 +302,46 @@ static bool local_reserve_locked(uint32_t g, uint64_t bytes)
     return true;
 }
 
-/* Tenant mode: ask the ledger, reattaching once if the daemon went away. */
+/* How long an allocation waits for kairosd to come back (a restart, an
+ * upgrade) before it is refused (fail-closed): a restart costs a pause, not an
+ * out-of-memory error. The other threads' allocations wait behind it. */
+#define MEMGUARD_RESTART_WAIT_MS 5000u
+
+/* Reattaches and asks again until kairosd answers or the wait is over. */
+static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token,
+                               struct kairos_grant *grant)
+{
+    unsigned waited = 0, step = 25;
+    bool wait = !settings_get()->fail_open;
+    for (;;) {
+        char err[KAIROS_MSG_MAX];
+        int rc = register_locked(true, err, sizeof err);
+        if (rc == 0) {
+            rc = agent_charge(g, bytes, token, grant);
+            if (rc == 0 || rc == -EPROTO || !wait)
+                return rc; /* answered (an error from kairosd is not an outage) */
+        } else if (rc == -EPERM || rc == -EINVAL) {
+            return rc;     /* kairosd is back and refuses this process */
+        }
+        if (!wait || waited >= MEMGUARD_RESTART_WAIT_MS)
+            return -ENOTCONN;
+        usleep(step * 1000u);
+        waited += step;
+        step = step < 400 ? step * 2 : 400;
+    }
+}
+
+/* Tenant mode: ask the ledger; when the daemon went away, reattach and ask again
+ * (waiting for it up to MEMGUARD_RESTART_WAIT_MS when fail-closed). */
 static bool daemon_reserve_locked(uint32_t g, uint64_t bytes, uint64_t token)
 {
     struct kairos_grant grant;
     int rc = agent_charge(g, bytes, token, &grant);
-    if (rc < 0) {
-        char err[KAIROS_MSG_MAX];
-        if (register_locked(true, err, sizeof err) == 0)
-            rc = agent_charge(g, bytes, token, &grant);
-    }
+    if (rc < 0)
+        rc = charge_again_locked(g, bytes, token, &grant);
     if (rc < 0) {
         if (!settings_get()->fail_open) {
-            say("kairosd went away: allocation refused (fail-closed)");
+            say("kairosd did not come back within 5 s: allocation refused (fail-closed)");
             return false;
         }
         fall_back_locked(strerror(-rc));
@@ -331,7 +371,7 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
         mg_refusals++;
     pthread_mutex_unlock(&mg_mu);
     if (ok)
-        *t = (struct memguard_ticket){true, g, a.bytes, token};
+        *t = (struct memguard_ticket){true, g, a.bytes, token, mg_epoch};
     return !ok;
 }
 
@@ -351,11 +391,29 @@ void memguard_write_refusal(uint32_t req, void *arg)
 
 /* ---- settling ---------------------------------------------------------------------- */
 
+/* A reservation made on an earlier connection was handed to the new daemon as
+ * held when the shim reattached: only the difference from what was really
+ * allocated (delta, on the ticket's GPU) is left to tell. */
+static void tell_daemon_reattached(uint32_t g, int64_t delta, const struct memguard_ticket *t)
+{
+    uint64_t actual = delta > 0 ? (uint64_t)delta : 0;
+    if (actual < t->reserved) {
+        agent_release(g, t->reserved - actual);
+    } else if (actual > t->reserved) {
+        struct kairos_commit c = {.gpu = g, .ok = 1, .actual = actual - t->reserved};
+        agent_commit(&c);
+    }
+    if (delta < 0)
+        agent_release(g, (uint64_t)-delta);
+}
+
 static void tell_daemon(uint32_t g, int64_t delta, const struct memguard_ticket *t)
 {
     if (settings_get()->mode != SETTINGS_TENANT || mg_daemon_down || !mg_registered)
         return;
-    if (t && t->active && t->gpu == g) {
+    if (t && t->active && t->gpu == g && t->epoch != mg_epoch) {
+        tell_daemon_reattached(g, delta, t);
+    } else if (t && t->active && t->gpu == g) {
         struct kairos_commit c = {.gpu = g, .ok = delta > 0, .token = t->token,
                                   .reserved = t->reserved, .actual = delta > 0 ? (uint64_t)delta : 0};
         agent_commit(&c);

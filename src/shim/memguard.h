@@ -34,6 +34,7 @@ struct memguard_ticket {
     uint32_t gpu;
     uint64_t reserved;
     uint64_t token;
+    uint64_t epoch;     /* the daemon connection it was granted on */
 };
 
 /* Reads the settings (settings.h); call once at load. */

@@ -20,7 +20,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -135,6 +137,75 @@ static ssize_t fb_readlink(const char *path, char *buf, size_t len)
     return (ssize_t)syscall(SYS_readlinkat, AT_FDCWD, path, buf, len);
 }
 
+static int fb_close_range(unsigned int first, unsigned int last, int flags)
+{
+    return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+static void fb_closefrom(int lowfd)
+{
+    syscall(SYS_close_range, (unsigned int)lowfd, ~0u, 0);
+}
+
+/* The open flags fopen's mode implies (as glibc reads it). */
+static int fb_flags_of_mode(const char *mode)
+{
+    int flags = O_RDONLY;
+    if (mode[0] == 'w')
+        flags = O_WRONLY | O_CREAT | O_TRUNC;
+    else if (mode[0] == 'a')
+        flags = O_WRONLY | O_CREAT | O_APPEND;
+    for (const char *m = mode + 1; *m && *m != ','; m++) {
+        if (*m == '+')
+            flags = (flags & ~O_ACCMODE) | O_RDWR;
+        else if (*m == 'e')
+            flags |= O_CLOEXEC;
+        else if (*m == 'x')
+            flags |= O_EXCL;
+    }
+    return flags;
+}
+
+static FILE *fb_fopen(const char *path, const char *mode)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, fb_flags_of_mode(mode), 0666);
+    if (fd < 0)
+        return NULL;
+    FILE *fp = fdopen(fd, mode);
+    if (!fp)
+        syscall(SYS_close, fd);
+    return fp;
+}
+
+/* freopen without libc's: the new file takes the stream's descriptor number. */
+static FILE *fb_freopen(const char *path, const char *mode, FILE *stream)
+{
+    fflush(stream);
+    if (!path) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, fb_flags_of_mode(mode), 0666);
+    if (fd < 0)
+        return NULL;
+    int ok = (int)syscall(SYS_dup3, fd, fileno(stream), 0);
+    syscall(SYS_close, fd);
+    return ok < 0 ? NULL : stream;
+}
+
+/* glibc's other name for fclose, which the shim does not interpose. */
+extern int _IO_fclose(FILE *stream);
+
+static int fb_fclose(FILE *stream)
+{
+    return _IO_fclose(stream);
+}
+
+static ssize_t fb_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    return (ssize_t)syscall(SYS_recvmsg, fd, msg, flags);
+}
+
 static const struct shim_real fallback = {
     .open = fb_open,
     .open64 = fb_open,
@@ -154,6 +225,14 @@ static const struct shim_real fallback = {
     .mmap = fb_mmap,
     .mmap64 = fb_mmap64,
     .munmap = fb_munmap,
+    .close_range = fb_close_range,
+    .closefrom = fb_closefrom,
+    .fopen = fb_fopen,
+    .fopen64 = fb_fopen,
+    .freopen = fb_freopen,
+    .freopen64 = fb_freopen,
+    .fclose = fb_fclose,
+    .recvmsg = fb_recvmsg,
     .fstat = fb_fstat,
     .readlink = fb_readlink,
 };

@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -25,7 +28,9 @@
 #include "core/rm_names.h"
 
 struct fk_file {
-    int refs;
+    int hup;               /* the fake's end of the file's socket pair */
+    dev_t dev;             /* the caller's end's identity: what its descriptors fstat to */
+    ino_t ino;
     enum rm_node node;
     int minor;
     bool uvm_ready;
@@ -46,12 +51,14 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static bool configured;
 static int n_gpus = 1;
 static uint64_t fb_total[FAKEDRV_MAX_GPUS], fb_used[FAKEDRV_MAX_GPUS];
-static struct fk_file **fds;
-static size_t fds_cap;
+static struct fk_file **files;
+static size_t n_files, files_cap;
 static struct fk_obj *objs;
 static size_t n_objs, objs_cap;
 static uint32_t next_handle = 0xcaf00001u;
 static atomic_ulong n_ioctls;
+static void (*_Atomic reply_hook)(void *ctx);
+static void *_Atomic reply_hook_ctx;
 #define FK_CTL_LOG_MAX 4096
 static struct fakedrv_ctl_rec ctl_log[FK_CTL_LOG_MAX];
 static size_t n_ctl_log;
@@ -76,15 +83,11 @@ static void configure_locked(void)
 void fakedrv_reset(int ngpus, uint64_t fb_bytes)
 {
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; i < fds_cap; i++) {
-        struct fk_file *f = fds[i];
-        if (f) {
-            for (size_t j = i; j < fds_cap; j++)
-                if (fds[j] == f)
-                    fds[j] = NULL;
-            free(f);
-        }
+    for (size_t i = 0; i < n_files; i++) {
+        syscall(SYS_close, files[i]->hup);
+        free(files[i]);
     }
+    n_files = 0;
     n_objs = 0;
     next_handle = 0xcaf00001u;
     n_gpus = ngpus < 1 || ngpus > FAKEDRV_MAX_GPUS ? 1 : ngpus;
@@ -100,41 +103,27 @@ void fakedrv_reset(int ngpus, uint64_t fb_bytes)
 
 /* ---- descriptors -------------------------------------------------------------------- */
 
+/* A fake file is a socket pair: the caller's descriptors are one end (dup, fork,
+ * SCM_RIGHTS, exec and close_range share and drop them exactly as the kernel
+ * does any file), the fake keeps the other, and the file's last reference is
+ * gone when the fake's end reports POLLHUP. So the fake needs to see no close. */
 static struct fk_file *file_of_locked(int fd)
 {
-    return fd >= 0 && (size_t)fd < fds_cap ? fds[fd] : NULL;
-}
-
-static int set_fd_locked(int fd, struct fk_file *f)
-{
-    if ((size_t)fd >= fds_cap) {
-        size_t cap = fds_cap ? fds_cap : 256;
-        while (cap <= (size_t)fd)
-            cap *= 2;
-        struct fk_file **grown = realloc(fds, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        memset(grown + fds_cap, 0, (cap - fds_cap) * sizeof *grown);
-        fds = grown;
-        fds_cap = cap;
-    }
-    fds[fd] = f;
-    if (f)
-        f->refs++;
-    return 0;
+    struct stat st;
+    if (fd < 0 || n_files == 0 || syscall(SYS_fstat, fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return NULL;
+    for (size_t i = 0; i < n_files; i++)
+        if (files[i]->dev == st.st_dev && files[i]->ino == st.st_ino && files[i]->hup != fd)
+            return files[i];
+    return NULL;
 }
 
 static void free_client_locked(uint32_t client);
 
-/* Drops fd's reference; the last one frees the clients made on the file. */
-static void release_fd_locked(int fd)
+/* The driver's release of a file: its clients and their objects go. */
+static void release_file_locked(size_t index)
 {
-    struct fk_file *f = file_of_locked(fd);
-    if (!f)
-        return;
-    fds[fd] = NULL;
-    if (--f->refs > 0)
-        return;
+    struct fk_file *f = files[index];
     for (size_t i = 0; i < n_objs;) {
         if (objs[i].file == f && objs[i].handle == objs[i].client) {
             free_client_locked(objs[i].client);
@@ -143,7 +132,21 @@ static void release_fd_locked(int fd)
             i++;
         }
     }
+    syscall(SYS_close, f->hup);
     free(f);
+    files[index] = files[--n_files];
+}
+
+/* Releases every file whose last descriptor is gone. */
+static void reap_locked(void)
+{
+    for (size_t i = 0; i < n_files;) {
+        struct pollfd p = {.fd = files[i]->hup, .events = POLLIN};
+        if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLNVAL)))
+            release_file_locked(i);
+        else
+            i++;
+    }
 }
 
 bool fakedrv_owns(int fd)
@@ -194,20 +197,49 @@ static int open_common(int dirfd, const char *path, int flags, int mode)
         errno = ENOENT;
         return -1;
     }
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | (flags & O_CLOEXEC), 0);
-    if (fd < 0)
+    int ends[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
         return -1;
+    /* The fake's end goes high, the caller's takes the lowest free number, as
+     * an open's descriptor does. */
+    struct rlimit lim;
+    long high = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (long)(lim.rlim_cur / 2) : 512;
+    int hup = (int)syscall(SYS_fcntl, ends[0], F_DUPFD_CLOEXEC, high < 64 ? 64 : high);
+    syscall(SYS_close, ends[0]);
+    int fd = hup < 0 ? -1 : (int)syscall(SYS_fcntl, ends[1], F_DUPFD_CLOEXEC, 0);
+    syscall(SYS_close, ends[1]);
+    if (fd < 0) {
+        if (hup >= 0)
+            syscall(SYS_close, hup);
+        return -1;
+    }
+    ends[0] = hup;
+    struct stat st;
     struct fk_file *f = calloc(1, sizeof *f);
+    if (!(flags & O_CLOEXEC))
+        syscall(SYS_fcntl, fd, F_SETFD, 0);
     pthread_mutex_lock(&mu);
-    int rc = f ? set_fd_locked(fd, f) : -1;
+    int rc = -1;
+    if (f && syscall(SYS_fstat, fd, &st) == 0 && n_files < files_cap) {
+        rc = 0;
+    } else if (f && syscall(SYS_fstat, fd, &st) == 0) {
+        size_t cap = files_cap ? files_cap * 2 : 64;
+        struct fk_file **grown = realloc(files, cap * sizeof *grown);
+        if (grown) {
+            files = grown;
+            files_cap = cap;
+            rc = 0;
+        }
+    }
     if (rc == 0) {
-        f->refs = 1;
-        f->node = node;
-        f->minor = minor;
+        *f = (struct fk_file){.hup = ends[0], .dev = st.st_dev, .ino = st.st_ino,
+                              .node = node, .minor = minor};
+        files[n_files++] = f;
     }
     pthread_mutex_unlock(&mu);
     if (rc != 0) {
         free(f);
+        syscall(SYS_close, ends[0]);
         syscall(SYS_close, fd);
         errno = ENOMEM;
         return -1;
@@ -250,26 +282,44 @@ int fakedrv_openat_2(int dirfd, const char *path, int flags)
     return open_common(dirfd, path, flags, 0);
 }
 
-int fakedrv_close(int fd)
+/* A close, dup or fork needs no bookkeeping: the socket counts references. */
+/* fopen as glibc's: the open flags its mode implies, then a stream on the fd. */
+FILE *fakedrv_fopen(const char *path, const char *mode)
 {
-    pthread_mutex_lock(&mu);
-    release_fd_locked(fd);
-    pthread_mutex_unlock(&mu);
-    return (int)syscall(SYS_close, fd);
+    int flags = O_RDONLY;
+    if (mode[0] == 'w')
+        flags = O_WRONLY | O_CREAT | O_TRUNC;
+    else if (mode[0] == 'a')
+        flags = O_WRONLY | O_CREAT | O_APPEND;
+    for (const char *m = mode + 1; *m; m++) {
+        if (*m == '+')
+            flags = (flags & ~O_ACCMODE) | O_RDWR;
+        else if (*m == 'e')
+            flags |= O_CLOEXEC;
+    }
+    int fd = open_common(AT_FDCWD, path, flags, 0666);
+    if (fd < 0)
+        return NULL;
+    FILE *fp = fdopen(fd, mode);
+    if (!fp)
+        syscall(SYS_close, fd);
+    return fp;
 }
 
-/* After a successful dup of fd to nfd: nfd shares fd's fake file. */
+int fakedrv_close(int fd)
+{
+    int ret = (int)syscall(SYS_close, fd);
+    pthread_mutex_lock(&mu);
+    reap_locked();
+    pthread_mutex_unlock(&mu);
+    return ret;
+}
+
 static int note_dup(int fd, int nfd)
 {
-    if (nfd < 0)
-        return nfd;
+    (void)fd;
     pthread_mutex_lock(&mu);
-    struct fk_file *f = file_of_locked(fd);
-    if (nfd != fd) {
-        release_fd_locked(nfd);
-        if (f)
-            set_fd_locked(nfd, f);
-    }
+    reap_locked(); /* a dup onto a descriptor closed what was there */
     pthread_mutex_unlock(&mu);
     return nfd;
 }
@@ -451,6 +501,8 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             return RM_NV_ERR_INVALID_ARGUMENT;
         if (mp.size == 0)
             return RM_NV_ERR_INVALID_ARGUMENT;
+        if (mp.size > fb_total[gpu])
+            return RM_NV_ERR_NO_MEMORY;
         bytes = (mp.size + FAKEDRV_PAGE - 1) / FAKEDRV_PAGE * FAKEDRV_PAGE;
         if (fb_total[gpu] - fb_used[gpu] < bytes)
             return RM_NV_ERR_NO_MEMORY;
@@ -471,6 +523,25 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
     objs[n_objs++] = (struct fk_obj){h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false};
     *h_new = h;
     return RM_NV_OK;
+}
+
+/* As RM: the parameters are copied in (by the class's size), the allocation
+ * works on the copy, and the copy goes back to the caller's memory. */
+static uint32_t rm_alloc_copied_locked(struct fk_file *f, uint32_t h_root, uint32_t h_parent,
+                                       uint32_t *h_new, uint32_t cls, uint64_t params_ptr,
+                                       uint32_t params_size)
+{
+    uint8_t copy[1024];
+    uint32_t len = rm_class_params_size(cls) ? rm_class_params_size(cls) : params_size;
+    uint8_t *user = (uint8_t *)(uintptr_t)params_ptr;
+    if (!user || len == 0)
+        return rm_alloc_locked(f, h_root, h_parent, h_new, cls, NULL, 0);
+    if (len > sizeof copy)
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    memcpy(copy, user, len);
+    uint32_t status = rm_alloc_locked(f, h_root, h_parent, h_new, cls, copy, len);
+    memcpy(user, copy, len);
+    return status;
 }
 
 /* Appends a time-control record to the in-process log and, when FAKEDRV_CTL_LOG
@@ -614,16 +685,16 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
     pthread_mutex_lock(&mu);
     switch (nr) {
     case RM_NR_ALLOC:
-        if (!ctl || (size != 32 && size != 48)) {
+        if (size != 32 && size != 48) {
             ret = -EINVAL;
         } else if (size == 32) {
             struct rm_alloc_args *a = (void *)arg;
-            a->status = rm_alloc_locked(f, a->h_client, a->h_parent, &a->h_object, a->h_class,
-                                        (uint8_t *)(uintptr_t)a->params, a->params_size);
+            a->status = rm_alloc_copied_locked(f, a->h_client, a->h_parent, &a->h_object,
+                                               a->h_class, a->params, a->params_size);
         } else {
             struct rm_alloc64_args *a = (void *)arg;
-            a->status = rm_alloc_locked(f, a->h_client, a->h_parent, &a->h_object, a->h_class,
-                                        (uint8_t *)(uintptr_t)a->params, a->params_size);
+            a->status = rm_alloc_copied_locked(f, a->h_client, a->h_parent, &a->h_object,
+                                               a->h_class, a->params, a->params_size);
         }
         break;
     case RM_NR_FREE:
@@ -684,6 +755,53 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
     return ret;
 }
 
+/* As the kernel: the argument is copied in, served, and copied back out. */
+static int rm_escape_copied(struct fk_file *f, unsigned nr, unsigned size, uint8_t *user)
+{
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, user, size);
+    int ret = rm_escape(f, nr, size, copy);
+    memcpy(user, copy, size);
+    free(copy);
+    return ret;
+}
+
+/* FAKEDRV_ALLOC_DELAY_MS: a device-memory RM_ALLOC (direct or through XFER)
+ * stays that long in the driver, with no lock held: the window in which a test
+ * restarts kairosd with the allocation in flight. */
+static void delay_memory_alloc(unsigned long request, const uint8_t *arg)
+{
+    static long delay_ms = -1;
+    if (delay_ms < 0) {
+        const char *v = getenv("FAKEDRV_ALLOC_DELAY_MS");
+        delay_ms = v ? atol(v) : 0;
+    }
+    if (delay_ms <= 0)
+        return;
+    const uint8_t *inner = arg;
+    unsigned nr = RM_IOC_NR(request);
+    if (nr == RM_NR_XFER && RM_IOC_SIZE(request) == sizeof(struct rm_xfer_args)) {
+        struct rm_xfer_args x;
+        memcpy(&x, arg, sizeof x);
+        nr = x.cmd;
+        inner = (const uint8_t *)(uintptr_t)x.ptr;
+    }
+    uint32_t cls;
+    if (nr != RM_NR_ALLOC || !inner)
+        return;
+    memcpy(&cls, inner + 12, sizeof cls);
+    if (cls == 0x40)
+        usleep((useconds_t)delay_ms * 1000);
+}
+
+void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx)
+{
+    atomic_store(&reply_hook_ctx, ctx);
+    atomic_store(&reply_hook, hook);
+}
+
 static int uvm_ioctl(struct fk_file *f, unsigned long request, uint8_t *arg)
 {
     if (request == 0x30000001ul) { /* UVM_INITIALIZE: {u64 flags; u32 status} */
@@ -703,6 +821,7 @@ int fakedrv_ioctl(int fd, unsigned long request, ...)
     void *argp = va_arg(ap, void *);
     va_end(ap);
     pthread_mutex_lock(&mu);
+    reap_locked();
     struct fk_file *f = file_of_locked(fd);
     pthread_mutex_unlock(&mu);
     if (!f)
@@ -713,6 +832,7 @@ int fakedrv_ioctl(int fd, unsigned long request, ...)
         errno = EFAULT;
         return -1;
     }
+    delay_memory_alloc(request, arg);
     int ret;
     if (f->node == RM_NODE_UVM) {
         ret = uvm_ioctl(f, request, arg);
@@ -727,11 +847,14 @@ int fakedrv_ioctl(int fd, unsigned long request, ...)
             else if (!x.ptr)
                 ret = -EFAULT;
             else
-                ret = rm_escape(f, x.cmd, x.size, (uint8_t *)(uintptr_t)x.ptr);
+                ret = rm_escape_copied(f, x.cmd, x.size, (uint8_t *)(uintptr_t)x.ptr);
         }
     } else {
-        ret = rm_escape(f, RM_IOC_NR(request), RM_IOC_SIZE(request), arg);
+        ret = rm_escape_copied(f, RM_IOC_NR(request), RM_IOC_SIZE(request), arg);
     }
+    void (*hook)(void *) = atomic_load(&reply_hook);
+    if (hook) /* what runs at the return to user space: a signal, another thread */
+        hook(atomic_load(&reply_hook_ctx));
     if (ret < 0) {
         errno = -ret;
         return -1;
@@ -785,6 +908,7 @@ uint64_t fakedrv_fb_free(int gpu)
 {
     pthread_mutex_lock(&mu);
     configure_locked();
+    reap_locked();
     uint64_t v = gpu >= 0 && gpu < FAKEDRV_MAX_GPUS ? fb_total[gpu] - fb_used[gpu] : 0;
     pthread_mutex_unlock(&mu);
     return v;
@@ -793,6 +917,7 @@ uint64_t fakedrv_fb_free(int gpu)
 uint32_t fakedrv_live_objects(void)
 {
     pthread_mutex_lock(&mu);
+    reap_locked();
     uint32_t n = (uint32_t)n_objs;
     pthread_mutex_unlock(&mu);
     return n;
@@ -801,6 +926,7 @@ uint32_t fakedrv_live_objects(void)
 uint32_t fakedrv_live_clients(void)
 {
     pthread_mutex_lock(&mu);
+    reap_locked();
     uint32_t n = 0;
     for (size_t i = 0; i < n_objs; i++)
         n += objs[i].handle == objs[i].client;

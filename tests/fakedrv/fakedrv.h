@@ -1,8 +1,11 @@
 /* fakedrv.h - a fake NVIDIA kernel driver (RM) for tests, with no GPU.
  *
  * Emulates enough of /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm to drive
- * the shim: descriptors (real /dev/null descriptors underneath, so close and dup
- * work), RM_ALLOC (NVOS21 and NVOS64; handles assigned when hObjectNew is 0;
+ * the shim: descriptors (each fake file is a socket pair underneath, so close, dup,
+ * close_range, SCM_RIGHTS and fork share and drop it as the kernel does, and the
+ * fake sees its last close wherever it happens), arguments and RM_ALLOC
+ * parameters copied in and out as the kernel does (the caller's memory is read once, before the work, and written once, after),
+ * RM_ALLOC on any node (NVOS21 and NVOS64; handles assigned when hObjectNew is 0;
  * class 0x40 takes device memory, rounded up to 2 MiB, NV_ERR_NO_MEMORY when the
  * fake GPU is full), RM_FREE (with the subtree), RM_CONTROL (FB_GET_INFO_V2
  * answers total and free; NV_OK otherwise), RM_MAP_MEMORY + mmap (an anonymous
@@ -24,7 +27,8 @@
  * file answers NV_ERR_INVALID_ARGUMENT.
  *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
- * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
+ * FAKEDRV_FB_MIB (device memory per GPU, default 16384); FAKEDRV_ALLOC_DELAY_MS
+ * keeps each device-memory RM_ALLOC that long in the driver (no lock held).
  *
  * Thread rules: every function is thread-safe (one internal mutex, never held
  * while calling anything but the kernel).
@@ -35,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -42,7 +47,7 @@
 #define FAKEDRV_PAGE (2u << 20) /* device memory is handed out in 2 MiB pages */
 #define FAKEDRV_UVM_MAJOR 238u
 
-/* Forgets every object and fake file (descriptors stay open as /dev/null) and
+/* Forgets every object and fake file (descriptors stay open as sockets) and
  * sets the number of GPUs and their memory. */
 void fakedrv_reset(int ngpus, uint64_t fb_bytes);
 
@@ -54,6 +59,7 @@ int fakedrv_openat(int dirfd, const char *path, int flags, ...);
 int fakedrv_open_2(const char *path, int flags);
 int fakedrv_openat_2(int dirfd, const char *path, int flags);
 int fakedrv_close(int fd);
+FILE *fakedrv_fopen(const char *path, const char *mode);
 int fakedrv_dup(int fd);
 int fakedrv_dup2(int fd, int fd2);
 int fakedrv_dup3(int fd, int fd2, int flags);
@@ -64,6 +70,11 @@ void *fakedrv_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_
 int fakedrv_munmap(void *addr, size_t len);
 int fakedrv_fstat(int fd, struct stat *st);
 ssize_t fakedrv_readlink(const char *path, char *buf, size_t len);
+
+/* Tests: hook(ctx) runs after every ioctl on a fake descriptor has been served
+ * and its reply copied out, before the ioctl returns: where a signal handler or
+ * another thread of the caller runs at the return to user space. NULL: none. */
+void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx);
 
 /* Inspection, for tests. */
 uint64_t fakedrv_fb_total(int gpu);

@@ -2,6 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m9); default: all.
 kairosd=$bin/kairosd
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -33,7 +34,9 @@ for _ in $(seq 50); do [ -S "$KAIROS_SOCKET" ] && break; sleep 0.1; done
 held_of() { "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); print(sum(g['held'] for t in d['tenants'] if t['name']=='$1' for g in t['gpus']))"; }
 : > "$mdir/results.txt"
 result() { echo "RESULT $*" | tee -a "$mdir/results.txt"; }
+mem_want() { [ -z "${MEMORY_ONLY:-}" ] && return 0; case " $MEMORY_ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 
+if mem_want m1; then
 echo "--- m1. a CUDA program fills its quota: standalone 4 GiB, then tenant 'probe' (4 GiB)"
 KAIROS_MEM=4G LD_PRELOAD=$KAIROS_SHIM "$probe" fill | tee "$mdir/fill-standalone.txt"
 "$kairos" run --tenant probe -- "$probe" fill | tee "$mdir/fill-tenant.txt"
@@ -41,16 +44,25 @@ for f in standalone tenant; do
   result "fill_$f view_total_mib=$(value view_total_mib < "$mdir/fill-$f.txt") total_global_mem_mib=$(value total_global_mem_mib < "$mdir/fill-$f.txt") allocated_mib=$(value allocated_mib < "$mdir/fill-$f.txt") free_at_refusal_kib=$(value free_at_refusal_kib < "$mdir/fill-$f.txt") works_after_refusal=$(value works_after_refusal < "$mdir/fill-$f.txt")"
 done
 
+fi
+
+if mem_want m2; then
 echo "--- m2. PyTorch under a 6 GiB quota"
 KAIROS_MEM=6G LD_PRELOAD=$KAIROS_SHIM $python tests/gpu/torch_oom.py oom | tee "$mdir/torch-oom.txt"
 result "torch_oom view_total_mib=$(value view_total_mib < "$mdir/torch-oom.txt") device_total_mib=$(value device_total_mib < "$mdir/torch-oom.txt") oom_after_mib=$(value oom_after_mib < "$mdir/torch-oom.txt") works_after_oom=$(value works_after_oom < "$mdir/torch-oom.txt")"
 
+fi
+
+if mem_want m3; then
 echo "--- m3. nvidia-smi inside tenant 'probe', and the controls it uses"
 "$kairos" run --tenant probe -- nvidia-smi --query-gpu=memory.total,memory.used --format=csv | tee "$mdir/smi.txt"
 result "nvidia_smi_in_tenant total=$(tail -1 "$mdir/smi.txt" | sed 's/ //g; s/,/_used=/')"
 "$kairos" trace -- nvidia-smi --query-gpu=memory.total,memory.used --format=csv 2>&1 | \
   grep -o 'cmd=[A-Za-z0-9_]*(0x[0-9a-f]*)' | sort | uniq -c
 
+fi
+
+if mem_want m4; then
 echo "--- m4. the KRYPTON attack: victim at its quota, 48 attacker processes"
 "$kairos" run --tenant victim -- $python tests/gpu/torch_oom.py victim 25 14500 > "$mdir/victim.txt" 2>&1 &
 victim=$!
@@ -68,6 +80,9 @@ ctx_refused=$(cat "$mdir"/attacker-*.txt | grep -c "context=refused")
 alloc_ok=$(cat "$mdir"/attacker-*.txt | grep -c "alloc_1g=ok")
 result "attack victim_failed_allocations=$(value failed_allocations < "$mdir/victim.txt") victim_iterations=$(value iterations < "$mdir/victim.txt") attacker_contexts_ok=$ctx_ok attacker_contexts_refused=$ctx_refused attacker_1g_ok=$alloc_ok attacker_held_mib=$((attacker_peak / 1048576)) attacker_quota_mib=8192"
 
+fi
+
+if mem_want m5; then
 echo "--- m5. SIGKILL of a tenant process: its memory leaves the ledger"
 "$kairos" run --tenant probe -- $python -c "import torch,time; x=torch.empty(2<<30,dtype=torch.uint8,device='cuda'); print('ready',flush=True); time.sleep(60)" > "$mdir/kill.txt" 2>&1 &
 kp=$!
@@ -82,6 +97,9 @@ done
 result "sigkill held_before_mib=$((before / 1048576)) released_after_ms=$(( ($(date +%s%N) - t0) / 1000000 )) held_after=$(held_of probe)"
 wait "$kp" 2>/dev/null
 
+fi
+
+if mem_want m6; then
 echo "--- m6. allocation latency and throughput: native vs standalone vs tenant"
 : > "$mdir/overhead.tsv"
 for round in 1 2 3; do
@@ -98,6 +116,64 @@ for round in 1 2 3; do
   done
 done
 
+fi
+
+paths=$bin/alloc_paths
+if [ ! -x "$paths" ] && command -v nvcc >/dev/null; then
+  nvcc -arch=sm_90 -O2 -o /tmp/alloc_paths tests/gpu/alloc_paths.cu -lcuda -lpthread && paths=/tmp/alloc_paths
+fi
+
+if mem_want m7; then
+echo "--- m7. every allocation path charged exactly: 512 MiB by cudaMalloc, VMM, cudaMallocAsync,"
+echo "    PyTorch expandable segments; native, then in tenant 'probe' (4 GiB)"
+for mode in native tenant; do
+  case $mode in
+    native) run=() ;;
+    tenant) run=("$kairos" run --tenant probe --) ;;
+  esac
+  "${run[@]}" "$paths" paths 512 > "$mdir/paths-$mode.txt" 2>&1
+  "${run[@]}" $python tests/gpu/torch_paths.py 512 >> "$mdir/paths-$mode.txt" 2>&1
+  cat "$mdir/paths-$mode.txt"
+  grep '^path=' "$mdir/paths-$mode.txt" | while read -r line; do
+    result "paths_${mode}_${line#path=}"
+  done
+done
+result "paths_ledger_after held_probe_mib=$(( $(held_of probe) / 1048576 ))"
+fi
+
+if mem_want m8; then
+echo "--- m8. allocation latency native vs tenant 'victim', 1 and 8 threads, 64 MiB blocks"
+: > "$mdir/threads.tsv"
+for round in 1 2 3; do
+  for threads in 1 8; do
+    for mode in native tenant; do
+      case $mode in
+        native) run=() ;;
+        tenant) run=("$kairos" run --tenant victim --) ;;
+      esac
+      lat=$("${run[@]}" "$paths" latency "$threads" 200)
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$threads" "$mode" "$(echo "$lat" | value alloc_p50_us)" \
+        "$(echo "$lat" | value alloc_p99_us)" "$(echo "$lat" | value allocs_per_s)" | tee -a "$mdir/threads.tsv"
+    done
+  done
+done
+fi
+
+if mem_want m9; then
+echo "--- m9. fork then parent exit: the child keeps the inherited descriptors 6 s (tenant 'probe')"
+smi_apps() { env -u LD_PRELOAD nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | tr '\n' ';' | tr -d ' '; }
+gpu_used() { env -u LD_PRELOAD nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits; }
+used0=$(gpu_used)
+"$kairos" run --tenant probe -- $python tests/gpu/fork_held.py 6 > "$mdir/fork.txt" 2>&1
+cat "$mdir/fork.txt"  # a file, not a pipe: the child keeps its copy of the descriptor
+sleep 1
+held_mid=$(( $(held_of probe) / 1048576 )); used_mid=$(gpu_used); apps_mid=$(smi_apps)
+sleep 7
+held_end=$(( $(held_of probe) / 1048576 )); used_end=$(gpu_used)
+grep -E "linger|left|GPU freed" "$OUT/kairosd.log" | tail -4
+result "fork_held parent=$(value parent < "$mdir/fork.txt") child=$(value child < "$mdir/fork.txt") held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
+fi
+
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
 unset KAIROS_SOCKET KAIROS_SHIM_CONF
 grep "audit:" "$OUT/kairosd.log" | head -5
@@ -108,18 +184,42 @@ res = {"gpu": gpu, "driver": driver, "cuda": cuda, "torch": torchv, "date": date
 for line in open(f"{mdir}/results.txt"):
     name, *fields = line.split()[1:]
     res["checks"][name] = {k: v for k, v in (f.split("=", 1) for f in fields)}
-rows = [l.split("\t") for l in open(f"{mdir}/overhead.tsv").read().splitlines()]
-med = lambda mode, col: statistics.median(float(r[col]) for r in rows if r[1] == mode and r[col])
-res["overhead"] = {m: {"alloc_p50_us": med(m, 2), "alloc_p99_us": med(m, 3),
-                       "launches_per_s": med(m, 4)} for m in ("native", "standalone", "tenant")}
+def rows_of(name):
+    try:
+        return [l.split("\t") for l in open(f"{mdir}/{name}").read().splitlines()]
+    except OSError:
+        return []
+def med(rows, keep, col):
+    vals = [float(r[col]) for r in rows if keep(r) and len(r) > col and r[col]]
+    return statistics.median(vals) if vals else float("nan")
+rows = rows_of("overhead.tsv")
+if rows:
+    res["overhead"] = {m: {"alloc_p50_us": med(rows, lambda r: r[1] == m, 2),
+                           "alloc_p99_us": med(rows, lambda r: r[1] == m, 3),
+                           "launches_per_s": med(rows, lambda r: r[1] == m, 4)}
+                       for m in ("native", "standalone", "tenant")}
+trows = rows_of("threads.tsv")
+if trows:
+    res["threads"] = {f"{m}_{t}": {"alloc_p50_us": med(trows, lambda r: r[1] == t and r[2] == m, 3),
+                                   "alloc_p99_us": med(trows, lambda r: r[1] == t and r[2] == m, 4),
+                                   "allocs_per_s": med(trows, lambda r: r[1] == t and r[2] == m, 5)}
+                      for t in ("1", "8") for m in ("native", "tenant")}
 json.dump(res, open(f"{out}/memory-results.json", "w"), indent=1)
 print(f"\n{gpu}, driver {driver}, CUDA {cuda}, torch {torchv}, {date}")
 for name, c in res["checks"].items():
     print(f"  {name:18} " + " ".join(f"{k}={v}" for k, v in c.items()))
-o = res["overhead"]
-print(f"{'':22}{'native':>10}{'standalone':>12}{'tenant':>10}{'tenant/native':>15}")
-for key, label in (("alloc_p50_us", "cudaMalloc 64M p50 us"), ("alloc_p99_us", "cudaMalloc 64M p99 us"),
-                   ("launches_per_s", "kernel launches/s")):
-    v = [o[m][key] for m in ("native", "standalone", "tenant")]
-    print(f"{label:22}{v[0]:10.1f}{v[1]:12.1f}{v[2]:10.1f}{v[2] / v[0]:15.3f}")
+if "overhead" in res:
+    o = res["overhead"]
+    print(f"{'':22}{'native':>10}{'standalone':>12}{'tenant':>10}{'tenant/native':>15}")
+    for key, label in (("alloc_p50_us", "cudaMalloc 64M p50 us"), ("alloc_p99_us", "cudaMalloc 64M p99 us"),
+                       ("launches_per_s", "kernel launches/s")):
+        v = [o[m][key] for m in ("native", "standalone", "tenant")]
+        print(f"{label:22}{v[0]:10.1f}{v[1]:12.1f}{v[2]:10.1f}{v[2] / v[0]:15.3f}")
+if "threads" in res:
+    th = res["threads"]
+    print(f"{'cudaMalloc 64M':22}{'threads':>8}{'native':>10}{'tenant':>10}{'tenant-native':>15}")
+    for t in ("1", "8"):
+        for key in ("alloc_p50_us", "alloc_p99_us"):
+            n, k = th[f"native_{t}"][key], th[f"tenant_{t}"][key]
+            print(f"{key:22}{t:>8}{n:10.1f}{k:10.1f}{k - n:15.1f}")
 PY

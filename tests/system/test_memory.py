@@ -166,6 +166,48 @@ class WithDaemon(unittest.TestCase):
         self.assertEqual(a.returncode, 0, a.stderr.read())
         self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
 
+    def test_an_allocation_in_the_driver_at_a_restart_stays_charged(self):
+        """kairosd restarts while a granted allocation is still in the driver (the
+        fake keeps it there 1.5 s): the shim reattaches with it counted as held and
+        settles only the difference, so the new ledger counts it once; all of it is
+        released at the end."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "1",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "3"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_ALLOC_DELAY_MS="1500", **self.d.shim_env()))
+        # the context's allocation is granted (reserved) and now in the driver
+        self.assertTrue(self.wait_for(lambda: self.held() == PAGE, timeout=5.0), self.ps())
+        self.d.stop()
+        self.d.start()
+        ca = self.holding(a)
+        self.assertEqual(ca["vidmem_bytes"], 2 * PAGE)
+        self.assertTrue(self.wait_for(lambda: self.held() == 2 * PAGE, timeout=5.0), self.ps())
+        time.sleep(0.3)  # nothing settles twice
+        self.assertEqual(self.held(), 2 * PAGE)
+        a.wait(30)
+        self.assertEqual(a.returncode, 0, a.stderr.read())
+        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+
+    def test_allocations_wait_for_a_restarting_daemon(self):
+        """kairosd is down for about a second while a process allocates (one 2 MiB
+        block every 100 ms): its allocations wait for the new daemon instead of
+        being refused, and the new ledger holds exactly what the process got."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "20",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_ALLOC_DELAY_MS="100", **self.d.shim_env()))
+        self.assertTrue(self.wait_for(lambda: self.held() >= 3 * PAGE, timeout=5.0), self.ps())
+        self.d.stop()
+        time.sleep(1.0)
+        self.d.start()
+        ca = self.holding(a)
+        self.assertEqual(ca["failed"], 0)
+        self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)
+        self.assertTrue(self.wait_for(lambda: self.held() == 21 * PAGE, timeout=5.0), self.ps())
+        a.wait(30)
+        self.assertEqual(a.returncode, 0, a.stderr.read())
+        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+
     def test_unknown_tenant_and_absent_daemon_are_refused_clearly(self):
         r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", **self.d.shim_env())
         self.assertNotEqual(r.returncode, 0)
@@ -194,6 +236,42 @@ class WithDaemon(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("GPU access refused: KAIROS_MEM '8GB'", r.stderr)
         self.assertIn("GiB", r.stderr)  # what to write instead
+
+
+class WithFakeGpu(unittest.TestCase):
+    """kairosd with a scripted GPU backend standing in for NVML's process list."""
+    GPU = "gpu 0 GPU-fake-0000 85899345920\n"
+    tearDown, run_tenant, ps, held, wait_for, holding = (
+        WithDaemon.tearDown, WithDaemon.run_tenant, WithDaemon.ps, WithDaemon.held,
+        WithDaemon.wait_for, WithDaemon.holding)
+
+    def setUp(self):
+        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+
+    def test_a_departed_process_stays_charged_while_the_gpu_holds_its_memory(self):
+        """A process leaves (exits without closing anything) while the GPU still lists
+        its memory - as when a forked child or an exec'd program keeps its
+        descriptors: its charge stays, a second process cannot take that memory
+        again, and it is released once the GPU frees it."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "20",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "0.5", "-k"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(**self.d.shim_env()))
+        ca = self.holding(a)
+        pids = self.ps()["team"]["pids"]
+        self.assertEqual(len(pids), 1, self.ps())
+        self.d.write_fake(self.GPU + f"proc 0 {pids[0]} {ca['vidmem_bytes']}\n")
+        a.wait(30)
+        time.sleep(0.5)
+        self.assertEqual(self.held(), ca["vidmem_bytes"])  # 42 MiB still held
+        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], 64 * MiB - ca["vidmem_bytes"])
+        b.communicate(timeout=30)
+        self.d.write_fake(self.GPU)  # the GPU freed it (the child exited)
+        self.assertTrue(self.wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertIn("still holds its memory", self.d.read_log())
 
 
 if __name__ == "__main__":

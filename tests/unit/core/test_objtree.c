@@ -229,6 +229,31 @@ static void test_memory_is_counted_per_gpu(void **state)
     objtree_free(t);
 }
 
+/* Sizes from a reply beyond any GPU are bounded: one block counts at most
+ * OBJTREE_MAX_BYTES, and a close of many of them sums without overflow (the
+ * sanitizer build fails on signed overflow). */
+static void test_huge_sizes_are_bounded(void **state)
+{
+    (void)state;
+    struct objtree *t = objtree_new();
+    assert_non_null(t);
+    struct objtree_effect e;
+    apply(t, CTL_FILE, alloc_op(0, 0, 1, RM_CLASS_NV01_ROOT_CLIENT, 0), &e);
+    apply(t, CTL_FILE, alloc_op(1, 1, 2, RM_CLASS_NV01_DEVICE_0, 0), &e);
+    const uint64_t sizes[] = {UINT64_MAX, 1ull << 63, (1ull << 63) + 1, OBJTREE_MAX_BYTES + 1};
+    for (uint32_t i = 0; i < 4096; i++) {
+        apply(t, CTL_FILE, alloc_op(1, 2, 100 + i, RM_CLASS_NV01_MEMORY_LOCAL_USER, sizes[i % 4]),
+              &e);
+        assert_int_equal(e.vidmem_delta, (int64_t)OBJTREE_MAX_BYTES);
+    }
+    objtree_close_file(t, CTL_FILE, &e);
+    assert_true(e.vidmem_delta < 0);
+    assert_true(e.vidmem_delta >= -INT64_MAX);
+    assert_int_equal(e.vidmem_delta, -INT64_MAX); /* 4096 x 2^52 = 2^64: saturated */
+    assert_int_equal(e.vidmem_delta_gpu[0], -INT64_MAX);
+    objtree_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_doorbell_mapping_is_recognised),
         cmocka_unit_test(test_listing_channel_groups),
         cmocka_unit_test(test_memory_is_counted_per_gpu),
+        cmocka_unit_test(test_huge_sizes_are_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

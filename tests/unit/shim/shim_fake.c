@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,6 +42,9 @@ const struct shim_real *shim_fake_setup(void)
     fake.munmap = fakedrv_munmap;
     fake.fstat = fakedrv_fstat;
     fake.readlink = fakedrv_readlink;
+    fake.fopen = fakedrv_fopen;
+    fake.fopen64 = fakedrv_fopen;
+    fake.fclose = fclose;
     shim_real_fill(&fake);
     return &fake;
 }

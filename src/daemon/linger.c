@@ -1,0 +1,155 @@
+/* linger.c - departed processes whose memory the GPU still holds (see linger.h). */
+#include "daemon/linger.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+
+struct lingering {
+    struct ledger_member *member;
+    uint32_t pid;
+};
+
+struct linger {
+    struct loop *loop;
+    struct gpu_backend *gpu;
+    struct tenants *ts;
+    int tfd;
+    struct loop_watch *w;
+    struct lingering *items;
+    size_t n, cap;
+    void (*removed)(void *ctx);
+    void *removed_ctx;
+    struct gpu_proc procs[GPU_MAX_PROCS];
+};
+
+/* Whether some GPU lists pid (with memory in use, or memory unknown). */
+static bool gpu_holds(struct linger *lg, uint32_t pid)
+{
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+        size_t n = 0;
+        if (lg->gpu->ops->processes(lg->gpu, g, lg->procs, GPU_MAX_PROCS, &n))
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (lg->procs[i].pid == pid && (!lg->procs[i].used_valid || lg->procs[i].used))
+                return true;
+    }
+    return false;
+}
+
+static void arm(struct linger *lg, bool on)
+{
+    struct itimerspec its = {0};
+    if (on) {
+        its.it_interval.tv_nsec = LINGER_CHECK_MS * 1000000L;
+        its.it_value = its.it_interval;
+    }
+    timerfd_settime(lg->tfd, 0, &its, NULL);
+}
+
+static void release(struct linger *lg, size_t i)
+{
+    struct lingering it = lg->items[i];
+    lg->items[i] = lg->items[--lg->n];
+    uint64_t freed[KAIROS_MAX_GPUS];
+    struct ledger_tenant *t = ledger_leave(&lg->ts->ledger, it.member, freed);
+    uint64_t total = 0;
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++)
+        total += freed[g];
+    char a[32];
+    log_info("tenant %s: the GPU freed the memory of departed pid %u; released %s", t->name,
+             it.pid, tenants_size(total, a, sizeof a));
+    if (tenants_after_leave(lg->ts, t) && lg->removed)
+        lg->removed(lg->removed_ctx);
+}
+
+static void on_timer(void *ctx, int fd, uint32_t events)
+{
+    (void)events;
+    struct linger *lg = ctx;
+    uint64_t expirations;
+    (void)!read(fd, &expirations, sizeof expirations);
+    for (size_t i = 0; i < lg->n;) {
+        if (gpu_holds(lg, lg->items[i].pid))
+            i++;
+        else
+            release(lg, i);
+    }
+    if (lg->n == 0)
+        arm(lg, false);
+}
+
+int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
+                struct tenants *ts)
+{
+    struct linger *lg = calloc(1, sizeof *lg);
+    if (!lg)
+        return -ENOMEM;
+    lg->loop = loop;
+    lg->gpu = gpu && gpu->ops ? gpu : NULL;
+    lg->ts = ts;
+    lg->tfd = -1;
+    if (lg->gpu) {
+        lg->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (lg->tfd < 0 || !(lg->w = loop_add(loop, lg->tfd, EPOLLIN, on_timer, lg))) {
+            int rc = -errno;
+            if (lg->tfd >= 0)
+                close(lg->tfd);
+            free(lg);
+            return rc ? rc : -ENOMEM;
+        }
+    }
+    *out = lg;
+    return 0;
+}
+
+void linger_fini(struct linger *lg)
+{
+    if (!lg)
+        return;
+    if (lg->w)
+        loop_del(lg->loop, lg->w);
+    if (lg->tfd >= 0)
+        close(lg->tfd);
+    free(lg->items);
+    free(lg);
+}
+
+bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid)
+{
+    if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
+        return false;
+    if (lg->n == lg->cap) {
+        size_t cap = lg->cap ? lg->cap * 2 : 8;
+        struct lingering *grown = realloc(lg->items, cap * sizeof *grown);
+        if (!grown)
+            return false; /* out of memory: release now, as without a GPU backend */
+        lg->items = grown;
+        lg->cap = cap;
+    }
+    lg->items[lg->n++] = (struct lingering){m, pid};
+    if (lg->n == 1)
+        arm(lg, true);
+    log_info("tenant %s: pid %u left but the GPU still holds its memory (a child or an exec'd "
+             "program keeps its descriptors); its charge stays until the GPU frees it",
+             m->tenant->name, pid);
+    return true;
+}
+
+void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx)
+{
+    if (!lg)
+        return;
+    lg->removed = fn;
+    lg->removed_ctx = ctx;
+}
+
+unsigned linger_count(const struct linger *lg)
+{
+    return lg ? (unsigned)lg->n : 0;
+}

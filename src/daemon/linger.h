@@ -1,0 +1,43 @@
+/* linger.h - a departed process's memory charge stays while the GPU still holds
+ * its memory.
+ *
+ * The driver frees an RM client's memory at the last reference to the open file
+ * it lives on, not when the process that made it leaves: a child that inherited
+ * the descriptor, or the program a process exec'd without O_CLOEXEC, keeps it.
+ * When a member process departs (its connection hangs up or it exits) while the
+ * GPU backend (NVML, or the fake in tests) still lists its pid with memory in
+ * use, its ledger member stays, holding what it held, and is released once the
+ * GPU stops listing it (checked every LINGER_CHECK_MS). Without a GPU backend a
+ * departure releases at once, as before.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_LINGER_H
+#define KAIROS_DAEMON_LINGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/gpu.h"
+#include "daemon/ledger.h"
+#include "daemon/loop.h"
+#include "daemon/tenants.h"
+
+#define LINGER_CHECK_MS 200
+
+struct linger;
+
+/* gpu may be NULL: then nothing lingers. */
+int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
+                struct tenants *ts);
+/* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
+void linger_fini(struct linger *lg);
+/* Member m (process pid) departed. True when the GPU still shows memory of pid:
+ * m stays in the ledger and lingers; false: the caller releases it now. */
+bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid);
+/* Called (with ctx) when a release removed an ephemeral tenant. */
+void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx);
+/* How many departed processes' charges linger (tests, logs). */
+unsigned linger_count(const struct linger *lg);
+
+#endif /* KAIROS_DAEMON_LINGER_H */
