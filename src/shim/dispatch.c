@@ -596,8 +596,6 @@ static void forget_range(uint64_t addr, uint64_t len)
     struct objtree *t = state_lock();
     bool had = t && objtree_munmap(t, addr, len);
     state_unlock();
-    if (had)
-        timectl_unmapped(addr, len);
     if (had && tracer_on())
         tracer_emit_munmap(addr, len);
 }
@@ -621,14 +619,11 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
         forget_range(a, len); /* MAP_FIXED replaced what was there */
     if (cls == FDT_NVIDIA) {
         if (p != MAP_FAILED) {
-            enum objtree_map_kind kind = OBJTREE_MAP_NONE;
             struct objtree *t = state_lock();
             if (t)
-                kind = objtree_mmap(t, fi.file_id, a, len);
+                (void)objtree_mmap(t, fi.file_id, a, len);
             state_note_mapping_locked(a, len);
             state_unlock();
-            if (kind == OBJTREE_MAP_DOORBELL) /* gated while paused (timectl.h) */
-                timectl_doorbell_mapped(a, len, prot, fi.node == RM_NODE_DEV ? fi.minor : -1);
         }
         if (tracing) {
             struct trace_rec rec;

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/rm_abi.h"
@@ -43,6 +44,23 @@ struct fk_obj {
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fork while another thread is inside the fake (a time control in flight) must
+ * not leave the child's copy locked: the real driver has no such lock to inherit. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&mu);
+}
+
+static void fork_release(void)
+{
+    pthread_mutex_unlock(&mu);
+}
+
+__attribute__((constructor)) static void register_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_release, fork_release);
+}
 static bool configured;
 static int n_gpus = 1;
 static uint64_t fb_total[FAKEDRV_MAX_GPUS], fb_used[FAKEDRV_MAX_GPUS];
@@ -606,11 +624,32 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
     return RM_NV_OK;
 }
 
+static _Atomic uint32_t control_delay_us;
+
+void fakedrv_set_control_delay(uint32_t us)
+{
+    atomic_store(&control_delay_us, us);
+}
+
+/* A FIFO_DISABLE_CHANNELS takes as long as fakedrv_set_control_delay says, before
+ * the fake's mutex is taken (the H200 takes ~0.66 ms to pause, 0.38 to resume). */
+static void control_delay(unsigned nr, unsigned size, const uint8_t *arg)
+{
+    uint32_t us = atomic_load(&control_delay_us);
+    if (!us || nr != RM_NR_CONTROL || size != sizeof(struct rm_control_args) ||
+        ((const struct rm_control_args *)(const void *)arg)->cmd != 0x2080110Bu)
+        return;
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 /* Serves one (unwrapped) escape on a fake file; returns the ioctl result. */
 static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg)
 {
     bool ctl = f->node == RM_NODE_CTL;
     int ret = 0;
+    control_delay(nr, size, arg);
     pthread_mutex_lock(&mu);
     switch (nr) {
     case RM_NR_ALLOC:

@@ -26,7 +26,8 @@
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
  * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
  *
- * Thread rules: every function is thread-safe (one internal mutex, never held
+ * Thread rules: every function is thread-safe (one internal mutex, taken around
+ * fork by atfork handlers so a child never inherits it locked, never held
  * while calling anything but the kernel).
  */
 #ifndef KAIROS_TESTS_FAKEDRV_H
@@ -88,6 +89,9 @@ struct fakedrv_ctl_rec {
 /* The time controls received since the last reset, oldest first: copies up to max
  * and returns how many there are (the log keeps the first 4096). */
 size_t fakedrv_controls(struct fakedrv_ctl_rec *out, size_t max);
+/* Every FIFO_DISABLE_CHANNELS takes us microseconds from now on (0: none; not
+ * reset by fakedrv_reset). */
+void fakedrv_set_control_delay(uint32_t us);
 /* A channel group's last timeslice (0: never set or no such group). */
 uint64_t fakedrv_timeslice(uint32_t client, uint32_t tsg);
 /* 1 if the channel is disabled, 0 if not, -1 if there is no such channel. */
