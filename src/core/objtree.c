@@ -518,8 +518,10 @@ bool objtree_munmap(struct objtree *tree, uint64_t addr, uint64_t len)
     bool removed = false;
     for (size_t i = 0; i < tree->n_maps;) {
         struct mapping *m = &tree->maps[i];
-        bool inside = m->addr >= addr && m->addr - addr < len;
-        if (!inside) {
+        /* a mapping that lost any of its pages is gone as a whole: what is left of
+         * it may not be read through (the runnable sensor reads USERD pages) */
+        bool overlaps = m->addr < addr + len && addr < m->addr + m->len;
+        if (!overlaps) {
             i++;
             continue;
         }

@@ -83,7 +83,8 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
  * that named that file, and says what it maps. */
 enum objtree_map_kind objtree_mmap(struct objtree *tree, uint64_t map_file_id, uint64_t addr,
                                    uint64_t len);
-/* A munmap of [addr, addr+len): forgets the mappings inside it; true if there were any. */
+/* A munmap of [addr, addr+len): forgets every mapping it overlaps (one that lost
+ * some of its pages is forgotten whole); true if there were any. */
 bool objtree_munmap(struct objtree *tree, uint64_t addr, uint64_t len);
 
 void objtree_stats(const struct objtree *tree, struct objtree_stats *stats);

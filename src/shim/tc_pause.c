@@ -349,6 +349,11 @@ bool timectl_active(void)
     return atomic_load(&tc_on);
 }
 
+uint64_t tc_pause_first_own_file(void)
+{
+    return tc_first_own_file;
+}
+
 void tc_pause_activate(void)
 {
     atomic_store(&tc_on, true);

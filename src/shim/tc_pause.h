@@ -18,6 +18,8 @@
 void tc_pause_set_timeslice(uint32_t gpu, uint64_t us);
 /* A policy arrived: the allocation hooks now matter. */
 void tc_pause_activate(void);
+/* Files with a lower id were opened before this process was forked: the parent's. */
+uint64_t tc_pause_first_own_file(void);
 /* Fills the pause, resume and control counters of s. */
 void tc_pause_stats(struct timectl_stats *s);
 /* Resumes every GPU and forgets everything (timectl_reset). */

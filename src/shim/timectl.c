@@ -2,7 +2,10 @@
  *
  * Owns the per-GPU policies (as kairosd pushed them on the agent's connection),
  * the control thread that follows them, and the fork handler of all time control.
- * The mechanism is tc_pause.c (FIFO_DISABLE_CHANNELS, SET_TIMESLICE); the window
+ * The mechanism is tc_pause.c (FIFO_DISABLE_CHANNELS, SET_TIMESLICE); the runnable
+ * sensor tc_sense.c, which this thread drives every 1 ms while a policy has
+ * KAIROS_TIME_REPORT, sending KAIROS_MSG_RUNNABLE once a period (never waiting
+ * for the agent: a busy link delays a report, never a window edge); the window
  * arithmetic is timectl_window_paused below.
  *
  * Threads: the policy handler runs on whichever thread read the push, under the
@@ -19,6 +22,7 @@
  */
 #include "shim/timectl.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -30,6 +34,11 @@
 #include "shim/agent.h"
 #include "shim/settings.h"
 #include "shim/tc_pause.h"
+#include "shim/tc_sense.h"
+
+#define TC_SAMPLE_NS 1000000ull     /* the sensor samples every 1 ms while asked to */
+#define TC_REFRESH_NS 50000000ull   /* and reads the channels' USERD anew every 50 ms */
+#define TC_REPORT_US 100000u        /* report interval when the policy has no period */
 
 struct tc_gpu {
     bool have;
@@ -74,6 +83,58 @@ bool timectl_window_paused(const struct kairos_time_policy *p, uint64_t now_ns,
     return true;
 }
 
+/* The sensor's schedule (the control thread's own, reset at fork). */
+static uint64_t tc_next_sample, tc_next_refresh, tc_next_report[KAIROS_MAX_GPUS];
+
+/* GPUs whose policy asks for runnable reports, and how often (each's period).
+ * Call with tc_mu. */
+static uint32_t reporting_locked(uint64_t every_ns[KAIROS_MAX_GPUS])
+{
+    uint32_t mask = 0;
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        const struct tc_gpu *s = &tc_gpus[g];
+        every_ns[g] = 0;
+        if (!s->have || !(s->pol.flags & KAIROS_TIME_REPORT))
+            continue;
+        mask |= 1u << g;
+        every_ns[g] = (uint64_t)(s->pol.period_us ? s->pol.period_us : TC_REPORT_US) * 1000;
+    }
+    return mask;
+}
+
+/* One turn of the sensor at now: a sample, the table read again now and then,
+ * and each reporting GPU's figure sent once its period is over (if the agent is
+ * busy, at the next sample). Without tc_mu. */
+static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], uint64_t now)
+{
+    if (!tc_sense_active())
+        tc_sense_start();
+    if (now >= tc_next_refresh) {
+        tc_sense_refresh();
+        tc_next_refresh = now + TC_REFRESH_NS;
+    }
+    tc_sense_sample(now);
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        if (!(mask & (1u << g))) {
+            tc_next_report[g] = 0;
+            continue;
+        }
+        if (!tc_next_report[g]) { /* a new reporting GPU: its first interval starts now */
+            tc_sense_reported(g, now);
+            tc_next_report[g] = now + every_ns[g];
+            continue;
+        }
+        struct kairos_runnable r;
+        if (now < tc_next_report[g] || !tc_sense_report(g, now, &r))
+            continue;
+        if (agent_report_runnable(&r) == -EBUSY)
+            continue; /* the link is busy: the interval grows to the next sample */
+        tc_sense_reported(g, now); /* sent, or no daemon to send it to */
+        tc_next_report[g] = now + every_ns[g];
+    }
+    tc_next_sample = now + TC_SAMPLE_NS;
+}
+
 static void *control_thread(void *unused)
 {
     (void)unused;
@@ -81,6 +142,17 @@ static void *control_thread(void *unused)
     while (!tc_stop) {
         bool acted = false;
         uint64_t deadline = UINT64_MAX;
+        uint64_t every_ns[KAIROS_MAX_GPUS];
+        uint32_t mask = reporting_locked(every_ns);
+        if (mask) {
+            uint64_t now = mono_ns();
+            if (now >= tc_next_sample) {
+                pthread_mutex_unlock(&tc_mu);
+                sense_step(mask, every_ns, now);
+                pthread_mutex_lock(&tc_mu);
+            }
+            deadline = tc_next_sample;
+        }
         for (uint32_t g = 0; g < KAIROS_MAX_GPUS && !acted; g++) {
             struct tc_gpu *s = &tc_gpus[g];
             if (!s->have)
@@ -217,10 +289,18 @@ static void stop_thread(void)
     pthread_mutex_unlock(&tc_mu);
 }
 
+static void forget_sense_schedule(void)
+{
+    tc_next_sample = tc_next_refresh = 0;
+    memset(tc_next_report, 0, sizeof tc_next_report);
+}
+
 void timectl_reset(void)
 {
     stop_thread();
     tc_pause_reset();
+    tc_sense_reset();
+    forget_sense_schedule();
 }
 
 /* In a forked child, alone: no control thread runs here (threads do not survive
@@ -235,7 +315,9 @@ static void after_fork_in_child(void)
     tc_thread_running = false;
     tc_stop = false;
     memset(tc_gpus, 0, sizeof tc_gpus);
+    forget_sense_schedule();
     tc_pause_after_fork();
+    tc_sense_after_fork();
 }
 
 __attribute__((constructor)) static void register_atfork(void)

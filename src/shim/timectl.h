@@ -58,6 +58,13 @@ void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class)
 void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg);
 
 
+/* Around the real munmap (or MAP_FIXED mmap) of [addr, addr+len) and the object
+ * tree's update after it: while the runnable sensor runs, a range that may hold a
+ * USERD page it samples is taken out of its table first and not sampled until
+ * the tree forgot it (tc_sense.c). begin returns whether end must release. */
+bool timectl_unmap_begin(uint64_t addr, uint64_t len);
+void timectl_unmap_end(bool held);
+
 /* The mechanism alone (the control thread's; tests). 0 or -errno. */
 int timectl_pause(uint32_t gpu);
 int timectl_resume(uint32_t gpu);

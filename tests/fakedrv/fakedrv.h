@@ -23,6 +23,13 @@
  * 64 channels, or naming anything but a channel of that GPU owned through this
  * file answers NV_ERR_INVALID_ARGUMENT.
  *
+ * The USERD model: a channel allocated with hUserdMemory[0]/userdOffset[0] (offsets
+ * 32 and 64 of its parameters) has its USERD there; once that memory object is
+ * CPU-mapped (RM_MAP_MEMORY + mmap), an engine thread (started with the first such
+ * mapping, every FAKEDRV_FETCH_NS) "fetches" for every enabled channel: GPGet
+ * (+0x88) = GPPut (+0x8C). A disabled channel fetches nothing: work queued while
+ * paused stays pending, as on the H200.
+ *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
  * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
  *
@@ -42,6 +49,7 @@
 #define FAKEDRV_MAX_GPUS 8
 #define FAKEDRV_PAGE (2u << 20) /* device memory is handed out in 2 MiB pages */
 #define FAKEDRV_UVM_MAJOR 238u
+#define FAKEDRV_FETCH_NS 100000L /* the engine fetches every 100 us */
 
 /* Forgets every object and fake file (descriptors stay open as /dev/null) and
  * sets the number of GPUs and their memory. */
@@ -72,6 +80,7 @@ uint64_t fakedrv_fb_free(int gpu);
 uint32_t fakedrv_live_objects(void);
 uint32_t fakedrv_live_clients(void);
 uint64_t fakedrv_ioctls(void); /* ioctls served on fake descriptors */
+uint64_t fakedrv_fetches(void); /* channel fetches the engine made (GPGet moved) */
 
 enum fakedrv_ctl_cmd {
     FAKEDRV_CTL_SET_TIMESLICE = 1,

@@ -30,6 +30,7 @@
 
 #include "fakedrv.h"
 #include "shim/dispatch.h"
+#include "shim/tc_sense.h"
 #include "shim/timectl.h"
 #include "shim_fake.h"
 
@@ -502,6 +503,111 @@ static void test_null_write_still_kills(void **state)
     assert_int_equal(WTERMSIG(st), SIGSEGV);
 }
 
+/* The USERD block as CUDA sets it up (the H200 recording): a system-memory object
+ * mapped through its own /dev/nvidiactl descriptor, channels whose allocation
+ * names it with userdOffset 0x2000 + 0x3000 i. Returns the mapping. */
+static uint8_t *map_userd(uint32_t *mem, int *fd)
+{
+    uint8_t mp[128] = {0};
+    *mem = 0;
+    assert_int_equal(fk_alloc(r, ctl, client, device, mem, RM_CLASS_NV01_MEMORY_SYSTEM, mp,
+                              sizeof mp, true, false),
+                     0);
+    *fd = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
+    assert_true(*fd >= 0);
+    struct rm_map_memory_args map = {.h_client = client, .h_device = device, .h_memory = *mem,
+                                     .length = 0x10000, .fd = *fd};
+    assert_int_equal(shim_ioctl(r, ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map), 0);
+    assert_int_equal(map.status, 0);
+    void *p = shim_mmap(r, false, NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    assert_true(p != MAP_FAILED);
+    return p;
+}
+
+static uint32_t new_sensed_channel(uint32_t tsg, uint32_t mem, uint64_t off)
+{
+    uint32_t h = 0;
+    uint8_t params[368] = {0};
+    memcpy(params + 32, &mem, 4);
+    memcpy(params + 64, &off, 8);
+    assert_int_equal(fk_alloc(r, ctl, client, tsg, &h, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, params,
+                              sizeof params, true, false),
+                     0);
+    return h;
+}
+
+static volatile uint32_t *gp(uint8_t *userd, unsigned i, uint32_t word)
+{
+    return (volatile uint32_t *)(void *)(userd + 0x2000 + 0x3000 * i + word);
+}
+
+/* One sample after the fake's engine had time to fetch what it may. */
+static uint32_t pending_after_fetch(void)
+{
+    struct kairos_runnable rep;
+    sleep_ms(3);
+    tc_sense_reported(0, mono_ns());
+    sleep_ms(1);
+    uint64_t now = mono_ns();
+    tc_sense_sample(now);
+    assert_true(tc_sense_report(0, now, &rep));
+    return rep.pending_samples;
+}
+
+static void test_sensor_reads_userd(void **state)
+{
+    (void)state;
+    uint32_t mem;
+    int fd;
+    uint8_t *userd = map_userd(&mem, &fd);
+    uint32_t tsg = new_tsg(device);
+    new_sensed_channel(tsg, mem, 0x2000);
+    new_sensed_channel(tsg, mem, 0x5000);
+    new_channel(tsg); /* one whose USERD the shim cannot see: the report says partial */
+    tc_sense_start();
+    tc_sense_refresh();
+
+    /* Idle: nothing queued. */
+    assert_int_equal(pending_after_fetch(), 0);
+    /* Work queued on channel 1 while running: the engine fetches it at once. */
+    *gp(userd, 1, 0x8C) = 5;
+    assert_int_equal(pending_after_fetch(), 0);
+    assert_int_equal(*gp(userd, 1, 0x88), 5);
+    /* Paused, work queued stays pending: that is runnable time. */
+    assert_int_equal(timectl_pause(0), 0);
+    *gp(userd, 1, 0x8C) = 9;
+    uint64_t t0 = mono_ns();
+    tc_sense_reported(0, t0);
+    for (int i = 0; i < 20; i++) {
+        sleep_ms(1);
+        tc_sense_sample(mono_ns());
+    }
+    struct kairos_runnable rep;
+    uint64_t now = mono_ns();
+    assert_true(tc_sense_report(0, now, &rep));
+    assert_int_equal(rep.samples, 20);
+    assert_int_equal(rep.pending_samples, 20);
+    assert_int_equal(rep.channels, 2);
+    assert_int_equal(rep.flags, KAIROS_RUNNABLE_PARTIAL);
+    assert_true(rep.runnable_us + 2000 >= rep.interval_us && rep.runnable_us <= rep.interval_us);
+    /* Resumed: fetched, idle again. */
+    assert_int_equal(timectl_resume(0), 0);
+    assert_int_equal(pending_after_fetch(), 0);
+    assert_int_equal(*gp(userd, 1, 0x88), 9);
+
+    /* The application unmaps the block: never read again (a read would fault). */
+    *gp(userd, 0, 0x8C) = 1;
+    assert_int_equal(shim_munmap(r, userd, 0x10000), 0);
+    tc_sense_sample(mono_ns());
+    tc_sense_refresh();
+    assert_int_equal(pending_after_fetch(), 0);
+    tc_sense_reported(0, mono_ns());
+    tc_sense_sample(mono_ns());
+    assert_true(tc_sense_report(0, mono_ns(), &rep));
+    assert_int_equal(rep.channels, 0);
+    shim_close(r, fd);
+}
+
 static void test_window_math(void **state)
 {
     (void)state;
@@ -627,6 +733,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fork_while_paused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_while_thread_holds_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_write_still_kills, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_reads_userd, setup, teardown),
         cmocka_unit_test(test_window_math),
         cmocka_unit_test_setup_teardown(test_windows_follow_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_while_pausing, setup, teardown),
