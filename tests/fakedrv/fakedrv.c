@@ -535,14 +535,19 @@ static void log_ctl_locked(const struct fakedrv_ctl_rec *rec)
         return;
     char line[1400];
     int n;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    unsigned long long t_ns = (unsigned long long)now.tv_sec * 1000000000ull +
+                              (unsigned long long)now.tv_nsec;
     if (rec->cmd == FAKEDRV_CTL_SET_TIMESLICE) {
         n = snprintf(line, sizeof line, "timeslice pid=%d client=0x%x tsg=0x%x us=%llu status=%u\n",
                      (int)getpid(), rec->client, rec->object,
                      (unsigned long long)rec->timeslice_us, rec->status);
     } else {
         n = snprintf(line, sizeof line,
-                     "disable pid=%d client=0x%x subdevice=0x%x disable=%d n=%u status=%u channels=",
-                     (int)getpid(), rec->client, rec->object, rec->disable ? 1 : 0,
+                     "disable pid=%d t_ns=%llu client=0x%x subdevice=0x%x disable=%d n=%u "
+                     "status=%u channels=",
+                     (int)getpid(), t_ns, rec->client, rec->object, rec->disable ? 1 : 0,
                      rec->n_channels, rec->status);
         for (uint32_t i = 0; i < rec->n_channels && i < 64 && n > 0 && n < (int)sizeof line - 24;
              i++)

@@ -18,7 +18,7 @@
  * Time controls: NVA06C SET_TIMESLICE (0xA06C0103) on a channel group and NV2080
  * FIFO_DISABLE_CHANNELS (0x2080110B) on a subdevice are checked and recorded
  * (fakedrv_controls; and one line each to the file FAKEDRV_CTL_LOG names, for the
- * preloaded library). FIFO_DISABLE_CHANNELS with bRewindGpPut, with
+ * preloaded library; a disable line carries t_ns, CLOCK_MONOTONIC). FIFO_DISABLE_CHANNELS with bRewindGpPut, with
  * bOnlyDisableScheduling=1, with a non-NULL pRunlistPreemptEvent, with more than
  * 64 channels, or naming anything but a channel of that GPU owned through this
  * file answers NV_ERR_INVALID_ARGUMENT.
