@@ -26,6 +26,8 @@ int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
         s->p.preempt_us = 600;
     if (!s->p.default_ts_us)
         s->p.default_ts_us = 2048;
+    if (!s->p.sense_us)
+        s->p.sense_us = 1000;
     s->n = n;
     s->cur = -1;
     for (size_t i = 0; i < n; i++) {
@@ -175,22 +177,40 @@ static void step_hw(struct gpu_sim *s, const bool *runnable)
     s->slice_left -= s->slice_left > s->p.step_us ? s->p.step_us : s->slice_left;
 }
 
+/* What the shim's USERD sample sees of tenant t this step: queued, not fetched. */
+static bool sensed_pending(const struct gpu_sim_tenant *t, bool work, bool ran)
+{
+    if (!work)
+        return false;
+    if (!ran)
+        return true; /* waiting or paused: its entries are not fetched */
+    return t->spec.load == GPU_SIM_DEEP || t->spec.load == GPU_SIM_BURSTY ||
+           (t->spec.load == GPU_SIM_REQUESTS && t->req_n > 1);
+}
+
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use)
 {
     bool runnable[GPU_SIM_MAX_TENANTS];
     s->busy_us = s->switch_us = 0;
+    bool work[GPU_SIM_MAX_TENANTS];
+    uint64_t used_before[GPU_SIM_MAX_TENANTS];
     for (size_t i = 0; i < s->n; i++)
-        s->t[i].used_us = s->t[i].runnable_us = 0;
+        s->t[i].used_us = s->t[i].runnable_us = s->t[i].sensed_us = 0;
     for (uint64_t end = s->now_us + len_us; s->now_us < end; s->now_us += s->p.step_us) {
         for (size_t i = 0; i < s->n; i++) {
             struct gpu_sim_tenant *t = &s->t[i];
-            bool work = step_demand(s, t);
-            step_gate(s, t, work);
-            if (work)
+            work[i] = step_demand(s, t);
+            step_gate(s, t, work[i]);
+            if (work[i])
                 t->runnable_us += s->p.step_us;
-            runnable[i] = work && t->gate_open;
+            runnable[i] = work[i] && t->gate_open;
+            used_before[i] = t->used_us;
         }
         step_hw(s, runnable);
+        if (s->now_us % s->p.sense_us < s->p.step_us) /* a sample of the shim's sensor */
+            for (size_t i = 0; i < s->n; i++)
+                if (sensed_pending(&s->t[i], work[i], s->t[i].used_us > used_before[i]))
+                    s->t[i].sensed_us += s->p.sense_us;
     }
     for (size_t i = 0; i < s->n && use; i++) {
         use[i].used_us = s->t[i].used_us;

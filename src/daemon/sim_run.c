@@ -209,7 +209,13 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
-        if (sc->hide_runnable) /* as kairosd sees it: use, and whether a process lives */
+        if (sc->measure == SIM_MEASURE_USERD) /* the shims' samples plus what it ran */
+            for (size_t i = 0; i < sc->n; i++) {
+                uint64_t seen = r->sim.t[i].sensed_us + r->use[i].used_us;
+                r->use[i].runnable_us = seen < SCHED_PERIOD_US ? seen : SCHED_PERIOD_US;
+                r->use[i].no_process = !r->present[i];
+            }
+        if (sc->measure == SIM_MEASURE_NVML) /* as kairosd sees it: use, and whether a process lives */
             for (size_t i = 0; i < sc->n; i++) {
                 /* the judge still knows who competed: who wanted at least its
                  * target (ran or waited that long) */
