@@ -33,6 +33,7 @@ int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
     for (size_t i = 0; i < n; i++) {
         s->t[i].spec = specs[i];
         s->t[i].gate_open = true;
+        s->t[i].sense_rng = 0x9E3779B97F4A7C15ull * (i + 1);
     }
     return 0;
 }
@@ -188,6 +189,21 @@ static bool sensed_pending(const struct gpu_sim_tenant *t, bool work, bool ran)
            (t->spec.load == GPU_SIM_REQUESTS && t->req_n > 1);
 }
 
+/* One step of tenant t's shim: a sample when it is due, the next one at a
+ * pseudo-random instant of the next interval. */
+static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, bool ran)
+{
+    if (s->now_us < t->next_sense_us)
+        return;
+    if (sensed_pending(t, work, ran))
+        t->sensed_us += s->p.sense_us;
+    t->sense_rng ^= t->sense_rng << 13;
+    t->sense_rng ^= t->sense_rng >> 7;
+    t->sense_rng ^= t->sense_rng << 17;
+    uint64_t interval = s->now_us / s->p.sense_us + 1;
+    t->next_sense_us = interval * s->p.sense_us + t->sense_rng % s->p.sense_us;
+}
+
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use)
 {
     bool runnable[GPU_SIM_MAX_TENANTS];
@@ -207,10 +223,8 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
             used_before[i] = t->used_us;
         }
         step_hw(s, runnable);
-        if (s->now_us % s->p.sense_us < s->p.step_us) /* a sample of the shim's sensor */
-            for (size_t i = 0; i < s->n; i++)
-                if (sensed_pending(&s->t[i], work[i], s->t[i].used_us > used_before[i]))
-                    s->t[i].sensed_us += s->p.sense_us;
+        for (size_t i = 0; i < s->n; i++) /* the shims' samples */
+            sense_step(s, &s->t[i], work[i], s->t[i].used_us > used_before[i]);
     }
     for (size_t i = 0; i < s->n && use; i++) {
         use[i].used_us = s->t[i].used_us;

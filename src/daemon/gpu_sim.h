@@ -17,7 +17,9 @@
  * waiting (its group not running, or paused), or more work queued behind what
  * runs (a deep queue, a burst, a second request); a shallow queue's one kernel
  * running with nothing behind it is not seen (as on the H200, 0.1 %) - and counts
- * sense_us per pending sample: sampling error of up to sense_us per change.
+ * sense_us per pending sample, at a pseudo-random instant of each interval (a
+ * real shim's samples are not in phase with the work): sampling error of up to
+ * sense_us per change, unbiased on average.
  * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
  * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
  * every gap_us, per-request latency recorded); each present in [arrive, leave).
@@ -69,6 +71,8 @@ struct gpu_sim_tenant {
     uint64_t next_req_us;
     uint64_t used_us, runnable_us; /* this window */
     uint64_t sensed_us;      /* this window: runnable time as the shim's USERD samples see it */
+    uint64_t next_sense_us;  /* when its shim samples next */
+    uint64_t sense_rng;      /* where in each interval: the shim's clock is not the work's */
     uint64_t lat_us[GPU_SIM_LAT_MAX];
     size_t n_lat;
 };
