@@ -178,25 +178,29 @@ static void step_hw(struct gpu_sim *s, const bool *runnable)
     s->slice_left -= s->slice_left > s->p.step_us ? s->p.step_us : s->slice_left;
 }
 
-/* What the shim's USERD sample sees of tenant t this step: queued, not fetched. */
+/* What the shim's USERD sample sees of tenant t: work queued and not fetched
+ * (waiting or paused, or more queued behind what runs), or GPGet moved since the
+ * last sample (a unit started running: the host fetched its entry; a unit that
+ * runs on is not seen again). */
 static bool sensed_pending(const struct gpu_sim_tenant *t, bool work, bool ran)
 {
-    if (!work)
-        return false;
-    if (!ran)
-        return true; /* waiting or paused: its entries are not fetched */
-    return t->spec.load == GPU_SIM_DEEP || t->spec.load == GPU_SIM_BURSTY ||
-           (t->spec.load == GPU_SIM_REQUESTS && t->req_n > 1);
+    if (t->fetched_since_sense || (work && !ran))
+        return true;
+    return work && (t->spec.load == GPU_SIM_DEEP || t->spec.load == GPU_SIM_BURSTY ||
+                    (t->spec.load == GPU_SIM_REQUESTS && t->req_n > 1));
 }
 
 /* One step of tenant t's shim: a sample when it is due, the next one at a
  * pseudo-random instant of the next interval. */
 static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, bool ran)
 {
+    t->fetched_since_sense |= ran && !t->ran_last_step;
+    t->ran_last_step = ran;
     if (s->now_us < t->next_sense_us)
         return;
     if (sensed_pending(t, work, ran))
         t->sensed_us += s->p.sense_us;
+    t->fetched_since_sense = false;
     t->sense_rng ^= t->sense_rng << 13;
     t->sense_rng ^= t->sense_rng >> 7;
     t->sense_rng ^= t->sense_rng << 17;

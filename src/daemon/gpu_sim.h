@@ -15,8 +15,9 @@
  * The shim's runnable sensor is modelled too (sensed_us): every sense_us it
  * samples whether the tenant has work queued that the GPU has not fetched - work
  * waiting (its group not running, or paused), or more work queued behind what
- * runs (a deep queue, a burst, a second request); a shallow queue's one kernel
- * running with nothing behind it is not seen (as on the H200, 0.1 %) - and counts
+ * runs (a deep queue, a burst, a second request) - or started a unit since the
+ * last sample (GPGet moved when the host fetched it; a unit that runs on is not
+ * seen again, as one long kernel on the H200) - and counts
  * sense_us per pending sample, at a pseudo-random instant of each interval (a
  * real shim's samples are not in phase with the work): sampling error of up to
  * sense_us per change, unbiased on average.
@@ -72,6 +73,8 @@ struct gpu_sim_tenant {
     uint64_t used_us, runnable_us; /* this window */
     uint64_t sensed_us;      /* this window: runnable time as the shim's USERD samples see it */
     uint64_t next_sense_us;  /* when its shim samples next */
+    bool ran_last_step;
+    bool fetched_since_sense; /* a unit started since its shim's last sample (GPGet moved) */
     uint64_t sense_rng;      /* where in each interval: the shim's clock is not the work's */
     uint64_t lat_us[GPU_SIM_LAT_MAX];
     size_t n_lat;

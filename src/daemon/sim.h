@@ -20,8 +20,8 @@
 
 /* measure: runnable - the simulator's exact knowledge of who waited;
  *          nvml     - use only, and whether a process lives (kairosd without reports);
- *          userd    - what kairosd gets from the shims: the USERD samples (gpu_sim.h)
- *                     plus the time it ran, at most the period. */
+ *          userd    - what kairosd gets from the shims: the USERD samples (gpu_sim.h),
+ *                     or the time it ran if more, at most the period. */
 enum sim_measure { SIM_MEASURE_RUNNABLE = 0, SIM_MEASURE_NVML, SIM_MEASURE_USERD };
 
 struct sim_scenario {

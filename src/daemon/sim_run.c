@@ -209,9 +209,11 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
-        if (sc->measure == SIM_MEASURE_USERD) /* the shims' samples plus what it ran */
+        if (sc->measure == SIM_MEASURE_USERD) /* the shims' samples, or what it ran */
             for (size_t i = 0; i < sc->n; i++) {
-                uint64_t seen = r->sim.t[i].sensed_us + r->use[i].used_us;
+                uint64_t seen = r->sim.t[i].sensed_us;
+                if (seen < r->use[i].used_us)
+                    seen = r->use[i].used_us;
                 r->use[i].runnable_us = seen < SCHED_PERIOD_US ? seen : SCHED_PERIOD_US;
                 r->use[i].no_process = !r->present[i];
             }

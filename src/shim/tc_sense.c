@@ -1,7 +1,8 @@
 /* tc_sense.c - the runnable sensor: whether the process has GPU work queued.
  *
  * A channel has work the GPU has not fetched while its USERD's GPPut (the last
- * entry CUDA queued) differs from GPGet (the next one the host will fetch). The
+ * entry CUDA queued) differs from GPGet (the next one the host will fetch), and
+ * it ran since the last look if GPGet moved (the host fetched an entry). The
  * USERD page is in the process's own memory (CPU-mapped; objtree_userds finds
  * it from the channel's allocation and the RM_MAP_MEMORY + mmap of its memory),
  * so a sample is two loads per channel and no system call. Measured on the H200
@@ -10,7 +11,10 @@
  * kernel with nothing behind it 0 %: a running kernel whose pushbuffer is fetched
  * does not show. A paused process with work waiting shows as pending (a disabled
  * channel fetches nothing), which is how a tenant that became busy gets its
- * window back. kairosd combines it with its own figure of use (the long kernel).
+ * window back. A sample counts when some channel of the GPU is pending or its
+ * GPGet moved since the previous sample: a stream of short kernels with a sync
+ * after each (pending 0.1 %) moves GPGet at every kernel. What neither shows, one
+ * long kernel with nothing behind it, kairosd takes from its own figure of use.
  *
  * Owns the table of USERD addresses to sample, the per-GPU sums since the last
  * report, and sense_mu. Runnable time is the sum over samples of the time since
@@ -44,6 +48,7 @@
 struct sense_chan {
     const volatile uint32_t *userd;
     uint32_t gpu;
+    uint32_t last_get;        /* GPGet at the previous sample */
 };
 
 struct sense_sum {
@@ -90,8 +95,8 @@ void tc_sense_refresh(void)
         if (u->file_id < first_own)
             continue; /* a forking parent's channel: its runnable time is its own */
         uint32_t gpu = u->gpu < 0 || u->gpu >= KAIROS_MAX_GPUS ? 0 : (uint32_t)u->gpu;
-        sense_tbl[sense_n++] = (struct sense_chan){(const volatile uint32_t *)(uintptr_t)u->addr,
-                                                   gpu};
+        const volatile uint32_t *userd = (const volatile uint32_t *)(uintptr_t)u->addr;
+        sense_tbl[sense_n++] = (struct sense_chan){userd, gpu, userd[OBJTREE_USERD_GP_GET / 4]};
         sense_channels[gpu]++;
     }
     pthread_mutex_unlock(&sense_mu);
@@ -102,9 +107,11 @@ void tc_sense_sample(uint64_t now_ns)
     bool pending[KAIROS_MAX_GPUS] = {false};
     pthread_mutex_lock(&sense_mu);
     for (size_t i = 0; i < sense_n; i++) {
-        const volatile uint32_t *u = sense_tbl[i].userd;
-        if (u[OBJTREE_USERD_GP_GET / 4] != u[OBJTREE_USERD_GP_PUT / 4])
-            pending[sense_tbl[i].gpu] = true;
+        struct sense_chan *c = &sense_tbl[i];
+        uint32_t get = c->userd[OBJTREE_USERD_GP_GET / 4];
+        if (get != c->userd[OBJTREE_USERD_GP_PUT / 4] || get != c->last_get)
+            pending[c->gpu] = true; /* queued, or fetched since the last sample */
+        c->last_get = get;
     }
     pthread_mutex_unlock(&sense_mu);
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
