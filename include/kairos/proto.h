@@ -271,7 +271,10 @@ struct kairos_time_policy {
  * say how it was measured; channels how many channels were sampled. flags
  * KAIROS_RUNNABLE_PARTIAL: some channels of that GPU could not be sampled (their
  * USERD is not mapped where the shim can see it): the figure is a lower bound.
- * runnable_us <= interval_us; pending_samples <= samples. */
+ * unpaused_us: of interval_us, how long its channels on gpu were enabled (from the
+ * return of each resume to the return of the next pause: a pause that lands late
+ * shows here, and kairosd charges the overrun to the next periods).
+ * runnable_us, unpaused_us <= interval_us; pending_samples <= samples. */
 #define KAIROS_RUNNABLE_PARTIAL 0x1u
 struct kairos_runnable {
     uint32_t gpu;
@@ -282,10 +285,11 @@ struct kairos_runnable {
     uint32_t pending_samples;
     uint32_t channels;
     uint32_t pad;               /* 0 */
+    uint64_t unpaused_us;
 };
 
 static_assert(sizeof(struct kairos_hdr) == 16, "header");
-static_assert(sizeof(struct kairos_runnable) == 40, "runnable");
+static_assert(sizeof(struct kairos_runnable) == 48, "runnable");
 static_assert(sizeof(struct kairos_time_policy) == 48, "time policy");
 static_assert(sizeof(struct kairos_charge) == 24, "charge");
 static_assert(sizeof(struct kairos_commit) == 32, "commit");

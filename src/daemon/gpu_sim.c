@@ -215,7 +215,7 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
     bool work[GPU_SIM_MAX_TENANTS];
     uint64_t used_before[GPU_SIM_MAX_TENANTS];
     for (size_t i = 0; i < s->n; i++)
-        s->t[i].used_us = s->t[i].runnable_us = s->t[i].sensed_us = 0;
+        s->t[i].used_us = s->t[i].runnable_us = s->t[i].sensed_us = s->t[i].open_us = 0;
     for (uint64_t end = s->now_us + len_us; s->now_us < end; s->now_us += s->p.step_us) {
         for (size_t i = 0; i < s->n; i++) {
             struct gpu_sim_tenant *t = &s->t[i];
@@ -225,6 +225,8 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
                 t->runnable_us += s->p.step_us;
             runnable[i] = work[i] && t->gate_open;
             used_before[i] = t->used_us;
+            if (t->present && t->gate_open)
+                t->open_us += s->p.step_us;
         }
         step_hw(s, runnable);
         for (size_t i = 0; i < s->n; i++) /* the shims' samples */

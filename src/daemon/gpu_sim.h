@@ -71,6 +71,7 @@ struct gpu_sim_tenant {
     unsigned req_head, req_n;
     uint64_t next_req_us;
     uint64_t used_us, runnable_us; /* this window */
+    uint64_t open_us;        /* this window: time its channels were enabled */
     uint64_t sensed_us;      /* this window: runnable time as the shim's USERD samples see it */
     uint64_t next_sense_us;  /* when its shim samples next */
     bool ran_last_step;

@@ -185,9 +185,11 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
             return refuse(KAIROS_ERR_INVALID, why, why_len,
                           "RUNNABLE interval_us %llu is not in [1, 60000000]",
                           (unsigned long long)u->interval_us);
-        if (u->runnable_us > u->interval_us || u->pending_samples > u->samples)
+        if (u->runnable_us > u->interval_us || u->pending_samples > u->samples ||
+            u->unpaused_us > u->interval_us)
             return refuse(KAIROS_ERR_INVALID, why, why_len,
-                          "RUNNABLE counts more runnable time or pending samples than it measured");
+                          "RUNNABLE counts more runnable or unpaused time or pending samples "
+                          "than it measured");
         return 0;
     }
     case KAIROS_MSG_TENANT_SET: {

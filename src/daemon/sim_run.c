@@ -216,6 +216,8 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
                     seen = r->use[i].used_us;
                 r->use[i].runnable_us = seen < SCHED_PERIOD_US ? seen : SCHED_PERIOD_US;
                 r->use[i].no_process = !r->present[i];
+                r->use[i].used_coarse = true; /* NVML's; windows charged by the shims' */
+                r->use[i].unpaused_us = r->sim.t[i].open_us;
             }
         if (sc->measure == SIM_MEASURE_NVML) /* as kairosd sees it: use, and whether a process lives */
             for (size_t i = 0; i < sc->n; i++) {
@@ -225,6 +227,8 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
                                              target[i] * SCHED_PERIOD_US;
                 r->use[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
                 r->use[i].no_process = !r->present[i];
+                r->use[i].used_coarse = true;
+                r->use[i].unpaused_us = SCHED_RUNNABLE_UNKNOWN;
             }
         for (size_t i = 0; i < sc->n; i++)
             tsum += greedy[i] ? target[i] : 0;

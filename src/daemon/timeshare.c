@@ -23,9 +23,11 @@
 struct run_seen {
     uint32_t pid[RUN_PIDS];
     double frac[RUN_PIDS];  /* each process's runnable fraction of its interval */
+    double open[RUN_PIDS];  /* each process's unpaused fraction of its interval */
     unsigned n;
     bool partial;           /* some process could not sense all its channels */
     double last;            /* the tenant's fraction as last complete, -1: unknown */
+    double last_open;       /* the tenant's unpaused fraction (its processes' largest) */
     unsigned late;          /* ticks it has stood in for missing reports */
 };
 #define RUN_LATE_MAX 2      /* a report a little late keeps the last figure this long */
@@ -96,7 +98,7 @@ static void push_changed(struct timeshare *t, unsigned gpu)
 static void forget_runnable(struct timeshare *t, unsigned slot)
 {
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-        t->run[g][slot] = (struct run_seen){.last = -1};
+        t->run[g][slot] = (struct run_seen){.last = -1, .last_open = -1};
 }
 
 /* Tenant name's compute policy on gpu: the configuration's for the tenants it
@@ -283,13 +285,16 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
     struct run_seen *rs = &t->run[r->gpu][s];
     double f = (double)r->runnable_us / (double)r->interval_us;
     rs->partial |= (r->flags & KAIROS_RUNNABLE_PARTIAL) != 0;
+    double open = (double)r->unpaused_us / (double)r->interval_us;
     for (unsigned k = 0; k < rs->n; k++)
         if (rs->pid[k] == pid) { /* two reports in one tick: runnable if either was */
             rs->frac[k] = f > rs->frac[k] ? f : rs->frac[k];
+            rs->open[k] = open > rs->open[k] ? open : rs->open[k];
             return;
         }
     if (rs->n < RUN_PIDS) {
         rs->pid[rs->n] = pid;
+        rs->open[rs->n] = open;
         rs->frac[rs->n++] = f;
     } else {
         rs->partial = true; /* more processes than tracked: unknown */
@@ -311,17 +316,23 @@ static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
     if (rs->partial || members == 0) {
         rs->last = -1;
     } else if (rs->n >= members) {
-        double f = 0;
-        for (unsigned k = 0; k < rs->n; k++)
+        double f = 0, open = 0;
+        for (unsigned k = 0; k < rs->n; k++) {
             f += rs->frac[k];
+            open = rs->open[k] > open ? rs->open[k] : open;
+        }
         rs->last = f < 1 ? f : 1;
+        rs->last_open = open;
         rs->late = 0;
     } else if (rs->last >= 0 && rs->late < RUN_LATE_MAX) {
         rs->late++;
     } else {
         rs->last = -1;
     }
+    u->used_coarse = true; /* NVML */
+    u->unpaused_us = SCHED_RUNNABLE_UNKNOWN;
     if (rs->last >= 0 && !u->no_process) {
+        u->unpaused_us = (uint64_t)llround(rs->last_open * t->g[gpu].period_us);
         /* the samples miss one long kernel with nothing queued behind it: what
          * the backend saw it use counts as wanted too */
         uint64_t seen = (uint64_t)llround(rs->last * t->g[gpu].period_us);

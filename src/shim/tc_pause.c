@@ -47,6 +47,10 @@ static atomic_bool tc_on;
 static _Atomic(const struct shim_real *) tc_real;
 static _Atomic uint64_t tc_timeslice[KAIROS_MAX_GPUS]; /* current, 0: leave the driver's */
 static atomic_bool tc_paused[KAIROS_MAX_GPUS];
+/* Unpaused time per GPU (under tc_op_mu): summed since the last take, and when the
+ * current unpaused stretch began (0: paused now). A process never paused counts
+ * from its first take. */
+static uint64_t tc_unpaused_ns[KAIROS_MAX_GPUS], tc_unpaused_since[KAIROS_MAX_GPUS];
 static uint64_t tc_first_own_file; /* files with a lower id are a forking parent's */
 
 static _Atomic uint64_t st_pauses, st_resumes, st_failed;
@@ -239,7 +243,11 @@ int timectl_pause(uint32_t gpu)
         uint64_t t0 = mono_ns();
         atomic_store(&tc_paused[gpu], true); /* first: channels made now get disabled */
         all_channels(gpu, true);
-        count_transition(&st_pauses, &st_pause_ns, &st_pause_max_ns, mono_ns() - t0);
+        uint64_t t1 = mono_ns();
+        count_transition(&st_pauses, &st_pause_ns, &st_pause_max_ns, t1 - t0);
+        if (tc_unpaused_since[gpu]) /* it ran until the disable returned */
+            tc_unpaused_ns[gpu] += t1 - tc_unpaused_since[gpu];
+        tc_unpaused_since[gpu] = 0;
     }
     pthread_mutex_unlock(&tc_op_mu);
     return 0;
@@ -254,7 +262,9 @@ int timectl_resume(uint32_t gpu)
         uint64_t t0 = mono_ns();
         atomic_store(&tc_paused[gpu], false);
         all_channels(gpu, false);
-        count_transition(&st_resumes, &st_resume_ns, &st_resume_max_ns, mono_ns() - t0);
+        uint64_t t1 = mono_ns();
+        count_transition(&st_resumes, &st_resume_ns, &st_resume_max_ns, t1 - t0);
+        tc_unpaused_since[gpu] = t1; /* it runs once the enable returned */
     }
     pthread_mutex_unlock(&tc_op_mu);
     return 0;
@@ -349,6 +359,25 @@ bool timectl_active(void)
     return atomic_load(&tc_on);
 }
 
+uint64_t tc_pause_unpaused(uint32_t gpu, uint64_t now_ns, uint64_t since_ns, bool restart)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return 0;
+    pthread_mutex_lock(&tc_op_mu);
+    if (!atomic_load(&tc_paused[gpu]) && !tc_unpaused_since[gpu])
+        tc_unpaused_since[gpu] = since_ns; /* never paused: unpaused all along */
+    uint64_t ns = tc_unpaused_ns[gpu];
+    if (tc_unpaused_since[gpu] && now_ns > tc_unpaused_since[gpu])
+        ns += now_ns - tc_unpaused_since[gpu];
+    if (restart) {
+        tc_unpaused_ns[gpu] = 0;
+        if (tc_unpaused_since[gpu])
+            tc_unpaused_since[gpu] = now_ns;
+    }
+    pthread_mutex_unlock(&tc_op_mu);
+    return ns;
+}
+
 uint64_t tc_pause_first_own_file(void)
 {
     return tc_first_own_file;
@@ -376,6 +405,7 @@ static void forget_all(void)
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         atomic_store(&tc_timeslice[g], 0);
         atomic_store(&tc_paused[g], false);
+        tc_unpaused_ns[g] = tc_unpaused_since[g] = 0;
     }
     atomic_store(&tc_on, false);
     atomic_store(&st_pauses, 0);

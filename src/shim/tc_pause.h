@@ -9,6 +9,7 @@
 #ifndef KAIROS_SHIM_TC_PAUSE_H
 #define KAIROS_SHIM_TC_PAUSE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shim/timectl.h"
@@ -18,6 +19,10 @@
 void tc_pause_set_timeslice(uint32_t gpu, uint64_t us);
 /* A policy arrived: the allocation hooks now matter. */
 void tc_pause_activate(void);
+/* How long gpu's channels were enabled since the last restart (since since_ns,
+ * the start of the interval, when never paused), up to now_ns; restart: the next
+ * interval starts at now_ns. */
+uint64_t tc_pause_unpaused(uint32_t gpu, uint64_t now_ns, uint64_t since_ns, bool restart);
 /* Files with a lower id were opened before this process was forked: the parent's. */
 uint64_t tc_pause_first_own_file(void);
 /* Fills the pause, resume and control counters of s. */

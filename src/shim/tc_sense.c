@@ -141,6 +141,9 @@ bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
         out->runnable_us = out->interval_us;
     out->samples = s->samples;
     out->pending_samples = s->pending;
+    out->unpaused_us = tc_pause_unpaused(gpu, now_ns, s->since_ns, false) / 1000;
+    if (out->unpaused_us > out->interval_us)
+        out->unpaused_us = out->interval_us;
     pthread_mutex_lock(&sense_mu);
     out->channels = sense_channels[gpu];
     out->flags = sense_partial ? KAIROS_RUNNABLE_PARTIAL : 0;
@@ -150,8 +153,10 @@ bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
 
 void tc_sense_reported(uint32_t gpu, uint64_t now_ns)
 {
-    if (gpu < KAIROS_MAX_GPUS)
-        sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns};
+    if (gpu >= KAIROS_MAX_GPUS)
+        return;
+    sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns};
+    (void)tc_pause_unpaused(gpu, now_ns, now_ns, true);
 }
 
 bool timectl_unmap_begin(uint64_t addr, uint64_t len)

@@ -72,6 +72,9 @@ static void test_runnable(void **state)
     u.pending_samples = 101;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "more runnable");
     u.pending_samples = 1;
+    u.unpaused_us = 100001;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "unpaused");
+    u.unpaused_us = 30000;
     u.interval_us = 0;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "interval_us");
     u.interval_us = 100000;

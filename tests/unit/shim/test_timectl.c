@@ -587,14 +587,23 @@ static void test_sensor_reads_userd(void **state)
     struct kairos_runnable rep;
     uint64_t now = mono_ns();
     assert_true(tc_sense_report(0, now, &rep));
+    assert_true(rep.unpaused_us < 1000); /* paused the whole interval */
     assert_int_equal(rep.samples, 20);
     assert_int_equal(rep.pending_samples, 20);
     assert_int_equal(rep.channels, 2);
     assert_int_equal(rep.flags, KAIROS_RUNNABLE_PARTIAL);
     assert_true(rep.runnable_us + 2000 >= rep.interval_us && rep.runnable_us <= rep.interval_us);
-    /* Resumed: fetched (seen once), idle again. */
+    /* Resumed: fetched (seen once), idle again; unpaused from the resume on. */
+    tc_sense_reported(0, mono_ns());
+    sleep_ms(10);
     assert_int_equal(timectl_resume(0), 0);
-    assert_int_equal(pending_after_fetch(), 1);
+    sleep_ms(20);
+    tc_sense_sample(mono_ns());
+    assert_true(tc_sense_report(0, mono_ns(), &rep));
+    print_message("interval %llu us, unpaused %llu us\n", (unsigned long long)rep.interval_us,
+                  (unsigned long long)rep.unpaused_us);
+    assert_true(rep.unpaused_us >= 19000 && rep.unpaused_us + 9000 <= rep.interval_us);
+    assert_int_equal(rep.pending_samples, 1);
     assert_int_equal(*gp(userd, 1, 0x88), 9);
     assert_int_equal(pending_after_fetch(), 0);
 
