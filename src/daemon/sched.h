@@ -24,7 +24,8 @@ enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
 
 /* How shares are enforced when tenants compete:
  *   AUTO        timeslices; strict windows when a tenant that waited stays below
- *               its target (needs runnable time: the simulator, not NVML);
+ *               its target (needs runnable time: the simulator, or the shims'
+ *               RUNNABLE reports on a GPU);
  *   TIMESLICES  timeslices only (limits still get their windows);
  *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
  *               are not latency tenants are active; a latency tenant is never

@@ -18,8 +18,12 @@
  *     strict windows (period, phase, duty from epoch_ns on CLOCK_MONOTONIC),
  *     waking at each window edge on an absolute CLOCK_MONOTONIC deadline.
  *
+ *   - with KAIROS_TIME_REPORT in the policy, the runnable sensor: the control
+ *     thread samples the channels' USERD (queued work) and reports RUNNABLE.
+ *
  * Split by responsibility: tc_pause.c the channel pause and the timeslices,
- * timectl.c the policy link and the control thread (each says its thread rules).
+ * tc_sense.c the runnable sensor, timectl.c the policy link and the control
+ * thread (each says its thread and signal rules).
  *
  * Thread rules: thread-safe. Never called with the state lock held; takes it only
  * around object-tree lookups, never across a real ioctl. The policy handler runs
