@@ -130,16 +130,31 @@ static void count_userds(const struct trace_event *ev, void *ctx)
         s->v[s->n++] = u[i].addr;
 }
 
+static void userds_of(const char *name, struct sizes *addrs)
+{
+    struct trace_session *s = trace_session_new(count_userds, addrs);
+    assert_int_equal(replay_file(s, fixture_path(name)), 0);
+    trace_session_free(s);
+}
+
 static void test_cuda_program_userd(void **state)
 {
     (void)state;
     struct sizes addrs = {.n = 0};
-    struct trace_session *s = trace_session_new(count_userds, &addrs);
-    assert_int_equal(replay_file(s, fixture_path(KSTREAM ".nvtrace")), 0);
+    userds_of(KSTREAM ".nvtrace", &addrs);
     assert_int_equal(addrs.n, 20);
     for (uint64_t i = 0; i < 20; i++)
         assert_true(has(&addrs, 0x200600000ull + 0x2000 + 0x3000 * i));
-    trace_session_free(s);
+    /* PyTorch's context puts them the same way (its own mapping address) */
+    struct sizes torch = {.n = 0};
+    userds_of(TORCH ".nvtrace", &torch);
+    assert_int_equal(torch.n, 20);
+    uint64_t lo = UINT64_MAX;
+    for (size_t i = 0; i < torch.n; i++)
+        lo = torch.v[i] < lo ? torch.v[i] : lo;
+    assert_int_equal(lo % 0x1000, 0);
+    for (uint64_t i = 0; i < 20; i++)
+        assert_true(has(&torch, lo + 0x3000 * i));
 }
 
 static void test_pytorch_training(void **state)
