@@ -551,7 +551,7 @@ def table(r):
     print(f"{'mix':22s} {'mode':17s} {'p50':>6s} {'p95':>6s} {'run':>6s} {'aggr':>6s}")
     for name, m in r["mixes"].items():
         for mode in MODES:
-            if mode in m:
+            if mode in m and "window_err_p50" in m[mode]:
                 x = m[mode]
                 print(f"{name:22s} {mode:17s} {x['window_err_p50']:6.2f} {x['window_err_p95']:6.2f} "
                       f"{x['run_err_max']:6.2f} {x['aggregate']:6.3f}")
