@@ -18,7 +18,8 @@
  * never held while tc_pause.c's lock or the state lock is taken.
  * Signals: none are handled; nothing here can raise one.
  * Fork: a child handler (registered at load) makes the child start clean: no
- * thread, fresh lock and condition, no policy, nothing paused (tc_pause.c).
+ * thread, fresh lock and condition, no policy, nothing paused (tc_pause.c), nothing
+ * sampled (tc_sense.c).
  */
 #include "shim/timectl.h"
 
