@@ -64,6 +64,9 @@
  *             - REATTACH held[] is bounded: never more than the tenant's quota
  *               leaves, nor than the GPU backend reports for the process where
  *               it can (what is counted is logged).
+ *             - RUNNABLE (7, shim -> daemon, no reply) and the time-policy flag
+ *               KAIROS_TIME_REPORT that asks for it (issue 11): a daemon
+ *               that never sets the flag never receives one.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -88,6 +91,7 @@ enum kairos_msg_type {
     KAIROS_MSG_CHARGE = 2,      /* reserve bytes before a vidmem allocation */
     KAIROS_MSG_COMMIT = 3,      /* the allocation's outcome: keep (actual size) or undo; no reply */
     KAIROS_MSG_RELEASE = 4,     /* bytes freed; no reply */
+    KAIROS_MSG_RUNNABLE = 7,    /* runnable time on one GPU since the last; no reply */
     /* CLI -> daemon */
     KAIROS_MSG_TENANT_SET = 16, /* create a tenant or change its quotas (admin) */
     KAIROS_MSG_TENANT_DEL = 17, /* remove a tenant without processes (admin) */
@@ -307,11 +311,12 @@ struct kairos_ps_reply {
  *                  epoch_ns on CLOCK_MONOTONIC (the daemon's clock, the same on the
  *                  node), so the windows of different processes line up without a
  *                  message per window; outside them it is paused (channels
- *                  disabled, doorbells write-protected). duty_us == period_us: never
+ *                  disabled). duty_us == period_us: never
  *                  paused; duty_us == 0: always paused.
  *   period_us == 0 no windows: never paused.
  *   seq            increases with every policy; a shim ignores an older one. */
 #define KAIROS_TIME_LATENCY 0x1u /* flags: a latency tenant (informational) */
+#define KAIROS_TIME_REPORT 0x2u  /* flags: send KAIROS_MSG_RUNNABLE for this GPU */
 struct kairos_time_policy {
     uint32_t gpu;
     uint32_t flags;
@@ -324,7 +329,33 @@ struct kairos_time_policy {
     uint32_t pad;
 };
 
+/* RUNNABLE (shim -> daemon, no reply; sent while the GPU's policy has
+ * KAIROS_TIME_REPORT, about once a period): how long, of interval_us ending now,
+ * this process had work queued that the GPU had not fetched, on any of its
+ * channels on gpu (a channel's USERD GPPut != GPGet, sampled by the shim's control
+ * thread; a paused process with work waiting counts). samples and pending_samples
+ * say how it was measured; channels how many channels were sampled. flags
+ * KAIROS_RUNNABLE_PARTIAL: some channels of that GPU could not be sampled (their
+ * USERD is not mapped where the shim can see it): the figure is a lower bound.
+ * unpaused_us: of interval_us, how long its channels on gpu were enabled (from the
+ * return of each resume to the return of the next pause: a pause that lands late
+ * shows here, and kairosd charges the overrun to the next periods).
+ * runnable_us, unpaused_us <= interval_us; pending_samples <= samples. */
+#define KAIROS_RUNNABLE_PARTIAL 0x1u
+struct kairos_runnable {
+    uint32_t gpu;
+    uint32_t flags;
+    uint64_t interval_us;
+    uint64_t runnable_us;
+    uint32_t samples;
+    uint32_t pending_samples;
+    uint32_t channels;
+    uint32_t pad;               /* 0 */
+    uint64_t unpaused_us;
+};
+
 static_assert(sizeof(struct kairos_hdr) == 16, "header");
+static_assert(sizeof(struct kairos_runnable) == 48, "runnable");
 static_assert(sizeof(struct kairos_time_policy) == 48, "time policy");
 static_assert(sizeof(struct kairos_charge) == 24, "charge");
 static_assert(sizeof(struct kairos_commit) == 32, "commit");

@@ -28,6 +28,8 @@ struct obj {
     int gpu;                  /* device instance it hangs under, -1 unknown */
     uint64_t file_id;
     struct mem_block *block;
+    uint32_t userd_mem;       /* channels: the memory object holding its USERD (0: unknown) */
+    uint64_t userd_off;
     struct obj *parent, *first_child, *next_sibling, *prev_sibling;
     struct obj *hash_next;
     struct obj *root_next, *root_prev; /* list of roots, for closes */
@@ -37,14 +39,22 @@ struct class_count {
     uint32_t h_class, live, created;
 };
 
+/* What an RM_MAP_MEMORY named: kept until the mmap it announces, then with it. */
+struct map_source {
+    uint32_t client, memory;
+    uint64_t offset;          /* into the memory object */
+};
+
 struct pending_map {
     uint64_t file_id;
     enum objtree_map_kind kind;
+    struct map_source src;
 };
 
 struct mapping {
     uint64_t addr, len;
     enum objtree_map_kind kind;
+    struct map_source src;
 };
 
 struct objtree {
@@ -393,6 +403,10 @@ static int apply_alloc(struct objtree *t, uint64_t file_id, const struct rm_op *
         o->file_id = file_id;
     if (op->h_class == RM_CLASS_NV01_DEVICE_0 && op->device_id >= 0)
         o->gpu = op->device_id;
+    if (o->kind == RM_KIND_CHANNEL && op->h_userd) {
+        o->userd_mem = op->h_userd;
+        o->userd_off = op->userd_offset;
+    }
     if (op->kind == RM_OP_ALLOC_MEMORY || op->kind == RM_OP_VIDHEAP_ALLOC || op->vidmem)
         return attach_memory(t, o, op->bytes, op->vidmem, e);
     return 0;
@@ -423,7 +437,8 @@ static int apply_dup(struct objtree *t, uint64_t file_id, const struct rm_op *op
     return 0;
 }
 
-static int add_pending_map(struct objtree *t, uint64_t map_file_id, const struct obj *target)
+static int add_pending_map(struct objtree *t, uint64_t map_file_id, const struct obj *target,
+                           const struct map_source *src)
 {
     enum objtree_map_kind kind = OBJTREE_MAP_OTHER;
     if (target && target->kind == RM_KIND_USERMODE)
@@ -433,11 +448,12 @@ static int add_pending_map(struct objtree *t, uint64_t map_file_id, const struct
     for (size_t i = 0; i < t->n_pending; i++)
         if (t->pending[i].file_id == map_file_id) {
             t->pending[i].kind = kind;
+            t->pending[i].src = *src;
             return 0;
         }
     if (grow((void **)&t->pending, &t->cap_pending, t->n_pending + 1, sizeof *t->pending))
         return -ENOMEM;
-    t->pending[t->n_pending++] = (struct pending_map){map_file_id, kind};
+    t->pending[t->n_pending++] = (struct pending_map){map_file_id, kind, *src};
     return 0;
 }
 
@@ -465,7 +481,8 @@ int objtree_apply(struct objtree *tree, uint64_t file_id, uint64_t map_file_id,
     case RM_OP_MAP:
         if (map_file_id == 0)
             return 0;
-        return add_pending_map(tree, map_file_id, find(tree, op->h_client, op->h_memory));
+        return add_pending_map(tree, map_file_id, find(tree, op->h_client, op->h_memory),
+                               &(struct map_source){op->h_client, op->h_memory, op->map_offset});
     default:
         return 0;
     }
@@ -501,10 +518,11 @@ enum objtree_map_kind objtree_mmap(struct objtree *tree, uint64_t map_file_id, u
         if (tree->pending[i].file_id != map_file_id)
             continue;
         enum objtree_map_kind kind = tree->pending[i].kind;
+        struct map_source src = tree->pending[i].src;
         tree->pending[i] = tree->pending[--tree->n_pending];
         if (grow((void **)&tree->maps, &tree->cap_maps, tree->n_maps + 1, sizeof *tree->maps))
             return kind;
-        tree->maps[tree->n_maps++] = (struct mapping){addr, len, kind};
+        tree->maps[tree->n_maps++] = (struct mapping){addr, len, kind, src};
         if (kind == OBJTREE_MAP_DOORBELL) {
             tree->stats.doorbell_mappings++;
             tree->stats.live_doorbell_mappings++;
@@ -519,8 +537,10 @@ bool objtree_munmap(struct objtree *tree, uint64_t addr, uint64_t len)
     bool removed = false;
     for (size_t i = 0; i < tree->n_maps;) {
         struct mapping *m = &tree->maps[i];
-        bool inside = m->addr >= addr && m->addr - addr < len;
-        if (!inside) {
+        /* a mapping that lost any of its pages is gone as a whole: what is left of
+         * it may not be read through (the runnable sensor reads USERD pages) */
+        bool overlaps = m->addr < addr + len && addr < m->addr + m->len;
+        if (!overlaps) {
             i++;
             continue;
         }
@@ -567,6 +587,42 @@ size_t objtree_list(const struct objtree *tree, enum rm_class_kind kind, struct 
                     fill_ref(o, &out[n]);
                 n++;
             }
+    return n;
+}
+
+/* The CPU address of the channel's USERD words, 0 when no live mapping covers them. */
+static uint64_t userd_addr(const struct objtree *t, const struct obj *ch)
+{
+    for (size_t i = 0; i < t->n_maps; i++) {
+        const struct mapping *m = &t->maps[i];
+        if (m->src.client != ch->client || m->src.memory != ch->userd_mem ||
+            ch->userd_off < m->src.offset)
+            continue;
+        uint64_t in = ch->userd_off - m->src.offset;
+        if (in < m->len && m->len - in >= OBJTREE_USERD_SPAN)
+            return m->addr + in;
+    }
+    return 0;
+}
+
+size_t objtree_userds(const struct objtree *tree, struct objtree_userd *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tree->n_buckets; i++)
+        for (const struct obj *o = tree->buckets[i]; o; o = o->hash_next) {
+            if (o->kind != RM_KIND_CHANNEL || !o->userd_mem)
+                continue;
+            uint64_t a = userd_addr(tree, o);
+            if (!a)
+                continue;
+            if (n < max) {
+                struct objtree_ref ref;
+                fill_ref(o, &ref);
+                out[n] = (struct objtree_userd){o->client, o->handle, objtree_gpu_of(tree,
+                                                o->client, o->handle), ref.file_id, a};
+            }
+            n++;
+        }
     return n;
 }
 

@@ -86,7 +86,8 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
  * that named that file, and says what it maps. */
 enum objtree_map_kind objtree_mmap(struct objtree *tree, uint64_t map_file_id, uint64_t addr,
                                    uint64_t len);
-/* A munmap of [addr, addr+len): forgets the mappings inside it; true if there were any. */
+/* A munmap of [addr, addr+len): forgets every mapping it overlaps (one that lost
+ * some of its pages is forgotten whole); true if there were any. */
 bool objtree_munmap(struct objtree *tree, uint64_t addr, uint64_t len);
 
 void objtree_stats(const struct objtree *tree, struct objtree_stats *stats);
@@ -102,6 +103,22 @@ size_t objtree_list(const struct objtree *tree, enum rm_class_kind kind, struct 
 
 /* Live doorbell mappings: fills up to max {addr, len}; returns how many exist. */
 size_t objtree_doorbells(const struct objtree *tree, uint64_t *addr, uint64_t *len, size_t max);
+
+/* A channel's USERD as the process sees it: the page RM_ALLOC named
+ * (hUserdMemory[0] at userdOffset[0]) inside a live CPU mapping of that memory.
+ * GPGet is the 32-bit word at addr + 0x88, GPPut at addr + 0x8C (Hopper); the
+ * channel has work queued that the GPU has not fetched while they differ. */
+#define OBJTREE_USERD_GP_GET 0x88u
+#define OBJTREE_USERD_GP_PUT 0x8Cu
+#define OBJTREE_USERD_SPAN 0x90u /* bytes from addr that must be mapped */
+struct objtree_userd {
+    uint32_t h_client, h_channel;
+    int gpu;                  /* -1 unknown */
+    uint64_t file_id;         /* the ctl file its client lives on */
+    uint64_t addr;
+};
+/* Live channels whose USERD is mapped: fills up to max; returns how many exist. */
+size_t objtree_userds(const struct objtree *tree, struct objtree_userd *out, size_t max);
 
 /* The GPU an object belongs to (the device it hangs under), or -1 if unknown. */
 int objtree_gpu_of(const struct objtree *tree, uint32_t h_client, uint32_t h_object);

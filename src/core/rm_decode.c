@@ -179,6 +179,17 @@ static void decode_alloc(struct reader *r, const struct rm_call *call, struct rm
         if (!pr.short_read && id < 0x7fffffffu)
             op->device_id = (int32_t)id;
     }
+    if (rm_class_kind(op->h_class) == RM_KIND_CHANNEL) {
+        /* NV_CHANNEL_ALLOC_PARAMS: hUserdMemory[8] at 32, userdOffset[8] at 64. The
+         * channel's USERD (GPGet at +0x88, GPPut at +0x8C) lives in that memory. */
+        struct reader pr = {params, params_len, false};
+        uint32_t h = get_u32(&pr, 32);
+        uint64_t off = get_u64(&pr, 64);
+        if (!pr.short_read && h) {
+            op->h_userd = h;
+            op->userd_offset = off;
+        }
+    }
 }
 
 static void decode_alloc_memory(struct reader *r, struct rm_op *op)
@@ -281,6 +292,7 @@ static void decode_rm_fields(struct reader *r, const struct rm_call *call, struc
         op->h_parent = get_u32(r, 4);
         op->h_memory = op->h_object = get_u32(r, 8);
         op->bytes = get_u64(r, offsetof(struct rm_map_memory_args, length));
+        op->map_offset = get_u64(r, offsetof(struct rm_map_memory_args, offset));
         op->address = get_u64(r, offsetof(struct rm_map_memory_args, linear_address));
         op->map_fd = (int)get_u32(r, offsetof(struct rm_map_memory_args, fd));
         set_status(op, r, offsetof(struct rm_map_memory_args, status));

@@ -89,6 +89,9 @@ struct rm_op {
     int map_fd;              /* MAP_MEMORY / ALLOC_MEMORY: the fd that will be mmapped */
     uint32_t params_size;    /* RM_ALLOC / RM_CONTROL paramsSize */
     int32_t device_id;       /* NV01_DEVICE_0 allocation: its deviceId; else -1 */
+    uint32_t h_userd;        /* channel allocation: hUserdMemory[0] (0: none or unread) */
+    uint64_t userd_offset;   /* channel allocation: userdOffset[0] */
+    uint64_t map_offset;     /* RM_MAP_MEMORY: offset into the memory object */
 };
 
 /* Decodes one call. Always fills op (name at least) and returns op->problem. */

@@ -275,6 +275,7 @@ int trace_session_feed(struct trace_session *s, const struct trace_rec *rec)
     relative_time(s, rec, &ev);
     s->sum.events++;
     int rc = feed_by_kind(s, p, rec, &ev, &op);
+    ev.tree = p->tree;
     if (s->fn)
         s->fn(&ev, s->ctx);
     return rc;

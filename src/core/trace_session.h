@@ -28,6 +28,7 @@ struct trace_event {
     uint32_t freed_class;         /* RM_FREE: class of the freed object, 0 if unknown */
     enum objtree_map_kind map_kind; /* TREC_MMAP */
     struct objtree_effect effect;
+    const struct objtree *tree;   /* the process's object tree after the event */
 };
 
 struct trace_escape_count {

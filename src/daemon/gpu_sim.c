@@ -26,11 +26,14 @@ int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
         s->p.preempt_us = 600;
     if (!s->p.default_ts_us)
         s->p.default_ts_us = 2048;
+    if (!s->p.sense_us)
+        s->p.sense_us = 1000;
     s->n = n;
     s->cur = -1;
     for (size_t i = 0; i < n; i++) {
         s->t[i].spec = specs[i];
         s->t[i].gate_open = true;
+        s->t[i].sense_rng = 0x9E3779B97F4A7C15ull * (i + 1);
     }
     return 0;
 }
@@ -175,22 +178,59 @@ static void step_hw(struct gpu_sim *s, const bool *runnable)
     s->slice_left -= s->slice_left > s->p.step_us ? s->p.step_us : s->slice_left;
 }
 
+/* What the shim's USERD sample sees of tenant t: work queued and not fetched
+ * (waiting or paused, or more queued behind what runs), or GPGet moved since the
+ * last sample (a unit started running: the host fetched its entry; a unit that
+ * runs on is not seen again). */
+static bool sensed_pending(const struct gpu_sim_tenant *t, bool work, bool ran)
+{
+    if (t->fetched_since_sense || (work && !ran))
+        return true;
+    return work && (t->spec.load == GPU_SIM_DEEP || t->spec.load == GPU_SIM_BURSTY ||
+                    (t->spec.load == GPU_SIM_REQUESTS && t->req_n > 1));
+}
+
+/* One step of tenant t's shim: a sample when it is due, the next one at a
+ * pseudo-random instant of the next interval. */
+static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, bool ran)
+{
+    t->fetched_since_sense |= ran && !t->ran_last_step;
+    t->ran_last_step = ran;
+    if (s->now_us < t->next_sense_us)
+        return;
+    if (sensed_pending(t, work, ran))
+        t->sensed_us += s->p.sense_us;
+    t->fetched_since_sense = false;
+    t->sense_rng ^= t->sense_rng << 13;
+    t->sense_rng ^= t->sense_rng >> 7;
+    t->sense_rng ^= t->sense_rng << 17;
+    uint64_t interval = s->now_us / s->p.sense_us + 1;
+    t->next_sense_us = interval * s->p.sense_us + t->sense_rng % s->p.sense_us;
+}
+
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use)
 {
     bool runnable[GPU_SIM_MAX_TENANTS];
     s->busy_us = s->switch_us = 0;
+    bool work[GPU_SIM_MAX_TENANTS];
+    uint64_t used_before[GPU_SIM_MAX_TENANTS];
     for (size_t i = 0; i < s->n; i++)
-        s->t[i].used_us = s->t[i].runnable_us = 0;
+        s->t[i].used_us = s->t[i].runnable_us = s->t[i].sensed_us = s->t[i].open_us = 0;
     for (uint64_t end = s->now_us + len_us; s->now_us < end; s->now_us += s->p.step_us) {
         for (size_t i = 0; i < s->n; i++) {
             struct gpu_sim_tenant *t = &s->t[i];
-            bool work = step_demand(s, t);
-            step_gate(s, t, work);
-            if (work)
+            work[i] = step_demand(s, t);
+            step_gate(s, t, work[i]);
+            if (work[i])
                 t->runnable_us += s->p.step_us;
-            runnable[i] = work && t->gate_open;
+            runnable[i] = work[i] && t->gate_open;
+            used_before[i] = t->used_us;
+            if (t->present && t->gate_open)
+                t->open_us += s->p.step_us;
         }
         step_hw(s, runnable);
+        for (size_t i = 0; i < s->n; i++) /* the shims' samples */
+            sense_step(s, &s->t[i], work[i], s->t[i].used_us > used_before[i]);
     }
     for (size_t i = 0; i < s->n && use; i++) {
         use[i].used_us = s->t[i].used_us;

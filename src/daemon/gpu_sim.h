@@ -12,6 +12,15 @@
  * (docs/scheduler.md): 120 us per timeslice switch and 600 us per pause of a
  * running tenant reproduce the throughput lost by native time-slicing and by
  * windows there.
+ * The shim's runnable sensor is modelled too (sensed_us): every sense_us it
+ * samples whether the tenant has work queued that the GPU has not fetched - work
+ * waiting (its group not running, or paused), or more work queued behind what
+ * runs (a deep queue, a burst, a second request) - or started a unit since the
+ * last sample (GPGet moved when the host fetched it; a unit that runs on is not
+ * seen again, as one long kernel on the H200) - and counts
+ * sense_us per pending sample, at a pseudo-random instant of each interval (a
+ * real shim's samples are not in phase with the work): sampling error of up to
+ * sense_us per change, unbiased on average.
  * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
  * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
  * every gap_us, per-request latency recorded); each present in [arrive, leave).
@@ -49,6 +58,7 @@ struct gpu_sim_params {
     uint32_t enable_us;      /* 400 */
     uint32_t preempt_us;     /* 600: GPU time lost when a tenant with work is paused */
     uint32_t default_ts_us;  /* 2048: CUDA's own */
+    uint32_t sense_us;       /* 1000: the shim's USERD sampling interval */
 };
 
 struct gpu_sim_tenant {
@@ -61,6 +71,12 @@ struct gpu_sim_tenant {
     unsigned req_head, req_n;
     uint64_t next_req_us;
     uint64_t used_us, runnable_us; /* this window */
+    uint64_t open_us;        /* this window: time its channels were enabled */
+    uint64_t sensed_us;      /* this window: runnable time as the shim's USERD samples see it */
+    uint64_t next_sense_us;  /* when its shim samples next */
+    bool ran_last_step;
+    bool fetched_since_sense; /* a unit started since its shim's last sample (GPGet moved) */
+    uint64_t sense_rng;      /* where in each interval: the shim's clock is not the work's */
     uint64_t lat_us[GPU_SIM_LAT_MAX];
     size_t n_lat;
 };

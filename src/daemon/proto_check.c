@@ -29,6 +29,7 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true, 0},
     {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, 0},
     {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, 0},
+    {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, 0},
     {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true,
      KAIROS_TENANT_SET_SIZE_V0},
     {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, 0},
@@ -209,6 +210,26 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         if ((rc = check_gpu(r->body.release.gpu, why, why_len)))
             return rc;
         return check_bytes(r->body.release.bytes, "RELEASE", why, why_len);
+    case KAIROS_MSG_RUNNABLE: {
+        const struct kairos_runnable *u = &r->body.runnable;
+        if ((rc = check_gpu(u->gpu, why, why_len)))
+            return rc;
+        if (u->flags & ~KAIROS_RUNNABLE_PARTIAL)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE has unknown flags 0x%x",
+                          u->flags & ~KAIROS_RUNNABLE_PARTIAL);
+        if (u->pad)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE pad must be 0");
+        if (u->interval_us == 0 || u->interval_us > 60000000ull)
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "RUNNABLE interval_us %llu is not in [1, 60000000]",
+                          (unsigned long long)u->interval_us);
+        if (u->runnable_us > u->interval_us || u->pending_samples > u->samples ||
+            u->unpaused_us > u->interval_us)
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "RUNNABLE counts more runnable or unpaused time or pending samples "
+                          "than it measured");
+        return 0;
+    }
     case KAIROS_MSG_TENANT_SET: {
         const struct kairos_tenant_set *s = &r->body.tenant_set;
         if ((rc = check_name(s->tenant, "tenant", why, why_len)))

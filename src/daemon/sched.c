@@ -11,10 +11,13 @@
  *      work-conserving, exact for deep queues only); or timeslices until a tenant
  *      that waited stays below its target for 3 periods (shallow queues, where
  *      timeslices never expire), then windows until the active set changes (AUTO);
- *   4. feedback, only from runnable time (NVML's figures are too coarse): in
- *      windows, a per-tenant debt (entitled minus charged, a tenant that does not
- *      fill its window is charged the whole window) corrects the next duties; a
- *      limit is a window of its own, shortened by overruns.
+ *   4. feedback, only from runnable time: in windows, a per-tenant debt
+ *      (entitled minus charged, a tenant that does not fill its window is charged
+ *      the whole window; with coarse use, as NVML's, charged is the time its
+ *      channels were really enabled, as the shims measured it) corrects the next
+ *      duties; a limit is a window of its own, shortened by overruns (the
+ *      debt, and the overrun itself: how far the window ran past its duty, the
+ *      pause landing late, charged to the next periods).
  */
 #include "daemon/sched.h"
 
@@ -30,6 +33,7 @@
 #define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
 #define DEBT_GAIN 0.5
+#define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
 
 const char *sched_prio_name(enum sched_prio p)
 {
@@ -237,6 +241,8 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         charged[i] = (double)use[i].used_us;
         if (charged[i] < t->dec.duty_us) /* alone in its window: the whole window */
             charged[i] = t->dec.duty_us;
+        if (use[i].used_coarse && use[i].unpaused_us != SCHED_RUNNABLE_UNKNOWN)
+            charged[i] = (double)use[i].unpaused_us; /* its window as it really was */
         sum += charged[i];
     }
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
@@ -245,12 +251,16 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         struct sched_tenant *t = &g->t[i];
         if (!t->present || !t->dec.period_us)
             continue;
-        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
-            continue; /* coarse use (NVML): the windows alone are the shares */
+        if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN ||
+            (use[i].used_coarse && use[i].unpaused_us == SCHED_RUNNABLE_UNKNOWN))
+            continue; /* coarse use (NVML) alone: the windows alone are the shares */
         double entitled = g->windows ? t->target * P : t->pol.limit * P;
         if (g->windows && sum > 0) /* shares of what the windows delivered */
             entitled = t->target * sum;
         t->debt_us = fmax(-DEBT_MAX * P, fmin(DEBT_MAX * P, t->debt_us + entitled - charged[i]));
+        if (t->dec.duty_us < t->dec.period_us) /* paused at the end of its window */
+            t->overrun_us = OVERRUN_KEEP * t->overrun_us +
+                            (1 - OVERRUN_KEEP) * fmax(0, charged[i] - t->dec.duty_us);
     }
 }
 
@@ -269,7 +279,7 @@ static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
             continue;
         duty[i] = fmax(SCHED_DUTY_MIN_US, t->target * stretch * P + DEBT_GAIN * t->debt_us);
         if (t->pol.limit > 0)
-            duty[i] = fmin(duty[i], t->pol.limit * P);
+            duty[i] = fmin(duty[i], fmax(SCHED_DUTY_MIN_US, t->pol.limit * P - t->overrun_us));
         sum += duty[i];
     }
     double scale = sum > P ? P / sum : 1.0;
@@ -297,7 +307,7 @@ static void plan_limits(struct sched_gpu *g, struct sched_decision *next)
         struct sched_tenant *t = &g->t[i];
         if (!t->present || t->pol.limit <= 0 || t->pol.limit >= 1 || next[i].period_us)
             continue;
-        double d = t->pol.limit * P + fmin(0, DEBT_GAIN * t->debt_us);
+        double d = t->pol.limit * P - t->overrun_us + fmin(0, DEBT_GAIN * t->debt_us);
         next[i].period_us = g->period_us;
         next[i].phase_us = 0;
         next[i].duty_us = (uint32_t)llround(fmax(SCHED_DUTY_MIN_US, d));

@@ -24,7 +24,8 @@ enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
 
 /* How shares are enforced when tenants compete:
  *   AUTO        timeslices; strict windows when a tenant that waited stays below
- *               its target (needs runnable time: the simulator, not NVML);
+ *               its target (needs runnable time: the simulator, or the shims'
+ *               RUNNABLE reports on a GPU);
  *   TIMESLICES  timeslices only (limits still get their windows);
  *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
  *               are not latency tenants are active; a latency tenant is never
@@ -49,6 +50,12 @@ struct sched_usage {
     uint64_t used_us;
     uint64_t runnable_us;
     bool no_process;      /* the tenant has no live process: idle, whatever was seen */
+    /* used_us is coarse (NVML's samples on a real GPU): windows are then charged
+     * by unpaused_us, the time the tenant's channels were enabled as its shims
+     * measured it (a pause that landed late is an overrun charged to the next
+     * periods), and not moved at all when that is unknown (SCHED_RUNNABLE_UNKNOWN). */
+    bool used_coarse;
+    uint64_t unpaused_us;
 };
 
 /* The decision, field for field what struct kairos_time_policy carries. */
@@ -71,6 +78,9 @@ struct sched_tenant {
     double cap;           /* most it may be given: its limit, or what it wanted */
     double charged_us;    /* last period: used, or at least its whole window (it
                            * had the GPU to itself there) */
+    double overrun_us;    /* how far its window overran its duty lately (the pause
+                           * lands after the window closes): a limit's next
+                           * windows are shortened by it */
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
 };

@@ -503,6 +503,14 @@ static bool on_release(struct conn *c, const struct proto_request *r)
     return true;
 }
 
+/* A member's runnable time on one GPU: the scheduler's demand (timeshare.c). */
+static bool on_runnable(struct conn *c, const struct proto_request *r)
+{
+    if (c->srv->timeshare)
+        timeshare_runnable(c->srv->timeshare, c->member->tenant->name, c->pid, &r->body.runnable);
+    return true;
+}
+
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
     if (config_is_admin(c->srv->cfg, c->uid))
@@ -654,6 +662,7 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         return on_charge(c, &r);
     case KAIROS_MSG_COMMIT:
     case KAIROS_MSG_RELEASE:
+    case KAIROS_MSG_RUNNABLE:
         if (!c->member) {
             log_warn("pid %u: %s before HELLO; disconnecting it", c->pid,
                      proto_type_name(r.type));
@@ -661,6 +670,8 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
                        "send HELLO with your tenant's name first");
             return false;
         }
+        if (r.type == KAIROS_MSG_RUNNABLE)
+            return on_runnable(c, &r);
         return r.type == KAIROS_MSG_COMMIT ? on_commit(c, &r) : on_release(c, &r);
     case KAIROS_MSG_TENANT_SET:
     case KAIROS_MSG_TENANT_DEL:

@@ -18,10 +18,16 @@
 
 #define SIM_WARMUP_PERIODS 10 /* after a tenant arrives or leaves, not judged */
 
+/* measure: runnable - the simulator's exact knowledge of who waited;
+ *          nvml     - use only, and whether a process lives (kairosd without reports);
+ *          userd    - what kairosd gets from the shims: the USERD samples (gpu_sim.h),
+ *                     or the time it ran if more, at most the period. */
+enum sim_measure { SIM_MEASURE_RUNNABLE = 0, SIM_MEASURE_NVML, SIM_MEASURE_USERD };
+
 struct sim_scenario {
     double seconds;
     enum sched_mode mode;     /* mode: auto | timeslices | windows */
-    bool hide_runnable;       /* measure: nvml (use only, as kairosd sees it) */
+    enum sim_measure measure; /* what the scheduler is told of each tenant's demand */
     struct gpu_sim_params gpu;
     struct gpu_sim_tenant_spec tenants[GPU_SIM_MAX_TENANTS];
     size_t n;

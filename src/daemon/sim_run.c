@@ -209,7 +209,17 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
-        if (sc->hide_runnable) /* as kairosd sees it: use, and whether a process lives */
+        if (sc->measure == SIM_MEASURE_USERD) /* the shims' samples, or what it ran */
+            for (size_t i = 0; i < sc->n; i++) {
+                uint64_t seen = r->sim.t[i].sensed_us;
+                if (seen < r->use[i].used_us)
+                    seen = r->use[i].used_us;
+                r->use[i].runnable_us = seen < SCHED_PERIOD_US ? seen : SCHED_PERIOD_US;
+                r->use[i].no_process = !r->present[i];
+                r->use[i].used_coarse = true; /* NVML's; windows charged by the shims' */
+                r->use[i].unpaused_us = r->sim.t[i].open_us;
+            }
+        if (sc->measure == SIM_MEASURE_NVML) /* as kairosd sees it: use, and whether a process lives */
             for (size_t i = 0; i < sc->n; i++) {
                 /* the judge still knows who competed: who wanted at least its
                  * target (ran or waited that long) */
@@ -217,6 +227,8 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
                                              target[i] * SCHED_PERIOD_US;
                 r->use[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
                 r->use[i].no_process = !r->present[i];
+                r->use[i].used_coarse = true;
+                r->use[i].unpaused_us = SCHED_RUNNABLE_UNKNOWN;
             }
         for (size_t i = 0; i < sc->n; i++)
             tsum += greedy[i] ? target[i] : 0;

@@ -1,8 +1,9 @@
 /* sim_scenario.c - the simulator's scenario files (etc/sim/NAME.yaml):
  *
  *   seconds: 20
- *   gpu: { context_switch_us: 120, disable_us: 720, enable_us: 400, preempt_us: 600 }
- *                                                                     # optional
+ *   measure: runnable | nvml | userd                 # optional (sim.h)
+ *   gpu: { context_switch_us: 120, disable_us: 720, enable_us: 400, preempt_us: 600,
+ *          sense_us: 1000 }                                           # optional
  *   tenants:
  *     - name: a
  *       compute: { share: 75%, limit: none, priority: normal }  # as in kairosd.yaml
@@ -118,9 +119,11 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
             field = &g->preempt_us;
         else if (key && !strcmp(key, "default_timeslice_us"))
             field = &g->default_ts_us;
+        else if (key && !strcmp(key, "sense_us"))
+            field = &g->sense_us;
         else
             return ydoc_fail(p, k, "unknown key in gpu (expected context_switch_us, disable_us, "
-                              "enable_us, preempt_us or default_timeslice_us)");
+                              "enable_us, preempt_us, default_timeslice_us or sense_us)");
         double d;
         if (number(p, v, key, 1e6, &d))
             return -EINVAL;
@@ -136,15 +139,18 @@ static int parse_mode(struct ydoc *p, const yaml_node_t *v, enum sched_mode *mod
     return ydoc_fail(p, v, "mode must be auto, timeslices or windows");
 }
 
-static int parse_measure(struct ydoc *p, const yaml_node_t *v, bool *hide_runnable)
+static int parse_measure(struct ydoc *p, const yaml_node_t *v, enum sim_measure *measure)
 {
+    static const char *const names[] = {"runnable", "nvml", "userd"};
     const char *m = sval(v);
-    if (m && (!strcmp(m, "nvml") || !strcmp(m, "runnable"))) {
-        *hide_runnable = !strcmp(m, "nvml");
-        return 0;
-    }
+    for (int i = 0; m && i < 3; i++)
+        if (!strcmp(m, names[i])) {
+            *measure = (enum sim_measure)i;
+            return 0;
+        }
     return ydoc_fail(p, v, "measure must be runnable (the simulator's knowledge of who "
-                           "waited) or nvml (use only, as kairosd sees the GPU)");
+                           "waited), nvml (use only) or userd (the shims' USERD samples "
+                           "plus use, as kairosd sees the GPU)");
 }
 
 static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenario *sc)
@@ -164,7 +170,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
         else if (key && !strcmp(key, "mode"))
             rc = parse_mode(p, v, &sc->mode);
         else if (key && !strcmp(key, "measure"))
-            rc = parse_measure(p, v, &sc->hide_runnable);
+            rc = parse_measure(p, v, &sc->measure);
         else if (key && !strcmp(key, "tenants")) {
             if (v->type != YAML_SEQUENCE_NODE)
                 return ydoc_fail(p, v, "expected tenants as a list");

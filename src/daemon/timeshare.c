@@ -4,6 +4,7 @@
 #include "daemon/timeshare.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,20 @@
 #include "daemon/policy.h"
 #include "daemon/sched.h"
 #include "daemon/time_stats.h"
+
+/* One tick's RUNNABLE reports of a tenant on a GPU (timeshare_runnable). */
+#define RUN_PIDS 32
+struct run_seen {
+    uint32_t pid[RUN_PIDS];
+    double frac[RUN_PIDS];  /* each process's runnable fraction of its interval */
+    double open[RUN_PIDS];  /* each process's unpaused fraction of its interval */
+    unsigned n;
+    bool partial;           /* some process could not sense all its channels */
+    double last;            /* the tenant's fraction as last complete, -1: unknown */
+    double last_open;       /* the tenant's unpaused fraction (its processes' largest) */
+    unsigned late;          /* ticks it has stood in for missing reports */
+};
+#define RUN_LATE_MAX 2      /* a report a little late keeps the last figure this long */
 
 struct timeshare {
     struct loop *loop;
@@ -32,6 +47,7 @@ struct timeshare {
     char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
     struct sched_gpu g[KAIROS_MAX_GPUS];
     struct time_stats stats[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS]; /* what each slot got */
+    struct run_seen run[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS];
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -54,7 +70,7 @@ static void to_policy(const struct timeshare *t, unsigned gpu, const struct sche
 {
     memset(p, 0, sizeof *p);
     p->gpu = gpu;
-    p->flags = d->flags;
+    p->flags = d->flags | KAIROS_TIME_REPORT; /* runnable time is the demand */
     p->seq = d->seq;
     p->timeslice_us = d->timeslice_us;
     p->epoch_ns = t->epoch_ns;
@@ -76,6 +92,13 @@ static void push_changed(struct timeshare *t, unsigned gpu)
         t->send(t->ctx, t->slot_name[i], &p);
         g->t[i].changed = false;
     }
+}
+
+/* A slot taken by a tenant starts with its runnable time unknown. */
+static void forget_runnable(struct timeshare *t, unsigned slot)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        t->run[g][slot] = (struct run_seen){.last = -1, .last_open = -1};
 }
 
 /* Tenant name's compute policy on gpu: the configuration's for the tenants it
@@ -166,6 +189,7 @@ static void place(struct timeshare *t, const char *name, unsigned gpu,
     for (int i = 0; s < 0 && i < SCHED_MAX_TENANTS; i++)
         if (!t->slot_name[i][0]) {
             snprintf(t->slot_name[i], KAIROS_NAME_MAX, "%s", name);
+            forget_runnable(t, i);
             s = i;
         }
     if (s < 0) {
@@ -252,6 +276,74 @@ static void mark_absent(struct timeshare *t, struct sched_usage use[SCHED_MAX_TE
     }
 }
 
+void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
+                        const struct kairos_runnable *r)
+{
+    int s = slot_find(t, tenant);
+    if (s < 0 || r->gpu >= t->ts->n_gpus || !r->interval_us)
+        return;
+    struct run_seen *rs = &t->run[r->gpu][s];
+    double f = (double)r->runnable_us / (double)r->interval_us;
+    rs->partial |= (r->flags & KAIROS_RUNNABLE_PARTIAL) != 0;
+    double open = (double)r->unpaused_us / (double)r->interval_us;
+    for (unsigned k = 0; k < rs->n; k++)
+        if (rs->pid[k] == pid) { /* two reports in one tick: runnable if either was */
+            rs->frac[k] = f > rs->frac[k] ? f : rs->frac[k];
+            rs->open[k] = open > rs->open[k] ? open : rs->open[k];
+            return;
+        }
+    if (rs->n < RUN_PIDS) {
+        rs->pid[rs->n] = pid;
+        rs->open[rs->n] = open;
+        rs->frac[rs->n++] = f;
+    } else {
+        rs->partial = true; /* more processes than tracked: unknown */
+    }
+}
+
+/* The tenant's runnable time over the period just ended, from its processes'
+ * reports: known when every member reported (a report up to RUN_LATE_MAX ticks
+ * late keeps the last figure) and none was partial; then the sum of their
+ * fractions (processes of one tenant may wait at the same time: the sum is an
+ * upper bound, the largest a lower one), or the time it was seen using the GPU
+ * if that is more, at most the whole period. */
+static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
+                           struct sched_usage *u)
+{
+    struct run_seen *rs = &t->run[gpu][slot];
+    const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[slot]);
+    size_t members = lt ? lt->n_members : 0;
+    if (rs->partial || members == 0) {
+        rs->last = -1;
+    } else if (rs->n >= members) {
+        double f = 0, open = 0;
+        for (unsigned k = 0; k < rs->n; k++) {
+            f += rs->frac[k];
+            open = rs->open[k] > open ? rs->open[k] : open;
+        }
+        rs->last = f < 1 ? f : 1;
+        rs->last_open = open;
+        rs->late = 0;
+    } else if (rs->last >= 0 && rs->late < RUN_LATE_MAX) {
+        rs->late++;
+    } else {
+        rs->last = -1;
+    }
+    u->used_coarse = true; /* NVML */
+    u->unpaused_us = SCHED_RUNNABLE_UNKNOWN;
+    if (rs->last >= 0 && !u->no_process) {
+        u->unpaused_us = (uint64_t)llround(rs->last_open * t->g[gpu].period_us);
+        /* the samples miss one long kernel with nothing queued behind it: what
+         * the backend saw it use counts as wanted too */
+        uint64_t seen = (uint64_t)llround(rs->last * t->g[gpu].period_us);
+        u->runnable_us = seen > u->used_us ? seen : u->used_us;
+        if (u->runnable_us > t->g[gpu].period_us)
+            u->runnable_us = t->g[gpu].period_us;
+    }
+    rs->n = 0;
+    rs->partial = false;
+}
+
 void timeshare_tick(struct timeshare *t)
 {
     uint64_t now_us = clock_ns(CLOCK_REALTIME) / 1000;
@@ -271,6 +363,9 @@ void timeshare_tick(struct timeshare *t)
             continue;
         }
         mark_absent(t, use);
+        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+            if (t->g[g].t[i].present)
+                apply_runnable(t, g, i, &use[i]);
         bool paused[SCHED_MAX_TENANTS];
         windows_in_force(&t->g[g], paused);
         sched_tick(&t->g[g], use);
@@ -354,6 +449,8 @@ int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend
     t->epoch_ns = clock_ns(CLOCK_MONOTONIC);
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
         sched_gpu_init(&t->g[g], SCHED_PERIOD_US);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        forget_runnable(t, i);
     if (loop) {
         struct itimerspec its = {.it_interval = {0, SCHED_PERIOD_US * 1000l},
                                  .it_value = {0, SCHED_PERIOD_US * 1000l}};

@@ -37,6 +37,11 @@ void timeshare_fini(struct timeshare *t);
 void timeshare_reconfigure(struct timeshare *t);
 /* One period now (the timer calls it; tests may too). */
 void timeshare_tick(struct timeshare *t);
+/* A member process (pid) of tenant reported its runnable time (KAIROS_MSG_RUNNABLE,
+ * asked for by KAIROS_TIME_REPORT in every policy sent): the next tick takes the
+ * tenant's as its demand when all its members reported (docs/scheduler.md). */
+void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
+                        const struct kairos_runnable *r);
 /* The policy in force for tenant on gpu; false when it has none. */
 bool timeshare_policy(const struct timeshare *t, const char *tenant, unsigned gpu,
                       struct kairos_time_policy *out);

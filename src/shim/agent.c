@@ -44,18 +44,24 @@ static void drop_locked(void)
         agent_real->close(fd);
 }
 
-static int send_msg(int fd, uint16_t type, uint32_t seq, const void *body, uint32_t size)
+static int send_msg_flags(int fd, uint16_t type, uint32_t seq, const void *body, uint32_t size,
+                          int flags)
 {
     struct kairos_hdr h = {KAIROS_PROTO_MAGIC, KAIROS_PROTO_VERSION, type, size, seq};
     struct iovec iov[2] = {{&h, sizeof h}, {(void *)body, size}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = body ? 2 : 1};
     ssize_t n;
     do {
-        n = sendmsg(fd, &m, MSG_NOSIGNAL);
+        n = sendmsg(fd, &m, MSG_NOSIGNAL | flags);
     } while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
     return n == (ssize_t)(sizeof h + size) ? 0 : -EPROTO;
+}
+
+static int send_msg(int fd, uint16_t type, uint32_t seq, const void *body, uint32_t size)
+{
+    return send_msg_flags(fd, type, seq, body, size, 0);
 }
 
 /* One message as read from the socket. */
@@ -266,6 +272,24 @@ int agent_release(uint32_t gpu, uint64_t bytes)
     struct kairos_release rel = {.gpu = gpu, .bytes = bytes};
     pthread_mutex_lock(&agent_mu);
     int rc = exchange_locked(KAIROS_MSG_RELEASE, &rel, sizeof rel, 0, NULL, 0, NULL, 0);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+int agent_report_runnable(const struct kairos_runnable *r)
+{
+    if (pthread_mutex_trylock(&agent_mu) != 0)
+        return -EBUSY; /* a requester owns the socket until its reply: next time */
+    int fd = atomic_load(&agent_fd);
+    int rc = -ENOTCONN;
+    if (fd >= 0) {
+        /* never blocks: a daemon that does not read costs this report, not a window */
+        rc = send_msg_flags(fd, KAIROS_MSG_RUNNABLE, ++agent_seq, r, sizeof *r, MSG_DONTWAIT);
+        if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+            rc = -EBUSY;
+        else if (rc < 0)
+            drop_locked();
+    }
     pthread_mutex_unlock(&agent_mu);
     return rc;
 }

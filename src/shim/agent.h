@@ -44,6 +44,12 @@ int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_gra
 int agent_commit(const struct kairos_commit *commit);
 int agent_release(uint32_t gpu, uint64_t bytes);
 
+/* RUNNABLE, one-way, for the control thread: never waits, neither for the mutex
+ * (a requester may hold it for seconds waiting for its reply) nor for room in
+ * the socket. Returns 0, -EBUSY when it could not be sent now (try again
+ * later), or -errno (-ENOTCONN: no daemon). */
+int agent_report_runnable(const struct kairos_runnable *r);
+
 bool agent_connected(void);
 /* Receives a TIME_POLICY pushed by the daemon. Called with the agent's mutex held,
  * from whichever thread read it (a requester or agent_service): it must be quick

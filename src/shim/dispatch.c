@@ -780,8 +780,6 @@ static void forget_range(uint64_t addr, uint64_t len)
     struct objtree *t = state_lock();
     bool had = t && objtree_munmap(t, addr, len);
     state_unlock();
-    if (had)
-        timectl_unmapped(addr, len);
     if (had && tracer_on())
         tracer_emit_munmap(addr, len);
 }
@@ -795,24 +793,25 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
         cls = classify(r, fd, &fi);
     bool tracing = cls == FDT_NVIDIA && tracer_on();
     double t0 = tracing ? tracer_now_us() : 0;
+    bool sensed = (flags & MAP_FIXED) && timectl_unmap_begin((uint64_t)(uintptr_t)addr, len);
     void *p = is64 ? r->mmap64(addr, len, prot, flags, fd, off)
                    : r->mmap(addr, len, prot, flags, fd, (off_t)off);
-    if (p == MAP_FAILED && cls != FDT_NVIDIA)
+    if (p == MAP_FAILED && cls != FDT_NVIDIA) {
+        timectl_unmap_end(sensed);
         return p;
+    }
     int saved = errno;
     uint64_t a = (uint64_t)(uintptr_t)p;
     if (p != MAP_FAILED && (flags & MAP_FIXED) && state_may_hold_mapping(a, len))
         forget_range(a, len); /* MAP_FIXED replaced what was there */
+    timectl_unmap_end(sensed);
     if (cls == FDT_NVIDIA) {
         if (p != MAP_FAILED) {
-            enum objtree_map_kind kind = OBJTREE_MAP_NONE;
             struct objtree *t = state_lock();
             if (t)
-                kind = objtree_mmap(t, fi.file_id, a, len);
+                (void)objtree_mmap(t, fi.file_id, a, len);
             state_note_mapping_locked(a, len);
             state_unlock();
-            if (kind == OBJTREE_MAP_DOORBELL) /* gated while paused (timectl.h) */
-                timectl_doorbell_mapped(a, len, prot, fi.node == RM_NODE_DEV ? fi.minor : -1);
         }
         if (tracing) {
             struct trace_rec rec;
@@ -840,12 +839,14 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
 
 int shim_munmap(const struct shim_real *r, void *addr, size_t len)
 {
-    int ret = r->munmap(addr, len);
     uint64_t a = (uint64_t)(uintptr_t)addr;
+    bool sensed = timectl_unmap_begin(a, len); /* no USERD read across the unmap */
+    int ret = r->munmap(addr, len);
     if (ret == 0 && state_may_hold_mapping(a, len)) {
         int saved = errno;
         forget_range(a, len);
         errno = saved;
     }
+    timectl_unmap_end(sensed);
     return ret;
 }

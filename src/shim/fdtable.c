@@ -237,6 +237,11 @@ void fdtable_reset_locked(void)
     live_descriptors = 0;
 }
 
+uint64_t fdtable_next_file_id(void)
+{
+    return next_file_id;
+}
+
 int fdtable_fd_of_file(uint64_t file_id)
 {
     if (!file_id)

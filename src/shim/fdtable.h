@@ -64,6 +64,11 @@ int fdtable_fd_of_file(uint64_t file_id);
  * descriptor ranges (close_range, closefrom). */
 int fdtable_next_known(int from, int last);
 
+/* The id the next file opened will get: every file opened so far has a lower one.
+ * Read without the lock: for a forked child's atfork handler (one thread, and the
+ * state lock was held across the fork, so the value is whole). */
+uint64_t fdtable_next_file_id(void);
+
 /* ---- under the state lock ------------------------------------------------------------ */
 
 /* fd was just opened on an NVIDIA node: gives it a new file (refs 1), unless a

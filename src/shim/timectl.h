@@ -1,7 +1,7 @@
 /* timectl.h - time control of the process's GPU work: timeslices, pause/resume.
  *
  * The daemon owns the policy (include/kairos/proto.h, TIME_POLICY, pushed on the
- * agent's connection); this module owns the mechanism, applied with CUDA's own
+ * agent's connection); the shim owns the mechanism, applied with CUDA's own
  * handles on the /dev/nvidiactl file each client lives on (the driver accepts a
  * client's handles on no other file), through the real-function table, so the
  * controls are neither traced nor guarded again:
@@ -11,21 +11,24 @@
  *     after the object tree applied the RM_ALLOC);
  *   - pause: NV2080 FIFO_DISABLE_CHANNELS {bDisable=1, bOnlyDisableScheduling=0,
  *     bRewindGpPut=0} on the client's subdevice with all the process's channels
- *     on that GPU (64 per call), and every doorbell mapping of that GPU made
- *     PROT_NONE; resume: the same with bDisable=0, doorbells given back their
- *     protection. A channel created or a doorbell mapped while paused is
- *     disabled / protected at once;
- *   - a SIGSEGV handler: a write to a doorbell we protected waits (futex,
- *     bounded) until resume and retries; any other fault goes to the handler
- *     that was installed before ours (re-checked at every pause), or kills the
- *     process as the default action would;
+ *     on that GPU (64 per call); resume: the same with bDisable=0. A channel
+ *     created while paused is disabled at once. Doorbells are left alone: no page
+ *     protection, no signal handler (tc_pause.c says what was measured);
  *   - a control thread that applies timeslice changes at once and follows the
  *     strict windows (period, phase, duty from epoch_ns on CLOCK_MONOTONIC),
  *     waking at each window edge on an absolute CLOCK_MONOTONIC deadline.
  *
+ *   - with KAIROS_TIME_REPORT in the policy, the runnable sensor: the control
+ *     thread samples the channels' USERD (queued work) and reports RUNNABLE.
+ *
+ * Split by responsibility: tc_pause.c the channel pause and the timeslices,
+ * tc_sense.c the runnable sensor, timectl.c the policy link and the control
+ * thread (each says its thread and signal rules).
+ *
  * Thread rules: thread-safe. Never called with the state lock held; takes it only
  * around object-tree lookups, never across a real ioctl. The policy handler runs
- * under the agent's mutex and only stores the policy and wakes the thread.
+ * under the agent's mutex and only stores the policy and wakes the thread. A
+ * forked child starts with no policy, nothing paused and no thread.
  */
 #ifndef KAIROS_SHIM_TIMECTL_H
 #define KAIROS_SHIM_TIMECTL_H
@@ -53,15 +56,18 @@ bool timectl_active(void);
  * channel: sets the current timeslice / disables it while paused. */
 void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class);
 
-/* A doorbell page was mapped at [addr, addr+len) with prot from /dev/nvidia<gpu>
- * (gpu -1: unknown, then it follows every GPU's pause); munmap forgets it. */
 /* The application set a channel group's timeslice itself (CUDA does, right after
  * creating one: 2048 us for the first, 1024 us for the others): with a policy in
  * force, set the policy's back, so that a tenant cannot raise its own. */
 void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg);
 
-void timectl_doorbell_mapped(uint64_t addr, uint64_t len, int prot, int gpu);
-void timectl_unmapped(uint64_t addr, uint64_t len);
+
+/* Around the real munmap (or MAP_FIXED mmap) of [addr, addr+len) and the object
+ * tree's update after it: while the runnable sensor runs, a range that may hold a
+ * USERD page it samples is taken out of its table first and not sampled until
+ * the tree forgot it (tc_sense.c). begin returns whether end must release. */
+bool timectl_unmap_begin(uint64_t addr, uint64_t len);
+void timectl_unmap_end(bool held);
 
 /* The mechanism alone (the control thread's; tests). 0 or -errno. */
 int timectl_pause(uint32_t gpu);
@@ -76,8 +82,6 @@ bool timectl_window_paused(const struct kairos_time_policy *p, uint64_t now_ns,
 struct timectl_stats {
     uint64_t pauses, resumes;     /* transitions made */
     uint64_t controls_failed;     /* controls the driver refused (or ioctl errors) */
-    uint64_t doorbell_waits;      /* faults on a protected doorbell that waited */
-    uint64_t chained;             /* faults handed to the application's handler */
     uint64_t timeslices_overridden;    /* the application's own timeslices set back */
     uint64_t pause_ns, pause_max_ns;   /* time in the driver calls of all pauses, longest */
     uint64_t resume_ns, resume_max_ns; /* the same for resumes */

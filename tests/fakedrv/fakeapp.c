@@ -15,8 +15,16 @@
  * ...) so tests can compare what the shim or a trace saw. Runs on the fake
  * driver (libkairos_fakedrv.so) or, in principle, on a real one.
  *
+ * With -u PHASES it also gives its channels a USERD the way CUDA does (a system
+ * memory object mapped through its own /dev/nvidiactl descriptor, userdOffset
+ * 0x2000 + 0x3000 i) and, after the allocations, runs the phases in order: each
+ * "idle:SECONDS" (alive, nothing queued) or "busy:SECONDS" (keeps up to 4 entries
+ * queued on channel 0: GPPut runs ahead of GPGet, which the fake driver moves only
+ * while the channel is enabled). Each phase prints one line: "fakeapp: phase=NAME
+ * start_ns=T (CLOCK_MONOTONIC) seconds=S fetched=N".
+ *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
- *                [-w seconds to hold the allocations before freeing]
+ *                [-w seconds to hold the allocations before freeing] [-u PHASES]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +37,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/rm_abi.h"
@@ -164,14 +173,75 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The system-memory block holding the channels' USERD, mapped as CUDA maps it. */
+static uint8_t *map_userd(uint32_t h_mem)
+{
+    uint8_t mem_params[128] = {0};
+    must(rm_alloc(h_device, &h_mem, RM_CLASS_NV01_MEMORY_SYSTEM, mem_params, sizeof mem_params,
+                  true, false),
+         "USERD memory");
+    int fd = open_node("/dev/nvidiactl");
+    struct rm_map_memory_args map = {.h_client = h_client, .h_device = h_device,
+                                     .h_memory = h_mem, .length = 0x10000, .fd = fd};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
+        must(0xffffffffu, "MAP_MEMORY USERD");
+    must(map.status, "MAP_MEMORY USERD");
+    void *p = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "fakeapp: mmap USERD: %s\n", strerror(errno));
+        exit(1);
+    }
+    n_mmaps++;
+    return p;
+}
+
+/* Runs "idle:S,busy:S,..." on channel 0's USERD; 0, or 2 for a malformed list. */
+static int run_phases(const char *phases, uint8_t *userd)
+{
+    volatile uint32_t *get = (volatile uint32_t *)(void *)(userd + 0x2000 + 0x88);
+    volatile uint32_t *put = (volatile uint32_t *)(void *)(userd + 0x2000 + 0x8C);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", phases);
+    for (char *save = NULL, *ph = strtok_r(buf, ",", &save); ph; ph = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(ph, ':');
+        if (!colon)
+            return 2;
+        *colon = 0;
+        double seconds = atof(colon + 1);
+        bool busy = !strcmp(ph, "busy");
+        if ((!busy && strcmp(ph, "idle")) || seconds <= 0)
+            return 2;
+        uint64_t start = mono_ns(), end = start + (uint64_t)(seconds * 1e9);
+        uint32_t got0 = *get;
+        while (mono_ns() < end) {
+            if (busy && *put - *get < 4)
+                *put = *put + 1;
+            struct timespec ts = {0, busy ? 50000 : 5000000};
+            nanosleep(&ts, NULL);
+        }
+        printf("fakeapp: phase=%s start_ns=%llu seconds=%.3f fetched=%u\n", ph,
+               (unsigned long long)start, seconds, *get - got0);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, count = 4;
     uint64_t ctx_size = 8u << 20;
     bool keep = false;
     int hold_ms = 0; /* -w: hold the allocations this long before freeing */
+    const char *phases = NULL; /* -u: work phases on a sensed channel */
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -191,9 +261,12 @@ int main(int argc, char **argv)
         case 'w':
             hold_ms = (int)(atof(optarg) * 1000);
             break;
+        case 'u':
+            phases = optarg;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds]\n");
+                            "[-w seconds] [-u idle:S,busy:S,...]\n");
             return 2;
         }
     }
@@ -243,8 +316,16 @@ int main(int argc, char **argv)
                   sizeof tsg_params, true, false),
          "channel group");
     uint8_t ch_params[368] = {0};
+    uint8_t *userd = NULL;
+    if (phases) {
+        uint32_t h_mem = 0x5c000030u;
+        userd = map_userd(h_mem);
+        memcpy(ch_params + 32, &h_mem, 4); /* hUserdMemory[0] */
+    }
     for (int i = 0; i < 2; i++) {
         uint32_t h_ch = 0x5c000010u + (uint32_t)i;
+        uint64_t userd_off = 0x2000 + 0x3000 * (uint64_t)i;
+        memcpy(ch_params + 64, &userd_off, 8); /* userdOffset[0] */
         must(rm_alloc(h_tsg, &h_ch, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, ch_params,
                       sizeof ch_params, true, i == 1),
              "channel");
@@ -287,6 +368,10 @@ int main(int argc, char **argv)
             vidmem += ts[i].sizes[j];
     }
     fb_info(&fb_total_kib, &fb_free_after_kib);
+    if (phases && run_phases(phases, userd) != 0) {
+        fprintf(stderr, "fakeapp: -u wants idle:SECONDS or busy:SECONDS, comma-separated\n");
+        return 2;
+    }
     if (hold_ms > 0) {
         printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu\n", allocs, failed,
                (unsigned long long)vidmem);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/rm_abi.h"
@@ -36,6 +38,8 @@ struct fk_file {
     bool uvm_ready;
     bool map_pending, mapped;
     uint64_t map_len;
+    uint32_t map_client, map_memory; /* what the pending RM_MAP_MEMORY named */
+    uint64_t map_offset;
 };
 
 struct fk_obj {
@@ -45,9 +49,45 @@ struct fk_obj {
     struct fk_file *file; /* clients: the ctl file they were made on */
     uint64_t timeslice_us; /* channel groups: the last SET_TIMESLICE (0: never set) */
     bool disabled;         /* channels: FIFO_DISABLE_CHANNELS bDisable=1 last */
+    uint32_t userd_mem;    /* channels: hUserdMemory[0] of the allocation (0: none) */
+    uint64_t userd_off;    /* channels: userdOffset[0] */
 };
 
+/* A CPU mapping of a memory object (RM_MAP_MEMORY + mmap), for the USERD model. */
+struct fk_map {
+    uint64_t addr, len;
+    uint32_t client, memory;
+    uint64_t offset;
+};
+#define FK_MAPS_MAX 256
+static struct fk_map maps[FK_MAPS_MAX];
+static size_t n_maps;
+static bool engine_started;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fork while another thread is inside the fake (a time control in flight) must
+ * not leave the child's copy locked: the real driver has no such lock to inherit. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&mu);
+}
+
+static void fork_release(void)
+{
+    pthread_mutex_unlock(&mu);
+}
+
+static void fork_release_child(void)
+{
+    engine_started = false; /* the engine thread stayed in the parent */
+    pthread_mutex_unlock(&mu);
+}
+
+__attribute__((constructor)) static void register_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_release, fork_release_child);
+}
 static bool configured;
 static int n_gpus = 1;
 static uint64_t fb_total[FAKEDRV_MAX_GPUS], fb_used[FAKEDRV_MAX_GPUS];
@@ -59,6 +99,7 @@ static uint32_t next_handle = 0xcaf00001u;
 static atomic_ulong n_ioctls;
 static void (*_Atomic reply_hook)(void *ctx);
 static void *_Atomic reply_hook_ctx;
+static atomic_ulong n_fetched;
 #define FK_CTL_LOG_MAX 4096
 static struct fakedrv_ctl_rec ctl_log[FK_CTL_LOG_MAX];
 static size_t n_ctl_log;
@@ -98,6 +139,7 @@ void fakedrv_reset(int ngpus, uint64_t fb_bytes)
     configured = true;
     atomic_store(&n_ioctls, 0);
     n_ctl_log = 0;
+    n_maps = 0;
     pthread_mutex_unlock(&mu);
 }
 
@@ -467,7 +509,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             objs = grown;
             objs_cap = cap;
         }
-        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false};
+        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0};
         *h_new = h;
         return RM_NV_OK;
     }
@@ -520,7 +562,12 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         objs_cap = cap;
     }
     fb_used[gpu] += bytes;
-    objs[n_objs++] = (struct fk_obj){h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false};
+    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0};
+    if (rm_class_kind(cls) == RM_KIND_CHANNEL && params && params_size >= 72) {
+        memcpy(&o.userd_mem, params + 32, 4); /* NV_CHANNEL_ALLOC_PARAMS.hUserdMemory[0] */
+        memcpy(&o.userd_off, params + 64, 8); /* .userdOffset[0] */
+    }
+    objs[n_objs++] = o;
     *h_new = h;
     return RM_NV_OK;
 }
@@ -559,14 +606,19 @@ static void log_ctl_locked(const struct fakedrv_ctl_rec *rec)
         return;
     char line[1400];
     int n;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    unsigned long long t_ns = (unsigned long long)now.tv_sec * 1000000000ull +
+                              (unsigned long long)now.tv_nsec;
     if (rec->cmd == FAKEDRV_CTL_SET_TIMESLICE) {
         n = snprintf(line, sizeof line, "timeslice pid=%d client=0x%x tsg=0x%x us=%llu status=%u\n",
                      (int)getpid(), rec->client, rec->object,
                      (unsigned long long)rec->timeslice_us, rec->status);
     } else {
         n = snprintf(line, sizeof line,
-                     "disable pid=%d client=0x%x subdevice=0x%x disable=%d n=%u status=%u channels=",
-                     (int)getpid(), rec->client, rec->object, rec->disable ? 1 : 0,
+                     "disable pid=%d t_ns=%llu client=0x%x subdevice=0x%x disable=%d n=%u "
+                     "status=%u channels=",
+                     (int)getpid(), t_ns, rec->client, rec->object, rec->disable ? 1 : 0,
                      rec->n_channels, rec->status);
         for (uint32_t i = 0; i < rec->n_channels && i < 64 && n > 0 && n < (int)sizeof line - 24;
              i++)
@@ -677,11 +729,32 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
     return RM_NV_OK;
 }
 
+static _Atomic uint32_t control_delay_us;
+
+void fakedrv_set_control_delay(uint32_t us)
+{
+    atomic_store(&control_delay_us, us);
+}
+
+/* A FIFO_DISABLE_CHANNELS takes as long as fakedrv_set_control_delay says, before
+ * the fake's mutex is taken (the H200 takes ~0.66 ms to pause, 0.38 to resume). */
+static void control_delay(unsigned nr, unsigned size, const uint8_t *arg)
+{
+    uint32_t us = atomic_load(&control_delay_us);
+    if (!us || nr != RM_NR_CONTROL || size != sizeof(struct rm_control_args) ||
+        ((const struct rm_control_args *)(const void *)arg)->cmd != 0x2080110Bu)
+        return;
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 /* Serves one (unwrapped) escape on a fake file; returns the ioctl result. */
 static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg)
 {
     bool ctl = f->node == RM_NODE_CTL;
     int ret = 0;
+    control_delay(nr, size, arg);
     pthread_mutex_lock(&mu);
     switch (nr) {
     case RM_NR_ALLOC:
@@ -737,6 +810,9 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
             else {
                 mf->map_pending = true;
                 mf->map_len = a->length;
+                mf->map_client = a->h_client;
+                mf->map_memory = a->h_memory;
+                mf->map_offset = a->offset;
                 a->linear_address = 0xf000000000ull + a->offset;
                 a->status = RM_NV_OK;
             }
@@ -862,6 +938,67 @@ int fakedrv_ioctl(int fd, unsigned long request, ...)
     return 0;
 }
 
+/* ---- the USERD model ------------------------------------------------------------------ */
+
+/* The host's fetch: every enabled channel whose USERD is mapped has everything
+ * queued fetched (GPGet = GPPut); a disabled channel fetches nothing, so work
+ * queued while paused stays pending, as on the H200. */
+static void fetch_locked(void)
+{
+    for (size_t i = 0; i < n_objs; i++) {
+        const struct fk_obj *o = &objs[i];
+        if (o->disabled || !o->userd_mem)
+            continue;
+        for (size_t j = 0; j < n_maps; j++) {
+            const struct fk_map *m = &maps[j];
+            if (m->client != o->client || m->memory != o->userd_mem || o->userd_off < m->offset ||
+                o->userd_off - m->offset + 0x90 > m->len)
+                continue;
+            volatile uint32_t *u = (volatile uint32_t *)(uintptr_t)(m->addr + o->userd_off -
+                                                                   m->offset);
+            uint32_t put = u[0x8C / 4];
+            if (u[0x88 / 4] != put) {
+                u[0x88 / 4] = put;
+                atomic_fetch_add(&n_fetched, 1);
+            }
+            break;
+        }
+    }
+}
+
+static void *engine_main(void *unused)
+{
+    (void)unused;
+    for (;;) {
+        struct timespec ts = {0, FAKEDRV_FETCH_NS};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&mu);
+        fetch_locked();
+        pthread_mutex_unlock(&mu);
+    }
+    return NULL;
+}
+
+/* The engine starts with the first CPU mapping of a memory object. */
+static void start_engine_locked(void)
+{
+    if (engine_started)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    engine_started = pthread_create(&t, NULL, engine_main, NULL) == 0;
+    if (engine_started)
+        pthread_detach(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+uint64_t fakedrv_fetches(void)
+{
+    return atomic_load(&n_fetched);
+}
+
 void *fakedrv_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     pthread_mutex_lock(&mu);
@@ -878,9 +1015,18 @@ void *fakedrv_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t of
         errno = EINVAL;
         return MAP_FAILED;
     }
-    return (void *)syscall(SYS_mmap, addr, len, prot,
-                           (flags & ~(MAP_PRIVATE | MAP_SHARED)) | MAP_SHARED | MAP_ANONYMOUS, -1,
-                           0);
+    void *p = (void *)syscall(SYS_mmap, addr, len, prot,
+                              (flags & ~(MAP_PRIVATE | MAP_SHARED)) | MAP_SHARED | MAP_ANONYMOUS,
+                              -1, 0);
+    if (p != MAP_FAILED) {
+        pthread_mutex_lock(&mu);
+        if (n_maps < FK_MAPS_MAX)
+            maps[n_maps++] = (struct fk_map){(uint64_t)(uintptr_t)p, len, f->map_client,
+                                             f->map_memory, f->map_offset};
+        start_engine_locked();
+        pthread_mutex_unlock(&mu);
+    }
+    return p;
 }
 
 void *fakedrv_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
@@ -890,6 +1036,15 @@ void *fakedrv_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_
 
 int fakedrv_munmap(void *addr, size_t len)
 {
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    pthread_mutex_lock(&mu); /* the engine never writes a page about to go */
+    for (size_t i = 0; i < n_maps;) {
+        if (maps[i].addr < a + len && a < maps[i].addr + maps[i].len)
+            maps[i] = maps[--n_maps];
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&mu);
     return (int)syscall(SYS_munmap, addr, len);
 }
 

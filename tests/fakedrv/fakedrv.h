@@ -21,16 +21,24 @@
  * Time controls: NVA06C SET_TIMESLICE (0xA06C0103) on a channel group and NV2080
  * FIFO_DISABLE_CHANNELS (0x2080110B) on a subdevice are checked and recorded
  * (fakedrv_controls; and one line each to the file FAKEDRV_CTL_LOG names, for the
- * preloaded library). FIFO_DISABLE_CHANNELS with bRewindGpPut, with
+ * preloaded library; a disable line carries t_ns, CLOCK_MONOTONIC). FIFO_DISABLE_CHANNELS with bRewindGpPut, with
  * bOnlyDisableScheduling=1, with a non-NULL pRunlistPreemptEvent, with more than
  * 64 channels, or naming anything but a channel of that GPU owned through this
  * file answers NV_ERR_INVALID_ARGUMENT.
+ *
+ * The USERD model: a channel allocated with hUserdMemory[0]/userdOffset[0] (offsets
+ * 32 and 64 of its parameters) has its USERD there; once that memory object is
+ * CPU-mapped (RM_MAP_MEMORY + mmap), an engine thread (started with the first such
+ * mapping, every FAKEDRV_FETCH_NS) "fetches" for every enabled channel: GPGet
+ * (+0x88) = GPPut (+0x8C). A disabled channel fetches nothing: work queued while
+ * paused stays pending, as on the H200.
  *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
  * FAKEDRV_FB_MIB (device memory per GPU, default 16384); FAKEDRV_ALLOC_DELAY_MS
  * keeps each device-memory RM_ALLOC that long in the driver (no lock held).
  *
- * Thread rules: every function is thread-safe (one internal mutex, never held
+ * Thread rules: every function is thread-safe (one internal mutex, taken around
+ * fork by atfork handlers so a child never inherits it locked, never held
  * while calling anything but the kernel).
  */
 #ifndef KAIROS_TESTS_FAKEDRV_H
@@ -46,6 +54,7 @@
 #define FAKEDRV_MAX_GPUS 8
 #define FAKEDRV_PAGE (2u << 20) /* device memory is handed out in 2 MiB pages */
 #define FAKEDRV_UVM_MAJOR 238u
+#define FAKEDRV_FETCH_NS 100000L /* the engine fetches every 100 us */
 
 /* Forgets every object and fake file (descriptors stay open as sockets) and
  * sets the number of GPUs and their memory. */
@@ -82,6 +91,7 @@ uint64_t fakedrv_fb_free(int gpu);
 uint32_t fakedrv_live_objects(void);
 uint32_t fakedrv_live_clients(void);
 uint64_t fakedrv_ioctls(void); /* ioctls served on fake descriptors */
+uint64_t fakedrv_fetches(void); /* channel fetches the engine made (GPGet moved) */
 
 enum fakedrv_ctl_cmd {
     FAKEDRV_CTL_SET_TIMESLICE = 1,
@@ -99,6 +109,9 @@ struct fakedrv_ctl_rec {
 /* The time controls received since the last reset, oldest first: copies up to max
  * and returns how many there are (the log keeps the first 4096). */
 size_t fakedrv_controls(struct fakedrv_ctl_rec *out, size_t max);
+/* Every FIFO_DISABLE_CHANNELS takes us microseconds from now on (0: none; not
+ * reset by fakedrv_reset). */
+void fakedrv_set_control_delay(uint32_t us);
 /* A channel group's last timeslice (0: never set or no such group). */
 uint64_t fakedrv_timeslice(uint32_t client, uint32_t tsg);
 /* 1 if the channel is disabled, 0 if not, -1 if there is no such channel. */

@@ -13,8 +13,14 @@ Reported per mix and mode: per-window share error p50/p95 against the targets (t
 shares normalised over the tenants that compete), the run's error, the aggregate
 throughput (sum over tenants of their fraction of solo); the overhead of a lone
 tenant under Kairos; pause/resume cost (from the shim's exit report); the p99
-latency of a ResNet-50 inference stream next to ResNet-50 training against its
-solo p99, natively and under Kairos with and without a latency priority.
+latency of a ResNet-50 inference stream (random think times) next to saturating
+ResNet-50 training (batch 256) against its solo p99, natively, under MPS (a
+private control daemon) and under Kairos in each time mode.
+Issue 11 cases: lending (an idle PyTorch process that holds a context next to a
+deep kernel stream; a tenant that idles, then runs: how soon it has its share
+back), long kernels (200 ms work-bounded kernels under a 30 % limit: work done as
+a fraction of solo), and every tenant of every run must end by itself (a lost
+doorbell ring would hang one: "failures" in the results).
 Writes OUT/compute-results.json and prints a table last.
 Usage: compute_bench.py --bin DIR --out DIR [--seconds S] [--only NAME,...]
                         [--modes native,kairos-timeslices,kairos-windows]
@@ -31,7 +37,15 @@ WINDOW_NS = 100_000_000
 SKIP_NS = 1_500_000_000   # the first 1.5 s: policies arrive and settle
 TAIL_NS = 300_000_000     # the last 0.3 s: tenants stop at slightly different times
 
-KERNEL_KINDS = ("deep", "shallow")  # tenants whose units are single kernels
+KERNEL_KINDS = ("deep", "shallow", "deep-late")  # units are single short kernels
+STREAM_KINDS = KERNEL_KINDS + ("long",)           # kernel_stream tenants
+TORCH_KINDS = ("matmul", "train", "infer", "idle", "infer-rand", "trainbig")
+LONG_WORK = 100_000_000  # FMAs per thread: about 200 ms per kernel on the H200
+
+
+def base_kind(kind):
+    """The kind whose solo run gives this one's unit cost."""
+    return "deep" if kind == "deep-late" else kind
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -43,16 +57,25 @@ class Kinds:
         self.python = python
 
     def command(self, kind, seconds, start_at, stamps):
-        if kind in KERNEL_KINDS:
-            batch = "256" if kind == "deep" else "8"
+        if kind == "deep-late":  # alive from the start, idle for the first half
+            start_at, seconds = start_at + seconds / 2, seconds / 2
+        if kind in STREAM_KINDS:
+            batch = "256" if kind in ("deep", "deep-late") else "8"
+            spin = ["--work", str(LONG_WORK)] if kind == "long" else []
             return [self.stream, "--seconds", str(seconds), "--alloc-mib", "64", "--batch", batch,
-                    "--start-at", f"{start_at:.3f}", "--stamps", stamps]
+                    "--start-at", f"{start_at:.3f}", "--stamps", stamps] + spin
+        extra = []
+        if kind == "infer-rand":
+            kind, extra = "infer", ["--think-random"]
+        elif kind == "trainbig":
+            kind, extra = "train", ["--batch", "256"]
         return [self.python, os.path.join(HERE, "torch_tenant.py"), "--kind", kind,
-                "--seconds", str(seconds), "--start-at", f"{start_at:.3f}", "--stamps", stamps]
+                "--seconds", str(seconds), "--start-at", f"{start_at:.3f}", "--stamps",
+                stamps] + extra
 
     @staticmethod
     def ready_s(kinds):
-        return 16.0 if any(k in ("matmul", "train", "infer") for k in kinds) else 3.0
+        return 16.0 if any(k in TORCH_KINDS for k in kinds) else 3.0
 
 
 def read_stamps(path):
@@ -110,10 +133,11 @@ class Bench:
 
     # ---- running tenants -------------------------------------------------------------
 
-    def run_tenants(self, name, tenants, kairos_cfg=None, time_mode=None):
+    def run_tenants(self, name, tenants, kairos_cfg=None, time_mode=None, env_extra=None):
         """tenants: [(tenant_name, kind)]. Runs them together, natively or (with
         kairos_cfg, the tenants' policies) each under `kairos run`; returns
-        [(tenant_name, kind, stamps, stdout+stderr)]."""
+        [(tenant_name, kind, stamps, stdout+stderr)]. A tenant that does not end by
+        itself (a lost doorbell ring hangs it) or fails is listed in "failures"."""
         s = self.args.seconds
         daemon = (self.start_daemon(name, kairos_cfg, time_mode) if kairos_cfg is not None
                   else None)
@@ -122,7 +146,7 @@ class Bench:
         for tname, kind in tenants:
             stamps = os.path.join(self.work, f"{name}-{tname}.stamps")
             cmd = self.kinds.command(kind, s, start_at, stamps)
-            env = dict(os.environ)
+            env = dict(os.environ, **(env_extra or {}))
             if daemon:
                 cmd = [self.kairos, "run", "--tenant", tname, "--"] + cmd
                 env["KAIROS_SHIM_CONF"] = self.shim_conf(daemon[1])
@@ -131,17 +155,22 @@ class Bench:
             procs.append((tname, kind, stamps, log,
                           subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)))
         out = []
+        deadline = start_at + s + 30
         for tname, kind, stamps, log, p in procs:
+            hung = False
             try:
-                p.wait(timeout=s + 90)
+                p.wait(timeout=max(1.0, deadline - time.time()))
             except subprocess.TimeoutExpired:
+                hung = True
                 p.kill()
                 p.wait()
             log.seek(0)
             text = log.read()
             log.close()
-            if p.returncode:
-                print(f"  {name}/{tname} ({kind}) exited {p.returncode}: {text.strip()[-300:]}")
+            if p.returncode or hung:
+                why = "hung (killed)" if hung else f"exited {p.returncode}"
+                self.results.setdefault("failures", []).append(f"{name}/{tname}: {why}")
+                print(f"  {name}/{tname} ({kind}) {why}: {text.strip()[-300:]}")
             out.append((tname, kind, read_stamps(stamps), text))
         if daemon:
             self.stop_daemon(daemon)
@@ -219,7 +248,9 @@ class Bench:
         n = max(1, (t_end - t0) // WINDOW_NS)
         per = {}
         for tname, kind, stamps, _ in out:
-            per[tname] = gpu_time_per_window(stamps, self.solo[kind]["unit_ns"], t0, n,
+            if kind == "idle":
+                continue
+            per[tname] = gpu_time_per_window(stamps, self.solo[base_kind(kind)]["unit_ns"], t0, n,
                                              kind in KERNEL_KINDS)
         total_w = [sum(per[t][k] for t in per) for k in range(n)]
         run = {t: sum(per[t]) for t in per}
@@ -232,6 +263,7 @@ class Bench:
             run_err[t] = abs(run[t] / run_total - tgt) * 100 if run_total else float("nan")
         frac = {t: run[t] / (n * WINDOW_NS) for t in per}  # fraction of the GPU (of solo)
         return {
+            "per_window": {t: [g / WINDOW_NS for g in per[t]] for t in per},
             "window_err_p50": percentile(errs, 0.5), "window_err_p95": percentile(errs, 0.95),
             "run_err_max": max(run_err.values()) if run_err else float("nan"),
             "run_share": {t: run[t] / run_total if run_total else 0 for t in per},
@@ -289,6 +321,95 @@ class Bench:
         for line in r["shim"]:
             print("   ", line.strip())
 
+    # ---- issue 11: lending, long kernels ----------------------------------------------
+
+    def lend_idle(self):
+        """a (75 %) is a PyTorch process that made its context and sleeps; b (25 %)
+        a deep kernel stream. Goal: b >= 0.95 of solo (a lends its whole window)."""
+        name = "lend-idle-torch"
+        pol = {"a": {"share": "75%"}, "b": {"share": "25%"}}
+        res = {}
+        for mode in ("kairos-windows", "kairos-auto"):
+            start_at, out = self.run_tenants(f"{name}-{mode}", [("a", "idle"), ("b", "deep")],
+                                             pol, MODES[mode])
+            r = self.shares(start_at, out, {"b": 1.0})
+            b = r["per_window"].get("b", [])
+            res[mode] = {"b_of_solo": r["of_solo"].get("b", float("nan")),
+                         "b_window_p05": percentile(b, 0.05), "windows": r["windows"]}
+            self.show_feedback(f"{name}-{mode}")
+            print(f"  {name:22s} {mode:17s} b at {res[mode]['b_of_solo']:.3f} of solo, "
+                  f"worst 5 % of windows {res[mode]['b_window_p05']:.3f} (goal >= 0.95)")
+        self.results["mixes"][name] = res
+
+    def lend_then_busy(self):
+        """a (75 %) lives but idles for the first half, then runs a deep stream; b
+        (25 %) runs a deep stream throughout. Goals: b >= 0.95 of solo while a idles;
+        a back to its share (a window at >= 90 % of its 75 %) within 1 period of its
+        first kernel."""
+        name = "lend-then-busy"
+        pol = {"a": {"share": "75%"}, "b": {"share": "25%"}}
+        s = self.args.seconds
+        res = {}
+        for mode in ("kairos-windows", "kairos-auto"):
+            start_at, out = self.run_tenants(f"{name}-{mode}", [("a", "deep-late"),
+                                                                ("b", "deep")], pol, MODES[mode])
+            r = self.shares(start_at, out, {"a": 0.75, "b": 0.25})
+            pw = r["per_window"]
+            half = int((s / 2 * 1e9 - SKIP_NS) // WINDOW_NS)  # first window of a's work
+            a, b = pw.get("a", []), pw.get("b", [])
+            idle_b = b[:max(0, half)]
+            back = next((k - half for k in range(half, len(a)) if a[k] >= 0.9 * 0.75), None)
+            busy = slice(half + 2, len(a))
+            res[mode] = {
+                "b_while_a_idle": sum(idle_b) / len(idle_b) if idle_b else float("nan"),
+                "a_back_after_windows": back,
+                "a_busy": sum(a[busy]) / max(1, len(a[busy])),
+                "b_busy": sum(b[busy]) / max(1, len(b[busy])),
+                "a_windows": [round(x, 3) for x in a[max(0, half - 2):half + 6]],
+            }
+            x = res[mode]
+            print(f"  {name:22s} {mode:17s} b {x['b_while_a_idle']:.3f} of solo while a idled; "
+                  f"a back to >= 0.9 of its share after {x['a_back_after_windows']} window(s) "
+                  f"(a {x['a_busy']:.3f}, b {x['b_busy']:.3f} after); a's windows around its "
+                  f"start {x['a_windows']}")
+        self.results["mixes"][name] = res
+
+    def long_limit(self):
+        """200 ms kernels bounded by work (8 at a time, then a sync) under a 30 %
+        limit, alone: work done as a fraction of solo (a pause preempts them, so the
+        limit should hold: the probe measured 0.301 for one 1 s kernel)."""
+        name = "long-kernels-30"
+        start_at, out = self.run_tenants(name, [("capped", "long")],
+                                         {"capped": {"limit": "30%"}}, "windows")
+        r = self.shares(start_at, out, {"capped": 1.0})
+        shim = [line for _, _, _, text in out for line in text.splitlines()
+                if "time control:" in line]
+        self.results["mixes"][name] = {"of_solo": r["of_solo"].get("capped", float("nan")),
+                                       "shim": shim}
+        print(f"  {name:22s} kairos-windows   work done {r['of_solo'].get('capped', 0):.3f} of "
+              f"solo (limit 0.30)")
+        for line in shim:
+            print("   ", line.strip())
+
+    def mps_env(self):
+        """Starts a private MPS control daemon; returns (env, stop) or (None, None)."""
+        d = os.path.join(self.work, "mps")
+        env = {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(d, "pipe"),
+               "CUDA_MPS_LOG_DIRECTORY": os.path.join(d, "log")}
+        for v in env.values():
+            os.makedirs(v, exist_ok=True)
+        full = dict(os.environ, **env)
+        try:
+            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=full, check=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"  mps: not available ({e})")
+            return None, None
+
+        def stop():
+            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=full,
+                           timeout=30, check=False)
+        return env, stop
+
     def show_feedback(self, run):
         """The last utilization line and decision kairosd logged in a run."""
         try:
@@ -328,28 +449,39 @@ class Bench:
               f"ratio {ratio:.4f} (overhead {(1 - ratio) * 100:.2f} %)")
 
     def latency(self):
-        """ResNet-50 inference requests next to ResNet-50 training."""
-        solo_p99 = self.solo["infer"]["p99_ms"]
+        """ResNet-50 inference requests (random think times) next to saturating
+        ResNet-50 training (batch 256): natively, under MPS, under Kairos."""
+        solo_p99 = self.solo["infer-rand"]["p99_ms"]
+        lat_pol = {"infer": {"share": "50%", "priority": "latency"},
+                   "train": {"share": "50%", "priority": "batch"}}
         cases = [("native", None, None),
-                 ("kairos-no-priority", {"infer": {"share": "50%"}, "train": {"share": "50%"}},
-                  "timeslices"),
+                 ("mps", None, None),
                  ("kairos-no-priority-windows",
                   {"infer": {"share": "50%"}, "train": {"share": "50%"}}, "windows"),
-                 ("kairos-latency", {"infer": {"share": "50%", "priority": "latency"},
-                                     "train": {"share": "50%", "priority": "batch"}}, None)]
+                 ("kairos-latency", lat_pol, "windows"),
+                 ("kairos-latency-timeslices", lat_pol, "timeslices"),
+                 ("kairos-latency-auto", lat_pol, "auto")]
         res = {"solo_p99_ms": solo_p99}
         for label, pol, time_mode in cases:
-            start_at, out = self.run_tenants(f"latency-{label}",
-                                             [("infer", "infer"), ("train", "train")], pol,
-                                             time_mode)
+            env, stop = self.mps_env() if label == "mps" else (None, None)
+            if label == "mps" and env is None:
+                continue
+            try:
+                start_at, out = self.run_tenants(f"latency-{label}",
+                                                 [("infer", "infer-rand"), ("train", "trainbig")],
+                                                 pol, time_mode, env)
+            finally:
+                if stop:
+                    stop()
             lat = [lat / 1e6 for _, lat in out[0][2] if lat is not None]
             train_rate = len(out[1][2]) / self.args.seconds
             p99 = percentile(lat, 0.99)
             res[label] = {"p50_ms": percentile(lat, 0.5), "p99_ms": p99,
                           "p99_vs_solo": p99 / solo_p99 if solo_p99 else float("nan"),
-                          "train_of_solo": train_rate / self.solo["train"]["units_per_s"]}
-            print(f"  latency {label:20s} infer p99 {p99:7.2f} ms = {p99 / solo_p99:5.2f}x solo "
-                  f"({solo_p99:.2f} ms); training at {res[label]['train_of_solo']:.3f} of solo")
+                          "train_of_solo": train_rate / self.solo["trainbig"]["units_per_s"]}
+            print(f"  latency {label:26s} infer p99 {p99:7.2f} ms = "
+                  f"{res[label]['p99_vs_solo']:5.2f}x solo "
+                  f"({solo_p99 or float('nan'):.2f} ms); training at {res[label]['train_of_solo']:.3f} of solo")
         self.results["latency"] = res
 
 
@@ -358,7 +490,8 @@ def pct(x):
 
 
 # native: the driver's own time-slicing; then kairosd in each of its time modes
-MODES = {"native": None, "kairos-timeslices": "timeslices", "kairos-windows": "windows"}
+MODES = {"native": None, "kairos-timeslices": "timeslices", "kairos-windows": "windows",
+         "kairos-auto": "auto"}
 
 MIXES = {
     "75-25-deep": ([("a", "deep"), ("b", "deep")], {"a": 0.75, "b": 0.25}),
@@ -388,15 +521,22 @@ def main():
     b = Bench(args)
     want = lambda n: not only or n in only  # noqa: E731
     kinds = {k for name, (tenants, _) in MIXES.items() if want(name) for _, k in tenants}
-    kinds |= {"deep"} if want("limit") or want("lone") else set()
+    kinds |= {"deep"} if want("limit") or want("lone") or want("lend") else set()
+    kinds |= {"long"} if want("long") else set()
     kinds |= {"train"} if want("lone") else set()
-    kinds |= {"train", "infer"} if want("latency") else set()
+    kinds |= {"trainbig", "infer-rand"} if want("latency") else set()
     print("--- compute: solo runs")
-    b.solo_runs([k for k in ("deep", "shallow", "matmul", "train", "infer") if k in kinds])
+    b.solo_runs([k for k in ("deep", "shallow", "long", "matmul", "train", "infer-rand",
+                             "trainbig") if k in kinds])
     print("--- compute: mixes (native, then under kairosd)")
     for name, (tenants, targets) in MIXES.items():
         if want(name):
             b.mix(name, tenants, {t: {"share": pct(s)} for t, s in targets.items()}, targets)
+    if want("lend"):
+        b.lend_idle()
+        b.lend_then_busy()
+    if want("long"):
+        b.long_limit()
     if want("limit"):
         b.limit_mix()
     if want("lone"):
@@ -421,7 +561,7 @@ def table(r):
     print(f"{'mix':22s} {'mode':17s} {'p50':>6s} {'p95':>6s} {'run':>6s} {'aggr':>6s}")
     for name, m in r["mixes"].items():
         for mode in MODES:
-            if mode in m:
+            if mode in m and "window_err_p50" in m[mode]:
                 x = m[mode]
                 print(f"{name:22s} {mode:17s} {x['window_err_p50']:6.2f} {x['window_err_p95']:6.2f} "
                       f"{x['run_err_max']:6.2f} {x['aggregate']:6.3f}")
@@ -430,8 +570,23 @@ def table(r):
                   f"p95 err {m['window_err_p95']:.2f} pp")
     for kind, x in r.get("lone", {}).items():
         print(f"lone {kind:17s} kairos/native {x['ratio']:.4f}")
+    for name in ("lend-idle-torch", "lend-then-busy"):
+        for mode, x in r["mixes"].get(name, {}).items():
+            if "b_of_solo" in x:
+                print(f"{name:22s} {mode:17s} busy neighbour at {x['b_of_solo']:.3f} of solo "
+                      f"(p05 window {x['b_window_p05']:.3f}; goal >= 0.95)")
+            else:
+                print(f"{name:22s} {mode:17s} neighbour {x['b_while_a_idle']:.3f} while idle; "
+                      f"share back after {x['a_back_after_windows']} window(s)")
+    if "long-kernels-30" in r["mixes"]:
+        print(f"long kernels, limit 30 %  work {r['mixes']['long-kernels-30']['of_solo']:.3f} "
+              "of solo")
+    fails = r.get("failures", [])
+    print(f"tenants that hung or failed (a lost doorbell ring hangs one): "
+          f"{len(fails)} {' '.join(fails)}")
     lat = r.get("latency", {})
-    for label in ("native", "kairos-no-priority", "kairos-no-priority-windows", "kairos-latency"):
+    for label in ("native", "mps", "kairos-no-priority-windows", "kairos-latency",
+                  "kairos-latency-timeslices", "kairos-latency-auto"):
         if label in lat:
             print(f"inference p99 {label:18s} {lat[label]['p99_ms']:7.2f} ms "
                   f"{lat[label]['p99_vs_solo']:5.2f}x solo, training {lat[label]['train_of_solo']:.3f}")

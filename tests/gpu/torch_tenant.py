@@ -6,15 +6,19 @@ Kinds of work, each a loop of units, each unit ended by a synchronisation:
   train   one ResNet-50 training step on random images (SGD, bf16 autocast)
   infer   one ResNet-50 inference request (a small batch), then a short think
           time: a request stream whose latency is what the benchmark reports
+          (--think-random: think times drawn from an exponential of mean --think-ms)
+  idle    makes its context and a warm matmul, then sleeps for --seconds: a live
+          process that holds a context and submits nothing (an idle server)
 
 It waits until CLOCK_REALTIME --start-at (so tenants start together, after their
 warm-up), runs for --seconds, and writes one line per unit to --stamps:
 "END_NS LATENCY_NS" (CLOCK_REALTIME ns when the unit ended; how long it took from
 its submission). Prints key=value lines: units, units_per_s, p50_ms, p99_ms.
-Usage: torch_tenant.py --kind matmul|train|infer [--seconds S] [--start-at T]
-                       [--stamps FILE] [--batch B] [--think-ms MS]
+Usage: torch_tenant.py --kind matmul|train|infer|idle [--seconds S] [--start-at T]
+                       [--stamps FILE] [--batch B] [--think-ms MS] [--think-random]
 """
 import argparse
+import random
 import time
 
 import torch
@@ -22,7 +26,7 @@ import torch
 
 def make_unit(kind, batch):
     dev = torch.device("cuda")
-    if kind == "matmul":
+    if kind in ("matmul", "idle"):
         a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
         b = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
 
@@ -62,14 +66,15 @@ def percentile(values, q):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kind", choices=["matmul", "train", "infer"], required=True)
+    ap.add_argument("--kind", choices=["matmul", "train", "infer", "idle"], required=True)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--start-at", type=float, default=0)
     ap.add_argument("--stamps")
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--think-ms", type=float, default=10)
+    ap.add_argument("--think-random", action="store_true")
     args = ap.parse_args()
-    batch = args.batch or {"matmul": 0, "train": 64, "infer": 8}[args.kind]
+    batch = args.batch or {"matmul": 0, "train": 64, "infer": 8, "idle": 0}[args.kind]
     unit = make_unit(args.kind, batch)
     for _ in range(5):  # warm-up: kernels chosen, memory pooled
         unit()
@@ -80,6 +85,10 @@ def main():
         time.sleep(max(0.0, margin))
     stamps = []
     end = time.time() + args.seconds
+    if args.kind == "idle":  # alive, its context made, nothing submitted
+        time.sleep(args.seconds)
+        print("kind=idle units=0 units_per_s=0 p50_ms=nan p99_ms=nan")
+        return
     while time.time() < end:
         t0 = time.time_ns()
         unit()
@@ -87,7 +96,8 @@ def main():
         t1 = time.time_ns()
         stamps.append((t1, t1 - t0))
         if args.kind == "infer" and args.think_ms > 0:
-            time.sleep(args.think_ms / 1000)
+            think = random.expovariate(1 / args.think_ms) if args.think_random else args.think_ms
+            time.sleep(think / 1000)
     if args.stamps:
         with open(args.stamps, "w") as f:
             f.writelines(f"{e} {lat}\n" for e, lat in stamps)

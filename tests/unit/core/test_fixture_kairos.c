@@ -114,6 +114,49 @@ static void test_cuda_program(void **state)
     trace_session_free(s);
 }
 
+/* Each channel's USERD as the shim will sample it: the recording's 20 channels put
+ * theirs in one memory object (hUserdMemory[0]) at userdOffset 0x2000 + 0x3000 i,
+ * mapped once at 0x200600000 (the probe on the H200 found GPGet/GPPut there). */
+static void count_userds(const struct trace_event *ev, void *ctx)
+{
+    struct sizes *s = ctx;
+    if (!ev->tree || ev->rec->kind != TREC_MMAP)
+        return;
+    struct objtree_userd u[32];
+    size_t n = objtree_userds(ev->tree, u, 32);
+    if (n < 20 || s->n)
+        return;
+    for (size_t i = 0; i < n && i < 32; i++)
+        s->v[s->n++] = u[i].addr;
+}
+
+static void userds_of(const char *name, struct sizes *addrs)
+{
+    struct trace_session *s = trace_session_new(count_userds, addrs);
+    assert_int_equal(replay_file(s, fixture_path(name)), 0);
+    trace_session_free(s);
+}
+
+static void test_cuda_program_userd(void **state)
+{
+    (void)state;
+    struct sizes addrs = {.n = 0};
+    userds_of(KSTREAM ".nvtrace", &addrs);
+    assert_int_equal(addrs.n, 20);
+    for (uint64_t i = 0; i < 20; i++)
+        assert_true(has(&addrs, 0x200600000ull + 0x2000 + 0x3000 * i));
+    /* PyTorch's context puts them the same way (its own mapping address) */
+    struct sizes torch = {.n = 0};
+    userds_of(TORCH ".nvtrace", &torch);
+    assert_int_equal(torch.n, 20);
+    uint64_t lo = UINT64_MAX;
+    for (size_t i = 0; i < torch.n; i++)
+        lo = torch.v[i] < lo ? torch.v[i] : lo;
+    assert_int_equal(lo % 0x1000, 0);
+    for (uint64_t i = 0; i < 20; i++)
+        assert_true(has(&torch, lo + 0x3000 * i));
+}
+
 static void test_pytorch_training(void **state)
 {
     (void)state;
@@ -154,6 +197,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cuda_program),
+        cmocka_unit_test(test_cuda_program_userd),
         cmocka_unit_test(test_pytorch_training),
         cmocka_unit_test(test_managed_memory_is_invisible),
     };

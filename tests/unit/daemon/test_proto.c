@@ -54,6 +54,39 @@ static void test_good_messages(void **state)
     assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &s, sizeof s)), 0);
 }
 
+/* RUNNABLE: a shim's report; a wrong one is refused (and the sender disconnected). */
+static void test_runnable(void **state)
+{
+    (void)state;
+    struct kairos_runnable u = {.gpu = 1, .interval_us = 100000, .runnable_us = 40000,
+                                .samples = 100, .pending_samples = 40, .channels = 20};
+    assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
+    u.flags = KAIROS_RUNNABLE_PARTIAL;
+    assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
+    u.flags = 0x4;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "unknown flags");
+    u.flags = 0;
+    u.runnable_us = 100001;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "more runnable");
+    u.runnable_us = 1;
+    u.pending_samples = 101;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "more runnable");
+    u.pending_samples = 1;
+    u.unpaused_us = 100001;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "unpaused");
+    u.unpaused_us = 30000;
+    u.interval_us = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "interval_us");
+    u.interval_us = 100000;
+    u.gpu = KAIROS_MAX_GPUS;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "");
+    u.gpu = 0;
+    u.pad = 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "pad");
+    u.pad = 0;
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u - 8), "");
+}
+
 static void test_header_refusals(void **state)
 {
     (void)state;
@@ -225,6 +258,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_messages),
+        cmocka_unit_test(test_runnable),
         cmocka_unit_test(test_header_refusals),
         cmocka_unit_test(test_size_refusals),
         cmocka_unit_test(test_field_refusals),

@@ -2,11 +2,14 @@
  *
  * Timeslices on every channel group of the policy's GPU (and on one made later),
  * pause/resume with FIFO_DISABLE_CHANNELS on exactly the process's channels and
- * with the right flags, the doorbell guard (a write while paused completes only
- * after resume), the SIGSEGV chain (a foreign fault reaches the application's
- * handler installed after ours; a null write with no handler still kills), the
- * clock-aligned windows (30 % duty of 100 ms measured over a second), and many
- * threads allocating while pausing and resuming.
+ * with the right flags, doorbells untouched by a pause (a write lands at once, a
+ * thread with SIGSEGV blocked ringing one is not killed, no signal disposition
+ * changes, a faulthandler-style crash handler ends the process once, natively; a
+ * null write with no handler still kills), fork (a child forked while paused
+ * starts clean and obeys its own policy; children forked while the control
+ * thread is inside a pause never deadlock), the clock-aligned windows (30 % duty
+ * of 100 ms measured over a second), and many threads allocating while pausing
+ * and resuming.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,6 +30,7 @@
 
 #include "fakedrv.h"
 #include "shim/dispatch.h"
+#include "shim/tc_sense.h"
 #include "shim/timectl.h"
 #include "shim_fake.h"
 
@@ -240,92 +244,90 @@ static void test_pause_resume(void **state)
     assert_true(s.resume_ns > 0 && s.resume_max_ns == s.resume_ns);
 }
 
-struct writer {
-    volatile uint32_t *bell;
-    atomic_bool done;
-};
-
-static void *write_bell(void *arg)
+/* A child's verdict: 0 when it exited 0 within timeout_ms; otherwise it is killed
+ * and the verdict says how it ended (-1 hung, 1000+sig killed, else its status). */
+static int child_verdict(pid_t pid, int timeout_ms, int *status)
 {
-    struct writer *w = arg;
-    w->bell[0x90 / 4] = 0x1234; /* rings the doorbell: blocks while paused */
-    atomic_store(&w->done, true);
+    for (int waited = 0; waited <= timeout_ms; waited += 5) {
+        int st = 0;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) {
+            if (status)
+                *status = st;
+            if (WIFEXITED(st))
+                return WEXITSTATUS(st);
+            return 1000 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        }
+        sleep_ms(5);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static void test_doorbell_written_while_paused(void **state)
+{
+    (void)state;
+    struct sigaction before, after;
+    sigaction(SIGSEGV, NULL, &before);
+    volatile uint32_t *bell = map_doorbell();
+    uint32_t ch = new_channel(new_tsg(device));
+    assert_int_equal(timectl_pause(0), 0);
+    /* The bell stays writable: the write lands now, the channel stays disabled. */
+    bell[0x90 / 4] = 0x1234;
+    assert_int_equal(bell[0x90 / 4], 0x1234);
+    assert_int_equal(fakedrv_channel_disabled(client, ch), 1);
+    /* The pause touched no signal disposition. */
+    sigaction(SIGSEGV, NULL, &after);
+    assert_true(after.sa_handler == before.sa_handler && after.sa_flags == before.sa_flags);
+    assert_int_equal(timectl_resume(0), 0);
+    assert_int_equal(fakedrv_channel_disabled(client, ch), 0);
+    assert_int_equal(shim_munmap(r, (void *)bell, 0x10000), 0);
+}
+
+static void *ring_with_segv_blocked(void *arg)
+{
+    sigset_t segv;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    pthread_sigmask(SIG_BLOCK, &segv, NULL);
+    ((volatile uint32_t *)arg)[0x90 / 4] = 0xbe11;
     return NULL;
 }
 
-static void test_doorbell_blocks_until_resume(void **state)
+/* Many runtimes block signals in worker threads: such a thread ringing a doorbell
+ * during a pause must not be killed (a protected bell made the kernel kill it). */
+static void test_blocked_segv_thread_rings_while_paused(void **state)
 {
     (void)state;
-    uint8_t *bell = map_doorbell();
+    volatile uint32_t *bell = map_doorbell();
     new_channel(new_tsg(device));
-    assert_int_equal(timectl_pause(0), 0);
-    struct writer w = {.bell = (volatile uint32_t *)(void *)bell};
-    atomic_init(&w.done, false);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, write_bell, &w), 0);
-    sleep_ms(200);
-    assert_false(atomic_load(&w.done));
-    assert_int_equal(timectl_resume(0), 0);
-    pthread_join(t, NULL);
-    assert_true(atomic_load(&w.done));
-    assert_int_equal(w.bell[0x90 / 4], 0x1234);
-    struct timectl_stats s;
-    timectl_stats(&s);
-    assert_true(s.doorbell_waits >= 1);
-
-    /* Unpaused, the doorbell is written without a fault. */
-    w.bell[0x90 / 4] = 7;
-    timectl_stats(&s);
-    assert_true(s.doorbell_waits >= 1);
-    assert_int_equal(shim_munmap(r, bell, 0x10000), 0);
-}
-
-static volatile sig_atomic_t app_faults;
-static uint8_t *app_page;
-
-static void app_handler(int sig, siginfo_t *si, void *uc)
-{
-    (void)sig;
-    (void)uc;
-    if ((uint8_t *)si->si_addr >= app_page && (uint8_t *)si->si_addr < app_page + 4096) {
-        app_faults++;
-        mprotect(app_page, 4096, PROT_READ | PROT_WRITE);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        timectl_pause(0);
+        pthread_t t;
+        if (pthread_create(&t, NULL, ring_with_segv_blocked, (void *)bell) != 0)
+            _exit(2);
+        pthread_join(t, NULL);
+        if (bell[0x90 / 4] != 0xbe11)
+            _exit(3);
+        timectl_resume(0);
+        _exit(0);
     }
+    assert_int_equal(child_verdict(pid, 10000, NULL), 0);
 }
 
-static void test_foreign_fault_chains(void **state)
-{
-    (void)state;
-    struct sigaction before;
-    sigaction(SIGSEGV, NULL, &before);
-    map_doorbell();
-    /* The shim's handler goes in at the first pause ... */
-    assert_int_equal(timectl_pause(0), 0);
-    assert_int_equal(timectl_resume(0), 0);
-    /* ... the application installs its own after it ... */
-    struct sigaction app;
-    memset(&app, 0, sizeof app);
-    app.sa_sigaction = app_handler;
-    app.sa_flags = SA_SIGINFO;
-    sigemptyset(&app.sa_mask);
-    assert_int_equal(sigaction(SIGSEGV, &app, NULL), 0);
-    /* ... and the next pause puts ours first again, chaining to the application's. */
-    assert_int_equal(timectl_pause(0), 0);
-    struct sigaction cur;
-    sigaction(SIGSEGV, NULL, &cur);
-    assert_true(cur.sa_sigaction != app_handler);
+/* A crash handler in the style of CPython's faulthandler: reports once, puts back
+ * the handler it replaced and re-raises, so the default action ends the process. */
+static _Atomic int *crash_reports;
+static struct sigaction crash_prev;
 
-    app_page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(app_page != MAP_FAILED);
-    ((volatile uint8_t *)app_page)[10] = 1; /* not a doorbell: the application's fault */
-    assert_int_equal(app_faults, 1);
-    assert_int_equal(app_page[10], 1);
-    struct timectl_stats s;
-    timectl_stats(&s);
-    assert_true(s.chained >= 1);
-    assert_int_equal(timectl_resume(0), 0);
-    munmap(app_page, 4096);
-    sigaction(SIGSEGV, &before, NULL);
+static void crash_handler(int sig)
+{
+    atomic_fetch_add(crash_reports, 1);
+    sigaction(sig, &crash_prev, NULL);
+    raise(sig);
 }
 
 /* The null write is the point: hidden from UBSan's null check, not from the CPU. */
@@ -333,6 +335,151 @@ __attribute__((no_sanitize("undefined"), noinline)) static void write_null(void)
 {
     volatile int *volatile null = NULL;
     *null = 1;
+}
+
+static void test_faulthandler_crash_is_native(void **state)
+{
+    (void)state;
+    map_doorbell();
+    new_channel(new_tsg(device));
+    crash_reports = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(crash_reports != MAP_FAILED);
+    atomic_store(crash_reports, 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGSEGV, &dfl, NULL);
+        timectl_pause(0); /* a shim that installs a handler does it here ... */
+        timectl_resume(0);
+        struct sigaction app;
+        memset(&app, 0, sizeof app);
+        app.sa_handler = crash_handler;
+        sigemptyset(&app.sa_mask);
+        sigaction(SIGSEGV, &app, &crash_prev); /* ... the application's comes after */
+        timectl_pause(0);                      /* ... and a pause must not undo it */
+        write_null();
+        _exit(0);
+    }
+    int st = 0;
+    int v = child_verdict(pid, 10000, &st);
+    print_message("crash reports %d, verdict %d\n", atomic_load(crash_reports), v);
+    assert_int_equal(v, 1000 + SIGSEGV); /* one crash, ended by the signal */
+    assert_int_equal(atomic_load(crash_reports), 1);
+    munmap(crash_reports, 4096);
+}
+
+/* A child of a process under windows, forked while paused: it must start unpaused
+ * with no thread, make channels that run, and obey its own policy from the daemon,
+ * even one numbered lower than the parent's last. Exit codes say what failed. */
+static int forked_child_obeys(void)
+{
+    if (timectl_is_paused(0))
+        return 10;
+    int c2 = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
+    if (c2 < 0)
+        return 11;
+    fk_context(r, c2, &client, &device, &subdevice);
+    ctl = c2;
+    uint32_t ch = new_channel(new_tsg(device));
+    if (fakedrv_channel_disabled(client, ch) != 0)
+        return 12; /* made disabled by an inherited pause nobody will lift */
+    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .period_us = 10000, .duty_us = 0,
+                                   .epoch_ns = mono_ns()};
+    timectl_policy(&p);
+    for (int i = 0; i < 400 && fakedrv_channel_disabled(client, ch) != 1; i++)
+        sleep_ms(5);
+    if (fakedrv_channel_disabled(client, ch) != 1)
+        return 13; /* the daemon's policy was not applied */
+    p.seq = 2;
+    p.duty_us = p.period_us;
+    timectl_policy(&p);
+    for (int i = 0; i < 400 && fakedrv_channel_disabled(client, ch) != 0; i++)
+        sleep_ms(5);
+    if (fakedrv_channel_disabled(client, ch) != 0)
+        return 14;
+    timectl_reset();
+    return 0;
+}
+
+static void test_fork_while_paused(void **state)
+{
+    (void)state;
+    uint32_t ch = new_channel(new_tsg(device));
+    struct kairos_time_policy p = {.gpu = 0, .seq = 5, .period_us = 20000, .duty_us = 10000,
+                                   .epoch_ns = mono_ns()};
+    timectl_policy(&p);
+    pid_t kids[10];
+    for (int i = 0; i < 10; i++) {
+        while (!timectl_is_paused(0))
+            sleep_ms(1);
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0)
+            _exit(forked_child_obeys());
+    }
+    int failed = 0;
+    for (int i = 0; i < 10; i++) {
+        int v = child_verdict(kids[i], 15000, NULL);
+        if (v != 0)
+            print_message("child %d: %d\n", i, v);
+        failed += v != 0;
+    }
+    assert_int_equal(failed, 0);
+    /* the parent's own windows go on */
+    timectl_reset();
+    assert_int_equal(fakedrv_channel_disabled(client, ch), 0);
+}
+
+/* A child forked while the control thread is inside a pause (2 ms windows, each
+ * disable taking 0.5 ms as on the H200): none may deadlock on a lock it inherited. */
+static int forked_child_controls(void)
+{
+    int c2 = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
+    if (c2 < 0)
+        return 11;
+    fk_context(r, c2, &client, &device, &subdevice);
+    ctl = c2;
+    new_channel(new_tsg(device));
+    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .period_us = 2000, .duty_us = 1000,
+                                   .epoch_ns = mono_ns()};
+    timectl_policy(&p);
+    timectl_pause(0);
+    timectl_resume(0);
+    sleep_ms(20);
+    timectl_reset();
+    return 0;
+}
+
+static void test_fork_while_thread_holds_lock(void **state)
+{
+    (void)state;
+    new_channel(new_tsg(device));
+    fakedrv_set_control_delay(500);
+    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .period_us = 2000, .duty_us = 1000,
+                                   .epoch_ns = mono_ns()};
+    timectl_policy(&p);
+    sleep_ms(10);
+    pid_t kids[20];
+    for (int i = 0; i < 20; i++) {
+        struct timespec ts = {0, (long)(i % 7) * 290000L}; /* spread over the period */
+        nanosleep(&ts, NULL);
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0)
+            _exit(forked_child_controls());
+    }
+    int hung = 0, failed = 0;
+    for (int i = 0; i < 20; i++) {
+        int v = child_verdict(kids[i], 10000, NULL);
+        hung += v == -1;
+        failed += v != 0;
+    }
+    fakedrv_set_control_delay(0);
+    print_message("children hung %d, failed %d of 20\n", hung, failed);
+    assert_int_equal(failed, 0);
 }
 
 static void test_null_write_still_kills(void **state)
@@ -354,6 +501,123 @@ static void test_null_write_still_kills(void **state)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFSIGNALED(st));
     assert_int_equal(WTERMSIG(st), SIGSEGV);
+}
+
+/* The USERD block as CUDA sets it up (the H200 recording): a system-memory object
+ * mapped through its own /dev/nvidiactl descriptor, channels whose allocation
+ * names it with userdOffset 0x2000 + 0x3000 i. Returns the mapping. */
+static uint8_t *map_userd(uint32_t *mem, int *fd)
+{
+    uint8_t mp[128] = {0};
+    *mem = 0;
+    assert_int_equal(fk_alloc(r, ctl, client, device, mem, RM_CLASS_NV01_MEMORY_SYSTEM, mp,
+                              sizeof mp, true, false),
+                     0);
+    *fd = shim_open(r, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
+    assert_true(*fd >= 0);
+    struct rm_map_memory_args map = {.h_client = client, .h_device = device, .h_memory = *mem,
+                                     .length = 0x10000, .fd = *fd};
+    assert_int_equal(shim_ioctl(r, ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map), 0);
+    assert_int_equal(map.status, 0);
+    void *p = shim_mmap(r, false, NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    assert_true(p != MAP_FAILED);
+    return p;
+}
+
+static uint32_t new_sensed_channel(uint32_t tsg, uint32_t mem, uint64_t off)
+{
+    uint32_t h = 0;
+    uint8_t params[368] = {0};
+    memcpy(params + 32, &mem, 4);
+    memcpy(params + 64, &off, 8);
+    assert_int_equal(fk_alloc(r, ctl, client, tsg, &h, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, params,
+                              sizeof params, true, false),
+                     0);
+    return h;
+}
+
+static volatile uint32_t *gp(uint8_t *userd, unsigned i, uint32_t word)
+{
+    return (volatile uint32_t *)(void *)(userd + 0x2000 + 0x3000 * i + word);
+}
+
+/* One sample after the fake's engine had time to fetch what it may. */
+static uint32_t pending_after_fetch(void)
+{
+    struct kairos_runnable rep;
+    sleep_ms(3);
+    tc_sense_reported(0, mono_ns());
+    sleep_ms(1);
+    uint64_t now = mono_ns();
+    tc_sense_sample(now);
+    assert_true(tc_sense_report(0, now, &rep));
+    return rep.pending_samples;
+}
+
+static void test_sensor_reads_userd(void **state)
+{
+    (void)state;
+    uint32_t mem;
+    int fd;
+    uint8_t *userd = map_userd(&mem, &fd);
+    uint32_t tsg = new_tsg(device);
+    new_sensed_channel(tsg, mem, 0x2000);
+    new_sensed_channel(tsg, mem, 0x5000);
+    new_channel(tsg); /* one whose USERD the shim cannot see: the report says partial */
+    tc_sense_start();
+    tc_sense_refresh();
+
+    /* Idle: nothing queued. */
+    assert_int_equal(pending_after_fetch(), 0);
+    /* Work queued on channel 1 while running: the engine fetches it at once; the
+     * next sample sees GPGet moved (it ran), the one after sees it idle. */
+    *gp(userd, 1, 0x8C) = 5;
+    assert_int_equal(pending_after_fetch(), 1);
+    assert_int_equal(*gp(userd, 1, 0x88), 5);
+    assert_int_equal(pending_after_fetch(), 0);
+    /* Paused, work queued stays pending: that is runnable time. */
+    assert_int_equal(timectl_pause(0), 0);
+    *gp(userd, 1, 0x8C) = 9;
+    uint64_t t0 = mono_ns();
+    tc_sense_reported(0, t0);
+    for (int i = 0; i < 20; i++) {
+        sleep_ms(1);
+        tc_sense_sample(mono_ns());
+    }
+    struct kairos_runnable rep;
+    uint64_t now = mono_ns();
+    assert_true(tc_sense_report(0, now, &rep));
+    assert_true(rep.unpaused_us < 1000); /* paused the whole interval */
+    assert_int_equal(rep.samples, 20);
+    assert_int_equal(rep.pending_samples, 20);
+    assert_int_equal(rep.channels, 2);
+    assert_int_equal(rep.flags, KAIROS_RUNNABLE_PARTIAL);
+    assert_true(rep.runnable_us + 2000 >= rep.interval_us && rep.runnable_us <= rep.interval_us);
+    /* Resumed: fetched (seen once), idle again; unpaused from the resume on. */
+    tc_sense_reported(0, mono_ns());
+    sleep_ms(10);
+    assert_int_equal(timectl_resume(0), 0);
+    sleep_ms(20);
+    tc_sense_sample(mono_ns());
+    assert_true(tc_sense_report(0, mono_ns(), &rep));
+    print_message("interval %llu us, unpaused %llu us\n", (unsigned long long)rep.interval_us,
+                  (unsigned long long)rep.unpaused_us);
+    assert_true(rep.unpaused_us >= 19000 && rep.unpaused_us + 9000 <= rep.interval_us);
+    assert_int_equal(rep.pending_samples, 1);
+    assert_int_equal(*gp(userd, 1, 0x88), 9);
+    assert_int_equal(pending_after_fetch(), 0);
+
+    /* The application unmaps the block: never read again (a read would fault). */
+    *gp(userd, 0, 0x8C) = 1;
+    assert_int_equal(shim_munmap(r, userd, 0x10000), 0);
+    tc_sense_sample(mono_ns());
+    tc_sense_refresh();
+    assert_int_equal(pending_after_fetch(), 0);
+    tc_sense_reported(0, mono_ns());
+    tc_sense_sample(mono_ns());
+    assert_true(tc_sense_report(0, mono_ns(), &rep));
+    assert_int_equal(rep.channels, 0);
+    shim_close(r, fd);
 }
 
 static void test_window_math(void **state)
@@ -474,9 +738,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_application_cannot_override_timeslice, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_doorbell_blocks_until_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_fault_chains, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_doorbell_written_while_paused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocked_segv_thread_rings_while_paused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_faulthandler_crash_is_native, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_while_paused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_while_thread_holds_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_write_still_kills, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_reads_userd, setup, teardown),
         cmocka_unit_test(test_window_math),
         cmocka_unit_test_setup_teardown(test_windows_follow_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_while_pausing, setup, teardown),

@@ -1,0 +1,205 @@
+/* tc_sense.c - the runnable sensor: whether the process has GPU work queued.
+ *
+ * A channel has work the GPU has not fetched while its USERD's GPPut (the last
+ * entry CUDA queued) differs from GPGet (the next one the host will fetch), and
+ * it ran since the last look if GPGet moved (the host fetched an entry). The
+ * USERD page is in the process's own memory (CPU-mapped; objtree_userds finds
+ * it from the channel's allocation and the RM_MAP_MEMORY + mmap of its memory),
+ * so a sample is two loads per channel and no system call. Measured on the H200
+ * (bench/results/2026-12-02-h200-probe): a deep queue reads pending 99.2 % of the
+ * time, a shallow one (sync after each kernel) 0.1 %, a CUDA graph 80 %, one long
+ * kernel with nothing behind it 0 %: a running kernel whose pushbuffer is fetched
+ * does not show. A paused process with work waiting shows as pending (a disabled
+ * channel fetches nothing), which is how a tenant that became busy gets its
+ * window back. A sample counts when some channel of the GPU is pending or its
+ * GPGet moved since the previous sample: a stream of short kernels with a sync
+ * after each (pending 0.1 %) moves GPGet at every kernel. What neither shows, one
+ * long kernel with nothing behind it, kairosd takes from its own figure of use.
+ *
+ * Owns the table of USERD addresses to sample, the per-GPU sums since the last
+ * report, and sense_mu. Runnable time is the sum over samples of the time since
+ * the previous sample when the sample saw work pending: its error is at most one
+ * sampling interval per change of state.
+ *
+ * Threads: refresh, sample and report run on the control thread (timectl.c) only;
+ * the munmap hooks on any application thread. sense_mu guards the table and is
+ * held while the control thread reads USERD pages, and by an application thread
+ * around the real munmap (or MAP_FIXED mmap) of a range that may hold one and the
+ * object tree's update after it, so a page is never read after it is unmapped.
+ * Order: sense_mu -> state lock. Nothing here allocates. Gaps: a USERD page
+ * unmapped behind the shim's back (a raw munmap system call, mremap) is not seen.
+ * Signals: none are used or blocked; the loads cannot fault on a page the table
+ * holds (see above).
+ * Fork: tc_sense_after_fork() (the child, single-threaded) empties the table and
+ * the sums and reinitialises sense_mu.
+ */
+#include "shim/tc_sense.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/objtree.h"
+#include "shim/state.h"
+#include "shim/tc_pause.h"
+
+#define SENSE_MAX 1024
+
+struct sense_chan {
+    const volatile uint32_t *userd;
+    uint32_t gpu;
+    uint32_t last_get;        /* GPGet at the previous sample */
+};
+
+struct sense_sum {
+    uint64_t since_ns, last_ns, runnable_ns;
+    uint32_t samples, pending;
+};
+
+static pthread_mutex_t sense_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool sense_on;
+static struct sense_chan sense_tbl[SENSE_MAX];
+static size_t sense_n;
+static bool sense_partial;              /* some live channel has no USERD in the table */
+static uint32_t sense_channels[KAIROS_MAX_GPUS];
+static struct objtree_userd sense_list[SENSE_MAX];
+static struct sense_sum sense_sums[KAIROS_MAX_GPUS]; /* the control thread's */
+
+void tc_sense_start(void)
+{
+    atomic_store(&sense_on, true);
+}
+
+bool tc_sense_active(void)
+{
+    return atomic_load(&sense_on);
+}
+
+void tc_sense_refresh(void)
+{
+    pthread_mutex_lock(&sense_mu);
+    size_t n = 0, live = 0;
+    struct objtree *t = state_lock();
+    if (t) {
+        n = objtree_userds(t, sense_list, SENSE_MAX);
+        live = objtree_list(t, RM_KIND_CHANNEL, NULL, 0);
+    }
+    state_unlock();
+    sense_partial = n > SENSE_MAX || live > n;
+    n = n < SENSE_MAX ? n : SENSE_MAX;
+    uint64_t first_own = tc_pause_first_own_file();
+    memset(sense_channels, 0, sizeof sense_channels);
+    sense_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct objtree_userd *u = &sense_list[i];
+        if (u->file_id < first_own)
+            continue; /* a forking parent's channel: its runnable time is its own */
+        uint32_t gpu = u->gpu < 0 || u->gpu >= KAIROS_MAX_GPUS ? 0 : (uint32_t)u->gpu;
+        const volatile uint32_t *userd = (const volatile uint32_t *)(uintptr_t)u->addr;
+        sense_tbl[sense_n++] = (struct sense_chan){userd, gpu, userd[OBJTREE_USERD_GP_GET / 4]};
+        sense_channels[gpu]++;
+    }
+    pthread_mutex_unlock(&sense_mu);
+}
+
+void tc_sense_sample(uint64_t now_ns)
+{
+    bool pending[KAIROS_MAX_GPUS] = {false};
+    pthread_mutex_lock(&sense_mu);
+    for (size_t i = 0; i < sense_n; i++) {
+        struct sense_chan *c = &sense_tbl[i];
+        uint32_t get = c->userd[OBJTREE_USERD_GP_GET / 4];
+        if (get != c->userd[OBJTREE_USERD_GP_PUT / 4] || get != c->last_get)
+            pending[c->gpu] = true; /* queued, or fetched since the last sample */
+        c->last_get = get;
+    }
+    pthread_mutex_unlock(&sense_mu);
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        struct sense_sum *s = &sense_sums[g];
+        if (!s->since_ns)
+            s->since_ns = s->last_ns = now_ns;
+        if (pending[g])
+            s->runnable_ns += now_ns - s->last_ns;
+        s->last_ns = now_ns;
+        s->samples++;
+        s->pending += pending[g];
+    }
+}
+
+bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return false;
+    struct sense_sum *s = &sense_sums[gpu];
+    if (!s->since_ns || now_ns <= s->since_ns)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->gpu = gpu;
+    out->interval_us = (now_ns - s->since_ns) / 1000;
+    out->runnable_us = s->runnable_ns / 1000;
+    if (out->runnable_us > out->interval_us)
+        out->runnable_us = out->interval_us;
+    out->samples = s->samples;
+    out->pending_samples = s->pending;
+    out->unpaused_us = tc_pause_unpaused(gpu, now_ns, s->since_ns, false) / 1000;
+    if (out->unpaused_us > out->interval_us)
+        out->unpaused_us = out->interval_us;
+    pthread_mutex_lock(&sense_mu);
+    out->channels = sense_channels[gpu];
+    out->flags = sense_partial ? KAIROS_RUNNABLE_PARTIAL : 0;
+    pthread_mutex_unlock(&sense_mu);
+    return true;
+}
+
+void tc_sense_reported(uint32_t gpu, uint64_t now_ns)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return;
+    sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns};
+    (void)tc_pause_unpaused(gpu, now_ns, now_ns, true);
+}
+
+bool timectl_unmap_begin(uint64_t addr, uint64_t len)
+{
+    if (!atomic_load(&sense_on) || !state_may_hold_mapping(addr, len))
+        return false;
+    pthread_mutex_lock(&sense_mu);
+    size_t k = 0;
+    for (size_t i = 0; i < sense_n; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)sense_tbl[i].userd;
+        if (a < addr + len && addr < a + OBJTREE_USERD_SPAN)
+            continue; /* goes with the range */
+        sense_tbl[k++] = sense_tbl[i];
+    }
+    if (k != sense_n)
+        sense_partial = true; /* until the next refresh says otherwise */
+    sense_n = k;
+    return true;
+}
+
+void timectl_unmap_end(bool held)
+{
+    if (held)
+        pthread_mutex_unlock(&sense_mu);
+}
+
+void tc_sense_reset(void)
+{
+    pthread_mutex_lock(&sense_mu);
+    atomic_store(&sense_on, false);
+    sense_n = 0;
+    sense_partial = false;
+    memset(sense_channels, 0, sizeof sense_channels);
+    memset(sense_sums, 0, sizeof sense_sums);
+    pthread_mutex_unlock(&sense_mu);
+}
+
+void tc_sense_after_fork(void)
+{
+    pthread_mutex_init(&sense_mu, NULL);
+    atomic_store(&sense_on, false);
+    sense_n = 0;
+    sense_partial = false;
+    memset(sense_channels, 0, sizeof sense_channels);
+    memset(sense_sums, 0, sizeof sense_sums);
+}

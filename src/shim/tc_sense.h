@@ -1,0 +1,32 @@
+/* tc_sense.h - the runnable sensor (tc_sense.c), for the control thread.
+ *
+ * The munmap hooks the dispatch calls (timectl_unmap_begin/end) are declared in
+ * timectl.h.
+ *
+ * Thread rules: everything but the hooks runs on the control thread only.
+ */
+#ifndef KAIROS_SHIM_TC_SENSE_H
+#define KAIROS_SHIM_TC_SENSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kairos/proto.h"
+
+/* A policy asked for reports: from now on munmaps of NVIDIA ranges synchronise
+ * with the sampling. */
+void tc_sense_start(void);
+bool tc_sense_active(void);
+/* Reads the channels' USERD addresses from the object tree again. */
+void tc_sense_refresh(void);
+/* One sample of every channel at now_ns. */
+void tc_sense_sample(uint64_t now_ns);
+/* The report for gpu since the last one (false: nothing sampled yet); after it
+ * was sent, tc_sense_reported starts the next interval. */
+bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out);
+void tc_sense_reported(uint32_t gpu, uint64_t now_ns);
+/* timectl_reset; the forked child's handler. */
+void tc_sense_reset(void);
+void tc_sense_after_fork(void);
+
+#endif /* KAIROS_SHIM_TC_SENSE_H */
