@@ -15,8 +15,15 @@
  * ...) so tests can compare what the shim or a trace saw. Runs on the fake
  * driver (libkairos_fakedrv.so) or, in principle, on a real one.
  *
+ * -d N opens CUDA device N the way CUDA does: CUDA_VISIBLE_DEVICES (a list of
+ * physical indexes, as with CUDA_DEVICE_ORDER=PCI_BUS_ID) picks the physical GPU,
+ * whose RM device instance goes into NV0080_ALLOC_PARAMETERS.deviceId and whose
+ * /dev/nvidiaN is opened; the numbering the program sees starts at 0, the
+ * instance the driver sees stays the physical one. The line ends with device=
+ * (that instance).
+ *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
- *                [-w seconds to hold the allocations before freeing]
+ *                [-w seconds to hold the allocations before freeing] [-d CUDA device]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +58,28 @@ static int nv_ioctl(int fd, uint32_t request, void *arg)
 {
     atomic_fetch_add(&n_ioctls, 1);
     return ioctl(fd, request, arg);
+}
+
+/* CUDA's numbering: device `logical` is the logical-th entry of CUDA_VISIBLE_DEVICES
+ * (all GPUs, in order, when unset). -1 when there is no such device. */
+static int physical_device(int logical)
+{
+    const char *list = getenv("CUDA_VISIBLE_DEVICES");
+    if (!list)
+        return logical;
+    int n = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 255)
+            return -1; /* CUDA stops at the first entry it cannot read */
+        if (n++ == logical)
+            return (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return -1;
 }
 
 static int open_node(const char *path)
@@ -170,8 +199,9 @@ int main(int argc, char **argv)
     uint64_t ctx_size = 8u << 20;
     bool keep = false;
     int hold_ms = 0; /* -w: hold the allocations this long before freeing */
+    int logical = 0;  /* -d: the CUDA device number */
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:d:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -191,14 +221,23 @@ int main(int argc, char **argv)
         case 'w':
             hold_ms = (int)(atof(optarg) * 1000);
             break;
+        case 'd':
+            logical = atoi(optarg);
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds]\n");
+                            "[-w seconds] [-d CUDA device]\n");
             return 2;
         }
     }
     if (threads < 1 || threads > 256 || count < 0 || alloc_size == 0) {
         fprintf(stderr, "fakeapp: bad arguments\n");
+        return 2;
+    }
+    int device = physical_device(logical);
+    if (device < 0) {
+        fprintf(stderr, "fakeapp: no CUDA device %d (CUDA_VISIBLE_DEVICES=%s)\n", logical,
+                getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "");
         return 2;
     }
 
@@ -215,6 +254,8 @@ int main(int argc, char **argv)
     must(rm_alloc(0, &h, RM_CLASS_NV01_ROOT_CLIENT, NULL, 0, false, false), "client");
     h_client = h;
     uint8_t dev_params[56] = {0};
+    uint32_t device_instance = (uint32_t)device;
+    memcpy(dev_params, &device_instance, sizeof device_instance); /* deviceId */
     h_device = 0;
     must(rm_alloc(h_client, &h_device, RM_CLASS_NV01_DEVICE_0, dev_params, sizeof dev_params,
                   true, false),
@@ -254,7 +295,9 @@ int main(int argc, char **argv)
     must(rm_alloc(h_subdevice, &h_um, RM_CLASS_HOPPER_USERMODE_A, um_params, sizeof um_params,
                   true, false),
          "usermode");
-    int dev0 = open_node("/dev/nvidia0");
+    char node[32];
+    snprintf(node, sizeof node, "/dev/nvidia%d", device);
+    int dev0 = open_node(node);
     struct rm_map_memory_args map = {.h_client = h_client, .h_device = h_subdevice,
                                      .h_memory = h_um, .length = 0x10000, .fd = dev0};
     if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
@@ -310,11 +353,11 @@ int main(int argc, char **argv)
     }
     printf("fakeapp: opens=%d ioctls=%lu mmaps=%d threads=%d allocs=%d failed=%d "
            "vidmem_bytes=%llu freed_allocs=%d freed_bytes=%llu kept_bytes=%llu "
-           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d\n",
+           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d\n",
            n_opens, (unsigned long)atomic_load(&n_ioctls), n_mmaps, threads, allocs, failed,
            (unsigned long long)vidmem, freed_allocs, (unsigned long long)freed,
            (unsigned long long)(vidmem - freed), fb_total_kib, fb_free_kib, fb_free_after_kib,
-           keep);
+           keep, device);
     fflush(stdout);
     if (keep)
         exit(0);
