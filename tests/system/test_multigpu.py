@@ -7,16 +7,59 @@ the RM device instance staying the physical one).
 Per-GPU quotas and the memory view: allocations are charged to the GPU whose
 device instance they hang under, and the program sees that GPU's quota as its
 size, whichever number CUDA_VISIBLE_DEVICES gives the GPU.
-Usage: test_multigpu.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+Shares per GPU: a tenant with a share on GPU 0 only (the configuration) and one
+with a share on GPU 1 only (`kairos run --gpus 1 --share`) next to one with shares
+on both: each GPU's windows are in the ratio of its own shares, and the tenant on
+both GPUs gets its windows at the same phase on each (sched_tenant_set_spans).
+Usage: test_multigpu.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP
+       test_multigpu.py --policies SOCKET TENANT UNTIL   (a tenant's process: prints
+       the last TIME_POLICY received per GPU before time.monotonic() reached UNTIL, as
+       JSON, after staying one second more so the others see it present)"""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
+
+
+def policies_child(sock_path, tenant, until):
+    """Registers as a process of tenant, keeps the last TIME_POLICY per GPU received
+    before until (CLOCK_MONOTONIC, the same for every process), stays a second more,
+    prints them. Reads the stream itself: several policies may come in one read."""
+    c = kp.Client(sock_path)
+    c.hello(tenant)
+    c.sock.settimeout(0.1)
+    last, buf = {}, b""
+    while time.monotonic() < until:
+        try:
+            data = c.sock.recv(65536)
+        except socket.timeout:
+            continue
+        if not data:
+            break
+        buf += data
+        while len(buf) >= kp.HDR.size:
+            _, _, type_, size, _ = kp.HDR.unpack_from(buf)
+            if len(buf) < kp.HDR.size + size:
+                break
+            body, buf = buf[kp.HDR.size:kp.HDR.size + size], buf[kp.HDR.size + size:]
+            if type_ == kp.TIME_POLICY:
+                p = kp.time_policy(body)
+                last[p["gpu"]] = p
+    time.sleep(1.0)
+    print(json.dumps(last))
+    return 0
+
+
+if len(sys.argv) == 5 and sys.argv[1] == "--policies":
+    sys.exit(policies_child(sys.argv[2], sys.argv[3], float(sys.argv[4])))
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
@@ -117,6 +160,69 @@ class PerGpuQuotas(unittest.TestCase):
         else:  # refused at the context's memory: fakeapp stops there
             self.assertIn("context memory", out)
         self.assertGreater(self.refusals("gpu1only").get(0, 0), 0)
+
+
+FAKE_GPUS = "gpu 0 GPU-fake-0000 85899345920\ngpu 1 GPU-fake-0001 85899345920\n"
+
+
+class SharesPerGpu(unittest.TestCase):
+    """GPU 0: both 40 %, solo0 60 % (set at run time by `kairos run --gpus 0 --share
+    60%`); GPU 1: solo1 60 % (the configuration, declared before "both", so that slot
+    order alone would put its window first on GPU 1), both 20 %."""
+
+    def setUp(self):
+        tenants = ("  - name: solo1\n    memory: { 1: 1G }\n    compute: { 1: { share: 60% } }\n"
+                   "  - name: both\n    memory: { 0: 1G, 1: 1G }\n"
+                   "    compute: { 0: { share: 40% }, 1: { share: 20% } }\n")
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=2, fake=FAKE_GPUS).start()
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+        self.d.stop()
+
+    def start(self, tenant, *run_args, until):
+        """A process of tenant (through `kairos run`, which may set its policy)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
+        env.update(LD_PRELOAD=ASAN_FIRST, KAIROS_SHIM=SHIM,
+                   ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0")
+        cmd = [sys.executable, os.path.abspath(__file__), "--policies", self.d.socket, tenant,
+               repr(until)]
+        p = subprocess.Popen([KAIROS, "run", "--socket", self.d.socket, "--tenant", tenant,
+                              *run_args, "--", *cmd],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.procs.append(p)
+        return p
+
+    def last_policies(self, proc):
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        return {int(g): p for g, p in json.loads(out.splitlines()[-1]).items()}
+
+    def window(self, p):
+        return (p["period_us"], p["phase_us"], p["duty_us"])
+
+    def test_each_gpu_follows_its_own_shares_and_both_is_aligned(self):
+        until = time.monotonic() + 2.5  # the policies in force then, all three present
+        procs = {"solo0": self.start("solo0", "--gpus", "0", "--share", "60%", "--mem", "1G",
+                                     until=until)}
+        time.sleep(0.3)
+        procs["solo1"] = self.start("solo1", until=until)
+        procs["both"] = self.start("both", until=until)
+        got = {name: self.last_policies(p) for name, p in procs.items()}
+        self.assertEqual(sorted(got["solo0"]), [0], got)   # a policy on its GPU only
+        self.assertEqual(sorted(got["solo1"]), [1], got)
+        self.assertEqual(sorted(got["both"]), [0, 1], got)
+        # GPU 0: 40 : 60; GPU 1: 20 : 60 stretched to fill the period (25 : 75)
+        self.assertEqual(self.window(got["both"][0]), (100000, 0, 40000))
+        self.assertEqual(self.window(got["solo0"][0]), (100000, 40000, 60000))
+        self.assertEqual(self.window(got["both"][1]), (100000, 0, 25000))
+        self.assertEqual(self.window(got["solo1"][1]), (100000, 25000, 75000))
+        # the same clock on both GPUs: the windows of "both" start together
+        self.assertEqual(got["both"][0]["epoch_ns"], got["both"][1]["epoch_ns"])
 
 
 if __name__ == "__main__":
