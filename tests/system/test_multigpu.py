@@ -11,6 +11,7 @@ Shares per GPU: a tenant with a share on GPU 0 only (the configuration) and one
 with a share on GPU 1 only (`kairos run --gpus 1 --share`) next to one with shares
 on both: each GPU's windows are in the ratio of its own shares, and the tenant on
 both GPUs gets its windows at the same phase on each (sched_tenant_set_spans).
+kairos ps and kairos top with two GPUs: a row per GPU with that GPU's figures.
 Usage: test_multigpu.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP
        test_multigpu.py --policies SOCKET TENANT UNTIL   (a tenant's process: prints
        the last TIME_POLICY received per GPU before time.monotonic() reached UNTIL, as
@@ -143,6 +144,44 @@ class PerGpuQuotas(unittest.TestCase):
         c = self.run_tenant("gpu1only", "-d", "0", run_args=("--gpus", "1"))
         self.assert_on_gpu(c, 1, 32)
 
+    def kairos(self, *args):
+        r = subprocess.run([KAIROS, *args, "--socket", self.d.socket], capture_output=True,
+                           text=True, env=self.env(), timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_ps_and_top_show_each_gpus_row(self):
+        """Two processes of team hold 24 MiB on GPU 0 and 16 MiB on GPU 1 (its quota
+        there); kairos ps and kairos top show one row per GPU with that GPU's
+        figures (the tenant's pids and process count are the tenant's, not the
+        GPU's)."""
+        procs = []
+        for dev, n in (("0", "11"), ("1", "40")):
+            procs.append(subprocess.Popen(
+                [KAIROS, "run", "--socket", self.d.socket, "--tenant", "team", "--", FAKEAPP,
+                 "-d", dev, "-n", n, "-s", str(PAGE), "-c", str(PAGE), "-w", "3"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env()))
+        try:
+            for p in procs:
+                line = p.stdout.readline()
+                self.assertTrue(line.startswith("fakeapp: holding"), line)
+            pid0, pid1 = procs[0].pid, procs[1].pid  # kairos run execs the program
+            ps = self.kairos("ps")
+            m = re.search(r"\nteam\s+0\s+24\.0 MiB/64\.0 MiB\s+\d+\s+(\d+),(\d+)\n"
+                          r"\s+1\s+16\.0 MiB/16\.0 MiB\s+[1-9]\d*\n", ps)
+            self.assertIsNotNone(m, ps)
+            self.assertEqual(sorted(int(x) for x in m.groups()), sorted((pid0, pid1)))
+            self.assertRegex(ps, r"\ngpu1only\s+0\s+0 B/0 B\s+\d+\s+-\n\s+1\s+0 B/32\.0 MiB\s+")
+            top = self.kairos("top", "--once", "--wide")
+            gpu0, gpu1 = top.split("\nGPU 0\n")[1].split("\nGPU 1\n")
+            # PROCS counts the tenant's processes, whichever GPU they use
+            self.assertRegex(gpu0, r"\n  team(\s+-){8}\s+24\.0 MiB/64\.0 MiB\s+2\n")
+            self.assertRegex(gpu1, r"\n  team(\s+-){8}\s+16\.0 MiB/16\.0 MiB\s+2\n")
+            self.assertRegex(gpu1, r"\n  gpu1only(\s+-){8}\s+0 B/32\.0 MiB\s+0\n")
+        finally:
+            for p in procs:
+                p.communicate(timeout=30)
+
     def test_a_tenant_that_unhides_gpu_0_gets_nothing_there(self):
         """The attacker: a tenant confined to GPU 1 rewrites CUDA_VISIBLE_DEVICES
         (its own environment) to reach GPU 0; its quota there is 0, so not one
@@ -212,6 +251,13 @@ class SharesPerGpu(unittest.TestCase):
         time.sleep(0.3)
         procs["solo1"] = self.start("solo1", until=until)
         procs["both"] = self.start("both", until=until)
+        time.sleep(max(0, until + 0.3 - time.monotonic()))  # all three still there
+        r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ps = {t["name"]: t["gpus"] for t in json.loads(r.stdout)["tenants"]}
+        top = subprocess.run([KAIROS, "top", "--once", "--wide", "--socket", self.d.socket],
+                             capture_output=True, text=True, timeout=30).stdout
         got = {name: self.last_policies(p) for name, p in procs.items()}
         self.assertEqual(sorted(got["solo0"]), [0], got)   # a policy on its GPU only
         self.assertEqual(sorted(got["solo1"]), [1], got)
@@ -223,6 +269,18 @@ class SharesPerGpu(unittest.TestCase):
         self.assertEqual(self.window(got["solo1"][1]), (100000, 25000, 75000))
         # the same clock on both GPUs: the windows of "both" start together
         self.assertEqual(got["both"][0]["epoch_ns"], got["both"][1]["epoch_ns"])
+        # kairos ps and top: each GPU's row with that GPU's share and window
+        both = [g.get("compute") for g in ps["both"]]
+        self.assertEqual([(c["share"], c["windowed"]) for c in both],
+                         [(0.4, {"duty_us": 40000, "period_us": 100000}),
+                          (0.2, {"duty_us": 25000, "period_us": 100000})])
+        self.assertIsNone(ps["solo0"][1].get("compute"))
+        self.assertIsNone(ps["solo1"][0].get("compute"))
+        gpu0, gpu1 = top.split("\nGPU 0\n")[1].split("\nGPU 1\n")
+        self.assertRegex(gpu0, r"\n  both\s+\S+\s+\S+\s+\S+\s+40\.0%\s+none\s+normal\s+40\.0/100ms")
+        self.assertRegex(gpu1, r"\n  both\s+\S+\s+\S+\s+\S+\s+20\.0%\s+none\s+normal\s+25\.0/100ms")
+        self.assertRegex(gpu0, r"\n  solo0\s+\S+\s+\S+\s+\S+\s+60\.0%\s+none\s+normal\s+60\.0/100ms")
+        self.assertNotIn("solo0", gpu1)
 
 
 if __name__ == "__main__":
