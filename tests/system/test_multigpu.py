@@ -7,8 +7,8 @@ the RM device instance staying the physical one).
 Per-GPU quotas and the memory view: allocations are charged to the GPU whose
 device instance they hang under, and the program sees that GPU's quota as its
 size, whichever number CUDA_VISIBLE_DEVICES gives the GPU.
-Shares per GPU: a tenant with a share on GPU 0 only (the configuration) and one
-with a share on GPU 1 only (`kairos run --gpus 1 --share`) next to one with shares
+Shares per GPU: a tenant with a share on GPU 0 only (`kairos run --gpus 0 --share`)
+and one with a share on GPU 1 only (the configuration) next to one with shares
 on both: each GPU's windows are in the ratio of its own shares, and the tenant on
 both GPUs gets its windows at the same phase on each (sched_tenant_set_spans).
 kairos ps and kairos top with two GPUs: a row per GPU with that GPU's figures.
