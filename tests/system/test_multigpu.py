@@ -6,7 +6,8 @@ the RM device instance staying the physical one).
 
 Per-GPU quotas and the memory view: allocations are charged to the GPU whose
 device instance they hang under, and the program sees that GPU's quota as its
-size, whichever number CUDA_VISIBLE_DEVICES gives the GPU.
+size, whichever number CUDA_VISIBLE_DEVICES gives the GPU; the time policy of a
+GPU pauses the channels on that physical GPU.
 Shares per GPU: a tenant with a share on GPU 0 only (`kairos run --gpus 0 --share`)
 and one with a share on GPU 1 only (the configuration) next to one with shares
 on both: each GPU's windows are in the ratio of its own shares, and the tenant on
@@ -80,7 +81,9 @@ class PerGpuQuotas(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         tenants = ("  - name: team\n    memory: { 0: 64M, 1: 16M }\n"
-                   "  - name: gpu1only\n    memory: { 0: 0, 1: 32M }\n")
+                   "  - name: gpu1only\n    memory: { 0: 0, 1: 32M }\n"
+                   "  - name: paced1\n    memory: { 0: 64M, 1: 64M }\n"
+                   "    compute: { 1: { limit: 10% } }\n")
         cls.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=2).start()
 
     @classmethod
@@ -167,11 +170,12 @@ class PerGpuQuotas(unittest.TestCase):
                 self.assertTrue(line.startswith("fakeapp: holding"), line)
             pid0, pid1 = procs[0].pid, procs[1].pid  # kairos run execs the program
             ps = self.kairos("ps")
-            m = re.search(r"\nteam\s+0\s+24\.0 MiB/64\.0 MiB\s+\d+\s+(\d+),(\d+)\n"
-                          r"\s+1\s+16\.0 MiB/16\.0 MiB\s+[1-9]\d*\n", ps)
+            # (SHARE, TARGET, 1MIN are "-": team has no compute policy)
+            m = re.search(r"\nteam\s+0\s+24\.0 MiB/64\.0 MiB\s+\d+(?:\s+-)*\s+(\d+),(\d+)\n"
+                          r"\s+1\s+16\.0 MiB/16\.0 MiB\s+[1-9]\d*(?:\s+-)*\n", ps)
             self.assertIsNotNone(m, ps)
             self.assertEqual(sorted(int(x) for x in m.groups()), sorted((pid0, pid1)))
-            self.assertRegex(ps, r"\ngpu1only\s+0\s+0 B/0 B\s+\d+\s+-\n\s+1\s+0 B/32\.0 MiB\s+")
+            self.assertRegex(ps, r"\ngpu1only\s+0\s+0 B/0 B\s+\d+(?:\s+-)+\n\s+1\s+0 B/32\.0 MiB\s+")
             top = self.kairos("top", "--once", "--wide")
             gpu0, gpu1 = top.split("\nGPU 0\n")[1].split("\nGPU 1\n")
             # PROCS counts the tenant's processes, whichever GPU they use
@@ -181,6 +185,28 @@ class PerGpuQuotas(unittest.TestCase):
         finally:
             for p in procs:
                 p.communicate(timeout=30)
+
+    def controls(self, *args, **extra):
+        """fakeapp of tenant paced1 holding its memory 0.6 s; the time controls the
+        fake driver received from its shim, as (kind, fields) pairs."""
+        log = os.path.join(self.d.dir, "ctl-%d.log" % len(os.listdir(self.d.dir)))
+        c = self.run_tenant("paced1", *args, "-n", "2", "-w", "0.6", FAKEDRV_CTL_LOG=log,
+                            **extra)
+        lines = open(log).read().splitlines() if os.path.exists(log) else []
+        return c, [(l.split()[0], dict(re.findall(r"(\w+)=(\S+)", l))) for l in lines]
+
+    def test_time_policy_follows_the_physical_gpu(self):
+        """paced1 has a 10 % limit on GPU 1 only. Its program's device 0 is paused
+        (windows) when CUDA_VISIBLE_DEVICES=1 makes it physical GPU 1, and never when
+        it is GPU 0."""
+        c, ctl = self.controls("-d", "0", CUDA_VISIBLE_DEVICES="1")
+        self.assertEqual(c["device"], 1)
+        pauses = [f for k, f in ctl if k == "disable" and f["disable"] == "1"]
+        self.assertGreater(len(pauses), 0, ctl)
+        self.assertTrue(all(f["status"] == "0" for k, f in ctl), ctl)
+        c, ctl = self.controls("-d", "0")
+        self.assertEqual(c["device"], 0)
+        self.assertEqual([f for k, f in ctl if k == "disable"], [], ctl)
 
     def test_a_tenant_that_unhides_gpu_0_gets_nothing_there(self):
         """The attacker: a tenant confined to GPU 1 rewrites CUDA_VISIBLE_DEVICES
