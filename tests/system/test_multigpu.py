@@ -271,7 +271,7 @@ class SharesPerGpu(unittest.TestCase):
         return (p["period_us"], p["phase_us"], p["duty_us"])
 
     def test_each_gpu_follows_its_own_shares_and_both_is_aligned(self):
-        until = time.monotonic() + 2.5  # the policies in force then, all three present
+        until = time.monotonic() + 4.0  # the policies in force then, all three present
         procs = {"solo0": self.start("solo0", "--gpus", "0", "--share", "60%", "--mem", "1G",
                                      until=until)}
         time.sleep(0.3)
