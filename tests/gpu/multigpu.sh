@@ -1,7 +1,8 @@
 # multigpu.sh - the multigpu section of scripts/gpu-suite (sourced; uses $bin, $kairos,
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Needs two GPUs (uses GPUs 0 and 1);
 # on a machine with fewer it prints one line saying so and does nothing else.
-#   g1. how the node names its GPUs: NVML index, PCI bus id, UUID, /dev minor, and
+#   g1. how the node names its GPUs: NVML index, PCI bus id, UUID, persistence mode
+#       (without it the driver numbers GPUs in order of first use), /dev minor, and
 #       which physical GPU CUDA's device 0 is under CUDA_VISIBLE_DEVICES=1 and =1,0
 #   g2. per-GPU quotas (tenant split: 6 GiB on GPU 0, 3 GiB on GPU 1) with all GPUs
 #       visible, with CUDA_VISIBLE_DEVICES=1 and =1,0: what PyTorch sees as each
@@ -24,7 +25,9 @@ else
   gresult() { echo "RESULT $*" | tee -a "$gdir/results.txt"; }
 
   echo "--- g1. how this node names its GPUs"
-  nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader | tee "$gdir/ids.txt"
+  nvidia-smi --query-gpu=index,pci.bus_id,uuid,persistence_mode --format=csv,noheader \
+    | tee "$gdir/ids.txt"
+  gresult "persistence_mode $(cut -d, -f1,4 "$gdir/ids.txt" | tr -d ' ' | tr '\n' ';')"
   nvidia-smi -q | grep -E "^GPU |Minor Number" | tee "$gdir/minors.txt"
   for vis in "" 1 "1,0"; do
     echo "CUDA_VISIBLE_DEVICES=${vis:-unset}:"

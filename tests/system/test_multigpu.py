@@ -309,5 +309,29 @@ class SharesPerGpu(unittest.TestCase):
         self.assertNotIn("solo0", gpu1)
 
 
+class Numbering(unittest.TestCase):
+    """Without persistence mode the driver numbers GPUs in the order they are first
+    opened (docs/multi-gpu.md): kairosd warns at start, naming each such GPU of a
+    node with several, and not on a node with one."""
+
+    def start(self, fake, gpus=2):
+        d = Daemon(KAIROSD, gpus=gpus, fake=fake).start()
+        d.stop()
+        return [l for l in d.read_log().splitlines() if "persistence mode is off" in l]
+
+    def test_warns_about_each_gpu_without_persistence(self):
+        warned = self.start(FAKE_GPUS + "persistence 0 1\npersistence 1 0\n")
+        self.assertEqual(len(warned), 1, warned)
+        self.assertIn("GPU 1: persistence mode is off", warned[0])
+        self.assertIn("nvidia-smi -pm 1", warned[0])
+        self.assertEqual(len(self.start(FAKE_GPUS + "persistence 0 0\npersistence 1 0\n")), 2)
+
+    def test_silent_with_persistence_unknown_or_one_gpu(self):
+        self.assertEqual(self.start(FAKE_GPUS + "persistence 0 1\npersistence 1 1\n"), [])
+        self.assertEqual(self.start(FAKE_GPUS), [])  # the backend cannot tell
+        self.assertEqual(self.start("gpu 0 GPU-fake-0000 85899345920\npersistence 0 0\n",
+                                    gpus=1), [])
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
