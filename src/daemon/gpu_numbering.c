@@ -7,7 +7,9 @@
  * every GPU is initialised once, at boot, in probe order, so the instance is the
  * /dev minor and the NVML index. Without it a GPU is initialised at its first open
  * after being idle, so a program that opens only GPU 1 on an idle node may find
- * it numbered 0, and its memory would be charged to GPU 0's quota. */
+ * it numbered 0. The shim renumbers devices from the driver's answers to CUDA
+ * (src/shim/gpumap.c); a program that does not ask them would have its memory
+ * charged to GPU 0's quota. */
 #include "daemon/gpu_numbering.h"
 
 #include "daemon/log.h"

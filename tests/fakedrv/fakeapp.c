@@ -16,11 +16,12 @@
  * driver (libkairos_fakedrv.so) or, in principle, on a real one.
  *
  * -d N opens CUDA device N the way CUDA does: CUDA_VISIBLE_DEVICES (a list of
- * physical indexes, as with CUDA_DEVICE_ORDER=PCI_BUS_ID) picks the physical GPU,
- * whose RM device instance goes into NV0080_ALLOC_PARAMETERS.deviceId and whose
- * /dev/nvidiaN is opened; the numbering the program sees starts at 0, the
- * instance the driver sees stays the physical one. The line ends with device=
- * (that instance).
+ * physical indexes, as with CUDA_DEVICE_ORDER=PCI_BUS_ID) picks the physical GPU
+ * (its place in PCI order, whose /dev/nvidiaN is opened); its RM device instance,
+ * asked from the driver (GET_PROBED_IDS, GET_ID_INFO_V2), goes into
+ * NV0080_ALLOC_PARAMETERS.deviceId. The numbering the program sees starts at 0;
+ * the driver sees the physical GPU. The line ends with device= (the physical GPU)
+ * and instance= (its device instance).
  *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
  *                [-w seconds to hold the allocations before freeing] [-d CUDA device]
@@ -175,6 +176,41 @@ static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
     *free_kib = p.entries[1].data;
 }
 
+/* The device instance of the physical GPU at place phys in PCI order, found as CUDA
+ * does: GET_PROBED_IDS (the gpuIds, made of the PCI location: sorted, the PCI
+ * order), then GET_ID_INFO_V2 of that gpuId. phys itself when the driver does not
+ * say (a driver that leaves the probed table empty). */
+static uint32_t device_instance_of(int phys)
+{
+    uint32_t probed[96];
+    memset(probed, 0, sizeof probed);
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
+                                .cmd = RM_CTRL_NV0000_GPU_GET_PROBED_IDS,
+                                .params = (uintptr_t)probed, .params_size = sizeof probed};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0 || a.status != 0)
+        return (uint32_t)phys;
+    uint32_t ids[32];
+    int n = 0;
+    for (int i = 0; i < 32; i++) {
+        if (probed[i] == 0xffffffffu || probed[i] == 0)
+            continue;
+        int k = n++;
+        for (; k > 0 && ids[k - 1] > probed[i]; k--)
+            ids[k] = ids[k - 1];
+        ids[k] = probed[i];
+    }
+    if (phys >= n)
+        return (uint32_t)phys;
+    uint32_t info[8] = {ids[phys], 0, 0, 0, 0, 0, 0, 0};
+    a = (struct rm_control_args){.h_client = h_client, .h_object = h_client,
+                                 .cmd = RM_CTRL_NV0000_GPU_GET_ID_INFO_V2,
+                                 .params = (uintptr_t)info, .params_size = sizeof info};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, "GET_ID_INFO_V2");
+    must(a.status, "GET_ID_INFO_V2");
+    return info[2]; /* deviceInstance */
+}
+
 static void *thread_main(void *arg)
 {
     struct app_thread *t = arg;
@@ -254,7 +290,7 @@ int main(int argc, char **argv)
     must(rm_alloc(0, &h, RM_CLASS_NV01_ROOT_CLIENT, NULL, 0, false, false), "client");
     h_client = h;
     uint8_t dev_params[56] = {0};
-    uint32_t device_instance = (uint32_t)device;
+    uint32_t device_instance = device_instance_of(device);
     memcpy(dev_params, &device_instance, sizeof device_instance); /* deviceId */
     h_device = 0;
     must(rm_alloc(h_client, &h_device, RM_CLASS_NV01_DEVICE_0, dev_params, sizeof dev_params,
@@ -353,11 +389,11 @@ int main(int argc, char **argv)
     }
     printf("fakeapp: opens=%d ioctls=%lu mmaps=%d threads=%d allocs=%d failed=%d "
            "vidmem_bytes=%llu freed_allocs=%d freed_bytes=%llu kept_bytes=%llu "
-           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d\n",
+           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d instance=%u\n",
            n_opens, (unsigned long)atomic_load(&n_ioctls), n_mmaps, threads, allocs, failed,
            (unsigned long long)vidmem, freed_allocs, (unsigned long long)freed,
            (unsigned long long)(vidmem - freed), fb_total_kib, fb_free_kib, fb_free_after_kib,
-           keep, device);
+           keep, device, device_instance);
     fflush(stdout);
     if (keep)
         exit(0);

@@ -23,8 +23,15 @@
  * 64 channels, or naming anything but a channel of that GPU owned through this
  * file answers NV_ERR_INVALID_ARGUMENT.
  *
- * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
- * FAKEDRV_FB_MIB (device memory per GPU, default 16384).
+ * GPU identity: NV0000 GET_PROBED_IDS lists the GPUs' gpuIds (GPU p, in PCI order,
+ * is bus p + 1: gpuId (p + 1) << 8; listed last first) and GET_ID_INFO_V2 answers a
+ * gpuId's device instance: p, or the p-th entry of FAKEDRV_INSTANCES ("1,0": as a
+ * driver without persistence mode that initialised the second GPU first). The
+ * device instance is what NV0080_ALLOC_PARAMETERS.deviceId names and what the
+ * fake's per-GPU memory is kept by.
+ *
+ * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1),
+ * FAKEDRV_FB_MIB (device memory per GPU, default 16384) and FAKEDRV_INSTANCES.
  *
  * Thread rules: every function is thread-safe (one internal mutex, never held
  * while calling anything but the kernel).

@@ -143,6 +143,19 @@ class PerGpuQuotas(unittest.TestCase):
         self.assert_on_gpu(self.run_tenant("team", "-d", "0", CUDA_VISIBLE_DEVICES="1,0"), 1, 16)
         self.assert_on_gpu(self.run_tenant("team", "-d", "1", CUDA_VISIBLE_DEVICES="1,0"), 0, 64)
 
+    def test_instances_in_order_of_first_use_still_charge_the_right_gpu(self):
+        """A driver without persistence mode that initialised GPU 1 first gives it
+        device instance 0 (FAKEDRV_INSTANCES=1,0). The shim learns from the driver's
+        own answers (GET_PROBED_IDS, GET_ID_INFO_V2) which GPU an instance is, so the
+        memory is still charged, and the quota shown, by the GPU's place in PCI
+        order (NVML's index)."""
+        c = self.run_tenant("team", "-d", "0", CUDA_VISIBLE_DEVICES="1", FAKEDRV_INSTANCES="1,0")
+        self.assertEqual(c["instance"], 0)
+        self.assert_on_gpu(c, 1, 16)
+        c = self.run_tenant("team", "-d", "0", FAKEDRV_INSTANCES="1,0")
+        self.assertEqual(c["instance"], 1)
+        self.assert_on_gpu(c, 0, 64)
+
     def test_kairos_run_gpus_1_the_program_sees_device_0_as_gpu_1(self):
         c = self.run_tenant("gpu1only", "-d", "0", run_args=("--gpus", "1"))
         self.assert_on_gpu(c, 1, 32)
