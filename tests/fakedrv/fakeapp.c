@@ -24,7 +24,10 @@
  * and instance= (its device instance).
  *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
- *                [-w seconds to hold the allocations before freeing] [-d CUDA device]
+ *                [-w seconds to hold the allocations before freeing] [-d CUDA device] [-F]
+ *
+ * -F plays a tenant that races the driver's answers about GPU identity (see
+ * forge_answers) before it allocates.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +183,9 @@ static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
  * does: GET_PROBED_IDS (the gpuIds, made of the PCI location: sorted, the PCI
  * order), then GET_ID_INFO_V2 of that gpuId. phys itself when the driver does not
  * say (a driver that leaves the probed table empty). */
+static uint32_t probed_ids[32]; /* sorted, as device_instance_of found them */
+static int n_probed_ids;
+
 static uint32_t device_instance_of(int phys)
 {
     uint32_t probed[96];
@@ -201,6 +207,8 @@ static uint32_t device_instance_of(int phys)
     }
     if (phys >= n)
         return (uint32_t)phys;
+    n_probed_ids = n;
+    memcpy(probed_ids, ids, sizeof ids);
     uint32_t info[8] = {ids[phys], 0, 0, 0, 0, 0, 0, 0};
     a = (struct rm_control_args){.h_client = h_client, .h_object = h_client,
                                  .cmd = RM_CTRL_NV0000_GPU_GET_ID_INFO_V2,
@@ -209,6 +217,43 @@ static uint32_t device_instance_of(int phys)
         must(0xffffffffu, "GET_ID_INFO_V2");
     must(a.status, "GET_ID_INFO_V2");
     return info[2]; /* deviceInstance */
+}
+
+/* -F: the attacker. While the main thread asks GET_ID_INFO_V2 again and again, a
+ * second thread keeps writing into the same buffer a forged answer: the device
+ * instance of the GPU in use paired with the gpuId of another GPU, so that a shim
+ * reading the application's copy of the answer would charge the GPU in use to
+ * the other one. */
+static volatile uint32_t forge_buf[8];
+static atomic_bool forge_stop;
+static uint32_t forge_id, forge_inst;
+
+static void *forger(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&forge_stop)) {
+        forge_buf[0] = forge_id;
+        forge_buf[2] = forge_inst;
+    }
+    return NULL;
+}
+
+static void forge_answers(uint32_t instance, uint32_t other_gpu_id)
+{
+    forge_id = other_gpu_id;
+    forge_inst = instance;
+    pthread_t t;
+    if (pthread_create(&t, NULL, forger, NULL) != 0)
+        exit(1);
+    for (int i = 0; i < 2000; i++) {
+        struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
+                                    .cmd = RM_CTRL_NV0000_GPU_GET_ID_INFO_V2,
+                                    .params = (uintptr_t)forge_buf,
+                                    .params_size = sizeof forge_buf};
+        nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a);
+    }
+    atomic_store(&forge_stop, true);
+    pthread_join(t, NULL);
 }
 
 static void *thread_main(void *arg)
@@ -236,8 +281,9 @@ int main(int argc, char **argv)
     bool keep = false;
     int hold_ms = 0; /* -w: hold the allocations this long before freeing */
     int logical = 0;  /* -d: the CUDA device number */
+    bool forge = false;
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:d:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:d:F")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -260,9 +306,12 @@ int main(int argc, char **argv)
         case 'd':
             logical = atoi(optarg);
             break;
+        case 'F':
+            forge = true;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds] [-d CUDA device]\n");
+                            "[-w seconds] [-d CUDA device] [-F]\n");
             return 2;
         }
     }
@@ -291,6 +340,8 @@ int main(int argc, char **argv)
     h_client = h;
     uint8_t dev_params[56] = {0};
     uint32_t device_instance = device_instance_of(device);
+    if (forge && n_probed_ids > 1)
+        forge_answers(device_instance, probed_ids[device == 0 ? 1 : 0]);
     memcpy(dev_params, &device_instance, sizeof device_instance); /* deviceId */
     h_device = 0;
     must(rm_alloc(h_client, &h_device, RM_CLASS_NV01_DEVICE_0, dev_params, sizeof dev_params,

@@ -156,6 +156,16 @@ class PerGpuQuotas(unittest.TestCase):
         self.assertEqual(c["instance"], 1)
         self.assert_on_gpu(c, 0, 64)
 
+    def test_forged_identity_answers_change_nothing(self):
+        """The attacker: while asking GET_ID_INFO_V2 2000 times, a second thread of
+        the program keeps writing into the answer GPU 1's instance paired with GPU
+        0's gpuId, to have its GPU 1 memory charged to GPU 0's larger quota. The
+        shim reads only its own copy of the driver's answer: still GPU 1, 16 MiB."""
+        c = self.run_tenant("team", "-d", "0", "-F", CUDA_VISIBLE_DEVICES="1",
+                            FAKEDRV_INSTANCES="1,0")
+        self.assertEqual(c["instance"], 0)
+        self.assert_on_gpu(c, 1, 16)
+
     def test_kairos_run_gpus_1_the_program_sees_device_0_as_gpu_1(self):
         c = self.run_tenant("gpu1only", "-d", "0", run_args=("--gpus", "1"))
         self.assert_on_gpu(c, 1, 32)
