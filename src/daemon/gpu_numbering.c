@@ -26,7 +26,8 @@ unsigned gpu_numbering_check(struct gpu_backend *b, unsigned n)
         log_warn("GPU %u: persistence mode is off: on a node with %u GPUs the driver then "
                  "numbers GPUs in the order they are first opened, and a tenant's memory may "
                  "be charged to another GPU's quota; turn it on (nvidia-persistenced, or "
-                 "nvidia-smi -pm 1)", g, n);
+                 "nvidia-smi -pm 1)",
+                 g, n);
         warned++;
     }
     return warned;

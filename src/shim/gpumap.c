@@ -9,7 +9,7 @@
 
 #include "core/rm_abi.h"
 
-#define GPUMAP_MAX 32           /* NV_MAX_DEVICES: the size of the probed tables */
+#define GPUMAP_MAX     32 /* NV_MAX_DEVICES: the size of the probed tables */
 #define GPUMAP_INVALID 0xffffffffu
 
 static pthread_mutex_t gm_mu = PTHREAD_MUTEX_INITIALIZER;

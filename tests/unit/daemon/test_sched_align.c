@@ -19,8 +19,8 @@
 #include "daemon/sched.h"
 
 #define STEP_US 10u
-#define PERIODS 50u   /* 5 s simulated */
-#define WARMUP 10u    /* periods before measuring */
+#define PERIODS 50u /* 5 s simulated */
+#define WARMUP  10u /* periods before measuring */
 
 /* slots of the node, shared by the GPUs as in timeshare.c */
 enum { SLOT_SOLO0 = 0, SLOT_BOTH = 1, SLOT_SOLO1 = 2 };
@@ -33,8 +33,8 @@ struct one_gpu {
 };
 
 struct result {
-    double overlap;      /* ran on both / ran on either, for "both" */
-    double ratio[2];     /* per GPU: both's run time / the other tenant's */
+    double overlap;  /* ran on both / ran on either, for "both" */
+    double ratio[2]; /* per GPU: both's run time / the other tenant's */
 };
 
 static void setup_gpu(struct one_gpu *o, unsigned solo_slot, double solo_share, double both_share,

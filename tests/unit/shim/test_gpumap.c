@@ -41,8 +41,8 @@ static void test_instances_follow_pci_order(void **state)
     probed(ids, 4);
     id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x3b00, 0); /* initialised first */
     id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x1900, 1);
-    id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO, 0x4100, 2);    /* the older control */
-    assert_int_equal(gpumap_index(0), 1); /* bus 0x3b: second in PCI order */
+    id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO, 0x4100, 2); /* the older control */
+    assert_int_equal(gpumap_index(0), 1);               /* bus 0x3b: second in PCI order */
     assert_int_equal(gpumap_index(1), 0);
     assert_int_equal(gpumap_index(2), 2);
 }
@@ -50,12 +50,12 @@ static void test_instances_follow_pci_order(void **state)
 static void test_unknown_stays_the_instance(void **state)
 {
     (void)state;
-    assert_int_equal(gpumap_index(3), 3);   /* nothing seen */
+    assert_int_equal(gpumap_index(3), 3); /* nothing seen */
     id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x1900, 3);
-    assert_int_equal(gpumap_index(3), 3);   /* no probed table yet */
+    assert_int_equal(gpumap_index(3), 3); /* no probed table yet */
     const uint32_t ids[] = {0x4100};
     probed(ids, 1);
-    assert_int_equal(gpumap_index(3), 3);   /* its gpuId was not probed */
+    assert_int_equal(gpumap_index(3), 3); /* its gpuId was not probed */
     assert_int_equal(gpumap_index(-1), -1);
     assert_int_equal(gpumap_index(40), 40); /* beyond the driver's table */
 }
@@ -68,9 +68,9 @@ static void test_malformed_answers_ignored(void **state)
     uint32_t shorter[2] = {0x1900, 0};
     gpumap_observe(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, (const uint8_t *)shorter, sizeof shorter);
     gpumap_observe(RM_CTRL_NV0000_GPU_GET_PROBED_IDS, (const uint8_t *)shorter, sizeof shorter);
-    id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x1900, 999);        /* no such instance */
-    id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0xffffffffu, 1);     /* invalid gpuId */
-    id_info(RM_CTRL_NV2080_FB_GET_INFO_V2, 0x1900, 1);              /* not ours */
+    id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x1900, 999);    /* no such instance */
+    id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0xffffffffu, 1); /* invalid gpuId */
+    id_info(RM_CTRL_NV2080_FB_GET_INFO_V2, 0x1900, 1);          /* not ours */
     gpumap_observe(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, NULL, 32);
     assert_int_equal(gpumap_index(1), 1);
     id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x3b00, 1);
