@@ -3,7 +3,8 @@
 # on a machine with fewer it prints one line saying so and does nothing else.
 #   g1. how the node names its GPUs: NVML index, PCI bus id, UUID, persistence mode
 #       (without it the driver numbers GPUs in order of first use), /dev minor, and
-#       which physical GPU CUDA's device 0 is under CUDA_VISIBLE_DEVICES=1 and =1,0
+#       which physical GPU CUDA's device 0 is under CUDA_VISIBLE_DEVICES=1 and =1,0;
+#       the controls the shim's gpumap reads, traced before CUDA's device allocation
 #   g2. per-GPU quotas (tenant split: 6 GiB on GPU 0, 3 GiB on GPU 1) with all GPUs
 #       visible, with CUDA_VISIBLE_DEVICES=1 and =1,0: what PyTorch sees as each
 #       device's size, what it can allocate, and on which GPU kairosd charged it;
@@ -37,6 +38,14 @@ else
       $python tests/gpu/multigpu_probe.py view
     fi | tee "$gdir/view-native-${vis:-all}.txt"
   done
+
+  echo "the controls gpumap reads, before CUDA's device allocation (CUDA_VISIBLE_DEVICES=1):"
+  CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1 "$kairos" trace -- \
+    $python tests/gpu/multigpu_probe.py view 2>&1 \
+    | grep -E "GET_PROBED_IDS|GET_ID_INFO|class=NV01_DEVICE_0|open .*path=/dev/nvidia[0-9]" \
+    | head -20 | tee "$gdir/trace-visible-1.txt"
+  gresult "trace_visible_1 $(grep -oE 'GET_PROBED_IDS|GET_ID_INFO_V2|NV01_DEVICE_0|/dev/nvidia[0-9]' \
+    "$gdir/trace-visible-1.txt" | tr '\n' ',')"
 
   gmdir=/tmp/kairos-multigpu
   rm -rf "$gmdir" && mkdir -p "$gmdir"
