@@ -45,6 +45,9 @@ struct gpu_ops {
      * the backend cannot tell. */
     int (*utilization)(struct gpu_backend *b, unsigned index, uint64_t since_us,
                        struct gpu_util *out, size_t cap, size_t *n);
+    /* Whether GPU index is kept initialised (persistence mode); -ENOTSUP when the
+     * backend cannot tell. May be NULL. gpu_numbering.c says why it matters. */
+    int (*persistence)(struct gpu_backend *b, unsigned index, bool *on);
 };
 
 struct gpu_backend {

@@ -5,6 +5,7 @@
  *   gpu INDEX UUID TOTAL_BYTES
  *   proc INDEX PID USED_BYTES      (USED_BYTES "-" when unknown)
  *   util INDEX PID SM_PERCENT      (per-process utilization)
+ *   persistence INDEX 0|1          (persistence mode; unknown without such a line)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  */
@@ -127,6 +128,23 @@ static int fake_utilization(struct gpu_backend *b, unsigned index, uint64_t sinc
     return 0;
 }
 
+static int fake_persistence(struct gpu_backend *b, unsigned index, bool *on)
+{
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f)
+        return -errno;
+    char line[512];
+    unsigned idx, mode;
+    int rc = -ENOTSUP;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "persistence %u %u", &idx, &mode) == 2 && idx == index) {
+            *on = mode != 0;
+            rc = 0;
+        }
+    fclose(f);
+    return rc;
+}
+
 const struct gpu_ops gpu_fake_ops = {
     .name = "fake",
     .init = fake_init,
@@ -136,6 +154,7 @@ const struct gpu_ops gpu_fake_ops = {
     .total_memory = fake_total,
     .processes = fake_processes,
     .utilization = fake_utilization,
+    .persistence = fake_persistence,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

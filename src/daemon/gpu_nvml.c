@@ -44,6 +44,7 @@ struct nvml {
     nvml_return_t (*procs)(nvml_device_t, unsigned *, struct nvml_process_info *);
     nvml_return_t (*util)(nvml_device_t, struct nvml_util_sample *, unsigned *,
                           unsigned long long); /* optional */
+    nvml_return_t (*persistence)(nvml_device_t, int *); /* nvmlEnableState_t; optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -87,6 +88,8 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->procs = sym(n->lib, s_procs);
     static const char *const s_util[] = {"nvmlDeviceGetProcessUtilization", NULL};
     *(void **)&n->util = sym(n->lib, s_util);
+    static const char *const s_persistence[] = {"nvmlDeviceGetPersistenceMode", NULL};
+    *(void **)&n->persistence = sym(n->lib, s_persistence);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -232,6 +235,21 @@ out:
     return rc;
 }
 
+static int nvml_persistence(struct gpu_backend *b, unsigned index, bool *on)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    int mode = 0;
+    if (!n->persistence)
+        return -ENOTSUP;
+    if (nvml_device(b, index, &d))
+        return -ENODEV;
+    if (n->persistence(d, &mode))
+        return -ENOTSUP;
+    *on = mode == 1; /* NVML_FEATURE_ENABLED */
+    return 0;
+}
+
 const struct gpu_ops gpu_nvml_ops = {
     .name = "nvml",
     .init = nvml_init,
@@ -241,4 +259,5 @@ const struct gpu_ops gpu_nvml_ops = {
     .total_memory = nvml_total,
     .processes = nvml_processes,
     .utilization = nvml_utilization,
+    .persistence = nvml_persistence,
 };

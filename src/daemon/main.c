@@ -24,6 +24,7 @@
 #include "daemon/config.h"
 #include "daemon/gpu.h"
 #include "daemon/linger.h"
+#include "daemon/gpu_numbering.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/server.h"
@@ -325,6 +326,8 @@ static int setup_gpus(struct daemon *d)
         log_info("GPU %u: %s, %s (%s backend)", g, d->ts.gpu_uuid[g][0] ? d->ts.gpu_uuid[g] : "?",
                  tenants_size(d->ts.gpu_total[g], size, sizeof size), d->gpu.ops->name);
     }
+    if (d->have_gpu)
+        gpu_numbering_check(&d->gpu, n);
     return 0;
 }
 

@@ -125,6 +125,12 @@ void sched_tenant_remove(struct sched_gpu *g, unsigned slot)
     }
 }
 
+void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans)
+{
+    if (slot < SCHED_MAX_TENANTS && g->t[slot].present)
+        g->t[slot].spans = spans;
+}
+
 static double weight(const struct sched_tenant *t)
 {
     return t->pol.share > 0 ? t->pol.share : 0.01; /* best effort */
@@ -284,9 +290,13 @@ static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
     }
     double scale = sum > P ? P / sum : 1.0;
     uint32_t phase = 0;
-    for (int rank = 0; rank < 3; rank++) {
+    /* by priority; within one, the tenants that span GPUs first (aligned across them) */
+    for (int pass = 0; pass < 6; pass++) {
+        int rank = pass / 2;
+        bool spanning = pass % 2 == 0;
         for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-            if (duty[i] <= 0 || prio_rank(g->t[i].pol.prio) != rank)
+            if (duty[i] <= 0 || prio_rank(g->t[i].pol.prio) != rank ||
+                g->t[i].spans != spanning)
                 continue;
             uint32_t d = (uint32_t)llround(duty[i] * scale);
             if (phase + d > g->period_us)

@@ -83,6 +83,7 @@ struct sched_tenant {
                            * windows are shortened by it */
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
+    bool spans;           /* has a policy on other GPUs too: its window comes first */
 };
 
 struct sched_gpu {
@@ -105,6 +106,12 @@ bool sched_mode_parse(const char *name, enum sched_mode *out);
 /* A tenant arrives or changes policy; slot < SCHED_MAX_TENANTS. 0 or -EINVAL. */
 int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p);
 void sched_tenant_remove(struct sched_gpu *g, unsigned slot);
+/* Whether the tenant in slot has a policy on other GPUs of the node too. Within a
+ * priority, the windows of such tenants are laid out first, in slot order, so a
+ * tenant that spans GPUs (a data-parallel job) gets its window at the same phase
+ * on each (the same period and epoch everywhere: timeshare.c), wherever the
+ * tenants before it have the same windows; single-GPU tenants fill the rest. */
+void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans);
 /* One period: use[slot] for every slot (absent ones ignored). Afterwards
  * t[slot].dec holds the decision for the next period, t[slot].changed says
  * whether to send it. */

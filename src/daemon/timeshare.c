@@ -1,6 +1,9 @@
 /* timeshare.c - the daemon side of compute isolation around sched.c: tenants'
- * slots, the 100 ms timer, utilization per tenant, decisions to TIME_POLICY, and
- * the figures kairos ps shows (time_stats.c keeps what each tenant got). */
+ * slots (one per tenant, the same on every GPU), the 100 ms timer, utilization per
+ * tenant, decisions to TIME_POLICY (one epoch and period for all GPUs, and the
+ * tenants with policies on several GPUs marked so that their windows line up
+ * across them), and the figures kairos ps shows (time_stats.c keeps what each
+ * tenant got). */
 #include "daemon/timeshare.h"
 
 #include <errno.h>
@@ -204,6 +207,19 @@ static void place(struct timeshare *t, const char *name, unsigned gpu,
         sched_tenant_set(&t->g[gpu], (unsigned)s, pol);
 }
 
+/* Tells each GPU's scheduler which tenants have policies on several GPUs, so their
+ * windows line up across them (sched_tenant_set_spans). */
+static void mark_spans(struct timeshare *t)
+{
+    for (unsigned s = 0; s < SCHED_MAX_TENANTS; s++) {
+        unsigned on = 0;
+        for (unsigned g = 0; g < t->ts->n_gpus; g++)
+            on += t->g[g].t[s].present;
+        for (unsigned g = 0; g < t->ts->n_gpus; g++)
+            sched_tenant_set_spans(&t->g[g], s, on >= 2);
+    }
+}
+
 void timeshare_reconfigure(struct timeshare *t)
 {
     drop_gone(t);
@@ -218,6 +234,7 @@ void timeshare_reconfigure(struct timeshare *t)
             if (lt->has_compute[g])
                 place(t, lt->name, g, &lt->compute[g]);
     }
+    mark_spans(t);
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
         sched_set_mode(&t->g[g], c->time_mode);
         sched_plan(&t->g[g]);

@@ -33,6 +33,7 @@
 #include "core/rm_names.h"
 #include "shim/agent.h"
 #include "shim/fdtable.h"
+#include "shim/gpumap.h"
 #include "shim/memguard.h"
 #include "shim/shadow.h"
 #include "shim/state.h"
@@ -648,6 +649,33 @@ static void keep_policy_timeslice(const struct call_frame *f)
         timectl_after_app_timeslice(c.h_client, c.h_object);
 }
 
+/* Which GPU a device instance is (gpumap.h): when the application asked the driver
+ * for the probed gpuIds or a gpuId's device instance, ask again with a buffer of
+ * the shim's, so that no other thread of the application can change the answer
+ * before it is read. Untraced, like the time controls. */
+static void observe_gpu_ids(const struct shim_real *r, const struct call_frame *f)
+{
+    struct rm_control_args c;
+    if (f->fi->node != RM_NODE_CTL || f->ret != 0 || f->refused || !control_after(f, &c) ||
+        c.status != RM_NV_OK || c.h_client != c.h_object)
+        return;
+    uint32_t own[96]; /* GET_PROBED_IDS: 384 bytes; GET_ID_INFO_V2: 32 */
+    uint32_t len = c.cmd == RM_CTRL_NV0000_GPU_GET_PROBED_IDS  ? 384u
+                   : c.cmd == RM_CTRL_NV0000_GPU_GET_ID_INFO_V2 ? 32u
+                                                                : 0u;
+    if (!len || c.params_size != len)
+        return;
+    memset(own, 0, sizeof own);
+    if (c.cmd == RM_CTRL_NV0000_GPU_GET_ID_INFO_V2 && /* the question: the gpuId */
+        tracer_safe_copy(own, (const void *)(uintptr_t)c.params, sizeof own[0]) != sizeof own[0])
+        return;
+    struct rm_control_args mine = {.h_client = c.h_client, .h_object = c.h_object,
+                                   .cmd = c.cmd, .params = (uintptr_t)own, .params_size = len};
+    if (r->ioctl(f->fd, RM_IOWR(RM_NR_CONTROL, sizeof mine), &mine) == 0 &&
+        mine.status == RM_NV_OK)
+        gpumap_observe(c.cmd, (const uint8_t *)own, len);
+}
+
 /* Decodes the call and applies it to the object tree; returns what it did. */
 static void apply_call(const struct shim_real *r, struct call_frame *f,
                        struct objtree_effect *eff)
@@ -666,6 +694,8 @@ static void apply_call(const struct shim_real *r, struct call_frame *f,
     };
     struct rm_op op;
     rm_decode(&call, &op);
+    if (op.kind == RM_OP_ALLOC && op.h_class == RM_CLASS_NV01_DEVICE_0 && op.device_id >= 0)
+        op.device_id = gpumap_index(op.device_id); /* the node's GPU number */
     uint64_t map_file = map_file_of(r, &op);
     memset(eff, 0, sizeof *eff);
     struct objtree *t = state_lock();
@@ -749,6 +779,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     read_params(&f, sc);
     rewrite_memory_view(&f);
     keep_policy_timeslice(&f);
+    observe_gpu_ids(r, &f);
     if (sc && f.params_rw && f.params == sc->params) /* trace what the application sees */
         f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
     struct objtree_effect eff;

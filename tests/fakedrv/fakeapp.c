@@ -23,8 +23,20 @@
  * while the channel is enabled). Each phase prints one line: "fakeapp: phase=NAME
  * start_ns=T (CLOCK_MONOTONIC) seconds=S fetched=N".
  *
+ * -d N opens CUDA device N the way CUDA does: CUDA_VISIBLE_DEVICES (a list of
+ * physical indexes, as with CUDA_DEVICE_ORDER=PCI_BUS_ID) picks the physical GPU
+ * (its place in PCI order, whose /dev/nvidiaN is opened); its RM device instance,
+ * asked from the driver (GET_PROBED_IDS, GET_ID_INFO_V2), goes into
+ * NV0080_ALLOC_PARAMETERS.deviceId. The numbering the program sees starts at 0;
+ * the driver sees the physical GPU. The line ends with device= (the physical GPU)
+ * and instance= (its device instance).
+ *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
  *                [-w seconds to hold the allocations before freeing] [-u PHASES]
+ *                [-d CUDA device] [-F]
+ *
+ * -F plays a tenant that races the driver's answers about GPU identity (see
+ * forge_answers) before it allocates.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +72,28 @@ static int nv_ioctl(int fd, uint32_t request, void *arg)
 {
     atomic_fetch_add(&n_ioctls, 1);
     return ioctl(fd, request, arg);
+}
+
+/* CUDA's numbering: device `logical` is the logical-th entry of CUDA_VISIBLE_DEVICES
+ * (all GPUs, in order, when unset). -1 when there is no such device. */
+static int physical_device(int logical)
+{
+    const char *list = getenv("CUDA_VISIBLE_DEVICES");
+    if (!list)
+        return logical;
+    int n = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 255)
+            return -1; /* CUDA stops at the first entry it cannot read */
+        if (n++ == logical)
+            return (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return -1;
 }
 
 static int open_node(const char *path)
@@ -155,6 +189,83 @@ static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
     *free_kib = p.entries[1].data;
 }
 
+/* The device instance of the physical GPU at place phys in PCI order, found as CUDA
+ * does: GET_PROBED_IDS (the gpuIds, made of the PCI location: sorted, the PCI
+ * order), then GET_ID_INFO_V2 of that gpuId. phys itself when the driver does not
+ * say (a driver that leaves the probed table empty). */
+static uint32_t probed_ids[32]; /* sorted, as device_instance_of found them */
+static int n_probed_ids;
+
+static uint32_t device_instance_of(int phys)
+{
+    uint32_t probed[96];
+    memset(probed, 0, sizeof probed);
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
+                                .cmd = RM_CTRL_NV0000_GPU_GET_PROBED_IDS,
+                                .params = (uintptr_t)probed, .params_size = sizeof probed};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0 || a.status != 0)
+        return (uint32_t)phys;
+    uint32_t ids[32];
+    int n = 0;
+    for (int i = 0; i < 32; i++) {
+        if (probed[i] == 0xffffffffu || probed[i] == 0)
+            continue;
+        int k = n++;
+        for (; k > 0 && ids[k - 1] > probed[i]; k--)
+            ids[k] = ids[k - 1];
+        ids[k] = probed[i];
+    }
+    if (phys >= n)
+        return (uint32_t)phys;
+    n_probed_ids = n;
+    memcpy(probed_ids, ids, sizeof ids);
+    uint32_t info[8] = {ids[phys], 0, 0, 0, 0, 0, 0, 0};
+    a = (struct rm_control_args){.h_client = h_client, .h_object = h_client,
+                                 .cmd = RM_CTRL_NV0000_GPU_GET_ID_INFO_V2,
+                                 .params = (uintptr_t)info, .params_size = sizeof info};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, "GET_ID_INFO_V2");
+    must(a.status, "GET_ID_INFO_V2");
+    return info[2]; /* deviceInstance */
+}
+
+/* -F: the attacker. While the main thread asks GET_ID_INFO_V2 again and again, a
+ * second thread keeps writing into the same buffer a forged answer: the device
+ * instance of the GPU in use paired with the gpuId of another GPU, so that a shim
+ * reading the application's copy of the answer would charge the GPU in use to
+ * the other one. */
+static volatile uint32_t forge_buf[8];
+static atomic_bool forge_stop;
+static uint32_t forge_id, forge_inst;
+
+static void *forger(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&forge_stop)) {
+        forge_buf[0] = forge_id;
+        forge_buf[2] = forge_inst;
+    }
+    return NULL;
+}
+
+static void forge_answers(uint32_t instance, uint32_t other_gpu_id)
+{
+    forge_id = other_gpu_id;
+    forge_inst = instance;
+    pthread_t t;
+    if (pthread_create(&t, NULL, forger, NULL) != 0)
+        exit(1);
+    for (int i = 0; i < 2000; i++) {
+        struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
+                                    .cmd = RM_CTRL_NV0000_GPU_GET_ID_INFO_V2,
+                                    .params = (uintptr_t)forge_buf,
+                                    .params_size = sizeof forge_buf};
+        nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a);
+    }
+    atomic_store(&forge_stop, true);
+    pthread_join(t, NULL);
+}
+
 static void *thread_main(void *arg)
 {
     struct app_thread *t = arg;
@@ -240,8 +351,10 @@ int main(int argc, char **argv)
     bool keep = false;
     int hold_ms = 0; /* -w: hold the allocations this long before freeing */
     const char *phases = NULL; /* -u: work phases on a sensed channel */
+    int logical = 0;           /* -d: the CUDA device number */
+    bool forge = false;
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:F")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -264,14 +377,26 @@ int main(int argc, char **argv)
         case 'u':
             phases = optarg;
             break;
+        case 'd':
+            logical = atoi(optarg);
+            break;
+        case 'F':
+            forge = true;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds] [-u idle:S,busy:S,...]\n");
+                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F]\n");
             return 2;
         }
     }
     if (threads < 1 || threads > 256 || count < 0 || alloc_size == 0) {
         fprintf(stderr, "fakeapp: bad arguments\n");
+        return 2;
+    }
+    int device = physical_device(logical);
+    if (device < 0) {
+        fprintf(stderr, "fakeapp: no CUDA device %d (CUDA_VISIBLE_DEVICES=%s)\n", logical,
+                getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "");
         return 2;
     }
 
@@ -288,6 +413,10 @@ int main(int argc, char **argv)
     must(rm_alloc(0, &h, RM_CLASS_NV01_ROOT_CLIENT, NULL, 0, false, false), "client");
     h_client = h;
     uint8_t dev_params[56] = {0};
+    uint32_t device_instance = device_instance_of(device);
+    if (forge && n_probed_ids > 1)
+        forge_answers(device_instance, probed_ids[device == 0 ? 1 : 0]);
+    memcpy(dev_params, &device_instance, sizeof device_instance); /* deviceId */
     h_device = 0;
     must(rm_alloc(h_client, &h_device, RM_CLASS_NV01_DEVICE_0, dev_params, sizeof dev_params,
                   true, false),
@@ -335,7 +464,9 @@ int main(int argc, char **argv)
     must(rm_alloc(h_subdevice, &h_um, RM_CLASS_HOPPER_USERMODE_A, um_params, sizeof um_params,
                   true, false),
          "usermode");
-    int dev0 = open_node("/dev/nvidia0");
+    char node[32];
+    snprintf(node, sizeof node, "/dev/nvidia%d", device);
+    int dev0 = open_node(node);
     struct rm_map_memory_args map = {.h_client = h_client, .h_device = h_subdevice,
                                      .h_memory = h_um, .length = 0x10000, .fd = dev0};
     if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
@@ -395,11 +526,11 @@ int main(int argc, char **argv)
     }
     printf("fakeapp: opens=%d ioctls=%lu mmaps=%d threads=%d allocs=%d failed=%d "
            "vidmem_bytes=%llu freed_allocs=%d freed_bytes=%llu kept_bytes=%llu "
-           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d\n",
+           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d instance=%u\n",
            n_opens, (unsigned long)atomic_load(&n_ioctls), n_mmaps, threads, allocs, failed,
            (unsigned long long)vidmem, freed_allocs, (unsigned long long)freed,
            (unsigned long long)(vidmem - freed), fb_total_kib, fb_free_kib, fb_free_after_kib,
-           keep);
+           keep, device, device_instance);
     fflush(stdout);
     if (keep)
         exit(0);

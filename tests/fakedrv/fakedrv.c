@@ -104,6 +104,33 @@ static atomic_ulong n_fetched;
 static struct fakedrv_ctl_rec ctl_log[FK_CTL_LOG_MAX];
 static size_t n_ctl_log;
 
+/* Device instance of each fake GPU (by its place in PCI order); FAKEDRV_INSTANCES
+ * ("1,0": the second GPU was initialised first) or the identity. */
+static int instance_of[FAKEDRV_MAX_GPUS];
+
+static void instances_locked(const char *list)
+{
+    int n = 0;
+    for (int i = 0; i < FAKEDRV_MAX_GPUS; i++)
+        instance_of[i] = i;
+    while (list && *list && n < FAKEDRV_MAX_GPUS) {
+        char *end;
+        long v = strtol(list, &end, 10);
+        if (end == list)
+            break;
+        if (v >= 0 && v < FAKEDRV_MAX_GPUS)
+            instance_of[n] = (int)v;
+        n++;
+        list = *end == ',' ? end + 1 : end;
+    }
+}
+
+/* The fake GPUs' gpuIds, made of their PCI location as the driver's: bus p + 1. */
+static uint32_t gpu_id_of(int p)
+{
+    return (uint32_t)(p + 1) << 8;
+}
+
 static void configure_locked(void)
 {
     if (configured)
@@ -114,6 +141,7 @@ static void configure_locked(void)
     if (ngpus < 1 || ngpus > FAKEDRV_MAX_GPUS)
         ngpus = 1;
     n_gpus = ngpus;
+    instances_locked(getenv("FAKEDRV_INSTANCES"));
     for (int i = 0; i < FAKEDRV_MAX_GPUS; i++) {
         fb_total[i] = mib << 20;
         fb_used[i] = 0;
@@ -132,6 +160,7 @@ void fakedrv_reset(int ngpus, uint64_t fb_bytes)
     n_objs = 0;
     next_handle = 0xcaf00001u;
     n_gpus = ngpus < 1 || ngpus > FAKEDRV_MAX_GPUS ? 1 : ngpus;
+    instances_locked(NULL);
     for (int i = 0; i < FAKEDRV_MAX_GPUS; i++) {
         fb_total[i] = fb_bytes;
         fb_used[i] = 0;
@@ -695,6 +724,39 @@ out:
     return rec.status;
 }
 
+/* NV0000 GET_PROBED_IDS: gpuIds[32], excludedGpuIds[32], gpuFlags[32]; the GPUs
+ * listed last first, so that a reader must sort them to get the PCI order. */
+static uint32_t ctl_probed_ids_locked(struct rm_control_args *a)
+{
+    uint32_t p[96];
+    if (a->params_size != sizeof p || !a->params)
+        return RM_NV_ERR_INVALID_PARAM_STRUCT;
+    memset(p, 0xff, sizeof p);
+    for (int i = 0; i < n_gpus; i++)
+        p[i] = gpu_id_of(n_gpus - 1 - i);
+    memset(&p[64], 0, 32 * sizeof *p);
+    memcpy((void *)(uintptr_t)a->params, p, sizeof p);
+    return RM_NV_OK;
+}
+
+/* NV0000 GET_ID_INFO_V2: gpuId in; gpuFlags, deviceInstance, subDeviceInstance,
+ * sliStatus, boardId, gpuInstance, numaId out. */
+static uint32_t ctl_id_info_locked(struct rm_control_args *a)
+{
+    uint32_t p[8];
+    if (a->params_size != sizeof p || !a->params)
+        return RM_NV_ERR_INVALID_PARAM_STRUCT;
+    memcpy(p, (const void *)(uintptr_t)a->params, sizeof p);
+    for (int i = 0; i < n_gpus; i++)
+        if (gpu_id_of(i) == p[0]) {
+            uint32_t inst = (uint32_t)instance_of[i];
+            uint32_t out[8] = {p[0], 1, inst, 0, 0, 0, inst, 0xffffffffu};
+            memcpy((void *)(uintptr_t)a->params, out, sizeof out);
+            return RM_NV_OK;
+        }
+    return RM_NV_ERR_INVALID_ARGUMENT;
+}
+
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
 {
     if (!client_ok_locked(a->h_client, f))
@@ -706,6 +768,10 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
         return ctl_set_timeslice_locked(o, a);
     if (a->cmd == 0x2080110Bu)
         return ctl_disable_channels_locked(f, o, a);
+    if (a->cmd == RM_CTRL_NV0000_GPU_GET_PROBED_IDS && a->h_object == a->h_client)
+        return ctl_probed_ids_locked(a);
+    if (a->cmd == RM_CTRL_NV0000_GPU_GET_ID_INFO_V2 && a->h_object == a->h_client)
+        return ctl_id_info_locked(a);
     if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO_V2) {
         if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
             return RM_NV_ERR_INVALID_PARAM_STRUCT;

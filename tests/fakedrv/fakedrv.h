@@ -33,9 +33,17 @@
  * (+0x88) = GPPut (+0x8C). A disabled channel fetches nothing: work queued while
  * paused stays pending, as on the H200.
  *
- * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1) and
- * FAKEDRV_FB_MIB (device memory per GPU, default 16384); FAKEDRV_ALLOC_DELAY_MS
- * keeps each device-memory RM_ALLOC that long in the driver (no lock held).
+ * GPU identity: NV0000 GET_PROBED_IDS lists the GPUs' gpuIds (GPU p, in PCI order,
+ * is bus p + 1: gpuId (p + 1) << 8; listed last first) and GET_ID_INFO_V2 answers a
+ * gpuId's device instance: p, or the p-th entry of FAKEDRV_INSTANCES ("1,0": as a
+ * driver without persistence mode that initialised the second GPU first). The
+ * device instance is what NV0080_ALLOC_PARAMETERS.deviceId names and what the
+ * fake's per-GPU memory is kept by.
+ *
+ * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1),
+ * FAKEDRV_FB_MIB (device memory per GPU, default 16384) and FAKEDRV_INSTANCES;
+ * FAKEDRV_ALLOC_DELAY_MS keeps each device-memory RM_ALLOC that long in the
+ * driver (no lock held).
  *
  * Thread rules: every function is thread-safe (one internal mutex, taken around
  * fork by atfork handlers so a child never inherits it locked, never held
