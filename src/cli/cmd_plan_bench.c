@@ -165,6 +165,10 @@ static int bench_group(const char *dir, const char *group, double limit, int no_
     int n = scandir(dir, &list, bench_is_yaml, alphasort), rc = 0;
     if (n < 0)
         return -errno;
+    if (n == 0) { /* not a group of cases (data/planner/profiles holds tables) */
+        free(list);
+        return 0;
+    }
     memset(&sum, 0, sizeof(sum));
     printf("== %s: per-profile throughput model '%s' (data/planner/README.md), interference %s\n",
            group, strchr(group, '-') ? strchr(group, '-') + 1 : group,
@@ -200,6 +204,12 @@ static int bench_cases(const char *root, double limit, int no_exact, int interfe
     printf("GPUs used per algorithm: whole(in slices); '?' = exact not proven within the limit.\n"
            "Reductions are Kairos's, in whole GPUs per case; gap = Kairos - exact optimum.\n\n");
     bench_print_header();
+    if (n == 0) { /* DIR is one group: its case files directly */
+        free(groups);
+        const char *base = strrchr(root, '/');
+        return bench_group(root, base && base[1] ? base + 1 : root, limit, no_exact,
+                           interference) ? 1 : 0;
+    }
     for (int i = 0; i < n; i++) {
         int len = snprintf(dir, sizeof(dir), "%s/%s", root, groups[i]->d_name);
         if (!rc && len < (int)sizeof(dir) && bench_group(dir, groups[i]->d_name, limit, no_exact,
