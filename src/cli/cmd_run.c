@@ -37,7 +37,7 @@
 #include "cli/run_user.h"
 #include "cli/shim_path.h"
 #include "core/units.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 
 struct run_opts {
     const char *tenant;

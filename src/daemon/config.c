@@ -13,7 +13,7 @@
 
 #include "daemon/ledger.h"
 #include "daemon/members_config.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 #include "daemon/yaml_doc.h"
 
 static const char *kind_name(const yaml_node_t *n)

@@ -82,6 +82,8 @@ static void write_stderr(enum log_level level, const char *line)
 }
 
 static void log_vwrite(enum log_level level, const struct log_fields *fields, const char *fmt,
+                       va_list ap) __attribute__((format(printf, 3, 0)));
+static void log_vwrite(enum log_level level, const struct log_fields *fields, const char *fmt,
                        va_list ap)
 {
     char line[1024];

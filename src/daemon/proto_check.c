@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "daemon/ledger.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "kairos messages are little-endian structs; this host is not little-endian"

@@ -35,11 +35,6 @@
 #define DEBT_GAIN 0.5
 #define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
 
-const char *sched_prio_name(enum sched_prio p)
-{
-    return p == SCHED_PRIO_LATENCY ? "latency" : p == SCHED_PRIO_BATCH ? "batch" : "normal";
-}
-
 const char *sched_mode_name(enum sched_mode m)
 {
     return m == SCHED_MODE_WINDOWS ? "windows" : m == SCHED_MODE_TIMESLICES ? "timeslices" : "auto";

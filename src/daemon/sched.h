@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/policy.h"
+
 #define SCHED_MAX_TENANTS 64
 #define SCHED_PERIOD_US 100000u  /* one feedback period = one window period */
 #define SCHED_TS_UNIT_US 1000u   /* timeslice of the smallest weight */
@@ -19,8 +21,6 @@
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
-
-enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
 
 /* How shares are enforced when tenants compete:
  *   AUTO        timeslices; strict windows when a tenant that waited stays below
@@ -33,14 +33,6 @@ enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
  *               others' windows with its long timeslice. Without runnable time
  *               (NVML) "active" is "has a live process". */
 enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
-
-/* share: guaranteed fraction when others compete (0 = best effort);
- * limit: a cap held even on an idle GPU (0 = none). Both in [0, 1]. */
-struct sched_policy {
-    double share;
-    double limit;
-    enum sched_prio prio;
-};
 
 /* What the backend saw of one tenant (all its processes) in the last period.
  * runnable_us: time it had work queued (ran or waited); the simulator knows it,
@@ -119,6 +111,5 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
 /* Decides again from the last measurements (after sched_tenant_set or
  * sched_tenant_remove, so that a newcomer gets a policy at once). */
 void sched_plan(struct sched_gpu *g);
-const char *sched_prio_name(enum sched_prio p);
 
 #endif /* KAIROS_DAEMON_SCHED_H */

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/policy.h"
+#include "core/policy.h"
 
 #define STATE_VERSION 1
 

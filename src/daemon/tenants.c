@@ -11,7 +11,7 @@
 
 #include "core/units.h"
 #include "daemon/log.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 #include "daemon/state.h"
 
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 #include "daemon/sched.h"
 #include "daemon/time_stats.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "daemon/ledger.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 #include "daemon/proto_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

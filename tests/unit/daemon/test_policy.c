@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/policy.h"
+#include "core/policy.h"
 
 static char why[512];
 

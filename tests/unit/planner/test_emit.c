@@ -13,7 +13,7 @@
 #include <yaml.h>
 
 #include "daemon/config.h"
-#include "daemon/policy.h"
+#include "core/policy.h"
 #include "kairos/plan.h"
 
 static char *emit_text(int (*fn)(const struct plan_input *, const struct plan *, int, void *),

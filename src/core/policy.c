@@ -1,6 +1,6 @@
 /* policy.c - the one set of checks for compute policies, whatever their source
  * (configuration, TENANT_SET, state file); see policy.h. */
-#include "daemon/policy.h"
+#include "core/policy.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -52,6 +52,11 @@ int policy_parse_limit(const char *text, double *limit, char *why, size_t why_le
         return refuse(why, why_len, "a limit of 0%% would never let the tenant run (write "
                                     "none for no limit)");
     return 0;
+}
+
+const char *sched_prio_name(enum sched_prio p)
+{
+    return p == SCHED_PRIO_LATENCY ? "latency" : p == SCHED_PRIO_BATCH ? "batch" : "normal";
 }
 
 int policy_parse_priority(const char *text, enum sched_prio *prio, char *why, size_t why_len)

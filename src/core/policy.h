@@ -1,21 +1,33 @@
-/* policy.h - compute policies (share, limit, priority; docs/scheduler.md) as kairosd
- * accepts them from its three sources: the configuration (config.c), an
- * administrator's TENANT_SET (proto_check.c, tenants.c) and the state file
- * (state.c). One set of checks for all three, so that a policy refused in one is
- * refused in the others with the same words: the text operators write, the range
+/* policy.h - compute policies (share, limit, priority; docs/scheduler.md): the type
+ * and its checks, in the core because kairosd and the CLI both need them (kairos run
+ * --share/--limit/--priority refuses what kairosd would refuse, without linking
+ * daemon code). kairosd takes policies from three sources: the configuration
+ * (config.c), an administrator's TENANT_SET (proto_check.c, tenants.c) and the state
+ * file (state.c). One set of checks for all of them, so that a policy refused in one
+ * is refused in the others with the same words: the text operators write, the range
  * and consistency of a policy, its parts-per-million form on the wire, and the rule
  * that the shares of one GPU's tenants add up to at most 100 %.
  *
  * Pure: no I/O, no globals. Thread rules: no shared state.
  */
-#ifndef KAIROS_DAEMON_POLICY_H
-#define KAIROS_DAEMON_POLICY_H
+#ifndef KAIROS_CORE_POLICY_H
+#define KAIROS_CORE_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/sched.h"
+/* A tenant's priority on a GPU (docs/scheduler.md). */
+enum sched_prio { SCHED_PRIO_NORMAL = 0, SCHED_PRIO_LATENCY, SCHED_PRIO_BATCH };
+
+/* share: guaranteed fraction when others compete (0 = best effort);
+ * limit: a cap held even on an idle GPU (0 = none). Both in [0, 1]. */
+struct sched_policy {
+    double share;
+    double limit;
+    enum sched_prio prio;
+};
+
 #include "kairos/proto.h"
 
 /* Text as operators write it (kairosd.yaml, kairos run). what names the value in
@@ -25,6 +37,7 @@ int policy_parse_percent(const char *what, const char *text, double *out, char *
 /* A percentage above 0, or "none" (0: no limit). */
 int policy_parse_limit(const char *text, double *limit, char *why, size_t why_len);
 /* latency, normal or batch. */
+const char *sched_prio_name(enum sched_prio p);
 int policy_parse_priority(const char *text, enum sched_prio *prio, char *why, size_t why_len);
 
 /* A whole policy: share and limit within 0-100 %, a known priority, a share not above
@@ -63,4 +76,4 @@ int policy_shares_add(struct policy_shares *s, const char *tenant, unsigned gpu,
 int policy_shares_check(const struct policy_shares *s, char *why, size_t why_len);
 void policy_shares_free(struct policy_shares *s);
 
-#endif /* KAIROS_DAEMON_POLICY_H */
+#endif /* KAIROS_CORE_POLICY_H */
