@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/metrics_addr.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -60,12 +61,14 @@ struct config {
     unsigned gpus;               /* used only without a GPU backend */
     unsigned max_connections;
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
+    struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct config_tenant *tenants;
     size_t n_tenants;
 };
 
 /* Defaults: the default socket and state paths, audit every 1000 ms without kill,
- * 0 GPUs, 1024 connections, time_mode windows, no admins but root, no tenants. */
+ * 0 GPUs, 1024 connections, time_mode windows, no metrics endpoint, no admins but
+ * root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

@@ -753,3 +753,8 @@ void server_fini(struct server *s)
     unlink(s->path);
     free(s);
 }
+
+unsigned server_connections(const struct server *s)
+{
+    return s ? s->n_conns : 0;
+}

@@ -26,6 +26,9 @@ void server_fini(struct server *s);
 /* Watches the owners of ephemeral tenants loaded from the state file. */
 void server_watch_owners(struct server *s);
 
+/* Connections open now (shims, kairos commands), for the metrics. */
+unsigned server_connections(const struct server *s);
+
 struct timeshare;
 struct kairos_time_policy;
 /* New members get the time policies in force right after WELCOME. */
