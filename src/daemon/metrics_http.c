@@ -49,6 +49,7 @@ static uint64_t now_ms(void)
 }
 
 /* libmicrohttpd's own messages (refused connections at the limits, errors). */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct metrics_http *m = cls;
