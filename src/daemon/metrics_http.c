@@ -12,7 +12,11 @@
  * So libmicrohttpd runs in its "external select" mode with epoll: no threads, its
  * epoll descriptor watched by the loop, MHD_run when it is readable, and a timerfd
  * armed with MHD_get_timeout after every run (for its connection timeouts and for
- * work it has pending without a readable descriptor). */
+ * work it has pending without a readable descriptor).
+ *
+ * libmicrohttpd's timeout counts idle time only; the lifetime bound is ours: each
+ * connection's socket and start are noted when it starts, and one past its lifetime
+ * is shut down (shutdown(2), so libmicrohttpd sees the end and closes it itself). */
 #include "daemon/metrics_http.h"
 
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +36,13 @@
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+/* A connection libmicrohttpd serves now: its socket, and when it started. */
+struct http_conn {
+    int fd;              /* -1: a free slot */
+    uint64_t started_ms;
+    bool shut;           /* past its lifetime, shut down */
+};
+
 struct metrics_http {
     struct loop *loop;
     struct metrics_sources src;
@@ -39,6 +51,7 @@ struct metrics_http {
     struct loop_watch *ew, *tw;
     unsigned port;
     struct ratelog log_limit; /* libmicrohttpd's messages: a flood logs one line per 10 s */
+    struct http_conn conns[METRICS_HTTP_MAX_CONNECTIONS];
 };
 
 static uint64_t now_ms(void)
@@ -112,14 +125,62 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return reply(c, MHD_HTTP_OK, text, len, MHD_RESPMEM_MUST_FREE, NULL);
 }
 
+/* Notes each connection's socket and start, and forgets it when it closes. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct metrics_http *m = cls;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info)
+        return;
+    int fd = info->connect_fd;
+    for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++) {
+        struct http_conn *h = &m->conns[i];
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED && h->fd < 0) {
+            *h = (struct http_conn){.fd = fd, .started_ms = now_ms()};
+            return;
+        }
+        if (toe == MHD_CONNECTION_NOTIFY_CLOSED && h->fd == fd) {
+            h->fd = -1;
+            return;
+        }
+    }
+}
+
+/* Shuts down the connections past their lifetime; returns the ms until the next
+ * one's, or UINT64_MAX when none is open. */
+static uint64_t end_old_connections(struct metrics_http *m)
+{
+    uint64_t now = now_ms(), next = UINT64_MAX;
+    const uint64_t life = METRICS_HTTP_LIFETIME_S * 1000u;
+    for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++) {
+        struct http_conn *h = &m->conns[i];
+        if (h->fd < 0 || h->shut)
+            continue;
+        if (now - h->started_ms >= life) {
+            shutdown(h->fd, SHUT_RDWR);
+            h->shut = true;
+            log_debug("metrics endpoint: a connection open for %d s was closed",
+                      METRICS_HTTP_LIFETIME_S);
+        } else if (h->started_ms + life - now < next) {
+            next = h->started_ms + life - now;
+        }
+    }
+    return next;
+}
+
 /* After every MHD_run: wake the loop again when libmicrohttpd wants it (a
  * connection's timeout, or work pending now: then at once, after the loop's other
- * events), never otherwise. */
+ * events) or when a connection reaches its lifetime, never otherwise. */
 static void rearm(struct metrics_http *m)
 {
     MHD_UNSIGNED_LONG_LONG ms;
     struct itimerspec its = {{0, 0}, {0, 0}};
-    if (MHD_get_timeout(m->mhd, &ms) == MHD_YES) {
+    uint64_t old = end_old_connections(m);
+    if (MHD_get_timeout(m->mhd, &ms) != MHD_YES || ms > old)
+        ms = old;
+    if (ms != UINT64_MAX) {
         if (ms == 0)
             its.it_value.tv_nsec = 1;
         else {
@@ -133,6 +194,7 @@ static void rearm(struct metrics_http *m)
 
 static void run(struct metrics_http *m)
 {
+    end_old_connections(m);
     if (MHD_run(m->mhd) != MHD_YES)
         log_debug("metrics endpoint: MHD_run reported an error");
     rearm(m);
@@ -159,6 +221,7 @@ static struct MHD_Daemon *start_mhd(struct metrics_http *m, const struct metrics
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, m,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, m,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr->ss,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_HTTP_MAX_CONNECTIONS,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)METRICS_HTTP_MAX_PER_IP,
@@ -177,6 +240,8 @@ int metrics_http_start(struct metrics_http **out, struct loop *loop, const struc
     m->loop = loop;
     m->src = *src;
     m->tfd = -1;
+    for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++)
+        m->conns[i].fd = -1;
     errno = 0;
     m->mhd = start_mhd(m, addr);
     if (!m->mhd) {

@@ -5,7 +5,8 @@
  * its epoll descriptor and a timer watched by the loop (metrics_http.c says why).
  * The endpoint is open to whoever reaches the address (any local user at
  * 127.0.0.1), so connections, connections per client address, the time a
- * connection may stay idle and the memory of each are bounded; a flood of
+ * connection may stay idle, the time it may last at all (a client dripping a
+ * byte at a time is never idle) and the memory of each are bounded; a flood of
  * connections costs metrics, never the tenants' service.
  *
  * Thread rules: the loop thread only.
@@ -20,6 +21,7 @@
 #define METRICS_HTTP_MAX_CONNECTIONS 32 /* at once, all clients */
 #define METRICS_HTTP_MAX_PER_IP 8       /* at once, from one client address */
 #define METRICS_HTTP_TIMEOUT_S 5        /* a connection idle this long is closed */
+#define METRICS_HTTP_LIFETIME_S 10      /* and any connection this old, busy or not */
 #define METRICS_HTTP_MEMORY (16 * 1024) /* per connection: request line and headers */
 
 struct metrics_http;

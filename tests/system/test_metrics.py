@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import urllib.error
@@ -30,6 +31,7 @@ MiB = 1 << 20
 PAGE = 2 * MiB
 TIMEOUT_S = 5  # METRICS_HTTP_TIMEOUT_S
 MAX_PER_IP = 8  # METRICS_HTTP_MAX_PER_IP
+LIFETIME_S = 10  # METRICS_HTTP_LIFETIME_S
 UUID = 'GPU-"odd\\uuid{}'  # a label value that must be escaped
 FAKE_GPU = (f"gpu 0 {UUID} 1073741824\n"
             "status 0 123456789 37 12 55 123456\n")
@@ -302,7 +304,30 @@ class Endpoint(unittest.TestCase):
                 return socks
             time.sleep(0.05)
 
+    def drip(self, result):
+        """A client that sends a request one header line every 0.4 s, never idle long
+        enough for the idle timeout; result gets how long kairosd let it last."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=0.4,
+                                     source_address=("127.0.0.3", 0))
+        t0 = time.monotonic()
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\n")
+            while time.monotonic() - t0 < LIFETIME_S + 10:
+                s.sendall(b"X: y\r\n")
+                try:
+                    if s.recv(4096) == b"":
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            pass
+        result.append(time.monotonic() - t0)
+        s.close()
+
     def test_a_flood_of_http_connections_does_not_stop_the_tenants(self):
+        dripped = []
+        dripper = threading.Thread(target=self.drip, args=(dripped,))
+        dripper.start()
         socks = self.flood_sockets(200)
         try:
             # beyond the limit per client address, closed at once
@@ -325,6 +350,9 @@ class Endpoint(unittest.TestCase):
             # the rest, idle or half-sent, are closed within the idle timeout
             left = self.open_ones(socks, 0, TIMEOUT_S + 3)
             self.assertEqual(len(left), 0, f"{len(left)} connection(s) still open")
+            # the one never idle, at its lifetime
+            dripper.join(LIFETIME_S + 12)
+            self.assertTrue(dripped and LIFETIME_S - 0.5 < dripped[0] < LIFETIME_S + 3, dripped)
         finally:
             for s in socks:
                 s.close()
