@@ -394,26 +394,41 @@ class Addresses(unittest.TestCase):
         self.assertIn(f"cannot serve metrics on 127.0.0.1:{port}", r.stderr)
         self.assertIn("choose another address", r.stderr)
 
-    def test_the_option_overrides_the_configuration(self):
-        port = free_port()
+    def serve(self, address, url):
+        """kairosd with --metrics address over a configuration with metrics off; the
+        families scraped from url."""
         d = Daemon(KAIROSD, gpus=1, extra="metrics: off\n")
-        proc = subprocess.Popen([KAIROSD, "-c", d.config, "--metrics", f"127.0.0.1:{port}"],
+        proc = subprocess.Popen([KAIROSD, "-c", d.config, "--metrics", address],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 10
             while True:
                 try:
-                    fams, _ = scrape(port)
-                    break
+                    with urllib.request.urlopen(url, timeout=5) as r:
+                        return {f.name: f for f in text_string_to_metric_families(r.read().decode())}
                 except OSError:
                     self.assertLess(time.monotonic(), deadline)
                     self.assertIsNone(proc.poll())
                     time.sleep(0.05)
-            self.assertEqual(value(fams, "kairos_tenants"), 0)
         finally:
             proc.terminate()
             proc.communicate(timeout=10)
-        self.assertEqual(proc.returncode, 0)
+            self.assertEqual(proc.returncode, 0)
+
+    def test_the_option_overrides_the_configuration(self):
+        port = free_port()
+        fams = self.serve(f"127.0.0.1:{port}", f"http://127.0.0.1:{port}/metrics")
+        self.assertEqual(value(fams, "kairos_tenants"), 0)
+
+    def test_an_ipv6_address(self):
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+                port = s.getsockname()[1]
+        except OSError:
+            self.skipTest("no IPv6 loopback on this machine")
+        fams = self.serve(f"[::1]:{port}", f"http://[::1]:{port}/metrics")
+        self.assertEqual(value(fams, "kairos_up"), 1)
 
 
 if __name__ == "__main__":
