@@ -123,6 +123,16 @@ static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode
                            "timeslices (hardware timeslices only) or auto");
 }
 
+static int parse_metrics(struct ydoc *p, const yaml_node_t *n, struct metrics_addr *out)
+{
+    char why[256];
+    if (want(p, n, YAML_SCALAR_NODE, "metrics as an address such as 127.0.0.1:9494, or off"))
+        return -EINVAL;
+    if (metrics_addr_parse(scalar(n), out, why, sizeof why))
+        return ydoc_fail(p, n, "%s", why);
+    return 0;
+}
+
 static int parse_audit(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, kill: BOOL }"))
@@ -381,6 +391,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         else if (!strcmp(key, "gpus")) {
             rc = parse_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
             c->gpus = (unsigned)ul;
+        } else if (!strcmp(key, "metrics")) {
+            rc = parse_metrics(p, v, &c->metrics);
         } else if (!strcmp(key, "time_mode")) {
             rc = parse_time_mode(p, v, &c->time_mode);
         } else if (!strcmp(key, "max_connections")) {
@@ -406,7 +418,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
-                      "register_timeout_ms, time_mode or tenants)", key);
+                      "register_timeout_ms, metrics, time_mode or tenants)", key);
         if (rc)
             return rc;
     }

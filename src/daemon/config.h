@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "daemon/members.h"
+#include "daemon/metrics_addr.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -66,13 +67,14 @@ struct config {
                                   * default is cut to max_connections - 1 when above) */
     unsigned register_timeout_ms; /* idle connections that did not register are closed */
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
+    struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct config_tenant *tenants;
     size_t n_tenants;
 };
 
 /* Defaults: the default socket and state paths, audit every 1000 ms without kill,
  * 0 GPUs, 1024 connections of which 16 for administrators and 128 per user, 5000 ms
- * to register, time_mode windows, no admins but root, no tenants. */
+ * to register, time_mode windows, no metrics endpoint, no admins but root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

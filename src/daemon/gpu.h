@@ -28,6 +28,20 @@ struct gpu_util {
     unsigned sm_percent;
 };
 
+/* What a GPU reports of itself (for the metrics endpoint); each value with its
+ * valid bit. Utilization: percent of the last sample period (NVML's). */
+struct gpu_status {
+    bool memory_valid;
+    uint64_t memory_used, memory_total; /* bytes */
+    bool util_valid;
+    unsigned util_percent;             /* time a kernel ran */
+    unsigned memory_util_percent;      /* time device memory was read or written */
+    bool temperature_valid;
+    unsigned temperature_c;
+    bool power_valid;
+    unsigned power_mw;
+};
+
 struct gpu_backend;
 
 struct gpu_ops {
@@ -48,6 +62,9 @@ struct gpu_ops {
     /* Whether GPU index is kept initialised (persistence mode); -ENOTSUP when the
      * backend cannot tell. May be NULL. gpu_numbering.c says why it matters. */
     int (*persistence)(struct gpu_backend *b, unsigned index, bool *on);
+    /* The GPU's own figures; what the backend cannot tell stays invalid. 0 or
+     * -errno (-ENODEV: no such GPU). */
+    int (*status)(struct gpu_backend *b, unsigned index, struct gpu_status *out);
 };
 
 struct gpu_backend {

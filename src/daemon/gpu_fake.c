@@ -6,6 +6,8 @@
  *   proc INDEX PID USED_BYTES      (USED_BYTES "-" when unknown)
  *   util INDEX PID SM_PERCENT      (per-process utilization)
  *   persistence INDEX 0|1          (persistence mode; unknown without such a line)
+ *   status INDEX USED_BYTES GPU_PERCENT MEM_PERCENT TEMP_C POWER_MW
+ *                                  (the GPU's own figures; "-" for unknown)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  */
@@ -145,6 +147,51 @@ static int fake_persistence(struct gpu_backend *b, unsigned index, bool *on)
     return rc;
 }
 
+/* "-" or a number into *v; *valid says which. */
+static void fake_field(const char *text, unsigned long long *v, bool *valid)
+{
+    *valid = sscanf(text, "%llu", v) == 1;
+    if (!*valid)
+        *v = 0;
+}
+
+static int fake_status(struct gpu_backend *b, unsigned index, struct gpu_status *out)
+{
+    const struct fake_gpu *gpus = b->priv;
+    memset(out, 0, sizeof *out);
+    if (index >= KAIROS_MAX_GPUS || !gpus[index].present)
+        return -ENODEV;
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f)
+        return -errno;
+    char line[512], used[32], util[32], mutil[32], temp[32], power[32];
+    unsigned idx;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "status %u %31s %31s %31s %31s %31s", &idx, used, util, mutil, temp,
+                   power) != 6 || idx != index)
+            continue;
+        unsigned long long v[5];
+        bool ok[5];
+        fake_field(used, &v[0], &ok[0]);
+        fake_field(util, &v[1], &ok[1]);
+        fake_field(mutil, &v[2], &ok[2]);
+        fake_field(temp, &v[3], &ok[3]);
+        fake_field(power, &v[4], &ok[4]);
+        out->memory_valid = ok[0];
+        out->memory_used = v[0];
+        out->memory_total = gpus[index].total;
+        out->util_valid = ok[1] && ok[2] && v[1] <= 100 && v[2] <= 100;
+        out->util_percent = out->util_valid ? (unsigned)v[1] : 0;
+        out->memory_util_percent = out->util_valid ? (unsigned)v[2] : 0;
+        out->temperature_valid = ok[3] && v[3] < 1000;
+        out->temperature_c = out->temperature_valid ? (unsigned)v[3] : 0;
+        out->power_valid = ok[4] && v[4] <= UINT32_MAX;
+        out->power_mw = out->power_valid ? (unsigned)v[4] : 0;
+    }
+    fclose(f);
+    return 0;
+}
+
 const struct gpu_ops gpu_fake_ops = {
     .name = "fake",
     .init = fake_init,
@@ -155,6 +202,7 @@ const struct gpu_ops gpu_fake_ops = {
     .processes = fake_processes,
     .utilization = fake_utilization,
     .persistence = fake_persistence,
+    .status = fake_status,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

@@ -21,6 +21,12 @@ struct nvml_memory {                     /* nvmlMemory_t */
     unsigned long long total, free, used;
 };
 
+struct nvml_utilization {               /* nvmlUtilization_t */
+    unsigned gpu, memory;
+};
+
+#define NVML_TEMPERATURE_GPU 0
+
 struct nvml_process_info {               /* nvmlProcessInfo_t (v2 and v3) */
     unsigned pid;
     unsigned long long usedGpuMemory;
@@ -45,6 +51,10 @@ struct nvml {
     nvml_return_t (*util)(nvml_device_t, struct nvml_util_sample *, unsigned *,
                           unsigned long long); /* optional */
     nvml_return_t (*persistence)(nvml_device_t, int *); /* nvmlEnableState_t; optional */
+    /* optional, for the metrics endpoint */
+    nvml_return_t (*rates)(nvml_device_t, struct nvml_utilization *);
+    nvml_return_t (*temperature)(nvml_device_t, int, unsigned *);
+    nvml_return_t (*power)(nvml_device_t, unsigned *);
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -90,6 +100,12 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->util = sym(n->lib, s_util);
     static const char *const s_persistence[] = {"nvmlDeviceGetPersistenceMode", NULL};
     *(void **)&n->persistence = sym(n->lib, s_persistence);
+    static const char *const s_rates[] = {"nvmlDeviceGetUtilizationRates", NULL};
+    static const char *const s_temp[] = {"nvmlDeviceGetTemperature", NULL};
+    static const char *const s_power[] = {"nvmlDeviceGetPowerUsage", NULL};
+    *(void **)&n->rates = sym(n->lib, s_rates);
+    *(void **)&n->temperature = sym(n->lib, s_temp);
+    *(void **)&n->power = sym(n->lib, s_power);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -250,6 +266,33 @@ static int nvml_persistence(struct gpu_backend *b, unsigned index, bool *on)
     return 0;
 }
 
+/* Memory, utilization rates, temperature and power; each query that fails (not
+ * supported on this GPU, a MIG instance...) leaves its value invalid. */
+static int nvml_status(struct gpu_backend *b, unsigned index, struct gpu_status *out)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    memset(out, 0, sizeof *out);
+    if (nvml_device(b, index, &d))
+        return -ENODEV;
+    struct nvml_memory m;
+    if (!n->memory(d, &m)) {
+        out->memory_valid = true;
+        out->memory_used = m.used;
+        out->memory_total = m.total;
+    }
+    struct nvml_utilization u;
+    if (n->rates && !n->rates(d, &u) && u.gpu <= 100 && u.memory <= 100) {
+        out->util_valid = true;
+        out->util_percent = u.gpu;
+        out->memory_util_percent = u.memory;
+    }
+    out->temperature_valid = n->temperature &&
+                             !n->temperature(d, NVML_TEMPERATURE_GPU, &out->temperature_c);
+    out->power_valid = n->power && !n->power(d, &out->power_mw);
+    return 0;
+}
+
 const struct gpu_ops gpu_nvml_ops = {
     .name = "nvml",
     .init = nvml_init,
@@ -260,4 +303,5 @@ const struct gpu_ops gpu_nvml_ops = {
     .processes = nvml_processes,
     .utilization = nvml_utilization,
     .persistence = nvml_persistence,
+    .status = nvml_status,
 };

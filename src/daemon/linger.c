@@ -15,7 +15,7 @@ struct lingering {
     uint32_t pid;
 };
 
-struct linger {
+struct linger_set {
     struct loop *loop;
     struct gpu_backend *gpu;
     struct tenants *ts;
@@ -29,7 +29,7 @@ struct linger {
 };
 
 /* Whether some GPU lists pid (with memory in use, or memory unknown). */
-static bool gpu_holds(struct linger *lg, uint32_t pid)
+static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 {
     for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
         size_t n = 0;
@@ -42,7 +42,7 @@ static bool gpu_holds(struct linger *lg, uint32_t pid)
     return false;
 }
 
-static void arm(struct linger *lg, bool on)
+static void arm(struct linger_set *lg, bool on)
 {
     struct itimerspec its = {0};
     if (on) {
@@ -52,7 +52,7 @@ static void arm(struct linger *lg, bool on)
     timerfd_settime(lg->tfd, 0, &its, NULL);
 }
 
-static void release(struct linger *lg, size_t i)
+static void release(struct linger_set *lg, size_t i)
 {
     struct lingering it = lg->items[i];
     lg->items[i] = lg->items[--lg->n];
@@ -71,7 +71,7 @@ static void release(struct linger *lg, size_t i)
 static void on_timer(void *ctx, int fd, uint32_t events)
 {
     (void)events;
-    struct linger *lg = ctx;
+    struct linger_set *lg = ctx;
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
     for (size_t i = 0; i < lg->n;) {
@@ -84,10 +84,10 @@ static void on_timer(void *ctx, int fd, uint32_t events)
         arm(lg, false);
 }
 
-int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
+int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
                 struct tenants *ts)
 {
-    struct linger *lg = calloc(1, sizeof *lg);
+    struct linger_set *lg = calloc(1, sizeof *lg);
     if (!lg)
         return -ENOMEM;
     lg->loop = loop;
@@ -108,7 +108,7 @@ int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
     return 0;
 }
 
-void linger_fini(struct linger *lg)
+void linger_fini(struct linger_set *lg)
 {
     if (!lg)
         return;
@@ -120,7 +120,7 @@ void linger_fini(struct linger *lg)
     free(lg);
 }
 
-bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid)
+bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
         return false;
@@ -141,7 +141,7 @@ bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid)
     return true;
 }
 
-void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx)
+void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)
 {
     if (!lg)
         return;
@@ -149,7 +149,7 @@ void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx
     lg->removed_ctx = ctx;
 }
 
-unsigned linger_count(const struct linger *lg)
+unsigned linger_count(const struct linger_set *lg)
 {
     return lg ? (unsigned)lg->n : 0;
 }
