@@ -1,7 +1,9 @@
-/* audit.h - the NVML audit: every interval, the processes on each GPU are compared
- * with the ledger. A process using a GPU without being a registered tenant member,
- * or whose memory exceeds its tenant's quota there, is reported once (while it
- * stays) and killed when the configuration says audit: { kill: true }.
+/* audit.h - the audit: every interval, the processes the GPU backend lists on each
+ * GPU (however many) are compared with the ledger. A process using a GPU without
+ * being a registered tenant member is reported; a tenant whose member processes
+ * together use more than its quota there is reported with its processes, and the
+ * largest are named until the rest fit. Each finding is reported once while it
+ * stays; the processes named are killed when the configuration says so.
  * Never kills kairosd itself or pid 1.
  *
  * Thread rules: the loop thread only.

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The utilization samples timeshare.c asks for at once (processes() has no limit). */
 #define GPU_MAX_PROCS 256
 
 struct gpu_proc {
@@ -37,7 +38,9 @@ struct gpu_ops {
     int (*count)(struct gpu_backend *b, unsigned *n);
     int (*uuid)(struct gpu_backend *b, unsigned index, char *out, size_t cap);
     int (*total_memory)(struct gpu_backend *b, unsigned index, uint64_t *bytes);
-    /* The compute processes on GPU index; *n set to how many were written. */
+    /* The compute processes on GPU index; *n set to how many were written. When the
+     * backend has more than cap: -E2BIG with *n set to how many it has (the caller
+     * grows its buffer and asks again); there is no fixed limit. */
     int (*processes)(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
                      size_t *n);
     /* Per-process SM utilization on GPU index since since_us (wall clock, us; 0: what

@@ -23,7 +23,8 @@ struct fake_gpu {
     uint64_t total;
 };
 
-/* Reads the file; calls back for every proc line of GPU want (or fills gpus). */
+/* Reads the file: fills gpus, or out with the proc lines of GPU want (-E2BIG and
+ * *n = how many there are when more than cap). */
 static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, struct gpu_proc *out,
                      size_t cap, size_t *n)
 {
@@ -33,6 +34,7 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
         return -errno;
     }
     char line[512];
+    bool more = false;
     if (n)
         *n = 0;
     while (fgets(line, sizeof line, f)) {
@@ -44,16 +46,20 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
             gpus[idx].present = true;
             snprintf(gpus[idx].uuid, sizeof gpus[idx].uuid, "%s", uuid);
             gpus[idx].total = total;
-        } else if (out && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
-                   (int)idx == want && *n < cap) {
-            struct gpu_proc *p = &out[(*n)++];
+        } else if (want >= 0 && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
+                   (int)idx == want) {
+            if ((*n)++ >= cap) {
+                more = true; /* counted, not written: the caller asks again */
+                continue;
+            }
+            struct gpu_proc *p = &out[*n - 1];
             p->pid = pid;
             p->used_valid = sscanf(used_text, "%llu", &used) == 1;
             p->used = p->used_valid ? used : 0;
         }
     }
     fclose(f);
-    return 0;
+    return more ? -E2BIG : 0;
 }
 
 static int fake_init(struct gpu_backend *b)

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,23 +159,29 @@ static int nvml_processes(struct gpu_backend *b, unsigned index, struct gpu_proc
 {
     struct nvml *n = b->priv;
     nvml_device_t d;
-    static struct nvml_process_info infos[GPU_MAX_PROCS];
-    unsigned got = GPU_MAX_PROCS;
     *count = 0;
     if (nvml_device(b, index, &d))
         return -ENODEV;
+    unsigned got = cap > UINT_MAX ? UINT_MAX : (unsigned)cap;
+    struct nvml_process_info *infos = calloc(got ? got : 1, sizeof *infos);
+    if (!infos)
+        return -ENOMEM;
+    int rc = 0;
     nvml_return_t r = n->procs(d, &got, infos);
-    if (r == NVML_ERROR_INSUFFICIENT_SIZE)
-        return -E2BIG; /* more than GPU_MAX_PROCS processes: nothing was filled */
-    if (r)
-        return -EIO;
-    for (unsigned i = 0; i < got && i < GPU_MAX_PROCS && *count < cap; i++) {
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+        *count = got > cap ? got : cap + 1; /* how many NVML has now: ask again */
+        rc = -E2BIG;
+    } else if (r) {
+        rc = -EIO;
+    }
+    for (unsigned i = 0; !rc && i < got && *count < cap; i++) {
         struct gpu_proc *p = &out[(*count)++];
         p->pid = infos[i].pid;
         p->used_valid = infos[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE;
         p->used = p->used_valid ? infos[i].usedGpuMemory : 0;
     }
-    return 0;
+    free(infos);
+    return rc;
 }
 
 /* nvmlDeviceGetProcessUtilization: a first call sizes the sample buffer (the H200
