@@ -1,5 +1,7 @@
 /* audit.c - compares what the GPUs hold with the ledger (see audit.h): the backend's
- * process lists summed per tenant, and what each finding leads to (report, kill). */
+ * process lists summed per tenant, the openers of the device nodes from /proc, the
+ * GPU's memory.used reconciled with both, and what each finding leads to (a report,
+ * a kill by policy with exemptions). */
 #include "daemon/audit.h"
 
 #include <errno.h>
@@ -9,18 +11,40 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/procscan.h"
 
-enum audit_kind { AUDIT_UNREGISTERED = 1, AUDIT_TENANT_OVER = 2 };
+#define AUDIT_PROC_ROOT "/proc"
+#define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
+#define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
 
-/* A finding already reported: (who, gpu, kind), who a pid or a tenant id. */
+enum audit_kind {
+    AUDIT_UNREGISTERED = 1, /* listed by the backend, not a member */
+    AUDIT_TENANT_OVER,      /* a tenant's processes above its quota (who: tenant id) */
+    AUDIT_OPENER,           /* a device node open, not a member, not listed */
+    AUDIT_UNEXPLAINED,      /* memory.used above what is known (who: 0) */
+};
+
+/* A finding: (who, gpu, kind), who a pid or a tenant id; reported once it has lasted
+ * long enough, then not again while it stays. */
 struct audit_seen {
     uint32_t who;
     unsigned gpu;
     enum audit_kind kind;
+    uint64_t since_ms;
+    bool reported;
     bool still; /* seen in this pass */
+};
+
+/* A process the ledger knows: a member now (left_ms 0), or one that left within the
+ * grace period (the driver may still hold its memory for a few hundred ms). */
+struct audit_known {
+    uint32_t pid;
+    uint64_t left_ms;
+    char tenant[KAIROS_NAME_MAX];
 };
 
 /* One tenant's processes on the GPU being audited. */
@@ -32,73 +56,191 @@ struct audit_sum {
 
 struct audit {
     struct loop *loop;
-    struct gpu_backend *gpu;
+    struct gpu_backend *gpu; /* NULL: the /proc scan only */
     struct tenants *ts;
     const struct config *cfg;
     int tfd;
     struct loop_watch *w;
+    uint64_t now_ms;
     struct audit_seen *seen;
     size_t n_seen, cap_seen;
+    struct audit_known *known;
+    size_t n_known, cap_known;
     struct gpu_proc *procs; /* the backend's list for one GPU, grown to what it reports */
     size_t cap_procs;
+    uint32_t *listed;       /* its pids, sorted */
     const struct gpu_proc **mine; /* members' processes, grouped by tenant */
     struct audit_sum *sums;
     size_t cap_sums;
+    struct procscan_nodes nodes;
+    struct procscan scan;
+    uint32_t *listed_on;    /* per opener of a->scan: bit g when the backend lists it on g */
+    bool scan_ok;
 };
 
-static void comm_of(uint32_t pid, char *out, size_t cap)
+/* Root's monitoring tools, exempt from kills when audit: { exempt } is not given. */
+static const struct config_exempt builtin_exempt[] = {
+    {"nvidia-smi", false, 0},    {"nvidia-persiste", false, 0}, {"nv-hostengine", false, 0},
+    {"dcgm-exporter", false, 0}, {"dcgmi", false, 0},           {"nvtop", false, 0},
+};
+
+static uint64_t monotonic_ms(void)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%u/comm", pid);
-    FILE *f = fopen(path, "re");
-    out[0] = 0;
-    if (f) {
-        if (fgets(out, (int)cap, f))
-            out[strcspn(out, "\n")] = 0;
-        fclose(f);
-    }
-    if (!out[0])
-        snprintf(out, cap, "?");
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* true when this finding is new in this pass and must be reported */
-static bool first_sight(struct audit *a, uint32_t who, unsigned gpu, enum audit_kind kind)
+/* --- findings --- */
+
+/* true once, when the finding has lasted delay_ms (0: at first sight) */
+static bool due(struct audit *a, uint32_t who, unsigned gpu, enum audit_kind kind,
+                uint64_t delay_ms)
 {
-    for (size_t i = 0; i < a->n_seen; i++)
-        if (a->seen[i].who == who && a->seen[i].gpu == gpu && a->seen[i].kind == kind) {
-            a->seen[i].still = true;
-            return false;
+    struct audit_seen *s = NULL;
+    for (size_t i = 0; i < a->n_seen && !s; i++)
+        if (a->seen[i].who == who && a->seen[i].gpu == gpu && a->seen[i].kind == kind)
+            s = &a->seen[i];
+    if (!s) {
+        if (a->n_seen == a->cap_seen) {
+            size_t cap = a->cap_seen ? 2 * a->cap_seen : 64;
+            struct audit_seen *v = realloc(a->seen, cap * sizeof *v);
+            if (!v)
+                return delay_ms == 0; /* reported again next pass rather than never */
+            a->seen = v;
+            a->cap_seen = cap;
         }
-    if (a->n_seen == a->cap_seen) {
-        size_t cap = a->cap_seen ? 2 * a->cap_seen : 64;
-        struct audit_seen *v = realloc(a->seen, cap * sizeof *v);
-        if (!v)
-            return true; /* reported again next pass rather than never */
-        a->seen = v;
-        a->cap_seen = cap;
+        s = &a->seen[a->n_seen++];
+        *s = (struct audit_seen){.who = who, .gpu = gpu, .kind = kind, .since_ms = a->now_ms};
     }
-    a->seen[a->n_seen++] = (struct audit_seen){who, gpu, kind, true};
+    s->still = true;
+    if (s->reported || a->now_ms - s->since_ms < delay_ms)
+        return false;
+    s->reported = true;
     return true;
 }
 
-static void act(struct audit *a, uint32_t pid, const char *what)
+static bool exempt_matches(const struct config_exempt *e, const struct procscan_proc *p)
 {
-    char comm[32];
-    comm_of(pid, comm, sizeof comm);
-    if (!a->cfg->audit_kill) {
-        log_warn("audit: pid %u (%s) %s; not killed (set audit: { kill: true } to kill such "
-                 "processes)", pid, comm, what);
-        return;
-    }
-    if (pid <= 1 || pid == (uint32_t)getpid()) {
-        log_warn("audit: pid %u (%s) %s; never killed (pid 1 or kairosd)", pid, comm, what);
-        return;
-    }
-    if (kill((pid_t)pid, SIGKILL))
-        log_error("audit: pid %u (%s) %s; kill failed: %s", pid, comm, what, strerror(errno));
-    else
-        log_warn("audit: pid %u (%s) %s; killed (audit.kill is true)", pid, comm, what);
+    return (!e->command[0] || !strcmp(e->command, p->comm)) && (e->any_uid || e->uid == p->uid);
 }
+
+static bool is_exempt(const struct audit *a, const struct procscan_proc *p)
+{
+    const struct config_exempt *v = a->cfg->audit_exempt;
+    size_t n = a->cfg->n_audit_exempt;
+    if (!a->cfg->audit_exempt_given) {
+        v = builtin_exempt;
+        n = sizeof builtin_exempt / sizeof *builtin_exempt;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (exempt_matches(&v[i], p))
+            return true;
+    return false;
+}
+
+/* Reports what pid did and, by policy, kills it. killable: the finding is GPU memory
+ * the process holds (an opener seen holding none is only reported). */
+static void act(struct audit *a, const struct procscan_proc *p, const char *what, bool killable)
+{
+    char who[96];
+    snprintf(who, sizeof who, "pid %u (%s)", p->pid, p->comm);
+    char uid[24] = "uid ?";
+    if (p->uid != UINT32_MAX)
+        snprintf(uid, sizeof uid, "uid %u", p->uid);
+    if (!a->cfg->audit_kill) {
+        log_warn("audit: %s %s, %s; not killed (audit action is report)", who, what, uid);
+    } else if (!killable) {
+        log_warn("audit: %s %s, %s; not killed (no GPU memory of it is seen)", who, what, uid);
+    } else if (p->pid <= 1 || p->pid == (uint32_t)getpid()) {
+        log_warn("audit: %s %s, %s; never killed (pid 1 or kairosd)", who, what, uid);
+    } else if (is_exempt(a, p)) {
+        log_warn("audit: %s %s, %s; not killed: exempt (audit exempt)", who, what, uid);
+    } else if (kill((pid_t)p->pid, SIGKILL)) {
+        log_error("audit: %s %s, %s; kill failed: %s", who, what, uid, strerror(errno));
+    } else {
+        log_warn("audit: %s %s, %s; killed (audit action kill)", who, what, uid);
+    }
+}
+
+/* --- who the ledger knows --- */
+
+static int by_pid(const void *x, const void *y)
+{
+    uint32_t p = ((const struct audit_known *)x)->pid, q = ((const struct audit_known *)y)->pid;
+    return (p > q) - (p < q);
+}
+
+static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char *tenant)
+{
+    if (a->n_known == a->cap_known) {
+        size_t cap = a->cap_known ? 2 * a->cap_known : 64;
+        struct audit_known *v = realloc(a->known, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        a->known = v;
+        a->cap_known = cap;
+    }
+    struct audit_known *k = &a->known[a->n_known++];
+    k->pid = pid;
+    k->left_ms = left_ms;
+    snprintf(k->tenant, sizeof k->tenant, "%s", tenant);
+    return 0;
+}
+
+static const struct audit_known *find_known(const struct audit *a, uint32_t pid)
+{
+    struct audit_known key = {.pid = pid};
+    return a->n_known ? bsearch(&key, a->known, a->n_known, sizeof key, by_pid) : NULL;
+}
+
+/* The members now, and those that left within the grace period (from the previous
+ * pass's list: a member that joins and leaves between two passes is not remembered,
+ * but then the process is exiting or its departure is a finding). */
+static void update_known(struct audit *a)
+{
+    struct audit_known *old = a->known;
+    size_t n_old = a->n_known;
+    a->known = NULL;
+    a->n_known = a->cap_known = 0;
+    for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next)
+        if (add_known(a, m->pid, 0, m->tenant->name))
+            break;
+    if (a->n_known)
+        qsort(a->known, a->n_known, sizeof *a->known, by_pid);
+    size_t members = a->n_known;
+    for (size_t i = 0; i < n_old; i++) {
+        struct audit_known key = {.pid = old[i].pid};
+        if (members && bsearch(&key, a->known, members, sizeof key, by_pid))
+            continue;
+        uint64_t left = old[i].left_ms ? old[i].left_ms : a->now_ms;
+        if (a->now_ms - left < a->cfg->audit_leave_grace_ms)
+            add_known(a, old[i].pid, left, old[i].tenant);
+    }
+    free(old);
+    if (a->n_known)
+        qsort(a->known, a->n_known, sizeof *a->known, by_pid);
+}
+
+/* True when pid is not an intruder to report now: it is exiting (its descriptors
+ * being closed), or left its tenant within the grace period. */
+static bool leaving(struct audit *a, const struct procscan_proc *p, unsigned gpu)
+{
+    const struct audit_known *k = find_known(a, p->pid);
+    if (k && k->left_ms) {
+        log_debug("audit: pid %u left tenant %s %llu ms ago and still holds GPU %u: not an "
+                  "intruder within audit leave_grace_ms", p->pid, k->tenant,
+                  (unsigned long long)(a->now_ms - k->left_ms), gpu);
+        return true;
+    }
+    if (p->exists && p->exiting) {
+        log_debug("audit: pid %u is exiting; the driver frees what it held", p->pid);
+        return true;
+    }
+    return false;
+}
+
+/* --- the backend's process lists --- */
 
 /* The backend's processes on gpu into a->procs, however many there are. */
 static int list_processes(struct audit *a, unsigned gpu, size_t *n)
@@ -109,16 +251,30 @@ static int list_processes(struct audit *a, unsigned gpu, size_t *n)
             return rc;
         size_t cap = *n + *n / 4 + 16; /* processes may start before the next call */
         struct gpu_proc *v = realloc(a->procs, cap * sizeof *v);
-        const struct gpu_proc **m = realloc(a->mine, cap * sizeof *m);
         if (v)
             a->procs = v;
+        const struct gpu_proc **m = realloc(a->mine, cap * sizeof *m);
         if (m)
             a->mine = m;
-        if (!v || !m)
+        uint32_t *l = realloc(a->listed, cap * sizeof *l);
+        if (l)
+            a->listed = l;
+        if (!v || !m || !l)
             return -ENOMEM;
         a->cap_procs = cap;
     }
     return -EAGAIN;
+}
+
+static int u32_cmp(const void *x, const void *y)
+{
+    uint32_t p = *(const uint32_t *)x, q = *(const uint32_t *)y;
+    return (p > q) - (p < q);
+}
+
+static bool is_listed(const struct audit *a, size_t n, uint32_t pid)
+{
+    return n && bsearch(&pid, a->listed, n, sizeof pid, u32_cmp);
 }
 
 /* The slot of tenant t among the first *n sums (added when absent). */
@@ -146,13 +302,22 @@ static int by_used_desc(const void *x, const void *y)
     return (p->used < q->used) - (p->used > q->used);
 }
 
+static void describe(struct audit *a, uint32_t pid, struct procscan_proc *out)
+{
+    const struct procscan_opener *o = a->scan_ok ? procscan_find(&a->scan, pid) : NULL;
+    if (o)
+        *out = o->proc;
+    else
+        procscan_describe(AUDIT_PROC_ROOT, pid, out);
+}
+
 /* A tenant whose processes together use more than its quota on gpu: reported once
- * with its processes; killed largest first until the rest fit (when kill is on). */
+ * with its processes; the largest named (killed by policy) until the rest fit. */
 static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
 {
     struct ledger_tenant *t = s->tenant;
     uint64_t quota = t->quota[gpu];
-    if (s->used <= quota || !first_sight(a, t->id, gpu, AUDIT_TENANT_OVER))
+    if (s->used <= quota || !due(a, t->id, gpu, AUDIT_TENANT_OVER, 0))
         return;
     const struct gpu_proc **mine = a->mine + s->first;
     qsort(mine, s->n, sizeof *mine, by_used_desc);
@@ -169,46 +334,65 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
     uint64_t left = s->used;
     for (size_t i = 0; i < s->n && left > quota; i++) {
         char what[256];
+        struct procscan_proc p;
+        describe(a, mine[i]->pid, &p);
         snprintf(what, sizeof what, "of tenant %s uses %s on GPU %u, where the tenant is above "
                  "its quota of %s", t->name, tenants_size(mine[i]->used, x, sizeof x), gpu,
                  tenants_size(quota, y, sizeof y));
-        act(a, mine[i]->pid, what);
+        act(a, &p, what, true);
         left -= mine[i]->used;
     }
 }
 
-static void audit_gpu(struct audit *a, unsigned g)
+/* A process the backend lists that is no member. */
+static void check_unregistered(struct audit *a, unsigned g, const struct gpu_proc *gp)
+{
+    struct procscan_proc p;
+    describe(a, gp->pid, &p);
+    if (leaving(a, &p, g))
+        return;
+    /* not in /proc: exited while the driver frees, or of another pid namespace: only
+     * a finding when it lasts */
+    if (!due(a, gp->pid, g, AUDIT_UNREGISTERED, p.exists ? 0 : a->cfg->audit_leave_grace_ms))
+        return;
+    char what[256], x[32];
+    snprintf(what, sizeof what, "uses GPU %u (%s) without being a registered tenant "
+             "(started without kairos run or the shim?)%s", g,
+             gp->used_valid ? tenants_size(gp->used, x, sizeof x) : "memory unknown",
+             p.exists ? "" : "; not in /proc (another pid namespace?)");
+    act(a, &p, what, p.exists);
+}
+
+/* Returns how many processes the backend listed on g (their pids in a->listed), or
+ * -errno when it cannot tell. */
+static long audit_gpu_processes(struct audit *a, unsigned g)
 {
     size_t n = 0;
     int rc = list_processes(a, g, &n);
     if (rc) {
         log_debug("audit: GPU %u: cannot list processes: %s", g, strerror(-rc));
-        return;
+        return rc;
     }
     uint32_t self = (uint32_t)getpid();
     size_t n_sums = 0, n_mine = 0;
-    /* members' processes grouped by tenant; the others reported at once */
     for (size_t i = 0; i < n; i++) {
         const struct gpu_proc *p = &a->procs[i];
+        a->listed[i] = p->pid;
         if (p->pid == self)
             continue;
         struct ledger_member *m = ledger_find_pid(&a->ts->ledger, p->pid);
-        if (m) {
-            struct audit_sum *s = sum_of(a, &n_sums, m->tenant);
-            if (!s)
-                return;
-            s->used += p->used_valid ? p->used : 0;
-            s->n++;
+        if (!m) {
+            check_unregistered(a, g, p);
             continue;
         }
-        if (!first_sight(a, p->pid, g, AUDIT_UNREGISTERED))
-            continue;
-        char what[256], x[32];
-        snprintf(what, sizeof what, "uses GPU %u (%s) without being a registered tenant "
-                 "(started without kairos run or the shim?)", g,
-                 p->used_valid ? tenants_size(p->used, x, sizeof x) : "memory unknown");
-        act(a, p->pid, what);
+        struct audit_sum *s = sum_of(a, &n_sums, m->tenant);
+        if (!s)
+            return -ENOMEM;
+        s->used += p->used_valid ? p->used : 0;
+        s->n++;
     }
+    if (n)
+        qsort(a->listed, n, sizeof *a->listed, u32_cmp);
     for (size_t k = 0; k < n_sums; k++) {
         a->sums[k].first = n_mine;
         n_mine += a->sums[k].n;
@@ -224,16 +408,129 @@ static void audit_gpu(struct audit *a, unsigned g)
     }
     for (size_t k = 0; k < n_sums; k++)
         check_tenant_sum(a, g, &a->sums[k]);
+    return (long)n;
+}
+
+/* --- openers and memory.used --- */
+
+/* An opener of a node of the driver that is neither a member, nor listed by the
+ * backend, nor leaving: reported (its GPU memory, if any, is only seen through
+ * memory.used). */
+static void check_openers(struct audit *a)
+{
+    uint32_t self = (uint32_t)getpid();
+    for (size_t i = 0; i < a->scan.n; i++) {
+        const struct procscan_opener *o = &a->scan.v[i];
+        const struct audit_known *k = find_known(a, o->proc.pid);
+        /* members are checked by their sums; listed processes by check_unregistered */
+        if (o->proc.pid == self || (k && !k->left_ms) || a->listed_on[i])
+            continue;
+        unsigned g = 0;
+        while (g < a->nodes.n && !(o->gpus & (1u << g)))
+            g++;
+        if (g == a->nodes.n)
+            g = AUDIT_NO_GPU;
+        if (leaving(a, &o->proc, g) || !due(a, o->proc.pid, g, AUDIT_OPENER, 0))
+            continue;
+        char what[256];
+        if (g == AUDIT_NO_GPU)
+            snprintf(what, sizeof what, "has the driver's %s* nodes open without being a "
+                     "registered tenant (no GPU's node)", a->nodes.prefix);
+        else
+            snprintf(what, sizeof what, "has %s open without being a registered tenant; %s",
+                     a->nodes.node[g], a->gpu ? "the GPU backend does not list it (memory "
+                     "without a CUDA context?)" : "no GPU backend to say what it holds");
+        act(a, &o->proc, what, false);
+    }
+}
+
+/* memory.used of GPU g against what is known: every process the backend lists, the
+ * ledger's holdings of members it does not list, and the driver's overhead. */
+static void reconcile(struct audit *a, unsigned g, size_t n_listed)
+{
+    uint64_t used;
+    if (!a->gpu->ops->memory_used || a->gpu->ops->memory_used(a->gpu, g, &used))
+        return;
+    uint64_t known = a->cfg->audit_overhead;
+    for (size_t i = 0; i < n_listed; i++)
+        known += a->procs[i].used_valid ? a->procs[i].used : 0;
+    for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next)
+        if (!is_listed(a, n_listed, m->pid))
+            known += m->held[g];
+    if (used <= known)
+        return;
+    /* transient while the driver frees what a process held: a finding once it lasts */
+    if (!due(a, 0, g, AUDIT_UNEXPLAINED, a->cfg->audit_leave_grace_ms))
+        return;
+    char x[32], y[32], z[32], holders[512] = "";
+    size_t len = 0, n_holders = 0;
+    for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
+        const struct procscan_opener *o = &a->scan.v[i];
+        const struct audit_known *k = find_known(a, o->proc.pid);
+        if (!(o->gpus & (1u << g)) || (a->listed_on[i] & (1u << g)) || k || o->proc.exiting ||
+            o->proc.pid == (uint32_t)getpid())
+            continue;
+        n_holders++;
+        if (len < sizeof holders) {
+            int w = snprintf(holders + len, sizeof holders - len, "%spid %u (%s) uid %u",
+                             len ? ", " : "", o->proc.pid, o->proc.comm, o->proc.uid);
+            len += w > 0 ? (size_t)w : 0;
+        }
+    }
+    log_warn("audit: GPU %u: %s of memory.used unexplained (memory.used %s; processes listed, "
+             "members' holdings and the overhead allowance %s): %s%s", g,
+             tenants_size(used - known, x, sizeof x), tenants_size(used, y, sizeof y),
+             tenants_size(known, z, sizeof z), n_holders ? "held by " : "",
+             n_holders ? holders : "no holder found in /proc (another pid namespace, or "
+                                   "kairosd not root?)");
+    for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
+        const struct procscan_opener *o = &a->scan.v[i];
+        if (!(o->gpus & (1u << g)) || (a->listed_on[i] & (1u << g)) ||
+            find_known(a, o->proc.pid) || o->proc.exiting || o->proc.pid == (uint32_t)getpid())
+            continue;
+        char what[160];
+        snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained",
+                 a->nodes.node[g], g, x);
+        act(a, &o->proc, what, true);
+    }
+}
+
+static void scan_proc(struct audit *a)
+{
+    int rc = procscan_run(&a->scan, AUDIT_PROC_ROOT, &a->nodes, AUDIT_SCAN_BUDGET);
+    a->scan_ok = rc == 0;
+    if (rc)
+        log_debug("audit: cannot scan %s: %s", AUDIT_PROC_ROOT, strerror(-rc));
+    else if (a->scan.cut && due(a, 0, AUDIT_NO_GPU, AUDIT_OPENER, 0))
+        log_warn("audit: the /proc scan stopped after %zu descriptors of %zu processes; "
+                 "processes after them are not seen", a->scan.descriptors, a->scan.processes);
+    uint32_t *v = realloc(a->listed_on, (a->scan.n ? a->scan.n : 1) * sizeof *v);
+    if (!v) {
+        a->scan_ok = false;
+        a->scan.n = 0;
+        return;
+    }
+    a->listed_on = v;
+    memset(v, 0, (a->scan.n ? a->scan.n : 1) * sizeof *v);
 }
 
 void audit_tick(struct audit *a)
 {
-    if (!a->gpu || !a->gpu->ops)
-        return;
+    a->now_ms = monotonic_ms();
     for (size_t i = 0; i < a->n_seen; i++)
         a->seen[i].still = false;
-    for (unsigned g = 0; g < a->ts->n_gpus; g++)
-        audit_gpu(a, g);
+    update_known(a);
+    scan_proc(a);
+    for (unsigned g = 0; a->gpu && a->gpu->ops && g < a->ts->n_gpus; g++) {
+        long n = audit_gpu_processes(a, g);
+        if (n < 0)
+            continue;
+        for (size_t i = 0; i < a->scan.n; i++)
+            if (is_listed(a, (size_t)n, a->scan.v[i].proc.pid))
+                a->listed_on[i] |= 1u << g;
+        reconcile(a, g, (size_t)n);
+    }
+    check_openers(a);
     /* forget what went away, so a reused pid (or a tenant over again) is reported again */
     size_t k = 0;
     for (size_t i = 0; i < a->n_seen; i++)
@@ -263,6 +560,24 @@ void audit_reconfigure(struct audit *a)
     timerfd_settime(a->tfd, 0, &its, NULL);
 }
 
+/* The device node of each GPU (the backend's, else /dev/nvidiaINDEX) and the prefix
+ * all nodes of the driver share. */
+static void find_nodes(struct audit *a)
+{
+    /* without a backend, tests name a directory of their own instead of /dev */
+    const char *devdir = a->gpu ? NULL : getenv("KAIROS_AUDIT_DEVDIR");
+    a->nodes.n = a->ts->n_gpus;
+    for (unsigned g = 0; g < a->nodes.n; g++)
+        if (!a->gpu || !a->gpu->ops->device_path ||
+            a->gpu->ops->device_path(a->gpu, g, a->nodes.node[g], sizeof a->nodes.node[g]))
+            snprintf(a->nodes.node[g], sizeof a->nodes.node[g], "%.40s/nvidia%u",
+                     devdir && *devdir ? devdir : "/dev", g);
+    const char *dir = a->nodes.n ? a->nodes.node[0] : "/dev/nvidia0";
+    const char *slash = strrchr(dir, '/');
+    int len = slash ? (int)(slash - dir) : 0;
+    snprintf(a->nodes.prefix, sizeof a->nodes.prefix, "%.*s/nvidia", len, dir);
+}
+
 int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
                struct tenants *ts, const struct config *cfg)
 {
@@ -270,27 +585,30 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     if (!a)
         return -ENOMEM;
     a->loop = loop;
-    a->gpu = gpu;
+    a->gpu = gpu && gpu->ops ? gpu : NULL;
     a->ts = ts;
     a->cfg = cfg;
-    a->tfd = -1;
-    if (gpu && gpu->ops) {
-        a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (a->tfd < 0 || !(a->w = loop_add(loop, a->tfd, EPOLLIN, on_timer, a))) {
-            int rc = -errno;
-            if (a->tfd >= 0)
-                close(a->tfd);
-            free(a);
-            return rc;
-        }
-        audit_reconfigure(a);
-        if (cfg->audit_interval_ms)
-            log_info("audit: every %u ms with the %s backend; unregistered processes are %s",
-                     cfg->audit_interval_ms, gpu->ops->name,
-                     cfg->audit_kill ? "killed" : "reported");
-        else
-            log_info("audit: off (audit: { interval_ms: 0 })");
+    a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (a->tfd < 0 || !(a->w = loop_add(loop, a->tfd, EPOLLIN, on_timer, a))) {
+        int rc = -errno;
+        if (a->tfd >= 0)
+            close(a->tfd);
+        free(a);
+        return rc;
     }
+    find_nodes(a);
+    audit_reconfigure(a);
+    if (!cfg->audit_interval_ms)
+        log_info("audit: off (audit: { interval_ms: 0 })");
+    else if (a->gpu)
+        log_info("audit: every %u ms with the %s backend and the /proc scan of %s*; what it "
+                 "finds is %s", cfg->audit_interval_ms, gpu->ops->name, a->nodes.prefix,
+                 cfg->audit_kill ? "killed (action kill), but the exempt" : "reported");
+    else
+        log_warn("audit: every %u ms, without a GPU backend: only the /proc scan of %s* runs "
+                 "(processes that open the GPUs without being registered); what each process, "
+                 "each tenant and each GPU holds cannot be checked, and nothing is killed",
+                 cfg->audit_interval_ms, a->nodes.prefix);
     *out = a;
     return 0;
 }
@@ -303,9 +621,13 @@ void audit_fini(struct audit *a)
         loop_del(a->loop, a->w);
     if (a->tfd >= 0)
         close(a->tfd);
+    procscan_fini(&a->scan);
     free(a->seen);
+    free(a->known);
     free(a->procs);
+    free(a->listed);
     free(a->mine);
     free(a->sums);
+    free(a->listed_on);
     free(a);
 }

@@ -49,6 +49,14 @@ struct config_tenant {
     unsigned line, column;
 };
 
+/* audit: { exempt: [...] }: processes the audit never kills (it still reports
+ * them). A command name (/proc/PID/comm), a uid, or both must match. */
+struct config_exempt {
+    char command[16];            /* "": any; else its first 15 characters, as comm */
+    bool any_uid;
+    uid_t uid;
+};
+
 struct config {
     char path[PATH_MAX];
     char socket[CONFIG_SOCKET_MAX];
@@ -56,7 +64,12 @@ struct config {
     uid_t *admins;
     size_t n_admins;
     unsigned audit_interval_ms;  /* 0: no audit */
-    bool audit_kill;
+    bool audit_kill;             /* action: kill (else report) */
+    struct config_exempt *audit_exempt; /* NULL: the built-in list (audit.h) */
+    size_t n_audit_exempt;
+    bool audit_exempt_given;
+    uint64_t audit_overhead;     /* memory.used the driver may hold beyond processes */
+    unsigned audit_leave_grace_ms; /* a member that just left is not an intruder */
     unsigned gpus;               /* used only without a GPU backend */
     unsigned max_connections;
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
@@ -64,7 +77,8 @@ struct config {
     size_t n_tenants;
 };
 
-/* Defaults: the default socket and state paths, audit every 1000 ms without kill,
+/* Defaults: the default socket and state paths, audit every 1000 ms reporting
+ * (overhead 1 GiB, leave grace 2000 ms, the built-in exemptions),
  * 0 GPUs, 1024 connections, time_mode windows, no admins but root, no tenants. */
 void config_defaults(struct config *c);
 

@@ -48,6 +48,11 @@ struct gpu_ops {
      * the backend cannot tell. */
     int (*utilization)(struct gpu_backend *b, unsigned index, uint64_t since_us,
                        struct gpu_util *out, size_t cap, size_t *n);
+    /* For the audit (audit.h). The memory in use on GPU index, by anyone (what
+     * nvidia-smi calls memory.used). */
+    int (*memory_used)(struct gpu_backend *b, unsigned index, uint64_t *bytes);
+    /* The path of GPU index's device node ("/dev/nvidia3": minor 3). */
+    int (*device_path)(struct gpu_backend *b, unsigned index, char *out, size_t cap);
 };
 
 struct gpu_backend {

@@ -5,6 +5,8 @@
  *   gpu INDEX UUID TOTAL_BYTES
  *   proc INDEX PID USED_BYTES      (USED_BYTES "-" when unknown)
  *   util INDEX PID SM_PERCENT      (per-process utilization)
+ *   used INDEX BYTES               (memory.used of the GPU, by anyone)
+ *   devdir PATH                    (the device nodes: PATH/nvidiaINDEX; /dev when absent)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  */
@@ -60,6 +62,49 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
     }
     fclose(f);
     return more ? -E2BIG : 0;
+}
+
+/* The value of the first line "KEY INDEX VALUE" (or "KEY VALUE" when index < 0). */
+static int fake_value(struct gpu_backend *b, const char *key, int index, char *out, size_t cap)
+{
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f)
+        return -errno;
+    char line[512], k[16], v[256];
+    unsigned idx;
+    int rc = -ENOENT;
+    while (rc && fgets(line, sizeof line, f)) {
+        bool hit = index < 0 ? sscanf(line, "%15s %255s", k, v) == 2
+                             : sscanf(line, "%15s %u %255s", k, &idx, v) == 3 && (int)idx == index;
+        if (hit && !strcmp(k, key)) {
+            snprintf(out, cap, "%s", v);
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static int fake_used(struct gpu_backend *b, unsigned index, uint64_t *bytes)
+{
+    char v[32];
+    unsigned long long u;
+    int rc = fake_value(b, "used", (int)index, v, sizeof v);
+    if (rc)
+        return rc;
+    if (sscanf(v, "%llu", &u) != 1)
+        return -EINVAL;
+    *bytes = u;
+    return 0;
+}
+
+static int fake_device_path(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    char dir[256];
+    if (fake_value(b, "devdir", -1, dir, sizeof dir))
+        snprintf(dir, sizeof dir, "/dev");
+    snprintf(out, cap, "%s/nvidia%u", dir, index);
+    return 0;
 }
 
 static int fake_init(struct gpu_backend *b)
@@ -142,6 +187,8 @@ const struct gpu_ops gpu_fake_ops = {
     .total_memory = fake_total,
     .processes = fake_processes,
     .utilization = fake_utilization,
+    .memory_used = fake_used,
+    .device_path = fake_device_path,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

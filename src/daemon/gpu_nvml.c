@@ -45,6 +45,7 @@ struct nvml {
     nvml_return_t (*procs)(nvml_device_t, unsigned *, struct nvml_process_info *);
     nvml_return_t (*util)(nvml_device_t, struct nvml_util_sample *, unsigned *,
                           unsigned long long); /* optional */
+    nvml_return_t (*minor)(nvml_device_t, unsigned *); /* optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -88,6 +89,8 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->procs = sym(n->lib, s_procs);
     static const char *const s_util[] = {"nvmlDeviceGetProcessUtilization", NULL};
     *(void **)&n->util = sym(n->lib, s_util);
+    static const char *const s_minor[] = {"nvmlDeviceGetMinorNumber", NULL};
+    *(void **)&n->minor = sym(n->lib, s_minor);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -151,6 +154,31 @@ static int nvml_total(struct gpu_backend *b, unsigned index, uint64_t *bytes)
     if (nvml_device(b, index, &d) || n->memory(d, &m))
         return -EIO;
     *bytes = m.total;
+    return 0;
+}
+
+static int nvml_used(struct gpu_backend *b, unsigned index, uint64_t *bytes)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    struct nvml_memory m;
+    if (nvml_device(b, index, &d) || n->memory(d, &m))
+        return -EIO;
+    *bytes = m.used;
+    return 0;
+}
+
+/* /dev/nvidiaN with N the device's minor number (not always its NVML index). */
+static int nvml_device_path(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    unsigned minor;
+    if (!n->minor)
+        return -ENOTSUP;
+    if (nvml_device(b, index, &d) || n->minor(d, &minor))
+        return -EIO;
+    snprintf(out, cap, "/dev/nvidia%u", minor);
     return 0;
 }
 
@@ -248,4 +276,6 @@ const struct gpu_ops gpu_nvml_ops = {
     .total_memory = nvml_total,
     .processes = nvml_processes,
     .utilization = nvml_utilization,
+    .memory_used = nvml_used,
+    .device_path = nvml_device_path,
 };

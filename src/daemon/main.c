@@ -275,8 +275,8 @@ static int setup_gpus(struct daemon *d)
             log_error("%s", d->gpu.why);
             return rc;
         }
-        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); audit disabled, "
-                 "percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
+        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); the audit "
+                 "sees only /proc, percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
     } else {
         d->have_gpu = true;
         if ((rc = d->gpu.ops->count(&d->gpu, &n))) {
