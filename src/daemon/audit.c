@@ -26,6 +26,7 @@ enum audit_kind {
     AUDIT_TENANT_OVER,      /* a tenant's processes above its quota (who: tenant id) */
     AUDIT_OPENER,           /* a device node open, not a member, not listed */
     AUDIT_UNEXPLAINED,      /* memory.used above what is known (who: 0) */
+    AUDIT_HOLDER,           /* an opener named as a holder of unexplained memory */
 };
 
 /* A finding: (who, gpu, kind), who a pid or a tenant id; reported once it has lasted
@@ -93,28 +94,43 @@ static uint64_t monotonic_ms(void)
 
 /* --- findings --- */
 
+/* The finding (who, gpu, kind), recorded at first sight and marked as still there;
+ * NULL when out of memory. */
+static struct audit_seen *finding(struct audit *a, uint32_t who, unsigned gpu,
+                                  enum audit_kind kind)
+{
+    for (size_t i = 0; i < a->n_seen; i++)
+        if (a->seen[i].who == who && a->seen[i].gpu == gpu && a->seen[i].kind == kind) {
+            a->seen[i].still = true;
+            return &a->seen[i];
+        }
+    if (a->n_seen == a->cap_seen) {
+        size_t cap = a->cap_seen ? 2 * a->cap_seen : 64;
+        struct audit_seen *v = realloc(a->seen, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        a->seen = v;
+        a->cap_seen = cap;
+    }
+    struct audit_seen *s = &a->seen[a->n_seen++];
+    *s = (struct audit_seen){.who = who, .gpu = gpu, .kind = kind, .since_ms = a->now_ms,
+                             .still = true};
+    return s;
+}
+
+static bool lasted(const struct audit *a, const struct audit_seen *s, uint64_t delay_ms)
+{
+    return !s || a->now_ms - s->since_ms >= delay_ms;
+}
+
 /* true once, when the finding has lasted delay_ms (0: at first sight) */
 static bool due(struct audit *a, uint32_t who, unsigned gpu, enum audit_kind kind,
                 uint64_t delay_ms)
 {
-    struct audit_seen *s = NULL;
-    for (size_t i = 0; i < a->n_seen && !s; i++)
-        if (a->seen[i].who == who && a->seen[i].gpu == gpu && a->seen[i].kind == kind)
-            s = &a->seen[i];
-    if (!s) {
-        if (a->n_seen == a->cap_seen) {
-            size_t cap = a->cap_seen ? 2 * a->cap_seen : 64;
-            struct audit_seen *v = realloc(a->seen, cap * sizeof *v);
-            if (!v)
-                return delay_ms == 0; /* reported again next pass rather than never */
-            a->seen = v;
-            a->cap_seen = cap;
-        }
-        s = &a->seen[a->n_seen++];
-        *s = (struct audit_seen){.who = who, .gpu = gpu, .kind = kind, .since_ms = a->now_ms};
-    }
-    s->still = true;
-    if (s->reported || a->now_ms - s->since_ms < delay_ms)
+    struct audit_seen *s = finding(a, who, gpu, kind);
+    if (!s)
+        return delay_ms == 0; /* reported again next pass rather than never */
+    if (s->reported || !lasted(a, s, delay_ms))
         return false;
     s->reported = true;
     return true;
@@ -444,6 +460,15 @@ static void check_openers(struct audit *a)
     }
 }
 
+/* Opener i may hold GPU g's unexplained memory: it has g's node open, the backend
+ * does not list it there, and it is no member, not leaving, not kairosd. */
+static bool holds_unexplained(struct audit *a, size_t i, unsigned g)
+{
+    const struct procscan_opener *o = &a->scan.v[i];
+    return (o->gpus & (1u << g)) && !(a->listed_on[i] & (1u << g)) &&
+           !find_known(a, o->proc.pid) && !o->proc.exiting && o->proc.pid != (uint32_t)getpid();
+}
+
 /* memory.used of GPU g against what is known: every process the backend lists, the
  * ledger's holdings of members it does not list, and the driver's overhead. */
 static void reconcile(struct audit *a, unsigned g, size_t n_listed)
@@ -460,38 +485,41 @@ static void reconcile(struct audit *a, unsigned g, size_t n_listed)
     if (used <= known)
         return;
     /* transient while the driver frees what a process held: a finding once it lasts */
-    if (!due(a, 0, g, AUDIT_UNEXPLAINED, a->cfg->audit_leave_grace_ms))
+    struct audit_seen *f = finding(a, 0, g, AUDIT_UNEXPLAINED);
+    if (!lasted(a, f, a->cfg->audit_leave_grace_ms))
         return;
     char x[32], y[32], z[32], holders[512] = "";
     size_t len = 0, n_holders = 0;
     for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
-        const struct procscan_opener *o = &a->scan.v[i];
-        const struct audit_known *k = find_known(a, o->proc.pid);
-        if (!(o->gpus & (1u << g)) || (a->listed_on[i] & (1u << g)) || k || o->proc.exiting ||
-            o->proc.pid == (uint32_t)getpid())
+        if (!holds_unexplained(a, i, g))
             continue;
+        const struct procscan_proc *p = &a->scan.v[i].proc;
         n_holders++;
         if (len < sizeof holders) {
             int w = snprintf(holders + len, sizeof holders - len, "%spid %u (%s) uid %u",
-                             len ? ", " : "", o->proc.pid, o->proc.comm, o->proc.uid);
+                             len ? ", " : "", p->pid, p->comm, p->uid);
             len += w > 0 ? (size_t)w : 0;
         }
     }
-    log_warn("audit: GPU %u: %s of memory.used unexplained (memory.used %s; processes listed, "
-             "members' holdings and the overhead allowance %s): %s%s", g,
-             tenants_size(used - known, x, sizeof x), tenants_size(used, y, sizeof y),
-             tenants_size(known, z, sizeof z), n_holders ? "held by " : "",
-             n_holders ? holders : "no holder found in /proc (another pid namespace, or "
-                                   "kairosd not root?)");
+    tenants_size(used - known, x, sizeof x);
+    if (f && !f->reported) {
+        f->reported = true;
+        log_warn("audit: GPU %u: %s of memory.used unexplained (memory.used %s; processes "
+                 "listed, members' holdings and the overhead allowance %s): %s%s", g, x,
+                 tenants_size(used, y, sizeof y), tenants_size(known, z, sizeof z),
+                 n_holders ? "held by " : "",
+                 n_holders ? holders : "no holder found in /proc (another pid namespace, or "
+                                       "kairosd not root?)");
+    }
+    /* each holder once, also one that comes while the memory stays unexplained */
     for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
-        const struct procscan_opener *o = &a->scan.v[i];
-        if (!(o->gpus & (1u << g)) || (a->listed_on[i] & (1u << g)) ||
-            find_known(a, o->proc.pid) || o->proc.exiting || o->proc.pid == (uint32_t)getpid())
+        const struct procscan_proc *p = &a->scan.v[i].proc;
+        if (!holds_unexplained(a, i, g) || !due(a, p->pid, g, AUDIT_HOLDER, 0))
             continue;
         char what[160];
         snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained",
                  a->nodes.node[g], g, x);
-        act(a, &o->proc, what, true);
+        act(a, p, what, true);
     }
 }
 

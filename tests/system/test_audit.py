@@ -229,6 +229,16 @@ class Kill(AuditCase):
         self.assertEqual(s.wait(timeout=5), -signal.SIGKILL)
         self.assertIn("holds", self.log())
 
+    def test_holder_that_comes_later_killed_too(self):
+        """An exempt holder first (the finding is reported then), another later."""
+        e = self.spawn(dev=self.node(0), comm="exemptmon")
+        self.d.write_fake(self.fake + f"used 0 {3 * GiB}\n")
+        self.assertTrue(wait_for(lambda: "not killed: exempt" in self.log()), self.log())
+        s = self.spawn(dev=self.node(0), comm="rawalloc")
+        self.assertEqual(s.wait(timeout=5), -signal.SIGKILL)
+        self.assertIsNone(e.poll())
+        self.assertEqual(self.log().count("of memory.used unexplained"), 1)
+
     def test_opener_without_memory_only_reported(self):
         s = self.spawn(dev=self.node(0), comm="opener")
         self.assertTrue(wait_for(lambda: "not killed (no GPU memory of it is seen)" in self.log()))
