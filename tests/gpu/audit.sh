@@ -22,11 +22,12 @@ chmod 755 "$raw" "$adir/raw_exempt"
 : > "$adir/results.txt"
 aresult() { echo "RESULT $*" | tee -a "$adir/results.txt"; }
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
-# as another user than root (the exemption for root's tools must not cover it)
+# as another user than root (the exemption for root's tools must not cover it); run
+# in the background, the program takes the subshell's pid ($!)
 as_other() {
-  if [ "$(id -u)" != 0 ]; then "$@"
-  elif command -v setpriv >/dev/null; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
-  else runuser -u nobody -- "$@"; fi
+  if [ "$(id -u)" != 0 ]; then exec "$@"
+  elif command -v setpriv >/dev/null; then exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+  else exec runuser -u nobody -- "$@"; fi
 }
 # waits up to $1 seconds for a line of the log matching $2 (grep -E); prints the ms it took
 wait_log() {
@@ -37,8 +38,12 @@ wait_log() {
   done
   echo $(( $(ms_now) - t0 ))
 }
-wait_line() { # file text seconds
-  for _ in $(seq $(( $3 * 20 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1
+wait_line() { # file text seconds [pid: give up when it is gone]
+  for _ in $(seq $(( $3 * 20 ))); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null && return 1
+    sleep 0.05
+  done; return 1
 }
 used_mib() { nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits | tr -d ' '; }
 reserved_mib() { nvidia-smi -i 0 --query-gpu=memory.reserved --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | grep -E '^[0-9]+$' || echo 0; }
@@ -69,13 +74,13 @@ start_kairosd report "[]"
 echo "--- a1. raw vidmem without a CUDA context (report)"
 "$raw" -m 4096 -s 60 > "$adir/raw1.txt" 2>&1 &
 raw_pid=$!
-wait_line "$adir/raw1.txt" allocated_mib 20 || cat "$adir/raw1.txt"
+wait_line "$adir/raw1.txt" allocated_mib 20 "$raw_pid"; cat "$adir/raw1.txt"
 t_open=$(wait_log 10 "pid $raw_pid \(raw_vidmem\) has /dev/nvidia[0-9]+ open")
 t_held=$(wait_log 10 "pid $raw_pid \(raw_vidmem\) holds /dev/nvidia[0-9]+ open while GPU 0 has")
 in_nvml=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -cx " *$raw_pid *")
 raw_used=$(( $(used_mib) - base_used ))
 grep -F "audit: GPU 0:" "$adir/kairosd.log" | head -2
-aresult "raw_vidmem allocated_mib=$(sed -n 's/.*allocated_mib=\([0-9]*\).*/\1/p' "$adir/raw1.txt") memory_used_delta_mib=$raw_used in_nvml_list=$in_nvml opener_reported_ms=$t_open unexplained_named_ms=$t_held"
+aresult "raw_vidmem method=$(sed -n 's/.*method=\([A-Z_]*\).*/\1/p' "$adir/raw1.txt") allocated_mib=$(sed -n 's/.*allocated_mib=\([0-9]*\).*/\1/p' "$adir/raw1.txt") memory_used_delta_mib=$raw_used in_nvml_list=$in_nvml opener_reported_ms=$t_open unexplained_named_ms=$t_held"
 kill "$raw_pid"; wait "$raw_pid" 2>/dev/null
 sleep 1.5
 
@@ -84,7 +89,7 @@ for i in 1 2; do
   $python tests/gpu/audit_member.py "$adir/kairosd.sock" team 3072 60 > "$adir/member$i.txt" 2>&1 &
   eval "m$i=\$!"
 done
-wait_line "$adir/member1.txt" allocated_mib 30; wait_line "$adir/member2.txt" allocated_mib 30
+wait_line "$adir/member1.txt" allocated_mib 30 "$m1"; wait_line "$adir/member2.txt" allocated_mib 30 "$m2"
 cat "$adir"/member*.txt
 t_sum=$(wait_log 10 "tenant team: its 2 process\(es\) together use")
 grep -F "tenant team: its" "$adir/kairosd.log" | head -1
@@ -105,11 +110,11 @@ nvidia-smi -lms 500 --query-gpu=memory.used --format=csv > "$adir/smi.txt" 2>&1 
 smi=$!
 as_other "$adir/raw_exempt" -m 1024 -s 60 > "$adir/raw_exempt.txt" 2>&1 &
 ex_pid=$!
-wait_line "$adir/raw_exempt.txt" allocated_mib 20
+wait_line "$adir/raw_exempt.txt" allocated_mib 20 "$ex_pid"
 as_other "$raw" -m 1024 -s 60 > "$adir/raw3.txt" 2>&1 &
 victim=$!
 t0=$(ms_now)
-wait_line "$adir/raw3.txt" allocated_mib 20
+wait_line "$adir/raw3.txt" allocated_mib 20 "$victim"
 while kill -0 "$victim" 2>/dev/null && [ $(( $(ms_now) - t0 )) -lt 15000 ]; do sleep 0.05; done
 wait "$victim" 2>/dev/null; victim_rc=$?
 killed_ms=$(( $(ms_now) - t0 ))

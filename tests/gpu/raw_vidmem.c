@@ -7,16 +7,18 @@
  * GPU's id from NV0000 GPU_GET_PROBED_IDS, attached with GPU_ATTACH_IDS, its device
  * instance from GPU_GET_ID_INFO_V2; open /dev/nvidiaN and REGISTER_FD it; RM_ALLOC
  * the device (0x80) and subdevice (0x2080); then NV01_MEMORY_LOCAL_USER (0x40) blocks
- * with CUDA's NV_MEMORY_ALLOCATION_PARAMS (vidmem, huge pages, non-contiguous).
+ * with CUDA's NV_MEMORY_ALLOCATION_PARAMS (vidmem, huge pages, non-contiguous), or,
+ * when the driver refuses that, through VID_HEAP_CONTROL ALLOC_SIZE.
  * Nothing is mapped, no channel made. Everything is freed by the driver at exit.
  *
  * usage: raw_vidmem [-m MIB] [-g PROBED_INDEX] [-d /dev/nvidiaN] [-s SECONDS]
- * Prints "raw_vidmem: pid=P allocated_mib=M", then holds the memory SECONDS
+ * Prints "raw_vidmem: pid=P allocated_mib=M method=...", then holds the memory SECONDS
  * (default 60) or until killed. Exit 1 with the failing step and RM status.
  * Build: cc -std=c17 -O2 -Isrc -o raw_vidmem tests/gpu/raw_vidmem.c
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,50 @@ static uint32_t rm_control(uint32_t object, uint32_t cmd, void *params, uint32_t
     return a.status;
 }
 
+/* One block of CHUNK bytes, class 0x40 with CUDA's parameters. */
+static uint32_t alloc_rm(uint32_t h_device, uint32_t handle, uint64_t *size)
+{
+    struct rm_memory_alloc_params mp;
+    memset(&mp, 0, sizeof mp);
+    mp.owner = h_client;
+    mp.flags = 0x1c101u;   /* CUDA's (handle provided, map not required, ...) */
+    mp.attr = 0x11800000u; /* VIDMEM, huge pages, non-contiguous allowed */
+    mp.attr2 = 0x100005u;  /* 2 MiB huge pages */
+    mp.format = 6;
+    mp.size = CHUNK;
+    mp.alignment = 2u << 20;
+    uint32_t st = rm_alloc(h_device, handle, CLASS_MEMORY_LOCAL_USER, &mp);
+    *size = mp.size;
+    return st;
+}
+
+/* One block through VID_HEAP_CONTROL ALLOC_SIZE (NVOS32, read by offset). */
+static uint32_t alloc_vidheap(uint32_t h_device, uint32_t handle, uint64_t *size)
+{
+    uint8_t a[RM_VIDHEAP_SIZE];
+    memset(a, 0, sizeof a);
+    uint32_t u;
+    uint64_t q;
+#define PUT32(off, v) (u = (v), memcpy(a + (off), &u, 4))
+#define PUT64(off, v) (q = (v), memcpy(a + (off), &q, 8))
+    PUT32(RM_VIDHEAP_OFF_CLIENT, h_client);
+    PUT32(RM_VIDHEAP_OFF_PARENT, h_device);
+    PUT32(RM_VIDHEAP_OFF_FUNCTION, RM_VIDHEAP_ALLOC_SIZE);
+    PUT32(40, h_client);                /* owner */
+    PUT32(RM_VIDHEAP_OFF_HMEMORY, handle);
+    PUT32(52, 0x4000u);                 /* flags: MEMORY_HANDLE_PROVIDED */
+    PUT32(RM_VIDHEAP_OFF_ATTR, 0x10000000u); /* VIDMEM, non-contiguous allowed */
+    PUT64(RM_VIDHEAP_OFF_SIZE, CHUNK);
+    PUT64(96, 2u << 20);                /* alignment */
+#undef PUT32
+#undef PUT64
+    if (ioctl(ctl, RM_IOWR(RM_NR_VID_HEAP_CONTROL, sizeof a), a))
+        return UINT32_MAX;
+    memcpy(&u, a + RM_VIDHEAP_OFF_STATUS, 4);
+    memcpy(size, a + RM_VIDHEAP_OFF_SIZE, 8);
+    return u;
+}
+
 int main(int argc, char **argv)
 {
     unsigned long long mib = 2048;
@@ -101,7 +147,7 @@ int main(int argc, char **argv)
     memset(ids, 0xff, sizeof ids);
     if ((st = rm_control(h_client, CTRL_GPU_GET_PROBED_IDS, ids, sizeof ids)))
         fail("GPU_GET_PROBED_IDS", st);
-    if (probed >= 32 || ids[probed] == INVALID_GPU_ID || ids[probed] == 0) {
+    if (probed >= 32 || ids[probed] == INVALID_GPU_ID) {
         fprintf(stderr, "raw_vidmem: no probed GPU %u\n", probed);
         return 1;
     }
@@ -132,21 +178,22 @@ int main(int argc, char **argv)
         fail("RM_ALLOC subdevice", st);
 
     unsigned long long got = 0;
+    const char *method = "RM_ALLOC";
     for (uint32_t i = 0; got < mib << 20; i++) {
-        struct rm_memory_alloc_params mp;
-        memset(&mp, 0, sizeof mp);
-        mp.owner = h_client;
-        mp.flags = 0x1c101u;   /* CUDA's (handle provided, map not required, ...) */
-        mp.attr = 0x11800000u; /* VIDMEM, huge pages, non-contiguous allowed */
-        mp.attr2 = 0x100005u;  /* 2 MiB huge pages */
-        mp.format = 6;
-        mp.size = CHUNK;
-        mp.alignment = 2u << 20;
-        if ((st = rm_alloc(h_device, 0x5d000000u + i, CLASS_MEMORY_LOCAL_USER, &mp)))
-            fail("RM_ALLOC NV01_MEMORY_LOCAL_USER", st);
-        got += mp.size;
+        uint64_t size = 0;
+        uint32_t handle = 0x5d000000u + i;
+        bool heap = strcmp(method, "RM_ALLOC") != 0;
+        st = heap ? alloc_vidheap(h_device, handle, &size) : alloc_rm(h_device, handle, &size);
+        if (st && i == 0 && !heap) { /* not CUDA's way on this driver: VID_HEAP_CONTROL's */
+            fprintf(stderr, "raw_vidmem: RM_ALLOC 0x40 refused (0x%x); VID_HEAP_CONTROL\n", st);
+            method = "VID_HEAP_CONTROL";
+            st = alloc_vidheap(h_device, handle, &size);
+        }
+        if (st)
+            fail(i ? "allocation of one more block" : "RM_ALLOC 0x40 and VID_HEAP_CONTROL", st);
+        got += size ? size : CHUNK;
     }
-    printf("raw_vidmem: pid=%d allocated_mib=%llu\n", (int)getpid(), got >> 20);
+    printf("raw_vidmem: pid=%d allocated_mib=%llu method=%s\n", (int)getpid(), got >> 20, method);
     fflush(stdout);
     for (double left = seconds; left > 0; left -= 0.1)
         usleep(100000);
