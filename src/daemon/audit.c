@@ -460,12 +460,13 @@ static void check_openers(struct audit *a)
     }
 }
 
-/* Opener i may hold GPU g's unexplained memory: it has g's node open, the backend
- * does not list it there, and it is no member, not leaving, not kairosd. */
+/* Opener i may hold GPU g's unexplained memory: it has g's node or nvidiactl open (an
+ * RM client lives on its nvidiactl descriptor, which can reach every GPU), the
+ * backend does not list it there, and it is no member, not leaving, not kairosd. */
 static bool holds_unexplained(struct audit *a, size_t i, unsigned g)
 {
     const struct procscan_opener *o = &a->scan.v[i];
-    return (o->gpus & (1u << g)) && !(a->listed_on[i] & (1u << g)) &&
+    return ((o->gpus & (1u << g)) || o->driver) && !(a->listed_on[i] & (1u << g)) &&
            !find_known(a, o->proc.pid) && !o->proc.exiting && o->proc.pid != (uint32_t)getpid();
 }
 
@@ -516,9 +517,9 @@ static void reconcile(struct audit *a, unsigned g, size_t n_listed)
         const struct procscan_proc *p = &a->scan.v[i].proc;
         if (!holds_unexplained(a, i, g) || !due(a, p->pid, g, AUDIT_HOLDER, 0))
             continue;
-        char what[160];
+        char what[200];
         snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained",
-                 a->nodes.node[g], g, x);
+                 a->scan.v[i].gpus & (1u << g) ? a->nodes.node[g] : "the driver's nodes", g, x);
         act(a, p, what, true);
     }
 }

@@ -164,6 +164,16 @@ class Openers(AuditCase):
         self.assertTrue(wait_for(lambda: want in self.log()), self.log())
         self.assertNotIn("audit: GPU 1:", self.log())
 
+    def test_holder_with_only_nvidiactl_open_named(self):
+        """An RM client lives on its nvidiactl descriptor: a process that closed the
+        GPU's node after allocating is still named."""
+        s = self.spawn(dev=os.path.join(self.dev, "nvidiactl"), comm="ctlonly")
+        self.d.write_fake(self.fake + f"used 0 {3 * GiB}\n")
+        self.assertTrue(wait_for(lambda: f"held by pid {s.pid} (ctlonly)" in self.log()),
+                        self.log())
+        self.assertIn(f"pid {s.pid} (ctlonly) holds the driver's nodes open while GPU 0 has "
+                      "2.50 GiB unexplained", self.log())
+
     def test_explained_memory_not_reported(self):
         m = self.member("small", dev=self.node(0))
         self.d.write_fake(self.fake + f"proc 0 {m.pid} {GiB // 2}\nused 0 {GiB}\n")
