@@ -20,6 +20,7 @@
 #define AUDIT_PROC_ROOT "/proc"
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
 #define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
+#define AUDIT_SCAN_EVERY 10u         /* intervals between /proc scans (sooner when needed) */
 
 enum audit_kind {
     AUDIT_UNREGISTERED = 1, /* listed by the backend, not a member */
@@ -70,6 +71,11 @@ struct audit {
     struct gpu_proc *procs; /* the backend's list for one GPU, grown to what it reports */
     size_t cap_procs;
     uint32_t *listed;       /* its pids, sorted */
+    uint32_t *gpu_listed[KAIROS_MAX_GPUS]; /* the same per GPU, kept for the /proc scan */
+    size_t n_gpu_listed[KAIROS_MAX_GPUS];
+    bool gpu_listed_ok[KAIROS_MAX_GPUS];
+    uint64_t gpu_used[KAIROS_MAX_GPUS], gpu_known[KAIROS_MAX_GPUS]; /* memory.used, explained */
+    unsigned ticks_since_scan;
     const struct gpu_proc **mine; /* members' processes, grouped by tenant */
     struct audit_sum *sums;
     size_t cap_sums;
@@ -320,11 +326,8 @@ static int by_used_desc(const void *x, const void *y)
 
 static void describe(struct audit *a, uint32_t pid, struct procscan_proc *out)
 {
-    const struct procscan_opener *o = a->scan_ok ? procscan_find(&a->scan, pid) : NULL;
-    if (o)
-        *out = o->proc;
-    else
-        procscan_describe(AUDIT_PROC_ROOT, pid, out);
+    (void)a;
+    procscan_describe(AUDIT_PROC_ROOT, pid, out);
 }
 
 /* A tenant whose processes together use more than its quota on gpu: reported once
@@ -409,6 +412,14 @@ static long audit_gpu_processes(struct audit *a, unsigned g)
     }
     if (n)
         qsort(a->listed, n, sizeof *a->listed, u32_cmp);
+    uint32_t *keep = realloc(a->gpu_listed[g], (n ? n : 1) * sizeof *keep);
+    if (keep) {
+        if (n)
+            memcpy(keep, a->listed, n * sizeof *keep);
+        a->gpu_listed[g] = keep;
+        a->n_gpu_listed[g] = n;
+    }
+    a->gpu_listed_ok[g] = keep != NULL;
     for (size_t k = 0; k < n_sums; k++) {
         a->sums[k].first = n_mine;
         n_mine += a->sums[k].n;
@@ -471,24 +482,34 @@ static bool holds_unexplained(struct audit *a, size_t i, unsigned g)
 }
 
 /* memory.used of GPU g against what is known: every process the backend lists, the
- * ledger's holdings of members it does not list, and the driver's overhead. */
-static void reconcile(struct audit *a, unsigned g, size_t n_listed)
+ * ledger's holdings of members it does not list, and the driver's overhead. Returns
+ * true when memory is unexplained and has been for leave_grace_ms (a transient while
+ * the driver frees what a process held is no finding). */
+static bool measure(struct audit *a, unsigned g, size_t n_listed)
 {
     uint64_t used;
     if (!a->gpu->ops->memory_used || a->gpu->ops->memory_used(a->gpu, g, &used))
-        return;
+        return false;
     uint64_t known = a->cfg->audit_overhead;
     for (size_t i = 0; i < n_listed; i++)
         known += a->procs[i].used_valid ? a->procs[i].used : 0;
     for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next)
         if (!is_listed(a, n_listed, m->pid))
             known += m->held[g];
+    a->gpu_used[g] = used;
+    a->gpu_known[g] = known;
     if (used <= known)
-        return;
-    /* transient while the driver frees what a process held: a finding once it lasts */
+        return false;
+    return lasted(a, finding(a, 0, g, AUDIT_UNEXPLAINED), a->cfg->audit_leave_grace_ms);
+}
+
+/* GPU g's unexplained memory (measure() said so), after a fresh /proc scan: reported
+ * once with the processes that may hold it, each of them acted on once (also one
+ * that comes while the memory stays unexplained). */
+static void name_holders(struct audit *a, unsigned g)
+{
+    uint64_t used = a->gpu_used[g], known = a->gpu_known[g];
     struct audit_seen *f = finding(a, 0, g, AUDIT_UNEXPLAINED);
-    if (!lasted(a, f, a->cfg->audit_leave_grace_ms))
-        return;
     char x[32], y[32], z[32], holders[512] = "";
     size_t len = 0, n_holders = 0;
     for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
@@ -512,7 +533,6 @@ static void reconcile(struct audit *a, unsigned g, size_t n_listed)
                  n_holders ? holders : "no holder found in /proc (another pid namespace, or "
                                        "kairosd not root?)");
     }
-    /* each holder once, also one that comes while the memory stays unexplained */
     for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
         const struct procscan_proc *p = &a->scan.v[i].proc;
         if (!holds_unexplained(a, i, g) || !due(a, p->pid, g, AUDIT_HOLDER, 0))
@@ -524,10 +544,12 @@ static void reconcile(struct audit *a, unsigned g, size_t n_listed)
     }
 }
 
+/* The openers of the driver's nodes now, and on which GPUs the backend lists each. */
 static void scan_proc(struct audit *a)
 {
     int rc = procscan_run(&a->scan, AUDIT_PROC_ROOT, &a->nodes, AUDIT_SCAN_BUDGET);
     a->scan_ok = rc == 0;
+    a->ticks_since_scan = 0;
     if (rc)
         log_debug("audit: cannot scan %s: %s", AUDIT_PROC_ROOT, strerror(-rc));
     else if (a->scan.cut && due(a, 0, AUDIT_NO_GPU, AUDIT_OPENER, 0))
@@ -540,31 +562,54 @@ static void scan_proc(struct audit *a)
         return;
     }
     a->listed_on = v;
-    memset(v, 0, (a->scan.n ? a->scan.n : 1) * sizeof *v);
+    for (size_t i = 0; i < a->scan.n; i++) {
+        uint32_t pid = a->scan.v[i].proc.pid;
+        v[i] = 0;
+        for (unsigned g = 0; g < a->nodes.n; g++)
+            if (a->gpu_listed_ok[g] && a->n_gpu_listed[g] &&
+                bsearch(&pid, a->gpu_listed[g], a->n_gpu_listed[g], sizeof pid, u32_cmp))
+                v[i] |= 1u << g;
+    }
 }
 
+/* One pass: the backend's lists and memory.used first (cheap), then /proc every
+ * AUDIT_SCAN_EVERY intervals, or at once when memory is unexplained. */
 void audit_tick(struct audit *a)
 {
     a->now_ms = monotonic_ms();
     for (size_t i = 0; i < a->n_seen; i++)
         a->seen[i].still = false;
     update_known(a);
-    scan_proc(a);
-    for (unsigned g = 0; a->gpu && a->gpu->ops && g < a->ts->n_gpus; g++) {
+    uint32_t unexplained = 0; /* bit g: GPU g's memory is unexplained */
+    for (unsigned g = 0; a->gpu && g < a->ts->n_gpus; g++) {
         long n = audit_gpu_processes(a, g);
         if (n < 0)
-            continue;
-        for (size_t i = 0; i < a->scan.n; i++)
-            if (is_listed(a, (size_t)n, a->scan.v[i].proc.pid))
-                a->listed_on[i] |= 1u << g;
-        reconcile(a, g, (size_t)n);
+            a->gpu_listed_ok[g] = false;
+        else if (measure(a, g, (size_t)n))
+            unexplained |= 1u << g;
     }
-    check_openers(a);
-    /* forget what went away, so a reused pid (or a tenant over again) is reported again */
+    bool due_now = false;
+    for (unsigned g = 0; g < a->ts->n_gpus; g++) {
+        const struct audit_seen *f = (unexplained & (1u << g)) ? finding(a, 0, g, AUDIT_UNEXPLAINED)
+                                                              : NULL;
+        due_now |= f && !f->reported;
+    }
+    bool scanned = due_now || ++a->ticks_since_scan >= AUDIT_SCAN_EVERY;
+    if (scanned) {
+        scan_proc(a);
+        check_openers(a);
+        for (unsigned g = 0; g < a->ts->n_gpus; g++)
+            if (unexplained & (1u << g))
+                name_holders(a, g);
+    }
+    /* forget what went away, so a reused pid (or a tenant over again) is reported
+     * again; what only a scan sees stays until the next scan */
     size_t k = 0;
-    for (size_t i = 0; i < a->n_seen; i++)
-        if (a->seen[i].still)
+    for (size_t i = 0; i < a->n_seen; i++) {
+        enum audit_kind kind = a->seen[i].kind;
+        if (a->seen[i].still || (!scanned && (kind == AUDIT_OPENER || kind == AUDIT_HOLDER)))
             a->seen[k++] = a->seen[i];
+    }
     a->n_seen = k;
 }
 
@@ -626,6 +671,7 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
         return rc;
     }
     find_nodes(a);
+    a->ticks_since_scan = AUDIT_SCAN_EVERY - 1; /* the first pass scans */
     audit_reconfigure(a);
     if (!cfg->audit_interval_ms)
         log_info("audit: off (audit: { interval_ms: 0 })");
@@ -658,5 +704,7 @@ void audit_fini(struct audit *a)
     free(a->mine);
     free(a->sums);
     free(a->listed_on);
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        free(a->gpu_listed[g]);
     free(a);
 }

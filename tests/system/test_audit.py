@@ -31,12 +31,12 @@ sock, tenant, dev, comm = sys.argv[2:6]
 if comm != "-":
     with open("/proc/self/comm", "w") as f:
         f.write(comm)
-if dev != "-":
-    fd = os.open(dev, os.O_RDONLY)
 c = None
-if tenant != "-":
+if tenant != "-":  # registered before it opens the GPU, as the shim does
     c = kp.Client(sock)
     c.hello(tenant)
+if dev != "-":
+    fd = os.open(dev, os.O_RDONLY)
 os.write(1, b"ready\n")
 for line in sys.stdin:
     if line.strip() == "leave" and c:
