@@ -676,8 +676,9 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     if (!cfg->audit_interval_ms)
         log_info("audit: off (audit: { interval_ms: 0 })");
     else if (a->gpu)
-        log_info("audit: every %u ms with the %s backend and the /proc scan of %s*; what it "
-                 "finds is %s", cfg->audit_interval_ms, gpu->ops->name, a->nodes.prefix,
+        log_info("audit: every %u ms with the %s backend and the /proc scan of %s* (GPU 0: "
+                 "%s); what it finds is %s", cfg->audit_interval_ms, gpu->ops->name,
+                 a->nodes.prefix, a->nodes.n ? a->nodes.node[0] : "none",
                  cfg->audit_kill ? "killed (action kill), but the exempt" : "reported");
     else
         log_warn("audit: every %u ms, without a GPU backend: only the /proc scan of %s* runs "

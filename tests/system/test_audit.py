@@ -4,8 +4,8 @@ sums (4 x 0.9 GiB in a 1 GiB tenant), process lists beyond any fixed size, opene
 of the device nodes found through /proc (a fake /dev), memory.used reconciled with
 its holder named, members that just left not taken for intruders, kill by policy
 with exemptions (and root's monitoring tools never), the /proc scan without a GPU
-backend.
-Usage: test_audit.py KAIROSD_BINARY"""
+backend, and kairosd's NVML backend on a stand-in libnvidia-ml.so.1 (tests/fakenvml).
+Usage: test_audit.py KAIROSD_BINARY FAKE_LIBNVIDIA_ML"""
 import os
 import signal
 import subprocess
@@ -16,7 +16,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 
-KAIROSD = sys.argv[1]
+KAIROSD, FAKE_NVML = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
 FAKE = "gpu 0 GPU-fake-0000 85899345920\ngpu 1 GPU-fake-0001 85899345920\n"
 NO_SUCH_PID = 4194304 + 1000  # above any pid_max: never a real process
@@ -313,6 +313,71 @@ class WithoutBackend(unittest.TestCase):
             p.kill()
             p.wait()
             d.stop()
+
+
+class NvmlBackend(unittest.TestCase):
+    """The NVML backend (gpu_nvml.c) on tests/fakenvml: process lists longer than any
+    buffer kairosd starts with (NVML's INSUFFICIENT_SIZE), per-tenant sums,
+    memory.used, device nodes by minor number."""
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, "  - name: small\n    memory: { 0: 1G }\n",
+                           extra="audit: { interval_ms: 100, leave_grace_ms: 200 }\n")
+        self.nvml = os.path.join(self.d.dir, "nvml.txt")
+        self.write("")
+        self.env = {k: os.environ.get(k) for k in ("LD_LIBRARY_PATH", "KAIROS_FAKE_NVML",
+                                                   "KAIROS_FAKE_GPU")}
+        os.environ["LD_LIBRARY_PATH"] = os.path.dirname(os.path.abspath(FAKE_NVML))
+        os.environ["KAIROS_FAKE_NVML"] = self.nvml
+        os.environ["KAIROS_FAKE_GPU"] = ""
+        try:
+            self.d.start()
+        finally:
+            for k, v in self.env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.d.stop()
+        self.assertNotIn("runtime error", self.d.read_log())
+
+    def write(self, extra):
+        tmp = self.nvml + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("gpu 0 GPU-nvml-0000 85899345920\n" + extra)
+        os.rename(tmp, self.nvml)
+
+    def member(self):
+        p = subprocess.Popen([sys.executable, "-c", CHILD, os.path.dirname(kp.__file__),
+                              self.d.socket, "small", "-", "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.procs.append(p)
+        self.assertEqual(p.stdout.readline(), b"ready\n")
+        return p
+
+    def test_nvml_backend(self):
+        log = self.d.read_log
+        self.assertIn("GPU 0: GPU-nvml-0000, 80.0 GiB (nvml backend)", log())
+        self.assertIn("(GPU 0: /dev/nvidia10)", log())  # minor number, not the index
+        stranger = subprocess.Popen(["sleep", "60"])
+        self.procs.append(stranger)
+        ms = [self.member() for _ in range(4)]
+        many = "".join(f"proc 0 {NO_SUCH_PID + i} 4096\n" for i in range(700))
+        self.write(many + "".join(f"proc 0 {m.pid} {int(0.9 * GiB)}\n" for m in ms)
+                   + f"proc 0 {stranger.pid} {GiB}\nused 0 {12 * GiB}\n")
+        self.assertTrue(wait_for(lambda: f"pid {stranger.pid} (sleep) uses GPU 0 (1.00 GiB)"
+                                 in log()), log())
+        self.assertTrue(wait_for(lambda: "tenant small: its 4 process(es) together use "
+                                 "3.60 GiB on GPU 0" in log()), log())
+        # 12 GiB used; 3.6 + 1 GiB + 700 x 4 KiB listed, 1 GiB allowance: 6.397 GiB left
+        self.assertTrue(wait_for(lambda: "GPU 0: 6.40 GiB of memory.used unexplained" in log()),
+                        log())
 
 
 class Config(unittest.TestCase):
