@@ -358,7 +358,7 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
         snprintf(what, sizeof what, "of tenant %s uses %s on GPU %u, where the tenant is above "
                  "its quota of %s", t->name, tenants_size(mine[i]->used, x, sizeof x), gpu,
                  tenants_size(quota, y, sizeof y));
-        act(a, &p, what, true);
+        act(a, &p, what, p.exists); /* gone: its pid may be another process's by now */
         left -= mine[i]->used;
     }
 }
