@@ -172,6 +172,8 @@ static void act(struct audit *a, const struct procscan_proc *p, const char *what
         snprintf(uid, sizeof uid, "uid %u", p->uid);
     if (!a->cfg->audit_kill) {
         log_warn("audit: %s %s, %s; not killed (audit action is report)", who, what, uid);
+    } else if (!p->exists) {
+        log_warn("audit: %s %s, %s; not killed (not in /proc)", who, what, uid);
     } else if (!killable) {
         log_warn("audit: %s %s, %s; not killed (no GPU memory of it is seen)", who, what, uid);
     } else if (p->pid <= 1 || p->pid == (uint32_t)getpid()) {
