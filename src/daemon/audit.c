@@ -47,6 +47,7 @@ struct audit_known {
     uint32_t pid;
     uint64_t left_ms;
     char tenant[KAIROS_NAME_MAX];
+    struct ledger_tenant *member_of; /* a member now: its tenant (valid for this pass) */
 };
 
 /* One tenant's processes on the GPU being audited. */
@@ -195,7 +196,8 @@ static int by_pid(const void *x, const void *y)
     return (p > q) - (p < q);
 }
 
-static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char *tenant)
+static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char *tenant,
+                     struct ledger_tenant *member_of)
 {
     if (a->n_known == a->cap_known) {
         size_t cap = a->cap_known ? 2 * a->cap_known : 64;
@@ -208,6 +210,7 @@ static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char
     struct audit_known *k = &a->known[a->n_known++];
     k->pid = pid;
     k->left_ms = left_ms;
+    k->member_of = member_of;
     snprintf(k->tenant, sizeof k->tenant, "%s", tenant);
     return 0;
 }
@@ -216,6 +219,13 @@ static const struct audit_known *find_known(const struct audit *a, uint32_t pid)
 {
     struct audit_known key = {.pid = pid};
     return a->n_known ? bsearch(&key, a->known, a->n_known, sizeof key, by_pid) : NULL;
+}
+
+/* The tenant pid is a member of now, or NULL. */
+static struct ledger_tenant *member_tenant(const struct audit *a, uint32_t pid)
+{
+    const struct audit_known *k = find_known(a, pid);
+    return k ? k->member_of : NULL;
 }
 
 /* The members now, and those that left within the grace period (from the previous
@@ -228,7 +238,7 @@ static void update_known(struct audit *a)
     a->known = NULL;
     a->n_known = a->cap_known = 0;
     for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next)
-        if (add_known(a, m->pid, 0, m->tenant->name))
+        if (add_known(a, m->pid, 0, m->tenant->name, m->tenant))
             break;
     if (a->n_known)
         qsort(a->known, a->n_known, sizeof *a->known, by_pid);
@@ -239,7 +249,7 @@ static void update_known(struct audit *a)
             continue;
         uint64_t left = old[i].left_ms ? old[i].left_ms : a->now_ms;
         if (a->now_ms - left < a->cfg->audit_leave_grace_ms)
-            add_known(a, old[i].pid, left, old[i].tenant);
+            add_known(a, old[i].pid, left, old[i].tenant, NULL);
     }
     free(old);
     if (a->n_known)
@@ -401,12 +411,12 @@ static long audit_gpu_processes(struct audit *a, unsigned g)
         a->listed[i] = p->pid;
         if (p->pid == self)
             continue;
-        struct ledger_member *m = ledger_find_pid(&a->ts->ledger, p->pid);
-        if (!m) {
+        struct ledger_tenant *t = member_tenant(a, p->pid);
+        if (!t) {
             check_unregistered(a, g, p);
             continue;
         }
-        struct audit_sum *s = sum_of(a, &n_sums, m->tenant);
+        struct audit_sum *s = sum_of(a, &n_sums, t);
         if (!s)
             return -ENOMEM;
         s->used += p->used_valid ? p->used : 0;
@@ -429,10 +439,10 @@ static long audit_gpu_processes(struct audit *a, unsigned g)
     }
     for (size_t i = 0; i < n; i++) {
         const struct gpu_proc *p = &a->procs[i];
-        struct ledger_member *m = p->pid == self ? NULL : ledger_find_pid(&a->ts->ledger, p->pid);
-        if (!m)
+        struct ledger_tenant *t = p->pid == self ? NULL : member_tenant(a, p->pid);
+        if (!t)
             continue;
-        struct audit_sum *s = sum_of(a, &n_sums, m->tenant);
+        struct audit_sum *s = sum_of(a, &n_sums, t);
         a->mine[s->first + s->n++] = p;
     }
     for (size_t k = 0; k < n_sums; k++)
