@@ -348,7 +348,10 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
 {
     struct ledger_tenant *t = s->tenant;
     uint64_t quota = t->quota[gpu];
-    if (s->used <= quota || !due(a, t->id, gpu, AUDIT_TENANT_OVER, 0))
+    /* what the driver takes for each context beyond what the shim can charge */
+    uint64_t slack = a->cfg->audit_process_overhead * s->n;
+    if (s->used <= quota || s->used - quota <= slack ||
+        !due(a, t->id, gpu, AUDIT_TENANT_OVER, 0))
         return;
     const struct gpu_proc **mine = a->mine + s->first;
     qsort(mine, s->n, sizeof *mine, by_used_desc);
@@ -363,7 +366,8 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
              "tenant's quota of %s (memory the shim did not see): pids %s", t->name, s->n,
              tenants_size(s->used, x, sizeof x), gpu, tenants_size(quota, y, sizeof y), list);
     uint64_t left = s->used;
-    for (size_t i = 0; i < s->n && left > quota; i++) {
+    for (size_t i = 0; i < s->n && left > quota + a->cfg->audit_process_overhead * (s->n - i);
+         i++) {
         char what[256];
         struct procscan_proc p;
         describe(a, mine[i]->pid, &p);

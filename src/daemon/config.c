@@ -224,13 +224,19 @@ static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node
             return -EINVAL;
         if (units_parse_size(scalar(v), 0, &c->audit_overhead, why, sizeof why))
             return ydoc_fail(p, v, "audit overhead: %s", why);
+    } else if (!strcmp(key, "process_overhead")) {
+        char why[128];
+        if (want(p, v, YAML_SCALAR_NODE, "audit process_overhead as a size (e.g. 64M)"))
+            return -EINVAL;
+        if (units_parse_size(scalar(v), 0, &c->audit_process_overhead, why, sizeof why))
+            return ydoc_fail(p, v, "audit process_overhead: %s", why);
     } else if (!strcmp(key, "leave_grace_ms")) {
         if (parse_uint(p, v, "audit leave_grace_ms", 600000, &ul))
             return -EINVAL;
         c->audit_leave_grace_ms = (unsigned)ul;
     } else {
         return ydoc_fail(p, k, "unknown key '%s' in audit (expected interval_ms, action, exempt, "
-                               "overhead, leave_grace_ms or kill)", key);
+                               "overhead, process_overhead, leave_grace_ms or kill)", key);
     }
     return 0;
 }

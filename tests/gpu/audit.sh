@@ -7,7 +7,10 @@
 #       reported over its quota; then both SIGKILLed: their leaving is not reported as
 #       intruders while the driver frees (the time it takes is measured);
 #   a3. action kill with exemptions: a raw_vidmem of another user killed, the same
-#       program under an exempt command name spared, root's nvidia-smi spared.
+#       program under an exempt command name spared, root's nvidia-smi spared;
+#   a4. a tenant's process under the shim (kairos run) filling its 2 GiB quota: must
+#       not be reported over it (NVML's figure for it against the quota is printed:
+#       what audit process_overhead must allow).
 # Changes no GPU setting; about one minute. Prints a table; $OUT/audit-results.json.
 adir=/tmp/kairos-audit
 rm -rf "$adir" && mkdir -p "$adir" && chmod 755 "$adir"
@@ -57,6 +60,8 @@ audit: { interval_ms: 500, action: $1, overhead: ${overhead_mib}M, leave_grace_m
 tenants:
   - name: team
     memory: { 0: 4G }
+  - name: fill
+    memory: { 0: 2G }
 YAML
   "$bin/kairosd" -c "$adir/kairosd.yaml" -l debug >> "$adir/kairosd.log" 2>&1 &
   kd_pid=$!
@@ -102,6 +107,19 @@ wait "$m1" "$m2" 2>/dev/null
 sleep 2
 left_reported=$(grep -cE "warn: audit: pid ($m1|$m2) .*without being a registered tenant" "$adir/kairosd.log")
 aresult "tenant_sum reported_ms=$t_sum nvml_lists_after_kill_ms=$freed_ms leaving_reported_as_intruder=$left_reported"
+
+echo "--- a4. a tenant's process under the shim at its 2 GiB quota"
+KAIROS_SOCKET=$adir/kairosd.sock timeout 60 "$bin/kairos" run --tenant fill -- \
+  $python tests/gpu/audit_member.py - fill fill 4 > "$adir/fill.txt" 2>&1 &
+fill_pid=$!
+wait_line "$adir/fill.txt" allocated_mib 30 "$fill_pid"; cat "$adir/fill.txt"
+fpid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$adir/fill.txt")
+sleep 2
+fill_nvml=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | \
+  awk -F', *' -v p="${fpid:-none}" '$1 == p {print $2}')
+fill_reported=$(grep -c "tenant fill: its" "$adir/kairosd.log")
+wait "$fill_pid" 2>/dev/null
+aresult "at_quota allocated_mib=$(sed -n 's/.*allocated_mib=\([0-9]*\).*/\1/p' "$adir/fill.txt") nvml_used_mib=${fill_nvml:-?} quota_mib=2048 reported=$fill_reported"
 stop_kairosd
 
 exempt="[ raw_exempt, { user: root }, { command: nvidia-smi, user: $(id -u) } ]"
@@ -140,6 +158,7 @@ for line in open(f"{adir}/results.txt"):
 json.dump(res, open(f"{out}/audit-results.json", "w"), indent=1)
 c = res["checks"]
 r, t, k = c.get("raw_vidmem", {}), c.get("tenant_sum", {}), c.get("kill", {})
+q = c.get("at_quota", {})
 ok = lambda v: "yes" if v not in (None, "-1", "") else "NO"
 rows = [
     ("raw vidmem in NVML's list", "no" if r.get("in_nvml_list") == "0" else "yes",
@@ -153,6 +172,8 @@ rows = [
      f"exit {k.get('victim_exit')} within {k.get('killed_within_ms')} ms"),
     ("kill: exempt command spared", "yes" if k.get("exempt_alive") == "1" else "NO", ""),
     ("kill: root's nvidia-smi spared", "yes" if k.get("root_nvidia_smi_alive") == "1" else "NO", ""),
+    ("shim'd tenant at quota reported", "no" if q.get("reported") == "0" else "YES",
+     f"allocated {q.get('allocated_mib')} MiB, NVML {q.get('nvml_used_mib')} MiB, quota 2048 MiB"),
 ]
 print(f"\naudit on GPU 0 (memory.used before {base} MiB, overhead allowance {overhead} MiB)")
 for name, v, d in rows:

@@ -5,7 +5,10 @@ protocol's own client), then creates a CUDA context and allocates MIB through th
 driver API (libcuda.so.1 through ctypes: no nvcc, no torch), so the memory is in
 NVML's process list but was never charged to the tenant. Several of them together
 exceed their tenant's quota, which only the audit's per-tenant sum can see.
-Usage: audit_member.py SOCKET TENANT MIB [SECONDS]"""
+With SOCKET "-" it does not register (run it under the shim: kairos run), and with
+MIB "fill" it allocates 64 MiB blocks until refused: a tenant at its quota, which
+the audit must not report.
+Usage: audit_member.py SOCKET TENANT MIB|fill [SECONDS]"""
 import ctypes
 import os
 import sys
@@ -21,10 +24,12 @@ def check(rc, what):
 
 
 def main():
-    sock, tenant, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    sock, tenant, mib = sys.argv[1], sys.argv[2], sys.argv[3]
     seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 60
-    client = kp.Client(sock)
-    client.hello(tenant)
+    client = None
+    if sock != "-":
+        client = kp.Client(sock)
+        client.hello(tenant)
     cuda = ctypes.CDLL("libcuda.so.1")
     check(cuda.cuInit(0), "cuInit")
     dev = ctypes.c_int()
@@ -32,10 +37,17 @@ def main():
     ctx = ctypes.c_void_p()
     check(cuda.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev), "cuCtxCreate")
     ptr = ctypes.c_uint64()
-    check(cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(mib << 20)), "cuMemAlloc")
-    print(f"audit_member: pid={os.getpid()} tenant={tenant} allocated_mib={mib}", flush=True)
+    if mib == "fill":
+        got = 0
+        while cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(64 << 20)) == 0:
+            got += 64
+    else:
+        got = int(mib)
+        check(cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(got << 20)), "cuMemAlloc")
+    print(f"audit_member: pid={os.getpid()} tenant={tenant} allocated_mib={got}", flush=True)
     time.sleep(seconds)
-    client.close()
+    if client:
+        client.close()
 
 
 if __name__ == "__main__":

@@ -137,6 +137,21 @@ class TenantSums(AuditCase):
         self.assertTrue(wait_for(lambda: f"pid {s.pid} (sleep" in self.log()), self.log())
 
 
+class TenantSumsWithProcessOverhead(AuditCase):
+    """process_overhead: what the driver takes per context beyond what the shim
+    charges is allowed on top of the quota, per process."""
+    extra = "audit: { interval_ms: 100, process_overhead: 200M }\n"
+
+    def test_allowance_per_process(self):
+        ms = [self.member("small") for _ in range(4)]
+        self.d.write_fake(self.fake + "".join(f"proc 0 {m.pid} {int(0.3 * GiB)}\n" for m in ms))
+        time.sleep(0.5)  # 1.2 GiB <= 1 GiB + 4 x 200 MiB
+        self.assertNotIn("above the tenant's quota", self.log())
+        self.d.write_fake(self.fake + "".join(f"proc 0 {m.pid} {int(0.9 * GiB)}\n" for m in ms))
+        self.assertTrue(wait_for(lambda: "tenant small: its 4 process(es) together use 3.60 GiB"
+                                 in self.log()), self.log())
+
+
 class Openers(AuditCase):
     extra = "audit: { interval_ms: 100, leave_grace_ms: 300, overhead: 512M }\n"
 
@@ -391,6 +406,7 @@ class Config(unittest.TestCase):
 
     def test_settings_accepted(self):
         r = self.check("audit: { interval_ms: 500, action: kill, overhead: 768M, "
+                       "process_overhead: 64M, "
                        "leave_grace_ms: 1000,\n  exempt: [ nvidia-persistenced, "
                        "{ user: root }, { command: dcgm-exporter, user: 0 } ] }")
         self.assertEqual(r.returncode, 0, r.stderr)
