@@ -109,7 +109,7 @@ left_reported=$(grep -cE "warn: audit: pid ($m1|$m2) .*without being a registere
 aresult "tenant_sum reported_ms=$t_sum nvml_lists_after_kill_ms=$freed_ms leaving_reported_as_intruder=$left_reported"
 
 echo "--- a4. a tenant's process under the shim at its 2 GiB quota"
-KAIROS_SOCKET=$adir/kairosd.sock timeout 60 "$bin/kairos" run --tenant fill -- \
+timeout 60 "$bin/kairos" run --socket "$adir/kairosd.sock" --tenant fill -- \
   $python tests/gpu/audit_member.py - fill fill 4 > "$adir/fill.txt" 2>&1 &
 fill_pid=$!
 wait_line "$adir/fill.txt" allocated_mib 30 "$fill_pid"; cat "$adir/fill.txt"
