@@ -22,6 +22,13 @@
 #define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
 #define AUDIT_SCAN_EVERY 10u         /* intervals between /proc scans (sooner when needed) */
 
+/* Every finding's line names its tenant (NULL: none), process (0: none) and GPU (< 0:
+ * none): the one place to give the log those as fields. */
+#define audit_warn(tenant, pid, gpu, ...) \
+    do { (void)(tenant); (void)(pid); (void)(gpu); log_warn(__VA_ARGS__); } while (0)
+#define audit_error(tenant, pid, gpu, ...) \
+    do { (void)(tenant); (void)(pid); (void)(gpu); log_error(__VA_ARGS__); } while (0)
+
 enum audit_kind {
     AUDIT_UNREGISTERED = 1, /* listed by the backend, not a member */
     AUDIT_TENANT_OVER,      /* a tenant's processes above its quota (who: tenant id) */
@@ -162,30 +169,35 @@ static bool is_exempt(const struct audit *a, const struct procscan_proc *p)
     return false;
 }
 
-/* Reports what pid did and, by policy, kills it. killable: the finding is GPU memory
- * the process holds (an opener seen holding none is only reported). */
-static void act(struct audit *a, const struct procscan_proc *p, const char *what, bool killable)
+/* Reports what pid did (about tenant, NULL: none, and gpu, < 0: none) and, by
+ * policy, kills it. killable: the finding is GPU memory the process holds (an opener
+ * seen holding none is only reported). */
+static void act(struct audit *a, const struct procscan_proc *p, const char *tenant, int gpu,
+                const char *what, bool killable)
 {
     char who[96];
     snprintf(who, sizeof who, "pid %u (%s)", p->pid, p->comm);
     char uid[24] = "uid ?";
     if (p->uid != UINT32_MAX)
         snprintf(uid, sizeof uid, "uid %u", p->uid);
-    if (!a->cfg->audit_kill) {
-        log_warn("audit: %s %s, %s; not killed (audit action is report)", who, what, uid);
-    } else if (!p->exists) {
-        log_warn("audit: %s %s, %s; not killed (not in /proc)", who, what, uid);
-    } else if (!killable) {
-        log_warn("audit: %s %s, %s; not killed (no GPU memory of it is seen)", who, what, uid);
-    } else if (p->pid <= 1 || p->pid == (uint32_t)getpid()) {
-        log_warn("audit: %s %s, %s; never killed (pid 1 or kairosd)", who, what, uid);
-    } else if (is_exempt(a, p)) {
-        log_warn("audit: %s %s, %s; not killed: exempt (audit exempt)", who, what, uid);
-    } else if (kill((pid_t)p->pid, SIGKILL)) {
-        log_error("audit: %s %s, %s; kill failed: %s", who, what, uid, strerror(errno));
-    } else {
-        log_warn("audit: %s %s, %s; killed (audit action kill)", who, what, uid);
-    }
+    const char *outcome = NULL;
+    if (!a->cfg->audit_kill)
+        outcome = "not killed (audit action is report)";
+    else if (!p->exists)
+        outcome = "not killed (not in /proc)";
+    else if (!killable)
+        outcome = "not killed (no GPU memory of it is seen)";
+    else if (p->pid <= 1 || p->pid == (uint32_t)getpid())
+        outcome = "never killed (pid 1 or kairosd)";
+    else if (is_exempt(a, p))
+        outcome = "not killed: exempt (audit exempt)";
+    else if (kill((pid_t)p->pid, SIGKILL))
+        audit_error(tenant, p->pid, gpu, "audit: %s %s, %s; kill failed: %s", who, what, uid,
+                    strerror(errno));
+    else
+        outcome = "killed (audit action kill)";
+    if (outcome)
+        audit_warn(tenant, p->pid, gpu, "audit: %s %s, %s; %s", who, what, uid, outcome);
 }
 
 /* --- who the ledger knows --- */
@@ -362,9 +374,10 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
                          tenants_size(mine[i]->used, x, sizeof x));
         len += k > 0 ? (size_t)k : 0;
     }
-    log_warn("audit: tenant %s: its %zu process(es) together use %s on GPU %u, above the "
-             "tenant's quota of %s (memory the shim did not see): pids %s", t->name, s->n,
-             tenants_size(s->used, x, sizeof x), gpu, tenants_size(quota, y, sizeof y), list);
+    audit_warn(t->name, 0, (int)gpu, "audit: tenant %s: its %zu process(es) together use %s "
+               "on GPU %u, above the tenant's quota of %s (memory the shim did not see): pids "
+               "%s", t->name, s->n, tenants_size(s->used, x, sizeof x), gpu,
+               tenants_size(quota, y, sizeof y), list);
     uint64_t left = s->used;
     for (size_t i = 0; i < s->n && left > quota + a->cfg->audit_process_overhead * (s->n - i);
          i++) {
@@ -374,7 +387,7 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
         snprintf(what, sizeof what, "of tenant %s uses %s on GPU %u, where the tenant is above "
                  "its quota of %s", t->name, tenants_size(mine[i]->used, x, sizeof x), gpu,
                  tenants_size(quota, y, sizeof y));
-        act(a, &p, what, p.exists); /* gone: its pid may be another process's by now */
+        act(a, &p, t->name, (int)gpu, what, p.exists); /* gone: its pid may be reused */
         left -= mine[i]->used;
     }
 }
@@ -395,7 +408,7 @@ static void check_unregistered(struct audit *a, unsigned g, const struct gpu_pro
              "(started without kairos run or the shim?)%s", g,
              gp->used_valid ? tenants_size(gp->used, x, sizeof x) : "memory unknown",
              p.exists ? "" : "; not in /proc (another pid namespace?)");
-    act(a, &p, what, p.exists);
+    act(a, &p, NULL, (int)g, what, p.exists);
 }
 
 /* Returns how many processes the backend listed on g (their pids in a->listed), or
@@ -483,7 +496,7 @@ static void check_openers(struct audit *a)
             snprintf(what, sizeof what, "has %s open without being a registered tenant; %s",
                      a->nodes.node[g], a->gpu ? "the GPU backend does not list it (memory "
                      "without a CUDA context?)" : "no GPU backend to say what it holds");
-        act(a, &o->proc, what, false);
+        act(a, &o->proc, NULL, g == AUDIT_NO_GPU ? -1 : (int)g, what, false);
     }
 }
 
@@ -542,12 +555,12 @@ static void name_holders(struct audit *a, unsigned g)
     tenants_size(used - known, x, sizeof x);
     if (f && !f->reported) {
         f->reported = true;
-        log_warn("audit: GPU %u: %s of memory.used unexplained (memory.used %s; processes "
-                 "listed, members' holdings and the overhead allowance %s): %s%s", g, x,
-                 tenants_size(used, y, sizeof y), tenants_size(known, z, sizeof z),
-                 n_holders ? "held by " : "",
-                 n_holders ? holders : "no holder found in /proc (another pid namespace, or "
-                                       "kairosd not root?)");
+        audit_warn(NULL, 0, (int)g, "audit: GPU %u: %s of memory.used unexplained (memory.used "
+                   "%s; processes listed, members' holdings and the overhead allowance %s): "
+                   "%s%s", g, x, tenants_size(used, y, sizeof y),
+                   tenants_size(known, z, sizeof z), n_holders ? "held by " : "",
+                   n_holders ? holders : "no holder found in /proc (another pid namespace, "
+                                         "or kairosd not root?)");
     }
     for (size_t i = 0; a->scan_ok && i < a->scan.n; i++) {
         const struct procscan_proc *p = &a->scan.v[i].proc;
@@ -556,7 +569,7 @@ static void name_holders(struct audit *a, unsigned g)
         char what[200];
         snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained",
                  a->scan.v[i].gpus & (1u << g) ? a->nodes.node[g] : "the driver's nodes", g, x);
-        act(a, p, what, true);
+        act(a, p, NULL, (int)g, what, true);
     }
 }
 
