@@ -97,6 +97,10 @@ done
 wait_line "$adir/member1.txt" allocated_mib 20 "$m1"; wait_line "$adir/member2.txt" allocated_mib 20 "$m2"
 cat "$adir"/member*.txt
 t_sum=$(wait_log 10 "tenant team: its 2 process\(es\) together use")
+# what two contexts add to memory.used beyond what NVML gives the two processes
+nvml_sum=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | \
+  awk -F', *' -v a="$m1" -v b="$m2" '$1 == a || $1 == b {s += $2} END {print s + 0}')
+unattributed=$(( ($(used_mib) - base_used - nvml_sum) / 2 ))
 grep -F "tenant team: its" "$adir/kairosd.log" | head -1
 kill -9 "$m1" "$m2"; t0=$(ms_now)
 while nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -qxE " *($m1|$m2) *"; do
@@ -106,7 +110,7 @@ freed_ms=$(( $(ms_now) - t0 ))
 wait "$m1" "$m2" 2>/dev/null
 sleep 2
 left_reported=$(grep -cE "warn: audit: pid ($m1|$m2) .*without being a registered tenant" "$adir/kairosd.log")
-aresult "tenant_sum reported_ms=$t_sum nvml_lists_after_kill_ms=$freed_ms leaving_reported_as_intruder=$left_reported"
+aresult "tenant_sum reported_ms=$t_sum nvml_per_process_mib=$((nvml_sum / 2)) unattributed_per_context_mib=$unattributed nvml_lists_after_kill_ms=$freed_ms leaving_reported_as_intruder=$left_reported"
 
 echo "--- a4. a tenant's process under the shim at its 2 GiB quota"
 timeout 60 "$bin/kairos" run --socket "$adir/kairosd.sock" --tenant fill -- \
@@ -166,6 +170,8 @@ rows = [
     ("raw: opener reported, pid", ok(r.get("opener_reported_ms")), f"{r.get('opener_reported_ms')} ms"),
     ("raw: unexplained, holder named", ok(r.get("unexplained_named_ms")), f"{r.get('unexplained_named_ms')} ms"),
     ("tenant sum above quota", ok(t.get("reported_ms")), f"{t.get('reported_ms')} ms (2 x 3 GiB, quota 4 GiB)"),
+    ("memory.used not in NVML per ctx", f"{t.get('unattributed_per_context_mib')}",
+     f"MiB per process (NVML gave each {t.get('nvml_per_process_mib')} MiB)"),
     ("leaving members as intruders", t.get("leaving_reported_as_intruder"),
      f"NVML listed them {t.get('nvml_lists_after_kill_ms')} ms after SIGKILL"),
     ("kill: other user's raw killed", "yes" if k.get("victim_exit") == "137" else "NO",
