@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PF_EXITING 0x00000004u /* include/linux/sched.h */
+#define KCMP_FILES 2           /* include/uapi/linux/kcmp.h */
 
 static bool all_digits(const char *s)
 {
@@ -130,6 +132,37 @@ static int push(struct procscan *s, const struct procscan_opener *o)
     return 0;
 }
 
+/* A thread may have a descriptor table of its own (unshare(CLONE_FILES)), which
+ * /proc/PID/fd does not show: the threads of pid whose table kcmp says differs from
+ * the leader's are scanned too (where kcmp is not available, none is). */
+static void scan_threads(int piddir, uint32_t pid, const struct procscan_nodes *nodes,
+                         size_t *budget, size_t *descriptors, bool *cut,
+                         struct procscan_opener *o)
+{
+    int taskfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (taskfd < 0)
+        return;
+    DIR *d = fdopendir(taskfd);
+    if (!d) {
+        close(taskfd);
+        return;
+    }
+    struct dirent *e;
+    while (!*cut && (e = readdir(d))) {
+        if (!all_digits(e->d_name))
+            continue;
+        long tid = strtol(e->d_name, NULL, 10);
+        if ((uint32_t)tid == pid || syscall(SYS_kcmp, (pid_t)pid, (pid_t)tid, KCMP_FILES, 0, 0) <= 0)
+            continue; /* the leader's table, the same table, or kcmp cannot tell */
+        int tdir = openat(taskfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (tdir >= 0) {
+            scan_fds(tdir, nodes, budget, descriptors, cut, o);
+            close(tdir);
+        }
+    }
+    closedir(d);
+}
+
 int procscan_run(struct procscan *s, const char *proc_root, const struct procscan_nodes *nodes,
                  size_t budget)
 {
@@ -147,9 +180,12 @@ int procscan_run(struct procscan *s, const char *proc_root, const struct procsca
         if (piddir < 0)
             continue; /* exited meanwhile */
         s->processes++;
+        uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
         struct procscan_opener o = {0};
-        if (scan_fds(piddir, nodes, &budget, &s->descriptors, &s->cut, &o)) {
-            describe_at(piddir, (uint32_t)strtoul(e->d_name, NULL, 10), &o.proc);
+        scan_fds(piddir, nodes, &budget, &s->descriptors, &s->cut, &o);
+        scan_threads(piddir, pid, nodes, &budget, &s->descriptors, &s->cut, &o);
+        if (o.gpus || o.driver) {
+            describe_at(piddir, pid, &o.proc);
             rc = push(s, &o);
         }
         close(piddir);

@@ -6,8 +6,9 @@
  *
  * kairosd as root sees every process; as another user only its own (the kernel
  * hides other users' descriptors), which the tests use. The cost is one readlink
- * per descriptor of every process (docs/audit.md has the figures), bounded by a
- * budget of descriptors per scan; a scan cut short says so.
+ * per descriptor of every process, and a kcmp(2) per thread, since a thread may have
+ * a descriptor table of its own (docs/audit.md has the figures); it is bounded by a
+ * budget of descriptors per scan, and a scan cut short says so.
  *
  * Thread rules: no shared state.
  */

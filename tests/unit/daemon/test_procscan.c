@@ -1,6 +1,7 @@
 /* test_procscan.c - the /proc scan finds a process that holds a GPU's node open (and
- * one with only another node of the driver), with its pid, uid and command; a
- * process without them is not found; the budget cuts a scan and says so; a pid
+ * one with only another node of the driver), with its pid, uid and command, also
+ * when only a thread with a descriptor table of its own has it open; a process
+ * without them is not found; the budget cuts a scan and says so; a pid
  * /proc does not have is described as absent.
  *
  * With "--bench N" (not a test): N sleeping processes with 16 descriptors each, and
@@ -13,6 +14,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,23 @@
 
 static char dir[32];
 static struct procscan_nodes nodes;
+static pid_t kids[16]; /* killed at teardown, also after a failed test */
+static int n_kids;
+
+/* In the child: nothing of the test's output pipes kept (the runner waits on them). */
+static void quiet_child(void)
+{
+    int nul = open("/dev/null", O_WRONLY);
+    dup2(nul, 1);
+    dup2(nul, 2);
+}
+
+static pid_t remember(pid_t pid)
+{
+    if (n_kids < 16)
+        kids[n_kids++] = pid;
+    return pid;
+}
 
 /* A child that opens the given paths, names itself comm and waits to be killed. */
 static pid_t holder(const char *comm, const char *a, const char *b)
@@ -35,6 +55,7 @@ static pid_t holder(const char *comm, const char *a, const char *b)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        quiet_child();
         prctl(PR_SET_NAME, comm);
         if (a)
             (void)!open(a, O_RDONLY);
@@ -48,11 +69,50 @@ static pid_t holder(const char *comm, const char *a, const char *b)
     close(p[1]);
     assert_int_equal(read(p[0], &c, 1), 1);
     close(p[0]);
-    return pid;
+    return remember(pid);
+}
+
+static const char *thread_path;
+static int thread_ready[2];
+
+static void *unshared_opener(void *arg)
+{
+    (void)arg;
+    if (unshare(CLONE_FILES) == 0)
+        (void)!open(thread_path, O_RDONLY);
+    (void)!write(thread_ready[1], "r", 1);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A child whose second thread opens path in a descriptor table of its own. */
+static pid_t thread_holder(const char *path)
+{
+    assert_int_equal(pipe(thread_ready), 0);
+    thread_path = path;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        quiet_child();
+        prctl(PR_SET_NAME, "threadonly");
+        pthread_t t;
+        pthread_create(&t, NULL, unshared_opener, NULL);
+        for (;;)
+            pause();
+    }
+    char c;
+    close(thread_ready[1]);
+    assert_int_equal(read(thread_ready[0], &c, 1), 1);
+    close(thread_ready[0]);
+    return remember(pid);
 }
 
 static void reap(pid_t pid)
 {
+    for (int i = 0; i < n_kids; i++)
+        if (kids[i] == pid)
+            kids[i] = 0; /* reaped: its pid may be another process's soon */
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
 }
@@ -79,6 +139,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    for (int i = 0; i < n_kids; i++)
+        if (kids[i] > 0)
+            reap(kids[i]);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     return system(cmd);
@@ -115,6 +178,20 @@ static void test_openers_found_with_uid_and_command(void **state)
     procscan_fini(&s);
 }
 
+static void test_a_thread_with_its_own_descriptor_table_is_seen(void **state)
+{
+    (void)state;
+    pid_t pid = thread_holder(nodes.node[0]);
+    struct procscan s = {0};
+    assert_int_equal(procscan_run(&s, "/proc", &nodes, 1u << 24), 0);
+    const struct procscan_opener *o = procscan_find(&s, (uint32_t)pid);
+    assert_non_null(o);
+    assert_int_equal(o->gpus, 1u << 0);
+    assert_string_equal(o->proc.comm, "threadonly");
+    reap(pid);
+    procscan_fini(&s);
+}
+
 static void test_budget_cuts_the_scan_and_says_so(void **state)
 {
     (void)state;
@@ -147,10 +224,10 @@ static int bench(int n)
 {
     if (setup(NULL))
         return 1;
-    pid_t *kids = calloc((size_t)n, sizeof *kids);
+    pid_t *sleepers = calloc((size_t)n, sizeof *sleepers);
     for (int i = 0; i < n; i++) {
-        kids[i] = fork();
-        if (kids[i] == 0) {
+        sleepers[i] = fork();
+        if (sleepers[i] == 0) {
             for (int k = 0; k < 16; k++)
                 (void)!open("/dev/null", O_RDONLY);
             for (;;)
@@ -169,8 +246,8 @@ static int bench(int n)
                 runs;
     printf("processes=%zu descriptors=%zu ms_per_scan=%.2f\n", s.processes, s.descriptors, ms);
     for (int i = 0; i < n; i++)
-        reap(kids[i]);
-    free(kids);
+        reap(sleepers[i]);
+    free(sleepers);
     procscan_fini(&s);
     teardown(NULL);
     return 0;
@@ -182,6 +259,7 @@ int main(int argc, char **argv)
         return bench(atoi(argv[2]));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openers_found_with_uid_and_command),
+        cmocka_unit_test(test_a_thread_with_its_own_descriptor_table_is_seen),
         cmocka_unit_test(test_budget_cuts_the_scan_and_says_so),
         cmocka_unit_test(test_describe_self_and_absent),
     };
