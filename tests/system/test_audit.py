@@ -248,6 +248,15 @@ class Kill(AuditCase):
         self.assertIn(f"pid {big.pid} (python3) of tenant small uses 1.00 GiB on GPU 0, where "
                       "the tenant is above its quota of 1.00 GiB", self.log())
 
+    def test_exempt_process_over_quota_not_killed(self):
+        ex = self.spawn("small", comm="exemptmon")
+        self.d.write_fake(self.fake + f"proc 0 {ex.pid} {2 * GiB}\n")
+        self.assertTrue(wait_for(lambda: f"pid {ex.pid} (exemptmon) of tenant small uses 2.00 GiB"
+                                 in self.log()), self.log())
+        self.assertIn("not killed: exempt", self.log())
+        time.sleep(0.3)
+        self.assertIsNone(ex.poll())
+
     def test_holder_of_unexplained_memory_killed(self):
         s = self.spawn(dev=self.node(0), comm="rawalloc")
         self.d.write_fake(self.fake + f"used 0 {3 * GiB}\n")
