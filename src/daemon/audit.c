@@ -55,6 +55,7 @@ struct audit_known {
     uint64_t left_ms;
     char tenant[KAIROS_NAME_MAX];
     struct ledger_tenant *member_of; /* a member now: its tenant (valid for this pass) */
+    uint64_t since_ms;               /* a member since (as the audit saw it) */
 };
 
 /* One tenant's processes on the GPU being audited. */
@@ -223,6 +224,7 @@ static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char
     k->pid = pid;
     k->left_ms = left_ms;
     k->member_of = member_of;
+    k->since_ms = 0;
     snprintf(k->tenant, sizeof k->tenant, "%s", tenant);
     return 0;
 }
@@ -255,6 +257,11 @@ static void update_known(struct audit *a)
     if (a->n_known)
         qsort(a->known, a->n_known, sizeof *a->known, by_pid);
     size_t members = a->n_known;
+    for (size_t i = 0; i < members; i++) {
+        struct audit_known *was = n_old ? bsearch(&a->known[i], old, n_old, sizeof *old, by_pid)
+                                        : NULL;
+        a->known[i].since_ms = was && !was->left_ms ? was->since_ms : a->now_ms;
+    }
     for (size_t i = 0; i < n_old; i++) {
         struct audit_known key = {.pid = old[i].pid};
         if (members && bsearch(&key, a->known, members, sizeof key, by_pid))
@@ -502,12 +509,28 @@ static void check_openers(struct audit *a)
 
 /* Opener i may hold GPU g's unexplained memory: it has g's node or nvidiactl open (an
  * RM client lives on its nvidiactl descriptor, which can reach every GPU), the
- * backend does not list it there, and it is no member, not leaving, not kairosd. */
+ * backend does not list it there (no context: a member with a context is listed),
+ * and it is not leaving, not exiting, not kairosd. A member can be one, once it has
+ * been one for leave_grace_ms: memory taken past the shim (raw system calls, a static
+ * binary) is charged to no one. */
 static bool holds_unexplained(struct audit *a, size_t i, unsigned g)
 {
     const struct procscan_opener *o = &a->scan.v[i];
-    return ((o->gpus & (1u << g)) || o->driver) && !(a->listed_on[i] & (1u << g)) &&
-           !find_known(a, o->proc.pid) && !o->proc.exiting && o->proc.pid != (uint32_t)getpid();
+    const struct audit_known *k = find_known(a, o->proc.pid);
+    /* a member that just joined may still be creating its context */
+    bool settled = !k || (!k->left_ms && a->now_ms - k->since_ms >= a->cfg->audit_leave_grace_ms);
+    return ((o->gpus & (1u << g)) || o->driver) && !(a->listed_on[i] & (1u << g)) && settled &&
+           !o->proc.exiting && o->proc.pid != (uint32_t)getpid();
+}
+
+/* " (member of tenant T)" for a member, else "". */
+static const char *member_note(const struct audit *a, uint32_t pid, char *buf, size_t cap)
+{
+    const struct ledger_tenant *t = member_tenant(a, pid);
+    buf[0] = 0;
+    if (t)
+        snprintf(buf, cap, " (member of tenant %s)", t->name);
+    return buf;
 }
 
 /* memory.used of GPU g against what is known: every process the backend lists, the
@@ -547,8 +570,10 @@ static void name_holders(struct audit *a, unsigned g)
         const struct procscan_proc *p = &a->scan.v[i].proc;
         n_holders++;
         if (len < sizeof holders) {
-            int w = snprintf(holders + len, sizeof holders - len, "%spid %u (%s) uid %u",
-                             len ? ", " : "", p->pid, p->comm, p->uid);
+            char note[KAIROS_NAME_MAX + 32];
+            int w = snprintf(holders + len, sizeof holders - len, "%spid %u (%s) uid %u%s",
+                             len ? ", " : "", p->pid, p->comm, p->uid,
+                             member_note(a, p->pid, note, sizeof note));
             len += w > 0 ? (size_t)w : 0;
         }
     }
@@ -566,10 +591,12 @@ static void name_holders(struct audit *a, unsigned g)
         const struct procscan_proc *p = &a->scan.v[i].proc;
         if (!holds_unexplained(a, i, g) || !due(a, p->pid, g, AUDIT_HOLDER, 0))
             continue;
-        char what[200];
-        snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained",
-                 a->scan.v[i].gpus & (1u << g) ? a->nodes.node[g] : "the driver's nodes", g, x);
-        act(a, p, NULL, (int)g, what, true);
+        char what[256], note[KAIROS_NAME_MAX + 32];
+        const struct ledger_tenant *t = member_tenant(a, p->pid);
+        snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained%s",
+                 a->scan.v[i].gpus & (1u << g) ? a->nodes.node[g] : "the driver's nodes", g, x,
+                 member_note(a, p->pid, note, sizeof note));
+        act(a, p, t ? t->name : NULL, (int)g, what, true);
     }
 }
 

@@ -273,6 +273,20 @@ class Kill(AuditCase):
         self.assertIsNone(e.poll())
         self.assertEqual(self.log().count("of memory.used unexplained"), 1)
 
+    def test_member_without_context_holding_unexplained_memory_killed(self):
+        """Memory taken past the shim by a member (raw system calls): the member has the
+        driver open, no context (NVML does not list it), and is named and killed."""
+        listed = self.member("small", dev=self.node(0))
+        raw = self.spawn("small", dev=os.path.join(self.dev, "nvidiactl"), comm="rawmember")
+        self.d.write_fake(self.fake + f"proc 0 {listed.pid} {GiB // 2}\nused 0 {4 * GiB}\n")
+        self.assertEqual(raw.wait(timeout=5), -signal.SIGKILL)
+        self.assertIn(f"pid {raw.pid} (rawmember) uid {os.getuid()} (member of tenant small)",
+                      self.log())
+        self.assertIn(f"pid {raw.pid} (rawmember) holds the driver's nodes open while GPU 0 has "
+                      "2.50 GiB unexplained (member of tenant small)", self.log())
+        time.sleep(0.3)
+        self.assertIsNone(listed.poll())  # a member with a context is not a suspect
+
     def test_opener_without_memory_only_reported(self):
         s = self.spawn(dev=self.node(0), comm="opener")
         self.assertTrue(wait_for(lambda: "not killed (no GPU memory of it is seen)" in self.log()))
