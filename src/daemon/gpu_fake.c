@@ -1,5 +1,6 @@
 /* gpu_fake.c - a scripted GPU backend for tests: a text file, re-read on every
- * call so a test can change the "GPU processes" while the daemon runs.
+ * call so a test can change the "GPU processes" while the daemon runs; and the
+ * backend-independent calls of gpu.h (gpu_init, gpu_fini, gpu_processes_all).
  *
  *   # comment
  *   gpu INDEX UUID TOTAL_BYTES
@@ -7,7 +8,9 @@
  *   util INDEX PID SM_PERCENT      (per-process utilization)
  *   persistence INDEX 0|1          (persistence mode; unknown without such a line)
  *   status INDEX USED_BYTES GPU_PERCENT MEM_PERCENT TEMP_C POWER_MW
- *                                  (the GPU's own figures; "-" for unknown)
+ *                                  (the GPU's own figures, USED_BYTES its
+ *                                  memory.used by anyone; "-" for unknown)
+ *   devdir PATH                    (the device nodes: PATH/nvidiaINDEX; /dev when absent)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  */
@@ -26,7 +29,8 @@ struct fake_gpu {
     uint64_t total;
 };
 
-/* Reads the file; calls back for every proc line of GPU want (or fills gpus). */
+/* Reads the file: fills gpus, or out with the proc lines of GPU want (-E2BIG and
+ * *n = how many there are when more than cap). */
 static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, struct gpu_proc *out,
                      size_t cap, size_t *n)
 {
@@ -36,6 +40,7 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
         return -errno;
     }
     char line[512];
+    bool more = false;
     if (n)
         *n = 0;
     while (fgets(line, sizeof line, f)) {
@@ -47,15 +52,49 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
             gpus[idx].present = true;
             snprintf(gpus[idx].uuid, sizeof gpus[idx].uuid, "%s", uuid);
             gpus[idx].total = total;
-        } else if (out && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
-                   (int)idx == want && *n < cap) {
-            struct gpu_proc *p = &out[(*n)++];
+        } else if (want >= 0 && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
+                   (int)idx == want) {
+            if ((*n)++ >= cap) {
+                more = true; /* counted, not written: the caller asks again */
+                continue;
+            }
+            struct gpu_proc *p = &out[*n - 1];
             p->pid = pid;
             p->used_valid = sscanf(used_text, "%llu", &used) == 1;
             p->used = p->used_valid ? used : 0;
         }
     }
     fclose(f);
+    return more ? -E2BIG : 0;
+}
+
+/* The value of the first line "KEY INDEX VALUE" (or "KEY VALUE" when index < 0). */
+static int fake_value(struct gpu_backend *b, const char *key, int index, char *out, size_t cap)
+{
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f)
+        return -errno;
+    char line[512], k[16], v[256];
+    unsigned idx;
+    int rc = -ENOENT;
+    while (rc && fgets(line, sizeof line, f)) {
+        bool hit = index < 0 ? sscanf(line, "%15s %255s", k, v) == 2
+                             : sscanf(line, "%15s %u %255s", k, &idx, v) == 3 && (int)idx == index;
+        if (hit && !strcmp(k, key)) {
+            snprintf(out, cap, "%s", v);
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static int fake_device_path(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    char dir[256];
+    if (fake_value(b, "devdir", -1, dir, sizeof dir))
+        snprintf(dir, sizeof dir, "/dev");
+    snprintf(out, cap, "%s/nvidia%u", dir, index);
     return 0;
 }
 
@@ -203,6 +242,7 @@ const struct gpu_ops gpu_fake_ops = {
     .utilization = fake_utilization,
     .persistence = fake_persistence,
     .status = fake_status,
+    .device_path = fake_device_path,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)
@@ -222,4 +262,21 @@ void gpu_fini(struct gpu_backend *b)
     if (b->ops)
         b->ops->fini(b);
     b->ops = NULL;
+}
+
+int gpu_processes_all(struct gpu_backend *b, unsigned index, struct gpu_proc **buf,
+                      size_t *cap, size_t *n)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int rc = b->ops->processes(b, index, *buf, *cap, n);
+        if (rc != -E2BIG)
+            return rc;
+        size_t want = *n + *n / 4 + 16; /* processes may start before the next call */
+        struct gpu_proc *v = realloc(*buf, want * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        *buf = v;
+        *cap = want;
+    }
+    return -EAGAIN;
 }

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ struct nvml {
     nvml_return_t (*rates)(nvml_device_t, struct nvml_utilization *);
     nvml_return_t (*temperature)(nvml_device_t, int, unsigned *);
     nvml_return_t (*power)(nvml_device_t, unsigned *);
+    nvml_return_t (*minor)(nvml_device_t, unsigned *); /* optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -106,6 +108,8 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->rates = sym(n->lib, s_rates);
     *(void **)&n->temperature = sym(n->lib, s_temp);
     *(void **)&n->power = sym(n->lib, s_power);
+    static const char *const s_minor[] = {"nvmlDeviceGetMinorNumber", NULL};
+    *(void **)&n->minor = sym(n->lib, s_minor);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -172,28 +176,48 @@ static int nvml_total(struct gpu_backend *b, unsigned index, uint64_t *bytes)
     return 0;
 }
 
+/* /dev/nvidiaN with N the device's minor number (not always its NVML index). */
+static int nvml_device_path(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    unsigned minor;
+    if (!n->minor)
+        return -ENOTSUP;
+    if (nvml_device(b, index, &d) || n->minor(d, &minor))
+        return -EIO;
+    snprintf(out, cap, "/dev/nvidia%u", minor);
+    return 0;
+}
+
 static int nvml_processes(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
                           size_t *count)
 {
     struct nvml *n = b->priv;
     nvml_device_t d;
-    static struct nvml_process_info infos[GPU_MAX_PROCS];
-    unsigned got = GPU_MAX_PROCS;
     *count = 0;
     if (nvml_device(b, index, &d))
         return -ENODEV;
+    unsigned got = cap > UINT_MAX ? UINT_MAX : (unsigned)cap;
+    struct nvml_process_info *infos = calloc(got ? got : 1, sizeof *infos);
+    if (!infos)
+        return -ENOMEM;
+    int rc = 0;
     nvml_return_t r = n->procs(d, &got, infos);
-    if (r == NVML_ERROR_INSUFFICIENT_SIZE)
-        return -E2BIG; /* more than GPU_MAX_PROCS processes: nothing was filled */
-    if (r)
-        return -EIO;
-    for (unsigned i = 0; i < got && i < GPU_MAX_PROCS && *count < cap; i++) {
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+        *count = got > cap ? got : cap + 1; /* how many NVML has now: ask again */
+        rc = -E2BIG;
+    } else if (r) {
+        rc = -EIO;
+    }
+    for (unsigned i = 0; !rc && i < got && *count < cap; i++) {
         struct gpu_proc *p = &out[(*count)++];
         p->pid = infos[i].pid;
         p->used_valid = infos[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE;
         p->used = p->used_valid ? infos[i].usedGpuMemory : 0;
     }
-    return 0;
+    free(infos);
+    return rc;
 }
 
 /* nvmlDeviceGetProcessUtilization: a first call sizes the sample buffer (the H200
@@ -304,4 +328,5 @@ const struct gpu_ops gpu_nvml_ops = {
     .utilization = nvml_utilization,
     .persistence = nvml_persistence,
     .status = nvml_status,
+    .device_path = nvml_device_path,
 };

@@ -25,7 +25,8 @@ struct linger_set {
     size_t n, cap;
     void (*removed)(void *ctx);
     void *removed_ctx;
-    struct gpu_proc procs[GPU_MAX_PROCS];
+    struct gpu_proc *procs; /* the backend's list, grown to what it reports */
+    size_t cap_procs;
 };
 
 /* Whether some GPU lists pid (with memory in use, or memory unknown). */
@@ -33,7 +34,7 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 {
     for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
         size_t n = 0;
-        if (lg->gpu->ops->processes(lg->gpu, g, lg->procs, GPU_MAX_PROCS, &n))
+        if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
             continue;
         for (size_t i = 0; i < n; i++)
             if (lg->procs[i].pid == pid && (!lg->procs[i].used_valid || lg->procs[i].used))
@@ -117,6 +118,7 @@ void linger_fini(struct linger_set *lg)
     if (lg->tfd >= 0)
         close(lg->tfd);
     free(lg->items);
+    free(lg->procs);
     free(lg);
 }
 
@@ -147,6 +149,14 @@ void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void 
         return;
     lg->removed = fn;
     lg->removed_ctx = ctx;
+}
+
+bool linger_has(const struct linger_set *lg, const struct ledger_member *m)
+{
+    for (size_t i = 0; lg && i < lg->n; i++)
+        if (lg->items[i].member == m)
+            return true;
+    return false;
 }
 
 unsigned linger_count(const struct linger_set *lg)

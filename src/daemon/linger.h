@@ -37,6 +37,9 @@ void linger_fini(struct linger_set *lg);
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
+/* Whether m is a departed process's member that lingers (its process is no longer
+ * registered; the audit treats it as one that left). lg may be NULL. */
+bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
 /* How many departed processes' charges linger (tests, logs). */
 unsigned linger_count(const struct linger_set *lg);
 

@@ -325,8 +325,8 @@ static int setup_gpus(struct daemon *d)
             log_error("%s", d->gpu.why);
             return rc;
         }
-        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); audit disabled, "
-                 "percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
+        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); the audit "
+                 "sees only /proc, percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
     } else {
         d->have_gpu = true;
         if ((rc = d->gpu.ops->count(&d->gpu, &n))) {
@@ -451,6 +451,7 @@ int main(int argc, char **argv)
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
+    audit_set_linger(d.audit, d.linger);
     if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
                              server_send_time_policy, d.server))) {
         log_error("cannot start the time-share scheduler: %s", strerror(-rc));
