@@ -93,6 +93,10 @@ class Endpoint(unittest.TestCase):
         self.t0 = time.time()
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=FAKE_GPU,
                         extra=f"metrics: 127.0.0.1:{self.port}\n").start()
+        # the socket accepts (backlog) before the loop runs: "ready" follows the endpoint
+        deadline = time.monotonic() + 10
+        while " ready: " not in self.d.read_log() and time.monotonic() < deadline:
+            time.sleep(0.02)
         self.procs = []
 
     def tearDown(self):
