@@ -15,6 +15,7 @@
 #include "daemon/members_config.h"
 #include "core/policy.h"
 #include "daemon/yaml_doc.h"
+#include "core/units.h"
 
 static const char *kind_name(const yaml_node_t *n)
 {
@@ -123,30 +124,147 @@ static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode
                            "timeslices (hardware timeslices only) or auto");
 }
 
+static int parse_metrics(struct ydoc *p, const yaml_node_t *n, struct metrics_addr *out)
+{
+    char why[256];
+    if (want(p, n, YAML_SCALAR_NODE, "metrics as an address such as 127.0.0.1:9494, or off"))
+        return -EINVAL;
+    if (metrics_addr_parse(scalar(n), out, why, sizeof why))
+        return ydoc_fail(p, n, "%s", why);
+    return 0;
+}
+
+/* One entry of audit exempt: COMMAND, or { command: COMMAND, user: USER-or-UID }. */
+static int parse_exempt_item(struct ydoc *p, const yaml_node_t *n, struct config_exempt *e)
+{
+    *e = (struct config_exempt){.any_uid = true};
+    const yaml_node_t *cmd = n, *user = NULL;
+    if (n->type == YAML_MAPPING_NODE) {
+        cmd = NULL;
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+             pr++) {
+            yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+            yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+            if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), "command") && !cmd)
+                cmd = v;
+            else if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), "user") && !user)
+                user = v;
+            else
+                return ydoc_fail(p, k, "expected command or user (once each) in an audit "
+                                       "exemption");
+        }
+        if (!cmd && !user)
+            return ydoc_fail(p, n, "an audit exemption needs a command, a user, or both");
+    }
+    if (cmd) {
+        if (want(p, cmd, YAML_SCALAR_NODE, "a command name (as in /proc/PID/comm)"))
+            return -EINVAL;
+        size_t len = strlen(scalar(cmd));
+        if (!len || len > 255 || strchr(scalar(cmd), '/'))
+            return ydoc_fail(p, cmd, "audit exemption '%s': expected a command name without "
+                                     "'/' (as in /proc/PID/comm)", scalar(cmd));
+        /* the kernel keeps the first 15 characters (nvidia-persistenced: nvidia-persiste) */
+        len = len < sizeof e->command ? len : sizeof e->command - 1;
+        memcpy(e->command, scalar(cmd), len);
+        e->command[len] = 0;
+    }
+    if (user) {
+        if (want(p, user, YAML_SCALAR_NODE, "a user name or uid"))
+            return -EINVAL;
+        const char *s = scalar(user);
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        struct passwd pw, *found = NULL;
+        char buf[4096];
+        if (*s && !*end && !errno && s[0] != '-' && v < UINT32_MAX)
+            e->uid = (uid_t)v;
+        else if (!getpwnam_r(s, &pw, buf, sizeof buf, &found) && found)
+            e->uid = found->pw_uid;
+        else
+            return ydoc_fail(p, user, "audit exemption: '%s' is neither a uid nor a known user "
+                                      "name", s);
+        e->any_uid = false;
+    }
+    return 0;
+}
+
+static int parse_exempt(struct ydoc *p, const yaml_node_t *n, struct config *c)
+{
+    if (want(p, n, YAML_SEQUENCE_NODE, "audit exempt as a list of command names or "
+                                       "{ command: NAME, user: USER }"))
+        return -EINVAL;
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    free(c->audit_exempt);
+    c->audit_exempt = calloc(count ? count : 1, sizeof *c->audit_exempt);
+    if (!c->audit_exempt)
+        return -ENOMEM;
+    c->n_audit_exempt = 0;
+    c->audit_exempt_given = true;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++)
+        if (parse_exempt_item(p, yaml_document_get_node(p->doc, *it),
+                              &c->audit_exempt[c->n_audit_exempt++]))
+            return -EINVAL;
+    return 0;
+}
+
+static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node_t *v,
+                           struct config *c)
+{
+    const char *key = scalar(k);
+    unsigned long ul;
+    if (!strcmp(key, "interval_ms")) {
+        if (parse_uint(p, v, "audit interval_ms", 3600000, &ul))
+            return -EINVAL;
+        if (ul && ul < 100)
+            return ydoc_fail(p, v, "audit interval_ms must be 0 (off) or at least 100");
+        c->audit_interval_ms = (unsigned)ul;
+    } else if (!strcmp(key, "kill")) {
+        if (parse_bool(p, v, "audit kill", &c->audit_kill))
+            return -EINVAL;
+    } else if (!strcmp(key, "action")) {
+        if (v->type != YAML_SCALAR_NODE ||
+            (strcmp(scalar(v), "report") && strcmp(scalar(v), "kill")))
+            return ydoc_fail(p, v, "audit action must be report (log what is found) or kill "
+                                   "(also kill the processes found, but the exempt)");
+        c->audit_kill = !strcmp(scalar(v), "kill");
+    } else if (!strcmp(key, "exempt")) {
+        return parse_exempt(p, v, c);
+    } else if (!strcmp(key, "overhead")) {
+        char why[128];
+        if (want(p, v, YAML_SCALAR_NODE, "audit overhead as a size (e.g. 1G)"))
+            return -EINVAL;
+        if (units_parse_size(scalar(v), 0, &c->audit_overhead, why, sizeof why))
+            return ydoc_fail(p, v, "audit overhead: %s", why);
+    } else if (!strcmp(key, "process_overhead")) {
+        char why[128];
+        if (want(p, v, YAML_SCALAR_NODE, "audit process_overhead as a size (e.g. 64M)"))
+            return -EINVAL;
+        if (units_parse_size(scalar(v), 0, &c->audit_process_overhead, why, sizeof why))
+            return ydoc_fail(p, v, "audit process_overhead: %s", why);
+    } else if (!strcmp(key, "leave_grace_ms")) {
+        if (parse_uint(p, v, "audit leave_grace_ms", 600000, &ul))
+            return -EINVAL;
+        c->audit_leave_grace_ms = (unsigned)ul;
+    } else {
+        return ydoc_fail(p, k, "unknown key '%s' in audit (expected interval_ms, action, exempt, "
+                               "overhead, process_overhead, leave_grace_ms or kill)", key);
+    }
+    return 0;
+}
+
 static int parse_audit(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, kill: BOOL }"))
+    if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, action: report|kill, "
+                                      "exempt: [...] }"))
         return -EINVAL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
-        if (want(p, k, YAML_SCALAR_NODE, "a key"))
+        if (want(p, k, YAML_SCALAR_NODE, "a key") || parse_audit_key(p, k, v, c))
             return -EINVAL;
-        unsigned long ul;
-        if (!strcmp(scalar(k), "interval_ms")) {
-            if (parse_uint(p, v, "audit interval_ms", 3600000, &ul))
-                return -EINVAL;
-            if (ul && ul < 100)
-                return ydoc_fail(p, v, "audit interval_ms must be 0 (off) or at least 100");
-            c->audit_interval_ms = (unsigned)ul;
-        } else if (!strcmp(scalar(k), "kill")) {
-            if (parse_bool(p, v, "audit kill", &c->audit_kill))
-                return -EINVAL;
-        } else {
-            return ydoc_fail(p, k, "unknown key '%s' in audit (expected interval_ms or kill)",
-                        scalar(k));
-        }
     }
     return 0;
 }
@@ -381,6 +499,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         else if (!strcmp(key, "gpus")) {
             rc = parse_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
             c->gpus = (unsigned)ul;
+        } else if (!strcmp(key, "metrics")) {
+            rc = parse_metrics(p, v, &c->metrics);
         } else if (!strcmp(key, "time_mode")) {
             rc = parse_time_mode(p, v, &c->time_mode);
         } else if (!strcmp(key, "max_connections")) {
@@ -406,7 +526,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
-                      "register_timeout_ms, time_mode or tenants)", key);
+                      "register_timeout_ms, metrics, time_mode or tenants)", key);
         if (rc)
             return rc;
     }
@@ -422,6 +542,8 @@ void config_defaults(struct config *c)
     snprintf(c->socket, sizeof c->socket, "%s", KAIROS_DEFAULT_SOCKET);
     snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
     c->audit_interval_ms = 1000;
+    c->audit_overhead = 1ull << 30;
+    c->audit_leave_grace_ms = 2000;
     c->max_connections = 1024;
     c->max_connections_per_user = 128;
     c->admin_reserve = 16;
@@ -437,6 +559,9 @@ void config_free(struct config *c)
     }
     free(c->tenants);
     free(c->admins);
+    free(c->audit_exempt);
+    c->audit_exempt = NULL;
+    c->n_audit_exempt = 0;
     c->tenants = NULL;
     c->admins = NULL;
     c->n_tenants = c->n_admins = 0;

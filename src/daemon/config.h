@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "daemon/members.h"
+#include "daemon/metrics_addr.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -51,6 +52,14 @@ struct config_tenant {
     unsigned line, column;
 };
 
+/* audit: { exempt: [...] }: processes the audit never kills (it still reports
+ * them). A command name (/proc/PID/comm), a uid, or both must match. */
+struct config_exempt {
+    char command[16];            /* "": any; else its first 15 characters, as comm */
+    bool any_uid;
+    uid_t uid;
+};
+
 struct config {
     char path[PATH_MAX];
     char socket[CONFIG_SOCKET_MAX];
@@ -58,7 +67,13 @@ struct config {
     uid_t *admins;
     size_t n_admins;
     unsigned audit_interval_ms;  /* 0: no audit */
-    bool audit_kill;
+    bool audit_kill;             /* action: kill (else report) */
+    struct config_exempt *audit_exempt; /* NULL: the built-in list (audit.h) */
+    size_t n_audit_exempt;
+    bool audit_exempt_given;
+    uint64_t audit_overhead;     /* memory.used the driver may hold beyond processes */
+    uint64_t audit_process_overhead; /* per process of a tenant, beyond its quota */
+    unsigned audit_leave_grace_ms; /* a member that just left is not an intruder */
     unsigned gpus;               /* used only without a GPU backend */
     unsigned max_connections;
     unsigned max_connections_per_user; /* administrators are not limited per uid */
@@ -66,13 +81,15 @@ struct config {
                                   * default is cut to max_connections - 1 when above) */
     unsigned register_timeout_ms; /* idle connections that did not register are closed */
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
+    struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct config_tenant *tenants;
     size_t n_tenants;
 };
 
-/* Defaults: the default socket and state paths, audit every 1000 ms without kill,
- * 0 GPUs, 1024 connections of which 16 for administrators and 128 per user, 5000 ms
- * to register, time_mode windows, no admins but root, no tenants. */
+/* Defaults: the default socket and state paths, audit every 1000 ms reporting
+ * (overhead 1 GiB, leave grace 2000 ms, the built-in exemptions), 0 GPUs, 1024
+ * connections of which 16 for administrators and 128 per user, 5000 ms to register,
+ * time_mode windows, no metrics endpoint, no admins but root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

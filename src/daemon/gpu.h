@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The utilization samples timeshare.c asks for at once (processes() has no limit). */
 #define GPU_MAX_PROCS 256
 
 struct gpu_proc {
@@ -28,6 +29,20 @@ struct gpu_util {
     unsigned sm_percent;
 };
 
+/* What a GPU reports of itself (for the metrics endpoint); each value with its
+ * valid bit. Utilization: percent of the last sample period (NVML's). */
+struct gpu_status {
+    bool memory_valid;
+    uint64_t memory_used, memory_total; /* bytes */
+    bool util_valid;
+    unsigned util_percent;             /* time a kernel ran */
+    unsigned memory_util_percent;      /* time device memory was read or written */
+    bool temperature_valid;
+    unsigned temperature_c;
+    bool power_valid;
+    unsigned power_mw;
+};
+
 struct gpu_backend;
 
 struct gpu_ops {
@@ -37,7 +52,9 @@ struct gpu_ops {
     int (*count)(struct gpu_backend *b, unsigned *n);
     int (*uuid)(struct gpu_backend *b, unsigned index, char *out, size_t cap);
     int (*total_memory)(struct gpu_backend *b, unsigned index, uint64_t *bytes);
-    /* The compute processes on GPU index; *n set to how many were written. */
+    /* The compute processes on GPU index; *n set to how many were written. When the
+     * backend has more than cap: -E2BIG with *n set to how many it has (the caller
+     * grows its buffer and asks again); there is no fixed limit. */
     int (*processes)(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
                      size_t *n);
     /* Per-process SM utilization on GPU index since since_us (wall clock, us; 0: what
@@ -48,6 +65,12 @@ struct gpu_ops {
     /* Whether GPU index is kept initialised (persistence mode); -ENOTSUP when the
      * backend cannot tell. May be NULL. gpu_numbering.c says why it matters. */
     int (*persistence)(struct gpu_backend *b, unsigned index, bool *on);
+    /* The GPU's own figures (the metrics; memory_used is memory.used, by anyone, which
+     * the audit reconciles); what the backend cannot tell stays invalid. 0 or -errno
+     * (-ENODEV: no such GPU). */
+    int (*status)(struct gpu_backend *b, unsigned index, struct gpu_status *out);
+    /* The path of GPU index's device node ("/dev/nvidia3": minor 3). */
+    int (*device_path)(struct gpu_backend *b, unsigned index, char *out, size_t cap);
 };
 
 struct gpu_backend {
@@ -64,5 +87,9 @@ extern const struct gpu_ops gpu_fake_ops;
  * with the reason in b->why (the daemon then runs without a backend). */
 int gpu_init(struct gpu_backend *b, const char *fake_path);
 void gpu_fini(struct gpu_backend *b);
+/* b's processes on GPU index into *buf (malloc'd, *cap entries), grown to however
+ * many the backend lists; *n set. 0 or -errno (-EAGAIN: the list kept growing). */
+int gpu_processes_all(struct gpu_backend *b, unsigned index, struct gpu_proc **buf,
+                      size_t *cap, size_t *n);
 
 #endif /* KAIROS_DAEMON_GPU_H */

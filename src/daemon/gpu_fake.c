@@ -1,11 +1,16 @@
 /* gpu_fake.c - a scripted GPU backend for tests: a text file, re-read on every
- * call so a test can change the "GPU processes" while the daemon runs.
+ * call so a test can change the "GPU processes" while the daemon runs; and the
+ * backend-independent calls of gpu.h (gpu_init, gpu_fini, gpu_processes_all).
  *
  *   # comment
  *   gpu INDEX UUID TOTAL_BYTES
  *   proc INDEX PID USED_BYTES      (USED_BYTES "-" when unknown)
  *   util INDEX PID SM_PERCENT      (per-process utilization)
  *   persistence INDEX 0|1          (persistence mode; unknown without such a line)
+ *   status INDEX USED_BYTES GPU_PERCENT MEM_PERCENT TEMP_C POWER_MW
+ *                                  (the GPU's own figures, USED_BYTES its
+ *                                  memory.used by anyone; "-" for unknown)
+ *   devdir PATH                    (the device nodes: PATH/nvidiaINDEX; /dev when absent)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  */
@@ -24,7 +29,8 @@ struct fake_gpu {
     uint64_t total;
 };
 
-/* Reads the file; calls back for every proc line of GPU want (or fills gpus). */
+/* Reads the file: fills gpus, or out with the proc lines of GPU want (-E2BIG and
+ * *n = how many there are when more than cap). */
 static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, struct gpu_proc *out,
                      size_t cap, size_t *n)
 {
@@ -34,6 +40,7 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
         return -errno;
     }
     char line[512];
+    bool more = false;
     if (n)
         *n = 0;
     while (fgets(line, sizeof line, f)) {
@@ -45,15 +52,49 @@ static int fake_read(struct gpu_backend *b, struct fake_gpu *gpus, int want, str
             gpus[idx].present = true;
             snprintf(gpus[idx].uuid, sizeof gpus[idx].uuid, "%s", uuid);
             gpus[idx].total = total;
-        } else if (out && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
-                   (int)idx == want && *n < cap) {
-            struct gpu_proc *p = &out[(*n)++];
+        } else if (want >= 0 && sscanf(line, "proc %u %u %31s", &idx, &pid, used_text) == 3 &&
+                   (int)idx == want) {
+            if ((*n)++ >= cap) {
+                more = true; /* counted, not written: the caller asks again */
+                continue;
+            }
+            struct gpu_proc *p = &out[*n - 1];
             p->pid = pid;
             p->used_valid = sscanf(used_text, "%llu", &used) == 1;
             p->used = p->used_valid ? used : 0;
         }
     }
     fclose(f);
+    return more ? -E2BIG : 0;
+}
+
+/* The value of the first line "KEY INDEX VALUE" (or "KEY VALUE" when index < 0). */
+static int fake_value(struct gpu_backend *b, const char *key, int index, char *out, size_t cap)
+{
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f)
+        return -errno;
+    char line[512], k[16], v[256];
+    unsigned idx;
+    int rc = -ENOENT;
+    while (rc && fgets(line, sizeof line, f)) {
+        bool hit = index < 0 ? sscanf(line, "%15s %255s", k, v) == 2
+                             : sscanf(line, "%15s %u %255s", k, &idx, v) == 3 && (int)idx == index;
+        if (hit && !strcmp(k, key)) {
+            snprintf(out, cap, "%s", v);
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static int fake_device_path(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    char dir[256];
+    if (fake_value(b, "devdir", -1, dir, sizeof dir))
+        snprintf(dir, sizeof dir, "/dev");
+    snprintf(out, cap, "%s/nvidia%u", dir, index);
     return 0;
 }
 
@@ -145,6 +186,51 @@ static int fake_persistence(struct gpu_backend *b, unsigned index, bool *on)
     return rc;
 }
 
+/* "-" or a number into *v; *valid says which. */
+static void fake_field(const char *text, unsigned long long *v, bool *valid)
+{
+    *valid = sscanf(text, "%llu", v) == 1;
+    if (!*valid)
+        *v = 0;
+}
+
+static int fake_status(struct gpu_backend *b, unsigned index, struct gpu_status *out)
+{
+    const struct fake_gpu *gpus = b->priv;
+    memset(out, 0, sizeof *out);
+    if (index >= KAIROS_MAX_GPUS || !gpus[index].present)
+        return -ENODEV;
+    FILE *f = fopen(b->fake_path, "re");
+    if (!f)
+        return -errno;
+    char line[512], used[32], util[32], mutil[32], temp[32], power[32];
+    unsigned idx;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "status %u %31s %31s %31s %31s %31s", &idx, used, util, mutil, temp,
+                   power) != 6 || idx != index)
+            continue;
+        unsigned long long v[5];
+        bool ok[5];
+        fake_field(used, &v[0], &ok[0]);
+        fake_field(util, &v[1], &ok[1]);
+        fake_field(mutil, &v[2], &ok[2]);
+        fake_field(temp, &v[3], &ok[3]);
+        fake_field(power, &v[4], &ok[4]);
+        out->memory_valid = ok[0];
+        out->memory_used = v[0];
+        out->memory_total = gpus[index].total;
+        out->util_valid = ok[1] && ok[2] && v[1] <= 100 && v[2] <= 100;
+        out->util_percent = out->util_valid ? (unsigned)v[1] : 0;
+        out->memory_util_percent = out->util_valid ? (unsigned)v[2] : 0;
+        out->temperature_valid = ok[3] && v[3] < 1000;
+        out->temperature_c = out->temperature_valid ? (unsigned)v[3] : 0;
+        out->power_valid = ok[4] && v[4] <= UINT32_MAX;
+        out->power_mw = out->power_valid ? (unsigned)v[4] : 0;
+    }
+    fclose(f);
+    return 0;
+}
+
 const struct gpu_ops gpu_fake_ops = {
     .name = "fake",
     .init = fake_init,
@@ -155,6 +241,8 @@ const struct gpu_ops gpu_fake_ops = {
     .processes = fake_processes,
     .utilization = fake_utilization,
     .persistence = fake_persistence,
+    .status = fake_status,
+    .device_path = fake_device_path,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)
@@ -174,4 +262,21 @@ void gpu_fini(struct gpu_backend *b)
     if (b->ops)
         b->ops->fini(b);
     b->ops = NULL;
+}
+
+int gpu_processes_all(struct gpu_backend *b, unsigned index, struct gpu_proc **buf,
+                      size_t *cap, size_t *n)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int rc = b->ops->processes(b, index, *buf, *cap, n);
+        if (rc != -E2BIG)
+            return rc;
+        size_t want = *n + *n / 4 + 16; /* processes may start before the next call */
+        struct gpu_proc *v = realloc(*buf, want * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        *buf = v;
+        *cap = want;
+    }
+    return -EAGAIN;
 }

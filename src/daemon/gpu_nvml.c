@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,12 @@ typedef struct nvml_device *nvml_device_t;
 struct nvml_memory {                     /* nvmlMemory_t */
     unsigned long long total, free, used;
 };
+
+struct nvml_utilization {               /* nvmlUtilization_t */
+    unsigned gpu, memory;
+};
+
+#define NVML_TEMPERATURE_GPU 0
 
 struct nvml_process_info {               /* nvmlProcessInfo_t (v2 and v3) */
     unsigned pid;
@@ -45,6 +52,11 @@ struct nvml {
     nvml_return_t (*util)(nvml_device_t, struct nvml_util_sample *, unsigned *,
                           unsigned long long); /* optional */
     nvml_return_t (*persistence)(nvml_device_t, int *); /* nvmlEnableState_t; optional */
+    /* optional, for the metrics endpoint */
+    nvml_return_t (*rates)(nvml_device_t, struct nvml_utilization *);
+    nvml_return_t (*temperature)(nvml_device_t, int, unsigned *);
+    nvml_return_t (*power)(nvml_device_t, unsigned *);
+    nvml_return_t (*minor)(nvml_device_t, unsigned *); /* optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -90,6 +102,14 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->util = sym(n->lib, s_util);
     static const char *const s_persistence[] = {"nvmlDeviceGetPersistenceMode", NULL};
     *(void **)&n->persistence = sym(n->lib, s_persistence);
+    static const char *const s_rates[] = {"nvmlDeviceGetUtilizationRates", NULL};
+    static const char *const s_temp[] = {"nvmlDeviceGetTemperature", NULL};
+    static const char *const s_power[] = {"nvmlDeviceGetPowerUsage", NULL};
+    *(void **)&n->rates = sym(n->lib, s_rates);
+    *(void **)&n->temperature = sym(n->lib, s_temp);
+    *(void **)&n->power = sym(n->lib, s_power);
+    static const char *const s_minor[] = {"nvmlDeviceGetMinorNumber", NULL};
+    *(void **)&n->minor = sym(n->lib, s_minor);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -156,28 +176,48 @@ static int nvml_total(struct gpu_backend *b, unsigned index, uint64_t *bytes)
     return 0;
 }
 
+/* /dev/nvidiaN with N the device's minor number (not always its NVML index). */
+static int nvml_device_path(struct gpu_backend *b, unsigned index, char *out, size_t cap)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    unsigned minor;
+    if (!n->minor)
+        return -ENOTSUP;
+    if (nvml_device(b, index, &d) || n->minor(d, &minor))
+        return -EIO;
+    snprintf(out, cap, "/dev/nvidia%u", minor);
+    return 0;
+}
+
 static int nvml_processes(struct gpu_backend *b, unsigned index, struct gpu_proc *out, size_t cap,
                           size_t *count)
 {
     struct nvml *n = b->priv;
     nvml_device_t d;
-    static struct nvml_process_info infos[GPU_MAX_PROCS];
-    unsigned got = GPU_MAX_PROCS;
     *count = 0;
     if (nvml_device(b, index, &d))
         return -ENODEV;
+    unsigned got = cap > UINT_MAX ? UINT_MAX : (unsigned)cap;
+    struct nvml_process_info *infos = calloc(got ? got : 1, sizeof *infos);
+    if (!infos)
+        return -ENOMEM;
+    int rc = 0;
     nvml_return_t r = n->procs(d, &got, infos);
-    if (r == NVML_ERROR_INSUFFICIENT_SIZE)
-        return -E2BIG; /* more than GPU_MAX_PROCS processes: nothing was filled */
-    if (r)
-        return -EIO;
-    for (unsigned i = 0; i < got && i < GPU_MAX_PROCS && *count < cap; i++) {
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+        *count = got > cap ? got : cap + 1; /* how many NVML has now: ask again */
+        rc = -E2BIG;
+    } else if (r) {
+        rc = -EIO;
+    }
+    for (unsigned i = 0; !rc && i < got && *count < cap; i++) {
         struct gpu_proc *p = &out[(*count)++];
         p->pid = infos[i].pid;
         p->used_valid = infos[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE;
         p->used = p->used_valid ? infos[i].usedGpuMemory : 0;
     }
-    return 0;
+    free(infos);
+    return rc;
 }
 
 /* nvmlDeviceGetProcessUtilization: a first call sizes the sample buffer (the H200
@@ -250,6 +290,33 @@ static int nvml_persistence(struct gpu_backend *b, unsigned index, bool *on)
     return 0;
 }
 
+/* Memory, utilization rates, temperature and power; each query that fails (not
+ * supported on this GPU, a MIG instance...) leaves its value invalid. */
+static int nvml_status(struct gpu_backend *b, unsigned index, struct gpu_status *out)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    memset(out, 0, sizeof *out);
+    if (nvml_device(b, index, &d))
+        return -ENODEV;
+    struct nvml_memory m;
+    if (!n->memory(d, &m)) {
+        out->memory_valid = true;
+        out->memory_used = m.used;
+        out->memory_total = m.total;
+    }
+    struct nvml_utilization u;
+    if (n->rates && !n->rates(d, &u) && u.gpu <= 100 && u.memory <= 100) {
+        out->util_valid = true;
+        out->util_percent = u.gpu;
+        out->memory_util_percent = u.memory;
+    }
+    out->temperature_valid = n->temperature &&
+                             !n->temperature(d, NVML_TEMPERATURE_GPU, &out->temperature_c);
+    out->power_valid = n->power && !n->power(d, &out->power_mw);
+    return 0;
+}
+
 const struct gpu_ops gpu_nvml_ops = {
     .name = "nvml",
     .init = nvml_init,
@@ -260,4 +327,6 @@ const struct gpu_ops gpu_nvml_ops = {
     .processes = nvml_processes,
     .utilization = nvml_utilization,
     .persistence = nvml_persistence,
+    .status = nvml_status,
+    .device_path = nvml_device_path,
 };

@@ -15,7 +15,7 @@ struct lingering {
     uint32_t pid;
 };
 
-struct linger {
+struct linger_set {
     struct loop *loop;
     struct gpu_backend *gpu;
     struct tenants *ts;
@@ -25,15 +25,16 @@ struct linger {
     size_t n, cap;
     void (*removed)(void *ctx);
     void *removed_ctx;
-    struct gpu_proc procs[GPU_MAX_PROCS];
+    struct gpu_proc *procs; /* the backend's list, grown to what it reports */
+    size_t cap_procs;
 };
 
 /* Whether some GPU lists pid (with memory in use, or memory unknown). */
-static bool gpu_holds(struct linger *lg, uint32_t pid)
+static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 {
     for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
         size_t n = 0;
-        if (lg->gpu->ops->processes(lg->gpu, g, lg->procs, GPU_MAX_PROCS, &n))
+        if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
             continue;
         for (size_t i = 0; i < n; i++)
             if (lg->procs[i].pid == pid && (!lg->procs[i].used_valid || lg->procs[i].used))
@@ -42,7 +43,7 @@ static bool gpu_holds(struct linger *lg, uint32_t pid)
     return false;
 }
 
-static void arm(struct linger *lg, bool on)
+static void arm(struct linger_set *lg, bool on)
 {
     struct itimerspec its = {0};
     if (on) {
@@ -52,7 +53,7 @@ static void arm(struct linger *lg, bool on)
     timerfd_settime(lg->tfd, 0, &its, NULL);
 }
 
-static void release(struct linger *lg, size_t i)
+static void release(struct linger_set *lg, size_t i)
 {
     struct lingering it = lg->items[i];
     lg->items[i] = lg->items[--lg->n];
@@ -71,7 +72,7 @@ static void release(struct linger *lg, size_t i)
 static void on_timer(void *ctx, int fd, uint32_t events)
 {
     (void)events;
-    struct linger *lg = ctx;
+    struct linger_set *lg = ctx;
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
     for (size_t i = 0; i < lg->n;) {
@@ -84,10 +85,10 @@ static void on_timer(void *ctx, int fd, uint32_t events)
         arm(lg, false);
 }
 
-int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
+int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
                 struct tenants *ts)
 {
-    struct linger *lg = calloc(1, sizeof *lg);
+    struct linger_set *lg = calloc(1, sizeof *lg);
     if (!lg)
         return -ENOMEM;
     lg->loop = loop;
@@ -108,7 +109,7 @@ int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
     return 0;
 }
 
-void linger_fini(struct linger *lg)
+void linger_fini(struct linger_set *lg)
 {
     if (!lg)
         return;
@@ -117,10 +118,11 @@ void linger_fini(struct linger *lg)
     if (lg->tfd >= 0)
         close(lg->tfd);
     free(lg->items);
+    free(lg->procs);
     free(lg);
 }
 
-bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid)
+bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
         return false;
@@ -141,7 +143,7 @@ bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid)
     return true;
 }
 
-void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx)
+void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)
 {
     if (!lg)
         return;
@@ -149,7 +151,15 @@ void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx
     lg->removed_ctx = ctx;
 }
 
-unsigned linger_count(const struct linger *lg)
+bool linger_has(const struct linger_set *lg, const struct ledger_member *m)
+{
+    for (size_t i = 0; lg && i < lg->n; i++)
+        if (lg->items[i].member == m)
+            return true;
+    return false;
+}
+
+unsigned linger_count(const struct linger_set *lg)
 {
     return lg ? (unsigned)lg->n : 0;
 }

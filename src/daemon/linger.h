@@ -25,19 +25,22 @@
 
 #define LINGER_CHECK_MS 200
 
-struct linger;
+struct linger_set; /* not "struct linger": <sys/socket.h> has one (SO_LINGER) */
 
 /* gpu may be NULL: then nothing lingers. */
-int linger_init(struct linger **out, struct loop *loop, struct gpu_backend *gpu,
+int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
                 struct tenants *ts);
 /* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
-void linger_fini(struct linger *lg);
+void linger_fini(struct linger_set *lg);
 /* Member m (process pid) departed. True when the GPU still shows memory of pid:
  * m stays in the ledger and lingers; false: the caller releases it now. */
-bool linger_keep(struct linger *lg, struct ledger_member *m, uint32_t pid);
+bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
-void linger_set_removed_hook(struct linger *lg, void (*fn)(void *ctx), void *ctx);
+void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
+/* Whether m is a departed process's member that lingers (its process is no longer
+ * registered; the audit treats it as one that left). lg may be NULL. */
+bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
 /* How many departed processes' charges linger (tests, logs). */
-unsigned linger_count(const struct linger *lg);
+unsigned linger_count(const struct linger_set *lg);
 
 #endif /* KAIROS_DAEMON_LINGER_H */

@@ -1,11 +1,12 @@
 /* main.c - kairosd: options, the order in which the modules start (log, config,
- * GPUs, tenants and state, loop and signals, server, audit) and stop (the reverse),
+ * GPUs, tenants and state, loop and signals, server, audit, time-share, metrics
+ * endpoint) and stop (the reverse),
  * and the signals: SIGTERM/SIGINT stop, SIGHUP reloads the configuration (keeping
  * the old one when the new one is refused). Under systemd it says READY=1 once the
- * socket accepts and STOPPING=1 when it stops (service.c).
+ * socket accepts and the metrics endpoint (if any) serves, and STOPPING=1 when it stops (service.c).
  *
  *   kairosd [-c FILE] [-s SOCKET] [--state FILE] [--fake-gpu FILE] [-l LEVEL]
- *           [--log TARGET] [--syslog] [--check]
+ *           [--log TARGET] [--syslog] [--metrics ADDRESS] [--check]
  *   kairosd --sim SCENARIO.yaml [--sim-seconds N] [--json]
  */
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/audit.h"
@@ -27,6 +29,7 @@
 #include "daemon/gpu_numbering.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
+#include "daemon/metrics_http.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/sim.h"
@@ -41,6 +44,8 @@ struct options {
     const char *socket;
     const char *state;
     const char *fake_gpu;
+    struct metrics_addr metrics; /* --metrics: overrides the configuration's */
+    bool metrics_given;
     enum log_level level;
     enum log_target log_target;
     bool check_only;
@@ -60,9 +65,10 @@ struct daemon {
     struct loop_watch *sw;
     struct server *server;
     struct audit *audit;
-    struct linger *linger;
+    struct linger_set *linger;
     struct timeshare *timeshare;
     struct service *service;
+    struct metrics_http *metrics;
 };
 
 static void usage(FILE *out)
@@ -84,6 +90,9 @@ static void usage(FILE *out)
             "                        kairosd runs under systemd, else stderr), stderr,\n"
             "                        journal or syslog\n"
             "      --syslog          the same as --log syslog\n"
+            "      --metrics ADDRESS serve Prometheus metrics on http://ADDRESS/metrics\n"
+            "                        (127.0.0.1:9494, [::1]:9494...; off: none), overriding\n"
+            "                        the configuration's\n"
             "      --check           check the configuration and exit\n"
             "      --sim FILE        run the scheduler against a simulated GPU (a scenario,\n"
             "                        see etc/sim/) faster than real time, print and exit\n"
@@ -107,6 +116,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"check", no_argument, NULL, 'k'},          {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},        {"sim", required_argument, NULL, 'm'},
         {"sim-seconds", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
+        {"metrics", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -148,6 +158,15 @@ static int parse_options(int argc, char **argv, struct options *o)
                 return 2;
             }
             break;
+        case 'M': {
+            char why[256];
+            if (metrics_addr_parse(optarg, &o->metrics, why, sizeof why)) {
+                fprintf(stderr, "kairosd: --metrics: %s\n", why);
+                return 2;
+            }
+            o->metrics_given = true;
+            break;
+        }
         case 'k':
             o->check_only = true;
             break;
@@ -241,6 +260,8 @@ static int load_config(struct daemon *d, struct config *out)
         snprintf(out->socket, sizeof out->socket, "%s", d->opt.socket);
     if (d->opt.state)
         snprintf(out->state, sizeof out->state, "%s", d->opt.state);
+    if (d->opt.metrics_given)
+        out->metrics = d->opt.metrics;
     return 0;
 }
 
@@ -258,10 +279,13 @@ static void reload_config(struct daemon *d)
         config_free(&next);
         return;
     }
-    if (strcmp(next.socket, d->cfg.socket) || strcmp(next.state, d->cfg.state))
-        log_warn("a new socket or state path takes effect at the next start of kairosd");
+    if (strcmp(next.socket, d->cfg.socket) || strcmp(next.state, d->cfg.state) ||
+        strcmp(next.metrics.text, d->cfg.metrics.text))
+        log_warn("a new socket, state path or metrics address takes effect at the next start "
+                 "of kairosd");
     snprintf(next.socket, sizeof next.socket, "%s", d->cfg.socket);
     snprintf(next.state, sizeof next.state, "%s", d->cfg.state);
+    next.metrics = d->cfg.metrics;
     config_free(&d->cfg);
     d->cfg = next; /* server and audit read it through their pointer */
     audit_reconfigure(d->audit);
@@ -301,8 +325,8 @@ static int setup_gpus(struct daemon *d)
             log_error("%s", d->gpu.why);
             return rc;
         }
-        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); audit disabled, "
-                 "percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
+        log_warn("%s: running with %u GPU(s) from the configuration ('gpus:'); the audit "
+                 "sees only /proc, percent quotas and GPU UUIDs unavailable", d->gpu.why, n);
     } else {
         d->have_gpu = true;
         if ((rc = d->gpu.ops->count(&d->gpu, &n))) {
@@ -328,6 +352,34 @@ static int setup_gpus(struct daemon *d)
     }
     if (d->have_gpu)
         gpu_numbering_check(&d->gpu, n);
+    return 0;
+}
+
+/* The metrics endpoint, when an address is configured; 0 or -errno (logged). */
+static int setup_metrics(struct daemon *d, double start_time)
+{
+    const struct metrics_addr *a = &d->cfg.metrics;
+    if (!a->on)
+        return 0;
+    struct metrics_sources src = {
+        .ts = &d->ts,
+        .timeshare = d->timeshare,
+        .gpu = d->have_gpu ? &d->gpu : NULL,
+        .server = d->server,
+        .cfg = &d->cfg,
+        .start_time = start_time,
+        .version = KAIROS_VERSION,
+    };
+    int rc = metrics_http_start(&d->metrics, d->loop, a, &src);
+    if (rc) {
+        log_error("cannot serve metrics on %s: %s (another exporter on that port? choose "
+                  "another address with 'metrics:' in %s or --metrics)",
+                  a->text, strerror(-rc), d->opt.config);
+        return rc;
+    }
+    char where[METRICS_ADDR_MAX];
+    log_info("metrics at http://%s/metrics",
+             metrics_addr_format(a, metrics_http_port(d->metrics), where, sizeof where));
     return 0;
 }
 
@@ -360,6 +412,8 @@ int main(int argc, char **argv)
         return run_sim(&d.opt);
     log_init(d.opt.level, d.opt.log_target);
     umask(022);
+    struct timespec started;
+    clock_gettime(CLOCK_REALTIME, &started);
     int exit_code = 1;
     char err[768];
     bool cfg_loaded = false, ts_ready = false;
@@ -397,6 +451,7 @@ int main(int argc, char **argv)
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
+    audit_set_linger(d.audit, d.linger);
     if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
                              server_send_time_policy, d.server))) {
         log_error("cannot start the time-share scheduler: %s", strerror(-rc));
@@ -405,6 +460,8 @@ int main(int argc, char **argv)
     server_set_timeshare(d.server, d.timeshare);
     server_set_gpu(d.server, d.have_gpu ? &d.gpu : NULL);
     timeshare_reconfigure(d.timeshare);
+    if (setup_metrics(&d, (double)started.tv_sec + started.tv_nsec / 1e9))
+        goto out;
     if ((rc = service_init(&d.service, d.loop))) {
         log_error("cannot start the systemd watchdog pings: %s", strerror(-rc));
         goto out;
@@ -421,6 +478,7 @@ int main(int argc, char **argv)
         exit_code = 0;
 out:
     service_fini(d.service);
+    metrics_http_stop(d.metrics);
     if (d.server)
         server_set_timeshare(d.server, NULL);
     timeshare_fini(d.timeshare);

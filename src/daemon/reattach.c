@@ -11,11 +11,11 @@ static bool backend_used(struct gpu_backend *gpu, unsigned g, uint32_t pid, uint
 {
     if (!gpu || !gpu->ops || !gpu->ops->processes)
         return false;
-    struct gpu_proc *procs = calloc(GPU_MAX_PROCS, sizeof *procs);
-    size_t n = 0;
+    struct gpu_proc *procs = NULL;
+    size_t cap = 0, n = 0;
     bool known = false;
-    if (procs && gpu->ops->processes(gpu, g, procs, GPU_MAX_PROCS, &n) == 0) {
-        known = n < GPU_MAX_PROCS; /* a full list may have left pid out */
+    if (gpu_processes_all(gpu, g, &procs, &cap, &n) == 0) {
+        known = true; /* the whole list: a pid not in it uses nothing */
         *used = 0;
         for (size_t i = 0; i < n; i++)
             if (procs[i].pid == pid) {

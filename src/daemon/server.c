@@ -82,7 +82,7 @@ struct server {
     bool accept_paused;
     uint64_t accept_resume_ms;
     time_t last_emfile_warning;
-    struct linger *linger;       /* departed members the GPU still holds memory for */
+    struct linger_set *linger;       /* departed members the GPU still holds memory for */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -1032,8 +1032,13 @@ static void linger_removed_tenant(void *ctx)
     compute_changed_later(ctx);
 }
 
-void server_set_linger(struct server *s, struct linger *lg)
+void server_set_linger(struct server *s, struct linger_set *lg)
 {
     s->linger = lg;
     linger_set_removed_hook(lg, linger_removed_tenant, s);
+}
+
+unsigned server_connections(const struct server *s)
+{
+    return s ? s->n_conns : 0;
 }

@@ -27,10 +27,14 @@ void server_fini(struct server *s);
 /* Watches the owners of ephemeral tenants loaded from the state file. */
 void server_watch_owners(struct server *s);
 
-struct linger;
+struct linger_set;
 /* Departed members whose memory the GPU still holds linger there (linger.h);
  * NULL: every departure releases at once. */
-void server_set_linger(struct server *s, struct linger *lg);
+void server_set_linger(struct server *s, struct linger_set *lg);
+
+/* Connections open now (shims, kairos commands), for the metrics. */
+unsigned server_connections(const struct server *s);
+
 struct timeshare;
 struct kairos_time_policy;
 /* New members get the time policies in force right after WELCOME. */

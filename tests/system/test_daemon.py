@@ -567,7 +567,7 @@ class AuditKill(DaemonCase):
         try:
             self.d.write_fake(FAKE_GPUS + f"proc 0 {victim.pid} 1073741824\n")
             self.assertEqual(victim.wait(timeout=5), -signal.SIGKILL)
-            self.assertIn("killed (audit.kill is true)", self.d.read_log())
+            self.assertIn("killed (audit action kill)", self.d.read_log())
         finally:
             if victim.poll() is None:
                 victim.kill()

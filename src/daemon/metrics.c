@@ -1,0 +1,383 @@
+/* metrics.c - the exposition text (see metrics.h): a table of the per-tenant-and-GPU
+ * metrics over the figures kairos ps shows, then the per-tenant, per-GPU and
+ * kairosd's own. Every family is written whole (HELP, TYPE, its samples) before
+ * the next, as the format requires; a figure the daemon does not know (no
+ * measurement yet, a GPU that cannot tell its temperature) has no sample rather
+ * than a 0. */
+#include "daemon/metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/config.h"
+#include "daemon/gpu.h"
+#include "daemon/server.h"
+#include "daemon/tenants.h"
+#include "daemon/timeshare.h"
+
+/* Which GPUs of a tenant a metric has a sample for. */
+enum when {
+    WHEN_SHOWN,    /* those kairos ps shows: a quota, holdings, refusals or a policy */
+    WHEN_POLICY,   /* a compute policy */
+    WHEN_LIMIT,    /* a compute policy with a limit */
+    WHEN_MEASURED, /* a compute policy and a measurement of what it got */
+};
+
+struct sample {
+    bool whole;  /* u, printed exactly; else d */
+    uint64_t u;
+    double d;
+};
+
+struct tenant_gpu_metric {
+    const char *name, *type, *help;
+    enum when when;
+    struct sample (*value)(const struct kairos_ps_reply *r, unsigned g);
+};
+
+static struct sample whole(uint64_t u)
+{
+    return (struct sample){.whole = true, .u = u};
+}
+
+static struct sample real(double d)
+{
+    return (struct sample){.d = d};
+}
+
+static struct sample held(const struct kairos_ps_reply *r, unsigned g)
+{
+    return whole(r->held[g]);
+}
+
+static struct sample quota(const struct kairos_ps_reply *r, unsigned g)
+{
+    return whole(r->quota[g]);
+}
+
+static struct sample refusals(const struct kairos_ps_reply *r, unsigned g)
+{
+    return whole(r->refusals[g]);
+}
+
+static struct sample share(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real(r->share_ppm[g] / 1e6);
+}
+
+static struct sample limit(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real(r->limit_ppm[g] / 1e6);
+}
+
+static struct sample target(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real(r->target_ppm[g] / 1e6);
+}
+
+static struct sample achieved(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real(r->window_ppm[g] / 1e6);
+}
+
+static struct sample achieved_minute(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real(r->minute_ppm[g] / 1e6);
+}
+
+static struct sample pauses(const struct kairos_ps_reply *r, unsigned g)
+{
+    return whole(r->pauses[g]);
+}
+
+static struct sample window_period(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real(r->period_us[g] / 1e6);
+}
+
+static struct sample window_duty(const struct kairos_ps_reply *r, unsigned g)
+{
+    return real((r->period_us[g] ? r->duty_us[g] : 0) / 1e6);
+}
+
+static const struct tenant_gpu_metric tenant_gpu_metrics[] = {
+    {"kairos_tenant_memory_held_bytes", "gauge",
+     "Device memory the tenant's processes hold on the GPU (allocations granted and not freed).",
+     WHEN_SHOWN, held},
+    {"kairos_tenant_memory_quota_bytes", "gauge",
+     "The tenant's device-memory quota on the GPU (0: no access).", WHEN_SHOWN, quota},
+    {"kairos_tenant_allocations_refused_total", "counter",
+     "Allocations refused because they would have taken the tenant beyond its quota.",
+     WHEN_SHOWN, refusals},
+    {"kairos_tenant_compute_share_ratio", "gauge",
+     "The tenant's guaranteed share of the GPU's time while others compete (0: best effort).",
+     WHEN_POLICY, share},
+    {"kairos_tenant_compute_limit_ratio", "gauge",
+     "The most of the GPU's time the tenant may use, even on an idle GPU (absent: no limit).",
+     WHEN_LIMIT, limit},
+    {"kairos_tenant_compute_target_ratio", "gauge",
+     "The share of the GPU's time the scheduler entitles the tenant to now (0 while idle).",
+     WHEN_POLICY, target},
+    {"kairos_tenant_compute_achieved_ratio", "gauge",
+     "The share of the GPU's time the tenant used over the last period (100 ms).",
+     WHEN_MEASURED, achieved},
+    {"kairos_tenant_compute_achieved_minute_ratio", "gauge",
+     "The share of the GPU's time the tenant used, averaged over the last minute.",
+     WHEN_MEASURED, achieved_minute},
+    {"kairos_tenant_pauses_total", "counter",
+     "Periods (100 ms) in which the tenant had a window shorter than the period.",
+     WHEN_POLICY, pauses},
+    {"kairos_tenant_window_period_seconds", "gauge",
+     "The period of the tenant's run window (0: never paused).", WHEN_POLICY, window_period},
+    {"kairos_tenant_window_duty_seconds", "gauge",
+     "How much of each window period the tenant may run (0 when never paused).", WHEN_POLICY,
+     window_duty},
+};
+
+void metrics_write_label_value(FILE *f, const char *value)
+{
+    for (const char *c = value; *c; c++) {
+        if (*c == '\\')
+            fputs("\\\\", f);
+        else if (*c == '"')
+            fputs("\\\"", f);
+        else if (*c == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*c, f);
+    }
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void write_sample(FILE *f, struct sample s)
+{
+    if (s.whole)
+        fprintf(f, " %" PRIu64 "\n", s.u);
+    else
+        fprintf(f, " %.9g\n", s.d);
+}
+
+/* name{tenant="...",gpu="g"} */
+static void tenant_gpu_series(FILE *f, const char *name, const char *tenant, unsigned g)
+{
+    fprintf(f, "%s{tenant=\"", name);
+    metrics_write_label_value(f, tenant);
+    fprintf(f, "\",gpu=\"%u\"}", g);
+}
+
+/* The figures of tenant t as kairos ps gets them (server.c's PS). */
+static void tenant_figures(const struct metrics_sources *src, const struct ledger_tenant *t,
+                           struct kairos_ps_reply *r)
+{
+    unsigned n = src->ts->ledger.n_gpus;
+    memset(r, 0, sizeof *r);
+    r->n_gpus = n;
+    memcpy(r->tenant, t->name, sizeof r->tenant);
+    for (unsigned g = 0; g < n && g < KAIROS_MAX_GPUS; g++) {
+        r->quota[g] = t->quota[g];
+        r->held[g] = t->held[g];
+        r->refusals[g] = t->refusals[g];
+    }
+    timeshare_ps(src->timeshare, t->name, n, r);
+}
+
+static bool applies(enum when when, const struct kairos_ps_reply *r, unsigned g)
+{
+    bool policy = r->compute_flags[g] & KAIROS_PS_COMPUTE_POLICY;
+    switch (when) {
+    case WHEN_SHOWN:
+        return r->quota[g] || r->held[g] || r->refusals[g] || policy;
+    case WHEN_POLICY:
+        return policy;
+    case WHEN_LIMIT:
+        return policy && r->limit_ppm[g];
+    case WHEN_MEASURED:
+        return policy && (r->compute_flags[g] & KAIROS_PS_COMPUTE_MEASURED);
+    }
+    return false;
+}
+
+static void write_tenant_gpu(FILE *f, const struct kairos_ps_reply *figs, size_t n, unsigned n_gpus)
+{
+    for (size_t m = 0; m < sizeof tenant_gpu_metrics / sizeof *tenant_gpu_metrics; m++) {
+        const struct tenant_gpu_metric *tm = &tenant_gpu_metrics[m];
+        family(f, tm->name, tm->type, tm->help);
+        for (size_t i = 0; i < n; i++)
+            for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
+                if (applies(tm->when, &figs[i], g)) {
+                    tenant_gpu_series(f, tm->name, figs[i].tenant, g);
+                    write_sample(f, tm->value(&figs[i], g));
+                }
+    }
+}
+
+static const char *prio_name(uint32_t p)
+{
+    return p == KAIROS_PRIO_LATENCY ? "latency" : p == KAIROS_PRIO_BATCH ? "batch" : "normal";
+}
+
+static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
+{
+    family(f, "kairos_tenant_members", "gauge",
+           "Processes that are members of the tenant now (connected shims).");
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        fputs("kairos_tenant_members{tenant=\"", f);
+        metrics_write_label_value(f, l->tenants[i]->name);
+        fprintf(f, "\"} %u\n", l->tenants[i]->n_members);
+    }
+    family(f, "kairos_tenant_compute_priority_info", "gauge",
+           "The priority of the tenant's compute policy on the GPU (the label), always 1.");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (applies(WHEN_POLICY, &figs[i], g)) {
+                fputs("kairos_tenant_compute_priority_info{tenant=\"", f);
+                metrics_write_label_value(f, figs[i].tenant);
+                fprintf(f, "\",gpu=\"%u\",priority=\"%s\"} 1\n", g, prio_name(figs[i].priority[g]));
+            }
+}
+
+/* Per-GPU figures: false when the GPU did not tell. */
+static bool gpu_total(const struct gpu_status *s, struct sample *out)
+{
+    *out = whole(s->memory_total);
+    return s->memory_valid;
+}
+
+static bool gpu_used(const struct gpu_status *s, struct sample *out)
+{
+    *out = whole(s->memory_used);
+    return s->memory_valid;
+}
+
+static bool gpu_util(const struct gpu_status *s, struct sample *out)
+{
+    *out = real(s->util_percent / 100.0);
+    return s->util_valid;
+}
+
+static bool gpu_mem_util(const struct gpu_status *s, struct sample *out)
+{
+    *out = real(s->memory_util_percent / 100.0);
+    return s->util_valid;
+}
+
+static bool gpu_temperature(const struct gpu_status *s, struct sample *out)
+{
+    *out = whole(s->temperature_c);
+    return s->temperature_valid;
+}
+
+static bool gpu_power(const struct gpu_status *s, struct sample *out)
+{
+    *out = real(s->power_mw / 1000.0);
+    return s->power_valid;
+}
+
+static const struct gpu_metric {
+    const char *name, *help;
+    bool (*value)(const struct gpu_status *s, struct sample *out);
+} gpu_metrics[] = {
+    {"kairos_gpu_memory_total_bytes", "Device memory of the GPU, as the GPU backend reports it.",
+     gpu_total},
+    {"kairos_gpu_memory_used_bytes",
+     "Device memory in use on the GPU, by every process, as the GPU backend reports it.",
+     gpu_used},
+    {"kairos_gpu_utilization_ratio",
+     "Fraction of the last sample period in which a kernel ran on the GPU.", gpu_util},
+    {"kairos_gpu_memory_utilization_ratio",
+     "Fraction of the last sample period in which device memory was read or written.",
+     gpu_mem_util},
+    {"kairos_gpu_temperature_celsius", "The GPU's temperature.", gpu_temperature},
+    {"kairos_gpu_power_watts", "The GPU's power draw.", gpu_power},
+};
+
+static void write_gpus(FILE *f, const struct metrics_sources *src)
+{
+    const struct tenants *ts = src->ts;
+    unsigned n = ts->n_gpus < KAIROS_MAX_GPUS ? ts->n_gpus : KAIROS_MAX_GPUS;
+    struct gpu_status st[KAIROS_MAX_GPUS];
+    bool ok[KAIROS_MAX_GPUS] = {false};
+    for (unsigned g = 0; g < n; g++)
+        ok[g] = src->gpu && src->gpu->ops && src->gpu->ops->status &&
+                src->gpu->ops->status(src->gpu, g, &st[g]) == 0;
+    family(f, "kairos_gpus", "gauge", "GPUs kairosd manages.");
+    fprintf(f, "kairos_gpus %u\n", ts->n_gpus);
+    family(f, "kairos_gpu_info", "gauge",
+           "A GPU kairosd manages: its UUID and the backend that reports on it, always 1.");
+    for (unsigned g = 0; g < n; g++) {
+        fprintf(f, "kairos_gpu_info{gpu=\"%u\",uuid=\"", g);
+        metrics_write_label_value(f, ts->gpu_uuid[g]);
+        fputs("\",backend=\"", f);
+        metrics_write_label_value(f, src->gpu && src->gpu->ops ? src->gpu->ops->name : "none");
+        fputs("\"} 1\n", f);
+    }
+    for (size_t m = 0; m < sizeof gpu_metrics / sizeof *gpu_metrics; m++) {
+        family(f, gpu_metrics[m].name, "gauge", gpu_metrics[m].help);
+        struct sample v;
+        for (unsigned g = 0; g < n; g++)
+            if (ok[g] && gpu_metrics[m].value(&st[g], &v)) {
+                fprintf(f, "%s{gpu=\"%u\"}", gpu_metrics[m].name, g);
+                write_sample(f, v);
+            }
+    }
+}
+
+static void write_daemon(FILE *f, const struct metrics_sources *src)
+{
+    family(f, "kairos_build_info", "gauge", "kairosd's version (the label), always 1.");
+    fputs("kairos_build_info{version=\"", f);
+    metrics_write_label_value(f, src->version ? src->version : "unknown");
+    fputs("\"} 1\n", f);
+    family(f, "kairos_up", "gauge", "1 while kairosd serves tenants (it answers this scrape).");
+    fputs("kairos_up 1\n", f);
+    family(f, "kairos_start_time_seconds", "gauge",
+           "When kairosd started, in seconds since the Unix epoch.");
+    fprintf(f, "kairos_start_time_seconds %.3f\n", src->start_time);
+    family(f, "kairos_connections", "gauge",
+           "Connections open on kairosd's socket (tenant processes and kairos commands).");
+    fprintf(f, "kairos_connections %u\n", server_connections(src->server));
+    if (src->cfg) {
+        family(f, "kairos_connections_limit", "gauge",
+               "The most connections kairosd accepts (max_connections).");
+        fprintf(f, "kairos_connections_limit %u\n", src->cfg->max_connections);
+    }
+    family(f, "kairos_tenants", "gauge", "Tenants kairosd knows (configured and created at run time).");
+    fprintf(f, "kairos_tenants %zu\n", src->ts->ledger.n_tenants);
+}
+
+int metrics_render(const struct metrics_sources *src, char **text, size_t *len)
+{
+    const struct ledger *l = &src->ts->ledger;
+    *text = NULL;
+    *len = 0;
+    struct kairos_ps_reply *figs = calloc(l->n_tenants ? l->n_tenants : 1, sizeof *figs);
+    if (!figs)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->n_tenants; i++)
+        tenant_figures(src, l->tenants[i], &figs[i]);
+    FILE *f = open_memstream(text, len);
+    if (!f) {
+        free(figs);
+        return -ENOMEM;
+    }
+    write_daemon(f, src);
+    write_gpus(f, src);
+    write_tenant(f, l, figs);
+    write_tenant_gpu(f, figs, l->n_tenants, l->n_gpus);
+    bool failed = ferror(f);
+    if (fclose(f) || failed) {
+        free(*text);
+        *text = NULL;
+        *len = 0;
+        free(figs);
+        return -ENOMEM;
+    }
+    free(figs);
+    return 0;
+}
