@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,8 +68,7 @@ struct audit {
     struct tenants *ts;
     const struct linger_set *linger; /* departed members whose charge lingers */
     const struct config *cfg;
-    int tfd;
-    struct loop_watch *w;
+    struct loop_watch *w; /* the audit_interval_ms timer */
     uint64_t now_ms;
     struct audit_seen *seen;
     size_t n_seen, cap_seen;
@@ -681,16 +678,7 @@ void audit_set_linger(struct audit *a, const struct linger_set *lg)
 
 void audit_reconfigure(struct audit *a)
 {
-    if (a->tfd < 0)
-        return;
-    unsigned ms = a->cfg->audit_interval_ms;
-    struct itimerspec its = {0};
-    if (ms) {
-        its.it_interval.tv_sec = ms / 1000;
-        its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000L;
-        its.it_value = its.it_interval;
-    }
-    timerfd_settime(a->tfd, 0, &its, NULL);
+    loop_timer_set(a->w, (uint64_t)a->cfg->audit_interval_ms * 1000);
 }
 
 /* The device node of each GPU (the backend's, else /dev/nvidiaINDEX) and the prefix
@@ -721,11 +709,8 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     a->gpu = gpu && gpu->ops ? gpu : NULL;
     a->ts = ts;
     a->cfg = cfg;
-    a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (a->tfd < 0 || !(a->w = loop_add(loop, a->tfd, EPOLLIN, on_timer, a))) {
+    if (!(a->w = loop_add_timer(loop, 0, on_timer, a))) {
         int rc = -errno;
-        if (a->tfd >= 0)
-            close(a->tfd);
         free(a);
         return rc;
     }
@@ -752,10 +737,7 @@ void audit_fini(struct audit *a)
 {
     if (!a)
         return;
-    if (a->w)
-        loop_del(a->loop, a->w);
-    if (a->tfd >= 0)
-        close(a->tfd);
+    loop_del_close(a->loop, a->w);
     procscan_fini(&a->scan);
     free(a->seen);
     free(a->known);
