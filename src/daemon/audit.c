@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/procscan.h"
@@ -116,14 +117,10 @@ static struct audit_seen *finding(struct audit *a, uint32_t who, unsigned gpu,
             a->seen[i].still = true;
             return &a->seen[i];
         }
-    if (a->n_seen == a->cap_seen) {
-        size_t cap = a->cap_seen ? 2 * a->cap_seen : 64;
-        struct audit_seen *v = realloc(a->seen, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        a->seen = v;
-        a->cap_seen = cap;
-    }
+    struct audit_seen *v = grow_for_one(a->seen, &a->cap_seen, a->n_seen, sizeof *v, 64);
+    if (!v)
+        return NULL;
+    a->seen = v;
     struct audit_seen *s = &a->seen[a->n_seen++];
     *s = (struct audit_seen){.who = who, .gpu = gpu, .kind = kind, .since_ms = a->now_ms,
                              .still = true};
@@ -209,14 +206,10 @@ static int by_pid(const void *x, const void *y)
 static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char *tenant,
                      struct ledger_tenant *member_of)
 {
-    if (a->n_known == a->cap_known) {
-        size_t cap = a->cap_known ? 2 * a->cap_known : 64;
-        struct audit_known *v = realloc(a->known, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        a->known = v;
-        a->cap_known = cap;
-    }
+    struct audit_known *v = grow_for_one(a->known, &a->cap_known, a->n_known, sizeof *v, 64);
+    if (!v)
+        return -ENOMEM;
+    a->known = v;
     struct audit_known *k = &a->known[a->n_known++];
     k->pid = pid;
     k->left_ms = left_ms;
@@ -330,14 +323,10 @@ static struct audit_sum *sum_of(struct audit *a, size_t *n, struct ledger_tenant
     for (size_t i = 0; i < *n; i++)
         if (a->sums[i].tenant == t)
             return &a->sums[i];
-    if (*n == a->cap_sums) {
-        size_t cap = a->cap_sums ? 2 * a->cap_sums : 16;
-        struct audit_sum *v = realloc(a->sums, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        a->sums = v;
-        a->cap_sums = cap;
-    }
+    struct audit_sum *v = grow_for_one(a->sums, &a->cap_sums, *n, sizeof *v, 16);
+    if (!v)
+        return NULL;
+    a->sums = v;
     a->sums[*n] = (struct audit_sum){.tenant = t};
     return &a->sums[(*n)++];
 }
