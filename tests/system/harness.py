@@ -1,6 +1,7 @@
 """harness - what the system tests share around the processes they start: the
 environment of a program run under the shim and the fake driver, polling, a free port,
-and killing and reaping children. kairos_proto owns the protocol and the private
+a datagram socket to
+listen as systemd, and killing and reaping children. kairos_proto owns the protocol and the private
 kairosd (Daemon)."""
 import os
 import socket
@@ -36,6 +37,15 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def datagram_socket(path, timeout=10):
+    """A datagram socket bound at path (a NOTIFY_SOCKET, a journal socket), whose
+    receives give up after timeout seconds."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    s.settimeout(timeout)
+    return s
 
 
 def reap(procs):
