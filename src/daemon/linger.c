@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "daemon/log.h"
 
 struct lingering {
@@ -109,14 +110,10 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
         return false;
-    if (lg->n == lg->cap) {
-        size_t cap = lg->cap ? lg->cap * 2 : 8;
-        struct lingering *grown = realloc(lg->items, cap * sizeof *grown);
-        if (!grown)
-            return false; /* out of memory: release now, as without a GPU backend */
-        lg->items = grown;
-        lg->cap = cap;
-    }
+    struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
+    if (!grown)
+        return false; /* out of memory: release now, as without a GPU backend */
+    lg->items = grown;
     lg->items[lg->n++] = (struct lingering){m, pid};
     if (lg->n == 1)
         arm(lg, true);
