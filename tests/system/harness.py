@@ -7,7 +7,8 @@ import os
 import socket
 import time
 
-ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")  # ASan's runtime, when preloads need it first
+# ASan's runtime, where the build needs it preloaded first
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
 
 
 def preload_env(shim, fakedrv, **extra):
