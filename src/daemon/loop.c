@@ -126,6 +126,18 @@ int loop_timer_set(struct loop_watch *w, uint64_t period_us)
     return timerfd_settime(w->fd, 0, &its, NULL) ? -errno : 0;
 }
 
+int loop_timer_after_ms(struct loop_watch *w, uint64_t ms)
+{
+    struct itimerspec its = {0};
+    if (ms == 0)
+        its.it_value.tv_nsec = 1;
+    else if (ms != UINT64_MAX) {
+        its.it_value.tv_sec = (time_t)(ms / 1000);
+        its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+    }
+    return timerfd_settime(w->fd, 0, &its, NULL) ? -errno : 0;
+}
+
 struct loop_watch *loop_add_wakeup(struct loop *l, loop_cb cb, void *ctx)
 {
     return add_owned(l, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), cb, ctx);

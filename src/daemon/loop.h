@@ -36,6 +36,9 @@ struct loop_watch *loop_add_timer(struct loop *l, uint64_t period_us, loop_cb cb
 /* Makes a timer from loop_add_timer fire every period_us from now (0: stops it).
  * 0 or -errno. */
 int loop_timer_set(struct loop_watch *w, uint64_t period_us);
+/* Makes a timer from loop_add_timer fire once, ms milliseconds from now (0: at once,
+ * after the loop's other events; UINT64_MAX: never). 0 or -errno. */
+int loop_timer_after_ms(struct loop_watch *w, uint64_t ms);
 /* A wake-up of the loop: an eventfd watched for EPOLLIN; loop_wake makes cb run once
  * back in the loop (cb reads fd with eventfd_read). NULL (errno set) on failure. */
 struct loop_watch *loop_add_wakeup(struct loop *l, loop_cb cb, void *ctx);
