@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/units.h"
 
 static_assert(KAIROS_PRIO_NORMAL == (int)SCHED_PRIO_NORMAL &&
@@ -138,14 +139,10 @@ int policy_shares_add(struct policy_shares *s, const char *tenant, unsigned gpu,
 {
     if (share <= 0)
         return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        struct policy_share *grown = realloc(s->v, cap * sizeof *grown);
-        if (!grown)
-            return -ENOMEM;
-        s->v = grown;
-        s->cap = cap;
-    }
+    struct policy_share *grown = grow_for_one(s->v, &s->cap, s->n, sizeof *grown, 16);
+    if (!grown)
+        return -ENOMEM;
+    s->v = grown;
     s->v[s->n++] = (struct policy_share){.tenant = tenant, .gpu = gpu, .share = share};
     return 0;
 }

@@ -9,11 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/procscan.h"
@@ -70,8 +69,7 @@ struct audit {
     struct tenants *ts;
     const struct linger_set *linger; /* departed members whose charge lingers */
     const struct config *cfg;
-    int tfd;
-    struct loop_watch *w;
+    struct loop_watch *w; /* the audit_interval_ms timer */
     uint64_t now_ms;
     struct audit_seen *seen;
     size_t n_seen, cap_seen;
@@ -119,14 +117,10 @@ static struct audit_seen *finding(struct audit *a, uint32_t who, unsigned gpu,
             a->seen[i].still = true;
             return &a->seen[i];
         }
-    if (a->n_seen == a->cap_seen) {
-        size_t cap = a->cap_seen ? 2 * a->cap_seen : 64;
-        struct audit_seen *v = realloc(a->seen, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        a->seen = v;
-        a->cap_seen = cap;
-    }
+    struct audit_seen *v = grow_for_one(a->seen, &a->cap_seen, a->n_seen, sizeof *v, 64);
+    if (!v)
+        return NULL;
+    a->seen = v;
     struct audit_seen *s = &a->seen[a->n_seen++];
     *s = (struct audit_seen){.who = who, .gpu = gpu, .kind = kind, .since_ms = a->now_ms,
                              .still = true};
@@ -212,14 +206,10 @@ static int by_pid(const void *x, const void *y)
 static int add_known(struct audit *a, uint32_t pid, uint64_t left_ms, const char *tenant,
                      struct ledger_tenant *member_of)
 {
-    if (a->n_known == a->cap_known) {
-        size_t cap = a->cap_known ? 2 * a->cap_known : 64;
-        struct audit_known *v = realloc(a->known, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        a->known = v;
-        a->cap_known = cap;
-    }
+    struct audit_known *v = grow_for_one(a->known, &a->cap_known, a->n_known, sizeof *v, 64);
+    if (!v)
+        return -ENOMEM;
+    a->known = v;
     struct audit_known *k = &a->known[a->n_known++];
     k->pid = pid;
     k->left_ms = left_ms;
@@ -333,14 +323,10 @@ static struct audit_sum *sum_of(struct audit *a, size_t *n, struct ledger_tenant
     for (size_t i = 0; i < *n; i++)
         if (a->sums[i].tenant == t)
             return &a->sums[i];
-    if (*n == a->cap_sums) {
-        size_t cap = a->cap_sums ? 2 * a->cap_sums : 16;
-        struct audit_sum *v = realloc(a->sums, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        a->sums = v;
-        a->cap_sums = cap;
-    }
+    struct audit_sum *v = grow_for_one(a->sums, &a->cap_sums, *n, sizeof *v, 16);
+    if (!v)
+        return NULL;
+    a->sums = v;
     a->sums[*n] = (struct audit_sum){.tenant = t};
     return &a->sums[(*n)++];
 }
@@ -681,16 +667,7 @@ void audit_set_linger(struct audit *a, const struct linger_set *lg)
 
 void audit_reconfigure(struct audit *a)
 {
-    if (a->tfd < 0)
-        return;
-    unsigned ms = a->cfg->audit_interval_ms;
-    struct itimerspec its = {0};
-    if (ms) {
-        its.it_interval.tv_sec = ms / 1000;
-        its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000L;
-        its.it_value = its.it_interval;
-    }
-    timerfd_settime(a->tfd, 0, &its, NULL);
+    loop_timer_set(a->w, (uint64_t)a->cfg->audit_interval_ms * 1000);
 }
 
 /* The device node of each GPU (the backend's, else /dev/nvidiaINDEX) and the prefix
@@ -721,11 +698,8 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     a->gpu = gpu && gpu->ops ? gpu : NULL;
     a->ts = ts;
     a->cfg = cfg;
-    a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (a->tfd < 0 || !(a->w = loop_add(loop, a->tfd, EPOLLIN, on_timer, a))) {
+    if (!(a->w = loop_add_timer(loop, 0, on_timer, a))) {
         int rc = -errno;
-        if (a->tfd >= 0)
-            close(a->tfd);
         free(a);
         return rc;
     }
@@ -752,10 +726,7 @@ void audit_fini(struct audit *a)
 {
     if (!a)
         return;
-    if (a->w)
-        loop_del(a->loop, a->w);
-    if (a->tfd >= 0)
-        close(a->tfd);
+    loop_del_close(a->loop, a->w);
     procscan_fini(&a->scan);
     free(a->seen);
     free(a->known);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include "core/grow.h"
+
 void conn_limits_init(struct conn_limits *cl, const struct config *cfg, char *warn,
                       size_t warn_len)
 {
@@ -93,14 +95,11 @@ int conn_limits_add(struct conn_limits *cl, uid_t uid)
 {
     struct conn_uid *u = find(cl, uid);
     if (!u) {
-        if (cl->n_uids == cl->cap_uids) {
-            size_t cap = cl->cap_uids ? cl->cap_uids * 2 : 16;
-            struct conn_uid *grown = realloc(cl->uids, cap * sizeof *grown);
-            if (!grown)
-                return -ENOMEM;
-            cl->uids = grown;
-            cl->cap_uids = cap;
-        }
+        struct conn_uid *grown =
+            grow_for_one(cl->uids, &cl->cap_uids, cl->n_uids, sizeof *grown, 16);
+        if (!grown)
+            return -ENOMEM;
+        cl->uids = grown;
         u = &cl->uids[cl->n_uids++];
         *u = (struct conn_uid){.uid = uid};
     }

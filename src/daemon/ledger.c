@@ -2,6 +2,7 @@
  * reservations. Pure bookkeeping; see ledger.h for the rules it enforces. */
 #include "daemon/ledger.h"
 
+#include "core/grow.h"
 #include "core/tenant_name.h"
 
 #include <errno.h>
@@ -173,14 +174,10 @@ int ledger_charge(struct ledger *l, struct ledger_member *m, unsigned gpu, uint6
     }
     if (m->n_resv >= LEDGER_MAX_RESERVATIONS)
         return -ENOSPC;
-    if (m->n_resv == m->cap_resv) {
-        size_t cap = m->cap_resv ? m->cap_resv * 2 : 4;
-        struct ledger_resv *grown = realloc(m->resv, cap * sizeof *grown);
-        if (!grown)
-            return -ENOMEM;
-        m->resv = grown;
-        m->cap_resv = cap;
-    }
+    struct ledger_resv *grown = grow_for_one(m->resv, &m->cap_resv, m->n_resv, sizeof *grown, 4);
+    if (!grown)
+        return -ENOMEM;
+    m->resv = grown;
     m->resv[m->n_resv++] = (struct ledger_resv){.token = token, .bytes = bytes, .gpu = gpu};
     m->held[gpu] += bytes;
     t->held[gpu] += bytes;

@@ -4,10 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "daemon/log.h"
 
 struct lingering {
@@ -19,8 +18,7 @@ struct linger_set {
     struct loop *loop;
     struct gpu_backend *gpu;
     struct tenants *ts;
-    int tfd;
-    struct loop_watch *w;
+    struct loop_watch *w; /* its check timer (loop_add_timer) */
     struct lingering *items;
     size_t n, cap;
     void (*removed)(void *ctx);
@@ -45,12 +43,7 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 
 static void arm(struct linger_set *lg, bool on)
 {
-    struct itimerspec its = {0};
-    if (on) {
-        its.it_interval.tv_nsec = LINGER_CHECK_MS * 1000000L;
-        its.it_value = its.it_interval;
-    }
-    timerfd_settime(lg->tfd, 0, &its, NULL);
+    loop_timer_set(lg->w, on ? LINGER_CHECK_MS * 1000u : 0);
 }
 
 static void release(struct linger_set *lg, size_t i)
@@ -94,16 +87,10 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
     lg->loop = loop;
     lg->gpu = gpu && gpu->ops ? gpu : NULL;
     lg->ts = ts;
-    lg->tfd = -1;
-    if (lg->gpu) {
-        lg->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (lg->tfd < 0 || !(lg->w = loop_add(loop, lg->tfd, EPOLLIN, on_timer, lg))) {
-            int rc = -errno;
-            if (lg->tfd >= 0)
-                close(lg->tfd);
-            free(lg);
-            return rc ? rc : -ENOMEM;
-        }
+    if (lg->gpu && !(lg->w = loop_add_timer(loop, 0, on_timer, lg))) {
+        int rc = -errno;
+        free(lg);
+        return rc ? rc : -ENOMEM;
     }
     *out = lg;
     return 0;
@@ -113,10 +100,7 @@ void linger_fini(struct linger_set *lg)
 {
     if (!lg)
         return;
-    if (lg->w)
-        loop_del(lg->loop, lg->w);
-    if (lg->tfd >= 0)
-        close(lg->tfd);
+    loop_del_close(lg->loop, lg->w);
     free(lg->items);
     free(lg->procs);
     free(lg);
@@ -126,14 +110,10 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
         return false;
-    if (lg->n == lg->cap) {
-        size_t cap = lg->cap ? lg->cap * 2 : 8;
-        struct lingering *grown = realloc(lg->items, cap * sizeof *grown);
-        if (!grown)
-            return false; /* out of memory: release now, as without a GPU backend */
-        lg->items = grown;
-        lg->cap = cap;
-    }
+    struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
+    if (!grown)
+        return false; /* out of memory: release now, as without a GPU backend */
+    lg->items = grown;
     lg->items[lg->n++] = (struct lingering){m, pid};
     if (lg->n == 1)
         arm(lg, true);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
+
 void admissions_init(struct admissions *a, const char *proc_root)
 {
     memset(a, 0, sizeof *a);
@@ -92,16 +94,12 @@ int admissions_restore(struct admissions *a, const char *tenant, uint32_t pid, u
             return 0;
     if (a->n == a->cap)
         prune(a);
-    if (a->n == a->cap) {
-        if (a->cap >= MEMBERS_MAX_ADMISSIONS)
-            return -ENOSPC;
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        struct admission *l = realloc(a->list, cap * sizeof *l);
-        if (!l)
-            return -ENOMEM;
-        a->list = l;
-        a->cap = cap;
-    }
+    if (a->n == a->cap && a->cap >= MEMBERS_MAX_ADMISSIONS)
+        return -ENOSPC;
+    struct admission *l = grow_for_one(a->list, &a->cap, a->n, sizeof *l, 16);
+    if (!l)
+        return -ENOMEM;
+    a->list = l;
     struct admission *ad = &a->list[a->n++];
     memset(ad, 0, sizeof *ad);
     snprintf(ad->tenant, sizeof ad->tenant, "%s", tenant);

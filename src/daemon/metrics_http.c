@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,7 +46,6 @@ struct metrics_http {
     struct loop *loop;
     struct metrics_sources src;
     struct MHD_Daemon *mhd;
-    int tfd;
     struct loop_watch *ew, *tw;
     unsigned port;
     struct ratelog log_limit; /* libmicrohttpd's messages: a flood logs one line per 10 s */
@@ -176,20 +174,12 @@ static uint64_t end_old_connections(struct metrics_http *m)
 static void rearm(struct metrics_http *m)
 {
     MHD_UNSIGNED_LONG_LONG ms;
-    struct itimerspec its = {{0, 0}, {0, 0}};
     uint64_t old = end_old_connections(m);
     if (MHD_get_timeout(m->mhd, &ms) != MHD_YES || ms > old)
         ms = old;
-    if (ms != UINT64_MAX) {
-        if (ms == 0)
-            its.it_value.tv_nsec = 1;
-        else {
-            its.it_value.tv_sec = (time_t)(ms / 1000);
-            its.it_value.tv_nsec = (long)(ms % 1000) * 1000000l;
-        }
-    }
-    if (timerfd_settime(m->tfd, 0, &its, NULL))
-        log_warn("metrics endpoint: cannot arm its timer (%s)", strerror(errno));
+    int rc = loop_timer_after_ms(m->tw, ms);
+    if (rc)
+        log_warn("metrics endpoint: cannot arm its timer (%s)", strerror(-rc));
 }
 
 static void run(struct metrics_http *m)
@@ -239,7 +229,6 @@ int metrics_http_start(struct metrics_http **out, struct loop *loop, const struc
         return -ENOMEM;
     m->loop = loop;
     m->src = *src;
-    m->tfd = -1;
     for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++)
         m->conns[i].fd = -1;
     errno = 0;
@@ -252,10 +241,8 @@ int metrics_http_start(struct metrics_http **out, struct loop *loop, const struc
     const union MHD_DaemonInfo *epoll_fd = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     const union MHD_DaemonInfo *port = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
     m->port = port ? port->port : 0;
-    m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (!epoll_fd || m->tfd < 0 ||
-        !(m->ew = loop_add(loop, epoll_fd->epoll_fd, EPOLLIN, on_ready, m)) ||
-        !(m->tw = loop_add(loop, m->tfd, EPOLLIN, on_timer, m))) {
+    if (!epoll_fd || !(m->ew = loop_add(loop, epoll_fd->epoll_fd, EPOLLIN, on_ready, m)) ||
+        !(m->tw = loop_add_timer(loop, 0, on_timer, m))) {
         int rc = errno ? -errno : -EIO;
         metrics_http_stop(m);
         return rc;
@@ -270,9 +257,7 @@ void metrics_http_stop(struct metrics_http *m)
     if (!m)
         return;
     loop_del(m->loop, m->ew);
-    loop_del(m->loop, m->tw);
-    if (m->tfd >= 0)
-        close(m->tfd);
+    loop_del_close(m->loop, m->tw);
     if (m->mhd)
         MHD_stop_daemon(m->mhd);
     free(m);

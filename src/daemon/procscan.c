@@ -10,6 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/grow.h"
+
 #define PF_EXITING 0x00000004u /* include/linux/sched.h */
 #define KCMP_FILES 2           /* include/uapi/linux/kcmp.h */
 
@@ -120,14 +122,10 @@ static bool scan_fds(int piddir, const struct procscan_nodes *nodes, size_t *bud
 
 static int push(struct procscan *s, const struct procscan_opener *o)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 32;
-        struct procscan_opener *v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        s->v = v;
-        s->cap = cap;
-    }
+    struct procscan_opener *v = grow_for_one(s->v, &s->cap, s->n, sizeof *v, 32);
+    if (!v)
+        return -ENOMEM;
+    s->v = v;
     s->v[s->n++] = *o;
     return 0;
 }

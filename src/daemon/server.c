@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,13 +71,11 @@ struct server {
     time_t last_full_warning;
     bool stopping; /* kairosd is exiting: members keep their holdings for the restart */
     struct timeshare *timeshare; /* compute policies, or NULL */
-    int compute_fd;              /* eventfd: compute_changed_later */
-    struct loop_watch *cw;
+    struct loop_watch *cw;       /* wake-up: compute_changed_later */
     struct membership membership; /* who joins which tenant (membership.h) */
     struct gpu_backend *gpu;      /* for REATTACH checks, or NULL */
     struct conn_limits limits;
-    int tick_fd;              /* timerfd: SERVER_TICK_MS */
-    struct loop_watch *tw;
+    struct loop_watch *tw;    /* timer: SERVER_TICK_MS */
     bool accept_paused;
     uint64_t accept_resume_ms;
     time_t last_emfile_warning;
@@ -203,9 +200,10 @@ static void compute_changed(struct server *s)
  * change under its feet. */
 static void compute_changed_later(struct server *s)
 {
-    if (s->compute_fd < 0 || eventfd_write(s->compute_fd, 1))
+    int rc = s->cw ? loop_wake(s->cw) : -EBADF;
+    if (rc)
         log_warn("cannot defer the time-share update (%s); it comes with the next change",
-                 strerror(errno));
+                 strerror(-rc));
 }
 
 static void on_compute_changed(void *ctx, int fd, uint32_t events)
@@ -888,24 +886,16 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     s->cfg = cfg;
     s->listen_fd = -1;
     membership_init(&s->membership, ts, cfg);
-    s->compute_fd = -1;
-    s->tick_fd = -1;
     char warn[256];
     conn_limits_init(&s->limits, cfg, warn, sizeof warn);
     if (warn[0])
         log_warn("%s", warn);
-    struct itimerspec tick = {.it_interval = {0, SERVER_TICK_MS * 1000000L},
-                              .it_value = {0, SERVER_TICK_MS * 1000000L}};
-    s->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (s->tick_fd < 0 || timerfd_settime(s->tick_fd, 0, &tick, NULL) ||
-        !(s->tw = loop_add(loop, s->tick_fd, EPOLLIN, on_tick, s))) {
+    if (!(s->tw = loop_add_timer(loop, SERVER_TICK_MS * 1000u, on_tick, s))) {
         rc = -errno;
         log_error("timerfd: %s", strerror(errno));
         goto out;
     }
-    s->compute_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (s->compute_fd < 0 ||
-        !(s->cw = loop_add(loop, s->compute_fd, EPOLLIN, on_compute_changed, s))) {
+    if (!(s->cw = loop_add_wakeup(loop, on_compute_changed, s))) {
         rc = -errno;
         log_error("eventfd: %s", strerror(errno));
         goto out;
@@ -964,15 +954,9 @@ out:
     if (rc) {
         if (s->listen_fd >= 0)
             close(s->listen_fd);
-        if (s->cw)
-            loop_del(loop, s->cw);
-        if (s->compute_fd >= 0)
-            close(s->compute_fd);
+        loop_del_close(loop, s->cw);
         membership_fini(&s->membership);
-        if (s->tw)
-            loop_del(loop, s->tw);
-        if (s->tick_fd >= 0)
-            close(s->tick_fd);
+        loop_del_close(loop, s->tw);
         conn_limits_fini(&s->limits);
         free(s);
         return rc;
@@ -1017,10 +1001,8 @@ void server_fini(struct server *s)
         owner_free(s, s->owners);
     loop_del(s->loop, s->lw);
     close(s->listen_fd);
-    loop_del(s->loop, s->cw);
-    close(s->compute_fd);
-    loop_del(s->loop, s->tw);
-    close(s->tick_fd);
+    loop_del_close(s->loop, s->cw);
+    loop_del_close(s->loop, s->tw);
     conn_limits_fini(&s->limits);
     unlink(s->path);
     membership_fini(&s->membership);

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -18,8 +16,7 @@
 
 struct service {
     struct loop *loop;
-    int timer_fd;
-    struct loop_watch *watch;
+    struct loop_watch *watch; /* the watchdog timer, or NULL */
 };
 
 static void on_watchdog_tick(void *ctx, int fd, uint32_t events)
@@ -35,14 +32,7 @@ static void on_watchdog_tick(void *ctx, int fd, uint32_t events)
 static int start_watchdog(struct service *s, uint64_t usec)
 {
     uint64_t every = usec / 2 ? usec / 2 : 1;
-    struct itimerspec its = {
-        .it_interval = {.tv_sec = (time_t)(every / 1000000), .tv_nsec = (long)(every % 1000000) * 1000},
-    };
-    its.it_value = its.it_interval;
-    s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (s->timer_fd < 0 || timerfd_settime(s->timer_fd, 0, &its, NULL))
-        return -errno;
-    s->watch = loop_add(s->loop, s->timer_fd, EPOLLIN, on_watchdog_tick, s);
+    s->watch = loop_add_timer(s->loop, every, on_watchdog_tick, s);
     if (!s->watch)
         return -errno;
     log_info("systemd watchdog: a ping every %llu ms", (unsigned long long)(every / 1000));
@@ -56,7 +46,6 @@ int service_init(struct service **out, struct loop *loop)
     if (!s)
         return -ENOMEM;
     s->loop = loop;
-    s->timer_fd = -1;
     uint64_t usec = 0;
     int rc = sd_watchdog_enabled(0, &usec);
     if (rc < 0)
@@ -73,10 +62,7 @@ void service_fini(struct service *s)
 {
     if (!s)
         return;
-    if (s->watch)
-        loop_del(s->loop, s->watch);
-    if (s->timer_fd >= 0)
-        close(s->timer_fd);
+    loop_del_close(s->loop, s->watch);
     free(s);
 }
 

@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,8 +40,7 @@ struct timeshare {
     const struct config *cfg;
     timeshare_send_fn send;
     void *ctx;
-    int tfd;
-    struct loop_watch *w;
+    struct loop_watch *w; /* the SCHED_PERIOD_US timer, or NULL without a loop */
     uint64_t epoch_ns;
     bool util_warned;
     unsigned ticks_logged;
@@ -462,22 +459,15 @@ int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend
     t->cfg = cfg;
     t->send = send;
     t->ctx = ctx;
-    t->tfd = -1;
     t->epoch_ns = clock_ns(CLOCK_MONOTONIC);
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
         sched_gpu_init(&t->g[g], SCHED_PERIOD_US);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         forget_runnable(t, i);
-    if (loop) {
-        struct itimerspec its = {.it_interval = {0, SCHED_PERIOD_US * 1000l},
-                                 .it_value = {0, SCHED_PERIOD_US * 1000l}};
-        t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (t->tfd < 0 || timerfd_settime(t->tfd, 0, &its, NULL) ||
-            !(t->w = loop_add(loop, t->tfd, EPOLLIN, on_timer, t))) {
-            int rc = -errno;
-            timeshare_fini(t);
-            return rc ? rc : -EIO;
-        }
+    if (loop && !(t->w = loop_add_timer(loop, SCHED_PERIOD_US, on_timer, t))) {
+        int rc = -errno;
+        timeshare_fini(t);
+        return rc ? rc : -EIO;
     }
     *out = t;
     return 0;
@@ -487,9 +477,6 @@ void timeshare_fini(struct timeshare *t)
 {
     if (!t)
         return;
-    if (t->w)
-        loop_del(t->loop, t->w);
-    if (t->tfd >= 0)
-        close(t->tfd);
+    loop_del_close(t->loop, t->w);
     free(t);
 }

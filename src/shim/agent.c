@@ -115,6 +115,17 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* buf holds kairosd's ERROR: its message into err (when given), and -EPERM. */
+static int refused(const union agent_msg *buf, char *err, size_t err_len)
+{
+    struct kairos_error e;
+    memcpy(&e, buf->m.body, sizeof e);
+    e.message[sizeof e.message - 1] = 0;
+    if (err && err_len)
+        snprintf(err, err_len, "%s", e.message);
+    return -EPERM;
+}
+
 /* Waits for the reply to seq, dispatching pushes that arrive first: fills body
  * (want_size bytes) for type want, or the error text for KAIROS_MSG_ERROR
  * (returned as -EPERM). */
@@ -144,14 +155,8 @@ static int recv_reply(int fd, uint32_t seq, uint16_t want, void *body, uint32_t 
         bool refusal = h->seq == 0 && h->type == KAIROS_MSG_ERROR; /* of the connection */
         if (h->seq != seq && !refusal)
             return -EPROTO;
-        if (h->type == KAIROS_MSG_ERROR && h->size == sizeof(struct kairos_error)) {
-            struct kairos_error e;
-            memcpy(&e, buf.m.body, sizeof e);
-            e.message[sizeof e.message - 1] = 0;
-            if (err && err_len)
-                snprintf(err, err_len, "%s", e.message);
-            return -EPERM;
-        }
+        if (h->type == KAIROS_MSG_ERROR && h->size == sizeof(struct kairos_error))
+            return refused(&buf, err, err_len);
         if (h->type != want || h->size != want_size)
             return -EPROTO;
         memcpy(body, buf.m.body, want_size);
@@ -170,12 +175,7 @@ static int refusal_waiting(int fd, int rc, char *err, size_t err_len)
     if (n < 0 || buf.m.h.seq != 0 || buf.m.h.type != KAIROS_MSG_ERROR ||
         buf.m.h.size != sizeof(struct kairos_error))
         return rc;
-    struct kairos_error e;
-    memcpy(&e, buf.m.body, sizeof e);
-    e.message[sizeof e.message - 1] = 0;
-    if (err && err_len)
-        snprintf(err, err_len, "%s", e.message);
-    return -EPERM;
+    return refused(&buf, err, err_len);
 }
 
 static int exchange_locked(uint16_t type, const void *body, uint32_t size, uint16_t want,

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "core/grow.h"
+
 #define FDT_CHUNK_BITS 10
 #define FDT_CHUNK (1u << FDT_CHUNK_BITS)
 #define FDT_TOP (FDT_MAX_FD / FDT_CHUNK)
@@ -150,14 +152,10 @@ static struct fdt_file *file_find(uint64_t id)
 
 static struct fdt_file *file_new(void)
 {
-    if (files_len == files_cap) {
-        size_t cap = files_cap ? files_cap * 2 : 64;
-        struct fdt_file *grown = realloc(files, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        files = grown;
-        files_cap = cap;
-    }
+    struct fdt_file *grown = grow_for_one(files, &files_cap, files_len, sizeof *grown, 64);
+    if (!grown)
+        return NULL;
+    files = grown;
     struct fdt_file *f = &files[files_len++];
     f->id = next_file_id++;
     f->refs = 0;

@@ -291,6 +291,30 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* MAP_MEMORY of h_memory (under parent) naming fd, then the mmap of fd, as CUDA maps
+ * a USERD block or the doorbell: the address, or NULL (said on stderr) when the mmap
+ * fails, with RM's linear address of the mapping in *linear (for UNMAP_MEMORY). An RM
+ * failure ends fakeapp (must); what names the object in the messages. */
+static void *map_rm_memory(uint32_t parent, uint32_t h_memory, int fd, const char *what,
+                           uint64_t *linear)
+{
+    char label[64];
+    snprintf(label, sizeof label, "MAP_MEMORY %s", what);
+    struct rm_map_memory_args map = {.h_client = h_client, .h_device = parent,
+                                     .h_memory = h_memory, .length = 0x10000, .fd = fd};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
+        must(0xffffffffu, label);
+    must(map.status, label);
+    *linear = map.linear_address;
+    void *p = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "fakeapp: mmap %s: %s\n", what, strerror(errno));
+        return NULL;
+    }
+    n_mmaps++;
+    return p;
+}
+
 /* The system-memory block holding the channels' USERD, mapped as CUDA maps it. */
 static uint8_t *map_userd(uint32_t h_mem)
 {
@@ -298,18 +322,10 @@ static uint8_t *map_userd(uint32_t h_mem)
     must(rm_alloc(h_device, &h_mem, RM_CLASS_NV01_MEMORY_SYSTEM, mem_params, sizeof mem_params,
                   true, false),
          "USERD memory");
-    int fd = open_node("/dev/nvidiactl");
-    struct rm_map_memory_args map = {.h_client = h_client, .h_device = h_device,
-                                     .h_memory = h_mem, .length = 0x10000, .fd = fd};
-    if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
-        must(0xffffffffu, "MAP_MEMORY USERD");
-    must(map.status, "MAP_MEMORY USERD");
-    void *p = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        fprintf(stderr, "fakeapp: mmap USERD: %s\n", strerror(errno));
+    uint64_t linear;
+    uint8_t *p = map_rm_memory(h_device, h_mem, open_node("/dev/nvidiactl"), "USERD", &linear);
+    if (!p)
         exit(1);
-    }
-    n_mmaps++;
     return p;
 }
 
@@ -467,17 +483,10 @@ int main(int argc, char **argv)
     char node[32];
     snprintf(node, sizeof node, "/dev/nvidia%d", device);
     int dev0 = open_node(node);
-    struct rm_map_memory_args map = {.h_client = h_client, .h_device = h_subdevice,
-                                     .h_memory = h_um, .length = 0x10000, .fd = dev0};
-    if (nv_ioctl(ctl, RM_IOWR(RM_NR_MAP_MEMORY, sizeof map), &map) != 0)
-        must(0xffffffffu, "MAP_MEMORY");
-    must(map.status, "MAP_MEMORY");
-    void *doorbell = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, dev0, 0);
-    if (doorbell == MAP_FAILED) {
-        fprintf(stderr, "fakeapp: mmap doorbell: %s\n", strerror(errno));
+    uint64_t doorbell_linear;
+    void *doorbell = map_rm_memory(h_subdevice, h_um, dev0, "doorbell", &doorbell_linear);
+    if (!doorbell)
         return 1;
-    }
-    n_mmaps++;
 
     struct app_thread *ts = calloc((size_t)threads, sizeof *ts);
     if (!ts)
@@ -520,7 +529,7 @@ int main(int argc, char **argv)
         }
         struct rm_unmap_memory_args um = {.h_client = h_client, .h_device = h_subdevice,
                                           .h_memory = h_um,
-                                          .linear_address = map.linear_address};
+                                          .linear_address = doorbell_linear};
         nv_ioctl(ctl, RM_IOWR(RM_NR_UNMAP_MEMORY, sizeof um), &um);
         munmap(doorbell, 0x10000);
     }

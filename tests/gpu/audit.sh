@@ -14,11 +14,10 @@
 # Changes no GPU setting; about one minute. Prints a table; $OUT/audit-results.json.
 adir=/tmp/kairos-audit
 rm -rf "$adir" && mkdir -p "$adir" && chmod 755 "$adir"
-# the shim of a4's tenant finds this kairosd through a shim.conf (libkairos(7)), never
-# KAIROS_SOCKET; kairos run --socket must name the same socket
-printf 'socket: %s\non_daemon_down: closed\n' "$adir/kairosd.sock" > "$adir/shim.conf"
-chmod 0644 "$adir/shim.conf"
-export KAIROS_SHIM_CONF=$adir/shim.conf
+# the shim of a4's tenant finds this kairosd through a shim.conf; kairos run --socket
+# must name the same socket
+. tests/gpu/kairosd_env.sh
+kairosd_shim_conf "$adir"
 raw=$adir/raw_vidmem
 if [ -x "$bin/raw_vidmem" ]; then
   cp "$bin/raw_vidmem" "$raw"
@@ -68,9 +67,7 @@ tenants:
   - name: fill
     memory: { 0: 2G }
 YAML
-  "$bin/kairosd" -c "$adir/kairosd.yaml" -l debug >> "$adir/kairosd.log" 2>&1 &
-  kd_pid=$!
-  for _ in $(seq 100); do [ -S "$adir/kairosd.sock" ] && break; sleep 0.05; done
+  kairosd_start "$adir" "$adir/kairosd.log" -l debug
 }
 stop_kairosd() { kill "$kd_pid" 2>/dev/null; wait "$kd_pid" 2>/dev/null; rm -f "$adir/kairosd.sock"; }
 

@@ -3,7 +3,7 @@
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
 # MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m9); default: all.
-kairosd=$bin/kairosd
+. tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
   nvcc -arch=sm_90 -O2 -o /tmp/mem_probe tests/gpu/mem_probe.cu && probe=/tmp/mem_probe
@@ -23,14 +23,9 @@ tenants:
   - name: probe
     memory: { 0: 4G }
 YAML
-"$kairosd" -c "$mdir/kairosd.yaml" > "$OUT/kairosd.log" 2>&1 &
-kd_pid=$!
 export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
-# the shims find this daemon through a shim.conf (libkairos(7)), never KAIROS_SOCKET
-printf 'socket: %s\non_daemon_down: closed\n' "$KAIROS_SOCKET" > "$mdir/shim.conf"
-chmod 0644 "$mdir/shim.conf"
-export KAIROS_SHIM_CONF=$mdir/shim.conf
-for _ in $(seq 50); do [ -S "$KAIROS_SOCKET" ] && break; sleep 0.1; done
+kairosd_shim_conf "$mdir"
+kairosd_start "$mdir" "$OUT/kairosd.log"
 held_of() { "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); print(sum(g['held'] for t in d['tenants'] if t['name']=='$1' for g in t['gpus']))"; }
 : > "$mdir/results.txt"
 result() { echo "RESULT $*" | tee -a "$mdir/results.txt"; }

@@ -5,7 +5,7 @@
 # for 10 s while the endpoint is scraped next to `kairos ps --json`; 20 more scrapes
 # time what a scrape costs with NVML. Saves every scrape under $OUT/metrics/, writes
 # $OUT/metrics-results.json and prints a table (tests/gpu/metrics_summary.py).
-kairosd=$bin/kairosd
+. tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
   nvcc -arch=sm_90 -O2 -o /tmp/mem_probe tests/gpu/mem_probe.cu && probe=/tmp/mem_probe
@@ -28,14 +28,11 @@ tenants:
     compute: { 0: { share: 40% } }
 YAML
 export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
-# the shims find this daemon through a shim.conf (libkairos(7)), never KAIROS_SOCKET
-printf 'socket: %s\non_daemon_down: closed\n' "$KAIROS_SOCKET" > "$mdir/shim.conf"
-chmod 0644 "$mdir/shim.conf"
-export KAIROS_SHIM_CONF=$mdir/shim.conf
-"$kairosd" -c "$mdir/kairosd.yaml" > "$OUT/metrics/kairosd.log" 2>&1 &
-mkd_pid=$!
+kairosd_shim_conf "$mdir"
+kairosd_start "$mdir" "$OUT/metrics/kairosd.log"
+# the ready line comes once the metrics endpoint listens, after the socket
 for _ in $(seq 50); do grep -q "ready" "$OUT/metrics/kairosd.log" && break; sleep 0.1; done
-if ! kill -0 "$mkd_pid" 2>/dev/null; then
+if ! kill -0 "$kd_pid" 2>/dev/null; then
   echo "metrics: kairosd did not start:"; cat "$OUT/metrics/kairosd.log"
 fi
 msnap() {  # NAME: a scrape and kairos ps --json, side by side
@@ -58,7 +55,7 @@ $python tests/gpu/metrics_summary.py time "$mport" 20 > "$OUT/metrics/scrape-tim
 wait "${mstreams[@]}"
 sleep 1
 msnap after
-kill "$mkd_pid"; wait "$mkd_pid" 2>/dev/null
+kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
 $python tests/gpu/metrics_summary.py summary "$OUT/metrics" > "$OUT/metrics-results.json"
 $python tests/gpu/metrics_summary.py table "$OUT/metrics-results.json"
 unset KAIROS_SOCKET KAIROS_SHIM_CONF

@@ -16,6 +16,7 @@
 # MULTIGPU_SECONDS (default 20): how long each g3 run measures.
 gdir=$OUT/multigpu
 mkdir -p "$gdir"
+. tests/gpu/kairosd_env.sh
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "$ngpus" -lt 2 ]; then
   echo "multigpu: SKIPPED: this machine has $ngpus GPU(s); the section needs 2 (nvidia-h200-x2)"
@@ -69,14 +70,9 @@ tenants:
 YAML
   # n0 is declared before ddp, n1 after: slot order alone would give ddp its window
   # second on GPU 0 and first on GPU 1; aligned, it is first on both
-  "$bin/kairosd" -c "$gmdir/kairosd.yaml" -l debug > "$gdir/kairosd.log" 2>&1 &
-  gkd=$!
   export KAIROS_SOCKET=$gmdir/kairosd.sock  # kairos's own connection
-  # the shims find this daemon through a shim.conf (libkairos(7)), never KAIROS_SOCKET
-  printf 'socket: %s\non_daemon_down: closed\n' "$KAIROS_SOCKET" > "$gmdir/shim.conf"
-  chmod 0644 "$gmdir/shim.conf"
-  export KAIROS_SHIM_CONF=$gmdir/shim.conf
-  for _ in $(seq 50); do [ -S "$KAIROS_SOCKET" ] && break; sleep 0.1; done
+  kairosd_shim_conf "$gmdir"
+  kairosd_start "$gmdir" "$gdir/kairosd.log" -l debug
   held_gpus() { # tenant: held MiB per GPU, "G0,G1"
     "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); t=[t for t in d['tenants'] if t['name']=='$1'][0]; print(','.join(str(g['held']>>20) for g in t['gpus'][:2]))"
   }
@@ -156,7 +152,7 @@ YAML
   grep -E "tenant ddp, GPU [01]: timeslice" "$gdir/kairosd.log" | tail -4 | tee "$gdir/ddp-windows.txt"
   gresult "ddp_windows $(grep -E 'tenant ddp, GPU [01]: timeslice' "$gdir/kairosd.log" | tail -2 | sed 's/.*GPU \([01]\): .*window \([0-9/]*\) us at \([0-9]*\)/gpu\1=\2@\3/' | tr '\n' ' ')"
 
-  kill "$gkd"; wait "$gkd" 2>/dev/null
+  kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
   unset KAIROS_SOCKET KAIROS_SHIM_CONF
   $python - "$gdir" "$OUT" "$gpu" "$driver" "$cuda" "$torchv" "$date" <<'PY'
 import json, re, sys

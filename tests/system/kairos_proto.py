@@ -286,6 +286,14 @@ class Daemon:
     def client(self):
         return Client(self.socket)
 
+    def ps(self):
+        """Client.ps over a connection of its own, closed after."""
+        c = self.client()
+        try:
+            return c.ps()
+        finally:
+            c.close()
+
     def shim_env(self, on_daemon_down="closed", socket=None, register="asked"):
         """What a tenant process's environment needs so that its shim reaches this
         daemon: a shim.conf (core/shim_conf.h) in the daemon's directory, named by

@@ -15,6 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import reap, wait_for  # noqa: E402
 
 KAIROSD, FAKE_NVML = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
@@ -45,15 +46,6 @@ for line in sys.stdin:
 """
 
 
-def wait_for(pred, timeout=5.0, step=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
-
-
 class AuditCase(unittest.TestCase):
     tenants = "  - name: small\n    memory: { 0: 1G }\n"
     extra = "audit: { interval_ms: 100 }\n"
@@ -70,10 +62,7 @@ class AuditCase(unittest.TestCase):
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+        reap(self.procs)
         self.d.stop()
         self.assertNotIn("runtime error", self.log())
         self.assertNotIn("Sanitizer", self.log())
@@ -379,9 +368,7 @@ class NvmlBackend(unittest.TestCase):
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            p.kill()
-            p.wait()
+        reap(self.procs)
         self.d.stop()
         self.assertNotIn("runtime error", self.d.read_log())
 

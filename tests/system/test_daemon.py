@@ -23,20 +23,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import wait_for  # noqa: E402
 
 KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
 TENANTS = ("  - name: alice\n    memory: { 0: 8G, 1: 1G }\n"
            "  - name: bob\n    memory: { 0: 4096 }\n")
-
-
-def wait_for(pred, timeout=5.0, step=0.005):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
 
 
 def child_client(sock_path, tenant, held=None, reattach=False):
@@ -146,11 +138,7 @@ class DaemonCase(unittest.TestCase):
         return ch
 
     def ps(self):
-        c = self.d.client()
-        try:
-            return c.ps()
-        finally:
-            c.close()
+        return self.d.ps()
 
 
 class SharedQuota(DaemonCase):

@@ -10,7 +10,6 @@ import glob
 import json
 import os
 import re
-import socket
 import sys
 import unittest
 import urllib.request
@@ -18,16 +17,11 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from debian_python import require  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
+from harness import free_port  # noqa: E402
 
 KAIROSD, ROOT = sys.argv[1:3]
 NAME = re.compile(r"\bkairos_[a-z0-9_]+\b")
 DASHBOARDS = sorted(glob.glob(os.path.join(ROOT, "deploy", "grafana", "*.json")))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def exported():

@@ -3,6 +3,7 @@
 libkairos.so and the fake NVIDIA driver (tests/fakedrv), driven by fakeapp, which
 allocates like CUDA and reports what the driver gave it.
 Usage: test_memory.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+import functools
 import json
 import os
 import re
@@ -14,20 +15,13 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kairos_proto import Daemon  # noqa: E402
+from harness import preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
-ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+# env(**extra): the environment of a program under the shim and the fake driver
+env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
 PAGE = 2 * MiB
-
-
-def env(**extra):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
-    e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM, FAKEDRV) if p)
-    e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
-    e["KAIROS_SHIM"] = SHIM
-    e.update(extra)
-    return e
 
 
 def counts(text, prefix="fakeapp: opens"):
@@ -92,14 +86,6 @@ class WithDaemon(unittest.TestCase):
     def held(self):
         return sum(g["held"] for g in self.ps()["team"]["gpus"])
 
-    def wait_for(self, predicate, timeout=5.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.02)
-        return False
-
     def holding(self, proc):
         line = proc.stdout.readline()
         self.assertTrue(line.startswith("fakeapp: holding"), repr(line))
@@ -122,7 +108,7 @@ class WithDaemon(unittest.TestCase):
         # B sees the tenant's quota as its GPU, and nothing free: A and B hold it all
         self.assertEqual(outs["b"]["fb_total_kib"], 64 * 1024)
         self.assertEqual(outs["b"]["fb_free_after_kib"], 0)
-        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
         self.assertGreater(sum(g["refusals"] for g in self.ps()["team"]["gpus"]), 0)
 
     def test_a_flood_of_refusals_is_logged_once_per_tenant(self):
@@ -149,7 +135,7 @@ class WithDaemon(unittest.TestCase):
         self.assertGreater(self.held(), 0)
         a.send_signal(signal.SIGKILL)
         t0 = time.monotonic()
-        self.assertTrue(self.wait_for(lambda: self.held() == 0, timeout=1.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=1.0), self.ps())
         print(f"released {time.monotonic() - t0:.3f} s after SIGKILL", file=sys.stderr)
         a.wait(10)
 
@@ -160,11 +146,11 @@ class WithDaemon(unittest.TestCase):
         self.d.stop()
         self.d.start()
         # the shim notices the hang-up and reattaches with what it holds
-        self.assertTrue(self.wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
                         self.ps())
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
-        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
 
     def test_an_allocation_in_the_driver_at_a_restart_stays_charged(self):
         """kairosd restarts while a granted allocation is still in the driver (the
@@ -176,17 +162,17 @@ class WithDaemon(unittest.TestCase):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=env(FAKEDRV_ALLOC_DELAY_MS="1500", **self.d.shim_env()))
         # the context's allocation is granted (reserved) and now in the driver
-        self.assertTrue(self.wait_for(lambda: self.held() == PAGE, timeout=5.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == PAGE, timeout=5.0), self.ps())
         self.d.stop()
         self.d.start()
         ca = self.holding(a)
         self.assertEqual(ca["vidmem_bytes"], 2 * PAGE)
-        self.assertTrue(self.wait_for(lambda: self.held() == 2 * PAGE, timeout=5.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 2 * PAGE, timeout=5.0), self.ps())
         time.sleep(0.3)  # nothing settles twice
         self.assertEqual(self.held(), 2 * PAGE)
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
-        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
 
     def test_allocations_wait_for_a_restarting_daemon(self):
         """kairosd is down for about a second while a process allocates (one 2 MiB
@@ -196,17 +182,17 @@ class WithDaemon(unittest.TestCase):
                               "-s", str(PAGE), "-c", str(PAGE), "-w", "2"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=env(FAKEDRV_ALLOC_DELAY_MS="100", **self.d.shim_env()))
-        self.assertTrue(self.wait_for(lambda: self.held() >= 3 * PAGE, timeout=5.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() >= 3 * PAGE, timeout=5.0), self.ps())
         self.d.stop()
         time.sleep(1.0)
         self.d.start()
         ca = self.holding(a)
         self.assertEqual(ca["failed"], 0)
         self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)
-        self.assertTrue(self.wait_for(lambda: self.held() == 21 * PAGE, timeout=5.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 21 * PAGE, timeout=5.0), self.ps())
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
-        self.assertTrue(self.wait_for(lambda: self.held() == 0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
 
     def test_unknown_tenant_and_absent_daemon_are_refused_clearly(self):
         r = fakeapp("-n", "1", KAIROS_TENANT="nosuch", **self.d.shim_env())
@@ -241,9 +227,9 @@ class WithDaemon(unittest.TestCase):
 class WithFakeGpu(unittest.TestCase):
     """kairosd with a scripted GPU backend standing in for NVML's process list."""
     GPU = "gpu 0 GPU-fake-0000 85899345920\n"
-    tearDown, run_tenant, ps, held, wait_for, holding = (
+    tearDown, run_tenant, ps, held, holding = (
         WithDaemon.tearDown, WithDaemon.run_tenant, WithDaemon.ps, WithDaemon.held,
-        WithDaemon.wait_for, WithDaemon.holding)
+        WithDaemon.holding)
 
     def setUp(self):
         tenants = "  - name: team\n    memory: { 0: 64M }\n"
@@ -270,7 +256,7 @@ class WithFakeGpu(unittest.TestCase):
         self.assertEqual(cb["vidmem_bytes"], 64 * MiB - ca["vidmem_bytes"])
         b.communicate(timeout=30)
         self.d.write_fake(self.GPU)  # the GPU freed it (the child exited)
-        self.assertTrue(self.wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertIn("still holds its memory", self.d.read_log())
 
 

@@ -7,6 +7,7 @@ idle and half-sent HTTP connections (from an unprivileged user) that must not st
 kairosd serving tenants; addresses refused with clear errors.
 Usage: test_metrics.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import http.client
+import functools
 import json
 import os
 import socket
@@ -24,9 +25,11 @@ from debian_python import require  # noqa: E402
 require("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
+from harness import free_port, preload_env, reap  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
-ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+# env(**extra): the environment of a program under the shim and the fake driver
+env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
 PAGE = 2 * MiB
 TIMEOUT_S = 5  # METRICS_HTTP_TIMEOUT_S
@@ -35,21 +38,6 @@ LIFETIME_S = 10  # METRICS_HTTP_LIFETIME_S
 UUID = 'GPU-"odd\\uuid{}'  # a label value that must be escaped
 FAKE_GPU = (f"gpu 0 {UUID} 1073741824\n"
             "status 0 123456789 37 12 55 123456\n")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def env(**extra):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
-    e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM, FAKEDRV) if p)
-    e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
-    e["KAIROS_SHIM"] = SHIM
-    e.update(extra)
-    return e
 
 
 def scrape(port, timeout=5):
@@ -100,10 +88,7 @@ class Endpoint(unittest.TestCase):
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
+        reap(self.procs)
         self.assertEqual(self.d.stop(), 0, self.d.read_log())
 
     def run_tenant(self, tenant, *args):

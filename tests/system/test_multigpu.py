@@ -29,6 +29,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
+from harness import reap  # noqa: E402
 
 
 def policies_child(sock_path, tenant, until):
@@ -266,10 +267,7 @@ class SharesPerGpu(unittest.TestCase):
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
+        reap(self.procs)
         self.d.stop()
 
     def start(self, tenant, *run_args, until):

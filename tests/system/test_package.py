@@ -14,12 +14,14 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import datagram_socket, reap  # noqa: E402
 
 DEB, FAKEDRV, FAKEAPP = (os.path.abspath(p) for p in sys.argv[1:4])
 UNIT = "/lib/systemd/system/kairosd.service"
@@ -70,16 +72,13 @@ class Package(unittest.TestCase):
         with open(self.fake, "w") as f:
             f.write("gpu 0 GPU-fake-0000 85899345920\n")
         self.notify_path = os.path.join(self.dir, "notify")
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(self.notify_path)
-        self.notify.settimeout(15)
+        self.notify = datagram_socket(self.notify_path, timeout=15)
         self.log = open(os.path.join(self.dir, "kairosd.log"), "w+")
         self.proc = None
 
     def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc:
+            reap([self.proc])
         self.notify.close()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)

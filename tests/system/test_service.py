@@ -20,32 +20,31 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kairos_proto import Client, Daemon  # noqa: E402
+from harness import datagram_socket, reap  # noqa: E402
 
 KAIROSD = sys.argv[1]
 TENANTS = "  - name: team\n    memory: { 0: 8M }\n"
 MiB = 1 << 20
 
 
-def datagram_socket(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    s.bind(path)
-    s.settimeout(10)
-    return s
-
-
-def messages(sock, until, timeout=10.0):
-    """Datagrams (decoded) until one satisfies until(text) or the time is up."""
+def messages_raw(sock, until, timeout=10.0):
+    """Datagrams until one satisfies until(data) or the time is up."""
     got = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         sock.settimeout(max(0.01, deadline - time.monotonic()))
         try:
-            got.append(sock.recv(65536).decode())
+            got.append(sock.recv(65536))
         except socket.timeout:
             break
         if until(got[-1]):
             break
     return got
+
+
+def messages(sock, until, timeout=10.0):
+    """Datagrams (decoded) until one satisfies until(text) or the time is up."""
+    return [m.decode() for m in messages_raw(sock, lambda m: until(m.decode()), timeout)]
 
 
 def journal_fields(data):
@@ -74,9 +73,8 @@ class Notify(unittest.TestCase):
         self.proc = None
 
     def tearDown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc:
+            reap([self.proc])
         self.notify.close()
         shutil.rmtree(self.d.dir, ignore_errors=True)
 
@@ -207,20 +205,6 @@ class Journal(unittest.TestCase):
             self.proc.wait(10)
             err.seek(0)
             self.assertIn(b"ready", err.read())
-
-
-def messages_raw(sock, until, timeout=10.0):
-    got = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
-        try:
-            got.append(sock.recv(65536))
-        except socket.timeout:
-            break
-        if until(got[-1]):
-            break
-    return got
 
 
 if __name__ == "__main__":

@@ -28,18 +28,13 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import free_port  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, PLUGIN = map(os.path.abspath, sys.argv[1:7])
 SANITIZE = sys.argv[7]  # the paths are absolute: slurmstepd runs elsewhere
 MiB = 1 << 20
 FAKE_GPU = "gpu 0 GPU-fake-0000 85899345920\n"
 SBIN = "/usr/sbin"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def why_not():

@@ -48,11 +48,7 @@ class Case(unittest.TestCase):
         shutil.rmtree(self.d.dir, ignore_errors=True)
 
     def ps(self):
-        c = self.d.client()
-        try:
-            return c.ps()
-        finally:
-            c.close()
+        return self.d.ps()
 
     def admin(self, name, quotas, flags=0):
         c = self.d.client()

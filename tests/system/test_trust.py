@@ -7,20 +7,22 @@ or by asking kairosd to admit it, and asserts that nothing was let in and nothin
 held by the tenant changed. Also: `sudo kairos run` runs the command as the
 invoking user, and the members rules survive a restart.
 Usage: test_trust.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
-ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+# env(**extra): the environment of a program under the shim and the fake driver
+env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
 PAGE = 2 * MiB
 NOBODY = 65534
@@ -28,15 +30,6 @@ NOBODY = 65534
 TENANTS = ("  - name: big\n    memory: { 0: 4G }\n"
            "  - name: small\n    memory: { 0: 64M }\n    members: { users: [65534] }\n"
            "  - name: grp\n    memory: { 0: 32M }\n    members: { groups: [65534] }\n")
-
-
-def env(**extra):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
-    e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM, FAKEDRV) if p)
-    e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
-    e["KAIROS_SHIM"] = SHIM
-    e.update(extra)
-    return e
 
 
 def as_nobody():
@@ -135,7 +128,7 @@ class Trust(unittest.TestCase):
         self.d.stop()
 
     def ps(self):
-        return self.d.client().ps()
+        return self.d.ps()
 
     def untouched(self, before):
         """Nothing the attacker tried changed what the tenants hold or who is in them."""
@@ -384,7 +377,7 @@ class Trust(unittest.TestCase):
                       self.d.read_log())
         attacker.finish()
         # the honest member lost nothing; no other tenant changed
-        self.assertTrue(self.wait_for(lambda: self.ps()["small"]["held"] == [10 * MiB]),
+        self.assertTrue(wait_for(lambda: self.ps()["small"]["held"] == [10 * MiB]),
                         self.ps())
         self.assertEqual(self.ps()["big"], big_before)
         self.assertTrue(me.charge(0, 54 * MiB, 2)[0])  # and may use its quota again
@@ -428,14 +421,6 @@ class Trust(unittest.TestCase):
         self.assertEqual((tenants["big"]["pids"], tenants["small"]["pids"]), ([], [child.pid]))
         self.assertEqual(tenants["big"]["processes"], 0)
         child.finish()
-
-    def wait_for(self, predicate, timeout=5.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.02)
-        return predicate()
 
     def test_a_cgroup_rule_admits_the_processes_of_that_cgroup(self):
         with open("/proc/self/cgroup") as f:
@@ -490,7 +475,7 @@ class Trust(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.splitlines()[0], "65534")
         self.assertEqual(counts(r.stdout)["vidmem_bytes"], 8 * MiB)  # capped by its tenant
-        self.assertTrue(self.wait_for(lambda: not [n for n in self.ps() if n.startswith("run-")]),
+        self.assertTrue(wait_for(lambda: not [n for n in self.ps() if n.startswith("run-")]),
                         self.ps())  # gone with it
         # root only when asked, or when root ran it without sudo
         r = kairos("run", "--tenant", "big", "--user", "root", "--", "id", "-u", **sudo)

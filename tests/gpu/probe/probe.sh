@@ -21,6 +21,7 @@ echo "--- probe 2. a 1 s kernel alone and under a 30 % limit"
 "$bin/probe_load" --only long --long-ms 1000 | grep '^long' | sed 's/^/alone: /'
 kd=$pd/kd
 mkdir -p "$kd"
+. tests/gpu/kairosd_env.sh
 cat > "$kd/kairosd.yaml" <<EOF
 socket: $kd/kairosd.sock
 state: $kd/state.json
@@ -34,16 +35,14 @@ tenants:
     memory: { 0: 40G }
     compute: { 0: { share: 50% } }
 EOF
-"$bin/kairosd" -c "$kd/kairosd.yaml" -l debug > "$kd/kairosd.log" 2>&1 &
-kd_pid=$!
-for _ in $(seq 100); do [ -S "$kd/kairosd.sock" ] && break; sleep 0.05; done
-printf 'socket: %s\non_daemon_down: closed\n' "$kd/kairosd.sock" > "$kd/shim.conf"
-chmod 0644 "$kd/shim.conf"  # how the shim finds this daemon (libkairos(7))
-KAIROS_SHIM_CONF=$kd/shim.conf KAIROS_LOG=stderr "$kairos" run --tenant capped -- \
+kairosd_start "$kd" "$kd/kairosd.log" -l debug
+kairosd_shim_conf "$kd"
+KAIROS_LOG=stderr "$kairos" run --tenant capped -- \
   "$bin/probe_load" --only long --long-ms 1000 > "$pd/long-capped.txt" 2>&1
 grep '^long' "$pd/long-capped.txt" | sed 's/^/limit 30%: /'
 grep -i 'pause' "$pd/long-capped.txt" | tail -2
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
+unset KAIROS_SHIM_CONF
 
 echo "--- probe 3. managed memory next to a neighbour"
 timeout 60 "$bin/managed_neighbour" hold 32768 14 > "$pd/managed-hold.txt" 2>&1 &

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,7 @@
 
 #include "fakedrv.h"
 #include "shim/dispatch.h"
+#include "shim/memguard.h"
 #include "shim/state.h"
 
 static struct shim_real fake;
@@ -156,4 +158,31 @@ void *fk_doorbell(const struct shim_real *r, int ctl, uint32_t client, uint32_t 
     void *bell = shim_mmap(r, false, NULL, 0x10000, PROT_WRITE, MAP_SHARED, *dev0, 0);
     assert_true(bell != MAP_FAILED);
     return bell;
+}
+
+const struct shim_real *fk_quota_setup(const char *mem)
+{
+    setenv("KAIROS_MEM", mem, 1);
+    unsetenv("KAIROS_TENANT");
+    const struct shim_real *r = shim_fake_setup();
+    memguard_reset();
+    return r;
+}
+
+void fk_quota_end(void)
+{
+    unsetenv("KAIROS_MEM");
+    memguard_reset();
+}
+
+uint64_t fk_driver_holds(void)
+{
+    return fakedrv_fb_total(0) - fakedrv_fb_free(0);
+}
+
+uint64_t fk_shim_charged(void)
+{
+    struct memguard_stats st;
+    memguard_stats(&st);
+    return st.charged[0];
 }

@@ -17,6 +17,15 @@
 
 const struct shim_real *shim_fake_setup(void);
 
+/* shim_fake_setup under a memory quota: KAIROS_MEM=mem, no KAIROS_TENANT, the shim's
+ * memguard reset. fk_quota_end drops the quota and resets memguard again. */
+const struct shim_real *fk_quota_setup(const char *mem);
+void fk_quota_end(void);
+
+/* Bytes the fake driver holds on GPU 0, and what the shim has charged there. */
+uint64_t fk_driver_holds(void);
+uint64_t fk_shim_charged(void);
+
 /* RM calls through the dispatch. Return the RM status, or 0xffffffff when the
  * ioctl itself failed. */
 uint32_t fk_alloc(const struct shim_real *r, int fd, uint32_t client, uint32_t parent,

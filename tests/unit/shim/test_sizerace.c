@@ -23,7 +23,6 @@
 
 #include "fakedrv.h"
 #include "shim/dispatch.h"
-#include "shim/memguard.h"
 #include "shim/state.h"
 #include "shim_fake.h"
 
@@ -60,25 +59,10 @@ static void raise_at_return(void *ctx)
     raise(SIGUSR1);
 }
 
-static uint64_t driver_holds(void)
-{
-    return fakedrv_fb_total(0) - fakedrv_fb_free(0);
-}
-
-static uint64_t shim_charged(void)
-{
-    struct memguard_stats st;
-    memguard_stats(&st);
-    return st.charged[0];
-}
-
 static int setup(void **state)
 {
     (void)state;
-    setenv("KAIROS_MEM", "64M", 1);
-    unsetenv("KAIROS_TENANT");
-    real = shim_fake_setup();
-    memguard_reset();
+    real = fk_quota_setup("64M");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigusr1;
@@ -98,10 +82,9 @@ static int teardown(void **state)
     victim_free = NULL;
     forged_class = forged_handle = 0;
     shim_close(real, ctl);
-    assert_int_equal(driver_holds(), 0);
-    assert_int_equal(shim_charged(), 0);
-    unsetenv("KAIROS_MEM");
-    memguard_reset();
+    assert_int_equal(fk_driver_holds(), 0);
+    assert_int_equal(fk_shim_charged(), 0);
+    fk_quota_end();
     return 0;
 }
 
@@ -139,8 +122,8 @@ static void signal_rewrites_size(uint64_t forged)
         uint32_t h = 0;
         if (alloc_exposed(ASK, i % 2 == 1, &h) == 0)
             granted++;
-        assert_true(driver_holds() <= QUOTA);
-        assert_int_equal(shim_charged(), driver_holds());
+        assert_true(fk_driver_holds() <= QUOTA);
+        assert_int_equal(fk_shim_charged(), fk_driver_holds());
     }
     assert_int_equal(granted, QUOTA / ASK);
 }
@@ -192,10 +175,10 @@ static void test_signal_rewrites_class(void **state)
     for (int i = 0; i < 10; i++) {
         uint32_t h = 0;
         (void)alloc_exposed(ASK, i % 2 == 1, &h);
-        assert_true(driver_holds() <= QUOTA);
-        assert_int_equal(shim_charged(), driver_holds());
+        assert_true(fk_driver_holds() <= QUOTA);
+        assert_int_equal(fk_shim_charged(), fk_driver_holds());
     }
-    assert_int_equal(driver_holds(), QUOTA);
+    assert_int_equal(fk_driver_holds(), QUOTA);
 }
 
 /* A free of a small block whose handle becomes a big block's after the reply:
@@ -214,11 +197,11 @@ static void test_signal_rewrites_freed_handle(void **state)
     fakedrv_set_reply_hook(NULL, NULL);
     victim_free = NULL;
     assert_int_equal(fa.status, 0);
-    assert_int_equal(driver_holds(), 60 * MIB);
-    assert_int_equal(shim_charged(), 60 * MIB);
+    assert_int_equal(fk_driver_holds(), 60 * MIB);
+    assert_int_equal(fk_shim_charged(), 60 * MIB);
     uint32_t more = 0;
     assert_int_not_equal(fk_vidmem(real, ctl, client, device, &more, 32 * MIB, false), 0);
-    assert_true(driver_holds() <= QUOTA);
+    assert_true(fk_driver_holds() <= QUOTA);
 }
 
 /* A second thread flips the size between a small and a huge value all the time,
@@ -257,12 +240,12 @@ static void test_second_thread_rewrites_size(void **state)
         int ret = shim_ioctl(real, ctl, RM_IOWR(RM_NR_ALLOC, sizeof a), &a);
         if (ret == 0 && a.status == 0 && held < 64)
             handles[held++] = a.h_object;
-        assert_true(driver_holds() <= QUOTA);
-        assert_int_equal(shim_charged(), driver_holds());
+        assert_true(fk_driver_holds() <= QUOTA);
+        assert_int_equal(fk_shim_charged(), fk_driver_holds());
         if (i % 16 == 15) {
             while (held > 0)
                 assert_int_equal(fk_free(real, ctl, client, handles[--held]), 0);
-            assert_int_equal(shim_charged(), driver_holds());
+            assert_int_equal(fk_shim_charged(), fk_driver_holds());
         }
     }
     atomic_store(&flipping, false);

@@ -330,6 +330,16 @@ static void crash_handler(int sig)
     raise(sig);
 }
 
+/* In a forked child: SIGSEGV back to its default action (whatever the test runner
+ * installed), so that what the shim installs next is what decides. */
+static void segv_default(void)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGSEGV, &dfl, NULL);
+}
+
 /* The null write is the point: hidden from UBSan's null check, not from the CPU. */
 __attribute__((no_sanitize("undefined"), noinline)) static void write_null(void)
 {
@@ -348,10 +358,7 @@ static void test_faulthandler_crash_is_native(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(SIGSEGV, &dfl, NULL);
+        segv_default();
         timectl_pause(0); /* a shim that installs a handler does it here ... */
         timectl_resume(0);
         struct sigaction app;
@@ -489,10 +496,7 @@ static void test_null_write_still_kills(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(SIGSEGV, &dfl, NULL);
+        segv_default();
         timectl_pause(0); /* installs the shim's handler over the default */
         write_null();
         _exit(0);

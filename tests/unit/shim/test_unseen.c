@@ -28,7 +28,6 @@
 
 #include "fakedrv.h"
 #include "shim/dispatch.h"
-#include "shim/memguard.h"
 #include "shim/state.h"
 #include "shim_fake.h"
 
@@ -38,39 +37,23 @@
 
 static const struct shim_real *real;
 
-static uint64_t driver_holds(void)
-{
-    return fakedrv_fb_total(0) - fakedrv_fb_free(0);
-}
-
-static uint64_t shim_charged(void)
-{
-    struct memguard_stats st;
-    memguard_stats(&st);
-    return st.charged[0];
-}
-
 static void assert_ledger_exact(void)
 {
-    assert_int_equal(shim_charged(), driver_holds());
-    assert_true(driver_holds() <= QUOTA);
+    assert_int_equal(fk_shim_charged(), fk_driver_holds());
+    assert_true(fk_driver_holds() <= QUOTA);
 }
 
 static int setup(void **state)
 {
     (void)state;
-    setenv("KAIROS_MEM", "64M", 1);
-    unsetenv("KAIROS_TENANT");
-    real = shim_fake_setup();
-    memguard_reset();
+    real = fk_quota_setup("64M");
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    unsetenv("KAIROS_MEM");
-    memguard_reset();
+    fk_quota_end();
     return 0;
 }
 
@@ -114,7 +97,7 @@ static void rounds_closed_by(enum closer how)
             shim_closefrom(real, fd);
         else
             assert_int_equal(shim_fclose(real, fp), 0);
-        assert_int_equal(driver_holds(), 0);
+        assert_int_equal(fk_driver_holds(), 0);
         assert_ledger_exact();
     }
 }
@@ -144,11 +127,11 @@ static void test_close_range_cloexec_keeps(void **state)
     int fd = open_ctl();
     assert_true(allocate_on(fd));
     assert_int_equal(shim_close_range(real, (unsigned)fd, (unsigned)fd, 1 << 2), 0);
-    assert_int_equal(driver_holds(), ASK);
+    assert_int_equal(fk_driver_holds(), ASK);
     assert_ledger_exact();
     assert_false(allocate_on(fd));
     assert_int_equal(shim_close(real, fd), 0);
-    assert_int_equal(driver_holds(), 0);
+    assert_int_equal(fk_driver_holds(), 0);
     assert_ledger_exact();
 }
 
@@ -170,7 +153,7 @@ static void eight_allocations_one_granted(int fd)
     for (int i = 0; i < 8; i++)
         granted += allocate_on(fd);
     assert_int_equal(granted, 1);
-    assert_int_equal(driver_holds(), ASK);
+    assert_int_equal(fk_driver_holds(), ASK);
 }
 
 static void test_fopen_onto_stale_number(void **state)
@@ -182,7 +165,7 @@ static void test_fopen_onto_stale_number(void **state)
     assert_int_equal(fileno(fp), stale);
     eight_allocations_one_granted(fileno(fp));
     assert_int_equal(shim_fclose(real, fp), 0);
-    assert_int_equal(driver_holds(), 0);
+    assert_int_equal(fk_driver_holds(), 0);
     assert_ledger_exact();
 }
 
@@ -195,7 +178,7 @@ static void test_unseen_open_onto_stale_number(void **state)
     assert_int_equal(fd, stale);
     eight_allocations_one_granted(fd);
     assert_int_equal(shim_close(real, fd), 0);
-    assert_int_equal(driver_holds(), 0);
+    assert_int_equal(fk_driver_holds(), 0);
     assert_ledger_exact();
 }
 
@@ -250,7 +233,7 @@ static void scm_rights_onto_stale_number(bool through_shim)
     assert_int_equal(got, stale);
     eight_allocations_one_granted(got);
     assert_int_equal(shim_close(real, got), 0);
-    assert_int_equal(driver_holds(), 0);
+    assert_int_equal(fk_driver_holds(), 0);
     assert_ledger_exact();
     close(sv[0]);
     close(sv[1]);
@@ -286,10 +269,10 @@ static void test_raw_dup_then_close_keeps_the_charge(void **state)
         assert_ledger_exact();
     }
     assert_int_equal(granted, 1);
-    assert_int_equal(driver_holds(), ASK);
+    assert_int_equal(fk_driver_holds(), ASK);
     for (int i = 0; i < 8; i++)
         assert_int_equal(shim_close(real, dups[i]), 0);
-    assert_int_equal(driver_holds(), 0);
+    assert_int_equal(fk_driver_holds(), 0);
     assert_ledger_exact();
 }
 

@@ -1,0 +1,58 @@
+"""harness - what the system tests share around the processes they start: the
+environment of a program run under the shim and the fake driver, polling, a free port,
+a datagram socket to
+listen as systemd, and killing and reaping children. kairos_proto owns the protocol and the private
+kairosd (Daemon)."""
+import os
+import socket
+import time
+
+# ASan's runtime, where the build needs it preloaded first
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+
+
+def preload_env(shim, fakedrv, **extra):
+    """The test runner's environment less its KAIROS_* settings, with the shim and the
+    fake driver preloaded (after ASan's runtime where the build needs it), KAIROS_SHIM
+    naming the shim, and extra on top."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
+    e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, shim, fakedrv) if p)
+    e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    e["KAIROS_SHIM"] = shim
+    e.update(extra)
+    return e
+
+
+def wait_for(pred, timeout=5.0, step=0.01):
+    """Calls pred every step seconds until it is true or timeout passes; its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def datagram_socket(path, timeout=10):
+    """A datagram socket bound at path (a NOTIFY_SOCKET, a journal socket), whose
+    receives give up after timeout seconds."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    s.settimeout(timeout)
+    return s
+
+
+def reap(procs):
+    """Kills those of procs still running and waits for each (reading what is left of
+    its pipes)."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
