@@ -1,6 +1,8 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
  * proto_check without a crash, and whatever it accepts has an exact size (or
- * TENANT_SET's earlier one), a terminated, valid name and valid compute policies. */
+ * TENANT_SET's earlier one), a terminated, valid name (or, for a HELLO that asks
+ * kairosd to place it, none) and valid compute policies. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,8 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (body != (size_t)proto_body_size(r.type) &&
         !(r.type == KAIROS_MSG_TENANT_SET && body == KAIROS_TENANT_SET_SIZE_V0))
         abort();
-    if (r.type == KAIROS_MSG_HELLO && !ledger_name_valid(r.body.hello.tenant))
-        abort();
+    if (r.type == KAIROS_MSG_HELLO) {
+        const struct kairos_hello *h = &r.body.hello;
+        bool placed = h->flags & KAIROS_HELLO_PLACE; /* kairosd places it: it names none */
+        if (placed ? h->tenant[0] != 0 : !ledger_name_valid(h->tenant))
+            abort();
+    }
     if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.n_gpus > KAIROS_MAX_GPUS)
         abort();
     for (unsigned g = 0; r.type == KAIROS_MSG_TENANT_SET && g < KAIROS_MAX_GPUS; g++) {
