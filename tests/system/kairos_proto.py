@@ -273,6 +273,14 @@ class Daemon:
         self.proc = None
         return rc
 
+    def wait_ready(self, timeout=10):
+        """Waits for kairosd's "ready" log line: its socket accepts (backlog) before the
+        loop runs, and "ready" also follows the metrics endpoint. Returns self."""
+        deadline = time.monotonic() + timeout
+        while " ready: " not in self.read_log() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 

@@ -80,11 +80,7 @@ class Endpoint(unittest.TestCase):
                    "  - name: idle\n    memory: { 0: 1M }\n")
         self.t0 = time.time()
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=FAKE_GPU,
-                        extra=f"metrics: 127.0.0.1:{self.port}\n").start()
-        # the socket accepts (backlog) before the loop runs: "ready" follows the endpoint
-        deadline = time.monotonic() + 10
-        while " ready: " not in self.d.read_log() and time.monotonic() < deadline:
-            time.sleep(0.02)
+                        extra=f"metrics: 127.0.0.1:{self.port}\n").start().wait_ready()
         self.procs = []
 
     def tearDown(self):
