@@ -5,14 +5,17 @@
  * core: descriptor classification (fdtable.h), decoding (core/rm_decode.h) and
  * the object tree (core/objtree.h), and to the tracer when tracing.
  *
- * Failure rule, the same for every call: the real call is made as the
- * application asked (under a quota, an RM call the shim records is made on the
- * shim's copy of its argument, shadow.h, with the same bytes; an unreadable one
- * fails with EFAULT as the driver would fail it) and its return value and errno
- * are returned unchanged. The
- * shim's own work happens around it, never holds the state lock across it,
- * preserves errno, and on any failure of its own (out of memory, unreadable
- * bytes) simply records less: it never fails, aborts or delays the call.
+ * Failure rule: the real call is made as the application asked (under a quota,
+ * an RM call the shim records is made on the shim's copy of its argument,
+ * shadow.h, with the same bytes; an unreadable one fails with EFAULT as the
+ * driver would fail it) and its return value and errno are returned unchanged,
+ * with two exceptions, both by policy: a device-memory allocation beyond the
+ * tenant's quota, or refused by kairosd, is answered as the driver answers an
+ * out-of-memory (memguard.h), and an allocation that finds kairosd restarting
+ * waits for it a bounded time (at most 5 s) before that refusal. The shim's own
+ * work happens around the call, never holds the state lock across it, preserves
+ * errno, and on any failure of its own (out of memory, unreadable bytes) records
+ * less: it never fails or aborts a call for a fault of its own.
  * Calls on descriptors that are not NVIDIA nodes pass straight through; after
  * the first ioctl/mmap on a descriptor (one fstat) that costs one atomic load.
  *
