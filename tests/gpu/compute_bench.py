@@ -149,7 +149,7 @@ class Bench:
             env = dict(os.environ, **(env_extra or {}))
             if daemon:
                 cmd = [self.kairos, "run", "--tenant", tname, "--"] + cmd
-                env["KAIROS_SHIM_CONF"] = self.shim_conf(daemon[1])
+                env["KAIROS_SHIM_CONF"] = daemon[3]
                 env["KAIROS_LOG"] = "stderr"
             log = open(os.path.join(self.work, f"{name}-{tname}.log"), "w+")
             procs.append((tname, kind, stamps, log,
@@ -179,11 +179,15 @@ class Bench:
     @staticmethod
     def shim_conf(sock):
         """A shim.conf naming sock beside it: how a shim finds a private daemon
-        (libkairos(7)); the shim reads no KAIROS_SOCKET."""
+        (libkairos(7)); the shim reads no KAIROS_SOCKET. Written once per daemon and
+        put in place by rename: the tenants of a mix start while the next ones are
+        being launched, and one that read a half-written file found no daemon (the
+        8-tenant mixes of 2026-12-03)."""
         path = os.path.join(os.path.dirname(sock), "shim.conf")
-        with open(path, "w") as f:
+        with open(path + ".new", "w") as f:
             f.write(f"socket: {sock}\non_daemon_down: closed\n")
-        os.chmod(path, 0o644)
+        os.chmod(path + ".new", 0o644)
+        os.rename(path + ".new", path)
         return path
 
     def start_daemon(self, name, policies, time_mode=None):
@@ -210,11 +214,11 @@ class Bench:
             if os.path.exists(sock):
                 break
             time.sleep(0.05)
-        return (p, sock, log)
+        return (p, sock, log, self.shim_conf(sock))
 
     @staticmethod
     def stop_daemon(daemon):
-        p, _, log = daemon
+        p, _, log, _ = daemon
         p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=10)
