@@ -1,7 +1,8 @@
 // alloc_paths.cu - is every allocation path charged exactly, and what does an
 // allocation cost, native vs under the shim (the GPU suite's memory section, m7, m8).
-//   paths MIB: allocates MIB through cudaMalloc, cuMemCreate + cuMemMap (VMM) and
-//       cudaMallocAsync (the default pool), and frees it again; for each prints
+//   paths MIB: allocates MIB through cudaMalloc, cuMemCreate + cuMemMap (VMM),
+//       cudaMallocAsync (the default pool) and VMM with a POSIX-descriptor handle
+//       type (what PyTorch's expandable segments ask for), and frees it again; for each prints
 //       what the process's own memory view (cudaMemGetInfo: under a quota, the
 //       ledger's figure for the tenant) and the GPU (nvidia-smi memory.used, run
 //       without the shim) say was taken and given back, in MiB
@@ -54,11 +55,13 @@ struct vmm_block {
     CUmemGenericAllocationHandle h;
 };
 
-static bool vmm_alloc(size_t bytes, vmm_block *b)
+static bool vmm_alloc(size_t bytes, vmm_block *b, bool shareable)
 {
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    if (shareable) /* as PyTorch's expandable segments ask, to share them by IPC */
+        prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
     size_t gran = 0;
@@ -91,8 +94,8 @@ static int paths(long mib)
     cudaFree(0);
     cudaStream_t s;
     cudaStreamCreate(&s);
-    const char *names[] = {"cudaMalloc", "vmm", "cudaMallocAsync"};
-    for (int path = 0; path < 3; path++) {
+    const char *names[] = {"cudaMalloc", "vmm", "cudaMallocAsync", "vmm_posix_fd"};
+    for (int path = 0; path < 4; path++) {
         double v0 = view_free_mib();
         long g0 = gpu_used_mib();
         void *p = NULL;
@@ -100,15 +103,15 @@ static int paths(long mib)
         bool ok;
         if (path == 0)
             ok = cudaMalloc(&p, bytes) == cudaSuccess;
-        else if (path == 1)
-            ok = vmm_alloc(bytes, &b);
+        else if (path == 1 || path == 3)
+            ok = vmm_alloc(bytes, &b, path == 3);
         else
             ok = cudaMallocAsync(&p, bytes, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
         double v1 = view_free_mib();
         long g1 = gpu_used_mib();
         if (path == 0 && ok)
             cudaFree(p);
-        else if (path == 1 && ok)
+        else if ((path == 1 || path == 3) && ok)
             vmm_free(&b);
         else if (path == 2 && ok) {
             cudaFreeAsync(p, s);

@@ -134,6 +134,13 @@ for mode in native tenant; do
   done
 done
 result "paths_ledger_after held_probe_mib=$(( $(held_of probe) / 1048576 ))"
+# the driver calls behind both (kept as recordings: replayed through the shim's object
+# tree on a machine without a GPU, they tell what was charged and why)
+"$kairos" trace --summary --record "$OUT/torch-expandable.nvtrace" -- \
+  $python tests/gpu/torch_paths.py 512 > "$mdir/torch-expandable-trace.txt" 2>&1
+"$kairos" trace --summary --record "$OUT/alloc-paths.nvtrace" -- "$paths" paths 256 \
+  > "$mdir/alloc-paths-trace.txt" 2>&1
+tail -40 "$mdir/torch-expandable-trace.txt"
 fi
 
 if mem_want m8; then
