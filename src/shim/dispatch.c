@@ -32,6 +32,7 @@
 #include "core/rm_decode.h"
 #include "core/rm_names.h"
 #include "shim/agent.h"
+#include "shim/borrowed_vm.h"
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
 #include "shim/memguard.h"
@@ -188,6 +189,10 @@ static int call_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd,
 static void note_opened(int fd, int dirfd, const char *path)
 {
     int saved = errno;
+    if (borrowed_vm_now()) { /* a vfork child's descriptor table is not its parent's */
+        errno = saved;
+        return;
+    }
     int minor;
     enum rm_node node = path ? fdtable_classify_path(dirfd, path, &minor) : RM_NODE_NONE;
     if (node == RM_NODE_NONE) {
@@ -224,6 +229,9 @@ int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const 
  * skip_hi], ...): forgets it. */
 static void note_closing_in(int fd, int skip_lo, int skip_hi)
 {
+    if ((fdtable_get(fd, NULL) == FDT_NVIDIA || tracer_owns_fd(fd) || agent_owns_fd(fd)) &&
+        borrowed_vm_now())
+        return; /* a vfork child closing its copy: the state is its parent's */
     adopt_twin(fd, skip_lo, skip_hi);
     if (tracer_owns_fd(fd))
         tracer_stop(); /* the application took its descriptor back */
@@ -298,7 +306,7 @@ static bool open_refused(const struct shim_real *r, int dirfd, const char *path)
     int ctl_minor;
     return memguard_active() && path &&
            fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
-           memguard_first_gpu_use(r) < 0;
+           !borrowed_vm_now() && memguard_first_gpu_use(r) < 0;
 }
 
 FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const char *mode)
@@ -355,6 +363,10 @@ ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int 
 static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool replaced)
 {
     int saved = errno;
+    if (borrowed_vm_now()) {
+        errno = saved;
+        return;
+    }
     if (replaced && tracer_owns_fd(newfd))
         tracer_stop();
     if (replaced && agent_owns_fd(newfd))
@@ -791,6 +803,20 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     return f.ret;
 }
 
+/* A vfork child's driver call: recorded nowhere (the state is its parent's). Under
+ * a quota a call that can create memory is refused with EPERM, decided by its
+ * number alone (the argument is shared with the parent's other threads): the
+ * memory would outlive the child in a file its parent shares, charged to no one. */
+static int ioctl_in_borrowed_vm(const struct shim_real *r, int fd, unsigned long request,
+                                void *arg)
+{
+    if (memguard_active() && memguard_may_allocate((uint32_t)request)) {
+        errno = EPERM;
+        return -1;
+    }
+    return r->ioctl(fd, request, arg);
+}
+
 int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *arg)
 {
     struct fdt_info fi;
@@ -801,6 +827,8 @@ int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *a
         cls = classify_slow(r, fd, &fi);
     if (cls != FDT_NVIDIA)
         return r->ioctl(fd, request, arg);
+    if (borrowed_vm_now())
+        return ioctl_in_borrowed_vm(r, fd, request, arg);
     return ioctl_nvidia(r, fd, &fi, request, arg);
 }
 

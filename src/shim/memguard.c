@@ -281,6 +281,15 @@ static bool read_allocation(uint32_t req, const void *arg, struct pending_alloc 
     return false;
 }
 
+bool memguard_may_allocate(uint32_t req)
+{
+    if (RM_IOC_TYPEOF(req) != RM_IOC_TYPE)
+        return false;
+    uint32_t nr = RM_IOC_NR(req);
+    return nr == RM_NR_ALLOC || nr == RM_NR_VID_HEAP_CONTROL || nr == RM_NR_ALLOC_MEMORY ||
+           nr == RM_NR_XFER;
+}
+
 static uint32_t gpu_of_parent(uint32_t h_client, uint32_t h_parent)
 {
     struct objtree *t = state_lock();

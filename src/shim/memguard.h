@@ -50,6 +50,9 @@ int memguard_first_gpu_use(const struct shim_real *r);
  * unwrapped). True when it must be refused as out of memory. */
 bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
                      struct memguard_ticket *t);
+/* True when RM request req can create device memory (an allocation escape, or
+ * XFER that may wrap one), whatever its argument says. */
+bool memguard_may_allocate(uint32_t req);
 /* Writes NV_ERR_NO_MEMORY into the status field of a refused allocation. */
 void memguard_write_refusal(uint32_t req, void *arg);
 /* After the call: settles the ticket with the tree's effect and releases frees. */

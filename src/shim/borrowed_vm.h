@@ -1,0 +1,29 @@
+/* borrowed_vm.h - is the caller a child running in its parent's memory?
+ *
+ * vfork() and clone(CLONE_VM) make a child that runs on its parent's address
+ * space until it execs or exits, without pthread_atfork handlers. Python's
+ * subprocess does exactly this, then closes every inherited descriptor before
+ * exec: had the shim recorded those closes, the parent's object tree, descriptor
+ * table and kairosd link (all in the shared memory) would say the parent closed
+ * its NVIDIA files, and the parent's charges would be released while the parent
+ * still holds the memory (measured on the H200: PyTorch calling nvidia-smi
+ * through subprocess was charged 0 MiB for 520 MiB).
+ *
+ * So in such a child the shim keeps its hands off its parent's state: descriptor
+ * calls go straight to libc, and a device-memory allocation is refused (the
+ * memory would live in the parent's RM client, charged to no one).
+ *
+ * Thread and signal rules: async-signal-safe (getpid, kcmp); no lock.
+ */
+#ifndef KAIROS_SHIM_BORROWED_VM_H
+#define KAIROS_SHIM_BORROWED_VM_H
+
+#include <stdbool.h>
+
+/* True when the calling process is not the one whose memory the shim's state
+ * belongs to and shares that memory (or sharing cannot be ruled out: kcmp
+ * refused). A child that has its own copy of memory without having run the
+ * atfork handlers (a raw clone without CLONE_VM) becomes the owner. */
+bool borrowed_vm_now(void);
+
+#endif
