@@ -6,7 +6,8 @@
 #       still works; nothing charged for it
 #   g2. charged in full: tenant 'open' (managed: charge, 8 GiB) asks 4 GiB and touches
 #       all of it: what kairos ps holds for it minus what the same program holds
-#       asking none (the managed charge, 4096 MiB expected), and what the GPU took
+#       asking none (the managed charge, 4096 MiB expected), what the GPU took, and
+#       what NVML attributes to the process (whether the audit can see managed pages)
 #   g3. beyond the quota: 'open' asks 10 GiB: refused (cudaErrorMemoryAllocation)
 #   g4. next to a neighbour, natively then under kairosd: a process holds 32 GiB of
 #       managed memory it keeps touching; 5 s later a neighbour allocates plain 1 GiB
@@ -70,11 +71,14 @@ used0=$(mused)
 mrun open "$md/g2-base.txt" 0 2
 held_base=$(mheld open); wait "$mpid"
 mrun open "$md/g2.txt" 4096 4
-held_g2=$(mheld open); used_g2=$(mused); wait "$mpid"; rc=$?
+held_g2=$(mheld open); used_g2=$(mused)
+# what NVML attributes to the process (can the audit see managed memory?)
+apps_g2=$(env -u LD_PRELOAD nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | tr '\n' ';' | tr -d ' ')
+wait "$mpid"; rc=$?
 sleep 0.5
 held_after=$(mheld open)
 cat "$md/g2.txt"
-mresult "managed_charged managed=$(field managed "$md/g2.txt") touched=$(field touched "$md/g2.txt") exit=$rc held_without_mib=$held_base held_with_mib=$held_g2 charge_mib=$((held_g2 - held_base)) gpu_used_delta_mib=$((used_g2 - used0)) held_after_exit_mib=$held_after"
+mresult "managed_charged managed=$(field managed "$md/g2.txt") touched=$(field touched "$md/g2.txt") exit=$rc held_without_mib=$held_base held_with_mib=$held_g2 charge_mib=$((held_g2 - held_base)) gpu_used_delta_mib=$((used_g2 - used0)) nvml_apps=${apps_g2:-none} held_after_exit_mib=$held_after"
 
 echo "--- g3. beyond the quota (tenant 'open', 8 GiB): 10240 MiB"
 mrun open "$md/g3.txt" 10240 1
