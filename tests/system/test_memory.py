@@ -291,6 +291,36 @@ class Managed(unittest.TestCase):
         p.communicate(timeout=60)
         self.assertTrue(wait_for(lambda: self.held("open") == 0), self.ps())
 
+    def test_refused_while_kairosd_cannot_be_asked(self):
+        """on_daemon_down: open with KAIROS_MEM: plain memory under the local quota,
+        managed memory refused (the tenant's policy is kairosd's to say)."""
+        r = fakeapp("-n", "1", "-s", str(PAGE), "-c", str(PAGE), "-M", str(4 * MiB),
+                    KAIROS_TENANT="open", KAIROS_MEM="64M", KAIROS_MANAGED="charge",
+                    **self.d.shim_env(socket="/nonexistent/kairosd.sock",
+                                      on_daemon_down="open"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = counts(r.stdout)
+        self.assertEqual(c["vidmem_bytes"], 2 * PAGE)
+        self.assertEqual(c["managed_bytes"], 0)
+        self.assertEqual(c["managed_errno"], 12)
+        self.assertIn("kairosd cannot be asked", r.stderr)
+
+    def test_standalone_asks_for_itself(self):
+        """KAIROS_MEM without a tenant: KAIROS_MANAGED=charge is the process's own
+        choice, charged against its own quota; a value that cannot be read refuses
+        the GPU rather than guessing."""
+        r = fakeapp("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-M", str(32 * MiB),
+                    KAIROS_MEM="64M", KAIROS_MANAGED="charge")
+        c = counts(r.stdout)
+        self.assertEqual(c["managed_bytes"], 32 * MiB, r.stderr)
+        self.assertEqual(c["vidmem_bytes"], 32 * MiB)  # the context and 15 blocks: 64 in all
+        r = fakeapp("-n", "1", "-c", str(PAGE), "-M", str(2 * MiB), KAIROS_MEM="64M")
+        self.assertEqual(counts(r.stdout)["managed_bytes"], 0)
+        self.assertIn("set KAIROS_MANAGED=charge", r.stderr)
+        r = fakeapp("-n", "1", KAIROS_MEM="64M", KAIROS_MANAGED="yes")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("KAIROS_MANAGED='yes' is neither charge nor refuse", r.stderr)
+
     def test_an_administrator_changes_the_policy_at_run_time(self):
         def tenant_set(policy, **kw):
             return subprocess.run([KAIROS, "tenant", "set", "team", "--managed", policy,
