@@ -31,6 +31,8 @@
 #define UVM_SEM_POOL_CMD 68ul
 #define UVM_SEM_POOL_SIZE 9248u
 #define UVM_SEM_POOL_STATUS 9240u
+#define UVM_REGISTER_GPU_CMD 37ul  /* uuid, ..., status @36 (40) */
+#define UVM_REGISTER_GPU_STATUS 36u
 #define CPU_PAGE 4096ull
 #define RANGE_MAX (1ull << 52) /* beyond any GPU's memory and any user address */
 
@@ -301,7 +303,8 @@ void uvm_managed_unmapped(uint64_t addr, uint64_t len)
 
 bool uvm_managed_wants(unsigned long request)
 {
-    return memguard_active() && (request == UVM_FREE_CMD || request == UVM_SEM_POOL_CMD);
+    return memguard_active() && (request == UVM_FREE_CMD || request == UVM_SEM_POOL_CMD ||
+                                 request == UVM_REGISTER_GPU_CMD);
 }
 
 static void write_back(void *dst, const void *src, size_t len)
@@ -313,9 +316,79 @@ static void write_back(void *dst, const void *src, size_t len)
         memcpy(dst, src, len); /* not permitted here (seccomp): as tracer_safe_copy */
 }
 
+/* ---- a GPU the process starts using after its managed ranges were made ---------- */
+
+/* What the live ranges not yet charged on GPU g are charged elsewhere (each range's
+ * own charge); with mark, g is added to those ranges' GPUs. Under um_mu. */
+static uint64_t uncharged_on_locked(uint32_t g, bool mark)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n_ranges; i++) {
+        if (ranges[i].gpus & (1u << g))
+            continue;
+        sum = sum + ranges[i].charged < sum ? UINT64_MAX : sum + ranges[i].charged;
+        if (mark)
+            ranges[i].gpus |= 1u << g;
+    }
+    return sum;
+}
+
+/* Charges on GPU g the live ranges that were made before the process used it; 0,
+ * or -EPERM / -ENOMEM as memguard_reserve_managed. */
+static int charge_new_gpu(const struct shim_real *r, uint32_t g)
+{
+    pthread_mutex_lock(&um_mu);
+    uint64_t need = uncharged_on_locked(g, false);
+    pthread_mutex_unlock(&um_mu);
+    if (need == 0)
+        return 0;
+    struct memguard_ticket t;
+    int rc = memguard_reserve_managed(r, g, need, &t);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&um_mu);
+    uint64_t got = uncharged_on_locked(g, true); /* ranges may have gone meanwhile */
+    pthread_mutex_unlock(&um_mu);
+    struct objtree_effect eff;
+    memset(&eff, 0, sizeof eff);
+    eff.vidmem_delta_gpu[g] = (int64_t)(got < need ? got : need);
+    eff.vidmem_delta = eff.vidmem_delta_gpu[g];
+    memguard_after(&t, &eff);
+    return 0;
+}
+
+/* Before UVM_REGISTER_GPU: the managed ranges may become resident on the GPU being
+ * registered too, so they are charged there first (the GPUs with a device now that
+ * none of the ranges is charged on). True when that does not fit: the
+ * registration is answered NV_ERR_NO_MEMORY without reaching the driver. */
+static bool register_refused(const struct shim_real *r, void *arg)
+{
+    if (atomic_load_explicit(&n_ranges_seen, memory_order_acquire) == 0)
+        return false;
+    uint32_t gpus = process_gpus();
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        if (!(gpus & (1u << g)))
+            continue;
+        int rc = charge_new_gpu(r, g);
+        if (rc == 0)
+            continue;
+        if (!atomic_exchange(&refusal_said, true))
+            dprintf(2, "kairos[%d]: GPU %u refused to this process: its managed memory "
+                    "(cudaMallocManaged), charged in full on every GPU it uses, does not fit "
+                    "the quota there%s; free managed memory before using another GPU\n",
+                    (int)getpid(), g, rc == -EPERM ? " (kairosd cannot be asked)" : "");
+        uint32_t status = RM_NV_ERR_NO_MEMORY;
+        write_back((uint8_t *)arg + UVM_REGISTER_GPU_STATUS, &status, sizeof status);
+        return true;
+    }
+    return false;
+}
+
 int uvm_managed_ioctl(const struct shim_real *r, int fd, unsigned long request, void *arg)
 {
     ensure_atfork();
+    if (request == UVM_REGISTER_GPU_CMD)
+        return arg && register_refused(r, arg) ? 0 : r->ioctl(fd, request, arg);
     size_t len = request == UVM_SEM_POOL_CMD ? UVM_SEM_POOL_SIZE : UVM_FREE_SIZE;
     size_t off_status = request == UVM_SEM_POOL_CMD ? UVM_SEM_POOL_STATUS : UVM_FREE_STATUS;
     _Alignas(8) uint8_t copy[UVM_SEM_POOL_SIZE];

@@ -17,6 +17,8 @@
  *     process has a device on (the worst case: all of it made resident, on any of
  *     them) before the mmap, settled after it, and released as munmap (or an
  *     mmap MAP_FIXED over it) removes it; a process's exit releases it in kairosd.
+ *     A GPU the process starts using later (UVM_REGISTER_GPU) is charged the
+ *     live ranges first, or its registration is refused (NV_ERR_NO_MEMORY).
  * The policy is kairosd's for the tenant (CHARGE with KAIROS_CHARGE_MANAGED), or
  * KAIROS_MANAGED for a standalone process (settings.h).
  *
@@ -71,9 +73,11 @@ void uvm_managed_unmapped(uint64_t addr, uint64_t len);
 
 /* True when an ioctl on a UVM descriptor must go through uvm_managed_ioctl. */
 bool uvm_managed_wants(unsigned long request);
-/* Makes that ioctl (on a copy of the argument, with the lock held) and records
- * what it did; returns as ioctl does (-1 with errno EFAULT for an unreadable
- * argument, which never reaches the driver). */
+/* Makes that ioctl and records what it did: UVM_ALLOC_SEMAPHORE_POOL and UVM_FREE
+ * on a copy of the argument with the lock held, UVM_REGISTER_GPU after charging
+ * the live ranges on the new GPU (or answered NV_ERR_NO_MEMORY). Returns as ioctl
+ * does (-1 with errno EFAULT for an unreadable argument, which never reaches the
+ * driver). */
 int uvm_managed_ioctl(const struct shim_real *r, int fd, unsigned long request, void *arg);
 
 /* For tests and logs: managed ranges live, and bytes charged for them per GPU. */

@@ -473,6 +473,72 @@ static void test_recorded_charged(void **state)
     assert_int_equal(fakedrv_managed_bytes(), 1024 * MIB);
 }
 
+/* ---- a GPU used after the ranges were made -------------------------------------------- */
+
+static uint64_t charged_on(int g)
+{
+    struct memguard_stats st;
+    memguard_stats(&st);
+    return st.charged[g];
+}
+
+/* A device on GPU 1 (deviceId 1) under client; its handle. */
+static uint32_t second_gpu(void)
+{
+    uint32_t dev_params[14] = {1}, dev1 = 0;
+    assert_int_equal(fk_alloc(real, ctl, client, client, &dev1, RM_CLASS_NV01_DEVICE_0,
+                              dev_params, sizeof dev_params, true, false),
+                     0);
+    return dev1;
+}
+
+static uint32_t register_gpu(void)
+{
+    uint8_t arg[40];
+    memset(arg, 0, sizeof arg);
+    assert_int_equal(shim_ioctl(real, uvm, 37, arg), 0);
+    uint32_t status;
+    memcpy(&status, arg + 36, 4);
+    return status;
+}
+
+static void test_late_gpu_charged(void **state)
+{
+    (void)state;
+    assert_true(managed_map(0, 8 * MIB) != MAP_FAILED);
+    assert_int_equal(charged_on(1), 0);
+    uint32_t dev1 = second_gpu();
+    assert_int_equal(register_gpu(), 0);
+    assert_int_equal(charged_on(1), 8 * MIB); /* may become resident there too */
+    assert_int_equal(charged_on(0), 8 * MIB);
+    assert_int_equal(register_gpu(), 0);      /* again: nothing more */
+    assert_int_equal(charged_on(1), 8 * MIB);
+    assert_true(managed_map(8 * MIB, 4 * MIB) != MAP_FAILED); /* both GPUs now */
+    assert_int_equal(charged_on(1), 12 * MIB);
+    assert_int_equal(shim_munmap(real, arena, 12 * MIB), 0);
+    assert_int_equal(charged_on(0), 0);
+    assert_int_equal(charged_on(1), 0);
+    assert_int_equal(fk_free(real, ctl, client, dev1), 0);
+}
+
+static void test_late_gpu_refused(void **state)
+{
+    (void)state;
+    assert_true(managed_map(0, 8 * MIB) != MAP_FAILED);
+    uint32_t dev1 = second_gpu(), mem = 0;
+    assert_int_equal(fk_vidmem(real, ctl, client, dev1, &mem, 60 * MIB, false), 0);
+    uint64_t served = fakedrv_ioctls();
+    assert_int_equal(register_gpu(), RM_NV_ERR_NO_MEMORY); /* 60 + 8 > 64 on GPU 1 */
+    assert_int_equal(fakedrv_ioctls(), served);           /* the driver never saw it */
+    assert_int_equal(charged_on(1), 60 * MIB);
+    assert_int_equal(fk_free(real, ctl, client, mem), 0);
+    assert_int_equal(register_gpu(), 0);
+    assert_int_equal(charged_on(1), 8 * MIB);
+    assert_int_equal(shim_munmap(real, arena, 8 * MIB), 0);
+    assert_int_equal(charged_on(1), 0);
+    assert_int_equal(fk_free(real, ctl, client, dev1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +556,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_charge_pool_race, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_fork_child_releases_nothing, setup_charge,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_late_gpu_charged, setup_charge, teardown),
+        cmocka_unit_test_setup_teardown(test_late_gpu_refused, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_recorded_refused, setup_refuse, teardown),
         cmocka_unit_test_setup_teardown(test_recorded_charged, setup_charge_2g, teardown_2g),
     };
