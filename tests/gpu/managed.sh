@@ -9,9 +9,9 @@
 #       asking none (the managed charge, 4096 MiB expected), what the GPU took, and
 #       what NVML attributes to the process (whether the audit can see managed pages)
 #   g3. beyond the quota: 'open' asks 10 GiB: refused (cudaErrorMemoryAllocation)
-#   g5. a __managed__ variable (tests/gpu/managed_var.cu) in tenants 'strict' and
+#   g4. a __managed__ variable (tests/gpu/managed_var.cu) in tenants 'strict' and
 #       'open': what the program sees when CUDA maps it at module load
-#   g4. next to a neighbour, natively then under kairosd: a process holds 32 GiB of
+#   g5. next to a neighbour, natively then under kairosd: a process holds 32 GiB of
 #       managed memory it keeps touching; 5 s later a neighbour allocates plain 1 GiB
 #       blocks until refused. Natively the driver evicts the managed pages for it
 #       (measured 2026-12-02). Under kairosd the managed tenant 'big' (40 GiB,
@@ -92,14 +92,14 @@ wait "$mpid"
 cat "$md/g3.txt"
 mresult "managed_over_quota managed=$(field managed "$md/g3.txt") plain=$(field plain "$md/g3.txt")"
 
-echo "--- g5. a __managed__ variable in tenants 'strict' and 'open'"
+echo "--- g4. a __managed__ variable in tenants 'strict' and 'open'"
 for t in strict open; do
   timeout 60 "$kairos" run --tenant "$t" -- "$mv" > "$md/g5-$t.txt" 2>&1; rc=$?
   cat "$md/g5-$t.txt"
   mresult "managed_var_$t value=$(field managed_var "$md/g5-$t.txt") error=$(field managed_var_error "$md/g5-$t.txt") exit=$rc"
 done
 
-echo "--- g4. next to a neighbour: natively, then under kairosd ('big' 40 GiB charge, 'plain' 100 GiB)"
+echo "--- g5. next to a neighbour: natively, then under kairosd ('big' 40 GiB charge, 'plain' 100 GiB)"
 timeout 60 "$mn" hold 32768 14 > "$md/native-hold.txt" 2>&1 &
 hp=$!
 sleep 5
