@@ -16,7 +16,7 @@
 #       blocks until refused. Natively the driver evicts the managed pages for it
 #       (measured 2026-12-02). Under kairosd the managed tenant 'big' (40 GiB,
 #       charge) and the neighbour 'plain' (100 GiB) have quotas that fit the GPU
-#       together: the neighbour stops at its quota and nothing is evicted.
+#       together: expected, the neighbour stops at its quota and nothing is evicted.
 # About 2.5 minutes. Writes $OUT/managed/*; prints RESULT lines and a table.
 . tests/gpu/kairosd_env.sh
 md=$OUT/managed
