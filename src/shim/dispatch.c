@@ -825,6 +825,11 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
     enum fdt_class cls = FDT_OTHER;
     if (!(flags & MAP_ANONYMOUS) && fd >= 0)
         cls = classify(r, fd, &fi);
+    /* UVM's shape (offset = address) on a number cached as "not NVIDIA": the file
+     * behind it may have changed unseen (a raw dup2): look again (one fstat). */
+    if (cls == FDT_OTHER && memguard_active() && addr &&
+        (uint64_t)off == (uint64_t)(uintptr_t)addr)
+        cls = classify_slow(r, fd, &fi);
     bool tracing = cls == FDT_NVIDIA && tracer_on();
     double t0 = tracing ? tracer_now_us() : 0;
     /* A UVM mapping that is not a semaphore pool is managed memory: the policy

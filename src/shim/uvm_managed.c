@@ -25,20 +25,20 @@
 #include "shim/tracer.h"
 
 /* The UVM commands whose effect is recorded, and their arguments (rm_abi.h's list). */
-#define UVM_FREE_CMD 34ul
-#define UVM_FREE_SIZE 24u
-#define UVM_FREE_STATUS 16u
-#define UVM_SEM_POOL_CMD 68ul
-#define UVM_SEM_POOL_SIZE 9248u
-#define UVM_SEM_POOL_STATUS 9240u
-#define UVM_REGISTER_GPU_CMD 37ul  /* uuid, ..., status @36 (40) */
+#define UVM_FREE_CMD            34ul
+#define UVM_FREE_SIZE           24u
+#define UVM_FREE_STATUS         16u
+#define UVM_SEM_POOL_CMD        68ul
+#define UVM_SEM_POOL_SIZE       9248u
+#define UVM_SEM_POOL_STATUS     9240u
+#define UVM_REGISTER_GPU_CMD    37ul /* uuid, ..., status @36 (40) */
 #define UVM_REGISTER_GPU_STATUS 36u
-#define CPU_PAGE 4096ull
-#define RANGE_MAX (1ull << 52) /* beyond any GPU's memory and any user address */
+#define CPU_PAGE                4096ull
+#define RANGE_MAX               (1ull << 52) /* beyond any GPU's memory and any user address */
 
 struct managed_range {
     uint64_t addr, len;
-    uint64_t charged;  /* per GPU of gpus */
+    uint64_t charged; /* per GPU of gpus */
     uint32_t gpus;
 };
 
@@ -149,11 +149,14 @@ static void say_refused(int why)
         return; /* once per process: a retry loop must not flood stderr */
     const struct settings *s = settings_get();
     if (why == -ENOMEM)
-        dprintf(2, "kairos[%d]: managed memory (cudaMallocManaged) refused: the range, "
+        dprintf(2,
+                "kairos[%d]: managed memory (cudaMallocManaged) refused: the range, "
                 "charged in full, does not fit in the quota; free memory or ask for a larger "
-                "quota\n", (int)getpid());
+                "quota\n",
+                (int)getpid());
     else if (s->mode == SETTINGS_TENANT)
-        dprintf(2, "kairos[%d]: managed memory (cudaMallocManaged) refused: tenant '%s' does "
+        dprintf(2,
+                "kairos[%d]: managed memory (cudaMallocManaged) refused: tenant '%s' does "
                 "not allow it (managed: refuse, the default; or kairosd cannot be asked). An "
                 "administrator allows it with 'managed: charge' for the tenant in "
                 "kairosd.conf(5) or 'kairos tenant set %s --managed charge'; each managed range "
@@ -161,9 +164,11 @@ static void say_refused(int why)
                 (int)getpid(), s->tenant[0] ? s->tenant : "(placed by kairosd)",
                 s->tenant[0] ? s->tenant : "NAME");
     else
-        dprintf(2, "kairos[%d]: managed memory (cudaMallocManaged) refused under KAIROS_MEM: "
+        dprintf(2,
+                "kairos[%d]: managed memory (cudaMallocManaged) refused under KAIROS_MEM: "
                 "set KAIROS_MANAGED=charge to allow it (each managed range is charged in full "
-                "against KAIROS_MEM), or use cudaMalloc.\n", (int)getpid());
+                "against KAIROS_MEM), or use cudaMalloc.\n",
+                (int)getpid());
 }
 
 /* Settles every GPU's reservation: done bytes each (0: the mmap failed). */
@@ -228,9 +233,8 @@ void uvm_managed_after_mmap(struct uvm_mmap_ticket *t, void *p, bool fixed)
             struct managed_range *v = grow_for_one(ranges, &cap_ranges, n_ranges, sizeof *v, 16);
             if (v) { /* else it stays charged until the process exits: never less */
                 ranges = v;
-                ranges[n_ranges++] = (struct managed_range){(uint64_t)(uintptr_t)p,
-                                                            round_up(t->len, CPU_PAGE), t->bytes,
-                                                            t->gpus};
+                ranges[n_ranges++] = (struct managed_range){
+                    (uint64_t)(uintptr_t)p, round_up(t->len, CPU_PAGE), t->bytes, t->gpus};
                 atomic_store(&n_ranges_seen, n_ranges);
             }
             pthread_mutex_unlock(&um_mu);
@@ -373,7 +377,8 @@ static bool register_refused(const struct shim_real *r, void *arg)
         if (rc == 0)
             continue;
         if (!atomic_exchange(&refusal_said, true))
-            dprintf(2, "kairos[%d]: GPU %u refused to this process: its managed memory "
+            dprintf(2,
+                    "kairos[%d]: GPU %u refused to this process: its managed memory "
                     "(cudaMallocManaged), charged in full on every GPU it uses, does not fit "
                     "the quota there%s; free managed memory before using another GPU\n",
                     (int)getpid(), g, rc == -EPERM ? " (kairosd cannot be asked)" : "");

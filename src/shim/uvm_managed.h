@@ -45,16 +45,16 @@
 #define UVM_MANAGED_PAGE (2ull << 20) /* a range is charged in 2 MiB pages */
 
 enum uvm_mmap_kind {
-    UVM_MMAP_PASS = 0,   /* no quota: nothing to do */
-    UVM_MMAP_POOL,       /* a semaphore pool's CPU mapping: the module's lock is held */
-    UVM_MMAP_MANAGED,    /* a managed range: reserved on the GPUs of gpus */
+    UVM_MMAP_PASS = 0, /* no quota: nothing to do */
+    UVM_MMAP_POOL,     /* a semaphore pool's CPU mapping: the module's lock is held */
+    UVM_MMAP_MANAGED,  /* a managed range: reserved on the GPUs of gpus */
 };
 
 struct uvm_mmap_ticket {
     enum uvm_mmap_kind kind;
     uint64_t len;
-    uint64_t bytes;              /* charged per GPU */
-    uint32_t gpus;               /* bit g: reserved on GPU g */
+    uint64_t bytes; /* charged per GPU */
+    uint32_t gpus;  /* bit g: reserved on GPU g */
     struct memguard_ticket per_gpu[KAIROS_MAX_GPUS];
 };
 

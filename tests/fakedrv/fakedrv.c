@@ -972,7 +972,9 @@ static struct fk_uvm_range *uvm_find_locked(uint64_t addr, uint64_t len, bool ex
 {
     for (size_t i = 0; i < n_uvm_ranges; i++) {
         struct fk_uvm_range *r = &uvm_ranges[i];
-        if (exact ? r->addr == addr && r->len == len : r->addr < addr + len && addr < r->addr + r->len)
+        bool hit = exact ? r->addr == addr && r->len == len
+                         : r->addr < addr + len && addr < r->addr + r->len;
+        if (hit)
             return r;
     }
     return NULL;

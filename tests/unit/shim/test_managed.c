@@ -20,9 +20,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,15 +41,15 @@
 #include "shim/uvm_managed.h"
 #include "shim_fake.h"
 
-#define MIB (1ull << 20)
-#define QUOTA (64 * MIB)
-#define UVM_FREE 34ul
+#define MIB          (1ull << 20)
+#define QUOTA        (64 * MIB)
+#define UVM_FREE     34ul
 #define UVM_SEM_POOL 68ul
 
 static const struct shim_real *real;
 static int ctl, uvm;
 static uint32_t client, device, subdevice;
-static uint8_t *arena;        /* VA reserved for the ranges below */
+static uint8_t *arena; /* VA reserved for the ranges below */
 #define ARENA (256 * MIB)
 
 static void start(bool allow)
@@ -169,8 +169,7 @@ static void test_refuse_attacker_orders(void **state)
     assert_true(managed_map(16 * MIB, 4 * MIB) == MAP_FAILED);
     assert_true(managed_map(18 * MIB, 2 * MIB) == MAP_FAILED);
     /* an offset that is not the address, no MAP_FIXED */
-    assert_true(shim_mmap(real, false, NULL, 2 * MIB, PROT_READ, MAP_SHARED, uvm, 0) ==
-                MAP_FAILED);
+    assert_true(shim_mmap(real, false, NULL, 2 * MIB, PROT_READ, MAP_SHARED, uvm, 0) == MAP_FAILED);
     assert_int_equal(fakedrv_managed_made(), 0);
     assert_int_equal(fk_shim_charged(), 0);
     assert_int_equal(uvm_range_call(UVM_FREE, 16 * MIB, 2 * MIB), 0);
@@ -356,7 +355,6 @@ static void test_fork_child_releases_nothing(void **state)
     assert_exact();
 }
 
-
 /* ---- the recorded sequence ---------------------------------------------------------- */
 
 /* The UVM range calls and mmaps of the recording of cudaMallocManaged(1 GiB) on the
@@ -364,7 +362,7 @@ static void test_fork_child_releases_nothing(void **state)
  * their addresses moved into the arena (each recorded address keeps its place
  * relative to the first). */
 struct recorded {
-    bool is_mmap;     /* else UVM_ALLOC_SEMAPHORE_POOL */
+    bool is_mmap; /* else UVM_ALLOC_SEMAPHORE_POOL */
     uint64_t addr, len;
 };
 
@@ -382,8 +380,8 @@ static size_t read_recording(struct recorded *out, size_t max)
         unsigned long long a, l, off;
         char *b;
         if (line[0] == 'M' && strstr(line, " u len=") &&
-            sscanf(strstr(line, " u len="), " u len=0x%llx prot=%*d flags=0x%*x off=0x%llx -> 0x%llx",
-                   &l, &off, &a) == 3) {
+            sscanf(strstr(line, " u len="),
+                   " u len=0x%llx prot=%*d flags=0x%*x off=0x%llx -> 0x%llx", &l, &off, &a) == 3) {
             out[n++] = (struct recorded){true, a, l};
         } else if (line[0] == 'I' && strstr(line, " u fd=") && strstr(line, " nr=0x44 ") &&
                    (b = strstr(line, " B=")) != NULL) {
@@ -444,8 +442,8 @@ static int setup_charge_2g(void **state)
     uvm = shim_open(real, SHIM_OPEN, AT_FDCWD, "/dev/nvidia-uvm", O_RDWR, 0);
     uint8_t init[16] = {0};
     assert_int_equal(shim_ioctl(real, uvm, 0x30000001ul, init), 0);
-    arena = mmap(NULL, 2 * ARENA * 4, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                 0);
+    arena =
+        mmap(NULL, 2 * ARENA * 4, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     assert_true(arena != MAP_FAILED);
     return 0;
 }
@@ -486,8 +484,8 @@ static uint64_t charged_on(int g)
 static uint32_t second_gpu(void)
 {
     uint32_t dev_params[14] = {1}, dev1 = 0;
-    assert_int_equal(fk_alloc(real, ctl, client, client, &dev1, RM_CLASS_NV01_DEVICE_0,
-                              dev_params, sizeof dev_params, true, false),
+    assert_int_equal(fk_alloc(real, ctl, client, client, &dev1, RM_CLASS_NV01_DEVICE_0, dev_params,
+                              sizeof dev_params, true, false),
                      0);
     return dev1;
 }
@@ -511,7 +509,7 @@ static void test_late_gpu_charged(void **state)
     assert_int_equal(register_gpu(), 0);
     assert_int_equal(charged_on(1), 8 * MIB); /* may become resident there too */
     assert_int_equal(charged_on(0), 8 * MIB);
-    assert_int_equal(register_gpu(), 0);      /* again: nothing more */
+    assert_int_equal(register_gpu(), 0); /* again: nothing more */
     assert_int_equal(charged_on(1), 8 * MIB);
     assert_true(managed_map(8 * MIB, 4 * MIB) != MAP_FAILED); /* both GPUs now */
     assert_int_equal(charged_on(1), 12 * MIB);
@@ -529,7 +527,7 @@ static void test_late_gpu_refused(void **state)
     assert_int_equal(fk_vidmem(real, ctl, client, dev1, &mem, 60 * MIB, false), 0);
     uint64_t served = fakedrv_ioctls();
     assert_int_equal(register_gpu(), RM_NV_ERR_NO_MEMORY); /* 60 + 8 > 64 on GPU 1 */
-    assert_int_equal(fakedrv_ioctls(), served);           /* the driver never saw it */
+    assert_int_equal(fakedrv_ioctls(), served);            /* the driver never saw it */
     assert_int_equal(charged_on(1), 60 * MIB);
     assert_int_equal(fk_free(real, ctl, client, mem), 0);
     assert_int_equal(register_gpu(), 0);
@@ -537,6 +535,47 @@ static void test_late_gpu_refused(void **state)
     assert_int_equal(shim_munmap(real, arena, 8 * MIB), 0);
     assert_int_equal(charged_on(1), 0);
     assert_int_equal(fk_free(real, ctl, client, dev1), 0);
+}
+
+/* ---- descriptors the shim did not see ---------------------------------------------- */
+
+/* /dev/nvidia-uvm opened where the shim does not see it (a raw open): its mmap is
+ * still recognised (fstat, and the path behind the descriptor). */
+static void test_unseen_uvm_open(void **state)
+{
+    (void)state;
+    int raw = fakedrv_open("/dev/nvidia-uvm", O_RDWR);
+    assert_true(raw >= 0);
+    uint8_t init[16] = {0};
+    assert_int_equal(fakedrv_ioctl(raw, 0x30000001ul, init), 0);
+    void *p = shim_mmap(real, false, arena, 2 * MIB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                        raw, (off64_t)(uintptr_t)arena);
+    assert_true(p == MAP_FAILED);
+    assert_int_equal(fakedrv_managed_made(), 0);
+    fakedrv_close(raw);
+}
+
+/* A number the shim cached as "not NVIDIA" (an ordinary file it saw mapped), then
+ * made a UVM descriptor by a dup2 the shim does not see: its UVM-shaped mmap is
+ * looked at again, and refused. */
+static void test_stale_number_becomes_uvm(void **state)
+{
+    (void)state;
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    int n = fileno(tmp);
+    assert_int_equal(ftruncate(n, 4096), 0);
+    void *q = shim_mmap(real, false, NULL, 4096, PROT_READ, MAP_SHARED, n, 0);
+    assert_true(q != MAP_FAILED); /* cached: not NVIDIA */
+    munmap(q, 4096);
+    assert_int_equal(dup2(uvm, n), n); /* libc's, not the shim's: unseen */
+    void *p = shim_mmap(real, false, arena, 2 * MIB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                        n, (off64_t)(uintptr_t)arena);
+    assert_true(p == MAP_FAILED);
+    assert_int_equal(fakedrv_managed_made(), 0);
+    assert_int_equal(fk_shim_charged(), 0);
+    shim_close(real, n);
+    fclose(tmp); /* its descriptor is already closed: EBADF, nothing else */
 }
 
 int main(void)
@@ -550,14 +589,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refuse_pool_race, setup_refuse, teardown),
         cmocka_unit_test_setup_teardown(test_charged_in_full, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_released_on_munmap, setup_charge, teardown),
-        cmocka_unit_test_setup_teardown(test_released_by_map_fixed_over_it, setup_charge,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_released_by_map_fixed_over_it, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_charge_attacker_orders, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_charge_pool_race, setup_charge, teardown),
-        cmocka_unit_test_setup_teardown(test_fork_child_releases_nothing, setup_charge,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fork_child_releases_nothing, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_late_gpu_charged, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_late_gpu_refused, setup_charge, teardown),
+        cmocka_unit_test_setup_teardown(test_unseen_uvm_open, setup_refuse, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_number_becomes_uvm, setup_refuse, teardown),
         cmocka_unit_test_setup_teardown(test_recorded_refused, setup_refuse, teardown),
         cmocka_unit_test_setup_teardown(test_recorded_charged, setup_charge_2g, teardown_2g),
     };
