@@ -67,6 +67,9 @@
  *             - RUNNABLE (7, shim -> daemon, no reply) and the time-policy flag
  *               KAIROS_TIME_REPORT that asks for it (issue 11): a daemon
  *               that never sets the flag never receives one.
+ *   3 (issue 9) managed memory: CHARGE flags KAIROS_CHARGE_MANAGED and GRANT
+ *             reason (both were pad, 0), TENANT_SET flags
+ *             KAIROS_TENANT_MANAGED_CHARGE / _REFUSE (the tenant's policy).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -76,7 +79,7 @@
 #include <stdint.h>
 
 #define KAIROS_PROTO_MAGIC 0x4b524f53u /* "KROS" */
-#define KAIROS_PROTO_VERSION 2u
+#define KAIROS_PROTO_VERSION 3u
 #define KAIROS_DEFAULT_SOCKET "/run/kairos/kairosd.sock"
 
 #define KAIROS_NAME_MAX 64      /* tenant names, NUL-terminated, [A-Za-z0-9._-] */
@@ -150,17 +153,23 @@ struct kairos_welcome {
 };
 
 /* CHARGE: ask for bytes on a GPU (index as the process sees /dev/nvidiaN minor).
- * bytes 0: only ask what the tenant holds and may hold there (no COMMIT follows). */
+ * bytes 0: only ask what the tenant holds and may hold there (no COMMIT follows).
+ * flags KAIROS_CHARGE_MANAGED (protocol 3): the bytes are a managed range
+ * (cudaMallocManaged), granted only where the tenant's managed-memory policy is
+ * charge; otherwise GRANT says granted 0 with reason KAIROS_GRANT_MANAGED_REFUSED. */
+#define KAIROS_CHARGE_MANAGED 0x1u
 struct kairos_charge {
     uint32_t gpu;
-    uint32_t pad;
+    uint32_t flags;                   /* KAIROS_CHARGE_*; was pad (0) */
     uint64_t bytes;
     uint64_t token;                   /* chosen by the shim, echoed by COMMIT */
 };
 
+/* GRANT reason (protocol 3): why a charge was refused, 0 for the quota. */
+#define KAIROS_GRANT_MANAGED_REFUSED 1u /* the tenant's policy is managed: refuse */
 struct kairos_grant {
     uint32_t granted;                 /* 1 yes, 0 refused */
-    uint32_t pad;
+    uint32_t reason;                  /* KAIROS_GRANT_* when refused; was pad (0) */
     uint64_t quota;                   /* the tenant's quota on that GPU */
     uint64_t held;                    /* the tenant's holdings after this charge */
 };
@@ -213,6 +222,9 @@ struct kairos_compute {
  * (KAIROS_ERR_INVALID) where kairosd does not know it. (KEEP is not one.) */
 #define KAIROS_QUOTA_PERCENT (1ull << 63)
 #define KAIROS_TENANT_EPHEMERAL 0x1u  /* removed when its last process leaves (kairos run) */
+#define KAIROS_TENANT_MANAGED_CHARGE 0x2u /* managed memory allowed, charged in full (3) */
+#define KAIROS_TENANT_MANAGED_REFUSE 0x4u /* managed memory refused (3); neither bit: kept
+                                           * (a new tenant's is refuse); both: invalid */
 #define KAIROS_TENANT_SET_SIZE_V0 200u /* the body before compute[]: still accepted, as
                                         * if every compute[i] were 0 */
 struct kairos_tenant_set {

@@ -1,14 +1,14 @@
 /* cmd_run.c - `kairos run`: start a command as a tenant of kairosd.
  *
  *   kairos run [--tenant NAME] [--mem SIZE] [--share PCT] [--limit PCT|none]
- *              [--priority latency|normal|batch] [--gpus LIST] [--user NAME]
- *              [--socket PATH] -- CMD [ARGS]
+ *              [--priority latency|normal|batch] [--managed refuse|charge]
+ *              [--gpus LIST] [--user NAME] [--socket PATH] -- CMD [ARGS]
  *
  * With --mem (root or an administrator), the tenant is created or its quota set
  * first (a generated name when --tenant is absent: such a tenant is ephemeral and
  * goes away with its command). --share, --limit and --priority (administrators
- * too) set the tenant's compute policy on each GPU (of --gpus), in the same
- * TENANT_SET; without --mem the tenant must exist already. Without any of them,
+ * too) set the tenant's compute policy on each GPU (of --gpus), and --managed its
+ * managed-memory policy, in the same TENANT_SET; without --mem the tenant must exist already. Without any of them,
  * the tenant must exist. Then kairosd is asked to admit this process (TENANT_ADMIT:
  * kairosd decides; CMD keeps this pid, its descendants follow it), the user CMD
  * runs as is taken (run_user.h: under sudo, the invoking user), the
@@ -47,11 +47,12 @@ struct run_opts {
     const char *user;
     bool set_only;             /* kairos tenant set: the tenant's settings, no command */
     bool compute;              /* --share, --limit or --priority given */
+    uint32_t managed;          /* --managed: KAIROS_TENANT_MANAGED_* (0: not given) */
     struct sched_policy pol;   /* what they say (unsaid: 0 %, none, normal) */
     char **command;
 };
 
-enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER };
+enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER, OPT_MANAGED };
 
 /* How messages begin: "kairos run", or "kairos tenant set" (cmd_run_tenant_set). */
 static const char *run_prog = "kairos run";
@@ -74,6 +75,10 @@ static void usage(FILE *out)
             "      --limit PCT     a cap on its GPU time even when the GPU is idle (50%%, or\n"
             "                      none: the default)\n"
             "      --priority P    latency, normal (default) or batch\n"
+            "      --managed M     managed memory (cudaMallocManaged) in the tenant: refuse\n"
+            "                      (the default for a new tenant) or charge (allowed, each\n"
+            "                      range charged in full against the quota); root or an\n"
+            "                      administrator only\n"
             "                      --share, --limit and --priority set the tenant's compute\n"
             "                      policy (replacing the one it had there); root or an\n"
             "                      administrator only; the tenant must exist or be created\n"
@@ -119,6 +124,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"priority", required_argument, NULL, OPT_PRIORITY},
         {"user", required_argument, NULL, OPT_USER},
+        {"managed", required_argument, NULL, OPT_MANAGED},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -135,6 +141,16 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
             break;
         case OPT_USER:
             o->user = optarg;
+            break;
+        case OPT_MANAGED:
+            if (strcmp(optarg, "charge") && strcmp(optarg, "refuse")) {
+                fprintf(stderr, "%s: --managed %s: expected refuse (managed memory refused) or "
+                                "charge (allowed, each range charged in full)\n", run_prog,
+                        optarg);
+                return 2;
+            }
+            o->managed = !strcmp(optarg, "charge") ? KAIROS_TENANT_MANAGED_CHARGE
+                                                   : KAIROS_TENANT_MANAGED_REFUSE;
             break;
         case 't':
             o->tenant = optarg;
@@ -293,6 +309,10 @@ static void report_set(const struct run_opts *o, const char *name, unsigned n_gp
                 o->tenant ? "set" : "created", size, o->gpus ? " on GPUs " : "",
                 o->gpus ? o->gpus : "", o->tenant ? "" : " (removed when the command ends)");
     }
+    if (o->managed)
+        fprintf(stderr, "%s: tenant %s: managed memory %s\n", run_prog, name,
+                o->managed == KAIROS_TENANT_MANAGED_CHARGE ? "allowed, charged in full"
+                                                           : "refused");
     if (o->compute) {
         char what[96];
         fprintf(stderr, "%s: tenant %s: compute %s on %s%s\n", run_prog, name,
@@ -324,7 +344,8 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
                       unsigned n_gpus, unsigned mask)
 {
     struct kairos_tenant_set set = {.n_gpus = n_gpus,
-                                    .flags = o->tenant ? 0 : KAIROS_TENANT_EPHEMERAL};
+                                    .flags = (o->tenant ? 0 : KAIROS_TENANT_EPHEMERAL) |
+                                             o->managed};
     char err[512];
     memcpy(set.tenant, name, sizeof set.tenant);
     if (o->mem && mem_quota(o->mem, n_gpus, mask, set.quota))
@@ -342,7 +363,7 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
         return run_error("cannot send to kairosd: ", strerror(-seq));
     if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
         if (code == KAIROS_ERR_PERMISSION)
-            fprintf(stderr, "%s: %s; without --mem, --share, --limit and --priority you "
+            fprintf(stderr, "%s: %s; without --mem, --share, --limit, --priority and --managed you "
                             "can join an existing tenant with --tenant NAME\n", run_prog, err);
         else
             run_error("", err);
@@ -360,9 +381,9 @@ static int run_main(int argc, char **argv, bool set_only)
     int rc = parse_args(argc, argv, &o, set_only);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (set_only && !o.mem && !o.compute) {
+    if (set_only && !o.mem && !o.compute && !o.managed) {
         fprintf(stderr, "kairos tenant set: give --mem SIZE and/or --share, --limit, "
-                        "--priority\n");
+                        "--priority, --managed\n");
         return 2;
     }
     char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
@@ -406,9 +427,9 @@ static int run_main(int argc, char **argv, bool set_only)
     for (size_t i = 0; i < n; i++)
         found |= !strcmp(list[i].tenant, name);
     if (!found && !o.mem) {
-        if (o.compute)
+        if (o.compute || o.managed)
             fprintf(stderr, "%s: unknown tenant '%s'; add --mem SIZE to create it with "
-                            "its compute policy (a tenant needs a memory quota to use a GPU)\n",
+                            "its policies (a tenant needs a memory quota to use a GPU)\n",
                     run_prog, name);
         else
             fprintf(stderr, "%s: unknown tenant '%s'; 'kairos ps' lists the tenants, and "
@@ -416,7 +437,7 @@ static int run_main(int argc, char **argv, bool set_only)
                             "SIZE' or in the configuration\n", run_prog, name, name);
         goto out;
     }
-    if ((o.mem || o.compute) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
+    if ((o.mem || o.compute || o.managed) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
         goto out;
     if (set_only)
         goto out; /* exit_code 0 */

@@ -432,9 +432,17 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
         } else if (!strcmp(scalar(k), "members")) {
             if (members_config_parse(p, v, &t->members))
                 return -EINVAL;
+        } else if (!strcmp(scalar(k), "managed")) {
+            if (want(p, v, YAML_SCALAR_NODE, "managed: refuse or managed: charge"))
+                return -EINVAL;
+            if (strcmp(scalar(v), "refuse") && strcmp(scalar(v), "charge"))
+                return ydoc_fail(p, v, "managed: '%s' is neither refuse (managed memory, "
+                                 "cudaMallocManaged, refused: the default) nor charge (allowed, "
+                                 "each range charged in full against the quota)", scalar(v));
+            t->managed_charge = !strcmp(scalar(v), "charge");
         } else {
-            return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory, compute "
-                             "or members)", scalar(k));
+            return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory, compute, "
+                             "members or managed)", scalar(k));
         }
     }
     if (!t->name[0])

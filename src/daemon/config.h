@@ -49,6 +49,7 @@ struct config_tenant {
     struct config_compute *compute;
     size_t n_compute;
     struct member_rules members;   /* members: {users, groups, cgroups} */
+    bool managed_charge;           /* managed: charge (else refuse, the default) */
     unsigned line, column;
 };
 

@@ -60,6 +60,7 @@ struct ledger_tenant {
     bool has_compute[KAIROS_MAX_GPUS];             /* run time: a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
     struct member_rules members;  /* who may join (members.h): configuration or run time */
+    bool managed_charge;          /* managed memory allowed and charged (else refused) */
 };
 
 struct ledger_resv {

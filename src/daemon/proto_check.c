@@ -196,6 +196,9 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
     case KAIROS_MSG_CHARGE:
         if ((rc = check_gpu(r->body.charge.gpu, why, why_len)))
             return rc;
+        if (r->body.charge.flags & ~KAIROS_CHARGE_MANAGED)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "CHARGE has unknown flags 0x%x",
+                          r->body.charge.flags & ~KAIROS_CHARGE_MANAGED);
         return check_bytes(r->body.charge.bytes, "CHARGE", why, why_len);
     case KAIROS_MSG_COMMIT:
         if ((rc = check_gpu(r->body.commit.gpu, why, why_len)))
@@ -237,9 +240,15 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         if (s->n_gpus > KAIROS_MAX_GPUS)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET n_gpus %u exceeds %u",
                           s->n_gpus, KAIROS_MAX_GPUS);
-        if (s->flags & ~KAIROS_TENANT_EPHEMERAL)
+        const uint32_t known = KAIROS_TENANT_EPHEMERAL | KAIROS_TENANT_MANAGED_CHARGE |
+                               KAIROS_TENANT_MANAGED_REFUSE;
+        if (s->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "TENANT_SET has unknown flags 0x%x",
-                          s->flags & ~KAIROS_TENANT_EPHEMERAL);
+                          s->flags & ~known);
+        if ((s->flags & KAIROS_TENANT_MANAGED_CHARGE) && (s->flags & KAIROS_TENANT_MANAGED_REFUSE))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "TENANT_SET asks both to charge and to refuse managed memory; "
+                          "choose one");
         for (unsigned g = 0; g < s->n_gpus; g++) {
             uint64_t q = s->quota[g], ppm = q & ~KAIROS_QUOTA_PERCENT;
             if (q == KAIROS_QUOTA_KEEP)

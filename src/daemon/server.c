@@ -422,6 +422,28 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     return true;
 }
 
+/* A managed range (cudaMallocManaged) in a tenant whose policy refuses it: the
+ * shim fails the allocation and says what to do; logged once per interval. */
+static bool refuse_managed(struct conn *c, const struct proto_request *r)
+{
+    const struct kairos_charge *ch = &r->body.charge;
+    struct ledger_tenant *t = c->member->tenant;
+    struct kairos_grant no = {.granted = 0, .reason = KAIROS_GRANT_MANAGED_REFUSED,
+                              .quota = ch->gpu < KAIROS_MAX_GPUS ? t->quota[ch->gpu] : 0,
+                              .held = ch->gpu < KAIROS_MAX_GPUS ? t->held[ch->gpu] : 0};
+    uint64_t quiet;
+    char a[32];
+    if (ratelog_event(&t->refusal_log, now_ms(), RATELOG_INTERVAL_MS, &quiet))
+        log_about_info(t->name, c->pid, (int)ch->gpu,
+                       "tenant %s: refused managed memory (%s, cudaMallocManaged) on GPU %u for "
+                       "pid %u: its policy is managed: refuse (set managed: charge for it to "
+                       "allow managed memory, charged in full); %llu of the tenant's refusals "
+                       "not logged since its last such line",
+                       t->name, tenants_size(ch->bytes, a, sizeof a), ch->gpu, c->pid,
+                       (unsigned long long)quiet);
+    return send_msg(c, KAIROS_MSG_GRANT, r->seq, &no, sizeof no);
+}
+
 static bool on_charge(struct conn *c, const struct proto_request *r)
 {
     struct server *s = c->srv;
@@ -436,6 +458,8 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
                                  .held = qt->held[ch->gpu]};
         return send_msg(c, KAIROS_MSG_GRANT, r->seq, &q, sizeof q);
     }
+    if ((ch->flags & KAIROS_CHARGE_MANAGED) && !c->member->tenant->managed_charge)
+        return refuse_managed(c, r);
     struct ledger_grant g;
     int rc = ledger_charge(&s->ts->ledger, c->member, ch->gpu, ch->bytes, ch->token, &g);
     if (rc == -EINVAL) {

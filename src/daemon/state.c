@@ -97,6 +97,8 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
         json_t *members = members_json(&t->members);
         if (members)
             json_object_set_new(jt, "members", members);
+        if (t->managed_charge) /* absent: refuse, the default */
+            json_object_set_new(jt, "managed", json_string("charge"));
         json_array_append_new(list, jt);
     }
     json_object_set_new(root, "tenants", list);
@@ -445,6 +447,8 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
         t->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
     load_compute(jt, t, l->n_gpus, warn, warn_ctx);
     load_members(jt, t, warn, warn_ctx);
+    const char *managed = json_string_value(json_object_get(jt, "managed"));
+    t->managed_charge = managed && !strcmp(managed, "charge"); /* anything else: refuse */
     return 1;
 }
 

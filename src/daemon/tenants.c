@@ -190,6 +190,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
         }
         t->flags = LEDGER_TENANT_CONFIG;
         t->members = c->tenants[i].members; /* the configuration's rules, none: admissions */
+        t->managed_charge = c->tenants[i].managed_charge;
         forget_compute(t, "it is now declared in the configuration, whose compute policy "
                           "it follows");
         for (unsigned g = 0; g < ts->n_gpus; g++) {
@@ -448,6 +449,8 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++)
         if (quota[g] != KAIROS_QUOTA_KEEP)
             over |= ledger_tenant_set_quota(&ts->ledger, t, g, quota[g]) == 1;
+    if (m->flags & (KAIROS_TENANT_MANAGED_CHARGE | KAIROS_TENANT_MANAGED_REFUSE))
+        t->managed_charge = m->flags & KAIROS_TENANT_MANAGED_CHARGE;
     struct ledger_tenant previous = *t; /* the policies, for the log once saved */
     if (changed) {
         memcpy(t->has_compute, has, sizeof t->has_compute);
@@ -464,7 +467,9 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     }
     char q[256];
     describe_quota(ts, t, q, sizeof q);
-    snprintf(msg, msg_len, "tenant %s %s: %s%s", name, created ? "created" : "updated", q,
+    snprintf(msg, msg_len, "tenant %s %s: %s; managed memory %s%s", name,
+             created ? "created" : "updated", q,
+             t->managed_charge ? "charged in full" : "refused",
              over ? "; it holds more than its new quota, so its allocations are refused until "
                     "it frees memory"
                   : "");

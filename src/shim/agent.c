@@ -251,7 +251,13 @@ int agent_connect(const struct shim_real *r, const char *socket_path, const char
 
 int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_grant *grant)
 {
-    struct kairos_charge c = {.gpu = gpu, .bytes = bytes, .token = token};
+    return agent_charge_flags(gpu, bytes, token, 0, grant);
+}
+
+int agent_charge_flags(uint32_t gpu, uint64_t bytes, uint64_t token, uint32_t flags,
+                       struct kairos_grant *grant)
+{
+    struct kairos_charge c = {.gpu = gpu, .flags = flags, .bytes = bytes, .token = token};
     pthread_mutex_lock(&agent_mu);
     int rc = exchange_locked(KAIROS_MSG_CHARGE, &c, sizeof c, KAIROS_MSG_GRANT, grant,
                              sizeof *grant, NULL, 0);

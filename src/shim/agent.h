@@ -41,6 +41,9 @@ int agent_connect(const struct shim_real *r, const char *socket_path, const char
 /* CHARGE and wait for the GRANT. Returns 0 with *grant filled, or -errno when the
  * daemon is gone (-EPIPE, -ECONNRESET, -ETIMEDOUT, -ENOTCONN). */
 int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_grant *grant);
+/* The same with CHARGE flags (KAIROS_CHARGE_MANAGED: a managed range). */
+int agent_charge_flags(uint32_t gpu, uint64_t bytes, uint64_t token, uint32_t flags,
+                       struct kairos_grant *grant);
 int agent_commit(const struct kairos_commit *commit);
 int agent_release(uint32_t gpu, uint64_t bytes);
 

@@ -40,6 +40,7 @@
 #include "shim/state.h"
 #include "shim/timectl.h"
 #include "shim/tracer.h"
+#include "shim/uvm_managed.h"
 
 #define USER_ADDR_MAX (1ull << 47)
 
@@ -779,6 +780,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         memguard_write_refusal(f.in_req, f.in_arg); /* as the driver answers a full GPU */
         f.refused = true;
         f.ret = 0;
+    } else if (fi->node == RM_NODE_UVM && uvm_managed_wants(request)) {
+        f.ret = uvm_managed_ioctl(r, fd, request, arg); /* semaphore pools: uvm_managed.h */
     } else {
         f.ret = r->ioctl(fd, request, call_arg);
     }
@@ -850,16 +853,32 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
     enum fdt_class cls = FDT_OTHER;
     if (!(flags & MAP_ANONYMOUS) && fd >= 0)
         cls = classify(r, fd, &fi);
+    /* UVM's shape (offset = address) on a number cached as "not NVIDIA": the file
+     * behind it may have changed unseen (a raw dup2): look again (one fstat). */
+    if (cls == FDT_OTHER && memguard_active() && addr &&
+        (uint64_t)off == (uint64_t)(uintptr_t)addr)
+        cls = classify_slow(r, fd, &fi);
     bool tracing = cls == FDT_NVIDIA && tracer_on();
     double t0 = tracing ? tracer_now_us() : 0;
+    /* A UVM mapping that is not a semaphore pool is managed memory: the policy
+     * decides before the driver sees it (uvm_managed.h). */
+    bool uvm = cls == FDT_NVIDIA && fi.node == RM_NODE_UVM;
+    struct uvm_mmap_ticket ut = {.kind = UVM_MMAP_PASS};
+    if (uvm && !uvm_managed_before_mmap(r, (uint64_t)(uintptr_t)addr, len, &ut))
+        return MAP_FAILED; /* refused: errno ENOMEM */
     bool sensed = (flags & MAP_FIXED) && timectl_unmap_begin((uint64_t)(uintptr_t)addr, len);
     void *p = is64 ? r->mmap64(addr, len, prot, flags, fd, off)
                    : r->mmap(addr, len, prot, flags, fd, (off_t)off);
+    int saved = errno;
+    if (uvm)
+        uvm_managed_after_mmap(&ut, p, flags & MAP_FIXED);
+    else if (p != MAP_FAILED && (flags & MAP_FIXED))
+        uvm_managed_unmapped((uint64_t)(uintptr_t)p, len); /* MAP_FIXED over managed memory */
+    errno = saved;
     if (p == MAP_FAILED && cls != FDT_NVIDIA) {
         timectl_unmap_end(sensed);
         return p;
     }
-    int saved = errno;
     uint64_t a = (uint64_t)(uintptr_t)p;
     if (p != MAP_FAILED && (flags & MAP_FIXED) && state_may_hold_mapping(a, len))
         forget_range(a, len); /* MAP_FIXED replaced what was there */
@@ -901,6 +920,11 @@ int shim_munmap(const struct shim_real *r, void *addr, size_t len)
     uint64_t a = (uint64_t)(uintptr_t)addr;
     bool sensed = timectl_unmap_begin(a, len); /* no USERD read across the unmap */
     int ret = r->munmap(addr, len);
+    if (ret == 0) {
+        int saved = errno;
+        uvm_managed_unmapped(a, len); /* one atomic load unless managed ranges live */
+        errno = saved;
+    }
     if (ret == 0 && state_may_hold_mapping(a, len)) {
         int saved = errno;
         forget_range(a, len);

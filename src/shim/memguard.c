@@ -317,7 +317,7 @@ static bool local_reserve_locked(uint32_t g, uint64_t bytes)
 #define MEMGUARD_RESTART_WAIT_MS 5000u
 
 /* Reattaches and asks again until kairosd answers or the wait is over. */
-static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token,
+static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token, uint32_t flags,
                                struct kairos_grant *grant)
 {
     unsigned waited = 0, step = 25;
@@ -326,7 +326,7 @@ static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token,
         char err[KAIROS_MSG_MAX];
         int rc = register_locked(true, err, sizeof err);
         if (rc == 0) {
-            rc = agent_charge(g, bytes, token, grant);
+            rc = agent_charge_flags(g, bytes, token, flags, grant);
             if (rc == 0 || rc == -EPROTO || !wait)
                 return rc; /* answered (an error from kairosd is not an outage) */
         } else if (rc == -EPERM || rc == -EINVAL) {
@@ -341,23 +341,28 @@ static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token,
 }
 
 /* Tenant mode: ask the ledger; when the daemon went away, reattach and ask again
- * (waiting for it up to MEMGUARD_RESTART_WAIT_MS when fail-closed). */
-static bool daemon_reserve_locked(uint32_t g, uint64_t bytes, uint64_t token)
+ * (waiting for it up to MEMGUARD_RESTART_WAIT_MS when fail-closed). flags are
+ * CHARGE's (KAIROS_CHARGE_MANAGED); *reason the GRANT's when refused. A managed
+ * range is never granted locally: without kairosd the tenant's policy is unknown. */
+static bool daemon_reserve_locked(uint32_t g, uint64_t bytes, uint64_t token, uint32_t flags,
+                                  uint32_t *reason)
 {
     struct kairos_grant grant;
-    int rc = agent_charge(g, bytes, token, &grant);
+    int rc = agent_charge_flags(g, bytes, token, flags, &grant);
     if (rc < 0)
-        rc = charge_again_locked(g, bytes, token, &grant);
+        rc = charge_again_locked(g, bytes, token, flags, &grant);
     if (rc < 0) {
         if (!settings_get()->fail_open) {
             say("kairosd did not come back within 5 s: allocation refused (fail-closed)");
             return false;
         }
         fall_back_locked(strerror(-rc));
-        return local_reserve_locked(g, bytes);
+        return !(flags & KAIROS_CHARGE_MANAGED) && local_reserve_locked(g, bytes);
     }
-    if (!grant.granted)
+    if (!grant.granted) {
+        *reason = grant.reason;
         return false;
+    }
     mg_pending[g] += bytes;
     return true;
 }
@@ -373,8 +378,9 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
     pthread_mutex_lock(&mg_mu);
     mg_real = r;
     uint64_t token = ++mg_next_token;
+    uint32_t reason = 0;
     bool ok = settings_get()->mode == SETTINGS_TENANT && !mg_daemon_down
-                  ? daemon_reserve_locked(g, a.bytes, token)
+                  ? daemon_reserve_locked(g, a.bytes, token, 0, &reason)
                   : local_reserve_locked(g, a.bytes);
     if (!ok)
         mg_refusals++;
@@ -382,6 +388,37 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
     if (ok)
         *t = (struct memguard_ticket){true, g, a.bytes, token, mg_epoch};
     return !ok;
+}
+
+int memguard_reserve_managed(const struct shim_real *r, uint32_t gpu, uint64_t bytes,
+                             struct memguard_ticket *t)
+{
+    memset(t, 0, sizeof *t);
+    if (!memguard_active())
+        return 0;
+    const struct settings *s = settings_get();
+    uint32_t g = gpu < KAIROS_MAX_GPUS ? gpu : KAIROS_MAX_GPUS - 1;
+    pthread_mutex_lock(&mg_mu);
+    mg_real = r;
+    uint64_t token = ++mg_next_token;
+    uint32_t reason = 0;
+    int rc;
+    if (s->mode == SETTINGS_TENANT && !mg_daemon_down)
+        rc = daemon_reserve_locked(g, bytes, token, KAIROS_CHARGE_MANAGED, &reason) ? 0
+             : reason == KAIROS_GRANT_MANAGED_REFUSED                            ? -EPERM
+                                                                                 : -ENOMEM;
+    else if (s->mode == SETTINGS_TENANT)
+        rc = -EPERM;  /* kairosd unreachable (fail-open): the tenant's policy is unknown */
+    else if (!s->managed_charge)
+        rc = -EPERM;  /* standalone: KAIROS_MANAGED=charge was not asked for */
+    else
+        rc = local_reserve_locked(g, bytes) ? 0 : -ENOMEM;
+    if (rc == -ENOMEM)
+        mg_refusals++;
+    pthread_mutex_unlock(&mg_mu);
+    if (rc == 0)
+        *t = (struct memguard_ticket){true, g, bytes, token, mg_epoch};
+    return rc;
 }
 
 void memguard_write_refusal(uint32_t req, void *arg)

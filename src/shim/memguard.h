@@ -53,6 +53,13 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
 /* True when RM request req can create device memory (an allocation escape, or
  * XFER that may wrap one), whatever its argument says. */
 bool memguard_may_allocate(uint32_t req);
+/* Managed memory (uvm_managed.c): reserves bytes on GPU gpu for a managed range
+ * before its mmap. 0 with t active (settle with memguard_after, an effect of
+ * bytes on gpu if the mmap succeeded, of 0 if not); -EPERM when the policy
+ * refuses managed memory (kairosd's for a tenant, KAIROS_MANAGED standalone, and
+ * always while kairosd cannot be asked); -ENOMEM beyond the quota. */
+int memguard_reserve_managed(const struct shim_real *r, uint32_t gpu, uint64_t bytes,
+                             struct memguard_ticket *t);
 /* Writes NV_ERR_NO_MEMORY into the status field of a refused allocation. */
 void memguard_write_refusal(uint32_t req, void *arg);
 /* After the call: settles the ticket with the tree's effect and releases frees. */

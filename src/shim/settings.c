@@ -25,8 +25,23 @@ static void take_conf(struct settings *s, const struct shim_conf *conf)
         snprintf(s->problem, sizeof s->problem, "%s", conf->note);
 }
 
+/* KAIROS_MANAGED: a standalone process's own choice; a tenant's comes from kairosd. */
+static bool take_managed(struct settings *s, const char *managed)
+{
+    if (!managed || !*managed || !strcmp(managed, "refuse"))
+        return true;
+    if (!strcmp(managed, "charge")) {
+        s->managed_charge = true;
+        return true;
+    }
+    snprintf(s->refusal, sizeof s->refusal,
+             "KAIROS_MANAGED='%.40s' is neither charge nor refuse; fix it or unset it", managed);
+    s->mode = SETTINGS_REFUSED;
+    return false;
+}
+
 void settings_parse(struct settings *s, const char *tenant, const char *mem, const char *log,
-                    const struct shim_conf *conf)
+                    const char *managed, const struct shim_conf *conf)
 {
     memset(s, 0, sizeof *s);
     take_conf(s, conf);
@@ -42,10 +57,13 @@ void settings_parse(struct settings *s, const char *tenant, const char *mem, con
             return;
         }
     }
+    if (!take_managed(s, managed))
+        return;
     if (tenant && *tenant) {
         if (tenant_name_valid(tenant)) {
             snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
             s->mode = SETTINGS_TENANT;
+            s->managed_charge = false; /* kairosd decides for a tenant */
             return;
         }
         snprintf(s->refusal, sizeof s->refusal,
@@ -56,6 +74,7 @@ void settings_parse(struct settings *s, const char *tenant, const char *mem, con
     }
     if (conf->register_always && !conf->problem[0]) {
         s->mode = SETTINGS_TENANT; /* tenant "": kairosd places it, or refuses it */
+        s->managed_charge = false;
         return;
     }
     s->mode = s->standalone_quota ? SETTINGS_STANDALONE : SETTINGS_OFF;
@@ -78,7 +97,7 @@ void settings_load(void)
     struct shim_conf conf;
     shim_conf_load(&conf, getenv("KAIROS_SHIM_CONF"), shim_file_owner());
     settings_parse(&current, getenv("KAIROS_TENANT"), getenv("KAIROS_MEM"),
-                   getenv("KAIROS_LOG"), &conf);
+                   getenv("KAIROS_LOG"), getenv("KAIROS_MANAGED"), &conf);
 }
 
 const struct settings *settings_get(void)

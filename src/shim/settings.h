@@ -15,6 +15,12 @@
  *                            read (8GB: decimal or binary?) refuses GPU use.
  *   KAIROS_LOG=stderr        the shim's own messages on stderr (silent otherwise,
  *                            except the one line explaining a refusal)
+ *   KAIROS_MANAGED=charge    standalone only (with KAIROS_MEM): allow managed
+ *                            memory (cudaMallocManaged), each range charged in full
+ *                            against KAIROS_MEM; refuse (the default) refuses it.
+ *                            Ignored for a tenant: kairosd's setting for the tenant
+ *                            decides (managed: in kairosd.conf(5)), never the
+ *                            tenant's environment.
  *
  * Thread rules: settings_get() returns a structure filled once, before any other
  * thread can exist (library constructor); read-only afterwards.
@@ -40,6 +46,7 @@ struct settings {
     char tenant[KAIROS_NAME_MAX]; /* "" with register: always: kairosd places it */
     char socket_path[108];
     uint64_t standalone_quota;   /* bytes per GPU; 0 when KAIROS_MEM is unset */
+    bool managed_charge;         /* standalone: KAIROS_MANAGED=charge */
     bool fail_open;
     bool log_stderr;
     char conf_source[300];       /* where socket_path and fail_open came from */
@@ -54,6 +61,6 @@ const struct settings *settings_get(void);
 
 /* For tests: the requests from explicit values, the node's settings from conf. */
 void settings_parse(struct settings *s, const char *tenant, const char *mem, const char *log,
-                    const struct shim_conf *conf);
+                    const char *managed, const struct shim_conf *conf);
 
 #endif /* KAIROS_SHIM_SETTINGS_H */

@@ -37,6 +37,13 @@
  *
  * -F plays a tenant that races the driver's answers about GPU identity (see
  * forge_answers) before it allocates.
+ *
+ * -M BYTES plays cudaMallocManaged(BYTES) as recorded on the H200: CUDA's
+ * semaphore pool (UVM_ALLOC_SEMAPHORE_POOL of 2 MiB, then its mmap of the UVM
+ * descriptor), then an mmap of BYTES of the UVM descriptor at an address equal to
+ * its offset (the managed range), held until the end (munmap, or with -k left to
+ * the exit). The lines then carry managed_bytes= (0 if refused) and
+ * managed_errno= (the mmap's errno, 0 when it succeeded).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -360,6 +367,40 @@ static int run_phases(const char *phases, uint8_t *userd)
     return 0;
 }
 
+/* cudaMallocManaged as recorded: CUDA's semaphore pool (made once, mapped), then
+ * the range, an mmap of the UVM descriptor at an address equal to its offset.
+ * NULL with *err the mmap's errno when refused. */
+static void *malloc_managed(int uvm, uint64_t bytes, int *err)
+{
+    static uint8_t pool_arg[9248];
+    uint8_t *va = mmap(NULL, bytes + (4u << 20), PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (va == MAP_FAILED) {
+        *err = errno;
+        return NULL;
+    }
+    uint8_t *pool = (uint8_t *)(((uintptr_t)va + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+    uint64_t base = (uint64_t)(uintptr_t)pool, len = 2u << 20;
+    memcpy(pool_arg, &base, 8);
+    memcpy(pool_arg + 8, &len, 8);
+    uint32_t status = 1;
+    if (nv_ioctl(uvm, 68, pool_arg) == 0)
+        memcpy(&status, pool_arg + 9240, 4);
+    if (status != 0 || mmap(pool, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, uvm,
+                            (off_t)base) == MAP_FAILED) {
+        fprintf(stderr, "fakeapp: the semaphore pool could not be made or mapped\n");
+        exit(1);
+    }
+    uint8_t *range = pool + len;
+    void *p = mmap(range, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, uvm,
+                   (off_t)(uintptr_t)range);
+    if (p == MAP_FAILED) {
+        *err = errno;
+        return NULL;
+    }
+    return p;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, count = 4;
@@ -370,7 +411,8 @@ int main(int argc, char **argv)
     int logical = 0;           /* -d: the CUDA device number */
     bool forge = false;
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:F")) != -1) {
+    uint64_t managed_ask = 0;
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -398,6 +440,9 @@ int main(int argc, char **argv)
             break;
         case 'F':
             forge = true;
+            break;
+        case 'M':
+            managed_ask = strtoull(optarg, NULL, 0);
             break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
@@ -488,6 +533,12 @@ int main(int argc, char **argv)
     if (!doorbell)
         return 1;
 
+    int managed_errno = 0;
+    uint64_t managed_bytes = 0;
+    void *managed = managed_ask ? malloc_managed(uvm, managed_ask, &managed_errno) : NULL;
+    if (managed)
+        managed_bytes = managed_ask;
+
     struct app_thread *ts = calloc((size_t)threads, sizeof *ts);
     if (!ts)
         return 1;
@@ -513,8 +564,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (hold_ms > 0) {
-        printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu\n", allocs, failed,
-               (unsigned long long)vidmem);
+        printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu managed_bytes=%llu "
+               "managed_errno=%d\n", allocs, failed, (unsigned long long)vidmem,
+               (unsigned long long)managed_bytes, managed_errno);
         fflush(stdout);
         usleep((useconds_t)hold_ms * 1000);
     }
@@ -532,14 +584,17 @@ int main(int argc, char **argv)
                                           .linear_address = doorbell_linear};
         nv_ioctl(ctl, RM_IOWR(RM_NR_UNMAP_MEMORY, sizeof um), &um);
         munmap(doorbell, 0x10000);
+        if (managed)
+            munmap(managed, managed_ask);
     }
     printf("fakeapp: opens=%d ioctls=%lu mmaps=%d threads=%d allocs=%d failed=%d "
            "vidmem_bytes=%llu freed_allocs=%d freed_bytes=%llu kept_bytes=%llu "
-           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d instance=%u\n",
+           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d instance=%u "
+           "managed_bytes=%llu managed_errno=%d\n",
            n_opens, (unsigned long)atomic_load(&n_ioctls), n_mmaps, threads, allocs, failed,
            (unsigned long long)vidmem, freed_allocs, (unsigned long long)freed,
            (unsigned long long)(vidmem - freed), fb_total_kib, fb_free_kib, fb_free_after_kib,
-           keep, device, device_instance);
+           keep, device, device_instance, (unsigned long long)managed_bytes, managed_errno);
     fflush(stdout);
     if (keep)
         exit(0);

@@ -62,6 +62,18 @@ struct fk_map {
 #define FK_MAPS_MAX 256
 static struct fk_map maps[FK_MAPS_MAX];
 static size_t n_maps;
+
+/* UVM's VA ranges (the process's va_space): managed ranges made by an mmap of the
+ * UVM file, semaphore pools and external ranges made by ioctls. */
+enum fk_uvm_kind { FK_UVM_MANAGED = 1, FK_UVM_POOL, FK_UVM_EXTERNAL };
+struct fk_uvm_range {
+    uint64_t addr, len;
+    enum fk_uvm_kind kind;
+};
+#define FK_UVM_MAX 1024
+static struct fk_uvm_range uvm_ranges[FK_UVM_MAX];
+static size_t n_uvm_ranges;
+static uint64_t n_managed_made; /* managed ranges ever made */
 static bool engine_started;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -169,6 +181,8 @@ void fakedrv_reset(int ngpus, uint64_t fb_bytes)
     atomic_store(&n_ioctls, 0);
     n_ctl_log = 0;
     n_maps = 0;
+    n_uvm_ranges = 0;
+    n_managed_made = 0;
     pthread_mutex_unlock(&mu);
 }
 
@@ -944,6 +958,79 @@ void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx)
     atomic_store(&reply_hook, hook);
 }
 
+/* ---- the UVM model ---------------------------------------------------------------- */
+
+#define FK_UVM_CMD_FREE 34ul                 /* {u64 base, length; u32 status @16} (24) */
+#define FK_UVM_CMD_SEM_POOL 68ul             /* base, length, ..., status @9240 (9248) */
+#define FK_UVM_CMD_VALIDATE 72ul             /* {u64 base, length; u32 status @16} (24) */
+#define FK_UVM_CMD_EXTERNAL 73ul             /* {u64 base, length; u32 status @16} (24) */
+#define FK_NV_ERR_INVALID_ADDRESS 0x1eu
+#define FK_NV_ERR_INVALID_STATE 0x40u
+#define FK_NV_ERR_UVM_ADDRESS_IN_USE 0x65u
+
+static struct fk_uvm_range *uvm_find_locked(uint64_t addr, uint64_t len, bool exact)
+{
+    for (size_t i = 0; i < n_uvm_ranges; i++) {
+        struct fk_uvm_range *r = &uvm_ranges[i];
+        bool hit = exact ? r->addr == addr && r->len == len
+                         : r->addr < addr + len && addr < r->addr + r->len;
+        if (hit)
+            return r;
+    }
+    return NULL;
+}
+
+static bool uvm_add_locked(uint64_t addr, uint64_t len, enum fk_uvm_kind kind)
+{
+    if (n_uvm_ranges == FK_UVM_MAX || len == 0 || uvm_find_locked(addr, len, false))
+        return false;
+    uvm_ranges[n_uvm_ranges++] = (struct fk_uvm_range){addr, len, kind};
+    return true;
+}
+
+/* The managed parts of [addr, addr + len) go, as UVM destroys them when their
+ * mapping goes (munmap, or a MAP_FIXED mapping over them); a range cut in the
+ * middle leaves its two ends. */
+static void uvm_unmap_locked(uint64_t addr, uint64_t len)
+{
+    uint64_t end = addr + len;
+    for (size_t i = 0; i < n_uvm_ranges;) {
+        struct fk_uvm_range r = uvm_ranges[i];
+        if (r.kind != FK_UVM_MANAGED || !(r.addr < end && addr < r.addr + r.len)) {
+            i++;
+            continue;
+        }
+        uvm_ranges[i] = uvm_ranges[--n_uvm_ranges];
+        if (addr > r.addr)
+            uvm_ranges[n_uvm_ranges++] = (struct fk_uvm_range){r.addr, addr - r.addr, r.kind};
+        if (end < r.addr + r.len && n_uvm_ranges < FK_UVM_MAX)
+            uvm_ranges[n_uvm_ranges++] = (struct fk_uvm_range){end, r.addr + r.len - end, r.kind};
+        i = 0;
+    }
+}
+
+static uint32_t uvm_range_call_locked(unsigned long request, uint64_t base, uint64_t length)
+{
+    struct fk_uvm_range *r;
+    switch (request) {
+    case FK_UVM_CMD_SEM_POOL:
+        return uvm_add_locked(base, length, FK_UVM_POOL) ? RM_NV_OK : FK_NV_ERR_UVM_ADDRESS_IN_USE;
+    case FK_UVM_CMD_EXTERNAL:
+        return uvm_add_locked(base, length, FK_UVM_EXTERNAL) ? RM_NV_OK
+                                                             : FK_NV_ERR_UVM_ADDRESS_IN_USE;
+    case FK_UVM_CMD_VALIDATE:
+        return uvm_find_locked(base, length, true) ? RM_NV_OK : FK_NV_ERR_INVALID_ADDRESS;
+    case FK_UVM_CMD_FREE: /* external ranges and semaphore pools; managed ones go by munmap */
+        r = uvm_find_locked(base, length, true);
+        if (!r || r->kind == FK_UVM_MANAGED)
+            return FK_NV_ERR_INVALID_ADDRESS;
+        *r = uvm_ranges[--n_uvm_ranges];
+        return RM_NV_OK;
+    default:
+        return RM_NV_OK;
+    }
+}
+
 static int uvm_ioctl(struct fk_file *f, unsigned long request, uint8_t *arg)
 {
     if (request == 0x30000001ul) { /* UVM_INITIALIZE: {u64 flags; u32 status} */
@@ -952,8 +1039,96 @@ static int uvm_ioctl(struct fk_file *f, unsigned long request, uint8_t *arg)
         pthread_mutex_lock(&mu);
         f->uvm_ready = true;
         pthread_mutex_unlock(&mu);
+        return 0;
     }
+    size_t len = request == FK_UVM_CMD_SEM_POOL ? 9248u : 24u;
+    size_t off_status = request == FK_UVM_CMD_SEM_POOL ? 9240u : 16u;
+    if (request != FK_UVM_CMD_SEM_POOL && request != FK_UVM_CMD_EXTERNAL &&
+        request != FK_UVM_CMD_VALIDATE && request != FK_UVM_CMD_FREE)
+        return 0;
+    uint8_t *copy = malloc(len); /* read once, as the kernel copies it in */
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, arg, len);
+    uint64_t base, length;
+    memcpy(&base, copy, sizeof base);
+    memcpy(&length, copy + 8, sizeof length);
+    pthread_mutex_lock(&mu);
+    uint32_t status = f->uvm_ready ? uvm_range_call_locked(request, base, length)
+                                   : FK_NV_ERR_INVALID_STATE;
+    pthread_mutex_unlock(&mu);
+    memcpy(copy + off_status, &status, sizeof status);
+    memcpy(arg, copy, len); /* written once, as the kernel copies it out */
+    free(copy);
     return 0;
+}
+
+/* An mmap of the UVM file: the offset must be the address (UVM's rule); exactly a
+ * semaphore pool maps the pool, anything else overlapping a range is refused, and
+ * the rest becomes a managed range (device memory UVM may take as the GPU touches
+ * it: fakedrv_managed_bytes). */
+static void *uvm_mmap(struct fk_file *f, void *addr, size_t len, int prot, int flags, off_t off)
+{
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    if (!f->uvm_ready || !addr || (uint64_t)off != a || len == 0 || (a & 4095u)) {
+        errno = EINVAL;
+        return MAP_FAILED;
+    }
+    uint64_t l = (len + 4095u) & ~4095ull;
+    pthread_mutex_lock(&mu);
+    uvm_unmap_locked(a, l); /* MAP_FIXED: the kernel unmaps what was there first */
+    struct fk_uvm_range *r = uvm_find_locked(a, l, false);
+    bool pool = r && r->kind == FK_UVM_POOL && r->addr == a && r->len == l;
+    bool ok = pool || !r;
+    pthread_mutex_unlock(&mu);
+    if (!ok) {
+        errno = EBUSY;
+        return MAP_FAILED;
+    }
+    void *p = (void *)syscall(SYS_mmap, addr, len, prot,
+                              (flags & ~(MAP_PRIVATE | MAP_SHARED)) | MAP_SHARED | MAP_ANONYMOUS |
+                                  MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED || pool)
+        return p;
+    pthread_mutex_lock(&mu);
+    if (!uvm_add_locked(a, l, FK_UVM_MANAGED)) {
+        pthread_mutex_unlock(&mu);
+        syscall(SYS_munmap, p, len);
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    n_managed_made++;
+    pthread_mutex_unlock(&mu);
+    return p;
+}
+
+uint64_t fakedrv_managed_made(void)
+{
+    pthread_mutex_lock(&mu);
+    uint64_t n = n_managed_made;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+uint64_t fakedrv_managed_bytes(void)
+{
+    uint64_t sum = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < n_uvm_ranges; i++)
+        if (uvm_ranges[i].kind == FK_UVM_MANAGED)
+            sum += (uvm_ranges[i].len + FAKEDRV_PAGE - 1) / FAKEDRV_PAGE * FAKEDRV_PAGE;
+    pthread_mutex_unlock(&mu);
+    return sum;
+}
+
+uint32_t fakedrv_managed_ranges(void)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < n_uvm_ranges; i++)
+        n += uvm_ranges[i].kind == FK_UVM_MANAGED;
+    pthread_mutex_unlock(&mu);
+    return n;
 }
 
 int fakedrv_ioctl(int fd, unsigned long request, ...)
@@ -1068,15 +1243,24 @@ uint64_t fakedrv_fetches(void)
 void *fakedrv_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     pthread_mutex_lock(&mu);
-    struct fk_file *f = file_of_locked(fd);
-    bool ok = f && f->map_pending && f->map_len == len && off == 0;
+    struct fk_file *f = (flags & MAP_ANONYMOUS) ? NULL : file_of_locked(fd);
+    bool ok = f && f->node != RM_NODE_UVM && f->map_pending && f->map_len == len && off == 0;
     if (ok) {
         f->map_pending = false;
         f->mapped = true;
     }
     pthread_mutex_unlock(&mu);
-    if (!f)
-        return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    if (f && f->node == RM_NODE_UVM)
+        return uvm_mmap(f, addr, len, prot, flags, off);
+    if (!f) {
+        void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+        if (p != MAP_FAILED && (flags & MAP_FIXED)) {
+            pthread_mutex_lock(&mu);
+            uvm_unmap_locked((uint64_t)(uintptr_t)p, len); /* replaced managed memory */
+            pthread_mutex_unlock(&mu);
+        }
+        return p;
+    }
     if (!ok) {
         errno = EINVAL;
         return MAP_FAILED;
@@ -1111,7 +1295,13 @@ int fakedrv_munmap(void *addr, size_t len)
             i++;
     }
     pthread_mutex_unlock(&mu);
-    return (int)syscall(SYS_munmap, addr, len);
+    int ret = (int)syscall(SYS_munmap, addr, len);
+    if (ret == 0) {
+        pthread_mutex_lock(&mu);
+        uvm_unmap_locked(a, (len + 4095u) & ~(uint64_t)4095u);
+        pthread_mutex_unlock(&mu);
+    }
+    return ret;
 }
 
 /* ---- inspection ---------------------------------------------------------------------- */

@@ -40,6 +40,15 @@
  * device instance is what NV0080_ALLOC_PARAMETERS.deviceId names and what the
  * fake's per-GPU memory is kept by.
  *
+ * UVM (as recorded for cudaMallocManaged on the H200): an mmap of the UVM file at
+ * an address equal to its offset makes a managed range, unless it is exactly a
+ * semaphore pool (UVM_ALLOC_SEMAPHORE_POOL, 68), whose CPU mapping it then is; it
+ * fails (EBUSY) over any other range. munmap, or a MAP_FIXED mapping over it,
+ * destroys a managed range or the part it covers. UVM_CREATE_EXTERNAL_RANGE (73)
+ * makes an external range, UVM_FREE (34) frees a pool or an external range (not
+ * a managed one: NV_ERR_INVALID_ADDRESS), UVM_VALIDATE_VA_RANGE (72) answers
+ * whether a range exists; every UVM call but UVM_INITIALIZE before it fails.
+ *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1),
  * FAKEDRV_FB_MIB (device memory per GPU, default 16384) and FAKEDRV_INSTANCES;
  * FAKEDRV_ALLOC_DELAY_MS keeps each device-memory RM_ALLOC that long in the
@@ -100,6 +109,11 @@ uint32_t fakedrv_live_objects(void);
 uint32_t fakedrv_live_clients(void);
 uint64_t fakedrv_ioctls(void); /* ioctls served on fake descriptors */
 uint64_t fakedrv_fetches(void); /* channel fetches the engine made (GPGet moved) */
+/* UVM: bytes of the live managed ranges, each rounded up to 2 MiB (what UVM may
+ * make resident on the GPU as it touches them), and how many there are. */
+uint64_t fakedrv_managed_bytes(void);
+uint32_t fakedrv_managed_ranges(void);
+uint64_t fakedrv_managed_made(void); /* managed ranges made since the last reset */
 
 enum fakedrv_ctl_cmd {
     FAKEDRV_CTL_SET_TIMESLICE = 1,

@@ -224,6 +224,134 @@ class WithDaemon(unittest.TestCase):
         self.assertIn("GiB", r.stderr)  # what to write instead
 
 
+class Managed(unittest.TestCase):
+    """Managed memory (cudaMallocManaged, fakeapp -M as recorded on the H200): refused
+    unless the tenant's policy in kairosd says charge, then charged in full and
+    released; the tenant's environment cannot choose."""
+
+    def setUp(self):
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: open\n    memory: { 0: 64M }\n    managed: charge\n")
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1).start()
+
+    def tearDown(self):
+        self.d.stop()
+
+    run_tenant, ps, holding = WithDaemon.run_tenant, WithDaemon.ps, WithDaemon.holding
+
+    def held(self, tenant):
+        return sum(g["held"] for g in self.ps()[tenant]["gpus"])
+
+    def run_env(self, tenant, *args, **extra):
+        return subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env(**self.d.shim_env(), **extra))
+
+    def test_refused_by_default_with_what_to_do(self):
+        # KAIROS_MANAGED in the tenant's environment is the tenant's wish, not a setting
+        p = self.run_env("team", "-n", "1", "-s", str(PAGE), "-c", str(PAGE),
+                         "-M", str(8 * MiB), KAIROS_MANAGED="charge")
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)  # a clean error, the program goes on
+        c = counts(out)
+        self.assertEqual(c["managed_bytes"], 0)
+        self.assertEqual(c["managed_errno"], 12)  # ENOMEM: cudaMallocManaged fails
+        self.assertEqual(c["vidmem_bytes"], 2 * PAGE)  # ordinary allocations unaffected
+        self.assertIn("managed memory (cudaMallocManaged) refused: tenant 'team'", err)
+        self.assertIn("'kairos tenant set team --managed charge'", err)
+        self.assertIn("refused managed memory", self.d.read_log())
+        self.assertTrue(wait_for(lambda: self.held("team") == 0), self.ps())
+
+    def test_charged_in_full_while_held_and_released_after(self):
+        for keep in (False, True):  # munmap, or left to the exit
+            args = ["-n", "1", "-s", str(PAGE), "-c", str(PAGE), "-M", str(8 * MiB + 1),
+                    "-w", "1"] + (["-k"] if keep else [])
+            p = self.run_tenant(*args, tenant="open")
+            c = self.holding(p)
+            self.assertEqual(c["managed_bytes"], 8 * MiB + 1)
+            # the context, one block, and the range rounded up to 2 MiB
+            self.assertEqual(self.held("open"), 2 * PAGE + 10 * MiB)
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertTrue(wait_for(lambda: self.held("open") == 0), self.ps())
+
+    def test_the_quota_covers_managed_and_plain_memory_together(self):
+        p = self.run_tenant("-n", "5", "-s", str(PAGE), "-c", str(PAGE), "-M", str(58 * MiB),
+                            "-w", "0.5", tenant="open")
+        c = self.holding(p)
+        self.assertEqual(c["managed_bytes"], 58 * MiB)
+        self.assertEqual(c["vidmem_bytes"], 3 * PAGE)  # 2 + 58 + 4 = 64 MiB: two blocks fit
+        self.assertEqual(c["failed"], 3)
+        self.assertEqual(self.held("open"), 64 * MiB)
+        q = self.run_tenant("-n", "0", "-s", str(PAGE), "-c", str(PAGE), "-M", str(2 * MiB),
+                            tenant="open")
+        out, err = q.communicate(timeout=60)  # no room left: not even for its context
+        self.assertNotEqual(q.returncode, 0, out)
+        self.assertEqual(self.held("open"), 64 * MiB)
+        p.communicate(timeout=60)
+        self.assertTrue(wait_for(lambda: self.held("open") == 0), self.ps())
+
+    def test_refused_while_kairosd_cannot_be_asked(self):
+        """on_daemon_down: open with KAIROS_MEM: plain memory under the local quota,
+        managed memory refused (the tenant's policy is kairosd's to say)."""
+        r = fakeapp("-n", "1", "-s", str(PAGE), "-c", str(PAGE), "-M", str(4 * MiB),
+                    KAIROS_TENANT="open", KAIROS_MEM="64M", KAIROS_MANAGED="charge",
+                    **self.d.shim_env(socket="/nonexistent/kairosd.sock",
+                                      on_daemon_down="open"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = counts(r.stdout)
+        self.assertEqual(c["vidmem_bytes"], 2 * PAGE)
+        self.assertEqual(c["managed_bytes"], 0)
+        self.assertEqual(c["managed_errno"], 12)
+        self.assertIn("kairosd cannot be asked", r.stderr)
+
+    def test_standalone_asks_for_itself(self):
+        """KAIROS_MEM without a tenant: KAIROS_MANAGED=charge is the process's own
+        choice, charged against its own quota; a value that cannot be read refuses
+        the GPU rather than guessing."""
+        r = fakeapp("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-M", str(32 * MiB),
+                    KAIROS_MEM="64M", KAIROS_MANAGED="charge")
+        c = counts(r.stdout)
+        self.assertEqual(c["managed_bytes"], 32 * MiB, r.stderr)
+        self.assertEqual(c["vidmem_bytes"], 32 * MiB)  # the context and 15 blocks: 64 in all
+        r = fakeapp("-n", "1", "-c", str(PAGE), "-M", str(2 * MiB), KAIROS_MEM="64M")
+        self.assertEqual(counts(r.stdout)["managed_bytes"], 0)
+        self.assertIn("set KAIROS_MANAGED=charge", r.stderr)
+        r = fakeapp("-n", "1", KAIROS_MEM="64M", KAIROS_MANAGED="yes")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("KAIROS_MANAGED='yes' is neither charge nor refuse", r.stderr)
+
+    def test_an_administrator_changes_the_policy_at_run_time(self):
+        def tenant_set(policy, **kw):
+            return subprocess.run([KAIROS, "tenant", "set", "team", "--managed", policy,
+                                   "--socket", self.d.socket], capture_output=True, text=True,
+                                  timeout=60, **kw)
+
+        def nobody():
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+
+        r = tenant_set("charge", preexec_fn=nobody)  # not an administrator
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("permission denied", r.stderr)
+        r = tenant_set("charge")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("managed memory allowed, charged in full", r.stderr)
+        p = self.run_tenant("-n", "0", "-c", str(PAGE), "-M", str(4 * MiB), "-w", "0.5")
+        self.assertEqual(self.holding(p)["managed_bytes"], 4 * MiB)
+        p.communicate(timeout=60)
+        self.assertEqual(tenant_set("refuse").returncode, 0)
+        p = self.run_tenant("-n", "0", "-c", str(PAGE), "-M", str(4 * MiB))
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(counts(out)["managed_bytes"], 0, err)
+        r = subprocess.run([KAIROS, "tenant", "set", "team", "--managed", "sometimes",
+                            "--socket", self.d.socket], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("expected refuse", r.stderr)
+
+
 class WithFakeGpu(unittest.TestCase):
     """kairosd with a scripted GPU backend standing in for NVML's process list."""
     GPU = "gpu 0 GPU-fake-0000 85899345920\n"

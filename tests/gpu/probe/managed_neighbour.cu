@@ -5,6 +5,10 @@
 //                     memory cudaMemGetInfo reports ("pass i ms=... free_mib=...")
 //   fill MAX_MIB:     cudaMalloc 1 GiB blocks until refused or MAX_MIB is reached, print
 //                     what it got ("filled_mib=..."), hold it 3 s, touch it, free it
+//   tenant MIB SECONDS: as a Kairos tenant (tests/gpu/managed.sh): cudaMallocManaged(MIB)
+//                     ("managed=ok" or "managed=<the error>"), touch it all from the GPU,
+//                     then a plain cudaMalloc of 64 MiB ("plain=...": the context still
+//                     works), print "holding" and hold both SECONDS
 // If `fill` gets more than the free memory seen before `hold` touched its pages, the
 // driver evicted managed pages for the neighbour's plain allocations.
 #include <cuda_runtime.h>
@@ -81,12 +85,41 @@ static int fill(size_t max_mib)
     return 0;
 }
 
+static int tenant(size_t mib, int seconds)
+{
+    size_t f0 = 0, total = 0;
+    cudaFree(0);
+    cudaMemGetInfo(&f0, &total);
+    char *p = NULL, *q = NULL;
+    cudaError_t e = cudaMallocManaged(&p, mib << 20);
+    printf("tenant total_mib=%zu free_mib=%zu managed_mib=%zu managed=%s\n", total >> 20,
+           f0 >> 20, mib, e ? cudaGetErrorName(e) : "ok");
+    cudaGetLastError();
+    if (!e) {
+        touch<<<264, 256>>>(p, mib << 20);
+        cudaError_t t = cudaDeviceSynchronize();
+        printf("touched=%s free_mib=%zu\n", t ? cudaGetErrorName(t) : "ok", free_mib());
+    }
+    cudaError_t m = cudaMalloc(&q, 64 << 20);
+    printf("plain=%s\nholding\n", m ? cudaGetErrorName(m) : "ok");
+    fflush(stdout);
+    sleep(seconds);
+    if (p)
+        cudaFree(p);
+    if (q)
+        cudaFree(q);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "tenant"))
+        return tenant(strtoull(argv[2], NULL, 10), atoi(argv[3]));
     if (argc >= 4 && !strcmp(argv[1], "hold"))
         return hold(strtoull(argv[2], NULL, 10), atoi(argv[3]));
     if (argc >= 3 && !strcmp(argv[1], "fill"))
         return fill(strtoull(argv[2], NULL, 10));
-    fprintf(stderr, "usage: managed_neighbour hold MIB SECONDS | fill MAX_MIB\n");
+    fprintf(stderr,
+            "usage: managed_neighbour hold MIB SECONDS | fill MAX_MIB | tenant MIB SECONDS\n");
     return 2;
 }

@@ -199,6 +199,27 @@ static void test_compute(void **state)
     config_free(&c);
 }
 
+/* managed: refuse (the default) or charge; anything else is refused with both. */
+static void test_managed(void **state)
+{
+    (void)state;
+    static const char text[] = "tenants:\n  - name: a\n    memory: { 0: 1G }\n"
+                               "    managed: charge\n"
+                               "  - name: b\n    managed: refuse\n"
+                               "  - name: c\n";
+    struct config c;
+    char err[512];
+    assert_int_equal(config_parse("t.yaml", text, strlen(text), &c, err, sizeof err), 0);
+    assert_true(c.tenants[0].managed_charge);
+    assert_false(c.tenants[1].managed_charge);
+    assert_false(c.tenants[2].managed_charge);
+    config_free(&c);
+    bad("tenants:\n  - name: t\n    managed: yes\n", "bad.yaml:3:",
+        "managed: 'yes' is neither refuse");
+    bad("tenants:\n  - name: t\n    managed: [charge]\n", "bad.yaml:3:",
+        "managed: refuse or managed: charge");
+}
+
 static void test_members(void **state)
 {
     (void)state;
@@ -244,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_compute),
         cmocka_unit_test(test_members),
+        cmocka_unit_test(test_managed),
         cmocka_unit_test(test_document_markers),
         cmocka_unit_test(test_connection_settings),
         cmocka_unit_test(test_load_missing),

@@ -146,6 +146,17 @@ static void test_field_refusals(void **state)
     c.gpu = 0;
     c.bytes = UINT64_MAX;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CHARGE, &c, sizeof c), "absurd");
+    c.bytes = 1;
+    c.flags = KAIROS_CHARGE_MANAGED;
+    assert_int_equal(check(pack(KAIROS_MSG_CHARGE, &c, sizeof c)), 0);
+    c.flags = 0x2;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CHARGE, &c, sizeof c), "unknown flags");
+    struct kairos_tenant_set ts = {.n_gpus = 1, .quota = {KAIROS_QUOTA_KEEP}};
+    strcpy(ts.tenant, "t");
+    ts.flags = KAIROS_TENANT_MANAGED_CHARGE;
+    assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &ts, sizeof ts)), 0);
+    ts.flags = KAIROS_TENANT_MANAGED_CHARGE | KAIROS_TENANT_MANAGED_REFUSE;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &ts, sizeof ts), "choose one");
 
     struct kairos_commit m = {.gpu = 0, .ok = 2};
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_COMMIT, &m, sizeof m), "0 or 1");

@@ -1,5 +1,5 @@
 /* test_state.c - the state file: round trip of run-time tenants and their compute
- * policies (config tenants are not written); corrupt, truncated, garbage, oversized
+ * policies and managed-memory policy (config tenants are not written); corrupt, truncated, garbage, oversized
  * files set aside without touching the tenants already known; one bad entry (a GPU
  * the node lacks, a tenant beyond the limit) set aside alone; a bad compute policy
  * refused alone, its tenant and the other policies kept; a failed write leaves the
@@ -50,7 +50,8 @@ static void test_round_trip(void **state)
     ledger_init(&a, 2);
     struct ledger_tenant *t;
     assert_int_equal(ledger_tenant_add(&a, "cfg", q1, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(ledger_tenant_add(&a, "job", q1, 0, NULL), 0);
+    assert_int_equal(ledger_tenant_add(&a, "job", q1, 0, &t), 0);
+    t->managed_charge = true;
     assert_int_equal(ledger_tenant_add(&a, "run-1", q2, LEDGER_TENANT_EPHEMERAL, &t), 0);
     t->owner_pid = 4242;
     assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
@@ -65,6 +66,8 @@ static void test_round_trip(void **state)
     assert_int_equal(job->quota[1], 5);
     assert_int_equal(run->flags, LEDGER_TENANT_EPHEMERAL);
     assert_int_equal(run->owner_pid, 4242);
+    assert_true(job->managed_charge); /* managed: charge kept; refuse, the default, too */
+    assert_false(run->managed_charge);
     assert_int_equal(ledger_tenant_find(&b, "cfg")->quota[0], 0); /* not from the file */
     ledger_fini(&a);
     ledger_fini(&b);
