@@ -184,6 +184,68 @@ static void test_windows_with_a_latency_tenant(void **state)
     assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + 2000 + 2 * 120 + 10);
 }
 
+/* The same with the shims' runnable reports (measure: userd), in windows and in
+ * auto mode: the two windowed tenants' windows fill the period between them
+ * (their debts are shares of what the windows delivered among the windowed
+ * tenants; counting the latency tenant's target left a hole of 5 ms per period,
+ * 93.7 % busy) and the latency tenant is never paused in either mode. */
+static void test_latency_tenant_with_reports(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"windows", "auto"};
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        char yaml[1024];
+        snprintf(yaml, sizeof yaml,
+                 "seconds: 10\nmode: %s\nmeasure: userd\ntenants:\n"
+                 "  - { name: infer, compute: { share: 25%%, priority: latency }, load: requests, "
+                 "work_us: 2000, gap_us: 20000 }\n"
+                 "  - { name: a, compute: { share: 50%% }, load: deep }\n"
+                 "  - { name: b, compute: { share: 25%%, priority: batch }, load: deep }\n",
+                 modes[k]);
+        run_text(yaml, &r, &sc);
+        double ratio = r.t[1].gpu / r.t[2].gpu;
+        print_message("  %s: latency p95 %llu us (solo %llu); a %.2f%% b %.2f%% (%.2f:1), "
+                      "busy %.1f%%\n", modes[k], (unsigned long long)r.t[0].lat_p95_us,
+                      (unsigned long long)r.t[0].lat_solo_us, r.t[1].gpu * 100, r.t[2].gpu * 100,
+                      ratio, r.busy * 100);
+        assert_true(ratio > 1.85 && ratio < 2.15);
+        assert_true(r.busy >= 0.965);
+        assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + 2000 + 2 * 120 + 10);
+    }
+}
+
+/* Auto mode next to saturating training (etc/sim/latency-auto.yaml): the latency
+ * tenant waits behind each training timeslice, so it runs below what it wanted;
+ * that must not window (pause) it: its latency stays what timeslices give. */
+static void test_auto_protects_a_latency_tenant(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "seconds: 20\nmode: %s\nmeasure: userd\ntenants:\n"
+        "  - { name: infer, compute: { share: 50%%, priority: latency }, load: requests, "
+        "work_us: 4000, gap_us: 10000 }\n"
+        "  - { name: train, compute: { share: 50%%, priority: batch }, load: deep }\n";
+    struct sim_result r[2];
+    static const char *const modes[] = {"auto", "timeslices"};
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_scenario sc;
+        char text[1024];
+        snprintf(text, sizeof text, yaml, modes[k]);
+        run_text(text, &r[k], &sc);
+        print_message("  %s: latency p50 %llu us p95 %llu us (solo %llu), train %.1f%%, "
+                      "busy %.1f%%\n", modes[k], (unsigned long long)r[k].t[0].lat_p50_us,
+                      (unsigned long long)r[k].t[0].lat_p95_us,
+                      (unsigned long long)r[k].t[0].lat_solo_us, r[k].t[1].gpu * 100,
+                      r[k].busy * 100);
+    }
+    /* solo + one batch timeslice + two switches + a step, as in timeslices */
+    assert_true(r[0].t[0].lat_p95_us <= r[0].t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 120 + 10);
+    assert_true(r[0].t[0].lat_p95_us <= r[1].t[0].lat_p95_us + 10);
+    assert_true(r[0].t[1].gpu >= 0.55); /* training keeps what the requests leave */
+}
+
 static void test_eight_equal(void **state)
 {
     (void)state;
@@ -311,6 +373,8 @@ int main(void)
         cmocka_unit_test(test_four_deep),
         cmocka_unit_test(test_windows_as_kairosd_sees_the_gpu),
         cmocka_unit_test(test_windows_with_a_latency_tenant),
+        cmocka_unit_test(test_latency_tenant_with_reports),
+        cmocka_unit_test(test_auto_protects_a_latency_tenant),
         cmocka_unit_test(test_eight_equal),
         cmocka_unit_test(test_shallow_70_30),
         cmocka_unit_test(test_three_shallow_and_mixed),
