@@ -18,9 +18,12 @@ ResNet-50 training (batch 256) against its solo p99, natively, under MPS (a
 private control daemon) and under Kairos in each time mode.
 Issue 11 cases: lending (an idle PyTorch process that holds a context next to a
 deep kernel stream; a tenant that idles, then runs: how soon it has its share
-back), long kernels (200 ms work-bounded kernels under a 30 % limit: work done as
-a fraction of solo), and every tenant of every run must end by itself (a lost
-doorbell ring would hang one: "failures" in the results).
+back), long kernels (170 ms work-bounded kernels under a 30 % limit, alone and next
+to a deep tenant: work done as a fraction of solo, the SM clock beside solo's),
+bursty inference (share 50 %, busy spells and idle ones) next to training: its part
+of the busy time in its spells, what training gets while it idles; and every tenant
+of every run must end by itself (a lost doorbell ring would hang one: "failures"
+in the results).
 Writes OUT/compute-results.json and prints a table last.
 Usage: compute_bench.py --bin DIR --out DIR [--seconds S] [--only NAME,...]
                         [--modes native,kairos-timeslices,kairos-windows]
