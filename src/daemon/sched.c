@@ -204,8 +204,46 @@ static void fill_targets(struct sched_gpu *g)
  * active in the last period: on the H200, NVML's samples (every ~200 ms) made the
  * active set flicker, and slices recomputed from it swung between 250 us and 3 ms,
  * each switch costing throughput. */
+static bool latency_present(const struct sched_gpu *g)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present && g->t[i].pol.prio == SCHED_PRIO_LATENCY)
+            return true;
+    return false;
+}
+
+/* Without a latency tenant, in the auto mode: slices that fill the period. The active tenants' slices, in the ratio of their shares, plus a switch
+ * each, make k rounds of exactly period / k (k the fewest rounds that keep every
+ * slice within SCHED_TS_MAX_US): deep queues then get their shares in every 100 ms
+ * window, and the GPU loses one switch per tenant per round (0.96 % with 8 tenants
+ * at the H200's ~120 us a switch), where 1 ms slices lost 12 %. 0 when the rule
+ * does not apply. */
+static uint64_t filling_timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    if (g->mode != SCHED_MODE_AUTO || !t->active || latency_present(g))
+        return 0; /* TIMESLICES keeps 1 ms units: fine-grained, an operator's choice */
+    double wsum = 0, wmax = 0;
+    unsigned n = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present && g->t[i].active) {
+            wsum += weight(&g->t[i]);
+            wmax = fmax(wmax, weight(&g->t[i]));
+            n++;
+        }
+    if (n < 2 || wsum <= 0)
+        return 0;
+    double P = g->period_us, k = 1;
+    while (wmax / wsum * (P / k - n * SCHED_SWITCH_US) > SCHED_TS_MAX_US)
+        k++;
+    double ts = weight(t) / wsum * (P / k - n * SCHED_SWITCH_US);
+    return ts >= SCHED_TS_UNIT_US ? (uint64_t)llround(ts) : 0;
+}
+
 static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
 {
+    uint64_t fill = filling_timeslice(g, t);
+    if (fill)
+        return fill;
     double wmin = 1.0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (g->t[i].present && g->t[i].pol.share > 0)
