@@ -421,6 +421,37 @@ static void test_limit_with_idle_neighbour(void **state)
     assert_true(r.t[0].gpu >= 0.30 - 0.01); /* the pause's cost; the H200: 29.80 % */
 }
 
+/* Kernels longer than a window (200 ms, 8 queued then a sync: the GPU suite's
+ * long-kernels-30) under a 30 % limit, with the shims' reports: alone, alone with
+ * a pause that lands 5 ms late, and next to a deep neighbour. The pause preempts
+ * a running kernel (as on the H200: bench/results/2026-12-02-h200-probe) and the
+ * overrun is charged to the next periods once: the limit holds within 1 pp (the
+ * H200's 0.219 of solo is not the scheduler's accounting). */
+static void test_long_kernels_under_a_limit(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "seconds: 20\nmode: windows\nmeasure: userd\ntenants:\n"
+        "  - { name: capped, compute: { limit: 30% }, load: shallow, work_us: 1600000, "
+        "gap_us: 100 }\n",
+        "seconds: 20\nmode: windows\nmeasure: userd\ngpu: { disable_us: 5000 }\ntenants:\n"
+        "  - { name: capped, compute: { limit: 30% }, load: shallow, work_us: 1600000, "
+        "gap_us: 100 }\n",
+        "seconds: 20\nmode: auto\nmeasure: userd\ntenants:\n"
+        "  - { name: capped, compute: { share: 30%, limit: 30% }, load: shallow, "
+        "work_us: 1600000, gap_us: 100 }\n"
+        "  - { name: other, compute: { share: 70% }, load: deep }\n",
+    };
+    for (size_t k = 0; k < 3; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        run_text(cases[k], &r, &sc);
+        print_message("  case %zu: capped at %.2f%% of the GPU (largest window %.2f%%)\n", k,
+                      r.t[0].gpu * 100, r.t[0].gpu_max * 100);
+        assert_true(fabs(r.t[0].gpu - 0.30) <= 0.01);
+    }
+}
+
 static void test_arrivals_and_departures(void **state)
 {
     (void)state;
@@ -473,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_three_shallow_and_mixed),
         cmocka_unit_test(test_idle_time_lent),
         cmocka_unit_test(test_limit_with_idle_neighbour),
+        cmocka_unit_test(test_long_kernels_under_a_limit),
         cmocka_unit_test(test_arrivals_and_departures),
         cmocka_unit_test(test_latency_tenant_first),
     };
