@@ -70,7 +70,9 @@ class Kinds:
         if kind == "deep-late":  # alive from the start, idle for the first half
             start_at, seconds = start_at + seconds / 2, seconds / 2
         if kind in STREAM_KINDS:
-            batch = {"deep": "256", "deep-late": "256", "bursty": "64"}.get(kind, "8")
+            # bursty: deep in its spells (the simulator's bursty load; a server with
+            # requests queued back to back), its edges blurred by one batch (26 ms)
+            batch = "256" if kind in ("deep", "deep-late", "bursty") else "8"
             spin = ["--work", str(LONG_WORK)] if kind == "long" else []
             if kind == "bursty":
                 spin = ["--burst-ms", str(BURST_MS), "--idle-ms", str(IDLE_MS)]
