@@ -40,11 +40,6 @@
  * starved by a deep one's slices runs a few percent, and two shallow queues
  * alternate batch for batch (~45 % each: below 70 % of a 70 % share). */
 #define COARSE_DRIFT 0.7
-/* ... and one that waited while NVML saw it run nothing for 2 s (samples of the
- * last second, each tick) is behind too: with a sample every ~200 ms, a deep
- * queue at 25 % in 3:1 slices goes unseen for a second now and then (0.75^5), for
- * three seconds rarely (0.75^15, 1.3 %); a starved one nearly always. */
-#define UNSEEN_PERIODS 20
 #define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
 #define DEBT_GAIN 0.5
@@ -283,8 +278,7 @@ static bool unsatisfied(const struct sched_gpu *g, const struct sched_tenant *t,
     double ran = (double)u->used_us / g->period_us;
     if (u->used_coarse && !latency_present(g)) /* NVML's, and slices that fill the
                                                  * period: only a clear shortfall */
-        return waited > 0.05 && (u->used_us > 0 ? ran < COARSE_DRIFT * t->target
-                                                : t->unseen >= UNSEEN_PERIODS);
+        return waited > 0.05 && u->used_us > 0 && ran < COARSE_DRIFT * t->target;
     return waited > 0.05 && ran < t->target - DRIFT_ERR;
 }
 
@@ -409,9 +403,6 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
             continue;
         busy += (double)use[i].used_us;
         t->active = seen_active(g, &use[i]);
-        bool waited = use[i].runnable_us != SCHED_RUNNABLE_UNKNOWN &&
-                      use[i].runnable_us > use[i].used_us + g->period_us / 20;
-        t->unseen = use[i].used_coarse && !use[i].used_us && waited ? t->unseen + 1 : 0;
         if (t->active)
             mask |= 1ull << i;
     }

@@ -77,7 +77,6 @@ struct sched_tenant {
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
     bool spans;           /* has a policy on other GPUs too: its window comes first */
-    unsigned unseen;      /* consecutive periods it waited and NVML saw it run 0 */
 };
 
 struct sched_gpu {
