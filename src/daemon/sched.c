@@ -31,15 +31,6 @@
 #define ACTIVE_MIN 0.02      /* wanted at least 2 % of the period */
 #define DRIFT_ERR 0.02       /* 2 percentage points below target */
 #define DRIFT_PERIODS 3
-/* With NVML's coarse use (on a GPU: the shims report runnable time, not run time)
- * and timeslices that fill the period (no latency tenant: with one, the 1 ms
- * slices lose more than windows and any shortfall moves to windows), a tenant is
- * behind only when NVML saw it run below 70 % of its target: NVML read a 75/25
- * pair in 3:1 timeslices as 80/20 (its noise, not a drift) and leaves a running
- * process out of its samples for seconds (0 says nothing), while a shallow queue
- * starved by a deep one's slices runs a few percent, and two shallow queues
- * alternate batch for batch (~45 % each: below 70 % of a 70 % share). */
-#define COARSE_DRIFT 0.7
 #define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
 #define DEBT_GAIN 0.5
@@ -276,9 +267,6 @@ static bool unsatisfied(const struct sched_gpu *g, const struct sched_tenant *t,
                                                                            : u->runnable_us)) /
                     g->period_us;
     double ran = (double)u->used_us / g->period_us;
-    if (u->used_coarse && !latency_present(g)) /* NVML's, and slices that fill the
-                                                 * period: only a clear shortfall */
-        return waited > 0.05 && u->used_us > 0 && ran < COARSE_DRIFT * t->target;
     return waited > 0.05 && ran < t->target - DRIFT_ERR;
 }
 

@@ -86,44 +86,6 @@ static void test_timeslices_ignore_who_was_seen_active(void **state)
     }
 }
 
-/* Auto mode on a GPU: runnable time from the shims, use from NVML (coarse). What
- * NVML read of a 75/25 pair of deep queues in 3:1 timeslices (80/20), or a tenant
- * absent from its samples (0), is no drift: the filling slices stay; a tenant
- * that waited and that NVML saw run far below its target (a shallow queue starved
- * by the others' slices) moves the GPU to windows. */
-static void test_auto_drift_from_coarse_use(void **state)
-{
-    (void)state;
-    struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &p75);
-    sched_tenant_set(&g, 1, &p25);
-    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
-    for (unsigned i = 0; i < 2; i++) {
-        use[i].runnable_us = SCHED_PERIOD_US; /* the shims: work queued throughout */
-        use[i].used_coarse = true;
-        use[i].unpaused_us = SCHED_PERIOD_US;
-    }
-    use[0].used_us = 80000;
-    use[1].used_us = 20000;
-    for (int i = 0; i < 10; i++) {
-        sched_tick(&g, use);
-        assert_false(g.windows);
-    }
-    use[0].used_us = 99000; /* b absent from NVML's samples */
-    use[1].used_us = 0;
-    for (int i = 0; i < 10; i++) {
-        sched_tick(&g, use);
-        assert_false(g.windows);
-    }
-    use[0].used_us = 92000; /* b starved: NVML saw it at 5 % of a 25 % target */
-    use[1].used_us = 5000;
-    for (int i = 0; i < 6; i++)
-        sched_tick(&g, use);
-    assert_true(g.windows);
-    assert_int_equal(g.t[0].dec.duty_us + g.t[1].dec.duty_us, SCHED_PERIOD_US);
-}
-
 /* Slices that fill the period only without a latency tenant, and in the auto
  * mode only (timeslices keeps its 1 ms units, windows needs none): with one, the old rule (the smallest share 1 ms) keeps every
  * other tenant's slice short, so that a request waits at most one of them. */
@@ -416,7 +378,6 @@ int main(void)
         cmocka_unit_test(test_latency_first_and_long_batch_short),
         cmocka_unit_test(test_auto_never_pauses_a_latency_tenant),
         cmocka_unit_test(test_filling_slices_only_without_latency),
-        cmocka_unit_test(test_auto_drift_from_coarse_use),
         cmocka_unit_test(test_windows_in_the_ratio_unmoved_by_coarse_figures),
         cmocka_unit_test(test_windows_kept_while_the_process_lives),
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
