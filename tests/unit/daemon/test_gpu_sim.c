@@ -363,6 +363,15 @@ static void test_shallow_70_30(void **state)
              "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 500, gap_us: 50 }\n",
              &r, &sc);
     assert_converged(&sc, &r, ERR_P95_PP);
+    /* as on a GPU (the shims' runnable time, coarse use): the two alternate batch
+     * for batch in the slices that fill the period, a falls behind and auto moves
+     * them to windows */
+    run_text("seconds: 20\nmeasure: userd\ntenants:\n"
+             "  - { name: a, compute: { share: 70% }, load: shallow, work_us: 500, gap_us: 50 }\n"
+             "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 500, gap_us: 50 }\n",
+             &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_PP);
+    assert_true(r.t[0].gpu > 0.6); /* windows: 63 %, not the ~45 % of alternating */
 }
 
 /* Shallow tenants cannot fill their windows: the charged shares (whole windows)
