@@ -295,12 +295,13 @@ class Bench:
             window = [e for e, _ in stamps if e >= start_at * 1e9]
             n = len(window)
             lat = [lat / 1e6 for _, lat in stamps if lat is not None]
+            span = secs
             if kind == "long":  # the rate between kernel ends: no tail after the run
-                n, secs = rate_span(window, secs)
+                n, span = rate_span(window, secs)
             self.solo[kind] = {
                 "units": n,
-                "units_per_s": n / secs if secs else float("nan"),
-                "unit_ns": secs * 1e9 / n if n else float("nan"),
+                "units_per_s": n / span if span else float("nan"),
+                "unit_ns": span * 1e9 / n if n else float("nan"),
                 "p50_ms": percentile(lat, 0.5) if lat else None,
                 "p99_ms": percentile(lat, 0.99) if lat else None,
             }
