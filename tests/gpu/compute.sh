@@ -12,8 +12,10 @@
 # Kairos), latency-kairos (only Kairos with a latency priority, in each time mode),
 # lend, long (170 ms kernels under a 30 % limit, alone and next to a deep tenant, SM
 # clock sampled), bursty (bursty inference at share 50 % next to training).
-# Issue 11's second run (about 5-6 minutes on the H200 at COMPUTE_SECONDS=4):
-#   COMPUTE_SECONDS=4 COMPUTE_ONLY=40-30-20-10,8-equal,bursty,latency-kairos,long \
+# Issue 11's second run (about 5.5 minutes on the H200 at COMPUTE_SECONDS=4; the
+# harness alone, with stand-in tenants, took 176 s without latency-kairos, which
+# adds ~110 s of PyTorch runs; ~35 s less without 75-25-deep):
+#   COMPUTE_SECONDS=4 COMPUTE_ONLY=75-25-deep,40-30-20-10,8-equal,bursty,latency-kairos,long \
 #     scripts/gpu-suite compute
 # (kernel_stream must know --burst-ms: scripts/gpu-carry rebuilds it.)
 $python tests/gpu/compute_bench.py --bin "$bin" --out "$OUT" \
