@@ -20,6 +20,7 @@
 #define SCHED_TS_MAX_US 20000u   /* largest timeslice (tested on the H200) */
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
+#define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
 
 /* How shares are enforced when tenants compete:

@@ -3,13 +3,21 @@
 # kind of tenant alone, then each mix natively and under kairosd in the same run,
 # a 30 % limit next to an idle neighbour, a lone tenant's overhead, inference
 # latency next to saturating training (native, MPS, Kairos in each mode), lending
-# (an idle PyTorch process next to a kernel stream; a tenant idle then busy) and
-# 200 ms kernels under a 30 % limit. Writes $OUT/compute-results.json and the
-# per-run logs under $OUT/compute-runs.tar.gz; prints a table last.
+# (an idle PyTorch process next to a kernel stream; a tenant idle then busy),
+# 170 ms kernels under a 30 % limit and bursty inference next to training. Writes
+# $OUT/compute-results.json and the per-run logs under $OUT/compute-runs.tar.gz;
+# prints a table last.
 # COMPUTE_ONLY picks cases: mix names (75-25-deep, 70-30-deep-shallow, 40-30-20-10,
-# 8-equal, 70-30-matmul-train, 40-30-20-10-torch), limit, lone, latency, lend, long.
-# Issue 11's run (about 7 minutes on the H200):
-#   COMPUTE_ONLY=lend,long,latency,75-25-deep,40-30-20-10,8-equal scripts/gpu-suite compute
+# 8-equal, 70-30-matmul-train, 40-30-20-10-torch), limit, lone, latency (native, MPS and
+# Kairos), latency-kairos (only Kairos with a latency priority, in each time mode),
+# lend, long (170 ms kernels under a 30 % limit, alone and next to a deep tenant, SM
+# clock sampled), bursty (bursty inference at share 50 % next to training).
+# Issue 11's second run (about 5.5 minutes on the H200 at COMPUTE_SECONDS=4; the
+# harness alone, with stand-in tenants, took 176 s without latency-kairos, which
+# adds ~110 s of PyTorch runs; ~35 s less without 75-25-deep):
+#   COMPUTE_SECONDS=4 COMPUTE_ONLY=75-25-deep,40-30-20-10,8-equal,bursty,latency-kairos,long \
+#     scripts/gpu-suite compute
+# (kernel_stream must know --burst-ms: scripts/gpu-carry rebuilds it.)
 $python tests/gpu/compute_bench.py --bin "$bin" --out "$OUT" \
   --seconds "${COMPUTE_SECONDS:-6}" ${COMPUTE_ONLY:+--only "$COMPUTE_ONLY"} \
   ${COMPUTE_MODES:+--modes "$COMPUTE_MODES"}

@@ -18,9 +18,12 @@ ResNet-50 training (batch 256) against its solo p99, natively, under MPS (a
 private control daemon) and under Kairos in each time mode.
 Issue 11 cases: lending (an idle PyTorch process that holds a context next to a
 deep kernel stream; a tenant that idles, then runs: how soon it has its share
-back), long kernels (200 ms work-bounded kernels under a 30 % limit: work done as
-a fraction of solo), and every tenant of every run must end by itself (a lost
-doorbell ring would hang one: "failures" in the results).
+back), long kernels (170 ms work-bounded kernels under a 30 % limit, alone and next
+to a deep tenant: work done as a fraction of solo, the SM clock beside solo's),
+bursty inference (share 50 %, busy spells and idle ones) next to training: its part
+of the busy time in its spells, what training gets while it idles; and every tenant
+of every run must end by itself (a lost doorbell ring would hang one: "failures"
+in the results).
 Writes OUT/compute-results.json and prints a table last.
 Usage: compute_bench.py --bin DIR --out DIR [--seconds S] [--only NAME,...]
                         [--modes native,kairos-timeslices,kairos-windows]
@@ -37,15 +40,22 @@ WINDOW_NS = 100_000_000
 SKIP_NS = 1_500_000_000   # the first 1.5 s: policies arrive and settle
 TAIL_NS = 300_000_000     # the last 0.3 s: tenants stop at slightly different times
 
-KERNEL_KINDS = ("deep", "shallow", "deep-late")  # units are single short kernels
-STREAM_KINDS = KERNEL_KINDS + ("long",)           # kernel_stream tenants
+KERNEL_KINDS = ("deep", "shallow", "deep-late", "bursty")  # units are single short kernels
+STREAM_KINDS = KERNEL_KINDS + ("long",)                     # kernel_stream tenants
 TORCH_KINDS = ("matmul", "train", "infer", "idle", "infer-rand", "trainbig")
-LONG_WORK = 100_000_000  # FMAs per thread: about 200 ms per kernel on the H200
+LONG_WORK = 100_000_000  # FMAs per thread: about 170 ms per kernel on the H200
+BURST_MS, IDLE_MS = 400, 300  # the bursty tenant: busy spells and idle ones
 
 
 def base_kind(kind):
     """The kind whose solo run gives this one's unit cost."""
-    return "deep" if kind == "deep-late" else kind
+    return "deep" if kind in ("deep-late", "bursty") else kind
+
+
+def long_seconds(seconds):
+    """Runs with 170 ms kernels: at 30 % one ends every ~0.6 s, so a few seconds
+    hold too few kernels to measure a rate (4 s runs gave ~4)."""
+    return max(2 * seconds, 8.0)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -60,8 +70,12 @@ class Kinds:
         if kind == "deep-late":  # alive from the start, idle for the first half
             start_at, seconds = start_at + seconds / 2, seconds / 2
         if kind in STREAM_KINDS:
-            batch = "256" if kind in ("deep", "deep-late") else "8"
+            # bursty: deep in its spells (the simulator's bursty load; a server with
+            # requests queued back to back), its edges blurred by one batch (26 ms)
+            batch = "256" if kind in ("deep", "deep-late", "bursty") else "8"
             spin = ["--work", str(LONG_WORK)] if kind == "long" else []
+            if kind == "bursty":
+                spin = ["--burst-ms", str(BURST_MS), "--idle-ms", str(IDLE_MS)]
             return [self.stream, "--seconds", str(seconds), "--alloc-mib", "64", "--batch", batch,
                     "--start-at", f"{start_at:.3f}", "--stamps", stamps] + spin
         extra = []
@@ -120,6 +134,47 @@ def percentile(values, q):
     return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
 
 
+def rate_span(ends, seconds):
+    """(kernels, seconds) between the first and the last kernel end: a rate with no
+    part-kernel at either end (long kernels: a few per run)."""
+    if len(ends) < 2:
+        return len(ends), seconds
+    return len(ends) - 1, (ends[-1] - ends[0]) / 1e9
+
+
+class Clocks:
+    """The GPU's SM clock sampled every 50 ms by nvidia-smi while a run goes on."""
+
+    def __init__(self, path):
+        self.path = path
+        self.f = open(path, "w")
+        try:
+            self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm",
+                                       "--format=csv,noheader,nounits", "-lms", "50"],
+                                      stdout=self.f, stderr=subprocess.DEVNULL)
+        except OSError:
+            self.p = None
+
+    def stop(self, t_from, t_to):
+        """Mean and lowest SM clock (MHz) of the samples in [t_from + 1.5 s, t_to)."""
+        if self.p:
+            self.p.terminate()
+            self.p.wait()
+        self.f.close()
+        mhz = []
+        with open(self.path) as f:
+            for line in f:
+                parts = [x.strip() for x in line.split(",")]
+                try:
+                    t = time.mktime(time.strptime(parts[0].split(".")[0], "%Y/%m/%d %H:%M:%S"))
+                    if t_from + SKIP_NS / 1e9 <= t < t_to:
+                        mhz.append(float(parts[1]))
+                except (ValueError, IndexError):
+                    continue
+        return {"mean_mhz": sum(mhz) / len(mhz) if mhz else float("nan"),
+                "min_mhz": min(mhz) if mhz else float("nan"), "samples": len(mhz)}
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -133,12 +188,14 @@ class Bench:
 
     # ---- running tenants -------------------------------------------------------------
 
-    def run_tenants(self, name, tenants, kairos_cfg=None, time_mode=None, env_extra=None):
+    def run_tenants(self, name, tenants, kairos_cfg=None, time_mode=None, env_extra=None,
+                    seconds=None):
         """tenants: [(tenant_name, kind)]. Runs them together, natively or (with
         kairos_cfg, the tenants' policies) each under `kairos run`; returns
         [(tenant_name, kind, stamps, stdout+stderr)]. A tenant that does not end by
-        itself (a lost doorbell ring hangs it) or fails is listed in "failures"."""
-        s = self.args.seconds
+        itself (a lost doorbell ring hangs it) or fails is listed in "failures".
+        seconds: this run's length (default --seconds)."""
+        s = seconds or self.args.seconds
         daemon = (self.start_daemon(name, kairos_cfg, time_mode) if kairos_cfg is not None
                   else None)
         start_at = time.time() + Kinds.ready_s([k for _, k in tenants])
@@ -230,25 +287,35 @@ class Bench:
 
     def solo_runs(self, kinds):
         for kind in kinds:
-            start_at, out = self.run_tenants(f"solo-{kind}", [("t0", kind)])
+            secs = long_seconds(self.args.seconds) if kind == "long" else self.args.seconds
+            clocks = Clocks(os.path.join(self.work, f"clocks-solo-{kind}.csv")) \
+                if kind == "long" else None
+            start_at, out = self.run_tenants(f"solo-{kind}", [("t0", kind)], seconds=secs)
             _, _, stamps, text = out[0]
             window = [e for e, _ in stamps if e >= start_at * 1e9]
             n = len(window)
             lat = [lat / 1e6 for _, lat in stamps if lat is not None]
+            span = secs
+            if kind == "long":  # the rate between kernel ends: no tail after the run
+                n, span = rate_span(window, secs)
             self.solo[kind] = {
                 "units": n,
-                "units_per_s": n / self.args.seconds,
-                "unit_ns": self.args.seconds * 1e9 / n if n else float("nan"),
+                "units_per_s": n / span if span else float("nan"),
+                "unit_ns": span * 1e9 / n if n else float("nan"),
                 "p50_ms": percentile(lat, 0.5) if lat else None,
                 "p99_ms": percentile(lat, 0.99) if lat else None,
             }
-            print(f"  solo {kind:8s} {n / self.args.seconds:10.1f} units/s"
-                  + (f"  p99 {percentile(lat, 0.99):.2f} ms" if lat else ""))
+            if clocks:
+                self.solo[kind]["sm_clock"] = clocks.stop(start_at, start_at + secs)
+            print(f"  solo {kind:8s} {self.solo[kind]['units_per_s']:10.1f} units/s"
+                  + (f"  p99 {percentile(lat, 0.99):.2f} ms" if lat else "")
+                  + (f"  SM clock mean {self.solo[kind]['sm_clock']['mean_mhz']:.0f} MHz"
+                     if clocks else ""))
 
-    def shares(self, start_at, out, targets):
+    def shares(self, start_at, out, targets, seconds=None):
         """Per-window and run share error against targets {tenant: share}."""
         t0 = int(start_at * 1e9) + SKIP_NS
-        t_end = int(start_at * 1e9) + int(self.args.seconds * 1e9) - TAIL_NS
+        t_end = int(start_at * 1e9) + int((seconds or self.args.seconds) * 1e9) - TAIL_NS
         n = max(1, (t_end - t0) // WINDOW_NS)
         per = {}
         for tname, kind, stamps, _ in out:
@@ -379,21 +446,95 @@ class Bench:
         self.results["mixes"][name] = res
 
     def long_limit(self):
-        """200 ms kernels bounded by work (8 at a time, then a sync) under a 30 %
-        limit, alone: work done as a fraction of solo (a pause preempts them, so the
-        limit should hold: the probe measured 0.301 for one 1 s kernel)."""
-        name = "long-kernels-30"
-        start_at, out = self.run_tenants(name, [("capped", "long")],
-                                         {"capped": {"limit": "30%"}}, "windows")
-        r = self.shares(start_at, out, {"capped": 1.0})
-        shim = [line for _, _, _, text in out for line in text.splitlines()
-                if "time control:" in line]
-        self.results["mixes"][name] = {"of_solo": r["of_solo"].get("capped", float("nan")),
-                                       "shim": shim}
-        print(f"  {name:22s} kairos-windows   work done {r['of_solo'].get('capped', 0):.3f} of "
-              f"solo (limit 0.30)")
-        for line in shim:
-            print("   ", line.strip())
+        """170 ms kernels bounded by work (8 at a time, then a sync) under a 30 %
+        limit: work done as a fraction of solo, counted between kernel ends over a
+        run of long_seconds (4 s runs held ~4 kernels). Alone, with the SM clock
+        sampled (nvidia-smi) beside solo's: a GPU idle 70 % of the time may clock
+        down, so the same time on the GPU does less work; and next to a deep tenant
+        (share 70 %), where the GPU never idles. kairosd's last window is printed:
+        whether the scheduler shortened it (an overrun charge) shows there."""
+        secs = long_seconds(self.args.seconds)
+        solo_rate = self.solo["long"]["units_per_s"]
+        res = {}
+        for name, tenants, pol in (
+                ("long-kernels-30", [("capped", "long")], {"capped": {"limit": "30%"}}),
+                ("long-30-next-to-deep", [("capped", "long"), ("other", "deep")],
+                 {"capped": {"share": "30%", "limit": "30%"}, "other": {"share": "70%"}})):
+            clocks = Clocks(os.path.join(self.work, f"clocks-{name}.csv"))
+            start_at, out = self.run_tenants(name, tenants, pol, "windows", seconds=secs)
+            clk = clocks.stop(start_at, start_at + secs)
+            stamps = [e for e, _ in out[0][2] if e >= start_at * 1e9]
+            n, span = rate_span(stamps, secs)
+            r = {"of_solo": (n / span / solo_rate) if span and solo_rate else float("nan"),
+                 "kernels": n, "sm_clock": clk,
+                 "shim": [line for _, _, _, text in out for line in text.splitlines()
+                          if "time control:" in line]}
+            if len(tenants) > 1:
+                r["other_of_solo"] = self.shares(start_at, out, {"capped": 0.3, "other": 0.7},
+                                                 secs)["of_solo"].get("other", float("nan"))
+            res[name] = r
+            self.show_feedback(name)
+            print(f"  {name:22s} kairos-windows   work done {r['of_solo']:.3f} of solo (limit "
+                  f"0.30, {n} kernels), SM clock mean {clk['mean_mhz']:.0f} MHz (solo "
+                  f"{self.solo['long'].get('sm_clock', {}).get('mean_mhz', float('nan')):.0f})"
+                  + (f"; neighbour at {r['other_of_solo']:.3f} of solo"
+                     if "other_of_solo" in r else ""))
+            for line in r["shim"]:
+                print("   ", line.strip())
+        self.results["mixes"]["long-kernels-30"] = res["long-kernels-30"]
+        self.results["mixes"]["long-30-next-to-deep"] = res["long-30-next-to-deep"]
+
+    def bursty(self):
+        """Bursty inference at share 50 % next to training: infer is a deep kernel
+        stream in spells of BURST_MS, idle (alive) for IDLE_MS; train a deep stream
+        throughout (share 50 %). Judged per 100 ms window: in the windows inside a
+        spell (but the first, when the share comes back), infer's part of the busy
+        time against 50 % (goal p95 <= 1 pp); in those inside an idle spell (but the
+        first), train's fraction of solo (the idle share lent, goal >= 0.95)."""
+        name = "bursty-50-train"
+        secs = max(self.args.seconds, 6.0)
+        tenants = [("infer", "bursty"), ("train", "deep")]
+        pol = {"infer": {"share": "50%"}, "train": {"share": "50%"}}
+        cycle_ns = (BURST_MS + IDLE_MS) * 1_000_000
+        res = {}
+        for mode in MODES:
+            if self.args.modes and mode not in self.args.modes.split(","):
+                continue
+            start_at, out = self.run_tenants(f"{name}-{mode}", tenants,
+                                             pol if mode != "native" else None, MODES[mode],
+                                             seconds=secs)
+            if "burst_ms=" not in out[0][3]:
+                print(f"  {name}: kernel_stream has no --burst-ms (rebuild it: scripts/gpu-carry)")
+                return
+            r = self.shares(start_at, out, {"infer": 0.5, "train": 0.5}, secs)
+            pw = r["per_window"]
+            t0 = int(start_at * 1e9) + SKIP_NS
+            errs, lent = [], []
+            for k in range(r["windows"]):
+                lo = t0 + k * WINDOW_NS - int(start_at * 1e9)
+                # the spell each end of the window falls in, and where in the cycle
+                c_lo, c_hi = lo // cycle_ns, (lo + WINDOW_NS - 1) // cycle_ns
+                in_lo, in_hi = lo % cycle_ns, (lo + WINDOW_NS - 1) % cycle_ns
+                busy_ns = BURST_MS * 1_000_000
+                if c_lo == c_hi and in_lo >= WINDOW_NS and in_hi < busy_ns:
+                    tot = pw["infer"][k] + pw["train"][k]
+                    if tot > 0:
+                        errs.append(abs(pw["infer"][k] / tot - 0.5) * 100)
+                elif c_lo == c_hi and in_lo >= busy_ns + WINDOW_NS:
+                    lent.append(pw["train"][k])
+            res[mode] = {"busy_err_p50": percentile(errs, 0.5),
+                         "busy_err_p95": percentile(errs, 0.95), "busy_windows": len(errs),
+                         "train_while_idle": sum(lent) / len(lent) if lent else float("nan"),
+                         "idle_windows": len(lent), "aggregate": r["aggregate"],
+                         "run_share": r["run_share"]}
+            x = res[mode]
+            if mode != "native":
+                self.show_feedback(f"{name}-{mode}")
+            print(f"  {name:22s} {mode:17s} infer's part of busy time in its spells: err p50 "
+                  f"{x['busy_err_p50']:5.2f} p95 {x['busy_err_p95']:5.2f} pp ({len(errs)} "
+                  f"windows); train {x['train_while_idle']:.3f} of solo while infer idles "
+                  f"({len(lent)} windows); aggregate {x['aggregate']:.3f}")
+        self.results["mixes"][name] = res
 
     def mps_env(self):
         """Starts a private MPS control daemon; returns (env, stop) or (None, None)."""
@@ -452,9 +593,10 @@ class Bench:
         print(f"  lone {kind:8s} native {rates['native']:.1f}/s kairos {rates['kairos']:.1f}/s "
               f"ratio {ratio:.4f} (overhead {(1 - ratio) * 100:.2f} %)")
 
-    def latency(self):
+    def latency(self, kairos_only=False):
         """ResNet-50 inference requests (random think times) next to saturating
-        ResNet-50 training (batch 256): natively, under MPS, under Kairos."""
+        ResNet-50 training (batch 256): natively, under MPS, under Kairos
+        (kairos_only: only Kairos with a latency priority, in each time mode)."""
         solo_p99 = self.solo["infer-rand"]["p99_ms"]
         lat_pol = {"infer": {"share": "50%", "priority": "latency"},
                    "train": {"share": "50%", "priority": "batch"}}
@@ -465,6 +607,8 @@ class Bench:
                  ("kairos-latency", lat_pol, "windows"),
                  ("kairos-latency-timeslices", lat_pol, "timeslices"),
                  ("kairos-latency-auto", lat_pol, "auto")]
+        if kairos_only:
+            cases = [c for c in cases if c[0].startswith("kairos-latency")]
         res = {"solo_p99_ms": solo_p99}
         for label, pol, time_mode in cases:
             env, stop = self.mps_env() if label == "mps" else (None, None)
@@ -525,10 +669,11 @@ def main():
     b = Bench(args)
     want = lambda n: not only or n in only  # noqa: E731
     kinds = {k for name, (tenants, _) in MIXES.items() if want(name) for _, k in tenants}
-    kinds |= {"deep"} if want("limit") or want("lone") or want("lend") else set()
-    kinds |= {"long"} if want("long") else set()
+    latency = want("latency") or want("latency-kairos")
+    kinds |= {"deep"} if want("limit") or want("lone") or want("lend") or want("bursty") else set()
+    kinds |= {"long", "deep"} if want("long") else set()
     kinds |= {"train"} if want("lone") else set()
-    kinds |= {"trainbig", "infer-rand"} if want("latency") else set()
+    kinds |= {"trainbig", "infer-rand"} if latency else set()
     print("--- compute: solo runs")
     b.solo_runs([k for k in ("deep", "shallow", "long", "matmul", "train", "infer-rand",
                              "trainbig") if k in kinds])
@@ -536,6 +681,8 @@ def main():
     for name, (tenants, targets) in MIXES.items():
         if want(name):
             b.mix(name, tenants, {t: {"share": pct(s)} for t, s in targets.items()}, targets)
+    if want("bursty"):
+        b.bursty()
     if want("lend"):
         b.lend_idle()
         b.lend_then_busy()
@@ -547,8 +694,8 @@ def main():
         for kind in ("deep", "train"):
             if kind in b.solo:
                 b.lone_overhead(kind)
-    if want("latency"):
-        b.latency()
+    if latency:
+        b.latency(kairos_only=not want("latency"))
     b.results["solo"] = b.solo
     with open(os.path.join(args.out, "compute-results.json"), "w") as f:
         json.dump(b.results, f, indent=1)
@@ -582,9 +729,18 @@ def table(r):
             else:
                 print(f"{name:22s} {mode:17s} neighbour {x['b_while_a_idle']:.3f} while idle; "
                       f"share back after {x['a_back_after_windows']} window(s)")
-    if "long-kernels-30" in r["mixes"]:
-        print(f"long kernels, limit 30 %  work {r['mixes']['long-kernels-30']['of_solo']:.3f} "
-              "of solo")
+    for mode, x in r["mixes"].get("bursty-50-train", {}).items():
+        print(f"{'bursty-50-train':22s} {mode:17s} busy-time err p50 {x['busy_err_p50']:.2f} "
+              f"p95 {x['busy_err_p95']:.2f} pp (goal p95 <= 1); train {x['train_while_idle']:.3f} "
+              f"of solo while infer idles; aggr {x['aggregate']:.3f}")
+    solo_clk = r.get("solo", {}).get("long", {}).get("sm_clock", {}).get("mean_mhz", float("nan"))
+    for name in ("long-kernels-30", "long-30-next-to-deep"):
+        if name in r["mixes"]:
+            x = r["mixes"][name]
+            clk = x.get("sm_clock", {}).get("mean_mhz", float("nan"))
+            print(f"{name:22s} limit 30 %: work {x['of_solo']:.3f} of solo, SM clock {clk:.0f} "
+                  f"MHz (solo {solo_clk:.0f})" + (f", neighbour {x['other_of_solo']:.3f} of solo"
+                                                  if "other_of_solo" in x else ""))
     fails = r.get("failures", [])
     print(f"tenants that hung or failed (a lost doorbell ring hangs one): "
           f"{len(fails)} {' '.join(fails)}")

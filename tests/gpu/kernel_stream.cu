@@ -9,8 +9,12 @@
 // spinning on the SM clock: a kernel preempted by a pause then takes longer by the
 // time it was off the GPU (a clock-bounded spin finishes on time whatever happens,
 // which made a 30 % limit look like 0.98 of solo for 200 ms kernels).
+// --burst-ms ON --idle-ms OFF: a bursty tenant (an inference server's busy spells):
+// launches for ON ms, then nothing for OFF ms (the process alive, its context
+// idle), from the start; it prints burst_ms=ON idle_ms=OFF so that a caller can
+// check that the binary knows the options.
 // Usage: kernel_stream [--seconds S] [--alloc-mib M] [--cycles C | --work N] [--batch B]
-//                      [--start-at T] [--stamps FILE]
+//                      [--start-at T] [--stamps FILE] [--burst-ms ON --idle-ms OFF]
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +149,7 @@ int main(int argc, char **argv)
     int batch = 8;             /* launches between synchronisations: a shallow queue */
     double start_at = 0;
     const char *stamps_path = NULL;
+    double burst_ms = 0, idle_ms = 0; /* --burst-ms/--idle-ms: busy spells */
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--seconds"))
             run_s = atof(argv[i + 1]);
@@ -160,7 +165,13 @@ int main(int argc, char **argv)
             start_at = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--stamps"))
             stamps_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--burst-ms"))
+            burst_ms = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--idle-ms"))
+            idle_ms = atof(argv[i + 1]);
     }
+    if (burst_ms > 0)
+        printf("burst_ms=%.1f idle_ms=%.1f\n", burst_ms, idle_ms);
     double t0 = seconds_now();
     if (check(cudaFree(0), "context"))
         return 1;
@@ -188,6 +199,18 @@ int main(int argc, char **argv)
     long launches = 0;
     double start = seconds_now();
     while (seconds_now() - start < run_s) {
+        double cycle_s = (burst_ms + idle_ms) / 1e3;
+        if (burst_ms > 0 && idle_ms > 0) { /* in an idle spell: sleep until the next burst */
+            double at = seconds_now() - start;
+            double in_cycle = at - cycle_s * (long long)(at / cycle_s);
+            if (in_cycle >= burst_ms / 1e3) {
+                double wake = start + (at - in_cycle) + cycle_s;
+                struct timespec ts = {(time_t)wake, (long)((wake - (time_t)wake) * 1e9)};
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) {
+                }
+                continue;
+            }
+        }
         for (int i = 0; i < batch; i++) {
             if (work)
                 busy_work<<<sms, 128>>>(work, (float *)block, done, blocks_done, stamps,

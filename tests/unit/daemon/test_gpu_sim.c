@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
 
 #include "daemon/gpu_sim.h"
 #include "daemon/sim.h"
@@ -21,6 +24,12 @@
 #define ERR_P95_4_PP 1.5    /* per window, p95, 3-4 deep tenants of unequal shares: the
                              * 1 pp goal is missed (1.1-1.2 pp), docs/scheduler.md says why */
 #define ERR_MEAN_PP 0.5     /* the run's mean achieved share against the target */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 static void run_text(const char *yaml, struct sim_result *r, struct sim_scenario *sc)
 {
@@ -184,6 +193,150 @@ static void test_windows_with_a_latency_tenant(void **state)
     assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + 2000 + 2 * 120 + 10);
 }
 
+/* The same with the shims' runnable reports (measure: userd), in windows and in
+ * auto mode: the two windowed tenants' windows fill the period between them
+ * (their debts are shares of what the windows delivered among the windowed
+ * tenants; counting the latency tenant's target left a hole of 5 ms per period,
+ * 93.7 % busy) and the latency tenant is never paused in either mode. */
+static void test_latency_tenant_with_reports(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"windows", "auto"};
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        char yaml[1024];
+        snprintf(yaml, sizeof yaml,
+                 "seconds: 10\nmode: %s\nmeasure: userd\ntenants:\n"
+                 "  - { name: infer, compute: { share: 25%%, priority: latency }, load: requests, "
+                 "work_us: 2000, gap_us: 20000 }\n"
+                 "  - { name: a, compute: { share: 50%% }, load: deep }\n"
+                 "  - { name: b, compute: { share: 25%%, priority: batch }, load: deep }\n",
+                 modes[k]);
+        run_text(yaml, &r, &sc);
+        double ratio = r.t[1].gpu / r.t[2].gpu;
+        print_message("  %s: latency p95 %llu us (solo %llu); a %.2f%% b %.2f%% (%.2f:1), "
+                      "busy %.1f%%\n", modes[k], (unsigned long long)r.t[0].lat_p95_us,
+                      (unsigned long long)r.t[0].lat_solo_us, r.t[1].gpu * 100, r.t[2].gpu * 100,
+                      ratio, r.busy * 100);
+        assert_true(ratio > 1.85 && ratio < 2.15);
+        assert_true(r.busy >= 0.965);
+        assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + 2000 + 2 * 120 + 10);
+    }
+}
+
+/* Auto mode next to saturating training (etc/sim/latency-auto.yaml): the latency
+ * tenant waits behind each training timeslice, so it runs below what it wanted;
+ * that must not window (pause) it: its latency stays what timeslices give. */
+static void test_auto_protects_a_latency_tenant(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "seconds: 20\nmode: %s\nmeasure: userd\ntenants:\n"
+        "  - { name: infer, compute: { share: 50%%, priority: latency }, load: requests, "
+        "work_us: 4000, gap_us: 10000 }\n"
+        "  - { name: train, compute: { share: 50%%, priority: batch }, load: deep }\n";
+    struct sim_result r[2];
+    static const char *const modes[] = {"auto", "timeslices"};
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_scenario sc;
+        char text[1024];
+        snprintf(text, sizeof text, yaml, modes[k]);
+        run_text(text, &r[k], &sc);
+        print_message("  %s: latency p50 %llu us p95 %llu us (solo %llu), train %.1f%%, "
+                      "busy %.1f%%\n", modes[k], (unsigned long long)r[k].t[0].lat_p50_us,
+                      (unsigned long long)r[k].t[0].lat_p95_us,
+                      (unsigned long long)r[k].t[0].lat_solo_us, r[k].t[1].gpu * 100,
+                      r[k].busy * 100);
+    }
+    /* solo + one batch timeslice + two switches + a step, as in timeslices */
+    assert_true(r[0].t[0].lat_p95_us <= r[0].t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 120 + 10);
+    assert_true(r[0].t[0].lat_p95_us <= r[1].t[0].lat_p95_us + 10);
+    assert_true(r[0].t[1].gpu >= 0.55); /* training keeps what the requests leave */
+}
+
+/* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode:
+ * timeslices that fill the period (k rounds of exactly period / k) keep each
+ * share in every window without a pause, and lose one switch per tenant per
+ * round: >= 98.9 % busy in all three (1 ms slices gave 93.6 / 93.6 / 87.4 %,
+ * windows 98.5 / 97.1 / 94.1 %). */
+static void test_deep_tenants_fill_the_period(void **state)
+{
+    (void)state;
+    static const char *const shares[] = {"75 25", "40 30 20 10",
+                                         "12.5 12.5 12.5 12.5 12.5 12.5 12.5 12.5"};
+    for (size_t k = 0; k < 3; k++) {
+        char yaml[2048] = "seconds: 20\nmode: auto\nmeasure: userd\ntenants:\n";
+        char list[64];
+        snprintf(list, sizeof list, "%s", shares[k]);
+        int i = 0;
+        for (char *save = NULL, *w = strtok_r(list, " ", &save); w;
+             w = strtok_r(NULL, " ", &save), i++) {
+            size_t len = strlen(yaml);
+            snprintf(yaml + len, sizeof yaml - len,
+                     "  - { name: t%d, compute: { share: %s%% }, load: deep }\n", i, w);
+        }
+        struct sim_scenario sc;
+        struct sim_result r;
+        run_text(yaml, &r, &sc);
+        print_message("  %d tenants: busy %.2f%%\n", i, r.busy * 100);
+        assert_converged(&sc, &r, 0.2);
+        assert_true(r.busy >= 0.989);
+    }
+}
+
+/* Bursty inference (share 50 %: deep for 400 ms, idle for 300 ms) next to
+ * training (50 %) in auto mode, the GPU suite's bursty-50-train: in every window
+ * of a spell but the first, infer's part of the busy time within 1 pp of 50 %
+ * (p95), and training gets the whole GPU in every window of an idle spell but
+ * the first. Read from the per-window JSON. */
+static void test_bursty_inference_next_to_training(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "seconds: 21\nmode: auto\nmeasure: userd\ntenants:\n"
+        "  - { name: infer, compute: { share: 50% }, load: bursty, work_us: 400000, "
+        "gap_us: 300000 }\n"
+        "  - { name: train, compute: { share: 50% }, load: deep }\n";
+    struct sim_scenario sc;
+    struct sim_result r;
+    char err[512], *doc = NULL;
+    size_t len = 0;
+    if (sim_scenario_parse("bursty.yaml", yaml, strlen(yaml), &sc, err, sizeof err))
+        fail_msg("%s", err);
+    FILE *f = open_memstream(&doc, &len);
+    assert_non_null(f);
+    assert_int_equal(sim_run(&sc, f, 1, true, &r), 0);
+    fclose(f);
+    json_t *root = json_loads(doc, 0, NULL);
+    free(doc);
+    assert_non_null(root);
+    json_t *windows = json_object_get(root, "windows");
+    double errs[256];
+    size_t n = 0, lent = 0, idle = 0;
+    for (size_t k = 0; k < json_array_size(windows); k++) {
+        json_t *gt = json_object_get(json_array_get(windows, k), "gpu_time");
+        double in = json_real_value(json_array_get(json_object_get(gt, "infer"), 1));
+        double tr = json_real_value(json_array_get(json_object_get(gt, "train"), 1));
+        unsigned at = (unsigned)(k % 7); /* 100 ms windows in a 700 ms cycle */
+        if (at >= 1 && at <= 3 && n < 256 && in + tr > 0)
+            errs[n++] = fabs(in / (in + tr) - 0.5) * 100;
+        else if (at >= 5) {
+            idle++;
+            lent += tr >= 0.99;
+        }
+    }
+    json_decref(root);
+    qsort(errs, n, sizeof *errs, cmp_double);
+    double p95 = errs[(size_t)(0.95 * (double)(n - 1) + 0.5)];
+    print_message("  infer's part of busy time: p95 err %.2f pp over %zu windows; training "
+                  "alone at >= 99 %% in %zu of %zu idle windows; busy %.1f%%\n", p95, n, lent,
+                  idle, r.busy * 100);
+    assert_true(n >= 80);
+    assert_true(p95 <= 1.0);
+    assert_int_equal(lent, idle);
+}
+
 static void test_eight_equal(void **state)
 {
     (void)state;
@@ -210,6 +363,15 @@ static void test_shallow_70_30(void **state)
              "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 500, gap_us: 50 }\n",
              &r, &sc);
     assert_converged(&sc, &r, ERR_P95_PP);
+    /* as on a GPU (the shims' runnable time, coarse use): the two alternate batch
+     * for batch in the slices that fill the period, a falls behind and auto moves
+     * them to windows */
+    run_text("seconds: 20\nmeasure: userd\ntenants:\n"
+             "  - { name: a, compute: { share: 70% }, load: shallow, work_us: 500, gap_us: 50 }\n"
+             "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 500, gap_us: 50 }\n",
+             &r, &sc);
+    assert_converged(&sc, &r, ERR_P95_PP);
+    assert_true(r.t[0].gpu > 0.6); /* windows: 63 %, not the ~45 % of alternating */
 }
 
 /* Shallow tenants cannot fill their windows: the charged shares (whole windows)
@@ -268,6 +430,37 @@ static void test_limit_with_idle_neighbour(void **state)
     assert_true(r.t[0].gpu >= 0.30 - 0.01); /* the pause's cost; the H200: 29.80 % */
 }
 
+/* Kernels longer than a window (200 ms, 8 queued then a sync: the GPU suite's
+ * long-kernels-30) under a 30 % limit, with the shims' reports: alone, alone with
+ * a pause that lands 5 ms late, and next to a deep neighbour. The pause preempts
+ * a running kernel (as on the H200: bench/results/2026-12-02-h200-probe) and the
+ * overrun is charged to the next periods once: the limit holds within 1 pp (the
+ * H200's 0.219 of solo is not the scheduler's accounting). */
+static void test_long_kernels_under_a_limit(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "seconds: 20\nmode: windows\nmeasure: userd\ntenants:\n"
+        "  - { name: capped, compute: { limit: 30% }, load: shallow, work_us: 1600000, "
+        "gap_us: 100 }\n",
+        "seconds: 20\nmode: windows\nmeasure: userd\ngpu: { disable_us: 5000 }\ntenants:\n"
+        "  - { name: capped, compute: { limit: 30% }, load: shallow, work_us: 1600000, "
+        "gap_us: 100 }\n",
+        "seconds: 20\nmode: auto\nmeasure: userd\ntenants:\n"
+        "  - { name: capped, compute: { share: 30%, limit: 30% }, load: shallow, "
+        "work_us: 1600000, gap_us: 100 }\n"
+        "  - { name: other, compute: { share: 70% }, load: deep }\n",
+    };
+    for (size_t k = 0; k < 3; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        run_text(cases[k], &r, &sc);
+        print_message("  case %zu: capped at %.2f%% of the GPU (largest window %.2f%%)\n", k,
+                      r.t[0].gpu * 100, r.t[0].gpu_max * 100);
+        assert_true(fabs(r.t[0].gpu - 0.30) <= 0.01);
+    }
+}
+
 static void test_arrivals_and_departures(void **state)
 {
     (void)state;
@@ -311,11 +504,16 @@ int main(void)
         cmocka_unit_test(test_four_deep),
         cmocka_unit_test(test_windows_as_kairosd_sees_the_gpu),
         cmocka_unit_test(test_windows_with_a_latency_tenant),
+        cmocka_unit_test(test_latency_tenant_with_reports),
+        cmocka_unit_test(test_auto_protects_a_latency_tenant),
+        cmocka_unit_test(test_deep_tenants_fill_the_period),
+        cmocka_unit_test(test_bursty_inference_next_to_training),
         cmocka_unit_test(test_eight_equal),
         cmocka_unit_test(test_shallow_70_30),
         cmocka_unit_test(test_three_shallow_and_mixed),
         cmocka_unit_test(test_idle_time_lent),
         cmocka_unit_test(test_limit_with_idle_neighbour),
+        cmocka_unit_test(test_long_kernels_under_a_limit),
         cmocka_unit_test(test_arrivals_and_departures),
         cmocka_unit_test(test_latency_tenant_first),
     };
