@@ -18,10 +18,10 @@
  *    holdings drop below it.
  *
  * A tenant's record also carries what kairosd keeps with the tenant but the ledger
- * does not interpret: its flags, the owner of an ephemeral tenant, its members
- * rules (members.h), and the compute policies of a tenant created at run time (set by tenants.c, persisted by state.c,
- * applied by timeshare.c; the configuration's tenants have theirs in the
- * configuration).
+ * does not interpret: its flags, the owner of an ephemeral tenant, and its settings
+ * (quotas, compute policies, members rules), each with its source: those are the
+ * registry's (registry.h), written only through it whatever set them (the
+ * configuration, TENANT_SET, the state file); the ledger reads the quotas.
  *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
@@ -35,6 +35,7 @@
 
 #include "daemon/members.h"
 #include "daemon/ratelog.h"
+#include "daemon/registry.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -57,9 +58,10 @@ struct ledger_tenant {
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
     bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
     struct ratelog refusal_log;  /* server.c: its refusals logged once per interval */
-    bool has_compute[KAIROS_MAX_GPUS];             /* run time: a policy on that GPU */
+    bool has_compute[KAIROS_MAX_GPUS];             /* a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
-    struct member_rules members;  /* who may join (members.h): configuration or run time */
+    struct member_rules members;  /* who may join (members.h) */
+    struct tenant_sources src;    /* where quota, compute, members came from (registry.h) */
 };
 
 struct ledger_resv {
