@@ -6,8 +6,9 @@
  * member's exit releases exactly what it held, whether or not frees were seen.
  *
  * Rules (the contract of kairos_charge/commit/release in proto.h):
- *  - CHARGE is granted iff held + bytes <= quota, exactly at the byte; a granted
- *    charge counts at once (as a reservation named by the shim's token).
+ *  - CHARGE is granted iff held + draining + bytes <= quota, exactly at the byte
+ *    (draining: memory of departed members the GPU still holds, set by linger.c); a
+ *    granted charge counts at once (as a reservation named by the shim's token).
  *  - COMMIT ok replaces the reservation by the actual size (which may exceed the
  *    quota: the memory is taken); COMMIT not ok undoes it.
  *  - RELEASE never takes a member below zero.
@@ -52,6 +53,8 @@ struct ledger_tenant {
     unsigned flags;
     uint64_t quota[KAIROS_MAX_GPUS];
     uint64_t held[KAIROS_MAX_GPUS];
+    uint64_t draining[KAIROS_MAX_GPUS]; /* what departed members held that the GPU has not
+                                         * freed yet (linger.c): counts against the quota */
     uint64_t refusals[KAIROS_MAX_GPUS];
     unsigned n_members;
     bool had_member;

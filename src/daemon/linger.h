@@ -10,6 +10,18 @@
  * GPU stops listing it (checked every LINGER_CHECK_MS). Without a GPU backend a
  * departure releases at once, as before.
  *
+ * The GPU may stop listing the pid before its memory.used has dropped (the driver
+ * frees after its process list forgets the client). So while a member lingers its
+ * GPUs' memory.used is sampled with the ledger's total (their difference is the
+ * memory the ledger does not explain: driver overhead); once released, what the
+ * GPU's unexplained memory still exceeds that by (at most what the member held) is
+ * the tenant's "draining" amount on that GPU (ledger.h): it counts against the
+ * tenant's quota until memory.used shows it gone, or LINGER_DRAIN_MAX_MS passed (a
+ * backend that never shows it must not lock the tenant out; logged). A backend that
+ * cannot tell memory.used drains nothing. A member the GPU does not list when it
+ * departs is released at once: nothing shows its memory was still held, and
+ * holding it on a guess would refuse the next process's allocations.
+ *
  * Thread rules: the loop thread only.
  */
 #ifndef KAIROS_DAEMON_LINGER_H
@@ -24,6 +36,7 @@
 #include "daemon/tenants.h"
 
 #define LINGER_CHECK_MS 200
+#define LINGER_DRAIN_MAX_MS 2000  /* the longest a tenant waits for memory.used to drop */
 
 struct linger_set; /* not "struct linger": <sys/socket.h> has one (SO_LINGER) */
 
@@ -42,5 +55,7 @@ void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void 
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
 /* How many departed processes' charges linger (tests, logs). */
 unsigned linger_count(const struct linger_set *lg);
+/* How many released charges still drain (tests, logs). */
+unsigned linger_draining(const struct linger_set *lg);
 
 #endif /* KAIROS_DAEMON_LINGER_H */
