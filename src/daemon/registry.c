@@ -123,3 +123,15 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
     apply_compute(t, ct);
     apply_members(t, ct);
 }
+
+void registry_undeclared(struct ledger_tenant *t)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        if (t->src.quota[g] == SETTING_CONFIG)
+            t->src.quota[g] = SETTING_RUNTIME;
+        if (t->src.compute[g] == SETTING_CONFIG)
+            registry_set_compute(t, g, NULL, SETTING_UNSET);
+    }
+    if (t->src.members == SETTING_CONFIG)
+        t->src.members = SETTING_RUNTIME;
+}

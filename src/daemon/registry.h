@@ -92,4 +92,10 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
                            const struct config_tenant *ct, const uint64_t *quota,
                            const bool *declared);
 
+/* The configuration no longer declares t, which stays until its members leave:
+ * its quotas and members rules stay, now as if set at run time (the state file
+ * keeps them); its compute policies go, as the configuration's shares no longer
+ * count them. */
+void registry_undeclared(struct ledger_tenant *t);
+
 #endif /* KAIROS_DAEMON_REGISTRY_H */

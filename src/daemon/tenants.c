@@ -168,6 +168,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             continue;
         if (t->n_members) {
             t->flags = LEDGER_TENANT_EPHEMERAL;
+            registry_undeclared(t);
             log_warn("tenant %s: no longer in the configuration; kept until its %u process(es) "
                      "exit", t->name, t->n_members);
         } else {

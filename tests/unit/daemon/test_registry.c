@@ -231,6 +231,10 @@ static void test_reload_removing_a_tenant_with_members(void **state)
     assert_int_equal(t->flags, LEDGER_TENANT_EPHEMERAL);
     assert_int_equal(t->held[0], GiB / 2);               /* nothing it holds lost */
     assert_int_equal(t->quota[0], GiB);                  /* and its quota still holds */
+    assert_int_equal(t->src.quota[0], SETTING_RUNTIME);  /* no longer the file's */
+    assert_int_equal(t->members.users[0], 1000);         /* its rules too */
+    struct sched_policy pol;
+    assert_false(registry_policy(t, 0, &pol));           /* the file's share is gone */
     assert_int_equal(ledger_charge(&ts.ledger, m, 0, GiB / 2 + 1, 2, &gr), 0);
     assert_false(gr.granted);
     assert_int_equal(find(&ts, "job")->quota[0], GiB);   /* run-time tenants untouched */
