@@ -265,8 +265,7 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
         log_error("%s; the configuration's tenants are kept, tenants created at run time are "
                   "lost and must be created again (kairos run --mem)", err);
     else if (rc > 0)
-        log_info("state %s: the settings made at run time of %d tenant(s) restored",
-                 ts->state_path, rc);
+        log_info("state %s: %d tenant(s) created at run time restored", ts->state_path, rc);
     if (rc > 0 && admit_loaded_compute(ts))
         log_error("out of memory checking the compute shares of the state file's tenants");
 }
