@@ -425,7 +425,7 @@ static void load_quota(json_t *jt, struct ledger *l, struct ledger_tenant *t)
 
 /* An entry for a tenant the configuration declares: what was set at run time and the
  * configuration does not own (registry.h) is taken; its compute policies and members
- * rules, the configuration's as a whole, are not (told to warn). 1. */
+ * rules, the configuration's as a whole, are not (told to warn). 0: no tenant added. */
 static int load_into_configured(json_t *jt, struct ledger *l, struct ledger_tenant *t,
                                 state_warn_fn warn, void *warn_ctx)
 {
@@ -437,11 +437,11 @@ static int load_into_configured(json_t *jt, struct ledger *l, struct ledger_tena
                  "quotas on GPUs the configuration does not declare are kept)", t->name);
         warn(warn_ctx, msg);
     }
-    return 1;
+    return 0;
 }
 
-/* Adds one checked entry to l; 1 when added (or merged into a configured tenant: its
- * run-time settings), 0 when set aside. */
+/* Adds one checked entry to l; 1 when added, 0 when set aside or merged into a
+ * configured tenant (its run-time settings). */
 static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn warn,
                       void *warn_ctx)
 {
