@@ -212,34 +212,23 @@ static void on_state_refusal(void *ctx, const char *msg)
  * shares of each GPU stay within 100 % with the configuration's (which may have
  * changed while kairosd was stopped); the others are dropped and logged. Running
  * sums per GPU: linear in the number of policies, however many tenants load. */
-static int admit_loaded_compute(struct tenants *ts)
+static void admit_loaded_compute(struct tenants *ts)
 {
-    size_t n = ts->ledger.n_tenants;
-    bool (*had)[KAIROS_MAX_GPUS] = calloc(n ? n : 1, sizeof *had);
-    if (!had)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        struct ledger_tenant *t = ts->ledger.tenants[i];
-        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            had[i][g] = t->has_compute[g] && t->src.compute[g] == SETTING_RUNTIME;
-            t->has_compute[g] &= !had[i][g];
-        }
-    }
-    struct policy_shares base = {0};
     double sum[KAIROS_MAX_GPUS] = {0};
-    int rc = node_shares(ts, NULL, NULL, &base); /* the configuration's */
-    for (size_t k = 0; !rc && k < base.n; k++)
-        sum[base.v[k].gpu] += base.v[k].share;
-    policy_shares_free(&base);
-    for (size_t i = 0; !rc && i < n; i++) {
+    for (size_t i = 0; i < ts->ledger.n_tenants; i++) {
+        const struct ledger_tenant *t = ts->ledger.tenants[i];
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+            if (t->has_compute[g] && t->src.compute[g] != SETTING_RUNTIME)
+                sum[g] += t->compute[g].share; /* the configuration's */
+    }
+    for (size_t i = 0; i < ts->ledger.n_tenants; i++) {
         struct ledger_tenant *t = ts->ledger.tenants[i];
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            if (!had[i][g])
+            if (!t->has_compute[g] || t->src.compute[g] != SETTING_RUNTIME)
                 continue;
             char what[96];
             double with = sum[g] + t->compute[g].share;
             if (with <= 1.0 + 1e-9) {
-                t->has_compute[g] = true;
                 sum[g] = with;
                 continue;
             }
@@ -251,8 +240,6 @@ static int admit_loaded_compute(struct tenants *ts)
             registry_set_compute(t, g, NULL, SETTING_UNSET);
         }
     }
-    free(had);
-    return rc;
 }
 
 void tenants_load_state(struct tenants *ts, const struct config *c)
@@ -266,8 +253,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
                   "lost and must be created again (kairos run --mem)", err);
     else if (rc > 0)
         log_info("state %s: %d tenant(s) created at run time restored", ts->state_path, rc);
-    if (rc > 0 && admit_loaded_compute(ts))
-        log_error("out of memory checking the compute shares of the state file's tenants");
+    if (rc > 0)
+        admit_loaded_compute(ts);
 }
 
 int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, char *err,
