@@ -28,8 +28,8 @@
  * tests/unit/daemon/test_registry.c; TENANT_SET's field if administrators set it at
  * run time (proto.h, proto_check.c, tenants_set()).
  *
- * Pure: no I/O; logs each change of a setting's value or source that an operator did
- * not ask for (a reload replacing a run-time value).
+ * No I/O but the log: each change of a setting that an operator did not ask for
+ * directly (a reload replacing or keeping a run-time value) is logged.
  * Thread rules: the loop thread only.
  */
 #ifndef KAIROS_DAEMON_REGISTRY_H

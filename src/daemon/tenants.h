@@ -62,8 +62,9 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
  * quotas may change, each recorded as set at run time), and refused (nothing
  * changes) when one GPU's shares, with c's and the other run-time tenants', would
  * add up above 100 %; compute_changed says whether the tenant's changed (then the
- * time-share scheduler must be told: timeshare_reconfigure). A change to a run-time
- * tenant that the state file cannot record (disk full, read-only) is undone and
+ * time-share scheduler must be told: timeshare_reconfigure). A change that the
+ * state file cannot record (disk full, read-only: a configured tenant's quota
+ * included, the state file keeping it) is undone and
  * refused (KAIROS_ERR_BUSY, msg says why), and so is a TENANT_DEL: what kairosd
  * answers is what a restart finds. */
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,

@@ -205,8 +205,8 @@ void timeshare_reconfigure(struct timeshare *t)
 {
     drop_gone(t);
     const struct config *c = t->cfg;
-    /* the configuration's policies first (their tenants take the first slots, as
-     * their order in the file), then those set at run time */
+    /* the configuration's policies first (their tenants take the first slots, in
+     * their order in the file), then those set at run time (registry.h's order) */
     for (int pass = SETTING_CONFIG; pass <= SETTING_RUNTIME; pass++)
         for (size_t k = 0; k < t->ts->ledger.n_tenants; k++) {
             const struct ledger_tenant *lt = t->ts->ledger.tenants[k];
