@@ -11,10 +11,11 @@
 #include "core/grow.h"
 #include "daemon/log.h"
 
-/* One GPU's memory.used and the ledger's total there, taken together. */
+/* One GPU's memory.used and what its process list attributes to processes, taken
+ * together: their difference is the memory no listed process accounts for. */
 struct sample {
     bool valid;
-    uint64_t used, ledger;
+    uint64_t used, listed;
 };
 
 struct lingering {
@@ -58,26 +59,32 @@ static uint64_t now_ms(void)
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
+/* Invalid when the backend cannot tell memory.used or a listed process's memory. */
 static struct sample sample_gpu(struct linger_set *lg, unsigned g)
 {
     struct sample s = {0};
     struct gpu_status st;
-    if (!lg->gpu->ops->status || lg->gpu->ops->status(lg->gpu, g, &st) || !st.memory_valid)
+    size_t n = 0;
+    if (!lg->gpu->ops->status || lg->gpu->ops->status(lg->gpu, g, &st) || !st.memory_valid ||
+        gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
         return s;
+    for (size_t i = 0; i < n; i++) {
+        if (!lg->procs[i].used_valid)
+            return s;
+        s.listed += lg->procs[i].used;
+    }
     s.valid = true;
     s.used = st.memory_used;
-    for (size_t i = 0; i < lg->ts->ledger.n_tenants; i++)
-        s.ledger += lg->ts->ledger.tenants[i]->held[g];
     return s;
 }
 
-/* How much of bytes the GPU's memory.used still shows beyond what the ledger
- * explains, compared with `seen` (when it was held): what memory.used minus the
- * ledger's total has grown by since, within [0, bytes]. */
+/* How much of bytes the GPU's memory.used still shows of a process it no longer
+ * lists, compared with `seen` (when the process was listed, its memory held): what
+ * memory.used beyond the listed processes' has grown by since, within [0, bytes]. */
 static uint64_t still_shown(const struct sample *seen, const struct sample *now, uint64_t bytes)
 {
-    long double grown = ((long double)now->used - (long double)now->ledger) -
-                        ((long double)seen->used - (long double)seen->ledger);
+    long double grown = ((long double)now->used - (long double)now->listed) -
+                        ((long double)seen->used - (long double)seen->listed);
     if (grown <= 0)
         return 0;
     return grown >= (long double)bytes ? bytes : (uint64_t)grown;

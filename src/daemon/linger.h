@@ -12,13 +12,19 @@
  *
  * The GPU may stop listing the pid before its memory.used has dropped (the driver
  * frees after its process list forgets the client). So while a member lingers its
- * GPUs' memory.used is sampled with the ledger's total (their difference is the
- * memory the ledger does not explain: driver overhead); once released, what the
- * GPU's unexplained memory still exceeds that by (at most what the member held) is
- * the tenant's "draining" amount on that GPU (ledger.h): it counts against the
- * tenant's quota until memory.used shows it gone, or LINGER_DRAIN_MAX_MS passed (a
- * backend that never shows it must not lock the tenant out; logged). A backend that
- * cannot tell memory.used drains nothing. A member the GPU does not list when it
+ * GPUs' memory.used is sampled with what the backend attributes to the processes
+ * it lists (the difference is memory no listed process accounts for: the driver's
+ * own); once released, what that difference has grown by since (at most what the
+ * member held) is the tenant's "draining" amount on that GPU (ledger.h): it counts
+ * against the tenant's quota until memory.used shows it gone, or
+ * LINGER_DRAIN_MAX_MS passed (a backend that never shows it must not lock the
+ * tenant out; logged). Only the GPU's own figures are compared, never the ledger's
+ * (whose holdings lead or lag the driver's by what is in flight). Memory that no
+ * listed process accounts for and that appears meanwhile for another reason (the
+ * few MiB RM keeps in the kernel for a new context, memory taken with no context)
+ * is taken for draining memory: at most what the member held, for at most the
+ * bound. A backend that cannot tell memory.used or a process's memory drains
+ * nothing. A member the GPU does not list when it
  * departs is released at once: nothing shows its memory was still held, and
  * holding it on a guess would refuse the next process's allocations.
  *
