@@ -37,6 +37,22 @@ struct drain {
     uint64_t deadline_ms;
 };
 
+/* The last sample of a GPU (taken every LINGER_BASELINE_MS while there are
+ * members) that listed pid with memory: what shows that a departing process's
+ * memory was still held shortly before, when the GPU no longer lists it at its
+ * departure. Kept LINGER_BASELINE_MAX_AGE_MS. */
+struct listed {
+    uint32_t pid;
+    uint64_t at_ms;
+    struct sample s;
+};
+
+struct baseline {
+    uint64_t at_ms;        /* the last sample */
+    struct listed *v;
+    size_t n, cap;
+};
+
 struct linger_set {
     struct loop *loop;
     struct gpu_backend *gpu;
@@ -50,6 +66,7 @@ struct linger_set {
     size_t cap_procs;
     struct drain *drains;
     size_t n_drains, cap_drains;
+    struct baseline base[KAIROS_MAX_GPUS];
 };
 
 static uint64_t now_ms(void)
@@ -59,12 +76,15 @@ static uint64_t now_ms(void)
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-/* Invalid when the backend cannot tell memory.used or a listed process's memory. */
-static struct sample sample_gpu(struct linger_set *lg, unsigned g)
+/* Invalid when the backend cannot tell memory.used or a listed process's memory.
+ * Leaves the list in lg->procs, *listed (may be NULL) entries. */
+static struct sample sample_gpu_list(struct linger_set *lg, unsigned g, size_t *listed)
 {
     struct sample s = {0};
     struct gpu_status st;
     size_t n = 0;
+    if (listed)
+        *listed = 0;
     if (!lg->gpu->ops->status || lg->gpu->ops->status(lg->gpu, g, &st) || !st.memory_valid ||
         gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
         return s;
@@ -75,7 +95,14 @@ static struct sample sample_gpu(struct linger_set *lg, unsigned g)
     }
     s.valid = true;
     s.used = st.memory_used;
+    if (listed)
+        *listed = n;
     return s;
+}
+
+static struct sample sample_gpu(struct linger_set *lg, unsigned g)
+{
+    return sample_gpu_list(lg, g, NULL);
 }
 
 /* How much of bytes the GPU's memory.used still shows of a process it no longer
@@ -106,8 +133,60 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 
 static void arm(struct linger_set *lg)
 {
-    bool on = lg->n || lg->n_drains;
-    loop_timer_set(lg->w, on ? LINGER_CHECK_MS * 1000u : 0);
+    bool busy = lg->n || lg->n_drains;
+    loop_timer_set(lg->w, (busy ? LINGER_CHECK_MS : LINGER_BASELINE_MS) * 1000ull);
+}
+
+static struct listed *baseline_find(struct baseline *b, uint32_t pid)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->v[i].pid == pid)
+            return &b->v[i];
+    return NULL;
+}
+
+/* Records the sample s (taken at now) for each pid of lg->procs[0, n) with memory,
+ * and forgets the records older than LINGER_BASELINE_MAX_AGE_MS. */
+static void baseline_record(struct baseline *b, const struct gpu_proc *procs, size_t n,
+                            const struct sample *s, uint64_t now)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!procs[i].used)
+            continue;
+        struct listed *r = baseline_find(b, procs[i].pid);
+        if (!r) {
+            struct listed *grown = grow_for_one(b->v, &b->cap, b->n, sizeof *grown, 16);
+            if (!grown)
+                continue; /* out of memory: no evidence for this one */
+            b->v = grown;
+            r = &b->v[b->n++];
+        }
+        *r = (struct listed){.pid = procs[i].pid, .at_ms = now, .s = *s};
+    }
+    for (size_t i = 0; i < b->n;)
+        if (now - b->v[i].at_ms > LINGER_BASELINE_MAX_AGE_MS)
+            b->v[i] = b->v[--b->n];
+        else
+            i++;
+}
+
+/* Samples every GPU with the pids it lists with memory, at most every
+ * LINGER_BASELINE_MS and only while there are members. */
+static void baseline_refresh(struct linger_set *lg)
+{
+    uint64_t now = now_ms();
+    if (!lg->ts->ledger.members)
+        return;
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+        struct baseline *b = &lg->base[g];
+        if (b->at_ms && now - b->at_ms < LINGER_BASELINE_MS - LINGER_CHECK_MS / 2)
+            continue;
+        size_t n;
+        struct sample s = sample_gpu_list(lg, g, &n);
+        b->at_ms = now;
+        if (s.valid)
+            baseline_record(b, lg->procs, n, &s, now);
+    }
 }
 
 /* t's memory on gpu that the GPU still shows after its member (pid) was released:
@@ -201,6 +280,20 @@ static void release(struct linger_set *lg, size_t i)
             drain_start(lg, t, it.pid, g, freed[g], &it.seen[g]);
 }
 
+/* Member m (process pid) departs and no GPU lists it: on each GPU where a sample at
+ * most LINGER_BASELINE_MAX_AGE_MS old listed pid with memory (the last such one is
+ * compared), what memory.used still shows of it drains (the caller releases m). */
+static void drain_unlisted(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
+{
+    uint64_t now = now_ms();
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+        const struct listed *r = m->held[g] ? baseline_find(&lg->base[g], pid) : NULL;
+        if (r && now - r->at_ms <= LINGER_BASELINE_MAX_AGE_MS)
+            drain_start(lg, m->tenant, pid, g, m->held[g], &r->s);
+    }
+    arm(lg);
+}
+
 /* Samples the GPUs where it.member holds memory: its memory is known held now. */
 static void seen_now(struct linger_set *lg, struct lingering *it)
 {
@@ -214,6 +307,7 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     struct linger_set *lg = ctx;
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
+    baseline_refresh(lg);
     drains_check(lg);
     for (size_t i = 0; i < lg->n;) {
         if (gpu_holds(lg, lg->items[i].pid))
@@ -233,7 +327,7 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
     lg->loop = loop;
     lg->gpu = gpu && gpu->ops ? gpu : NULL;
     lg->ts = ts;
-    if (lg->gpu && !(lg->w = loop_add_timer(loop, 0, on_timer, lg))) {
+    if (lg->gpu && !(lg->w = loop_add_timer(loop, LINGER_BASELINE_MS * 1000ull, on_timer, lg))) {
         int rc = -errno;
         free(lg);
         return rc ? rc : -ENOMEM;
@@ -250,13 +344,19 @@ void linger_fini(struct linger_set *lg)
     free(lg->items);
     free(lg->procs);
     free(lg->drains);
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        free(lg->base[g].v);
     free(lg);
 }
 
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
-    if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
+    if (!lg || !lg->gpu || !m)
         return false;
+    if (!gpu_holds(lg, pid)) {
+        drain_unlisted(lg, m, pid);
+        return false;
+    }
     struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
     if (!grown)
         return false; /* out of memory: release now, as without a GPU backend */

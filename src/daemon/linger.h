@@ -24,7 +24,15 @@
  * few MiB RM keeps in the kernel for a new context, memory taken with no context)
  * is taken for draining memory: at most what the member held, for at most the
  * bound. A backend that cannot tell memory.used or a process's memory drains
- * nothing. A member the GPU does not list when it
+ * nothing.
+ *
+ * A member that the GPU no longer lists when it departs (NVML forgot it first, or
+ * the process exited before the list was read) drains the same way when a sample
+ * of its GPU (taken every LINGER_BASELINE_MS while there are members) listed it
+ * with memory at most LINGER_BASELINE_MAX_AGE_MS before: the last such sample is
+ * the evidence that its memory was held, and the comparison with it says whether
+ * memory.used still shows it. One that was never sampled, or not lately, is
+ * released at once. A member the GPU does not list when it
  * departs is released at once: nothing shows its memory was still held, and
  * holding it on a guess would refuse the next process's allocations.
  *
@@ -43,6 +51,8 @@
 
 #define LINGER_CHECK_MS 200
 #define LINGER_DRAIN_MAX_MS 2000  /* the longest a tenant waits for memory.used to drop */
+#define LINGER_BASELINE_MS 1000   /* how often the GPUs are sampled while there are members */
+#define LINGER_BASELINE_MAX_AGE_MS 2500 /* the oldest sample taken as evidence */
 
 struct linger_set; /* not "struct linger": <sys/socket.h> has one (SO_LINGER) */
 
@@ -52,7 +62,8 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
 /* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
 void linger_fini(struct linger_set *lg);
 /* Member m (process pid) departed. True when the GPU still shows memory of pid:
- * m stays in the ledger and lingers; false: the caller releases it now. */
+ * m stays in the ledger and lingers; false: the caller releases it now (what
+ * memory.used still shows of it may drain, see above). */
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);

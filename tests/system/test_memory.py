@@ -298,6 +298,50 @@ class WithFakeGpu(unittest.TestCase):
         self.assertEqual(self.holding(c)["vidmem_bytes"], 64 * MiB)
         c.communicate(timeout=30)
 
+    def leave_unlisted(self, base, freed_with_the_list):
+        """A process holding 42 MiB is listed by the GPU long enough to be sampled
+        (memory.used: base plus what it holds); then the GPU stops listing it - with
+        memory.used unchanged, or dropped by its memory when freed_with_the_list -
+        and only then does the process exit: when it departs, no GPU lists it."""
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "2", "-k")
+        held = self.holding(a)["vidmem_bytes"]
+        pid = self.ps()["team"]["pids"][0]
+        self.d.write_fake(self.GPU + f"status 0 {base + held} - - - -\nproc 0 {pid} {held}\n")
+        time.sleep(1.3)  # a baseline sample lists it (LINGER_BASELINE_MS)
+        self.d.write_fake(self.GPU + f"status 0 {base if freed_with_the_list else base + held}"
+                          " - - - -\n")
+        a.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertNotIn("still holds its memory", self.d.read_log())  # it did not linger
+        return held
+
+    def test_a_process_the_gpu_forgot_before_it_left_still_drains(self):
+        """NVML forgets the process before kairosd sees it leave, memory.used still
+        showing its memory: a new member charging then gets only the rest of the
+        quota (the sample that listed it is the evidence), the whole quota once
+        memory.used drops."""
+        base = 1 << 30
+        held = self.leave_unlisted(base, freed_with_the_list=False)
+        self.assertIn("still shows", self.d.read_log())
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(b)["vidmem_bytes"], 64 * MiB - held)
+        b.communicate(timeout=30)
+        self.d.write_fake(self.GPU + f"status 0 {base} - - - -\n")
+        self.assertTrue(wait_for(lambda: "GPU 0 freed the memory of departed pid"
+                                 in self.d.read_log(), 3.0), self.d.read_log())
+        c = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(c)["vidmem_bytes"], 64 * MiB)
+        c.communicate(timeout=30)
+
+    def test_memory_the_driver_freed_with_the_list_is_not_held_back(self):
+        """The same, but memory.used dropped when NVML forgot the process: nothing is
+        held back, a new member gets the whole quota at once."""
+        self.leave_unlisted(1 << 30, freed_with_the_list=True)
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(b)["vidmem_bytes"], 64 * MiB)
+        b.communicate(timeout=30)
+        self.assertNotIn("still shows", self.d.read_log())
+
     def test_a_drain_the_gpu_never_shows_ends_at_its_bound(self):
         """memory.used never drops (a broken backend, or memory someone else took): the
         tenant gets its room back after the bound, and the log says so."""
