@@ -112,8 +112,8 @@ static uint64_t still_shown(const struct sample *seen, const struct sample *now,
 {
     long double grown = ((long double)now->used - (long double)now->listed) -
                         ((long double)seen->used - (long double)seen->listed);
-    if (grown <= 0)
-        return 0;
+    if (grown < (long double)LINGER_DRAIN_SLACK)
+        return 0; /* a new context's few MiB in the kernel, not a departed process's */
     return grown >= (long double)bytes ? bytes : (uint64_t)grown;
 }
 

@@ -23,8 +23,9 @@
  * listed process accounts for and that appears meanwhile for another reason (the
  * few MiB RM keeps in the kernel for a new context, memory taken with no context)
  * is taken for draining memory: at most what the member held, for at most the
- * bound. A backend that cannot tell memory.used or a process's memory drains
- * nothing.
+ * bound; less than LINGER_DRAIN_SLACK (16 MiB; RM keeps 7 MiB per context on the
+ * H200) drains nothing. A backend that cannot tell memory.used or a process's
+ * memory drains nothing.
  *
  * A member that the GPU no longer lists when it departs (NVML forgot it first, or
  * the process exited before the list was read) drains the same way when a sample
@@ -51,6 +52,7 @@
 
 #define LINGER_CHECK_MS 200
 #define LINGER_DRAIN_MAX_MS 2000  /* the longest a tenant waits for memory.used to drop */
+#define LINGER_DRAIN_SLACK (16ull << 20) /* less than this still shown drains nothing */
 #define LINGER_BASELINE_MS 1000   /* how often the GPUs are sampled while there are members */
 #define LINGER_BASELINE_MAX_AGE_MS 2500 /* the oldest sample taken as evidence */
 
