@@ -517,7 +517,8 @@ static const char *member_note(const struct audit *a, uint32_t pid, char *buf, s
 }
 
 /* memory.used of GPU g against what is known: every process the backend lists, the
- * ledger's holdings of members it does not list, and the driver's overhead. Returns
+ * ledger's holdings of members it does not list, what departed members' tenants
+ * still drain (linger.h), and the driver's overhead. Returns
  * true when memory is unexplained and has been for leave_grace_ms (a transient while
  * the driver frees what a process held is no finding). */
 static bool measure(struct audit *a, unsigned g, size_t n_listed)
@@ -532,6 +533,8 @@ static bool measure(struct audit *a, unsigned g, size_t n_listed)
     for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next)
         if (!is_listed(a, n_listed, m->pid))
             known += m->held[g];
+    for (size_t i = 0; i < a->ts->ledger.n_tenants; i++)
+        known += a->ts->ledger.tenants[i]->draining[g]; /* departed members' (linger.h) */
     a->gpu_used[g] = used;
     a->gpu_known[g] = known;
     if (used <= known)

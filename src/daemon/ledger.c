@@ -164,8 +164,9 @@ int ledger_charge(struct ledger *l, struct ledger_member *m, unsigned gpu, uint6
         return -EINVAL;
     struct ledger_tenant *t = m->tenant;
     out->quota = t->quota[gpu];
-    /* held + bytes <= quota, without overflow */
-    bool fits = t->held[gpu] <= t->quota[gpu] && bytes <= t->quota[gpu] - t->held[gpu];
+    /* held + draining + bytes <= quota, without overflow */
+    uint64_t taken = sat_add(t->held[gpu], t->draining[gpu]);
+    bool fits = taken <= t->quota[gpu] && bytes <= t->quota[gpu] - taken;
     if (!fits) {
         t->refusals[gpu]++;
         out->granted = false;

@@ -6,8 +6,9 @@
  * member's exit releases exactly what it held, whether or not frees were seen.
  *
  * Rules (the contract of kairos_charge/commit/release in proto.h):
- *  - CHARGE is granted iff held + bytes <= quota, exactly at the byte; a granted
- *    charge counts at once (as a reservation named by the shim's token).
+ *  - CHARGE is granted iff held + draining + bytes <= quota, exactly at the byte
+ *    (draining: memory of departed members the GPU still holds, set by linger.c); a
+ *    granted charge counts at once (as a reservation named by the shim's token).
  *  - COMMIT ok replaces the reservation by the actual size (which may exceed the
  *    quota: the memory is taken); COMMIT not ok undoes it.
  *  - RELEASE never takes a member below zero.
@@ -18,10 +19,10 @@
  *    holdings drop below it.
  *
  * A tenant's record also carries what kairosd keeps with the tenant but the ledger
- * does not interpret: its flags, the owner of an ephemeral tenant, its members
- * rules (members.h), and the compute policies of a tenant created at run time (set by tenants.c, persisted by state.c,
- * applied by timeshare.c; the configuration's tenants have theirs in the
- * configuration).
+ * does not interpret: its flags, the owner of an ephemeral tenant, and its settings
+ * (quotas, compute policies, members rules), each with its source: those are the
+ * registry's (registry.h), written only through it whatever set them (the
+ * configuration, TENANT_SET, the state file); the ledger reads the quotas.
  *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
@@ -35,6 +36,7 @@
 
 #include "daemon/members.h"
 #include "daemon/ratelog.h"
+#include "daemon/registry.h"
 #include "daemon/sched.h"
 #include "kairos/proto.h"
 
@@ -51,16 +53,19 @@ struct ledger_tenant {
     unsigned flags;
     uint64_t quota[KAIROS_MAX_GPUS];
     uint64_t held[KAIROS_MAX_GPUS];
+    uint64_t draining[KAIROS_MAX_GPUS]; /* what departed members held that the GPU has not
+                                         * freed yet (linger.c): counts against the quota */
     uint64_t refusals[KAIROS_MAX_GPUS];
     unsigned n_members;
     bool had_member;
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
     bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
     struct ratelog refusal_log;  /* server.c: its refusals logged once per interval */
-    bool has_compute[KAIROS_MAX_GPUS];             /* run time: a policy on that GPU */
+    bool has_compute[KAIROS_MAX_GPUS];             /* a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
-    struct member_rules members;  /* who may join (members.h): configuration or run time */
+    struct member_rules members;  /* who may join (members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
+    struct tenant_sources src;    /* where quota, compute, members, managed came from (registry.h) */
 };
 
 struct ledger_resv {

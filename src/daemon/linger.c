@@ -1,17 +1,56 @@
-/* linger.c - departed processes whose memory the GPU still holds (see linger.h). */
+/* linger.c - departed processes whose memory the GPU still holds, and the memory
+ * of released ones that its memory.used still shows (see linger.h). */
 #include "daemon/linger.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/grow.h"
 #include "daemon/log.h"
 
+/* One GPU's memory.used and what its process list attributes to processes, taken
+ * together: their difference is the memory no listed process accounts for. */
+struct sample {
+    bool valid;
+    uint64_t used, listed;
+};
+
 struct lingering {
     struct ledger_member *member;
     uint32_t pid;
+    struct sample seen[KAIROS_MAX_GPUS]; /* the last check that found it on the GPU */
+};
+
+/* A released member's memory that one GPU's memory.used still shows. The tenant is
+ * found again by name and id: it may be removed or replaced meanwhile. */
+struct drain {
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t tenant_id;
+    uint32_t pid;
+    unsigned gpu;
+    uint64_t bytes;        /* at most this: what the member held there */
+    uint64_t counted;      /* what the tenant's draining[gpu] holds for it now */
+    struct sample seen;    /* while the member's memory was known to be held */
+    uint64_t deadline_ms;
+};
+
+/* The last sample of a GPU (taken every LINGER_BASELINE_MS while there are
+ * members) that listed pid with memory: what shows that a departing process's
+ * memory was still held shortly before, when the GPU no longer lists it at its
+ * departure. Kept LINGER_BASELINE_MAX_AGE_MS. */
+struct listed {
+    uint32_t pid;
+    uint64_t at_ms;
+    struct sample s;
+};
+
+struct baseline {
+    uint64_t at_ms;        /* the last sample */
+    struct listed *v;
+    size_t n, cap;
 };
 
 struct linger_set {
@@ -25,7 +64,58 @@ struct linger_set {
     void *removed_ctx;
     struct gpu_proc *procs; /* the backend's list, grown to what it reports */
     size_t cap_procs;
+    struct drain *drains;
+    size_t n_drains, cap_drains;
+    struct baseline base[KAIROS_MAX_GPUS];
 };
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* Invalid when the backend cannot tell memory.used or a listed process's memory.
+ * Leaves the list in lg->procs, *listed (may be NULL) entries. */
+static struct sample sample_gpu_list(struct linger_set *lg, unsigned g, size_t *listed)
+{
+    struct sample s = {0};
+    struct gpu_status st;
+    size_t n = 0;
+    if (listed)
+        *listed = 0;
+    if (!lg->gpu->ops->status || lg->gpu->ops->status(lg->gpu, g, &st) || !st.memory_valid ||
+        gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
+        return s;
+    for (size_t i = 0; i < n; i++) {
+        if (!lg->procs[i].used_valid)
+            return s;
+        s.listed += lg->procs[i].used;
+    }
+    s.valid = true;
+    s.used = st.memory_used;
+    if (listed)
+        *listed = n;
+    return s;
+}
+
+static struct sample sample_gpu(struct linger_set *lg, unsigned g)
+{
+    return sample_gpu_list(lg, g, NULL);
+}
+
+/* How much of bytes the GPU's memory.used still shows of a process it no longer
+ * lists, compared with `seen` (when the process was listed, its memory held): what
+ * memory.used beyond the listed processes' has grown by since, within [0, bytes]. */
+static uint64_t still_shown(const struct sample *seen, const struct sample *now, uint64_t bytes)
+{
+    long double grown = ((long double)now->used - (long double)now->listed) -
+                        ((long double)seen->used - (long double)seen->listed);
+    if (grown < (long double)LINGER_DRAIN_SLACK)
+        return 0; /* a new context's few MiB in the kernel, not a departed process's */
+    return grown >= (long double)bytes ? bytes : (uint64_t)grown;
+}
 
 /* Whether some GPU lists pid (with memory in use, or memory unknown). */
 static bool gpu_holds(struct linger_set *lg, uint32_t pid)
@@ -41,9 +131,131 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
     return false;
 }
 
-static void arm(struct linger_set *lg, bool on)
+static void arm(struct linger_set *lg)
 {
-    loop_timer_set(lg->w, on ? LINGER_CHECK_MS * 1000u : 0);
+    bool busy = lg->n || lg->n_drains;
+    loop_timer_set(lg->w, (busy ? LINGER_CHECK_MS : LINGER_BASELINE_MS) * 1000ull);
+}
+
+static struct listed *baseline_find(struct baseline *b, uint32_t pid)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->v[i].pid == pid)
+            return &b->v[i];
+    return NULL;
+}
+
+/* Records the sample s (taken at now) for each pid of lg->procs[0, n) with memory,
+ * and forgets the records older than LINGER_BASELINE_MAX_AGE_MS. */
+static void baseline_record(struct baseline *b, const struct gpu_proc *procs, size_t n,
+                            const struct sample *s, uint64_t now)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!procs[i].used)
+            continue;
+        struct listed *r = baseline_find(b, procs[i].pid);
+        if (!r) {
+            struct listed *grown = grow_for_one(b->v, &b->cap, b->n, sizeof *grown, 16);
+            if (!grown)
+                continue; /* out of memory: no evidence for this one */
+            b->v = grown;
+            r = &b->v[b->n++];
+        }
+        *r = (struct listed){.pid = procs[i].pid, .at_ms = now, .s = *s};
+    }
+    for (size_t i = 0; i < b->n;)
+        if (now - b->v[i].at_ms > LINGER_BASELINE_MAX_AGE_MS)
+            b->v[i] = b->v[--b->n];
+        else
+            i++;
+}
+
+/* Samples every GPU with the pids it lists with memory, at most every
+ * LINGER_BASELINE_MS and only while there are members. */
+static void baseline_refresh(struct linger_set *lg)
+{
+    uint64_t now = now_ms();
+    if (!lg->ts->ledger.members)
+        return;
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+        struct baseline *b = &lg->base[g];
+        if (b->at_ms && now - b->at_ms < LINGER_BASELINE_MS - LINGER_CHECK_MS / 2)
+            continue;
+        size_t n;
+        struct sample s = sample_gpu_list(lg, g, &n);
+        b->at_ms = now;
+        if (s.valid)
+            baseline_record(b, lg->procs, n, &s, now);
+    }
+}
+
+/* t's memory on gpu that the GPU still shows after its member (pid) was released:
+ * held back from t's room (draining) until it goes. */
+static void drain_start(struct linger_set *lg, struct ledger_tenant *t, uint32_t pid,
+                        unsigned g, uint64_t bytes, const struct sample *seen)
+{
+    struct sample now = sample_gpu(lg, g);
+    uint64_t shown = now.valid ? still_shown(seen, &now, bytes) : 0;
+    if (!shown)
+        return;
+    struct drain *grown = grow_for_one(lg->drains, &lg->cap_drains, lg->n_drains,
+                                       sizeof *grown, 8);
+    if (!grown)
+        return; /* out of memory: returned now, as without a backend */
+    lg->drains = grown;
+    struct drain *d = &lg->drains[lg->n_drains++];
+    *d = (struct drain){.tenant_id = t->id, .pid = pid, .gpu = g, .bytes = bytes,
+                        .counted = shown, .seen = *seen,
+                        .deadline_ms = now_ms() + LINGER_DRAIN_MAX_MS};
+    memcpy(d->tenant, t->name, sizeof d->tenant);
+    t->draining[g] += shown;
+    char a[32];
+    log_info("tenant %s: GPU %u's memory.used still shows %s of departed pid %u; held back "
+             "from the tenant's quota until it drops (at most %d ms)", t->name, g,
+             tenants_size(shown, a, sizeof a), pid, LINGER_DRAIN_MAX_MS);
+}
+
+/* Ends drain i: its tenant's room comes back. */
+static void drain_end(struct linger_set *lg, size_t i, struct ledger_tenant *t)
+{
+    struct drain *d = &lg->drains[i];
+    if (t)
+        t->draining[d->gpu] -= d->counted < t->draining[d->gpu] ? d->counted
+                                                                : t->draining[d->gpu];
+    lg->drains[i] = lg->drains[--lg->n_drains];
+}
+
+static void drains_check(struct linger_set *lg)
+{
+    uint64_t now = now_ms();
+    for (size_t i = 0; i < lg->n_drains;) {
+        struct drain *d = &lg->drains[i];
+        struct ledger_tenant *t = ledger_tenant_find(&lg->ts->ledger, d->tenant);
+        if (!t || t->id != d->tenant_id) {
+            drain_end(lg, i, NULL); /* the tenant went: nothing to hold back */
+            continue;
+        }
+        struct sample s = sample_gpu(lg, d->gpu);
+        uint64_t shown = s.valid ? still_shown(&d->seen, &s, d->bytes) : 0;
+        char a[32];
+        if (shown && now >= d->deadline_ms) {
+            log_warn("tenant %s: GPU %u's memory.used still shows %s of departed pid %u after "
+                     "%d ms; that memory is returned to the tenant's quota (the audit reports "
+                     "what stays unexplained)", t->name, d->gpu,
+                     tenants_size(shown, a, sizeof a), d->pid, LINGER_DRAIN_MAX_MS);
+            shown = 0;
+        } else if (!shown) {
+            log_info("tenant %s: GPU %u freed the memory of departed pid %u", t->name, d->gpu,
+                     d->pid);
+        }
+        if (!shown) {
+            drain_end(lg, i, t);
+            continue;
+        }
+        t->draining[d->gpu] = t->draining[d->gpu] - d->counted + shown;
+        d->counted = shown;
+        i++;
+    }
 }
 
 static void release(struct linger_set *lg, size_t i)
@@ -56,10 +268,37 @@ static void release(struct linger_set *lg, size_t i)
     for (unsigned g = 0; g < lg->ts->n_gpus; g++)
         total += freed[g];
     char a[32];
-    log_info("tenant %s: the GPU freed the memory of departed pid %u; released %s", t->name,
-             it.pid, tenants_size(total, a, sizeof a));
-    if (tenants_after_leave(lg->ts, t) && lg->removed)
-        lg->removed(lg->removed_ctx);
+    log_info("tenant %s: the GPU no longer lists departed pid %u; released %s", t->name, it.pid,
+             tenants_size(total, a, sizeof a));
+    if (tenants_after_leave(lg->ts, t)) {
+        if (lg->removed)
+            lg->removed(lg->removed_ctx);
+        return; /* the tenant is gone: no room to hold back */
+    }
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++)
+        if (freed[g] && it.seen[g].valid)
+            drain_start(lg, t, it.pid, g, freed[g], &it.seen[g]);
+}
+
+/* Member m (process pid) departs and no GPU lists it: on each GPU where a sample at
+ * most LINGER_BASELINE_MAX_AGE_MS old listed pid with memory (the last such one is
+ * compared), what memory.used still shows of it drains (the caller releases m). */
+static void drain_unlisted(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
+{
+    uint64_t now = now_ms();
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+        const struct listed *r = m->held[g] ? baseline_find(&lg->base[g], pid) : NULL;
+        if (r && now - r->at_ms <= LINGER_BASELINE_MAX_AGE_MS)
+            drain_start(lg, m->tenant, pid, g, m->held[g], &r->s);
+    }
+    arm(lg);
+}
+
+/* Samples the GPUs where it.member holds memory: its memory is known held now. */
+static void seen_now(struct linger_set *lg, struct lingering *it)
+{
+    for (unsigned g = 0; g < lg->ts->n_gpus; g++)
+        it->seen[g] = it->member->held[g] ? sample_gpu(lg, g) : (struct sample){0};
 }
 
 static void on_timer(void *ctx, int fd, uint32_t events)
@@ -68,14 +307,15 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     struct linger_set *lg = ctx;
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
+    baseline_refresh(lg);
+    drains_check(lg);
     for (size_t i = 0; i < lg->n;) {
         if (gpu_holds(lg, lg->items[i].pid))
-            i++;
+            seen_now(lg, &lg->items[i++]);
         else
             release(lg, i);
     }
-    if (lg->n == 0)
-        arm(lg, false);
+    arm(lg);
 }
 
 int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
@@ -87,7 +327,7 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
     lg->loop = loop;
     lg->gpu = gpu && gpu->ops ? gpu : NULL;
     lg->ts = ts;
-    if (lg->gpu && !(lg->w = loop_add_timer(loop, 0, on_timer, lg))) {
+    if (lg->gpu && !(lg->w = loop_add_timer(loop, LINGER_BASELINE_MS * 1000ull, on_timer, lg))) {
         int rc = -errno;
         free(lg);
         return rc ? rc : -ENOMEM;
@@ -103,20 +343,28 @@ void linger_fini(struct linger_set *lg)
     loop_del_close(lg->loop, lg->w);
     free(lg->items);
     free(lg->procs);
+    free(lg->drains);
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        free(lg->base[g].v);
     free(lg);
 }
 
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
-    if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
+    if (!lg || !lg->gpu || !m)
         return false;
+    if (!gpu_holds(lg, pid)) {
+        drain_unlisted(lg, m, pid);
+        return false;
+    }
     struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
     if (!grown)
         return false; /* out of memory: release now, as without a GPU backend */
     lg->items = grown;
-    lg->items[lg->n++] = (struct lingering){m, pid};
-    if (lg->n == 1)
-        arm(lg, true);
+    struct lingering *it = &lg->items[lg->n++];
+    *it = (struct lingering){.member = m, .pid = pid};
+    seen_now(lg, it);
+    arm(lg);
     log_info("tenant %s: pid %u left but the GPU still holds its memory (a child or an exec'd "
              "program keeps its descriptors); its charge stays until the GPU frees it",
              m->tenant->name, pid);
@@ -142,4 +390,9 @@ bool linger_has(const struct linger_set *lg, const struct ledger_member *m)
 unsigned linger_count(const struct linger_set *lg)
 {
     return lg ? (unsigned)lg->n : 0;
+}
+
+unsigned linger_draining(const struct linger_set *lg)
+{
+    return lg ? (unsigned)lg->n_drains : 0;
 }

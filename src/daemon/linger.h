@@ -10,6 +10,33 @@
  * GPU stops listing it (checked every LINGER_CHECK_MS). Without a GPU backend a
  * departure releases at once, as before.
  *
+ * The GPU may stop listing the pid before its memory.used has dropped (the driver
+ * frees after its process list forgets the client). So while a member lingers its
+ * GPUs' memory.used is sampled with what the backend attributes to the processes
+ * it lists (the difference is memory no listed process accounts for: the driver's
+ * own); once released, what that difference has grown by since (at most what the
+ * member held) is the tenant's "draining" amount on that GPU (ledger.h): it counts
+ * against the tenant's quota until memory.used shows it gone, or
+ * LINGER_DRAIN_MAX_MS passed (a backend that never shows it must not lock the
+ * tenant out; logged). Only the GPU's own figures are compared, never the ledger's
+ * (whose holdings lead or lag the driver's by what is in flight). Memory that no
+ * listed process accounts for and that appears meanwhile for another reason (the
+ * few MiB RM keeps in the kernel for a new context, memory taken with no context)
+ * is taken for draining memory: at most what the member held, for at most the
+ * bound; less than LINGER_DRAIN_SLACK (16 MiB; RM keeps 7 MiB per context on the
+ * H200) drains nothing. A backend that cannot tell memory.used or a process's
+ * memory drains nothing.
+ *
+ * A member that the GPU no longer lists when it departs (NVML forgot it first, or
+ * the process exited before the list was read) drains the same way when a sample
+ * of its GPU (taken every LINGER_BASELINE_MS while there are members) listed it
+ * with memory at most LINGER_BASELINE_MAX_AGE_MS before: the last such sample is
+ * the evidence that its memory was held, and the comparison with it says whether
+ * memory.used still shows it. One that was never sampled, or not lately, is
+ * released at once. A member the GPU does not list when it
+ * departs is released at once: nothing shows its memory was still held, and
+ * holding it on a guess would refuse the next process's allocations.
+ *
  * Thread rules: the loop thread only.
  */
 #ifndef KAIROS_DAEMON_LINGER_H
@@ -24,6 +51,10 @@
 #include "daemon/tenants.h"
 
 #define LINGER_CHECK_MS 200
+#define LINGER_DRAIN_MAX_MS 2000  /* the longest a tenant waits for memory.used to drop */
+#define LINGER_DRAIN_SLACK (16ull << 20) /* less than this still shown drains nothing */
+#define LINGER_BASELINE_MS 1000   /* how often the GPUs are sampled while there are members */
+#define LINGER_BASELINE_MAX_AGE_MS 2500 /* the oldest sample taken as evidence */
 
 struct linger_set; /* not "struct linger": <sys/socket.h> has one (SO_LINGER) */
 
@@ -33,7 +64,8 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
 /* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
 void linger_fini(struct linger_set *lg);
 /* Member m (process pid) departed. True when the GPU still shows memory of pid:
- * m stays in the ledger and lingers; false: the caller releases it now. */
+ * m stays in the ledger and lingers; false: the caller releases it now (what
+ * memory.used still shows of it may drain, see above). */
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
@@ -42,5 +74,7 @@ void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void 
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
 /* How many departed processes' charges linger (tests, logs). */
 unsigned linger_count(const struct linger_set *lg);
+/* How many released charges still drain (tests, logs). */
+unsigned linger_draining(const struct linger_set *lg);
 
 #endif /* KAIROS_DAEMON_LINGER_H */

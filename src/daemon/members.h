@@ -12,9 +12,10 @@
  * Two things bind a process to a tenant whatever tenant it names: an admission
  * (the nearest admitted ancestor's tenant), else a cgroups rule its cgroup matches
  * (members_cgroup_rank).
- * The rules live with the tenant (struct member_rules in its ledger record): from
- * the configuration (members: {users, groups, cgroups}) for configured tenants,
- * from TENANT_MEMBERS (persisted in the state file) for those made at run time.
+ * The rules live with the tenant (struct member_rules in its record, written by the
+ * registry with their source: registry.h): from the configuration (members:
+ * {users, groups, cgroups}) for configured tenants, from TENANT_MEMBERS (persisted
+ * in the state file) for those made at run time.
  * Why the parent chain rather than cgroups for admissions: see docs/security.md.
  *
  * Thread rules: the loop thread only.

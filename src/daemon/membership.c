@@ -8,6 +8,7 @@
 
 #include "daemon/admissions_file.h"
 #include "daemon/log.h"
+#include "daemon/registry.h"
 
 void membership_init(struct membership *m, struct tenants *ts, const struct config *cfg)
 {
@@ -179,10 +180,12 @@ int membership_set_rules(struct membership *m, const struct peer_cred *p,
         return KAIROS_ERR_INVALID;
     }
     char rules[200], why[256];
-    struct member_rules previous = t->members;
-    members_rules_from_wire(&t->members, r);
+    struct member_rules previous = t->members, rules_set;
+    uint8_t previous_src = t->src.members;
+    members_rules_from_wire(&rules_set, r);
+    registry_set_members(t, &rules_set, SETTING_RUNTIME);
     if (tenants_save_state(m->ts, NULL, why, sizeof why)) {
-        t->members = previous;
+        registry_set_members(t, &previous, previous_src);
         snprintf(msg, msg_len, "tenant '%s': members rules not set: kairosd cannot write its "
                  "state file (%s); nothing changed. Free space or fix 'state:' in the "
                  "configuration, then retry", t->name, why);

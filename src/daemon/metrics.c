@@ -231,6 +231,14 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
         metrics_write_label_value(f, l->tenants[i]->name);
         fprintf(f, "\"} %u\n", l->tenants[i]->n_members);
     }
+    family(f, "kairos_tenant_memory_draining_bytes", "gauge",
+           "Memory of departed members the GPU still shows, held back from the quota.");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (applies(WHEN_SHOWN, &figs[i], g) || l->tenants[i]->draining[g]) {
+                tenant_gpu_series(f, "kairos_tenant_memory_draining_bytes", figs[i].tenant, g);
+                fprintf(f, " %" PRIu64 "\n", l->tenants[i]->draining[g]);
+            }
     family(f, "kairos_tenant_compute_priority_info", "gauge",
            "The priority of the tenant's compute policy on the GPU (the label), always 1.");
     for (size_t i = 0; i < l->n_tenants; i++)

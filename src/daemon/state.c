@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/policy.h"
+#include "daemon/registry.h"
 
 #define STATE_VERSION 1
 
@@ -29,7 +30,7 @@ static json_t *compute_json(const struct ledger_tenant *t, unsigned n_gpus)
 {
     json_t *all = NULL;
     for (unsigned g = 0; g < n_gpus; g++) {
-        if (!t->has_compute[g])
+        if (!t->has_compute[g] || t->src.compute[g] == SETTING_CONFIG)
             continue;
         json_t *one = json_object();
         if (!all)
@@ -73,7 +74,8 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
     json_object_set_new(root, "version", json_integer(STATE_VERSION));
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *t = l->tenants[i];
-        if ((t->flags & LEDGER_TENANT_CONFIG) || t == skip)
+        bool configured = t->flags & LEDGER_TENANT_CONFIG;
+        if (t == skip || (configured && !registry_has_runtime(t, l->n_gpus)))
             continue;
         json_t *quota = json_object(), *jt = json_object();
         if (!quota || !jt) {
@@ -84,7 +86,8 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
         for (unsigned g = 0; g < l->n_gpus; g++) {
             char key[16];
             snprintf(key, sizeof key, "%u", g);
-            json_object_set_new(quota, key, json_integer((json_int_t)t->quota[g]));
+            if (!configured || t->src.quota[g] == SETTING_RUNTIME)
+                json_object_set_new(quota, key, json_integer((json_int_t)t->quota[g]));
         }
         json_object_set_new(jt, "name", json_string(t->name));
         json_object_set_new(jt, "ephemeral", json_boolean(t->flags & LEDGER_TENANT_EPHEMERAL));
@@ -94,10 +97,10 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
         json_t *compute = compute_json(t, l->n_gpus);
         if (compute)
             json_object_set_new(jt, "compute", compute);
-        json_t *members = members_json(&t->members);
+        json_t *members = t->src.members == SETTING_CONFIG ? NULL : members_json(&t->members);
         if (members)
             json_object_set_new(jt, "members", members);
-        if (t->managed_charge) /* absent: refuse, the default */
+        if (t->managed_charge && t->src.managed != SETTING_CONFIG) /* absent: refuse */
             json_object_set_new(jt, "managed", json_string("charge"));
         json_array_append_new(list, jt);
     }
@@ -337,8 +340,7 @@ static void load_compute(json_t *jt, struct ledger_tenant *t, unsigned n_gpus,
                 warn(warn_ctx, msg);
             continue;
         }
-        t->has_compute[g] = true;
-        t->compute[g] = pol;
+        registry_set_compute(t, (unsigned)g, &pol, SETTING_RUNTIME);
     }
 }
 
@@ -393,7 +395,7 @@ static void load_members(json_t *jt, struct ledger_tenant *t, state_warn_fn warn
             warn(warn_ctx, msg);
         return;
     }
-    t->members = r;
+    registry_set_members(t, &r, SETTING_RUNTIME);
 }
 
 /* An entry kept out of the ledger: told to warn, and copied to aside (when given)
@@ -409,29 +411,54 @@ static void put_aside(json_t *jt, json_t *aside, state_warn_fn warn, void *warn_
         json_array_append(aside, jt);
 }
 
-/* Adds one checked entry to l; 1 when added, 0 when set aside or already known. */
+/* The entry's quotas (checked by check_entry), set at run time; on a tenant the
+ * configuration declares, only on GPUs where it declares none (it owns the others). */
+static void load_quota(json_t *jt, struct ledger *l, struct ledger_tenant *t)
+{
+    const char *key;
+    json_t *q;
+    json_object_foreach(json_object_get(jt, "quota"), key, q) {
+        unsigned long g = strtoul(key, NULL, 10);
+        if (g < l->n_gpus && t->src.quota[g] != SETTING_CONFIG)
+            registry_set_quota(l, t, (unsigned)g, (uint64_t)json_integer_value(q),
+                               SETTING_RUNTIME);
+    }
+}
+
+/* An entry for a tenant the configuration declares: what was set at run time and the
+ * configuration does not own (registry.h) is taken; its compute policies and members
+ * rules, the configuration's as a whole, are not (told to warn). 0: no tenant added. */
+static int load_into_configured(json_t *jt, struct ledger *l, struct ledger_tenant *t,
+                                state_warn_fn warn, void *warn_ctx)
+{
+    load_quota(jt, l, t);
+    if ((json_object_get(jt, "compute") || json_object_get(jt, "members")) && warn) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "tenant '%s' is declared in the configuration, which sets its "
+                 "compute policies and members rules: those of the state file are dropped (its "
+                 "quotas on GPUs the configuration does not declare are kept)", t->name);
+        warn(warn_ctx, msg);
+    }
+    return 0;
+}
+
+/* Adds one checked entry to l; 1 when added, 0 when set aside or merged into a
+ * configured tenant (its run-time settings). */
 static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn warn,
                       void *warn_ctx)
 {
     const char *name = json_string_value(json_object_get(jt, "name"));
     char why[256];
-    if (ledger_tenant_find(l, name)) {
-        snprintf(why, sizeof why, "tenant '%s' is declared in the configuration (whose settings "
-                 "it keeps) or appears twice in the state file", name);
+    struct ledger_tenant *t = ledger_tenant_find(l, name);
+    if (t && (t->flags & LEDGER_TENANT_CONFIG))
+        return load_into_configured(jt, l, t, warn, warn_ctx);
+    if (t) {
+        snprintf(why, sizeof why, "tenant '%s' appears twice in the state file", name);
         put_aside(jt, aside, warn, warn_ctx, why);
         return 0;
     }
-    uint64_t quota[KAIROS_MAX_GPUS] = {0};
-    const char *key;
-    json_t *q;
-    json_object_foreach(json_object_get(jt, "quota"), key, q) {
-        unsigned long g = strtoul(key, NULL, 10);
-        if (g < l->n_gpus)
-            quota[g] = (uint64_t)json_integer_value(q);
-    }
     unsigned flags = json_is_true(json_object_get(jt, "ephemeral")) ? LEDGER_TENANT_EPHEMERAL : 0;
-    struct ledger_tenant *t;
-    int rc = ledger_tenant_add(l, name, quota, flags, &t);
+    int rc = ledger_tenant_add(l, name, NULL, flags, &t);
     if (rc) {
         if (rc == -ENOSPC)
             snprintf(why, sizeof why, "tenant '%s' cannot be added: kairosd holds at most %d "
@@ -441,6 +468,7 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
         put_aside(jt, aside, warn, warn_ctx, why);
         return 0;
     }
+    load_quota(jt, l, t);
     json_t *owner = json_object_get(jt, "owner_pid");
     if (json_is_integer(owner) && json_integer_value(owner) > 0 &&
         json_integer_value(owner) <= INT32_MAX)
@@ -448,7 +476,8 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
     load_compute(jt, t, l->n_gpus, warn, warn_ctx);
     load_members(jt, t, warn, warn_ctx);
     const char *managed = json_string_value(json_object_get(jt, "managed"));
-    t->managed_charge = managed && !strcmp(managed, "charge"); /* anything else: refuse */
+    if (managed && !strcmp(managed, "charge")) /* anything else: refuse, the default */
+        registry_set_managed(t, true, SETTING_RUNTIME);
     return 1;
 }
 

@@ -1,6 +1,7 @@
 /* state.h - the state file: tenants created at run time (kairos run --mem,
- * TENANT_SET), so that a restarted kairosd still knows them when their processes
- * reattach. Holdings are not stored: the reattaching processes report them, so
+ * TENANT_SET), and the settings an administrator made at run time for configured
+ * tenants (a quota on a GPU the configuration does not declare: registry.h), so
+ * that a restarted kairosd still knows them when their processes reattach. Holdings are not stored: the reattaching processes report them, so
  * nothing is counted twice and processes that died meanwhile count nothing.
  *
  * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
@@ -12,11 +13,13 @@
  * such (not JSON, another version, larger than STATE_MAX_BYTES, not a regular
  * file) is set aside as PATH.corrupt-<unix time> and reported; the daemon goes on
  * without it. One bad entry (malformed, a quota on a GPU the node no longer has, a
- * name the configuration declares, a tenant beyond LEDGER_MAX_TENANTS) is set
- * aside alone, logged and written to PATH.set-aside-<unix time> (a state file of
- * its own); the other entries are loaded. A bad compute policy (malformed, out of
- * range, share above limit, a GPU the node lacks) is refused alone: the tenant
- * and the rest of the file are kept.
+ * run-time tenant named twice, a tenant beyond LEDGER_MAX_TENANTS) is set aside
+ * alone, logged and written to PATH.set-aside-<unix time> (a state file of its
+ * own); the other entries are loaded. An entry for a tenant the configuration
+ * declares gives it its quotas on the GPUs the configuration does not declare; its
+ * compute policies and members rules, the configuration's, are dropped (warned). A
+ * bad compute policy (malformed, out of range, share above limit, a GPU the node
+ * lacks) is refused alone: the tenant and the rest of the file are kept.
  *
  * Thread rules: the loop thread only.
  */
@@ -31,8 +34,9 @@
  * a quota and a compute policy on every GPU take under half of it. */
 #define STATE_MAX_BYTES (16 << 20)
 
-/* Writes every tenant without LEDGER_TENANT_CONFIG, but skip (may be NULL: a tenant
- * about to be removed). 0 or -errno (err says why); on failure the previous file
+/* Writes every tenant without LEDGER_TENANT_CONFIG, and the settings of the others
+ * that were made at run time (registry.h), but skip (may be NULL: a tenant about
+ * to be removed); settings are read with their sources. 0 or -errno (err says why); on failure the previous file
  * is left as it was. */
 int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                char *err, size_t err_len);

@@ -1,7 +1,9 @@
 /* tenants.c - tenants from the configuration and from run time, around the ledger:
- * their quotas and, for run-time tenants, their compute policies (with the rule
- * that one GPU's shares, configured and run-time, add up to at most 100 %); every
- * change is logged in an operator's words and persisted when it must be. */
+ * which exist, their quotas (sizes and percentages resolved against the node's
+ * GPUs) and compute policies checked (one GPU's shares, configured and run-time,
+ * add up to at most 100 %) and handed to the registry (registry.h), which keeps
+ * them with their sources; every change is logged in an operator's words and
+ * persisted when it must be. */
 #include "daemon/tenants.h"
 
 #include <errno.h>
@@ -10,8 +12,9 @@
 #include <string.h>
 
 #include "core/units.h"
-#include "daemon/log.h"
 #include "core/policy.h"
+#include "daemon/log.h"
+#include "daemon/registry.h"
 #include "daemon/state.h"
 
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap)
@@ -40,31 +43,33 @@ static bool declared(const struct config *c, const char *name)
     return false;
 }
 
-/* The node's compute shares: the configuration's, then those of the tenants created
- * at run time (but `except`, and those c declares: c's policy is theirs). */
-static int node_shares(const struct tenants *ts, const struct config *c,
+/* The node's compute shares, but `except`'s: the registry's (every source), or with
+ * `pending` (a configuration about to be applied) that configuration's and the
+ * run-time policies of the tenants it does not declare (its policies are theirs). */
+static int node_shares(const struct tenants *ts, const struct config *pending,
                        const struct ledger_tenant *except, struct policy_shares *out)
 {
-    int rc = c ? config_shares(c, out) : 0;
+    int rc = pending ? config_shares(pending, out) : 0;
     for (size_t i = 0; !rc && i < ts->ledger.n_tenants; i++) {
         const struct ledger_tenant *t = ts->ledger.tenants[i];
-        if (t == except || (t->flags & LEDGER_TENANT_CONFIG) || declared(c, t->name))
+        if (t == except || (pending && declared(pending, t->name)))
             continue;
         for (unsigned g = 0; !rc && g < KAIROS_MAX_GPUS; g++)
-            if (t->has_compute[g])
+            if (t->has_compute[g] && (!pending || t->src.compute[g] == SETTING_RUNTIME))
                 rc = policy_shares_add(out, t->name, g, t->compute[g].share);
     }
     return rc;
 }
 
-/* Whether the node's shares, with `name` holding pol where has says, stay within
- * 100 % per GPU. 0, -EINVAL (why says which GPU, tenants and sum) or -ENOMEM. */
-static int shares_fit(const struct tenants *ts, const struct config *c,
+/* Whether the node's shares (node_shares), with `name` holding pol where has says,
+ * stay within 100 % per GPU. 0, -EINVAL (why says which GPU, tenants and sum) or
+ * -ENOMEM. */
+static int shares_fit(const struct tenants *ts, const struct config *pending,
                       const struct ledger_tenant *except, const char *name, const bool *has,
                       const struct sched_policy *pol, char *why, size_t why_len)
 {
     struct policy_shares shares = {0};
-    int rc = node_shares(ts, c, except, &shares);
+    int rc = node_shares(ts, pending, except, &shares);
     for (unsigned g = 0; !rc && has && g < KAIROS_MAX_GPUS; g++)
         if (has[g])
             rc = policy_shares_add(&shares, name, g, pol[g].share);
@@ -120,25 +125,16 @@ static int resolve_quota(const struct tenants *ts, const struct config *c,
     return 0;
 }
 
-/* Drops a tenant's run-time compute policies, saying why. */
-static void forget_compute(struct ledger_tenant *t, const char *why)
-{
-    bool had = false;
-    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-        had |= t->has_compute[g];
-    if (!had)
-        return;
-    memset(t->has_compute, 0, sizeof t->has_compute);
-    memset(t->compute, 0, sizeof t->compute);
-    log_warn("tenant %s: its compute policies set at run time are dropped: %s", t->name, why);
-}
-
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len)
 {
     int rc = 0;
     uint64_t (*quotas)[KAIROS_MAX_GPUS] = calloc(c->n_tenants ? c->n_tenants : 1, sizeof *quotas);
-    if (!quotas)
+    bool (*given)[KAIROS_MAX_GPUS] = calloc(c->n_tenants ? c->n_tenants : 1, sizeof *given);
+    if (!quotas || !given) {
+        free(quotas);
+        free(given);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < c->n_tenants; i++)
         for (size_t j = 0; j < c->tenants[i].n_quotas; j++) {
             unsigned gpu;
@@ -148,6 +144,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             if (rc)
                 goto out;
             quotas[i][gpu] = bytes;
+            given[i][gpu] = true;
         }
     char why[512];
     rc = shares_fit(ts, c, NULL, NULL, NULL, NULL, why, sizeof why);
@@ -171,6 +168,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             continue;
         if (t->n_members) {
             t->flags = LEDGER_TENANT_EPHEMERAL;
+            registry_undeclared(t);
             log_warn("tenant %s: no longer in the configuration; kept until its %u process(es) "
                      "exit", t->name, t->n_members);
         } else {
@@ -181,7 +179,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
     for (size_t i = 0; i < c->n_tenants; i++) {
         struct ledger_tenant *t = ledger_tenant_find(&ts->ledger, c->tenants[i].name);
         if (!t) {
-            rc = ledger_tenant_add(&ts->ledger, c->tenants[i].name, quotas[i],
+            rc = ledger_tenant_add(&ts->ledger, c->tenants[i].name, NULL,
                                    LEDGER_TENANT_CONFIG, &t);
             if (rc) {
                 snprintf(err, err_len, "tenant '%s': %s", c->tenants[i].name, strerror(-rc));
@@ -189,20 +187,18 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             }
         }
         t->flags = LEDGER_TENANT_CONFIG;
-        t->members = c->tenants[i].members; /* the configuration's rules, none: admissions */
-        t->managed_charge = c->tenants[i].managed_charge;
-        forget_compute(t, "it is now declared in the configuration, whose compute policy "
-                          "it follows");
+        registry_apply_config(&ts->ledger, t, &c->tenants[i], quotas[i], given[i]);
         for (unsigned g = 0; g < ts->n_gpus; g++) {
-            if (ledger_tenant_set_quota(&ts->ledger, t, g, quotas[i][g]) == 1)
+            if (t->held[g] > t->quota[g])
                 log_warn("tenant %s: quota on GPU %u is now %s, below the %s it holds; its "
                          "allocations there are refused until it frees memory", t->name, g,
-                         tenants_size(quotas[i][g], a, sizeof a),
+                         tenants_size(t->quota[g], a, sizeof a),
                          tenants_size(t->held[g], b, sizeof b));
         }
     }
 out:
     free(quotas);
+    free(given);
     return rc;
 }
 
@@ -216,31 +212,23 @@ static void on_state_refusal(void *ctx, const char *msg)
  * shares of each GPU stay within 100 % with the configuration's (which may have
  * changed while kairosd was stopped); the others are dropped and logged. Running
  * sums per GPU: linear in the number of policies, however many tenants load. */
-static int admit_loaded_compute(struct tenants *ts, const struct config *c)
+static void admit_loaded_compute(struct tenants *ts)
 {
-    size_t n = ts->ledger.n_tenants;
-    bool (*had)[KAIROS_MAX_GPUS] = calloc(n ? n : 1, sizeof *had);
-    if (!had)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        memcpy(had[i], ts->ledger.tenants[i]->has_compute, sizeof had[i]);
-        memset(ts->ledger.tenants[i]->has_compute, 0, sizeof had[i]);
-    }
-    struct policy_shares base = {0};
     double sum[KAIROS_MAX_GPUS] = {0};
-    int rc = node_shares(ts, c, NULL, &base);
-    for (size_t k = 0; !rc && k < base.n; k++)
-        sum[base.v[k].gpu] += base.v[k].share;
-    policy_shares_free(&base);
-    for (size_t i = 0; !rc && i < n; i++) {
+    for (size_t i = 0; i < ts->ledger.n_tenants; i++) {
+        const struct ledger_tenant *t = ts->ledger.tenants[i];
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+            if (t->has_compute[g] && t->src.compute[g] != SETTING_RUNTIME)
+                sum[g] += t->compute[g].share; /* the configuration's */
+    }
+    for (size_t i = 0; i < ts->ledger.n_tenants; i++) {
         struct ledger_tenant *t = ts->ledger.tenants[i];
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            if (!had[i][g])
+            if (!t->has_compute[g] || t->src.compute[g] != SETTING_RUNTIME)
                 continue;
             char what[96];
             double with = sum[g] + t->compute[g].share;
             if (with <= 1.0 + 1e-9) {
-                t->has_compute[g] = true;
                 sum[g] = with;
                 continue;
             }
@@ -249,14 +237,14 @@ static int admit_loaded_compute(struct tenants *ts, const struct config *c)
                       "tenant is kept without it (set it again with kairos run --share once "
                       "there is room)", ts->state_path, t->name, g,
                       policy_describe(&t->compute[g], what, sizeof what), g, with * 100);
+            registry_set_compute(t, g, NULL, SETTING_UNSET);
         }
     }
-    free(had);
-    return rc;
 }
 
 void tenants_load_state(struct tenants *ts, const struct config *c)
 {
+    (void)c; /* its tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
     int rc = state_load(ts->state_path, &ts->ledger, on_state_refusal, ts, err, sizeof err,
                         aside, sizeof aside);
@@ -265,8 +253,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
                   "lost and must be created again (kairos run --mem)", err);
     else if (rc > 0)
         log_info("state %s: %d tenant(s) created at run time restored", ts->state_path, rc);
-    if (rc > 0 && admit_loaded_compute(ts, c))
-        log_error("out of memory checking the compute shares of the state file's tenants");
+    if (rc > 0)
+        admit_loaded_compute(ts);
 }
 
 int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, char *err,
@@ -350,7 +338,7 @@ static int next_compute(const struct tenants *ts, const struct config *c,
     }
     if (!*changed)
         return 0;
-    int rc = shares_fit(ts, c, t, m->tenant, has, pol, why, sizeof why);
+    int rc = shares_fit(ts, NULL, t, m->tenant, has, pol, why, sizeof why);
     if (rc == -EINVAL) {
         snprintf(msg, msg_len, "%s; give %s a smaller share there, or lower another tenant's",
                  why, m->tenant);
@@ -448,16 +436,14 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     bool over = false;
     for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++)
         if (quota[g] != KAIROS_QUOTA_KEEP)
-            over |= ledger_tenant_set_quota(&ts->ledger, t, g, quota[g]) == 1;
+            over |= registry_set_quota(&ts->ledger, t, g, quota[g], SETTING_RUNTIME) == 1;
     if (m->flags & (KAIROS_TENANT_MANAGED_CHARGE | KAIROS_TENANT_MANAGED_REFUSE))
-        t->managed_charge = m->flags & KAIROS_TENANT_MANAGED_CHARGE;
+        registry_set_managed(t, m->flags & KAIROS_TENANT_MANAGED_CHARGE, SETTING_RUNTIME);
     struct ledger_tenant previous = *t; /* the policies, for the log once saved */
-    if (changed) {
-        memcpy(t->has_compute, has, sizeof t->has_compute);
-        memcpy(t->compute, pol, sizeof t->compute);
-    }
+    for (unsigned g = 0; changed && g < KAIROS_MAX_GPUS; g++)
+        registry_set_compute(t, g, has[g] ? &pol[g] : NULL, SETTING_RUNTIME);
     char why[512];
-    int rc = (t->flags & LEDGER_TENANT_CONFIG) ? 0 : tenants_save_state(ts, NULL, why, sizeof why);
+    int rc = tenants_save_state(ts, NULL, why, sizeof why);
     if (rc) {
         if (created)
             ledger_tenant_remove(&ts->ledger, t);
@@ -474,8 +460,9 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
                     "it frees memory"
                   : "");
     log_info("%s (by uid %u)%s", msg, uid,
-             (t->flags & LEDGER_TENANT_CONFIG) ? "; a configuration tenant: the change lasts "
-                                                 "until the configuration is reloaded"
+             (t->flags & LEDGER_TENANT_CONFIG) ? "; a configuration tenant: a quota on a GPU "
+                                                 "the configuration declares lasts until it is "
+                                                 "reloaded, one on another GPU is kept"
                                                : "");
     if (changed)
         log_compute(&previous, has, pol, uid);

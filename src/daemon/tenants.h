@@ -1,7 +1,11 @@
-/* tenants.h - the tenant registry's policy around the ledger: tenants from the
- * configuration (resolving sizes, percentages and GPU UUIDs against the node's
- * GPUs), tenants created at run time (persisted in the state file), and the
- * administrator's TENANT_SET / TENANT_DEL with replies that say what happened.
+/* tenants.h - which tenants exist and the checks on their settings, around the
+ * ledger: tenants from the configuration (resolving sizes, percentages and GPU
+ * UUIDs against the node's GPUs), tenants created at run time (persisted in the
+ * state file), and the administrator's TENANT_SET / TENANT_DEL with replies that
+ * say what happened. The settings themselves, with their sources and the
+ * precedence of the configuration over run time, are the registry's (registry.h);
+ * kairosd resolves percentages here, so the CLI sends them as they are
+ * (KAIROS_QUOTA_PERCENT).
  *
  * Thread rules: the loop thread only.
  */
@@ -31,13 +35,17 @@ void tenants_fini(struct tenants *ts);
 /* Applies the configuration's tenants: all resolved first (an error changes
  * nothing and says file:line:column), and refused when its compute shares with
  * those of the tenants created at run time would add up above 100 % on a GPU; then
- * created or updated; config tenants no longer declared are removed, or kept until
- * their processes leave. A run-time tenant the configuration now declares follows
- * the configuration's compute policy (its own is dropped, logged). */
+ * created or updated by the registry's precedence (registry.h: what the file
+ * declares replaces what run time set, a run-time quota on a GPU it does not declare
+ * is kept); config tenants no longer declared are removed, or kept (with their
+ * settings) until their processes leave. A run-time tenant the configuration now
+ * declares follows the configuration's compute policy and members rules (its own
+ * are dropped, logged). */
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len);
 
-/* Loads the state file's tenants (the configuration's win on a name clash); a
- * corrupt file is set aside and reported. A run-time tenant's compute policy that
+/* Loads the state file's tenants, and the settings made at run time of configured
+ * ones (those the configuration does not own: registry.h); a corrupt file is set
+ * aside and reported. A run-time tenant's compute policy that
  * is malformed, or would take one GPU's shares above 100 % with c's (and those
  * loaded before it), is dropped and logged; the tenant stays. Logs what it did. */
 void tenants_load_state(struct tenants *ts, const struct config *c);
@@ -50,11 +58,13 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
  * admin). Return 0 or a KAIROS_ERR_* code; msg says what happened or what to do. An
  * ephemeral tenant records owner_pid (the sender: kairos run, which then execs the
  * command) and is removed once that process and all members are gone. Compute
- * policies are taken for tenants created at run time only, and refused (nothing
+ * policies are taken for tenants created at run time only (a configured tenant's
+ * quotas may change, each recorded as set at run time), and refused (nothing
  * changes) when one GPU's shares, with c's and the other run-time tenants', would
  * add up above 100 %; compute_changed says whether the tenant's changed (then the
- * time-share scheduler must be told: timeshare_reconfigure). A change to a run-time
- * tenant that the state file cannot record (disk full, read-only) is undone and
+ * time-share scheduler must be told: timeshare_reconfigure). A change that the
+ * state file cannot record (disk full, read-only: a configured tenant's quota
+ * included, the state file keeping it) is undone and
  * refused (KAIROS_ERR_BUSY, msg says why), and so is a TENANT_DEL: what kairosd
  * answers is what a restart finds. */
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/registry.h"
 #include "core/policy.h"
 #include "daemon/sched.h"
 #include "daemon/time_stats.h"
@@ -101,28 +102,11 @@ static void forget_runnable(struct timeshare *t, unsigned slot)
         t->run[g][slot] = (struct run_seen){.last = -1, .last_open = -1};
 }
 
-/* Tenant name's compute policy on gpu: the configuration's for the tenants it
- * declares, the one set at run time (TENANT_SET, the state file) for the others. */
+/* Tenant name's compute policy on gpu, from the registry (whatever set it). */
 static bool policy_of(const struct timeshare *t, const char *name, unsigned gpu,
                       struct sched_policy *out)
 {
-    const struct config *c = t->cfg;
-    for (size_t k = 0; k < c->n_tenants; k++) {
-        if (strcmp(c->tenants[k].name, name))
-            continue;
-        for (size_t j = 0; j < c->tenants[k].n_compute; j++)
-            if (c->tenants[k].compute[j].gpu == gpu) {
-                *out = c->tenants[k].compute[j].pol;
-                return true;
-            }
-        return false;
-    }
-    const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, name);
-    if (!lt || (lt->flags & LEDGER_TENANT_CONFIG) || gpu >= KAIROS_MAX_GPUS ||
-        !lt->has_compute[gpu])
-        return false;
-    *out = lt->compute[gpu];
-    return true;
+    return registry_policy(ledger_tenant_find(&t->ts->ledger, name), gpu, out);
 }
 
 /* The members of a tenant whose policy on gpu is gone are released: never paused,
@@ -221,16 +205,16 @@ void timeshare_reconfigure(struct timeshare *t)
 {
     drop_gone(t);
     const struct config *c = t->cfg;
-    for (size_t k = 0; k < c->n_tenants; k++)
-        for (size_t j = 0; j < c->tenants[k].n_compute; j++)
-            place(t, c->tenants[k].name, c->tenants[k].compute[j].gpu,
-                  &c->tenants[k].compute[j].pol);
-    for (size_t k = 0; k < t->ts->ledger.n_tenants; k++) {
-        const struct ledger_tenant *lt = t->ts->ledger.tenants[k];
-        for (unsigned g = 0; !(lt->flags & LEDGER_TENANT_CONFIG) && g < KAIROS_MAX_GPUS; g++)
-            if (lt->has_compute[g])
-                place(t, lt->name, g, &lt->compute[g]);
-    }
+    /* the configuration's policies first (their tenants take the first slots, in
+     * their order in the file), then those set at run time (registry.h's order) */
+    for (int pass = SETTING_CONFIG; pass <= SETTING_RUNTIME; pass++)
+        for (size_t k = 0; k < t->ts->ledger.n_tenants; k++) {
+            const struct ledger_tenant *lt = t->ts->ledger.tenants[k];
+            struct sched_policy pol;
+            for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+                if (lt->src.compute[g] == pass && registry_policy(lt, g, &pol))
+                    place(t, lt->name, g, &pol);
+        }
     mark_spans(t);
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
         sched_set_mode(&t->g[g], c->time_mode);

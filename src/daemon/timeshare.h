@@ -1,7 +1,7 @@
 /* timeshare.h - kairosd's compute isolation: one scheduler (sched.c) per GPU fed
  * every 100 ms (timerfd) with the per-process utilization of the GPU backend summed
- * per tenant, the compute policies of the configuration and of the tenants created
- * at run time (kept in the ledger by tenants.c), and the TIME_POLICY decisions
+ * per tenant, the tenants' compute policies (from the registry, registry.h, whether
+ * the configuration or run time set them), and the TIME_POLICY decisions
  * handed to a sender (the server sends them to each member process); what each
  * tenant got, for kairos ps (time_stats.c).
  *
@@ -24,8 +24,8 @@ struct timeshare;
 typedef void (*timeshare_send_fn)(void *ctx, const char *tenant,
                                   const struct kairos_time_policy *p);
 
-/* gpu may be NULL (no backend: policies are sent, never corrected). cfg is read
- * at timeshare_reconfigure. */
+/* gpu may be NULL (no backend: policies are sent, never corrected). cfg (its
+ * time_mode) is read at timeshare_reconfigure. */
 int timeshare_init(struct timeshare **out, struct loop *loop, struct gpu_backend *gpu,
                    struct tenants *ts, const struct config *cfg, timeshare_send_fn send,
                    void *ctx);

@@ -10,8 +10,13 @@
 #       program under an exempt command name spared, root's nvidia-smi spared;
 #   a4. a tenant's process under the shim (kairos run) filling its 2 GiB quota: must
 #       not be reported over it (NVML's figure for it against the quota is printed:
-#       what audit process_overhead must allow).
-# Changes no GPU setting; about one minute. Prints a table; $OUT/audit-results.json.
+#       what audit process_overhead must allow);
+#   a5. a member of a 4 GiB tenant holding 2.5 GiB under the shim is SIGKILLed while a
+#       newcomer of the same tenant (drain_member.py) takes all it may: what it gets at
+#       once (the leaving member's memory held back while NVML lists it, then while
+#       memory.used shows it: src/daemon/linger.c) and when the rest comes, with
+#       kairosd's log lines of that leaving.
+# Changes no GPU setting; about one minute and a half. Prints a table; $OUT/audit-results.json.
 adir=/tmp/kairos-audit
 rm -rf "$adir" && mkdir -p "$adir" && chmod 755 "$adir"
 # the shim of a4's tenant finds this kairosd through a shim.conf; kairos run --socket
@@ -150,6 +155,34 @@ grep -E "audit: .*(killed|exempt)" "$adir/kairosd.log" | head -6
 aresult "kill victim_exit=$victim_rc killed_within_ms=$killed_ms exempt_alive=$ex_alive root_nvidia_smi_alive=$smi_alive"
 kill "$ex_pid" "$smi" 2>/dev/null; wait "$ex_pid" "$smi" 2>/dev/null
 stop_kairosd
+
+echo "--- a5. a leaving member's memory held back from its tenant until the GPU frees it"
+start_kairosd report "[]"
+a5_from=$(wc -l < "$adir/kairosd.log")
+timeout 60 "$bin/kairos" run --socket "$adir/kairosd.sock" --tenant team -- \
+  $python tests/gpu/audit_member.py - team 2560 60 > "$adir/leaver.txt" 2>&1 &
+leaver=$!
+wait_line "$adir/leaver.txt" allocated_mib 30 "$leaver"; cat "$adir/leaver.txt"
+lpid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$adir/leaver.txt")
+rm -f "$adir/go"
+timeout 60 "$bin/kairos" run --socket "$adir/kairosd.sock" --tenant team -- \
+  $python tests/gpu/drain_member.py "$adir/go" 4 > "$adir/newcomer.txt" 2>&1 &
+newcomer=$!
+wait_line "$adir/newcomer.txt" ready 30 "$newcomer"
+kill -9 "${lpid:-none}"; touch "$adir/go"
+wait "$newcomer" 2>/dev/null; wait "$leaver" 2>/dev/null
+cat "$adir/newcomer.txt"
+tail -n +"$((a5_from + 1))" "$adir/kairosd.log" | \
+  grep -E "pid ${lpid:-none}|memory.used still shows|freed the memory of departed" | cut -c12- | head -8
+first=$(sed -n 's/.*t_ms=[0-9]* total_mib=\([0-9]*\).*/\1/p' "$adir/newcomer.txt" | head -1)
+last=$(sed -n 's/.*t_ms=\([0-9]*\) total_mib=.*/\1/p' "$adir/newcomer.txt" | tail -1)
+final=$(sed -n 's/.*done total_mib=\([0-9]*\).*/\1/p' "$adir/newcomer.txt")
+a5_log=$(tail -n +"$((a5_from + 1))" "$adir/kairosd.log")
+lingered=$(grep -c "still holds its memory" <<< "$a5_log")
+drained=$(grep -c "memory.used still shows" <<< "$a5_log")
+bound=$(grep -c "is returned to the tenant's quota" <<< "$a5_log")
+aresult "drain first_fill_mib=${first:-0} full_fill_mib=${final:-0} full_at_ms=${last:--1} lingered=$lingered drained=$drained bound_hit=$bound"
+stop_kairosd
 cp "$adir/kairosd.log" "$OUT/audit-kairosd.log"
 echo "--- audit: what kairosd said (warnings)"
 grep -E "warn: audit|error" "$adir/kairosd.log" | cut -c25- | head -30
@@ -165,6 +198,7 @@ json.dump(res, open(f"{out}/audit-results.json", "w"), indent=1)
 c = res["checks"]
 r, t, k = c.get("raw_vidmem", {}), c.get("tenant_sum", {}), c.get("kill", {})
 q = c.get("at_quota", {})
+d = c.get("drain", {})
 ok = lambda v: "yes" if v not in (None, "-1", "") else "NO"
 rows = [
     ("raw vidmem in NVML's list", "no" if r.get("in_nvml_list") == "0" else "yes",
@@ -182,6 +216,11 @@ rows = [
     ("kill: root's nvidia-smi spared", "yes" if k.get("root_nvidia_smi_alive") == "1" else "NO", ""),
     ("shim'd tenant at quota reported", "no" if q.get("reported") == "0" else "YES",
      f"allocated {q.get('allocated_mib')} MiB, NVML {q.get('nvml_used_mib')} MiB, quota 2048 MiB"),
+    ("leaving member's memory held back", "yes" if d.get("lingered", "0") != "0" or
+     d.get("drained", "0") != "0" else "no",
+     f"newcomer got {d.get('first_fill_mib')} MiB at once, {d.get('full_fill_mib')} MiB "
+     f"by {d.get('full_at_ms')} ms (lingered {d.get('lingered')}, drained {d.get('drained')}, "
+     f"bound hit {d.get('bound_hit')})"),
 ]
 print(f"\naudit on GPU 0 (memory.used before {base} MiB, overhead allowance {overhead} MiB)")
 for name, v, d in rows:

@@ -387,6 +387,102 @@ class WithFakeGpu(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertIn("still holds its memory", self.d.read_log())
 
+    def leave_listed(self, base):
+        """A process holding 42 MiB exits while the GPU lists it (memory.used: base
+        plus what it holds); then the GPU stops listing it, memory.used unchanged."""
+        a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "20",
+                              "-s", str(PAGE), "-c", str(PAGE), "-w", "0.5", "-k"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(**self.d.shim_env()))
+        ca = self.holding(a)
+        held = ca["vidmem_bytes"]
+        pid = self.ps()["team"]["pids"][0]
+        status = f"status 0 {base + held} - - - -\n"
+        self.d.write_fake(self.GPU + status + f"proc 0 {pid} {held}\n")
+        a.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: "still holds its memory" in self.d.read_log(), 3.0))
+        self.d.write_fake(self.GPU + status)  # unlisted; memory.used has not dropped
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        return held
+
+    def test_a_new_member_cannot_charge_what_the_gpu_has_not_freed(self):
+        """The GPU stops listing a departed process before its memory.used drops (the
+        H200's driver frees after NVML forgets the process): the ledger releases the
+        member, but the tenant's room comes back only when memory.used shows the
+        memory gone. A new member charging in that gap gets only the rest of the
+        quota; once memory.used drops, the whole quota again."""
+        base = 1 << 30
+        held = self.leave_listed(base)
+        self.assertIn("still shows", self.d.read_log())
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], 64 * MiB - held)  # the draining memory refused
+        self.assertGreater(cb["failed"], 0)
+        b.communicate(timeout=30)
+        self.d.write_fake(self.GPU + f"status 0 {base} - - - -\n")  # the driver freed it
+        self.assertTrue(wait_for(lambda: "GPU 0 freed the memory of departed pid"
+                                 in self.d.read_log(), 3.0), self.d.read_log())
+        c = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(c)["vidmem_bytes"], 64 * MiB)
+        c.communicate(timeout=30)
+
+    def leave_unlisted(self, base, freed_with_the_list):
+        """A process holding 42 MiB is listed by the GPU long enough to be sampled
+        (memory.used: base plus what it holds); then the GPU stops listing it - with
+        memory.used unchanged, or dropped by its memory when freed_with_the_list -
+        and only then does the process exit: when it departs, no GPU lists it."""
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "2", "-k")
+        held = self.holding(a)["vidmem_bytes"]
+        pid = self.ps()["team"]["pids"][0]
+        self.d.write_fake(self.GPU + f"status 0 {base + held} - - - -\nproc 0 {pid} {held}\n")
+        time.sleep(1.3)  # a baseline sample lists it (LINGER_BASELINE_MS)
+        self.d.write_fake(self.GPU + f"status 0 {base if freed_with_the_list else base + held}"
+                          " - - - -\n")
+        a.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertNotIn("still holds its memory", self.d.read_log())  # it did not linger
+        return held
+
+    def test_a_process_the_gpu_forgot_before_it_left_still_drains(self):
+        """NVML forgets the process before kairosd sees it leave, memory.used still
+        showing its memory: a new member charging then gets only the rest of the
+        quota (the sample that listed it is the evidence), the whole quota once
+        memory.used drops."""
+        base = 1 << 30
+        held = self.leave_unlisted(base, freed_with_the_list=False)
+        self.assertIn("still shows", self.d.read_log())
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(b)["vidmem_bytes"], 64 * MiB - held)
+        b.communicate(timeout=30)
+        self.d.write_fake(self.GPU + f"status 0 {base} - - - -\n")
+        self.assertTrue(wait_for(lambda: "GPU 0 freed the memory of departed pid"
+                                 in self.d.read_log(), 3.0), self.d.read_log())
+        c = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(c)["vidmem_bytes"], 64 * MiB)
+        c.communicate(timeout=30)
+
+    def test_memory_the_driver_freed_with_the_list_is_not_held_back(self):
+        """The same, but memory.used dropped when NVML forgot the process: nothing is
+        held back, a new member gets the whole quota at once."""
+        self.leave_unlisted(1 << 30, freed_with_the_list=True)
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(b)["vidmem_bytes"], 64 * MiB)
+        b.communicate(timeout=30)
+        self.assertNotIn("still shows", self.d.read_log())
+
+    def test_a_drain_the_gpu_never_shows_ends_at_its_bound(self):
+        """memory.used never drops (a broken backend, or memory someone else took): the
+        tenant gets its room back after the bound, and the log says so."""
+        held = self.leave_listed(1 << 30)
+        start = time.monotonic()
+        self.assertTrue(wait_for(lambda: "is returned to the tenant's quota"
+                                 in self.d.read_log(), 5.0), self.d.read_log())
+        self.assertLess(time.monotonic() - start, 4.0)
+        c = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
+        self.assertEqual(self.holding(c)["vidmem_bytes"], 64 * MiB)
+        c.communicate(timeout=30)
+        self.assertGreater(held, 0)
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])

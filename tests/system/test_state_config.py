@@ -11,6 +11,7 @@ Usage: test_state_config.py KAIROSD_BINARY KAIROS_BINARY"""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -220,6 +221,68 @@ class Limits(Case):
         with self.assertRaises(kp.KairosError) as e:
             self.d.client().hello("one-more")
         self.assertEqual(e.exception.code, kp.ERR_NO_TENANT)
+
+
+class RunTimeSettings(Case):
+    """One home for a tenant's settings (docs/tenants.md): a configured tenant changed
+    at run time, then a reload and a restart, follow the documented precedence and
+    lose nothing; a reload that removes a tenant with a member keeps it, its quota
+    enforced, until the member leaves."""
+
+    def setUp(self):
+        super().setUp()
+        self.d.start()
+
+    def reload(self, tenants):
+        with open(self.d.config) as f:
+            text = f.read()
+        with open(self.d.config, "w") as f:
+            f.write(text[:text.index("tenants:")] + "tenants:\n" + tenants)
+        done = self.d.read_log().count("configuration reloaded")
+        self.d.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(kp_wait(lambda: self.d.read_log().count("configuration reloaded") > done),
+                        self.d.read_log())
+
+    def test_a_runtime_quota_through_reload_and_restart(self):
+        self.admin("alice", [4 * GiB, 3 * GiB])
+        self.assertEqual(self.ps()["alice"]["quota"], [4 * GiB, 3 * GiB])
+        self.reload(TENANTS)
+        # GPU 0 is the file's again; GPU 1, which the file does not declare, is kept
+        self.assertEqual(self.ps()["alice"]["quota"], [8 * GiB, 3 * GiB])
+        self.assertIn("replaced by the configuration's", self.d.read_log())
+        self.d.stop()
+        self.d.start()
+        self.assertEqual(self.ps()["alice"]["quota"], [8 * GiB, 3 * GiB])
+        # the file comes to declare GPU 1: its value; then no longer: none
+        self.reload("  - name: alice\n    memory: { 0: 8G, 1: 2G }\n")
+        self.assertEqual(self.ps()["alice"]["quota"], [8 * GiB, 2 * GiB])
+        self.reload(TENANTS)
+        self.assertEqual(self.ps()["alice"]["quota"], [8 * GiB, 0])
+
+    def test_a_reload_removing_a_tenant_with_a_member(self):
+        member = self.d.client()
+        member.hello("alice")
+        self.assertTrue(member.charge(0, 6 * GiB, 1)[0])
+        self.reload("  - name: bob\n    memory: { 0: 1G }\n")
+        alice = self.ps()["alice"]
+        self.assertEqual(alice["held"][0], 6 * GiB)       # nothing it holds lost
+        self.assertEqual(alice["quota"][0], 8 * GiB)      # and its quota still holds
+        self.assertFalse(member.charge(0, 2 * GiB + 1, 2)[0])
+        self.assertIn("bob", self.ps())
+        member.close()
+        self.assertTrue(kp_wait(lambda: "alice" not in self.ps()), self.ps())
+        self.d.stop()
+        self.d.start()
+        self.assertNotIn("alice", self.ps())
+
+
+def kp_wait(pred, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
 
 
 class BadConfig(unittest.TestCase):

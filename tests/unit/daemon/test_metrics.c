@@ -102,6 +102,7 @@ static void test_render(void **state)
     assert_true(g.granted);
     assert_int_equal(ledger_charge(&ts.ledger, m, 0, 40 * MiB, 2, &g), 0);
     assert_false(g.granted);
+    team->draining[0] = 3 * MiB; /* a departed member's memory the GPU still shows */
     snprintf(ts.gpu_uuid[0], sizeof ts.gpu_uuid[0], "GPU-\"0\"");
     struct metrics_sources src = {.ts = &ts, .start_time = 1700000000.5, .version = "1.2\"3"};
     char *text;
@@ -121,6 +122,7 @@ static void test_render(void **state)
         "kairos_tenant_memory_held_bytes{tenant=\"team\",gpu=\"0\"} 41943040\n",
         "kairos_tenant_memory_quota_bytes{tenant=\"team\",gpu=\"0\"} 67108864\n",
         "kairos_tenant_allocations_refused_total{tenant=\"team\",gpu=\"0\"} 1\n",
+        "kairos_tenant_memory_draining_bytes{tenant=\"team\",gpu=\"0\"} 3145728\n",
         "# TYPE kairos_tenant_allocations_refused_total counter\n",
         "# TYPE kairos_tenant_memory_held_bytes gauge\n",
     };
@@ -137,7 +139,7 @@ static void test_render(void **state)
     for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
         if (strstr(text, absent[i]))
             fail_msg("unexpected: %s\nin:\n%s", absent[i], text);
-    assert_int_equal(check_families(text), 13); /* 6 kairosd, 2 GPU, 2 members, 3 memory */
+    assert_int_equal(check_families(text), 14); /* 6 kairosd, 2 GPU, 2 members, 4 memory */
     free(text);
     ledger_leave(&ts.ledger, m, NULL);
     tenants_fini(&ts);

@@ -1,5 +1,5 @@
 /* test_state.c - the state file: round trip of run-time tenants and their compute
- * policies and managed-memory policy (config tenants are not written); corrupt, truncated, garbage, oversized
+ * policies and managed-memory policy (config tenants without settings made at run time are not written); corrupt, truncated, garbage, oversized
  * files set aside without touching the tenants already known; one bad entry (a GPU
  * the node lacks, a tenant beyond the limit) set aside alone; a bad compute policy
  * refused alone, its tenant and the other policies kept; a failed write leaves the

@@ -1,0 +1,290 @@
+/* test_registry.c - the one home of a tenant's settings (registry.h): each setting
+ * with its source; a configured tenant changed at run time and then reloaded keeps
+ * what the configuration does not declare and takes what it does (nothing else
+ * lost, a restart agreeing with a reload); every setting makes the round trip
+ * through the state file with its source; a reload that removes a tenant with
+ * members keeps it, its quota still enforced, until its last member leaves; a
+ * run-time tenant the configuration comes to declare. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/config.h"
+#include "daemon/registry.h"
+#include "daemon/tenants.h"
+
+#define GiB (1ull << 30)
+#define KEEP KAIROS_QUOTA_KEEP
+
+static char dir[] = "/tmp/kairos-registry-XXXXXX";
+static char path[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(path);
+    rmdir(dir);
+    memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+    return 0;
+}
+
+static void parse(struct config *c, const char *tenants_yaml)
+{
+    char text[2048], err[512];
+    snprintf(text, sizeof text, "gpus: 2\ntenants:\n%s", tenants_yaml);
+    if (config_parse("test.yaml", text, strlen(text), c, err, sizeof err))
+        fail_msg("%s", err);
+}
+
+/* kairosd's start: the configuration, then the state file. */
+static void start(struct tenants *ts, struct config *c)
+{
+    char err[512];
+    assert_int_equal(tenants_init(ts, 2, path), 0);
+    if (tenants_apply_config(ts, c, err, sizeof err))
+        fail_msg("%s", err);
+    tenants_load_state(ts, c);
+}
+
+static void reload(struct tenants *ts, struct config *c, const char *tenants_yaml)
+{
+    char err[512];
+    config_free(c);
+    parse(c, tenants_yaml);
+    if (tenants_apply_config(ts, c, err, sizeof err))
+        fail_msg("%s", err);
+}
+
+/* TENANT_SET by an administrator; the KAIROS_ERR_* code. */
+static int tenant_set(struct tenants *ts, const struct config *c, const char *name, uint64_t q0,
+                      uint64_t q1, const struct sched_policy *pol1)
+{
+    struct kairos_tenant_set m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.tenant, sizeof m.tenant, "%s", name);
+    m.n_gpus = 2;
+    m.quota[0] = q0;
+    m.quota[1] = q1;
+    for (unsigned g = 2; g < KAIROS_MAX_GPUS; g++)
+        m.quota[g] = KEEP;
+    if (pol1) {
+        policy_to_wire(pol1, &m.compute[1]);
+        m.compute[1].flags = KAIROS_COMPUTE_SET;
+    }
+    bool changed;
+    char msg[512];
+    return tenants_set(ts, c, &m, 0, 0, &changed, msg, sizeof msg);
+}
+
+static struct ledger_tenant *find(struct tenants *ts, const char *name)
+{
+    struct ledger_tenant *t = ledger_tenant_find(&ts->ledger, name);
+    if (!t)
+        fail_msg("no tenant %s", name);
+    return t;
+}
+
+#define TEAM "  - name: team\n    memory: { 0: 1G }\n    compute: { 0: { share: 30% } }\n" \
+             "    members: { users: [1000] }\n"
+
+static void test_runtime_change_then_reload(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    parse(&c, TEAM);
+    start(&ts, &c);
+    struct ledger_tenant *t = find(&ts, "team");
+    assert_int_equal(t->quota[0], GiB);
+    assert_int_equal(t->src.quota[0], SETTING_CONFIG);
+    assert_int_equal(t->src.quota[1], SETTING_UNSET);
+    assert_int_equal(t->src.compute[0], SETTING_CONFIG);
+    assert_int_equal(t->src.members, SETTING_CONFIG);
+    struct sched_policy pol;
+    assert_true(registry_policy(t, 0, &pol)); /* the configuration's, in the record */
+    assert_true(pol.share > 0.299 && pol.share < 0.301);
+
+    /* at run time: both quotas; a compute policy is the configuration's to set */
+    assert_int_equal(tenant_set(&ts, &c, "team", 2 * GiB, 3 * GiB, NULL), 0);
+    assert_int_equal(t->quota[0], 2 * GiB);
+    assert_int_equal(t->src.quota[0], SETTING_RUNTIME);
+    assert_int_equal(t->quota[1], 3 * GiB);
+    struct sched_policy other = {.share = 0.1};
+    assert_int_equal(tenant_set(&ts, &c, "team", KEEP, KEEP, &other), KAIROS_ERR_INVALID);
+    assert_false(t->has_compute[1]);
+
+    /* a reload of the same file: GPU 0 is the configuration's again, GPU 1's quota
+     * set at run time is kept, compute and members as declared */
+    reload(&ts, &c, TEAM);
+    assert_ptr_equal(find(&ts, "team"), t);
+    assert_int_equal(t->quota[0], GiB);
+    assert_int_equal(t->src.quota[0], SETTING_CONFIG);
+    assert_int_equal(t->quota[1], 3 * GiB);
+    assert_int_equal(t->src.quota[1], SETTING_RUNTIME);
+    assert_true(registry_policy(t, 0, &pol));
+    assert_int_equal(t->members.n_users, 1);
+    assert_int_equal(t->members.users[0], 1000);
+
+    /* a restart finds what the reload kept */
+    tenants_fini(&ts);
+    start(&ts, &c);
+    t = find(&ts, "team");
+    assert_int_equal(t->quota[0], GiB);
+    assert_int_equal(t->src.quota[0], SETTING_CONFIG);
+    assert_int_equal(t->quota[1], 3 * GiB);
+    assert_int_equal(t->src.quota[1], SETTING_RUNTIME);
+    assert_true(registry_policy(t, 0, &pol));
+
+    /* the configuration comes to declare GPU 1: it owns it; no longer declaring
+     * it clears it (nothing set at run time is left to keep there) */
+    reload(&ts, &c, "  - name: team\n    memory: { 0: 1G, 1: 4G }\n");
+    assert_int_equal(t->quota[1], 4 * GiB);
+    assert_int_equal(t->src.quota[1], SETTING_CONFIG);
+    assert_false(registry_policy(t, 0, &pol)); /* the file declares none any more */
+    assert_int_equal(t->src.members, SETTING_CONFIG);
+    assert_int_equal(t->members.n_users, 0);
+    reload(&ts, &c, "  - name: team\n    memory: { 0: 1G }\n");
+    assert_int_equal(t->quota[1], 0);
+    assert_int_equal(t->src.quota[1], SETTING_UNSET);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
+static void test_state_round_trip_of_every_setting(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants a, b;
+    parse(&c, TEAM);
+    start(&a, &c);
+    struct sched_policy pol = {.share = 0.2, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
+    assert_int_equal(tenant_set(&a, &c, "job", 5 * GiB, 7, &pol), 0);
+    assert_int_equal(tenant_set(&a, &c, "team", KEEP, 6 * GiB, NULL), 0);
+    struct ledger_tenant *job = find(&a, "job");
+    struct member_rules r = {.n_users = 2, .users = {1000, 1001}, .n_groups = 1, .groups = {50},
+                             .n_cgroups = 1};
+    snprintf(r.cgroups[0], sizeof r.cgroups[0], "/slurm/job_*");
+    registry_set_members(job, &r, SETTING_RUNTIME);
+    registry_set_managed(job, true, SETTING_RUNTIME);
+    job->flags = LEDGER_TENANT_EPHEMERAL;
+    job->owner_pid = 4242;
+    char err[512];
+    assert_int_equal(tenants_save_state(&a, NULL, err, sizeof err), 0);
+
+    start(&b, &c);
+    for (size_t i = 0; i < a.ledger.n_tenants; i++) {
+        const struct ledger_tenant *x = a.ledger.tenants[i], *y = find(&b, x->name);
+        assert_int_equal(x->flags, y->flags);
+        assert_int_equal(x->owner_pid, y->owner_pid);
+        assert_memory_equal(x->quota, y->quota, sizeof x->quota);
+        assert_memory_equal(&x->src, &y->src, sizeof x->src);
+        assert_memory_equal(x->has_compute, y->has_compute, sizeof x->has_compute);
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+            assert_true(policy_equal(&x->compute[g], &y->compute[g]));
+        assert_memory_equal(&x->members, &y->members, sizeof x->members);
+        assert_int_equal(x->managed_charge, y->managed_charge);
+    }
+    assert_int_equal(a.ledger.n_tenants, b.ledger.n_tenants);
+    job = find(&b, "job");
+    assert_int_equal(job->src.compute[1], SETTING_RUNTIME);
+    assert_int_equal(job->src.members, SETTING_RUNTIME);
+    assert_int_equal(job->members.groups[0], 50);
+    assert_string_equal(job->members.cgroups[0], "/slurm/job_*");
+    assert_true(job->managed_charge);
+    assert_int_equal(job->src.managed, SETTING_RUNTIME);
+    assert_int_equal(find(&b, "team")->quota[1], 6 * GiB);
+    assert_int_equal(find(&b, "team")->src.managed, SETTING_CONFIG);
+    tenants_fini(&a);
+    tenants_fini(&b);
+    config_free(&c);
+}
+
+static void test_reload_removing_a_tenant_with_members(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    parse(&c, TEAM "  - name: idle\n    memory: { 0: 1G }\n");
+    start(&ts, &c);
+    assert_int_equal(tenant_set(&ts, &c, "job", GiB, 0, NULL), 0);
+    struct ledger_tenant *t = find(&ts, "team");
+    struct ledger_member *m;
+    struct ledger_grant gr;
+    assert_int_equal(ledger_join(&ts.ledger, t, 77, NULL, &m), 0);
+    assert_int_equal(ledger_charge(&ts.ledger, m, 0, GiB / 2, 1, &gr), 0);
+    assert_true(gr.granted);
+
+    reload(&ts, &c, "  - name: other\n    memory: { 0: 1G }\n");
+    assert_null(ledger_tenant_find(&ts.ledger, "idle")); /* no members: gone */
+    assert_ptr_equal(find(&ts, "team"), t);              /* kept for its process */
+    assert_int_equal(t->flags, LEDGER_TENANT_EPHEMERAL);
+    assert_int_equal(t->held[0], GiB / 2);               /* nothing it holds lost */
+    assert_int_equal(t->quota[0], GiB);                  /* and its quota still holds */
+    assert_int_equal(t->src.quota[0], SETTING_RUNTIME);  /* no longer the file's */
+    assert_int_equal(t->members.users[0], 1000);         /* its rules too */
+    struct sched_policy pol;
+    assert_false(registry_policy(t, 0, &pol));           /* the file's share is gone */
+    assert_int_equal(ledger_charge(&ts.ledger, m, 0, GiB / 2 + 1, 2, &gr), 0);
+    assert_false(gr.granted);
+    assert_int_equal(find(&ts, "job")->quota[0], GiB);   /* run-time tenants untouched */
+    assert_non_null(find(&ts, "other"));
+
+    struct ledger_tenant *left = ledger_leave(&ts.ledger, m, NULL);
+    assert_true(tenants_after_leave(&ts, left));
+    assert_null(ledger_tenant_find(&ts.ledger, "team"));
+    assert_int_equal(ledger_check(&ts.ledger), 0);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
+static void test_a_runtime_tenant_the_configuration_comes_to_declare(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    parse(&c, "  []\n");
+    start(&ts, &c);
+    struct sched_policy pol = {.share = 0.4};
+    assert_int_equal(tenant_set(&ts, &c, "job", 2 * GiB, 3 * GiB, &pol), 0);
+    struct ledger_tenant *t = find(&ts, "job");
+    assert_int_equal(t->src.compute[1], SETTING_RUNTIME);
+    reload(&ts, &c, "  - name: job\n    memory: { 0: 1G }\n");
+    assert_int_equal(t->flags, LEDGER_TENANT_CONFIG);
+    assert_int_equal(t->quota[0], GiB);
+    assert_int_equal(t->quota[1], 3 * GiB); /* not declared: the run-time quota stays */
+    assert_false(t->has_compute[1]);        /* compute is the configuration's as a whole */
+    /* and the shares it gave up are free for others */
+    pol.share = 0.9;
+    assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), 0);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_runtime_change_then_reload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_round_trip_of_every_setting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_removing_a_tenant_with_members, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_runtime_tenant_the_configuration_comes_to_declare,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
