@@ -275,8 +275,9 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
 
 /* NVML keeps a process's utilization samples at its own pace (on the H200 most
  * 100 ms ticks found none newer than the last tick), so each tick reads the samples
- * of the last second. They feed the figures of kairos ps/top only: sched.c takes
- * activity from the ledger (docs/scheduler.md says why). */
+ * of the last second. They feed the figures of kairos ps/top and sched.c's "ran";
+ * activity comes from the ledger and, when the shims report, their runnable time
+ * alone (docs/scheduler.md says why). */
 #define UTIL_HORIZON_US 1000000ull
 
 /* Tenants without any process are idle, whatever the samples said. */
