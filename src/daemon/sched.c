@@ -139,12 +139,19 @@ static double weight(const struct sched_tenant *t)
     return t->pol.share > 0 ? t->pol.share : 0.01; /* best effort */
 }
 
-/* What the tenant wanted, as a fraction of the period (1 when unknown). */
+/* What the tenant wanted, as a fraction of the period (1 when unknown). With the
+ * shims' runnable time and coarse use, the larger of the two: the shims miss a
+ * running kernel with nothing queued behind it, so what NVML saw it use counts
+ * as wanted too (it sizes an active tenant's demand cap; whether it is active at
+ * all is the runnable time's alone, seen_active). */
 static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
 {
     if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
         return (double)u->used_us / g->period_us;
-    return (double)u->runnable_us / g->period_us;
+    double w = (double)u->runnable_us / g->period_us;
+    if (u->used_coarse)
+        w = fmax(w, (double)u->used_us / g->period_us);
+    return fmin(w, 1.0);
 }
 
 /* The most a tenant may be given: its limit; and when it did not wait, what it
@@ -384,7 +391,7 @@ static bool seen_active(const struct sched_gpu *g, const struct sched_usage *u)
     if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
         return true;
     if (u->used_coarse)
-        return wanted(g, u) >= ACTIVE_MIN;
+        return (double)u->runnable_us / g->period_us >= ACTIVE_MIN;
     return wanted(g, u) >= ACTIVE_MIN || (double)u->used_us / g->period_us >= ACTIVE_MIN;
 }
 

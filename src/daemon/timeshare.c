@@ -347,9 +347,9 @@ static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
     u->unpaused_us = SCHED_RUNNABLE_UNKNOWN;
     if (rs->last >= 0 && !u->no_process) {
         u->unpaused_us = (uint64_t)llround(rs->last_open * t->g[gpu].period_us);
-        /* the samples alone: NVML's use is the last second's, and folded in here
-         * it kept an inference tenant idle for 300 ms wanting 79-94 % of every
-         * period on the H200 (gpu-run-9, bursty-50-train: nothing lent) */
+        /* the samples alone (sched.c adds NVML's use to an active tenant's demand;
+         * folded in here it kept an inference tenant idle for 300 ms active on
+         * the H200: gpu-run-9, bursty-50-train, nothing lent) */
         uint64_t seen = (uint64_t)llround(rs->last * t->g[gpu].period_us);
         u->runnable_us = seen < t->g[gpu].period_us ? seen : t->g[gpu].period_us;
     }

@@ -350,11 +350,18 @@ static void test_windows_lend_a_live_idle_tenant_despite_coarse_use(void **state
     assert_int_equal(g.t[1].dec.period_us, 0); /* alone: never paused */
     shims(&use[0], 30000, 85000); /* its burst began 70 ms into the period */
     sched_tick(&g, use);
-    assert_true(g.t[0].active);
-    assert_true(g.t[0].dec.duty_us >= 30000); /* at least what it wanted */
-    shims(&use[0], SCHED_PERIOD_US, 85000); /* a whole period of work waiting */
-    sched_tick(&g, use);
+    assert_true(g.t[0].active); /* its share back at once: NVML's use sizes its demand */
     assert_true(g.t[0].dec.duty_us >= 45000 && g.t[0].dec.duty_us <= 55000);
+    /* a tenant running one long kernel: nothing queued (the shims see 1 %), NVML
+     * sees it run: its demand is not capped to the 1 % */
+    shims(&use[1], 1000, 90000);
+    shims(&use[0], SCHED_PERIOD_US, 0);
+    sched_tick(&g, use);
+    assert_false(g.t[1].active); /* 1 % < 2 %: what the shims cannot see is idle */
+    shims(&use[1], 3000, 90000);
+    sched_tick(&g, use);
+    assert_true(g.t[1].active);
+    assert_true(g.t[1].cap >= 0.9);
     /* exact use: a tenant that ran 50 % is active though nothing showed queued */
     use[0] = (struct sched_usage){.used_us = 50000, .runnable_us = 0};
     sched_tick(&g, use);
