@@ -1,7 +1,8 @@
 /* sched.c - the feedback time-share scheduler of one GPU (see sched.h and
  * docs/scheduler.md). Each period:
- *   1. demand: who wanted the GPU (runnable, or used, at least 2 % of the period;
- *      without runnable time, as from NVML: who has a live process);
+ *   1. demand: who wanted the GPU (runnable at least 2 % of the period, or used
+ *      when use is exact; without runnable time, as from NVML: who has a live
+ *      process);
  *   2. targets: weighted water-filling of the period over the active tenants,
  *      each capped by its limit and (when known) by what it wanted, so idle time
  *      is lent to whoever wants it;
@@ -138,12 +139,19 @@ static double weight(const struct sched_tenant *t)
     return t->pol.share > 0 ? t->pol.share : 0.01; /* best effort */
 }
 
-/* What the tenant wanted, as a fraction of the period (1 when unknown). */
+/* What the tenant wanted, as a fraction of the period (1 when unknown). With the
+ * shims' runnable time and coarse use, the larger of the two: the shims miss a
+ * running kernel with nothing queued behind it, so what NVML saw it use counts
+ * as wanted too (it sizes an active tenant's demand cap; whether it is active at
+ * all is the runnable time's alone, seen_active). */
 static double wanted(const struct sched_gpu *g, const struct sched_usage *u)
 {
     if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
         return (double)u->used_us / g->period_us;
-    return (double)u->runnable_us / g->period_us;
+    double w = (double)u->runnable_us / g->period_us;
+    if (u->used_coarse)
+        w = fmax(w, (double)u->used_us / g->period_us);
+    return fmin(w, 1.0);
 }
 
 /* The most a tenant may be given: its limit; and when it did not wait, what it
@@ -371,13 +379,19 @@ static void plan_limits(struct sched_gpu *g, struct sched_decision *next)
  * (NVML) use says nothing reliable: on the H200 a process's samples come at NVML's
  * own pace and mostly name the process that had the GPU at that instant (one of a
  * 75/25 pair read 99 % and the other nothing for seconds), so a tenant with a live
- * process is active and one without is idle. */
+ * process is active and one without is idle. With the shims' runnable time and
+ * coarse use, the runnable time alone: NVML's figure is the last second's, so an
+ * inference tenant idle for 300 ms still read 79-94 % used on the H200 and never
+ * lent its window (gpu-run-9, bursty-50-train). Exact use (the simulator's
+ * `measure: runnable`) still counts: a tenant that ran wanted the GPU. */
 static bool seen_active(const struct sched_gpu *g, const struct sched_usage *u)
 {
     if (u->no_process)
         return false;
     if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
         return true;
+    if (u->used_coarse)
+        return (double)u->runnable_us / g->period_us >= ACTIVE_MIN;
     return wanted(g, u) >= ACTIVE_MIN || (double)u->used_us / g->period_us >= ACTIVE_MIN;
 }
 

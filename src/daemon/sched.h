@@ -43,7 +43,9 @@ struct sched_usage {
     uint64_t used_us;
     uint64_t runnable_us;
     bool no_process;      /* the tenant has no live process: idle, whatever was seen */
-    /* used_us is coarse (NVML's samples on a real GPU): windows are then charged
+    /* used_us is coarse (NVML's samples of the last second on a real GPU): with
+     * runnable_us known, activity and the time wanted are then runnable_us
+     * alone (a tenant idle for 300 ms still reads busy), windows are charged
      * by unpaused_us, the time the tenant's channels were enabled as its shims
      * measured it (a pause that landed late is an overrun charged to the next
      * periods), and not moved at all when that is unknown (SCHED_RUNNABLE_UNKNOWN). */

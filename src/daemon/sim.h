@@ -20,8 +20,10 @@
 
 /* measure: runnable - the simulator's exact knowledge of who waited;
  *          nvml     - use only, and whether a process lives (kairosd without reports);
- *          userd    - what kairosd gets from the shims: the USERD samples (gpu_sim.h),
- *                     or the time it ran if more, at most the period. */
+ *          userd    - what kairosd gets on a GPU: the shims' USERD samples (gpu_sim.h)
+ *                     as runnable time and NVML's coarse use (the mean of the last
+ *                     second, SIM_NVML_PERIODS) as used time. */
+#define SIM_NVML_PERIODS 10
 enum sim_measure { SIM_MEASURE_RUNNABLE = 0, SIM_MEASURE_NVML, SIM_MEASURE_USERD };
 
 struct sim_scenario {

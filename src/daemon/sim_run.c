@@ -142,7 +142,24 @@ struct run {
     double *err[GPU_SIM_MAX_TENANTS], *uerr[GPU_SIM_MAX_TENANTS];
     double sum_t[GPU_SIM_MAX_TENANTS], sum_a[GPU_SIM_MAX_TENANTS], sum_g[GPU_SIM_MAX_TENANTS];
     double sum_tg[GPU_SIM_MAX_TENANTS];
+    /* measure: userd - NVML's coarse use: each tenant's use in the last
+     * SIM_NVML_PERIODS periods (kairosd reads the samples of the last second) */
+    uint64_t nvml_ring[GPU_SIM_MAX_TENANTS][SIM_NVML_PERIODS];
+    struct sched_usage seen[SCHED_MAX_TENANTS]; /* what the scheduler is told */
 };
+
+/* NVML's figure for tenant i as kairosd reads it each tick: the mean of its use
+ * over the last second, the period just ended included (on the H200 a tenant that
+ * stopped reads busy for up to a second; its samples are coarser still, see
+ * docs/scheduler.md, which is not modelled). */
+static uint64_t nvml_use(struct run *r, size_t i, size_t k)
+{
+    uint64_t *ring = r->nvml_ring[i], sum = 0;
+    ring[k % SIM_NVML_PERIODS] = r->use[i].used_us;
+    for (size_t j = 0; j < SIM_NVML_PERIODS; j++)
+        sum += ring[j];
+    return sum / SIM_NVML_PERIODS;
+}
 
 /* Arrivals and departures at the start of period k; true when the set changed. */
 static bool membership(struct run *r, const struct sim_scenario *sc, size_t k)
@@ -209,15 +226,15 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         double busy = (double)gpu_sim_run(&r->sim, SCHED_PERIOD_US, r->use) / SCHED_PERIOD_US;
         busy_sum += busy;
-        if (sc->measure == SIM_MEASURE_USERD) /* the shims' samples, or what it ran */
+        memcpy(r->seen, r->use, sizeof r->seen);
+        if (sc->measure == SIM_MEASURE_USERD) /* the shims' samples, NVML's use (timeshare.c) */
             for (size_t i = 0; i < sc->n; i++) {
-                uint64_t seen = r->sim.t[i].sensed_us;
-                if (seen < r->use[i].used_us)
-                    seen = r->use[i].used_us;
-                r->use[i].runnable_us = seen < SCHED_PERIOD_US ? seen : SCHED_PERIOD_US;
-                r->use[i].no_process = !r->present[i];
-                r->use[i].used_coarse = true; /* NVML's; windows charged by the shims' */
-                r->use[i].unpaused_us = r->sim.t[i].open_us;
+                uint64_t sensed = r->sim.t[i].sensed_us;
+                r->seen[i].used_us = nvml_use(r, i, k);
+                r->seen[i].runnable_us = sensed < SCHED_PERIOD_US ? sensed : SCHED_PERIOD_US;
+                r->seen[i].no_process = !r->present[i];
+                r->seen[i].used_coarse = true; /* windows charged by the shims' figures */
+                r->seen[i].unpaused_us = r->sim.t[i].open_us;
             }
         if (sc->measure == SIM_MEASURE_NVML) /* as kairosd sees it: use, and whether a process lives */
             for (size_t i = 0; i < sc->n; i++) {
@@ -225,14 +242,14 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
                  * target (ran or waited that long) */
                 greedy[i] = greedy[i] && (double)r->use[i].runnable_us >=
                                              target[i] * SCHED_PERIOD_US;
-                r->use[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
-                r->use[i].no_process = !r->present[i];
-                r->use[i].used_coarse = true;
-                r->use[i].unpaused_us = SCHED_RUNNABLE_UNKNOWN;
+                r->seen[i].runnable_us = SCHED_RUNNABLE_UNKNOWN;
+                r->seen[i].no_process = !r->present[i];
+                r->seen[i].used_coarse = true;
+                r->seen[i].unpaused_us = SCHED_RUNNABLE_UNKNOWN;
             }
         for (size_t i = 0; i < sc->n; i++)
             tsum += greedy[i] ? target[i] : 0;
-        sched_tick(&r->g, r->use);
+        sched_tick(&r->g, r->seen);
         for (size_t i = 0; i < sc->n; i++) {
             usum += greedy[i] ? r->g.t[i].charged_us : 0;
             rsum += greedy[i] ? (double)r->use[i].used_us : 0;

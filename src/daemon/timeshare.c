@@ -259,8 +259,9 @@ static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
 
 /* NVML keeps a process's utilization samples at its own pace (on the H200 most
  * 100 ms ticks found none newer than the last tick), so each tick reads the samples
- * of the last second. They feed the figures of kairos ps/top only: sched.c takes
- * activity from the ledger (docs/scheduler.md says why). */
+ * of the last second. They feed the figures of kairos ps/top and sched.c's "ran";
+ * activity comes from the ledger and, when the shims report, their runnable time
+ * alone (docs/scheduler.md says why). */
 #define UTIL_HORIZON_US 1000000ull
 
 /* Tenants without any process are idle, whatever the samples said. */
@@ -303,8 +304,7 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
  * reports: known when every member reported (a report up to RUN_LATE_MAX ticks
  * late keeps the last figure) and none was partial; then the sum of their
  * fractions (processes of one tenant may wait at the same time: the sum is an
- * upper bound, the largest a lower one), or the time it was seen using the GPU
- * if that is more, at most the whole period. */
+ * upper bound, the largest a lower one), at most the whole period. */
 static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
                            struct sched_usage *u)
 {
@@ -331,12 +331,11 @@ static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
     u->unpaused_us = SCHED_RUNNABLE_UNKNOWN;
     if (rs->last >= 0 && !u->no_process) {
         u->unpaused_us = (uint64_t)llround(rs->last_open * t->g[gpu].period_us);
-        /* the samples miss one long kernel with nothing queued behind it: what
-         * the backend saw it use counts as wanted too */
+        /* the samples alone (sched.c adds NVML's use to an active tenant's demand;
+         * folded in here it kept an inference tenant idle for 300 ms active on
+         * the H200: gpu-run-9, bursty-50-train, nothing lent) */
         uint64_t seen = (uint64_t)llround(rs->last * t->g[gpu].period_us);
-        u->runnable_us = seen > u->used_us ? seen : u->used_us;
-        if (u->runnable_us > t->g[gpu].period_us)
-            u->runnable_us = t->g[gpu].period_us;
+        u->runnable_us = seen < t->g[gpu].period_us ? seen : t->g[gpu].period_us;
     }
     rs->n = 0;
     rs->partial = false;

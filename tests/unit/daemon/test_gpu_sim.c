@@ -259,16 +259,21 @@ static void test_auto_protects_a_latency_tenant(void **state)
  * timeslices that fill the period (k rounds of exactly period / k) keep each
  * share in every window without a pause, and lose one switch per tenant per
  * round: >= 98.9 % busy in all three (1 ms slices gave 93.6 / 93.6 / 87.4 %,
- * windows 98.5 / 97.1 / 94.1 %). */
+ * windows 98.5 / 97.1 / 94.1 %) - when the scheduler knows who ran. With
+ * NVML's coarse use (measure: userd) a tenant's first second reads behind, auto
+ * moves to windows (as on the H200, gpu-run-9: auto 0.972 and 0.926 aggregate
+ * with 4 and 8 tenants, windows 0.976 and 0.925) and the shares still hold. */
 static void test_deep_tenants_fill_the_period(void **state)
 {
     (void)state;
     static const char *const shares[] = {"75 25", "40 30 20 10",
                                          "12.5 12.5 12.5 12.5 12.5 12.5 12.5 12.5"};
-    for (size_t k = 0; k < 3; k++) {
-        char yaml[2048] = "seconds: 20\nmode: auto\nmeasure: userd\ntenants:\n";
+    for (size_t k = 0; k < 6; k++) {
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml, "seconds: 20\nmode: auto\nmeasure: %s\ntenants:\n",
+                 k < 3 ? "runnable" : "userd");
         char list[64];
-        snprintf(list, sizeof list, "%s", shares[k]);
+        snprintf(list, sizeof list, "%s", shares[k % 3]);
         int i = 0;
         for (char *save = NULL, *w = strtok_r(list, " ", &save); w;
              w = strtok_r(NULL, " ", &save), i++) {
@@ -279,25 +284,30 @@ static void test_deep_tenants_fill_the_period(void **state)
         struct sim_scenario sc;
         struct sim_result r;
         run_text(yaml, &r, &sc);
-        print_message("  %d tenants: busy %.2f%%\n", i, r.busy * 100);
-        assert_converged(&sc, &r, 0.2);
-        assert_true(r.busy >= 0.989);
+        print_message("  %d tenants, %s: busy %.2f%%\n", i, k < 3 ? "exact use" : "NVML's use",
+                      r.busy * 100);
+        assert_converged(&sc, &r, k < 3 ? 0.2 : 1.0);
+        assert_true(r.busy >= (k < 3 ? 0.989 : 0.94));
     }
 }
 
-/* Bursty inference (share 50 %: deep for 400 ms, idle for 300 ms) next to
- * training (50 %) in auto mode, the GPU suite's bursty-50-train: in every window
- * of a spell but the first, infer's part of the busy time within 1 pp of 50 %
- * (p95), and training gets the whole GPU in every window of an idle spell but
- * the first. Read from the per-window JSON. */
-static void test_bursty_inference_next_to_training(void **state)
+/* Bursty inference (share 50 %: deep for 400 ms, idle for 300 ms, its process
+ * alive) next to training (50 %), the GPU suite's bursty-50-train, in auto and
+ * windows modes with what kairosd sees on a GPU (the shims' runnable time, NVML's
+ * use of the last second): in every window of a spell but the first, infer's
+ * part of the busy time within 1 pp of 50 % (p95), and training gets the whole
+ * GPU in every window of an idle spell but the first. On the H200 (gpu-run-9)
+ * NVML's stale use kept infer active and nothing was lent (training 0.491 of
+ * solo while infer idled); so did this model before sched.c took activity from
+ * the runnable time alone. Read from the per-window JSON. */
+static void bursty_next_to_training(const char *mode)
 {
-    (void)state;
-    static const char yaml[] =
-        "seconds: 21\nmode: auto\nmeasure: userd\ntenants:\n"
-        "  - { name: infer, compute: { share: 50% }, load: bursty, work_us: 400000, "
-        "gap_us: 300000 }\n"
-        "  - { name: train, compute: { share: 50% }, load: deep }\n";
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "seconds: 21\nmode: %s\nmeasure: userd\ntenants:\n"
+             "  - { name: infer, compute: { share: 50%% }, load: bursty, work_us: 400000, "
+             "gap_us: 300000 }\n"
+             "  - { name: train, compute: { share: 50%% }, load: deep }\n", mode);
     struct sim_scenario sc;
     struct sim_result r;
     char err[512], *doc = NULL;
@@ -329,12 +339,19 @@ static void test_bursty_inference_next_to_training(void **state)
     json_decref(root);
     qsort(errs, n, sizeof *errs, cmp_double);
     double p95 = errs[(size_t)(0.95 * (double)(n - 1) + 0.5)];
-    print_message("  infer's part of busy time: p95 err %.2f pp over %zu windows; training "
-                  "alone at >= 99 %% in %zu of %zu idle windows; busy %.1f%%\n", p95, n, lent,
-                  idle, r.busy * 100);
+    print_message("  %s: infer's part of busy time: p95 err %.2f pp over %zu windows; training "
+                  "alone at >= 99 %% in %zu of %zu idle windows; busy %.1f%%\n", mode, p95, n,
+                  lent, idle, r.busy * 100);
     assert_true(n >= 80);
     assert_true(p95 <= 1.0);
     assert_int_equal(lent, idle);
+}
+
+static void test_bursty_inference_next_to_training(void **state)
+{
+    (void)state;
+    bursty_next_to_training("auto");
+    bursty_next_to_training("windows");
 }
 
 static void test_eight_equal(void **state)

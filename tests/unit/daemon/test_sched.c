@@ -4,7 +4,8 @@
  * windows mode with NVML-like use (no runnable time, coarse figures): windows in
  * the ratio of the shares that coarse figures do not move, kept while the
  * tenant's process lives whatever the samples say, a tenant without processes
- * idle at once (its time lent), no windows for a latency tenant (windows and auto
+ * idle at once (its time lent), a live tenant with nothing runnable idle whatever
+ * NVML's coarse use says, no windows for a latency tenant (windows and auto
  * modes) and the others' windows filling the period around it. */
 #include <errno.h>
 #include <setjmp.h>
@@ -311,6 +312,62 @@ static void test_windows_tenant_without_process_idle_at_once(void **state)
     assert_int_equal(g.t[1].dec.duty_us, 25000);
 }
 
+/* What kairosd reads on a GPU: the shims' runnable time and NVML's use of the
+ * last second. On the H200 (gpu-run-9, bursty-50-train) an inference tenant
+ * idle for 300 ms still read 79-94 % used; it must be idle from its first
+ * period with nothing runnable and its window lent to the busy one, and have
+ * its window back the period after its work shows again. With exact use (the
+ * simulator's), a tenant that ran is active whatever its runnable time. */
+static void shims(struct sched_usage *u, uint64_t runnable, uint64_t coarse_used)
+{
+    u->used_us = coarse_used;
+    u->runnable_us = runnable;
+    u->used_coarse = true;
+    u->unpaused_us = SCHED_PERIOD_US;
+    u->no_process = false;
+}
+
+static void test_windows_lend_a_live_idle_tenant_despite_coarse_use(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 85000); /* infer, busy: NVML reads it 85 % */
+    shims(&use[1], SCHED_PERIOD_US, 0);     /* train, absent from NVML's samples */
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    assert_true(g.t[0].active);
+    assert_int_equal(g.t[0].dec.duty_us + g.t[1].dec.duty_us, SCHED_PERIOD_US);
+    assert_true(g.t[0].dec.duty_us >= 45000 && g.t[0].dec.duty_us <= 55000);
+    shims(&use[0], 0, 85000); /* infer idles; NVML still says 85 % */
+    sched_tick(&g, use);
+    assert_false(g.t[0].active);
+    assert_float_equal(g.t[1].target, 1.0, 1e-9);
+    assert_int_equal(g.t[1].dec.period_us, 0); /* alone: never paused */
+    shims(&use[0], 30000, 85000); /* its burst began 70 ms into the period */
+    sched_tick(&g, use);
+    assert_true(g.t[0].active); /* its share back at once: NVML's use sizes its demand */
+    assert_true(g.t[0].dec.duty_us >= 45000 && g.t[0].dec.duty_us <= 55000);
+    /* a tenant running one long kernel: nothing queued (the shims see 1 %), NVML
+     * sees it run: its demand is not capped to the 1 % */
+    shims(&use[1], 1000, 90000);
+    shims(&use[0], SCHED_PERIOD_US, 0);
+    sched_tick(&g, use);
+    assert_false(g.t[1].active); /* 1 % < 2 %: what the shims cannot see is idle */
+    shims(&use[1], 3000, 90000);
+    sched_tick(&g, use);
+    assert_true(g.t[1].active);
+    assert_true(g.t[1].cap >= 0.9);
+    /* exact use: a tenant that ran 50 % is active though nothing showed queued */
+    use[0] = (struct sched_usage){.used_us = 50000, .runnable_us = 0};
+    sched_tick(&g, use);
+    assert_true(g.t[0].active);
+}
+
 static void test_windows_off_while_a_latency_tenant_is_active(void **state)
 {
     (void)state;
@@ -381,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_windows_in_the_ratio_unmoved_by_coarse_figures),
         cmocka_unit_test(test_windows_kept_while_the_process_lives),
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
+        cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_bad_policy_and_remove),
