@@ -25,12 +25,17 @@ struct linger_set {
     void *removed_ctx;
     struct gpu_proc *procs; /* the backend's list, grown to what it reports */
     size_t cap_procs;
+    bool (*holds)(void *ctx, uint32_t pid); /* another witness (heirs.h), or NULL */
+    void *holds_ctx;
 };
 
-/* Whether some GPU lists pid (with memory in use, or memory unknown). */
+/* Whether some GPU lists pid (with memory in use, or memory unknown), or the holder
+ * check says its files live on in it or in a process it handed them to. */
 static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 {
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+    if (lg->holds && lg->holds(lg->holds_ctx, pid))
+        return true;
+    for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
         size_t n = 0;
         if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
             continue;
@@ -87,7 +92,7 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
     lg->loop = loop;
     lg->gpu = gpu && gpu->ops ? gpu : NULL;
     lg->ts = ts;
-    if (lg->gpu && !(lg->w = loop_add_timer(loop, 0, on_timer, lg))) {
+    if (!(lg->w = loop_add_timer(loop, 0, on_timer, lg))) {
         int rc = -errno;
         free(lg);
         return rc ? rc : -ENOMEM;
@@ -108,7 +113,7 @@ void linger_fini(struct linger_set *lg)
 
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
-    if (!lg || !lg->gpu || !m || !gpu_holds(lg, pid))
+    if (!lg || (!lg->gpu && !lg->holds) || !m || !gpu_holds(lg, pid))
         return false;
     struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
     if (!grown)
@@ -117,10 +122,20 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
     lg->items[lg->n++] = (struct lingering){m, pid};
     if (lg->n == 1)
         arm(lg, true);
-    log_info("tenant %s: pid %u left but the GPU still holds its memory (a child or an exec'd "
-             "program keeps its descriptors); its charge stays until the GPU frees it",
+    log_info("tenant %s: pid %u left but the GPU still holds its memory (a child, an exec'd "
+             "program or a receiver keeps its descriptors); its charge stays until the GPU "
+             "frees it",
              m->tenant->name, pid);
     return true;
+}
+
+void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uint32_t pid),
+                              void *ctx)
+{
+    if (!lg)
+        return;
+    lg->holds = holds;
+    lg->holds_ctx = ctx;
 }
 
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)

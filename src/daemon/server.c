@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/conn_limits.h"
+#include "daemon/heirs.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
@@ -80,6 +81,7 @@ struct server {
     uint64_t accept_resume_ms;
     time_t last_emfile_warning;
     struct linger_set *linger;       /* departed members the GPU still holds memory for */
+    struct heirs *heirs;             /* who else holds a process's NVIDIA files, or NULL */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -509,6 +511,33 @@ static bool on_runnable(struct conn *c, const struct proto_request *r)
     return true;
 }
 
+/* FORKED, INHERITED: another process holds the NVIDIA files of the sender (or the
+ * sender holds another's), as /proc confirms (heirs.h). */
+static bool on_handover(struct conn *c, const struct proto_request *r)
+{
+    char why[KAIROS_MSG_MAX];
+    if (!c->srv->heirs)
+        return send_error(c, r->seq, KAIROS_ERR_INVALID,
+                          "this kairosd does not follow NVIDIA files across processes");
+    bool forked = r->type == KAIROS_MSG_FORKED;
+    int code = forked ? heirs_forked(c->srv->heirs, c->pid, &r->body.forked, why, sizeof why)
+                      : heirs_inherited(c->srv->heirs, c->pid, &r->body.inherited, why,
+                                        sizeof why);
+    if (code) {
+        log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
+                 why);
+        return send_error(c, r->seq, (uint32_t)code, why);
+    }
+    if (forked)
+        log_info("pid %u forked pid %u, which shares its NVIDIA files", c->pid,
+                 r->body.forked.child_pid);
+    else
+        log_info("pid %u holds NVIDIA files of pid %u (%s)", c->pid, r->body.inherited.from_pid,
+                 r->body.inherited.flags & KAIROS_INHERITED_EXEC ? "inherited at exec"
+                                                                 : "received");
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
     if (config_is_admin(c->srv->cfg, c->uid))
@@ -671,6 +700,9 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         if (r.type == KAIROS_MSG_RUNNABLE)
             return on_runnable(c, &r);
         return r.type == KAIROS_MSG_COMMIT ? on_commit(c, &r) : on_release(c, &r);
+    case KAIROS_MSG_FORKED:
+    case KAIROS_MSG_INHERITED:
+        return on_handover(c, &r);
     case KAIROS_MSG_TENANT_SET:
     case KAIROS_MSG_TENANT_DEL:
         c->registered |= config_is_admin(c->srv->cfg, c->uid);
@@ -1012,6 +1044,11 @@ void server_fini(struct server *s)
 static void linger_removed_tenant(void *ctx)
 {
     compute_changed_later(ctx);
+}
+
+void server_set_heirs(struct server *s, struct heirs *h)
+{
+    s->heirs = h;
 }
 
 void server_set_linger(struct server *s, struct linger_set *lg)

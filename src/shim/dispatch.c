@@ -136,19 +136,31 @@ static void adopt_twin(int fd, int skip_lo, int skip_hi)
     state_unlock();
 }
 
+/* The memory of a file whose last descriptor here closed is released, unless the
+ * file was open at a fork: a child may still hold it, and the driver frees it only
+ * at the file's last close anywhere, so its charge stays with this process (and
+ * with kairosd's checks after it, inherit.h) rather than be released too early. */
+static void released_unless_shared(const struct objtree_effect *eff, bool shared)
+{
+    if (!shared)
+        memguard_released(eff);
+}
+
 /* Forgets an NVIDIA descriptor (close, or replaced by dup2); frees its file's
  * clients in the tree when it was the file's last descriptor. */
 static bool forget_nvidia(int fd)
 {
     struct fdt_info was;
-    bool last = false;
+    bool last = false, shared = false;
     struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
+    if (fdtable_get(fd, &was) == FDT_NVIDIA)
+        shared = fdtable_shared_locked(was.file_id);
     bool nv = fdtable_drop_locked(fd, &was, &last);
     if (nv && last && t)
         objtree_close_file(t, was.file_id, &eff);
     state_unlock();
-    memguard_released(&eff);
+    released_unless_shared(&eff, shared);
     return nv;
 }
 
@@ -368,16 +380,18 @@ static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool repla
         return;
     }
     struct fdt_info closed;
-    bool last = false, shared = false;
+    bool last = false, shared = false, forked = false;
     struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
+    if (nc == FDT_NVIDIA)
+        forked = fdtable_shared_locked(ni.file_id);
     bool was_nv = fdtable_drop_locked(newfd, &closed, &last);
     if (was_nv && last && t)
         objtree_close_file(t, closed.file_id, &eff);
     if (oc == FDT_NVIDIA)
         shared = fdtable_share_locked(newfd, &oi);
     state_unlock();
-    memguard_released(&eff);
+    released_unless_shared(&eff, forked);
     if (oc == FDT_OTHER)
         fdtable_set_plain(newfd, FDT_OTHER);
     if (tracer_on()) {

@@ -26,6 +26,7 @@ static _Atomic(fdt_entry *) fdt_top[FDT_TOP];
 struct fdt_file {
     uint64_t id;
     uint32_t refs;
+    bool shared; /* open when this process forked: a child may hold it too */
 };
 static struct fdt_file *files;   /* live NVIDIA files, unordered */
 static size_t files_len, files_cap;
@@ -159,6 +160,7 @@ static struct fdt_file *file_new(void)
     struct fdt_file *f = &files[files_len++];
     f->id = next_file_id++;
     f->refs = 0;
+    f->shared = false;
     return f;
 }
 
@@ -215,6 +217,18 @@ bool fdtable_share_locked(int newfd, const struct fdt_info *info)
     live_descriptors++;
     atomic_store_explicit(e, entry_pack(info), memory_order_release);
     return true;
+}
+
+void fdtable_mark_shared_locked(void)
+{
+    for (size_t i = 0; i < files_len; i++)
+        files[i].shared = true;
+}
+
+bool fdtable_shared_locked(uint64_t file_id)
+{
+    struct fdt_file *f = file_find(file_id);
+    return f && f->shared;
 }
 
 void fdtable_counts_locked(uint32_t *nfiles, uint32_t *descriptors)

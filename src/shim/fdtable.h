@@ -83,6 +83,12 @@ bool fdtable_drop_locked(int fd, struct fdt_info *was, bool *last);
 /* newfd now shares the file of info (a dup); newfd must have been dropped. */
 bool fdtable_share_locked(int newfd, const struct fdt_info *info);
 
+/* This process just forked: every NVIDIA file open now is shared with a child, so
+ * its last descriptor here is not necessarily its last (inherit.h). */
+void fdtable_mark_shared_locked(void);
+/* Whether the file was open at a fork of this process. */
+bool fdtable_shared_locked(uint64_t file_id);
+
 /* How many tracked descriptors the file has (0: not a live file). */
 uint32_t fdtable_refs_locked(uint64_t file_id);
 

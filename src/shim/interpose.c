@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim/dispatch.h"
+#include "shim/inherit.h"
 #include "shim/interposed.h"
 #include "shim/memguard.h"
 #include "shim/settings.h"
@@ -208,6 +209,11 @@ SHIM_EXPORT int fclose(FILE *stream)
 SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     return shim_recvmsg(shim_real_get(), fd, msg, flags);
+}
+
+SHIM_EXPORT pid_t fork(void)
+{
+    return shim_fork(shim_real_get());
 }
 
 /* References every wrapper of the list, so a missing definition cannot go unnoticed. */

@@ -206,6 +206,14 @@ static ssize_t fb_recvmsg(int fd, struct msghdr *msg, int flags)
     return (ssize_t)syscall(SYS_recvmsg, fd, msg, flags);
 }
 
+/* glibc's fork without its atfork handlers: the child's thread bookkeeping is
+ * still right, which a raw clone would not keep. */
+extern pid_t _Fork(void);
+static pid_t fb_fork(void)
+{
+    return _Fork();
+}
+
 static const struct shim_real fallback = {
     .open = fb_open,
     .open64 = fb_open,
@@ -233,6 +241,7 @@ static const struct shim_real fallback = {
     .freopen64 = fb_freopen,
     .fclose = fb_fclose,
     .recvmsg = fb_recvmsg,
+    .fork = fb_fork,
     .fstat = fb_fstat,
     .readlink = fb_readlink,
 };

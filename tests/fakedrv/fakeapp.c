@@ -37,6 +37,12 @@
  *
  * -F plays a tenant that races the driver's answers about GPU identity (see
  * forge_answers) before it allocates.
+ *
+ * -f SECONDS: once allocated, forks a child that keeps every descriptor (and so
+ * the driver's memory) for SECONDS and exits; the parent prints "fakeapp: forked
+ * child=PID vidmem_bytes=N" and goes on (with -k it exits at once). -x COMMAND:
+ * once allocated, prints "fakeapp: exec vidmem_bytes=N", clears close-on-exec on
+ * /dev/nvidiactl and execs `sh -c COMMAND`, which inherits it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -369,8 +375,10 @@ int main(int argc, char **argv)
     const char *phases = NULL; /* -u: work phases on a sensed channel */
     int logical = 0;           /* -d: the CUDA device number */
     bool forge = false;
+    int fork_hold_ms = 0;      /* -f: a child holds the files this long */
+    const char *exec_cmd = NULL; /* -x: exec this, keeping /dev/nvidiactl */
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:F")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:Ff:x:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -399,9 +407,16 @@ int main(int argc, char **argv)
         case 'F':
             forge = true;
             break;
+        case 'f':
+            fork_hold_ms = (int)(atof(optarg) * 1000);
+            break;
+        case 'x':
+            exec_cmd = optarg;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F]\n");
+                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] "
+                            "[-f seconds] [-x command]\n");
             return 2;
         }
     }
@@ -511,6 +526,27 @@ int main(int argc, char **argv)
     if (phases && run_phases(phases, userd) != 0) {
         fprintf(stderr, "fakeapp: -u wants idle:SECONDS or busy:SECONDS, comma-separated\n");
         return 2;
+    }
+    if (fork_hold_ms > 0) {
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            int null = open("/dev/null", O_RDWR); /* not the parent's output: a reader */
+            dup2(null, 1);                        /* waits for the parent, not for it */
+            dup2(null, 2);
+            usleep((useconds_t)fork_hold_ms * 1000);
+            _exit(0); /* the descriptors close with it */
+        }
+        printf("fakeapp: forked child=%d vidmem_bytes=%llu\n", (int)child,
+               (unsigned long long)vidmem);
+        fflush(stdout);
+    }
+    if (exec_cmd) {
+        printf("fakeapp: exec vidmem_bytes=%llu\n", (unsigned long long)vidmem);
+        fflush(stdout);
+        fcntl(ctl, F_SETFD, 0);
+        execl("/bin/sh", "sh", "-c", exec_cmd, (char *)NULL);
+        must(1, "exec");
     }
     if (hold_ms > 0) {
         printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu\n", allocs, failed,

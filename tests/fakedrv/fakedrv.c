@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +52,7 @@ struct fk_obj {
     bool disabled;         /* channels: FIFO_DISABLE_CHANNELS bDisable=1 last */
     uint32_t userd_mem;    /* channels: hUserdMemory[0] of the allocation (0: none) */
     uint64_t userd_off;    /* channels: userdOffset[0] */
+    uint64_t ino;          /* the file it was made on (its caller end's inode), for the journal */
 };
 
 /* A CPU mapping of a memory object (RM_MAP_MEMORY + mmap), for the USERD model. */
@@ -254,6 +256,20 @@ bool fakedrv_is_path(const char *path)
     return path && strncmp(path, "/dev/nvidia", 11) == 0;
 }
 
+/* The caller's end gets an abstract name, "@kairos-fakedrv:PID:N", so that kairosd's
+ * scripted GPU backend can tell the fake's files among a process's descriptors
+ * (through /proc/net/unix), as it tells a real node by its path. */
+static void name_file(int fd)
+{
+    static atomic_uint serial;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "kairos-fakedrv:%ld:%u",
+                     (long)syscall(SYS_getpid), atomic_fetch_add(&serial, 1));
+    if (fd >= 0 && n > 0)
+        syscall(SYS_bind, fd, (struct sockaddr *)&sa,
+                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n));
+}
+
 static int open_common(int dirfd, const char *path, int flags, int mode)
 {
     if (!fakedrv_is_path(path))
@@ -279,6 +295,7 @@ static int open_common(int dirfd, const char *path, int flags, int mode)
     syscall(SYS_close, ends[0]);
     int fd = hup < 0 ? -1 : (int)syscall(SYS_fcntl, ends[1], F_DUPFD_CLOEXEC, 0);
     syscall(SYS_close, ends[1]);
+    name_file(fd);
     if (fd < 0) {
         if (hup >= 0)
             syscall(SYS_close, hup);
@@ -474,8 +491,32 @@ static struct fk_obj *find_locked(uint32_t client, uint32_t handle)
     return NULL;
 }
 
+/* FAKEDRV_JOURNAL: one line per device-memory allocation and free, appended by
+ * every process, so a test can add up what "the driver" holds across processes
+ * (fakedrv.h). Raw system calls: the fake never goes through an interposer. */
+static void journal_locked(char what, const struct fk_obj *o)
+{
+    const char *path = getenv("FAKEDRV_JOURNAL");
+    if (!path || !*path || !o->bytes)
+        return;
+    char line[160];
+    int n = what == 'A' ? snprintf(line, sizeof line, "A %llu %u %u %d %llu\n",
+                                   (unsigned long long)o->ino, o->client, o->handle, o->gpu,
+                                   (unsigned long long)o->bytes)
+                        : snprintf(line, sizeof line, "F %llu %u %u\n",
+                                   (unsigned long long)o->ino, o->client, o->handle);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                          0600);
+    if (fd < 0)
+        return;
+    if (n > 0)
+        (void)!syscall(SYS_write, fd, line, (size_t)n);
+    syscall(SYS_close, fd);
+}
+
 static void remove_at_locked(size_t i)
 {
+    journal_locked('F', &objs[i]);
     if (objs[i].bytes)
         fb_used[objs[i].gpu] -= objs[i].bytes;
     objs[i] = objs[--n_objs];
@@ -538,7 +579,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             objs = grown;
             objs_cap = cap;
         }
-        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0};
+        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0, f->ino};
         *h_new = h;
         return RM_NV_OK;
     }
@@ -591,12 +632,13 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         objs_cap = cap;
     }
     fb_used[gpu] += bytes;
-    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0};
+    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0, f->ino};
     if (rm_class_kind(cls) == RM_KIND_CHANNEL && params && params_size >= 72) {
         memcpy(&o.userd_mem, params + 32, 4); /* NV_CHANNEL_ALLOC_PARAMS.hUserdMemory[0] */
         memcpy(&o.userd_off, params + 64, 8); /* .userdOffset[0] */
     }
     objs[n_objs++] = o;
+    journal_locked('A', &o);
     *h_new = h;
     return RM_NV_OK;
 }

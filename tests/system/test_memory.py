@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kairos_proto import Daemon  # noqa: E402
-from harness import preload_env, wait_for  # noqa: E402
+from harness import driver_holds, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 # env(**extra): the environment of a program under the shim and the fake driver
@@ -258,6 +258,77 @@ class WithFakeGpu(unittest.TestCase):
         self.d.write_fake(self.GPU)  # the GPU freed it (the child exited)
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertIn("still holds its memory", self.d.read_log())
+
+
+
+class FilesOutliveTheProcess(unittest.TestCase):
+    """The driver frees a client's memory at the last close of its file, wherever the
+    file went (issue 9, item 2). The fake driver's journal says what it holds on the
+    whole machine; the GPU backend lists no process, so only kairosd's own checks
+    (FORKED and /proc) can keep a departed process's charge."""
+    GPU = WithFakeGpu.GPU
+    tearDown, ps, held = WithDaemon.tearDown, WithDaemon.ps, WithDaemon.held
+
+    def setUp(self):
+        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+        self.journal = os.path.join(self.d.dir, "fakedrv.journal")
+
+    def tenant(self, *args):
+        return subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+
+    def line(self, proc, prefix):
+        line = proc.stdout.readline()
+        self.assertTrue(line.startswith(prefix), (line, proc.stderr.read() if proc.poll() else ""))
+        return counts(line, prefix)
+
+    def assert_second_tenant_process_fits(self):
+        """A second process takes what is left: the driver never holds more than the
+        quota for the tenant, and the ledger equals what it holds."""
+        b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.3")
+        cb = self.line(b, "fakeapp: holding")
+        self.assertGreater(cb["failed"], 0)  # it met the quota
+        self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
+        self.assertEqual(self.held(), driver_holds(self.journal))
+        b.communicate(timeout=30)
+
+    def test_fork_then_parent_exit_keeps_the_charge_until_the_child_closes(self):
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "3", "-k")
+        ca = self.line(a, "fakeapp: forked")
+        a.communicate(timeout=30)  # the parent exits without freeing; the child holds
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == ca["vidmem_bytes"]))
+        time.sleep(0.5)  # more than a linger check
+        self.assertEqual(self.held(), ca["vidmem_bytes"])  # 42 MiB, still the driver's
+        self.assertIn(f"forked pid {ca['child']}", self.d.read_log())
+        self.assert_second_tenant_process_fits()
+        # the child exits: the driver frees the memory and the ledger follows
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_exec_keeping_a_descriptor_keeps_the_charge(self):
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
+        ca = self.line(a, "fakeapp: exec")
+        self.assertTrue(wait_for(lambda: self.ps()["team"]["pids"] == [], timeout=5.0))
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])  # the exec'd program holds it
+        self.assert_second_tenant_process_fits()
+        a.communicate(timeout=30)  # sleep exits: the file's last descriptor closes
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_a_child_that_closes_the_files_frees_the_charge_with_them(self):
+        """The charge stays only while some holder has a driver file open: a parent that
+        frees and closes everything before its exit leaves no charge behind its child."""
+        a = self.tenant("-n", "4", "-s", str(PAGE), "-c", str(PAGE), "-f", "3")
+        ca = self.line(a, "fakeapp: forked")
+        self.assertGreater(ca["vidmem_bytes"], 0)
+        a.communicate(timeout=30)  # frees half and closes its descriptors; the child holds
+        self.assertEqual(self.held(), driver_holds(self.journal))
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,226 @@
+/* heirs.c - who holds a process's NVIDIA files, as checked in /proc (see heirs.h). */
+#include "daemon/heirs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/grow.h"
+
+#define KCMP_FILE_TYPE 0 /* KCMP_FILE of <linux/kcmp.h> */
+
+/* ppid and start time of pid from <proc>/<pid>/stat; 0 or -ESRCH. */
+static int proc_stat(const char *proc, uint32_t pid, uint32_t *ppid, uint64_t *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "%s/%u/stat", proc, pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -ESRCH;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
+    unsigned long long v[2];
+    if (!p || sscanf(p + 1, " %*c %llu %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                            "%*d %*d %*d %*d %llu", &v[0], &v[1]) != 2)
+        return -ESRCH;
+    *ppid = (uint32_t)v[0];
+    *start = v[1];
+    return 0;
+}
+
+static bool alive(const char *proc, uint32_t pid, uint64_t start)
+{
+    uint32_t ppid;
+    uint64_t now;
+    return proc_stat(proc, pid, &ppid, &now) == 0 && now == start;
+}
+
+void heirs_init(struct heirs *h, const char *proc, struct gpu_backend *gpu)
+{
+    memset(h, 0, sizeof *h);
+    h->proc = proc ? proc : "/proc";
+    h->gpu = gpu && gpu->ops ? gpu : NULL;
+    snprintf(h->prefix, sizeof h->prefix, "/dev/nvidia");
+    char node[64];
+    if (h->gpu && h->gpu->ops->device_path &&
+        h->gpu->ops->device_path(h->gpu, 0, node, sizeof node) == 0) {
+        size_t len = strlen(node); /* "<dir>/nvidia0": the prefix is "<dir>/nvidia" */
+        while (len && node[len - 1] >= '0' && node[len - 1] <= '9')
+            len--;
+        snprintf(h->prefix, sizeof h->prefix, "%.*s", (int)len, node);
+    }
+}
+
+void heirs_fini(struct heirs *h)
+{
+    free(h->v);
+    memset(h, 0, sizeof *h);
+}
+
+/* A node of the driver that holds RM clients or UVM state (not nvidia-modeset,
+ * nvidia-caps: no memory lives there). */
+static bool driver_link(const struct heirs *h, const char *link)
+{
+    size_t len = strlen(h->prefix);
+    if (strncmp(link, h->prefix, len) != 0)
+        return false;
+    const char *rest = link + len;
+    return strcmp(rest, "ctl") == 0 || strcmp(rest, "-uvm") == 0 ||
+           (rest[0] >= '0' && rest[0] <= '9');
+}
+
+bool heirs_has_driver_file(struct heirs *h, uint32_t pid)
+{
+    bool open = false;
+    if (h->gpu && h->gpu->ops->driver_file_open &&
+        h->gpu->ops->driver_file_open(h->gpu, pid, &open) == 0)
+        return open;
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    for (struct dirent *e = readdir(d); e && !open; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + sizeof e->d_name], link[128];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        open = driver_link(h, link);
+    }
+    closedir(d);
+    return open;
+}
+
+/* Drops edges both of whose processes are gone. */
+static void prune(struct heirs *h)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < h->n; i++)
+        if (alive(h->proc, h->v[i].pid, h->v[i].start) ||
+            alive(h->proc, h->v[i].from_pid, h->v[i].from_start))
+            h->v[w++] = h->v[i];
+    h->n = w;
+}
+
+static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].from_pid == e->from_pid && h->v[i].from_start == e->from_start &&
+            h->v[i].pid == e->pid && h->v[i].start == e->start)
+            return 0;
+    if (h->n >= HEIRS_MAX)
+        prune(h);
+    struct heir_edge *grown = h->n < HEIRS_MAX ? grow_for_one(h->v, &h->cap, h->n, sizeof *grown,
+                                                              16)
+                                               : NULL;
+    if (!grown) {
+        snprintf(why, why_len, "kairosd remembers no more than %u hand-overs of NVIDIA files "
+                 "(or is out of memory); try again when processes have exited", HEIRS_MAX);
+        return KAIROS_ERR_INVALID;
+    }
+    h->v = grown;
+    h->v[h->n++] = *e;
+    return 0;
+}
+
+int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m, char *why,
+                 size_t why_len)
+{
+    struct heir_edge e = {.from_pid = sender, .pid = m->child_pid};
+    uint32_t ppid, unused;
+    if (proc_stat(h->proc, m->child_pid, &ppid, &e.start) != 0) {
+        snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
+        return KAIROS_ERR_INVALID;
+    }
+    if (ppid != sender || proc_stat(h->proc, sender, &unused, &e.from_start) != 0) {
+        snprintf(why, why_len, "FORKED: process %u is not your child (its parent is %u); "
+                 "report a fork before fork() returns to the parent", m->child_pid, ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, &e, why, why_len);
+}
+
+/* Whether descriptor fd of pid is the same open file as one of from's descriptors. */
+static bool same_file_as_one_of(const struct heirs *h, uint32_t pid, int fd, uint32_t from)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, from);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool same = false;
+    for (struct dirent *e = readdir(d); e && !same; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        long other = strtol(e->d_name, NULL, 10);
+        same = syscall(SYS_kcmp, (pid_t)pid, (pid_t)from, KCMP_FILE_TYPE, fd, (int)other) == 0;
+    }
+    closedir(d);
+    return same;
+}
+
+int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
+                    char *why, size_t why_len)
+{
+    struct heir_edge e = {.from_pid = m->from_pid, .pid = sender};
+    uint32_t ppid, from_ppid;
+    if (proc_stat(h->proc, sender, &ppid, &e.start) != 0 ||
+        proc_stat(h->proc, m->from_pid, &from_ppid, &e.from_start) != 0) {
+        snprintf(why, why_len, "INHERITED: process %u does not exist (any more)", m->from_pid);
+        return KAIROS_ERR_INVALID;
+    }
+    if ((m->flags & KAIROS_INHERITED_EXEC) && ppid != m->from_pid) {
+        snprintf(why, why_len, "INHERITED: process %u is not your parent (%u is)", m->from_pid,
+                 ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    bool shared = false;
+    for (uint32_t i = 0; i < m->n_fds && !shared; i++)
+        shared = same_file_as_one_of(h, sender, m->fds[i], m->from_pid);
+    if (!shared) {
+        snprintf(why, why_len, "INHERITED: none of your %u descriptor(s) is a file process %u "
+                 "has open (kcmp)", m->n_fds, m->from_pid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, &e, why, why_len);
+}
+
+/* pid (start time start, or any when start is 0) or a holder reached from it. depth
+ * bounds the walk (edges could form a cycle through reused pids). */
+static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned depth)
+{
+    if (depth > 16)
+        return false;
+    for (size_t i = 0; i < h->n; i++) {
+        const struct heir_edge *e = &h->v[i];
+        if (e->from_pid != pid || (start && e->from_start != start))
+            continue;
+        if (alive(h->proc, e->pid, e->start) && heirs_has_driver_file(h, e->pid))
+            return true;
+        if (hold_from(h, e->pid, e->start, depth + 1))
+            return true;
+    }
+    return false;
+}
+
+bool heirs_hold(struct heirs *h, uint32_t pid)
+{
+    if (heirs_has_driver_file(h, pid))
+        return true; /* the process itself, after an exec that kept a descriptor */
+    return hold_from(h, pid, 0, 0);
+}
+
+bool heirs_hold_cb(void *ctx, uint32_t pid)
+{
+    return heirs_hold(ctx, pid);
+}
