@@ -5,6 +5,8 @@ allocates like CUDA and reports what the driver gave it.
 Usage: test_memory.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import functools
 import json
+import socket
+import struct
 import os
 import re
 import signal
@@ -14,7 +16,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kairos_proto import Daemon  # noqa: E402
+import kairos_proto as kp  # noqa: E402
+from kairos_proto import Client, Daemon, KairosError  # noqa: E402
 from harness import driver_holds, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
@@ -328,6 +331,119 @@ class FilesOutliveTheProcess(unittest.TestCase):
         a.communicate(timeout=30)  # frees half and closes its descriptors; the child holds
         self.assertEqual(self.held(), driver_holds(self.journal))
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+
+
+def driver_file(tag):
+    """A stand-in for a file of the fake driver: a socket bound to the abstract name
+    by which kairosd's scripted GPU backend knows the fake's files."""
+    a, b = socket.socketpair()
+    b.bind(f"\0kairos-fakedrv:test:{os.getpid()}:{tag}".encode())
+    return a, b
+
+
+def inherited_body(from_pid, fds, flags=kp.INHERITED_RECEIVED):
+    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *(list(fds) + [0] * (16 - len(fds))))
+
+
+class Handovers(unittest.TestCase):
+    """FORKED and INHERITED as a hostile or careless client sends them: kairosd keeps
+    a departed member's charge for a holder it verified, and believes no claim it
+    cannot check (not your child, not its file)."""
+    GPU = WithFakeGpu.GPU
+    tearDown, ps, held = WithDaemon.tearDown, WithDaemon.ps, WithDaemon.held
+
+    def setUp(self):
+        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+
+    def member(self, nbytes=8 * MiB):
+        """A forked member holding nbytes and one driver file, which it hands to us by
+        SCM_RIGHTS; it exits when we write to the returned socket."""
+        ctrl, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctrl.close()
+                c = Client(self.d.socket)
+                c.hello("team")
+                self.assertTrue(c.charge(0, nbytes, 1)[0])
+                c.commit(0, 1, True, nbytes, nbytes)
+                _, mine = driver_file("member")
+                socket.send_fds(theirs, [b"f"], [mine.fileno()])
+                theirs.recv(1)
+            finally:
+                os._exit(0)
+        theirs.close()
+        _, fds, _, _ = socket.recv_fds(ctrl, 1, 1)
+        self.assertTrue(wait_for(lambda: self.held() == nbytes))
+        return pid, ctrl, socket.socket(fileno=fds[0])
+
+    def leave(self, pid, ctrl):
+        ctrl.send(b"x")
+        os.waitpid(pid, 0)
+        ctrl.close()
+
+    def test_a_verified_receiver_keeps_the_charge_until_it_closes_the_file(self):
+        pid, ctrl, got = self.member()
+        c = Client(self.d.socket)  # not a member of any tenant: only a witness
+        self.addCleanup(c.close)
+        t, _ = c.request(kp.INHERITED, inherited_body(pid, [got.fileno()]))
+        self.assertEqual(t, kp.OK)
+        self.leave(pid, ctrl)
+        time.sleep(0.5)
+        self.assertEqual(self.held(), 8 * MiB)  # we hold its file: its memory lives
+        got.close()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_claim_on_a_file_the_sender_does_not_share_is_refused(self):
+        pid, ctrl, got = self.member()
+        peer, other = driver_file("other")  # a driver file, but not the member's
+        self.addCleanup(peer.close)
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        with self.assertRaises(KairosError) as e:
+            c.request(kp.INHERITED, inherited_body(pid, [other.fileno()]))
+        self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
+        self.assertIn("kcmp", str(e.exception))
+        with self.assertRaises(KairosError) as e:  # EXEC: only from one's parent
+            c.request(kp.INHERITED, inherited_body(pid, [got.fileno()], kp.INHERITED_EXEC))
+        self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
+        self.leave(pid, ctrl)
+        # nothing verified holds its files: released, although we still hold two
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        got.close()
+        other.close()
+
+    def test_forked_names_only_the_senders_own_child(self):
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("team")
+        self.assertTrue(c.charge(0, 4 * MiB, 1)[0])
+        c.commit(0, 1, True, 4 * MiB, 4 * MiB)
+        with self.assertRaises(KairosError) as e:  # our parent is not our child
+            c.request(kp.FORKED, struct.pack("<II", os.getppid(), 0))
+        self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
+        self.assertIn("not your child", str(e.exception))
+        child = subprocess.Popen(["sleep", "30"])
+        try:
+            t, _ = c.request(kp.FORKED, struct.pack("<II", child.pid, 0))
+            self.assertEqual(t, kp.OK)
+        finally:
+            child.kill()
+            child.wait()
+
+    def test_an_unreported_receiver_outside_any_tenant_is_covered_by_the_gpu(self):
+        """No shim in the receiver, nothing reported: the charge stays while the GPU
+        (NVML's process list, scripted here) still shows the sender's memory."""
+        pid, ctrl, got = self.member()
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {8 * MiB}\n")
+        self.leave(pid, ctrl)
+        time.sleep(0.5)
+        self.assertEqual(self.held(), 8 * MiB)
+        got.close()
+        self.d.write_fake(self.GPU)  # the driver freed it
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
 
