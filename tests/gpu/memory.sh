@@ -2,7 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
-# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m9); default: all.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m10); default: all.
 . tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -165,8 +165,32 @@ sleep 1
 held_mid=$(( $(held_of probe) / 1048576 )); used_mid=$(gpu_used); apps_mid=$(smi_apps)
 sleep 7
 held_end=$(( $(held_of probe) / 1048576 )); used_end=$(gpu_used)
-grep -E "linger|left|GPU freed" "$OUT/kairosd.log" | tail -4
-result "fork_held parent=$(value parent < "$mdir/fork.txt") child=$(value child < "$mdir/fork.txt") held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
+grep -E "forked|linger|left|GPU freed" "$OUT/kairosd.log" | tail -5
+# The shim reports the fork (FORKED) before fork() returns; kairosd keeps the parent's
+# charge while the child holds a driver file: held_after_parent_exit_mib should equal
+# what the GPU still holds for it (gpu_used_delta_mib, less the child's own few MiB),
+# and both fall to 0 when the child exits.
+child=$(value child < "$mdir/fork.txt")
+reported=$(grep -c "forked pid $child," "$OUT/kairosd.log" || true)
+result "fork_held parent=$(value parent < "$mdir/fork.txt") child=$child fork_reported=$reported held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
+fi
+
+if mem_want m10; then
+echo "--- m10. CUDA IPC between two tenants: 'probe' exports 1 GiB and exits, 'attacker' keeps it mapped 6 s"
+gpu_used() { env -u LD_PRELOAD nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits; }
+ipc=$mdir/ipc && rm -rf "$ipc" && mkdir -p "$ipc"
+used0=$(gpu_used)
+"$kairos" run --tenant attacker -- $python tests/gpu/ipc_pair.py import "$ipc" 6 > "$mdir/ipc-import.txt" 2>&1 &
+imp=$!
+"$kairos" run --tenant probe -- $python tests/gpu/ipc_pair.py export "$ipc" 1024 > "$mdir/ipc-export.txt" 2>&1
+sleep 1
+exp_mid=$(( $(held_of probe) / 1048576 )); imp_mid=$(( $(held_of attacker) / 1048576 )); used_mid=$(gpu_used)
+wait "$imp"
+sleep 1
+exp_end=$(( $(held_of probe) / 1048576 )); imp_end=$(( $(held_of attacker) / 1048576 )); used_end=$(gpu_used)
+cat "$mdir/ipc-export.txt" "$mdir/ipc-import.txt"
+grep -E "linger|left|GPU freed|holds NVIDIA" "$OUT/kairosd.log" | tail -4
+result "cuda_ipc opened=$(value opened < "$mdir/ipc-import.txt") exporter_held_after_exit_mib=$exp_mid importer_held_mib=$imp_mid gpu_used_delta_mib=$((used_mid - used0)) exporter_held_end_mib=$exp_end importer_held_end_mib=$imp_end gpu_used_delta_end_mib=$((used_end - used0))"
 fi
 
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
