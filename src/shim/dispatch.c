@@ -34,6 +34,7 @@
 #include "shim/agent.h"
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
+#include "shim/inherit.h"
 #include "shim/memguard.h"
 #include "shim/shadow.h"
 #include "shim/state.h"
@@ -352,14 +353,31 @@ ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int 
             c->cmsg_len < CMSG_LEN(0))
             continue;
         size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int got[KAIROS_INHERITED_MAX_FDS];
+        size_t kept = 0;
         for (size_t i = 0; i < count; i++) {
-            int got;
-            memcpy(&got, CMSG_DATA(c) + i * sizeof got, sizeof got);
-            note_opened(got, AT_FDCWD, NULL);
+            int one;
+            memcpy(&one, CMSG_DATA(c) + i * sizeof one, sizeof one);
+            note_opened(one, AT_FDCWD, NULL);
+            if (kept < KAIROS_INHERITED_MAX_FDS)
+                got[kept++] = one;
         }
+        inherit_received(r, fd, got, kept); /* another process's NVIDIA files: tell kairosd */
     }
     errno = saved;
     return n;
+}
+
+int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigned int flags)
+{
+    int fd = r->pidfd_getfd(pidfd, targetfd, flags);
+    if (fd >= 0) {
+        int saved = errno;
+        note_opened(fd, AT_FDCWD, NULL);
+        inherit_taken(r, pidfd, fd);
+        errno = saved;
+    }
+    return fd;
 }
 
 /* newfd now refers to oldfd's file (after a successful dup-like call). When

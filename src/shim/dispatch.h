@@ -83,5 +83,8 @@ FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const c
 FILE *shim_freopen(const struct shim_real *r, bool is64, const char *path, const char *mode,
                    FILE *stream);
 ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int flags);
+/* pidfd_getfd: the descriptor taken is learnt and, when it is an NVIDIA file,
+ * reported to kairosd as the other process's (inherit.h). */
+int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigned int flags);
 
 #endif /* KAIROS_SHIM_DISPATCH_H */

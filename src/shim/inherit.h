@@ -17,11 +17,18 @@
  * until it exits (erring towards charging: kairosd then keeps it while a holder
  * has a driver file open).
  *
+ * The other way round, a process that holds another's NVIDIA files says so
+ * (INHERITED): found open at its start, received by SCM_RIGHTS (recvmsg is
+ * interposed), or taken with pidfd_getfd (interposed). kairosd checks each claim
+ * with kcmp(2) and keeps the other process's charge while this one holds them.
+ * These reports cost a round trip, only when an NVIDIA file arrives.
+ *
  * A report that fails (kairosd down or refusing) never fails the fork; it is said
  * on stderr when the shim logs there.
  *
- * Thread rules: shim_fork runs in whichever thread forks, never with the state
- * lock held; the report happens in the parent only.
+ * Thread rules: shim_fork, inherit_received and inherit_taken run in whichever
+ * thread calls, never with the state lock held (the fork report in the parent
+ * only); inherit_at_start in the library constructor.
  */
 #ifndef KAIROS_SHIM_INHERIT_H
 #define KAIROS_SHIM_INHERIT_H
@@ -32,5 +39,18 @@
 
 /* fork(): the real fork, then the parent's report (see above). */
 pid_t shim_fork(const struct shim_real *r);
+
+/* At load (the constructor, before main): a named tenant's program that starts
+ * with descriptors on NVIDIA files its parent also holds (posix_spawn, vfork, an
+ * unreported fork, kept across exec) reports them (INHERITED, EXEC), so that the
+ * parent's charge stays while this program holds them. Nothing is sent when none
+ * is found (the common case: CUDA opens with O_CLOEXEC) or when they are only this
+ * process's own from before an exec (kairosd sees those itself). */
+void inherit_at_start(const struct shim_real *r);
+/* fds arrived by SCM_RIGHTS on unix socket sock: those on NVIDIA files are
+ * reported (INHERITED, RECEIVED) as the socket peer's (SO_PEERCRED). */
+void inherit_received(const struct shim_real *r, int sock, const int *fds, size_t n);
+/* fd was taken with pidfd_getfd from the process pidfd names: reported the same way. */
+void inherit_taken(const struct shim_real *r, int pidfd, int fd);
 
 #endif /* KAIROS_SHIM_INHERIT_H */

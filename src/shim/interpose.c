@@ -216,6 +216,11 @@ SHIM_EXPORT pid_t fork(void)
     return shim_fork(shim_real_get());
 }
 
+SHIM_EXPORT int pidfd_getfd(int pidfd, int targetfd, unsigned int flags)
+{
+    return shim_pidfd_getfd(shim_real_get(), pidfd, targetfd, flags);
+}
+
 /* References every wrapper of the list, so a missing definition cannot go unnoticed. */
 #define SHIM_REFERENCE(ret, name, params) (void (*)(void))name,
 __attribute__((used)) static void (*const shim_exported[])(void) = {
@@ -229,4 +234,5 @@ __attribute__((constructor)) static void shim_load(void)
     settings_load();
     memguard_init();
     timectl_init();
+    inherit_at_start(shim_real_get());
 }

@@ -50,7 +50,8 @@
     X(FILE *, freopen64, (const char *path, const char *mode, FILE *stream))                  \
     X(int, fclose, (FILE *stream))                                                            \
     X(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags))                              \
-    X(pid_t, fork, (void))
+    X(pid_t, fork, (void))                                                                    \
+    X(int, pidfd_getfd, (int pidfd, int targetfd, unsigned int flags))
 
 #define SHIM_HELPERS(X)                                                                       \
     X(int, fstat, (int fd, struct stat *st))                                                  \

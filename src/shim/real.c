@@ -214,6 +214,17 @@ static pid_t fb_fork(void)
     return _Fork();
 }
 
+static int fb_pidfd_getfd(int pidfd, int targetfd, unsigned int flags)
+{
+#ifdef SYS_pidfd_getfd
+    return (int)syscall(SYS_pidfd_getfd, pidfd, targetfd, flags);
+#else
+    (void)pidfd, (void)targetfd, (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 static const struct shim_real fallback = {
     .open = fb_open,
     .open64 = fb_open,
@@ -242,6 +253,7 @@ static const struct shim_real fallback = {
     .fclose = fb_fclose,
     .recvmsg = fb_recvmsg,
     .fork = fb_fork,
+    .pidfd_getfd = fb_pidfd_getfd,
     .fstat = fb_fstat,
     .readlink = fb_readlink,
 };

@@ -42,7 +42,11 @@
  * the driver's memory) for SECONDS and exits; the parent prints "fakeapp: forked
  * child=PID vidmem_bytes=N" and goes on (with -k it exits at once). -x COMMAND:
  * once allocated, prints "fakeapp: exec vidmem_bytes=N", clears close-on-exec on
- * /dev/nvidiactl and execs `sh -c COMMAND`, which inherits it.
+ * /dev/nvidiactl and execs `sh -c COMMAND`, which inherits it. -p COMMAND: the
+ * same through posix_spawn (no fork the shim sees); prints "fakeapp: spawned
+ * child=PID vidmem_bytes=N" and goes on. -S PATH: once allocated, connects to the
+ * unix stream socket PATH, sends /dev/nvidiactl's descriptor (SCM_RIGHTS), waits
+ * for one byte back, prints "fakeapp: sent vidmem_bytes=N" and goes on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +58,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -366,6 +373,33 @@ static int run_phases(const char *phases, uint8_t *userd)
     return 0;
 }
 
+/* -S: /dev/nvidiactl's descriptor to the receiver listening on path; waits for its
+ * one-byte answer (it has taken the descriptor). 0 or -1. */
+static int send_ctl(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) != 0)
+        return -1;
+    char byte = 'f', ack;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {&byte, 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &ctl, sizeof ctl);
+    int rc = sendmsg(s, &m, 0) == 1 && read(s, &ack, 1) == 1 ? 0 : -1;
+    close(s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, count = 4;
@@ -377,8 +411,10 @@ int main(int argc, char **argv)
     bool forge = false;
     int fork_hold_ms = 0;      /* -f: a child holds the files this long */
     const char *exec_cmd = NULL; /* -x: exec this, keeping /dev/nvidiactl */
+    const char *spawn_cmd = NULL; /* -p: posix_spawn this, keeping /dev/nvidiactl */
+    const char *send_to = NULL;   /* -S: send /dev/nvidiactl's descriptor there */
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:Ff:x:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:Ff:x:p:S:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -413,10 +449,16 @@ int main(int argc, char **argv)
         case 'x':
             exec_cmd = optarg;
             break;
+        case 'p':
+            spawn_cmd = optarg;
+            break;
+        case 'S':
+            send_to = optarg;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] "
-                            "[-f seconds] [-x command]\n");
+                            "[-f seconds] [-x command] [-p command] [-S socket]\n");
             return 2;
         }
     }
@@ -539,6 +581,23 @@ int main(int argc, char **argv)
         }
         printf("fakeapp: forked child=%d vidmem_bytes=%llu\n", (int)child,
                (unsigned long long)vidmem);
+        fflush(stdout);
+    }
+    if (spawn_cmd) {
+        fcntl(ctl, F_SETFD, 0);
+        pid_t child;
+        char *const args[] = {"sh", "-c", (char *)spawn_cmd, NULL};
+        extern char **environ;
+        if (posix_spawn(&child, "/bin/sh", NULL, NULL, args, environ) != 0)
+            must(1, "posix_spawn");
+        printf("fakeapp: spawned child=%d vidmem_bytes=%llu\n", (int)child,
+               (unsigned long long)vidmem);
+        fflush(stdout);
+    }
+    if (send_to && send_ctl(send_to) != 0)
+        must(1, "send");
+    if (send_to) {
+        printf("fakeapp: sent vidmem_bytes=%llu\n", (unsigned long long)vidmem);
         fflush(stdout);
     }
     if (exec_cmd) {

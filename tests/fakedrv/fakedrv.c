@@ -256,15 +256,17 @@ bool fakedrv_is_path(const char *path)
     return path && strncmp(path, "/dev/nvidia", 11) == 0;
 }
 
-/* The caller's end gets an abstract name, "@kairos-fakedrv:PID:N", so that kairosd's
- * scripted GPU backend can tell the fake's files among a process's descriptors
- * (through /proc/net/unix), as it tells a real node by its path. */
-static void name_file(int fd)
+/* The caller's end gets an abstract name, "@kairos-fakedrv:NODE:MINOR:PID:N", so
+ * that kairosd's scripted GPU backend can tell the fake's files among a process's
+ * descriptors (through /proc/net/unix), as it tells a real node by its path, and
+ * so that fstat in another process (one that inherited or received it) still sees
+ * the node it is. */
+static void name_file(int fd, enum rm_node node, int minor)
 {
     static atomic_uint serial;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "kairos-fakedrv:%ld:%u",
-                     (long)syscall(SYS_getpid), atomic_fetch_add(&serial, 1));
+    int n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "kairos-fakedrv:%d:%d:%ld:%u",
+                     (int)node, minor, (long)syscall(SYS_getpid), atomic_fetch_add(&serial, 1));
     if (fd >= 0 && n > 0)
         syscall(SYS_bind, fd, (struct sockaddr *)&sa,
                 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n));
@@ -295,7 +297,7 @@ static int open_common(int dirfd, const char *path, int flags, int mode)
     syscall(SYS_close, ends[0]);
     int fd = hup < 0 ? -1 : (int)syscall(SYS_fcntl, ends[1], F_DUPFD_CLOEXEC, 0);
     syscall(SYS_close, ends[1]);
-    name_file(fd);
+    name_file(fd, node, minor);
     if (fd < 0) {
         if (hup >= 0)
             syscall(SYS_close, hup);
@@ -441,6 +443,22 @@ int fakedrv_fcntl(int fd, int cmd, ...)
     return ret;
 }
 
+/* A fake file another process opened (inherited, received): its name says its node. */
+static bool foreign_file(int fd, enum rm_node *node, int *minor)
+{
+    struct sockaddr_un sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    int n, m;
+    if (syscall(SYS_getsockname, fd, (struct sockaddr *)&sa, &len) != 0 ||
+        len <= offsetof(struct sockaddr_un, sun_path) + 1 || sa.sun_path[0] != 0 ||
+        sscanf(sa.sun_path + 1, "kairos-fakedrv:%d:%d:", &n, &m) != 2)
+        return false;
+    *node = (enum rm_node)n;
+    *minor = m;
+    return true;
+}
+
 int fakedrv_fstat(int fd, struct stat *st)
 {
     pthread_mutex_lock(&mu);
@@ -448,7 +466,7 @@ int fakedrv_fstat(int fd, struct stat *st)
     enum rm_node node = f ? f->node : RM_NODE_NONE;
     int minor = f ? f->minor : 0;
     pthread_mutex_unlock(&mu);
-    if (!f)
+    if (!f && !foreign_file(fd, &node, &minor))
         return (int)syscall(SYS_fstat, fd, st);
     memset(st, 0, sizeof *st);
     st->st_mode = S_IFCHR | 0666;

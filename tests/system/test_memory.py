@@ -68,7 +68,8 @@ class Standalone(unittest.TestCase):
 
 class WithDaemon(unittest.TestCase):
     def setUp(self):
-        tenants = "  - name: team\n    memory: { 0: 64M }\n  - name: other\n    memory: { 0: 8M }\n"
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1).start()
 
     def tearDown(self):
@@ -273,7 +274,8 @@ class FilesOutliveTheProcess(unittest.TestCase):
     tearDown, ps, held = WithDaemon.tearDown, WithDaemon.ps, WithDaemon.held
 
     def setUp(self):
-        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
         self.journal = os.path.join(self.d.dir, "fakedrv.journal")
 
@@ -320,6 +322,54 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assert_second_tenant_process_fits()
         a.communicate(timeout=30)  # sleep exits: the file's last descriptor closes
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    RECEIVER = ("import os, socket, sys, time\n"
+                "srv = socket.socket(socket.AF_UNIX); srv.bind(sys.argv[1]); srv.listen(1)\n"
+                "print('listening', flush=True)\n"
+                "c, _ = srv.accept()\n"
+                "_, fds, _, _ = socket.recv_fds(c, 1, 4)\n"  # recvmsg: the shim reports
+                "c.send(b'k'); print('received', len(fds), flush=True)\n"
+                "time.sleep(float(sys.argv[2]))\n")
+
+    def test_a_receiver_in_another_tenant_keeps_the_senders_charge(self):
+        """SCM_RIGHTS to a process of another tenant: the receiver's shim reports it
+        (INHERITED, RECEIVED; kairosd checks it with kcmp), the sender stays charged
+        after it exits while the receiver holds the file; the receiver's tenant is
+        charged nothing."""
+        path = os.path.join(self.d.dir, "handover.sock")
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-k")
+        ca = self.line(a, "fakeapp: sent")
+        a.communicate(timeout=30)
+        self.assertEqual(r.stdout.readline().split()[0], "received")
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
+        self.assertIn("(received)", self.d.read_log())
+        self.assert_second_tenant_process_fits()
+        r.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_a_spawned_child_reports_what_it_inherited(self):
+        """posix_spawn (no fork the shim sees) with /dev/nvidiactl inherited: the
+        child's shim finds it at start and reports it (INHERITED, EXEC)."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE),
+                        "-p", "exec sleep 3 >/dev/null 2>&1", "-w", "1", "-k")
+        ca = self.line(a, "fakeapp: spawned")
+        a.communicate(timeout=30)
+        time.sleep(0.5)
+        self.assertIn(f"pid {ca['child']} holds NVIDIA files of pid", self.d.read_log())
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assert_second_tenant_process_fits()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
 
     def test_a_child_that_closes_the_files_frees_the_charge_with_them(self):
