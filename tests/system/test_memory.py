@@ -394,7 +394,8 @@ def driver_file(tag):
 
 
 def inherited_body(from_pid, fds, flags=kp.INHERITED_RECEIVED):
-    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *(list(fds) + [0] * (16 - len(fds))))
+    padded = list(fds) + [0] * (kp.INHERITED_MAX_FDS - len(fds))
+    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *padded)
 
 
 class Handovers(unittest.TestCase):
