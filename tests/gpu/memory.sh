@@ -190,6 +190,18 @@ sleep 1
 exp_end=$(( $(held_of probe) / 1048576 )); imp_end=$(( $(held_of attacker) / 1048576 )); used_end=$(gpu_used)
 cat "$mdir/ipc-export.txt" "$mdir/ipc-import.txt"
 grep -E "linger|left|GPU freed|holds NVIDIA" "$OUT/kairosd.log" | tail -4
+# Which RM calls CUDA IPC makes on this driver (export: RM_SHARE? a control?; import:
+# RM_DUP_OBJECT?), recorded for the design of following importers (docs/memory.md).
+ipc2=$mdir/ipc2 && rm -rf "$ipc2" && mkdir -p "$ipc2"
+"$kairos" trace --summary --record "$OUT/ipc-import.nvtrace" --output "$mdir/ipc-import-trace.txt" -- \
+  $python tests/gpu/ipc_pair.py import "$ipc2" 1 > /dev/null 2>&1 &
+trc=$!
+"$kairos" trace --summary --record "$OUT/ipc-export.nvtrace" --output "$mdir/ipc-export-trace.txt" -- \
+  $python tests/gpu/ipc_pair.py export "$ipc2" 64 > /dev/null 2>&1
+wait "$trc"
+for side in export import; do
+  echo "ipc $side: $(grep -ciE "DUP_OBJECT" "$mdir/ipc-$side-trace.txt") DUP_OBJECT, $(grep -ciE "RM_SHARE" "$mdir/ipc-$side-trace.txt") RM_SHARE, $(grep -ciE "EXPORT|IMPORT" "$mdir/ipc-$side-trace.txt") export/import lines"
+done
 result "cuda_ipc opened=$(value opened < "$mdir/ipc-import.txt") exporter_held_after_exit_mib=$exp_mid importer_held_mib=$imp_mid gpu_used_delta_mib=$((used_mid - used0)) exporter_held_end_mib=$exp_end importer_held_end_mib=$imp_end gpu_used_delta_end_mib=$((used_end - used0))"
 fi
 
