@@ -368,6 +368,32 @@ ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int 
     return n;
 }
 
+ssize_t shim_sendmsg(const struct shim_real *r, int fd, const struct msghdr *msg, int flags)
+{
+    ssize_t n = r->sendmsg(fd, msg, flags);
+    if (n < 0 || !msg || msg->msg_controllen == 0)
+        return n;
+    int saved = errno;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len < CMSG_LEN(0))
+            continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int sent;
+            struct fdt_info fi;
+            memcpy(&sent, CMSG_DATA(c) + i * sizeof sent, sizeof sent);
+            if (classify(r, sent, &fi) != FDT_NVIDIA)
+                continue;
+            state_lock(); /* another process may hold it now: its last close here is not */
+            fdtable_mark_file_shared_locked(fi.file_id);
+            state_unlock();
+        }
+    }
+    errno = saved;
+    return n;
+}
+
 int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigned int flags)
 {
     int fd = r->pidfd_getfd(pidfd, targetfd, flags);
@@ -708,6 +734,29 @@ static void observe_gpu_ids(const struct shim_real *r, const struct call_frame *
         gpumap_observe(c.cmd, (const uint8_t *)own, len);
 }
 
+/* NV0000 EXPORT_OBJECTS_TO_FD succeeded: the export file (params.fd, a
+ * /dev/nvidiactl file) now keeps the exported objects' memory until its last close,
+ * whatever this process frees meanwhile (docs/memory.md). Read from the shim's copy
+ * (shadow.h), so the objects recorded are those the driver exported. */
+static void note_export(const struct shim_real *r, const struct call_frame *f)
+{
+    struct rm_control_args c;
+    struct rm_export_objects_to_fd_params p;
+    if (f->ret != 0 || f->refused || !control_after(f, &c) || c.status != RM_NV_OK ||
+        c.cmd != RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD || !f->params ||
+        f->params_len != sizeof p)
+        return;
+    memcpy(&p, f->params, sizeof p);
+    struct fdt_info fi;
+    if (classify(r, p.fd, &fi) != FDT_NVIDIA)
+        return;
+    unsigned n = p.num_objects <= RM_EXPORT_FD_MAX_OBJECTS ? p.num_objects : 0;
+    struct objtree *t = state_lock();
+    for (unsigned i = 0; t && i < n; i++)
+        (void)objtree_hold_in_file(t, fi.file_id, c.h_client, p.objects[i]);
+    state_unlock();
+}
+
 /* Decodes the call and applies it to the object tree; returns what it did. */
 static void apply_call(const struct shim_real *r, struct call_frame *f,
                        struct objtree_effect *eff)
@@ -816,6 +865,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
     struct objtree_effect eff;
     apply_call(r, &f, &eff);
+    if (guard)
+        note_export(r, &f);
     memguard_after(&ticket, &eff);
     if (sc)
         trace_call(&f, sc, before_len, t0, t1);

@@ -225,6 +225,13 @@ void fdtable_mark_shared_locked(void)
         files[i].shared = true;
 }
 
+void fdtable_mark_file_shared_locked(uint64_t file_id)
+{
+    struct fdt_file *f = file_find(file_id);
+    if (f)
+        f->shared = true;
+}
+
 bool fdtable_shared_locked(uint64_t file_id)
 {
     struct fdt_file *f = file_find(file_id);

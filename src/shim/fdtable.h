@@ -86,7 +86,9 @@ bool fdtable_share_locked(int newfd, const struct fdt_info *info);
 /* This process just forked: every NVIDIA file open now is shared with a child, so
  * its last descriptor here is not necessarily its last (inherit.h). */
 void fdtable_mark_shared_locked(void);
-/* Whether the file was open at a fork of this process. */
+/* The file was sent to another process (SCM_RIGHTS): shared the same way. */
+void fdtable_mark_file_shared_locked(uint64_t file_id);
+/* Whether the file was open at a fork of this process, or sent away. */
 bool fdtable_shared_locked(uint64_t file_id);
 
 /* How many tracked descriptors the file has (0: not a live file). */

@@ -211,6 +211,11 @@ SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     return shim_recvmsg(shim_real_get(), fd, msg, flags);
 }
 
+SHIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    return shim_sendmsg(shim_real_get(), fd, msg, flags);
+}
+
 SHIM_EXPORT pid_t fork(void)
 {
     return shim_fork(shim_real_get());

@@ -214,6 +214,11 @@ static pid_t fb_fork(void)
     return _Fork();
 }
 
+static ssize_t fb_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    return (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+}
+
 static int fb_pidfd_getfd(int pidfd, int targetfd, unsigned int flags)
 {
 #ifdef SYS_pidfd_getfd
@@ -252,6 +257,7 @@ static const struct shim_real fallback = {
     .freopen64 = fb_freopen,
     .fclose = fb_fclose,
     .recvmsg = fb_recvmsg,
+    .sendmsg = fb_sendmsg,
     .fork = fb_fork,
     .pidfd_getfd = fb_pidfd_getfd,
     .fstat = fb_fstat,

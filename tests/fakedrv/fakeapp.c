@@ -46,7 +46,11 @@
  * same through posix_spawn (no fork the shim sees); prints "fakeapp: spawned
  * child=PID vidmem_bytes=N" and goes on. -S PATH: once allocated, connects to the
  * unix stream socket PATH, sends /dev/nvidiactl's descriptor (SCM_RIGHTS), waits
- * for one byte back, prints "fakeapp: sent vidmem_bytes=N" and goes on.
+ * for one byte back, prints "fakeapp: sent vidmem_bytes=N" and goes on. -E: once
+ * allocated, exports thread 0's allocations to a new /dev/nvidiactl file (NV0000
+ * EXPORT_OBJECTS_TO_FD, as cuMemExportToShareableHandle does) and frees them, prints
+ * "fakeapp: exported objects=K bytes=B"; with -S it sends that file instead and
+ * closes its own descriptor of it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -183,6 +187,34 @@ static uint32_t rm_free(uint32_t handle)
     if (nv_ioctl(ctl, RM_IOWR(RM_NR_FREE, sizeof a), &a) != 0)
         return 0xffffffffu;
     return a.status;
+}
+
+/* -E: exports thread 0's allocations to a new /dev/nvidiactl file (NV0000
+ * EXPORT_OBJECTS_TO_FD, as cuMemExportToShareableHandle does), then frees them: the
+ * export file keeps their memory. Returns the file; *bytes what it holds. */
+static int export_and_free(struct app_thread *t, uint64_t *bytes)
+{
+    int xfd = open_node("/dev/nvidiactl");
+    static struct rm_export_objects_to_fd_params p;
+    memset(&p, 0, sizeof p);
+    p.fd = xfd;
+    p.h_device = h_device;
+    p.max_objects = RM_EXPORT_FD_MAX_OBJECTS;
+    *bytes = 0;
+    for (int j = 0; j < t->made && j < RM_EXPORT_FD_MAX_OBJECTS; j++) {
+        p.objects[p.num_objects++] = t->handles[j];
+        *bytes += t->sizes[j];
+    }
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
+                                .cmd = RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+                                .params = (uintptr_t)&p, .params_size = sizeof p};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, "EXPORT_OBJECTS_TO_FD");
+    must(a.status, "EXPORT_OBJECTS_TO_FD");
+    for (unsigned j = 0; j < p.num_objects; j++)
+        must(rm_free(p.objects[j]), "free of an exported object");
+    t->made = 0; /* gone from this process; the export file keeps their memory */
+    return xfd;
 }
 
 static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
@@ -375,7 +407,7 @@ static int run_phases(const char *phases, uint8_t *userd)
 
 /* -S: /dev/nvidiactl's descriptor to the receiver listening on path; waits for its
  * one-byte answer (it has taken the descriptor). 0 or -1. */
-static int send_ctl(const char *path)
+static int send_fd(const char *path, int sent)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
@@ -394,7 +426,7 @@ static int send_ctl(const char *path)
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &ctl, sizeof ctl);
+    memcpy(CMSG_DATA(c), &sent, sizeof sent);
     int rc = sendmsg(s, &m, 0) == 1 && read(s, &ack, 1) == 1 ? 0 : -1;
     close(s);
     return rc;
@@ -413,8 +445,9 @@ int main(int argc, char **argv)
     const char *exec_cmd = NULL; /* -x: exec this, keeping /dev/nvidiactl */
     const char *spawn_cmd = NULL; /* -p: posix_spawn this, keeping /dev/nvidiactl */
     const char *send_to = NULL;   /* -S: send /dev/nvidiactl's descriptor there */
+    bool export_first = false;    /* -E: export thread 0's allocations, then free them */
     int opt;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:Ff:x:p:S:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:Ff:x:p:S:E")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -455,10 +488,13 @@ int main(int argc, char **argv)
         case 'S':
             send_to = optarg;
             break;
+        case 'E':
+            export_first = true;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] "
-                            "[-f seconds] [-x command] [-p command] [-S socket]\n");
+                            "[-f seconds] [-x command] [-p command] [-S socket] [-E]\n");
             return 2;
         }
     }
@@ -594,8 +630,20 @@ int main(int argc, char **argv)
                (unsigned long long)vidmem);
         fflush(stdout);
     }
-    if (send_to && send_ctl(send_to) != 0)
+    int xfd = -1;
+    if (export_first) {
+        uint64_t xbytes;
+        int objects = ts[0].made;
+        xfd = export_and_free(&ts[0], &xbytes);
+        printf("fakeapp: exported objects=%d bytes=%llu\n", objects, (unsigned long long)xbytes);
+        fflush(stdout);
+    }
+    if (send_to && send_fd(send_to, xfd >= 0 ? xfd : ctl) != 0)
         must(1, "send");
+    if (send_to && xfd >= 0) {
+        close(xfd); /* the receiver holds the export file now */
+        xfd = -1;
+    }
     if (send_to) {
         printf("fakeapp: sent vidmem_bytes=%llu\n", (unsigned long long)vidmem);
         fflush(stdout);
@@ -640,6 +688,8 @@ int main(int argc, char **argv)
         exit(0);
     close(dev0);
     close(uvm);
+    if (xfd >= 0)
+        close(xfd);
     close(ctl);
     for (int i = 0; i < threads; i++) {
         free(ts[i].handles);

@@ -817,6 +817,38 @@ static uint32_t ctl_id_info_locked(struct rm_control_args *a)
     return RM_NV_ERR_INVALID_ARGUMENT;
 }
 
+/* NV0000 EXPORT_OBJECTS_TO_FD: the objects must be the client's and params.fd one of
+ * this process's /dev/nvidiactl files; the export file then keeps their memory:
+ * a journal line "D INO 0 N SRC_INO CLIENT HANDLE" per object says so (fakedrv.h). */
+static uint32_t ctl_export_locked(struct rm_control_args *a)
+{
+    static uint32_t serial;
+    struct rm_export_objects_to_fd_params *p = (void *)(uintptr_t)a->params;
+    if (a->params_size != sizeof *p || !p || p->num_objects > RM_EXPORT_FD_MAX_OBJECTS)
+        return RM_NV_ERR_INVALID_PARAM_STRUCT;
+    struct fk_file *xf = file_of_locked(p->fd);
+    if (!xf || xf->node != RM_NODE_CTL)
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < p->num_objects; i++)
+        if (!find_locked(a->h_client, p->objects[i]))
+            return RM_NV_ERR_OBJECT_NOT_FOUND;
+    const char *path = getenv("FAKEDRV_JOURNAL");
+    for (unsigned i = 0; path && *path && i < p->num_objects; i++) {
+        const struct fk_obj *o = find_locked(a->h_client, p->objects[i]);
+        char line[160];
+        int n = snprintf(line, sizeof line, "D %llu 0 %u %llu %u %u\n",
+                         (unsigned long long)xf->ino, ++serial, (unsigned long long)o->ino,
+                         o->client, o->handle);
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+                              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0 && n > 0)
+            (void)!syscall(SYS_write, fd, line, (size_t)n);
+        if (fd >= 0)
+            syscall(SYS_close, fd);
+    }
+    return RM_NV_OK;
+}
+
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
 {
     if (!client_ok_locked(a->h_client, f))
@@ -832,6 +864,8 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
         return ctl_probed_ids_locked(a);
     if (a->cmd == RM_CTRL_NV0000_GPU_GET_ID_INFO_V2 && a->h_object == a->h_client)
         return ctl_id_info_locked(a);
+    if (a->cmd == RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD && a->h_object == a->h_client)
+        return ctl_export_locked(a);
     if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO_V2) {
         if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
             return RM_NV_ERR_INVALID_PARAM_STRUCT;

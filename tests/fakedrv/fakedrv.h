@@ -47,7 +47,10 @@
  * ("A INO CLIENT HANDLE GPU BYTES", "F INO CLIENT HANDLE"; INO is the inode of the
  * caller's end of the file it lives on): what is held is what was allocated and not
  * freed on a file some process still has open (tests/system/harness.py,
- * driver_holds). Handles are numbered per process, so a forked child and its
+ * driver_holds). NV0000 EXPORT_OBJECTS_TO_FD (0x3D0B, params as RM's) makes its
+ * export file keep the objects' memory: "D INO 0 N SRC_INO CLIENT HANDLE" lines,
+ * the memory living while the export file is open somewhere even after the
+ * object is freed. Handles are numbered per process, so a forked child and its
  * parent must not both allocate on one client. The caller's end of each file is
  * bound to the abstract name "@kairos-fakedrv:PID:N", by which kairosd's scripted
  * GPU backend (gpu_fake.c) recognises it among a process's descriptors.

@@ -45,20 +45,25 @@ def open_socket_inodes():
 
 def driver_holds(journal):
     """What the fake driver holds on the machine, in bytes, from FAKEDRV_JOURNAL
-    (tests/fakedrv/fakedrv.h): allocations not freed, on files still open somewhere."""
-    live = {}
+    (tests/fakedrv/fakedrv.h): each allocation lives while it is not freed and its
+    file is open somewhere, or while an export file holding it (D lines) is open."""
+    size, freed, held_by = {}, set(), {}
     try:
         with open(journal) as f:
             for line in f:
                 w = line.split()
                 if w and w[0] == "A" and len(w) == 6:
-                    live[(int(w[1]), w[2], w[3])] = int(w[5])
+                    size[(int(w[1]), w[2], w[3])] = int(w[5])
                 elif w and w[0] == "F" and len(w) == 4:
-                    live.pop((int(w[1]), w[2], w[3]), None)
+                    freed.add((int(w[1]), w[2], w[3]))
+                elif w and w[0] == "D" and len(w) == 7:
+                    held_by.setdefault((int(w[4]), w[5], w[6]), set()).add(int(w[1]))
     except FileNotFoundError:
         return 0
     open_files = open_socket_inodes()
-    return sum(b for (ino, _, _), b in live.items() if ino in open_files)
+    return sum(n for key, n in size.items()
+               if (key not in freed and key[0] in open_files) or
+               held_by.get(key, set()) & open_files)
 
 
 def wait_for(pred, timeout=5.0, step=0.01):

@@ -372,6 +372,49 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
 
+    def test_an_export_file_keeps_memory_its_exporter_freed_charged(self):
+        """VMM export (EXPORT_OBJECTS_TO_FD): the export file keeps the objects'
+        memory after the exporter frees them; the charge stays until the file closes,
+        so freeing after an export cannot be used to allocate the quota again."""
+        a = self.tenant("-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-E", "-w", "1")
+        ce = self.line(a, "fakeapp: exported")
+        self.assertEqual(ce["bytes"], 10 * PAGE)
+        ch = self.line(a, "fakeapp: holding")
+        self.assertEqual(driver_holds(self.journal), ch["vidmem_bytes"])  # freed, but held
+        self.assertEqual(self.held(), ch["vidmem_bytes"])
+        self.assert_second_tenant_process_fits()
+        a.communicate(timeout=30)  # closes the export file: the driver frees it
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_an_importer_in_another_tenant_keeps_the_exporter_charged(self):
+        """The exporter sends its export file to a process of another tenant, frees,
+        closes and exits; the importer keeps the memory. The exporter's tenant stays
+        charged (never less than the driver holds for it), the importer's is charged
+        nothing, and the driver never holds more than the exporter's quota for it."""
+        path = os.path.join(self.d.dir, "export.sock")
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-E", "-S", path, "-k")
+        ce = self.line(a, "fakeapp: exported")
+        self.line(a, "fakeapp: sent")
+        a.communicate(timeout=30)
+        self.assertEqual(r.stdout.readline().split()[0], "received")
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ce["bytes"])  # 40 MiB, via the importer
+        self.assertGreaterEqual(self.held(), ce["bytes"])
+        self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
+        b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.3")
+        self.assertGreater(self.line(b, "fakeapp: holding")["failed"], 0)
+        self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
+        b.communicate(timeout=30)
+        r.communicate(timeout=30)  # the importer exits: the export file's last close
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
     def test_a_child_that_closes_the_files_frees_the_charge_with_them(self):
         """The charge stays only while some holder has a driver file open: a parent that
         frees and closes everything before its exit leaves no charge behind its child."""
