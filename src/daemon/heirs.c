@@ -12,6 +12,11 @@
 #include "core/grow.h"
 
 #define KCMP_FILE_TYPE 0 /* KCMP_FILE of <linux/kcmp.h> */
+/* Descriptors looked at per process and check: a process with more is answered
+ * without the rest (a claim against it is refused; a holder counts as holding), so
+ * no peer can make kairosd's loop scan without end. */
+#define HEIRS_SCAN_MAX 4096
+#define HEIRS_WALK_MAX 256 /* edges followed per question (see hold_from) */
 
 /* ppid and start time of pid from <proc>/<pid>/stat; 0 or -ESRCH. */
 static int proc_stat(const char *proc, uint32_t pid, uint32_t *ppid, uint64_t *start)
@@ -86,9 +91,14 @@ bool heirs_has_driver_file(struct heirs *h, uint32_t pid)
     DIR *d = opendir(dir);
     if (!d)
         return false;
+    unsigned seen = 0;
     for (struct dirent *e = readdir(d); e && !open; e = readdir(d)) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
+        if (++seen > HEIRS_SCAN_MAX) {
+            open = true; /* too many to look at: err towards charging */
+            break;
+        }
         char path[sizeof dir + sizeof e->d_name], link[128];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         ssize_t n = readlink(path, link, sizeof link - 1);
@@ -159,9 +169,11 @@ static bool same_file_as_one_of(const struct heirs *h, uint32_t pid, int fd, uin
     if (!d)
         return false;
     bool same = false;
-    for (struct dirent *e = readdir(d); e && !same; e = readdir(d)) {
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !same && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
+        seen++;
         long other = strtol(e->d_name, NULL, 10);
         same = syscall(SYS_kcmp, (pid_t)pid, (pid_t)from, KCMP_FILE_TYPE, fd, (int)other) == 0;
     }
@@ -189,25 +201,29 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
         shared = same_file_as_one_of(h, sender, m->fds[i], m->from_pid);
     if (!shared) {
         snprintf(why, why_len, "INHERITED: none of your %u descriptor(s) is a file process %u "
-                 "has open (kcmp)", m->n_fds, m->from_pid);
+                 "has open (kcmp; at most %u of its descriptors are looked at)", m->n_fds,
+                 m->from_pid, HEIRS_SCAN_MAX);
         return KAIROS_ERR_PERMISSION;
     }
     return add_edge(h, &e, why, why_len);
 }
 
-/* pid (start time start, or any when start is 0) or a holder reached from it. depth
- * bounds the walk (edges could form a cycle through reused pids). */
-static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned depth)
+/* Whether a holder is reached from pid (start time start, or any when 0). *budget
+ * bounds the edges looked at in one question (handovers can form a graph with many
+ * paths, and pids are reused): when it runs out the answer is yes, erring towards
+ * charging. */
+static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned *budget)
 {
-    if (depth > 16)
-        return false;
     for (size_t i = 0; i < h->n; i++) {
         const struct heir_edge *e = &h->v[i];
         if (e->from_pid != pid || (start && e->from_start != start))
             continue;
+        if (*budget == 0)
+            return true;
+        (*budget)--;
         if (alive(h->proc, e->pid, e->start) && heirs_has_driver_file(h, e->pid))
             return true;
-        if (hold_from(h, e->pid, e->start, depth + 1))
+        if (hold_from(h, e->pid, e->start, budget))
             return true;
     }
     return false;
@@ -217,7 +233,8 @@ bool heirs_hold(struct heirs *h, uint32_t pid)
 {
     if (heirs_has_driver_file(h, pid))
         return true; /* the process itself, after an exec that kept a descriptor */
-    return hold_from(h, pid, 0, 0);
+    unsigned budget = HEIRS_WALK_MAX;
+    return hold_from(h, pid, 0, &budget);
 }
 
 bool heirs_hold_cb(void *ctx, uint32_t pid)
