@@ -138,9 +138,10 @@ static void adopt_twin(int fd, int skip_lo, int skip_hi)
 }
 
 /* The memory of a file whose last descriptor here closed is released, unless the
- * file was open at a fork: a child may still hold it, and the driver frees it only
- * at the file's last close anywhere, so its charge stays with this process (and
- * with kairosd's checks after it, inherit.h) rather than be released too early. */
+ * file was open at a fork or sent to another process (fdtable.h, shared): that
+ * process may still hold it, and the driver frees it only at the file's last close
+ * anywhere, so its charge stays with this process (and with kairosd's checks after
+ * it, inherit.h) rather than be released too early. */
 static void released_unless_shared(const struct objtree_effect *eff, bool shared)
 {
     if (!shared)
@@ -424,18 +425,18 @@ static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool repla
         return;
     }
     struct fdt_info closed;
-    bool last = false, shared = false, forked = false;
+    bool last = false, shared = false, replaced_shared = false;
     struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
     if (nc == FDT_NVIDIA)
-        forked = fdtable_shared_locked(ni.file_id);
+        replaced_shared = fdtable_shared_locked(ni.file_id);
     bool was_nv = fdtable_drop_locked(newfd, &closed, &last);
     if (was_nv && last && t)
         objtree_close_file(t, closed.file_id, &eff);
     if (oc == FDT_NVIDIA)
         shared = fdtable_share_locked(newfd, &oi);
     state_unlock();
-    released_unless_shared(&eff, forked);
+    released_unless_shared(&eff, replaced_shared);
     if (oc == FDT_OTHER)
         fdtable_set_plain(newfd, FDT_OTHER);
     if (tracer_on()) {

@@ -31,6 +31,7 @@ struct fdt_file {
 static struct fdt_file *files;   /* live NVIDIA files, unordered */
 static size_t files_len, files_cap;
 static uint64_t next_file_id = 1;
+static atomic_bool had_files; /* an NVIDIA file was ever tracked (lock-free reads) */
 static uint32_t live_descriptors;
 
 static uint64_t entry_pack(const struct fdt_info *info)
@@ -161,6 +162,7 @@ static struct fdt_file *file_new(void)
     f->id = next_file_id++;
     f->refs = 0;
     f->shared = false;
+    atomic_store_explicit(&had_files, true, memory_order_relaxed);
     return f;
 }
 
@@ -254,6 +256,11 @@ void fdtable_reset_locked(void)
     files = NULL;
     files_len = files_cap = 0;
     live_descriptors = 0;
+}
+
+bool fdtable_had_files(void)
+{
+    return atomic_load_explicit(&had_files, memory_order_relaxed);
 }
 
 uint64_t fdtable_next_file_id(void)

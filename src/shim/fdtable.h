@@ -64,6 +64,10 @@ int fdtable_fd_of_file(uint64_t file_id);
  * descriptor ranges (close_range, closefrom). */
 int fdtable_next_known(int from, int last);
 
+/* Lock-free: whether this process ever had an NVIDIA file tracked (a fork of a
+ * process that never had one needs no bookkeeping). */
+bool fdtable_had_files(void);
+
 /* The id the next file opened will get: every file opened so far has a lower one.
  * Read without the lock: for a forked child's atfork handler (one thread, and the
  * state lock was held across the fork, so the value is whole). */

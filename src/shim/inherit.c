@@ -1,4 +1,5 @@
-/* inherit.c - the fork report to kairosd (see inherit.h). */
+/* inherit.c - the reports to kairosd of who else holds NVIDIA files: a child this
+ * process forked, files it started with, received or took (see inherit.h). */
 #include "shim/inherit.h"
 
 #include <dirent.h>
@@ -18,15 +19,21 @@
 #include "shim/settings.h"
 #include "shim/state.h"
 
-/* Whether a fork now hands NVIDIA files to the child in a way kairosd must know:
- * a named tenant's process with at least one NVIDIA file open. */
-static bool fork_shares_files(void)
+/* How many NVIDIA files this process has open; a process that never had one is
+ * left alone (no state made, no lock taken). */
+static uint32_t nvidia_files(void)
 {
-    if (!memguard_active() || settings_get()->mode != SETTINGS_TENANT)
-        return false;
+    if (!fdtable_had_files())
+        return 0;
     uint32_t files = 0, descriptors = 0;
     state_fd_counts(&files, &descriptors);
-    return files > 0;
+    return files;
+}
+
+/* Whether kairosd must hear of the fork: a named tenant's process. */
+static bool tenant_process(void)
+{
+    return memguard_active() && settings_get()->mode == SETTINGS_TENANT;
 }
 
 static void report_fork(const struct shim_real *r, pid_t child)
@@ -47,16 +54,16 @@ static void report_fork(const struct shim_real *r, pid_t child)
 
 pid_t shim_fork(const struct shim_real *r)
 {
-    bool report = fork_shares_files();
+    bool files = nvidia_files() > 0;
     pid_t pid = r->fork();
-    if (pid < 0)
+    if (pid < 0 || !files)
         return pid;
     int saved = errno;
-    state_lock();
+    state_lock(); /* exists already (it has files): no allocation in the child */
     fdtable_mark_shared_locked(); /* in both: neither's last close is the file's */
     state_unlock();
     errno = saved;
-    if (pid > 0 && report)
+    if (pid > 0 && tenant_process())
         report_fork(r, pid);
     return pid;
 }
