@@ -528,9 +528,9 @@ static bool on_handover(struct conn *c, const struct proto_request *r)
                  why);
         return send_error(c, r->seq, (uint32_t)code, why);
     }
-    if (forked)
-        log_info("pid %u forked pid %u, which shares its NVIDIA files", c->pid,
-                 r->body.forked.child_pid);
+    if (forked) /* debug: a tenant may fork often; what lingers is logged at info */
+        log_debug("pid %u forked pid %u, which shares its NVIDIA files", c->pid,
+                  r->body.forked.child_pid);
     else
         log_info("pid %u holds NVIDIA files of pid %u (%s)", c->pid, r->body.inherited.from_pid,
                  r->body.inherited.flags & KAIROS_INHERITED_EXEC ? "inherited at exec"

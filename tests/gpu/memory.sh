@@ -165,14 +165,14 @@ sleep 1
 held_mid=$(( $(held_of probe) / 1048576 )); used_mid=$(gpu_used); apps_mid=$(smi_apps)
 sleep 7
 held_end=$(( $(held_of probe) / 1048576 )); used_end=$(gpu_used)
-grep -E "forked|linger|left|GPU freed" "$OUT/kairosd.log" | tail -5
+grep -E "linger|left|GPU freed" "$OUT/kairosd.log" | tail -5
 # The shim reports the fork (FORKED) before fork() returns; kairosd keeps the parent's
 # charge while the child holds a driver file: held_after_parent_exit_mib should equal
 # what the GPU still holds for it (gpu_used_delta_mib, less the child's own few MiB),
 # and both fall to 0 when the child exits.
-child=$(value child < "$mdir/fork.txt")
-reported=$(grep -c "forked pid $child," "$OUT/kairosd.log" || true)
-result "fork_held parent=$(value parent < "$mdir/fork.txt") child=$child fork_reported=$reported held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
+parent=$(value parent < "$mdir/fork.txt"); child=$(value child < "$mdir/fork.txt")
+kept=$(grep -c "pid $parent left but the GPU still holds" "$OUT/kairosd.log" || true)
+result "fork_held parent=$parent child=$child charge_kept=$kept held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
 fi
 
 if mem_want m10; then
