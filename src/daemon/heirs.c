@@ -237,6 +237,15 @@ bool heirs_hold(struct heirs *h, uint32_t pid)
     return hold_from(h, pid, 0, &budget);
 }
 
+size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n && n < cap; i++)
+        if (h->v[i].pid == pid && alive(h->proc, pid, h->v[i].start))
+            from[n++] = h->v[i].from_pid;
+    return n;
+}
+
 bool heirs_hold_cb(void *ctx, uint32_t pid)
 {
     return heirs_hold(ctx, pid);

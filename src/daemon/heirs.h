@@ -68,6 +68,10 @@ bool heirs_hold(struct heirs *h, uint32_t pid);
 /* The predicate for linger_set_holder_check (ctx: a struct heirs). */
 bool heirs_hold_cb(void *ctx, uint32_t pid);
 
+/* The processes whose files pid holds by a hand-over kairosd verified (edges into
+ * pid, while pid is the process it was): up to cap into from; returns how many. */
+size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t cap);
+
 /* Whether process pid has a descriptor on a node of the driver open. */
 bool heirs_has_driver_file(struct heirs *h, uint32_t pid);
 

@@ -457,6 +457,7 @@ int main(int argc, char **argv)
         goto out;
     }
     audit_set_linger(d.audit, d.linger);
+    audit_set_heirs(d.audit, &d.heirs);
     if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
                              server_send_time_policy, d.server))) {
         log_error("cannot start the time-share scheduler: %s", strerror(-rc));
