@@ -111,9 +111,18 @@ void linger_fini(struct linger_set *lg)
     free(lg);
 }
 
+/* Whether the member is charged anything (else there is nothing to keep). */
+static bool holds_any(const struct linger_set *lg, const struct ledger_member *m)
+{
+    for (unsigned g = 0; g < lg->ts->n_gpus && g < KAIROS_MAX_GPUS; g++)
+        if (m->held[g])
+            return true;
+    return false;
+}
+
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
-    if (!lg || (!lg->gpu && !lg->holds) || !m || !gpu_holds(lg, pid))
+    if (!lg || (!lg->gpu && !lg->holds) || !m || !holds_any(lg, m) || !gpu_holds(lg, pid))
         return false;
     struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
     if (!grown)

@@ -34,8 +34,9 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
                 struct tenants *ts);
 /* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
 void linger_fini(struct linger_set *lg);
-/* Member m (process pid) departed. True when the GPU still shows memory of pid:
- * m stays in the ledger and lingers; false: the caller releases it now. */
+/* Member m (process pid) departed. True when m is charged something and the GPU
+ * (or the holder check) still shows memory of pid: m stays in the ledger and
+ * lingers; false: the caller releases it now. */
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
 /* A second witness besides the GPU's process list: holds(ctx, pid) true while the
  * departed process pid's files may be alive (heirs_hold_cb). */

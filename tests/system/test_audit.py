@@ -216,6 +216,8 @@ sys.path.insert(0, sys.argv[1])
 import kairos_proto as kp
 c = kp.Client(sys.argv[2])
 c.hello("small")
+assert c.charge(0, 64 << 20, 1)[0]  # it holds memory, which its child keeps alive
+c.commit(0, 1, True, 64 << 20, 64 << 20)
 fd = os.open(sys.argv[3], os.O_RDONLY)
 child = os.fork()
 if child == 0:  # as the shim's child: not the parent's connection, nor its output
