@@ -143,12 +143,106 @@ static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_
     return 0;
 }
 
+/* ---- pids as a process in another pid namespace (a container) names them ---------- */
+
+/* The innermost of pid's pids (the last of NSpid in <proc>/<pid>/status: what it is
+ * called in its own namespace), or pid itself when the line is absent; 0: gone. */
+static uint32_t inner_pid(const char *proc, uint32_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "%s/%u/status", proc, pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    uint32_t inner = pid;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        char *save = NULL;
+        for (char *tok = strtok_r(line + 6, " \t\n", &save); tok;
+             tok = strtok_r(NULL, " \t\n", &save))
+            inner = (uint32_t)strtoul(tok, NULL, 10);
+        break;
+    }
+    fclose(f);
+    return inner;
+}
+
+/* The child of sender (any of its threads) that sender's pid namespace calls
+ * ns_pid, as kairosd's pid; 0 when it has none. Through
+ * <proc>/<sender>/task/<tid>/children, so a containerised parent's report names its
+ * child as it knows it. */
+static uint32_t child_named(const struct heirs *h, uint32_t sender, uint32_t ns_pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/task", h->proc, sender);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    uint32_t found = 0;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !found && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + 2 * sizeof e->d_name];
+        snprintf(path, sizeof path, "%s/%s/children", dir, e->d_name);
+        FILE *f = fopen(path, "re");
+        unsigned long c;
+        while (f && !found && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1)
+            if (c == ns_pid || inner_pid(h->proc, (uint32_t)c) == ns_pid)
+                found = (uint32_t)c;
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The process of ref's pid namespace that it calls ns_pid, as kairosd's pid: ns_pid
+ * itself when ref is in kairosd's namespace (or it cannot be told), else found
+ * among at most HEIRS_SCAN_MAX processes of /proc; 0 when none. */
+static uint32_t pid_as_named_by(const struct heirs *h, uint32_t ref, uint32_t ns_pid)
+{
+    char path[64], ref_ns[64], own_ns[64], ns[64];
+    snprintf(path, sizeof path, "%s/%u/ns/pid", h->proc, ref);
+    ssize_t n = readlink(path, ref_ns, sizeof ref_ns - 1);
+    ssize_t m = readlink("/proc/self/ns/pid", own_ns, sizeof own_ns - 1);
+    if (n <= 0 || m <= 0)
+        return ns_pid;
+    ref_ns[n] = own_ns[m] = 0;
+    if (strcmp(ref_ns, own_ns) == 0)
+        return ns_pid;
+    DIR *d = opendir(h->proc);
+    if (!d)
+        return 0;
+    uint32_t found = 0;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !found && seen < 16 * HEIRS_SCAN_MAX;
+         e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        seen++;
+        char link[sizeof e->d_name + 64];
+        snprintf(link, sizeof link, "%s/%s/ns/pid", h->proc, e->d_name);
+        ssize_t k = readlink(link, ns, sizeof ns - 1);
+        if (k <= 0)
+            continue;
+        ns[k] = 0;
+        uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
+        if (strcmp(ns, ref_ns) == 0 && inner_pid(h->proc, pid) == ns_pid)
+            found = pid;
+    }
+    closedir(d);
+    return found;
+}
+
 int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m, char *why,
                  size_t why_len)
 {
-    struct heir_edge e = {.from_pid = sender, .pid = m->child_pid};
+    uint32_t child = child_named(h, sender, m->child_pid);
+    struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid};
     uint32_t ppid, unused;
-    if (proc_stat(h->proc, m->child_pid, &ppid, &e.start) != 0) {
+    if (proc_stat(h->proc, e.pid, &ppid, &e.start) != 0) {
         snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
         return KAIROS_ERR_INVALID;
     }
@@ -184,21 +278,22 @@ static bool same_file_as_one_of(const struct heirs *h, uint32_t pid, int fd, uin
 int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
                     char *why, size_t why_len)
 {
-    struct heir_edge e = {.from_pid = m->from_pid, .pid = sender};
+    /* from_pid as the sender's pid namespace names it */
+    struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender};
     uint32_t ppid, from_ppid;
-    if (proc_stat(h->proc, sender, &ppid, &e.start) != 0 ||
-        proc_stat(h->proc, m->from_pid, &from_ppid, &e.from_start) != 0) {
+    if (proc_stat(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
+        proc_stat(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
         snprintf(why, why_len, "INHERITED: process %u does not exist (any more)", m->from_pid);
         return KAIROS_ERR_INVALID;
     }
-    if ((m->flags & KAIROS_INHERITED_EXEC) && ppid != m->from_pid) {
+    if ((m->flags & KAIROS_INHERITED_EXEC) && ppid != e.from_pid) {
         snprintf(why, why_len, "INHERITED: process %u is not your parent (%u is)", m->from_pid,
                  ppid);
         return KAIROS_ERR_PERMISSION;
     }
     bool shared = false;
     for (uint32_t i = 0; i < m->n_fds && !shared; i++)
-        shared = same_file_as_one_of(h, sender, m->fds[i], m->from_pid);
+        shared = same_file_as_one_of(h, sender, m->fds[i], e.from_pid);
     if (!shared) {
         snprintf(why, why_len, "INHERITED: none of your %u descriptor(s) is a file process %u "
                  "has open (kcmp; at most %u of its descriptors are looked at)", m->n_fds,

@@ -19,6 +19,11 @@
  * from_pid is the sender's parent. An edge never moves a charge to another tenant:
  * it only keeps the departed process's own tenant charged.
  *
+ * Pids in a report are the sender's, as its pid namespace names them (a process in a
+ * container): a forked child is found among the sender's children
+ * (/proc/PID/task/TID/children, matched by NSpid), another process among those of
+ * the sender's namespace.
+ *
  * Which descriptors are the driver's: their link under /proc is a node of the
  * driver (the GPU backend's device directory, /dev by default), or, where the GPU
  * backend answers it (the scripted GPU of the tests, whose driver files are

@@ -1,8 +1,8 @@
 /* test_heirs.c - who holds a departed process's NVIDIA files, against a /proc made
  * of files: FORKED only for the sender's own child (and a live one), a holder found
  * through a child that died, a reused pid not taken for the process it was, a
- * cycle of hand-overs answered in bounded work, and only the driver's nodes count
- * as its files. (INHERITED's kcmp check needs real processes: test_memory.py.) */
+ * cycle of hand-overs answered in bounded work, only the driver's nodes count as
+ * its files, and a containerised parent's child found by the pid it knows. (INHERITED's kcmp check needs real processes: test_memory.py.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +36,26 @@ static void proc(uint32_t pid, uint32_t ppid, unsigned long long start, const ch
     unlink(path);
     if (link)
         assert_int_equal(symlink(link, path), 0);
+}
+
+/* pid is called inner in its own pid namespace and is a child of parent (thread tid). */
+static void in_container(uint32_t pid, uint32_t inner, uint32_t parent)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%u/status", root, pid);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "Name:\tpython3\nNSpid:\t%u\t%u\n", pid, inner);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%u/task", root, parent);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/task/%u", root, parent, parent);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/task/%u/children", root, parent, parent);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "%u ", pid);
+    fclose(f);
 }
 
 static void gone(uint32_t pid)
@@ -84,6 +104,27 @@ static void test_forked_only_for_ones_own_child(void **state)
     heirs_fini(&h);
 }
 
+/* A parent in a container names its child as its pid namespace does: kairosd finds
+ * it among the parent's children by NSpid. */
+static void test_forked_in_a_container_names_the_child_by_its_inner_pid(void **state)
+{
+    (void)state;
+    struct heirs h;
+    heirs_init(&h, root, NULL);
+    proc(400, 1, 500, "/dev/nvidiactl");
+    proc(401, 400, 600, "/dev/nvidiactl");
+    in_container(401, 7, 400);
+    proc(402, 1, 700, NULL);
+    in_container(402, 8, 402); /* its own child, not 400's */
+    assert_int_equal(forked(&h, 400, 7), 0);
+    assert_int_equal(h.n, 1);
+    assert_int_equal(h.v[0].pid, 401);
+    assert_int_equal(forked(&h, 400, 8), KAIROS_ERR_INVALID); /* no child of 400 is 8 */
+    gone(400);
+    assert_true(heirs_hold(&h, 400));
+    heirs_fini(&h);
+}
+
 static void test_a_holder_keeps_the_departed_files_alive(void **state)
 {
     (void)state;
@@ -127,6 +168,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_forked_only_for_ones_own_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_forked_in_a_container_names_the_child_by_its_inner_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_holder_keeps_the_departed_files_alive, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_cycle_is_answered_in_bounded_work, setup,
