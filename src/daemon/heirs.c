@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/grow.h"
+#include "daemon/proc_stat.h"
 
 #define KCMP_FILE_TYPE 0 /* KCMP_FILE of <linux/kcmp.h> */
 /* Descriptors looked at per process and check: a process with more is answered
@@ -17,34 +18,6 @@
  * no peer can make kairosd's loop scan without end. */
 #define HEIRS_SCAN_MAX 4096
 #define HEIRS_WALK_MAX 256 /* edges followed per question (see hold_from) */
-
-/* ppid and start time of pid from <proc>/<pid>/stat; 0 or -ESRCH. */
-static int proc_stat(const char *proc, uint32_t pid, uint32_t *ppid, uint64_t *start)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "%s/%u/stat", proc, pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -ESRCH;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
-    unsigned long long v[2];
-    if (!p || sscanf(p + 1, " %*c %llu %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                            "%*d %*d %*d %*d %llu", &v[0], &v[1]) != 2)
-        return -ESRCH;
-    *ppid = (uint32_t)v[0];
-    *start = v[1];
-    return 0;
-}
-
-static bool alive(const char *proc, uint32_t pid, uint64_t start)
-{
-    uint32_t ppid;
-    uint64_t now;
-    return proc_stat(proc, pid, &ppid, &now) == 0 && now == start;
-}
 
 void heirs_init(struct heirs *h, const char *proc, struct gpu_backend *gpu)
 {
@@ -116,8 +89,8 @@ static void prune(struct heirs *h)
 {
     size_t w = 0;
     for (size_t i = 0; i < h->n; i++)
-        if (alive(h->proc, h->v[i].pid, h->v[i].start) ||
-            alive(h->proc, h->v[i].from_pid, h->v[i].from_start))
+        if (proc_stat_alive(h->proc, h->v[i].pid, h->v[i].start) ||
+            proc_stat_alive(h->proc, h->v[i].from_pid, h->v[i].from_start))
             h->v[w++] = h->v[i];
     h->n = w;
 }
@@ -242,11 +215,11 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m
     uint32_t child = child_named(h, sender, m->child_pid);
     struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid};
     uint32_t ppid, unused;
-    if (proc_stat(h->proc, e.pid, &ppid, &e.start) != 0) {
+    if (proc_stat_read(h->proc, e.pid, &ppid, &e.start) != 0) {
         snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
         return KAIROS_ERR_INVALID;
     }
-    if (ppid != sender || proc_stat(h->proc, sender, &unused, &e.from_start) != 0) {
+    if (ppid != sender || proc_stat_read(h->proc, sender, &unused, &e.from_start) != 0) {
         snprintf(why, why_len, "FORKED: process %u is not your child (its parent is %u); "
                  "report a fork before fork() returns to the parent", m->child_pid, ppid);
         return KAIROS_ERR_PERMISSION;
@@ -281,8 +254,8 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
     /* from_pid as the sender's pid namespace names it */
     struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender};
     uint32_t ppid, from_ppid;
-    if (proc_stat(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
-        proc_stat(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
+    if (proc_stat_read(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
+        proc_stat_read(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
         snprintf(why, why_len, "INHERITED: process %u does not exist (any more)", m->from_pid);
         return KAIROS_ERR_INVALID;
     }
@@ -316,7 +289,7 @@ static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned *b
         if (*budget == 0)
             return true;
         (*budget)--;
-        if (alive(h->proc, e->pid, e->start) && heirs_has_driver_file(h, e->pid))
+        if (proc_stat_alive(h->proc, e->pid, e->start) && heirs_has_driver_file(h, e->pid))
             return true;
         if (hold_from(h, e->pid, e->start, budget))
             return true;
@@ -336,7 +309,7 @@ size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t ca
 {
     size_t n = 0;
     for (size_t i = 0; i < h->n && n < cap; i++)
-        if (h->v[i].pid == pid && alive(h->proc, pid, h->v[i].start))
+        if (h->v[i].pid == pid && proc_stat_alive(h->proc, pid, h->v[i].start))
             from[n++] = h->v[i].from_pid;
     return n;
 }
