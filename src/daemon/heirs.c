@@ -276,6 +276,70 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
     return add_edge(h, &e, why, why_len);
 }
 
+/* Whether one of child's descriptors that may be a driver file (a node's link; a
+ * socket too where the backend knows its own kind of driver file, as the tests'
+ * fake driver's are sockets) is the same open file as one of parent's (kcmp). At
+ * most 64 candidates are tried. */
+static bool shares_a_file(struct heirs *h, uint32_t child, uint32_t parent)
+{
+    bool sockets = h->gpu && h->gpu->ops->driver_file_open;
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, child);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool same = false;
+    unsigned tried = 0;
+    for (struct dirent *e = readdir(d); e && !same && tried < 64; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + sizeof e->d_name], link[128];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        if (!driver_link(h, link) && !(sockets && strncmp(link, "socket:", 7) == 0))
+            continue;
+        tried++;
+        same = same_file_as_one_of(h, child, (int)strtol(e->d_name, NULL, 10), parent);
+    }
+    closedir(d);
+    return same;
+}
+
+void heirs_adopt_children(struct heirs *h, uint32_t pid)
+{
+    uint64_t start;
+    uint32_t unused;
+    if (proc_stat_read(h->proc, pid, &unused, &start) != 0)
+        return;
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/task", h->proc, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + 2 * sizeof e->d_name];
+        snprintf(path, sizeof path, "%s/%s/children", dir, e->d_name);
+        FILE *f = fopen(path, "re");
+        unsigned long c;
+        while (f && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1) {
+            struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c};
+            char why[KAIROS_MSG_MAX];
+            if (heirs_has_driver_file(h, edge.pid) && shares_a_file(h, edge.pid, pid) &&
+                proc_stat_read(h->proc, edge.pid, &unused, &edge.start) == 0)
+                (void)add_edge(h, &edge, why, sizeof why);
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+}
+
 /* Whether a holder is reached from pid (start time start, or any when 0). *budget
  * bounds the edges looked at in one question (handovers can form a graph with many
  * paths, and pids are reused): when it runs out the answer is yes, erring towards

@@ -67,6 +67,10 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m
 int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
                     char *why, size_t why_len);
 
+/* pid reattached after a kairosd restart (which forgot the hand-overs): its children
+ * that hold a file it holds too (kcmp) are remembered again, as FORKED would. */
+void heirs_adopt_children(struct heirs *h, uint32_t pid);
+
 /* Whether the files of departed process pid may still be alive: pid or a process
  * it handed them on to (transitively) holds a driver file. */
 bool heirs_hold(struct heirs *h, uint32_t pid);

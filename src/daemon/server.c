@@ -402,6 +402,8 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                          c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
+    if (reattach && s->heirs) /* the children it forked before the restart */
+        heirs_adopt_children(s->heirs, c->pid);
     log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
                     t->name, c->pid, c->uid,
              reattach ? " again after a kairosd restart" : "", t->n_members);

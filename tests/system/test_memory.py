@@ -312,6 +312,30 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
+    def test_a_restarted_kairosd_learns_the_children_again(self):
+        """kairosd restarts after the fork (forgetting FORKED); the parent reattaches,
+        and kairosd finds the child that shares its files (kcmp), so the parent's
+        exit still leaves the charge while the child holds them."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "5", "-w", "2",
+                        "-k")
+        ca = self.line(a, "fakeapp: forked")
+        self.line(a, "fakeapp: holding")
+        parent = self.ps()["team"]["pids"][0]
+        # the GPU backend vouches for the reattach claim (reattach.h), then lists no one:
+        # after that only the rediscovered child can keep the parent's charge
+        self.d.write_fake(self.GPU + f"proc 0 {parent} {ca['vidmem_bytes']}\n")
+        self.d.stop()
+        self.d.start()
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+                        self.ps())
+        self.d.write_fake(self.GPU)
+        a.communicate(timeout=30)  # the parent exits; the child holds its files 3 s more
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
     def test_exec_keeping_a_descriptor_keeps_the_charge(self):
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
         ca = self.line(a, "fakeapp: exec")
