@@ -762,10 +762,11 @@ static void on_conn(void *ctx, int fd, uint32_t events)
 static void on_pidfd(void *ctx, int fd, uint32_t events)
 {
     struct conn *c = ctx;
+    struct server *s = c->srv; /* on_conn may close (and free) c */
     /* the process exited; read what it sent before dying, then release */
     on_conn(c, c->fd, EPOLLIN);
     struct conn *still;
-    for (still = c->srv->conns; still && still != c; still = still->next)
+    for (still = s->conns; still && still != c; still = still->next)
         ;
     if (still)
         conn_close(c);
