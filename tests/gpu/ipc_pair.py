@@ -1,4 +1,4 @@
-"""ipc_pair.py - CUDA IPC between two processes, for the GPU suite (memory m10).
+"""ipc_pair.py - CUDA IPC between two processes, for the GPU suite (memory m11).
 
   ipc_pair.py export DIR MIB   allocates MIB MiB (cuMemAlloc), writes its IPC handle
                                to DIR/handle, waits for DIR/opened, then exits

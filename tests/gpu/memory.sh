@@ -2,7 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
-# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m10); default: all.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m11); default: all.
 . tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -175,8 +175,8 @@ kept=$(grep -c "pid $parent left but the GPU still holds" "$OUT/kairosd.log" || 
 result "fork_held parent=$parent child=$child charge_kept=$kept held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
 fi
 
-if mem_want m10; then
-echo "--- m10. CUDA IPC between two tenants: 'probe' exports 1 GiB and exits, 'attacker' keeps it mapped 6 s"
+if mem_want m11; then
+echo "--- m11. CUDA IPC between two tenants: 'probe' exports 1 GiB and exits, 'attacker' keeps it mapped 6 s"
 gpu_used() { env -u LD_PRELOAD nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits; }
 ipc=$mdir/ipc && rm -rf "$ipc" && mkdir -p "$ipc"
 used0=$(gpu_used)
