@@ -70,6 +70,10 @@
  *   3 (issue 9) managed memory: CHARGE flags KAIROS_CHARGE_MANAGED and GRANT
  *             reason (both were pad, 0), TENANT_SET flags
  *             KAIROS_TENANT_MANAGED_CHARGE / _REFUSE (the tenant's policy).
+ *             FORKED (5) and INHERITED (6): who else holds a process's NVIDIA
+ *             files (a forked child, a program started with inherited or received
+ *             descriptors), checked by kairosd through /proc, so that a departed
+ *             process's charge stays while they hold its memory.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -94,6 +98,8 @@ enum kairos_msg_type {
     KAIROS_MSG_CHARGE = 2,      /* reserve bytes before a vidmem allocation */
     KAIROS_MSG_COMMIT = 3,      /* the allocation's outcome: keep (actual size) or undo; no reply */
     KAIROS_MSG_RELEASE = 4,     /* bytes freed; no reply */
+    KAIROS_MSG_FORKED = 5,      /* a child of this process holds its NVIDIA files; reply OK */
+    KAIROS_MSG_INHERITED = 6,   /* this process holds another's NVIDIA files; reply OK */
     KAIROS_MSG_RUNNABLE = 7,    /* runnable time on one GPU since the last; no reply */
     /* CLI -> daemon */
     KAIROS_MSG_TENANT_SET = 16, /* create a tenant or change its quotas (admin) */
@@ -187,6 +193,40 @@ struct kairos_release {
     uint32_t gpu;
     uint32_t pad;
     uint64_t bytes;
+};
+
+/* FORKED (any peer; reply OK or ERROR): the sender forked child_pid while holding
+ * NVIDIA files (the child shares them: the driver frees their memory only when
+ * the last process holding them closes them). kairosd checks in /proc that the
+ * sender is child_pid's parent (the shim reports before fork() returns to the
+ * parent, so the parent is alive) and remembers the child (pid and start time):
+ * when the sender's member departs, its charge stays while the child, or a
+ * process the child handed them on to, holds an NVIDIA file (docs/memory.md).
+ * Nothing is charged to the child, and no charge moves to another tenant. pad 0. */
+struct kairos_forked {
+    uint32_t child_pid;
+    uint32_t pad;
+};
+
+/* INHERITED (any peer; reply OK or ERROR): the sender holds descriptors fds[0..n_fds)
+ * on NVIDIA files of process from_pid: KAIROS_INHERITED_EXEC, found open when this
+ * program started (from_pid is its parent: posix_spawn, vfork, a fork the parent's
+ * shim did not report); KAIROS_INHERITED_RECEIVED, received over a unix socket
+ * (SCM_RIGHTS; from_pid is the socket's peer). kairosd believes only what it can
+ * check: from_pid must be alive, the sender's parent for EXEC, and at least one
+ * of fds[] must be the same open file as one of from_pid's descriptors (kcmp(2));
+ * then the sender counts as holding from_pid's files, as a forked child does
+ * (FORKED). Exactly one flag; 1 <= n_fds <= KAIROS_INHERITED_MAX_FDS; fds beyond
+ * n_fds and pad 0. */
+#define KAIROS_INHERITED_EXEC 0x1u
+#define KAIROS_INHERITED_RECEIVED 0x2u
+#define KAIROS_INHERITED_MAX_FDS 16
+struct kairos_inherited {
+    uint32_t from_pid;
+    uint32_t flags;
+    uint32_t n_fds;
+    uint32_t pad;
+    int32_t fds[KAIROS_INHERITED_MAX_FDS];
 };
 
 /* A compute policy on one GPU (docs/scheduler.md), as TENANT_SET carries it.
@@ -375,6 +415,8 @@ static_assert(sizeof(struct kairos_hello) == 200, "hello");
 static_assert(sizeof(struct kairos_welcome) == 136, "welcome");
 static_assert(sizeof(struct kairos_grant) == 24, "grant");
 static_assert(sizeof(struct kairos_release) == 16, "release");
+static_assert(sizeof(struct kairos_forked) == 8, "forked");
+static_assert(sizeof(struct kairos_inherited) == 80, "inherited");
 static_assert(sizeof(struct kairos_error) == 260, "error");
 static_assert(sizeof(struct kairos_compute) == 12, "compute");
 static_assert(sizeof(struct kairos_tenant_set) == 392, "tenant_set");

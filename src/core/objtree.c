@@ -57,6 +57,12 @@ struct mapping {
     struct map_source src;
 };
 
+/* A reference to a block held by an open file (an export file's dup of it). */
+struct file_hold {
+    uint64_t file_id;
+    struct mem_block *block;
+};
+
 struct objtree {
     struct obj **buckets;
     size_t n_buckets, n_objects;
@@ -67,6 +73,8 @@ struct objtree {
     size_t n_pending, cap_pending;
     struct mapping *maps;
     size_t n_maps, cap_maps;
+    struct file_hold *holds;  /* blocks an export file keeps (objtree_hold_in_file) */
+    size_t n_holds, cap_holds;
     struct objtree_stats stats;
 };
 
@@ -507,6 +515,27 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
             tree->pending[i] = tree->pending[--tree->n_pending];
             break;
         }
+    for (size_t i = 0; i < tree->n_holds;) {
+        if (tree->holds[i].file_id == file_id) {
+            release_block(tree, tree->holds[i].block, e);
+            tree->holds[i] = tree->holds[--tree->n_holds];
+        } else {
+            i++;
+        }
+    }
+}
+
+int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client,
+                         uint32_t handle)
+{
+    struct obj *o = find(tree, client, handle);
+    if (!o || !o->block || !file_id)
+        return 0;
+    if (grow((void **)&tree->holds, &tree->cap_holds, tree->n_holds + 1, sizeof *tree->holds))
+        return -ENOMEM;
+    o->block->refs++;
+    tree->holds[tree->n_holds++] = (struct file_hold){file_id, o->block};
+    return 1;
 }
 
 /* ---- mappings -------------------------------------------------------------------- */
@@ -678,6 +707,9 @@ void objtree_free(struct objtree *tree)
     struct objtree_effect e;
     while (tree->roots)
         destroy_subtree(tree, tree->roots, &e);
+    for (size_t i = 0; i < tree->n_holds; i++)
+        release_block(tree, tree->holds[i].block, &e);
+    free(tree->holds);
     free(tree->buckets);
     free(tree->classes);
     free(tree->pending);

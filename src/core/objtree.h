@@ -79,8 +79,17 @@ void objtree_free(struct objtree *tree);
 int objtree_apply(struct objtree *tree, uint64_t file_id, uint64_t map_file_id,
                   const struct rm_op *op, struct objtree_effect *effect);
 
-/* The last descriptor of file_id was closed: frees the clients made on it. */
+/* The last descriptor of file_id was closed: frees the clients made on it, and the
+ * references it held (objtree_hold_in_file). */
 void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_effect *effect);
+
+/* The open file file_id now holds a reference to the memory of object (client,
+ * handle), as an export file does (RM's EXPORT_OBJECTS_TO_FD dups the object into
+ * it): the memory is released only when both the object and the file are gone.
+ * Returns 1 when a block was held, 0 when the object holds no memory (or is
+ * unknown), -ENOMEM. */
+int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client,
+                         uint32_t handle);
 
 /* An mmap of map_file_id succeeded at [addr, addr+len): pairs it with the RM_MAP_MEMORY
  * that named that file, and says what it maps. */

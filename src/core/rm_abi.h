@@ -170,6 +170,20 @@ struct rm_memory_alloc_params {
 #define RM_ATTR_LOCATION_VIDMEM 0u
 #define RM_MEMFLAG_VIRTUAL 0x80000u
 
+/* NV0000 OS_UNIX_EXPORT_OBJECTS_TO_FD (on a client; cuMemExportToShareableHandle):
+ * the objects are dup'd into the export file fd (a /dev/nvidiactl file), which
+ * keeps their memory until its last close (ctrl0000unix.h). */
+#define RM_EXPORT_FD_MAX_OBJECTS 512
+struct rm_export_objects_to_fd_params {
+    int32_t fd;
+    uint32_t h_device;
+    uint16_t max_objects;
+    uint8_t metadata[64];
+    uint32_t objects[RM_EXPORT_FD_MAX_OBJECTS];
+    uint16_t num_objects;
+    uint16_t index;
+};
+
 /* FB_GET_INFO_V2: {count; {index, data}[128]}, data in KiB. */
 #define RM_FB_INFO_MAX 128u
 struct rm_fb_info_entry {
@@ -218,6 +232,9 @@ static_assert(offsetof(struct rm_memory_alloc_params, size) == 64, "size");
 static_assert(offsetof(struct rm_memory_alloc_params, limit) == 88, "limit");
 static_assert(offsetof(struct rm_memory_alloc_params, h_va_space) == 108, "hVASpace");
 static_assert(sizeof(struct rm_fb_get_info_v2_params) == 1028, "FB_GET_INFO_V2");
+static_assert(offsetof(struct rm_export_objects_to_fd_params, objects) == 76 &&
+                  sizeof(struct rm_export_objects_to_fd_params) == 2128,
+              "EXPORT_OBJECTS_TO_FD");
 
 /* ---- classes ----------------------------------------------------------------------
  * X(id, NAME, kind, params_size). The kind says how the object tree treats it.
@@ -301,6 +318,7 @@ enum rm_class {
     X(0x00000D01, NV0000_CLIENT_GET_ADDR_SPACE_TYPE, 12)                      \
     X(0x00000D04, NV0000_CLIENT_SET_INHERITED_SHARE_POLICY, 12)               \
     X(0x00000D06, NV0000_CLIENT_SHARE_OBJECT, 16)                             \
+    X(0x00003D0B, NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD, 2128)                  \
     X(0x00800280, NV0080_GPU_GET_NUM_SUBDEVICES, 4)                           \
     X(0x00800289, NV0080_GPU_GET_VIRTUALIZATION_MODE, 8)                      \
     X(0x00800292, NV0080_GPU_GET_CLASSLIST_V2, 804)                           \

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/grow.h"
+#include "daemon/heirs.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/procscan.h"
@@ -68,6 +69,7 @@ struct audit {
     struct gpu_backend *gpu; /* NULL: the /proc scan only */
     struct tenants *ts;
     const struct linger_set *linger; /* departed members whose charge lingers */
+    struct heirs *heirs;             /* who holds members' files, or NULL */
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
     uint64_t now_ms;
@@ -459,9 +461,21 @@ static long audit_gpu_processes(struct audit *a, unsigned g)
 
 /* --- openers and memory.used --- */
 
+/* Whether pid holds the files of a member (live, or lingering: its charge stays
+ * for them), by a hand-over kairosd verified (a fork, a receipt: heirs.h). */
+static bool holds_for_member(struct audit *a, uint32_t pid)
+{
+    uint32_t from[8];
+    size_t n = a->heirs ? heirs_sources_of(a->heirs, pid, from, 8) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (ledger_find_pid(&a->ts->ledger, from[i]))
+            return true;
+    return false;
+}
+
 /* An opener of a node of the driver that is neither a member, nor listed by the
- * backend, nor leaving: reported (its GPU memory, if any, is only seen through
- * memory.used). */
+ * backend, nor leaving, nor holding a member's files: reported (its GPU memory, if
+ * any, is only seen through memory.used). */
 static void check_openers(struct audit *a)
 {
     uint32_t self = (uint32_t)getpid();
@@ -469,7 +483,8 @@ static void check_openers(struct audit *a)
         const struct procscan_opener *o = &a->scan.v[i];
         const struct audit_known *k = find_known(a, o->proc.pid);
         /* members are checked by their sums; listed processes by check_unregistered */
-        if (o->proc.pid == self || (k && !k->left_ms) || a->listed_on[i])
+        if (o->proc.pid == self || (k && !k->left_ms) || a->listed_on[i] ||
+            holds_for_member(a, o->proc.pid))
             continue;
         unsigned g = 0;
         while (g < a->nodes.n && !(o->gpus & (1u << g)))
@@ -661,6 +676,12 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
     audit_tick(ctx);
+}
+
+void audit_set_heirs(struct audit *a, struct heirs *h)
+{
+    if (a)
+        a->heirs = h;
 }
 
 void audit_set_linger(struct audit *a, const struct linger_set *lg)

@@ -39,6 +39,11 @@ struct linger_set;
  * their memory stays explained by the charge, but a process still on the GPU after
  * audit leave_grace_ms is reported like any member that left. NULL: none. */
 void audit_set_linger(struct audit *a, const struct linger_set *lg);
+struct heirs;
+/* Who holds members' NVIDIA files (heirs.h): an opener that holds a member's files
+ * (a forked child, a verified receiver) is no intruder while that member, live or
+ * lingering, is charged for them. NULL: none. */
+void audit_set_heirs(struct audit *a, struct heirs *h);
 /* Re-reads cfg's interval (after a reload). */
 void audit_reconfigure(struct audit *a);
 /* One pass (also what the timer runs). */

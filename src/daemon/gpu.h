@@ -71,6 +71,10 @@ struct gpu_ops {
     int (*status)(struct gpu_backend *b, unsigned index, struct gpu_status *out);
     /* The path of GPU index's device node ("/dev/nvidia3": minor 3). */
     int (*device_path)(struct gpu_backend *b, unsigned index, char *out, size_t cap);
+    /* Whether process pid has a file of the driver open, where the backend knows its
+     * own kind of driver file (the fake driver's sockets); -ENOTSUP where the link of
+     * the descriptor under /proc says it (a node of the driver). May be NULL. */
+    int (*driver_file_open)(struct gpu_backend *b, uint32_t pid, bool *open);
 };
 
 struct gpu_backend {

@@ -13,13 +13,19 @@
  *   devdir PATH                    (the device nodes: PATH/nvidiaINDEX; /dev when absent)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
+ *
+ * The fake NVIDIA driver of the tests (tests/fakedrv) makes its files sockets bound
+ * to abstract names "@kairos-fakedrv...": driver_file_open finds them (through
+ * /proc/net/unix and /proc/PID/fd), as a real node's link would be found.
  */
 #include "daemon/gpu.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kairos/proto.h"
 
@@ -231,6 +237,47 @@ static int fake_status(struct gpu_backend *b, unsigned index, struct gpu_status 
     return 0;
 }
 
+/* Whether /proc/net/unix names socket inode ino as one of the fake driver's files. */
+static bool fakedrv_socket(unsigned long long ino)
+{
+    FILE *f = fopen("/proc/net/unix", "re");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long long i;
+        char name[256];
+        found = sscanf(line, "%*s %*s %*s %*s %*s %*s %llu %255s", &i, name) == 2 && i == ino &&
+                strncmp(name, "@kairos-fakedrv", 15) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+static int fake_driver_file_open(struct gpu_backend *b, uint32_t pid, bool *open)
+{
+    (void)b;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%u/fd", pid);
+    DIR *d = opendir(dir);
+    *open = false;
+    if (!d)
+        return -ENOTSUP;
+    for (struct dirent *e = readdir(d); e && !*open; e = readdir(d)) {
+        char path[sizeof dir + sizeof e->d_name], link[64];
+        unsigned long long ino;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        *open = sscanf(link, "socket:[%llu]", &ino) == 1 && fakedrv_socket(ino);
+    }
+    closedir(d);
+    return *open ? 0 : -ENOTSUP; /* none of its sockets: the nodes' links may say more */
+}
+
 const struct gpu_ops gpu_fake_ops = {
     .name = "fake",
     .init = fake_init,
@@ -243,6 +290,7 @@ const struct gpu_ops gpu_fake_ops = {
     .persistence = fake_persistence,
     .status = fake_status,
     .device_path = fake_device_path,
+    .driver_file_open = fake_driver_file_open,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

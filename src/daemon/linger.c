@@ -67,6 +67,8 @@ struct linger_set {
     struct drain *drains;
     size_t n_drains, cap_drains;
     struct baseline base[KAIROS_MAX_GPUS];
+    bool (*holds)(void *ctx, uint32_t pid); /* another witness (heirs.h), or NULL */
+    void *holds_ctx;
 };
 
 static uint64_t now_ms(void)
@@ -117,10 +119,13 @@ static uint64_t still_shown(const struct sample *seen, const struct sample *now,
     return grown >= (long double)bytes ? bytes : (uint64_t)grown;
 }
 
-/* Whether some GPU lists pid (with memory in use, or memory unknown). */
+/* Whether some GPU lists pid (with memory in use, or memory unknown), or the holder
+ * check says its files live on in it or in a process it handed them to. */
 static bool gpu_holds(struct linger_set *lg, uint32_t pid)
 {
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+    if (lg->holds && lg->holds(lg->holds_ctx, pid))
+        return true;
+    for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
         size_t n = 0;
         if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
             continue;
@@ -131,10 +136,13 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
     return false;
 }
 
+/* Every LINGER_CHECK_MS while something lingers or drains; else every
+ * LINGER_BASELINE_MS for the GPU samples, or off without a GPU backend. */
 static void arm(struct linger_set *lg)
 {
     bool busy = lg->n || lg->n_drains;
-    loop_timer_set(lg->w, (busy ? LINGER_CHECK_MS : LINGER_BASELINE_MS) * 1000ull);
+    uint64_t ms = busy ? LINGER_CHECK_MS : lg->gpu ? LINGER_BASELINE_MS : 0;
+    loop_timer_set(lg->w, ms * 1000ull);
 }
 
 static struct listed *baseline_find(struct baseline *b, uint32_t pid)
@@ -297,6 +305,10 @@ static void drain_unlisted(struct linger_set *lg, struct ledger_member *m, uint3
 /* Samples the GPUs where it.member holds memory: its memory is known held now. */
 static void seen_now(struct linger_set *lg, struct lingering *it)
 {
+    for (unsigned g = 0; !lg->gpu && g < lg->ts->n_gpus; g++)
+        it->seen[g] = (struct sample){0}; /* a holder alone keeps it: nothing to sample */
+    if (!lg->gpu)
+        return;
     for (unsigned g = 0; g < lg->ts->n_gpus; g++)
         it->seen[g] = it->member->held[g] ? sample_gpu(lg, g) : (struct sample){0};
 }
@@ -307,8 +319,10 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     struct linger_set *lg = ctx;
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
-    baseline_refresh(lg);
-    drains_check(lg);
+    if (lg->gpu) {
+        baseline_refresh(lg);
+        drains_check(lg);
+    }
     for (size_t i = 0; i < lg->n;) {
         if (gpu_holds(lg, lg->items[i].pid))
             seen_now(lg, &lg->items[i++]);
@@ -327,7 +341,8 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
     lg->loop = loop;
     lg->gpu = gpu && gpu->ops ? gpu : NULL;
     lg->ts = ts;
-    if (lg->gpu && !(lg->w = loop_add_timer(loop, LINGER_BASELINE_MS * 1000ull, on_timer, lg))) {
+    if (!(lg->w = loop_add_timer(loop, lg->gpu ? LINGER_BASELINE_MS * 1000ull : 0, on_timer,
+                                 lg))) {
         int rc = -errno;
         free(lg);
         return rc ? rc : -ENOMEM;
@@ -349,12 +364,22 @@ void linger_fini(struct linger_set *lg)
     free(lg);
 }
 
+/* Whether the member is charged anything (else there is nothing to keep). */
+static bool holds_any(const struct linger_set *lg, const struct ledger_member *m)
+{
+    for (unsigned g = 0; g < lg->ts->n_gpus && g < KAIROS_MAX_GPUS; g++)
+        if (m->held[g])
+            return true;
+    return false;
+}
+
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
-    if (!lg || !lg->gpu || !m)
+    if (!lg || (!lg->gpu && !lg->holds) || !m || !holds_any(lg, m))
         return false;
     if (!gpu_holds(lg, pid)) {
-        drain_unlisted(lg, m, pid);
+        if (lg->gpu)
+            drain_unlisted(lg, m, pid);
         return false;
     }
     struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
@@ -365,10 +390,20 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
     *it = (struct lingering){.member = m, .pid = pid};
     seen_now(lg, it);
     arm(lg);
-    log_info("tenant %s: pid %u left but the GPU still holds its memory (a child or an exec'd "
-             "program keeps its descriptors); its charge stays until the GPU frees it",
+    log_info("tenant %s: pid %u left but the GPU still holds its memory (a child, an exec'd "
+             "program or a receiver keeps its descriptors); its charge stays until the GPU "
+             "frees it",
              m->tenant->name, pid);
     return true;
+}
+
+void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uint32_t pid),
+                              void *ctx)
+{
+    if (!lg)
+        return;
+    lg->holds = holds;
+    lg->holds_ctx = ctx;
 }
 
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)

@@ -6,9 +6,11 @@
  * the descriptor, or the program a process exec'd without O_CLOEXEC, keeps it.
  * When a member process departs (its connection hangs up or it exits) while the
  * GPU backend (NVML, or the fake in tests) still lists its pid with memory in
- * use, its ledger member stays, holding what it held, and is released once the
- * GPU stops listing it (checked every LINGER_CHECK_MS). Without a GPU backend a
- * departure releases at once, as before.
+ * use, or the holder check (heirs.h: the process itself after an exec, or a
+ * process it forked or handed its descriptors to, still holds a driver file) says
+ * its files live on, its ledger member stays, holding what it held, and is
+ * released once neither says so (checked every LINGER_CHECK_MS). With neither a
+ * GPU backend nor a holder check a departure releases at once, as before.
  *
  * The GPU may stop listing the pid before its memory.used has dropped (the driver
  * frees after its process list forgets the client). So while a member lingers its
@@ -58,15 +60,20 @@
 
 struct linger_set; /* not "struct linger": <sys/socket.h> has one (SO_LINGER) */
 
-/* gpu may be NULL: then nothing lingers. */
+/* gpu may be NULL: then only the holder check keeps a charge. */
 int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
                 struct tenants *ts);
 /* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
 void linger_fini(struct linger_set *lg);
-/* Member m (process pid) departed. True when the GPU still shows memory of pid:
- * m stays in the ledger and lingers; false: the caller releases it now (what
- * memory.used still shows of it may drain, see above). */
+/* Member m (process pid) departed. True when m is charged something and the GPU
+ * (or the holder check) still shows memory of pid: m stays in the ledger and
+ * lingers; false: the caller releases it now (what memory.used still shows of it
+ * may drain, see above). */
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
+/* A second witness besides the GPU's process list: holds(ctx, pid) true while the
+ * departed process pid's files may be alive (heirs_hold_cb). */
+void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uint32_t pid),
+                              void *ctx);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
 /* Whether m is a departed process's member that lingers (its process is no longer

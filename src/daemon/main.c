@@ -25,6 +25,7 @@
 #include "daemon/audit.h"
 #include "daemon/config.h"
 #include "daemon/gpu.h"
+#include "daemon/heirs.h"
 #include "daemon/linger.h"
 #include "daemon/gpu_numbering.h"
 #include "daemon/log.h"
@@ -66,6 +67,7 @@ struct daemon {
     struct server *server;
     struct audit *audit;
     struct linger_set *linger;
+    struct heirs heirs;
     struct timeshare *timeshare;
     struct service *service;
     struct metrics_http *metrics;
@@ -447,11 +449,15 @@ int main(int argc, char **argv)
         goto out;
     }
     server_set_linger(d.server, d.linger);
+    heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
+    linger_set_holder_check(d.linger, heirs_hold_cb, &d.heirs);
+    server_set_heirs(d.server, &d.heirs);
     if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
     audit_set_linger(d.audit, d.linger);
+    audit_set_heirs(d.audit, &d.heirs);
     if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
                              server_send_time_policy, d.server))) {
         log_error("cannot start the time-share scheduler: %s", strerror(-rc));
@@ -487,6 +493,7 @@ out:
         server_set_linger(d.server, NULL);
     linger_fini(d.linger);
     server_fini(d.server);
+    heirs_fini(&d.heirs);
     if (d.sw)
         loop_del(d.loop, d.sw);
     if (d.sfd >= 0)

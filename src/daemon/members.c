@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/grow.h"
+#include "daemon/proc_stat.h"
 
 void admissions_init(struct admissions *a, const char *proc_root)
 {
@@ -22,36 +23,9 @@ void admissions_fini(struct admissions *a)
     memset(a, 0, sizeof *a);
 }
 
-/* ppid and start time of pid from <proc>/<pid>/stat; 0 or -ESRCH. */
-static int proc_stat(const char *proc, uint32_t pid, uint32_t *ppid, uint64_t *start)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "%s/%u/stat", proc, pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -ESRCH;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
-    if (!p)
-        return -ESRCH;
-    /* fields from 3 (state) on; ppid is field 4, starttime field 22 */
-    unsigned long long v[20];
-    int k = sscanf(p + 1, " %*c %llu %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                          "%*d %*d %llu", &v[0], &v[1]);
-    if (k != 2)
-        return -ESRCH;
-    *ppid = (uint32_t)v[0];
-    *start = v[1];
-    return 0;
-}
-
 static bool alive(const char *proc, const struct admission *ad)
 {
-    uint32_t ppid;
-    uint64_t start;
-    return proc_stat(proc, ad->pid, &ppid, &start) == 0 && start == ad->start;
+    return proc_stat_alive(proc, ad->pid, ad->start);
 }
 
 /* Drops admissions whose process is gone (its pid free or someone else's). */
@@ -68,7 +42,7 @@ int admissions_add(struct admissions *a, const char *tenant, uint32_t pid, uint3
 {
     uint32_t ppid;
     uint64_t start;
-    if (!pid || proc_stat(a->proc, pid, &ppid, &start))
+    if (!pid || proc_stat_read(a->proc, pid, &ppid, &start))
         return -ESRCH;
     return admissions_restore(a, tenant, pid, start, by_uid);
 }
@@ -138,7 +112,7 @@ static const struct admission *walk(const struct admissions *a, const char *tena
     for (int depth = 0; pid > 1 && depth < MEMBERS_MAX_DEPTH; depth++) {
         uint32_t ppid;
         uint64_t start;
-        if (proc_stat(a->proc, pid, &ppid, &start))
+        if (proc_stat_read(a->proc, pid, &ppid, &start))
             return NULL;
         const struct admission *ad = admitted(a, tenant, pid, start);
         if (ad)

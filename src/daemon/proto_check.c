@@ -30,6 +30,8 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, 0},
     {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, 0},
     {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, 0},
+    {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, 0},
+    {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, 0},
     {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true,
      KAIROS_TENANT_SET_SIZE_V0},
     {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, 0},
@@ -166,6 +168,27 @@ static int check_members(const struct kairos_tenant_members *m, char *why, size_
     return 0;
 }
 
+/* INHERITED: one known flag, a count within bounds, zeros beyond it. */
+static int check_inherited(const struct kairos_inherited *m, char *why, size_t why_len)
+{
+    if (m->flags != KAIROS_INHERITED_EXEC && m->flags != KAIROS_INHERITED_RECEIVED)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "INHERITED flags 0x%x: exactly one of EXEC (0x1) and RECEIVED (0x2)",
+                      m->flags);
+    if (m->n_fds == 0 || m->n_fds > KAIROS_INHERITED_MAX_FDS)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "INHERITED n_fds %u is not in [1, %u]",
+                      m->n_fds, KAIROS_INHERITED_MAX_FDS);
+    if (m->pad || m->from_pid == 0)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "INHERITED needs from_pid (not 0) and pad 0");
+    for (unsigned i = 0; i < KAIROS_INHERITED_MAX_FDS; i++)
+        if (i < m->n_fds ? m->fds[i] < 0 : m->fds[i] != 0)
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "INHERITED fds[%u] = %d: descriptors are >= 0, entries beyond "
+                          "n_fds are 0", i, m->fds[i]);
+    return 0;
+}
+
 static int check_body(struct proto_request *r, char *why, size_t why_len)
 {
     int rc = 0;
@@ -213,6 +236,13 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         if ((rc = check_gpu(r->body.release.gpu, why, why_len)))
             return rc;
         return check_bytes(r->body.release.bytes, "RELEASE", why, why_len);
+    case KAIROS_MSG_FORKED:
+        if (r->body.forked.pad || r->body.forked.child_pid == 0)
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "FORKED needs child_pid (not 0) and pad 0");
+        return 0;
+    case KAIROS_MSG_INHERITED:
+        return check_inherited(&r->body.inherited, why, why_len);
     case KAIROS_MSG_RUNNABLE: {
         const struct kairos_runnable *u = &r->body.runnable;
         if ((rc = check_gpu(u->gpu, why, why_len)))

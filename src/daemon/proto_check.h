@@ -29,6 +29,8 @@ struct proto_request {
         struct kairos_commit commit;
         struct kairos_release release;
         struct kairos_runnable runnable;
+        struct kairos_forked forked;
+        struct kairos_inherited inherited;
         struct kairos_tenant_set tenant_set;
         struct kairos_tenant_del tenant_del;
         struct kairos_tenant_members tenant_members;

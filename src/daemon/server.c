@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/conn_limits.h"
+#include "daemon/heirs.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
@@ -80,6 +81,7 @@ struct server {
     uint64_t accept_resume_ms;
     time_t last_emfile_warning;
     struct linger_set *linger;       /* departed members the GPU still holds memory for */
+    struct heirs *heirs;             /* who else holds a process's NVIDIA files, or NULL */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -400,6 +402,8 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                          c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
+    if (reattach && s->heirs) /* the children it forked before the restart */
+        heirs_adopt_children(s->heirs, c->pid);
     log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
                     t->name, c->pid, c->uid,
              reattach ? " again after a kairosd restart" : "", t->n_members);
@@ -531,6 +535,33 @@ static bool on_runnable(struct conn *c, const struct proto_request *r)
     if (c->srv->timeshare)
         timeshare_runnable(c->srv->timeshare, c->member->tenant->name, c->pid, &r->body.runnable);
     return true;
+}
+
+/* FORKED, INHERITED: another process holds the NVIDIA files of the sender (or the
+ * sender holds another's), as /proc confirms (heirs.h). */
+static bool on_handover(struct conn *c, const struct proto_request *r)
+{
+    char why[KAIROS_MSG_MAX];
+    if (!c->srv->heirs)
+        return send_error(c, r->seq, KAIROS_ERR_INVALID,
+                          "this kairosd does not follow NVIDIA files across processes");
+    bool forked = r->type == KAIROS_MSG_FORKED;
+    int code = forked ? heirs_forked(c->srv->heirs, c->pid, &r->body.forked, why, sizeof why)
+                      : heirs_inherited(c->srv->heirs, c->pid, &r->body.inherited, why,
+                                        sizeof why);
+    if (code) {
+        log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
+                 why);
+        return send_error(c, r->seq, (uint32_t)code, why);
+    }
+    if (forked) /* debug: a tenant may fork often; what lingers is logged at info */
+        log_debug("pid %u forked pid %u, which shares its NVIDIA files", c->pid,
+                  r->body.forked.child_pid);
+    else
+        log_info("pid %u holds NVIDIA files of pid %u (%s)", c->pid, r->body.inherited.from_pid,
+                 r->body.inherited.flags & KAIROS_INHERITED_EXEC ? "inherited at exec"
+                                                                 : "received");
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
 static bool admin_only(struct conn *c, const struct proto_request *r)
@@ -695,6 +726,9 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         if (r.type == KAIROS_MSG_RUNNABLE)
             return on_runnable(c, &r);
         return r.type == KAIROS_MSG_COMMIT ? on_commit(c, &r) : on_release(c, &r);
+    case KAIROS_MSG_FORKED:
+    case KAIROS_MSG_INHERITED:
+        return on_handover(c, &r);
     case KAIROS_MSG_TENANT_SET:
     case KAIROS_MSG_TENANT_DEL:
         c->registered |= config_is_admin(c->srv->cfg, c->uid);
@@ -752,10 +786,11 @@ static void on_conn(void *ctx, int fd, uint32_t events)
 static void on_pidfd(void *ctx, int fd, uint32_t events)
 {
     struct conn *c = ctx;
+    struct server *s = c->srv; /* on_conn may close (and free) c */
     /* the process exited; read what it sent before dying, then release */
     on_conn(c, c->fd, EPOLLIN);
     struct conn *still;
-    for (still = c->srv->conns; still && still != c; still = still->next)
+    for (still = s->conns; still && still != c; still = still->next)
         ;
     if (still)
         conn_close(c);
@@ -1036,6 +1071,11 @@ void server_fini(struct server *s)
 static void linger_removed_tenant(void *ctx)
 {
     compute_changed_later(ctx);
+}
+
+void server_set_heirs(struct server *s, struct heirs *h)
+{
+    s->heirs = h;
 }
 
 void server_set_linger(struct server *s, struct linger_set *lg)

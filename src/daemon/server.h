@@ -32,6 +32,10 @@ struct linger_set;
  * NULL: every departure releases at once. */
 void server_set_linger(struct server *s, struct linger_set *lg);
 
+struct heirs;
+/* Where FORKED and INHERITED go (heirs.h); NULL: they are refused. */
+void server_set_heirs(struct server *s, struct heirs *h);
+
 /* Connections open now (shims, kairos commands), for the metrics. */
 unsigned server_connections(const struct server *s);
 

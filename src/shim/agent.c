@@ -282,6 +282,16 @@ int agent_release(uint32_t gpu, uint64_t bytes)
     return rc;
 }
 
+int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
+                          size_t err_len)
+{
+    char none[1];
+    pthread_mutex_lock(&agent_mu);
+    int rc = exchange_locked(type, body, size, KAIROS_MSG_OK, none, 0, err, err_len);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
 int agent_report_runnable(const struct kairos_runnable *r)
 {
     if (pthread_mutex_trylock(&agent_mu) != 0)

@@ -53,6 +53,12 @@ int agent_release(uint32_t gpu, uint64_t bytes);
  * later), or -errno (-ENOTCONN: no daemon). */
 int agent_report_runnable(const struct kairos_runnable *r);
 
+/* FORKED or INHERITED (proto.h): sends it and waits for kairosd's OK. Returns 0,
+ * -EPERM with kairosd's reason in err when it refused the claim, or -errno when the
+ * daemon is gone (-ENOTCONN: no connection). */
+int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
+                          size_t err_len);
+
 bool agent_connected(void);
 /* Receives a TIME_POLICY pushed by the daemon. Called with the agent's mutex held,
  * from whichever thread read it (a requester or agent_service): it must be quick

@@ -35,6 +35,7 @@
 #include "shim/borrowed_vm.h"
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
+#include "shim/inherit.h"
 #include "shim/memguard.h"
 #include "shim/shadow.h"
 #include "shim/state.h"
@@ -138,19 +139,32 @@ static void adopt_twin(int fd, int skip_lo, int skip_hi)
     state_unlock();
 }
 
+/* The memory of a file whose last descriptor here closed is released, unless the
+ * file was open at a fork or sent to another process (fdtable.h, shared): that
+ * process may still hold it, and the driver frees it only at the file's last close
+ * anywhere, so its charge stays with this process (and with kairosd's checks after
+ * it, inherit.h) rather than be released too early. */
+static void released_unless_shared(const struct objtree_effect *eff, bool shared)
+{
+    if (!shared)
+        memguard_released(eff);
+}
+
 /* Forgets an NVIDIA descriptor (close, or replaced by dup2); frees its file's
  * clients in the tree when it was the file's last descriptor. */
 static bool forget_nvidia(int fd)
 {
     struct fdt_info was;
-    bool last = false;
+    bool last = false, shared = false;
     struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
+    if (fdtable_get(fd, &was) == FDT_NVIDIA)
+        shared = fdtable_shared_locked(was.file_id);
     bool nv = fdtable_drop_locked(fd, &was, &last);
     if (nv && last && t)
         objtree_close_file(t, was.file_id, &eff);
     state_unlock();
-    memguard_released(&eff);
+    released_unless_shared(&eff, shared);
     return nv;
 }
 
@@ -349,14 +363,57 @@ ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int 
             c->cmsg_len < CMSG_LEN(0))
             continue;
         size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int got[KAIROS_INHERITED_MAX_FDS];
+        size_t kept = 0;
         for (size_t i = 0; i < count; i++) {
-            int got;
-            memcpy(&got, CMSG_DATA(c) + i * sizeof got, sizeof got);
-            note_opened(got, AT_FDCWD, NULL);
+            int one;
+            memcpy(&one, CMSG_DATA(c) + i * sizeof one, sizeof one);
+            note_opened(one, AT_FDCWD, NULL);
+            if (kept < KAIROS_INHERITED_MAX_FDS)
+                got[kept++] = one;
+        }
+        inherit_received(r, fd, got, kept); /* another process's NVIDIA files: tell kairosd */
+    }
+    errno = saved;
+    return n;
+}
+
+ssize_t shim_sendmsg(const struct shim_real *r, int fd, const struct msghdr *msg, int flags)
+{
+    ssize_t n = r->sendmsg(fd, msg, flags);
+    if (n < 0 || !msg || msg->msg_controllen == 0)
+        return n;
+    int saved = errno;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len < CMSG_LEN(0))
+            continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int sent;
+            struct fdt_info fi;
+            memcpy(&sent, CMSG_DATA(c) + i * sizeof sent, sizeof sent);
+            if (classify(r, sent, &fi) != FDT_NVIDIA)
+                continue;
+            state_lock(); /* another process may hold it now: its last close here is not */
+            fdtable_mark_file_shared_locked(fi.file_id);
+            state_unlock();
         }
     }
     errno = saved;
     return n;
+}
+
+int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigned int flags)
+{
+    int fd = r->pidfd_getfd(pidfd, targetfd, flags);
+    if (fd >= 0) {
+        int saved = errno;
+        note_opened(fd, AT_FDCWD, NULL);
+        inherit_taken(r, pidfd, fd);
+        errno = saved;
+    }
+    return fd;
 }
 
 /* newfd now refers to oldfd's file (after a successful dup-like call). When
@@ -381,16 +438,18 @@ static void note_dup(const struct shim_real *r, int oldfd, int newfd, bool repla
         return;
     }
     struct fdt_info closed;
-    bool last = false, shared = false;
+    bool last = false, shared = false, replaced_shared = false;
     struct objtree_effect eff = {.vidmem_delta = 0};
     struct objtree *t = state_lock();
+    if (nc == FDT_NVIDIA)
+        replaced_shared = fdtable_shared_locked(ni.file_id);
     bool was_nv = fdtable_drop_locked(newfd, &closed, &last);
     if (was_nv && last && t)
         objtree_close_file(t, closed.file_id, &eff);
     if (oc == FDT_NVIDIA)
         shared = fdtable_share_locked(newfd, &oi);
     state_unlock();
-    memguard_released(&eff);
+    released_unless_shared(&eff, replaced_shared);
     if (oc == FDT_OTHER)
         fdtable_set_plain(newfd, FDT_OTHER);
     if (tracer_on()) {
@@ -689,6 +748,29 @@ static void observe_gpu_ids(const struct shim_real *r, const struct call_frame *
         gpumap_observe(c.cmd, (const uint8_t *)own, len);
 }
 
+/* NV0000 EXPORT_OBJECTS_TO_FD succeeded: the export file (params.fd, a
+ * /dev/nvidiactl file) now keeps the exported objects' memory until its last close,
+ * whatever this process frees meanwhile (docs/memory.md). Read from the shim's copy
+ * (shadow.h), so the objects recorded are those the driver exported. */
+static void note_export(const struct shim_real *r, const struct call_frame *f)
+{
+    struct rm_control_args c;
+    struct rm_export_objects_to_fd_params p;
+    if (f->ret != 0 || f->refused || !control_after(f, &c) || c.status != RM_NV_OK ||
+        c.cmd != RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD || !f->params ||
+        f->params_len != sizeof p)
+        return;
+    memcpy(&p, f->params, sizeof p);
+    struct fdt_info fi;
+    if (classify(r, p.fd, &fi) != FDT_NVIDIA)
+        return;
+    unsigned n = p.num_objects <= RM_EXPORT_FD_MAX_OBJECTS ? p.num_objects : 0;
+    struct objtree *t = state_lock();
+    for (unsigned i = 0; t && i < n; i++)
+        (void)objtree_hold_in_file(t, fi.file_id, c.h_client, p.objects[i]);
+    state_unlock();
+}
+
 /* Decodes the call and applies it to the object tree; returns what it did. */
 static void apply_call(const struct shim_real *r, struct call_frame *f,
                        struct objtree_effect *eff)
@@ -799,6 +881,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
     struct objtree_effect eff;
     apply_call(r, &f, &eff);
+    if (guard)
+        note_export(r, &f);
     memguard_after(&ticket, &eff);
     if (sc)
         trace_call(&f, sc, before_len, t0, t1);

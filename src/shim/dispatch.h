@@ -83,5 +83,11 @@ FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const c
 FILE *shim_freopen(const struct shim_real *r, bool is64, const char *path, const char *mode,
                    FILE *stream);
 ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int flags);
+/* sendmsg: NVIDIA files sent by SCM_RIGHTS are marked shared (fdtable.h): the
+ * receiver may keep their memory after their last close here. */
+ssize_t shim_sendmsg(const struct shim_real *r, int fd, const struct msghdr *msg, int flags);
+/* pidfd_getfd: the descriptor taken is learnt and, when it is an NVIDIA file,
+ * reported to kairosd as the other process's (inherit.h). */
+int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigned int flags);
 
 #endif /* KAIROS_SHIM_DISPATCH_H */

@@ -26,10 +26,12 @@ static _Atomic(fdt_entry *) fdt_top[FDT_TOP];
 struct fdt_file {
     uint64_t id;
     uint32_t refs;
+    bool shared; /* open when this process forked: a child may hold it too */
 };
 static struct fdt_file *files;   /* live NVIDIA files, unordered */
 static size_t files_len, files_cap;
 static uint64_t next_file_id = 1;
+static atomic_bool had_files; /* an NVIDIA file was ever tracked (lock-free reads) */
 static uint32_t live_descriptors;
 
 static uint64_t entry_pack(const struct fdt_info *info)
@@ -159,6 +161,8 @@ static struct fdt_file *file_new(void)
     struct fdt_file *f = &files[files_len++];
     f->id = next_file_id++;
     f->refs = 0;
+    f->shared = false;
+    atomic_store_explicit(&had_files, true, memory_order_relaxed);
     return f;
 }
 
@@ -217,6 +221,25 @@ bool fdtable_share_locked(int newfd, const struct fdt_info *info)
     return true;
 }
 
+void fdtable_mark_shared_locked(void)
+{
+    for (size_t i = 0; i < files_len; i++)
+        files[i].shared = true;
+}
+
+void fdtable_mark_file_shared_locked(uint64_t file_id)
+{
+    struct fdt_file *f = file_find(file_id);
+    if (f)
+        f->shared = true;
+}
+
+bool fdtable_shared_locked(uint64_t file_id)
+{
+    struct fdt_file *f = file_find(file_id);
+    return f && f->shared;
+}
+
 void fdtable_counts_locked(uint32_t *nfiles, uint32_t *descriptors)
 {
     *nfiles = (uint32_t)files_len;
@@ -233,6 +256,11 @@ void fdtable_reset_locked(void)
     files = NULL;
     files_len = files_cap = 0;
     live_descriptors = 0;
+}
+
+bool fdtable_had_files(void)
+{
+    return atomic_load_explicit(&had_files, memory_order_relaxed);
 }
 
 uint64_t fdtable_next_file_id(void)

@@ -64,6 +64,10 @@ int fdtable_fd_of_file(uint64_t file_id);
  * descriptor ranges (close_range, closefrom). */
 int fdtable_next_known(int from, int last);
 
+/* Lock-free: whether this process ever had an NVIDIA file tracked (a fork of a
+ * process that never had one needs no bookkeeping). */
+bool fdtable_had_files(void);
+
 /* The id the next file opened will get: every file opened so far has a lower one.
  * Read without the lock: for a forked child's atfork handler (one thread, and the
  * state lock was held across the fork, so the value is whole). */
@@ -82,6 +86,14 @@ bool fdtable_drop_locked(int fd, struct fdt_info *was, bool *last);
 
 /* newfd now shares the file of info (a dup); newfd must have been dropped. */
 bool fdtable_share_locked(int newfd, const struct fdt_info *info);
+
+/* This process just forked: every NVIDIA file open now is shared with a child, so
+ * its last descriptor here is not necessarily its last (inherit.h). */
+void fdtable_mark_shared_locked(void);
+/* The file was sent to another process (SCM_RIGHTS): shared the same way. */
+void fdtable_mark_file_shared_locked(uint64_t file_id);
+/* Whether the file was open at a fork of this process, or sent away. */
+bool fdtable_shared_locked(uint64_t file_id);
 
 /* How many tracked descriptors the file has (0: not a live file). */
 uint32_t fdtable_refs_locked(uint64_t file_id);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim/dispatch.h"
+#include "shim/inherit.h"
 #include "shim/interposed.h"
 #include "shim/memguard.h"
 #include "shim/settings.h"
@@ -210,6 +211,21 @@ SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     return shim_recvmsg(shim_real_get(), fd, msg, flags);
 }
 
+SHIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    return shim_sendmsg(shim_real_get(), fd, msg, flags);
+}
+
+SHIM_EXPORT pid_t fork(void)
+{
+    return shim_fork(shim_real_get());
+}
+
+SHIM_EXPORT int pidfd_getfd(int pidfd, int targetfd, unsigned int flags)
+{
+    return shim_pidfd_getfd(shim_real_get(), pidfd, targetfd, flags);
+}
+
 /* References every wrapper of the list, so a missing definition cannot go unnoticed. */
 #define SHIM_REFERENCE(ret, name, params) (void (*)(void))name,
 __attribute__((used)) static void (*const shim_exported[])(void) = {
@@ -223,4 +239,5 @@ __attribute__((constructor)) static void shim_load(void)
     settings_load();
     memguard_init();
     timectl_init();
+    inherit_at_start(shim_real_get());
 }

@@ -49,7 +49,10 @@
     X(FILE *, freopen, (const char *path, const char *mode, FILE *stream))                    \
     X(FILE *, freopen64, (const char *path, const char *mode, FILE *stream))                  \
     X(int, fclose, (FILE *stream))                                                            \
-    X(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags))
+    X(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags))                              \
+    X(ssize_t, sendmsg, (int fd, const struct msghdr *msg, int flags))                        \
+    X(pid_t, fork, (void))                                                                    \
+    X(int, pidfd_getfd, (int pidfd, int targetfd, unsigned int flags))
 
 #define SHIM_HELPERS(X)                                                                       \
     X(int, fstat, (int fd, struct stat *st))                                                  \

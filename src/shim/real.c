@@ -206,6 +206,30 @@ static ssize_t fb_recvmsg(int fd, struct msghdr *msg, int flags)
     return (ssize_t)syscall(SYS_recvmsg, fd, msg, flags);
 }
 
+/* glibc's fork without its atfork handlers: the child's thread bookkeeping is
+ * still right, which a raw clone would not keep. */
+extern pid_t _Fork(void);
+static pid_t fb_fork(void)
+{
+    return _Fork();
+}
+
+static ssize_t fb_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    return (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+}
+
+static int fb_pidfd_getfd(int pidfd, int targetfd, unsigned int flags)
+{
+#ifdef SYS_pidfd_getfd
+    return (int)syscall(SYS_pidfd_getfd, pidfd, targetfd, flags);
+#else
+    (void)pidfd, (void)targetfd, (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 static const struct shim_real fallback = {
     .open = fb_open,
     .open64 = fb_open,
@@ -233,6 +257,9 @@ static const struct shim_real fallback = {
     .freopen64 = fb_freopen,
     .fclose = fb_fclose,
     .recvmsg = fb_recvmsg,
+    .sendmsg = fb_sendmsg,
+    .fork = fb_fork,
+    .pidfd_getfd = fb_pidfd_getfd,
     .fstat = fb_fstat,
     .readlink = fb_readlink,
 };

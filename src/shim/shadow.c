@@ -66,8 +66,34 @@ static int capture_alloc_params(struct shadow_call *s)
     return 0;
 }
 
+/* RM_CONTROL: the controls whose effect the tree records (an export of memory
+ * objects to a file) are copied with their parameters; others are left alone. */
+static int capture_control(struct shadow_call *s, size_t len, void *app_inner)
+{
+    struct rm_control_args c;
+    if (len != sizeof c || !read_app(&c, app_inner, sizeof c))
+        return 0; /* the driver answers it; nothing recorded */
+    if (c.cmd != RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD ||
+        c.params_size != sizeof(struct rm_export_objects_to_fd_params) || c.params == 0)
+        return 0;
+    memcpy(s->inner, &c, sizeof c);
+    if (!read_app(s->params, (const void *)(uintptr_t)c.params, c.params_size))
+        return -EFAULT;
+    const size_t off = offsetof(struct rm_control_args, params);
+    uint64_t mine = (uint64_t)(uintptr_t)s->params;
+    memcpy(s->inner + off, &mine, sizeof mine);
+    s->app_inner = app_inner;
+    s->inner_len = len;
+    s->app_params = c.params;
+    s->params_off = off;
+    s->params_len = c.params_size;
+    return 0;
+}
+
 static int capture_inner(struct shadow_call *s, uint32_t nr, size_t len, void *app_inner)
 {
+    if (nr == RM_NR_CONTROL)
+        return capture_control(s, len, app_inner);
     if (!is_recorded(nr, len))
         return 0; /* the driver reads the application's inner argument; nothing recorded */
     if (!read_app(s->inner, app_inner, len))

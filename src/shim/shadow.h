@@ -7,7 +7,8 @@
  * every RM escape on an NVIDIA descriptor whose effect the shim records (RM_ALLOC
  * with its class's parameters, RM_FREE, VID_HEAP_CONTROL, RM_ALLOC_MEMORY,
  * RM_DUP_OBJECT, RM_MAP_MEMORY, ... : every escape of at most SHADOW_ARG_MAX
- * bytes, and the IOCTL_XFER_CMD header that wraps one), the shim copies the
+ * bytes, the RM_CONTROL of NV0000 EXPORT_OBJECTS_TO_FD with its parameters, and
+ * the IOCTL_XFER_CMD header that wraps one), the shim copies the
  * argument (and the allocation's parameters) into its own memory, points the
  * call at the copy, lets the driver read and answer the copy, and then copies
  * the reply back to the application. The shim decides and records from the copy
@@ -31,7 +32,8 @@
 #include "core/rm_abi.h"
 
 #define SHADOW_ARG_MAX 256u    /* the largest escape argument copied */
-#define SHADOW_PARAMS_MAX 512u /* the largest RM_ALLOC class parameters copied */
+#define SHADOW_PARAMS_MAX 2128u /* the largest parameters copied (an RM_ALLOC class's,
+                                 * EXPORT_OBJECTS_TO_FD's) */
 
 struct shadow_call {
     bool active;             /* the driver is called with the copy */

@@ -44,6 +44,20 @@
  * its offset (the managed range), held until the end (munmap, or with -k left to
  * the exit). The lines then carry managed_bytes= (0 if refused) and
  * managed_errno= (the mmap's errno, 0 when it succeeded).
+ *
+ * -f SECONDS: once allocated, forks a child that keeps every descriptor (and so
+ * the driver's memory) for SECONDS and exits; the parent prints "fakeapp: forked
+ * child=PID vidmem_bytes=N" and goes on (with -k it exits at once). -x COMMAND:
+ * once allocated, prints "fakeapp: exec vidmem_bytes=N", clears close-on-exec on
+ * /dev/nvidiactl and execs `sh -c COMMAND`, which inherits it. -p COMMAND: the
+ * same through posix_spawn (no fork the shim sees); prints "fakeapp: spawned
+ * child=PID vidmem_bytes=N" and goes on. -S PATH: once allocated, connects to the
+ * unix stream socket PATH, sends /dev/nvidiactl's descriptor (SCM_RIGHTS), waits
+ * for one byte back, prints "fakeapp: sent vidmem_bytes=N" and goes on. -E: once
+ * allocated, exports thread 0's allocations to a new /dev/nvidiactl file (NV0000
+ * EXPORT_OBJECTS_TO_FD, as cuMemExportToShareableHandle does) and frees them, prints
+ * "fakeapp: exported objects=K bytes=B"; with -S it sends that file instead and
+ * closes its own descriptor of it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +69,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +194,34 @@ static uint32_t rm_free(uint32_t handle)
     if (nv_ioctl(ctl, RM_IOWR(RM_NR_FREE, sizeof a), &a) != 0)
         return 0xffffffffu;
     return a.status;
+}
+
+/* -E: exports thread 0's allocations to a new /dev/nvidiactl file (NV0000
+ * EXPORT_OBJECTS_TO_FD, as cuMemExportToShareableHandle does), then frees them: the
+ * export file keeps their memory. Returns the file; *bytes what it holds. */
+static int export_and_free(struct app_thread *t, uint64_t *bytes)
+{
+    int xfd = open_node("/dev/nvidiactl");
+    static struct rm_export_objects_to_fd_params p;
+    memset(&p, 0, sizeof p);
+    p.fd = xfd;
+    p.h_device = h_device;
+    p.max_objects = RM_EXPORT_FD_MAX_OBJECTS;
+    *bytes = 0;
+    for (int j = 0; j < t->made && j < RM_EXPORT_FD_MAX_OBJECTS; j++) {
+        p.objects[p.num_objects++] = t->handles[j];
+        *bytes += t->sizes[j];
+    }
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
+                                .cmd = RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD,
+                                .params = (uintptr_t)&p, .params_size = sizeof p};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, "EXPORT_OBJECTS_TO_FD");
+    must(a.status, "EXPORT_OBJECTS_TO_FD");
+    for (unsigned j = 0; j < p.num_objects; j++)
+        must(rm_free(p.objects[j]), "free of an exported object");
+    t->made = 0; /* gone from this process; the export file keeps their memory */
+    return xfd;
 }
 
 static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
@@ -401,6 +446,33 @@ static void *malloc_managed(int uvm, uint64_t bytes, int *err)
     return p;
 }
 
+/* -S: /dev/nvidiactl's descriptor to the receiver listening on path; waits for its
+ * one-byte answer (it has taken the descriptor). 0 or -1. */
+static int send_fd(const char *path, int sent)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) != 0)
+        return -1;
+    char byte = 'f', ack;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {&byte, 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &sent, sizeof sent);
+    int rc = sendmsg(s, &m, 0) == 1 && read(s, &ack, 1) == 1 ? 0 : -1;
+    close(s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, count = 4;
@@ -410,9 +482,14 @@ int main(int argc, char **argv)
     const char *phases = NULL; /* -u: work phases on a sensed channel */
     int logical = 0;           /* -d: the CUDA device number */
     bool forge = false;
+    int fork_hold_ms = 0;      /* -f: a child holds the files this long */
+    const char *exec_cmd = NULL; /* -x: exec this, keeping /dev/nvidiactl */
+    const char *spawn_cmd = NULL; /* -p: posix_spawn this, keeping /dev/nvidiactl */
+    const char *send_to = NULL;   /* -S: send /dev/nvidiactl's descriptor there */
+    bool export_first = false;    /* -E: export thread 0's allocations, then free them */
     int opt;
     uint64_t managed_ask = 0;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:f:x:p:S:E")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -444,9 +521,25 @@ int main(int argc, char **argv)
         case 'M':
             managed_ask = strtoull(optarg, NULL, 0);
             break;
+        case 'f':
+            fork_hold_ms = (int)(atof(optarg) * 1000);
+            break;
+        case 'x':
+            exec_cmd = optarg;
+            break;
+        case 'p':
+            spawn_cmd = optarg;
+            break;
+        case 'S':
+            send_to = optarg;
+            break;
+        case 'E':
+            export_first = true;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F]\n");
+                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] "
+                            "[-f seconds] [-x command] [-p command] [-S socket] [-E]\n");
             return 2;
         }
     }
@@ -563,6 +656,56 @@ int main(int argc, char **argv)
         fprintf(stderr, "fakeapp: -u wants idle:SECONDS or busy:SECONDS, comma-separated\n");
         return 2;
     }
+    if (fork_hold_ms > 0) {
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            int null = open("/dev/null", O_RDWR); /* not the parent's output: a reader */
+            dup2(null, 1);                        /* waits for the parent, not for it */
+            dup2(null, 2);
+            usleep((useconds_t)fork_hold_ms * 1000);
+            _exit(0); /* the descriptors close with it */
+        }
+        printf("fakeapp: forked child=%d vidmem_bytes=%llu\n", (int)child,
+               (unsigned long long)vidmem);
+        fflush(stdout);
+    }
+    if (spawn_cmd) {
+        fcntl(ctl, F_SETFD, 0);
+        pid_t child;
+        char *const args[] = {"sh", "-c", (char *)spawn_cmd, NULL};
+        extern char **environ;
+        if (posix_spawn(&child, "/bin/sh", NULL, NULL, args, environ) != 0)
+            must(1, "posix_spawn");
+        printf("fakeapp: spawned child=%d vidmem_bytes=%llu\n", (int)child,
+               (unsigned long long)vidmem);
+        fflush(stdout);
+    }
+    int xfd = -1;
+    if (export_first) {
+        uint64_t xbytes;
+        int objects = ts[0].made;
+        xfd = export_and_free(&ts[0], &xbytes);
+        printf("fakeapp: exported objects=%d bytes=%llu\n", objects, (unsigned long long)xbytes);
+        fflush(stdout);
+    }
+    if (send_to && send_fd(send_to, xfd >= 0 ? xfd : ctl) != 0)
+        must(1, "send");
+    if (send_to && xfd >= 0) {
+        close(xfd); /* the receiver holds the export file now */
+        xfd = -1;
+    }
+    if (send_to) {
+        printf("fakeapp: sent vidmem_bytes=%llu\n", (unsigned long long)vidmem);
+        fflush(stdout);
+    }
+    if (exec_cmd) {
+        printf("fakeapp: exec vidmem_bytes=%llu\n", (unsigned long long)vidmem);
+        fflush(stdout);
+        fcntl(ctl, F_SETFD, 0);
+        execl("/bin/sh", "sh", "-c", exec_cmd, (char *)NULL);
+        must(1, "exec");
+    }
     if (hold_ms > 0) {
         printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu managed_bytes=%llu "
                "managed_errno=%d\n", allocs, failed, (unsigned long long)vidmem,
@@ -600,6 +743,8 @@ int main(int argc, char **argv)
         exit(0);
     close(dev0);
     close(uvm);
+    if (xfd >= 0)
+        close(xfd);
     close(ctl);
     for (int i = 0; i < threads; i++) {
         free(ts[i].handles);

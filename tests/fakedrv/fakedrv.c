@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +52,7 @@ struct fk_obj {
     bool disabled;         /* channels: FIFO_DISABLE_CHANNELS bDisable=1 last */
     uint32_t userd_mem;    /* channels: hUserdMemory[0] of the allocation (0: none) */
     uint64_t userd_off;    /* channels: userdOffset[0] */
+    uint64_t ino;          /* the file it was made on (its caller end's inode), for the journal */
 };
 
 /* A CPU mapping of a memory object (RM_MAP_MEMORY + mmap), for the USERD model. */
@@ -268,6 +270,22 @@ bool fakedrv_is_path(const char *path)
     return path && strncmp(path, "/dev/nvidia", 11) == 0;
 }
 
+/* The caller's end gets an abstract name, "@kairos-fakedrv:NODE:MINOR:PID:N", so
+ * that kairosd's scripted GPU backend can tell the fake's files among a process's
+ * descriptors (through /proc/net/unix), as it tells a real node by its path, and
+ * so that fstat in another process (one that inherited or received it) still sees
+ * the node it is. */
+static void name_file(int fd, enum rm_node node, int minor)
+{
+    static atomic_uint serial;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "kairos-fakedrv:%d:%d:%ld:%u",
+                     (int)node, minor, (long)syscall(SYS_getpid), atomic_fetch_add(&serial, 1));
+    if (fd >= 0 && n > 0)
+        syscall(SYS_bind, fd, (struct sockaddr *)&sa,
+                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n));
+}
+
 static int open_common(int dirfd, const char *path, int flags, int mode)
 {
     if (!fakedrv_is_path(path))
@@ -293,6 +311,7 @@ static int open_common(int dirfd, const char *path, int flags, int mode)
     syscall(SYS_close, ends[0]);
     int fd = hup < 0 ? -1 : (int)syscall(SYS_fcntl, ends[1], F_DUPFD_CLOEXEC, 0);
     syscall(SYS_close, ends[1]);
+    name_file(fd, node, minor);
     if (fd < 0) {
         if (hup >= 0)
             syscall(SYS_close, hup);
@@ -438,6 +457,22 @@ int fakedrv_fcntl(int fd, int cmd, ...)
     return ret;
 }
 
+/* A fake file another process opened (inherited, received): its name says its node. */
+static bool foreign_file(int fd, enum rm_node *node, int *minor)
+{
+    struct sockaddr_un sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    int n, m;
+    if (syscall(SYS_getsockname, fd, (struct sockaddr *)&sa, &len) != 0 ||
+        len <= offsetof(struct sockaddr_un, sun_path) + 1 || sa.sun_path[0] != 0 ||
+        sscanf(sa.sun_path + 1, "kairos-fakedrv:%d:%d:", &n, &m) != 2)
+        return false;
+    *node = (enum rm_node)n;
+    *minor = m;
+    return true;
+}
+
 int fakedrv_fstat(int fd, struct stat *st)
 {
     pthread_mutex_lock(&mu);
@@ -445,7 +480,7 @@ int fakedrv_fstat(int fd, struct stat *st)
     enum rm_node node = f ? f->node : RM_NODE_NONE;
     int minor = f ? f->minor : 0;
     pthread_mutex_unlock(&mu);
-    if (!f)
+    if (!f && !foreign_file(fd, &node, &minor))
         return (int)syscall(SYS_fstat, fd, st);
     memset(st, 0, sizeof *st);
     st->st_mode = S_IFCHR | 0666;
@@ -488,8 +523,32 @@ static struct fk_obj *find_locked(uint32_t client, uint32_t handle)
     return NULL;
 }
 
+/* FAKEDRV_JOURNAL: one line per device-memory allocation and free, appended by
+ * every process, so a test can add up what "the driver" holds across processes
+ * (fakedrv.h). Raw system calls: the fake never goes through an interposer. */
+static void journal_locked(char what, const struct fk_obj *o)
+{
+    const char *path = getenv("FAKEDRV_JOURNAL");
+    if (!path || !*path || !o->bytes)
+        return;
+    char line[160];
+    int n = what == 'A' ? snprintf(line, sizeof line, "A %llu %u %u %d %llu\n",
+                                   (unsigned long long)o->ino, o->client, o->handle, o->gpu,
+                                   (unsigned long long)o->bytes)
+                        : snprintf(line, sizeof line, "F %llu %u %u\n",
+                                   (unsigned long long)o->ino, o->client, o->handle);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                          0600);
+    if (fd < 0)
+        return;
+    if (n > 0)
+        (void)!syscall(SYS_write, fd, line, (size_t)n);
+    syscall(SYS_close, fd);
+}
+
 static void remove_at_locked(size_t i)
 {
+    journal_locked('F', &objs[i]);
     if (objs[i].bytes)
         fb_used[objs[i].gpu] -= objs[i].bytes;
     objs[i] = objs[--n_objs];
@@ -552,7 +611,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             objs = grown;
             objs_cap = cap;
         }
-        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0};
+        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0, f->ino};
         *h_new = h;
         return RM_NV_OK;
     }
@@ -605,12 +664,13 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         objs_cap = cap;
     }
     fb_used[gpu] += bytes;
-    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0};
+    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0, f->ino};
     if (rm_class_kind(cls) == RM_KIND_CHANNEL && params && params_size >= 72) {
         memcpy(&o.userd_mem, params + 32, 4); /* NV_CHANNEL_ALLOC_PARAMS.hUserdMemory[0] */
         memcpy(&o.userd_off, params + 64, 8); /* .userdOffset[0] */
     }
     objs[n_objs++] = o;
+    journal_locked('A', &o);
     *h_new = h;
     return RM_NV_OK;
 }
@@ -771,6 +831,38 @@ static uint32_t ctl_id_info_locked(struct rm_control_args *a)
     return RM_NV_ERR_INVALID_ARGUMENT;
 }
 
+/* NV0000 EXPORT_OBJECTS_TO_FD: the objects must be the client's and params.fd one of
+ * this process's /dev/nvidiactl files; the export file then keeps their memory:
+ * a journal line "D INO 0 N SRC_INO CLIENT HANDLE" per object says so (fakedrv.h). */
+static uint32_t ctl_export_locked(struct rm_control_args *a)
+{
+    static uint32_t serial;
+    struct rm_export_objects_to_fd_params *p = (void *)(uintptr_t)a->params;
+    if (a->params_size != sizeof *p || !p || p->num_objects > RM_EXPORT_FD_MAX_OBJECTS)
+        return RM_NV_ERR_INVALID_PARAM_STRUCT;
+    struct fk_file *xf = file_of_locked(p->fd);
+    if (!xf || xf->node != RM_NODE_CTL)
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < p->num_objects; i++)
+        if (!find_locked(a->h_client, p->objects[i]))
+            return RM_NV_ERR_OBJECT_NOT_FOUND;
+    const char *path = getenv("FAKEDRV_JOURNAL");
+    for (unsigned i = 0; path && *path && i < p->num_objects; i++) {
+        const struct fk_obj *o = find_locked(a->h_client, p->objects[i]);
+        char line[160];
+        int n = snprintf(line, sizeof line, "D %llu 0 %u %llu %u %u\n",
+                         (unsigned long long)xf->ino, ++serial, (unsigned long long)o->ino,
+                         o->client, o->handle);
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+                              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0 && n > 0)
+            (void)!syscall(SYS_write, fd, line, (size_t)n);
+        if (fd >= 0)
+            syscall(SYS_close, fd);
+    }
+    return RM_NV_OK;
+}
+
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
 {
     if (!client_ok_locked(a->h_client, f))
@@ -786,6 +878,8 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
         return ctl_probed_ids_locked(a);
     if (a->cmd == RM_CTRL_NV0000_GPU_GET_ID_INFO_V2 && a->h_object == a->h_client)
         return ctl_id_info_locked(a);
+    if (a->cmd == RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD && a->h_object == a->h_client)
+        return ctl_export_locked(a);
     if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO_V2) {
         if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
             return RM_NV_ERR_INVALID_PARAM_STRUCT;

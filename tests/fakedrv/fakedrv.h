@@ -49,6 +49,21 @@
  * a managed one: NV_ERR_INVALID_ADDRESS), UVM_VALIDATE_VA_RANGE (72) answers
  * whether a range exists; every UVM call but UVM_INITIALIZE before it fails.
  *
+ * Across processes: the fake's state is each process's own (a forked child starts
+ * with a copy), but its files are real sockets shared as the kernel shares files.
+ * So that a test can see what "the driver" holds on the whole machine, every
+ * device-memory allocation and free is appended to the file FAKEDRV_JOURNAL names
+ * ("A INO CLIENT HANDLE GPU BYTES", "F INO CLIENT HANDLE"; INO is the inode of the
+ * caller's end of the file it lives on): what is held is what was allocated and not
+ * freed on a file some process still has open (tests/system/harness.py,
+ * driver_holds). NV0000 EXPORT_OBJECTS_TO_FD (0x3D0B, params as RM's) makes its
+ * export file keep the objects' memory: "D INO 0 N SRC_INO CLIENT HANDLE" lines,
+ * the memory living while the export file is open somewhere even after the
+ * object is freed. Handles are numbered per process, so a forked child and its
+ * parent must not both allocate on one client. The caller's end of each file is
+ * bound to the abstract name "@kairos-fakedrv:PID:N", by which kairosd's scripted
+ * GPU backend (gpu_fake.c) recognises it among a process's descriptors.
+ *
  * Configuration: fakedrv_reset(), or on first use FAKEDRV_GPUS (default 1),
  * FAKEDRV_FB_MIB (device memory per GPU, default 16384) and FAKEDRV_INSTANCES;
  * FAKEDRV_ALLOC_DELAY_MS keeps each device-memory RM_ALLOC that long in the

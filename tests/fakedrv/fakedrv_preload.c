@@ -1,7 +1,8 @@
 /* fakedrv_preload.c - libkairos_fakedrv.so: the fake driver as an LD_PRELOAD library.
  *
  * Exports the libc calls a user-mode driver makes on /dev/nvidia* (the open
- * family, close, dup family, fcntl, ioctl, mmap) and serves them from the fake
+ * family, close, dup family, fcntl, ioctl, mmap, and fstat, which also knows the
+ * fake files a process inherited or received) and serves them from the fake
  * driver (fakedrv.c) when the path or descriptor is a fake NVIDIA node; any
  * other call goes to the next definition (libc) through dlsym(RTLD_NEXT). With
  * LD_PRELOAD="libkairos.so libkairos_fakedrv.so" the shim's own RTLD_NEXT lookup
@@ -91,6 +92,7 @@ FK_EXPORT int fcntl64(int fd, int cmd, ...);
 FK_EXPORT int ioctl(int fd, unsigned long request, ...);
 FK_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 FK_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off);
+FK_EXPORT int fstat(int fd, struct stat *st);
 
 int open(const char *path, int flags, ...)
 {
@@ -217,4 +219,11 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
     return mmap_common(addr, len, prot, flags, fd, (off_t)off);
+}
+
+/* fstat: a fake file, this process's or one it inherited or received, is a
+ * character device of the driver, as the shim's lazy classification expects. */
+int fstat(int fd, struct stat *st)
+{
+    return fakedrv_fstat(fd, st);
 }

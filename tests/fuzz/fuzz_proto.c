@@ -1,7 +1,8 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
  * proto_check without a crash, and whatever it accepts has an exact size (or
  * TENANT_SET's earlier one), a terminated, valid name (or, for a HELLO that asks
- * kairosd to place it, none) and valid compute policies. */
+ * kairosd to place it, none), valid compute policies, and for FORKED and INHERITED
+ * a pid, one flag and exactly n_fds descriptors (>= 0, zeros after). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool placed = h->flags & KAIROS_HELLO_PLACE; /* kairosd places it: it names none */
         if (placed ? h->tenant[0] != 0 : !ledger_name_valid(h->tenant))
             abort();
+    }
+    if (r.type == KAIROS_MSG_FORKED && (r.body.forked.child_pid == 0 || r.body.forked.pad))
+        abort();
+    if (r.type == KAIROS_MSG_INHERITED) {
+        const struct kairos_inherited *in = &r.body.inherited;
+        if (!in->from_pid || in->pad || in->n_fds == 0 || in->n_fds > KAIROS_INHERITED_MAX_FDS ||
+            (in->flags != KAIROS_INHERITED_EXEC && in->flags != KAIROS_INHERITED_RECEIVED))
+            abort();
+        for (unsigned i = 0; i < KAIROS_INHERITED_MAX_FDS; i++)
+            if (i < in->n_fds ? in->fds[i] < 0 : in->fds[i] != 0)
+                abort();
     }
     if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.n_gpus > KAIROS_MAX_GPUS)
         abort();

@@ -23,6 +23,49 @@ def preload_env(shim, fakedrv, **extra):
     return e
 
 
+def open_socket_inodes():
+    """The inodes of every socket some process this user can see has open."""
+    inodes = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(int(link[8:-1]))
+    return inodes
+
+
+def driver_holds(journal):
+    """What the fake driver holds on the machine, in bytes, from FAKEDRV_JOURNAL
+    (tests/fakedrv/fakedrv.h): each allocation lives while it is not freed and its
+    file is open somewhere, or while an export file holding it (D lines) is open."""
+    size, freed, held_by = {}, set(), {}
+    try:
+        with open(journal) as f:
+            for line in f:
+                w = line.split()
+                if w and w[0] == "A" and len(w) == 6:
+                    size[(int(w[1]), w[2], w[3])] = int(w[5])
+                elif w and w[0] == "F" and len(w) == 4:
+                    freed.add((int(w[1]), w[2], w[3]))
+                elif w and w[0] == "D" and len(w) == 7:
+                    held_by.setdefault((int(w[4]), w[5], w[6]), set()).add(int(w[1]))
+    except FileNotFoundError:
+        return 0
+    open_files = open_socket_inodes()
+    return sum(n for key, n in size.items()
+               if (key not in freed and key[0] in open_files) or
+               held_by.get(key, set()) & open_files)
+
+
 def wait_for(pred, timeout=5.0, step=0.01):
     """Calls pred every step seconds until it is true or timeout passes; its last value."""
     deadline = time.monotonic() + timeout

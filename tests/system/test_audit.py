@@ -210,6 +210,49 @@ class Openers(AuditCase):
         time.sleep(0.25)  # within leave_grace_ms: the driver would still be freeing
         self.assertNotIn(f"warn: audit: pid {m.pid}", self.log())
 
+    FORKER = r"""
+import os, struct, sys, time
+sys.path.insert(0, sys.argv[1])
+import kairos_proto as kp
+c = kp.Client(sys.argv[2])
+c.hello("small")
+assert c.charge(0, 64 << 20, 1)[0]  # it holds memory, which its child keeps alive
+c.commit(0, 1, True, 64 << 20, 64 << 20)
+fd = os.open(sys.argv[3], os.O_RDONLY)
+child = os.fork()
+if child == 0:  # as the shim's child: not the parent's connection, nor its output
+    c.close()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    time.sleep(30)
+    os._exit(0)
+if sys.argv[4] == "report":  # what the shim does before fork() returns
+    c.request(kp.FORKED, struct.pack("<II", child, 0))
+print(child, flush=True)
+os._exit(0)
+"""
+
+    def forked_child_of_departed_member(self, report):
+        p = subprocess.run([sys.executable, "-c", self.FORKER, os.path.dirname(kp.__file__),
+                            self.d.socket, self.node(0), report], capture_output=True,
+                           text=True, timeout=30)
+        child = int(p.stdout)
+        self.addCleanup(lambda: subprocess.run(["kill", "-9", str(child)],
+                                               stderr=subprocess.DEVNULL))
+        return child
+
+    def test_a_reported_child_holding_a_members_files_is_no_intruder(self):
+        """A member forks (FORKED) and exits; its child keeps the GPU's node open: its
+        parent's charge stays for it, so it is not reported as an unregistered opener;
+        an unreported child is."""
+        quiet = self.forked_child_of_departed_member("report")
+        loud = self.forked_child_of_departed_member("-")
+        want = f"pid {loud} (python3) has {self.node(0)} open without being a registered"
+        self.assertTrue(wait_for(lambda: want in self.log()), self.log())
+        time.sleep(0.5)
+        self.assertNotIn(f"pid {quiet} (python3) has", self.log())
+
 
 class Kill(AuditCase):
     extra = ("audit: { interval_ms: 100, action: kill, leave_grace_ms: 300,\n"

@@ -5,6 +5,8 @@ allocates like CUDA and reports what the driver gave it.
 Usage: test_memory.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import functools
 import json
+import socket
+import struct
 import os
 import re
 import signal
@@ -14,8 +16,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kairos_proto import Daemon  # noqa: E402
-from harness import preload_env, wait_for  # noqa: E402
+import kairos_proto as kp  # noqa: E402
+from kairos_proto import Client, Daemon, KairosError  # noqa: E402
+from harness import driver_holds, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 # env(**extra): the environment of a program under the shim and the fake driver
@@ -65,7 +68,8 @@ class Standalone(unittest.TestCase):
 
 class WithDaemon(unittest.TestCase):
     def setUp(self):
-        tenants = "  - name: team\n    memory: { 0: 64M }\n  - name: other\n    memory: { 0: 8M }\n"
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1).start()
 
     def tearDown(self):
@@ -482,6 +486,307 @@ class WithFakeGpu(unittest.TestCase):
         self.assertEqual(self.holding(c)["vidmem_bytes"], 64 * MiB)
         c.communicate(timeout=30)
         self.assertGreater(held, 0)
+
+
+
+class FilesOutliveTheProcess(unittest.TestCase):
+    """The driver frees a client's memory at the last close of its file, wherever the
+    file went (issue 9, item 2). The fake driver's journal says what it holds on the
+    whole machine; the GPU backend lists no process, so only kairosd's own checks
+    (FORKED and /proc) can keep a departed process's charge."""
+    GPU = WithFakeGpu.GPU
+    tearDown, ps, held = WithDaemon.tearDown, WithDaemon.ps, WithDaemon.held
+
+    def setUp(self):
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+        self.journal = os.path.join(self.d.dir, "fakedrv.journal")
+
+    def tenant(self, *args):
+        return subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+
+    def line(self, proc, prefix):
+        line = proc.stdout.readline()
+        self.assertTrue(line.startswith(prefix), (line, proc.stderr.read() if proc.poll() else ""))
+        return counts(line, prefix)
+
+    def assert_second_tenant_process_fits(self):
+        """A second process takes what is left: the driver never holds more than the
+        quota for the tenant, and the ledger equals what it holds."""
+        b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.3")
+        cb = self.line(b, "fakeapp: holding")
+        self.assertGreater(cb["failed"], 0)  # it met the quota
+        self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
+        self.assertEqual(self.held(), driver_holds(self.journal))
+        b.communicate(timeout=30)
+
+    def test_fork_then_parent_exit_keeps_the_charge_until_the_child_closes(self):
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "3", "-k")
+        ca = self.line(a, "fakeapp: forked")
+        a.communicate(timeout=30)  # the parent exits without freeing; the child holds
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == ca["vidmem_bytes"]))
+        time.sleep(0.5)  # more than a linger check
+        self.assertEqual(self.held(), ca["vidmem_bytes"])  # 42 MiB, still the driver's
+        self.assertIn(f"forked pid {ca['child']}", self.d.read_log())
+        self.assert_second_tenant_process_fits()
+        # the child exits: the driver frees the memory and the ledger follows
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_restarted_kairosd_learns_the_children_again(self):
+        """kairosd restarts after the fork (forgetting FORKED); the parent reattaches,
+        and kairosd finds the child that shares its files (kcmp), so the parent's
+        exit still leaves the charge while the child holds them."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "5", "-w", "2",
+                        "-k")
+        ca = self.line(a, "fakeapp: forked")
+        self.line(a, "fakeapp: holding")
+        parent = self.ps()["team"]["pids"][0]
+        # the GPU backend vouches for the reattach claim (reattach.h), then lists no one:
+        # after that only the rediscovered child can keep the parent's charge
+        self.d.write_fake(self.GPU + f"proc 0 {parent} {ca['vidmem_bytes']}\n")
+        self.d.stop()
+        self.d.start()
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+                        self.ps())
+        self.d.write_fake(self.GPU)
+        a.communicate(timeout=30)  # the parent exits; the child holds its files 3 s more
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_exec_keeping_a_descriptor_keeps_the_charge(self):
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
+        ca = self.line(a, "fakeapp: exec")
+        self.assertTrue(wait_for(lambda: self.ps()["team"]["pids"] == [], timeout=5.0))
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])  # the exec'd program holds it
+        self.assert_second_tenant_process_fits()
+        a.communicate(timeout=30)  # sleep exits: the file's last descriptor closes
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    RECEIVER = ("import os, socket, sys, time\n"
+                "srv = socket.socket(socket.AF_UNIX); srv.bind(sys.argv[1]); srv.listen(1)\n"
+                "print('listening', flush=True)\n"
+                "c, _ = srv.accept()\n"
+                "_, fds, _, _ = socket.recv_fds(c, 1, 4)\n"  # recvmsg: the shim reports
+                "c.send(b'k'); print('received', len(fds), flush=True)\n"
+                "time.sleep(float(sys.argv[2]))\n")
+
+    def test_a_receiver_in_another_tenant_keeps_the_senders_charge(self):
+        """SCM_RIGHTS to a process of another tenant: the receiver's shim reports it
+        (INHERITED, RECEIVED; kairosd checks it with kcmp), the sender stays charged
+        after it exits while the receiver holds the file; the receiver's tenant is
+        charged nothing."""
+        path = os.path.join(self.d.dir, "handover.sock")
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-k")
+        ca = self.line(a, "fakeapp: sent")
+        a.communicate(timeout=30)
+        self.assertEqual(r.stdout.readline().split()[0], "received")
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
+        self.assertIn("(received)", self.d.read_log())
+        self.assert_second_tenant_process_fits()
+        r.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_a_spawned_child_reports_what_it_inherited(self):
+        """posix_spawn (no fork the shim sees) with /dev/nvidiactl inherited: the
+        child's shim finds it at start and reports it (INHERITED, EXEC)."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE),
+                        "-p", "exec sleep 3 >/dev/null 2>&1", "-w", "1", "-k")
+        ca = self.line(a, "fakeapp: spawned")
+        a.communicate(timeout=30)
+        time.sleep(0.5)
+        self.assertIn(f"pid {ca['child']} holds NVIDIA files of pid", self.d.read_log())
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assert_second_tenant_process_fits()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_an_export_file_keeps_memory_its_exporter_freed_charged(self):
+        """VMM export (EXPORT_OBJECTS_TO_FD): the export file keeps the objects'
+        memory after the exporter frees them; the charge stays until the file closes,
+        so freeing after an export cannot be used to allocate the quota again."""
+        a = self.tenant("-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-E", "-w", "1")
+        ce = self.line(a, "fakeapp: exported")
+        self.assertEqual(ce["bytes"], 10 * PAGE)
+        ch = self.line(a, "fakeapp: holding")
+        self.assertEqual(driver_holds(self.journal), ch["vidmem_bytes"])  # freed, but held
+        self.assertEqual(self.held(), ch["vidmem_bytes"])
+        self.assert_second_tenant_process_fits()
+        a.communicate(timeout=30)  # closes the export file: the driver frees it
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_an_importer_in_another_tenant_keeps_the_exporter_charged(self):
+        """The exporter sends its export file to a process of another tenant, frees,
+        closes and exits; the importer keeps the memory. The exporter's tenant stays
+        charged (never less than the driver holds for it), the importer's is charged
+        nothing, and the driver never holds more than the exporter's quota for it."""
+        path = os.path.join(self.d.dir, "export.sock")
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-E", "-S", path, "-k")
+        ce = self.line(a, "fakeapp: exported")
+        self.line(a, "fakeapp: sent")
+        a.communicate(timeout=30)
+        self.assertEqual(r.stdout.readline().split()[0], "received")
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ce["bytes"])  # 40 MiB, via the importer
+        self.assertGreaterEqual(self.held(), ce["bytes"])
+        self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
+        b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.3")
+        self.assertGreater(self.line(b, "fakeapp: holding")["failed"], 0)
+        self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
+        b.communicate(timeout=30)
+        r.communicate(timeout=30)  # the importer exits: the export file's last close
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
+    def test_a_child_that_closes_the_files_frees_the_charge_with_them(self):
+        """The charge stays only while some holder has a driver file open: a parent that
+        frees and closes everything before its exit leaves no charge behind its child."""
+        a = self.tenant("-n", "4", "-s", str(PAGE), "-c", str(PAGE), "-f", "3")
+        ca = self.line(a, "fakeapp: forked")
+        self.assertGreater(ca["vidmem_bytes"], 0)
+        a.communicate(timeout=30)  # frees half and closes its descriptors; the child holds
+        self.assertEqual(self.held(), driver_holds(self.journal))
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+
+
+def driver_file(tag):
+    """A stand-in for a file of the fake driver: a socket bound to the abstract name
+    by which kairosd's scripted GPU backend knows the fake's files."""
+    a, b = socket.socketpair()
+    b.bind(f"\0kairos-fakedrv:test:{os.getpid()}:{tag}".encode())
+    return a, b
+
+
+def inherited_body(from_pid, fds, flags=kp.INHERITED_RECEIVED):
+    padded = list(fds) + [0] * (kp.INHERITED_MAX_FDS - len(fds))
+    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *padded)
+
+
+class Handovers(unittest.TestCase):
+    """FORKED and INHERITED as a hostile or careless client sends them: kairosd keeps
+    a departed member's charge for a holder it verified, and believes no claim it
+    cannot check (not your child, not its file)."""
+    GPU = WithFakeGpu.GPU
+    tearDown, ps, held = WithDaemon.tearDown, WithDaemon.ps, WithDaemon.held
+
+    def setUp(self):
+        tenants = "  - name: team\n    memory: { 0: 64M }\n"
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+
+    def member(self, nbytes=8 * MiB):
+        """A forked member holding nbytes and one driver file, which it hands to us by
+        SCM_RIGHTS; it exits when we write to the returned socket."""
+        ctrl, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctrl.close()
+                c = Client(self.d.socket)
+                c.hello("team")
+                self.assertTrue(c.charge(0, nbytes, 1)[0])
+                c.commit(0, 1, True, nbytes, nbytes)
+                _, mine = driver_file("member")
+                socket.send_fds(theirs, [b"f"], [mine.fileno()])
+                theirs.recv(1)
+            finally:
+                os._exit(0)
+        theirs.close()
+        _, fds, _, _ = socket.recv_fds(ctrl, 1, 1)
+        self.assertTrue(wait_for(lambda: self.held() == nbytes))
+        return pid, ctrl, socket.socket(fileno=fds[0])
+
+    def leave(self, pid, ctrl):
+        ctrl.send(b"x")
+        os.waitpid(pid, 0)
+        ctrl.close()
+
+    def test_a_verified_receiver_keeps_the_charge_until_it_closes_the_file(self):
+        pid, ctrl, got = self.member()
+        c = Client(self.d.socket)  # not a member of any tenant: only a witness
+        self.addCleanup(c.close)
+        t, _ = c.request(kp.INHERITED, inherited_body(pid, [got.fileno()]))
+        self.assertEqual(t, kp.OK)
+        self.leave(pid, ctrl)
+        time.sleep(0.5)
+        self.assertEqual(self.held(), 8 * MiB)  # we hold its file: its memory lives
+        got.close()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_claim_on_a_file_the_sender_does_not_share_is_refused(self):
+        pid, ctrl, got = self.member()
+        peer, other = driver_file("other")  # a driver file, but not the member's
+        self.addCleanup(peer.close)
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        with self.assertRaises(KairosError) as e:
+            c.request(kp.INHERITED, inherited_body(pid, [other.fileno()]))
+        self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
+        self.assertIn("kcmp", str(e.exception))
+        with self.assertRaises(KairosError) as e:  # EXEC: only from one's parent
+            c.request(kp.INHERITED, inherited_body(pid, [got.fileno()], kp.INHERITED_EXEC))
+        self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
+        self.leave(pid, ctrl)
+        # nothing verified holds its files: released, although we still hold two
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        got.close()
+        other.close()
+
+    def test_forked_names_only_the_senders_own_child(self):
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("team")
+        self.assertTrue(c.charge(0, 4 * MiB, 1)[0])
+        c.commit(0, 1, True, 4 * MiB, 4 * MiB)
+        with self.assertRaises(KairosError) as e:  # our parent is not our child
+            c.request(kp.FORKED, struct.pack("<II", os.getppid(), 0))
+        self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
+        self.assertIn("not your child", str(e.exception))
+        child = subprocess.Popen(["sleep", "30"])
+        try:
+            t, _ = c.request(kp.FORKED, struct.pack("<II", child.pid, 0))
+            self.assertEqual(t, kp.OK)
+        finally:
+            child.kill()
+            child.wait()
+
+    def test_an_unreported_receiver_outside_any_tenant_is_covered_by_the_gpu(self):
+        """No shim in the receiver, nothing reported: the charge stays while the GPU
+        (NVML's process list, scripted here) still shows the sender's memory."""
+        pid, ctrl, got = self.member()
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {8 * MiB}\n")
+        self.leave(pid, ctrl)
+        time.sleep(0.5)
+        self.assertEqual(self.held(), 8 * MiB)
+        got.close()
+        self.d.write_fake(self.GPU)  # the driver freed it
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
 
 if __name__ == "__main__":

@@ -128,6 +128,35 @@ static void test_duplicates_share_memory(void **state)
     objtree_free(t);
 }
 
+/* An export file holds the exported objects' memory: freeing them releases nothing
+ * until the file's last close; the file holds nothing of an object without memory,
+ * nor of one that does not exist. */
+static void test_an_export_file_holds_memory(void **state)
+{
+    (void)state;
+    struct objtree *t = objtree_new();
+    build_tree(t, CTL_FILE, 0x100);
+    const uint64_t export_file = 7;
+    assert_int_equal(objtree_hold_in_file(t, export_file, 0x100, 0x103), 1);
+    assert_int_equal(objtree_hold_in_file(t, export_file, 0x100, 0x101), 0); /* a device */
+    assert_int_equal(objtree_hold_in_file(t, export_file, 0x100, 0x1ff), 0); /* unknown */
+    assert_int_equal(objtree_hold_in_file(t, 0, 0x100, 0x104), 0);           /* no file */
+    struct objtree_effect e;
+    apply(t, CTL_FILE, free_op(0x100, 0x103), &e);
+    assert_int_equal(e.vidmem_delta, 0);
+    assert_int_equal(held(t), 6 * MIB);
+    objtree_close_file(t, CTL_FILE, &e); /* the client goes; M1 still held by the file */
+    assert_int_equal(e.vidmem_delta, -(int64_t)(4 * MIB));
+    assert_int_equal(held(t), 2 * MIB);
+    objtree_close_file(t, export_file, &e);
+    assert_int_equal(e.vidmem_delta, -(int64_t)(2 * MIB));
+    assert_int_equal(held(t), 0);
+    /* still held when the tree goes: freed with it, no leak (ASan) */
+    build_tree(t, CTL_FILE, 0x300);
+    assert_int_equal(objtree_hold_in_file(t, export_file, 0x300, 0x304), 1);
+    objtree_free(t);
+}
+
 static void test_failed_calls_change_nothing(void **state)
 {
     (void)state;
@@ -261,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_freeing_the_client_frees_everything),
         cmocka_unit_test(test_closing_the_file_frees_its_clients_only),
         cmocka_unit_test(test_duplicates_share_memory),
+        cmocka_unit_test(test_an_export_file_holds_memory),
         cmocka_unit_test(test_failed_calls_change_nothing),
         cmocka_unit_test(test_deep_chain_frees_without_recursion),
         cmocka_unit_test(test_doorbell_mapping_is_recognised),

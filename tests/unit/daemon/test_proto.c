@@ -54,6 +54,47 @@ static void test_good_messages(void **state)
     assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &s, sizeof s)), 0);
 }
 
+/* FORKED and INHERITED (protocol 3): a pid, one flag, counted descriptors and
+ * zeros elsewhere; anything else refused. */
+static void test_forked_inherited(void **state)
+{
+    (void)state;
+    struct kairos_forked f = {.child_pid = 42};
+    assert_int_equal(check(pack(KAIROS_MSG_FORKED, &f, sizeof f)), 0);
+    f.pad = 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORKED, &f, sizeof f), "pad 0");
+    f = (struct kairos_forked){.child_pid = 0};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORKED, &f, sizeof f), "child_pid");
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_FORKED, &f, sizeof f - 4), "exactly 8");
+
+    struct kairos_inherited in = {.from_pid = 7, .flags = KAIROS_INHERITED_EXEC, .n_fds = 2,
+                                  .fds = {3, 0}};
+    assert_int_equal(check(pack(KAIROS_MSG_INHERITED, &in, sizeof in)), 0);
+    in.flags = KAIROS_INHERITED_RECEIVED;
+    assert_int_equal(check(pack(KAIROS_MSG_INHERITED, &in, sizeof in)), 0);
+    in.flags = KAIROS_INHERITED_EXEC | KAIROS_INHERITED_RECEIVED;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "exactly one");
+    in.flags = 0x4;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "exactly one");
+    in.flags = KAIROS_INHERITED_EXEC;
+    in.n_fds = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "n_fds");
+    in.n_fds = KAIROS_INHERITED_MAX_FDS + 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "n_fds");
+    in.n_fds = 1;
+    in.fds[1] = 4;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "beyond");
+    in.n_fds = 2;
+    in.fds[1] = -1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), ">= 0");
+    in.fds[1] = 0;
+    in.from_pid = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "from_pid");
+    in.from_pid = 7;
+    in.pad = 3;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "pad 0");
+}
+
 /* RUNNABLE: a shim's report; a wrong one is refused (and the sender disconnected). */
 static void test_runnable(void **state)
 {
@@ -270,6 +311,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_messages),
         cmocka_unit_test(test_runnable),
+        cmocka_unit_test(test_forked_inherited),
         cmocka_unit_test(test_header_refusals),
         cmocka_unit_test(test_size_refusals),
         cmocka_unit_test(test_field_refusals),

@@ -1,0 +1,384 @@
+/* heirs.c - who holds a process's NVIDIA files, as checked in /proc (see heirs.h). */
+#include "daemon/heirs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/grow.h"
+#include "daemon/proc_stat.h"
+
+#define KCMP_FILE_TYPE 0 /* KCMP_FILE of <linux/kcmp.h> */
+/* Descriptors looked at per process and check: a process with more is answered
+ * without the rest (a claim against it is refused; a holder counts as holding), so
+ * no peer can make kairosd's loop scan without end. */
+#define HEIRS_SCAN_MAX 4096
+#define HEIRS_WALK_MAX 256 /* edges followed per question (see hold_from) */
+
+void heirs_init(struct heirs *h, const char *proc, struct gpu_backend *gpu)
+{
+    memset(h, 0, sizeof *h);
+    h->proc = proc ? proc : "/proc";
+    h->gpu = gpu && gpu->ops ? gpu : NULL;
+    snprintf(h->prefix, sizeof h->prefix, "/dev/nvidia");
+    char node[64];
+    if (h->gpu && h->gpu->ops->device_path &&
+        h->gpu->ops->device_path(h->gpu, 0, node, sizeof node) == 0) {
+        size_t len = strlen(node); /* "<dir>/nvidia0": the prefix is "<dir>/nvidia" */
+        while (len && node[len - 1] >= '0' && node[len - 1] <= '9')
+            len--;
+        snprintf(h->prefix, sizeof h->prefix, "%.*s", (int)len, node);
+    }
+}
+
+void heirs_fini(struct heirs *h)
+{
+    free(h->v);
+    memset(h, 0, sizeof *h);
+}
+
+/* A node of the driver that holds RM clients or UVM state (not nvidia-modeset,
+ * nvidia-caps: no memory lives there). */
+static bool driver_link(const struct heirs *h, const char *link)
+{
+    size_t len = strlen(h->prefix);
+    if (strncmp(link, h->prefix, len) != 0)
+        return false;
+    const char *rest = link + len;
+    return strcmp(rest, "ctl") == 0 || strcmp(rest, "-uvm") == 0 ||
+           (rest[0] >= '0' && rest[0] <= '9');
+}
+
+bool heirs_has_driver_file(struct heirs *h, uint32_t pid)
+{
+    bool open = false;
+    if (h->gpu && h->gpu->ops->driver_file_open &&
+        h->gpu->ops->driver_file_open(h->gpu, pid, &open) == 0)
+        return open;
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !open; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        if (++seen > HEIRS_SCAN_MAX) {
+            open = true; /* too many to look at: err towards charging */
+            break;
+        }
+        char path[sizeof dir + sizeof e->d_name], link[128];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        open = driver_link(h, link);
+    }
+    closedir(d);
+    return open;
+}
+
+/* Drops edges both of whose processes are gone. */
+static void prune(struct heirs *h)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < h->n; i++)
+        if (proc_stat_alive(h->proc, h->v[i].pid, h->v[i].start) ||
+            proc_stat_alive(h->proc, h->v[i].from_pid, h->v[i].from_start))
+            h->v[w++] = h->v[i];
+    h->n = w;
+}
+
+static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].from_pid == e->from_pid && h->v[i].from_start == e->from_start &&
+            h->v[i].pid == e->pid && h->v[i].start == e->start)
+            return 0;
+    if (h->n >= HEIRS_MAX)
+        prune(h);
+    struct heir_edge *grown = h->n < HEIRS_MAX ? grow_for_one(h->v, &h->cap, h->n, sizeof *grown,
+                                                              16)
+                                               : NULL;
+    if (!grown) {
+        snprintf(why, why_len, "kairosd remembers no more than %u hand-overs of NVIDIA files "
+                 "(or is out of memory); try again when processes have exited", HEIRS_MAX);
+        return KAIROS_ERR_INVALID;
+    }
+    h->v = grown;
+    h->v[h->n++] = *e;
+    return 0;
+}
+
+/* ---- pids as a process in another pid namespace (a container) names them ---------- */
+
+/* The innermost of pid's pids (the last of NSpid in <proc>/<pid>/status: what it is
+ * called in its own namespace), or pid itself when the line is absent; 0: gone. */
+static uint32_t inner_pid(const char *proc, uint32_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "%s/%u/status", proc, pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    uint32_t inner = pid;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        char *save = NULL;
+        for (char *tok = strtok_r(line + 6, " \t\n", &save); tok;
+             tok = strtok_r(NULL, " \t\n", &save))
+            inner = (uint32_t)strtoul(tok, NULL, 10);
+        break;
+    }
+    fclose(f);
+    return inner;
+}
+
+/* The child of sender (any of its threads) that sender's pid namespace calls
+ * ns_pid, as kairosd's pid; 0 when it has none. Through
+ * <proc>/<sender>/task/<tid>/children, so a containerised parent's report names its
+ * child as it knows it. */
+static uint32_t child_named(const struct heirs *h, uint32_t sender, uint32_t ns_pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/task", h->proc, sender);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    uint32_t found = 0;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !found && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + 2 * sizeof e->d_name];
+        snprintf(path, sizeof path, "%s/%s/children", dir, e->d_name);
+        FILE *f = fopen(path, "re");
+        unsigned long c;
+        while (f && !found && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1)
+            if (c == ns_pid || inner_pid(h->proc, (uint32_t)c) == ns_pid)
+                found = (uint32_t)c;
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The process of ref's pid namespace that it calls ns_pid, as kairosd's pid: ns_pid
+ * itself when ref is in kairosd's namespace (or it cannot be told), else found
+ * among at most HEIRS_SCAN_MAX processes of /proc; 0 when none. */
+static uint32_t pid_as_named_by(const struct heirs *h, uint32_t ref, uint32_t ns_pid)
+{
+    char path[64], ref_ns[64], own_ns[64], ns[64];
+    snprintf(path, sizeof path, "%s/%u/ns/pid", h->proc, ref);
+    ssize_t n = readlink(path, ref_ns, sizeof ref_ns - 1);
+    ssize_t m = readlink("/proc/self/ns/pid", own_ns, sizeof own_ns - 1);
+    if (n <= 0 || m <= 0)
+        return ns_pid;
+    ref_ns[n] = own_ns[m] = 0;
+    if (strcmp(ref_ns, own_ns) == 0)
+        return ns_pid;
+    DIR *d = opendir(h->proc);
+    if (!d)
+        return 0;
+    uint32_t found = 0;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !found && seen < 16 * HEIRS_SCAN_MAX;
+         e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        seen++;
+        char link[sizeof e->d_name + 64];
+        snprintf(link, sizeof link, "%s/%s/ns/pid", h->proc, e->d_name);
+        ssize_t k = readlink(link, ns, sizeof ns - 1);
+        if (k <= 0)
+            continue;
+        ns[k] = 0;
+        uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
+        if (strcmp(ns, ref_ns) == 0 && inner_pid(h->proc, pid) == ns_pid)
+            found = pid;
+    }
+    closedir(d);
+    return found;
+}
+
+int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m, char *why,
+                 size_t why_len)
+{
+    uint32_t child = child_named(h, sender, m->child_pid);
+    struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid};
+    uint32_t ppid, unused;
+    if (proc_stat_read(h->proc, e.pid, &ppid, &e.start) != 0) {
+        snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
+        return KAIROS_ERR_INVALID;
+    }
+    if (ppid != sender || proc_stat_read(h->proc, sender, &unused, &e.from_start) != 0) {
+        snprintf(why, why_len, "FORKED: process %u is not your child (its parent is %u); "
+                 "report a fork before fork() returns to the parent", m->child_pid, ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, &e, why, why_len);
+}
+
+/* Whether descriptor fd of pid is the same open file as one of from's descriptors. */
+static bool same_file_as_one_of(const struct heirs *h, uint32_t pid, int fd, uint32_t from)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, from);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool same = false;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !same && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        seen++;
+        long other = strtol(e->d_name, NULL, 10);
+        same = syscall(SYS_kcmp, (pid_t)pid, (pid_t)from, KCMP_FILE_TYPE, fd, (int)other) == 0;
+    }
+    closedir(d);
+    return same;
+}
+
+int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
+                    char *why, size_t why_len)
+{
+    /* from_pid as the sender's pid namespace names it */
+    struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender};
+    uint32_t ppid, from_ppid;
+    if (proc_stat_read(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
+        proc_stat_read(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
+        snprintf(why, why_len, "INHERITED: process %u does not exist (any more)", m->from_pid);
+        return KAIROS_ERR_INVALID;
+    }
+    if ((m->flags & KAIROS_INHERITED_EXEC) && ppid != e.from_pid) {
+        snprintf(why, why_len, "INHERITED: process %u is not your parent (%u is)", m->from_pid,
+                 ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    bool shared = false;
+    for (uint32_t i = 0; i < m->n_fds && !shared; i++)
+        shared = same_file_as_one_of(h, sender, m->fds[i], e.from_pid);
+    if (!shared) {
+        snprintf(why, why_len, "INHERITED: none of your %u descriptor(s) is a file process %u "
+                 "has open (kcmp; at most %u of its descriptors are looked at)", m->n_fds,
+                 m->from_pid, HEIRS_SCAN_MAX);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, &e, why, why_len);
+}
+
+/* Whether one of child's descriptors that may be a driver file (a node's link; a
+ * socket too where the backend knows its own kind of driver file, as the tests'
+ * fake driver's are sockets) is the same open file as one of parent's (kcmp). At
+ * most 64 candidates are tried. */
+static bool shares_a_file(struct heirs *h, uint32_t child, uint32_t parent)
+{
+    bool sockets = h->gpu && h->gpu->ops->driver_file_open;
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, child);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool same = false;
+    unsigned tried = 0;
+    for (struct dirent *e = readdir(d); e && !same && tried < 64; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + sizeof e->d_name], link[128];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        if (!driver_link(h, link) && !(sockets && strncmp(link, "socket:", 7) == 0))
+            continue;
+        tried++;
+        same = same_file_as_one_of(h, child, (int)strtol(e->d_name, NULL, 10), parent);
+    }
+    closedir(d);
+    return same;
+}
+
+void heirs_adopt_children(struct heirs *h, uint32_t pid)
+{
+    uint64_t start;
+    uint32_t unused;
+    if (proc_stat_read(h->proc, pid, &unused, &start) != 0)
+        return;
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/task", h->proc, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof dir + 2 * sizeof e->d_name];
+        snprintf(path, sizeof path, "%s/%s/children", dir, e->d_name);
+        FILE *f = fopen(path, "re");
+        unsigned long c;
+        while (f && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1) {
+            struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c};
+            char why[KAIROS_MSG_MAX];
+            if (heirs_has_driver_file(h, edge.pid) && shares_a_file(h, edge.pid, pid) &&
+                proc_stat_read(h->proc, edge.pid, &unused, &edge.start) == 0)
+                (void)add_edge(h, &edge, why, sizeof why);
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+}
+
+/* Whether a holder is reached from pid (start time start, or any when 0). *budget
+ * bounds the edges looked at in one question (handovers can form a graph with many
+ * paths, and pids are reused): when it runs out the answer is yes, erring towards
+ * charging. */
+static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned *budget)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        const struct heir_edge *e = &h->v[i];
+        if (e->from_pid != pid || (start && e->from_start != start))
+            continue;
+        if (*budget == 0)
+            return true;
+        (*budget)--;
+        if (proc_stat_alive(h->proc, e->pid, e->start) && heirs_has_driver_file(h, e->pid))
+            return true;
+        if (hold_from(h, e->pid, e->start, budget))
+            return true;
+    }
+    return false;
+}
+
+bool heirs_hold(struct heirs *h, uint32_t pid)
+{
+    if (heirs_has_driver_file(h, pid))
+        return true; /* the process itself, after an exec that kept a descriptor */
+    unsigned budget = HEIRS_WALK_MAX;
+    return hold_from(h, pid, 0, &budget);
+}
+
+size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n && n < cap; i++)
+        if (h->v[i].pid == pid && proc_stat_alive(h->proc, pid, h->v[i].start))
+            from[n++] = h->v[i].from_pid;
+    return n;
+}
+
+bool heirs_hold_cb(void *ctx, uint32_t pid)
+{
+    return heirs_hold(ctx, pid);
+}

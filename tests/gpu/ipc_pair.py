@@ -1,0 +1,76 @@
+"""ipc_pair.py - CUDA IPC between two processes, for the GPU suite (memory m11).
+
+  ipc_pair.py export DIR MIB   allocates MIB MiB (cuMemAlloc), writes its IPC handle
+                               to DIR/handle, waits for DIR/opened, then exits
+                               without freeing
+  ipc_pair.py import DIR SECS  opens the handle (cuIpcOpenMemHandle), writes
+                               DIR/opened, keeps the mapping SECS seconds, exits
+
+Through the driver API with ctypes, so it needs nothing but libcuda. Run each under
+its own tenant to see who is charged for memory the importer keeps alive after the
+exporter left (docs/memory.md, CUDA IPC).
+"""
+import ctypes
+import os
+import sys
+import time
+
+
+class IpcHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+def cuda():
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), IpcHandle,
+                                          ctypes.c_uint]
+    check(lib.cuInit(0), "cuInit")
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    check(lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+    check(lib.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev), "cuCtxCreate")
+    return lib
+
+
+def check(rc, what):
+    if rc != 0:
+        print(f"ipc_pair: {what} failed: CUresult {rc}", flush=True)
+        os._exit(1)
+
+
+def export(d, mib):
+    lib = cuda()
+    ptr = ctypes.c_uint64()
+    check(lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(mib << 20)), "cuMemAlloc")
+    h = IpcHandle()
+    check(lib.cuIpcGetMemHandle(ctypes.byref(h), ptr), "cuIpcGetMemHandle")
+    with open(os.path.join(d, "handle.tmp"), "wb") as f:
+        f.write(bytes(h.reserved).ljust(64, b"\0"))
+    os.rename(os.path.join(d, "handle.tmp"), os.path.join(d, "handle"))
+    print(f"exporter={os.getpid()} allocated_mib={mib}", flush=True)
+    for _ in range(600):
+        if os.path.exists(os.path.join(d, "opened")):
+            break
+        time.sleep(0.05)
+    os._exit(0)  # without freeing: the importer's mapping keeps the memory
+
+
+def import_(d, seconds):
+    lib = cuda()
+    path = os.path.join(d, "handle")
+    for _ in range(600):
+        if os.path.exists(path):
+            break
+        time.sleep(0.05)
+    h = IpcHandle()
+    h.reserved = open(path, "rb").read()[:64]
+    ptr = ctypes.c_uint64()
+    check(lib.cuIpcOpenMemHandle_v2(ctypes.byref(ptr), h, 1), "cuIpcOpenMemHandle")
+    open(os.path.join(d, "opened"), "w").close()
+    print(f"importer={os.getpid()} opened=1", flush=True)
+    time.sleep(seconds)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    role, d, n = sys.argv[1], sys.argv[2], sys.argv[3]
+    export(d, int(n)) if role == "export" else import_(d, float(n))

@@ -1,0 +1,179 @@
+/* test_heirs.c - who holds a departed process's NVIDIA files, against a /proc made
+ * of files: FORKED only for the sender's own child (and a live one), a holder found
+ * through a child that died, a reused pid not taken for the process it was, a
+ * cycle of hand-overs answered in bounded work, only the driver's nodes count as
+ * its files, and a containerised parent's child found by the pid it knows. (INHERITED's kcmp check needs real processes: test_memory.py.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/heirs.h"
+
+static char root[64];
+
+/* <root>/<pid>/stat with its parent and start time; fd/ with the given links. */
+static void proc(uint32_t pid, uint32_t ppid, unsigned long long start, const char *link)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%u", root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/fd", root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/stat", root, pid);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%u (a b) S %u 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, ppid, start);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%u/fd/3", root, pid);
+    unlink(path);
+    if (link)
+        assert_int_equal(symlink(link, path), 0);
+}
+
+/* pid is called inner in its own pid namespace and is a child of parent (thread tid). */
+static void in_container(uint32_t pid, uint32_t inner, uint32_t parent)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%u/status", root, pid);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "Name:\tpython3\nNSpid:\t%u\t%u\n", pid, inner);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%u/task", root, parent);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/task/%u", root, parent, parent);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/task/%u/children", root, parent, parent);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "%u ", pid);
+    fclose(f);
+}
+
+static void gone(uint32_t pid)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/%u", root, pid);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(root, sizeof root, "/tmp/kairos-heirs-XXXXXX");
+    return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int forked(struct heirs *h, uint32_t sender, uint32_t child)
+{
+    char why[256] = "";
+    struct kairos_forked m = {.child_pid = child};
+    return heirs_forked(h, sender, &m, why, sizeof why);
+}
+
+static void test_forked_only_for_ones_own_child(void **state)
+{
+    (void)state;
+    struct heirs h;
+    heirs_init(&h, root, NULL);
+    proc(100, 1, 500, "/dev/nvidiactl");
+    proc(101, 100, 600, "/dev/nvidiactl");
+    proc(102, 1, 700, "/dev/nvidia0");
+    assert_int_equal(forked(&h, 100, 101), 0);
+    assert_int_equal(forked(&h, 100, 101), 0); /* twice: one edge */
+    assert_int_equal(h.n, 1);
+    assert_int_equal(forked(&h, 100, 102), KAIROS_ERR_PERMISSION); /* not its child */
+    assert_int_equal(forked(&h, 100, 999), KAIROS_ERR_INVALID);    /* no such process */
+    assert_int_equal(h.n, 1);
+    heirs_fini(&h);
+}
+
+/* A parent in a container names its child as its pid namespace does: kairosd finds
+ * it among the parent's children by NSpid. */
+static void test_forked_in_a_container_names_the_child_by_its_inner_pid(void **state)
+{
+    (void)state;
+    struct heirs h;
+    heirs_init(&h, root, NULL);
+    proc(400, 1, 500, "/dev/nvidiactl");
+    proc(401, 400, 600, "/dev/nvidiactl");
+    in_container(401, 7, 400);
+    proc(402, 1, 700, NULL);
+    in_container(402, 8, 402); /* its own child, not 400's */
+    assert_int_equal(forked(&h, 400, 7), 0);
+    assert_int_equal(h.n, 1);
+    assert_int_equal(h.v[0].pid, 401);
+    assert_int_equal(forked(&h, 400, 8), KAIROS_ERR_INVALID); /* no child of 400 is 8 */
+    gone(400);
+    assert_true(heirs_hold(&h, 400));
+    heirs_fini(&h);
+}
+
+static void test_a_holder_keeps_the_departed_files_alive(void **state)
+{
+    (void)state;
+    struct heirs h;
+    heirs_init(&h, root, NULL);
+    proc(200, 1, 500, "/dev/nvidiactl");
+    proc(201, 200, 600, NULL);               /* the child, without a driver file */
+    proc(202, 201, 700, "/dev/nvidia-uvm");  /* the grandchild holds one */
+    assert_int_equal(forked(&h, 200, 201), 0);
+    assert_int_equal(forked(&h, 201, 202), 0);
+    gone(200);
+    gone(201);                               /* the child died: the walk goes through it */
+    assert_true(heirs_hold(&h, 200));
+    proc(202, 1, 700, "/dev/nvidia-modeset"); /* not a node where memory lives */
+    assert_false(heirs_hold(&h, 200));
+    proc(202, 1, 700, "socket:[42]");
+    assert_false(heirs_hold(&h, 200));
+    proc(202, 1, 701, "/dev/nvidiactl");      /* pid 202 reused by another process */
+    assert_false(heirs_hold(&h, 200));
+    proc(200, 1, 900, "/dev/nvidia1");        /* pid 200 itself, after an exec */
+    assert_true(heirs_hold(&h, 200));
+    heirs_fini(&h);
+}
+
+static void test_a_cycle_is_answered_in_bounded_work(void **state)
+{
+    (void)state;
+    struct heirs h;
+    heirs_init(&h, root, NULL);
+    proc(300, 301, 500, NULL);
+    proc(301, 300, 600, NULL); /* each the other's parent, as a crafted /proc could say */
+    assert_int_equal(forked(&h, 300, 301), 0);
+    assert_int_equal(forked(&h, 301, 300), 0);
+    gone(300);
+    proc(300, 301, 500, NULL); /* alive again for the walk, holding nothing */
+    (void)heirs_hold(&h, 300); /* returns: the walk is bounded */
+    heirs_fini(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_forked_only_for_ones_own_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_forked_in_a_container_names_the_child_by_its_inner_pid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_holder_keeps_the_departed_files_alive, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_cycle_is_answered_in_bounded_work, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
