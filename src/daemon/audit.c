@@ -391,6 +391,13 @@ static void check_unregistered(struct audit *a, unsigned g, const struct gpu_pro
     describe(a, gp->pid, &p);
     if (leaving(a, &p, g))
         return;
+    const struct ledger_member *gone = p.exists ? NULL : linger_member_of(a->linger, gp->pid);
+    if (gone) { /* it exited; a process holding its files keeps its memory, charged */
+        log_debug("audit: pid %u left tenant %s and exited; GPU %u still lists it because "
+                  "another process holds its files; its memory stays charged to %s", gp->pid,
+                  gone->tenant->name, g, gone->tenant->name);
+        return;
+    }
     /* not in /proc: exited while the driver frees, or of another pid namespace: only
      * a finding when it lasts */
     if (!due(a, gp->pid, g, AUDIT_UNREGISTERED, p.exists ? 0 : a->cfg->audit_leave_grace_ms))

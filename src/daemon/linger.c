@@ -422,6 +422,14 @@ bool linger_has(const struct linger_set *lg, const struct ledger_member *m)
     return false;
 }
 
+const struct ledger_member *linger_member_of(const struct linger_set *lg, uint32_t pid)
+{
+    for (size_t i = 0; lg && i < lg->n; i++)
+        if (lg->items[i].pid == pid)
+            return lg->items[i].member;
+    return NULL;
+}
+
 unsigned linger_count(const struct linger_set *lg)
 {
     return lg ? (unsigned)lg->n : 0;

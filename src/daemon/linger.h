@@ -79,6 +79,8 @@ void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void 
 /* Whether m is a departed process's member that lingers (its process is no longer
  * registered; the audit treats it as one that left). lg may be NULL. */
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
+/* The lingering member of departed process pid, or NULL. lg may be NULL. */
+const struct ledger_member *linger_member_of(const struct linger_set *lg, uint32_t pid);
 /* How many departed processes' charges linger (tests, logs). */
 unsigned linger_count(const struct linger_set *lg);
 /* How many released charges still drain (tests, logs). */

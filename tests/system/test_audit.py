@@ -242,6 +242,25 @@ os._exit(0)
                                                stderr=subprocess.DEVNULL))
         return child
 
+    def test_exited_member_whose_memory_a_child_keeps_is_no_intruder(self):
+        """A member forks (FORKED) and exits; the GPU keeps listing the departed pid
+        with memory (NVML attributes the memory to its creator, as on the H200, m9):
+        its charge lingers for the child, so the exited pid is not reported as a
+        process using the GPU unregistered, even after leave_grace_ms."""
+        p = subprocess.Popen([sys.executable, "-c", self.FORKER, os.path.dirname(kp.__file__),
+                              self.d.socket, self.node(0), "report"], stdout=subprocess.PIPE,
+                             text=True)
+        parent = p.pid
+        child = int(p.stdout.readline())
+        self.addCleanup(lambda: subprocess.run(["kill", "-9", str(child)],
+                                               stderr=subprocess.DEVNULL))
+        self.d.write_fake(self.fake + f"proc 0 {parent} {64 << 20}\n")
+        p.wait()
+        self.assertTrue(wait_for(lambda: f"pid {parent} left" in self.log() and
+                                 "still holds its memory" in self.log()), self.log())
+        time.sleep(2.5)  # past leave_grace_ms (2 s)
+        self.assertNotIn(f"warn: audit: pid {parent}", self.log())
+
     def test_a_reported_child_holding_a_members_files_is_no_intruder(self):
         """A member forks (FORKED) and exits; its child keeps the GPU's node open: its
         parent's charge stays for it, so it is not reported as an unregistered opener;
