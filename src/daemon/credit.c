@@ -51,17 +51,19 @@ void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos
     struct credit_member *cr = &m->cr;
     if (c->flags & KAIROS_CREDIT_RECALLED)
         cr->recall_deadline_ms[g] = 0;
+    if (!cr->reported[g] || c->report > cr->report[g]) {
+        /* the newest: what it holds out of what it had, the rest its credit; beyond
+         * that (memory taken after its credit was revoked, or beyond what a
+         * reattach counted) the memory is counted. An older report's held is stale. */
+        cr->reported[g] = true;
+        cr->report[g] = c->report;
+        uint64_t total = sat_add(m->held[g], m->credit[g]);
+        set_credit(m, g, sat_sub(total, c->held));
+        set_held(m, g, c->held);
+    }
+    /* then what it gave back (after the split: a reattach counts all as held) */
     uint64_t back = c->returned < m->credit[g] ? c->returned : m->credit[g];
     set_credit(m, g, m->credit[g] - back);
-    if (cr->reported[g] && c->report <= cr->report[g])
-        return; /* an older report than one taken: its held is stale */
-    cr->reported[g] = true;
-    cr->report[g] = c->report;
-    uint64_t total = sat_add(m->held[g], m->credit[g]);
-    /* what it holds out of what it had; beyond that (memory taken after its credit
-     * was revoked, or beyond what a reattach counted) the memory is counted */
-    set_credit(m, g, sat_sub(total, c->held));
-    set_held(m, g, c->held);
 }
 
 static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64_t report,
@@ -116,6 +118,15 @@ static void send_recalls(struct ledger *l, const struct ledger_member *m, unsign
     }
 }
 
+/* Whether another member of m's tenant waits for room on g. */
+static bool others_wait(const struct ledger *l, const struct ledger_member *m, unsigned g)
+{
+    for (const struct ledger_member *o = l->members; o; o = o->next)
+        if (o != m && o->tenant == m->tenant && o->cr.wait[g].active)
+            return true;
+    return false;
+}
+
 /* Answers m's waiting request on g if it can be answered now; true when it was. */
 static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, bool hold,
                       uint64_t now_ms, const struct credit_io *io)
@@ -125,12 +136,14 @@ static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, boo
     if (!w->active || hold)
         return false;
     uint64_t room = credit_room(t, g), chunk = credit_chunk(t->quota[g]);
-    bool ahead = (w->flags & KAIROS_CREDIT_AHEAD) && !m->cr.revoked[g];
+    /* no credit ahead to one while another waits for room (it would be recalled) */
+    bool ahead = (w->flags & KAIROS_CREDIT_AHEAD) && !m->cr.revoked[g] &&
+                 !others_wait(l, m, g);
     if (room >= w->need) {
         if (ahead && room - w->need >= chunk) {
             reply(m, g, 0, w->need + chunk, io); /* far from the quota: a chunk ahead */
         } else {
-            uint32_t exact = room - w->need < chunk ? KAIROS_CREDIT_EXACT : 0;
+            uint32_t exact = room - w->need < chunk || !ahead ? KAIROS_CREDIT_EXACT : 0;
             reply(m, g, exact, w->need, io);
         }
         return true;
@@ -158,8 +171,8 @@ void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint3
 {
     if (!c->need && !(c->flags & KAIROS_CREDIT_AHEAD)) { /* a report: answered at once */
         uint64_t room = credit_room(m->tenant, g);
-        uint32_t exact = room < credit_chunk(m->tenant->quota[g]) ? KAIROS_CREDIT_EXACT : 0;
-        send_reply(m, g, seq, c->report, exact, 0, io);
+        bool tight = room < credit_chunk(m->tenant->quota[g]) || others_wait(l, m, g);
+        send_reply(m, g, seq, c->report, tight ? KAIROS_CREDIT_EXACT : 0, 0, io);
         return;
     }
     struct credit_wait *w = &m->cr.wait[g];

@@ -22,6 +22,10 @@ tenants:
     memory: { 0: 8G }
   - name: probe
     memory: { 0: 4G }
+  - name: near1
+    memory: { 0: 608M }
+  - name: near8
+    memory: { 0: 1056M }
 YAML
 export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
 kairosd_shim_conf "$mdir"
@@ -137,18 +141,23 @@ result "paths_ledger_after held_probe_mib=$(( $(held_of probe) / 1048576 ))"
 fi
 
 if mem_want m8; then
-echo "--- m8. allocation latency native vs tenant 'victim', 1 and 8 threads, 64 MiB blocks"
+echo "--- m8. allocation latency native vs tenant, 1 and 8 threads, 64 MiB blocks: far from the"
+echo "    quota ('victim', 16 GiB: credit, no round trip) and near it ('near1' 608 MiB, 'near8'"
+echo "    1056 MiB: the context's 518 MiB and the threads' blocks leave less than a credit chunk,"
+echo "    so every allocation asks kairosd; failed= counts refusals if the context is larger)"
 : > "$mdir/threads.tsv"
 for round in 1 2 3; do
   for threads in 1 8; do
-    for mode in native tenant; do
+    for mode in native tenant near; do
       case $mode in
         native) run=() ;;
         tenant) run=("$kairos" run --tenant victim --) ;;
+        near) run=("$kairos" run --tenant "near$threads" --) ;;
       esac
       lat=$("${run[@]}" "$paths" latency "$threads" 200)
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$threads" "$mode" "$(echo "$lat" | value alloc_p50_us)" \
-        "$(echo "$lat" | value alloc_p99_us)" "$(echo "$lat" | value allocs_per_s)" | tee -a "$mdir/threads.tsv"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$threads" "$mode" "$(echo "$lat" | value alloc_p50_us)" \
+        "$(echo "$lat" | value alloc_p99_us)" "$(echo "$lat" | value allocs_per_s)" \
+        "$(echo "$lat" | value failed)" | tee -a "$mdir/threads.tsv"
     done
   done
 done
@@ -197,8 +206,9 @@ trows = rows_of("threads.tsv")
 if trows:
     res["threads"] = {f"{m}_{t}": {"alloc_p50_us": med(trows, lambda r: r[1] == t and r[2] == m, 3),
                                    "alloc_p99_us": med(trows, lambda r: r[1] == t and r[2] == m, 4),
-                                   "allocs_per_s": med(trows, lambda r: r[1] == t and r[2] == m, 5)}
-                      for t in ("1", "8") for m in ("native", "tenant")}
+                                   "allocs_per_s": med(trows, lambda r: r[1] == t and r[2] == m, 5),
+                                   "failed": med(trows, lambda r: r[1] == t and r[2] == m, 6)}
+                      for t in ("1", "8") for m in ("native", "tenant", "near")}
 json.dump(res, open(f"{out}/memory-results.json", "w"), indent=1)
 print(f"\n{gpu}, driver {driver}, CUDA {cuda}, torch {torchv}, {date}")
 for name, c in res["checks"].items():
@@ -212,9 +222,11 @@ if "overhead" in res:
         print(f"{label:22}{v[0]:10.1f}{v[1]:12.1f}{v[2]:10.1f}{v[2] / v[0]:15.3f}")
 if "threads" in res:
     th = res["threads"]
-    print(f"{'cudaMalloc 64M':22}{'threads':>8}{'native':>10}{'tenant':>10}{'tenant-native':>15}")
+    print(f"{'cudaMalloc 64M':22}{'threads':>8}{'native':>10}{'far':>10}{'far-native':>12}"
+          f"{'near':>10}{'near-native':>13}")
     for t in ("1", "8"):
         for key in ("alloc_p50_us", "alloc_p99_us"):
-            n, k = th[f"native_{t}"][key], th[f"tenant_{t}"][key]
-            print(f"{key:22}{t:>8}{n:10.1f}{k:10.1f}{k - n:15.1f}")
+            n, k, q = (th[f"{m}_{t}"][key] for m in ("native", "tenant", "near"))
+            print(f"{key:22}{t:>8}{n:10.1f}{k:10.1f}{k - n:12.1f}{q:10.1f}{q - n:13.1f}")
+        print(f"{'failed (near)':22}{t:>8}{th[f'near_{t}']['failed']:10.0f}")
 PY
