@@ -28,7 +28,8 @@ struct credit_gpu {
     uint64_t quota;       /* the tenant's, from the last reply (0: none yet) */
     uint64_t returning;   /* given back, not told yet */
     uint64_t need;        /* what the allocations waiting for credit need */
-    uint64_t least;       /* the smallest of them (0: none waits) */
+    uint64_t least;       /* the smallest of them (0: none waits; an estimate, never
+                           * above need, once one of them has left) */
     unsigned waiting;
     bool exact;           /* near the quota: no credit ahead, nothing kept */
     bool asking;          /* a request awaits its reply */
