@@ -316,9 +316,8 @@ int agent_report_runnable(const struct kairos_runnable *r)
     return rc;
 }
 
-int agent_send_credit(const struct kairos_credit *c)
+static int send_credit_locked(const struct kairos_credit *c)
 {
-    pthread_mutex_lock(&agent_mu);
     int fd = atomic_load(&agent_fd);
     int rc = -ENOTCONN;
     if (fd >= 0) {
@@ -328,6 +327,22 @@ int agent_send_credit(const struct kairos_credit *c)
         else if (rc < 0)
             drop_locked();
     }
+    return rc;
+}
+
+int agent_send_credit(const struct kairos_credit *c)
+{
+    pthread_mutex_lock(&agent_mu);
+    int rc = send_credit_locked(c);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+int agent_try_send_credit(const struct kairos_credit *c)
+{
+    if (pthread_mutex_trylock(&agent_mu) != 0)
+        return -EBUSY; /* a registration owns the socket: the sender will do it */
+    int rc = send_credit_locked(c);
     pthread_mutex_unlock(&agent_mu);
     return rc;
 }

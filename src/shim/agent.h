@@ -54,6 +54,9 @@ int agent_report_runnable(const struct kairos_runnable *r);
 /* CREDIT, one-way, for the credit sender: never waits for room in the socket.
  * Returns 0, -EAGAIN (try later) or -errno (-ENOTCONN: no daemon). */
 int agent_send_credit(const struct kairos_credit *c);
+/* The same for an allocating thread: never waits for the agent's mutex either
+ * (-EBUSY while a registration holds it). */
+int agent_try_send_credit(const struct kairos_credit *c);
 /* Receives a CREDIT reply (credit set) or a CREDIT_RECALL (recall set), with the
  * agent's mutex held, from whichever thread read it: quick, no agent calls. */
 typedef void agent_credit_fn(const struct kairos_credit *credit,
@@ -67,7 +70,8 @@ bool agent_connected(void);
 typedef void agent_policy_fn(const struct kairos_time_policy *policy);
 void agent_set_policy_handler(agent_policy_fn *fn);
 
-/* The watcher's call: waits up to timeout_ms for the daemon to push a message or
+/* The watcher's call, and an allocating thread's while it waits for its credit:
+ * waits up to timeout_ms (without the mutex) for the daemon to push a message or
  * hang up; dispatches pushes. Returns 0 while connected, -ENOTCONN when there is
  * no connection (any more: hang-up, error, or an unexpected message). */
 int agent_service(int timeout_ms);

@@ -499,8 +499,34 @@ static bool local_reserve_locked(uint32_t g, uint64_t bytes)
 
 enum reserve_outcome { RESERVE_CREDIT, RESERVE_LOCAL, RESERVE_REFUSED };
 
-/* Tenant mode: from credit, with no message when it fits; else wait (without
- * any lock) for the answer to the sender's request. */
+/* A waiting allocation sends the request for its GPU itself (one thread hand-off
+ * less than waking the sender); mg_mu is let go for the send. */
+static void send_own_request_locked(uint32_t g)
+{
+    struct credit_gpu *c = &mg_credit[g];
+    bool request;
+    struct kairos_credit m;
+    if (!mg_connected || !credit_has_message(c, &request) || !request ||
+        !credit_next_message(c, g, &m))
+        return;
+    pthread_mutex_unlock(&mg_mu);
+    int rc = agent_try_send_credit(&m);
+    pthread_mutex_lock(&mg_mu);
+    if (rc < 0) {
+        credit_unsend(c, &m);
+        mg_sender_idle = false; /* the sender retries (or waits for the reattach) */
+        pthread_cond_signal(&mg_send_cv);
+    }
+}
+
+/* Waits for kairosd's answer, which the watcher reads (mg_mu let go). */
+static int wait_for_answer_locked(const struct timespec *deadline)
+{
+    return pthread_cond_timedwait(&mg_cv, &mg_mu, deadline);
+}
+
+/* Tenant mode: from credit, with no message when it fits; else ask and wait
+ * (without mg_mu) for the answer. */
 static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
 {
     struct credit_gpu *c = &mg_credit[g];
@@ -509,7 +535,7 @@ static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
         return RESERVE_CREDIT;
     }
     uint64_t gen = credit_wait_begin(c, bytes);
-    wake_sender_locked(g);
+    send_own_request_locked(g);
     struct timespec deadline = in_ms(MEMGUARD_RESTART_WAIT_MS);
     enum reserve_outcome out = RESERVE_REFUSED;
     bool timed_out = false;
@@ -522,7 +548,7 @@ static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
         }
         if (credit_wait_refused(c, gen))
             break;
-        if (pthread_cond_timedwait(&mg_cv, &mg_mu, &deadline) == ETIMEDOUT) {
+        if (wait_for_answer_locked(&deadline) == ETIMEDOUT) {
             timed_out = !credit_take(c, bytes);
             out = timed_out ? RESERVE_REFUSED : RESERVE_CREDIT;
             break;
