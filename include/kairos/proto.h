@@ -210,8 +210,10 @@ struct kairos_release {
  *             what it frees); quota: the tenant's quota on gpu;
  *   flags     KAIROS_CREDIT_REFUSED: need could not be met (what was granted, if
  *             anything, is at least least); KAIROS_CREDIT_EXACT: the tenant is
- *             near its quota: no credit ahead, the process keeps none of what it
- *             frees and asks for each allocation. */
+ *             near its quota (or another member waits for room): no credit
+ *             ahead, the process keeps none of what it frees and asks for each
+ *             allocation, until a reply without it.
+ * A shim that is recalled asks for nothing ahead until a reply without EXACT. */
 #define KAIROS_CREDIT_AHEAD 0x1u
 #define KAIROS_CREDIT_RECALLED 0x2u
 #define KAIROS_CREDIT_REFUSED 0x100u

@@ -61,6 +61,8 @@ static bool mg_sender_idle;    /* the sender sleeps until signalled */
 /* Reports that only say what is held go at most this often (requests, returns
  * and recall answers go at once). */
 #define MEMGUARD_REPORT_MIN_MS 2
+/* The memory view asks for a fresh figure at most this often. */
+#define MEMGUARD_VIEW_REFRESH_MS 50
 
 static void say(const char *what)
 {
@@ -660,10 +662,15 @@ void memguard_released(const struct objtree_effect *effect)
  * refreshes it); a standalone process knows its own. */
 static uint64_t tenant_held_locked(uint32_t g)
 {
+    static uint64_t asked_ms[KAIROS_MAX_GPUS];
     if (tenant_mode_locked() && mg_registered) {
         struct credit_gpu *c = &mg_credit[g];
-        c->dirty = true; /* a report, answered with the tenant's holdings */
-        wake_sender_locked(g);
+        uint64_t now = now_ms();
+        if (now - asked_ms[g] >= MEMGUARD_VIEW_REFRESH_MS) {
+            asked_ms[g] = now;
+            c->dirty = true; /* a report, answered with the tenant's holdings */
+            wake_sender_locked(g);
+        }
         return credit_tenant_held(c);
     }
     return mg_charged[g];

@@ -2,7 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
-# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m9); default: all.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m10); default: all.
 . tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -176,6 +176,30 @@ sleep 7
 held_end=$(( $(held_of probe) / 1048576 )); used_end=$(gpu_used)
 grep -E "linger|left|GPU freed" "$OUT/kairosd.log" | tail -4
 result "fork_held parent=$(value parent < "$mdir/fork.txt") child=$(value child < "$mdir/fork.txt") held_after_parent_exit_mib=$held_mid gpu_used_delta_mib=$((used_mid - used0)) nvml_apps=${apps_mid:-none} held_after_child_exit_mib=$held_end gpu_used_delta_end_mib=$((used_end - used0))"
+fi
+
+if mem_want m10; then
+echo "--- m10. the KRYPTON attack with kairosd killed -9 1 s into it and restarted 1 s later:"
+echo "    the victim (credit) must see no failed allocation, no tenant more than its quota"
+"$kairos" run --tenant victim -- $python tests/gpu/torch_oom.py victim 25 14500 > "$mdir/victim-r.txt" 2>&1 &
+victim=$!
+sleep 6
+for i in $(seq 48); do
+  "$kairos" run --tenant attacker -- "$probe" attack > "$mdir/attacker-r-$i.txt" 2>&1 &
+done
+sleep 1
+kill -9 "$kd_pid"; wait "$kd_pid" 2>/dev/null
+sleep 1
+kairosd_start "$mdir" "$OUT/kairosd.log"
+sleep 2
+attacker_after=$(held_of attacker); victim_after=$(held_of victim)
+used_after=$(env -u LD_PRELOAD nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits)
+wait $(jobs -p | grep -v "^$kd_pid$" | grep -v "^$victim$") 2>/dev/null
+wait "$victim"
+cat "$mdir/victim-r.txt"
+sleep 1
+result "attack_restart victim_failed_allocations=$(value failed_allocations < "$mdir/victim-r.txt") victim_iterations=$(value iterations < "$mdir/victim-r.txt") attacker_held_mib=$((attacker_after / 1048576)) attacker_quota_mib=8192 victim_held_mib=$((victim_after / 1048576)) victim_quota_mib=16384 gpu_used_mib=$used_after held_after_exit=$(( $(held_of victim) + $(held_of attacker) ))"
+grep -E "before the restart|reattached" "$OUT/kairosd.log" | tail -3
 fi
 
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
