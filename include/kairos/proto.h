@@ -218,6 +218,8 @@ struct kairos_release {
 #define KAIROS_CREDIT_RECALLED 0x2u
 #define KAIROS_CREDIT_REFUSED 0x100u
 #define KAIROS_CREDIT_EXACT 0x200u
+#define KAIROS_CREDIT_REVOKED 0x400u /* daemon -> shim, unsolicited (seq 0, report 0):
+                                      * a recall went unanswered; the credit is gone */
 struct kairos_credit {
     uint32_t gpu;
     uint32_t flags;
@@ -232,8 +234,10 @@ struct kairos_credit {
 /* CREDIT_RECALL (daemon -> shim, no reply of its own): another member of the tenant
  * needs room; give back up to bytes of unused credit on gpu now, with a CREDIT
  * flagged KAIROS_CREDIT_RECALLED (returned 0 if none is left). A process that does
- * not answer within 500 ms loses its credit there: kairosd stops counting it and
- * grants that process no credit ahead any more. pad is 0. */
+ * not answer within 500 ms loses its credit there: kairosd stops counting it,
+ * grants that process no credit ahead any more and tells it with a CREDIT flagged
+ * KAIROS_CREDIT_REVOKED (granted 0), after which the shim holds no credit there.
+ * pad is 0. */
 struct kairos_credit_recall {
     uint32_t gpu;
     uint32_t pad;

@@ -269,6 +269,12 @@ static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_mem
                    "credit on GPU %u is no longer counted and it gets no credit ahead there",
                    t->name, m->pid, CREDIT_RECALL_TIMEOUT_MS, tenants_size(bytes, a, sizeof a),
                    gpu);
+    struct conn *c = m->cr.peer;
+    struct kairos_credit r = {.gpu = gpu, .flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
+                              .held = t->held[gpu], .least = credit_chunk(t->quota[gpu]),
+                              .quota = t->quota[gpu]};
+    if (c && !send_msg(c, KAIROS_MSG_CREDIT, 0, &r, sizeof r))
+        c->broken = true;
 }
 
 static const struct credit_io credit_io = {

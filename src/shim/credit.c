@@ -154,6 +154,8 @@ void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m)
 
 void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
 {
+    if (r->flags & KAIROS_CREDIT_REVOKED)
+        c->credit = 0; /* kairosd no longer counts it: allocations ask from now on */
     if (c->asking && r->report == c->ask_report) {
         c->asking = false;
         c->gen_answered = c->gen_asked;

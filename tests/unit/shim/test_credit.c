@@ -125,6 +125,18 @@ static void test_recall_gives_all_back_and_stops_asking_ahead(void **state)
     assert_false(credit_has_message(&c, &request));
 }
 
+static void test_revoked_credit_is_gone(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 6 * MiB, .held = 2 * MiB};
+    struct kairos_credit r = {.flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
+                              .least = 4 * MiB, .quota = 64 * MiB};
+    credit_on_reply(&c, &r);
+    assert_int_equal(c.credit, 0);
+    assert_true(c.exact);
+    assert_false(credit_take(&c, 2 * MiB));
+}
+
 static void test_unsent_message_is_undone(void **state)
 {
     (void)state;
@@ -165,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_frees_kept_up_to_two_chunks),
         cmocka_unit_test(test_settle_gives_back_what_the_driver_did_not_take),
         cmocka_unit_test(test_recall_gives_all_back_and_stops_asking_ahead),
+        cmocka_unit_test(test_revoked_credit_is_gone),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
     };
