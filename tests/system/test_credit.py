@@ -37,8 +37,8 @@ def counts(line):
 
 class Credit(unittest.TestCase):
     def setUp(self):
-        self.d = kp.Daemon(KAIROSD, tenants_yaml="  - name: team\n    memory: { 0: 64M }\n",
-                           gpus=1).start()
+        self.d = kp.Daemon(KAIROSD, tenants_yaml="  - name: team\n    memory: { 0: 64M }\n"
+                           "  - name: big\n    memory: { 0: 16G }\n", gpus=1).start()
         self.procs = []
 
     def tearDown(self):
@@ -50,8 +50,8 @@ class Credit(unittest.TestCase):
                 f.close()
         self.d.stop()
 
-    def run_tenant(self, *args, **extra):
-        p = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, *args],
+    def run_tenant(self, *args, tenant="team", **extra):
+        p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=env(**extra, **self.d.shim_env()))
         self.procs.append(p)
@@ -63,11 +63,11 @@ class Credit(unittest.TestCase):
             self.fail(repr(line) + p.stderr.read())
         return counts(line)
 
-    def held(self):
+    def held(self, tenant="team"):
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
                            env=env(KAIROS_SOCKET=self.d.socket), timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
-        teams = [t for t in json.loads(r.stdout)["tenants"] if t["name"] == "team"]
+        teams = [t for t in json.loads(r.stdout)["tenants"] if t["name"] == tenant]
         return teams[0]["gpus"][0]["held"] if teams else 0
 
     def finish(self, p):
@@ -163,6 +163,27 @@ class Credit(unittest.TestCase):
         self.finish(b)
         self.finish(a)
         self.assertIn("no memory is granted until they reattach", self.d.read_log())
+
+    def test_a_stopped_daemon_delays_no_allocation_within_credit(self):
+        """kairosd is stopped (SIGSTOP: a slow or hung daemon) while a process makes
+        20 allocations of 2 MiB, 100 ms each in the driver, within the credit its
+        first one brought (a 256 MiB chunk in a 16 GiB tenant): none waits for
+        kairosd, none is refused; once kairosd runs again its ledger holds them."""
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "2",
+                            tenant="big", FAKEDRV_ALLOC_DELAY_MS="100")
+        self.assertTrue(wait_for(lambda: self.held("big") > 0, step=0.002), self.held("big"))
+        self.d.proc.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            ca = self.holding(a)
+            took = time.monotonic() - t0
+        finally:
+            self.d.proc.send_signal(signal.SIGCONT)
+        self.assertEqual(ca["failed"], 0)
+        self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)
+        self.assertLess(took, 2.0 + 1.0)  # 20 x 100 ms in the driver, no wait for kairosd
+        self.assertTrue(wait_for(lambda: self.held("big") == 21 * PAGE), self.held("big"))
+        self.finish(a)
 
     def test_a_member_that_never_answers_a_recall_cannot_block_the_tenant(self):
         """A hostile member takes 60 MiB of credit and never reads again: a neighbour
