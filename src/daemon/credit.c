@@ -217,3 +217,13 @@ void credit_drop(struct ledger_member *m)
         m->cr.wait[g].active = false;
     }
 }
+
+void credit_fold(struct ledger_member *m)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        set_held(m, g, sat_add(m->held[g], m->credit[g]));
+        set_credit(m, g, 0);
+        m->cr.recall_deadline_ms[g] = 0;
+        m->cr.wait[g].active = false;
+    }
+}

@@ -97,4 +97,8 @@ void credit_expire(struct ledger *l, bool hold, uint64_t now_ms, const struct cr
  * ledger's to release or keep). */
 void credit_drop(struct ledger_member *m);
 
+/* A departed member whose memory the GPU still holds (linger.h): its credit is
+ * counted as held, since it may have allocated from it after its last report. */
+void credit_fold(struct ledger_member *m);
+
 #endif /* KAIROS_DAEMON_CREDIT_H */

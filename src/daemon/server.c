@@ -304,12 +304,14 @@ static void conn_close(struct conn *c)
         c->member = NULL;
     }
     struct ledger_tenant *left_from = c->member ? c->member->tenant : NULL;
-    if (c->member) {
-        credit_drop(c->member); /* unused credit is nobody's memory: back to the tenant */
+    if (c->member)
         c->member->cr.peer = NULL;
-    }
-    if (c->member && linger_keep(s->linger, c->member, c->pid))
+    if (c->member && linger_keep(s->linger, c->member, c->pid)) {
+        credit_fold(c->member); /* what it took after its last report stays counted */
         c->member = NULL; /* its charge stays until the GPU frees its memory */
+    }
+    if (c->member)
+        credit_drop(c->member); /* unused credit is nobody's memory: back to the tenant */
     if (c->member) {
         uint64_t freed[KAIROS_MAX_GPUS];
         struct ledger_tenant *t = ledger_leave(&s->ts->ledger, c->member, freed);

@@ -189,3 +189,16 @@ uint64_t credit_tenant_held(const struct credit_gpu *c)
 {
     return sat_add(sat_sub(c->tenant_held, c->held_sent), c->held);
 }
+
+bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out)
+{
+    if (!c->held && !c->credit && !c->returning && !c->dirty)
+        return false;
+    c->returning = sat_add(c->returning, c->credit);
+    c->credit = 0;
+    c->asking = false;
+    c->waiting = 0;
+    c->exact = true;
+    c->dirty = true;
+    return credit_next_message(c, gpu, out);
+}

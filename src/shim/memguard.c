@@ -705,6 +705,25 @@ void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
     }
 }
 
+/* At a normal exit: tell kairosd exactly what this process holds and give its credit
+ * back (one-way, never waiting), before the hang-up that releases or, while the GPU
+ * still holds the memory (a child keeps the descriptors), keeps its charge. */
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    if (!memguard_active())
+        return;
+    struct kairos_credit msgs[KAIROS_MAX_GPUS];
+    unsigned n = 0;
+    pthread_mutex_lock(&mg_mu);
+    if (tenant_mode_locked() && mg_registered && mg_connected)
+        for (uint32_t g = 0; g < mg_n_gpus; g++)
+            if (credit_last_message(&mg_credit[g], g, &msgs[n]))
+                n++;
+    pthread_mutex_unlock(&mg_mu);
+    for (unsigned i = 0; i < n; i++)
+        agent_try_send_credit(&msgs[i]);
+}
+
 /* ---- introspection ------------------------------------------------------------------ */
 
 void memguard_stats(struct memguard_stats *s)

@@ -99,7 +99,8 @@ class WithDaemon(unittest.TestCase):
         cb = self.holding(b)
         self.assertEqual(cb["vidmem_bytes"], 64 * MiB - 21 * PAGE)  # the rest, to the byte
         self.assertGreater(cb["failed"], 0)
-        self.assertEqual(self.held(), 64 * MiB)
+        # the shims report what they hold within milliseconds (docs/memory.md, credit)
+        self.assertTrue(wait_for(lambda: self.held() == 64 * MiB), self.ps())
         outs = {}
         for name, p in (("a", a), ("b", b)):
             out, err = p.communicate(timeout=30)
@@ -132,7 +133,7 @@ class WithDaemon(unittest.TestCase):
     def test_a_killed_process_releases_its_memory_within_a_second(self):
         a = self.run_tenant("-n", "10", "-s", str(PAGE), "-w", "60")
         self.holding(a)
-        self.assertGreater(self.held(), 0)
+        self.assertTrue(wait_for(lambda: self.held() > 0), self.ps())
         a.send_signal(signal.SIGKILL)
         t0 = time.monotonic()
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=1.0), self.ps())
@@ -142,7 +143,7 @@ class WithDaemon(unittest.TestCase):
     def test_a_daemon_restart_loses_nothing(self):
         a = self.run_tenant("-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-w", "4")
         ca = self.holding(a)
-        self.assertEqual(self.held(), ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"]), self.ps())
         self.d.stop()
         self.d.start()
         # the shim notices the hang-up and reattaches with what it holds
