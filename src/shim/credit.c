@@ -98,7 +98,7 @@ void credit_recall(struct credit_gpu *c, uint64_t bytes)
 
 static bool wants_request(const struct credit_gpu *c)
 {
-    if (c->asking)
+    if (c->asking || c->closed)
         return false;
     if (c->waiting)
         return c->need > c->credit && c->gen_waiting > c->gen_refused;
@@ -199,6 +199,7 @@ bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
     c->asking = false;
     c->waiting = 0;
     c->exact = true;
+    c->closed = true;
     c->dirty = true;
     return credit_next_message(c, gpu, out);
 }

@@ -35,6 +35,7 @@ struct credit_gpu {
     bool asking;          /* a request awaits its reply */
     bool recalled;        /* a recall to answer */
     bool dirty;           /* held changed since the last report */
+    bool closed;          /* the process is exiting: nothing more is asked */
     uint64_t report;      /* number of the last CREDIT built */
     uint64_t ask_report;  /* ... of the request in flight */
     uint64_t gen_waiting; /* the number of the newest waiting allocation */

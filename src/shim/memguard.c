@@ -720,8 +720,10 @@ __attribute__((destructor)) static void report_at_exit(void)
             if (credit_last_message(&mg_credit[g], g, &msgs[n]))
                 n++;
     pthread_mutex_unlock(&mg_mu);
-    for (unsigned i = 0; i < n; i++)
-        agent_try_send_credit(&msgs[i]);
+    /* the watcher may hold the connection's mutex for a moment: 100 ms at most */
+    for (unsigned i = 0, tries = 0; i < n; i++)
+        while (agent_try_send_credit(&msgs[i]) == -EBUSY && tries++ < 100)
+            usleep(1000);
 }
 
 /* ---- introspection ------------------------------------------------------------------ */

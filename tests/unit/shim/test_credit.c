@@ -137,6 +137,22 @@ static void test_revoked_credit_is_gone(void **state)
     assert_false(credit_take(&c, 2 * MiB));
 }
 
+static void test_last_message_gives_all_back_and_asks_no_more(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 3 * MiB, .held = 42 * MiB};
+    struct kairos_credit m;
+    assert_true(credit_last_message(&c, 0, &m));
+    assert_int_equal(m.held, 42 * MiB);
+    assert_int_equal(m.returned, 3 * MiB);
+    assert_false(m.flags & KAIROS_CREDIT_AHEAD);
+    struct kairos_credit r = {.report = m.report, .held = 42 * MiB, .least = 4 * MiB,
+                              .quota = 1ull << 34};
+    credit_on_reply(&c, &r);                  /* room again: still nothing asked */
+    bool request;
+    assert_false(credit_has_message(&c, &request) && request);
+}
+
 static void test_unsent_message_is_undone(void **state)
 {
     (void)state;
@@ -178,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_settle_gives_back_what_the_driver_did_not_take),
         cmocka_unit_test(test_recall_gives_all_back_and_stops_asking_ahead),
         cmocka_unit_test(test_revoked_credit_is_gone),
+        cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
     };
