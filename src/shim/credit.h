@@ -10,6 +10,10 @@
  * (kairosd's reply says EXACT) nothing is asked ahead and nothing freed is kept,
  * so every allocation asks for exactly its size and no process sits on room a
  * neighbour needs. A recall gives back all unused credit at once.
+ *
+ * Threads: called from the application's threads (the ioctl path, the exit
+ * destructor) and the shim's sender and watcher threads, always under memguard's
+ * lock; it takes no lock, makes no system call and uses no signal of its own.
  */
 #ifndef KAIROS_SHIM_CREDIT_H
 #define KAIROS_SHIM_CREDIT_H
