@@ -29,6 +29,7 @@ struct proto_request {
         struct kairos_commit commit;
         struct kairos_release release;
         struct kairos_runnable runnable;
+        struct kairos_credit credit;
         struct kairos_tenant_set tenant_set;
         struct kairos_tenant_del tenant_del;
         struct kairos_tenant_members tenant_members;
