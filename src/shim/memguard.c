@@ -598,6 +598,36 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
     return out == RESERVE_REFUSED;
 }
 
+/* Gives back all of this process's unused credit on g at once, in a report this
+ * thread sends before its next request (the same socket keeps the order), with
+ * nothing asked ahead until kairosd's next reply says. False when there was none
+ * (or it could not be sent now: the sender tells it later). */
+static bool give_credit_back(uint32_t g)
+{
+    struct credit_gpu *c = &mg_credit[g];
+    struct kairos_credit m;
+    pthread_mutex_lock(&mg_mu);
+    bool had = c->credit > 0 && mg_connected;
+    if (had) {
+        c->returning += c->credit;
+        c->credit = 0;
+        c->exact = true; /* as after a recall: no request ahead races the range */
+        c->dirty = true;
+        had = credit_next_message(c, g, &m);
+    }
+    pthread_mutex_unlock(&mg_mu);
+    if (!had)
+        return false;
+    int rc = agent_send_credit(&m);
+    if (rc < 0) {
+        pthread_mutex_lock(&mg_mu);
+        credit_unsend(c, &m);
+        wake_sender_locked(g);
+        pthread_mutex_unlock(&mg_mu);
+    }
+    return rc == 0;
+}
+
 /* A managed range on GPU g in tenant mode: kairosd decides each one (the tenant's
  * policy, then held + draining + credit + bytes <= quota) with a CHARGE flagged
  * KAIROS_CHARGE_MANAGED, never from credit. This thread sends it without mg_mu
@@ -606,16 +636,25 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
  * pushes met on the way go to on_credit_message. kairosd counts a granted range
  * as this process's holdings at once (no COMMIT follows); here it becomes held as
  * if taken from credit, so that the next report says the same and the ticket
- * settles like one from credit. While kairosd cannot be asked (a restart, its
- * reattach window) it asks again every 25 ms or as the watcher reattaches, for
+ * settles like one from credit. Refused for want of room while this process holds
+ * unused credit there, it gives that back and asks once more: its own credit does
+ * not stand in the way. While kairosd cannot be asked (a restart, its reattach
+ * window) it asks again every 25 ms or as the watcher reattaches, for
  * MEMGUARD_RESTART_WAIT_MS at most. 0, -EPERM (the policy refuses, or kairosd
  * cannot be asked), -ENOMEM (beyond the quota, or no answer). */
 static int managed_charge(uint32_t g, uint64_t bytes, uint64_t token)
 {
     uint64_t give_up_ms = now_ms() + MEMGUARD_RESTART_WAIT_MS;
+    bool gave_back = false;
     for (;;) {
         struct kairos_grant grant;
         int rc = agent_charge_flags(g, bytes, token, KAIROS_CHARGE_MANAGED, &grant);
+        if (rc == 0 && !grant.granted && grant.reason != KAIROS_GRANT_MANAGED_REFUSED &&
+            !gave_back) {
+            gave_back = true;
+            if (give_credit_back(g))
+                continue;
+        }
         pthread_mutex_lock(&mg_mu);
         if (rc == 0 && grant.granted) {
             struct credit_gpu *c = &mg_credit[g];

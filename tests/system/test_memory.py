@@ -307,6 +307,18 @@ class Managed(unittest.TestCase):
         self.assertFalse(granted)  # to the byte
         c.close()
 
+    def test_the_process_own_credit_does_not_stand_in_the_way(self):
+        """A range that fits the quota with what the tenant holds is granted, even
+        when the process holds unused credit ahead (given back first)."""
+        p = self.run_tenant("-n", "0", "-s", str(PAGE), "-c", str(PAGE), "-M", str(62 * MiB),
+                            "-w", "0.5", tenant="open")
+        c = self.holding(p)
+        self.assertEqual(c["managed_bytes"], 62 * MiB)
+        self.assertEqual(self.held("open"), 64 * MiB)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertTrue(wait_for(lambda: self.held("open") == 0), self.ps())
+
     def test_refused_while_kairosd_cannot_be_asked(self):
         """on_daemon_down: open with KAIROS_MEM: plain memory under the local quota,
         managed memory refused (the tenant's policy is kairosd's to say)."""
