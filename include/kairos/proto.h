@@ -67,13 +67,18 @@
  *             - RUNNABLE (7, shim -> daemon, no reply) and the time-policy flag
  *               KAIROS_TIME_REPORT that asks for it (issue 11): a daemon
  *               that never sets the flag never receives one.
- *   3 (issue 9) managed memory: CHARGE flags KAIROS_CHARGE_MANAGED and GRANT
- *             reason (both were pad, 0), TENANT_SET flags
- *             KAIROS_TENANT_MANAGED_CHARGE / _REFUSE (the tenant's policy).
- *             FORKED (5) and INHERITED (6): who else holds a process's NVIDIA
- *             files (a forked child, a program started with inherited or received
- *             descriptors), checked by kairosd through /proc, so that a departed
- *             process's charge stays while they hold its memory.
+ *   3 (issue 9)
+ *             - managed memory: CHARGE flags KAIROS_CHARGE_MANAGED and GRANT
+ *               reason (both were pad, 0), TENANT_SET flags
+ *               KAIROS_TENANT_MANAGED_CHARGE / _REFUSE (the tenant's policy);
+ *               a granted managed range is held at once (no COMMIT).
+ *             - credit: CREDIT (21, both ways) and CREDIT_RECALL (22, daemon ->
+ *               shim): a process allocates within credit granted ahead, with no
+ *               round trip (docs/memory.md); REATTACH held[] includes its credit.
+ *             - FORKED (5) and INHERITED (6): who else holds a process's NVIDIA
+ *               files (a forked child, a program started with inherited or
+ *               received descriptors), checked by kairosd through /proc, so that
+ *               a departed process's charge stays while they hold its memory.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -107,6 +112,9 @@ enum kairos_msg_type {
     KAIROS_MSG_PS = 18,         /* list tenants, processes, memory */
     KAIROS_MSG_TENANT_MEMBERS = 19, /* who may join a tenant (admin) */
     KAIROS_MSG_TENANT_ADMIT = 20,   /* admit a process and its descendants to a tenant */
+    /* shim <-> daemon */
+    KAIROS_MSG_CREDIT = 21,     /* shim: report, give back, ask; daemon: the reply (same seq) */
+    KAIROS_MSG_CREDIT_RECALL = 22, /* daemon -> shim, unsolicited: give back unused credit */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -149,7 +157,8 @@ struct kairos_hello {
     uint32_t flags;
     uint32_t pid;                     /* informational; the daemon trusts SO_PEERCRED */
     char tenant[KAIROS_NAME_MAX];
-    uint64_t held[KAIROS_MAX_GPUS];   /* bytes this process holds per GPU (REATTACH) */
+    uint64_t held[KAIROS_MAX_GPUS];   /* bytes this process holds per GPU, its unused
+                                       * credit included (REATTACH) */
 };
 
 struct kairos_welcome {
@@ -162,7 +171,9 @@ struct kairos_welcome {
  * bytes 0: only ask what the tenant holds and may hold there (no COMMIT follows).
  * flags KAIROS_CHARGE_MANAGED (protocol 3): the bytes are a managed range
  * (cudaMallocManaged), granted only where the tenant's managed-memory policy is
- * charge; otherwise GRANT says granted 0 with reason KAIROS_GRANT_MANAGED_REFUSED. */
+ * charge; otherwise GRANT says granted 0 with reason KAIROS_GRANT_MANAGED_REFUSED.
+ * A granted managed range counts at once as the process's holdings (no COMMIT
+ * follows): the shim's CREDIT reports include it from then on. */
 #define KAIROS_CHARGE_MANAGED 0x1u
 struct kairos_charge {
     uint32_t gpu;
@@ -227,6 +238,63 @@ struct kairos_inherited {
     uint32_t n_fds;
     uint32_t pad;
     int32_t fds[KAIROS_INHERITED_MAX_FDS];
+};
+
+/* CREDIT (protocol 3): a process's reservation ahead of need on one GPU, charged to
+ * its tenant in the ledger, so that the tenant's holdings plus all its members'
+ * credit never exceed the quota; the process allocates within it without asking.
+ * Shim -> daemon (every one is answered by a CREDIT with the same seq, possibly
+ * later: kairosd holds the answer while it recalls credit from other members or
+ * while it waits for the members to reattach after a restart):
+ *   report    increases with every CREDIT the process sends (the newest held wins)
+ *   held      what the process holds on gpu now (allocations made, or in flight)
+ *   returned  unused credit given back with this message (counted once)
+ *   need      what its waiting allocations need (0: a report only)
+ *   least     the smallest waiting allocation (0 when need is 0; <= need)
+ *   quota     0
+ *   flags     KAIROS_CREDIT_AHEAD: credit beyond need is welcome (far from the
+ *             quota kairosd adds a chunk); KAIROS_CREDIT_RECALLED: the answer to a
+ *             CREDIT_RECALL (returned says how much came back).
+ * Daemon -> shim (the reply):
+ *   report    echoed; held: the tenant's holdings on gpu; returned 0;
+ *   need      credit granted with this reply (added to the process's credit);
+ *   least     the chunk: the credit kairosd grants ahead (the shim asks again when
+ *             its credit falls below half of it, and keeps at most two chunks of
+ *             what it frees); quota: the tenant's quota on gpu;
+ *   flags     KAIROS_CREDIT_REFUSED: need could not be met (what was granted, if
+ *             anything, is at least least); KAIROS_CREDIT_EXACT: the tenant is
+ *             near its quota (or another member waits for room): no credit
+ *             ahead, the process keeps none of what it frees and asks for each
+ *             allocation, until a reply without it.
+ * A shim that is recalled asks for nothing ahead until a reply without EXACT. */
+#define KAIROS_CREDIT_AHEAD 0x1u
+#define KAIROS_CREDIT_RECALLED 0x2u
+#define KAIROS_CREDIT_REFUSED 0x100u
+#define KAIROS_CREDIT_EXACT 0x200u
+#define KAIROS_CREDIT_REVOKED 0x400u /* daemon -> shim, unsolicited (seq 0, report 0):
+                                      * a recall went unanswered; the credit is gone */
+struct kairos_credit {
+    uint32_t gpu;
+    uint32_t flags;
+    uint64_t report;
+    uint64_t held;
+    uint64_t returned;
+    uint64_t need;
+    uint64_t least;
+    uint64_t quota;
+};
+
+/* CREDIT_RECALL (daemon -> shim, no reply of its own): another member of the tenant
+ * needs room; give back up to bytes of unused credit on gpu now, with a CREDIT
+ * flagged KAIROS_CREDIT_RECALLED (returned 0 if none is left). A process that does
+ * not answer within 500 ms loses its credit there: kairosd stops counting it,
+ * grants that process no credit ahead any more and tells it with a CREDIT flagged
+ * KAIROS_CREDIT_REVOKED (granted 0), after which the shim holds no credit there.
+ * pad is 0. */
+struct kairos_credit_recall {
+    uint32_t gpu;
+    uint32_t pad;
+    uint64_t bytes;
 };
 
 /* A compute policy on one GPU (docs/scheduler.md), as TENANT_SET carries it.
@@ -426,5 +494,7 @@ static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
 static_assert(sizeof(struct kairos_ps_reply) == 1424, "ps_reply");
 static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");
 static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
+static_assert(sizeof(struct kairos_credit) == 56, "credit");
+static_assert(sizeof(struct kairos_credit_recall) == 16, "credit_recall");
 
 #endif /* KAIROS_PROTO_H */

@@ -146,6 +146,7 @@ struct ledger_tenant *ledger_leave(struct ledger *l, struct ledger_member *m, ui
         if (freed)
             freed[g] = m->held[g];
         t->held[g] = sat_sub(t->held[g], m->held[g]);
+        t->credit[g] = sat_sub(t->credit[g], m->credit[g]);
     }
     t->n_members--;
     for (struct ledger_member **p = &l->members; *p; p = &(*p)->next)
@@ -164,8 +165,8 @@ int ledger_charge(struct ledger *l, struct ledger_member *m, unsigned gpu, uint6
         return -EINVAL;
     struct ledger_tenant *t = m->tenant;
     out->quota = t->quota[gpu];
-    /* held + draining + bytes <= quota, without overflow */
-    uint64_t taken = sat_add(t->held[gpu], t->draining[gpu]);
+    /* held + draining + credit + bytes <= quota, without overflow */
+    uint64_t taken = sat_add(sat_add(t->held[gpu], t->draining[gpu]), t->credit[gpu]);
     bool fits = taken <= t->quota[gpu] && bytes <= t->quota[gpu] - taken;
     if (!fits) {
         t->refusals[gpu]++;
@@ -235,19 +236,21 @@ int ledger_check(const struct ledger *l)
 {
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *t = l->tenants[i];
-        uint64_t sum[KAIROS_MAX_GPUS] = {0};
+        uint64_t sum[KAIROS_MAX_GPUS] = {0}, credit[KAIROS_MAX_GPUS] = {0};
         unsigned n = 0;
         for (const struct ledger_member *m = l->members; m; m = m->next) {
             if (m->tenant != t)
                 continue;
             n++;
-            for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+            for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
                 sum[g] = sat_add(sum[g], m->held[g]);
+                credit[g] = sat_add(credit[g], m->credit[g]);
+            }
         }
         if (n != t->n_members)
             return -EPROTO;
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-            if (sum[g] != t->held[g])
+            if (sum[g] != t->held[g] || credit[g] != t->credit[g])
                 return -EPROTO;
     }
     return 0;

@@ -6,9 +6,11 @@
  * member's exit releases exactly what it held, whether or not frees were seen.
  *
  * Rules (the contract of kairos_charge/commit/release in proto.h):
- *  - CHARGE is granted iff held + draining + bytes <= quota, exactly at the byte
- *    (draining: memory of departed members the GPU still holds, set by linger.c); a
- *    granted charge counts at once (as a reservation named by the shim's token).
+ *  - CHARGE is granted iff held + draining + credit + bytes <= quota, exactly at the
+ *    byte (draining: memory of departed members the GPU still holds, set by linger.c);
+ *    a granted charge counts at once (as a reservation named by the shim's token).
+ *  - Credit (credit.h) is a member's reservation ahead of need: it counts against
+ *    the quota like holdings, and is not shown as held.
  *  - COMMIT ok replaces the reservation by the actual size (which may exceed the
  *    quota: the memory is taken); COMMIT not ok undoes it.
  *  - RELEASE never takes a member below zero.
@@ -34,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/credit.h"
 #include "daemon/members.h"
 #include "daemon/ratelog.h"
 #include "daemon/registry.h"
@@ -55,6 +58,7 @@ struct ledger_tenant {
     uint64_t held[KAIROS_MAX_GPUS];
     uint64_t draining[KAIROS_MAX_GPUS]; /* what departed members held that the GPU has not
                                          * freed yet (linger.c): counts against the quota */
+    uint64_t credit[KAIROS_MAX_GPUS]; /* its members' unused credit (credit.h) */
     uint64_t refusals[KAIROS_MAX_GPUS];
     unsigned n_members;
     bool had_member;
@@ -78,6 +82,8 @@ struct ledger_member {
     struct ledger_tenant *tenant;
     uint32_t pid;
     uint64_t held[KAIROS_MAX_GPUS]; /* including pending reservations */
+    uint64_t credit[KAIROS_MAX_GPUS]; /* unused credit granted ahead */
+    struct credit_member cr;        /* credit.c's record of it */
     struct ledger_resv *resv;
     size_t n_resv, cap_resv;
     struct ledger_member *next;     /* the ledger's list of members */
@@ -118,7 +124,7 @@ int ledger_tenant_remove(struct ledger *l, struct ledger_tenant *t);
 int ledger_join(struct ledger *l, struct ledger_tenant *t, uint32_t pid, const uint64_t *held,
                 struct ledger_member **out);
 /* The member leaves (its process exited or hung up): everything it held is released
- * and reported in freed (may be NULL). The member is freed. Returns the tenant, which
+ * and reported in freed (may be NULL), its credit with it. The member is freed. Returns the tenant, which
  * the caller may remove if it is ephemeral and empty. */
 struct ledger_tenant *ledger_leave(struct ledger *l, struct ledger_member *m, uint64_t *freed);
 
@@ -138,8 +144,8 @@ int ledger_release(struct ledger *l, struct ledger_member *m, unsigned gpu, uint
 /* The first member whose process is pid, or NULL. */
 struct ledger_member *ledger_find_pid(const struct ledger *l, uint32_t pid);
 
-/* Checks the ledger's invariant (each tenant's held = sum of its members' held,
- * member counts agree); returns 0 or -EPROTO. For tests and debug builds. */
+/* Checks the ledger's invariant (each tenant's held and credit = the sums of its
+ * members', member counts agree); returns 0 or -EPROTO. For tests and debug builds. */
 int ledger_check(const struct ledger *l);
 
 /* Tenant names: 1..63 characters of [A-Za-z0-9._-], not starting with '.' or '-'. */

@@ -38,6 +38,8 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_PS, "PS", 0, true, 0},
     {KAIROS_MSG_TENANT_MEMBERS, "TENANT_MEMBERS", sizeof(struct kairos_tenant_members), true, 0},
     {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, 0},
+    {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, 0},
+    {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false, 0},
     {KAIROS_MSG_OK, "OK", 0, false, 0},
     {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, 0},
     {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, 0},
@@ -189,6 +191,29 @@ static int check_inherited(const struct kairos_inherited *m, char *why, size_t w
     return 0;
 }
 
+/* CREDIT from a shim: its own flags only, byte counts bounded, least within need. */
+static int check_credit(const struct kairos_credit *c, char *why, size_t why_len)
+{
+    const uint32_t known = KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED;
+    int rc;
+    if ((rc = check_gpu(c->gpu, why, why_len)))
+        return rc;
+    if (c->flags & ~known)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "CREDIT has unknown flags 0x%x (a shim "
+                      "sends only AHEAD and RECALLED)", c->flags & ~known);
+    if ((rc = check_bytes(c->held, "CREDIT held", why, why_len)) ||
+        (rc = check_bytes(c->returned, "CREDIT returned", why, why_len)) ||
+        (rc = check_bytes(c->need, "CREDIT need", why, why_len)))
+        return rc;
+    if (c->least > c->need || (c->need && !c->least))
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "CREDIT least (%llu) must be within 1..need (%llu), or 0 with need 0",
+                      (unsigned long long)c->least, (unsigned long long)c->need);
+    if (c->quota)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "CREDIT quota must be 0 from a shim");
+    return 0;
+}
+
 static int check_body(struct proto_request *r, char *why, size_t why_len)
 {
     int rc = 0;
@@ -232,6 +257,8 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         if ((rc = check_bytes(r->body.commit.reserved, "COMMIT reserved", why, why_len)))
             return rc;
         return check_bytes(r->body.commit.actual, "COMMIT actual", why, why_len);
+    case KAIROS_MSG_CREDIT:
+        return check_credit(&r->body.credit, why, why_len);
     case KAIROS_MSG_RELEASE:
         if ((rc = check_gpu(r->body.release.gpu, why, why_len)))
             return rc;

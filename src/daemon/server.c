@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/conn_limits.h"
+#include "daemon/credit.h"
 #include "daemon/heirs.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
@@ -45,6 +46,7 @@ struct conn {
     size_t out_len[SERVER_OUTQ_MAX];
     unsigned out_head, out_n;
     bool ps_active;           /* a PS listing in progress, one tenant per message */
+    bool broken;              /* a message to it could not be sent or queued: closed */
     uint32_t ps_seq, ps_next_id;
     uint32_t events;          /* what is watched now */
     struct conn *prev, *next;
@@ -82,6 +84,7 @@ struct server {
     time_t last_emfile_warning;
     struct linger_set *linger;       /* departed members the GPU still holds memory for */
     struct heirs *heirs;             /* who else holds a process's NVIDIA files, or NULL */
+    struct reattach_window window;   /* after a restart: no grant until members are back */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -215,6 +218,86 @@ static void on_compute_changed(void *ctx, int fd, uint32_t events)
         compute_changed(ctx);
 }
 
+/* --- credit (credit.h): what it decides, sent --- */
+
+static void credit_reply(void *ctx, void *peer, uint32_t seq, const struct kairos_credit *cr)
+{
+    (void)ctx;
+    struct conn *c = peer;
+    if (c && !send_msg(c, KAIROS_MSG_CREDIT, seq, cr, sizeof *cr))
+        c->broken = true; /* closed by its handler or the next tick */
+}
+
+static void credit_recall(void *ctx, void *peer, unsigned gpu, uint64_t bytes)
+{
+    (void)ctx;
+    struct conn *c = peer;
+    struct kairos_credit_recall r = {.gpu = gpu, .bytes = bytes};
+    if (c) {
+        char a[32];
+        log_debug("tenant %s: recalling %s of credit on GPU %u from pid %u",
+                  c->member->tenant->name, tenants_size(bytes, a, sizeof a), gpu, c->pid);
+        if (!send_msg(c, KAIROS_MSG_CREDIT_RECALL, 0, &r, sizeof r))
+            c->broken = true;
+    }
+}
+
+static void credit_refused(void *ctx, struct ledger_tenant *t, struct ledger_member *m,
+                           unsigned gpu, uint64_t need)
+{
+    (void)ctx;
+    uint64_t quiet;
+    if (!ratelog_event(&t->refusal_log, now_ms(), RATELOG_INTERVAL_MS, &quiet))
+        return;
+    char a[32], b[32], c[32];
+    log_about_info(t->name, m->pid, (int)gpu,
+                   "tenant %s: refused %s on GPU %u for pid %u (holds %s of %s); %llu "
+                   "refusal(s) on this GPU so far, %llu of the tenant's not logged since its "
+                   "last such line (one every %d s)",
+                   t->name, tenants_size(need, a, sizeof a), gpu, m->pid,
+                   tenants_size(t->held[gpu], b, sizeof b),
+                   tenants_size(t->quota[gpu], c, sizeof c),
+                   (unsigned long long)t->refusals[gpu], (unsigned long long)quiet,
+                   RATELOG_INTERVAL_MS / 1000);
+}
+
+static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_member *m,
+                           unsigned gpu, uint64_t bytes)
+{
+    (void)ctx;
+    char a[32];
+    log_about_warn(t->name, m->pid, (int)gpu,
+                   "tenant %s: pid %u did not answer a credit recall within %d ms; its %s of "
+                   "credit on GPU %u is no longer counted and it gets no credit ahead there",
+                   t->name, m->pid, CREDIT_RECALL_TIMEOUT_MS, tenants_size(bytes, a, sizeof a),
+                   gpu);
+    struct conn *c = m->cr.peer;
+    struct kairos_credit r = {.gpu = gpu, .flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
+                              .held = t->held[gpu], .least = credit_chunk(t->quota[gpu]),
+                              .quota = t->quota[gpu]};
+    if (c && !send_msg(c, KAIROS_MSG_CREDIT, 0, &r, sizeof r))
+        c->broken = true;
+}
+
+static const struct credit_io credit_io = {
+    .reply = credit_reply,
+    .recall = credit_recall,
+    .refused = credit_refused,
+    .revoked = credit_revoked,
+};
+
+/* No grant while the members of before a restart reattach (reattach.h). */
+static bool credit_hold(struct server *s)
+{
+    return reattach_window_holds(&s->window, now_ms());
+}
+
+static void serve_credit(struct server *s, struct ledger_tenant *t)
+{
+    for (unsigned g = 0; g < s->ts->n_gpus; g++)
+        credit_serve(&s->ts->ledger, t, g, credit_hold(s), now_ms(), &credit_io);
+}
+
 static void conn_close(struct conn *c)
 {
     struct server *s = c->srv;
@@ -222,8 +305,15 @@ static void conn_close(struct conn *c)
         ledger_leave(&s->ts->ledger, c->member, NULL); /* in memory only; nothing logged */
         c->member = NULL;
     }
-    if (c->member && linger_keep(s->linger, c->member, c->pid))
+    struct ledger_tenant *left_from = c->member ? c->member->tenant : NULL;
+    if (c->member)
+        c->member->cr.peer = NULL;
+    if (c->member && linger_keep(s->linger, c->member, c->pid)) {
+        credit_fold(c->member); /* what it took after its last report stays counted */
         c->member = NULL; /* its charge stays until the GPU frees its memory */
+    }
+    if (c->member)
+        credit_drop(c->member); /* unused credit is nobody's memory: back to the tenant */
     if (c->member) {
         uint64_t freed[KAIROS_MAX_GPUS];
         struct ledger_tenant *t = ledger_leave(&s->ts->ledger, c->member, freed);
@@ -239,9 +329,14 @@ static void conn_close(struct conn *c)
                         len ? "; released" : "",
                  len ? line + 1 : "");
         c->member = NULL;
+        serve_credit(s, t); /* what waited for room may fit now */
         if (tenants_after_leave(s->ts, t))
             compute_changed_later(s);
+    } else if (left_from && !s->stopping) {
+        serve_credit(s, left_from);
     }
+    if (left_from && !s->stopping)
+        reattach_window_record(&s->window, &s->ts->ledger);
     loop_del(s->loop, c->w);
     loop_del(s->loop, c->pw);
     for (unsigned i = 0; i < c->out_n; i++)
@@ -379,6 +474,12 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     int rc = ledger_join(&s->ts->ledger, t, c->pid, reattach ? counted : NULL, &c->member);
     if (rc)
         return send_error(c, r->seq, KAIROS_ERR_INVALID, "kairosd is out of memory");
+    c->member->cr.peer = c;
+    reattach_window_joined(&s->window, c->pid, now_ms());
+    reattach_window_record(&s->window, &s->ts->ledger);
+    if (reattach_window_ended(&s->window, now_ms())) /* the last one is back */
+        for (size_t i = 0; i < s->ts->ledger.n_tenants; i++)
+            serve_credit(s, s->ts->ledger.tenants[i]);
     if (reattach) {
         char line[128];
         for (unsigned g = 0; g < s->ts->n_gpus; g++) {
@@ -464,6 +565,10 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
     }
     if ((ch->flags & KAIROS_CHARGE_MANAGED) && !c->member->tenant->managed_charge)
         return refuse_managed(c, r);
+    if (credit_hold(s))
+        return send_error(c, r->seq, KAIROS_ERR_BUSY,
+                          "kairosd restarted and waits for its processes to reattach before it "
+                          "grants memory (2 s at most); ask again");
     struct ledger_grant g;
     int rc = ledger_charge(&s->ts->ledger, c->member, ch->gpu, ch->bytes, ch->token, &g);
     if (rc == -EINVAL) {
@@ -477,6 +582,10 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
                                                       : "kairosd is out of memory");
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
+    /* a managed range comes from a shim with credit: its reports count it from now
+     * on, as held, and no COMMIT follows (proto.h) */
+    if (g.granted && (ch->flags & KAIROS_CHARGE_MANAGED))
+        ledger_commit(&s->ts->ledger, c->member, ch->gpu, ch->token, true, ch->bytes);
     struct ledger_tenant *t = c->member->tenant;
     char a[32], line[128];
     if (!g.granted) {
@@ -527,6 +636,25 @@ static bool on_release(struct conn *c, const struct proto_request *r)
         log_warn("tenant %s: pid %u released on GPU %u, which does not exist; ignored",
                  c->member->tenant->name, c->pid, m->gpu);
     return true;
+}
+
+/* CREDIT: a report taken at once; a request answered now or when room comes. */
+static bool on_credit(struct conn *c, const struct proto_request *r)
+{
+    struct server *s = c->srv;
+    const struct kairos_credit *m = &r->body.credit;
+    if (m->gpu >= s->ts->n_gpus) {
+        char msg[KAIROS_MSG_MAX];
+        snprintf(msg, sizeof msg, "GPU %u does not exist on this node (it has %u)", m->gpu,
+                 s->ts->n_gpus);
+        return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
+    }
+    struct ledger_tenant *t = c->member->tenant;
+    credit_take_report(c->member, m->gpu, m);
+    credit_request(&s->ts->ledger, c->member, m->gpu, r->seq, m, credit_hold(s), now_ms(),
+                   &credit_io);
+    credit_serve(&s->ts->ledger, t, m->gpu, credit_hold(s), now_ms(), &credit_io);
+    return !c->broken;
 }
 
 /* A member's runnable time on one GPU: the scheduler's demand (timeshare.c). */
@@ -716,6 +844,7 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
     case KAIROS_MSG_COMMIT:
     case KAIROS_MSG_RELEASE:
     case KAIROS_MSG_RUNNABLE:
+    case KAIROS_MSG_CREDIT:
         if (!c->member) {
             log_warn("pid %u: %s before HELLO; disconnecting it", c->pid,
                      proto_type_name(r.type));
@@ -725,6 +854,8 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         }
         if (r.type == KAIROS_MSG_RUNNABLE)
             return on_runnable(c, &r);
+        if (r.type == KAIROS_MSG_CREDIT)
+            return on_credit(c, &r);
         return r.type == KAIROS_MSG_COMMIT ? on_commit(c, &r) : on_release(c, &r);
     case KAIROS_MSG_FORKED:
     case KAIROS_MSG_INHERITED:
@@ -897,10 +1028,18 @@ static void on_tick(void *ctx, int fd, uint32_t events)
     if (s->accept_paused && now >= s->accept_resume_ms &&
         loop_modify(s->loop, s->lw, EPOLLIN) == 0)
         s->accept_paused = false;
+    credit_expire(&s->ts->ledger, credit_hold(s), now, &credit_io);
+    if (reattach_window_ended(&s->window, now))
+        for (size_t i = 0; i < s->ts->ledger.n_tenants; i++)
+            serve_credit(s, s->ts->ledger.tenants[i]);
     unsigned closed = 0;
     struct conn *next;
     for (struct conn *c = s->conns; c; c = next) {
         next = c->next;
+        if (c->broken) {
+            conn_close(c);
+            continue;
+        }
         if (c->member || c->registered || now - c->last_active_ms < s->cfg->register_timeout_ms)
             continue;
         char msg[KAIROS_MSG_MAX];
@@ -1009,6 +1148,10 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
         goto out;
     }
     log_info("listening on %s", socket_path);
+    size_t known = reattach_window_start(&s->window, socket_path, now_ms());
+    if (known)
+        log_info("%zu process(es) of before the restart are alive: no memory is granted "
+                 "until they reattach (%d ms at most)", known, REATTACH_WINDOW_MS);
 out:
     if (rc) {
         if (s->listen_fd >= 0)
@@ -1065,6 +1208,7 @@ void server_fini(struct server *s)
     conn_limits_fini(&s->limits);
     unlink(s->path);
     membership_fini(&s->membership);
+    reattach_window_fini(&s->window);
     free(s);
 }
 

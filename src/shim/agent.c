@@ -1,15 +1,16 @@
 /* agent.c - the shim's side of the kairosd protocol (see agent.h).
  *
  * Every exchange is one message out and, for HELLO and CHARGE, one reply in, on a
- * socket this file owns. Replies are checked as strictly as the daemon checks
+ * socket this file owns. CREDIT goes out one-way (agent_send_credit, the credit
+ * sender's call) and its replies, like CREDIT_RECALL, come back as pushes. Replies are checked as strictly as the daemon checks
  * requests: magic, version, type, size and sequence number must all match, or the
  * connection is dropped and the caller treats the daemon as gone. The one
  * exception is an ERROR with sequence 0: kairosd refusing the connection itself
  * (connection limits), which is a refusal (-EPERM), never a daemon gone.
  *
  * Every receive happens under agent_mu. The daemon may push TIME_POLICY at any
- * time after WELCOME: a requester waiting for its reply dispatches the pushes it
- * reads first and keeps waiting; agent_service (the watcher thread) reads the
+ * time after WELCOME (and CREDIT replies and recalls): a requester waiting for its
+ * reply dispatches the pushes it reads first and keeps waiting; agent_service (the watcher thread) reads the
  * pushes that arrive while nobody waits, with MSG_DONTWAIT. The handler runs with
  * agent_mu held and must not call back into the agent.
  */
@@ -36,6 +37,7 @@ static atomic_int agent_fd = -1;
 static uint32_t agent_seq;
 static const struct shim_real *agent_real;
 static _Atomic(agent_policy_fn *) agent_policy_handler;
+static _Atomic(agent_credit_fn *) agent_credit_handler;
 
 static void drop_locked(void)
 {
@@ -94,8 +96,28 @@ static ssize_t recv_one(int fd, union agent_msg *buf, int flags)
 
 /* An unsolicited message: hands a TIME_POLICY to the handler. True if it was one
  * (whatever its seq: pushes are numbered by the daemon, not by us). */
+static bool dispatch_credit_locked(const union agent_msg *buf)
+{
+    agent_credit_fn *fn = atomic_load(&agent_credit_handler);
+    if (buf->m.h.type == KAIROS_MSG_CREDIT && buf->m.h.size == sizeof(struct kairos_credit)) {
+        struct kairos_credit c;
+        memcpy(&c, buf->m.body, sizeof c);
+        if (fn && c.gpu < KAIROS_MAX_GPUS)
+            fn(&c, NULL);
+    } else if (buf->m.h.type == KAIROS_MSG_CREDIT_RECALL &&
+               buf->m.h.size == sizeof(struct kairos_credit_recall)) {
+        struct kairos_credit_recall r;
+        memcpy(&r, buf->m.body, sizeof r);
+        if (fn && r.gpu < KAIROS_MAX_GPUS)
+            fn(NULL, &r);
+    }
+    return true; /* one we cannot read is ignored, like a TIME_POLICY */
+}
+
 static bool dispatch_push_locked(const union agent_msg *buf)
 {
+    if (buf->m.h.type == KAIROS_MSG_CREDIT || buf->m.h.type == KAIROS_MSG_CREDIT_RECALL)
+        return dispatch_credit_locked(buf);
     if (buf->m.h.type != KAIROS_MSG_TIME_POLICY)
         return false;
     if (buf->m.h.size != sizeof(struct kairos_time_policy))
@@ -308,6 +330,42 @@ int agent_report_runnable(const struct kairos_runnable *r)
     }
     pthread_mutex_unlock(&agent_mu);
     return rc;
+}
+
+static int send_credit_locked(const struct kairos_credit *c)
+{
+    int fd = atomic_load(&agent_fd);
+    int rc = -ENOTCONN;
+    if (fd >= 0) {
+        rc = send_msg_flags(fd, KAIROS_MSG_CREDIT, ++agent_seq, c, sizeof *c, MSG_DONTWAIT);
+        if (rc == -EWOULDBLOCK)
+            rc = -EAGAIN;
+        else if (rc < 0)
+            drop_locked();
+    }
+    return rc;
+}
+
+int agent_send_credit(const struct kairos_credit *c)
+{
+    pthread_mutex_lock(&agent_mu);
+    int rc = send_credit_locked(c);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+int agent_try_send_credit(const struct kairos_credit *c)
+{
+    if (pthread_mutex_trylock(&agent_mu) != 0)
+        return -EBUSY; /* a registration owns the socket: the sender will do it */
+    int rc = send_credit_locked(c);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
+void agent_set_credit_handler(agent_credit_fn *fn)
+{
+    atomic_store(&agent_credit_handler, fn);
 }
 
 void agent_set_policy_handler(agent_policy_fn *fn)

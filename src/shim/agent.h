@@ -1,8 +1,9 @@
 /* agent.h - the shim's link to kairosd: one connection per process.
  *
  * Speaks include/kairos/proto.h over a SOCK_SEQPACKET socket: HELLO on the first
- * GPU use (or again with REATTACH after the daemon restarted), CHARGE before a
- * device-memory allocation (waits for the GRANT), COMMIT and RELEASE one-way.
+ * GPU use (or again with REATTACH after the daemon restarted); CREDIT one-way
+ * (its replies and CREDIT_RECALL arrive as pushes); CHARGE (waits for the GRANT),
+ * COMMIT and RELEASE for peers without credit.
  * The socket is moved to a high descriptor number with close-on-exec, and the
  * shim's close/dup2 tell the agent when the application closes or replaces it,
  * so protocol bytes never reach one of the application's files.
@@ -58,6 +59,17 @@ int agent_report_runnable(const struct kairos_runnable *r);
  * daemon is gone (-ENOTCONN: no connection). */
 int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
                           size_t err_len);
+/* CREDIT, one-way, for the credit sender: never waits for room in the socket.
+ * Returns 0, -EAGAIN (try later) or -errno (-ENOTCONN: no daemon). */
+int agent_send_credit(const struct kairos_credit *c);
+/* The same for an allocating thread: never waits for the agent's mutex either
+ * (-EBUSY while a registration holds it). */
+int agent_try_send_credit(const struct kairos_credit *c);
+/* Receives a CREDIT reply (credit set) or a CREDIT_RECALL (recall set), with the
+ * agent's mutex held, from whichever thread read it: quick, no agent calls. */
+typedef void agent_credit_fn(const struct kairos_credit *credit,
+                             const struct kairos_credit_recall *recall);
+void agent_set_credit_handler(agent_credit_fn *fn);
 
 bool agent_connected(void);
 /* Receives a TIME_POLICY pushed by the daemon. Called with the agent's mutex held,
@@ -66,7 +78,8 @@ bool agent_connected(void);
 typedef void agent_policy_fn(const struct kairos_time_policy *policy);
 void agent_set_policy_handler(agent_policy_fn *fn);
 
-/* The watcher's call: waits up to timeout_ms for the daemon to push a message or
+/* The watcher's call, and an allocating thread's while it waits for its credit:
+ * waits up to timeout_ms (without the mutex) for the daemon to push a message or
  * hang up; dispatches pushes. Returns 0 while connected, -ENOTCONN when there is
  * no connection (any more: hang-up, error, or an unexpected message). */
 int agent_service(int timeout_ms);

@@ -1,10 +1,16 @@
 /* memguard.c - quotas on device memory inside the tenant process (see memguard.h).
  *
- * Bookkeeping per GPU: charged = what this process holds as the ledger knows it,
- * pending = reservations whose allocation is in flight. A standalone process
- * checks charged + pending + size against its own quota; a tenant's process asks
- * kairosd, which sums all the tenant's processes. The object tree's effects are
- * the one source of what an allocation really took and what a free released.
+ * A standalone process (or one fallen back with on_daemon_down: open) checks
+ * charged + pending + size against its own quota. A tenant's process allocates
+ * within the credit kairosd granted it (credit.h), with no message; a sender
+ * thread tells kairosd what it holds and asks for more ahead, and a watcher
+ * thread reads kairosd's replies and recalls and reattaches after a restart. The
+ * object tree's effects are the one source of what an allocation really took and
+ * what a free released.
+ *
+ * Threads: memguard_before/after/released and the memory view run in the
+ * application's threads (the ioctl path); the sender and the watcher are the
+ * shim's own, with every signal blocked.
  */
 #include "shim/memguard.h"
 
@@ -14,11 +20,13 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/bytes.h"
 #include "core/rm_abi.h"
 #include "shim/agent.h"
+#include "shim/credit.h"
 #include "shim/settings.h"
 #include "shim/state.h"
 #include "shim/tracer.h"
@@ -27,18 +35,34 @@
 #define PAGE_512M (512ull << 20)
 #define UNLIMITED UINT64_MAX
 
+/* mg_mu guards everything below; it is never held across I/O: the allocation path
+ * does none (tenant mode: credit, waiting on mg_cv when it must), the credit
+ * sender and the watcher talk to kairosd without it. Lock order: reg_mu, then
+ * the agent's mutex, then mg_mu. */
 static pthread_mutex_t mg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mg_cv;       /* allocations waiting for credit */
+static pthread_cond_t mg_send_cv;  /* the credit sender waiting for work */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER; /* one registration at a time */
 static atomic_bool mg_active;
 static bool mg_registered;     /* HELLO answered (tenant mode) */
 static bool mg_daemon_down;    /* fail-open fallback in force */
+static bool mg_connected;      /* tenant mode: the connection is up */
 static uint64_t mg_quota[KAIROS_MAX_GPUS];
-static uint64_t mg_charged[KAIROS_MAX_GPUS];
-static uint64_t mg_pending[KAIROS_MAX_GPUS];
+static uint32_t mg_n_gpus;     /* tenant mode: the node's GPUs, from WELCOME */
+static uint64_t mg_charged[KAIROS_MAX_GPUS]; /* standalone or fallen back: held */
+static uint64_t mg_pending[KAIROS_MAX_GPUS]; /* ... and reserved, in the driver */
+static struct credit_gpu mg_credit[KAIROS_MAX_GPUS]; /* tenant mode */
 static uint64_t mg_refusals;
 static uint64_t mg_next_token;
-static uint64_t mg_epoch;      /* daemon connections made: a ticket knows its own */
 static const struct shim_real *mg_real;
-static bool mg_watcher_started;
+static bool mg_threads_started;
+static bool mg_sender_idle;    /* the sender sleeps until signalled */
+
+/* Reports that only say what is held go at most this often (requests, returns
+ * and recall answers go at once). */
+#define MEMGUARD_REPORT_MIN_MS 2
+/* The memory view asks for a fresh figure at most this often. */
+#define MEMGUARD_VIEW_REFRESH_MS 50
 
 static void say(const char *what)
 {
@@ -52,22 +76,41 @@ static void set_all_quotas(uint64_t q)
         mg_quota[g] = q;
 }
 
+static void init_conds(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&mg_cv, &a);
+    pthread_cond_init(&mg_send_cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
 static void after_fork_in_child(void);
+static void on_credit_message(const struct kairos_credit *reply,
+                              const struct kairos_credit_recall *recall);
 
 static void memguard_register_atfork(void)
 {
+    init_conds();
+    agent_set_credit_handler(on_credit_message);
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
-/* In a forked child: the parent's memory and connection are the parent's. */
+/* In a forked child: the parent's memory, credit and connection are the parent's. */
 static void after_fork_in_child(void)
 {
     pthread_mutex_init(&mg_mu, NULL);
+    pthread_mutex_init(&reg_mu, NULL);
+    init_conds();
     agent_after_fork();
     mg_registered = false;
-    mg_watcher_started = false; /* threads do not survive fork */
+    mg_connected = false;
+    mg_threads_started = false; /* threads do not survive fork */
+    mg_sender_idle = false;
     memset(mg_charged, 0, sizeof mg_charged);
     memset(mg_pending, 0, sizeof mg_pending);
+    memset(mg_credit, 0, sizeof mg_credit);
 }
 
 void memguard_init(void)
@@ -86,13 +129,70 @@ bool memguard_active(void)
     return atomic_load_explicit(&mg_active, memory_order_relaxed);
 }
 
+static bool tenant_mode_locked(void)
+{
+    return settings_get()->mode == SETTINGS_TENANT && !mg_daemon_down;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct timespec in_ms(uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 /* ---- the daemon link -------------------------------------------------------------- */
+
+/* Wakes the credit sender when g has something to say and the sender sleeps. */
+static void wake_sender_locked(uint32_t g)
+{
+    bool request;
+    if (mg_sender_idle && mg_connected && credit_has_message(&mg_credit[g], &request)) {
+        mg_sender_idle = false;
+        pthread_cond_signal(&mg_send_cv);
+    }
+}
+
+/* A CREDIT reply or a CREDIT_RECALL (the agent's mutex held: no agent calls). */
+static void on_credit_message(const struct kairos_credit *reply,
+                              const struct kairos_credit_recall *recall)
+{
+    pthread_mutex_lock(&mg_mu);
+    uint32_t g = reply ? reply->gpu : recall->gpu;
+    if (reply) {
+        credit_on_reply(&mg_credit[g], reply);
+        if (reply->quota)
+            mg_quota[g] = reply->quota;
+        pthread_cond_broadcast(&mg_cv);
+    } else {
+        credit_recall(&mg_credit[g], recall->bytes);
+    }
+    wake_sender_locked(g);
+    pthread_mutex_unlock(&mg_mu);
+}
 
 static void fall_back_locked(const char *why)
 {
     const struct settings *s = settings_get();
     mg_daemon_down = true;
     set_all_quotas(s->standalone_quota ? s->standalone_quota : UNLIMITED);
+    /* what this process holds stays counted against the local quota */
+    for (int g = 0; g < KAIROS_MAX_GPUS; g++)
+        mg_charged[g] = mg_credit[g].held;
+    pthread_cond_broadcast(&mg_cv);
     char msg[512];
     snprintf(msg, sizeof msg, "kairosd unreachable (%s); on_daemon_down: open in %.200s: %s",
              why, s->conf_source,
@@ -100,58 +200,131 @@ static void fall_back_locked(const char *why)
     say(msg);
 }
 
-static int register_locked(bool reattach, char *err, size_t err_len)
+/* HELLO (REATTACH with what this process holds and its unused credit). Called with
+ * reg_mu held, never mg_mu. */
+static int register_with_daemon(bool reattach, char *err, size_t err_len)
 {
     const struct settings *s = settings_get();
     struct agent_quota q;
-    /* Reservations in flight count as held: their allocations may be in the
-     * driver now, and the new connection cannot settle the old one's tokens
-     * (settle_locked sends only the difference for them). */
-    uint64_t holding[KAIROS_MAX_GPUS];
-    for (int g = 0; g < KAIROS_MAX_GPUS; g++)
-        holding[g] = mg_charged[g] + mg_pending[g] < mg_charged[g] ? UINT64_MAX
-                                                                    : mg_charged[g] + mg_pending[g];
-    int rc = agent_connect(mg_real, s->socket_path, s->tenant, holding, reattach, &q, err,
+    uint64_t claim[KAIROS_MAX_GPUS];
+    pthread_mutex_lock(&mg_mu);
+    for (int g = 0; g < KAIROS_MAX_GPUS; g++) {
+        claim[g] = credit_claim(&mg_credit[g]);
+        mg_credit[g].returning = 0; /* the new daemon counts only the claim */
+    }
+    pthread_mutex_unlock(&mg_mu);
+    int rc = agent_connect(mg_real, s->socket_path, s->tenant, claim, reattach, &q, err,
                            err_len);
     if (rc == 0) {
-        mg_epoch++;
+        pthread_mutex_lock(&mg_mu);
         set_all_quotas(0);
         memcpy(mg_quota, q.quota, sizeof(uint64_t) * q.n_gpus);
+        mg_n_gpus = q.n_gpus;
+        for (int g = 0; g < KAIROS_MAX_GPUS; g++)
+            credit_reconnected(&mg_credit[g]);
         mg_registered = true;
         mg_daemon_down = false;
+        mg_connected = true;
+        mg_sender_idle = false;
+        pthread_cond_signal(&mg_send_cv);
+        pthread_cond_broadcast(&mg_cv);
+        pthread_mutex_unlock(&mg_mu);
     }
     return rc;
 }
 
-/* The watcher: notices at once when kairosd goes away (restart, upgrade) and
+/* The watcher: reads what kairosd pushes (credit replies, recalls, time
+ * policies), notices at once when it goes away (restart, upgrade) and
  * reattaches with what this process holds, so the new daemon's ledger is whole
- * again without waiting for this process's next allocation. */
+ * again without waiting for this process's next allocation. Retries every 100 to
+ * 250 ms: the new daemon grants nothing until its members are back. */
 static void *watch_daemon(void *unused)
 {
     (void)unused;
-    unsigned backoff_ms = 100;
+    unsigned backoff_ms = 50;
     for (;;) {
         if (agent_service(1000) == 0)
             continue;
         pthread_mutex_lock(&mg_mu);
-        char err[KAIROS_MSG_MAX];
-        bool ok = agent_connected() || register_locked(true, err, sizeof err) == 0;
+        mg_connected = false;
+        bool fallen = mg_daemon_down;
         pthread_mutex_unlock(&mg_mu);
+        if (fallen)
+            return NULL; /* on_daemon_down: open took over: the local quota holds */
+        pthread_mutex_lock(&reg_mu);
+        char err[KAIROS_MSG_MAX];
+        bool ok = agent_connected() || register_with_daemon(true, err, sizeof err) == 0;
+        pthread_mutex_unlock(&reg_mu);
         if (ok) {
-            backoff_ms = 100;
+            backoff_ms = 50;
             say("reattached to kairosd");
             continue;
         }
         usleep(backoff_ms * 1000);
-        backoff_ms = backoff_ms < 2000 ? backoff_ms * 2 : 2000;
+        backoff_ms = backoff_ms < 250 ? backoff_ms * 2 : 250;
     }
     return NULL;
 }
 
-static void start_watcher_locked(void)
+/* The credit sender: builds CREDIT messages under mg_mu and sends them without it.
+ * Requests, returns and recall answers go at once; reports of held only at most
+ * every MEMGUARD_REPORT_MIN_MS. */
+static void *send_credit(void *unused)
 {
-    if (mg_watcher_started)
-        return;
+    (void)unused;
+    uint64_t last_report_ms = 0;
+    pthread_mutex_lock(&mg_mu);
+    for (;;) {
+        struct kairos_credit msgs[KAIROS_MAX_GPUS];
+        unsigned n = 0;
+        bool later = false;
+        for (uint32_t g = 0; mg_connected && !mg_daemon_down && g < mg_n_gpus; g++) {
+            struct credit_gpu *c = &mg_credit[g];
+            bool request;
+            if (!credit_has_message(c, &request))
+                continue;
+            bool urgent = request || c->returning || c->recalled;
+            if (!urgent && now_ms() < last_report_ms + MEMGUARD_REPORT_MIN_MS) {
+                later = true;
+                continue;
+            }
+            credit_next_message(c, g, &msgs[n++]);
+        }
+        if (!n) {
+            if (later) {
+                struct timespec ts = in_ms(MEMGUARD_REPORT_MIN_MS);
+                pthread_cond_timedwait(&mg_send_cv, &mg_mu, &ts);
+            } else {
+                mg_sender_idle = true;
+                pthread_cond_wait(&mg_send_cv, &mg_mu);
+                mg_sender_idle = false;
+            }
+            continue;
+        }
+        pthread_mutex_unlock(&mg_mu);
+        int rc = 0;
+        unsigned sent = 0;
+        for (; sent < n && rc == 0; sent++)
+            rc = agent_send_credit(&msgs[sent]);
+        if (rc == 0)
+            last_report_ms = now_ms();
+        pthread_mutex_lock(&mg_mu);
+        if (rc < 0) { /* the failed one and those after it wait for the next try */
+            for (unsigned i = sent - 1; i < n; i++)
+                credit_unsend(&mg_credit[msgs[i].gpu], &msgs[i]);
+            if (rc != -EAGAIN)
+                mg_connected = false; /* the watcher reattaches and wakes us */
+            else {
+                struct timespec ts = in_ms(1);
+                pthread_cond_timedwait(&mg_send_cv, &mg_mu, &ts);
+            }
+        }
+    }
+    return NULL;
+}
+
+static bool start_thread(void *(*fn)(void *))
+{
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -159,9 +332,22 @@ static void start_watcher_locked(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals are not ours */
-    mg_watcher_started = pthread_create(&t, &attr, watch_daemon, NULL) == 0;
+    bool ok = pthread_create(&t, &attr, fn, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    return ok;
+}
+
+static void start_threads(void)
+{
+    pthread_mutex_lock(&mg_mu);
+    bool start = !mg_threads_started;
+    mg_threads_started = true;
+    pthread_mutex_unlock(&mg_mu);
+    if (start) {
+        start_thread(send_credit);
+        start_thread(watch_daemon);
+    }
 }
 
 int memguard_first_gpu_use(const struct shim_real *r)
@@ -181,17 +367,22 @@ int memguard_first_gpu_use(const struct shim_real *r)
                 s->conf_problem);
         return -EACCES;
     }
+    pthread_mutex_lock(&reg_mu);
     pthread_mutex_lock(&mg_mu);
     mg_real = r;
+    bool needed = !mg_registered && !mg_daemon_down;
+    pthread_mutex_unlock(&mg_mu);
     int rc = 0;
-    if (!mg_registered && !mg_daemon_down) {
+    if (needed) {
         char err[KAIROS_MSG_MAX] = "";
-        rc = register_locked(false, err, sizeof err);
+        rc = register_with_daemon(false, err, sizeof err);
         if (rc == -EPERM || rc == -EINVAL) {
             dprintf(2, "kairos[%d]: GPU access refused: %s\n", (int)getpid(), err);
             rc = -EACCES;
         } else if (rc < 0 && s->fail_open) {
+            pthread_mutex_lock(&mg_mu);
             fall_back_locked(strerror(-rc));
+            pthread_mutex_unlock(&mg_mu);
             rc = 0;
         } else if (rc < 0) {
             dprintf(2,
@@ -204,9 +395,9 @@ int memguard_first_gpu_use(const struct shim_real *r)
             rc = -EACCES;
         }
     }
-    if (rc == 0)
-        start_watcher_locked();
-    pthread_mutex_unlock(&mg_mu);
+    pthread_mutex_unlock(&reg_mu);
+    if (rc == 0 && mg_registered)
+        start_threads();
     return rc;
 }
 
@@ -311,60 +502,78 @@ static bool local_reserve_locked(uint32_t g, uint64_t bytes)
     return true;
 }
 
-/* How long an allocation waits for kairosd to come back (a restart, an
- * upgrade) before it is refused (fail-closed): a restart costs a pause, not an
- * out-of-memory error. The other threads' allocations wait behind it. */
+/* How long an allocation waits for credit when kairosd does not answer (a
+ * restart, an upgrade) before it is refused (fail-closed): a restart costs a
+ * pause, not an out-of-memory error. Only this allocation waits: the others go
+ * on within the credit their process holds. */
 #define MEMGUARD_RESTART_WAIT_MS 5000u
 
-/* Reattaches and asks again until kairosd answers or the wait is over. */
-static int charge_again_locked(uint32_t g, uint64_t bytes, uint64_t token, uint32_t flags,
-                               struct kairos_grant *grant)
+enum reserve_outcome { RESERVE_CREDIT, RESERVE_LOCAL, RESERVE_REFUSED };
+
+/* A waiting allocation sends the request for its GPU itself (one thread hand-off
+ * less than waking the sender); mg_mu is let go for the send. */
+static void send_own_request_locked(uint32_t g)
 {
-    unsigned waited = 0, step = 25;
-    bool wait = !settings_get()->fail_open;
-    for (;;) {
-        char err[KAIROS_MSG_MAX];
-        int rc = register_locked(true, err, sizeof err);
-        if (rc == 0) {
-            rc = agent_charge_flags(g, bytes, token, flags, grant);
-            if (rc == 0 || rc == -EPROTO || !wait)
-                return rc; /* answered (an error from kairosd is not an outage) */
-        } else if (rc == -EPERM || rc == -EINVAL) {
-            return rc;     /* kairosd is back and refuses this process */
-        }
-        if (!wait || waited >= MEMGUARD_RESTART_WAIT_MS)
-            return -ENOTCONN;
-        usleep(step * 1000u);
-        waited += step;
-        step = step < 400 ? step * 2 : 400;
+    struct credit_gpu *c = &mg_credit[g];
+    bool request;
+    struct kairos_credit m;
+    if (!mg_connected || !credit_has_message(c, &request) || !request ||
+        !credit_next_message(c, g, &m))
+        return;
+    pthread_mutex_unlock(&mg_mu);
+    int rc = agent_try_send_credit(&m);
+    pthread_mutex_lock(&mg_mu);
+    if (rc < 0) {
+        credit_unsend(c, &m);
+        mg_sender_idle = false; /* the sender retries (or waits for the reattach) */
+        pthread_cond_signal(&mg_send_cv);
     }
 }
 
-/* Tenant mode: ask the ledger; when the daemon went away, reattach and ask again
- * (waiting for it up to MEMGUARD_RESTART_WAIT_MS when fail-closed). flags are
- * CHARGE's (KAIROS_CHARGE_MANAGED); *reason the GRANT's when refused. A managed
- * range is never granted locally: without kairosd the tenant's policy is unknown. */
-static bool daemon_reserve_locked(uint32_t g, uint64_t bytes, uint64_t token, uint32_t flags,
-                                  uint32_t *reason)
+/* Waits for kairosd's answer, which the watcher reads (mg_mu let go). */
+static int wait_for_answer_locked(const struct timespec *deadline)
 {
-    struct kairos_grant grant;
-    int rc = agent_charge_flags(g, bytes, token, flags, &grant);
-    if (rc < 0)
-        rc = charge_again_locked(g, bytes, token, flags, &grant);
-    if (rc < 0) {
-        if (!settings_get()->fail_open) {
-            say("kairosd did not come back within 5 s: allocation refused (fail-closed)");
-            return false;
+    return pthread_cond_timedwait(&mg_cv, &mg_mu, deadline);
+}
+
+/* Tenant mode: from credit, with no message when it fits; else ask and wait
+ * (without mg_mu) for the answer. */
+static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
+{
+    struct credit_gpu *c = &mg_credit[g];
+    if (credit_take(c, bytes)) {
+        wake_sender_locked(g); /* below half a chunk: ask ahead */
+        return RESERVE_CREDIT;
+    }
+    uint64_t gen = credit_wait_begin(c, bytes);
+    send_own_request_locked(g);
+    struct timespec deadline = in_ms(MEMGUARD_RESTART_WAIT_MS);
+    enum reserve_outcome out = RESERVE_REFUSED;
+    bool timed_out = false;
+    for (;;) {
+        if (mg_daemon_down)
+            break;
+        if (credit_take(c, bytes)) {
+            out = RESERVE_CREDIT;
+            break;
         }
-        fall_back_locked(strerror(-rc));
-        return !(flags & KAIROS_CHARGE_MANAGED) && local_reserve_locked(g, bytes);
+        if (credit_wait_refused(c, gen))
+            break;
+        if (wait_for_answer_locked(&deadline) == ETIMEDOUT) {
+            timed_out = !credit_take(c, bytes);
+            out = timed_out ? RESERVE_REFUSED : RESERVE_CREDIT;
+            break;
+        }
     }
-    if (!grant.granted) {
-        *reason = grant.reason;
-        return false;
-    }
-    mg_pending[g] += bytes;
-    return true;
+    credit_wait_end(c, bytes);
+    wake_sender_locked(g);
+    if (timed_out && settings_get()->fail_open && !mg_daemon_down)
+        fall_back_locked("no answer within 5 s");
+    else if (timed_out)
+        say("kairosd did not answer within 5 s: allocation refused (fail-closed)");
+    if (out == RESERVE_REFUSED && mg_daemon_down)
+        return local_reserve_locked(g, bytes) ? RESERVE_LOCAL : RESERVE_REFUSED;
+    return out;
 }
 
 bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
@@ -378,16 +587,100 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
     pthread_mutex_lock(&mg_mu);
     mg_real = r;
     uint64_t token = ++mg_next_token;
-    uint32_t reason = 0;
-    bool ok = settings_get()->mode == SETTINGS_TENANT && !mg_daemon_down
-                  ? daemon_reserve_locked(g, a.bytes, token, 0, &reason)
-                  : local_reserve_locked(g, a.bytes);
-    if (!ok)
+    enum reserve_outcome out = tenant_mode_locked() ? credit_reserve_locked(g, a.bytes)
+                               : local_reserve_locked(g, a.bytes) ? RESERVE_LOCAL
+                                                                  : RESERVE_REFUSED;
+    if (out == RESERVE_REFUSED)
         mg_refusals++;
     pthread_mutex_unlock(&mg_mu);
-    if (ok)
-        *t = (struct memguard_ticket){true, g, a.bytes, token, mg_epoch};
-    return !ok;
+    if (out != RESERVE_REFUSED)
+        *t = (struct memguard_ticket){true, g, a.bytes, token, out == RESERVE_CREDIT};
+    return out == RESERVE_REFUSED;
+}
+
+/* Gives back all of this process's unused credit on g at once, in a report this
+ * thread sends before its next request (the same socket keeps the order), with
+ * nothing asked ahead until kairosd's next reply says. False when there was none
+ * (or it could not be sent now: the sender tells it later). */
+static bool give_credit_back(uint32_t g)
+{
+    struct credit_gpu *c = &mg_credit[g];
+    struct kairos_credit m;
+    pthread_mutex_lock(&mg_mu);
+    bool had = c->credit > 0 && mg_connected;
+    if (had) {
+        c->returning += c->credit;
+        c->credit = 0;
+        c->exact = true; /* as after a recall: no request ahead races the range */
+        c->dirty = true;
+        had = credit_next_message(c, g, &m);
+    }
+    pthread_mutex_unlock(&mg_mu);
+    if (!had)
+        return false;
+    int rc = agent_send_credit(&m);
+    if (rc < 0) {
+        pthread_mutex_lock(&mg_mu);
+        credit_unsend(c, &m);
+        wake_sender_locked(g);
+        pthread_mutex_unlock(&mg_mu);
+    }
+    return rc == 0;
+}
+
+/* A managed range on GPU g in tenant mode: kairosd decides each one (the tenant's
+ * policy, then held + draining + credit + bytes <= quota) with a CHARGE flagged
+ * KAIROS_CHARGE_MANAGED, never from credit. This thread sends it without mg_mu
+ * (lock order: the agent's mutex before mg_mu): the agent's exchange owns the
+ * socket until the GRANT, so the watcher reads nothing meanwhile, and credit
+ * pushes met on the way go to on_credit_message. kairosd counts a granted range
+ * as this process's holdings at once (no COMMIT follows); here it becomes held as
+ * if taken from credit, so that the next report says the same and the ticket
+ * settles like one from credit. Refused for want of room while this process holds
+ * unused credit there, it gives that back and asks once more: its own credit does
+ * not stand in the way. While kairosd cannot be asked (a restart, its reattach
+ * window) it asks again every 25 ms or as the watcher reattaches, for
+ * MEMGUARD_RESTART_WAIT_MS at most. 0, -EPERM (the policy refuses, or kairosd
+ * cannot be asked), -ENOMEM (beyond the quota, or no answer). */
+static int managed_charge(uint32_t g, uint64_t bytes, uint64_t token)
+{
+    uint64_t give_up_ms = now_ms() + MEMGUARD_RESTART_WAIT_MS;
+    bool gave_back = false;
+    for (;;) {
+        struct kairos_grant grant;
+        int rc = agent_charge_flags(g, bytes, token, KAIROS_CHARGE_MANAGED, &grant);
+        if (rc == 0 && !grant.granted && grant.reason != KAIROS_GRANT_MANAGED_REFUSED &&
+            !gave_back) {
+            gave_back = true;
+            if (give_credit_back(g))
+                continue;
+        }
+        pthread_mutex_lock(&mg_mu);
+        if (rc == 0 && grant.granted) {
+            struct credit_gpu *c = &mg_credit[g];
+            c->credit += bytes; /* kairosd counts it: taken as an allocation takes */
+            credit_take(c, bytes);
+            wake_sender_locked(g);
+        }
+        bool down = mg_daemon_down, late = rc < 0 && now_ms() >= give_up_ms;
+        if (rc < 0 && !down && !late) {
+            struct timespec again = in_ms(25); /* or sooner, woken by a reattach */
+            pthread_cond_timedwait(&mg_cv, &mg_mu, &again);
+        }
+        if (late && settings_get()->fail_open && !down)
+            fall_back_locked("no answer within 5 s");
+        pthread_mutex_unlock(&mg_mu);
+        if (rc == 0)
+            return grant.granted                                  ? 0
+                   : grant.reason == KAIROS_GRANT_MANAGED_REFUSED ? -EPERM
+                                                                  : -ENOMEM;
+        if (down)
+            return -EPERM; /* fallen back (fail-open): the tenant's policy is unknown */
+        if (late) {
+            say("kairosd did not answer within 5 s: managed memory refused");
+            return -ENOMEM;
+        }
+    }
 }
 
 int memguard_reserve_managed(const struct shim_real *r, uint32_t gpu, uint64_t bytes,
@@ -398,26 +691,29 @@ int memguard_reserve_managed(const struct shim_real *r, uint32_t gpu, uint64_t b
         return 0;
     const struct settings *s = settings_get();
     uint32_t g = gpu < KAIROS_MAX_GPUS ? gpu : KAIROS_MAX_GPUS - 1;
+    if (s->mode == SETTINGS_TENANT && memguard_first_gpu_use(r) < 0)
+        return -EPERM; /* not a member: no GPU memory at all */
     pthread_mutex_lock(&mg_mu);
     mg_real = r;
     uint64_t token = ++mg_next_token;
-    uint32_t reason = 0;
-    int rc;
-    if (s->mode == SETTINGS_TENANT && !mg_daemon_down)
-        rc = daemon_reserve_locked(g, bytes, token, KAIROS_CHARGE_MANAGED, &reason) ? 0
-             : reason == KAIROS_GRANT_MANAGED_REFUSED                            ? -EPERM
-                                                                                 : -ENOMEM;
-    else if (s->mode == SETTINGS_TENANT)
-        rc = -EPERM;  /* kairosd unreachable (fail-open): the tenant's policy is unknown */
-    else if (!s->managed_charge)
-        rc = -EPERM;  /* standalone: KAIROS_MANAGED=charge was not asked for */
-    else
+    bool tenant = tenant_mode_locked() && mg_registered;
+    int rc = 0;
+    if (!tenant && s->mode == SETTINGS_TENANT)
+        rc = -EPERM; /* kairosd unreachable (fail-open): the tenant's policy is unknown */
+    else if (!tenant && !s->managed_charge)
+        rc = -EPERM; /* standalone: KAIROS_MANAGED=charge was not asked for */
+    else if (!tenant)
         rc = local_reserve_locked(g, bytes) ? 0 : -ENOMEM;
-    if (rc == -ENOMEM)
-        mg_refusals++;
     pthread_mutex_unlock(&mg_mu);
+    if (tenant)
+        rc = managed_charge(g, bytes, token);
+    if (rc == -ENOMEM) {
+        pthread_mutex_lock(&mg_mu);
+        mg_refusals++;
+        pthread_mutex_unlock(&mg_mu);
+    }
     if (rc == 0)
-        *t = (struct memguard_ticket){true, g, bytes, token, mg_epoch};
+        *t = (struct memguard_ticket){true, g, bytes, token, tenant};
     return rc;
 }
 
@@ -437,54 +733,34 @@ void memguard_write_refusal(uint32_t req, void *arg)
 
 /* ---- settling ---------------------------------------------------------------------- */
 
-/* A reservation made on an earlier connection was handed to the new daemon as
- * held when the shim reattached: only the difference from what was really
- * allocated (delta, on the ticket's GPU) is left to tell. */
-static void tell_daemon_reattached(uint32_t g, int64_t delta, const struct memguard_ticket *t)
+/* The tree's effect on GPU g, in tenant mode: into credit (kairosd hears of it in
+ * the next report). */
+static void settle_credit_locked(uint32_t g, int64_t d, const struct memguard_ticket *t)
 {
-    uint64_t actual = delta > 0 ? (uint64_t)delta : 0;
-    if (actual < t->reserved) {
-        agent_release(g, t->reserved - actual);
-    } else if (actual > t->reserved) {
-        struct kairos_commit c = {.gpu = g, .ok = 1, .actual = actual - t->reserved};
-        agent_commit(&c);
-    }
-    if (delta < 0)
-        agent_release(g, (uint64_t)-delta);
-}
-
-static void tell_daemon(uint32_t g, int64_t delta, const struct memguard_ticket *t)
-{
-    if (settings_get()->mode != SETTINGS_TENANT || mg_daemon_down || !mg_registered)
-        return;
-    if (t && t->active && t->gpu == g && t->epoch != mg_epoch) {
-        tell_daemon_reattached(g, delta, t);
-    } else if (t && t->active && t->gpu == g) {
-        struct kairos_commit c = {.gpu = g, .ok = delta > 0, .token = t->token,
-                                  .reserved = t->reserved, .actual = delta > 0 ? (uint64_t)delta : 0};
-        agent_commit(&c);
-        if (delta < 0)
-            agent_release(g, (uint64_t)-delta);
-    } else if (delta > 0) {
-        struct kairos_commit c = {.gpu = g, .ok = 1, .actual = (uint64_t)delta};
-        agent_commit(&c); /* memory taken without a reservation (unreadable request) */
-    } else if (delta < 0) {
-        agent_release(g, (uint64_t)-delta);
-    }
+    struct credit_gpu *c = &mg_credit[g];
+    uint64_t actual = d > 0 ? (uint64_t)d : 0;
+    if (t && t->active && t->from_credit && t->gpu == g)
+        credit_settle(c, t->reserved, actual);
+    else if (actual)
+        credit_settle(c, 0, actual); /* memory taken without a reservation */
+    if (d < 0)
+        credit_release(c, (uint64_t)-d);
+    wake_sender_locked(g);
 }
 
 static void settle_locked(const struct memguard_ticket *t, const struct objtree_effect *e)
 {
-    if (t && t->active)
-        mg_pending[t->gpu] -= t->reserved;
+    if (t && t->active && !t->from_credit)
+        mg_pending[t->gpu] -= t->reserved < mg_pending[t->gpu] ? t->reserved : mg_pending[t->gpu];
+    bool tenant = tenant_mode_locked() && mg_registered;
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         int64_t d = e ? e->vidmem_delta_gpu[g] : 0;
         if (d > 0)
             mg_charged[g] += (uint64_t)d;
         else if (d < 0)
             mg_charged[g] -= (uint64_t)-d > mg_charged[g] ? mg_charged[g] : (uint64_t)-d;
-        if (d != 0 || (t && t->active && t->gpu == g))
-            tell_daemon(g, d, t);
+        if (tenant && (d != 0 || (t && t->active && t->from_credit && t->gpu == g)))
+            settle_credit_locked(g, d, t);
     }
 }
 
@@ -509,14 +785,21 @@ void memguard_released(const struct objtree_effect *effect)
 
 /* ---- the memory view ----------------------------------------------------------------- */
 
-/* What the whole tenant holds on GPU g: a charge of nothing asks the ledger (no
- * reservation, no COMMIT); a standalone process knows its own. */
+/* What the whole tenant holds on GPU g, from the cache the credit replies refresh
+ * (no round trip: an old cache asks the sender for a report, whose reply
+ * refreshes it); a standalone process knows its own. */
 static uint64_t tenant_held_locked(uint32_t g)
 {
-    if (settings_get()->mode == SETTINGS_TENANT && mg_registered && !mg_daemon_down) {
-        struct kairos_grant grant;
-        if (agent_charge(g, 0, 0, &grant) == 0)
-            return grant.held;
+    static uint64_t asked_ms[KAIROS_MAX_GPUS];
+    if (tenant_mode_locked() && mg_registered) {
+        struct credit_gpu *c = &mg_credit[g];
+        uint64_t now = now_ms();
+        if (now - asked_ms[g] >= MEMGUARD_VIEW_REFRESH_MS) {
+            asked_ms[g] = now;
+            c->dirty = true; /* a report, answered with the tenant's holdings */
+            wake_sender_locked(g);
+        }
+        return credit_tenant_held(c);
     }
     return mg_charged[g];
 }
@@ -550,12 +833,35 @@ void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
     }
 }
 
+/* At a normal exit: tell kairosd exactly what this process holds and give its credit
+ * back (one-way, never waiting), before the hang-up that releases or, while the GPU
+ * still holds the memory (a child keeps the descriptors), keeps its charge. */
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    if (!memguard_active())
+        return;
+    struct kairos_credit msgs[KAIROS_MAX_GPUS];
+    unsigned n = 0;
+    pthread_mutex_lock(&mg_mu);
+    if (tenant_mode_locked() && mg_registered && mg_connected)
+        for (uint32_t g = 0; g < mg_n_gpus; g++)
+            if (credit_last_message(&mg_credit[g], g, &msgs[n]))
+                n++;
+    pthread_mutex_unlock(&mg_mu);
+    /* the watcher may hold the connection's mutex for a moment: 100 ms at most */
+    for (unsigned i = 0, tries = 0; i < n; i++)
+        while (agent_try_send_credit(&msgs[i]) == -EBUSY && tries++ < 100)
+            usleep(1000);
+}
+
 /* ---- introspection ------------------------------------------------------------------ */
 
 void memguard_stats(struct memguard_stats *s)
 {
     pthread_mutex_lock(&mg_mu);
     memcpy(s->charged, mg_charged, sizeof s->charged);
+    for (int g = 0; g < KAIROS_MAX_GPUS; g++)
+        s->credit[g] = mg_credit[g].credit;
     memcpy(s->quota, mg_quota, sizeof s->quota);
     s->refusals = mg_refusals;
     pthread_mutex_unlock(&mg_mu);
@@ -565,9 +871,10 @@ void memguard_reset(void)
 {
     pthread_mutex_lock(&mg_mu);
     agent_forget();
-    mg_registered = mg_daemon_down = false;
+    mg_registered = mg_daemon_down = mg_connected = false;
     memset(mg_charged, 0, sizeof mg_charged);
     memset(mg_pending, 0, sizeof mg_pending);
+    memset(mg_credit, 0, sizeof mg_credit);
     mg_refusals = 0;
     pthread_mutex_unlock(&mg_mu);
     settings_load();

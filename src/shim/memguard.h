@@ -2,9 +2,10 @@
  *
  * Before each device-memory allocation (RM_ALLOC of NV01_MEMORY_LOCAL_USER, or a
  * VID_HEAP_CONTROL allocation in video memory) the shim reserves its size, rounded
- * up to the driver's page, against the quota: from kairosd's ledger for a named
- * tenant (shared by all its processes), or locally for a standalone process
- * (KAIROS_MEM). A refused allocation never reaches the driver: the shim writes
+ * up to the driver's page, against the quota: from the credit kairosd's ledger
+ * granted this process for a named tenant (the ledger shares the quota among all
+ * its processes; no round trip while the credit lasts), or locally for a
+ * standalone process (KAIROS_MEM). A refused allocation never reaches the driver: the shim writes
  * NV_ERR_NO_MEMORY into the argument's status and returns 0, exactly as the
  * driver answers a full GPU, so CUDA returns cudaErrorMemoryAllocation and the
  * context keeps working. After the call the reservation is settled with what the
@@ -34,7 +35,7 @@ struct memguard_ticket {
     uint32_t gpu;
     uint64_t reserved;
     uint64_t token;
-    uint64_t epoch;     /* the daemon connection it was granted on */
+    bool from_credit;   /* taken from the tenant's credit (else the local quota) */
 };
 
 /* Reads the settings (settings.h); call once at load. */
@@ -55,7 +56,9 @@ bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
 bool memguard_may_allocate(uint32_t req);
 /* Managed memory (uvm_managed.c): reserves bytes on GPU gpu for a managed range
  * before its mmap. 0 with t active (settle with memguard_after, an effect of
- * bytes on gpu if the mmap succeeded, of 0 if not); -EPERM when the policy
+ * bytes on gpu if the mmap succeeded, of 0 if not). A tenant's process asks
+ * kairosd for each range (CHARGE flagged managed, never from credit) and waits
+ * for its answer, holding no lock of memguard's; -EPERM when the policy
  * refuses managed memory (kairosd's for a tenant, KAIROS_MANAGED standalone, and
  * always while kairosd cannot be asked); -ENOMEM beyond the quota. */
 int memguard_reserve_managed(const struct shim_real *r, uint32_t gpu, uint64_t bytes,
@@ -72,6 +75,7 @@ void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu);
 /* Counters for tests and logs. */
 struct memguard_stats {
     uint64_t charged[KAIROS_MAX_GPUS];
+    uint64_t credit[KAIROS_MAX_GPUS];   /* unused credit (tenant mode) */
     uint64_t refusals;
     uint64_t quota[KAIROS_MAX_GPUS];
 };

@@ -33,7 +33,10 @@
  *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
  *                [-w seconds to hold the allocations before freeing] [-u PHASES]
- *                [-d CUDA device] [-F]
+ *                [-d CUDA device] [-F] [-L] [-M bytes]
+ *
+ * -L prints the time each device-memory allocation took, all threads together:
+ * "fakeapp: latency n=N p50_ns=.. p99_ns=.. max_ns=..".
  *
  * -F plays a tenant that races the driver's answers about GPU identity (see
  * forge_answers) before it allocates.
@@ -83,6 +86,7 @@ struct app_thread {
     int index, count;
     uint32_t *handles;
     uint64_t *sizes;
+    uint64_t *ns;      /* -L: each allocation's time */
     int made, failed;
 };
 
@@ -318,13 +322,22 @@ static void forge_answers(uint32_t instance, uint32_t other_gpu_id)
     pthread_join(t, NULL);
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *thread_main(void *arg)
 {
     struct app_thread *t = arg;
     for (int i = 0; i < t->count; i++) {
         uint32_t h = (i % 2) ? 0 : (0xa0000000u | ((uint32_t)t->index << 16) | (uint32_t)i);
-        uint64_t got = 0;
+        uint64_t got = 0, t0 = mono_ns();
         uint32_t st = alloc_vidmem(&h, alloc_size, i % 2 == 1, &got);
+        if (t->ns)
+            t->ns[i] = mono_ns() - t0;
         if (st == 0) {
             t->handles[t->made] = h;
             t->sizes[t->made] = got;
@@ -336,11 +349,28 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static uint64_t mono_ns(void)
+static int cmp_u64(const void *a, const void *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* -L: the allocations' latency, all threads together (nearest-rank percentiles). */
+static void print_latency(struct app_thread *ts, int threads, int count)
+{
+    size_t n = (size_t)threads * (size_t)count, k = 0;
+    uint64_t *all = calloc(n ? n : 1, sizeof *all);
+    if (!all)
+        return;
+    for (int i = 0; i < threads; i++)
+        for (int j = 0; j < count; j++)
+            all[k++] = ts[i].ns[j];
+    qsort(all, n, sizeof *all, cmp_u64);
+    if (n)
+        printf("fakeapp: latency n=%zu p50_ns=%llu p99_ns=%llu max_ns=%llu\n", n,
+               (unsigned long long)all[(n - 1) / 2], (unsigned long long)all[(n * 99 + 99) / 100 - 1],
+               (unsigned long long)all[n - 1]);
+    free(all);
 }
 
 /* MAP_MEMORY of h_memory (under parent) naming fd, then the mmap of fd, as CUDA maps
@@ -489,7 +519,8 @@ int main(int argc, char **argv)
     bool export_first = false;    /* -E: export thread 0's allocations, then free them */
     int opt;
     uint64_t managed_ask = 0;
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:f:x:p:S:E")) != -1) {
+    bool latency = false;      /* -L: print the allocations' latency percentiles */
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:E")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -536,10 +567,14 @@ int main(int argc, char **argv)
         case 'E':
             export_first = true;
             break;
+        case 'L':
+            latency = true;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] "
-                            "[-f seconds] [-x command] [-p command] [-S socket] [-E]\n");
+                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
+                            "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
+                            "[-E]\n");
             return 2;
         }
     }
@@ -640,6 +675,7 @@ int main(int argc, char **argv)
         ts[i].count = count;
         ts[i].handles = calloc((size_t)count + 1, sizeof *ts[i].handles);
         ts[i].sizes = calloc((size_t)count + 1, sizeof *ts[i].sizes);
+        ts[i].ns = latency ? calloc((size_t)count + 1, sizeof *ts[i].ns) : NULL;
         if (!ts[i].handles || !ts[i].sizes ||
             pthread_create(&ts[i].thread, NULL, thread_main, &ts[i]) != 0)
             return 1;
@@ -652,6 +688,8 @@ int main(int argc, char **argv)
             vidmem += ts[i].sizes[j];
     }
     fb_info(&fb_total_kib, &fb_free_after_kib);
+    if (latency)
+        print_latency(ts, threads, count);
     if (phases && run_phases(phases, userd) != 0) {
         fprintf(stderr, "fakeapp: -u wants idle:SECONDS or busy:SECONDS, comma-separated\n");
         return 2;

@@ -1,8 +1,10 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
  * proto_check without a crash, and whatever it accepts has an exact size (or
  * TENANT_SET's earlier one), a terminated, valid name (or, for a HELLO that asks
- * kairosd to place it, none), valid compute policies, and for FORKED and INHERITED
- * a pid, one flag and exactly n_fds descriptors (>= 0, zeros after). */
+ * kairosd to place it, none), valid compute policies, for FORKED and INHERITED a
+ * pid, one flag and exactly n_fds descriptors (>= 0, zeros after), and for CREDIT a
+ * shim's flags only, bounded byte counts and least within need; CREDIT_RECALL (sent
+ * by kairosd) is never accepted from a peer. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +46,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.n_gpus > KAIROS_MAX_GPUS)
         abort();
+    if (r.type == KAIROS_MSG_CREDIT_RECALL)
+        abort();
+    if (r.type == KAIROS_MSG_CREDIT) {
+        const struct kairos_credit *c = &r.body.credit;
+        if (c->gpu >= KAIROS_MAX_GPUS || c->flags & ~(KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED) ||
+            c->least > c->need || (c->need && !c->least) || c->quota ||
+            c->held > KAIROS_BYTES_MAX || c->returned > KAIROS_BYTES_MAX ||
+            c->need > KAIROS_BYTES_MAX)
+            abort();
+    }
     for (unsigned g = 0; r.type == KAIROS_MSG_TENANT_SET && g < KAIROS_MAX_GPUS; g++) {
         const struct kairos_compute *c = &r.body.tenant_set.compute[g];
         struct sched_policy p;

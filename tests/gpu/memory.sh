@@ -22,6 +22,10 @@ tenants:
     memory: { 0: 8G }
   - name: probe
     memory: { 0: 4G }
+  - name: near1
+    memory: { 0: 608M }
+  - name: near8
+    memory: { 0: 1056M }
 YAML
 export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
 kairosd_shim_conf "$mdir"
@@ -144,18 +148,23 @@ tail -40 "$mdir/torch-expandable-trace.txt"
 fi
 
 if mem_want m8; then
-echo "--- m8. allocation latency native vs tenant 'victim', 1 and 8 threads, 64 MiB blocks"
+echo "--- m8. allocation latency native vs tenant, 1 and 8 threads, 64 MiB blocks: far from the"
+echo "    quota ('victim', 16 GiB: credit, no round trip) and near it ('near1' 608 MiB, 'near8'"
+echo "    1056 MiB: the context's 518 MiB and the threads' blocks leave less than a credit chunk,"
+echo "    so every allocation asks kairosd; failed= counts refusals if the context is larger)"
 : > "$mdir/threads.tsv"
 for round in 1 2 3; do
   for threads in 1 8; do
-    for mode in native tenant; do
+    for mode in native tenant near; do
       case $mode in
         native) run=() ;;
         tenant) run=("$kairos" run --tenant victim --) ;;
+        near) run=("$kairos" run --tenant "near$threads" --) ;;
       esac
       lat=$("${run[@]}" "$paths" latency "$threads" 200)
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$threads" "$mode" "$(echo "$lat" | value alloc_p50_us)" \
-        "$(echo "$lat" | value alloc_p99_us)" "$(echo "$lat" | value allocs_per_s)" | tee -a "$mdir/threads.tsv"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$threads" "$mode" "$(echo "$lat" | value alloc_p50_us)" \
+        "$(echo "$lat" | value alloc_p99_us)" "$(echo "$lat" | value allocs_per_s)" \
+        "$(echo "$lat" | value failed)" | tee -a "$mdir/threads.tsv"
     done
   done
 done
@@ -212,6 +221,30 @@ done
 result "cuda_ipc opened=$(value opened < "$mdir/ipc-import.txt") exporter_held_after_exit_mib=$exp_mid importer_held_mib=$imp_mid gpu_used_delta_mib=$((used_mid - used0)) exporter_held_end_mib=$exp_end importer_held_end_mib=$imp_end gpu_used_delta_end_mib=$((used_end - used0))"
 fi
 
+if mem_want m10; then
+echo "--- m10. the KRYPTON attack with kairosd killed -9 1 s into it and restarted 1 s later:"
+echo "    the victim (credit) must see no failed allocation, no tenant more than its quota"
+"$kairos" run --tenant victim -- $python tests/gpu/torch_oom.py victim 25 14500 > "$mdir/victim-r.txt" 2>&1 &
+victim=$!
+sleep 6
+for i in $(seq 48); do
+  "$kairos" run --tenant attacker -- "$probe" attack > "$mdir/attacker-r-$i.txt" 2>&1 &
+done
+sleep 1
+kill -9 "$kd_pid"; wait "$kd_pid" 2>/dev/null
+sleep 1
+kairosd_start "$mdir" "$OUT/kairosd.log"
+sleep 2
+attacker_after=$(held_of attacker); victim_after=$(held_of victim)
+used_after=$(env -u LD_PRELOAD nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits)
+wait $(jobs -p | grep -v "^$kd_pid$" | grep -v "^$victim$") 2>/dev/null
+wait "$victim"
+cat "$mdir/victim-r.txt"
+sleep 1
+result "attack_restart victim_failed_allocations=$(value failed_allocations < "$mdir/victim-r.txt") victim_iterations=$(value iterations < "$mdir/victim-r.txt") attacker_held_mib=$((attacker_after / 1048576)) attacker_quota_mib=8192 victim_held_mib=$((victim_after / 1048576)) victim_quota_mib=16384 gpu_used_mib=$used_after held_after_exit=$(( $(held_of victim) + $(held_of attacker) ))"
+grep -E "before the restart|reattached" "$OUT/kairosd.log" | tail -3
+fi
+
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null
 unset KAIROS_SOCKET KAIROS_SHIM_CONF
 grep "audit:" "$OUT/kairosd.log" | head -5
@@ -240,8 +273,9 @@ trows = rows_of("threads.tsv")
 if trows:
     res["threads"] = {f"{m}_{t}": {"alloc_p50_us": med(trows, lambda r: r[1] == t and r[2] == m, 3),
                                    "alloc_p99_us": med(trows, lambda r: r[1] == t and r[2] == m, 4),
-                                   "allocs_per_s": med(trows, lambda r: r[1] == t and r[2] == m, 5)}
-                      for t in ("1", "8") for m in ("native", "tenant")}
+                                   "allocs_per_s": med(trows, lambda r: r[1] == t and r[2] == m, 5),
+                                   "failed": med(trows, lambda r: r[1] == t and r[2] == m, 6)}
+                      for t in ("1", "8") for m in ("native", "tenant", "near")}
 json.dump(res, open(f"{out}/memory-results.json", "w"), indent=1)
 print(f"\n{gpu}, driver {driver}, CUDA {cuda}, torch {torchv}, {date}")
 for name, c in res["checks"].items():
@@ -255,9 +289,11 @@ if "overhead" in res:
         print(f"{label:22}{v[0]:10.1f}{v[1]:12.1f}{v[2]:10.1f}{v[2] / v[0]:15.3f}")
 if "threads" in res:
     th = res["threads"]
-    print(f"{'cudaMalloc 64M':22}{'threads':>8}{'native':>10}{'tenant':>10}{'tenant-native':>15}")
+    print(f"{'cudaMalloc 64M':22}{'threads':>8}{'native':>10}{'far':>10}{'far-native':>12}"
+          f"{'near':>10}{'near-native':>13}")
     for t in ("1", "8"):
         for key in ("alloc_p50_us", "alloc_p99_us"):
-            n, k = th[f"native_{t}"][key], th[f"tenant_{t}"][key]
-            print(f"{key:22}{t:>8}{n:10.1f}{k:10.1f}{k - n:15.1f}")
+            n, k, q = (th[f"{m}_{t}"][key] for m in ("native", "tenant", "near"))
+            print(f"{key:22}{t:>8}{n:10.1f}{k:10.1f}{k - n:12.1f}{q:10.1f}{q - n:13.1f}")
+        print(f"{'failed (near)':22}{t:>8}{th[f'near_{t}']['failed']:10.0f}")
 PY

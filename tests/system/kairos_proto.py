@@ -19,6 +19,7 @@ assert TIME_POLICY_FMT.size == 48
 ERR_PROTOCOL, ERR_VERSION, ERR_NO_TENANT, ERR_PERMISSION, ERR_INVALID, ERR_BUSY, \
     ERR_NOT_REGISTERED = range(1, 8)
 REATTACH = 1
+CHARGE_MANAGED = 1  # KAIROS_CHARGE_MANAGED
 EPHEMERAL = 1
 MAX_GPUS = 16
 KEEP = (1 << 64) - 1
@@ -163,8 +164,8 @@ class Client:
         tid, n = struct.unpack_from("<II", body)
         return tid, list(struct.unpack_from("<16Q", body, 8))[:n]
 
-    def charge(self, gpu, nbytes, token=0):
-        t, body = self.request(CHARGE, struct.pack("<IIQQ", gpu, 0, nbytes, token))
+    def charge(self, gpu, nbytes, token=0, flags=0):
+        t, body = self.request(CHARGE, struct.pack("<IIQQ", gpu, flags, nbytes, token))
         assert t == GRANT
         granted, _, quota, held = struct.unpack("<IIQQ", body)
         return bool(granted), quota, held

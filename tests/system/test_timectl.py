@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time control end to end, with no GPU: a stand-in daemon (this script) pushes
-TIME_POLICY on the shim's connection, once while the shim waits for a GRANT (the
-requester dispatches it) and once while the process is idle (the watcher reads
-it); the real libkairos.so applies it to fakeapp's channel group and channels on
+TIME_POLICY on the shim's connection, once just before the answer to the first
+allocation's CREDIT request (while an allocation waits for it) and once while the
+process is idle (the watcher reads both); the real libkairos.so applies it to fakeapp's channel group and channels on
 the fake driver, which logs the controls (FAKEDRV_CTL_LOG).
 Usage: test_timectl.py SHIM FAKEDRV FAKEAPP"""
 import os
@@ -20,7 +20,7 @@ from kairos_proto import HDR, MAGIC, VERSION, pack, shim_env_at  # noqa: E402
 
 SHIM, FAKEDRV, FAKEAPP = sys.argv[1:4]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
-HELLO, CHARGE, WELCOME, GRANT, TIME_POLICY = 1, 2, 34, 35, 37
+HELLO, CHARGE, WELCOME, GRANT, TIME_POLICY, CREDIT = 1, 2, 34, 35, 37, 21
 
 
 def policy(seq, timeslice_us, period_us=0, duty_us=0, phase_us=0, epoch_ns=0, gpu=0):
@@ -29,7 +29,8 @@ def policy(seq, timeslice_us, period_us=0, duty_us=0, phase_us=0, epoch_ns=0, gp
 
 
 class FakeDaemon(threading.Thread):
-    """Answers HELLO and CHARGE; pushes the first policy just before the first GRANT."""
+    """Answers HELLO, CHARGE and CREDIT (granting what is asked); pushes the first
+    policy just before the first answer to an allocation."""
 
     def __init__(self, path, first_push):
         super().__init__(daemon=True)
@@ -62,6 +63,13 @@ class FakeDaemon(threading.Thread):
                     self.conn.send(pack(TIME_POLICY, self.first_push, 1000))
                     pushed = True
                 self.conn.send(pack(GRANT, struct.pack("<IIQQ", 1, 0, 1 << 40, nbytes), seq))
+            elif type_ == CREDIT:  # gpu flags report held returned need least quota
+                f = list(struct.unpack_from("<IIQQQQQQ", data, HDR.size))
+                if f[5] and not pushed:
+                    self.conn.send(pack(TIME_POLICY, self.first_push, 1000))
+                    pushed = True
+                self.conn.send(pack(CREDIT, struct.pack("<IIQQQQQQ", f[0], 0, f[2], f[3], 0,
+                                                        f[5], 2 << 20, 1 << 40), seq))
 
     def push(self, body):
         self.conn.send(pack(TIME_POLICY, body, 1001))

@@ -394,8 +394,11 @@ class Trust(unittest.TestCase):
         self.addCleanup(attacker.finish)
         self.d.write_fake(fake + f"proc 0 {attacker.pid} {5 * MiB}\n")
         self.assertEqual(attacker.start(), str(64 * MiB))
-        self.assertEqual(self.ps()["small"]["held"], [5 * MiB])
-        self.assertIn("(the GPU reports 5242880 bytes for it)", self.d.read_log())
+        # what the GPU reports, and the two credit chunks (4 MiB each at 64 MiB) a
+        # process may keep unused
+        self.assertEqual(self.ps()["small"]["held"], [5 * MiB + 8 * MiB])
+        self.assertIn("(the GPU reports 5242880 bytes for it, and it may keep 8388608 of credit)",
+                      self.d.read_log())
         attacker.finish()
 
     def test_ps_shows_other_tenants_pids_to_administrators_only(self):

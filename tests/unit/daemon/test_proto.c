@@ -1,6 +1,7 @@
 /* test_proto.c - proto_check refuses what a hostile or broken peer may send: wrong
  * magic, version, size, type, unterminated names, absurd values, bad compute
- * policies; accepts the rest, and TENANT_SET's earlier, shorter body. */
+ * policies, a CREDIT out of its rules, a CREDIT_RECALL from a peer; accepts the rest,
+ * and TENANT_SET's earlier, shorter body. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -126,6 +127,43 @@ static void test_runnable(void **state)
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "pad");
     u.pad = 0;
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u - 8), "");
+}
+
+/* CREDIT (protocol 3): a shim's flags only, least within need, quota 0, bounded
+ * bytes; CREDIT_RECALL is kairosd's and refused from a peer. */
+static void test_credit(void **state)
+{
+    (void)state;
+    struct kairos_credit c = {.gpu = 1, .flags = KAIROS_CREDIT_AHEAD, .report = 3,
+                              .held = 1ull << 30, .need = 4 << 20, .least = 2 << 20};
+    size_t n = pack(KAIROS_MSG_CREDIT, &c, sizeof c);
+    assert_int_equal(check(n), 0);
+    c.flags = KAIROS_CREDIT_RECALLED;
+    c.need = c.least = 0;
+    c.returned = 8 << 20;
+    assert_int_equal(check(pack(KAIROS_MSG_CREDIT, &c, sizeof c)), 0);
+    struct kairos_credit bad = c;
+    bad.flags = KAIROS_CREDIT_REVOKED; /* kairosd's flag */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "unknown flags");
+    bad = c;
+    bad.need = 2 << 20;
+    bad.least = 4 << 20;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "least");
+    bad.least = 0; /* need without least */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "least");
+    bad = c;
+    bad.quota = 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "quota");
+    bad = c;
+    bad.held = KAIROS_BYTES_MAX + 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "absurd");
+    bad = c;
+    bad.gpu = KAIROS_MAX_GPUS;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "out of range");
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_CREDIT, &c, sizeof c - 1), "exactly");
+    struct kairos_credit_recall r = {.bytes = 1};
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_CREDIT_RECALL, &r, sizeof r),
+           "sent by the daemon");
 }
 
 static void test_header_refusals(void **state)
@@ -312,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_good_messages),
         cmocka_unit_test(test_runnable),
         cmocka_unit_test(test_forked_inherited),
+        cmocka_unit_test(test_credit),
         cmocka_unit_test(test_header_refusals),
         cmocka_unit_test(test_size_refusals),
         cmocka_unit_test(test_field_refusals),

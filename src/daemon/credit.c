@@ -1,0 +1,229 @@
+/* credit.c - credit granted ahead to a tenant's processes, recalled when another
+ * member needs room (see credit.h). Bookkeeping on the ledger's records; what is
+ * to be sent goes through struct credit_io. */
+#include "daemon/credit.h"
+
+#include <string.h>
+
+#include "daemon/ledger.h"
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+    return a < b ? 0 : a - b;
+}
+
+uint64_t credit_chunk(uint64_t quota)
+{
+    uint64_t c = quota / CREDIT_CHUNK_DIV;
+    c -= c % CREDIT_CHUNK_MIN; /* whole pages */
+    if (c < CREDIT_CHUNK_MIN)
+        c = CREDIT_CHUNK_MIN;
+    return c > CREDIT_CHUNK_MAX ? CREDIT_CHUNK_MAX : c;
+}
+
+uint64_t credit_room(const struct ledger_tenant *t, unsigned g)
+{
+    return sat_sub(t->quota[g], sat_add(sat_add(t->held[g], t->draining[g]), t->credit[g]));
+}
+
+/* The member's credit on g becomes c (the tenant's sum follows). */
+static void set_credit(struct ledger_member *m, unsigned g, uint64_t c)
+{
+    struct ledger_tenant *t = m->tenant;
+    t->credit[g] = sat_add(sat_sub(t->credit[g], m->credit[g]), c);
+    m->credit[g] = c;
+}
+
+static void set_held(struct ledger_member *m, unsigned g, uint64_t h)
+{
+    struct ledger_tenant *t = m->tenant;
+    t->held[g] = sat_add(sat_sub(t->held[g], m->held[g]), h);
+    m->held[g] = h;
+}
+
+void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c)
+{
+    struct credit_member *cr = &m->cr;
+    if (c->flags & KAIROS_CREDIT_RECALLED)
+        cr->recall_deadline_ms[g] = 0;
+    if (!cr->reported[g] || c->report > cr->report[g]) {
+        /* the newest: what it holds out of what it had, the rest its credit; beyond
+         * that (memory taken after its credit was revoked, or beyond what a
+         * reattach counted) the memory is counted. An older report's held is stale. */
+        cr->reported[g] = true;
+        cr->report[g] = c->report;
+        uint64_t total = sat_add(m->held[g], m->credit[g]);
+        set_credit(m, g, sat_sub(total, c->held));
+        set_held(m, g, c->held);
+    }
+    /* then what it gave back (after the split: a reattach counts all as held) */
+    uint64_t back = c->returned < m->credit[g] ? c->returned : m->credit[g];
+    set_credit(m, g, m->credit[g] - back);
+}
+
+static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64_t report,
+                       uint32_t flags, uint64_t granted, const struct credit_io *io)
+{
+    struct ledger_tenant *t = m->tenant;
+    set_credit(m, g, sat_add(m->credit[g], granted));
+    struct kairos_credit r = {.gpu = g, .flags = flags, .report = report,
+                              .held = t->held[g], .need = granted,
+                              .least = credit_chunk(t->quota[g]), .quota = t->quota[g]};
+    if (io && io->reply)
+        io->reply(io->ctx, m->cr.peer, seq, &r);
+}
+
+/* Answers m's waiting request on g with granted (added to its credit). */
+static void reply(struct ledger_member *m, unsigned g, uint32_t flags, uint64_t granted,
+                  const struct credit_io *io)
+{
+    struct credit_wait w = m->cr.wait[g];
+    memset(&m->cr.wait[g], 0, sizeof m->cr.wait[g]);
+    send_reply(m, g, w.seq, w.report, flags, granted, io);
+}
+
+/* The unused credit of t's other members on g that may still be recalled; *owed:
+ * whether a recall is outstanding there. */
+static uint64_t recallable(const struct ledger *l, const struct ledger_member *m, unsigned g,
+                           bool *owed)
+{
+    uint64_t sum = 0;
+    *owed = false;
+    for (const struct ledger_member *o = l->members; o; o = o->next) {
+        if (o == m || o->tenant != m->tenant)
+            continue;
+        if (o->cr.recall_deadline_ms[g])
+            *owed = true;
+        else if (!o->cr.revoked[g])
+            sum = sat_add(sum, o->credit[g]);
+    }
+    return sum;
+}
+
+static void send_recalls(struct ledger *l, const struct ledger_member *m, unsigned g,
+                         uint64_t now_ms, const struct credit_io *io)
+{
+    for (struct ledger_member *o = l->members; o; o = o->next) {
+        if (o == m || o->tenant != m->tenant || o->cr.recall_deadline_ms[g] ||
+            o->cr.revoked[g] || !o->credit[g])
+            continue;
+        o->cr.recall_deadline_ms[g] = now_ms + CREDIT_RECALL_TIMEOUT_MS;
+        if (io && io->recall)
+            io->recall(io->ctx, o->cr.peer, g, o->credit[g]);
+    }
+}
+
+/* Whether another member of m's tenant waits for room on g. */
+static bool others_wait(const struct ledger *l, const struct ledger_member *m, unsigned g)
+{
+    for (const struct ledger_member *o = l->members; o; o = o->next)
+        if (o != m && o->tenant == m->tenant && o->cr.wait[g].active)
+            return true;
+    return false;
+}
+
+/* Answers m's waiting request on g if it can be answered now; true when it was. */
+static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, bool hold,
+                      uint64_t now_ms, const struct credit_io *io)
+{
+    struct credit_wait *w = &m->cr.wait[g];
+    struct ledger_tenant *t = m->tenant;
+    if (!w->active || hold)
+        return false;
+    uint64_t room = credit_room(t, g), chunk = credit_chunk(t->quota[g]);
+    /* no credit ahead to one while another waits for room (it would be recalled) */
+    bool ahead = (w->flags & KAIROS_CREDIT_AHEAD) && !m->cr.revoked[g] &&
+                 !others_wait(l, m, g);
+    if (room >= w->need) {
+        if (ahead && room - w->need >= chunk) {
+            reply(m, g, 0, w->need + chunk, io); /* far from the quota: a chunk ahead */
+        } else {
+            uint32_t exact = room - w->need < chunk || !ahead ? KAIROS_CREDIT_EXACT : 0;
+            reply(m, g, exact, w->need, io);
+        }
+        return true;
+    }
+    bool owed;
+    uint64_t others = recallable(l, m, g, &owed);
+    if (w->rounds < CREDIT_RECALL_ROUNDS && others && sat_add(room, others) >= w->least) {
+        w->rounds++;
+        send_recalls(l, m, g, now_ms, io);
+        return false;
+    }
+    if (owed)
+        return false; /* an answer (or a revocation) is coming */
+    uint64_t granted = room >= w->least ? room : 0;
+    t->refusals[g]++;
+    if (io && io->refused)
+        io->refused(io->ctx, t, m, g, w->need);
+    reply(m, g, KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT, granted, io);
+    return true;
+}
+
+void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint32_t seq,
+                    const struct kairos_credit *c, bool hold, uint64_t now_ms,
+                    const struct credit_io *io)
+{
+    if (!c->need && !(c->flags & KAIROS_CREDIT_AHEAD)) { /* a report: answered at once */
+        uint64_t room = credit_room(m->tenant, g);
+        bool tight = room < credit_chunk(m->tenant->quota[g]) || others_wait(l, m, g);
+        send_reply(m, g, seq, c->report, tight ? KAIROS_CREDIT_EXACT : 0, 0, io);
+        return;
+    }
+    struct credit_wait *w = &m->cr.wait[g];
+    if (w->active) /* a second request while one waits: the first gets nothing */
+        reply(m, g, KAIROS_CREDIT_REFUSED, 0, io);
+    *w = (struct credit_wait){.active = true, .seq = seq, .flags = c->flags,
+                              .report = c->report, .need = c->need, .least = c->least};
+    credit_serve(l, m->tenant, g, hold, now_ms, io);
+}
+
+void credit_serve(struct ledger *l, struct ledger_tenant *t, unsigned g, bool hold,
+                  uint64_t now_ms, const struct credit_io *io)
+{
+    if (g >= KAIROS_MAX_GPUS)
+        return;
+    for (struct ledger_member *m = l->members; m; m = m->next)
+        if (m->tenant == t && m->cr.wait[g].active)
+            serve_one(l, m, g, hold, now_ms, io);
+}
+
+void credit_expire(struct ledger *l, bool hold, uint64_t now_ms, const struct credit_io *io)
+{
+    for (struct ledger_member *m = l->members; m; m = m->next)
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+            uint64_t d = m->cr.recall_deadline_ms[g];
+            if (!d || now_ms < d)
+                continue;
+            m->cr.recall_deadline_ms[g] = 0;
+            m->cr.revoked[g] = true;
+            if (io && io->revoked)
+                io->revoked(io->ctx, m->tenant, m, g, m->credit[g]);
+            set_credit(m, g, 0);
+            credit_serve(l, m->tenant, g, hold, now_ms, io);
+        }
+}
+
+void credit_drop(struct ledger_member *m)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        set_credit(m, g, 0);
+        m->cr.recall_deadline_ms[g] = 0;
+        m->cr.wait[g].active = false;
+    }
+}
+
+void credit_fold(struct ledger_member *m)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        set_held(m, g, sat_add(m->held[g], m->credit[g]));
+        set_credit(m, g, 0);
+        m->cr.recall_deadline_ms[g] = 0;
+        m->cr.wait[g].active = false;
+    }
+}

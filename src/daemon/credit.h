@@ -1,0 +1,106 @@
+/* credit.h - credit granted ahead to a tenant's processes (protocol 3, CREDIT and
+ * CREDIT_RECALL in include/kairos/proto.h; design in docs/memory.md).
+ *
+ * A member's credit is a reservation charged to its tenant in the ledger: the
+ * process allocates within it without asking kairosd. For every tenant and GPU,
+ *     held (what its processes hold) + draining (departed members' memory the GPU
+ *     still holds, linger.h) + credit (what they may still take) <= quota
+ * whenever kairosd grants anything (a reattaching process's claim or a revoked
+ * member's report may push a tenant over: it is then granted nothing until it
+ * drops). Far from the quota a request gets its need plus a chunk ahead; near it
+ * (less room than need plus a chunk) exactly its need; when even that does not
+ * fit, the unused credit of the tenant's other members is recalled and the
+ * request waits for it (CREDIT_RECALL_TIMEOUT_MS at most: a member that does not
+ * answer loses its credit and is granted none ahead any more). After a restart no
+ * grant is made to anyone until the known members have reattached (reattach.h).
+ *
+ * The arithmetic and the waiting requests live here, on the ledger's records; the
+ * server sends what this decides through struct credit_io.
+ *
+ * Thread rules: the loop thread only; no I/O but through credit_io.
+ */
+#ifndef KAIROS_DAEMON_CREDIT_H
+#define KAIROS_DAEMON_CREDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kairos/proto.h"
+
+#define CREDIT_CHUNK_DIV 16                   /* a chunk is 1/16 of the quota, */
+#define CREDIT_CHUNK_MIN (2ull << 20)         /* at least one 2 MiB page, */
+#define CREDIT_CHUNK_MAX (256ull << 20)       /* at most 256 MiB */
+#define CREDIT_RECALL_TIMEOUT_MS 500          /* a recall unanswered this long revokes */
+#define CREDIT_RECALL_ROUNDS 3                /* recalls for one waiting request */
+
+struct ledger;
+struct ledger_tenant;
+struct ledger_member;
+
+/* A request kairosd holds the answer to (one per member and GPU). */
+struct credit_wait {
+    bool active;
+    uint32_t seq;         /* of the CREDIT it answers */
+    uint32_t flags;       /* the request's KAIROS_CREDIT_* */
+    uint64_t report;
+    uint64_t need, least;
+    unsigned rounds;      /* recalls sent for it */
+};
+
+/* What a member carries for credit (embedded in struct ledger_member). */
+struct credit_member {
+    uint64_t report[KAIROS_MAX_GPUS];         /* the newest report taken */
+    bool reported[KAIROS_MAX_GPUS];           /* held was reported at least once */
+    bool revoked[KAIROS_MAX_GPUS];            /* a recall went unanswered */
+    uint64_t recall_deadline_ms[KAIROS_MAX_GPUS]; /* 0: no recall outstanding */
+    struct credit_wait wait[KAIROS_MAX_GPUS];
+    void *peer;                               /* the server's connection */
+};
+
+/* How the server sends what credit decides. */
+struct credit_io {
+    void *ctx;
+    void (*reply)(void *ctx, void *peer, uint32_t seq, const struct kairos_credit *c);
+    void (*recall)(void *ctx, void *peer, unsigned gpu, uint64_t bytes);
+    void (*refused)(void *ctx, struct ledger_tenant *t, struct ledger_member *m, unsigned gpu,
+                    uint64_t need);
+    void (*revoked)(void *ctx, struct ledger_tenant *t, struct ledger_member *m, unsigned gpu,
+                    uint64_t bytes);
+};
+
+/* The credit granted ahead on a GPU with this quota (see the limits above). A
+ * process keeps at most CREDIT_KEEP_CHUNKS of them unused. */
+#define CREDIT_KEEP_CHUNKS 2
+uint64_t credit_chunk(uint64_t quota);
+/* quota - held - draining - credit of tenant t on GPU g (draining: departed members'
+ * memory the GPU still holds, linger.h), 0 when none is left. */
+uint64_t credit_room(const struct ledger_tenant *t, unsigned g);
+
+/* Takes what a CREDIT says: returned credit comes back to the tenant (never more
+ * than the member has), held (when the report is the newest) becomes the member's
+ * holdings and the rest of what it had its credit; a held beyond held + credit
+ * (memory taken after a revocation or beyond a reattach bound) is counted. A
+ * recall is answered by a report flagged KAIROS_CREDIT_RECALLED. */
+void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c);
+
+/* Answers the request of c (need, least, AHEAD) from member m now, or records it
+ * as waiting; hold: no grant may be made now (the reattach window). */
+void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint32_t seq,
+                    const struct kairos_credit *c, bool hold, uint64_t now_ms,
+                    const struct credit_io *io);
+/* Answers what waits in tenant t on GPU g that can be answered now (after a report,
+ * a departure, a revocation, the end of the reattach window). */
+void credit_serve(struct ledger *l, struct ledger_tenant *t, unsigned g, bool hold,
+                  uint64_t now_ms, const struct credit_io *io);
+/* Revokes the credit of members whose recall went unanswered past its deadline;
+ * serves the waits of their tenants. */
+void credit_expire(struct ledger *l, bool hold, uint64_t now_ms, const struct credit_io *io);
+/* A member is leaving: its credit goes back to the tenant (its holdings are the
+ * ledger's to release or keep). */
+void credit_drop(struct ledger_member *m);
+
+/* A departed member whose memory the GPU still holds (linger.h): its credit is
+ * counted as held, since it may have allocated from it after its last report. */
+void credit_fold(struct ledger_member *m);
+
+#endif /* KAIROS_DAEMON_CREDIT_H */

@@ -1,0 +1,205 @@
+/* credit.c - a tenant process's credit on one GPU (see credit.h). Pure arithmetic;
+ * the caller (memguard.c) holds its lock around every call. */
+#include "shim/credit.h"
+
+#include <string.h>
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+    return a < b ? 0 : a - b;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* What is beyond the keep goes back: two chunks far from the quota; near it only
+ * what waiting allocations need. Before the first reply nothing is known: all kept. */
+static void trim(struct credit_gpu *c)
+{
+    uint64_t keep = c->exact ? (c->waiting ? c->need : 0)
+                    : c->chunk ? CREDIT_KEEP_CHUNKS * c->chunk
+                               : UINT64_MAX;
+    if (c->credit > keep) {
+        c->returning = sat_add(c->returning, c->credit - keep);
+        c->credit = keep;
+    }
+}
+
+bool credit_take(struct credit_gpu *c, uint64_t bytes)
+{
+    if (c->credit < bytes)
+        return false;
+    c->credit -= bytes;
+    c->held = sat_add(c->held, bytes);
+    c->dirty = true;
+    return true;
+}
+
+uint64_t credit_wait_begin(struct credit_gpu *c, uint64_t bytes)
+{
+    c->need = sat_add(c->need, bytes);
+    c->least = c->waiting == 0 || bytes < c->least ? bytes : c->least;
+    c->waiting++;
+    return ++c->gen_waiting;
+}
+
+void credit_wait_end(struct credit_gpu *c, uint64_t bytes)
+{
+    c->need = sat_sub(c->need, bytes);
+    if (c->waiting)
+        c->waiting--;
+    if (!c->waiting) {
+        c->need = 0;
+        c->least = 0;
+    } else if (c->least > c->need) {
+        c->least = c->need;
+    }
+}
+
+bool credit_wait_refused(const struct credit_gpu *c, uint64_t gen)
+{
+    return gen <= c->gen_refused;
+}
+
+void credit_settle(struct credit_gpu *c, uint64_t reserved, uint64_t actual)
+{
+    c->held = sat_add(sat_sub(c->held, reserved), actual);
+    if (actual <= reserved) {
+        c->credit = sat_add(c->credit, reserved - actual);
+        trim(c);
+    } else {
+        /* the driver took more than was reserved: from credit where it can; the
+         * rest is held beyond it, counted when reported */
+        uint64_t extra = actual - reserved;
+        c->credit -= extra < c->credit ? extra : c->credit;
+    }
+    c->dirty = true;
+}
+
+void credit_release(struct credit_gpu *c, uint64_t bytes)
+{
+    uint64_t n = bytes < c->held ? bytes : c->held;
+    c->held -= n;
+    c->credit = sat_add(c->credit, n);
+    trim(c);
+    c->dirty = true;
+}
+
+void credit_recall(struct credit_gpu *c, uint64_t bytes)
+{
+    uint64_t give = bytes < c->credit ? bytes : c->credit;
+    c->credit -= give;
+    c->returning = sat_add(c->returning, give);
+    c->recalled = true;
+    c->exact = true; /* another member needs room: nothing ahead until a reply says */
+}
+
+static bool wants_request(const struct credit_gpu *c)
+{
+    if (c->asking || c->closed)
+        return false;
+    if (c->waiting)
+        return c->need > c->credit && c->gen_waiting > c->gen_refused;
+    /* ahead, once the first allocation there has told what a chunk is */
+    return c->chunk && !c->exact && c->credit < c->chunk / 2;
+}
+
+bool credit_has_message(const struct credit_gpu *c, bool *request)
+{
+    *request = wants_request(c);
+    return *request || c->dirty || c->returning || c->recalled;
+}
+
+bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out)
+{
+    bool request;
+    if (!credit_has_message(c, &request))
+        return false;
+    memset(out, 0, sizeof *out);
+    out->gpu = gpu;
+    out->report = ++c->report;
+    out->held = c->held;
+    out->returned = c->returning;
+    out->flags = c->recalled ? KAIROS_CREDIT_RECALLED : 0;
+    c->returning = 0;
+    c->recalled = false;
+    c->dirty = false;
+    c->held_sent = c->held;
+    if (request) {
+        if (c->waiting && c->need > c->credit) {
+            out->need = c->need - c->credit;
+            uint64_t least = sat_sub(c->least, c->credit);
+            out->least = least == 0 ? 1 : least < out->need ? least : out->need;
+        }
+        if (!c->exact)
+            out->flags |= KAIROS_CREDIT_AHEAD;
+        c->asking = true;
+        c->ask_report = out->report;
+        c->gen_asked = c->gen_waiting;
+    }
+    return true;
+}
+
+void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m)
+{
+    c->returning = sat_add(c->returning, m->returned);
+    if (m->flags & KAIROS_CREDIT_RECALLED)
+        c->recalled = true;
+    c->dirty = true;
+    if (c->asking && c->ask_report == m->report)
+        c->asking = false;
+}
+
+void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
+{
+    if (r->flags & KAIROS_CREDIT_REVOKED)
+        c->credit = 0; /* kairosd no longer counts it: allocations ask from now on */
+    if (c->asking && r->report == c->ask_report) {
+        c->asking = false;
+        c->gen_answered = c->gen_asked;
+        if (r->flags & KAIROS_CREDIT_REFUSED)
+            c->gen_refused = c->gen_asked;
+    }
+    c->credit = sat_add(c->credit, r->need);
+    c->chunk = r->least;
+    c->quota = r->quota;
+    c->exact = r->flags & KAIROS_CREDIT_EXACT;
+    c->tenant_held = sat_add(sat_sub(r->held, c->held_sent), c->held);
+    c->held_sent = c->held;
+    if (c->exact)
+        trim(c);
+}
+
+void credit_reconnected(struct credit_gpu *c)
+{
+    c->asking = false;
+    c->returning = 0;  /* the new daemon counts only what the process claims */
+    c->recalled = false;
+    c->dirty = c->held || c->credit; /* tell it the split of the claim */
+}
+
+uint64_t credit_claim(const struct credit_gpu *c)
+{
+    return sat_add(c->held, c->credit);
+}
+
+uint64_t credit_tenant_held(const struct credit_gpu *c)
+{
+    return sat_add(sat_sub(c->tenant_held, c->held_sent), c->held);
+}
+
+bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out)
+{
+    if (!c->held && !c->credit && !c->returning && !c->dirty)
+        return false;
+    c->returning = sat_add(c->returning, c->credit);
+    c->credit = 0;
+    c->asking = false;
+    c->waiting = 0;
+    c->exact = true;
+    c->closed = true;
+    c->dirty = true;
+    return credit_next_message(c, gpu, out);
+}

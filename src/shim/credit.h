@@ -1,0 +1,89 @@
+/* credit.h - a tenant process's credit on one GPU: the arithmetic (pure, no I/O,
+ * no lock of its own; memguard.c holds its lock around every call).
+ *
+ * kairosd grants each process credit ahead of need (protocol 3, CREDIT in
+ * include/kairos/proto.h; docs/memory.md): an allocation that fits in it is taken
+ * from it with no message at all; what the process holds and what it gives back
+ * are told to kairosd later, in reports the sender thread makes. When credit runs
+ * below half a chunk the process asks for more ahead; an allocation that does not
+ * fit waits for the answer to a request naming what it needs. Near the quota
+ * (kairosd's reply says EXACT) nothing is asked ahead and nothing freed is kept,
+ * so every allocation asks for exactly its size and no process sits on room a
+ * neighbour needs. A recall gives back all unused credit at once.
+ *
+ * Threads: called from the application's threads (the ioctl path, the exit
+ * destructor) and the shim's sender and watcher threads, always under memguard's
+ * lock; it takes no lock, makes no system call and uses no signal of its own.
+ */
+#ifndef KAIROS_SHIM_CREDIT_H
+#define KAIROS_SHIM_CREDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kairos/proto.h"
+
+#define CREDIT_KEEP_CHUNKS 2 /* what a process keeps of what it frees, in chunks */
+
+struct credit_gpu {
+    uint64_t held;        /* what this process holds (made or in the driver) */
+    uint64_t credit;      /* granted, not used */
+    uint64_t chunk;       /* from kairosd's last reply; 0: none yet */
+    uint64_t quota;       /* the tenant's, from the last reply (0: none yet) */
+    uint64_t returning;   /* given back, not told yet */
+    uint64_t need;        /* what the allocations waiting for credit need */
+    uint64_t least;       /* the smallest of them (0: none waits; an estimate, never
+                           * above need, once one of them has left) */
+    unsigned waiting;
+    bool exact;           /* near the quota: no credit ahead, nothing kept */
+    bool asking;          /* a request awaits its reply */
+    bool recalled;        /* a recall to answer */
+    bool dirty;           /* held changed since the last report */
+    bool closed;          /* the process is exiting: nothing more is asked */
+    uint64_t report;      /* number of the last CREDIT built */
+    uint64_t ask_report;  /* ... of the request in flight */
+    uint64_t gen_waiting; /* the number of the newest waiting allocation */
+    uint64_t gen_asked;   /* the newest one the request in flight covers */
+    uint64_t gen_answered;/* those up to here were answered, */
+    uint64_t gen_refused; /* ... and those up to here refused */
+    uint64_t tenant_held; /* the memory view: the tenant's holdings at the last reply */
+    uint64_t held_sent;   /* held as last sent */
+};
+
+/* Takes bytes from credit: true when they fit (no message needed). */
+bool credit_take(struct credit_gpu *c, uint64_t bytes);
+/* An allocation that did not fit waits: returns its number. */
+uint64_t credit_wait_begin(struct credit_gpu *c, uint64_t bytes);
+/* It stopped waiting (took credit, was refused or gave up). */
+void credit_wait_end(struct credit_gpu *c, uint64_t bytes);
+/* Whether allocation number gen was refused by the last answer that covered it. */
+bool credit_wait_refused(const struct credit_gpu *c, uint64_t gen);
+/* The allocation reserved reserved bytes; the driver took actual. */
+void credit_settle(struct credit_gpu *c, uint64_t reserved, uint64_t actual);
+/* bytes were freed: back to credit, what is beyond the keep given back. */
+void credit_release(struct credit_gpu *c, uint64_t bytes);
+/* kairosd recalls up to bytes of unused credit. */
+void credit_recall(struct credit_gpu *c, uint64_t bytes);
+
+/* Whether credit_next_message has something to send: a request (*request), or a
+ * report only. */
+bool credit_has_message(const struct credit_gpu *c, bool *request);
+/* Whether a CREDIT should be sent now (and whether it is a request); out is
+ * filled and the state updated as sent. False when there is nothing to say. */
+bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out);
+/* At exit: a report of what the process holds, giving back all its credit (so that
+ * a departure kairosd keeps charged while the GPU holds its memory counts exactly
+ * that). False when there is nothing to say. */
+bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out);
+/* The message could not be sent: undo what credit_next_message recorded. */
+void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m);
+/* kairosd's reply. */
+void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r);
+/* A new connection (kairosd restarted): what is in flight is lost; report again. */
+void credit_reconnected(struct credit_gpu *c);
+/* What this process claims when it reattaches: held and unused credit. */
+uint64_t credit_claim(const struct credit_gpu *c);
+/* The tenant's holdings as best known now (the memory view). */
+uint64_t credit_tenant_held(const struct credit_gpu *c);
+
+#endif /* KAIROS_SHIM_CREDIT_H */

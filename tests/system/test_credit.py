@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Credit granted ahead (docs/memory.md, protocol 3), played by attackers against
+the real kairosd, libkairos.so and the fake NVIDIA driver: processes and threads of
+one tenant racing, a process sitting on credit next to a neighbour that needs it,
+a process killed holding credit, kairosd killed -9 and restarted under allocation
+load and while a new process starts, a member that never answers a recall. Each
+asserts that what the driver gave never exceeds the quota, that no allocation
+below the quota is refused, and that the ledger ends equal to what the driver holds.
+Usage: test_credit.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+import functools
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+from harness import preload_env, wait_for  # noqa: E402
+
+KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
+env = functools.partial(preload_env, SHIM, FAKEDRV)
+MiB = 1 << 20
+PAGE = 2 * MiB
+QUOTA = 64 * MiB
+CREDIT, CREDIT_RECALL = 21, 22
+CREDIT_FMT = "<IIQQQQQQ"  # gpu flags report held returned need least quota
+
+
+def counts(line):
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+class Credit(unittest.TestCase):
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, tenants_yaml="  - name: team\n    memory: { 0: 64M }\n"
+                           "  - name: big\n    memory: { 0: 16G }\n", gpus=1).start()
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(10)
+            for f in (p.stdout, p.stderr):
+                f.close()
+        self.d.stop()
+
+    def run_tenant(self, *args, tenant="team", **extra):
+        p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env(**extra, **self.d.shim_env()))
+        self.procs.append(p)
+        return p
+
+    def holding(self, p):
+        line = p.stdout.readline()
+        if not line.startswith("fakeapp: holding"):
+            self.fail(repr(line) + p.stderr.read())
+        return counts(line)
+
+    def held(self, tenant="team"):
+        r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
+                           env=env(KAIROS_SOCKET=self.d.socket), timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        teams = [t for t in json.loads(r.stdout)["tenants"] if t["name"] == tenant]
+        return teams[0]["gpus"][0]["held"] if teams else 0
+
+    def finish(self, p):
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        return counts(out.splitlines()[-1])
+
+    def kill9_and_restart(self, down_s=0.0):
+        self.d.proc.kill()
+        self.d.proc.wait(10)
+        self.d.logf.close()
+        self.d.proc = None
+        time.sleep(down_s)
+        self.d.start()
+
+    def test_racing_processes_and_threads_never_exceed_the_quota(self):
+        """6 processes x 4 threads race 2 MiB allocations for 6 times the quota:
+        together they hold exactly the quota (nothing refused while credit sat
+        unused), never more, and the ledger ends equal to what they hold."""
+        ps = [self.run_tenant("-t", "4", "-n", "16", "-s", str(PAGE), "-c", str(PAGE),
+                              "-w", "3") for _ in range(6)]
+        got = []
+        for p in ps:  # one that starts when the tenant is full is refused its context
+            line = p.stdout.readline()
+            if line.startswith("fakeapp: holding"):
+                got.append(counts(line))
+            else:
+                p.wait(30)
+                self.assertIn("context memory failed: status 0x51", p.stderr.read())
+                self.assertEqual(p.returncode, 1)
+        total = sum(g["vidmem_bytes"] for g in got)
+        self.assertLessEqual(total, QUOTA)
+        self.assertEqual(total, QUOTA, got)
+        self.assertGreater(sum(g["failed"] for g in got), 0)
+        self.assertTrue(wait_for(lambda: self.held() == total), (self.held(), total))
+        for p in ps:
+            if p.returncode is None:
+                self.finish(p)
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+
+    def test_credit_held_by_a_neighbour_is_recalled_before_a_refusal(self):
+        """A takes a little and sits on its credit; B then wants more than the room
+        left beside A's holdings: B gets all of it, to the byte."""
+        a = self.run_tenant("-n", "1", "-s", str(PAGE), "-c", str(PAGE), "-w", "6")
+        ca = self.holding(a)
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "1")
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], QUOTA - ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA), self.held())
+        self.finish(b)
+        self.finish(a)
+
+    def test_a_process_killed_holding_credit_gives_it_back(self):
+        a = self.run_tenant("-n", "3", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
+        self.holding(a)
+        a.send_signal(signal.SIGKILL)
+        a.wait(10)
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE))
+        cb = self.finish(b)
+        self.assertEqual(cb["vidmem_bytes"], QUOTA)  # A's credit came back whole
+
+    def test_kill9_restart_under_load_refuses_nothing_below_the_quota(self):
+        """Three processes allocate (one 2 MiB block per 100 ms each, 42 of 64 MiB
+        in all) while kairosd is killed -9 and is down for a second: not one
+        allocation is refused, and the new ledger holds what the driver gave."""
+        ps = [self.run_tenant("-n", "6", "-s", str(PAGE), "-c", str(PAGE), "-w", "2",
+                              FAKEDRV_ALLOC_DELAY_MS="100") for _ in range(3)]
+        time.sleep(0.4)
+        self.kill9_and_restart(down_s=1.0)
+        got = [self.holding(p) for p in ps]
+        self.assertEqual([g["failed"] for g in got], [0, 0, 0])
+        total = sum(g["vidmem_bytes"] for g in got)
+        self.assertEqual(total, 3 * 7 * PAGE)
+        self.assertTrue(wait_for(lambda: self.held() == total), (self.held(), total))
+        for p in ps:
+            self.finish(p)
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+
+    def test_no_grant_to_a_new_process_before_the_members_reattach(self):
+        """A holds 48 MiB; kairosd is killed -9 and restarted, and B starts at once,
+        before A has reattached, wanting 80 MiB: B gets only the 16 MiB A does not
+        hold (once A is back), never a byte of A's."""
+        a = self.run_tenant("-n", "23", "-s", str(PAGE), "-c", str(PAGE), "-w", "8")
+        ca = self.holding(a)
+        self.assertEqual(ca["vidmem_bytes"], 48 * MiB)
+        self.kill9_and_restart()
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "1")
+        cb = self.holding(b)
+        self.assertLessEqual(ca["vidmem_bytes"] + cb["vidmem_bytes"], QUOTA)
+        self.assertEqual(cb["vidmem_bytes"], QUOTA - ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA), self.held())
+        self.finish(b)
+        self.finish(a)
+        self.assertIn("no memory is granted until they reattach", self.d.read_log())
+
+    def test_a_stopped_daemon_delays_no_allocation_within_credit(self):
+        """kairosd is stopped (SIGSTOP: a slow or hung daemon) while a process makes
+        20 allocations of 2 MiB, 100 ms each in the driver, within the credit its
+        first one brought (a 256 MiB chunk in a 16 GiB tenant): none waits for
+        kairosd, none is refused; once kairosd runs again its ledger holds them."""
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "2",
+                            tenant="big", FAKEDRV_ALLOC_DELAY_MS="100")
+        self.assertTrue(wait_for(lambda: self.held("big") > 0, step=0.002), self.held("big"))
+        self.d.proc.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            ca = self.holding(a)
+            took = time.monotonic() - t0
+        finally:
+            self.d.proc.send_signal(signal.SIGCONT)
+        self.assertEqual(ca["failed"], 0)
+        self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)
+        self.assertLess(took, 2.0 + 1.0)  # 20 x 100 ms in the driver, no wait for kairosd
+        self.assertTrue(wait_for(lambda: self.held("big") == 21 * PAGE), self.held("big"))
+        self.finish(a)
+
+    def test_a_member_that_never_answers_a_recall_cannot_block_the_tenant(self):
+        """A hostile member takes 60 MiB of credit and never reads again: a neighbour
+        needing room is served once the recall times out (its credit is no longer
+        counted), and gets the whole quota."""
+        c = self.d.client()
+        c.hello("team")
+        body = struct.pack(CREDIT_FMT, 0, 0, 1, 0, 0, 60 * MiB, 60 * MiB, 0)
+        t, reply = c.request(CREDIT, body)
+        self.assertEqual(t, CREDIT)
+        self.assertEqual(struct.unpack(CREDIT_FMT, reply)[5], 60 * MiB)  # granted
+        t0 = time.monotonic()
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE))
+        cb = self.finish(b)
+        self.assertEqual(cb["vidmem_bytes"], QUOTA)
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertIn("did not answer a credit recall", self.d.read_log())
+        c.close()
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

@@ -1,0 +1,290 @@
+/* test_credit.c - credit granted ahead (src/daemon/credit.c): a chunk ahead far from
+ * the quota, exactly the need near it, held + credit never above the quota, a
+ * recall of a neighbour's credit before a refusal, a recall left unanswered
+ * revoked, reports that cannot create credit, stale reports, departures; a departed
+ * member's memory the GPU still holds (draining) leaves no room to credit or CHARGE. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/credit.h"
+#include "daemon/ledger.h"
+
+#define MiB (1ull << 20)
+
+static struct ledger L;
+static struct ledger_tenant *T;
+
+/* What the io callbacks saw. */
+static struct {
+    unsigned replies, recalls, refusals, revoked;
+    struct kairos_credit last;
+    void *last_peer, *recalled_peer;
+    uint64_t recalled;
+} seen;
+
+static void on_reply(void *ctx, void *peer, uint32_t seq, const struct kairos_credit *c)
+{
+    (void)ctx;
+    (void)seq;
+    seen.replies++;
+    seen.last = *c;
+    seen.last_peer = peer;
+}
+
+static void on_recall(void *ctx, void *peer, unsigned gpu, uint64_t bytes)
+{
+    (void)ctx;
+    (void)gpu;
+    seen.recalls++;
+    seen.recalled_peer = peer;
+    seen.recalled = bytes;
+}
+
+static void on_refused(void *ctx, struct ledger_tenant *t, struct ledger_member *m, unsigned g,
+                       uint64_t need)
+{
+    (void)ctx, (void)t, (void)m, (void)g, (void)need;
+    seen.refusals++;
+}
+
+static void on_revoked(void *ctx, struct ledger_tenant *t, struct ledger_member *m, unsigned g,
+                       uint64_t bytes)
+{
+    (void)ctx, (void)t, (void)m, (void)g, (void)bytes;
+    seen.revoked++;
+}
+
+static const struct credit_io IO = {NULL, on_reply, on_recall, on_refused, on_revoked};
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    uint64_t quota[KAIROS_MAX_GPUS] = {64 * MiB};
+    assert_int_equal(ledger_init(&L, 1), 0);
+    assert_int_equal(ledger_tenant_add(&L, "team", quota, 0, &T), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    assert_int_equal(ledger_check(&L), 0);
+    ledger_fini(&L);
+    return 0;
+}
+
+static struct ledger_member *join(void *peer)
+{
+    struct ledger_member *m;
+    assert_int_equal(ledger_join(&L, T, 100, NULL, &m), 0);
+    m->cr.peer = peer;
+    return m;
+}
+
+static uint64_t report_no;
+
+/* A CREDIT from m: its held now, credit given back, need/least, AHEAD or not. */
+static void credit(struct ledger_member *m, uint64_t held, uint64_t returned, uint64_t need,
+                   uint64_t least, uint32_t flags, uint64_t now)
+{
+    struct kairos_credit c = {.gpu = 0, .flags = flags, .report = ++report_no, .held = held,
+                              .returned = returned, .need = need, .least = least};
+    credit_take_report(m, 0, &c);
+    credit_request(&L, m, 0, 7, &c, false, now, &IO);
+}
+
+static void assert_within_quota(void)
+{
+    assert_true(T->held[0] + T->credit[0] <= T->quota[0]);
+}
+
+static void test_chunk_sizes(void **state)
+{
+    (void)state;
+    assert_int_equal(credit_chunk(64 * MiB), 4 * MiB);
+    assert_int_equal(credit_chunk(8 * MiB), 2 * MiB);             /* at least a page */
+    assert_int_equal(credit_chunk(40ull << 30), 256 * MiB);        /* capped */
+    assert_int_equal(credit_chunk(100 * MiB) % (2 * MiB), 0);      /* whole pages */
+}
+
+static void test_ahead_far_exact_near(void **state)
+{
+    (void)state;
+    int a;
+    struct ledger_member *m = join(&a);
+    credit(m, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 2 * MiB + 4 * MiB); /* need and a chunk ahead */
+    assert_int_equal(seen.last.least, 4 * MiB);
+    assert_false(seen.last.flags & (KAIROS_CREDIT_EXACT | KAIROS_CREDIT_REFUSED));
+    assert_int_equal(T->credit[0], 6 * MiB);
+    /* it used it all and asks for 54 MiB more: 58 of 64 left, less than need + chunk */
+    credit(m, 6 * MiB, 0, 56 * MiB, 56 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 56 * MiB);
+    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
+    assert_int_equal(T->held[0], 6 * MiB);
+    assert_within_quota();
+    /* at the quota: refused, nothing granted, counted */
+    credit(m, 62 * MiB, 0, 4 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 2 * MiB); /* the room left, where the least fits */
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_int_equal(T->refusals[0], 1);
+    credit(m, 64 * MiB, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 0);
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_within_quota();
+}
+
+static void test_report_cannot_create_credit(void **state)
+{
+    (void)state;
+    int a;
+    struct ledger_member *m = join(&a);
+    credit(m, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0); /* 6 MiB */
+    /* gives back more than it has: only what it has comes back */
+    credit(m, 0, 1ull << 40, 0, 0, 0, 0);
+    assert_int_equal(m->credit[0], 0);
+    assert_int_equal(T->credit[0], 0);
+    /* a held below what it had turns the rest into credit, never more */
+    credit(m, 0, 0, 8 * MiB, 8 * MiB, 0, 0);
+    assert_int_equal(m->credit[0], 8 * MiB);
+    credit(m, 3 * MiB, 0, 0, 0, 0, 0);
+    assert_int_equal(m->held[0], 3 * MiB);
+    assert_int_equal(m->credit[0], 5 * MiB);
+    /* an older report's held is stale: ignored; its returned still counts */
+    struct kairos_credit old = {.report = 1, .held = 0, .returned = MiB};
+    credit_take_report(m, 0, &old);
+    assert_int_equal(m->held[0], 3 * MiB);
+    assert_int_equal(m->credit[0], 4 * MiB);
+    assert_within_quota();
+}
+
+static void test_recall_before_refusal(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *ma = join(&a), *mb = join(&b);
+    credit(ma, 0, 0, 40 * MiB, 40 * MiB, 0, 0);     /* a: 40 MiB credit, unused */
+    credit(mb, 0, 0, 20 * MiB, 20 * MiB, 0, 0);     /* b: 20 */
+    seen.replies = 0;
+    credit(mb, 20 * MiB, 0, 10 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0); /* 4 left: recall a */
+    assert_int_equal(seen.replies, 0);              /* b waits */
+    assert_int_equal(seen.recalls, 1);
+    assert_ptr_equal(seen.recalled_peer, &a);
+    assert_int_equal(seen.recalled, 40 * MiB);
+    /* a answers, giving back 38 (it used 2 meanwhile) */
+    struct kairos_credit ans = {.flags = KAIROS_CREDIT_RECALLED, .report = ++report_no,
+                                .held = 2 * MiB, .returned = 38 * MiB};
+    credit_take_report(ma, 0, &ans);
+    credit_serve(&L, T, 0, false, 10, &IO);
+    assert_int_equal(seen.replies, 1);
+    assert_ptr_equal(seen.last_peer, &b);
+    assert_int_equal(seen.last.need, 10 * MiB + 4 * MiB); /* room again: a chunk ahead */
+    assert_false(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_int_equal(ma->cr.recall_deadline_ms[0], 0);
+    assert_within_quota();
+}
+
+static void test_unanswered_recall_is_revoked(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *ma = join(&a), *mb = join(&b);
+    credit(ma, 0, 0, 60 * MiB, 60 * MiB, 0, 0);     /* a sits on 60 */
+    credit(mb, 0, 0, 8 * MiB, 8 * MiB, 0, 100);      /* b: 4 left: recall, wait */
+    assert_int_equal(seen.recalls, 1);
+    seen.replies = 0;
+    credit_expire(&L, false, 100 + CREDIT_RECALL_TIMEOUT_MS - 1, &IO);
+    assert_int_equal(seen.replies, 0);               /* not yet */
+    credit_expire(&L, false, 100 + CREDIT_RECALL_TIMEOUT_MS, &IO);
+    assert_int_equal(seen.revoked, 1);
+    assert_int_equal(seen.replies, 1);
+    assert_int_equal(seen.last.need, 8 * MiB);
+    assert_int_equal(ma->credit[0], 0);
+    assert_true(ma->cr.revoked[0]);
+    /* revoked: no credit ahead any more, only its need */
+    credit(ma, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 200);
+    assert_int_equal(seen.last.need, 2 * MiB);
+    /* memory it took from the revoked credit is counted when it says so */
+    credit(ma, 30 * MiB, 0, 0, 0, 0, 300);
+    assert_int_equal(ma->held[0], 30 * MiB);
+    assert_int_equal(T->held[0], 30 * MiB);
+    /* what the revoked member took is gone from the room: refused, not over-granted */
+    credit(mb, 8 * MiB, 0, 30 * MiB, 30 * MiB, 0, 400);
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+}
+
+static void test_hold_then_serve(void **state)
+{
+    (void)state;
+    int a;
+    struct ledger_member *m = join(&a);
+    struct kairos_credit c = {.report = 1, .need = 2 * MiB, .least = 2 * MiB};
+    credit_request(&L, m, 0, 9, &c, true, 0, &IO);
+    assert_int_equal(seen.replies, 0);
+    assert_int_equal(T->credit[0], 0);
+    credit_serve(&L, T, 0, false, 1, &IO);
+    assert_int_equal(seen.replies, 1);
+    assert_int_equal(seen.last.need, 2 * MiB);
+}
+
+static void test_departure_gives_credit_back(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *ma = join(&a), *mb = join(&b);
+    credit(ma, 0, 0, 62 * MiB, 62 * MiB, 0, 0);
+    credit(mb, 0, 0, 8 * MiB, 8 * MiB, 0, 0);        /* waits on a recall */
+    seen.replies = 0;
+    credit_drop(ma);
+    ledger_leave(&L, ma, NULL);
+    credit_serve(&L, T, 0, false, 1, &IO);
+    assert_int_equal(seen.replies, 1);
+    assert_int_equal(seen.last.need, 8 * MiB);
+    assert_int_equal(T->credit[0], 8 * MiB);
+    (void)mb;
+}
+
+static void test_draining_leaves_no_room(void **state)
+{
+    (void)state;
+    int a;
+    struct ledger_member *m = join(&a);
+    T->draining[0] = 16 * MiB; /* a departed member's memory the GPU has not freed */
+    credit(m, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 6 * MiB);
+    /* 64 - 16 draining - 6 = 42 MiB of room: 44 is refused, with nothing granted */
+    credit(m, 6 * MiB, 0, 44 * MiB, 44 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_int_equal(seen.last.need, 0);
+    assert_int_equal(credit_room(T, 0), 42 * MiB);
+    /* a CHARGE (a managed range) counts held + draining + credit too, to the byte */
+    struct ledger_grant g;
+    assert_int_equal(ledger_charge(&L, m, 0, 42 * MiB + 1, 9, &g), 0);
+    assert_false(g.granted);
+    assert_int_equal(ledger_charge(&L, m, 0, 42 * MiB, 9, &g), 0);
+    assert_true(g.granted);
+    assert_int_equal(credit_room(T, 0), 0);
+    assert_int_equal(T->held[0] + T->draining[0] + T->credit[0], T->quota[0]);
+    assert_int_equal(ledger_commit(&L, m, 0, 9, true, 42 * MiB), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chunk_sizes),
+        cmocka_unit_test_setup_teardown(test_ahead_far_exact_near, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_cannot_create_credit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recall_before_refusal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unanswered_recall_is_revoked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hold_then_serve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_departure_gives_credit_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

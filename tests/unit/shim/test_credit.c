@@ -1,0 +1,202 @@
+/* test_credit.c - a process's credit arithmetic (src/shim/credit.c): allocations
+ * within credit need no message, asking ahead below half a chunk, a waiting
+ * allocation named in a request and refused only by the answer that covered it,
+ * frees kept up to two chunks (none near the quota), a recall giving all unused
+ * credit back, a message that could not be sent undone, a reattach claim. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shim/credit.h"
+
+#define MiB (1ull << 20)
+
+/* kairosd's answer to m: granted, the chunk, flags. */
+static void answer(struct credit_gpu *c, const struct kairos_credit *m, uint64_t granted,
+                   uint32_t flags)
+{
+    struct kairos_credit r = {.gpu = m->gpu, .flags = flags, .report = m->report,
+                              .held = m->held, .need = granted, .least = 4 * MiB,
+                              .quota = 64 * MiB};
+    credit_on_reply(c, &r);
+}
+
+static void test_first_allocation_asks_then_none_do(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {0};
+    struct kairos_credit m;
+    bool request;
+    assert_false(credit_take(&c, 2 * MiB));
+    assert_false(credit_has_message(&c, &request)); /* nothing to say before a wait */
+    uint64_t gen = credit_wait_begin(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.need, 2 * MiB);
+    assert_int_equal(m.least, 2 * MiB);
+    assert_true(m.flags & KAIROS_CREDIT_AHEAD);
+    assert_true(c.asking);
+    assert_false(credit_next_message(&c, 0, &m)); /* one request at a time */
+    answer(&c, &m, 6 * MiB, 0);
+    assert_false(credit_wait_refused(&c, gen));
+    assert_true(credit_take(&c, 2 * MiB));
+    credit_wait_end(&c, 2 * MiB);
+    /* 4 MiB left: above half a chunk, nothing to ask; a report of held is due */
+    assert_true(credit_has_message(&c, &request));
+    assert_false(request);
+    assert_true(credit_take(&c, 2 * MiB));   /* no message needed to allocate */
+    assert_true(credit_has_message(&c, &request));
+    assert_false(request);                    /* 2 MiB left: not below half of 4 */
+    assert_true(credit_take(&c, 2 * MiB));
+    assert_true(credit_has_message(&c, &request));
+    assert_true(request);                     /* 0 left: ask ahead */
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.need, 0);
+    assert_int_equal(m.held, 6 * MiB);
+    assert_true(m.flags & KAIROS_CREDIT_AHEAD);
+}
+
+static void test_refused_only_by_the_answer_that_covered_it(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .exact = true};
+    struct kairos_credit m;
+    uint64_t first = credit_wait_begin(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_false(m.flags & KAIROS_CREDIT_AHEAD); /* near the quota: exactly the need */
+    uint64_t second = credit_wait_begin(&c, 4 * MiB); /* after the request left */
+    answer(&c, &m, 0, KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT);
+    assert_true(credit_wait_refused(&c, first));
+    assert_false(credit_wait_refused(&c, second)); /* it asks again */
+    credit_wait_end(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.need, 4 * MiB);
+    assert_true(m.least >= 1 && m.least <= m.need);
+}
+
+static void test_frees_kept_up_to_two_chunks(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 0, .held = 20 * MiB};
+    credit_release(&c, 12 * MiB);
+    assert_int_equal(c.held, 8 * MiB);
+    assert_int_equal(c.credit, 8 * MiB);      /* two chunks kept */
+    assert_int_equal(c.returning, 4 * MiB);   /* the rest given back */
+    c.exact = true;                           /* near the quota: none kept */
+    credit_release(&c, 2 * MiB);
+    assert_int_equal(c.credit, 0);
+    assert_int_equal(c.returning, 4 * MiB + 10 * MiB);
+    struct kairos_credit m;
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.returned, 14 * MiB);
+    assert_int_equal(m.held, 6 * MiB);
+    assert_int_equal(c.returning, 0);
+}
+
+static void test_settle_gives_back_what_the_driver_did_not_take(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 4 * MiB};
+    assert_true(credit_take(&c, 4 * MiB));
+    credit_settle(&c, 4 * MiB, 0);            /* the driver refused it */
+    assert_int_equal(c.held, 0);
+    assert_int_equal(c.credit, 4 * MiB);
+    assert_true(credit_take(&c, 2 * MiB));
+    credit_settle(&c, 2 * MiB, 6 * MiB);      /* it took more than reserved */
+    assert_int_equal(c.held, 6 * MiB);
+    assert_int_equal(c.credit, 0);
+}
+
+static void test_recall_gives_all_back_and_stops_asking_ahead(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 6 * MiB, .held = 2 * MiB};
+    credit_recall(&c, 100 * MiB);
+    assert_int_equal(c.credit, 0);
+    struct kairos_credit m;
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.returned, 6 * MiB);
+    assert_true(m.flags & KAIROS_CREDIT_RECALLED);
+    assert_false(m.flags & KAIROS_CREDIT_AHEAD); /* nothing ahead after a recall */
+    bool request;
+    assert_false(credit_has_message(&c, &request));
+}
+
+static void test_revoked_credit_is_gone(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 6 * MiB, .held = 2 * MiB};
+    struct kairos_credit r = {.flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
+                              .least = 4 * MiB, .quota = 64 * MiB};
+    credit_on_reply(&c, &r);
+    assert_int_equal(c.credit, 0);
+    assert_true(c.exact);
+    assert_false(credit_take(&c, 2 * MiB));
+}
+
+static void test_last_message_gives_all_back_and_asks_no_more(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 3 * MiB, .held = 42 * MiB};
+    struct kairos_credit m;
+    assert_true(credit_last_message(&c, 0, &m));
+    assert_int_equal(m.held, 42 * MiB);
+    assert_int_equal(m.returned, 3 * MiB);
+    assert_false(m.flags & KAIROS_CREDIT_AHEAD);
+    struct kairos_credit r = {.report = m.report, .held = 42 * MiB, .least = 4 * MiB,
+                              .quota = 1ull << 34};
+    credit_on_reply(&c, &r);                  /* room again: still nothing asked */
+    bool request;
+    assert_false(credit_has_message(&c, &request) && request);
+}
+
+static void test_unsent_message_is_undone(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 2 * MiB};
+    credit_recall(&c, MiB);
+    struct kairos_credit m;
+    assert_true(credit_next_message(&c, 0, &m));
+    credit_unsend(&c, &m);
+    assert_int_equal(c.returning, MiB);
+    assert_true(c.recalled);
+    assert_false(c.asking);
+}
+
+static void test_claim_and_view(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = 6 * MiB, .held = 10 * MiB};
+    assert_int_equal(credit_claim(&c), 16 * MiB);
+    struct kairos_credit m;
+    c.dirty = true;
+    assert_true(credit_next_message(&c, 0, &m));
+    struct kairos_credit r = {.report = m.report, .held = 30 * MiB, .least = 4 * MiB,
+                              .quota = 64 * MiB};
+    credit_on_reply(&c, &r);
+    assert_int_equal(credit_tenant_held(&c), 30 * MiB);
+    assert_true(credit_take(&c, 2 * MiB));    /* this process's own allocation shows */
+    assert_int_equal(credit_tenant_held(&c), 32 * MiB);
+    credit_reconnected(&c);
+    assert_false(c.asking);
+    assert_true(c.dirty);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_allocation_asks_then_none_do),
+        cmocka_unit_test(test_refused_only_by_the_answer_that_covered_it),
+        cmocka_unit_test(test_frees_kept_up_to_two_chunks),
+        cmocka_unit_test(test_settle_gives_back_what_the_driver_did_not_take),
+        cmocka_unit_test(test_recall_gives_all_back_and_stops_asking_ahead),
+        cmocka_unit_test(test_revoked_credit_is_gone),
+        cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
+        cmocka_unit_test(test_unsent_message_is_undone),
+        cmocka_unit_test(test_claim_and_view),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
