@@ -10,8 +10,9 @@
  * through subprocess was charged 0 MiB for 520 MiB).
  *
  * So in such a child the shim keeps its hands off its parent's state: descriptor
- * calls go straight to libc, and a device-memory allocation is refused (the
- * memory would live in the parent's RM client, charged to no one).
+ * calls go straight to libc, and a device-memory allocation or a managed-memory
+ * mapping is refused (the memory would live in the parent's RM client or address
+ * space, charged to no one).
  *
  * Thread and signal rules: async-signal-safe (getpid, kcmp); no lock.
  */

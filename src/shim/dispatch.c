@@ -947,6 +947,10 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
     /* A UVM mapping that is not a semaphore pool is managed memory: the policy
      * decides before the driver sees it (uvm_managed.h). */
     bool uvm = cls == FDT_NVIDIA && fi.node == RM_NODE_UVM;
+    if (uvm && memguard_active() && borrowed_vm_now()) {
+        errno = EPERM; /* a vfork child: managed memory is refused as its allocations are */
+        return MAP_FAILED;
+    }
     struct uvm_mmap_ticket ut = {.kind = UVM_MMAP_PASS};
     if (uvm && !uvm_managed_before_mmap(r, (uint64_t)(uintptr_t)addr, len, &ut))
         return MAP_FAILED; /* refused: errno ENOMEM */

@@ -578,9 +578,32 @@ static void test_stale_number_becomes_uvm(void **state)
     fclose(tmp); /* its descriptor is already closed: EBADF, nothing else */
 }
 
+/* A vfork child (running in its parent's memory) maps managed memory: refused
+ * (EPERM), nothing charged or held, as its other allocations are (borrowed_vm.h). */
+static void test_vfork_child_managed_refused(void **state)
+{
+    (void)state;
+    static void *volatile got;
+    static volatile int got_errno;
+    pid_t pid = vfork();
+    if (pid == 0) {
+        errno = 0;
+        got = managed_map(0, 8 * MIB);
+        got_errno = errno;
+        _exit(0);
+    }
+    assert_true(pid > 0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    assert_ptr_equal(got, MAP_FAILED);
+    assert_int_equal(got_errno, EPERM);
+    assert_int_equal(fakedrv_managed_ranges(), 0);
+    assert_exact();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_vfork_child_managed_refused, setup_charge, teardown),
         cmocka_unit_test_setup_teardown(test_refused_by_default, setup_refuse, teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_pool_maps_under_refuse, setup_refuse,
                                         teardown),
