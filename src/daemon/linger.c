@@ -364,11 +364,14 @@ void linger_fini(struct linger_set *lg)
     free(lg);
 }
 
-/* Whether the member is charged anything (else there is nothing to keep). */
+/* Whether the member is charged anything (else there is nothing to keep): what it
+ * reported held, or credit it may have allocated from since its last report (a
+ * process that execs right after allocating never sends that report; the caller
+ * folds the credit into its holdings when it lingers). */
 static bool holds_any(const struct linger_set *lg, const struct ledger_member *m)
 {
     for (unsigned g = 0; g < lg->ts->n_gpus && g < KAIROS_MAX_GPUS; g++)
-        if (m->held[g])
+        if (m->held[g] || m->credit[g])
             return true;
     return false;
 }

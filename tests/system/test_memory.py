@@ -552,14 +552,20 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(line.startswith(prefix), (line, proc.stderr.read() if proc.poll() else ""))
         return counts(line, prefix)
 
-    def assert_second_tenant_process_fits(self):
+    def assert_second_tenant_process_fits(self, slack=0):
         """A second process takes what is left: the driver never holds more than the
-        quota for the tenant, and the ledger equals what it holds."""
+        quota for the tenant, and the ledger equals what it holds (or exceeds it by
+        at most slack: credit counted for a process that exec'd before reporting)."""
         b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.3")
         cb = self.line(b, "fakeapp: holding")
         self.assertGreater(cb["failed"], 0)  # it met the quota
         self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
-        assert_held(self, driver_holds(self.journal))
+        if slack:
+            drv = driver_holds(self.journal)
+            wait_for(lambda: self.held() >= drv, timeout=3.0)
+            self.assertTrue(drv <= self.held() <= drv + slack, self.ps())
+        else:
+            assert_held(self, driver_holds(self.journal))
         b.communicate(timeout=30)
 
     def test_fork_then_parent_exit_keeps_the_charge_until_the_child_closes(self):
@@ -605,8 +611,14 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.ps()["team"]["pids"] == [], timeout=5.0))
         time.sleep(0.5)
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
-        assert_held(self, ca["vidmem_bytes"])  # the exec'd program holds it
-        self.assert_second_tenant_process_fits()
+        # the exec'd program holds it. The shim reports its holdings every few ms and
+        # exec runs no exit handler: when the exec came first, kairosd keeps what it
+        # reported plus the unused credit (at most two 4 MiB chunks for 64 MiB):
+        # never less than the driver holds
+        want = ca["vidmem_bytes"]
+        wait_for(lambda: self.held() >= want, timeout=3.0)
+        self.assertTrue(want <= self.held() <= want + 8 * MiB, self.ps())
+        self.assert_second_tenant_process_fits(slack=8 * MiB)
         a.communicate(timeout=30)  # sleep exits: the file's last descriptor closes
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
