@@ -256,7 +256,10 @@ struct kairos_inherited {
  *             quota kairosd adds a chunk); KAIROS_CREDIT_RECALLED: the answer to a
  *             CREDIT_RECALL (returned says how much came back).
  * Daemon -> shim (the reply):
- *   report    echoed; held: the tenant's holdings on gpu; returned 0;
+ *   report    echoed; held: the tenant's holdings on gpu; returned: what of them
+ *             kairosd counts as this process's (its memory view shows held minus
+ *             returned plus what it holds now, so that its own frees and unused
+ *             credit count as free at once);
  *   need      credit granted with this reply (added to the process's credit);
  *   least     the chunk: the credit kairosd grants ahead (the shim asks again when
  *             its credit falls below half of it, and keeps at most two chunks of

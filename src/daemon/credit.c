@@ -72,7 +72,7 @@ static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64
     struct ledger_tenant *t = m->tenant;
     set_credit(m, g, sat_add(m->credit[g], granted));
     struct kairos_credit r = {.gpu = g, .flags = flags, .report = report,
-                              .held = t->held[g], .need = granted,
+                              .held = t->held[g], .returned = m->held[g], .need = granted,
                               .least = credit_chunk(t->quota[g]), .quota = t->quota[g]};
     if (io && io->reply)
         io->reply(io->ctx, m->cr.peer, seq, &r);

@@ -273,8 +273,8 @@ static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_mem
                    gpu);
     struct conn *c = m->cr.peer;
     struct kairos_credit r = {.gpu = gpu, .flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
-                              .held = t->held[gpu], .least = credit_chunk(t->quota[gpu]),
-                              .quota = t->quota[gpu]};
+                              .held = t->held[gpu], .returned = m->held[gpu],
+                              .least = credit_chunk(t->quota[gpu]), .quota = t->quota[gpu]};
     if (c && !send_msg(c, KAIROS_MSG_CREDIT, 0, &r, sizeof r))
         c->broken = true;
 }

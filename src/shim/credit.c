@@ -126,7 +126,6 @@ bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
     c->returning = 0;
     c->recalled = false;
     c->dirty = false;
-    c->held_sent = c->held;
     if (request) {
         if (c->waiting && c->need > c->credit) {
             out->need = c->need - c->credit;
@@ -166,8 +165,7 @@ void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
     c->chunk = r->least;
     c->quota = r->quota;
     c->exact = r->flags & KAIROS_CREDIT_EXACT;
-    c->tenant_held = sat_add(sat_sub(r->held, c->held_sent), c->held);
-    c->held_sent = c->held;
+    c->others_held = sat_sub(r->held, r->returned);
     if (c->exact)
         trim(c);
 }
@@ -187,7 +185,7 @@ uint64_t credit_claim(const struct credit_gpu *c)
 
 uint64_t credit_tenant_held(const struct credit_gpu *c)
 {
-    return sat_add(sat_sub(c->tenant_held, c->held_sent), c->held);
+    return sat_add(c->others_held, c->held);
 }
 
 bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out)

@@ -46,8 +46,8 @@ struct credit_gpu {
     uint64_t gen_asked;   /* the newest one the request in flight covers */
     uint64_t gen_answered;/* those up to here were answered, */
     uint64_t gen_refused; /* ... and those up to here refused */
-    uint64_t tenant_held; /* the memory view: the tenant's holdings at the last reply */
-    uint64_t held_sent;   /* held as last sent */
+    uint64_t others_held; /* the memory view: what the tenant's other members (and
+                           * departed ones kept charged) held at the last reply */
 };
 
 /* Takes bytes from credit: true when they fit (no message needed). */

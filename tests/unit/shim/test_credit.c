@@ -174,8 +174,8 @@ static void test_claim_and_view(void **state)
     struct kairos_credit m;
     c.dirty = true;
     assert_true(credit_next_message(&c, 0, &m));
-    struct kairos_credit r = {.report = m.report, .held = 30 * MiB, .least = 4 * MiB,
-                              .quota = 64 * MiB};
+    struct kairos_credit r = {.report = m.report, .held = 30 * MiB, .returned = 10 * MiB,
+                              .least = 4 * MiB, .quota = 64 * MiB};
     credit_on_reply(&c, &r);
     assert_int_equal(credit_tenant_held(&c), 30 * MiB);
     assert_true(credit_take(&c, 2 * MiB));    /* this process's own allocation shows */
@@ -183,6 +183,34 @@ static void test_claim_and_view(void **state)
     credit_reconnected(&c);
     assert_false(c.asking);
     assert_true(c.dirty);
+}
+
+/* A free shows in the view at once, whatever reports and replies are in flight:
+ * the view is the others' holdings from the last reply plus this process's own. */
+static void test_free_shows_at_once_in_the_view(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 256 * MiB, .credit = 512 * MiB};
+    struct kairos_credit m;
+    assert_true(credit_take(&c, 512 * MiB));
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.held, 512 * MiB);
+    struct kairos_credit r = {.report = m.report, .held = 600 * MiB, .returned = 512 * MiB,
+                              .least = 256 * MiB, .quota = 4096 * MiB};
+    credit_on_reply(&c, &r);                    /* others hold 88 MiB */
+    assert_int_equal(credit_tenant_held(&c), 600 * MiB);
+    credit_release(&c, 512 * MiB);              /* kept as credit, not held */
+    assert_int_equal(credit_tenant_held(&c), 88 * MiB);
+    assert_true(credit_next_message(&c, 0, &m)); /* the report is out, no reply yet */
+    assert_int_equal(credit_tenant_held(&c), 88 * MiB);
+    /* a reply to an older message, counted before the free reached kairosd */
+    credit_on_reply(&c, &r);
+    assert_int_equal(credit_tenant_held(&c), 88 * MiB);
+    r.report = m.report;
+    r.held = 88 * MiB;
+    r.returned = 0;
+    credit_on_reply(&c, &r);
+    assert_int_equal(credit_tenant_held(&c), 88 * MiB);
 }
 
 int main(void)
@@ -197,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
+        cmocka_unit_test(test_free_shows_at_once_in_the_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
