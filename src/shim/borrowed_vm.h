@@ -14,7 +14,13 @@
  * mapping is refused (the memory would live in the parent's RM client or address
  * space, charged to no one).
  *
- * Thread and signal rules: async-signal-safe (getpid, kcmp); no lock.
+ * A child with its own copy of the memory that ran no atfork handler (a raw clone
+ * without CLONE_VM, glibc's _Fork) is told apart by kcmp(KCMP_VM) or, where kcmp
+ * is refused (Docker's default seccomp profile), by a page of the owner's mapped
+ * MADV_DONTFORK that a copy does not have; it then owns its state.
+ *
+ * Thread and signal rules: async-signal-safe (getpid, kcmp, mincore; mmap and
+ * madvise only when the caller becomes the owner); no lock.
  */
 #ifndef KAIROS_SHIM_BORROWED_VM_H
 #define KAIROS_SHIM_BORROWED_VM_H
@@ -23,7 +29,7 @@
 
 /* True when the calling process is not the one whose memory the shim's state
  * belongs to and shares that memory (or sharing cannot be ruled out: kcmp
- * refused). A child that has its own copy of memory without having run the
+ * refused and no marker page). A child that has its own copy of memory without having run the
  * atfork handlers (a raw clone without CLONE_VM) becomes the owner. */
 bool borrowed_vm_now(void);
 
