@@ -44,7 +44,7 @@ def export(d, mib):
     h = IpcHandle()
     check(lib.cuIpcGetMemHandle(ctypes.byref(h), ptr), "cuIpcGetMemHandle")
     with open(os.path.join(d, "handle.tmp"), "wb") as f:
-        f.write(bytes(h.reserved).ljust(64, b"\0"))
+        f.write(ctypes.string_at(ctypes.addressof(h), 64))  # h.reserved stops at a NUL
     os.rename(os.path.join(d, "handle.tmp"), os.path.join(d, "handle"))
     print(f"exporter={os.getpid()} allocated_mib={mib}", flush=True)
     for _ in range(600):
@@ -62,7 +62,8 @@ def import_(d, seconds):
             break
         time.sleep(0.05)
     h = IpcHandle()
-    h.reserved = open(path, "rb").read()[:64]
+    raw = open(path, "rb").read()[:64]
+    ctypes.memmove(ctypes.addressof(h), raw, len(raw))
     ptr = ctypes.c_uint64()
     check(lib.cuIpcOpenMemHandle_v2(ctypes.byref(ptr), h, 1), "cuIpcOpenMemHandle")
     open(os.path.join(d, "opened"), "w").close()
