@@ -268,6 +268,26 @@ class DryRun(unittest.TestCase):
         self.assertIn("skipped", self.results()["configs"]["mps"])
         self.assertRegex(r.stdout, r"\nmps +skipped: no ")
 
+    def test_the_gpu_suite_section_prints_the_table_last(self):
+        """tests/gpu/latency.sh as scripts/gpu-suite sources it ($bin, $python, $OUT)."""
+        bindir = os.path.join(self.dir, "carry-bin")
+        os.makedirs(bindir)
+        os.symlink(os.path.abspath(KAIROS), os.path.join(bindir, "kairos"))
+        os.symlink(os.path.abspath(KAIROSD), os.path.join(bindir, "kairosd"))
+        env = dict(bench_env(), LATENCY_DRY_RUN="1", LATENCY_REQUESTS="100",
+                   LATENCY_GAP_MS="1", LATENCY_CONFIGS="native,kairos-windows",
+                   bin=bindir, python=sys.executable, OUT=self.out)
+        r = subprocess.run(["bash", "-c", "set -uo pipefail; . tests/gpu/latency.sh"],
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(GPU_DIR))),
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = r.stdout.strip().splitlines()
+        self.assertTrue(lines[0].startswith("--- latency"), lines[0])
+        self.assertEqual([ln.split()[:2] for ln in lines[-4:-1]],
+                         [["solo", "100"], ["native", "100"], ["kairos-windows", "100"]])
+        self.assertEqual(lines[-1], "failures (left out above): 0")
+        self.assertEqual(self.results()["configs"]["kairos-windows"]["requests"], 100)
+
     def test_unknown_configuration_refused(self):
         r = run_bench(self.out, "--configs", "native,kairos-window")
         self.assertEqual(r.returncode, 2)
