@@ -343,6 +343,10 @@ class Bench:
             run.start("train", [])
             if run.wait_ready(a.ready_timeout_s):
                 run.check_placement(bool(policies), under_mps)
+                graphs = (run.ready_info("infer") or {}).get("graphs")
+                if graphs != self.solo["graphs"]:  # not the same requests as solo's
+                    run.fail("infer", f"graphs={graphs} where solo had {self.solo['graphs']}"
+                                      " (CUDA graph capture failed in one of them)")
                 run.go(time.time() + 0.2)
                 run.wait("infer", a.lead_s + a.max_s + 60)
                 if mps:  # the server MPS started for the clients: they did use it

@@ -53,7 +53,7 @@ class DryWork:
 
     def __init__(self, args):
         self.service = args.dry_service_ms / 1000
-        self.info = {"model": "dry", "graphs": 0}
+        self.info = {"model": "dry", "graphs": int(os.environ.get("LATENCY_GRAPHS", "1") != "0")}
 
     def request(self):
         time.sleep(self.service)

@@ -261,6 +261,18 @@ class DryRun(unittest.TestCase):
             "kairos-windows/infer: shim=0 but the configuration is under Kairos",
             "kairos-windows/train: shim=0 but the configuration is under Kairos"])
 
+    def test_requests_unlike_solos_are_not_compared(self):
+        """A CUDA graph captured alone but not under Kairos (LATENCY_GRAPHS=0 as a
+        failed capture would leave it): eager requests are not compared with graphs."""
+        fake = os.path.join(self.fakebin, "kairos")
+        write_exec(fake, f"#!/bin/sh\nexport LATENCY_GRAPHS=0\nexec {KAIROS} \"$@\"\n")
+        r = run_bench(self.out, "--configs", "native,kairos-auto", kairos=fake)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        res = self.results()
+        self.assertEqual(list(res["configs"]), ["native"])
+        self.assertEqual(res["failures"], ["kairos-auto/infer: graphs=0 where solo had 1 (CUDA "
+                                           "graph capture failed in one of them)"])
+
     def test_mps_skipped_where_the_machine_has_none(self):
         r = run_bench(self.out, "--configs", "mps", "--mps-control",
                       os.path.join(self.dir, "no-such-mps-control"))
