@@ -479,7 +479,7 @@ def main(argv=None):
     with open(os.path.join(args.out, "latency-results.json"), "w") as f:
         json.dump(b.results, f, indent=1)
     subprocess.run(["tar", "czf", os.path.join(args.out, "latency-runs.tar.gz"), "-C", args.out,
-                    "latency"], check=False)
+                    "--exclude=*.sock", "--exclude=latency/mps/pipe", "latency"], check=False)
     shutil.rmtree(b.work, ignore_errors=True)
     print(table(b.results), flush=True)
     return 1 if b.results["failures"] else 0
