@@ -79,8 +79,9 @@ class Run:
 
     def start(self, role, extra):
         env = dict(os.environ, **self.env_extra)
-        if self.daemon:
+        if self.daemon:  # the shim says at exit how often it paused (in the log)
             env["KAIROS_SHIM_CONF"] = self.daemon.shim_conf
+            env["KAIROS_LOG"] = "stderr"
         log = open(os.path.join(self.dir, f"{role}.log"), "w+")
         p = subprocess.Popen(self.tenant_cmd(role, extra), env=env, stdout=log,
                              stderr=subprocess.STDOUT, start_new_session=True)
@@ -157,6 +158,13 @@ class Run:
                                 f"{'under' if under_kairos else 'not under'} Kairos")
             if info.get("mps") != ("1" if under_mps else "0"):
                 self.fail(role, f"mps={info.get('mps')} in configuration {self.label}")
+
+    def pauses(self, role):
+        try:
+            with open(os.path.join(self.dir, f"{role}.log")) as f:
+                return stats.shim_pauses(f.read())
+        except OSError:
+            return None
 
     def stamps(self, role):
         return stats.read_stamps(os.path.join(self.dir, f"{role}.stamps"))
@@ -368,6 +376,8 @@ class Bench:
         lat, lo, hi = self.requests_of(run)
         rate = stats.rate_between(self.train_ends(run), lo, hi)
         self.results["configs"][label] = self.summary(lat, rate, time.time() - t)
+        if policies:
+            self.results["configs"][label]["pauses"] = {r: run.pauses(r) for r in run.procs}
 
     def summary(self, lat, rate, seconds):
         s = self.solo
@@ -397,7 +407,8 @@ def table(r):
              f"{r['seed']}); training ResNet-50 batch {r['train_batch']}"
              + ("; DRY RUN (no GPU)" if r["dry_run"] else ""),
              f"{'config':18s} {'requests':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'p99/solo':>9s} "
-             f"{'95 % interval':>15s} {'goal':>8s} {'train/solo':>10s} {'steps/s':>8s}"]
+             f"{'95 % interval':>15s} {'goal':>8s} {'train/solo':>10s} {'steps/s':>8s} "
+             f"{'pauses infer/train':>18s}"]
     s = r.get("solo")
     if s:
         lines.append(f"{'solo':18s} {s['requests']:8d} {fmt(s['p50_ms'], '8.3f')} "
@@ -412,7 +423,9 @@ def table(r):
                      f"{fmt(x['p99_ms'], '8.3f')} {fmt(x['p99_vs_solo'], '9.2f')} "
                      f"{'[' + fmt(lo, '.2f') + ', ' + fmt(hi, '.2f') + ']':>15s} "
                      f"{x['goal']:>8s} {fmt(x['train_vs_solo'], '10.3f')} "
-                     f"{fmt(x['train_steps_per_s'], '8.2f')}")
+                     f"{fmt(x['train_steps_per_s'], '8.2f')}"
+                     + (" {:>18s}".format(f"{x['pauses']['infer']}/{x['pauses']['train']}")
+                        if "pauses" in x else ""))
     fails = r["failures"]
     lines.append(f"failures (left out above): {len(fails)}" + "".join(f"\n  {f}" for f in fails))
     return "\n".join(lines)
@@ -439,10 +452,10 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=env_default("LATENCY_SEED", 1, int))
     ap.add_argument("--lead-s", type=float, default=2.0,
                     help="training alone before the first request (policies settle)")
-    ap.add_argument("--max-s", type=float, default=env_default("LATENCY_MAX_S", 35.0),
+    ap.add_argument("--max-s", type=float, default=env_default("LATENCY_MAX_S", 30.0),
                     help="the most a configuration's requests may take")
     ap.add_argument("--train-solo-s", type=float, default=5.0)
-    ap.add_argument("--ready-timeout-s", type=float, default=180.0)
+    ap.add_argument("--ready-timeout-s", type=float, default=90.0)
     ap.add_argument("--resamples", type=int, default=2000 if stats.numpy else 400)
     ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
     ap.add_argument("--kairosd-arg", action="append", default=[])

@@ -2,10 +2,11 @@
 kept apart so that tests/system/test_latency_bench.py checks it without a GPU: the
 seeded request schedule (exponential idle gaps), percentiles, the bootstrap interval
 of a p99 ratio, a rate from step end stamps, and the reading of the tenants' stamp
-files. numpy when the machine has it (the bootstrap is then vectorised), pure Python
+files and of the shim's pause report. numpy when the machine has it (the bootstrap is then vectorised), pure Python
 otherwise; both give the same percentiles (linear interpolation, numpy's default)."""
 import math
 import random
+import re
 
 try:
     import numpy
@@ -97,3 +98,11 @@ def goal_verdict(ratio, ci, goal):
     if lo > goal:
         return "missed"
     return "unclear"
+
+
+def shim_pauses(log_text):
+    """How often the shim paused the process, from the line it writes at exit under
+    KAIROS_LOG=stderr ("kairos[PID]: time control: pauses=N ..."); 0 when the log has
+    no such line (a process never paused writes none)."""
+    found = re.findall(r"time control: pauses=(\d+)", log_text)
+    return sum(int(n) for n in found)

@@ -164,6 +164,12 @@ class Statistics(unittest.TestCase):
             os.unlink(f.name)
         self.assertEqual(stats.read_stamps("/nonexistent/stamps"), [])
 
+    def test_pauses_read_from_the_shims_exit_report(self):
+        log = ("step 1\nkairos[41]: time control: pauses=17 pause_mean_us=650.2 "
+               "pause_max_us=900.0 resumes=17 resume_mean_us=400.1 resume_max_us=800.0\n")
+        self.assertEqual(stats.shim_pauses(log), 17)
+        self.assertEqual(stats.shim_pauses("role=infer units=300\n"), 0)
+
     def test_goal_verdict_uses_the_interval(self):
         self.assertEqual(stats.goal_verdict(1.02, (0.97, 1.08), 1.1), "met")
         self.assertEqual(stats.goal_verdict(1.08, (0.99, 1.2), 1.1), "unclear")
@@ -208,6 +214,9 @@ class DryRun(unittest.TestCase):
             self.assertLessEqual(lo, hi)
             self.assertGreater(x["train_vs_solo"], 0.5, label)  # sleeps do not compete
             self.assertIn(x["goal"], ("met", "unclear", "missed"))
+            # nothing runs on a GPU here, so the shims never paused a tenant
+            if label.startswith("kairos-"):
+                self.assertEqual(x["pauses"], {"infer": 0, "train": 0})
         # the table comes last, one line per configuration
         tail = r.stdout.strip().splitlines()
         at = next(i for i, ln in enumerate(tail) if ln.startswith("=== latency"))
