@@ -374,6 +374,9 @@ class Bench:
         if not self.finish(run):
             return
         lat, lo, hi = self.requests_of(run)
+        if len(lat) < 2:
+            self.results["failures"].append(f"{label}: {len(lat)} requests served")
+            return
         rate = stats.rate_between(self.train_ends(run), lo, hi)
         self.results["configs"][label] = self.summary(lat, rate, time.time() - t)
         if policies:
