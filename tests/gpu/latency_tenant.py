@@ -100,7 +100,7 @@ class TorchInfer:
             if os.environ.get("LATENCY_GRAPHS", "1") != "0":
                 try:
                     g = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(g):
+                    with torch.cuda.graph(g, stream=side):  # the warmed-up stream
                         net(x)
                     g.replay()
                     torch.cuda.synchronize()
