@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 import unittest
 
-KAIROSD, KAIROS, SHIM, GPU_DIR = sys.argv[1:5]
+KAIROSD, KAIROS, SHIM, GPU_DIR = (os.path.abspath(p) for p in sys.argv[1:5])
 sys.path.insert(0, GPU_DIR)
 import latency_stats as stats  # noqa: E402
 
@@ -293,13 +293,13 @@ class DryRun(unittest.TestCase):
         """tests/gpu/latency.sh as scripts/gpu-suite sources it ($bin, $python, $OUT)."""
         bindir = os.path.join(self.dir, "carry-bin")
         os.makedirs(bindir)
-        os.symlink(os.path.abspath(KAIROS), os.path.join(bindir, "kairos"))
-        os.symlink(os.path.abspath(KAIROSD), os.path.join(bindir, "kairosd"))
+        os.symlink(KAIROS, os.path.join(bindir, "kairos"))
+        os.symlink(KAIROSD, os.path.join(bindir, "kairosd"))
         env = dict(bench_env(), LATENCY_DRY_RUN="1", LATENCY_REQUESTS="100",
                    LATENCY_GAP_MS="1", LATENCY_CONFIGS="native,kairos-windows",
                    bin=bindir, python=sys.executable, OUT=self.out)
         r = subprocess.run(["bash", "-c", "set -uo pipefail; . tests/gpu/latency.sh"],
-                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(GPU_DIR))),
+                           cwd=os.path.dirname(os.path.dirname(GPU_DIR)),
                            capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         lines = r.stdout.strip().splitlines()
