@@ -9,7 +9,8 @@
 # bootstrap interval, the training tenant's steps/s against solo).
 # About 4 minutes on the H200 (at most ~4.5: each configuration's requests stop at
 # LATENCY_MAX_S=30 s). Shorter: LATENCY_REQUESTS (2000), LATENCY_GAP_MS (8, the mean
-# idle gap), LATENCY_CONFIGS (native,mps,kairos-windows,kairos-timeslices,kairos-auto);
+# idle gap), LATENCY_CONFIGS (native,mps,kairos-windows,kairos-timeslices,kairos-auto;
+# solo-again, the inference tenant alone once more at the end, only when named);
 # also LATENCY_BATCH (8), LATENCY_TRAIN_BATCH (256), LATENCY_SEED (1). LATENCY_DRY_RUN=1:
 # tenants without torch or a GPU (tests/system/test_latency_bench.py runs this file so).
 echo "--- latency: inference next to saturating training"

@@ -282,6 +282,19 @@ class DryRun(unittest.TestCase):
         self.assertEqual(res["failures"], ["kairos-auto/infer: graphs=0 where solo had 1 (CUDA "
                                            "graph capture failed in one of them)"])
 
+    def test_solo_again_runs_the_inference_tenant_alone(self):
+        r = run_bench(self.out, "--configs", "native,solo-again")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        x = self.results()["configs"]["solo-again"]
+        self.assertEqual(x["requests"], REQUESTS)
+        self.assertTrue(math.isnan(x["train_steps_per_s"]))
+        with tarfile.open(os.path.join(self.out, "latency-runs.tar.gz")) as t:
+            names = t.getnames()
+        self.assertIn("latency/solo-again/infer.stamps", names)
+        self.assertNotIn("latency/solo-again/train.ready", names)  # no training started
+        self.assertIn("latency/native/train.ready", names)
+        self.assertRegex(r.stdout, r"\nsolo-again +300 .* - +- *\n")
+
     def test_mps_skipped_where_the_machine_has_none(self):
         r = run_bench(self.out, "--configs", "mps", "--mps-control",
                       os.path.join(self.dir, "no-such-mps-control"))
