@@ -7,8 +7,8 @@
 # inference tenant at priority latency. Writes $OUT/latency-results.json and
 # $OUT/latency-runs.tar.gz; prints its table last (p50, p99, p99/solo with a 95 %
 # bootstrap interval, the training tenant's steps/s against solo).
-# About 4 minutes on the H200 (at most ~4.5: each configuration's requests stop at
-# LATENCY_MAX_S=30 s). Shorter: LATENCY_REQUESTS (2000), LATENCY_GAP_MS (8, the mean
+# About 4 minutes on the H200 (estimated; at most ~5: each configuration's requests
+# stop at LATENCY_MAX_S=30 s). Shorter: LATENCY_REQUESTS (2000), LATENCY_GAP_MS (6, the mean
 # idle gap), LATENCY_CONFIGS (native,mps,kairos-windows,kairos-timeslices,kairos-auto;
 # solo-again, the inference tenant alone once more at the end, only when named);
 # also LATENCY_BATCH (8), LATENCY_TRAIN_BATCH (256), LATENCY_SEED (1). LATENCY_DRY_RUN=1:

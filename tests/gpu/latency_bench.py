@@ -49,7 +49,7 @@ CONFIGS = {
     "kairos-auto": (LATENCY_POLICY, "auto", False),
 }
 # not run unless named: the inference tenant alone again, after the others (how far
-# solo itself moved during the run; about 25 s more)
+# solo itself moved during the run; about 30 s more)
 EXTRA_CONFIGS = {"solo-again": (None, None, False)}
 GOAL = 1.1
 
@@ -455,7 +455,7 @@ def parse_args(argv=None):
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--configs", default=os.environ.get("LATENCY_CONFIGS", ",".join(CONFIGS)))
     ap.add_argument("--requests", type=int, default=env_default("LATENCY_REQUESTS", 2000, int))
-    ap.add_argument("--gap-ms", type=float, default=env_default("LATENCY_GAP_MS", 8.0))
+    ap.add_argument("--gap-ms", type=float, default=env_default("LATENCY_GAP_MS", 6.0))
     ap.add_argument("--batch", type=int, default=env_default("LATENCY_BATCH", 8, int))
     ap.add_argument("--train-batch", type=int,
                     default=env_default("LATENCY_TRAIN_BATCH", 256, int))

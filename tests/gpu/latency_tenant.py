@@ -206,7 +206,7 @@ def main():
     ap.add_argument("--name", required=True)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--requests", type=int, default=2000)
-    ap.add_argument("--gap-ms", type=float, default=8.0)
+    ap.add_argument("--gap-ms", type=float, default=6.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lead-s", type=float, default=0.0)
     ap.add_argument("--max-s", type=float, default=60.0)
