@@ -12,10 +12,8 @@ tenant really got in that window, whatever its kind.
 Reported per mix and mode: per-window share error p50/p95 against the targets (the
 shares normalised over the tenants that compete), the run's error, the aggregate
 throughput (sum over tenants of their fraction of solo); the overhead of a lone
-tenant under Kairos; pause/resume cost (from the shim's exit report); the p99
-latency of a ResNet-50 inference stream (random think times) next to saturating
-ResNet-50 training (batch 256) against its solo p99, natively, under MPS (a
-private control daemon) and under Kairos in each time mode.
+tenant under Kairos; pause/resume cost (from the shim's exit report). Inference
+latency next to training is the latency section's (tests/gpu/latency_bench.py).
 Issue 11 cases: lending (an idle PyTorch process that holds a context next to a
 deep kernel stream; a tenant that idles, then runs: how soon it has its share
 back), long kernels (170 ms work-bounded kernels under a 30 % limit, alone and next
@@ -42,7 +40,7 @@ TAIL_NS = 300_000_000     # the last 0.3 s: tenants stop at slightly different t
 
 KERNEL_KINDS = ("deep", "shallow", "deep-late", "bursty")  # units are single short kernels
 STREAM_KINDS = KERNEL_KINDS + ("long",)                     # kernel_stream tenants
-TORCH_KINDS = ("matmul", "train", "infer", "idle", "infer-rand", "trainbig")
+TORCH_KINDS = ("matmul", "train", "infer", "idle")
 LONG_WORK = 100_000_000  # FMAs per thread: about 170 ms per kernel on the H200
 BURST_MS, IDLE_MS = 400, 300  # the bursty tenant: busy spells and idle ones
 
@@ -78,14 +76,9 @@ class Kinds:
                 spin = ["--burst-ms", str(BURST_MS), "--idle-ms", str(IDLE_MS)]
             return [self.stream, "--seconds", str(seconds), "--alloc-mib", "64", "--batch", batch,
                     "--start-at", f"{start_at:.3f}", "--stamps", stamps] + spin
-        extra = []
-        if kind == "infer-rand":
-            kind, extra = "infer", ["--think-random"]
-        elif kind == "trainbig":
-            kind, extra = "train", ["--batch", "256"]
         return [self.python, os.path.join(HERE, "torch_tenant.py"), "--kind", kind,
                 "--seconds", str(seconds), "--start-at", f"{start_at:.3f}", "--stamps",
-                stamps] + extra
+                stamps]
 
     @staticmethod
     def ready_s(kinds):
@@ -536,25 +529,6 @@ class Bench:
                   f"({len(lent)} windows); aggregate {x['aggregate']:.3f}")
         self.results["mixes"][name] = res
 
-    def mps_env(self):
-        """Starts a private MPS control daemon; returns (env, stop) or (None, None)."""
-        d = os.path.join(self.work, "mps")
-        env = {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(d, "pipe"),
-               "CUDA_MPS_LOG_DIRECTORY": os.path.join(d, "log")}
-        for v in env.values():
-            os.makedirs(v, exist_ok=True)
-        full = dict(os.environ, **env)
-        try:
-            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=full, check=True, timeout=30)
-        except (OSError, subprocess.SubprocessError) as e:
-            print(f"  mps: not available ({e})")
-            return None, None
-
-        def stop():
-            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=full,
-                           timeout=30, check=False)
-        return env, stop
-
     def show_feedback(self, run):
         """The last utilization line and decision kairosd logged in a run."""
         try:
@@ -593,45 +567,6 @@ class Bench:
         print(f"  lone {kind:8s} native {rates['native']:.1f}/s kairos {rates['kairos']:.1f}/s "
               f"ratio {ratio:.4f} (overhead {(1 - ratio) * 100:.2f} %)")
 
-    def latency(self, kairos_only=False):
-        """ResNet-50 inference requests (random think times) next to saturating
-        ResNet-50 training (batch 256): natively, under MPS, under Kairos
-        (kairos_only: only Kairos with a latency priority, in each time mode)."""
-        solo_p99 = self.solo["infer-rand"]["p99_ms"]
-        lat_pol = {"infer": {"share": "50%", "priority": "latency"},
-                   "train": {"share": "50%", "priority": "batch"}}
-        cases = [("native", None, None),
-                 ("mps", None, None),
-                 ("kairos-no-priority-windows",
-                  {"infer": {"share": "50%"}, "train": {"share": "50%"}}, "windows"),
-                 ("kairos-latency", lat_pol, "windows"),
-                 ("kairos-latency-timeslices", lat_pol, "timeslices"),
-                 ("kairos-latency-auto", lat_pol, "auto")]
-        if kairos_only:
-            cases = [c for c in cases if c[0].startswith("kairos-latency")]
-        res = {"solo_p99_ms": solo_p99}
-        for label, pol, time_mode in cases:
-            env, stop = self.mps_env() if label == "mps" else (None, None)
-            if label == "mps" and env is None:
-                continue
-            try:
-                start_at, out = self.run_tenants(f"latency-{label}",
-                                                 [("infer", "infer-rand"), ("train", "trainbig")],
-                                                 pol, time_mode, env)
-            finally:
-                if stop:
-                    stop()
-            lat = [lat / 1e6 for _, lat in out[0][2] if lat is not None]
-            train_rate = len(out[1][2]) / self.args.seconds
-            p99 = percentile(lat, 0.99)
-            res[label] = {"p50_ms": percentile(lat, 0.5), "p99_ms": p99,
-                          "p99_vs_solo": p99 / solo_p99 if solo_p99 else float("nan"),
-                          "train_of_solo": train_rate / self.solo["trainbig"]["units_per_s"]}
-            print(f"  latency {label:26s} infer p99 {p99:7.2f} ms = "
-                  f"{res[label]['p99_vs_solo']:5.2f}x solo "
-                  f"({solo_p99 or float('nan'):.2f} ms); training at {res[label]['train_of_solo']:.3f} of solo")
-        self.results["latency"] = res
-
 
 def pct(x):
     return f"{int(round(x * 100))}%"
@@ -666,17 +601,17 @@ def main():
     ap.add_argument("--modes", default="", help="e.g. native,kairos-windows (default: all)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
+    if only & {"latency", "latency-kairos"}:
+        ap.error("--only latency, latency-kairos: inference latency next to training is "
+                 "the latency section's now: scripts/gpu-suite latency (tests/gpu/latency.sh)")
     b = Bench(args)
     want = lambda n: not only or n in only  # noqa: E731
     kinds = {k for name, (tenants, _) in MIXES.items() if want(name) for _, k in tenants}
-    latency = want("latency") or want("latency-kairos")
     kinds |= {"deep"} if want("limit") or want("lone") or want("lend") or want("bursty") else set()
     kinds |= {"long", "deep"} if want("long") else set()
     kinds |= {"train"} if want("lone") else set()
-    kinds |= {"trainbig", "infer-rand"} if latency else set()
     print("--- compute: solo runs")
-    b.solo_runs([k for k in ("deep", "shallow", "long", "matmul", "train", "infer-rand",
-                             "trainbig") if k in kinds])
+    b.solo_runs([k for k in ("deep", "shallow", "long", "matmul", "train") if k in kinds])
     print("--- compute: mixes (native, then under kairosd)")
     for name, (tenants, targets) in MIXES.items():
         if want(name):
@@ -694,8 +629,6 @@ def main():
         for kind in ("deep", "train"):
             if kind in b.solo:
                 b.lone_overhead(kind)
-    if latency:
-        b.latency(kairos_only=not want("latency"))
     b.results["solo"] = b.solo
     with open(os.path.join(args.out, "compute-results.json"), "w") as f:
         json.dump(b.results, f, indent=1)
@@ -708,7 +641,7 @@ def main():
 
 def table(r):
     print("\n=== compute isolation (goals: window err p95 <= 1 pp, run err <= 0.5 pp, "
-          "aggregate >= 0.99 of solo, lone overhead <= 1 %, inference p99 <= 1.1x solo)")
+          "aggregate >= 0.99 of solo, lone overhead <= 1 %)")
     print(f"{'mix':22s} {'mode':17s} {'p50':>6s} {'p95':>6s} {'run':>6s} {'aggr':>6s}")
     for name, m in r["mixes"].items():
         for mode in MODES:
@@ -744,12 +677,6 @@ def table(r):
     fails = r.get("failures", [])
     print(f"tenants that hung or failed (a lost doorbell ring hangs one): "
           f"{len(fails)} {' '.join(fails)}")
-    lat = r.get("latency", {})
-    for label in ("native", "mps", "kairos-no-priority-windows", "kairos-latency",
-                  "kairos-latency-timeslices", "kairos-latency-auto"):
-        if label in lat:
-            print(f"inference p99 {label:18s} {lat[label]['p99_ms']:7.2f} ms "
-                  f"{lat[label]['p99_vs_solo']:5.2f}x solo, training {lat[label]['train_of_solo']:.3f}")
 
 
 if __name__ == "__main__":

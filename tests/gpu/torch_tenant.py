@@ -6,7 +6,6 @@ Kinds of work, each a loop of units, each unit ended by a synchronisation:
   train   one ResNet-50 training step on random images (SGD, bf16 autocast)
   infer   one ResNet-50 inference request (a small batch), then a short think
           time: a request stream whose latency is what the benchmark reports
-          (--think-random: think times drawn from an exponential of mean --think-ms)
   idle    makes its context and a warm matmul, then sleeps for --seconds: a live
           process that holds a context and submits nothing (an idle server)
 
@@ -15,10 +14,9 @@ warm-up), runs for --seconds, and writes one line per unit to --stamps:
 "END_NS LATENCY_NS" (CLOCK_REALTIME ns when the unit ended; how long it took from
 its submission). Prints key=value lines: units, units_per_s, p50_ms, p99_ms.
 Usage: torch_tenant.py --kind matmul|train|infer|idle [--seconds S] [--start-at T]
-                       [--stamps FILE] [--batch B] [--think-ms MS] [--think-random]
+                       [--stamps FILE] [--batch B] [--think-ms MS]
 """
 import argparse
-import random
 import time
 
 import torch
@@ -72,7 +70,6 @@ def main():
     ap.add_argument("--stamps")
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--think-ms", type=float, default=10)
-    ap.add_argument("--think-random", action="store_true")
     args = ap.parse_args()
     batch = args.batch or {"matmul": 0, "train": 64, "infer": 8, "idle": 0}[args.kind]
     unit = make_unit(args.kind, batch)
@@ -96,8 +93,7 @@ def main():
         t1 = time.time_ns()
         stamps.append((t1, t1 - t0))
         if args.kind == "infer" and args.think_ms > 0:
-            think = random.expovariate(1 / args.think_ms) if args.think_random else args.think_ms
-            time.sleep(think / 1000)
+            time.sleep(args.think_ms / 1000)
     if args.stamps:
         with open(args.stamps, "w") as f:
             f.writelines(f"{e} {lat}\n" for e, lat in stamps)

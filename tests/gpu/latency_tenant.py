@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""A tenant of the latency benchmark (tests/gpu/latency_bench.py); one process each.
+
+  --role infer  an inference server: ResNet-50 (torchvision, random weights, bf16,
+                channels-last; a torch.nn transformer encoder where torchvision is
+                missing) on a batch of --batch images, replayed as one CUDA graph
+                (eager where capture fails or LATENCY_GRAPHS=0). It serves --requests
+                requests, each followed by the idle gap latency_stats.request_gaps()
+                gives for --seed (exponential, mean --gap-ms): the same schedule in
+                every configuration. A request's latency: submission to completion
+                (the graph replayed, the stream synchronised).
+  --role train  a training loop that keeps the GPU busy: ResNet-50 SGD steps on
+                --batch random images (bf16 autocast), one step always queued behind
+                the one running (each step's end stamped when the next is queued).
+
+Hand-shake with the benchmark through files in --dir (no signals: the tenant may run
+under `kairos run`): the tenant warms up, writes NAME.ready ("key=value ..."), waits for
+DIR/go (a CLOCK_REALTIME start time), then works; infer begins --lead-s after the start
+and stops after its requests or --max-s, then writes NAME.done; train begins at the start
+(or once --after FILE exists) and stops when DIR/stop exists or after --max-s.
+Stamps in NAME.stamps: "START_NS LATENCY_NS" per request, "END_NS" per training step.
+--dry-run: no torch and no GPU; a request sleeps --dry-service-ms and a step 5 ms, so
+tests/system/test_latency_bench.py runs the benchmark's whole logic on a CPU
+(--dry-fail: the inference tenant exits 1 half way, a failure the benchmark must report).
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import latency_stats  # noqa: E402
+
+
+def shim_loaded():
+    """Whether libkairos.so is mapped into this process (it runs under the shim)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "libkairos" in f.read()
+    except OSError:
+        return False
+
+
+def wait_for_file(path, deadline):
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            sys.exit(f"{path} never appeared")
+        time.sleep(0.001)
+
+
+class DryWork:
+    """Stand-ins with no GPU: sleeps of a fixed length."""
+
+    def __init__(self, args):
+        self.service = args.dry_service_ms / 1000
+        self.info = {"model": "dry", "graphs": int(os.environ.get("LATENCY_GRAPHS", "1") != "0")}
+
+    def request(self):
+        time.sleep(self.service)
+
+    def step(self):
+        time.sleep(0.005)
+
+    def drain(self):
+        pass
+
+
+class TorchInfer:
+    """One inference request: a batch through the model, synchronised."""
+
+    def __init__(self, args):
+        import torch
+        self.torch = torch
+        torch.manual_seed(args.seed)
+        dev = torch.device("cuda")
+        try:
+            import torchvision
+            net = torchvision.models.resnet50(weights=None)
+            x = torch.randn(args.batch, 3, 224, 224)
+            model = "resnet50"
+        except ImportError:
+            layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
+            net = torch.nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+            x = torch.randn(args.batch, 128, 512)
+            model = "transformer-encoder"
+        net = net.to(dev, dtype=torch.bfloat16).eval()
+        x = x.to(dev, dtype=torch.bfloat16)
+        if model == "resnet50":
+            net = net.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
+        self.net, self.x, self.graph = net, x, None
+        with torch.no_grad():
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(5):  # kernels chosen, memory pooled
+                    net(x)
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            if os.environ.get("LATENCY_GRAPHS", "1") != "0":
+                try:
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g, stream=side):  # the warmed-up stream
+                        net(x)
+                    g.replay()
+                    torch.cuda.synchronize()
+                    self.graph = g
+                except Exception as e:  # eager below; said in NAME.ready
+                    print(f"CUDA graph capture failed, eager: {e}", flush=True)
+                    torch.cuda.synchronize()
+        for _ in range(20):
+            self.request()
+        self.info = {"model": model, "graphs": int(self.graph is not None)}
+
+    def request(self):
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            with self.torch.no_grad():
+                self.net(self.x)
+        self.torch.cuda.synchronize()
+
+    def step(self):
+        raise NotImplementedError
+
+    def drain(self):
+        pass
+
+
+class TorchTrain:
+    """One training step, queued behind the previous one (the GPU never waits for
+    Python between steps)."""
+
+    def __init__(self, args):
+        import torch
+        import torchvision
+        self.torch = torch
+        torch.manual_seed(args.seed)
+        dev = torch.device("cuda")
+        net = torchvision.models.resnet50(weights=None).to(dev).to(
+            memory_format=torch.channels_last)
+        x = torch.randn(args.batch, 3, 224, 224, device=dev).to(
+            memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (args.batch,), device=dev)
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def launch():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            ev = torch.cuda.Event()
+            ev.record()
+            return ev
+        self.launch = launch
+        for _ in range(3):
+            launch()
+        torch.cuda.synchronize()
+        self.pending = None
+        self.info = {"model": "resnet50-train", "graphs": 0}
+
+    def step(self):
+        """Queues a step, then waits for the one before it: returns when a step ended."""
+        ev = self.launch()
+        if self.pending is None:
+            self.pending = ev
+            ev = self.launch()
+        self.pending.synchronize()
+        self.pending = ev
+
+    def drain(self):
+        self.torch.cuda.synchronize()
+
+
+def serve(args, work, out):
+    gaps = latency_stats.request_gaps(args.requests, args.gap_ms, args.seed)
+    deadline = time.time() + args.max_s
+    fail_at = args.requests // 2 if args.dry_fail and args.dry_run else -1
+    for i, gap in enumerate(gaps):
+        if time.time() > deadline:
+            print(f"stopped at --max-s after {i} requests", flush=True)
+            break
+        if i == fail_at:
+            sys.exit("--dry-fail: failing on purpose")
+        t_wall = time.time_ns()
+        t0 = time.perf_counter_ns()
+        work.request()
+        out.append((t_wall, time.perf_counter_ns() - t0))
+        time.sleep(gap / 1000)
+
+
+def train(args, work, out, stop):
+    deadline = time.time() + args.max_s
+    while not os.path.exists(stop) and time.time() < deadline:
+        work.step()
+        out.append((time.time_ns(),))
+    work.drain()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--role", choices=["infer", "train"], required=True)
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--gap-ms", type=float, default=6.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lead-s", type=float, default=0.0)
+    ap.add_argument("--max-s", type=float, default=60.0)
+    ap.add_argument("--after", help="train: start once this file exists")
+    ap.add_argument("--ready-timeout-s", type=float, default=300.0)
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--dry-service-ms", type=float, default=0.5)
+    ap.add_argument("--dry-fail", action="store_true", help="dry run: exit 1 half way")
+    args = ap.parse_args()
+    if args.dry_run:
+        work = DryWork(args)
+    elif args.role == "infer":
+        work = TorchInfer(args)
+    else:
+        work = TorchTrain(args)
+    info = dict(work.info, pid=os.getpid(), shim=int(shim_loaded()),
+                mps=int(bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))))
+    ready = os.path.join(args.dir, f"{args.name}.ready")
+    with open(ready + ".new", "w") as f:
+        f.write(" ".join(f"{k}={v}" for k, v in info.items()) + "\n")
+    os.rename(ready + ".new", ready)
+    go = os.path.join(args.dir, "go")
+    wait_for_file(go, time.time() + args.ready_timeout_s)
+    with open(go) as f:
+        start = float(f.read().split()[0])
+    out = []
+    if args.role == "infer":
+        time.sleep(max(0.0, start + args.lead_s - time.time()))
+        serve(args, work, out)
+    else:
+        time.sleep(max(0.0, start - time.time()))
+        stop = os.path.join(args.dir, "stop")
+        while args.after and not os.path.exists(args.after) and not os.path.exists(stop):
+            time.sleep(0.001)
+        train(args, work, out, stop)
+    with open(os.path.join(args.dir, f"{args.name}.stamps"), "w") as f:
+        f.writelines(" ".join(str(v) for v in t) + "\n" for t in out)
+    with open(os.path.join(args.dir, f"{args.name}.done"), "w") as f:
+        f.write(f"units={len(out)}\n")
+    print(f"role={args.role} units={len(out)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
