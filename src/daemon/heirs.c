@@ -113,7 +113,30 @@ static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_
     }
     h->v = grown;
     h->v[h->n++] = *e;
+    if (h->changed)
+        h->changed(h->changed_ctx);
     return 0;
+}
+
+void heirs_set_changed_hook(struct heirs *h, void (*fn)(void *ctx), void *ctx)
+{
+    h->changed = fn;
+    h->changed_ctx = ctx;
+}
+
+static const char *const kind_names[HEIR_KINDS] = {"forked", "exec", "received", "adopted"};
+
+const char *heir_kind_name(enum heir_kind k)
+{
+    return (unsigned)k < HEIR_KINDS ? kind_names[k] : "?";
+}
+
+enum heir_kind heir_kind_parse(const char *name)
+{
+    unsigned k = 0;
+    while (k < HEIR_KINDS && (!name || strcmp(name, kind_names[k])))
+        k++;
+    return (enum heir_kind)k;
 }
 
 /* ---- pids as a process in another pid namespace (a container) names them ---------- */
@@ -213,7 +236,8 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m
                  size_t why_len)
 {
     uint32_t child = child_named(h, sender, m->child_pid);
-    struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid};
+    struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid,
+                          .kind = HEIR_FORKED};
     uint32_t ppid, unused;
     if (proc_stat_read(h->proc, e.pid, &ppid, &e.start) != 0) {
         snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
@@ -252,7 +276,8 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
                     char *why, size_t why_len)
 {
     /* from_pid as the sender's pid namespace names it */
-    struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender};
+    struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender,
+                          .kind = m->flags & KAIROS_INHERITED_EXEC ? HEIR_EXEC : HEIR_RECEIVED};
     uint32_t ppid, from_ppid;
     if (proc_stat_read(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
         proc_stat_read(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
@@ -328,7 +353,8 @@ void heirs_adopt_children(struct heirs *h, uint32_t pid)
         FILE *f = fopen(path, "re");
         unsigned long c;
         while (f && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1) {
-            struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c};
+            struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c,
+                                     .kind = HEIR_ADOPTED};
             char why[KAIROS_MSG_MAX];
             if (heirs_has_driver_file(h, edge.pid) && shares_a_file(h, edge.pid, pid) &&
                 proc_stat_read(h->proc, edge.pid, &unused, &edge.start) == 0)
@@ -363,10 +389,57 @@ static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned *b
 
 bool heirs_hold(struct heirs *h, uint32_t pid)
 {
-    if (heirs_has_driver_file(h, pid))
+    return heirs_hold_as(h, pid, 0);
+}
+
+bool heirs_hold_as(struct heirs *h, uint32_t pid, uint64_t start)
+{
+    if ((!start || proc_stat_alive(h->proc, pid, start)) && heirs_has_driver_file(h, pid))
         return true; /* the process itself, after an exec that kept a descriptor */
     unsigned budget = HEIRS_WALK_MAX;
-    return hold_from(h, pid, 0, &budget);
+    return hold_from(h, pid, start, &budget);
+}
+
+uint64_t heirs_start_of(struct heirs *h, uint32_t pid)
+{
+    uint32_t ppid;
+    uint64_t start = 0;
+    if (proc_stat_read(h->proc, pid, &ppid, &start) == 0)
+        return start;
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].from_pid == pid && h->v[i].from_start > start)
+            start = h->v[i].from_start;
+    return start;
+}
+
+int heirs_restore(struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
+{
+    uint32_t ppid = 0;
+    uint64_t start;
+    bool holder = proc_stat_read(h->proc, e->pid, &ppid, &start) == 0 && start == e->start;
+    bool source = proc_stat_alive(h->proc, e->from_pid, e->from_start);
+    if (!holder && !source)
+        return 1;
+    if ((unsigned)e->kind >= HEIR_KINDS) {
+        snprintf(why, why_len, "unknown kind of hand-over");
+        return KAIROS_ERR_INVALID;
+    }
+    if (e->kind != HEIR_RECEIVED && e->start < e->from_start) {
+        snprintf(why, why_len, "process %u started before process %u, so it cannot have been "
+                 "%s by it", e->pid, e->from_pid, e->kind == HEIR_EXEC ? "spawned" : "forked");
+        return KAIROS_ERR_PERMISSION;
+    }
+    if (holder && source && e->kind != HEIR_RECEIVED && ppid != e->from_pid) {
+        snprintf(why, why_len, "process %u is not a child of process %u (its parent is %u)",
+                 e->pid, e->from_pid, ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    if (holder && source && e->kind == HEIR_RECEIVED && !shares_a_file(h, e->pid, e->from_pid)) {
+        snprintf(why, why_len, "process %u has no file of process %u open (kcmp)", e->pid,
+                 e->from_pid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, e, why, why_len);
 }
 
 size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t cap)

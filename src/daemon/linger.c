@@ -69,6 +69,8 @@ struct linger_set {
     struct baseline base[KAIROS_MAX_GPUS];
     bool (*holds)(void *ctx, uint32_t pid); /* another witness (heirs.h), or NULL */
     void *holds_ctx;
+    void (*changed)(void *ctx); /* told when a charge starts or stops lingering */
+    void *changed_ctx;
 };
 
 static uint64_t now_ms(void)
@@ -119,12 +121,15 @@ static uint64_t still_shown(const struct sample *seen, const struct sample *now,
     return grown >= (long double)bytes ? bytes : (uint64_t)grown;
 }
 
-/* Whether some GPU lists pid (with memory in use, or memory unknown), or the holder
- * check says its files live on in it or in a process it handed them to. */
-static bool gpu_holds(struct linger_set *lg, uint32_t pid)
+static void tell_changed(struct linger_set *lg)
 {
-    if (lg->holds && lg->holds(lg->holds_ctx, pid))
-        return true;
+    if (lg->changed)
+        lg->changed(lg->changed_ctx);
+}
+
+/* Whether some GPU lists pid (with memory in use, or memory unknown). */
+static bool gpu_lists(struct linger_set *lg, uint32_t pid)
+{
     for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
         size_t n = 0;
         if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
@@ -134,6 +139,13 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
                 return true;
     }
     return false;
+}
+
+/* Whether some GPU lists pid, or the holder check says its files live on in it or
+ * in a process it handed them to. */
+static bool gpu_holds(struct linger_set *lg, uint32_t pid)
+{
+    return (lg->holds && lg->holds(lg->holds_ctx, pid)) || gpu_lists(lg, pid);
 }
 
 /* Every LINGER_CHECK_MS while something lingers or drains; else every
@@ -278,6 +290,7 @@ static void release(struct linger_set *lg, size_t i)
     char a[32];
     log_info("tenant %s: the GPU no longer lists departed pid %u; released %s", t->name, it.pid,
              tenants_size(total, a, sizeof a));
+    tell_changed(lg);
     if (tenants_after_leave(lg->ts, t)) {
         if (lg->removed)
             lg->removed(lg->removed_ctx);
@@ -376,6 +389,51 @@ static bool holds_any(const struct linger_set *lg, const struct ledger_member *m
     return false;
 }
 
+/* Member m of departed pid lingers from now on; false when out of memory. */
+static bool add_item(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
+{
+    struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
+    if (!grown)
+        return false;
+    lg->items = grown;
+    struct lingering *it = &lg->items[lg->n++];
+    *it = (struct lingering){.member = m, .pid = pid};
+    seen_now(lg, it);
+    arm(lg);
+    tell_changed(lg);
+    return true;
+}
+
+bool linger_restore(struct linger_set *lg, struct ledger_tenant *t, uint32_t pid,
+                    const uint64_t held[KAIROS_MAX_GPUS], bool vouched)
+{
+    struct ledger_member *m = NULL;
+    if (!lg || linger_member_of(lg, pid) || (!vouched && !gpu_lists(lg, pid)) ||
+        ledger_join(&lg->ts->ledger, t, pid, held, &m))
+        return false;
+    if (!add_item(lg, m, pid)) {
+        ledger_leave(&lg->ts->ledger, m, NULL);
+        return false;
+    }
+    return true;
+}
+
+const struct ledger_member *linger_at(const struct linger_set *lg, size_t i, uint32_t *pid)
+{
+    if (!lg || i >= lg->n)
+        return NULL;
+    *pid = lg->items[i].pid;
+    return lg->items[i].member;
+}
+
+void linger_set_changed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)
+{
+    if (!lg)
+        return;
+    lg->changed = fn;
+    lg->changed_ctx = ctx;
+}
+
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     if (!lg || (!lg->gpu && !lg->holds) || !m || !holds_any(lg, m))
@@ -385,14 +443,8 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
             drain_unlisted(lg, m, pid);
         return false;
     }
-    struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
-    if (!grown)
+    if (!add_item(lg, m, pid))
         return false; /* out of memory: release now, as without a GPU backend */
-    lg->items = grown;
-    struct lingering *it = &lg->items[lg->n++];
-    *it = (struct lingering){.member = m, .pid = pid};
-    seen_now(lg, it);
-    arm(lg);
     log_info("tenant %s: pid %u left but the GPU still holds its memory (a child, an exec'd "
              "program or a receiver keeps its descriptors); its charge stays until the GPU "
              "frees it",

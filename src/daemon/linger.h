@@ -76,6 +76,16 @@ void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uin
                               void *ctx);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
+/* A departed member's charge saved before a kairosd restart (handovers.h): t is
+ * charged held for departed pid, which lingers as if it had just departed, when
+ * vouched (a verified holder keeps its files) or a GPU lists pid with memory.
+ * False (nothing charged) otherwise, or when pid lingers already. */
+bool linger_restore(struct linger_set *lg, struct ledger_tenant *t, uint32_t pid,
+                    const uint64_t held[KAIROS_MAX_GPUS], bool vouched);
+/* The i-th lingering member (its departed process in *pid), or NULL past the end. */
+const struct ledger_member *linger_at(const struct linger_set *lg, size_t i, uint32_t *pid);
+/* fn(ctx) when a charge starts or stops lingering (handovers.h saves them). */
+void linger_set_changed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
 /* Whether m is a departed process's member that lingers (its process is no longer
  * registered; the audit treats it as one that left). lg may be NULL. */
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m);

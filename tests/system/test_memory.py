@@ -605,6 +605,87 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
 
+    def kill9_and_restart(self):
+        """kairosd killed -9 (nothing written at its end) and started again."""
+        time.sleep(3 * 0.1)  # more than the hand-overs' save delay (handovers.h)
+        self.d.proc.kill()
+        self.d.proc.wait(10)
+        self.d.logf.close()
+        self.d.proc = None
+        self.d.start()
+
+    def test_a_lingering_charge_survives_a_kill9_restart(self):
+        """fork, the parent exits (its charge lingers for the child), kairosd is killed
+        -9 and restarted: the departed parent never reattaches, so only the state file
+        can say that its child still holds its memory. The charge stays; a second
+        process gets only what is left; the ledger follows the driver when the child
+        exits."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "4", "-k")
+        ca = self.line(a, "fakeapp: forked")
+        a.communicate(timeout=30)  # the parent exits without freeing; the child holds
+        assert_held(self, ca["vidmem_bytes"])
+        self.kill9_and_restart()
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        assert_held(self, ca["vidmem_bytes"])
+        self.assertIn("charge restored", self.d.read_log())
+        self.assert_second_tenant_process_fits()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_fork_kill9_restart_then_parent_exit_keeps_the_childs_memory_charged(self):
+        """fork, kairosd killed -9 and restarted, then the parent exits: the child's
+        inherited memory stays charged to the tenant (the FORKED edge from the state
+        file, checked again: the child's parent is still the sender), the driver never
+        holds more than the quota for the tenant, and the ledger equals the driver
+        after the child exits."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "5", "-w", "2",
+                        "-k")
+        ca = self.line(a, "fakeapp: forked")
+        self.line(a, "fakeapp: holding")
+        parent = self.ps()["team"]["pids"][0]
+        self.d.write_fake(self.GPU + f"proc 0 {parent} {ca['vidmem_bytes']}\n")
+        self.kill9_and_restart()
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+                        self.ps())
+        self.d.write_fake(self.GPU)  # only the child can keep the charge now
+        a.communicate(timeout=30)  # the parent exits; the child holds its files 3 s more
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        assert_held(self, ca["vidmem_bytes"])
+        self.assert_second_tenant_process_fits()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_receiver_keeps_the_charge_across_a_kill9_restart(self):
+        """SCM_RIGHTS to another tenant's process, kairosd killed -9 and restarted
+        while both live (a receipt no reattach can find again: not a child), then the
+        sender exits: its tenant stays charged while the receiver holds the file."""
+        path = os.path.join(self.d.dir, "handover.sock")
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, "6"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-w", "3",
+                        "-k")
+        ca = self.line(a, "fakeapp: sent")
+        self.assertEqual(r.stdout.readline().split()[0], "received")
+        sender = self.ps()["team"]["pids"][0]
+        self.d.write_fake(self.GPU + f"proc 0 {sender} {ca['vidmem_bytes']}\n")
+        self.kill9_and_restart()
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+                        self.ps())
+        self.d.write_fake(self.GPU)
+        a.communicate(timeout=30)  # the sender exits; the receiver holds the file
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        assert_held(self, ca["vidmem_bytes"])
+        self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
+        self.assert_second_tenant_process_fits()
+        r.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
     def test_exec_keeping_a_descriptor_keeps_the_charge(self):
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
         ca = self.line(a, "fakeapp: exec")
@@ -840,5 +921,100 @@ class Handovers(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
 
+def proc_start(pid):
+    """The start time of pid (/proc/PID/stat field 22), as kairosd keeps it."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def exited_process():
+    """The pid and start time of a process that has exited."""
+    p = subprocess.Popen(["sleep", "30"])
+    start = proc_start(p.pid)
+    p.kill()
+    p.wait()
+    return p.pid, start
+
+
+class HandoversInTheStateFile(unittest.TestCase):
+    """Hand-overs and lingering charges as a corrupted or hostile state file gives
+    them to a kairosd killed -9 (handovers.h): only what /proc can still check is
+    believed, and nothing in the file charges another tenant or beyond a quota."""
+    GPU = WithFakeGpu.GPU
+    tearDown, ps = WithDaemon.tearDown, WithDaemon.ps
+
+    def setUp(self):
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+
+    def held(self, tenant):
+        return sum(g["held"] for g in self.ps()[tenant]["gpus"])
+
+    def restart_with(self, handovers):
+        self.d.proc.kill()
+        self.d.proc.wait(10)
+        self.d.logf.close()
+        self.d.proc = None
+        with open(self.d.state, "w") as f:
+            json.dump({"version": 1, "tenants": [], "handovers": handovers}, f)
+        self.d.start()
+        self.d.wait_ready()
+
+    def test_only_what_can_be_checked_is_believed(self):
+        me, mine = os.getpid(), proc_start(os.getpid())
+        holder = driver_file("holder")  # we hold a file of the (fake) driver
+        stranger = subprocess.Popen(["sleep", "30"])  # alive, no file of ours
+        self.addCleanup(stranger.wait)
+        self.addCleanup(stranger.kill)
+        gone1, gone2, gone3 = exited_process(), exited_process(), exited_process()
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+
+        def edge(src, pid, start, kind):
+            return {"from_pid": src[0], "from_start": src[1], "pid": pid, "start": start,
+                    "kind": kind}
+
+        def charge(tenant, src, nbytes):
+            return {"tenant": tenant, "pid": src[0], "start": src[1], "held": {"0": nbytes}}
+        self.restart_with({"boot_id": boot, "edges": [
+            edge(gone1, me, mine, "received"),      # its sender gone: the file's word
+            edge(gone2, me, mine + 1, "received"),  # not us: another start time
+            edge(gone3, me, mine, "forked"),        # we started before our "parent"
+            edge((stranger.pid, proc_start(stranger.pid)), me, mine, "received"),  # kcmp: no
+        ], "lingering": [
+            charge("team", gone1, 1 << 30),    # more than the quota: cut to it
+            charge("other", gone2, 8 * MiB),   # no believed holder
+            charge("ghost", gone1, 8 * MiB),   # no such tenant
+            charge("team", gone3, 8 * MiB),    # its edge refused
+            charge("team", (stranger.pid, proc_start(stranger.pid)), 8 * MiB),  # holds nothing
+        ]})
+        log = self.d.read_log()
+        self.assertEqual(self.held("team"), 64 * MiB, log)  # the quota, never more
+        self.assertEqual(self.held("other"), 0)
+        self.assertIn("started before process", log)
+        self.assertIn("has no file of process", log)
+        self.assertIn("tenant ghost, which does not exist", log)
+        self.assertIn("1 of 5 lingering charge(s) restored", log)
+        # nor does a process's claim on the departed pid count
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("other")
+        with self.assertRaises(KairosError):
+            c.request(kp.INHERITED, inherited_body(gone1[0], [holder[1].fileno()]))
+        for s in holder:  # the holder lets go: the restored charge goes with it
+            s.close()
+        self.assertTrue(wait_for(lambda: self.held("team") == 0, timeout=3.0), self.ps())
+        # a file of another boot: its processes are gone, whatever the pids say now
+        holder = driver_file("holder2")
+        self.addCleanup(holder[0].close)
+        self.addCleanup(holder[1].close)
+        self.restart_with({"boot_id": "0123abcd-0000-0000-0000-000000000000",
+                           "edges": [edge(gone1, me, mine, "received")],
+                           "lingering": [charge("team", gone1, 8 * MiB)]})
+        self.assertEqual(self.held("team"), 0)
+        self.assertIn("saved in another boot", self.d.read_log())
+
+
 if __name__ == "__main__":
-    unittest.main(argv=[sys.argv[0], "-v"])
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[6:])
