@@ -53,35 +53,58 @@ static bool driver_link(const struct heirs *h, const char *link)
            (rest[0] >= '0' && rest[0] <= '9');
 }
 
+/* Walks <proc>/<pid>/fd: visit(h, ctx, fd, link) for each descriptor, link being
+ * where it points ("" when unreadable) when with_links, else NULL, until visit
+ * returns true or more than max descriptors were seen. The one walk of a process's
+ * descriptors here, bounded so that no peer can make kairosd's loop scan without
+ * end. -1: no such process (or unreadable); 0: all seen; 1: visit stopped it; 2:
+ * more than max. */
+static int walk_fds(struct heirs *h, uint32_t pid, unsigned max, bool with_links,
+                    bool (*visit)(struct heirs *h, void *ctx, int fd, const char *link),
+                    void *ctx)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int rc = 0;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !rc; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        if (++seen > max) {
+            rc = 2;
+            break;
+        }
+        char link[128] = "";
+        if (with_links) {
+            char path[sizeof dir + sizeof e->d_name];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            ssize_t n = readlink(path, link, sizeof link - 1);
+            link[n > 0 ? n : 0] = 0;
+        }
+        rc = visit(h, ctx, (int)strtol(e->d_name, NULL, 10), with_links ? link : NULL);
+    }
+    closedir(d);
+    return rc;
+}
+
+static bool is_driver_link(struct heirs *h, void *ctx, int fd, const char *link)
+{
+    (void)ctx;
+    (void)fd;
+    return driver_link(h, link);
+}
+
 bool heirs_has_driver_file(struct heirs *h, uint32_t pid)
 {
     bool open = false;
     if (h->gpu && h->gpu->ops->driver_file_open &&
         h->gpu->ops->driver_file_open(h->gpu, pid, &open) == 0)
         return open;
-    char dir[64];
-    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, pid);
-    DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    unsigned seen = 0;
-    for (struct dirent *e = readdir(d); e && !open; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        if (++seen > HEIRS_SCAN_MAX) {
-            open = true; /* too many to look at: err towards charging */
-            break;
-        }
-        char path[sizeof dir + sizeof e->d_name], link[128];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0)
-            continue;
-        link[n] = 0;
-        open = driver_link(h, link);
-    }
-    closedir(d);
-    return open;
+    /* more descriptors than are looked at: err towards charging */
+    return walk_fds(h, pid, HEIRS_SCAN_MAX, true, is_driver_link, NULL) > 0;
 }
 
 /* Drops edges both of whose processes are gone. */
@@ -251,25 +274,25 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m
     return add_edge(h, &e, why, why_len);
 }
 
-/* Whether descriptor fd of pid is the same open file as one of from's descriptors. */
-static bool same_file_as_one_of(const struct heirs *h, uint32_t pid, int fd, uint32_t from)
+struct same_file {
+    uint32_t pid, from; /* fd of pid against from's descriptors */
+    int fd;
+};
+
+static bool is_same_file(struct heirs *h, void *ctx, int other, const char *link)
 {
-    char dir[64];
-    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, from);
-    DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    bool same = false;
-    unsigned seen = 0;
-    for (struct dirent *e = readdir(d); e && !same && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        seen++;
-        long other = strtol(e->d_name, NULL, 10);
-        same = syscall(SYS_kcmp, (pid_t)pid, (pid_t)from, KCMP_FILE_TYPE, fd, (int)other) == 0;
-    }
-    closedir(d);
-    return same;
+    (void)h;
+    (void)link;
+    const struct same_file *q = ctx;
+    return syscall(SYS_kcmp, (pid_t)q->pid, (pid_t)q->from, KCMP_FILE_TYPE, q->fd, other) == 0;
+}
+
+/* Whether descriptor fd of pid is the same open file as one of from's descriptors
+ * (at most HEIRS_SCAN_MAX of them are looked at). */
+static bool same_file_as_one_of(struct heirs *h, uint32_t pid, int fd, uint32_t from)
+{
+    struct same_file q = {.pid = pid, .from = from, .fd = fd};
+    return walk_fds(h, from, HEIRS_SCAN_MAX, false, is_same_file, &q) == 1;
 }
 
 int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
@@ -301,36 +324,32 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
     return add_edge(h, &e, why, why_len);
 }
 
+struct shared_file {
+    uint32_t child, parent;
+    bool sockets;   /* the backend knows its own kind of driver file: sockets count */
+    unsigned tried; /* candidates compared so far */
+    bool same;
+};
+
+static bool is_shared_candidate(struct heirs *h, void *ctx, int fd, const char *link)
+{
+    struct shared_file *q = ctx;
+    if (!driver_link(h, link) && !(q->sockets && strncmp(link, "socket:", 7) == 0))
+        return false;
+    q->same = same_file_as_one_of(h, q->child, fd, q->parent);
+    return q->same || ++q->tried >= 64;
+}
+
 /* Whether one of child's descriptors that may be a driver file (a node's link; a
  * socket too where the backend knows its own kind of driver file, as the tests'
  * fake driver's are sockets) is the same open file as one of parent's (kcmp). At
  * most 64 candidates are tried. */
 static bool shares_a_file(struct heirs *h, uint32_t child, uint32_t parent)
 {
-    bool sockets = h->gpu && h->gpu->ops->driver_file_open;
-    char dir[64];
-    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, child);
-    DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    bool same = false;
-    unsigned tried = 0;
-    for (struct dirent *e = readdir(d); e && !same && tried < 64; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char path[sizeof dir + sizeof e->d_name], link[128];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0)
-            continue;
-        link[n] = 0;
-        if (!driver_link(h, link) && !(sockets && strncmp(link, "socket:", 7) == 0))
-            continue;
-        tried++;
-        same = same_file_as_one_of(h, child, (int)strtol(e->d_name, NULL, 10), parent);
-    }
-    closedir(d);
-    return same;
+    struct shared_file q = {.child = child, .parent = parent,
+                            .sockets = h->gpu && h->gpu->ops->driver_file_open};
+    walk_fds(h, child, HEIRS_SCAN_MAX, true, is_shared_candidate, &q);
+    return q.same;
 }
 
 void heirs_adopt_children(struct heirs *h, uint32_t pid)

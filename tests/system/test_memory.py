@@ -581,30 +581,6 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
-    def test_a_restarted_kairosd_learns_the_children_again(self):
-        """kairosd restarts after the fork (forgetting FORKED); the parent reattaches,
-        and kairosd finds the child that shares its files (kcmp), so the parent's
-        exit still leaves the charge while the child holds them."""
-        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "5", "-w", "2",
-                        "-k")
-        ca = self.line(a, "fakeapp: forked")
-        self.line(a, "fakeapp: holding")
-        parent = self.ps()["team"]["pids"][0]
-        # the GPU backend vouches for the reattach claim (reattach.h), then lists no one:
-        # after that only the rediscovered child can keep the parent's charge
-        self.d.write_fake(self.GPU + f"proc 0 {parent} {ca['vidmem_bytes']}\n")
-        self.d.stop()
-        self.d.start()
-        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
-                        self.ps())
-        self.d.write_fake(self.GPU)
-        a.communicate(timeout=30)  # the parent exits; the child holds its files 3 s more
-        time.sleep(0.5)
-        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
-        assert_held(self, ca["vidmem_bytes"])
-        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
-        self.assertEqual(driver_holds(self.journal), 0)
-
     def kill9_and_restart(self):
         """kairosd killed -9 (nothing written at its end) and started again."""
         time.sleep(3 * 0.1)  # more than the hand-overs' save delay (handovers.h)
@@ -632,22 +608,23 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
-    def test_fork_kill9_restart_then_parent_exit_keeps_the_childs_memory_charged(self):
-        """fork, kairosd killed -9 and restarted, then the parent exits: the child's
-        inherited memory stays charged to the tenant (the FORKED edge from the state
-        file, checked again: the child's parent is still the sender), the driver never
-        holds more than the quota for the tenant, and the ledger equals the driver
-        after the child exits."""
+    def restart_between_fork_and_parent_exit(self, restart):
+        """fork, restart() kairosd, then the parent exits: the child's inherited
+        memory stays charged to the tenant, the driver never holds more than the
+        quota for the tenant, and the ledger equals the driver after the child
+        exits."""
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "5", "-w", "2",
                         "-k")
         ca = self.line(a, "fakeapp: forked")
         self.line(a, "fakeapp: holding")
         parent = self.ps()["team"]["pids"][0]
+        # the GPU backend vouches for the reattach claim (reattach.h), then lists no one:
+        # after that only the child kairosd knows again can keep the parent's charge
         self.d.write_fake(self.GPU + f"proc 0 {parent} {ca['vidmem_bytes']}\n")
-        self.kill9_and_restart()
+        restart()
         self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
                         self.ps())
-        self.d.write_fake(self.GPU)  # only the child can keep the charge now
+        self.d.write_fake(self.GPU)
         a.communicate(timeout=30)  # the parent exits; the child holds its files 3 s more
         time.sleep(0.5)
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
@@ -656,16 +633,22 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
+    def test_a_restarted_kairosd_learns_the_children_again(self):
+        """An orderly restart after the fork: the FORKED edge comes back from the state
+        file, and the reattaching parent's child that shares its files (kcmp) is
+        found again besides."""
+        self.restart_between_fork_and_parent_exit(lambda: (self.d.stop(), self.d.start()))
+
+    def test_fork_kill9_restart_then_parent_exit_keeps_the_childs_memory_charged(self):
+        """The same across a kill -9: nothing is written at kairosd's end."""
+        self.restart_between_fork_and_parent_exit(self.kill9_and_restart)
+
     def test_a_receiver_keeps_the_charge_across_a_kill9_restart(self):
         """SCM_RIGHTS to another tenant's process, kairosd killed -9 and restarted
         while both live (a receipt no reattach can find again: not a child), then the
         sender exits: its tenant stays charged while the receiver holds the file."""
         path = os.path.join(self.d.dir, "handover.sock")
-        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
-                              self.RECEIVER, path, "6"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
-        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        r = self.receiver(path, 6)
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-w", "3",
                         "-k")
         ca = self.line(a, "fakeapp: sent")
@@ -712,17 +695,23 @@ class FilesOutliveTheProcess(unittest.TestCase):
                 "c.send(b'k'); print('received', len(fds), flush=True)\n"
                 "time.sleep(float(sys.argv[2]))\n")
 
+    def receiver(self, path, seconds):
+        """A process of tenant 'other' that receives one descriptor on path (its shim
+        reports it: INHERITED, RECEIVED) and holds it seconds; once it listens."""
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, str(seconds)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        return r
+
     def test_a_receiver_in_another_tenant_keeps_the_senders_charge(self):
         """SCM_RIGHTS to a process of another tenant: the receiver's shim reports it
         (INHERITED, RECEIVED; kairosd checks it with kcmp), the sender stays charged
         after it exits while the receiver holds the file; the receiver's tenant is
         charged nothing."""
         path = os.path.join(self.d.dir, "handover.sock")
-        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
-                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
-        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        r = self.receiver(path, 3)
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-k")
         ca = self.line(a, "fakeapp: sent")
         a.communicate(timeout=30)
@@ -773,11 +762,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         charged (never less than the driver holds for it), the importer's is charged
         nothing, and the driver never holds more than the exporter's quota for it."""
         path = os.path.join(self.d.dir, "export.sock")
-        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
-                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
-        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        r = self.receiver(path, 3)
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-E", "-S", path, "-k")
         ce = self.line(a, "fakeapp: exported")
         self.line(a, "fakeapp: sent")
