@@ -20,30 +20,16 @@
 
 #include <cmocka.h>
 
+#include "state_dir.h"
+
 #include <jansson.h>
 
 #include "daemon/handovers_state.h"
 #include "daemon/state.h"
 
-static char dir[] = "/tmp/kairos-state-XXXXXX";
-static char path[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/state.json", dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unlink(path);
-    rmdir(dir);
-    memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
-    return 0;
-}
+/* setup and teardown: a fresh temporary directory, the state file at path */
+#define setup state_dir_setup
+#define teardown state_dir_teardown
 
 static void test_round_trip(void **state)
 {
