@@ -10,12 +10,7 @@ if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
 fi
 mdir=/tmp/kairos-memory
 rm -rf "$mdir" && mkdir -p "$mdir"
-cat > "$mdir/kairosd.yaml" <<YAML
-socket: $mdir/kairosd.sock
-state: $mdir/state.json
-admins: [0]
-audit: { interval_ms: 1000, kill: false }
-tenants:
+kairosd_private "$mdir" "$OUT/kairosd.log" <<YAML
   - name: victim
     memory: { 0: 16G }
   - name: attacker
@@ -29,9 +24,6 @@ tenants:
   - name: train
     memory: { 0: 6G }
 YAML
-export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
-kairosd_shim_conf "$mdir"
-kairosd_start "$mdir" "$OUT/kairosd.log"
 held_of() { "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); print(sum(g['held'] for t in d['tenants'] if t['name']=='$1' for g in t['gpus']))"; }
 : > "$mdir/results.txt"
 result() { echo "RESULT $*" | tee -a "$mdir/results.txt"; }
