@@ -22,6 +22,9 @@ struct lingering {
     struct ledger_member *member;
     uint32_t pid;
     struct sample seen[KAIROS_MAX_GPUS]; /* the last check that found it on the GPU */
+    /* what it had reported held when it departed: its charge never drops below it
+     * by the GPU's word (see reconcile) */
+    uint64_t reported[KAIROS_MAX_GPUS];
 };
 
 /* A released member's memory that one GPU's memory.used still shows. The tenant is
@@ -326,6 +329,34 @@ static void seen_now(struct linger_set *lg, struct lingering *it)
         it->seen[g] = it->member->held[g] ? sample_gpu(lg, g) : (struct sample){0};
 }
 
+/* A departed member's unused credit is counted as held with it (it may have
+ * allocated from it after its last report: an exec right after allocating). Where
+ * the GPU lists the process with its memory, that figure says how much of the
+ * credit was taken: the charge drops to it, never below what the process had
+ * reported (so only the credit's uncertainty is settled by the GPU's word). */
+static void reconcile(struct linger_set *lg, struct lingering *it)
+{
+    for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
+        struct ledger_member *m = it->member;
+        size_t n = 0;
+        if (m->held[g] <= it->reported[g] ||
+            gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            const struct gpu_proc *p = &lg->procs[i];
+            if (p->pid != it->pid || !p->used_valid || p->used >= m->held[g])
+                continue;
+            uint64_t keep = p->used > it->reported[g] ? p->used : it->reported[g], released;
+            ledger_release(&lg->ts->ledger, m, g, m->held[g] - keep, &released);
+            char a[32];
+            log_info("tenant %s: departed pid %u's charge on GPU %u settled to %s, what the GPU "
+                     "shows of it (its credit was not all taken)", m->tenant->name, it->pid, g,
+                     tenants_size(keep, a, sizeof a));
+            break;
+        }
+    }
+}
+
 static void on_timer(void *ctx, int fd, uint32_t events)
 {
     (void)events;
@@ -337,10 +368,12 @@ static void on_timer(void *ctx, int fd, uint32_t events)
         drains_check(lg);
     }
     for (size_t i = 0; i < lg->n;) {
-        if (gpu_holds(lg, lg->items[i].pid))
+        if (gpu_holds(lg, lg->items[i].pid)) {
+            reconcile(lg, &lg->items[i]);
             seen_now(lg, &lg->items[i++]);
-        else
+        } else {
             release(lg, i);
+        }
     }
     arm(lg);
 }
@@ -398,6 +431,7 @@ static bool add_item(struct linger_set *lg, struct ledger_member *m, uint32_t pi
     lg->items = grown;
     struct lingering *it = &lg->items[lg->n++];
     *it = (struct lingering){.member = m, .pid = pid};
+    memcpy(it->reported, m->held, sizeof it->reported); /* before its credit is folded in */
     seen_now(lg, it);
     arm(lg);
     tell_changed(lg);

@@ -29,6 +29,11 @@
  * H200) drains nothing. A backend that cannot tell memory.used or a process's
  * memory drains nothing.
  *
+ * A lingering member's unused credit is counted as held with it (it may have taken
+ * some after its last report: an exec right after allocating); while the GPU lists
+ * the process with its memory, the charge is settled to that figure at each check,
+ * never below what the process had reported when it departed.
+ *
  * A member that the GPU no longer lists when it departs (NVML forgot it first, or
  * the process exited before the list was read) drains the same way when a sample
  * of its GPU (taken every LINGER_BASELINE_MS while there are members) listed it

@@ -687,6 +687,27 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
 
+    def test_exec_charge_is_settled_by_the_gpus_figure(self):
+        """An exec right after allocating: the departed image's unused credit is
+        counted as held (it may have taken some after its last report) until the GPU
+        (NVML's per-process figure, scripted here as the driver's journal says) shows
+        what the process holds: then the ledger equals the driver, to the byte (whether
+        the exec came before the last report or not; Handovers plays the credit case
+        alone)."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
+        self.line(a, "fakeapp: exec")
+        self.assertTrue(wait_for(lambda: "left but the GPU still holds" in self.d.read_log(),
+                                 timeout=5.0))
+        pid = re.search(r"pid (\d+) left but the GPU still holds", self.d.read_log()).group(1)
+        drv = driver_holds(self.journal)
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {drv}\n")
+        assert_held(self, drv)
+        self.assert_second_tenant_process_fits()
+        a.communicate(timeout=30)  # sleep exits: the file's last descriptor closes
+        self.d.write_fake(self.GPU)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
     RECEIVER = ("import os, socket, sys, time\n"
                 "srv = socket.socket(socket.AF_UNIX); srv.bind(sys.argv[1]); srv.listen(1)\n"
                 "print('listening', flush=True)\n"
@@ -892,6 +913,39 @@ class Handovers(unittest.TestCase):
         finally:
             child.kill()
             child.wait()
+
+    def test_unused_credit_of_a_departed_member_is_settled_by_the_gpus_figure(self):
+        """A member departs with 16 MiB of credit it may have allocated from after its
+        last report (an exec right after allocating): the credit is counted as held
+        while its charge lingers, until the GPU's per-process figure (NVML's,
+        scripted) shows what it holds: then the charge is that figure, never less
+        than what the member had reported."""
+        ctrl, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctrl.close()
+                c = Client(self.d.socket)
+                c.hello("team")  # reports 2 MiB held, asks 16 MiB of credit
+                c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, 2 * MiB, 0, 16 * MiB,
+                                                 16 * MiB, 0))
+                theirs.send(b"r")
+                theirs.recv(1)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.assertEqual(ctrl.recv(1), b"r")
+        self.assertTrue(wait_for(lambda: self.held() == 2 * MiB))
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {6 * MiB}\n")
+        self.leave(pid, ctrl)
+        self.assertTrue(wait_for(lambda: self.held() == 6 * MiB, timeout=3.0), self.ps())
+        self.assertIn(f"departed pid {pid}'s charge on GPU 0 settled to 6.00 MiB",
+                      self.d.read_log())
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {1 * MiB}\n")  # less than it reported
+        time.sleep(0.5)
+        self.assertEqual(self.held(), 2 * MiB)
+        self.d.write_fake(self.GPU)  # the driver freed it
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
     def test_an_unreported_receiver_outside_any_tenant_is_covered_by_the_gpu(self):
         """No shim in the receiver, nothing reported: the charge stays while the GPU
