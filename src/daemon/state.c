@@ -527,11 +527,11 @@ int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_f
             added += load_entry(jt, l, aside, warn, warn_ctx);
     }
     json_t *handovers = json_object_get(root, "handovers");
-    int rc = saved && handovers ? handovers_state_parse(handovers, l->n_gpus, saved, warn,
-                                                        warn_ctx)
-                                : 0;
+    if (saved && handovers &&
+        handovers_state_parse(handovers, l->n_gpus, saved, warn, warn_ctx) == -ENOMEM && warn)
+        warn(warn_ctx, "handovers: out of memory; the hand-overs are forgotten");
     json_decref(root);
-    return rc == -ENOMEM ? rc : added; /* a bad section alone loses only the hand-overs */
+    return added; /* a bad section (or no memory for it) loses only the hand-overs */
 }
 
 /* Reads at most STATE_MAX_BYTES + 1 bytes of a regular file into *out. 0, -ENOENT,
