@@ -838,9 +838,9 @@ class Handovers(unittest.TestCase):
         tenants = "  - name: team\n    memory: { 0: 64M }\n"
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
 
-    def member(self, nbytes=8 * MiB):
-        """A forked member holding nbytes and one driver file, which it hands to us by
-        SCM_RIGHTS; it exits when we write to the returned socket."""
+    def forked_member(self, act):
+        """A forked process that joins 'team' and runs act(client, socket to us); it
+        exits when we write to the returned socket. Returns (pid, that socket)."""
         ctrl, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
@@ -848,14 +848,22 @@ class Handovers(unittest.TestCase):
                 ctrl.close()
                 c = Client(self.d.socket)
                 c.hello("team")
-                self.assertTrue(c.charge(0, nbytes, 1)[0])
-                c.commit(0, 1, True, nbytes, nbytes)
-                _, mine = driver_file("member")
-                socket.send_fds(theirs, [b"f"], [mine.fileno()])
+                act(c, theirs)
                 theirs.recv(1)
             finally:
                 os._exit(0)
         theirs.close()
+        return pid, ctrl
+
+    def member(self, nbytes=8 * MiB):
+        """A forked member holding nbytes and one driver file, which it hands to us by
+        SCM_RIGHTS; it exits when we write to the returned socket."""
+        def act(c, theirs):
+            self.assertTrue(c.charge(0, nbytes, 1)[0])
+            c.commit(0, 1, True, nbytes, nbytes)
+            _, mine = driver_file("member")
+            socket.send_fds(theirs, [b"f"], [mine.fileno()])
+        pid, ctrl = self.forked_member(act)
         _, fds, _, _ = socket.recv_fds(ctrl, 1, 1)
         self.assertTrue(wait_for(lambda: self.held() == nbytes))
         return pid, ctrl, socket.socket(fileno=fds[0])
@@ -920,20 +928,11 @@ class Handovers(unittest.TestCase):
         while its charge lingers, until the GPU's per-process figure (NVML's,
         scripted) shows what it holds: then the charge is that figure, never less
         than what the member had reported."""
-        ctrl, theirs = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                ctrl.close()
-                c = Client(self.d.socket)
-                c.hello("team")  # reports 2 MiB held, asks 16 MiB of credit
-                c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, 2 * MiB, 0, 16 * MiB,
-                                                 16 * MiB, 0))
-                theirs.send(b"r")
-                theirs.recv(1)
-            finally:
-                os._exit(0)
-        theirs.close()
+        def act(c, theirs):  # reports 2 MiB held, asks 16 MiB of credit
+            c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, 2 * MiB, 0, 16 * MiB,
+                                             16 * MiB, 0))
+            theirs.send(b"r")
+        pid, ctrl = self.forked_member(act)
         self.assertEqual(ctrl.recv(1), b"r")
         self.assertTrue(wait_for(lambda: self.held() == 2 * MiB))
         self.d.write_fake(self.GPU + f"proc 0 {pid} {6 * MiB}\n")
