@@ -53,35 +53,58 @@ static bool driver_link(const struct heirs *h, const char *link)
            (rest[0] >= '0' && rest[0] <= '9');
 }
 
+/* Walks <proc>/<pid>/fd: visit(h, ctx, fd, link) for each descriptor, link being
+ * where it points ("" when unreadable) when with_links, else NULL, until visit
+ * returns true or more than max descriptors were seen. The one walk of a process's
+ * descriptors here, bounded so that no peer can make kairosd's loop scan without
+ * end. -1: no such process (or unreadable); 0: all seen; 1: visit stopped it; 2:
+ * more than max. */
+static int walk_fds(struct heirs *h, uint32_t pid, unsigned max, bool with_links,
+                    bool (*visit)(struct heirs *h, void *ctx, int fd, const char *link),
+                    void *ctx)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int rc = 0;
+    unsigned seen = 0;
+    for (struct dirent *e = readdir(d); e && !rc; e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        if (++seen > max) {
+            rc = 2;
+            break;
+        }
+        char link[128] = "";
+        if (with_links) {
+            char path[sizeof dir + sizeof e->d_name];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            ssize_t n = readlink(path, link, sizeof link - 1);
+            link[n > 0 ? n : 0] = 0;
+        }
+        rc = visit(h, ctx, (int)strtol(e->d_name, NULL, 10), with_links ? link : NULL);
+    }
+    closedir(d);
+    return rc;
+}
+
+static bool is_driver_link(struct heirs *h, void *ctx, int fd, const char *link)
+{
+    (void)ctx;
+    (void)fd;
+    return driver_link(h, link);
+}
+
 bool heirs_has_driver_file(struct heirs *h, uint32_t pid)
 {
     bool open = false;
     if (h->gpu && h->gpu->ops->driver_file_open &&
         h->gpu->ops->driver_file_open(h->gpu, pid, &open) == 0)
         return open;
-    char dir[64];
-    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, pid);
-    DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    unsigned seen = 0;
-    for (struct dirent *e = readdir(d); e && !open; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        if (++seen > HEIRS_SCAN_MAX) {
-            open = true; /* too many to look at: err towards charging */
-            break;
-        }
-        char path[sizeof dir + sizeof e->d_name], link[128];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0)
-            continue;
-        link[n] = 0;
-        open = driver_link(h, link);
-    }
-    closedir(d);
-    return open;
+    /* more descriptors than are looked at: err towards charging */
+    return walk_fds(h, pid, HEIRS_SCAN_MAX, true, is_driver_link, NULL) > 0;
 }
 
 /* Drops edges both of whose processes are gone. */
@@ -113,7 +136,30 @@ static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_
     }
     h->v = grown;
     h->v[h->n++] = *e;
+    if (h->changed)
+        h->changed(h->changed_ctx);
     return 0;
+}
+
+void heirs_set_changed_hook(struct heirs *h, void (*fn)(void *ctx), void *ctx)
+{
+    h->changed = fn;
+    h->changed_ctx = ctx;
+}
+
+static const char *const kind_names[HEIR_KINDS] = {"forked", "exec", "received", "adopted"};
+
+const char *heir_kind_name(enum heir_kind k)
+{
+    return (unsigned)k < HEIR_KINDS ? kind_names[k] : "?";
+}
+
+enum heir_kind heir_kind_parse(const char *name)
+{
+    unsigned k = 0;
+    while (k < HEIR_KINDS && (!name || strcmp(name, kind_names[k])))
+        k++;
+    return (enum heir_kind)k;
 }
 
 /* ---- pids as a process in another pid namespace (a container) names them ---------- */
@@ -213,7 +259,8 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m
                  size_t why_len)
 {
     uint32_t child = child_named(h, sender, m->child_pid);
-    struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid};
+    struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid,
+                          .kind = HEIR_FORKED};
     uint32_t ppid, unused;
     if (proc_stat_read(h->proc, e.pid, &ppid, &e.start) != 0) {
         snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
@@ -227,32 +274,33 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m
     return add_edge(h, &e, why, why_len);
 }
 
-/* Whether descriptor fd of pid is the same open file as one of from's descriptors. */
-static bool same_file_as_one_of(const struct heirs *h, uint32_t pid, int fd, uint32_t from)
+struct same_file {
+    uint32_t pid, from; /* fd of pid against from's descriptors */
+    int fd;
+};
+
+static bool is_same_file(struct heirs *h, void *ctx, int other, const char *link)
 {
-    char dir[64];
-    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, from);
-    DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    bool same = false;
-    unsigned seen = 0;
-    for (struct dirent *e = readdir(d); e && !same && seen < HEIRS_SCAN_MAX; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        seen++;
-        long other = strtol(e->d_name, NULL, 10);
-        same = syscall(SYS_kcmp, (pid_t)pid, (pid_t)from, KCMP_FILE_TYPE, fd, (int)other) == 0;
-    }
-    closedir(d);
-    return same;
+    (void)h;
+    (void)link;
+    const struct same_file *q = ctx;
+    return syscall(SYS_kcmp, (pid_t)q->pid, (pid_t)q->from, KCMP_FILE_TYPE, q->fd, other) == 0;
+}
+
+/* Whether descriptor fd of pid is the same open file as one of from's descriptors
+ * (at most HEIRS_SCAN_MAX of them are looked at). */
+static bool same_file_as_one_of(struct heirs *h, uint32_t pid, int fd, uint32_t from)
+{
+    struct same_file q = {.pid = pid, .from = from, .fd = fd};
+    return walk_fds(h, from, HEIRS_SCAN_MAX, false, is_same_file, &q) == 1;
 }
 
 int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
                     char *why, size_t why_len)
 {
     /* from_pid as the sender's pid namespace names it */
-    struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender};
+    struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender,
+                          .kind = m->flags & KAIROS_INHERITED_EXEC ? HEIR_EXEC : HEIR_RECEIVED};
     uint32_t ppid, from_ppid;
     if (proc_stat_read(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
         proc_stat_read(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
@@ -276,36 +324,32 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
     return add_edge(h, &e, why, why_len);
 }
 
+struct shared_file {
+    uint32_t child, parent;
+    bool sockets;   /* the backend knows its own kind of driver file: sockets count */
+    unsigned tried; /* candidates compared so far */
+    bool same;
+};
+
+static bool is_shared_candidate(struct heirs *h, void *ctx, int fd, const char *link)
+{
+    struct shared_file *q = ctx;
+    if (!driver_link(h, link) && !(q->sockets && strncmp(link, "socket:", 7) == 0))
+        return false;
+    q->same = same_file_as_one_of(h, q->child, fd, q->parent);
+    return q->same || ++q->tried >= 64;
+}
+
 /* Whether one of child's descriptors that may be a driver file (a node's link; a
  * socket too where the backend knows its own kind of driver file, as the tests'
  * fake driver's are sockets) is the same open file as one of parent's (kcmp). At
  * most 64 candidates are tried. */
 static bool shares_a_file(struct heirs *h, uint32_t child, uint32_t parent)
 {
-    bool sockets = h->gpu && h->gpu->ops->driver_file_open;
-    char dir[64];
-    snprintf(dir, sizeof dir, "%s/%u/fd", h->proc, child);
-    DIR *d = opendir(dir);
-    if (!d)
-        return false;
-    bool same = false;
-    unsigned tried = 0;
-    for (struct dirent *e = readdir(d); e && !same && tried < 64; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char path[sizeof dir + sizeof e->d_name], link[128];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0)
-            continue;
-        link[n] = 0;
-        if (!driver_link(h, link) && !(sockets && strncmp(link, "socket:", 7) == 0))
-            continue;
-        tried++;
-        same = same_file_as_one_of(h, child, (int)strtol(e->d_name, NULL, 10), parent);
-    }
-    closedir(d);
-    return same;
+    struct shared_file q = {.child = child, .parent = parent,
+                            .sockets = h->gpu && h->gpu->ops->driver_file_open};
+    walk_fds(h, child, HEIRS_SCAN_MAX, true, is_shared_candidate, &q);
+    return q.same;
 }
 
 void heirs_adopt_children(struct heirs *h, uint32_t pid)
@@ -328,7 +372,8 @@ void heirs_adopt_children(struct heirs *h, uint32_t pid)
         FILE *f = fopen(path, "re");
         unsigned long c;
         while (f && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1) {
-            struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c};
+            struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c,
+                                     .kind = HEIR_ADOPTED};
             char why[KAIROS_MSG_MAX];
             if (heirs_has_driver_file(h, edge.pid) && shares_a_file(h, edge.pid, pid) &&
                 proc_stat_read(h->proc, edge.pid, &unused, &edge.start) == 0)
@@ -363,10 +408,57 @@ static bool hold_from(struct heirs *h, uint32_t pid, uint64_t start, unsigned *b
 
 bool heirs_hold(struct heirs *h, uint32_t pid)
 {
-    if (heirs_has_driver_file(h, pid))
+    return heirs_hold_as(h, pid, 0);
+}
+
+bool heirs_hold_as(struct heirs *h, uint32_t pid, uint64_t start)
+{
+    if ((!start || proc_stat_alive(h->proc, pid, start)) && heirs_has_driver_file(h, pid))
         return true; /* the process itself, after an exec that kept a descriptor */
     unsigned budget = HEIRS_WALK_MAX;
-    return hold_from(h, pid, 0, &budget);
+    return hold_from(h, pid, start, &budget);
+}
+
+uint64_t heirs_start_of(struct heirs *h, uint32_t pid)
+{
+    uint32_t ppid;
+    uint64_t start = 0;
+    if (proc_stat_read(h->proc, pid, &ppid, &start) == 0)
+        return start;
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].from_pid == pid && h->v[i].from_start > start)
+            start = h->v[i].from_start;
+    return start;
+}
+
+int heirs_restore(struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
+{
+    uint32_t ppid = 0;
+    uint64_t start;
+    bool holder = proc_stat_read(h->proc, e->pid, &ppid, &start) == 0 && start == e->start;
+    bool source = proc_stat_alive(h->proc, e->from_pid, e->from_start);
+    if (!holder && !source)
+        return 1;
+    if ((unsigned)e->kind >= HEIR_KINDS) {
+        snprintf(why, why_len, "unknown kind of hand-over");
+        return KAIROS_ERR_INVALID;
+    }
+    if (e->kind != HEIR_RECEIVED && e->start < e->from_start) {
+        snprintf(why, why_len, "process %u started before process %u, so it cannot have been "
+                 "%s by it", e->pid, e->from_pid, e->kind == HEIR_EXEC ? "spawned" : "forked");
+        return KAIROS_ERR_PERMISSION;
+    }
+    if (holder && source && e->kind != HEIR_RECEIVED && ppid != e->from_pid) {
+        snprintf(why, why_len, "process %u is not a child of process %u (its parent is %u)",
+                 e->pid, e->from_pid, ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    if (holder && source && e->kind == HEIR_RECEIVED && !shares_a_file(h, e->pid, e->from_pid)) {
+        snprintf(why, why_len, "process %u has no file of process %u open (kcmp)", e->pid,
+                 e->from_pid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, e, why, why_len);
 }
 
 size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t cap)

@@ -24,6 +24,10 @@
  * (/proc/PID/task/TID/children, matched by NSpid), another process among those of
  * the sender's namespace.
  *
+ * The edges outlive a kairosd restart: handovers.h writes them into the state file
+ * and, at start, gives them back through heirs_restore, which believes each only as
+ * far as /proc can still check it.
+ *
  * Which descriptors are the driver's: their link under /proc is a node of the
  * driver (the GPU backend's device directory, /dev by default), or, where the GPU
  * backend answers it (the scripted GPU of the tests, whose driver files are
@@ -43,9 +47,19 @@
 
 #define HEIRS_MAX 4096 /* edges remembered; the dead are pruned to make room */
 
+/* How kairosd learnt of a hand-over (kept across a restart: handovers.h). */
+enum heir_kind {
+    HEIR_FORKED,   /* FORKED: pid is from_pid's child */
+    HEIR_EXEC,     /* INHERITED, EXEC: pid was spawned by from_pid with its files */
+    HEIR_RECEIVED, /* INHERITED, RECEIVED: pid received a file of from_pid's */
+    HEIR_ADOPTED,  /* found at a reattach: from_pid's child sharing one of its files */
+    HEIR_KINDS
+};
+
 struct heir_edge {
     uint32_t from_pid, pid;
     uint64_t from_start, start; /* /proc/<pid>/stat starttime: a reused pid is not them */
+    enum heir_kind kind;
 };
 
 struct heirs {
@@ -54,6 +68,8 @@ struct heirs {
     char prefix[64];               /* the driver's nodes: "<devdir>/nvidia" */
     struct heir_edge *v;
     size_t n, cap;
+    void (*changed)(void *ctx); /* told when an edge is added (handovers.h saves them) */
+    void *changed_ctx;
 };
 
 /* gpu may be NULL (then the driver's nodes are /dev/nvidia*). proc NULL: "/proc". */
@@ -74,6 +90,26 @@ void heirs_adopt_children(struct heirs *h, uint32_t pid);
 /* Whether the files of departed process pid may still be alive: pid or a process
  * it handed them on to (transitively) holds a driver file. */
 bool heirs_hold(struct heirs *h, uint32_t pid);
+/* heirs_hold for the process pid that started at start (0: unknown, as heirs_hold):
+ * only edges from that process count, and pid itself only while it is that process. */
+bool heirs_hold_as(struct heirs *h, uint32_t pid, uint64_t start);
+/* The start time of process pid as kairosd knows it: /proc's while it lives, else
+ * that of the newest edge from it; 0 when unknown. */
+uint64_t heirs_start_of(struct heirs *h, uint32_t pid);
+
+/* fn(ctx) after each edge added (may be NULL). */
+void heirs_set_changed_hook(struct heirs *h, void (*fn)(void *ctx), void *ctx);
+/* An edge saved before a restart (handovers.h), believed only as far as /proc can
+ * still check it: each process named is the one it was (pid and start time) or gone;
+ * a forked, exec'd or adopted holder started no earlier than its source, and while
+ * both live it is the source's child; while both live a receiver's descriptor is
+ * one of the source's open files (kcmp). 0: restored; 1: both processes are gone
+ * (nothing to keep); a KAIROS_ERR_* code with why filled: refused. */
+int heirs_restore(struct heirs *h, const struct heir_edge *e, char *why, size_t why_len);
+/* "forked", "exec", "received", "adopted"; heir_kind_parse: the kind of a name, or
+ * HEIR_KINDS for none. */
+const char *heir_kind_name(enum heir_kind k);
+enum heir_kind heir_kind_parse(const char *name);
 /* The predicate for linger_set_holder_check (ctx: a struct heirs). */
 bool heirs_hold_cb(void *ctx, uint32_t pid);
 

@@ -22,6 +22,9 @@ struct lingering {
     struct ledger_member *member;
     uint32_t pid;
     struct sample seen[KAIROS_MAX_GPUS]; /* the last check that found it on the GPU */
+    /* what it had reported held when it departed: its charge never drops below it
+     * by the GPU's word (see reconcile) */
+    uint64_t reported[KAIROS_MAX_GPUS];
 };
 
 /* A released member's memory that one GPU's memory.used still shows. The tenant is
@@ -69,6 +72,8 @@ struct linger_set {
     struct baseline base[KAIROS_MAX_GPUS];
     bool (*holds)(void *ctx, uint32_t pid); /* another witness (heirs.h), or NULL */
     void *holds_ctx;
+    void (*changed)(void *ctx); /* told when a charge starts or stops lingering */
+    void *changed_ctx;
 };
 
 static uint64_t now_ms(void)
@@ -119,12 +124,15 @@ static uint64_t still_shown(const struct sample *seen, const struct sample *now,
     return grown >= (long double)bytes ? bytes : (uint64_t)grown;
 }
 
-/* Whether some GPU lists pid (with memory in use, or memory unknown), or the holder
- * check says its files live on in it or in a process it handed them to. */
-static bool gpu_holds(struct linger_set *lg, uint32_t pid)
+static void tell_changed(struct linger_set *lg)
 {
-    if (lg->holds && lg->holds(lg->holds_ctx, pid))
-        return true;
+    if (lg->changed)
+        lg->changed(lg->changed_ctx);
+}
+
+/* Whether some GPU lists pid (with memory in use, or memory unknown). */
+static bool gpu_lists(struct linger_set *lg, uint32_t pid)
+{
     for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
         size_t n = 0;
         if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
@@ -134,6 +142,13 @@ static bool gpu_holds(struct linger_set *lg, uint32_t pid)
                 return true;
     }
     return false;
+}
+
+/* Whether some GPU lists pid, or the holder check says its files live on in it or
+ * in a process it handed them to. */
+static bool gpu_holds(struct linger_set *lg, uint32_t pid)
+{
+    return (lg->holds && lg->holds(lg->holds_ctx, pid)) || gpu_lists(lg, pid);
 }
 
 /* Every LINGER_CHECK_MS while something lingers or drains; else every
@@ -278,6 +293,7 @@ static void release(struct linger_set *lg, size_t i)
     char a[32];
     log_info("tenant %s: the GPU no longer lists departed pid %u; released %s", t->name, it.pid,
              tenants_size(total, a, sizeof a));
+    tell_changed(lg);
     if (tenants_after_leave(lg->ts, t)) {
         if (lg->removed)
             lg->removed(lg->removed_ctx);
@@ -313,6 +329,34 @@ static void seen_now(struct linger_set *lg, struct lingering *it)
         it->seen[g] = it->member->held[g] ? sample_gpu(lg, g) : (struct sample){0};
 }
 
+/* A departed member's unused credit is counted as held with it (it may have
+ * allocated from it after its last report: an exec right after allocating). Where
+ * the GPU lists the process with its memory, that figure says how much of the
+ * credit was taken: the charge drops to it, never below what the process had
+ * reported (so only the credit's uncertainty is settled by the GPU's word). */
+static void reconcile(struct linger_set *lg, struct lingering *it)
+{
+    for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
+        struct ledger_member *m = it->member;
+        size_t n = 0;
+        if (m->held[g] <= it->reported[g] ||
+            gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            const struct gpu_proc *p = &lg->procs[i];
+            if (p->pid != it->pid || !p->used_valid || p->used >= m->held[g])
+                continue;
+            uint64_t keep = p->used > it->reported[g] ? p->used : it->reported[g], released;
+            ledger_release(&lg->ts->ledger, m, g, m->held[g] - keep, &released);
+            char a[32];
+            log_info("tenant %s: departed pid %u's charge on GPU %u settled to %s, what the GPU "
+                     "shows of it (its credit was not all taken)", m->tenant->name, it->pid, g,
+                     tenants_size(keep, a, sizeof a));
+            break;
+        }
+    }
+}
+
 static void on_timer(void *ctx, int fd, uint32_t events)
 {
     (void)events;
@@ -324,10 +368,12 @@ static void on_timer(void *ctx, int fd, uint32_t events)
         drains_check(lg);
     }
     for (size_t i = 0; i < lg->n;) {
-        if (gpu_holds(lg, lg->items[i].pid))
+        if (gpu_holds(lg, lg->items[i].pid)) {
+            reconcile(lg, &lg->items[i]);
             seen_now(lg, &lg->items[i++]);
-        else
+        } else {
             release(lg, i);
+        }
     }
     arm(lg);
 }
@@ -376,6 +422,52 @@ static bool holds_any(const struct linger_set *lg, const struct ledger_member *m
     return false;
 }
 
+/* Member m of departed pid lingers from now on; false when out of memory. */
+static bool add_item(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
+{
+    struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
+    if (!grown)
+        return false;
+    lg->items = grown;
+    struct lingering *it = &lg->items[lg->n++];
+    *it = (struct lingering){.member = m, .pid = pid};
+    memcpy(it->reported, m->held, sizeof it->reported); /* before its credit is folded in */
+    seen_now(lg, it);
+    arm(lg);
+    tell_changed(lg);
+    return true;
+}
+
+bool linger_restore(struct linger_set *lg, struct ledger_tenant *t, uint32_t pid,
+                    const uint64_t held[KAIROS_MAX_GPUS], bool vouched)
+{
+    struct ledger_member *m = NULL;
+    if (!lg || linger_member_of(lg, pid) || (!vouched && !gpu_lists(lg, pid)) ||
+        ledger_join(&lg->ts->ledger, t, pid, held, &m))
+        return false;
+    if (!add_item(lg, m, pid)) {
+        ledger_leave(&lg->ts->ledger, m, NULL);
+        return false;
+    }
+    return true;
+}
+
+const struct ledger_member *linger_at(const struct linger_set *lg, size_t i, uint32_t *pid)
+{
+    if (!lg || i >= lg->n)
+        return NULL;
+    *pid = lg->items[i].pid;
+    return lg->items[i].member;
+}
+
+void linger_set_changed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)
+{
+    if (!lg)
+        return;
+    lg->changed = fn;
+    lg->changed_ctx = ctx;
+}
+
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     if (!lg || (!lg->gpu && !lg->holds) || !m || !holds_any(lg, m))
@@ -385,14 +477,8 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
             drain_unlisted(lg, m, pid);
         return false;
     }
-    struct lingering *grown = grow_for_one(lg->items, &lg->cap, lg->n, sizeof *grown, 8);
-    if (!grown)
+    if (!add_item(lg, m, pid))
         return false; /* out of memory: release now, as without a GPU backend */
-    lg->items = grown;
-    struct lingering *it = &lg->items[lg->n++];
-    *it = (struct lingering){.member = m, .pid = pid};
-    seen_now(lg, it);
-    arm(lg);
     log_info("tenant %s: pid %u left but the GPU still holds its memory (a child, an exec'd "
              "program or a receiver keeps its descriptors); its charge stays until the GPU "
              "frees it",

@@ -29,6 +29,11 @@
  * H200) drains nothing. A backend that cannot tell memory.used or a process's
  * memory drains nothing.
  *
+ * A lingering member's unused credit is counted as held with it (it may have taken
+ * some after its last report: an exec right after allocating); while the GPU lists
+ * the process with its memory, the charge is settled to that figure at each check,
+ * never below what the process had reported when it departed.
+ *
  * A member that the GPU no longer lists when it departs (NVML forgot it first, or
  * the process exited before the list was read) drains the same way when a sample
  * of its GPU (taken every LINGER_BASELINE_MS while there are members) listed it
@@ -76,6 +81,16 @@ void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uin
                               void *ctx);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
+/* A departed member's charge saved before a kairosd restart (handovers.h): t is
+ * charged held for departed pid, which lingers as if it had just departed, when
+ * vouched (a verified holder keeps its files) or a GPU lists pid with memory.
+ * False (nothing charged) otherwise, or when pid lingers already. */
+bool linger_restore(struct linger_set *lg, struct ledger_tenant *t, uint32_t pid,
+                    const uint64_t held[KAIROS_MAX_GPUS], bool vouched);
+/* The i-th lingering member (its departed process in *pid), or NULL past the end. */
+const struct ledger_member *linger_at(const struct linger_set *lg, size_t i, uint32_t *pid);
+/* fn(ctx) when a charge starts or stops lingering (handovers.h saves them). */
+void linger_set_changed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
 /* Whether m is a departed process's member that lingers (its process is no longer
  * registered; the audit treats it as one that left). lg may be NULL. */
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m);

@@ -25,6 +25,7 @@
 #include "daemon/audit.h"
 #include "daemon/config.h"
 #include "daemon/gpu.h"
+#include "daemon/handovers.h"
 #include "daemon/heirs.h"
 #include "daemon/linger.h"
 #include "daemon/gpu_numbering.h"
@@ -68,6 +69,7 @@ struct daemon {
     struct audit *audit;
     struct linger_set *linger;
     struct heirs heirs;
+    struct handovers *handovers;
     struct timeshare *timeshare;
     struct service *service;
     struct metrics_http *metrics;
@@ -452,6 +454,11 @@ int main(int argc, char **argv)
     heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
     linger_set_holder_check(d.linger, heirs_hold_cb, &d.heirs);
     server_set_heirs(d.server, &d.heirs);
+    if ((rc = handovers_init(&d.handovers, d.loop, &d.heirs, d.linger, &d.ts, NULL))) {
+        log_error("cannot keep hand-overs across restarts: %s", strerror(-rc));
+        goto out;
+    }
+    handovers_restore(d.handovers); /* before any process reattaches */
     if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
@@ -489,6 +496,7 @@ out:
         server_set_timeshare(d.server, NULL);
     timeshare_fini(d.timeshare);
     audit_fini(d.audit);
+    handovers_fini(d.handovers); /* a change not saved yet is written now */
     if (d.server)
         server_set_linger(d.server, NULL);
     linger_fini(d.linger);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/policy.h"
+#include "daemon/handovers_state.h"
 #include "daemon/registry.h"
 
 #define STATE_VERSION 1
@@ -66,7 +67,8 @@ static json_t *members_json(const struct member_rules *r)
     return json_pack("{s:o, s:o, s:o}", "users", users, "groups", groups, "cgroups", cgroups);
 }
 
-static json_t *state_json(const struct ledger *l, const struct ledger_tenant *skip)
+static json_t *state_json(const struct ledger *l, const struct ledger_tenant *skip,
+                          json_t *handovers)
 {
     json_t *root = json_object(), *list = json_array();
     if (!root || !list)
@@ -105,6 +107,8 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
         json_array_append_new(list, jt);
     }
     json_object_set_new(root, "tenants", list);
+    if (handovers)
+        json_object_set(root, "handovers", handovers);
     return root;
 fail:
     json_decref(list);
@@ -172,7 +176,13 @@ out:
 int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                char *err, size_t err_len)
 {
-    json_t *root = state_json(l, skip);
+    return state_save_all(path, l, skip, NULL, err, err_len);
+}
+
+int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
+                   json_t *handovers, char *err, size_t err_len)
+{
+    json_t *root = state_json(l, skip, handovers);
     char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
     int rc;
     if (!text) {
@@ -484,6 +494,13 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
 int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
                 void *warn_ctx, struct json_t *aside, char *err, size_t err_len)
 {
+    return state_parse_all(text, len, l, warn, warn_ctx, aside, NULL, err, err_len);
+}
+
+int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
+                    void *warn_ctx, struct json_t *aside, struct handovers_saved *saved,
+                    char *err, size_t err_len)
+{
     json_error_t jerr;
     if (len > STATE_MAX_BYTES) {
         snprintf(err, err_len, "larger than %d MiB, the most a state file may hold",
@@ -509,8 +526,12 @@ int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn wa
         else
             added += load_entry(jt, l, aside, warn, warn_ctx);
     }
+    json_t *handovers = json_object_get(root, "handovers");
+    if (saved && handovers &&
+        handovers_state_parse(handovers, l->n_gpus, saved, warn, warn_ctx) == -ENOMEM && warn)
+        warn(warn_ctx, "handovers: out of memory; the hand-overs are forgotten");
     json_decref(root);
-    return added;
+    return added; /* a bad section (or no memory for it) loses only the hand-overs */
 }
 
 /* Reads at most STATE_MAX_BYTES + 1 bytes of a regular file into *out. 0, -ENOENT,
@@ -582,6 +603,13 @@ static void write_aside(const char *path, json_t *entries, char *out, size_t out
 int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
                size_t err_len, char *aside, size_t aside_len)
 {
+    return state_load_all(path, l, NULL, warn, warn_ctx, err, err_len, aside, aside_len);
+}
+
+int state_load_all(const char *path, struct ledger *l, struct handovers_saved *saved,
+                   state_warn_fn warn, void *warn_ctx, char *err, size_t err_len, char *aside,
+                   size_t aside_len)
+{
     char why[256] = "", *text = NULL;
     size_t len = 0;
     aside[0] = 0;
@@ -599,7 +627,7 @@ int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *war
     else if (!rc && !entries)
         rc = -ENOMEM;
     else if (!rc)
-        rc = state_parse(text, len, l, warn, warn_ctx, entries, why, sizeof why);
+        rc = state_parse_all(text, len, l, warn, warn_ctx, entries, saved, why, sizeof why);
     free(text);
     if (rc == -ENOMEM) {
         snprintf(err, err_len, "cannot read %s: out of memory", path);

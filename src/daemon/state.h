@@ -2,7 +2,10 @@
  * TENANT_SET), and the settings an administrator made at run time for configured
  * tenants (a quota on a GPU the configuration does not declare: registry.h), so
  * that a restarted kairosd still knows them when their processes reattach. Holdings are not stored: the reattaching processes report them, so
- * nothing is counted twice and processes that died meanwhile count nothing.
+ * nothing is counted twice and processes that died meanwhile count nothing. The
+ * exception: departed members whose charge lingers for a holder of their files, and
+ * the hand-overs that keep them, are stored under "handovers" (handovers_state.h),
+ * since those processes never reattach.
  *
  * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
  * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,
@@ -40,6 +43,10 @@
  * is left as it was. */
 int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                char *err, size_t err_len);
+struct json_t;
+/* state_save with the hand-overs' section (handovers_state.h; may be NULL: none). */
+int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
+                   struct json_t *handovers, char *err, size_t err_len);
 
 /* Told of each compute policy refused alone (msg names the tenant, the GPU, what
  * is wrong); ctx as given to state_load. */
@@ -54,12 +61,22 @@ typedef void (*state_warn_fn)(void *ctx, const char *msg);
  * where); another -errno when it cannot be read (err says why). */
 int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
                size_t err_len, char *set_aside, size_t set_aside_len);
+struct handovers_saved;
+/* state_load that also reads the hand-overs' section into saved (may be NULL; free
+ * it with handovers_saved_free): checked for form only, its entries refused alone;
+ * a malformed section loses only the hand-overs. */
+int state_load_all(const char *path, struct ledger *l, struct handovers_saved *saved,
+                   state_warn_fn warn, void *warn_ctx, char *err, size_t err_len,
+                   char *set_aside, size_t set_aside_len);
 
-struct json_t;
 /* state_load's work on text in memory (for the fuzz target): the entries refused
  * are appended to aside (a JSON array, may be NULL). The number of tenants added,
  * or -EINVAL / -EFBIG / -ENOMEM with err saying why. */
 int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
                 void *warn_ctx, struct json_t *aside, char *err, size_t err_len);
+/* state_parse that also reads the hand-overs' section into saved (may be NULL). */
+int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
+                    void *warn_ctx, struct json_t *aside, struct handovers_saved *saved,
+                    char *err, size_t err_len);
 
 #endif /* KAIROS_DAEMON_STATE_H */

@@ -7,6 +7,7 @@
 #include "daemon/tenants.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path)
 
 void tenants_fini(struct tenants *ts)
 {
+    handovers_saved_free(&ts->saved_handovers);
     ledger_fini(&ts->ledger);
 }
 
@@ -246,8 +248,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
 {
     (void)c; /* its tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
-    int rc = state_load(ts->state_path, &ts->ledger, on_state_refusal, ts, err, sizeof err,
-                        aside, sizeof aside);
+    int rc = state_load_all(ts->state_path, &ts->ledger, &ts->saved_handovers, on_state_refusal,
+                            ts, err, sizeof err, aside, sizeof aside);
     if (rc < 0)
         log_error("%s; the configuration's tenants are kept, tenants created at run time are "
                   "lost and must be created again (kairos run --mem)", err);
@@ -260,7 +262,9 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
 int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, char *err,
                        size_t err_len)
 {
-    int rc = state_save(ts->state_path, &ts->ledger, skip, err, err_len);
+    json_t *handovers = ts->handovers_json ? ts->handovers_json(ts->handovers_ctx) : NULL;
+    int rc = state_save_all(ts->state_path, &ts->ledger, skip, handovers, err, err_len);
+    json_decref(handovers);
     if (rc)
         log_error("state not saved: %s (check the 'state:' path in the configuration and the "
                   "free space of its file system)", err);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "daemon/config.h"
+#include "daemon/handovers_state.h"
 #include "daemon/ledger.h"
 
 struct tenants {
@@ -27,8 +28,14 @@ struct tenants {
     uint64_t gpu_total[KAIROS_MAX_GPUS];
     char gpu_uuid[KAIROS_MAX_GPUS][KAIROS_UUID_MAX];
     char state_path[PATH_MAX];
+    /* the hand-overs' section of the state file (handovers.h): what the file held at
+     * start, for handovers_restore, and how to write it with each save */
+    struct handovers_saved saved_handovers;
+    struct json_t *(*handovers_json)(void *ctx); /* a new reference, or NULL */
+    void *handovers_ctx;
 };
 
+struct json_t;
 int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path);
 void tenants_fini(struct tenants *ts);
 

@@ -1,19 +1,48 @@
 /* fuzz_state.c - libFuzzer target: arbitrary bytes as kairosd's state file through
- * state_parse (jansson, the frame, each entry checked and loaded or set aside, each
- * compute policy), into a ledger that already holds a configuration tenant,
+ * state_parse_all (jansson, the frame, each entry checked and loaded or set aside,
+ * each compute policy, the hand-overs' section: handovers_state.h), into a ledger
+ * that already holds a configuration tenant,
  * compiled here with the fuzzer and sanitizer flags. The first byte chooses the
  * node's GPU count. Afterwards the ledger must be consistent and within its limit,
  * and the configuration tenant's own settings (its quota on GPU 0, no compute
- * policy) untouched by any entry that names it (registry.h). */
+ * policy) untouched by any entry that names it (registry.h); every hand-over and
+ * lingering charge read back within its bounds (a possible pid, a known kind, a
+ * valid tenant name, a GPU of the node, a byte count within KAIROS_BYTES_MAX). */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "daemon/handovers_state.h"
 #include "daemon/registry.h"
 #include "daemon/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool saved_within_bounds(const struct handovers_saved *s, unsigned n_gpus)
+{
+    if (s->n_edges > HEIRS_MAX || s->n_lingering > HANDOVERS_LINGER_MAX ||
+        strlen(s->boot_id) >= sizeof s->boot_id)
+        return false;
+    for (size_t i = 0; i < s->n_edges; i++) {
+        const struct heir_edge *e = &s->edges[i];
+        if (!e->pid || !e->from_pid || e->pid > HANDOVERS_PID_MAX ||
+            e->from_pid > HANDOVERS_PID_MAX || (unsigned)e->kind >= HEIR_KINDS ||
+            e->start > INT64_MAX || e->from_start > INT64_MAX)
+            return false;
+    }
+    for (size_t i = 0; i < s->n_lingering; i++) {
+        const struct saved_linger *g = &s->lingering[i];
+        if (!g->pid || g->pid > HANDOVERS_PID_MAX || !ledger_name_valid(g->tenant))
+            return false;
+        for (unsigned k = 0; k < KAIROS_MAX_GPUS; k++)
+            if (g->held[k] > KAIROS_BYTES_MAX || (k >= n_gpus && g->held[k]))
+                return false;
+    }
+    return true;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -27,14 +56,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg);
     registry_set_quota(&l, cfg, 0, 12345, SETTING_CONFIG); /* the file's: no entry changes it */
     json_t *aside = json_array();
-    int rc = state_parse((const char *)data + 1, size - 1, &l, NULL, NULL, aside, err, sizeof err);
-    if ((rc < 0 && !err[0]) || ledger_check(&l) || l.n_tenants > LEDGER_MAX_TENANTS ||
+    struct handovers_saved saved;
+    memset(&saved, 0, sizeof saved);
+    int rc = state_parse_all((const char *)data + 1, size - 1, &l, NULL, NULL, aside, &saved,
+                             err, sizeof err);
+    if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
+        l.n_tenants > LEDGER_MAX_TENANTS ||
         cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG || cfg->has_compute[0] ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {
         fprintf(stderr, "state_parse returned %d (%s) with %zu tenants\n", rc, err, l.n_tenants);
         abort();
     }
     json_decref(aside);
+    handovers_saved_free(&saved);
     ledger_fini(&l);
     return 0;
 }

@@ -19,3 +19,20 @@ kairosd_start() {
   kd_pid=$!
   for _ in $(seq 100); do [ -S "$dir/kairosd.sock" ] && break; sleep 0.05; done
 }
+
+# kairosd_private DIR LOG < TENANTS: the private kairosd of a section: writes
+# DIR/kairosd.yaml (socket DIR/kairosd.sock, state DIR/state.json, root an
+# administrator, the audit every second reporting only) with the tenants list read
+# from standard input (YAML list items), exports KAIROS_SOCKET for kairos's own
+# connection, writes the shims' shim.conf and starts kairosd (kairosd_start).
+kairosd_private() {
+  local dir=$1 log=$2
+  {
+    printf 'socket: %s\nstate: %s\nadmins: [0]\n' "$dir/kairosd.sock" "$dir/state.json"
+    printf 'audit: { interval_ms: 1000, kill: false }\ntenants:\n'
+    cat
+  } > "$dir/kairosd.yaml"
+  export KAIROS_SOCKET=$dir/kairosd.sock  # kairos's own connection
+  kairosd_shim_conf "$dir"
+  kairosd_start "$dir" "$log"
+}

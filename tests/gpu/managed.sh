@@ -32,12 +32,7 @@ if [ ! -x "$mv" ] && command -v nvcc >/dev/null; then
 fi
 kd=/tmp/kairos-managed
 rm -rf "$kd" && mkdir -p "$kd"
-cat > "$kd/kairosd.yaml" <<YAML
-socket: $kd/kairosd.sock
-state: $kd/state.json
-admins: [0]
-audit: { interval_ms: 1000, kill: false }
-tenants:
+kairosd_private "$kd" "$md/kairosd.log" <<YAML
   - name: strict
     memory: { 0: 8G }
   - name: open
@@ -49,9 +44,6 @@ tenants:
   - name: plain
     memory: { 0: 100G }
 YAML
-export KAIROS_SOCKET=$kd/kairosd.sock  # kairos's own connection
-kairosd_shim_conf "$kd"
-kairosd_start "$kd" "$md/kairosd.log"
 : > "$md/results.txt"
 mresult() { echo "RESULT $*" | tee -a "$md/results.txt"; }
 mheld() { "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); print(sum(g['held'] for t in d['tenants'] if t['name']=='$1' for g in t['gpus']) >> 20)"; }

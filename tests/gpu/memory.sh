@@ -2,7 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
-# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m11); default: all.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m12); default: all.
 . tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -10,12 +10,7 @@ if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
 fi
 mdir=/tmp/kairos-memory
 rm -rf "$mdir" && mkdir -p "$mdir"
-cat > "$mdir/kairosd.yaml" <<YAML
-socket: $mdir/kairosd.sock
-state: $mdir/state.json
-admins: [0]
-audit: { interval_ms: 1000, kill: false }
-tenants:
+kairosd_private "$mdir" "$OUT/kairosd.log" <<YAML
   - name: victim
     memory: { 0: 16G }
   - name: attacker
@@ -26,10 +21,9 @@ tenants:
     memory: { 0: 608M }
   - name: near8
     memory: { 0: 1056M }
+  - name: train
+    memory: { 0: 6G }
 YAML
-export KAIROS_SOCKET=$mdir/kairosd.sock  # kairos's own connection
-kairosd_shim_conf "$mdir"
-kairosd_start "$mdir" "$OUT/kairosd.log"
 held_of() { "$kairos" ps --json | $python -c "import json,sys; d=json.load(sys.stdin); print(sum(g['held'] for t in d['tenants'] if t['name']=='$1' for g in t['gpus']))"; }
 : > "$mdir/results.txt"
 result() { echo "RESULT $*" | tee -a "$mdir/results.txt"; }
@@ -243,6 +237,45 @@ cat "$mdir/victim-r.txt"
 sleep 1
 result "attack_restart victim_failed_allocations=$(value failed_allocations < "$mdir/victim-r.txt") victim_iterations=$(value iterations < "$mdir/victim-r.txt") attacker_held_mib=$((attacker_after / 1048576)) attacker_quota_mib=8192 victim_held_mib=$((victim_after / 1048576)) victim_quota_mib=16384 gpu_used_mib=$used_after held_after_exit=$(( $(held_of victim) + $(held_of attacker) ))"
 grep -E "before the restart|reattached" "$OUT/kairosd.log" | tail -3
+fi
+
+if mem_want m12; then
+echo "--- m12. a PyTorch training loop near its quota (tenant 'train', 6 GiB; about 5 GiB in use,"
+echo "    the caching allocator emptied every 4 steps so it asks the driver again all along):"
+echo "    kairosd killed -9 3 s into the 10 s loop, restarted 1 s later; the same loop natively"
+echo "    just before. Goals: ooms=0, over_grant_mib=0, ledger_mib equal to the GPU's figure for"
+echo "    the process (gpu_proc_mib, which also has the context's few MiB RM keeps in the kernel)."
+echo "    About 40 s."
+loop=tests/gpu/torch_restart_loop.py
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
+$python $loop --hold 0 > "$mdir/train-native.txt" 2>&1
+cat "$mdir/train-native.txt"
+"$kairos" run --tenant train -- $python $loop --hold 4 > "$mdir/train-tenant.txt" 2>&1 &
+tp=$!
+for _ in $(seq 600); do grep -q loop_started "$mdir/train-tenant.txt" && break; sleep 0.05; done
+# the ledger sampled all along (nothing while kairosd is down): the largest is the over-grant's test
+( while kill -0 "$tp" 2>/dev/null; do held_of train 2>/dev/null; sleep 0.1; done ) > "$mdir/train-held.txt" &
+sampler=$!
+sleep 3
+kill -9 "$kd_pid"; wait "$kd_pid" 2>/dev/null
+sleep 1
+kairosd_start "$mdir" "$OUT/kairosd.log"
+for _ in $(seq 400); do grep -q holding "$mdir/train-tenant.txt" && break; sleep 0.05; done
+sleep 1
+tpid=$(value pid < "$mdir/train-tenant.txt")
+ledger_mib=$(( $(held_of train) / 1048576 ))
+gpu_proc_mib=$(env -u LD_PRELOAD nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | awk -F', *' -v p="$tpid" '$1 == p { print $2 }')
+wait "$tp"
+sleep 0.5
+held_end=$(held_of train)
+kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+cat "$mdir/train-tenant.txt"
+grep -E "reattached|before the restart" "$OUT/kairosd.log" | tail -2
+peak=$(grep -E '^[0-9]+$' "$mdir/train-held.txt" | sort -n | tail -1)
+quota=$((6 << 30))
+over=$(( ${peak:-0} > quota ? (${peak:-0} - quota) / 1048576 : 0 ))
+t=$mdir/train-tenant.txt n=$mdir/train-native.txt
+result "train_restart steps=$(value steps < "$t") native_steps=$(value steps < "$n") ooms=$(value ooms < "$t") steps_per_s_before=$(value steps_per_s_before < "$t") steps_per_s_during=$(value steps_per_s_during < "$t") steps_per_s_after=$(value steps_per_s_after < "$t") ratio_before=$(ratio "$(value steps_per_s_before < "$t")" "$(value steps_per_s_before < "$n")") ratio_during=$(ratio "$(value steps_per_s_during < "$t")" "$(value steps_per_s_during < "$n")") ratio_after=$(ratio "$(value steps_per_s_after < "$t")" "$(value steps_per_s_after < "$n")") peak_reserved_mib=$(value peak_reserved_mib < "$t") ledger_mib=$ledger_mib gpu_proc_mib=${gpu_proc_mib:-none} held_peak_mib=$(( ${peak:-0} / 1048576 )) quota_mib=6144 over_grant_mib=$over held_samples=$(grep -cE '^[0-9]+$' "$mdir/train-held.txt") held_after_exit=$held_end"
 fi
 
 kill "$kd_pid"; wait "$kd_pid" 2>/dev/null

@@ -581,20 +581,47 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
-    def test_a_restarted_kairosd_learns_the_children_again(self):
-        """kairosd restarts after the fork (forgetting FORKED); the parent reattaches,
-        and kairosd finds the child that shares its files (kcmp), so the parent's
-        exit still leaves the charge while the child holds them."""
+    def kill9_and_restart(self):
+        """kairosd killed -9 (nothing written at its end) and started again."""
+        time.sleep(3 * 0.1)  # more than the hand-overs' save delay (handovers.h)
+        self.d.proc.kill()
+        self.d.proc.wait(10)
+        self.d.logf.close()
+        self.d.proc = None
+        self.d.start()
+
+    def test_a_lingering_charge_survives_a_kill9_restart(self):
+        """fork, the parent exits (its charge lingers for the child), kairosd is killed
+        -9 and restarted: the departed parent never reattaches, so only the state file
+        can say that its child still holds its memory. The charge stays; a second
+        process gets only what is left; the ledger follows the driver when the child
+        exits."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "4", "-k")
+        ca = self.line(a, "fakeapp: forked")
+        a.communicate(timeout=30)  # the parent exits without freeing; the child holds
+        assert_held(self, ca["vidmem_bytes"])
+        self.kill9_and_restart()
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        assert_held(self, ca["vidmem_bytes"])
+        self.assertIn("charge restored", self.d.read_log())
+        self.assert_second_tenant_process_fits()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def restart_between_fork_and_parent_exit(self, restart):
+        """fork, restart() kairosd, then the parent exits: the child's inherited
+        memory stays charged to the tenant, the driver never holds more than the
+        quota for the tenant, and the ledger equals the driver after the child
+        exits."""
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "5", "-w", "2",
                         "-k")
         ca = self.line(a, "fakeapp: forked")
         self.line(a, "fakeapp: holding")
         parent = self.ps()["team"]["pids"][0]
         # the GPU backend vouches for the reattach claim (reattach.h), then lists no one:
-        # after that only the rediscovered child can keep the parent's charge
+        # after that only the child kairosd knows again can keep the parent's charge
         self.d.write_fake(self.GPU + f"proc 0 {parent} {ca['vidmem_bytes']}\n")
-        self.d.stop()
-        self.d.start()
+        restart()
         self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
                         self.ps())
         self.d.write_fake(self.GPU)
@@ -602,7 +629,44 @@ class FilesOutliveTheProcess(unittest.TestCase):
         time.sleep(0.5)
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
         assert_held(self, ca["vidmem_bytes"])
-        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=8.0), self.ps())
+        self.assert_second_tenant_process_fits()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_restarted_kairosd_learns_the_children_again(self):
+        """An orderly restart after the fork: the FORKED edge comes back from the state
+        file, and the reattaching parent's child that shares its files (kcmp) is
+        found again besides."""
+        self.restart_between_fork_and_parent_exit(lambda: (self.d.stop(), self.d.start()))
+
+    def test_fork_kill9_restart_then_parent_exit_keeps_the_childs_memory_charged(self):
+        """The same across a kill -9: nothing is written at kairosd's end."""
+        self.restart_between_fork_and_parent_exit(self.kill9_and_restart)
+
+    def test_a_receiver_keeps_the_charge_across_a_kill9_restart(self):
+        """SCM_RIGHTS to another tenant's process, kairosd killed -9 and restarted
+        while both live (a receipt no reattach can find again: not a child), then the
+        sender exits: its tenant stays charged while the receiver holds the file."""
+        path = os.path.join(self.d.dir, "handover.sock")
+        r = self.receiver(path, 6)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-w", "3",
+                        "-k")
+        ca = self.line(a, "fakeapp: sent")
+        self.assertEqual(r.stdout.readline().split()[0], "received")
+        sender = self.ps()["team"]["pids"][0]
+        self.d.write_fake(self.GPU + f"proc 0 {sender} {ca['vidmem_bytes']}\n")
+        self.kill9_and_restart()
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+                        self.ps())
+        self.d.write_fake(self.GPU)
+        a.communicate(timeout=30)  # the sender exits; the receiver holds the file
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
+        assert_held(self, ca["vidmem_bytes"])
+        self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
+        self.assert_second_tenant_process_fits()
+        r.communicate(timeout=30)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
 
     def test_exec_keeping_a_descriptor_keeps_the_charge(self):
@@ -623,6 +687,27 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
         self.assertEqual(driver_holds(self.journal), 0)
 
+    def test_exec_charge_is_settled_by_the_gpus_figure(self):
+        """An exec right after allocating: the departed image's unused credit is
+        counted as held (it may have taken some after its last report) until the GPU
+        (NVML's per-process figure, scripted here as the driver's journal says) shows
+        what the process holds: then the ledger equals the driver, to the byte (whether
+        the exec came before the last report or not; Handovers plays the credit case
+        alone)."""
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
+        self.line(a, "fakeapp: exec")
+        self.assertTrue(wait_for(lambda: "left but the GPU still holds" in self.d.read_log(),
+                                 timeout=5.0))
+        pid = re.search(r"pid (\d+) left but the GPU still holds", self.d.read_log()).group(1)
+        drv = driver_holds(self.journal)
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {drv}\n")
+        assert_held(self, drv)
+        self.assert_second_tenant_process_fits()
+        a.communicate(timeout=30)  # sleep exits: the file's last descriptor closes
+        self.d.write_fake(self.GPU)
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+
     RECEIVER = ("import os, socket, sys, time\n"
                 "srv = socket.socket(socket.AF_UNIX); srv.bind(sys.argv[1]); srv.listen(1)\n"
                 "print('listening', flush=True)\n"
@@ -631,17 +716,23 @@ class FilesOutliveTheProcess(unittest.TestCase):
                 "c.send(b'k'); print('received', len(fds), flush=True)\n"
                 "time.sleep(float(sys.argv[2]))\n")
 
+    def receiver(self, path, seconds):
+        """A process of tenant 'other' that receives one descriptor on path (its shim
+        reports it: INHERITED, RECEIVED) and holds it seconds; once it listens."""
+        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
+                              self.RECEIVER, path, str(seconds)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
+        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        return r
+
     def test_a_receiver_in_another_tenant_keeps_the_senders_charge(self):
         """SCM_RIGHTS to a process of another tenant: the receiver's shim reports it
         (INHERITED, RECEIVED; kairosd checks it with kcmp), the sender stays charged
         after it exits while the receiver holds the file; the receiver's tenant is
         charged nothing."""
         path = os.path.join(self.d.dir, "handover.sock")
-        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
-                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
-        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        r = self.receiver(path, 3)
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-S", path, "-k")
         ca = self.line(a, "fakeapp: sent")
         a.communicate(timeout=30)
@@ -692,11 +783,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         charged (never less than the driver holds for it), the importer's is charged
         nothing, and the driver never holds more than the exporter's quota for it."""
         path = os.path.join(self.d.dir, "export.sock")
-        r = subprocess.Popen([KAIROS, "run", "--tenant", "other", "--", sys.executable, "-c",
-                              self.RECEIVER, path, "3"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=env(FAKEDRV_JOURNAL=self.journal, **self.d.shim_env()))
-        self.assertEqual(r.stdout.readline().strip(), "listening", r.stderr)
+        r = self.receiver(path, 3)
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-E", "-S", path, "-k")
         ce = self.line(a, "fakeapp: exported")
         self.line(a, "fakeapp: sent")
@@ -751,9 +838,9 @@ class Handovers(unittest.TestCase):
         tenants = "  - name: team\n    memory: { 0: 64M }\n"
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
 
-    def member(self, nbytes=8 * MiB):
-        """A forked member holding nbytes and one driver file, which it hands to us by
-        SCM_RIGHTS; it exits when we write to the returned socket."""
+    def forked_member(self, act):
+        """A forked process that joins 'team' and runs act(client, socket to us); it
+        exits when we write to the returned socket. Returns (pid, that socket)."""
         ctrl, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
@@ -761,14 +848,22 @@ class Handovers(unittest.TestCase):
                 ctrl.close()
                 c = Client(self.d.socket)
                 c.hello("team")
-                self.assertTrue(c.charge(0, nbytes, 1)[0])
-                c.commit(0, 1, True, nbytes, nbytes)
-                _, mine = driver_file("member")
-                socket.send_fds(theirs, [b"f"], [mine.fileno()])
+                act(c, theirs)
                 theirs.recv(1)
             finally:
                 os._exit(0)
         theirs.close()
+        return pid, ctrl
+
+    def member(self, nbytes=8 * MiB):
+        """A forked member holding nbytes and one driver file, which it hands to us by
+        SCM_RIGHTS; it exits when we write to the returned socket."""
+        def act(c, theirs):
+            self.assertTrue(c.charge(0, nbytes, 1)[0])
+            c.commit(0, 1, True, nbytes, nbytes)
+            _, mine = driver_file("member")
+            socket.send_fds(theirs, [b"f"], [mine.fileno()])
+        pid, ctrl = self.forked_member(act)
         _, fds, _, _ = socket.recv_fds(ctrl, 1, 1)
         self.assertTrue(wait_for(lambda: self.held() == nbytes))
         return pid, ctrl, socket.socket(fileno=fds[0])
@@ -827,6 +922,30 @@ class Handovers(unittest.TestCase):
             child.kill()
             child.wait()
 
+    def test_unused_credit_of_a_departed_member_is_settled_by_the_gpus_figure(self):
+        """A member departs with 16 MiB of credit it may have allocated from after its
+        last report (an exec right after allocating): the credit is counted as held
+        while its charge lingers, until the GPU's per-process figure (NVML's,
+        scripted) shows what it holds: then the charge is that figure, never less
+        than what the member had reported."""
+        def act(c, theirs):  # reports 2 MiB held, asks 16 MiB of credit
+            c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, 2 * MiB, 0, 16 * MiB,
+                                             16 * MiB, 0))
+            theirs.send(b"r")
+        pid, ctrl = self.forked_member(act)
+        self.assertEqual(ctrl.recv(1), b"r")
+        self.assertTrue(wait_for(lambda: self.held() == 2 * MiB))
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {6 * MiB}\n")
+        self.leave(pid, ctrl)
+        self.assertTrue(wait_for(lambda: self.held() == 6 * MiB, timeout=3.0), self.ps())
+        self.assertIn(f"departed pid {pid}'s charge on GPU 0 settled to 6.00 MiB",
+                      self.d.read_log())
+        self.d.write_fake(self.GPU + f"proc 0 {pid} {1 * MiB}\n")  # less than it reported
+        time.sleep(0.5)
+        self.assertEqual(self.held(), 2 * MiB)
+        self.d.write_fake(self.GPU)  # the driver freed it
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
     def test_an_unreported_receiver_outside_any_tenant_is_covered_by_the_gpu(self):
         """No shim in the receiver, nothing reported: the charge stays while the GPU
         (NVML's process list, scripted here) still shows the sender's memory."""
@@ -840,5 +959,100 @@ class Handovers(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
 
+def proc_start(pid):
+    """The start time of pid (/proc/PID/stat field 22), as kairosd keeps it."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def exited_process():
+    """The pid and start time of a process that has exited."""
+    p = subprocess.Popen(["sleep", "30"])
+    start = proc_start(p.pid)
+    p.kill()
+    p.wait()
+    return p.pid, start
+
+
+class HandoversInTheStateFile(unittest.TestCase):
+    """Hand-overs and lingering charges as a corrupted or hostile state file gives
+    them to a kairosd killed -9 (handovers.h): only what /proc can still check is
+    believed, and nothing in the file charges another tenant or beyond a quota."""
+    GPU = WithFakeGpu.GPU
+    tearDown, ps = WithDaemon.tearDown, WithDaemon.ps
+
+    def setUp(self):
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
+
+    def held(self, tenant):
+        return sum(g["held"] for g in self.ps()[tenant]["gpus"])
+
+    def restart_with(self, handovers):
+        self.d.proc.kill()
+        self.d.proc.wait(10)
+        self.d.logf.close()
+        self.d.proc = None
+        with open(self.d.state, "w") as f:
+            json.dump({"version": 1, "tenants": [], "handovers": handovers}, f)
+        self.d.start()
+        self.d.wait_ready()
+
+    def test_only_what_can_be_checked_is_believed(self):
+        me, mine = os.getpid(), proc_start(os.getpid())
+        holder = driver_file("holder")  # we hold a file of the (fake) driver
+        stranger = subprocess.Popen(["sleep", "30"])  # alive, no file of ours
+        self.addCleanup(stranger.wait)
+        self.addCleanup(stranger.kill)
+        gone1, gone2, gone3 = exited_process(), exited_process(), exited_process()
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+
+        def edge(src, pid, start, kind):
+            return {"from_pid": src[0], "from_start": src[1], "pid": pid, "start": start,
+                    "kind": kind}
+
+        def charge(tenant, src, nbytes):
+            return {"tenant": tenant, "pid": src[0], "start": src[1], "held": {"0": nbytes}}
+        self.restart_with({"boot_id": boot, "edges": [
+            edge(gone1, me, mine, "received"),      # its sender gone: the file's word
+            edge(gone2, me, mine + 1, "received"),  # not us: another start time
+            edge(gone3, me, mine, "forked"),        # we started before our "parent"
+            edge((stranger.pid, proc_start(stranger.pid)), me, mine, "received"),  # kcmp: no
+        ], "lingering": [
+            charge("team", gone1, 1 << 30),    # more than the quota: cut to it
+            charge("other", gone2, 8 * MiB),   # no believed holder
+            charge("ghost", gone1, 8 * MiB),   # no such tenant
+            charge("team", gone3, 8 * MiB),    # its edge refused
+            charge("team", (stranger.pid, proc_start(stranger.pid)), 8 * MiB),  # holds nothing
+        ]})
+        log = self.d.read_log()
+        self.assertEqual(self.held("team"), 64 * MiB, log)  # the quota, never more
+        self.assertEqual(self.held("other"), 0)
+        self.assertIn("started before process", log)
+        self.assertIn("has no file of process", log)
+        self.assertIn("tenant ghost, which does not exist", log)
+        self.assertIn("1 of 5 lingering charge(s) restored", log)
+        # nor does a process's claim on the departed pid count
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("other")
+        with self.assertRaises(KairosError):
+            c.request(kp.INHERITED, inherited_body(gone1[0], [holder[1].fileno()]))
+        for s in holder:  # the holder lets go: the restored charge goes with it
+            s.close()
+        self.assertTrue(wait_for(lambda: self.held("team") == 0, timeout=3.0), self.ps())
+        # a file of another boot: its processes are gone, whatever the pids say now
+        holder = driver_file("holder2")
+        self.addCleanup(holder[0].close)
+        self.addCleanup(holder[1].close)
+        self.restart_with({"boot_id": "0123abcd-0000-0000-0000-000000000000",
+                           "edges": [edge(gone1, me, mine, "received")],
+                           "lingering": [charge("team", gone1, 8 * MiB)]})
+        self.assertEqual(self.held("team"), 0)
+        self.assertIn("saved in another boot", self.d.read_log())
+
+
 if __name__ == "__main__":
-    unittest.main(argv=[sys.argv[0], "-v"])
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[6:])

@@ -2,7 +2,9 @@
  * of files: FORKED only for the sender's own child (and a live one), a holder found
  * through a child that died, a reused pid not taken for the process it was, a
  * cycle of hand-overs answered in bounded work, only the driver's nodes count as
- * its files, and a containerised parent's child found by the pid it knows. (INHERITED's kcmp check needs real processes: test_memory.py.) */
+ * its files, a containerised parent's child found by the pid it knows, and edges
+ * saved before a restart believed only as far as /proc can check them (a reused
+ * pid, a child older than its parent, a live "child" of another parent refused). (INHERITED's kcmp check needs real processes: test_memory.py.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,10 +166,56 @@ static void test_a_cycle_is_answered_in_bounded_work(void **state)
     heirs_fini(&h);
 }
 
+/* Edges saved before a restart (handovers.h): believed only as /proc can check them. */
+static void test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked(void **state)
+{
+    (void)state;
+    struct heirs h;
+    char why[256];
+    heirs_init(&h, root, NULL);
+    proc(501, 1, 600, "/dev/nvidiactl");   /* the child; its parent 500 exited */
+    proc(502, 1, 400, "/dev/nvidiactl");   /* older than 500 */
+    proc(503, 1, 800, "/dev/nvidiactl");   /* alive, but its parent is 1 */
+    proc(504, 1, 900, "/dev/nvidiactl");
+    struct heir_edge ok = {.from_pid = 500, .from_start = 500, .pid = 501, .start = 600,
+                           .kind = HEIR_FORKED};
+    assert_int_equal(heirs_restore(&h, &ok, why, sizeof why), 0);
+    assert_true(heirs_hold(&h, 500));
+    assert_true(heirs_hold_as(&h, 500, 500));
+    assert_false(heirs_hold_as(&h, 500, 501)); /* another process that had pid 500 */
+    assert_int_equal(heirs_start_of(&h, 500), 500);
+    struct heir_edge reused = ok; /* 501 now is not the process that started at 650 */
+    reused.from_pid = 510;
+    reused.start = 650;
+    assert_int_equal(heirs_restore(&h, &reused, why, sizeof why), 1);
+    struct heir_edge older = {.from_pid = 500, .from_start = 500, .pid = 502, .start = 400,
+                              .kind = HEIR_FORKED};
+    assert_int_equal(heirs_restore(&h, &older, why, sizeof why), KAIROS_ERR_PERMISSION);
+    assert_non_null(strstr(why, "started before"));
+    struct heir_edge stranger = {.from_pid = 504, .from_start = 900, .pid = 503, .start = 800,
+                                 .kind = HEIR_RECEIVED}; /* both live, no shared file */
+    assert_int_equal(heirs_restore(&h, &stranger, why, sizeof why), KAIROS_ERR_PERMISSION);
+    proc(505, 1, 1000, "/dev/nvidiactl");
+    struct heir_edge not_child = {.from_pid = 504, .from_start = 900, .pid = 505,
+                                  .start = 1000, .kind = HEIR_FORKED};
+    assert_int_equal(heirs_restore(&h, &not_child, why, sizeof why), KAIROS_ERR_PERMISSION);
+    assert_non_null(strstr(why, "not a child"));
+    struct heir_edge bad_kind = ok;
+    bad_kind.kind = HEIR_KINDS;
+    assert_int_equal(heirs_restore(&h, &bad_kind, why, sizeof why), KAIROS_ERR_INVALID);
+    assert_int_equal(h.n, 1); /* only the edge that checks */
+    assert_false(heirs_hold_as(&h, 504, 901)); /* not that process, and no edge from it */
+    gone(501);
+    assert_false(heirs_hold(&h, 500));
+    heirs_fini(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_forked_only_for_ones_own_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_forked_in_a_container_names_the_child_by_its_inner_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_holder_keeps_the_departed_files_alive, setup,

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "state_dir.h"
+
 #include "daemon/config.h"
 #include "daemon/registry.h"
 #include "daemon/tenants.h"
@@ -24,25 +26,9 @@
 #define GiB (1ull << 30)
 #define KEEP KAIROS_QUOTA_KEEP
 
-static char dir[] = "/tmp/kairos-registry-XXXXXX";
-static char path[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/state.json", dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unlink(path);
-    rmdir(dir);
-    memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
-    return 0;
-}
+/* setup and teardown: a fresh temporary directory, the state file at path */
+#define setup state_dir_setup
+#define teardown state_dir_teardown
 
 static void parse(struct config *c, const char *tenants_yaml)
 {

@@ -3,7 +3,9 @@
  * files set aside without touching the tenants already known; one bad entry (a GPU
  * the node lacks, a tenant beyond the limit) set aside alone; a bad compute policy
  * refused alone, its tenant and the other policies kept; a failed write leaves the
- * previous file. */
+ * previous file; the hand-overs' section (handovers_state.h) read back as written,
+ * each malformed entry refused alone, a malformed section refused whole without
+ * losing the tenants. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,27 +20,16 @@
 
 #include <cmocka.h>
 
+#include "state_dir.h"
+
+#include <jansson.h>
+
+#include "daemon/handovers_state.h"
 #include "daemon/state.h"
 
-static char dir[] = "/tmp/kairos-state-XXXXXX";
-static char path[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/state.json", dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unlink(path);
-    rmdir(dir);
-    memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
-    return 0;
-}
+/* setup and teardown: a fresh temporary directory, the state file at path */
+#define setup state_dir_setup
+#define teardown state_dir_teardown
 
 static void test_round_trip(void **state)
 {
@@ -359,6 +350,89 @@ static void test_bad_compute(void **state)
     ledger_fini(&l);
 }
 
+static void count_warning(void *ctx, const char *msg)
+{
+    (void)msg;
+    (*(int *)ctx)++;
+}
+
+static void test_handovers_round_trip_and_bad_entries(void **state)
+{
+    (void)state;
+    struct ledger a, b;
+    char err[512], aside[512];
+    uint64_t q[KAIROS_MAX_GPUS] = {64ull << 20};
+    ledger_init(&a, 1);
+    assert_int_equal(ledger_tenant_add(&a, "job", q, 0, NULL), 0);
+    struct heir_edge e = {.from_pid = 10, .from_start = 500, .pid = 11, .start = 520,
+                          .kind = HEIR_RECEIVED};
+    struct saved_linger g = {.tenant = "job", .pid = 10, .start = 500, .held = {44ull << 20}};
+    struct handovers_saved s = {.boot_id = "0f1e-2d3c", .edges = &e, .n_edges = 1,
+                                .lingering = &g, .n_lingering = 1}, back;
+    json_t *j = handovers_state_json(&s, 1);
+    assert_non_null(j);
+    assert_int_equal(state_save_all(path, &a, NULL, j, err, sizeof err), 0);
+    json_decref(j);
+    ledger_init(&b, 1);
+    assert_int_equal(state_load_all(path, &b, &back, NULL, NULL, err, sizeof err, aside,
+                                    sizeof aside), 1);
+    assert_string_equal(back.boot_id, "0f1e-2d3c");
+    assert_int_equal(back.n_edges, 1);
+    assert_true(back.edges[0].from_pid == 10 && back.edges[0].from_start == 500 &&
+                back.edges[0].pid == 11 && back.edges[0].start == 520 &&
+                back.edges[0].kind == HEIR_RECEIVED);
+    assert_int_equal(back.n_lingering, 1);
+    assert_memory_equal(&back.lingering[0], &g, sizeof g);
+    handovers_saved_free(&back);
+    ledger_fini(&b);
+    /* each malformed entry alone: pid 0, a pid beyond PID_MAX_LIMIT, an unknown kind, a
+     * negative start, an edge to itself; a bad tenant name, a GPU the node lacks, a
+     * byte count beyond KAIROS_BYTES_MAX, a charge of nothing */
+    const char *bad = "{\"version\": 1, \"tenants\": [{\"name\": \"job\", \"quota\": {\"0\": 1}}],"
+        " \"handovers\": {\"boot_id\": \"ab\", \"edges\": ["
+        "{\"from_pid\": 0, \"from_start\": 1, \"pid\": 2, \"start\": 3, \"kind\": \"forked\"},"
+        "{\"from_pid\": 1, \"from_start\": 1, \"pid\": 4194305, \"start\": 3, \"kind\": \"forked\"},"
+        "{\"from_pid\": 1, \"from_start\": 1, \"pid\": 2, \"start\": 3, \"kind\": \"stolen\"},"
+        "{\"from_pid\": 1, \"from_start\": -1, \"pid\": 2, \"start\": 3, \"kind\": \"exec\"},"
+        "{\"from_pid\": 2, \"from_start\": 1, \"pid\": 2, \"start\": 3, \"kind\": \"exec\"},"
+        "{\"from_pid\": 1, \"from_start\": 1, \"pid\": 2, \"start\": 3, \"kind\": \"adopted\"}],"
+        " \"lingering\": ["
+        "{\"tenant\": \"../x\", \"pid\": 5, \"start\": 1, \"held\": {\"0\": 1}},"
+        "{\"tenant\": \"job\", \"pid\": 5, \"start\": 1, \"held\": {\"1\": 1}},"
+        "{\"tenant\": \"job\", \"pid\": 5, \"start\": 1, \"held\": {\"0\": 1125899906842625}},"
+        "{\"tenant\": \"job\", \"pid\": 5, \"start\": 1, \"held\": {\"-0\": 1}},"
+        "{\"tenant\": \"job\", \"pid\": 5, \"start\": 1, \"held\": {}},"
+        "{\"tenant\": \"job\", \"pid\": 6, \"start\": 1, \"held\": {\"0\": 7}}]}}";
+    int warnings = 0;
+    ledger_init(&b, 1);
+    assert_int_equal(state_parse_all(bad, strlen(bad), &b, count_warning, &warnings, NULL, &back,
+                                     err, sizeof err), 1);
+    assert_int_equal(warnings, 10);
+    assert_int_equal(back.n_edges, 1);
+    assert_int_equal(back.edges[0].kind, HEIR_ADOPTED);
+    assert_int_equal(back.n_lingering, 1);
+    assert_int_equal(back.lingering[0].pid, 6);
+    handovers_saved_free(&back);
+    ledger_fini(&b);
+    /* a section that is not one: the hand-overs are refused whole, the tenants kept */
+    const char *frames[] = {"[]", "{\"edges\": []}", "{\"boot_id\": \"x;rm\"}",
+                            "{\"boot_id\": \"ab\", \"edges\": {}}"};
+    for (size_t i = 0; i < sizeof frames / sizeof *frames; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"version\": 1, \"tenants\": [{\"name\": \"job\", "
+                 "\"quota\": {\"0\": 1}}], \"handovers\": %s}", frames[i]);
+        ledger_init(&b, 1);
+        warnings = 0;
+        assert_int_equal(state_parse_all(text, strlen(text), &b, count_warning, &warnings, NULL,
+                                         &back, err, sizeof err), 1);
+        assert_int_equal(warnings, 1);
+        assert_int_equal(back.n_edges + back.n_lingering, 0);
+        handovers_saved_free(&back);
+        ledger_fini(&b);
+    }
+    ledger_fini(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +444,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_too_many_tenants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handovers_round_trip_and_bad_entries, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
