@@ -839,8 +839,9 @@ class Handovers(unittest.TestCase):
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=self.GPU).start()
 
     def forked_member(self, act):
-        """A forked process that joins 'team' and runs act(client, socket to us); it
-        exits when we write to the returned socket. Returns (pid, that socket)."""
+        """A forked process that joins 'team' and runs act(client, socket to us),
+        keeping what act returns (its open files) alive; it exits when we write to
+        the returned socket. Returns (pid, that socket)."""
         ctrl, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
@@ -848,7 +849,7 @@ class Handovers(unittest.TestCase):
                 ctrl.close()
                 c = Client(self.d.socket)
                 c.hello("team")
-                act(c, theirs)
+                kept = act(c, theirs)  # noqa: F841 (open until we are told to go)
                 theirs.recv(1)
             finally:
                 os._exit(0)
@@ -861,8 +862,9 @@ class Handovers(unittest.TestCase):
         def act(c, theirs):
             self.assertTrue(c.charge(0, nbytes, 1)[0])
             c.commit(0, 1, True, nbytes, nbytes)
-            _, mine = driver_file("member")
+            peer, mine = driver_file("member")
             socket.send_fds(theirs, [b"f"], [mine.fileno()])
+            return peer, mine  # still open when the claim is checked
         pid, ctrl = self.forked_member(act)
         _, fds, _, _ = socket.recv_fds(ctrl, 1, 1)
         self.assertTrue(wait_for(lambda: self.held() == nbytes))
