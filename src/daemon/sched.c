@@ -20,6 +20,9 @@
  *      duties; a limit is a window of its own, shortened by overruns (the
  *      debt, and the overrun itself: how far the window ran past its duty, the
  *      pause landing late, charged to the next periods).
+ * A tenant back from an idle spell (its shim's wake, sched_wake) is active again
+ * at once and the GPU planned again in mid-period, its window rotated to start
+ * then, instead of a period or two later when the reports show it.
  */
 #include "daemon/sched.h"
 
@@ -161,8 +164,8 @@ static void measure_caps(struct sched_gpu *g, const struct sched_usage *use)
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0;
-        if (!t->present || use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN)
-            continue;
+        if (!t->present || use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN || t->woken)
+            continue; /* a woken tenant's reports still cover its idle spell */
         double want = wanted(g, &use[i]);
         double ran = (double)use[i].used_us / g->period_us;
         if (want - ran < 0.05 && want < 0.9)
@@ -310,6 +313,8 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         if (use[i].runnable_us == SCHED_RUNNABLE_UNKNOWN ||
             (use[i].used_coarse && use[i].unpaused_us == SCHED_RUNNABLE_UNKNOWN))
             continue; /* coarse use (NVML) alone: the windows alone are the shares */
+        if (g->fresh)
+            continue; /* the reports straddle a re-plan in mid-period (sched_wake) */
         double entitled = g->windows ? t->target * P : t->pol.limit * P;
         if (g->windows && sum > 0 && tsum > 0) /* shares of what the windows delivered,
                                                   * among the tenants that take windows */
@@ -319,6 +324,35 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
             t->overrun_us = OVERRUN_KEEP * t->overrun_us +
                             (1 - OVERRUN_KEEP) * fmax(0, charged[i] - t->dec.duty_us);
     }
+}
+
+static bool spans_any(const struct sched_gpu *g)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present && g->t[i].spans)
+            return true;
+    return false;
+}
+
+/* Phases from the layout's start (base) to the period: a woken tenant's window
+ * starts where it woke (sched_wake), the others follow it in their order; the
+ * rotation is kept until the next wake. A window may then wrap past the period's
+ * end (the shim and the simulator take the phase modulo the period). */
+static void rotate_windows(struct sched_gpu *g, struct sched_decision *next,
+                           const uint32_t base[SCHED_MAX_TENANTS])
+{
+    uint32_t P = g->period_us;
+    if (spans_any(g)) {
+        g->rotate_us = 0;
+    } else if (g->wake_slot) {
+        unsigned w = g->wake_slot - 1;
+        if (next[w].period_us && next[w].duty_us < P)
+            g->rotate_us = (g->wake_pos_us % P + P - base[w]) % P;
+    }
+    g->wake_slot = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (next[i].period_us)
+            next[i].phase_us = (base[i] + g->rotate_us) % P;
 }
 
 static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
@@ -340,7 +374,7 @@ static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
         sum += duty[i];
     }
     double scale = sum > P ? P / sum : 1.0;
-    uint32_t phase = 0;
+    uint32_t phase = 0, base[SCHED_MAX_TENANTS] = {0};
     /* by priority; within one, the tenants that span GPUs first (aligned across them) */
     for (int pass = 0; pass < 6; pass++) {
         int rank = pass / 2;
@@ -353,11 +387,12 @@ static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
             if (phase + d > g->period_us)
                 d = g->period_us - phase;
             next[i].period_us = g->period_us;
-            next[i].phase_us = phase;
+            base[i] = phase;
             next[i].duty_us = d;
             phase += d;
         }
     }
+    rotate_windows(g, next, base);
 }
 
 /* Timeslice mode: a limited tenant still gets its window at phase 0. */
@@ -404,7 +439,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         if (!t->present)
             continue;
         busy += (double)use[i].used_us;
-        t->active = seen_active(g, &use[i]);
+        t->active = seen_active(g, &use[i]) || t->woken;
         if (t->active)
             mask |= 1ull << i;
     }
@@ -432,6 +467,35 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     }
 
     sched_plan(g);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].woken)
+            g->t[i].woken--;
+    if (g->fresh)
+        g->fresh--;
+}
+
+bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us)
+{
+    if (slot >= SCHED_MAX_TENANTS || !g->t[slot].present || g->t[slot].active)
+        return false;
+    struct sched_tenant *t = &g->t[slot];
+    t->active = true;
+    t->woken = SCHED_WAKE_TICKS;
+    t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0; /* what it wanted idle says nothing now */
+    g->active_mask |= 1ull << slot;
+    reset_mode(g);
+    g->fresh = SCHED_WAKE_TICKS;
+    g->wake_slot = slot + 1;
+    g->wake_pos_us = pos_us;
+    bool was[SCHED_MAX_TENANTS], any = false;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        was[i] = g->t[i].changed;
+    sched_plan(g);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        g->t[i].changed |= was[i]; /* not sent yet either */
+        any |= g->t[i].changed;
+    }
+    return any;
 }
 
 void sched_plan(struct sched_gpu *g)
@@ -461,4 +525,5 @@ void sched_plan(struct sched_gpu *g)
             t->changed = true;
         }
     }
+    g->wake_slot = 0; /* a rotation is for the plan right after the wake */
 }

@@ -79,6 +79,8 @@ struct sched_tenant {
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
     bool spans;           /* has a policy on other GPUs too: its window comes first */
+    unsigned woken;       /* ticks left since sched_wake: active, its cap not cut by the
+                           * reports that still cover its idle spell */
 };
 
 struct sched_gpu {
@@ -89,6 +91,11 @@ struct sched_gpu {
     unsigned settle;      /* periods to wait after a change before judging drift */
     uint64_t active_mask; /* the active set of the last period */
     uint64_t seq;
+    uint32_t rotate_us;   /* the windows' layout starts here in the period (sched_wake) */
+    unsigned wake_slot;   /* slot + 1 of a tenant woken since the last plan, 0: none */
+    uint32_t wake_pos_us; /* where in the period it woke */
+    unsigned fresh;       /* ticks left whose reports straddle a re-plan in mid-period:
+                           * window debts are not moved by them */
     struct sched_tenant t[SCHED_MAX_TENANTS];
 };
 
@@ -111,6 +118,16 @@ void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans);
  * t[slot].dec holds the decision for the next period, t[slot].changed says
  * whether to send it. */
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS]);
+/* Tenant slot's shim saw work queued after an idle report (KAIROS_RUNNABLE_WAKE),
+ * pos_us into the current period (counted from the windows' epoch). If the
+ * scheduler had it idle: it is active again at once (and for the next
+ * SCHED_WAKE_TICKS ticks, whatever the reports that still cover its idle spell
+ * say), the GPU is planned again now, and when that gives it a window the layout
+ * is rotated so that its window starts at pos_us: it has its share from now, not
+ * from the next period. Not rotated while a tenant of the GPU spans GPUs (their
+ * windows stay aligned across GPUs). true when decisions changed (send them). */
+#define SCHED_WAKE_TICKS 2
+bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us);
 /* Decides again from the last measurements (after sched_tenant_set or
  * sched_tenant_remove, so that a newcomer gets a policy at once). */
 void sched_plan(struct sched_gpu *g);

@@ -6,7 +6,8 @@
  * tenant's process lives whatever the samples say, a tenant without processes
  * idle at once (its time lent), a live tenant with nothing runnable idle whatever
  * NVML's coarse use says, no windows for a latency tenant (windows and auto
- * modes) and the others' windows filling the period around it. */
+ * modes) and the others' windows filling the period around it; a tenant back
+ * from an idle spell (its shim's wake) planned in at once. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -368,6 +369,79 @@ static void test_windows_lend_a_live_idle_tenant_despite_coarse_use(void **state
     assert_true(g.t[0].active);
 }
 
+/* A tenant back from an idle spell (its shim's wake, KAIROS_RUNNABLE_WAKE): active
+ * at once, its window from the instant it woke (the layout rotated to start there,
+ * kept afterwards), not from the next period or the one after, when a report
+ * shows its work; the reports that still cover its idle spell neither idle it nor
+ * cut its cap, and move no debt. On the H200 the share came back a period late
+ * (bursty-50-train: windows p95 16.04 pp). */
+static void test_wake_plans_again_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    shims(&use[0], 0, 50000); /* infer idles */
+    sched_tick(&g, use);
+    assert_false(g.t[0].active);
+    assert_int_equal(g.t[1].dec.period_us, 0);
+    assert_false(sched_wake(&g, 1, 0)); /* train is active: nothing to do */
+    assert_true(sched_wake(&g, 0, 37000));
+    assert_true(g.t[0].active);
+    assert_true(g.t[0].changed && g.t[1].changed);
+    assert_int_equal(g.t[0].dec.period_us, SCHED_PERIOD_US);
+    assert_int_equal(g.t[0].dec.phase_us, 37000); /* its window opens now */
+    assert_int_equal(g.t[0].dec.duty_us, 50000);
+    assert_int_equal(g.t[1].dec.phase_us, 87000); /* the other's follows, wrapping */
+    assert_int_equal(g.t[1].dec.duty_us, 50000);
+    /* the next two reports still cover the idle spell (1 % runnable), and the
+     * unpaused times straddle the new windows: no change, no debt */
+    shims(&use[0], 1000, 30000);
+    use[1].unpaused_us = 70000;
+    for (int i = 0; i < SCHED_WAKE_TICKS; i++) {
+        sched_tick(&g, use);
+        assert_true(g.t[0].active);
+        assert_false(g.t[0].changed || g.t[1].changed);
+        assert_float_equal(g.t[0].debt_us, 0, 1e-9);
+        assert_float_equal(g.t[0].target, 0.5, 1e-9);
+    }
+    shims(&use[0], SCHED_PERIOD_US, 50000); /* its reports show the work: kept as is */
+    use[1].unpaused_us = 50000;
+    use[0].unpaused_us = 50000;
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.phase_us, 37000);
+    assert_false(sched_wake(&g, 0, 90000)); /* already active */
+
+    /* a tenant whose policy spans GPUs keeps the windows aligned: no rotation */
+    shims(&use[0], 0, 50000);
+    sched_tick(&g, use);
+    sched_tenant_set_spans(&g, 1, true);
+    assert_true(sched_wake(&g, 0, 37000));
+    assert_int_equal(g.t[1].dec.phase_us, 0);
+    assert_int_equal(g.t[0].dec.phase_us, 50000);
+
+    /* auto: the slices that fill the period at once, no window */
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    shims(&use[0], 0, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    for (int i = 0; i < 3; i++)
+        sched_tick(&g, use);
+    uint64_t alone = g.t[1].dec.timeslice_us;
+    assert_true(sched_wake(&g, 0, 5000));
+    assert_int_equal(g.t[0].dec.period_us, 0);
+    assert_true(g.t[1].dec.timeslice_us != alone);
+    assert_int_equal(g.t[0].dec.timeslice_us, g.t[1].dec.timeslice_us);
+}
+
 static void test_windows_off_while_a_latency_tenant_is_active(void **state)
 {
     (void)state;
@@ -439,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_windows_kept_while_the_process_lives),
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
+        cmocka_unit_test(test_wake_plans_again_at_once),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_bad_policy_and_remove),
