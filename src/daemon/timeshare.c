@@ -275,12 +275,32 @@ static void mark_absent(struct timeshare *t, struct sched_usage use[SCHED_MAX_TE
     }
 }
 
+/* A member of the tenant in slot saw work queued after an idle report: if the
+ * scheduler has the tenant idle on gpu, it plans again now (sched_wake: the
+ * tenant's window from now on, rotated to where in the period it woke) and the
+ * decisions that changed go out at once, not at the next tick. */
+static void wake(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    struct sched_gpu *g = &t->g[gpu];
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t since_us = now > t->epoch_ns ? (now - t->epoch_ns) / 1000 : 0;
+    if (!sched_wake(g, slot, (uint32_t)(since_us % g->period_us)))
+        return;
+    log_debug("tenant %s, GPU %u: back from an idle spell; planned again", t->slot_name[slot],
+              gpu);
+    push_changed(t, gpu);
+}
+
 void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
                         const struct kairos_runnable *r)
 {
     int s = slot_find(t, tenant);
     if (s < 0 || r->gpu >= t->ts->n_gpus || !r->interval_us)
         return;
+    if (r->flags & KAIROS_RUNNABLE_WAKE) {
+        wake(t, r->gpu, (unsigned)s);
+        return; /* not a report: the next regular one covers this interval again */
+    }
     struct run_seen *rs = &t->run[r->gpu][s];
     double f = (double)r->runnable_us / (double)r->interval_us;
     rs->partial |= (r->flags & KAIROS_RUNNABLE_PARTIAL) != 0;
