@@ -229,6 +229,7 @@ static void report_step(struct gpu_sim *s, size_t i, uint64_t end_us)
     uint64_t interval = end_us - t->rep_since_us;
     t->report = (struct gpu_sim_report){true, interval, t->rep_sensed_us, t->rep_open_us};
     t->wake_armed = (double)t->rep_sensed_us < 0.02 * (double)interval;
+    t->reported = true;
     t->rep_since_us = end_us;
     t->rep_sensed_us = t->rep_open_us = 0;
 }
@@ -239,6 +240,14 @@ bool gpu_sim_take_wake(struct gpu_sim *s, size_t i)
     if (w)
         s->t[i].wake = false;
     return w;
+}
+
+bool gpu_sim_take_report(struct gpu_sim *s, size_t i)
+{
+    bool rep = i < s->n && s->t[i].reported;
+    if (rep)
+        s->t[i].reported = false;
+    return rep;
 }
 
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use)

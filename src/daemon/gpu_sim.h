@@ -26,7 +26,7 @@
  * sees the last report, which may end up to a period before the tick; and a shim
  * whose last report was idle (less than 2 % runnable) raises a wake (the
  * KAIROS_RUNNABLE_WAKE report, sent at once) at the first sample that sees work
- * pending.
+ * pending. kairosd acts on both at once (sim_run.c).
  * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
  * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
  * every gap_us, per-request latency recorded); each present in [arrive, leave).
@@ -95,6 +95,7 @@ struct gpu_sim_tenant {
     struct gpu_sim_report report; /* its last report */
     bool wake_armed;         /* its last report was idle: the next pending sample wakes */
     bool wake;               /* a wake was raised (gpu_sim_take_wake clears it) */
+    bool reported;           /* a report was made (gpu_sim_take_report clears it) */
     uint64_t lat_us[GPU_SIM_LAT_MAX];
     size_t n_lat;
 };
@@ -120,6 +121,8 @@ void gpu_sim_apply(struct gpu_sim *s, size_t i, const struct sched_decision *d);
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use);
 /* Whether tenant i's shim raised a wake since the last call (and clears it). */
 bool gpu_sim_take_wake(struct gpu_sim *s, size_t i);
+/* Whether tenant i's shim made a report since the last call (and clears it). */
+bool gpu_sim_take_report(struct gpu_sim *s, size_t i);
 /* The p-quantile (0..1) of tenant i's request latencies, 0 when none. */
 uint64_t gpu_sim_latency(const struct gpu_sim *s, size_t i, double q);
 

@@ -22,7 +22,9 @@
  *      pause landing late, charged to the next periods).
  * A tenant back from an idle spell (its shim's wake, sched_wake) is active again
  * at once and the GPU planned again in mid-period, its window rotated to start
- * then, instead of a period or two later when the reports show it.
+ * then, instead of a period or two later when the reports show it; one whose
+ * report shows a whole idle interval is idle at once (sched_idle_now), not at
+ * the next tick.
  */
 #include "daemon/sched.h"
 
@@ -274,6 +276,9 @@ static bool unsatisfied(const struct sched_gpu *g, const struct sched_tenant *t,
 {
     if (!in_windows(g, t) || u->runnable_us == SCHED_RUNNABLE_UNKNOWN || busy <= 0)
         return false; /* windows would not help a latency tenant that waited */
+    if (u->used_coarse && t->use_stale)
+        return false; /* back from an idle spell: NVML's second still holds it (on the
+                       * H200 auto windowed a bursty tenant so, and lent nothing) */
     double waited = (double)(u->runnable_us - (u->used_us < u->runnable_us ? u->used_us
                                                                            : u->runnable_us)) /
                     g->period_us;
@@ -467,11 +472,29 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     }
 
     sched_plan(g);
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (g->t[i].woken)
-            g->t[i].woken--;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        g->t[i].woken -= g->t[i].woken > 0;
+        g->t[i].use_stale -= g->t[i].use_stale > 0;
+    }
     if (g->fresh)
         g->fresh--;
+}
+
+/* The active set changed in mid-period: plan again now; true when decisions
+ * changed (those changed before and not sent yet stay marked). */
+static bool replan_now(struct sched_gpu *g)
+{
+    reset_mode(g);
+    g->fresh = SCHED_WAKE_TICKS;
+    bool was[SCHED_MAX_TENANTS], any = false;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        was[i] = g->t[i].changed;
+    sched_plan(g);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        g->t[i].changed |= was[i];
+        any |= g->t[i].changed;
+    }
+    return any;
 }
 
 bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us)
@@ -481,21 +504,22 @@ bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us)
     struct sched_tenant *t = &g->t[slot];
     t->active = true;
     t->woken = SCHED_WAKE_TICKS;
+    t->use_stale = SCHED_COARSE_TICKS;
     t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0; /* what it wanted idle says nothing now */
     g->active_mask |= 1ull << slot;
-    reset_mode(g);
-    g->fresh = SCHED_WAKE_TICKS;
     g->wake_slot = slot + 1;
     g->wake_pos_us = pos_us;
-    bool was[SCHED_MAX_TENANTS], any = false;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        was[i] = g->t[i].changed;
-    sched_plan(g);
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        g->t[i].changed |= was[i]; /* not sent yet either */
-        any |= g->t[i].changed;
-    }
-    return any;
+    return replan_now(g);
+}
+
+bool sched_idle_now(struct sched_gpu *g, unsigned slot)
+{
+    if (slot >= SCHED_MAX_TENANTS || !g->t[slot].present || !g->t[slot].active ||
+        g->t[slot].woken)
+        return false;
+    g->t[slot].active = false;
+    g->active_mask &= ~(1ull << slot);
+    return replan_now(g);
 }
 
 void sched_plan(struct sched_gpu *g)

@@ -81,6 +81,9 @@ struct sched_tenant {
     bool spans;           /* has a policy on other GPUs too: its window comes first */
     unsigned woken;       /* ticks left since sched_wake: active, its cap not cut by the
                            * reports that still cover its idle spell */
+    unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
+                           * last second) still covers its idle spell: its "ran" says
+                           * nothing, so it does not count as falling behind */
 };
 
 struct sched_gpu {
@@ -127,7 +130,14 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
  * from the next period. Not rotated while a tenant of the GPU spans GPUs (their
  * windows stay aligned across GPUs). true when decisions changed (send them). */
 #define SCHED_WAKE_TICKS 2
+#define SCHED_COARSE_TICKS 10 /* NVML's use is the last second's */
 bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us);
+/* A report just received says the tenant in slot idled a whole interval (under
+ * 2 % runnable, every member): if the scheduler has it active (and not just
+ * woken), it is idle at once and the GPU planned again now, its window lent from
+ * now rather than from the next tick (up to a period later). true when decisions
+ * changed (send them). */
+bool sched_idle_now(struct sched_gpu *g, unsigned slot);
 /* Decides again from the last measurements (after sched_tenant_set or
  * sched_tenant_remove, so that a newcomer gets a policy at once). */
 void sched_plan(struct sched_gpu *g);

@@ -68,6 +68,7 @@ struct sim_result {
     uint64_t (*trace)[GPU_SIM_MAX_TENANTS];
     size_t trace_n;
     size_t wakes;         /* wakes that made the scheduler plan again in mid-period */
+    size_t idled;         /* idle reports that did (sched_idle_now) */
     double busy;          /* mean fraction of the period the GPU did work */
     struct sim_tenant_result t[GPU_SIM_MAX_TENANTS];
 };

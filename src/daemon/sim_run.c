@@ -181,22 +181,36 @@ static void seen_userd(struct run *r, size_t i, size_t k)
                              : open < SCHED_PERIOD_US ? open : SCHED_PERIOD_US;
 }
 
-/* The shims' wakes raised in the chunk just run (measure: userd): the scheduler
- * plans again at once, as kairosd does on a KAIROS_RUNNABLE_WAKE report. */
-static void take_wakes(struct run *r, const struct sim_scenario *sc, struct sim_result *res)
+/* Sends the decisions that changed in mid-period to the simulated shims. */
+static void apply_changed(struct run *r, const struct sim_scenario *sc)
+{
+    for (size_t j = 0; j < sc->n; j++)
+        if (r->g.t[j].changed) {
+            gpu_sim_apply(&r->sim, j, &r->g.t[j].dec);
+            r->g.t[j].changed = false;
+        }
+}
+
+/* What the shims said in the chunk just run (measure: userd), acted on at once as
+ * kairosd does: a wake (KAIROS_RUNNABLE_WAKE) plans the tenant in, a report of a
+ * whole idle interval lends its window (timeshare.c). */
+static void take_events(struct run *r, const struct sim_scenario *sc, struct sim_result *res)
 {
     for (size_t i = 0; i < sc->n; i++) {
-        if (!gpu_sim_take_wake(&r->sim, i) || sc->measure != SIM_MEASURE_USERD ||
-            !r->present[i])
+        bool woke = gpu_sim_take_wake(&r->sim, i), reported = gpu_sim_take_report(&r->sim, i);
+        if (sc->measure != SIM_MEASURE_USERD || !r->present[i])
             continue;
-        if (!sched_wake(&r->g, (unsigned)i, (uint32_t)(r->sim.now_us % SCHED_PERIOD_US)))
-            continue;
-        res->wakes++;
-        for (size_t j = 0; j < sc->n; j++)
-            if (r->g.t[j].changed) {
-                gpu_sim_apply(&r->sim, j, &r->g.t[j].dec);
-                r->g.t[j].changed = false;
-            }
+        uint32_t pos = (uint32_t)(r->sim.now_us % SCHED_PERIOD_US);
+        if (woke && sched_wake(&r->g, (unsigned)i, pos)) {
+            res->wakes++;
+            apply_changed(r, sc);
+        }
+        const struct gpu_sim_report *rep = &r->sim.t[i].report;
+        if (reported && (double)rep->sensed_us < 0.02 * (double)rep->interval_us &&
+            sched_idle_now(&r->g, (unsigned)i)) {
+            res->idled++;
+            apply_changed(r, sc);
+        }
     }
 }
 
@@ -217,7 +231,7 @@ static double run_period(struct run *r, const struct sim_scenario *sc, struct si
         }
         if (res->trace && res->trace_n < r->trace_cap)
             res->trace_n++;
-        take_wakes(r, sc, res);
+        take_events(r, sc, res);
     }
     return (double)busy;
 }

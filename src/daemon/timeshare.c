@@ -33,6 +33,7 @@ struct run_seen {
     unsigned late;          /* ticks it has stood in for missing reports */
 };
 #define RUN_LATE_MAX 2      /* a report a little late keeps the last figure this long */
+#define IDLE_FRAC 0.02      /* under this runnable: idle, as sched.c's ACTIVE_MIN */
 
 struct timeshare {
     struct loop *loop;
@@ -291,6 +292,24 @@ static void wake(struct timeshare *t, unsigned gpu, unsigned slot)
     push_changed(t, gpu);
 }
 
+/* Every member of the tenant in slot reported in this tick, none partial, and
+ * together they were runnable under 2 % of the period: the tenant is idle now
+ * (sched_idle_now: its window lent from now, not from the next tick). */
+static void idle_now(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    const struct run_seen *rs = &t->run[gpu][slot];
+    const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[slot]);
+    if (rs->partial || !lt || lt->n_members == 0 || rs->n < lt->n_members)
+        return;
+    double f = 0;
+    for (unsigned k = 0; k < rs->n; k++)
+        f += rs->frac[k];
+    if (f >= IDLE_FRAC || !sched_idle_now(&t->g[gpu], slot))
+        return;
+    log_debug("tenant %s, GPU %u: idle; its window lent from now", t->slot_name[slot], gpu);
+    push_changed(t, gpu);
+}
+
 void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
                         const struct kairos_runnable *r)
 {
@@ -318,6 +337,7 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
     } else {
         rs->partial = true; /* more processes than tracked: unknown */
     }
+    idle_now(t, r->gpu, (unsigned)s);
 }
 
 /* The tenant's runnable time over the period just ended, from its processes'

@@ -422,8 +422,10 @@ static void spells_as_on_the_gpu(const char *mode, double *first, double *rest, 
 /* A tenant back from an idle spell has its share from its first window: its
  * shim's wake makes kairosd plan again at once, its window rotated to start then
  * (before, the share came back only when a report showed the work, up to two
- * periods later: the windows began inside a judged window, as on the H200,
- * where windows mode missed by 16.04 pp at p95 and auto by 3.55 pp). */
+ * periods later: the windows began inside a judged window, 19.60 pp at p95 here
+ * in windows mode; on the H200 windows missed by 16.04 pp and auto by 3.55 pp).
+ * Auto no longer windows it for NVML's second of stale use (it lent nothing in
+ * the idle windows once windowed). */
 static void test_bursty_spells_as_on_the_gpu(void **state)
 {
     (void)state;
@@ -435,7 +437,10 @@ static void test_bursty_spells_as_on_the_gpu(void **state)
         assert_true(wakes >= 25); /* one per spell */
         assert_true(first <= 1.0);
         assert_true(rest <= 1.0);
-        assert_true(lent >= 0.5);
+        /* while infer idles: auto lends it all; windows once a report shows a
+         * whole idle interval (sched_idle_now), which with the spells' phase here
+         * is half-way through the idle windows judged (the GPU: 0.81) */
+        assert_true(lent >= (k == 0 ? 0.7 : 0.99));
     }
 }
 

@@ -442,6 +442,39 @@ static void test_wake_plans_again_at_once(void **state)
     assert_int_equal(g.t[0].dec.timeslice_us, g.t[1].dec.timeslice_us);
 }
 
+/* A report of a whole idle interval lends the tenant's window at once (not at the
+ * next tick, up to a period later); not for a tenant just woken, whose reports
+ * still cover its idle spell; the tick after agrees. */
+static void test_idle_report_lends_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    assert_int_equal(g.t[1].dec.duty_us, 50000);
+    assert_true(sched_idle_now(&g, 0));
+    assert_false(g.t[0].active);
+    assert_true(g.t[1].changed);
+    assert_int_equal(g.t[1].dec.period_us, 0); /* alone now: never paused */
+    assert_float_equal(g.t[1].target, 1.0, 1e-9);
+    assert_false(sched_idle_now(&g, 0)); /* already idle */
+    uint64_t seq = g.t[1].dec.seq;
+    shims(&use[0], 500, 50000);
+    sched_tick(&g, use); /* the tick sees the same */
+    assert_false(g.t[0].active);
+    assert_int_equal(g.t[1].dec.seq, seq);
+    assert_true(sched_wake(&g, 0, 1000));
+    assert_false(sched_idle_now(&g, 0)); /* just woken: its reports lag */
+    assert_true(g.t[0].active);
+}
+
 static void test_windows_off_while_a_latency_tenant_is_active(void **state)
 {
     (void)state;
@@ -514,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_wake_plans_again_at_once),
+        cmocka_unit_test(test_idle_report_lends_at_once),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_bad_policy_and_remove),
