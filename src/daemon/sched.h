@@ -21,6 +21,7 @@
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
+#define SCHED_PREEMPT_US 600u    /* GPU time a pause of a running tenant costs (the H200) */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
 
 /* How shares are enforced when tenants compete:
@@ -73,9 +74,11 @@ struct sched_tenant {
     double cap;           /* most it may be given: its limit, or what it wanted */
     double charged_us;    /* last period: used, or at least its whole window (it
                            * had the GPU to itself there) */
-    double overrun_us;    /* how far its window overran its duty lately (the pause
-                           * lands after the window closes): a limit's next
-                           * windows are shortened by it */
+    double overrun_us;    /* how far what it got of its window (its enabled time, of
+                           * an overrun shared with a neighbour only its part, less
+                           * what a neighbour's late pause took at its start) passed
+                           * its duty lately: a limit's next windows are shortened
+                           * by it, or lengthened when negative */
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
     bool spans;           /* has a policy on other GPUs too: its window comes first */

@@ -475,6 +475,40 @@ static void test_idle_report_lends_at_once(void **state)
     assert_true(g.t[0].active);
 }
 
+/* A late pause's overrun is charged only as the part the tenant got: with a
+ * neighbour that has work and runs then (never paused here, or its window
+ * opened), the timeslices shared it; with none, all of it was its own. Charged
+ * whole, a 30 % limit next to a deep tenant with pauses 5 ms late ran 27.0 % in
+ * the simulator (test_gpu_sim.c). */
+static void test_shared_overrun_charged_in_part(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_TIMESLICES);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.3, .limit = 0.3});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.7});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 30000);
+    shims(&use[1], SCHED_PERIOD_US, 70000);
+    use[0].unpaused_us = 30000;
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.duty_us, 30000);
+    assert_int_equal(g.t[1].dec.period_us, 0);
+    use[0].unpaused_us = 35000; /* its pause landed 5 ms late, the other running */
+    sched_tick(&g, use);
+    /* it ran on to the end of its 1 ms slice (half of one on average), then got
+     * 1 / (1 + 2.33) of the rest, less the switches */
+    print_message("  charged %.0f us of 35000 enabled\n", g.t[0].charged_us);
+    assert_true(g.t[0].charged_us > 30000 + 500 && g.t[0].charged_us < 30000 + 2000);
+    shims(&use[1], 0, 70000); /* the other idles: the overrun was all its own */
+    sched_tick(&g, use);
+    assert_false(g.t[1].active);
+    use[0].unpaused_us = g.t[0].dec.duty_us + 5000;
+    sched_tick(&g, use);
+    assert_float_equal(g.t[0].charged_us, (double)use[0].unpaused_us, 1e-9);
+}
+
 static void test_windows_off_while_a_latency_tenant_is_active(void **state)
 {
     (void)state;
@@ -548,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_wake_plans_again_at_once),
         cmocka_unit_test(test_idle_report_lends_at_once),
+        cmocka_unit_test(test_shared_overrun_charged_in_part),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_bad_policy_and_remove),
