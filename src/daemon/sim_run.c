@@ -220,9 +220,12 @@ static double run_period(struct run *r, const struct sim_scenario *sc, struct si
 {
     uint64_t busy = 0;
     memset(r->use, 0, sizeof r->use);
-    for (uint64_t done = 0; done < SCHED_PERIOD_US; done += SIM_CHUNK_US) {
+    /* only the shims' events (measure: userd) and a trace need the chunks */
+    uint64_t chunk = sc->measure == SIM_MEASURE_USERD || res->trace ? SIM_CHUNK_US
+                                                                     : SCHED_PERIOD_US;
+    for (uint64_t done = 0; done < SCHED_PERIOD_US; done += chunk) {
         struct sched_usage part[GPU_SIM_MAX_TENANTS];
-        busy += gpu_sim_run(&r->sim, SIM_CHUNK_US, part);
+        busy += gpu_sim_run(&r->sim, chunk, part);
         for (size_t i = 0; i < sc->n; i++) {
             r->use[i].used_us += part[i].used_us;
             r->use[i].runnable_us += part[i].runnable_us;
