@@ -305,7 +305,8 @@ static double slice_of(const struct sched_tenant *t)
     return (double)(t->dec.timeslice_us ? t->dec.timeslice_us : SCHED_TS_UNIT_US);
 }
 
-/* Whether tenant j's window opens where another's closes (at end_us). */
+/* Whether tenant o, with work, has a window that opens at end_us (where another's
+ * closes). */
 static bool opens_at(const struct sched_tenant *o, uint32_t end_us)
 {
     const struct sched_decision *d = &o->dec;
@@ -319,10 +320,10 @@ static bool opens_at(const struct sched_tenant *o, uint32_t end_us)
  * (or that is never paused), and the hardware shared those milliseconds in the
  * ratio of the timeslices (the H200: 6000/2000 us -> 3.00), less a switch per
  * slice, once the late one's slice (running at the window's end) ran out: half a
- * slice on average. charged[] (the enabled times) keeps of each overrun only each tenant's
- * part: the late one's, and the next window's owner's (whose enabled time counted
- * all of it too), who also lost the late one's preemption (SCHED_PREEMPT_US)
- * inside its window. Charged whole, a pause 5 ms late next to a deep tenant held
+ * slice on average. charged[] (the enabled times) keeps of each overrun only each
+ * tenant's part: the late one's, and the next window's owner's (whose enabled
+ * time counted all of it too), who also lost the late one's preemption
+ * (SCHED_PREEMPT_US) inside its window. Charged whole, a pause 5 ms late next to a deep tenant held
  * a 30 % limit at 27.0 % in the simulator. */
 static void share_overruns(const struct sched_gpu *g, const struct sched_usage *use,
                            double charged[SCHED_MAX_TENANTS])

@@ -168,8 +168,8 @@ static uint64_t nvml_use(struct run *r, size_t i, size_t k)
 static void seen_userd(struct run *r, size_t i, size_t k)
 {
     const struct gpu_sim_report *rep = &r->sim.t[i].report;
-    double scale = rep->have && rep->interval_us ? (double)SCHED_PERIOD_US / (double)rep->interval_us
-                                                 : 0;
+    double scale =
+        rep->have && rep->interval_us ? (double)SCHED_PERIOD_US / (double)rep->interval_us : 0;
     uint64_t sensed = (uint64_t)llround((double)rep->sensed_us * scale);
     uint64_t open = (uint64_t)llround((double)rep->open_us * scale);
     r->seen[i].used_us = nvml_use(r, i, k);
