@@ -79,6 +79,10 @@
  *               files (a forked child, a program started with inherited or
  *               received descriptors), checked by kairosd through /proc, so that
  *               a departed process's charge stays while they hold its memory.
+ *   4 (issue 11, comeback)
+ *             - RUNNABLE flag KAIROS_RUNNABLE_WAKE (was 0, refused by a version-3
+ *               daemon as an unknown flag; a shim sends it only to a daemon whose
+ *               policy asks for reports).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -465,6 +469,12 @@ struct kairos_time_policy {
  * shows here, and kairosd charges the overrun to the next periods).
  * runnable_us, unpaused_us <= interval_us; pending_samples <= samples. */
 #define KAIROS_RUNNABLE_PARTIAL 0x1u
+/* KAIROS_RUNNABLE_WAKE: sent at once, not at the period's end, by a shim whose
+ * last report was idle (under 2 % runnable) when a sample sees work queued: the
+ * figures are the interval so far, which the next regular report covers again
+ * (kairosd takes it as a wake, not as a report: docs/scheduler.md "Coming back
+ * from an idle spell"). */
+#define KAIROS_RUNNABLE_WAKE 0x2u
 struct kairos_runnable {
     uint32_t gpu;
     uint32_t flags;

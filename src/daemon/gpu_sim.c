@@ -44,13 +44,16 @@ void gpu_sim_apply(struct gpu_sim *s, size_t i, const struct sched_decision *d)
         s->t[i].dec = *d;
 }
 
+/* As the shim's timectl_window_paused: a window may wrap past the period's end
+ * (a phase rotated to a returning tenant, sched_wake). */
 static bool window_allows(const struct gpu_sim_tenant *t, uint64_t now)
 {
     const struct sched_decision *d = &t->dec;
-    if (!d->period_us)
+    if (!d->period_us || d->duty_us >= d->period_us)
         return true;
-    uint64_t at = now % d->period_us;
-    return at >= d->phase_us && at < (uint64_t)d->phase_us + d->duty_us;
+    uint64_t pos = (now % d->period_us + d->period_us - d->phase_us % d->period_us) %
+                   d->period_us;
+    return pos < d->duty_us;
 }
 
 /* The pause gate lags the window by the disable/enable costs; pausing a tenant
@@ -198,14 +201,53 @@ static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, b
     t->ran_last_step = ran;
     if (s->now_us < t->next_sense_us)
         return;
-    if (sensed_pending(t, work, ran))
+    bool pending = sensed_pending(t, work, ran);
+    if (pending) {
         t->sensed_us += s->p.sense_us;
+        t->rep_sensed_us += s->p.sense_us;
+    }
+    if (pending && t->wake_armed) { /* back from an idle report: tell kairosd at once */
+        t->wake = true;
+        t->wake_armed = false;
+    }
     t->fetched_since_sense = false;
     t->sense_rng ^= t->sense_rng << 13;
     t->sense_rng ^= t->sense_rng >> 7;
     t->sense_rng ^= t->sense_rng << 17;
     uint64_t interval = s->now_us / s->p.sense_us + 1;
     t->next_sense_us = interval * s->p.sense_us + t->sense_rng % s->p.sense_us;
+}
+
+/* The end of tenant t's step at end_us: its shim reports when its period is over
+ * (at its own instant in the period, report_phase_us). */
+static void report_step(struct gpu_sim *s, size_t i, uint64_t end_us)
+{
+    struct gpu_sim_tenant *t = &s->t[i];
+    uint64_t P = SCHED_PERIOD_US, at = (uint64_t)s->p.report_phase_us * (i + 1) % P;
+    if (end_us % P != at || end_us <= t->rep_since_us)
+        return;
+    uint64_t interval = end_us - t->rep_since_us;
+    t->report = (struct gpu_sim_report){true, interval, t->rep_sensed_us, t->rep_open_us};
+    t->wake_armed = (double)t->rep_sensed_us < 0.02 * (double)interval;
+    t->reported = true;
+    t->rep_since_us = end_us;
+    t->rep_sensed_us = t->rep_open_us = 0;
+}
+
+bool gpu_sim_take_wake(struct gpu_sim *s, size_t i)
+{
+    bool w = i < s->n && s->t[i].wake;
+    if (w)
+        s->t[i].wake = false;
+    return w;
+}
+
+bool gpu_sim_take_report(struct gpu_sim *s, size_t i)
+{
+    bool rep = i < s->n && s->t[i].reported;
+    if (rep)
+        s->t[i].reported = false;
+    return rep;
 }
 
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use)
@@ -225,12 +267,16 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
                 t->runnable_us += s->p.step_us;
             runnable[i] = work[i] && t->gate_open;
             used_before[i] = t->used_us;
-            if (t->present && t->gate_open)
+            if (t->present && t->gate_open) {
                 t->open_us += s->p.step_us;
+                t->rep_open_us += s->p.step_us;
+            }
         }
         step_hw(s, runnable);
-        for (size_t i = 0; i < s->n; i++) /* the shims' samples */
+        for (size_t i = 0; i < s->n; i++) { /* the shims' samples and reports */
             sense_step(s, &s->t[i], work[i], s->t[i].used_us > used_before[i]);
+            report_step(s, i, s->now_us + s->p.step_us);
+        }
     }
     for (size_t i = 0; i < s->n && use; i++) {
         use[i].used_us = s->t[i].used_us;

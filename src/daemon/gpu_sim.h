@@ -20,7 +20,13 @@
  * seen again, as one long kernel on the H200) - and counts
  * sense_us per pending sample, at a pseudo-random instant of each interval (a
  * real shim's samples are not in phase with the work): sampling error of up to
- * sense_us per change, unbiased on average.
+ * sense_us per change, unbiased on average. The shim reports once a period, at
+ * its own instant (report_phase_us, a different one per tenant: a process's
+ * period starts at its first policy, not at kairosd's tick), so kairosd's tick
+ * sees the last report, which may end up to a period before the tick; and a shim
+ * whose last report was idle (less than 2 % runnable) raises a wake (the
+ * KAIROS_RUNNABLE_WAKE report, sent at once) at the first sample that sees work
+ * pending. kairosd acts on both at once (sim_run.c).
  * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
  * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
  * every gap_us, per-request latency recorded); each present in [arrive, leave).
@@ -59,6 +65,14 @@ struct gpu_sim_params {
     uint32_t preempt_us;     /* 600: GPU time lost when a tenant with work is paused */
     uint32_t default_ts_us;  /* 2048: CUDA's own */
     uint32_t sense_us;       /* 1000: the shim's USERD sampling interval */
+    uint32_t report_phase_us; /* 0: each shim reports at the period's end; else tenant i
+                               * reports at (i + 1) x this within each period */
+};
+
+/* A shim's last report (KAIROS_MSG_RUNNABLE), as kairosd's tick takes it. */
+struct gpu_sim_report {
+    bool have;
+    uint64_t interval_us, sensed_us, open_us;
 };
 
 struct gpu_sim_tenant {
@@ -77,6 +91,11 @@ struct gpu_sim_tenant {
     bool ran_last_step;
     bool fetched_since_sense; /* a unit started since its shim's last sample (GPGet moved) */
     uint64_t sense_rng;      /* where in each interval: the shim's clock is not the work's */
+    uint64_t rep_since_us, rep_sensed_us, rep_open_us; /* the shim's interval so far */
+    struct gpu_sim_report report; /* its last report */
+    bool wake_armed;         /* its last report was idle: the next pending sample wakes */
+    bool wake;               /* a wake was raised (gpu_sim_take_wake clears it) */
+    bool reported;           /* a report was made (gpu_sim_take_report clears it) */
     uint64_t lat_us[GPU_SIM_LAT_MAX];
     size_t n_lat;
 };
@@ -100,6 +119,10 @@ void gpu_sim_apply(struct gpu_sim *s, size_t i, const struct sched_decision *d);
 /* Runs len_us; use[i] gets tenant i's usage over it; returns the busy time
  * (work done by any tenant) in us. */
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use);
+/* Whether tenant i's shim raised a wake since the last call (and clears it). */
+bool gpu_sim_take_wake(struct gpu_sim *s, size_t i);
+/* Whether tenant i's shim made a report since the last call (and clears it). */
+bool gpu_sim_take_report(struct gpu_sim *s, size_t i);
 /* The p-quantile (0..1) of tenant i's request latencies, 0 when none. */
 uint64_t gpu_sim_latency(const struct gpu_sim *s, size_t i, double q);
 

@@ -274,9 +274,9 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         const struct kairos_runnable *u = &r->body.runnable;
         if ((rc = check_gpu(u->gpu, why, why_len)))
             return rc;
-        if (u->flags & ~KAIROS_RUNNABLE_PARTIAL)
+        if (u->flags & ~(KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE))
             return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE has unknown flags 0x%x",
-                          u->flags & ~KAIROS_RUNNABLE_PARTIAL);
+                          u->flags & ~(KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE));
         if (u->pad)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE pad must be 0");
         if (u->interval_us == 0 || u->interval_us > 60000000ull)

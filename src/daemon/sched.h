@@ -21,6 +21,7 @@
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
+#define SCHED_PREEMPT_US 600u    /* GPU time a pause of a running tenant costs (the H200) */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
 
 /* How shares are enforced when tenants compete:
@@ -73,12 +74,19 @@ struct sched_tenant {
     double cap;           /* most it may be given: its limit, or what it wanted */
     double charged_us;    /* last period: used, or at least its whole window (it
                            * had the GPU to itself there) */
-    double overrun_us;    /* how far its window overran its duty lately (the pause
-                           * lands after the window closes): a limit's next
-                           * windows are shortened by it */
+    double overrun_us;    /* how far what it got of its window (its enabled time, of
+                           * an overrun shared with a neighbour only its part, less
+                           * what a neighbour's late pause took at its start) passed
+                           * its duty lately: a limit's next windows are shortened
+                           * by it, or lengthened when negative */
     struct sched_decision dec;
     bool changed;         /* dec changed in the last sched_tick */
     bool spans;           /* has a policy on other GPUs too: its window comes first */
+    unsigned woken;       /* ticks left since sched_wake: active, its cap not cut by the
+                           * reports that still cover its idle spell */
+    unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
+                           * last second) still covers its idle spell: its "ran" says
+                           * nothing, so it does not count as falling behind */
 };
 
 struct sched_gpu {
@@ -89,6 +97,11 @@ struct sched_gpu {
     unsigned settle;      /* periods to wait after a change before judging drift */
     uint64_t active_mask; /* the active set of the last period */
     uint64_t seq;
+    uint32_t rotate_us;   /* the windows' layout starts here in the period (sched_wake) */
+    unsigned wake_slot;   /* slot + 1 of a tenant woken since the last plan, 0: none */
+    uint32_t wake_pos_us; /* where in the period it woke */
+    unsigned fresh;       /* ticks left whose reports straddle a re-plan in mid-period:
+                           * window debts are not moved by them */
     struct sched_tenant t[SCHED_MAX_TENANTS];
 };
 
@@ -111,6 +124,23 @@ void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans);
  * t[slot].dec holds the decision for the next period, t[slot].changed says
  * whether to send it. */
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS]);
+/* Tenant slot's shim saw work queued after an idle report (KAIROS_RUNNABLE_WAKE),
+ * pos_us into the current period (counted from the windows' epoch). If the
+ * scheduler had it idle: it is active again at once (and for the next
+ * SCHED_WAKE_TICKS ticks, whatever the reports that still cover its idle spell
+ * say), the GPU is planned again now, and when that gives it a window the layout
+ * is rotated so that its window starts at pos_us: it has its share from now, not
+ * from the next period. Not rotated while a tenant of the GPU spans GPUs (their
+ * windows stay aligned across GPUs). true when decisions changed (send them). */
+#define SCHED_WAKE_TICKS 2
+#define SCHED_COARSE_TICKS 10 /* NVML's use is the last second's */
+bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us);
+/* A report just received says the tenant in slot idled a whole interval (under
+ * 2 % runnable, every member): if the scheduler has it active (and not just
+ * woken), it is idle at once and the GPU planned again now, its window lent from
+ * now rather than from the next tick (up to a period later). true when decisions
+ * changed (send them). */
+bool sched_idle_now(struct sched_gpu *g, unsigned slot);
 /* Decides again from the last measurements (after sched_tenant_set or
  * sched_tenant_remove, so that a newcomer gets a policy at once). */
 void sched_plan(struct sched_gpu *g);

@@ -33,7 +33,13 @@ struct sim_scenario {
     struct gpu_sim_params gpu;
     struct gpu_sim_tenant_spec tenants[GPU_SIM_MAX_TENANTS];
     size_t n;
+    bool trace;               /* sim_result.trace: each tenant's work per SIM_CHUNK_US */
 };
+
+/* The GPU runs in chunks of this between the scheduler's looks: a shim's wake
+ * (gpu_sim.h) is acted on at the end of the chunk it was raised in, as kairosd
+ * acts on a KAIROS_RUNNABLE_WAKE report at once. */
+#define SIM_CHUNK_US 1000u
 
 /* Parses a scenario; 0 or -EINVAL / -errno with "file:line:column: ..." in err. */
 int sim_scenario_parse(const char *name, const char *text, size_t len, struct sim_scenario *sc,
@@ -57,6 +63,12 @@ struct sim_tenant_result {
 
 struct sim_result {
     size_t periods;
+    /* with sc->trace: trace[k][i] is tenant i's work in [k, k + 1) x SIM_CHUNK_US;
+     * trace_n chunks (the caller frees trace) */
+    uint64_t (*trace)[GPU_SIM_MAX_TENANTS];
+    size_t trace_n;
+    size_t wakes;         /* wakes that made the scheduler plan again in mid-period */
+    size_t idled;         /* idle reports that did (sched_idle_now) */
     double busy;          /* mean fraction of the period the GPU did work */
     struct sim_tenant_result t[GPU_SIM_MAX_TENANTS];
 };

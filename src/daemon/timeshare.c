@@ -33,6 +33,7 @@ struct run_seen {
     unsigned late;          /* ticks it has stood in for missing reports */
 };
 #define RUN_LATE_MAX 2      /* a report a little late keeps the last figure this long */
+#define IDLE_FRAC 0.02      /* under this runnable: idle, as sched.c's ACTIVE_MIN */
 
 struct timeshare {
     struct loop *loop;
@@ -275,12 +276,50 @@ static void mark_absent(struct timeshare *t, struct sched_usage use[SCHED_MAX_TE
     }
 }
 
+/* A member of the tenant in slot saw work queued after an idle report: if the
+ * scheduler has the tenant idle on gpu, it plans again now (sched_wake: the
+ * tenant's window from now on, rotated to where in the period it woke) and the
+ * decisions that changed go out at once, not at the next tick. */
+static void wake(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    struct sched_gpu *g = &t->g[gpu];
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t since_us = now > t->epoch_ns ? (now - t->epoch_ns) / 1000 : 0;
+    if (!sched_wake(g, slot, (uint32_t)(since_us % g->period_us)))
+        return;
+    log_debug("tenant %s, GPU %u: back from an idle spell; planned again", t->slot_name[slot],
+              gpu);
+    push_changed(t, gpu);
+}
+
+/* Every member of the tenant in slot reported in this tick, none partial, and
+ * together they were runnable under 2 % of the period: the tenant is idle now
+ * (sched_idle_now: its window lent from now, not from the next tick). */
+static void idle_now(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    const struct run_seen *rs = &t->run[gpu][slot];
+    const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[slot]);
+    if (rs->partial || !lt || lt->n_members == 0 || rs->n < lt->n_members)
+        return;
+    double f = 0;
+    for (unsigned k = 0; k < rs->n; k++)
+        f += rs->frac[k];
+    if (f >= IDLE_FRAC || !sched_idle_now(&t->g[gpu], slot))
+        return;
+    log_debug("tenant %s, GPU %u: idle; its window lent from now", t->slot_name[slot], gpu);
+    push_changed(t, gpu);
+}
+
 void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
                         const struct kairos_runnable *r)
 {
     int s = slot_find(t, tenant);
     if (s < 0 || r->gpu >= t->ts->n_gpus || !r->interval_us)
         return;
+    if (r->flags & KAIROS_RUNNABLE_WAKE) {
+        wake(t, r->gpu, (unsigned)s);
+        return; /* not a report: the next regular one covers this interval again */
+    }
     struct run_seen *rs = &t->run[r->gpu][s];
     double f = (double)r->runnable_us / (double)r->interval_us;
     rs->partial |= (r->flags & KAIROS_RUNNABLE_PARTIAL) != 0;
@@ -298,6 +337,7 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
     } else {
         rs->partial = true; /* more processes than tracked: unknown */
     }
+    idle_now(t, r->gpu, (unsigned)s);
 }
 
 /* The tenant's runnable time over the period just ended, from its processes'

@@ -39,7 +39,11 @@ void timeshare_reconfigure(struct timeshare *t);
 void timeshare_tick(struct timeshare *t);
 /* A member process (pid) of tenant reported its runnable time (KAIROS_MSG_RUNNABLE,
  * asked for by KAIROS_TIME_REPORT in every policy sent): the next tick takes the
- * tenant's as its demand when all its members reported (docs/scheduler.md). */
+ * tenant's as its demand when all its members reported (docs/scheduler.md). One
+ * flagged KAIROS_RUNNABLE_WAKE is no report: a tenant the scheduler had idle is
+ * planned in at once (sched_wake) and the changed decisions sent; reports that
+ * show a whole idle interval of every member of an active tenant lend its
+ * window at once (sched_idle_now). */
 void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
                         const struct kairos_runnable *r);
 /* The policy in force for tenant on gpu; false when it has none. */

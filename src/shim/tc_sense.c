@@ -16,6 +16,11 @@
  * after each (pending 0.1 %) moves GPGet at every kernel. What neither shows, one
  * long kernel with nothing behind it, kairosd takes from its own figure of use.
  *
+ * A process whose last report was idle (under 2 % runnable: kairosd may have
+ * lent its window) and whose sample now sees work queued says so at once (a
+ * KAIROS_RUNNABLE_WAKE report from the control thread, tc_sense_wake), so that
+ * kairosd plans it in from now rather than a period or two later.
+ *
  * Owns the table of USERD addresses to sample, the per-GPU sums since the last
  * report, and sense_mu. Runnable time is the sum over samples of the time since
  * the previous sample when the sample saw work pending: its error is at most one
@@ -54,7 +59,10 @@ struct sense_chan {
 struct sense_sum {
     uint64_t since_ns, last_ns, runnable_ns;
     uint32_t samples, pending;
+    bool pending_now;         /* the last sample saw work pending */
+    bool idle_reported;       /* the last report sent was idle: a wake is due at work */
 };
+#define SENSE_IDLE_FRAC 50    /* idle: runnable under 1/50 (2 %) of the interval, as kairosd */
 
 static pthread_mutex_t sense_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool sense_on;
@@ -123,6 +131,7 @@ void tc_sense_sample(uint64_t now_ns)
         s->last_ns = now_ns;
         s->samples++;
         s->pending += pending[g];
+        s->pending_now = pending[g];
     }
 }
 
@@ -155,8 +164,27 @@ void tc_sense_reported(uint32_t gpu, uint64_t now_ns)
 {
     if (gpu >= KAIROS_MAX_GPUS)
         return;
-    sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns};
+    const struct sense_sum *s = &sense_sums[gpu];
+    bool idle = s->since_ns && now_ns > s->since_ns &&
+                s->runnable_ns * SENSE_IDLE_FRAC < now_ns - s->since_ns;
+    sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns,
+                                         .idle_reported = idle};
     (void)tc_pause_unpaused(gpu, now_ns, now_ns, true);
+}
+
+bool tc_sense_wake(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
+{
+    if (gpu >= KAIROS_MAX_GPUS || !sense_sums[gpu].idle_reported ||
+        !sense_sums[gpu].pending_now || !tc_sense_report(gpu, now_ns, out))
+        return false;
+    out->flags |= KAIROS_RUNNABLE_WAKE;
+    return true;
+}
+
+void tc_sense_woke(uint32_t gpu)
+{
+    if (gpu < KAIROS_MAX_GPUS)
+        sense_sums[gpu].idle_reported = false;
 }
 
 bool timectl_unmap_begin(uint64_t addr, uint64_t len)

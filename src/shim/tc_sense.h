@@ -25,6 +25,12 @@ void tc_sense_sample(uint64_t now_ns);
  * was sent, tc_sense_reported starts the next interval. */
 bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out);
 void tc_sense_reported(uint32_t gpu, uint64_t now_ns);
+/* A wake for gpu (KAIROS_RUNNABLE_WAKE: the interval so far, which the next
+ * report covers again) when the last report sent was idle (under 2 % runnable)
+ * and the last sample saw work queued; false otherwise. tc_sense_woke once it
+ * was sent: one wake per idle report. */
+bool tc_sense_wake(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out);
+void tc_sense_woke(uint32_t gpu);
 /* timectl_reset; the forked child's handler. */
 void tc_sense_reset(void);
 void tc_sense_after_fork(void);

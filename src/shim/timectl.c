@@ -5,7 +5,8 @@
  * The mechanism is tc_pause.c (FIFO_DISABLE_CHANNELS, SET_TIMESLICE); the runnable
  * sensor tc_sense.c, which this thread drives every 1 ms while a policy has
  * KAIROS_TIME_REPORT, sending KAIROS_MSG_RUNNABLE once a period (never waiting
- * for the agent: a busy link delays a report, never a window edge); the window
+ * for the agent: a busy link delays a report, never a window edge), and at once
+ * (a wake) when work shows after an idle report; the window
  * arithmetic is timectl_window_paused below.
  *
  * Threads: the policy handler runs on whichever thread read the push, under the
@@ -126,6 +127,8 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
             continue;
         }
         struct kairos_runnable r;
+        if (tc_sense_wake(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
+            tc_sense_woke(g); /* back from an idle report: kairosd plans it in now */
         if (now < tc_next_report[g] || !tc_sense_report(g, now, &r))
             continue;
         if (agent_report_runnable(&r) == -EBUSY)

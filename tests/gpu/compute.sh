@@ -17,6 +17,10 @@
 #   COMPUTE_SECONDS=4 COMPUTE_ONLY=75-25-deep,40-30-20-10,8-equal,bursty,long \
 #     scripts/gpu-suite compute
 # (kernel_stream must know --burst-ms: scripts/gpu-carry rebuilds it.)
+# Issue 11's comeback (a share back at once after an idle spell, the shared
+# overrun's charge; bursty now prints the first window of each spell apart; about
+# 2.5 minutes by the runs' lengths, not yet timed on a GPU):
+#   COMPUTE_SECONDS=8 COMPUTE_ONLY=bursty,long scripts/gpu-suite compute
 $python tests/gpu/compute_bench.py --bin "$bin" --out "$OUT" \
   --seconds "${COMPUTE_SECONDS:-6}" ${COMPUTE_ONLY:+--only "$COMPUTE_ONLY"} \
   ${COMPUTE_MODES:+--modes "$COMPUTE_MODES"}

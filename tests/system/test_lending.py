@@ -5,7 +5,8 @@ driver, whose USERD model moves a channel's GPGet only while it is enabled. Tena
 a (share 75 %) lives but idles, then becomes busy; tenant b (share 25 %) is busy
 throughout. While a idles, b must get >= 95 % of the GPU within 2 periods of a's
 idleness being reported (a lends its window); once a is busy, a must get its
-share back within a period or two. Measured from the fake driver's log of every
+share back at once (its shim's wake: b paused within 0.05 s) and within a period
+or two in every window. Measured from the fake driver's log of every
 FIFO_DISABLE_CHANNELS (pid, CLOCK_MONOTONIC time, disable or enable).
 Usage: test_lending.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import os
@@ -104,7 +105,14 @@ class Lending(unittest.TestCase):
         lent = running_fraction(ints_b, first_pause_b + 3 * PERIOD, busy_a)
         print(f"b ran {lent:.3f} of the time while a idled", file=sys.stderr)
         self.assertGreaterEqual(lent, 0.95)
-        # a busy again: within 2 periods the windows are back, a gets about its 75 %
+        # a busy again: its shim's wake makes kairosd plan again at once, a's window
+        # rotated to start then, so b is paused within a few ms (a sample, the
+        # report, the decision, the control thread; 0.05 s for loaded CI machines),
+        # not at the tick after a report shows the work (0.1-0.2 s before the wake)
+        first_b_after = min((s for s, _ in ints_b if s >= busy_a), default=float("inf"))
+        print(f"b paused {first_b_after - busy_a:.4f} s after a became busy", file=sys.stderr)
+        self.assertLess(first_b_after - busy_a, 0.05)
+        # within 2 periods the windows are back, a gets about its 75 %
         got_a = running_fraction(ints_a, busy_a + 3 * PERIOD, end)
         got_b = running_fraction(ints_b, busy_a + 3 * PERIOD, end)
         print(f"a busy: a ran {got_a:.3f}, b {got_b:.3f}", file=sys.stderr)

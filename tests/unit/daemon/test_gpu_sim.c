@@ -354,6 +354,102 @@ static void test_bursty_inference_next_to_training(void **state)
     bursty_next_to_training("windows");
 }
 
+/* The same mix as the GPU runs it: the spells start at an instant of kairosd's
+ * period of their own (37 ms in), each shim reports at its own instant (30 and
+ * 60 ms into each period: kairosd's tick sees a report that ends up to a period
+ * before it), and the 100 ms windows judged are the spells' own, as the GPU
+ * suite's bursty case cuts them (from the trace of each tenant's work per 1 ms).
+ * Judged from 1.5 s on, as on the GPU. *first: p95 over the spells of the error
+ * of infer's part of the busy time in the first 100 ms of each spell; *rest: in
+ * the later windows of the spells; *lent: training's mean fraction of the GPU in
+ * the windows of the idle spells but the first. */
+static void spells_as_on_the_gpu(const char *mode, double *first, double *rest, double *lent,
+                                 double *lent_late, size_t *wakes)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "seconds: 21\nmode: %s\nmeasure: userd\ngpu: { report_phase_us: 30000 }\n"
+             "tenants:\n"
+             "  - { name: infer, compute: { share: 50%% }, load: bursty, work_us: 400000, "
+             "gap_us: 300000, arrive_s: 0.037 }\n"
+             "  - { name: train, compute: { share: 50%% }, load: deep }\n", mode);
+    struct sim_scenario sc;
+    struct sim_result r;
+    char err[512];
+    if (sim_scenario_parse("spells.yaml", yaml, strlen(yaml), &sc, err, sizeof err))
+        fail_msg("%s", err);
+    sc.trace = true;
+    assert_int_equal(sim_run(&sc, NULL, 0, false, &r), 0);
+    assert_non_null(r.trace);
+    const size_t W = SCHED_PERIOD_US / SIM_CHUNK_US, cycle = 7 * W, at0 = 37;
+    double e0[64], e1[256], idle_sum = 0, late_min = 1;
+    size_t n0 = 0, n1 = 0, n_idle = 0;
+    for (size_t s0 = at0; s0 + cycle <= r.trace_n; s0 += cycle) {
+        if (s0 < 15 * W)
+            continue; /* the first 1.5 s */
+        for (size_t j = 0; j < 7; j++) {
+            double in = 0, tr = 0;
+            for (size_t c = s0 + j * W; c < s0 + (j + 1) * W; c++) {
+                in += (double)r.trace[c][0];
+                tr += (double)r.trace[c][1];
+            }
+            if (j < 4 && in + tr > 0) {
+                double e = fabs(in / (in + tr) - 0.5) * 100;
+                if (j == 0 && n0 < 64)
+                    e0[n0++] = e;
+                else if (j > 0 && n1 < 256)
+                    e1[n1++] = e;
+            } else if (j >= 5) {
+                idle_sum += tr / SCHED_PERIOD_US;
+                n_idle++;
+                if (j == 6 && tr / SCHED_PERIOD_US < late_min)
+                    late_min = tr / SCHED_PERIOD_US;
+            }
+        }
+    }
+    free(r.trace);
+    assert_true(n0 >= 20 && n1 >= 60 && n_idle >= 40);
+    qsort(e0, n0, sizeof *e0, cmp_double);
+    qsort(e1, n1, sizeof *e1, cmp_double);
+    *first = e0[(size_t)(0.95 * (double)(n0 - 1) + 0.5)];
+    *rest = e1[(size_t)(0.95 * (double)(n1 - 1) + 0.5)];
+    *lent = idle_sum / (double)n_idle;
+    *lent_late = late_min;
+    *wakes = r.wakes;
+    print_message("  %s: infer's part of busy time, p95 err: first window of a spell %.2f pp "
+                  "(%zu), the others %.2f pp (%zu); training %.3f of the GPU in idle windows "
+                  "but the first, at least %.3f in the last (200-300 ms idle); %zu wakes, %zu "
+                  "idle reports acted on; busy %.1f%%\n", mode, *first, n0, *rest, n1, *lent,
+                  *lent_late, *wakes, r.idled, r.busy * 100);
+}
+
+/* A tenant back from an idle spell has its share from its first window: its
+ * shim's wake makes kairosd plan again at once, its window rotated to start then
+ * (before, the share came back only when a report showed the work, up to two
+ * periods later: the windows began inside a judged window, 19.60 pp at p95 here
+ * in windows mode; on the H200 windows missed by 16.04 pp and auto by 3.55 pp).
+ * Auto no longer windows it for NVML's second of stale use (it lent nothing in
+ * the idle windows once windowed). */
+static void test_bursty_spells_as_on_the_gpu(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"windows", "auto"};
+    for (size_t k = 0; k < 2; k++) {
+        double first, rest, lent, lent_late;
+        size_t wakes;
+        spells_as_on_the_gpu(modes[k], &first, &rest, &lent, &lent_late, &wakes);
+        assert_true(wakes >= 25); /* one per spell */
+        assert_true(first <= 1.0);
+        assert_true(rest <= 1.0);
+        /* while infer idles: auto lends it all; windows once a report shows a
+         * whole idle interval (sched_idle_now), which with the spells' phase here
+         * is half-way through the idle windows judged (the GPU: 0.81) */
+        assert_true(lent >= (k == 0 ? 0.7 : 0.99));
+        /* the goal: idle, its window lent (>= 95 %) within 2 periods */
+        assert_true(lent_late >= 0.95);
+    }
+}
+
 static void test_eight_equal(void **state)
 {
     (void)state;
@@ -449,7 +545,8 @@ static void test_limit_with_idle_neighbour(void **state)
 
 /* Kernels longer than a window (200 ms, 8 queued then a sync: the GPU suite's
  * long-kernels-30) under a 30 % limit, with the shims' reports: alone, alone with
- * a pause that lands 5 ms late, and next to a deep neighbour. The pause preempts
+ * a pause that lands 5 ms late, next to a deep neighbour, and next to it with
+ * pauses 5 ms late. The pause preempts
  * a running kernel (as on the H200: bench/results/2026-12-02-h200-probe) and the
  * overrun is charged to the next periods once: the limit holds within 1 pp (the
  * H200's 0.219 of solo is not the scheduler's accounting). */
@@ -467,14 +564,30 @@ static void test_long_kernels_under_a_limit(void **state)
         "  - { name: capped, compute: { share: 30%, limit: 30% }, load: shallow, "
         "work_us: 1600000, gap_us: 100 }\n"
         "  - { name: other, compute: { share: 70% }, load: deep }\n",
+        "seconds: 20\nmode: windows\nmeasure: userd\ngpu: { disable_us: 5000 }\ntenants:\n"
+        "  - { name: capped, compute: { share: 30%, limit: 30% }, load: shallow, "
+        "work_us: 1600000, gap_us: 100 }\n"
+        "  - { name: other, compute: { share: 70% }, load: deep }\n",
     };
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < 4; k++) {
         struct sim_scenario sc;
         struct sim_result r;
         run_text(cases[k], &r, &sc);
-        print_message("  case %zu: capped at %.2f%% of the GPU (largest window %.2f%%)\n", k,
+        print_message("  case %zu: capped at %.3f%% of the GPU (largest window %.2f%%)\n", k,
                       r.t[0].gpu * 100, r.t[0].gpu_max * 100);
-        assert_true(fabs(r.t[0].gpu - 0.30) <= 0.01);
+        if (k < 3) {
+            assert_true(fabs(r.t[0].gpu - 0.30) <= 0.01);
+            continue;
+        }
+        /* next to a deep tenant with pauses 5 ms late (both overrun): each overrun
+         * is charged only as the part of it each tenant got (the timeslices share
+         * it); charged whole, capped ran 27.0 % (28.0 % of the busy time). Its part
+         * of the busy time is its share; of the GPU's time it loses its part of
+         * the two late pauses' cost too. */
+        double part = r.t[0].gpu / (r.t[0].gpu + r.t[1].gpu);
+        print_message("  case 3: %.2f%% of the busy time\n", part * 100);
+        assert_true(fabs(part - 0.30) <= 0.01);
+        assert_true(r.t[0].gpu >= 0.285 && r.t[0].gpu <= 0.31);
     }
 }
 
@@ -525,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_auto_protects_a_latency_tenant),
         cmocka_unit_test(test_deep_tenants_fill_the_period),
         cmocka_unit_test(test_bursty_inference_next_to_training),
+        cmocka_unit_test(test_bursty_spells_as_on_the_gpu),
         cmocka_unit_test(test_eight_equal),
         cmocka_unit_test(test_shallow_70_30),
         cmocka_unit_test(test_three_shallow_and_mixed),

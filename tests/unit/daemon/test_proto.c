@@ -105,6 +105,8 @@ static void test_runnable(void **state)
     assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
     u.flags = KAIROS_RUNNABLE_PARTIAL;
     assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
+    u.flags = KAIROS_RUNNABLE_WAKE | KAIROS_RUNNABLE_PARTIAL;
+    assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
     u.flags = 0x4;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "unknown flags");
     u.flags = 0;

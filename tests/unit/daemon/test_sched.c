@@ -6,7 +6,8 @@
  * tenant's process lives whatever the samples say, a tenant without processes
  * idle at once (its time lent), a live tenant with nothing runnable idle whatever
  * NVML's coarse use says, no windows for a latency tenant (windows and auto
- * modes) and the others' windows filling the period around it. */
+ * modes) and the others' windows filling the period around it; a tenant back
+ * from an idle spell (its shim's wake) planned in at once. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -368,6 +369,146 @@ static void test_windows_lend_a_live_idle_tenant_despite_coarse_use(void **state
     assert_true(g.t[0].active);
 }
 
+/* A tenant back from an idle spell (its shim's wake, KAIROS_RUNNABLE_WAKE): active
+ * at once, its window from the instant it woke (the layout rotated to start there,
+ * kept afterwards), not from the next period or the one after, when a report
+ * shows its work; the reports that still cover its idle spell neither idle it nor
+ * cut its cap, and move no debt. On the H200 the share came back a period late
+ * (bursty-50-train: windows p95 16.04 pp). */
+static void test_wake_plans_again_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    shims(&use[0], 0, 50000); /* infer idles */
+    sched_tick(&g, use);
+    assert_false(g.t[0].active);
+    assert_int_equal(g.t[1].dec.period_us, 0);
+    assert_false(sched_wake(&g, 1, 0)); /* train is active: nothing to do */
+    assert_true(sched_wake(&g, 0, 37000));
+    assert_true(g.t[0].active);
+    assert_true(g.t[0].changed && g.t[1].changed);
+    assert_int_equal(g.t[0].dec.period_us, SCHED_PERIOD_US);
+    assert_int_equal(g.t[0].dec.phase_us, 37000); /* its window opens now */
+    assert_int_equal(g.t[0].dec.duty_us, 50000);
+    assert_int_equal(g.t[1].dec.phase_us, 87000); /* the other's follows, wrapping */
+    assert_int_equal(g.t[1].dec.duty_us, 50000);
+    /* the next two reports still cover the idle spell (1 % runnable), and the
+     * unpaused times straddle the new windows: no change, no debt */
+    shims(&use[0], 1000, 30000);
+    use[1].unpaused_us = 70000;
+    for (int i = 0; i < SCHED_WAKE_TICKS; i++) {
+        sched_tick(&g, use);
+        assert_true(g.t[0].active);
+        assert_false(g.t[0].changed || g.t[1].changed);
+        assert_float_equal(g.t[0].debt_us, 0, 1e-9);
+        assert_float_equal(g.t[0].target, 0.5, 1e-9);
+    }
+    shims(&use[0], SCHED_PERIOD_US, 50000); /* its reports show the work: kept as is */
+    use[1].unpaused_us = 50000;
+    use[0].unpaused_us = 50000;
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.phase_us, 37000);
+    assert_false(sched_wake(&g, 0, 90000)); /* already active */
+
+    /* a tenant whose policy spans GPUs keeps the windows aligned: no rotation */
+    shims(&use[0], 0, 50000);
+    sched_tick(&g, use);
+    sched_tenant_set_spans(&g, 1, true);
+    assert_true(sched_wake(&g, 0, 37000));
+    assert_int_equal(g.t[1].dec.phase_us, 0);
+    assert_int_equal(g.t[0].dec.phase_us, 50000);
+
+    /* auto: the slices that fill the period at once, no window */
+    sched_gpu_init(&g, 0);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    shims(&use[0], 0, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    for (int i = 0; i < 3; i++)
+        sched_tick(&g, use);
+    uint64_t alone = g.t[1].dec.timeslice_us;
+    assert_true(sched_wake(&g, 0, 5000));
+    assert_int_equal(g.t[0].dec.period_us, 0);
+    assert_true(g.t[1].dec.timeslice_us != alone);
+    assert_int_equal(g.t[0].dec.timeslice_us, g.t[1].dec.timeslice_us);
+}
+
+/* A report of a whole idle interval lends the tenant's window at once (not at the
+ * next tick, up to a period later); not for a tenant just woken, whose reports
+ * still cover its idle spell; the tick after agrees. */
+static void test_idle_report_lends_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_WINDOWS);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    for (int i = 0; i < 5; i++)
+        sched_tick(&g, use);
+    assert_int_equal(g.t[1].dec.duty_us, 50000);
+    assert_true(sched_idle_now(&g, 0));
+    assert_false(g.t[0].active);
+    assert_true(g.t[1].changed);
+    assert_int_equal(g.t[1].dec.period_us, 0); /* alone now: never paused */
+    assert_float_equal(g.t[1].target, 1.0, 1e-9);
+    assert_false(sched_idle_now(&g, 0)); /* already idle */
+    uint64_t seq = g.t[1].dec.seq;
+    shims(&use[0], 500, 50000);
+    sched_tick(&g, use); /* the tick sees the same */
+    assert_false(g.t[0].active);
+    assert_int_equal(g.t[1].dec.seq, seq);
+    assert_true(sched_wake(&g, 0, 1000));
+    assert_false(sched_idle_now(&g, 0)); /* just woken: its reports lag */
+    assert_true(g.t[0].active);
+}
+
+/* A late pause's overrun is charged only as the part the tenant got: with a
+ * neighbour that has work and runs then (never paused here, or its window
+ * opened), the timeslices shared it; with none, all of it was its own. Charged
+ * whole, a 30 % limit next to a deep tenant with pauses 5 ms late ran 27.0 % in
+ * the simulator (test_gpu_sim.c). */
+static void test_shared_overrun_charged_in_part(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_TIMESLICES);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.3, .limit = 0.3});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.7});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], SCHED_PERIOD_US, 30000);
+    shims(&use[1], SCHED_PERIOD_US, 70000);
+    use[0].unpaused_us = 30000;
+    sched_tick(&g, use);
+    assert_int_equal(g.t[0].dec.duty_us, 30000);
+    assert_int_equal(g.t[1].dec.period_us, 0);
+    use[0].unpaused_us = 35000; /* its pause landed 5 ms late, the other running */
+    sched_tick(&g, use);
+    /* it ran on to the end of its 1 ms slice (half of one on average), then got
+     * 1 / (1 + 2.33) of the rest, less the switches */
+    print_message("  charged %.0f us of 35000 enabled\n", g.t[0].charged_us);
+    assert_true(g.t[0].charged_us > 30000 + 500 && g.t[0].charged_us < 30000 + 2000);
+    shims(&use[1], 0, 70000); /* the other idles: the overrun was all its own */
+    sched_tick(&g, use);
+    assert_false(g.t[1].active);
+    use[0].unpaused_us = g.t[0].dec.duty_us + 5000;
+    sched_tick(&g, use);
+    assert_float_equal(g.t[0].charged_us, (double)use[0].unpaused_us, 1e-9);
+}
+
 static void test_windows_off_while_a_latency_tenant_is_active(void **state)
 {
     (void)state;
@@ -439,6 +580,9 @@ int main(void)
         cmocka_unit_test(test_windows_kept_while_the_process_lives),
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
+        cmocka_unit_test(test_wake_plans_again_at_once),
+        cmocka_unit_test(test_idle_report_lends_at_once),
+        cmocka_unit_test(test_shared_overrun_charged_in_part),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_bad_policy_and_remove),

@@ -624,6 +624,53 @@ static void test_sensor_reads_userd(void **state)
     shim_close(r, fd);
 }
 
+/* Back from an idle spell: a process whose last report was idle says so at once
+ * when a sample sees work queued (KAIROS_RUNNABLE_WAKE, from the control thread:
+ * no system call on the application's), once per idle report; never after a busy
+ * report, never while nothing is queued. */
+static void test_sensor_wakes_after_an_idle_report(void **state)
+{
+    (void)state;
+    uint32_t mem;
+    int fd;
+    uint8_t *userd = map_userd(&mem, &fd);
+    new_sensed_channel(new_tsg(device), mem, 0x2000);
+    tc_sense_start();
+    tc_sense_refresh();
+    struct kairos_runnable rep;
+    tc_sense_reported(0, mono_ns()); /* the first interval: nothing reported before it */
+    sleep_ms(5);
+    tc_sense_sample(mono_ns());
+    assert_false(tc_sense_wake(0, mono_ns(), &rep)); /* no report was idle yet */
+    tc_sense_reported(0, mono_ns()); /* an idle interval reported */
+    sleep_ms(2);
+    tc_sense_sample(mono_ns());
+    assert_false(tc_sense_wake(0, mono_ns(), &rep)); /* idle still: nothing to say */
+    assert_int_equal(timectl_pause(0), 0); /* its window was lent: queued work waits */
+    *gp(userd, 0, 0x8C) = 3;
+    sleep_ms(2);
+    tc_sense_sample(mono_ns());
+    assert_true(tc_sense_wake(0, mono_ns(), &rep));
+    assert_int_equal(rep.flags & KAIROS_RUNNABLE_WAKE, KAIROS_RUNNABLE_WAKE);
+    assert_true(rep.runnable_us > 0 && rep.runnable_us <= rep.interval_us);
+    tc_sense_woke(0);
+    sleep_ms(1);
+    tc_sense_sample(mono_ns());
+    assert_false(tc_sense_wake(0, mono_ns(), &rep)); /* one wake per idle report */
+    assert_true(tc_sense_report(0, mono_ns(), &rep)); /* the interval goes on: not reset */
+    assert_true(rep.interval_us >= 5000);
+    assert_int_equal(rep.flags & KAIROS_RUNNABLE_WAKE, 0);
+    tc_sense_reported(0, mono_ns()); /* a busy report */
+    sleep_ms(1);
+    tc_sense_sample(mono_ns());
+    assert_false(tc_sense_wake(0, mono_ns(), &rep)); /* busy before: kairosd knows */
+    assert_int_equal(timectl_resume(0), 0);
+    sleep_ms(3);
+    tc_sense_sample(mono_ns());
+    shim_munmap(r, userd, 0x10000);
+    shim_close(r, fd);
+}
+
 static void test_window_math(void **state)
 {
     (void)state;
@@ -640,6 +687,14 @@ static void test_window_math(void **state)
     /* before the epoch: the same grid extended backwards */
     assert_false(timectl_window_paused(&p, p.epoch_ns - 70000000ull, &next));
     assert_int_equal(next, p.epoch_ns - 50000000ull);
+    /* a window rotated past the period's end (sched_wake): [87, 137) ms */
+    p.phase_us = 87000;
+    p.duty_us = 50000;
+    assert_false(timectl_window_paused(&p, p.epoch_ns + 10000000ull, &next));
+    assert_int_equal(next, p.epoch_ns + 37000000ull);
+    assert_true(timectl_window_paused(&p, p.epoch_ns + 40000000ull, &next));
+    assert_int_equal(next, p.epoch_ns + 87000000ull);
+    assert_false(timectl_window_paused(&p, p.epoch_ns + 90000000ull, &next));
     p.duty_us = 0;
     assert_true(timectl_window_paused(&p, 5, &next));
     assert_int_equal(next, UINT64_MAX);
@@ -750,6 +805,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fork_while_thread_holds_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_write_still_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sensor_reads_userd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_wakes_after_an_idle_report, setup, teardown),
         cmocka_unit_test(test_window_math),
         cmocka_unit_test_setup_teardown(test_windows_follow_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_while_pausing, setup, teardown),
