@@ -20,6 +20,7 @@
 #include "daemon/conn_limits.h"
 #include "daemon/credit.h"
 #include "daemon/heirs.h"
+#include "daemon/imports.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
@@ -84,6 +85,7 @@ struct server {
     time_t last_emfile_warning;
     struct linger_set *linger;       /* departed members the GPU still holds memory for */
     struct heirs *heirs;             /* who else holds a process's NVIDIA files, or NULL */
+    struct imports *imports;         /* legacy CUDA IPC: shared objects, imports, or NULL */
     struct reattach_window window;   /* after a restart: no grant until members are back */
 };
 
@@ -308,6 +310,8 @@ static void conn_close(struct conn *c)
     struct ledger_tenant *left_from = c->member ? c->member->tenant : NULL;
     if (c->member)
         c->member->cr.peer = NULL;
+    if (c->member && s->imports && !s->stopping)
+        imports_member_left(s->imports, c->pid); /* its imports end with it (imports.h) */
     if (c->member && linger_keep(s->linger, c->member, c->pid)) {
         credit_fold(c->member); /* what it took after its last report stays counted */
         c->member = NULL; /* its charge stays until the GPU frees its memory */
@@ -692,6 +696,42 @@ static bool on_handover(struct conn *c, const struct proto_request *r)
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
+/* SHARED, IMPORTED: legacy CUDA IPC (imports.h). Only members: a charge kept for
+ * an import is a tenant's, and the claims are checked against members' reports. */
+static bool on_ipc(struct conn *c, const struct proto_request *r)
+{
+    char why[KAIROS_MSG_MAX];
+    if (!c->member)
+        return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
+                          "send HELLO with your tenant's name first: only a tenant's member "
+                          "shares or imports memory");
+    if (!c->srv->imports)
+        return send_error(c, r->seq, KAIROS_ERR_INVALID,
+                          "this kairosd does not follow CUDA IPC imports");
+    uint32_t exporter = 0;
+    bool shared = r->type == KAIROS_MSG_SHARED;
+    int code = shared ? imports_shared(c->srv->imports, c->pid, c->uid, &r->body.shared, why,
+                                       sizeof why)
+                      : imports_imported(c->srv->imports, c->pid, c->uid, &r->body.imported,
+                                         &exporter, why, sizeof why);
+    if (code) {
+        log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
+                 why);
+        return send_error(c, r->seq, (uint32_t)code, why);
+    }
+    if (shared)
+        log_debug("pid %u shared object 0x%x of client 0x%x (scope %u)", c->pid,
+                  r->body.shared.h_object, r->body.shared.h_client, r->body.shared.share_type);
+    else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN)
+        log_info("pid %u imports object 0x%x of client 0x%x shared by pid %u (CUDA IPC): "
+                 "pid %u stays charged while it lives", c->pid, r->body.imported.h_object_src,
+                 r->body.imported.h_client_src, exporter, exporter);
+    else
+        log_info("pid %u: its import of object 0x%x of client 0x%x ended", c->pid,
+                 r->body.imported.h_object_src, r->body.imported.h_client_src);
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
     if (config_is_admin(c->srv->cfg, c->uid))
@@ -860,6 +900,9 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
     case KAIROS_MSG_FORKED:
     case KAIROS_MSG_INHERITED:
         return on_handover(c, &r);
+    case KAIROS_MSG_SHARED:
+    case KAIROS_MSG_IMPORTED:
+        return on_ipc(c, &r);
     case KAIROS_MSG_TENANT_SET:
     case KAIROS_MSG_TENANT_DEL:
         c->registered |= config_is_admin(c->srv->cfg, c->uid);
@@ -1220,6 +1263,11 @@ static void linger_removed_tenant(void *ctx)
 void server_set_heirs(struct server *s, struct heirs *h)
 {
     s->heirs = h;
+}
+
+void server_set_imports(struct server *s, struct imports *im)
+{
+    s->imports = im;
 }
 
 void server_set_linger(struct server *s, struct linger_set *lg)

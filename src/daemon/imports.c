@@ -1,0 +1,222 @@
+/* imports.c - shared RM objects and the verified imports of them (see imports.h). */
+#include "daemon/imports.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/grow.h"
+#include "daemon/proc_stat.h"
+
+void imports_init(struct imports *im, const char *proc, struct heirs *heirs)
+{
+    memset(im, 0, sizeof *im);
+    im->proc = proc ? proc : "/proc";
+    im->heirs = heirs;
+}
+
+void imports_fini(struct imports *im)
+{
+    free(im->shares);
+    free(im->v);
+    memset(im, 0, sizeof *im);
+}
+
+static bool same_object(const struct ipc_share *s, uint32_t client, uint32_t object)
+{
+    return s->what.h_client == client && s->what.h_object == object;
+}
+
+/* An import lives while its importer is connected, or after its departure while
+ * it, or a process it handed its files to, holds a driver file. */
+static bool import_lives(struct imports *im, const struct ipc_import *i)
+{
+    if (!i->departed)
+        return proc_stat_alive(im->proc, i->pid, i->start);
+    return im->heirs && heirs_hold(im->heirs, i->pid);
+}
+
+static bool share_in_use(const struct imports *im, const struct ipc_share *s)
+{
+    for (size_t i = 0; i < im->n; i++)
+        if (same_object(s, im->v[i].h_client_src, im->v[i].h_object_src))
+            return true;
+    return false;
+}
+
+/* Forgets imports that ended, then shares of processes gone that no import names. */
+static void prune(struct imports *im)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < im->n; i++)
+        if (import_lives(im, &im->v[i]))
+            im->v[w++] = im->v[i];
+    im->n = w;
+    w = 0;
+    for (size_t i = 0; i < im->n_shares; i++)
+        if (proc_stat_alive(im->proc, im->shares[i].pid, im->shares[i].start) ||
+            share_in_use(im, &im->shares[i]))
+            im->shares[w++] = im->shares[i];
+    im->n_shares = w;
+}
+
+int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_shared *m,
+                   char *why, size_t why_len)
+{
+    uint32_t ppid;
+    uint64_t start;
+    if (proc_stat_read(im->proc, pid, &ppid, &start) != 0) {
+        snprintf(why, why_len, "pid %u is not in %s: kairosd cannot tell it from a later "
+                 "process with its pid", pid, im->proc);
+        return KAIROS_ERR_INVALID;
+    }
+    for (size_t i = 0; i < im->n_shares; i++) {
+        struct ipc_share *s = &im->shares[i];
+        if (s->pid == pid && s->start == start && same_object(s, m->h_client, m->h_object)) {
+            s->what = *m; /* shared again: the newest scope */
+            return 0;
+        }
+    }
+    if (im->n_shares >= KAIROS_SHARED_MAX)
+        prune(im);
+    struct ipc_share *grown =
+        im->n_shares < KAIROS_SHARED_MAX
+            ? grow_for_one(im->shares, &im->cap_shares, im->n_shares, sizeof *grown, 16)
+            : NULL;
+    if (!grown) {
+        snprintf(why, why_len, "kairosd remembers no more than %u shared objects (or is out of "
+                 "memory); free shared memory or let its processes exit first",
+                 KAIROS_SHARED_MAX);
+        return KAIROS_ERR_INVALID;
+    }
+    im->shares = grown;
+    im->shares[im->n_shares++] = (struct ipc_share){.pid = pid, .uid = uid, .start = start,
+                                                    .what = *m};
+    return 0;
+}
+
+/* Whether the share admits pid (euid uid) dup'ing into its client h_client. */
+static bool scope_admits(const struct ipc_share *s, uint32_t pid, uint32_t uid, uint32_t h_client)
+{
+    switch (s->what.share_type) {
+    case KAIROS_SHARE_ALL:
+        return true;
+    case KAIROS_SHARE_SECURITY_TOKEN:
+        return s->uid == uid;
+    case KAIROS_SHARE_CLIENT:
+        return s->what.share_arg == h_client;
+    case KAIROS_SHARE_PID:
+        return s->what.share_arg == pid;
+    default:
+        return false;
+    }
+}
+
+static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_imported *m,
+                 uint32_t *exporter, char *why, size_t why_len)
+{
+    const struct ipc_share *by = NULL;
+    bool own = false, shared = false;
+    for (size_t i = 0; i < im->n_shares && !by; i++) {
+        const struct ipc_share *s = &im->shares[i];
+        if (!same_object(s, m->h_client_src, m->h_object_src) ||
+            !proc_stat_alive(im->proc, s->pid, s->start))
+            continue;
+        shared = true;
+        own |= s->pid == pid;
+        if (s->pid != pid && scope_admits(s, pid, uid, m->h_client))
+            by = s;
+    }
+    if (!by) {
+        snprintf(why, why_len,
+                 own ? "object 0x%x of client 0x%x is the sender's own: not an import"
+                 : shared ? "object 0x%x of client 0x%x is not shared with pid %u (uid %u): "
+                            "the exporter must share it with this process"
+                          : "no live member of a tenant reported object 0x%x of client 0x%x as "
+                            "shared (pid %u)",
+                 m->h_object_src, m->h_client_src, pid, uid);
+        return own ? KAIROS_ERR_INVALID : KAIROS_ERR_PERMISSION;
+    }
+    uint32_t ppid;
+    uint64_t start;
+    if (proc_stat_read(im->proc, pid, &ppid, &start) != 0) {
+        snprintf(why, why_len, "pid %u is not in %s", pid, im->proc);
+        return KAIROS_ERR_INVALID;
+    }
+    if (im->n >= KAIROS_IMPORTS_MAX)
+        prune(im);
+    struct ipc_import *grown =
+        im->n < KAIROS_IMPORTS_MAX ? grow_for_one(im->v, &im->cap, im->n, sizeof *grown, 16)
+                                   : NULL;
+    if (!grown) {
+        snprintf(why, why_len, "kairosd remembers no more than %u imports (or is out of memory); "
+                 "close imported memory first", KAIROS_IMPORTS_MAX);
+        return KAIROS_ERR_INVALID;
+    }
+    im->v = grown;
+    im->v[im->n++] = (struct ipc_import){.pid = pid, .start = start, .from_pid = by->pid,
+                                         .from_start = by->start,
+                                         .h_client_src = m->h_client_src,
+                                         .h_object_src = m->h_object_src,
+                                         .h_client = m->h_client, .h_object = m->h_object};
+    if (exporter)
+        *exporter = by->pid;
+    return 0;
+}
+
+static int end(struct imports *im, uint32_t pid, const struct kairos_imported *m, char *why,
+               size_t why_len)
+{
+    for (size_t i = 0; i < im->n; i++) {
+        struct ipc_import *v = &im->v[i];
+        if (v->pid == pid && !v->departed && v->h_client_src == m->h_client_src &&
+            v->h_object_src == m->h_object_src && v->h_client == m->h_client &&
+            (v->h_object == m->h_object || v->h_object == 0)) {
+            im->v[i] = im->v[--im->n];
+            return 0;
+        }
+    }
+    snprintf(why, why_len, "pid %u has no import of object 0x%x of client 0x%x into client 0x%x",
+             pid, m->h_object_src, m->h_client_src, m->h_client);
+    return KAIROS_ERR_INVALID;
+}
+
+int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
+                     const struct kairos_imported *m, uint32_t *exporter, char *why,
+                     size_t why_len)
+{
+    if (m->flags == KAIROS_IMPORT_BEGIN)
+        return begin(im, pid, uid, m, exporter, why, why_len);
+    return end(im, pid, m, why, why_len);
+}
+
+void imports_member_left(struct imports *im, uint32_t pid)
+{
+    for (size_t i = 0; i < im->n; i++)
+        if (im->v[i].pid == pid)
+            im->v[i].departed = true;
+    prune(im);
+}
+
+bool imports_hold(struct imports *im, uint32_t pid)
+{
+    prune(im);
+    for (size_t i = 0; i < im->n_shares; i++) {
+        const struct ipc_share *s = &im->shares[i];
+        if (s->pid == pid && share_in_use(im, s))
+            return true;
+    }
+    return false;
+}
+
+bool imports_holder_cb(void *ctx, uint32_t pid)
+{
+    struct imports *im = ctx;
+    return (im->heirs && heirs_hold(im->heirs, pid)) || imports_hold(im, pid);
+}
+
+size_t imports_count(struct imports *im)
+{
+    prune(im);
+    return im->n;
+}
