@@ -22,9 +22,21 @@ void imports_fini(struct imports *im)
     memset(im, 0, sizeof *im);
 }
 
+/* A share of everything the process has (h_client 0): what a process that shared
+ * more than kairosd remembers one by one is taken to have done. */
+static bool shares_all(const struct ipc_share *s)
+{
+    return s->what.h_client == 0;
+}
+
 static bool same_object(const struct ipc_share *s, uint32_t client, uint32_t object)
 {
-    return s->what.h_client == client && s->what.h_object == object;
+    return shares_all(s) || (s->what.h_client == client && s->what.h_object == object);
+}
+
+static bool same_process(const struct ipc_share *s, uint32_t pid, uint64_t start)
+{
+    return s->pid == pid && s->start == start;
 }
 
 /* An import lives while its importer is connected, or after its departure while
@@ -60,6 +72,39 @@ static void prune(struct imports *im)
     im->n_shares = w;
 }
 
+/* Room for one more share of pid: when it already has KAIROS_SHARED_PER_PROCESS,
+ * or the node KAIROS_SHARED_MAX, its own are replaced by one share of everything,
+ * with any process (never a refusal: an unverified import would let the memory
+ * outlive the exporter's charge). Returns the slot to fill, or NULL (out of memory). */
+static struct ipc_share *room_for(struct imports *im, uint32_t pid, uint64_t start, bool *all)
+{
+    size_t mine = 0;
+    for (size_t i = 0; i < im->n_shares; i++)
+        if (same_process(&im->shares[i], pid, start)) {
+            if (shares_all(&im->shares[i])) {
+                *all = true;
+                return &im->shares[i]; /* shares everything already */
+            }
+            mine++;
+        }
+    if (im->n_shares >= KAIROS_SHARED_MAX)
+        prune(im);
+    *all = mine >= KAIROS_SHARED_PER_PROCESS || im->n_shares >= KAIROS_SHARED_MAX;
+    if (*all) {
+        size_t w = 0;
+        for (size_t i = 0; i < im->n_shares; i++)
+            if (!same_process(&im->shares[i], pid, start))
+                im->shares[w++] = im->shares[i];
+        im->n_shares = w;
+    }
+    struct ipc_share *grown =
+        grow_for_one(im->shares, &im->cap_shares, im->n_shares, sizeof *grown, 16);
+    if (!grown)
+        return NULL;
+    im->shares = grown;
+    return &im->shares[im->n_shares++];
+}
+
 int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_shared *m,
                    char *why, size_t why_len)
 {
@@ -72,26 +117,21 @@ int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct 
     }
     for (size_t i = 0; i < im->n_shares; i++) {
         struct ipc_share *s = &im->shares[i];
-        if (s->pid == pid && s->start == start && same_object(s, m->h_client, m->h_object)) {
+        if (same_process(s, pid, start) && !shares_all(s) &&
+            s->what.h_client == m->h_client && s->what.h_object == m->h_object) {
             s->what = *m; /* shared again: the newest scope */
             return 0;
         }
     }
-    if (im->n_shares >= KAIROS_SHARED_MAX)
-        prune(im);
-    struct ipc_share *grown =
-        im->n_shares < KAIROS_SHARED_MAX
-            ? grow_for_one(im->shares, &im->cap_shares, im->n_shares, sizeof *grown, 16)
-            : NULL;
-    if (!grown) {
-        snprintf(why, why_len, "kairosd remembers no more than %u shared objects (or is out of "
-                 "memory); free shared memory or let its processes exit first",
-                 KAIROS_SHARED_MAX);
+    bool all = false;
+    struct ipc_share *slot = room_for(im, pid, start, &all);
+    if (!slot) {
+        snprintf(why, why_len, "kairosd is out of memory; try again");
         return KAIROS_ERR_INVALID;
     }
-    im->shares = grown;
-    im->shares[im->n_shares++] = (struct ipc_share){.pid = pid, .uid = uid, .start = start,
-                                                    .what = *m};
+    *slot = (struct ipc_share){.pid = pid, .uid = uid, .start = start, .what = *m};
+    if (all)
+        slot->what = (struct kairos_shared){.share_type = KAIROS_SHARE_ALL};
     return 0;
 }
 
@@ -123,7 +163,7 @@ static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct ka
             !proc_stat_alive(im->proc, s->pid, s->start))
             continue;
         shared = true;
-        own |= s->pid == pid;
+        own |= s->pid == pid && !shares_all(s);
         if (s->pid != pid && scope_admits(s, pid, uid, m->h_client))
             by = s;
     }
@@ -145,12 +185,16 @@ static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct ka
     }
     if (im->n >= KAIROS_IMPORTS_MAX)
         prune(im);
-    struct ipc_import *grown =
-        im->n < KAIROS_IMPORTS_MAX ? grow_for_one(im->v, &im->cap, im->n, sizeof *grown, 16)
+    size_t mine = 0;
+    for (size_t i = 0; i < im->n; i++)
+        mine += im->v[i].pid == pid && im->v[i].start == start;
+    struct ipc_import *grown = im->n < KAIROS_IMPORTS_MAX && mine < KAIROS_IMPORTS_PER_PROCESS
+                                   ? grow_for_one(im->v, &im->cap, im->n, sizeof *grown, 16)
                                    : NULL;
     if (!grown) {
-        snprintf(why, why_len, "kairosd remembers no more than %u imports (or is out of memory); "
-                 "close imported memory first", KAIROS_IMPORTS_MAX);
+        snprintf(why, why_len, "kairosd remembers no more than %u imports per process and %u "
+                 "in all (or is out of memory); close imported memory first",
+                 KAIROS_IMPORTS_PER_PROCESS, KAIROS_IMPORTS_MAX);
         return KAIROS_ERR_INVALID;
     }
     im->v = grown;

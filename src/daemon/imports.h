@@ -21,7 +21,15 @@
  * END, or when its importer departs and no process it handed its files to
  * (heirs.h) holds a driver file.
  *
- * Processes are kept as (pid, start time), so a reused pid is not them.
+ * Bounds: a process that shares more than KAIROS_SHARED_PER_PROCESS objects (or
+ * when the node's KAIROS_SHARED_MAX are taken) is remembered as sharing everything
+ * with any process (one record), never refused: an unverified import would let
+ * shared memory outlive its exporter's charge. Such a departed exporter stays
+ * charged while any import on the node lives (only its own tenant pays). Imports
+ * beyond KAIROS_IMPORTS_PER_PROCESS / KAIROS_IMPORTS_MAX are refused.
+ *
+ * Processes are kept as (pid, start time), so a reused pid is not them. Nothing
+ * here survives a kairosd restart (docs/memory.md).
  *
  * Thread rules: the loop thread only.
  */

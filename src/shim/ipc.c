@@ -1,12 +1,14 @@
 /* ipc.c - legacy CUDA IPC in the shim: shares reported and held, imports reported
  * before the driver sees them and when they end (see ipc.h).
  *
- * Runs in the application's thread making the ioctl or close. The table of
+ * Runs in the application's thread making the ioctl or close (and in a forked
+ * child's atfork handler, which forgets the parent's imports). The table of
  * imports is guarded by the state lock; kairosd is called without it.
  */
 #include "shim/ipc.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,8 +35,23 @@ static struct import imports[IPC_MAX_IMPORTS]; /* under the state lock */
 static size_t n_imports;
 static atomic_size_t n_imports_any; /* a hint read without the lock */
 
+/* In a forked child: the imports are the parent's to end (kairosd knows them by
+ * the parent's pid; the child's hold on the parent's files is FORKED's). */
+static void forget_in_child(void)
+{
+    n_imports = 0;
+    atomic_store(&n_imports_any, 0);
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, forget_in_child);
+}
+
 static bool tenant_process(void)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_atfork);
     return memguard_active() && settings_get()->mode == SETTINGS_TENANT;
 }
 

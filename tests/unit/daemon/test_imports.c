@@ -163,6 +163,26 @@ static void test_a_reused_pid_is_not_the_exporter(void **state)
     imports_fini(&im);
 }
 
+/* A process that shares more than kairosd remembers one by one is taken to share
+ * everything with anyone: its imports are still followed, nothing refused. */
+static void test_a_flood_of_shares_becomes_a_share_of_everything(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    for (uint32_t i = 0; i <= KAIROS_SHARED_PER_PROCESS; i++) {
+        struct kairos_shared s = {.h_client = CLIENT, .h_object = 0x100 + i,
+                                  .share_type = KAIROS_SHARE_PID, .share_arg = OTHER};
+        assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    }
+    assert_int_equal(im.n_shares, 1);
+    assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_BEGIN), 0); /* any object */
+    assert_true(imports_hold(&im, EXPORTER));
+    imports_fini(&im);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +193,8 @@ int main(void)
             test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_file, setup,
             teardown),
         cmocka_unit_test_setup_teardown(test_a_reused_pid_is_not_the_exporter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_flood_of_shares_becomes_a_share_of_everything,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
