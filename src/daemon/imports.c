@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/grow.h"
 #include "daemon/proc_stat.h"
@@ -39,10 +40,31 @@ static bool same_process(const struct ipc_share *s, uint32_t pid, uint64_t start
     return s->pid == pid && s->start == start;
 }
 
-/* An import lives while its importer is connected, or after its departure while
- * it, or a process it handed its files to, holds a driver file. */
-static bool import_lives(struct imports *im, const struct ipc_import *i)
+static uint64_t now_ms(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static const struct ipc_share *admitting_share(const struct imports *im, uint32_t pid,
+                                               uint32_t uid, uint32_t client_src,
+                                               uint32_t object_src, uint32_t h_client,
+                                               bool *shared, bool *own);
+
+/* An import lives while its importer is connected, or after its departure while
+ * it, or a process it handed its files to, holds a driver file. One taken
+ * provisionally (after a restart) lives until its deadline, unless a share that
+ * admits it has arrived by then. */
+static bool import_lives(struct imports *im, struct ipc_import *i)
+{
+    if (!i->verified) {
+        bool shared, own;
+        i->verified = admitting_share(im, i->pid, i->uid, i->h_client_src, i->h_object_src,
+                                      i->h_client, &shared, &own) != NULL;
+        if (!i->verified && now_ms() >= i->provisional_until_ms)
+            return false;
+    }
     if (!i->departed)
         return proc_stat_alive(im->proc, i->pid, i->start);
     return im->heirs && heirs_hold(im->heirs, i->pid);
@@ -152,22 +174,36 @@ static bool scope_admits(const struct ipc_share *s, uint32_t pid, uint32_t uid, 
     }
 }
 
-static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_imported *m,
-                 uint32_t *exporter, char *why, size_t why_len)
+/* A live member's share of (client_src, object_src) that admits pid (euid uid)
+ * dup'ing it into its client h_client, never pid's own; NULL when none, with
+ * *shared (a live share of it exists) and *own (pid shared it itself) set. */
+static const struct ipc_share *admitting_share(const struct imports *im, uint32_t pid,
+                                               uint32_t uid, uint32_t client_src,
+                                               uint32_t object_src, uint32_t h_client,
+                                               bool *shared, bool *own)
 {
-    const struct ipc_share *by = NULL;
-    bool own = false, shared = false;
-    for (size_t i = 0; i < im->n_shares && !by; i++) {
+    *shared = *own = false;
+    for (size_t i = 0; i < im->n_shares; i++) {
         const struct ipc_share *s = &im->shares[i];
-        if (!same_object(s, m->h_client_src, m->h_object_src) ||
+        if (!same_object(s, client_src, object_src) ||
             !proc_stat_alive(im->proc, s->pid, s->start))
             continue;
-        shared = true;
-        own |= s->pid == pid && !shares_all(s);
-        if (s->pid != pid && scope_admits(s, pid, uid, m->h_client))
-            by = s;
+        *shared = true;
+        *own |= s->pid == pid && !shares_all(s);
+        if (s->pid != pid && scope_admits(s, pid, uid, h_client))
+            return s;
     }
-    if (!by) {
+    return NULL;
+}
+
+static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_imported *m,
+                 uint64_t provisional_ms, uint32_t *exporter, char *why, size_t why_len)
+{
+    bool own, shared;
+    const struct ipc_share *by = admitting_share(im, pid, uid, m->h_client_src, m->h_object_src,
+                                                 m->h_client, &shared, &own);
+    bool provisional = !by && !shared && provisional_ms;
+    if (!by && !provisional) {
         snprintf(why, why_len,
                  own ? "object 0x%x of client 0x%x is the sender's own: not an import"
                  : shared ? "object 0x%x of client 0x%x is not shared with pid %u (uid %u): "
@@ -198,13 +234,14 @@ static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct ka
         return KAIROS_ERR_INVALID;
     }
     im->v = grown;
-    im->v[im->n++] = (struct ipc_import){.pid = pid, .start = start, .from_pid = by->pid,
-                                         .from_start = by->start,
+    im->v[im->n++] = (struct ipc_import){.pid = pid, .uid = uid, .start = start,
+                                         .verified = by != NULL,
+                                         .provisional_until_ms = now_ms() + provisional_ms,
                                          .h_client_src = m->h_client_src,
                                          .h_object_src = m->h_object_src,
                                          .h_client = m->h_client, .h_object = m->h_object};
     if (exporter)
-        *exporter = by->pid;
+        *exporter = by ? by->pid : 0;
     return 0;
 }
 
@@ -226,11 +263,11 @@ static int end(struct imports *im, uint32_t pid, const struct kairos_imported *m
 }
 
 int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
-                     const struct kairos_imported *m, uint32_t *exporter, char *why,
-                     size_t why_len)
+                     const struct kairos_imported *m, uint64_t provisional_ms,
+                     uint32_t *exporter, char *why, size_t why_len)
 {
     if (m->flags == KAIROS_IMPORT_BEGIN)
-        return begin(im, pid, uid, m, exporter, why, why_len);
+        return begin(im, pid, uid, m, provisional_ms, exporter, why, why_len);
     return end(im, pid, m, why, why_len);
 }
 

@@ -43,6 +43,10 @@
 #include "daemon/heirs.h"
 #include "kairos/proto.h"
 
+/* How long a BEGIN that no share explains yet is kept after a kairosd restart (more
+ * than the reattach window, in which every member reports again). */
+#define IMPORTS_PROVISIONAL_MS 3000
+
 struct ipc_share {
     uint32_t pid, uid;
     uint64_t start;
@@ -50,11 +54,11 @@ struct ipc_share {
 };
 
 struct ipc_import {
-    uint32_t pid;                 /* the importer */
+    uint32_t pid, uid;            /* the importer */
     uint64_t start;
+    bool verified;                /* a share admitting it was found */
+    uint64_t provisional_until_ms; /* unverified: dropped after (CLOCK_MONOTONIC) */
     bool departed;                /* its connection hung up */
-    uint32_t from_pid;            /* the exporter */
-    uint64_t from_start;
     uint32_t h_client_src, h_object_src, h_client, h_object;
 };
 
@@ -75,10 +79,15 @@ void imports_fini(struct imports *im);
 int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_shared *m,
                    char *why, size_t why_len);
 /* IMPORTED from member pid (euid uid): 0, or a KAIROS_ERR_* code with why filled.
- * For BEGIN, *exporter (may be NULL) is set to the exporter's pid. */
+ * For BEGIN, *exporter (may be NULL) is set to the exporter's pid (0: not known
+ * yet). provisional_ms: after a kairosd restart (the reattach window), when the
+ * shims report again what they share and import in no particular order, a BEGIN
+ * naming an object nobody reported shared yet is kept that many ms, as if
+ * verified, for its exporter's SHARED to arrive (then checked as any BEGIN);
+ * 0: refused at once. */
 int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
-                     const struct kairos_imported *m, uint32_t *exporter, char *why,
-                     size_t why_len);
+                     const struct kairos_imported *m, uint64_t provisional_ms,
+                     uint32_t *exporter, char *why, size_t why_len);
 
 /* Member pid's connection hung up: its imports live on only while a process it
  * handed its files to holds a driver file. */

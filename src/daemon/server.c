@@ -713,6 +713,7 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
     int code = shared ? imports_shared(c->srv->imports, c->pid, c->uid, &r->body.shared, why,
                                        sizeof why)
                       : imports_imported(c->srv->imports, c->pid, c->uid, &r->body.imported,
+                                         credit_hold(c->srv) ? IMPORTS_PROVISIONAL_MS : 0,
                                          &exporter, why, sizeof why);
     if (code) {
         log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
@@ -722,6 +723,10 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
     if (shared)
         log_debug("pid %u shared object 0x%x of client 0x%x (scope %u)", c->pid,
                   r->body.shared.h_object, r->body.shared.h_client, r->body.shared.share_type);
+    else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN && !exporter)
+        log_info("pid %u imports object 0x%x of client 0x%x (CUDA IPC), reported again after "
+                 "a restart: kept while its exporter reattaches", c->pid,
+                 r->body.imported.h_object_src, r->body.imported.h_client_src);
     else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN)
         log_info("pid %u imports object 0x%x of client 0x%x shared by pid %u (CUDA IPC): "
                  "pid %u stays charged while it lives", c->pid, r->body.imported.h_object_src,

@@ -2,7 +2,8 @@
  * is taken only for an object a live member shared with the importer's scope
  * (never its own), keeps only its exporter's charge while it lives, ends with END,
  * with its importer's departure (unless the importer still holds a driver file),
- * and a reused pid is not the process that shared. */
+ * a reused pid is not the process that shared, and after a restart an import
+ * reported before its share waits for it a while. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,7 +77,7 @@ static int claim(struct imports *im, uint32_t pid, uint32_t uid, uint32_t flags)
 {
     struct kairos_imported m = {.flags = flags, .h_client_src = CLIENT, .h_object_src = OBJECT,
                                 .h_client = DST, .h_object = OBJECT};
-    return imports_imported(im, pid, uid, &m, NULL, why, sizeof why);
+    return imports_imported(im, pid, uid, &m, 0, NULL, why, sizeof why);
 }
 
 static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
@@ -183,6 +184,42 @@ static void test_a_flood_of_shares_becomes_a_share_of_everything(void **state)
     imports_fini(&im);
 }
 
+/* After a restart the importer may report again before its exporter: its BEGIN is
+ * kept a while for the exporter's SHARED, then checked like any other. */
+static void test_after_a_restart_an_import_waits_for_its_share(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = CLIENT,
+                                .h_object_src = OBJECT, .h_client = DST};
+    uint32_t exporter = 1;
+    assert_int_equal(imports_imported(&im, IMPORTER, 1000, &m, 200, &exporter, why, sizeof why),
+                     0);
+    assert_int_equal(exporter, 0); /* not known yet */
+    struct kairos_imported other = m;
+    other.h_object_src = OBJECT + 1; /* nobody will share this one */
+    assert_int_equal(imports_imported(&im, IMPORTER, 1000, &other, 200, NULL, why, sizeof why),
+                     0);
+    assert_int_equal(imports_count(&im), 2);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_true(imports_hold(&im, EXPORTER));
+    usleep(300 * 1000);
+    assert_int_equal(imports_count(&im), 1); /* the unexplained one is gone */
+    assert_true(imports_hold(&im, EXPORTER));
+    /* a share that does not admit the importer: refused at once, even now */
+    s = (struct kairos_shared){.h_client = CLIENT, .h_object = OBJECT + 2,
+                               .share_type = KAIROS_SHARE_PID, .share_arg = OTHER};
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    other.h_object_src = OBJECT + 2;
+    assert_int_equal(imports_imported(&im, IMPORTER, 1000, &other, 200, NULL, why, sizeof why),
+                     KAIROS_ERR_PERMISSION);
+    imports_fini(&im);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +231,8 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(test_a_reused_pid_is_not_the_exporter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_flood_of_shares_becomes_a_share_of_everything,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_after_a_restart_an_import_waits_for_its_share,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
