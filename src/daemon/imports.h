@@ -29,7 +29,8 @@
  * beyond KAIROS_IMPORTS_PER_PROCESS / KAIROS_IMPORTS_MAX are refused.
  *
  * Processes are kept as (pid, start time), so a reused pid is not them. Nothing
- * here survives a kairosd restart (docs/memory.md).
+ * here survives a kairosd restart: the shims report it again when they reattach,
+ * importers possibly before their exporters (imports_imported's provisional_ms).
  *
  * Thread rules: the loop thread only.
  */

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "shim/state.h"
 
 #define IPC_MAX_IMPORTS 1024 /* more are reported but end only with the process */
+#define IPC_MAX_SHARES 1024  /* remembered to report again after a kairosd restart */
 
 /* RM's RS_SHARE_POLICY (NVOS57 at offset 8, CLIENT_SHARE_OBJECT at offset 4):
  * u32 target, u32 accessMask, u16 type, u8 action. */
@@ -33,13 +35,17 @@ struct import {
 };
 static struct import imports[IPC_MAX_IMPORTS]; /* under the state lock */
 static size_t n_imports;
+static struct kairos_shared shares[IPC_MAX_SHARES]; /* under the state lock */
+static size_t n_shares;
 static atomic_size_t n_imports_any; /* a hint read without the lock */
+static _Atomic size_t n_shares_hint;
 
 /* In a forked child: the imports are the parent's to end (kairosd knows them by
  * the parent's pid; the child's hold on the parent's files is FORKED's). */
 static void forget_in_child(void)
 {
     n_imports = 0;
+    n_shares = 0;
     atomic_store(&n_imports_any, 0);
 }
 
@@ -113,6 +119,18 @@ static bool share_of(const struct rm_op *op, const uint8_t *arg, size_t arg_len,
     return false;
 }
 
+/* Kept (under the state lock) while its client lives, to tell a restarted kairosd. */
+static void remember_share_locked(const struct kairos_shared *m)
+{
+    for (size_t i = 0; i < n_shares; i++)
+        if (shares[i].h_client == m->h_client && shares[i].h_object == m->h_object) {
+            shares[i] = *m;
+            return;
+        }
+    if (n_shares < IPC_MAX_SHARES)
+        shares[n_shares++] = *m;
+}
+
 static void note_share(const struct shim_real *r, const struct kairos_shared *m)
 {
     struct objtree_ref client;
@@ -120,6 +138,9 @@ static void note_share(const struct shim_real *r, const struct kairos_shared *m)
     struct objtree *t = state_lock();
     if (t && objtree_lookup(t, m->h_client, m->h_client, &client))
         held = objtree_hold_in_file(t, client.file_id, m->h_client, m->h_object);
+    if (held > 0)
+        remember_share_locked(m);
+    n_shares_hint = n_shares;
     state_unlock();
     if (held <= 0 || !tenant_process())
         return; /* no memory of ours behind it, or no kairosd to tell */
@@ -178,6 +199,16 @@ static void send_end(const struct import *im)
  * client, or its file closed). */
 static void end_gone(void)
 {
+    if (n_shares_hint) {
+        struct objtree *t = state_lock();
+        for (size_t i = 0; t && i < n_shares;)
+            if (objtree_lookup(t, shares[i].h_client, shares[i].h_client, NULL))
+                i++;
+            else
+                shares[i] = shares[--n_shares]; /* its client, and the hold, are gone */
+        n_shares_hint = n_shares;
+        state_unlock();
+    }
     if (!atomic_load(&n_imports_any))
         return;
     struct import gone[16];
@@ -232,6 +263,45 @@ void ipc_after(const struct shim_real *r, const struct rm_op *op, const uint8_t 
 void ipc_after_close(void)
 {
     end_gone();
+}
+
+/* Copies what is to be told again, under the state lock, into malloc'd arrays. */
+static void snapshot(struct kairos_shared **sh, size_t *n_sh, struct import **im, size_t *n_im)
+{
+    state_lock();
+    *sh = n_shares ? malloc(n_shares * sizeof **sh) : NULL;
+    *im = n_imports ? malloc(n_imports * sizeof **im) : NULL;
+    *n_sh = *sh ? n_shares : 0;
+    *n_im = *im ? n_imports : 0;
+    if (*sh)
+        memcpy(*sh, shares, *n_sh * sizeof **sh);
+    if (*im)
+        memcpy(*im, imports, *n_im * sizeof **im);
+    state_unlock();
+}
+
+void ipc_after_reattach(void)
+{
+    if (!tenant_process())
+        return;
+    struct kairos_shared *sh;
+    struct import *im;
+    size_t n_sh, n_im;
+    snapshot(&sh, &n_sh, &im, &n_im);
+    char err[KAIROS_MSG_MAX] = "";
+    for (size_t i = 0; i < n_sh; i++)
+        if (agent_report_handover(KAIROS_MSG_SHARED, &sh[i], sizeof sh[i], err, sizeof err) < 0)
+            say("could not tell the restarted kairosd what this process shares", err);
+    for (size_t i = 0; i < n_im; i++) {
+        struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN,
+                                    .h_client_src = im[i].client_src,
+                                    .h_object_src = im[i].object_src,
+                                    .h_client = im[i].client, .h_object = im[i].object};
+        if (agent_report_handover(KAIROS_MSG_IMPORTED, &m, sizeof m, err, sizeof err) < 0)
+            say("could not tell the restarted kairosd of a CUDA IPC import", err);
+    }
+    free(sh);
+    free(im);
 }
 
 size_t ipc_imports(void)

@@ -19,10 +19,12 @@
  * claim changes nothing.
  *
  * Only a named tenant's process (memguard active, tenant mode) reports; the calls
- * are read from the shim's copy of the arguments (shadow.h).
+ * are read from the shim's copy of the arguments (shadow.h). Shares (while their
+ * client lives) and live imports are told again to a restarted kairosd.
  *
  * Thread rules: called from the application's thread making the ioctl or close,
- * without the state lock (they take it, and call the agent without it).
+ * or (ipc_after_reattach) memguard's watcher thread, without the state lock (they
+ * take it, and call the agent without it).
  */
 #ifndef KAIROS_SHIM_IPC_H
 #define KAIROS_SHIM_IPC_H
@@ -60,6 +62,10 @@ void ipc_after(const struct shim_real *r, const struct rm_op *op, const uint8_t 
 
 /* A file's last descriptor was closed (its clients and their dups are gone). */
 void ipc_after_close(void);
+
+/* kairosd restarted and this process reattached (memguard's watcher thread): tells
+ * it again what this process shares and imports (the new kairosd knew none of it). */
+void ipc_after_reattach(void);
 
 /* Imports this process has reported and not yet ended (tests). */
 size_t ipc_imports(void);

@@ -173,6 +173,34 @@ class LegacyIpc(unittest.TestCase):
         b.exit()
         a.exit()
 
+    def test_a_kairosd_restart_forgets_nothing(self):
+        """kairosd restarts while the import lives: both shims tell the new kairosd
+        again what they share and import (in whatever order they reattach), so the
+        exporter that then frees and exits stays charged while the importer holds."""
+        a, e = self.export()
+        b, i = self.importer(e)
+        self.assertEqual(int(i["n"]), 10)
+        # the GPU backend vouches for the exporter's reattach claim (reattach.h)
+        self.d.write_fake(GPU + f"proc 0 {e['pid']} {40 * MiB}\n")
+        self.d.stop()
+        self.d.start()
+        self.assertTrue(wait_for(lambda: self.ps()["team"]["processes"] == 1 and
+                                 self.ps()["other"]["processes"] == 1, timeout=10.0), self.ps())
+        self.d.write_fake(GPU)
+        log = self.d.read_log()
+        restart = log.rfind(" ready: ")
+        self.assertTrue(wait_for(lambda: "(CUDA IPC)" in self.d.read_log()[restart:],
+                                 timeout=5.0), self.d.read_log()[restart:])
+        a.command("free", "ipcapp: freed")
+        a.exit()
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)
+        self.assert_departed_charge(40 * MiB)
+        self.assertEqual(self.held("other"), 0)
+        b.exit()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
     def test_a_dup_the_driver_refuses_keeps_nothing(self):
         """Shared with one pid only (RM's PID share type): another process's dup fails
         in the driver, kairosd refuses its claim, and the exporter's exit releases."""
