@@ -326,7 +326,7 @@ struct kairos_credit_recall {
 #define KAIROS_SHARE_CLIENT 3u
 #define KAIROS_SHARE_PID 4u
 #define KAIROS_SHARED_PER_PROCESS 1024 /* objects remembered one by one per process */
-#define KAIROS_SHARED_MAX 65536        /* objects remembered one by one per node */
+#define KAIROS_SHARED_MAX 16384        /* objects remembered one by one per node */
 struct kairos_shared {
     uint32_t h_client;
     uint32_t h_object;
@@ -356,8 +356,8 @@ struct kairos_shared {
  * h_client_src, h_object_src and h_client not 0; pad 0. */
 #define KAIROS_IMPORT_BEGIN 0x1u
 #define KAIROS_IMPORT_END 0x2u
-#define KAIROS_IMPORTS_PER_PROCESS 4096 /* imports remembered per importer; more refused */
-#define KAIROS_IMPORTS_MAX 65536        /* imports remembered per node; more refused */
+#define KAIROS_IMPORTS_PER_PROCESS 1024 /* imports remembered per importer; more refused */
+#define KAIROS_IMPORTS_MAX 16384        /* imports remembered per node; more refused */
 struct kairos_imported {
     uint32_t flags;
     uint32_t h_client_src;

@@ -52,11 +52,31 @@ static const struct ipc_share *admitting_share(const struct imports *im, uint32_
                                                uint32_t object_src, uint32_t h_client,
                                                bool *shared, bool *own);
 
+/* heirs_hold answers for departed importers, remembered for one prune (an importer
+ * has many imports; each question reads /proc). */
+struct holds_memo {
+    uint32_t pid[8];
+    bool holds[8];
+    unsigned n;
+};
+
+static bool departed_holds(struct imports *im, uint32_t pid, struct holds_memo *memo)
+{
+    for (unsigned k = 0; k < memo->n; k++)
+        if (memo->pid[k] == pid)
+            return memo->holds[k];
+    bool holds = im->heirs && heirs_hold(im->heirs, pid);
+    unsigned k = memo->n < 8 ? memo->n++ : pid % 8;
+    memo->pid[k] = pid;
+    memo->holds[k] = holds;
+    return holds;
+}
+
 /* An import lives while its importer is connected, or after its departure while
  * it, or a process it handed its files to, holds a driver file. One taken
  * provisionally (after a restart) lives until its deadline, unless a share that
  * admits it has arrived by then. */
-static bool import_lives(struct imports *im, struct ipc_import *i)
+static bool import_lives(struct imports *im, struct ipc_import *i, struct holds_memo *memo)
 {
     if (!i->verified) {
         bool shared, own;
@@ -66,8 +86,8 @@ static bool import_lives(struct imports *im, struct ipc_import *i)
             return false;
     }
     if (!i->departed)
-        return proc_stat_alive(im->proc, i->pid, i->start);
-    return im->heirs && heirs_hold(im->heirs, i->pid);
+        return true; /* connected: kairosd hears of its departure */
+    return i->heirs_hold && departed_holds(im, i->pid, memo);
 }
 
 static bool share_in_use(const struct imports *im, const struct ipc_share *s)
@@ -82,14 +102,14 @@ static bool share_in_use(const struct imports *im, const struct ipc_share *s)
 static void prune(struct imports *im)
 {
     size_t w = 0;
+    struct holds_memo memo = {.n = 0};
     for (size_t i = 0; i < im->n; i++)
-        if (import_lives(im, &im->v[i]))
+        if (import_lives(im, &im->v[i], &memo))
             im->v[w++] = im->v[i];
     im->n = w;
     w = 0;
     for (size_t i = 0; i < im->n_shares; i++)
-        if (proc_stat_alive(im->proc, im->shares[i].pid, im->shares[i].start) ||
-            share_in_use(im, &im->shares[i]))
+        if (!im->shares[i].departed || share_in_use(im, &im->shares[i]))
             im->shares[w++] = im->shares[i];
     im->n_shares = w;
 }
@@ -185,8 +205,7 @@ static const struct ipc_share *admitting_share(const struct imports *im, uint32_
     *shared = *own = false;
     for (size_t i = 0; i < im->n_shares; i++) {
         const struct ipc_share *s = &im->shares[i];
-        if (!same_object(s, client_src, object_src) ||
-            !proc_stat_alive(im->proc, s->pid, s->start))
+        if (!same_object(s, client_src, object_src) || s->departed)
             continue;
         *shared = true;
         *own |= s->pid == pid && !shares_all(s);
@@ -273,9 +292,18 @@ int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
 
 void imports_member_left(struct imports *im, uint32_t pid)
 {
+    for (size_t i = 0; i < im->n_shares; i++)
+        if (im->shares[i].pid == pid)
+            im->shares[i].departed = true;
+    bool holds = false, asked = false;
     for (size_t i = 0; i < im->n; i++)
-        if (im->v[i].pid == pid)
+        if (im->v[i].pid == pid && !im->v[i].departed) {
+            if (!asked) /* one /proc look for all its imports */
+                holds = im->heirs && heirs_hold(im->heirs, pid);
+            asked = true;
             im->v[i].departed = true;
+            im->v[i].heirs_hold = holds;
+        }
     prune(im);
 }
 

@@ -28,7 +28,10 @@
  * charged while any import on the node lives (only its own tenant pays). Imports
  * beyond KAIROS_IMPORTS_PER_PROCESS / KAIROS_IMPORTS_MAX are refused.
  *
- * Processes are kept as (pid, start time), so a reused pid is not them. Nothing
+ * Processes are kept as (pid, start time), so a reused pid is not them; a member
+ * counts as alive until its connection hangs up (imports_member_left), so the checks
+ * read /proc only when a claim arrives and for importers that departed while
+ * holding a driver file. Nothing
  * here survives a kairosd restart: the shims report it again when they reattach,
  * importers possibly before their exporters (imports_imported's provisional_ms).
  *
@@ -51,6 +54,7 @@
 struct ipc_share {
     uint32_t pid, uid;
     uint64_t start;
+    bool departed;                /* its connection hung up */
     struct kairos_shared what;
 };
 
@@ -60,6 +64,7 @@ struct ipc_import {
     bool verified;                /* a share admitting it was found */
     uint64_t provisional_until_ms; /* unverified: dropped after (CLOCK_MONOTONIC) */
     bool departed;                /* its connection hung up */
+    bool heirs_hold;              /* departed: its files lived on then (heirs_hold) */
     uint32_t h_client_src, h_object_src, h_client, h_object;
 };
 
@@ -90,8 +95,9 @@ int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
                      const struct kairos_imported *m, uint64_t provisional_ms,
                      uint32_t *exporter, char *why, size_t why_len);
 
-/* Member pid's connection hung up: its imports live on only while a process it
- * handed its files to holds a driver file. */
+/* Member pid's connection hung up: its shares stay only while imports name them;
+ * its imports live on only while it, or a process it handed its files to, holds a
+ * driver file (asked once now, then at each check while so). */
 void imports_member_left(struct imports *im, uint32_t pid);
 
 /* Whether memory that process pid shared may still be held by a verified import

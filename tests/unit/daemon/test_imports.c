@@ -96,7 +96,8 @@ static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
     assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_BEGIN), 0);
     assert_true(imports_hold(&im, EXPORTER));
     assert_false(imports_hold(&im, IMPORTER)); /* nothing of the importer's is kept */
-    gone(EXPORTER);                            /* the exporter left: its charge stays */
+    imports_member_left(&im, EXPORTER); /* the exporter left: its charge stays */
+    gone(EXPORTER);
     assert_true(imports_hold(&im, EXPORTER));
     assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_END), 0);
     assert_false(imports_hold(&im, EXPORTER));
@@ -138,6 +139,7 @@ static void test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_f
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
+    imports_member_left(&im, EXPORTER);
     gone(EXPORTER);
     imports_member_left(&im, IMPORTER); /* hung up, but its driver file is open */
     assert_true(imports_holder_cb(&im, EXPORTER));
@@ -157,6 +159,7 @@ static void test_a_reused_pid_is_not_the_exporter(void **state)
     proc(IMPORTER, 20, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    imports_member_left(&im, EXPORTER);
     gone(EXPORTER);
     proc(EXPORTER, 11, NULL); /* another process with its pid */
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
