@@ -47,8 +47,8 @@
 #include "daemon/heirs.h"
 #include "kairos/proto.h"
 
-/* How long a BEGIN that no share explains yet is kept after a kairosd restart (more
- * than the reattach window, in which every member reports again). */
+/* How long a BEGIN that no share explains yet is kept when its importer reattached
+ * after a kairosd restart (its exporter reattaches about as soon). */
 #define IMPORTS_PROVISIONAL_MS 3000
 
 struct ipc_share {

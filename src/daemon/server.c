@@ -41,6 +41,7 @@ struct conn {
     uint32_t pid, uid, gid;
     struct ledger_member *member;
     bool registered;          /* a member, or an administrator's request was taken */
+    uint64_t reattached_ms;   /* when its HELLO said REATTACH (0: it did not) */
     uint64_t last_active_ms;  /* its last request, or the last reply it took: unregistered
                                * peers idle for register_timeout_ms go */
     unsigned char *out[SERVER_OUTQ_MAX]; /* packed messages the socket could not take */
@@ -507,6 +508,8 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                          c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
+    if (reattach)
+        c->reattached_ms = now_ms(); /* it tells its shares and imports again (imports.h) */
     if (reattach && s->heirs) /* the children it forked before the restart */
         heirs_adopt_children(s->heirs, c->pid);
     log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
@@ -696,6 +699,13 @@ static bool on_handover(struct conn *c, const struct proto_request *r)
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
+/* A member that reattached after a restart reports its imports again, maybe before
+ * their exporters report their shares: imports.h keeps those a while. */
+static bool just_reattached(const struct conn *c)
+{
+    return c->reattached_ms && now_ms() - c->reattached_ms < IMPORTS_PROVISIONAL_MS;
+}
+
 /* SHARED, IMPORTED: legacy CUDA IPC (imports.h). Only members: a charge kept for
  * an import is a tenant's, and the claims are checked against members' reports. */
 static bool on_ipc(struct conn *c, const struct proto_request *r)
@@ -713,7 +723,7 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
     int code = shared ? imports_shared(c->srv->imports, c->pid, c->uid, &r->body.shared, why,
                                        sizeof why)
                       : imports_imported(c->srv->imports, c->pid, c->uid, &r->body.imported,
-                                         credit_hold(c->srv) ? IMPORTS_PROVISIONAL_MS : 0,
+                                         just_reattached(c) ? IMPORTS_PROVISIONAL_MS : 0,
                                          &exporter, why, sizeof why);
     if (code) {
         log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),

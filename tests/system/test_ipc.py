@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from kairos_proto import Client, Daemon, KairosError  # noqa: E402
 from harness import driver_holds, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, IPCAPP = sys.argv[1:6]
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
 env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
 GPU = "gpu 0 GPU-fake-0000 85899345920\n"  # a scripted GPU that lists no process
@@ -39,11 +41,17 @@ class App:
     """One ipcapp under `kairos run --tenant`, driven by commands on its stdin."""
 
     def __init__(self, case, tenant, *args):
+        """tenant None: a raw process, on the fake driver without the shim."""
         self.case = case
-        self.p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", IPCAPP, *args],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True,
-                                  env=env(FAKEDRV_JOURNAL=case.journal, **case.d.shim_env()))
+        if tenant is None:
+            e = env(FAKEDRV_JOURNAL=case.journal)
+            e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, FAKEDRV) if p)
+            cmd = [IPCAPP, *args]
+        else:
+            e = env(FAKEDRV_JOURNAL=case.journal, **case.d.shim_env())
+            cmd = [KAIROS, "run", "--tenant", tenant, "--", IPCAPP, *args]
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=e)
         case.addCleanup(self.stop)
 
     def line(self, prefix):
@@ -175,22 +183,26 @@ class LegacyIpc(unittest.TestCase):
 
     def test_a_kairosd_restart_forgets_nothing(self):
         """kairosd restarts while the import lives: both shims tell the new kairosd
-        again what they share and import (in whatever order they reattach), so the
+        again what they share and import. The importer goes first here (the exporter
+        is stopped meanwhile): its import waits for the exporter's share. The
         exporter that then frees and exits stays charged while the importer holds."""
         a, e = self.export()
         b, i = self.importer(e)
         self.assertEqual(int(i["n"]), 10)
         # the GPU backend vouches for the exporter's reattach claim (reattach.h)
         self.d.write_fake(GPU + f"proc 0 {e['pid']} {40 * MiB}\n")
+        os.kill(int(e["pid"]), signal.SIGSTOP)
+        self.addCleanup(lambda: a.p.poll() is None and os.kill(int(e["pid"]), signal.SIGCONT))
         self.d.stop()
         self.d.start()
-        self.assertTrue(wait_for(lambda: self.ps()["team"]["processes"] == 1 and
-                                 self.ps()["other"]["processes"] == 1, timeout=10.0), self.ps())
+        self.assertTrue(wait_for(lambda: "reported again after a restart" in self.d.read_log(),
+                                 timeout=10.0), self.d.read_log()[-3000:])
+        os.kill(int(e["pid"]), signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: self.ps()["team"]["processes"] == 1, timeout=10.0),
+                        self.ps())
         self.d.write_fake(GPU)
-        log = self.d.read_log()
-        restart = log.rfind(" ready: ")
-        self.assertTrue(wait_for(lambda: "(CUDA IPC)" in self.d.read_log()[restart:],
-                                 timeout=5.0), self.d.read_log()[restart:])
+        self.assertTrue(wait_for(lambda: self.d.read_log().count("(scope 1)") >= 20,
+                                 timeout=5.0))  # its 10 shares, told twice
         a.command("free", "ipcapp: freed")
         a.exit()
         time.sleep(0.5)
@@ -199,6 +211,23 @@ class LegacyIpc(unittest.TestCase):
         self.assertEqual(self.held("other"), 0)
         b.exit()
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_an_importer_without_the_shim_cannot_free_the_exporters_quota(self):
+        """A raw importer (no shim: nothing reported) dups the memory; the exporter
+        frees it: while the exporter lives it stays charged, so it cannot allocate
+        its quota again on top of what the importer keeps. (After the exporter's exit
+        only the GPU's word or the audit follows it: docs/security.md.)"""
+        a, e = self.export()
+        b, i = self.importer(e, tenant=None)
+        self.assertEqual(int(i["n"]), 10)
+        a.command("free", "ipcapp: freed")
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)
+        self.assert_held(40 * MiB)
+        self.assert_the_quota_holds()
+        b.exit()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        a.exit()
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
     def test_a_dup_the_driver_refuses_keeps_nothing(self):
