@@ -195,20 +195,25 @@ static void send_end(const struct import *im)
     errno = saved;
 }
 
+/* Forgets the shares whose client is gone (freed, or its file closed). */
+static void forget_gone_shares(void)
+{
+    if (!n_shares_hint)
+        return;
+    struct objtree *t = state_lock();
+    for (size_t i = 0; t && i < n_shares;)
+        if (objtree_lookup(t, shares[i].h_client, shares[i].h_client, NULL))
+            i++;
+        else
+            shares[i] = shares[--n_shares]; /* its client, and the hold, are gone */
+    n_shares_hint = n_shares;
+    state_unlock();
+}
+
 /* Ends the imports whose dup the tree no longer has (freed with its parent or
  * client, or its file closed). */
 static void end_gone(void)
 {
-    if (n_shares_hint) {
-        struct objtree *t = state_lock();
-        for (size_t i = 0; t && i < n_shares;)
-            if (objtree_lookup(t, shares[i].h_client, shares[i].h_client, NULL))
-                i++;
-            else
-                shares[i] = shares[--n_shares]; /* its client, and the hold, are gone */
-        n_shares_hint = n_shares;
-        state_unlock();
-    }
     if (!atomic_load(&n_imports_any))
         return;
     struct import gone[16];
@@ -256,12 +261,16 @@ void ipc_after(const struct shim_real *r, const struct rm_op *op, const uint8_t 
     struct kairos_shared m = {0};
     if (memguard_active() && share_of(op, arg, arg_len, params, params_len, &m))
         note_share(r, &m);
-    if (op->ok && (op->kind == RM_OP_FREE || op->kind == RM_OP_VIDHEAP_FREE))
+    if (op->ok && (op->kind == RM_OP_FREE || op->kind == RM_OP_VIDHEAP_FREE)) {
+        if (op->h_object == op->h_client)
+            forget_gone_shares(); /* a client freed: its shares go with it */
         end_gone();
+    }
 }
 
 void ipc_after_close(void)
 {
+    forget_gone_shares();
     end_gone();
 }
 
