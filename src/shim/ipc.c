@@ -1,9 +1,10 @@
 /* ipc.c - legacy CUDA IPC in the shim: shares reported and held, imports reported
  * before the driver sees them and when they end (see ipc.h).
  *
- * Runs in the application's thread making the ioctl or close (and in a forked
- * child's atfork handler, which forgets the parent's imports). The table of
- * imports is guarded by the state lock; kairosd is called without it.
+ * Runs in the application's thread making the ioctl or close, in memguard's
+ * watcher thread after a reattach, and in a forked child's atfork handler (which
+ * forgets the parent's shares and imports). The tables of shares and imports are
+ * guarded by the state lock; kairosd is called without it.
  */
 #include "shim/ipc.h"
 
@@ -27,7 +28,6 @@
 
 /* RM's RS_SHARE_POLICY (NVOS57 at offset 8, CLIENT_SHARE_OBJECT at offset 4):
  * u32 target, u32 accessMask, u16 type, u8 action. */
-#define RS_SHARE_POLICY_SIZE 12u
 #define RS_SHARE_ACTION_REVOKE 0x1u
 
 struct import {
@@ -47,6 +47,7 @@ static void forget_in_child(void)
     n_imports = 0;
     n_shares = 0;
     atomic_store(&n_imports_any, 0);
+    n_shares_hint = 0;
 }
 
 static void register_atfork(void)
