@@ -79,10 +79,21 @@
  *               files (a forked child, a program started with inherited or
  *               received descriptors), checked by kairosd through /proc, so that
  *               a departed process's charge stays while they hold its memory.
- *   4 (issue 11, comeback)
- *             - RUNNABLE flag KAIROS_RUNNABLE_WAKE (was 0, refused by a version-3
- *               daemon as an unknown flag; a shim sends it only to a daemon whose
- *               policy asks for reports).
+ *   3, compatible additions (issues 9 and 11, third session of 2026-12-03): the
+ *             number stays 3, since no existing layout changed and a shim of
+ *             before sends none of them (so processes running through a kairosd
+ *             upgrade keep working); a kairosd of before refuses them as unknown,
+ *             so upgrade libkairos.so and kairosd together:
+ *             - RUNNABLE flag KAIROS_RUNNABLE_WAKE: a process back from an idle
+ *               report has work queued (sent only to a daemon whose policy asks
+ *               for reports).
+ *             - SHARED (24, shim -> daemon, reply OK/ERROR): the sender made one of
+ *               its RM objects importable by other processes (RM_SHARE,
+ *               NV0000_CTRL_CMD_CLIENT_SHARE_OBJECT).
+ *             - IMPORTED (23, shim -> daemon, reply OK/ERROR): the sender is about
+ *               to dup another process's shared object (RM_DUP_OBJECT naming a
+ *               client it does not own: cudaIpcOpenMemHandle), or that import
+ *               ended; kairosd keeps the exporter's charge while it lives.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -119,6 +130,8 @@ enum kairos_msg_type {
     /* shim <-> daemon */
     KAIROS_MSG_CREDIT = 21,     /* shim: report, give back, ask; daemon: the reply (same seq) */
     KAIROS_MSG_CREDIT_RECALL = 22, /* daemon -> shim, unsolicited: give back unused credit */
+    KAIROS_MSG_IMPORTED = 23,   /* shim: dups another process's shared object, or that ended */
+    KAIROS_MSG_SHARED = 24,     /* shim: made one of its objects importable; reply OK */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -302,6 +315,61 @@ struct kairos_credit_recall {
     uint32_t gpu;
     uint32_t pad;
     uint64_t bytes;
+};
+
+/* SHARED (protocol 3, a later addition; any member; reply OK or ERROR): the sender
+ * widened who may dup its RM object (h_client, h_object) (RM_SHARE, or
+ * NV0000_CTRL_CMD_CLIENT_SHARE_OBJECT: what cudaIpcGetMemHandle makes), to
+ * share_type (RM's RS_SHARE_TYPE: KAIROS_SHARE_ALL any process,
+ * KAIROS_SHARE_SECURITY_TOKEN the same euid, KAIROS_SHARE_CLIENT the client
+ * share_arg, KAIROS_SHARE_PID the process share_arg; other types are reported as
+ * ALL, the widest). kairosd remembers it for
+ * the sender's life, to check the IMPORTED claims naming it. pad 0; h_client and
+ * h_object not 0. */
+#define KAIROS_SHARE_ALL 1u
+#define KAIROS_SHARE_SECURITY_TOKEN 2u
+#define KAIROS_SHARE_CLIENT 3u
+#define KAIROS_SHARE_PID 4u
+#define KAIROS_SHARED_PER_PROCESS 1024 /* objects remembered one by one per process */
+#define KAIROS_SHARED_MAX 16384        /* objects remembered one by one per node */
+struct kairos_shared {
+    uint32_t h_client;
+    uint32_t h_object;
+    uint32_t share_type;              /* KAIROS_SHARE_* */
+    uint32_t share_arg;               /* PID: the pid (the sharer's namespace);
+                                       * CLIENT: the client handle; otherwise 0 */
+};
+
+/* IMPORTED (protocol 3, a later addition; any member; reply OK or ERROR): legacy CUDA IPC
+ *   KAIROS_IMPORT_BEGIN  the sender is about to dup (RM_DUP_OBJECT) the object
+ *                        (h_client_src, h_object_src) of another process into its
+ *                        own (h_client, h_object; h_object 0 when the driver picks
+ *                        it). Sent before the driver sees the dup, so kairosd
+ *                        knows of the import before it exists. kairosd accepts it
+ *                        only when a live member reported that object SHARED with
+ *                        a scope that admits the sender (any, same euid, its
+ *                        client h_client, or its pid);
+ *                        then, while the import lives, the exporter's charge stays
+ *                        after the exporter departs (as for FORKED). Nothing is
+ *                        ever charged to the importer, and no charge moves to
+ *                        another tenant.
+ *   KAIROS_IMPORT_END    the dup failed, or it is gone (freed with its parent or
+ *                        client, its file closed); h_client and h_object as given
+ *                        with BEGIN (h_object: the handle the driver chose).
+ * The importer's departure (hang-up) ends its imports, unless a process it handed
+ * its files to (FORKED, INHERITED) still holds a driver file. Exactly one flag;
+ * h_client_src, h_object_src and h_client not 0; pad 0. */
+#define KAIROS_IMPORT_BEGIN 0x1u
+#define KAIROS_IMPORT_END 0x2u
+#define KAIROS_IMPORTS_PER_PROCESS 1024 /* imports remembered per importer; more refused */
+#define KAIROS_IMPORTS_MAX 16384        /* imports remembered per node; more refused */
+struct kairos_imported {
+    uint32_t flags;
+    uint32_t h_client_src;
+    uint32_t h_object_src;
+    uint32_t h_client;
+    uint32_t h_object;
+    uint32_t pad;
 };
 
 /* A compute policy on one GPU (docs/scheduler.md), as TENANT_SET carries it.
@@ -509,5 +577,7 @@ static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");
 static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
 static_assert(sizeof(struct kairos_credit) == 56, "credit");
 static_assert(sizeof(struct kairos_credit_recall) == 16, "credit_recall");
+static_assert(sizeof(struct kairos_shared) == 16, "shared");
+static_assert(sizeof(struct kairos_imported) == 24, "imported");
 
 #endif /* KAIROS_PROTO_H */

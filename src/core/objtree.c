@@ -531,6 +531,9 @@ int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client
     struct obj *o = find(tree, client, handle);
     if (!o || !o->block || !file_id)
         return 0;
+    for (size_t i = 0; i < tree->n_holds; i++)
+        if (tree->holds[i].file_id == file_id && tree->holds[i].block == o->block)
+            return 1; /* held there already: one reference is enough */
     if (grow((void **)&tree->holds, &tree->cap_holds, tree->n_holds + 1, sizeof *tree->holds))
         return -ENOMEM;
     o->block->refs++;

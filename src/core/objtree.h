@@ -86,8 +86,8 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
 /* The open file file_id now holds a reference to the memory of object (client,
  * handle), as an export file does (RM's EXPORT_OBJECTS_TO_FD dups the object into
  * it): the memory is released only when both the object and the file are gone.
- * Returns 1 when a block was held, 0 when the object holds no memory (or is
- * unknown), -ENOMEM. */
+ * Holding a block again in the same file changes nothing. Returns 1 when the
+ * block is held, 0 when the object holds no memory (or is unknown), -ENOMEM. */
 int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client,
                          uint32_t handle);
 

@@ -27,6 +27,7 @@
 #include "daemon/gpu.h"
 #include "daemon/handovers.h"
 #include "daemon/heirs.h"
+#include "daemon/imports.h"
 #include "daemon/linger.h"
 #include "daemon/gpu_numbering.h"
 #include "daemon/log.h"
@@ -70,6 +71,7 @@ struct daemon {
     struct linger_set *linger;
     struct heirs heirs;
     struct handovers *handovers;
+    struct imports imports; /* legacy CUDA IPC (imports.h) */
     struct timeshare *timeshare;
     struct service *service;
     struct metrics_http *metrics;
@@ -452,13 +454,15 @@ int main(int argc, char **argv)
     }
     server_set_linger(d.server, d.linger);
     heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
-    linger_set_holder_check(d.linger, heirs_hold_cb, &d.heirs);
+    imports_init(&d.imports, NULL, &d.heirs);
+    linger_set_holder_check(d.linger, imports_holder_cb, &d.imports);
     server_set_heirs(d.server, &d.heirs);
     if ((rc = handovers_init(&d.handovers, d.loop, &d.heirs, d.linger, &d.ts, NULL))) {
         log_error("cannot keep hand-overs across restarts: %s", strerror(-rc));
         goto out;
     }
     handovers_restore(d.handovers); /* before any process reattaches */
+    server_set_imports(d.server, &d.imports);
     if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
@@ -501,6 +505,7 @@ out:
         server_set_linger(d.server, NULL);
     linger_fini(d.linger);
     server_fini(d.server);
+    imports_fini(&d.imports);
     heirs_fini(&d.heirs);
     if (d.sw)
         loop_del(d.loop, d.sw);

@@ -32,6 +32,8 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, 0},
     {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, 0},
     {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, 0},
+    {KAIROS_MSG_IMPORTED, "IMPORTED", sizeof(struct kairos_imported), true, 0},
+    {KAIROS_MSG_SHARED, "SHARED", sizeof(struct kairos_shared), true, 0},
     {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true,
      KAIROS_TENANT_SET_SIZE_V0},
     {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, 0},
@@ -171,6 +173,36 @@ static int check_members(const struct kairos_tenant_members *m, char *why, size_
 }
 
 /* INHERITED: one known flag, a count within bounds, zeros beyond it. */
+static int check_shared(const struct kairos_shared *m, char *why, size_t why_len)
+{
+    if (m->h_client == 0 || m->h_object == 0)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "SHARED needs h_client and h_object");
+    bool with_arg = m->share_type == KAIROS_SHARE_PID || m->share_type == KAIROS_SHARE_CLIENT;
+    if (m->share_type != KAIROS_SHARE_ALL && m->share_type != KAIROS_SHARE_SECURITY_TOKEN &&
+        !with_arg)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "SHARED share_type %u: one of ALL (1), SECURITY_TOKEN (2), CLIENT (3), "
+                      "PID (4)", m->share_type);
+    if (with_arg ? m->share_arg == 0 : m->share_arg != 0)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "SHARED share_arg: the pid or client for PID and CLIENT, 0 otherwise");
+    return 0;
+}
+
+static int check_imported(const struct kairos_imported *m, char *why, size_t why_len)
+{
+    if (m->flags != KAIROS_IMPORT_BEGIN && m->flags != KAIROS_IMPORT_END)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "IMPORTED flags 0x%x: exactly one of BEGIN (0x1) and END (0x2)", m->flags);
+    if (m->h_client_src == 0 || m->h_object_src == 0 || m->h_client == 0 || m->pad)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "IMPORTED needs h_client_src, h_object_src and h_client (not 0), pad 0");
+    if (m->h_client_src == m->h_client)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "IMPORTED names one client as source and destination: not an import");
+    return 0;
+}
+
 static int check_inherited(const struct kairos_inherited *m, char *why, size_t why_len)
 {
     if (m->flags != KAIROS_INHERITED_EXEC && m->flags != KAIROS_INHERITED_RECEIVED)
@@ -270,6 +302,10 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         return 0;
     case KAIROS_MSG_INHERITED:
         return check_inherited(&r->body.inherited, why, why_len);
+    case KAIROS_MSG_SHARED:
+        return check_shared(&r->body.shared, why, why_len);
+    case KAIROS_MSG_IMPORTED:
+        return check_imported(&r->body.imported, why, why_len);
     case KAIROS_MSG_RUNNABLE: {
         const struct kairos_runnable *u = &r->body.runnable;
         if ((rc = check_gpu(u->gpu, why, why_len)))

@@ -31,6 +31,8 @@ struct proto_request {
         struct kairos_runnable runnable;
         struct kairos_forked forked;
         struct kairos_inherited inherited;
+        struct kairos_shared shared;
+        struct kairos_imported imported;
         struct kairos_credit credit;
         struct kairos_tenant_set tenant_set;
         struct kairos_tenant_del tenant_del;

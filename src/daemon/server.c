@@ -20,6 +20,7 @@
 #include "daemon/conn_limits.h"
 #include "daemon/credit.h"
 #include "daemon/heirs.h"
+#include "daemon/imports.h"
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
@@ -40,6 +41,7 @@ struct conn {
     uint32_t pid, uid, gid;
     struct ledger_member *member;
     bool registered;          /* a member, or an administrator's request was taken */
+    uint64_t reattached_ms;   /* when its HELLO said REATTACH (0: it did not) */
     uint64_t last_active_ms;  /* its last request, or the last reply it took: unregistered
                                * peers idle for register_timeout_ms go */
     unsigned char *out[SERVER_OUTQ_MAX]; /* packed messages the socket could not take */
@@ -84,6 +86,7 @@ struct server {
     time_t last_emfile_warning;
     struct linger_set *linger;       /* departed members the GPU still holds memory for */
     struct heirs *heirs;             /* who else holds a process's NVIDIA files, or NULL */
+    struct imports *imports;         /* legacy CUDA IPC: shared objects, imports, or NULL */
     struct reattach_window window;   /* after a restart: no grant until members are back */
 };
 
@@ -308,6 +311,8 @@ static void conn_close(struct conn *c)
     struct ledger_tenant *left_from = c->member ? c->member->tenant : NULL;
     if (c->member)
         c->member->cr.peer = NULL;
+    if (c->member && s->imports && !s->stopping)
+        imports_member_left(s->imports, c->pid); /* its imports end with it (imports.h) */
     if (c->member && linger_keep(s->linger, c->member, c->pid)) {
         credit_fold(c->member); /* what it took after its last report stays counted */
         c->member = NULL; /* its charge stays until the GPU frees its memory */
@@ -503,6 +508,8 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                          c->pid, tenants_size(counted[g], a, sizeof a), g, line);
         }
     }
+    if (reattach)
+        c->reattached_ms = now_ms(); /* it tells its shares and imports again (imports.h) */
     if (reattach && s->heirs) /* the children it forked before the restart */
         heirs_adopt_children(s->heirs, c->pid);
     log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
@@ -692,6 +699,54 @@ static bool on_handover(struct conn *c, const struct proto_request *r)
     return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
+/* A member that reattached after a restart reports its imports again, maybe before
+ * their exporters report their shares: imports.h keeps those a while. */
+static bool just_reattached(const struct conn *c)
+{
+    return c->reattached_ms && now_ms() - c->reattached_ms < IMPORTS_PROVISIONAL_MS;
+}
+
+/* SHARED, IMPORTED: legacy CUDA IPC (imports.h). Only members: a charge kept for
+ * an import is a tenant's, and the claims are checked against members' reports. */
+static bool on_ipc(struct conn *c, const struct proto_request *r)
+{
+    char why[KAIROS_MSG_MAX];
+    if (!c->member)
+        return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
+                          "send HELLO with your tenant's name first: only a tenant's member "
+                          "shares or imports memory");
+    if (!c->srv->imports)
+        return send_error(c, r->seq, KAIROS_ERR_INVALID,
+                          "this kairosd does not follow CUDA IPC imports");
+    uint32_t exporter = 0;
+    bool shared = r->type == KAIROS_MSG_SHARED;
+    int code = shared ? imports_shared(c->srv->imports, c->pid, c->uid, &r->body.shared, why,
+                                       sizeof why)
+                      : imports_imported(c->srv->imports, c->pid, c->uid, &r->body.imported,
+                                         just_reattached(c) ? IMPORTS_PROVISIONAL_MS : 0,
+                                         &exporter, why, sizeof why);
+    if (code) {
+        log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
+                 why);
+        return send_error(c, r->seq, (uint32_t)code, why);
+    }
+    if (shared)
+        log_debug("pid %u shared object 0x%x of client 0x%x (scope %u)", c->pid,
+                  r->body.shared.h_object, r->body.shared.h_client, r->body.shared.share_type);
+    else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN && !exporter)
+        log_info("pid %u imports object 0x%x of client 0x%x (CUDA IPC), reported again after "
+                 "a restart: kept while its exporter reattaches", c->pid,
+                 r->body.imported.h_object_src, r->body.imported.h_client_src);
+    else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN)
+        log_info("pid %u imports object 0x%x of client 0x%x shared by pid %u (CUDA IPC): "
+                 "pid %u stays charged while it lives", c->pid, r->body.imported.h_object_src,
+                 r->body.imported.h_client_src, exporter, exporter);
+    else
+        log_info("pid %u: its import of object 0x%x of client 0x%x ended", c->pid,
+                 r->body.imported.h_object_src, r->body.imported.h_client_src);
+    return send_msg(c, KAIROS_MSG_OK, r->seq, NULL, 0);
+}
+
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
     if (config_is_admin(c->srv->cfg, c->uid))
@@ -860,6 +915,9 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
     case KAIROS_MSG_FORKED:
     case KAIROS_MSG_INHERITED:
         return on_handover(c, &r);
+    case KAIROS_MSG_SHARED:
+    case KAIROS_MSG_IMPORTED:
+        return on_ipc(c, &r);
     case KAIROS_MSG_TENANT_SET:
     case KAIROS_MSG_TENANT_DEL:
         c->registered |= config_is_admin(c->srv->cfg, c->uid);
@@ -1220,6 +1278,11 @@ static void linger_removed_tenant(void *ctx)
 void server_set_heirs(struct server *s, struct heirs *h)
 {
     s->heirs = h;
+}
+
+void server_set_imports(struct server *s, struct imports *im)
+{
+    s->imports = im;
 }
 
 void server_set_linger(struct server *s, struct linger_set *lg)

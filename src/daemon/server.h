@@ -36,6 +36,10 @@ struct heirs;
 /* Where FORKED and INHERITED go (heirs.h); NULL: they are refused. */
 void server_set_heirs(struct server *s, struct heirs *h);
 
+struct imports;
+/* Where SHARED and IMPORTED go (imports.h); NULL: they are refused. */
+void server_set_imports(struct server *s, struct imports *im);
+
 /* Connections open now (shims, kairos commands), for the metrics. */
 unsigned server_connections(const struct server *s);
 

@@ -36,6 +36,7 @@
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
 #include "shim/inherit.h"
+#include "shim/ipc.h"
 #include "shim/memguard.h"
 #include "shim/shadow.h"
 #include "shim/state.h"
@@ -165,6 +166,8 @@ static bool forget_nvidia(int fd)
         objtree_close_file(t, was.file_id, &eff);
     state_unlock();
     released_unless_shared(&eff, shared);
+    if (nv && last)
+        ipc_after_close(); /* imports dup'd on that file ended with it */
     return nv;
 }
 
@@ -771,8 +774,8 @@ static void note_export(const struct shim_real *r, const struct call_frame *f)
     state_unlock();
 }
 
-/* Decodes the call and applies it to the object tree; returns what it did. */
-static void apply_call(const struct shim_real *r, struct call_frame *f,
+/* Decodes the call (into op) and applies it to the object tree; returns what it did. */
+static void apply_call(const struct shim_real *r, struct call_frame *f, struct rm_op *out,
                        struct objtree_effect *eff)
 {
     struct rm_call call = {
@@ -789,6 +792,7 @@ static void apply_call(const struct shim_real *r, struct call_frame *f,
     };
     struct rm_op op;
     rm_decode(&call, &op);
+    *out = op;
     if (op.kind == RM_OP_ALLOC && op.h_class == RM_CLASS_NV01_DEVICE_0 && op.device_id >= 0)
         op.device_id = gpumap_index(op.device_id); /* the node's GPU number */
     uint64_t map_file = map_file_of(r, &op);
@@ -857,6 +861,9 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         t0 = tracer_now_us();
     }
 
+    struct ipc_pending ipc = {.import = false};
+    if (guard && f.in_arg) /* an import is told to kairosd before it exists (ipc.h) */
+        ipc_before(r, f.in_req, f.in_arg, f.in_len, &ipc);
     struct memguard_ticket ticket = {.active = false};
     if (guard && f.in_arg && memguard_before(r, f.in_req, f.in_arg, &ticket)) {
         memguard_write_refusal(f.in_req, f.in_arg); /* as the driver answers a full GPU */
@@ -880,10 +887,13 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     if (sc && f.params_rw && f.params == sc->params) /* trace what the application sees */
         f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
     struct objtree_effect eff;
-    apply_call(r, &f, &eff);
+    struct rm_op op;
+    apply_call(r, &f, &op, &eff);
     if (guard)
         note_export(r, &f);
     memguard_after(&ticket, &eff);
+    if (guard)
+        ipc_after(r, &op, f.after, f.after_len, f.params, f.params_len, &ipc);
     if (sc)
         trace_call(&f, sc, before_len, t0, t1);
     errno = saved;

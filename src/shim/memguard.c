@@ -26,6 +26,7 @@
 #include "core/bytes.h"
 #include "core/rm_abi.h"
 #include "shim/agent.h"
+#include "shim/ipc.h"
 #include "shim/credit.h"
 #include "shim/settings.h"
 #include "shim/state.h"
@@ -258,6 +259,7 @@ static void *watch_daemon(void *unused)
         if (ok) {
             backoff_ms = 50;
             say("reattached to kairosd");
+            ipc_after_reattach(); /* the new kairosd knows no share or import (ipc.h) */
             continue;
         }
         usleep(backoff_ms * 1000);

@@ -12,6 +12,7 @@
 
 #include "core/bytes.h"
 #include "core/rm_names.h"
+#include "shim/ipc.h"
 #include "shim/tracer.h"
 
 /* The escapes whose effect the object tree records (and memguard charges). */
@@ -25,6 +26,7 @@ static bool is_recorded(uint32_t nr, size_t len)
     case RM_NR_VID_HEAP_CONTROL:
     case RM_NR_ALLOC_MEMORY:
     case RM_NR_DUP_OBJECT:
+    case RM_NR_SHARE:
     case RM_NR_MAP_MEMORY:
         return len > 0 && len <= SHADOW_ARG_MAX;
     default:
@@ -66,15 +68,23 @@ static int capture_alloc_params(struct shadow_call *s)
     return 0;
 }
 
-/* RM_CONTROL: the controls whose effect the tree records (an export of memory
- * objects to a file) are copied with their parameters; others are left alone. */
+/* The controls whose effect the tree records: an export of memory objects to a
+ * file, and a share of an object with other processes (ipc.h). */
+static bool control_recorded(const struct rm_control_args *c)
+{
+    if (c->cmd == RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD)
+        return c->params_size == sizeof(struct rm_export_objects_to_fd_params);
+    return c->cmd == IPC_SHARE_CONTROL && c->params_size == IPC_SHARE_CONTROL_SIZE;
+}
+
+/* RM_CONTROL: the controls recorded are copied with their parameters; others are
+ * left alone. */
 static int capture_control(struct shadow_call *s, size_t len, void *app_inner)
 {
     struct rm_control_args c;
     if (len != sizeof c || !read_app(&c, app_inner, sizeof c))
         return 0; /* the driver answers it; nothing recorded */
-    if (c.cmd != RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD ||
-        c.params_size != sizeof(struct rm_export_objects_to_fd_params) || c.params == 0)
+    if (!control_recorded(&c) || c.params == 0)
         return 0;
     memcpy(s->inner, &c, sizeof c);
     if (!read_app(s->params, (const void *)(uintptr_t)c.params, c.params_size))

@@ -53,6 +53,7 @@ struct fk_obj {
     uint32_t userd_mem;    /* channels: hUserdMemory[0] of the allocation (0: none) */
     uint64_t userd_off;    /* channels: userdOffset[0] */
     uint64_t ino;          /* the file it was made on (its caller end's inode), for the journal */
+    bool dup;              /* made by RM_DUP_OBJECT: the source's memory, none of its own */
 };
 
 /* A CPU mapping of a memory object (RM_MAP_MEMORY + mmap), for the USERD model. */
@@ -110,6 +111,7 @@ static size_t n_files, files_cap;
 static struct fk_obj *objs;
 static size_t n_objs, objs_cap;
 static uint32_t next_handle = 0xcaf00001u;
+static uint32_t clients_made; /* client handles are unique on the machine, as RM's */
 static atomic_ulong n_ioctls;
 static void (*_Atomic reply_hook)(void *ctx);
 static void *_Atomic reply_hook_ctx;
@@ -173,6 +175,7 @@ void fakedrv_reset(int ngpus, uint64_t fb_bytes)
     n_files = 0;
     n_objs = 0;
     next_handle = 0xcaf00001u;
+    clients_made = 0;
     n_gpus = ngpus < 1 || ngpus > FAKEDRV_MAX_GPUS ? 1 : ngpus;
     instances_locked(NULL);
     for (int i = 0; i < FAKEDRV_MAX_GPUS; i++) {
@@ -529,7 +532,7 @@ static struct fk_obj *find_locked(uint32_t client, uint32_t handle)
 static void journal_locked(char what, const struct fk_obj *o)
 {
     const char *path = getenv("FAKEDRV_JOURNAL");
-    if (!path || !*path || !o->bytes)
+    if (!path || !*path || (!o->bytes && !o->dup))
         return;
     char line[160];
     int n = what == 'A' ? snprintf(line, sizeof line, "A %llu %u %u %d %llu\n",
@@ -583,6 +586,13 @@ static void free_client_locked(uint32_t client)
     }
 }
 
+/* RM numbers clients across the machine: another process's DUP_OBJECT names one. */
+static uint32_t next_client_handle_locked(void)
+{
+    uint32_t pid = (uint32_t)syscall(SYS_getpid);
+    return 0xc1000000u | (pid & 0xfffu) << 12 | (++clients_made & 0xfffu);
+}
+
 static bool is_root_class(uint32_t cls)
 {
     return cls == 0x0 || cls == 0x1 || cls == 0x41;
@@ -600,7 +610,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
                                 uint32_t params_size)
 {
     if (is_root_class(cls)) {
-        uint32_t h = *h_new ? *h_new : next_handle++;
+        uint32_t h = *h_new ? *h_new : next_client_handle_locked();
         if (find_locked(h, h))
             return RM_NV_ERR_INSUFFICIENT_RESOURCES;
         if (n_objs == objs_cap) {
@@ -611,7 +621,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
             objs = grown;
             objs_cap = cap;
         }
-        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0, f->ino};
+        objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0, f->ino, false};
         *h_new = h;
         return RM_NV_OK;
     }
@@ -664,7 +674,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         objs_cap = cap;
     }
     fb_used[gpu] += bytes;
-    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0, f->ino};
+    struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0, f->ino, false};
     if (rm_class_kind(cls) == RM_KIND_CHANNEL && params && params_size >= 72) {
         memcpy(&o.userd_mem, params + 32, 4); /* NV_CHANNEL_ALLOC_PARAMS.hUserdMemory[0] */
         memcpy(&o.userd_off, params + 64, 8); /* .userdOffset[0] */
@@ -863,6 +873,219 @@ static uint32_t ctl_export_locked(struct rm_control_args *a)
     return RM_NV_OK;
 }
 
+/* ---- sharing and DUP_OBJECT across processes ------------------------------------
+ * RM lets a client dup an object of another client when the object's share policy
+ * grants it (RM_SHARE, NV0000 CLIENT_SHARE_OBJECT; by default only to clients of
+ * the same process). The fake's objects are each process's own, so a share is a
+ * journal line "S INO CLIENT HANDLE TYPE TARGET PID EUID", and another process's
+ * dup reads the journal: the source must be allocated ("A"), not freed ("F"),
+ * its file open somewhere, and shared with the caller. The dup is then a line
+ * "I INO CLIENT HANDLE SRC_INO SRC_CLIENT SRC_HANDLE": the memory lives while the
+ * dup is not freed and its file is open (tests/system/harness.py, driver_holds). */
+
+static void journal_write(const char *line, int n)
+{
+    const char *path = getenv("FAKEDRV_JOURNAL");
+    if (!path || !*path || n <= 0)
+        return;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                          0600);
+    if (fd < 0)
+        return;
+    (void)!syscall(SYS_write, fd, line, (size_t)n);
+    syscall(SYS_close, fd);
+}
+
+/* RS_SHARE_POLICY {u32 target; u32 accessMask; u16 type; u8 action} on (client, object). */
+static uint32_t share_locked(struct fk_file *f, uint32_t client, uint32_t object,
+                             const uint8_t *policy)
+{
+    if (!client_ok_locked(client, f))
+        return RM_NV_ERR_INVALID_CLIENT;
+    const struct fk_obj *o = find_locked(client, object);
+    if (!o || object == client)
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    uint32_t target;
+    uint16_t type;
+    memcpy(&target, policy, 4);
+    memcpy(&type, policy + 8, 2);
+    if (type == 0 || type > 7)
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    char line[200];
+    int n = snprintf(line, sizeof line, "S %llu %u %u %u %u %ld %ld\n",
+                     (unsigned long long)o->ino, client, object, type, target,
+                     (long)syscall(SYS_getpid), (long)syscall(SYS_geteuid));
+    journal_write(line, n);
+    return RM_NV_OK;
+}
+
+/* The names in directory path (raw getdents64: the fake calls nothing that an
+ * interposer may route back into it while it holds its mutex): fn(name, ctx) for
+ * each until it returns true; whether one did. */
+static bool each_name(const char *path, bool (*fn)(const char *name, void *ctx), void *ctx)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[4096];
+    bool done = false;
+    long n;
+    while (!done && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+        for (long off = 0; off < n && !done;) {
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen); /* d_reclen */
+            const char *name = buf + off + 19;              /* d_name */
+            if (name[0] != '.')
+                done = fn(name, ctx);
+            off += reclen;
+        }
+    syscall(SYS_close, fd);
+    return done;
+}
+
+struct ino_search {
+    char want[48];
+    char dir[64];
+};
+
+static bool fd_is(const char *name, void *ctx)
+{
+    struct ino_search *q = ctx;
+    char path[160], link[64];
+    snprintf(path, sizeof path, "%s/%s", q->dir, name);
+    long k = syscall(SYS_readlinkat, AT_FDCWD, path, link, sizeof link - 1);
+    if (k <= 0)
+        return false;
+    link[k] = 0;
+    return strcmp(link, q->want) == 0;
+}
+
+static bool process_has(const char *name, void *ctx)
+{
+    struct ino_search *q = ctx;
+    if (name[0] < '0' || name[0] > '9')
+        return false;
+    snprintf(q->dir, sizeof q->dir, "/proc/%.16s/fd", name);
+    return each_name(q->dir, fd_is, q);
+}
+
+/* Whether a socket inode is open in some process this user can see. */
+static bool ino_open(uint64_t ino)
+{
+    struct ino_search q;
+    snprintf(q.want, sizeof q.want, "socket:[%llu]", (unsigned long long)ino);
+    return each_name("/proc", process_has, &q);
+}
+
+/* The journal's text (malloc'd, NUL-terminated), or NULL. */
+static char *journal_text(void)
+{
+    const char *path = getenv("FAKEDRV_JOURNAL");
+    int fd = path && *path ? (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    long n;
+    while (text && (n = syscall(SYS_read, fd, text + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            char *grown = realloc(text, cap * 2);
+            if (!grown) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = grown;
+            cap *= 2;
+        }
+    }
+    syscall(SYS_close, fd);
+    if (text)
+        text[len] = 0;
+    return text;
+}
+
+/* Another process's object, as the journal tells it: 0 and its file's inode when
+ * it lives and is shared with a client dst_client of this process; an RM status. */
+static uint32_t foreign_source(uint32_t client, uint32_t object, uint32_t dst_client,
+                               uint64_t *src_ino)
+{
+    char *text = journal_text();
+    if (!text)
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    bool alive = false, shared = false;
+    uint64_t ino = 0;
+    long pid = (long)syscall(SYS_getpid), euid = (long)syscall(SYS_geteuid);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned long long i, bytes;
+        unsigned c, h, type, target;
+        long spid, seuid;
+        int gpu;
+        if (sscanf(line, "A %llu %u %u %d %llu", &i, &c, &h, &gpu, &bytes) == 5 &&
+            c == client && h == object) {
+            alive = true;
+            ino = i;
+            shared = false; /* a handle used again: only later shares count */
+        } else if (sscanf(line, "F %llu %u %u", &i, &c, &h) == 3 && c == client &&
+                   h == object && i == ino) {
+            alive = false;
+        } else if (sscanf(line, "S %llu %u %u %u %u %ld %ld", &i, &c, &h, &type, &target, &spid,
+                          &seuid) == 7 &&
+                   c == client && h == object && i == ino) {
+            shared |= type == 1 || (type == 2 && seuid == euid) ||
+                      (type == 3 && target == dst_client) || (type == 4 && target == pid);
+        }
+    }
+    free(text);
+    if (!alive || !ino_open(ino))
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE; /* freed, or its client went with its file */
+    if (!shared)
+        return RM_NV_ERR_INSUFFICIENT_PERMISSIONS;
+    *src_ino = ino;
+    return RM_NV_OK;
+}
+
+static uint32_t dup_locked(struct fk_file *f, struct rm_dup_object_args *a)
+{
+    if (!client_ok_locked(a->h_client, f))
+        return RM_NV_ERR_INVALID_CLIENT;
+    const struct fk_obj *parent = find_locked(a->h_client, a->h_parent);
+    if (!parent)
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    uint64_t src_ino = 0;
+    const struct fk_obj *src = find_locked(a->h_client_src, a->h_object_src);
+    if (src && a->h_object_src != a->h_client_src) {
+        src_ino = src->ino; /* a client of this process: allowed by default */
+    } else {
+        uint32_t st = foreign_source(a->h_client_src, a->h_object_src, a->h_client, &src_ino);
+        if (st != RM_NV_OK)
+            return st;
+    }
+    uint32_t h = a->h_object ? a->h_object : next_handle++;
+    if (find_locked(a->h_client, h))
+        return RM_NV_ERR_INVALID_ARGUMENT;
+    if (n_objs == objs_cap) {
+        size_t cap = objs_cap ? objs_cap * 2 : 256;
+        struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
+        if (!grown)
+            return RM_NV_ERR_NO_MEMORY;
+        objs = grown;
+        objs_cap = cap;
+    }
+    objs[n_objs++] = (struct fk_obj){.client = a->h_client, .handle = h, .parent = a->h_parent,
+                                     .cls = 0x40, .gpu = parent->gpu, .ino = f->ino,
+                                     .dup = true};
+    char line[200];
+    int n = snprintf(line, sizeof line, "I %llu %u %u %llu %u %u\n", (unsigned long long)f->ino,
+                     a->h_client, h, (unsigned long long)src_ino, a->h_client_src,
+                     a->h_object_src);
+    journal_write(line, n);
+    a->h_object = h;
+    return RM_NV_OK;
+}
+
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
 {
     if (!client_ok_locked(a->h_client, f))
@@ -880,6 +1103,14 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
         return ctl_id_info_locked(a);
     if (a->cmd == RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD && a->h_object == a->h_client)
         return ctl_export_locked(a);
+    if (a->cmd == RM_CTRL_NV0000_CLIENT_SHARE_OBJECT && a->h_object == a->h_client) {
+        const uint8_t *p = (const uint8_t *)(uintptr_t)a->params;
+        if (a->params_size != 16 || !p)
+            return RM_NV_ERR_INVALID_PARAM_STRUCT;
+        uint32_t object;
+        memcpy(&object, p, 4);
+        return share_locked(f, a->h_client, object, p + 4);
+    }
     if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO_V2) {
         if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
             return RM_NV_ERR_INVALID_PARAM_STRUCT;
@@ -990,6 +1221,21 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
                 a->linear_address = 0xf000000000ull + a->offset;
                 a->status = RM_NV_OK;
             }
+        }
+        break;
+    case RM_NR_DUP_OBJECT:
+        if (!ctl || size != sizeof(struct rm_dup_object_args))
+            ret = -EINVAL;
+        else
+            ((struct rm_dup_object_args *)arg)->status =
+                dup_locked(f, (struct rm_dup_object_args *)arg);
+        break;
+    case RM_NR_SHARE:
+        if (!ctl || size != sizeof(struct rm_share_args)) {
+            ret = -EINVAL;
+        } else {
+            struct rm_share_args *a = (void *)arg;
+            a->status = share_locked(f, a->h_client, a->h_object, arg + 8);
         }
         break;
     case RM_NR_UNMAP_MEMORY:

@@ -59,8 +59,16 @@
  * driver_holds). NV0000 EXPORT_OBJECTS_TO_FD (0x3D0B, params as RM's) makes its
  * export file keep the objects' memory: "D INO 0 N SRC_INO CLIENT HANDLE" lines,
  * the memory living while the export file is open somewhere even after the
- * object is freed. Handles are numbered per process, so a forked child and its
- * parent must not both allocate on one client. The caller's end of each file is
+ * object is freed. Legacy CUDA IPC: RM_SHARE and NV0000 CLIENT_SHARE_OBJECT
+ * (0xD06) on an object append "S INO CLIENT HANDLE TYPE TARGET PID EUID"; an
+ * RM_DUP_OBJECT whose source is another process's reads the journal and succeeds
+ * only while the source is allocated, not freed, its file open somewhere and
+ * shared with the caller (RM's share types 1 all, 2 same euid, 3 client, 4 pid;
+ * else NV_ERR_INSUFFICIENT_PERMISSIONS), appending "I INO CLIENT HANDLE SRC_INO
+ * SRC_CLIENT SRC_HANDLE": the memory lives while the dup is not freed and its file
+ * is open. Client handles are unique on the machine (the pid is part of them), as
+ * RM's; other handles are numbered per process, so a forked child and its parent
+ * must not both allocate on one client. The caller's end of each file is
  * bound to the abstract name "@kairos-fakedrv:PID:N", by which kairosd's scripted
  * GPU backend (gpu_fake.c) recognises it among a process's descriptors.
  *

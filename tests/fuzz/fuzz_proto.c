@@ -3,8 +3,9 @@
  * TENANT_SET's earlier one), a terminated, valid name (or, for a HELLO that asks
  * kairosd to place it, none), valid compute policies, for FORKED and INHERITED a
  * pid, one flag and exactly n_fds descriptors (>= 0, zeros after), and for CREDIT a
- * shim's flags only, bounded byte counts and least within need; CREDIT_RECALL (sent
- * by kairosd) is never accepted from a peer. */
+ * shim's flags only, bounded byte counts and least within need; for SHARED handles
+ * and a known scope with its argument, for IMPORTED one flag and two distinct
+ * clients; CREDIT_RECALL (sent by kairosd) is never accepted from a peer. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (unsigned i = 0; i < KAIROS_INHERITED_MAX_FDS; i++)
             if (i < in->n_fds ? in->fds[i] < 0 : in->fds[i] != 0)
                 abort();
+    }
+    if (r.type == KAIROS_MSG_SHARED) {
+        const struct kairos_shared *m = &r.body.shared;
+        bool with_arg = m->share_type == KAIROS_SHARE_PID || m->share_type == KAIROS_SHARE_CLIENT;
+        if (!m->h_client || !m->h_object || m->share_type < KAIROS_SHARE_ALL ||
+            m->share_type > KAIROS_SHARE_PID || (with_arg ? !m->share_arg : m->share_arg))
+            abort();
+    }
+    if (r.type == KAIROS_MSG_IMPORTED) {
+        const struct kairos_imported *m = &r.body.imported;
+        if ((m->flags != KAIROS_IMPORT_BEGIN && m->flags != KAIROS_IMPORT_END) || m->pad ||
+            !m->h_client_src || !m->h_object_src || !m->h_client ||
+            m->h_client_src == m->h_client)
+            abort();
     }
     if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.n_gpus > KAIROS_MAX_GPUS)
         abort();

@@ -46,8 +46,10 @@ def open_socket_inodes():
 def driver_holds(journal):
     """What the fake driver holds on the machine, in bytes, from FAKEDRV_JOURNAL
     (tests/fakedrv/fakedrv.h): each allocation lives while it is not freed and its
-    file is open somewhere, or while an export file holding it (D lines) is open."""
-    size, freed, held_by = {}, set(), {}
+    file is open somewhere, or while an export file holding it (D lines) is open, or
+    while a dup of it in another process (I lines, legacy CUDA IPC) is not freed and
+    its file is open."""
+    size, freed, held_by, dups = {}, set(), {}, {}
     try:
         with open(journal) as f:
             for line in f:
@@ -58,12 +60,17 @@ def driver_holds(journal):
                     freed.add((int(w[1]), w[2], w[3]))
                 elif w and w[0] == "D" and len(w) == 7:
                     held_by.setdefault((int(w[4]), w[5], w[6]), set()).add(int(w[1]))
+                elif w and w[0] == "I" and len(w) == 7:
+                    dups.setdefault((int(w[4]), w[5], w[6]), set()).add((int(w[1]), w[2], w[3]))
     except FileNotFoundError:
         return 0
     open_files = open_socket_inodes()
+
+    def dup_lives(key):
+        return any(d not in freed and d[0] in open_files for d in dups.get(key, ()))
     return sum(n for key, n in size.items()
                if (key not in freed and key[0] in open_files) or
-               held_by.get(key, set()) & open_files)
+               held_by.get(key, set()) & open_files or dup_lives(key))
 
 
 def wait_for(pred, timeout=5.0, step=0.01):

@@ -96,6 +96,44 @@ static void test_forked_inherited(void **state)
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_INHERITED, &in, sizeof in), "pad 0");
 }
 
+/* SHARED and IMPORTED (legacy CUDA IPC): handles not 0, a known scope with its
+ * argument, exactly one flag; anything else refused. */
+static void test_shared_imported(void **state)
+{
+    (void)state;
+    struct kairos_shared s = {.h_client = 0xc1d00001, .h_object = 0x5c000010,
+                              .share_type = KAIROS_SHARE_ALL};
+    assert_int_equal(check(pack(KAIROS_MSG_SHARED, &s, sizeof s)), 0);
+    s.share_arg = 9;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "0 otherwise");
+    s.share_type = KAIROS_SHARE_PID;
+    assert_int_equal(check(pack(KAIROS_MSG_SHARED, &s, sizeof s)), 0);
+    s.share_arg = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "share_arg");
+    s.share_type = 7;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "share_type 7");
+    s = (struct kairos_shared){.h_client = 1, .share_type = KAIROS_SHARE_ALL};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "h_object");
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_SHARED, &s, sizeof s - 4), "exactly 16");
+
+    struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = 1,
+                                .h_object_src = 2, .h_client = 3};
+    assert_int_equal(check(pack(KAIROS_MSG_IMPORTED, &m, sizeof m)), 0);
+    m.flags = KAIROS_IMPORT_END;
+    assert_int_equal(check(pack(KAIROS_MSG_IMPORTED, &m, sizeof m)), 0);
+    m.flags = KAIROS_IMPORT_BEGIN | KAIROS_IMPORT_END;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_IMPORTED, &m, sizeof m), "exactly one");
+    m.flags = KAIROS_IMPORT_BEGIN;
+    m.h_client = 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_IMPORTED, &m, sizeof m), "not an import");
+    m.h_client = 3;
+    m.pad = 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_IMPORTED, &m, sizeof m), "pad 0");
+    m.pad = 0;
+    m.h_object_src = 0;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_IMPORTED, &m, sizeof m), "h_object_src");
+}
+
 /* RUNNABLE: a shim's report; a wrong one is refused (and the sender disconnected). */
 static void test_runnable(void **state)
 {
@@ -352,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_good_messages),
         cmocka_unit_test(test_runnable),
         cmocka_unit_test(test_forked_inherited),
+        cmocka_unit_test(test_shared_imported),
         cmocka_unit_test(test_credit),
         cmocka_unit_test(test_header_refusals),
         cmocka_unit_test(test_size_refusals),

@@ -1,0 +1,114 @@
+/* imports.h - legacy CUDA IPC: which processes hold, by a dup, memory another
+ * process shared.
+ *
+ * cudaIpcGetMemHandle makes an RM memory object importable by other processes
+ * (RM_SHARE or NV0000_CTRL_CMD_CLIENT_SHARE_OBJECT widen who may dup it); an
+ * importer's cudaIpcOpenMemHandle dups it into a client of its own
+ * (RM_DUP_OBJECT naming the exporter's client). The driver keeps the memory while
+ * any handle to it lives, so it outlives the exporter's free and exit. The shims
+ * report both sides (SHARED, IMPORTED in proto.h); this module remembers them and
+ * answers whether a departed exporter's memory may still be held by an import,
+ * so that linger.h keeps the exporter's charge (the project's decision,
+ * docs/memory.md: the exporter stays charged, the importer is charged nothing).
+ *
+ * Nothing a client says is taken on trust: SHARED only names the sender's own
+ * objects as it reports them, and can only ever keep the sender's own tenant
+ * charged. IMPORTED BEGIN is accepted only from a registered member, for an
+ * object a live member reported SHARED, with a scope that admits the sender
+ * (the same euid, its client, its pid); never for the sender's own object. An
+ * import never charges the importer and never moves a charge to another tenant:
+ * it only keeps a departed exporter's own charge. An import ends with IMPORTED
+ * END, or when its importer departs and no process it handed its files to
+ * (heirs.h) holds a driver file.
+ *
+ * Bounds: a process that shares more than KAIROS_SHARED_PER_PROCESS objects (or
+ * when the node's KAIROS_SHARED_MAX are taken) is remembered as sharing everything
+ * with any process (one record), never refused: an unverified import would let
+ * shared memory outlive its exporter's charge. Such a departed exporter stays
+ * charged while any import on the node lives (only its own tenant pays). Imports
+ * beyond KAIROS_IMPORTS_PER_PROCESS / KAIROS_IMPORTS_MAX are refused.
+ *
+ * Processes are kept as (pid, start time), so a reused pid is not them; a member
+ * counts as alive until its connection hangs up (imports_member_left), so the checks
+ * read /proc only when a claim arrives and for importers that departed while
+ * holding a driver file. Nothing
+ * here survives a kairosd restart: the shims report it again when they reattach,
+ * importers possibly before their exporters (imports_imported's provisional_ms).
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_IMPORTS_H
+#define KAIROS_DAEMON_IMPORTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/heirs.h"
+#include "kairos/proto.h"
+
+/* How long a BEGIN that no share explains yet is kept when its importer reattached
+ * after a kairosd restart (its exporter reattaches about as soon). */
+#define IMPORTS_PROVISIONAL_MS 3000
+
+struct ipc_share {
+    uint32_t pid, uid;
+    uint64_t start;
+    bool departed;                /* its connection hung up */
+    struct kairos_shared what;
+};
+
+struct ipc_import {
+    uint32_t pid, uid;            /* the importer */
+    uint64_t start;
+    bool verified;                /* a share admitting it was found */
+    uint64_t provisional_until_ms; /* unverified: dropped after (CLOCK_MONOTONIC) */
+    bool departed;                /* its connection hung up */
+    bool heirs_hold;              /* departed: its files lived on then (heirs_hold) */
+    uint32_t h_client_src, h_object_src, h_client, h_object;
+};
+
+struct imports {
+    const char *proc;             /* "/proc" (tests: another root) */
+    struct heirs *heirs;          /* may be NULL: a departed importer's imports end */
+    struct ipc_share *shares;
+    size_t n_shares, cap_shares;
+    struct ipc_import *v;
+    size_t n, cap;
+};
+
+/* proc NULL: "/proc". heirs may be NULL. */
+void imports_init(struct imports *im, const char *proc, struct heirs *heirs);
+void imports_fini(struct imports *im);
+
+/* SHARED from member pid (euid uid): 0, or a KAIROS_ERR_* code with why filled. */
+int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_shared *m,
+                   char *why, size_t why_len);
+/* IMPORTED from member pid (euid uid): 0, or a KAIROS_ERR_* code with why filled.
+ * For BEGIN, *exporter (may be NULL) is set to the exporter's pid (0: not known
+ * yet). provisional_ms: after a kairosd restart (the reattach window), when the
+ * shims report again what they share and import in no particular order, a BEGIN
+ * naming an object nobody reported shared yet is kept that many ms, as if
+ * verified, for its exporter's SHARED to arrive (then checked as any BEGIN);
+ * 0: refused at once. */
+int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
+                     const struct kairos_imported *m, uint64_t provisional_ms,
+                     uint32_t *exporter, char *why, size_t why_len);
+
+/* Member pid's connection hung up: its shares stay only while imports name them;
+ * its imports live on only while it, or a process it handed its files to, holds a
+ * driver file (asked once now, then at each check while so). */
+void imports_member_left(struct imports *im, uint32_t pid);
+
+/* Whether memory that process pid shared may still be held by a verified import
+ * (the predicate linger.h asks about a departed process, with heirs_hold). */
+bool imports_hold(struct imports *im, uint32_t pid);
+
+/* The predicate for linger_set_holder_check (ctx: a struct imports): heirs_hold
+ * (when heirs were given) or imports_hold. */
+bool imports_holder_cb(void *ctx, uint32_t pid);
+
+/* Verified imports that live now (tests, logs). */
+size_t imports_count(struct imports *im);
+
+#endif /* KAIROS_DAEMON_IMPORTS_H */

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Legacy CUDA IPC (cudaIpcGetMemHandle / cudaIpcOpenMemHandle) between tenants, with
+no GPU: kairosd, `kairos run`, the real libkairos.so and the fake NVIDIA driver, which
+models the share of an object (NV0000 CLIENT_SHARE_OBJECT, RM_SHARE) and the
+importer's RM_DUP_OBJECT across processes (the memory lives while any handle to it
+does). ipcapp plays both sides. The decision (docs/memory.md): the exporter stays
+charged while an import lives; the importer's tenant is charged nothing.
+Usage: test_ipc.py KAIROSD KAIROS SHIM FAKEDRV IPCAPP"""
+import functools
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+from kairos_proto import Client, Daemon, KairosError  # noqa: E402
+from harness import driver_holds, preload_env, wait_for  # noqa: E402
+
+KAIROSD, KAIROS, SHIM, FAKEDRV, IPCAPP = sys.argv[1:6]
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+env = functools.partial(preload_env, SHIM, FAKEDRV)
+MiB = 1 << 20
+GPU = "gpu 0 GPU-fake-0000 85899345920\n"  # a scripted GPU that lists no process
+# A departed process's charge includes the credit it had taken but not reported yet
+# (at most two 4 MiB chunks under a 64 MiB quota: docs/memory.md, linger).
+CREDIT_SLACK = 8 * MiB
+RM_INSUFFICIENT_PERMISSIONS = 0x1B
+
+
+def fields(line):
+    return dict(re.findall(r"(\w+)=(\S+)", line))
+
+
+class App:
+    """One ipcapp under `kairos run --tenant`, driven by commands on its stdin."""
+
+    def __init__(self, case, tenant, *args):
+        """tenant None: a raw process, on the fake driver without the shim."""
+        self.case = case
+        if tenant is None:
+            e = env(FAKEDRV_JOURNAL=case.journal)
+            e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, FAKEDRV) if p)
+            cmd = [IPCAPP, *args]
+        else:
+            e = env(FAKEDRV_JOURNAL=case.journal, **case.d.shim_env())
+            cmd = [KAIROS, "run", "--tenant", tenant, "--", IPCAPP, *args]
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=e)
+        case.addCleanup(self.stop)
+
+    def line(self, prefix):
+        line = self.p.stdout.readline()
+        self.case.assertTrue(line.startswith(prefix),
+                             (line, self.p.stderr.read() if self.p.poll() is not None else ""))
+        return fields(line)
+
+    def command(self, what, prefix=None):
+        self.p.stdin.write(what + "\n")
+        self.p.stdin.flush()
+        return self.line(prefix) if prefix else None
+
+    def exit(self):
+        self.p.stdin.close()  # the end of input: exits without freeing anything
+        self.p.wait(timeout=30)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait(timeout=30)
+        for f in (self.p.stdin, self.p.stdout, self.p.stderr):
+            if f and not f.closed:
+                f.close()
+
+
+class LegacyIpc(unittest.TestCase):
+    def setUp(self):
+        tenants = ("  - name: team\n    memory: { 0: 64M }\n"
+                   "  - name: other\n    memory: { 0: 8M }\n")
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=GPU).start()
+        self.journal = os.path.join(self.d.dir, "fakedrv.journal")
+
+    def tearDown(self):
+        self.d.stop()
+
+    def ps(self):
+        r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
+                           env=env(KAIROS_SOCKET=self.d.socket), timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {t["name"]: t for t in json.loads(r.stdout)["tenants"]}
+
+    def held(self, tenant="team"):
+        return sum(g["held"] for g in self.ps()[tenant]["gpus"])
+
+    def assert_held(self, want, tenant="team"):
+        wait_for(lambda: self.held(tenant) == want, timeout=3.0)
+        self.assertEqual(self.held(tenant), want, self.ps())
+
+    def export(self, *args, n=10, size=4 * MiB):
+        a = App(self, "team", "export", "-n", str(n), "-s", str(size), *args)
+        e = a.line("ipcapp: exported")
+        self.assertEqual(int(e["bytes"]), n * size)
+        self.assert_held(n * size)
+        return a, e
+
+    def importer(self, e, tenant="other"):
+        b = App(self, tenant, "import", "-C", e["client"], "-O", e["objects"])
+        return b, b.line("ipcapp: imported")
+
+    def assert_departed_charge(self, want):
+        """The departed exporter's tenant stays charged: never less than the driver
+        holds for it, and no more than it held (its unreported credit included)."""
+        wait_for(lambda: self.held() >= want, timeout=3.0)
+        self.assertTrue(want <= self.held() <= want + CREDIT_SLACK, self.ps())
+
+    def assert_the_quota_holds(self):
+        """A new process of the exporter's tenant gets only what is left: the driver
+        never holds more than the quota for the tenant."""
+        c = App(self, "team", "export", "-n", "40", "-s", str(2 * MiB))
+        line = c.p.stdout.readline()
+        self.assertFalse(line.startswith("ipcapp: exported"), line)  # it met the quota
+        self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
+        c.stop()
+
+    def test_the_exporter_frees_and_exits_while_another_tenant_keeps_the_mapping(self):
+        """The exporter's tenant stays charged while the import lives (never less than
+        the driver holds), the importer's tenant is charged nothing, the quota holds,
+        and the ledger equals the driver once the importer exits."""
+        a, e = self.export()
+        b, i = self.importer(e)
+        self.assertEqual((int(i["n"]), int(i["failed"])), (10, 0))
+        self.assertEqual(a.command("free", "ipcapp: freed")["n"], "10")
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)  # freed, but imported
+        self.assert_held(40 * MiB)
+        a.exit()
+        time.sleep(0.5)  # more than a linger check
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)
+        self.assert_departed_charge(40 * MiB)
+        self.assertEqual(self.held("other"), 0)
+        self.assertIn("(CUDA IPC)", self.d.read_log())
+        self.assert_the_quota_holds()
+        self.assertEqual(b.command("free", "ipcapp: freed")["n"], "10")
+        b.exit()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_the_importer_exits_without_freeing(self):
+        """The importer exits (killed, nothing freed): its file's last close frees the
+        dups, and the departed exporter's charge goes with them."""
+        a, e = self.export("-R")  # RM_SHARE rather than the control
+        b, i = self.importer(e)
+        self.assertEqual(int(i["n"]), 10)
+        a.command("free", "ipcapp: freed")
+        a.exit()
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)
+        self.assert_departed_charge(40 * MiB)
+        b.p.kill()
+        b.p.wait(timeout=30)
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(self.held("other"), 0)
+
+    def test_an_import_that_ends_while_the_exporter_lives(self):
+        """The importer frees its dups; the exporter, which freed too, is charged until
+        its file closes (kairosd cannot know that no unreported importer holds it),
+        then nothing."""
+        a, e = self.export()
+        b, _ = self.importer(e)
+        b.command("free", "ipcapp: freed")
+        a.command("free", "ipcapp: freed")
+        self.assertEqual(driver_holds(self.journal), 0)
+        self.assert_held(40 * MiB)  # the safe side: charged until its file closes
+        a.command("close", "ipcapp: closed")
+        self.assert_held(0)
+        b.exit()
+        a.exit()
+
+    def test_a_kairosd_restart_forgets_nothing(self):
+        """kairosd restarts while the import lives: both shims tell the new kairosd
+        again what they share and import. The importer goes first here (the exporter
+        is stopped meanwhile): its import waits for the exporter's share. The
+        exporter that then frees and exits stays charged while the importer holds."""
+        a, e = self.export()
+        b, i = self.importer(e)
+        self.assertEqual(int(i["n"]), 10)
+        # the GPU backend vouches for the exporter's reattach claim (reattach.h)
+        self.d.write_fake(GPU + f"proc 0 {e['pid']} {40 * MiB}\n")
+        os.kill(int(e["pid"]), signal.SIGSTOP)
+        self.addCleanup(lambda: a.p.poll() is None and os.kill(int(e["pid"]), signal.SIGCONT))
+        self.d.stop()
+        self.d.start()
+        self.assertTrue(wait_for(lambda: "reported again after a restart" in self.d.read_log(),
+                                 timeout=10.0), self.d.read_log()[-3000:])
+        os.kill(int(e["pid"]), signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: self.ps()["team"]["processes"] == 1, timeout=10.0),
+                        self.ps())
+        self.d.write_fake(GPU)
+        self.assertTrue(wait_for(lambda: self.d.read_log().count("(scope 1)") >= 20,
+                                 timeout=5.0))  # its 10 shares, told twice
+        a.command("free", "ipcapp: freed")
+        a.exit()
+        time.sleep(0.5)
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)
+        self.assert_departed_charge(40 * MiB)
+        self.assertEqual(self.held("other"), 0)
+        b.exit()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_an_importer_without_the_shim_cannot_free_the_exporters_quota(self):
+        """A raw importer (no shim: nothing reported) dups the memory; the exporter
+        frees it: while the exporter lives it stays charged, so it cannot allocate
+        its quota again on top of what the importer keeps. (After the exporter's exit
+        only the GPU's word or the audit follows it: docs/security.md.)"""
+        a, e = self.export()
+        b, i = self.importer(e, tenant=None)
+        self.assertEqual(int(i["n"]), 10)
+        a.command("free", "ipcapp: freed")
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)
+        self.assert_held(40 * MiB)
+        self.assert_the_quota_holds()
+        b.exit()
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=5.0))
+        a.exit()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_dup_the_driver_refuses_keeps_nothing(self):
+        """Shared with one pid only (RM's PID share type): another process's dup fails
+        in the driver, kairosd refuses its claim, and the exporter's exit releases."""
+        a, e = self.export("-t", "4", "-a", "1")
+        b, i = self.importer(e)
+        self.assertEqual((int(i["n"]), int(i["failed"])), (0, 10))
+        self.assertEqual(int(i["status"]), RM_INSUFFICIENT_PERMISSIONS)
+        self.assertIn("not shared with pid", self.d.read_log())
+        a.exit()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(driver_holds(self.journal), 0)
+        b.exit()
+
+
+def imported_body(flags, client_src, object_src, client, obj=0):
+    return struct.pack("<6I", flags, client_src, object_src, client, obj, 0)
+
+
+class LyingImporters(unittest.TestCase):
+    """IMPORTED as a hostile client sends it: a claim that kairosd cannot check
+    against a member's SHARED report changes nothing, and none moves a charge onto
+    another tenant."""
+    setUp, tearDown, ps, held, assert_held, export = (
+        LegacyIpc.setUp, LegacyIpc.tearDown, LegacyIpc.ps, LegacyIpc.held,
+        LegacyIpc.assert_held, LegacyIpc.export)
+    assert_departed_charge = LegacyIpc.assert_departed_charge
+
+    def liar(self, tenant="other"):
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        if tenant:
+            c.hello(tenant)
+        return c
+
+    def claim(self, c, client_src, object_src):
+        c.request(kp.IMPORTED, imported_body(kp.IMPORT_BEGIN, client_src, object_src, 0x1234))
+
+    def test_an_import_of_memory_never_shared_is_refused(self):
+        a, e = self.export("-t", "4", "-a", "1")  # shared with pid 1 only
+        c = self.liar()
+        client, first = int(e["client"], 0), int(e["objects"].split(",")[0], 0)
+        for obj in (first, first + 0x1000):  # not shared with us; never allocated
+            with self.assertRaises(KairosError) as err:
+                self.claim(c, client, obj)
+            self.assertEqual(err.exception.code, kp.ERR_PERMISSION, str(err.exception))
+        a.exit()  # nothing verified holds its memory: released at once
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+        self.assertEqual(self.held("other"), 0)
+
+    def test_only_members_claim_and_never_their_own(self):
+        a, e = self.export()
+        client, first = int(e["client"], 0), int(e["objects"].split(",")[0], 0)
+        with self.assertRaises(KairosError) as err:
+            self.claim(self.liar(tenant=None), client, first)
+        self.assertEqual(err.exception.code, kp.ERR_NOT_REGISTERED)
+        with self.assertRaises(KairosError) as err:  # an END of an import never begun
+            self.liar().request(kp.IMPORTED, imported_body(kp.IMPORT_END, client, first, 7))
+        self.assertEqual(err.exception.code, kp.ERR_INVALID)
+        a.exit()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+    def test_a_claim_on_shared_memory_keeps_only_the_exporters_own_charge(self):
+        """Shared with every process (so the liar could dup it for real): its claim
+        keeps the departed exporter's own charge while the liar lives - no more than
+        the exporter held, nothing on the liar's tenant - and nothing once it leaves."""
+        a, e = self.export()
+        c = self.liar()
+        self.claim(c, int(e["client"], 0), int(e["objects"].split(",")[0], 0))
+        a.exit()
+        time.sleep(0.5)
+        self.assertLessEqual(self.held(), 40 * MiB + CREDIT_SLACK)
+        self.assertEqual(self.held("other"), 0)
+        c.close()
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,242 @@
+/* test_imports.c - legacy CUDA IPC claims against a /proc made of files: an import
+ * is taken only for an object a live member shared with the importer's scope
+ * (never its own), keeps only its exporter's charge while it lives, ends with END,
+ * with its importer's departure (unless the importer still holds a driver file),
+ * a reused pid is not the process that shared, and after a restart an import
+ * reported before its share waits for it a while. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/imports.h"
+
+static char root[64];
+static char why[KAIROS_MSG_MAX];
+
+/* <root>/<pid>/stat with its start time; fd/3 a link to driver_file when given. */
+static void proc(uint32_t pid, unsigned long long start, const char *driver_file)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%u", root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/fd", root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/stat", root, pid);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%u (a b) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, start);
+    fclose(f);
+    if (driver_file) {
+        snprintf(path, sizeof path, "%s/%u/fd/3", root, pid);
+        assert_int_equal(symlink(driver_file, path), 0);
+    }
+}
+
+static void gone(uint32_t pid)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/%u", root, pid);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(root, sizeof root, "/tmp/kairos-imports-XXXXXX");
+    return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+enum { EXPORTER = 100, IMPORTER = 200, OTHER = 300 };
+#define CLIENT 0xc1d00001u
+#define OBJECT 0x5c000096u
+#define DST 0xc1d00002u
+
+static struct kairos_shared shared(uint32_t type, uint32_t arg)
+{
+    return (struct kairos_shared){.h_client = CLIENT, .h_object = OBJECT, .share_type = type,
+                                  .share_arg = arg};
+}
+
+static int claim(struct imports *im, uint32_t pid, uint32_t uid, uint32_t flags)
+{
+    struct kairos_imported m = {.flags = flags, .h_client_src = CLIENT, .h_object_src = OBJECT,
+                                .h_client = DST, .h_object = OBJECT};
+    return imports_imported(im, pid, uid, &m, 0, NULL, why, sizeof why);
+}
+
+static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
+    assert_non_null(strstr(why, "reported"));
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&im, EXPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_INVALID);
+    assert_false(imports_hold(&im, EXPORTER));
+    assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_BEGIN), 0);
+    assert_true(imports_hold(&im, EXPORTER));
+    assert_false(imports_hold(&im, IMPORTER)); /* nothing of the importer's is kept */
+    imports_member_left(&im, EXPORTER); /* the exporter left: its charge stays */
+    gone(EXPORTER);
+    assert_true(imports_hold(&im, EXPORTER));
+    assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_END), 0);
+    assert_false(imports_hold(&im, EXPORTER));
+    assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_END), KAIROS_ERR_INVALID);
+    imports_fini(&im);
+}
+
+static void test_the_scope_decides_who_may_import(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    struct kairos_shared s = shared(KAIROS_SHARE_PID, OTHER);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
+    assert_non_null(strstr(why, "not shared with pid 200"));
+    s = shared(KAIROS_SHARE_SECURITY_TOKEN, 0); /* shared again: the newest scope */
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
+    assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
+    s = shared(KAIROS_SHARE_CLIENT, DST + 1);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(imports_count(&im), 1);
+    assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
+    imports_fini(&im);
+}
+
+static void test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_file(void **state)
+{
+    (void)state;
+    struct heirs h;
+    heirs_init(&h, root, NULL);
+    struct imports im;
+    imports_init(&im, root, &h);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, "/dev/nvidiactl");
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
+    imports_member_left(&im, EXPORTER);
+    gone(EXPORTER);
+    imports_member_left(&im, IMPORTER); /* hung up, but its driver file is open */
+    assert_true(imports_holder_cb(&im, EXPORTER));
+    gone(IMPORTER);
+    assert_false(imports_holder_cb(&im, EXPORTER));
+    assert_int_equal(imports_count(&im), 0);
+    imports_fini(&im);
+    heirs_fini(&h);
+}
+
+static void test_a_reused_pid_is_not_the_exporter(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    imports_member_left(&im, EXPORTER);
+    gone(EXPORTER);
+    proc(EXPORTER, 11, NULL); /* another process with its pid */
+    assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
+    assert_false(imports_hold(&im, EXPORTER));
+    imports_fini(&im);
+}
+
+/* A process that shares more than kairosd remembers one by one is taken to share
+ * everything with anyone: its imports are still followed, nothing refused. */
+static void test_a_flood_of_shares_becomes_a_share_of_everything(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    for (uint32_t i = 0; i <= KAIROS_SHARED_PER_PROCESS; i++) {
+        struct kairos_shared s = {.h_client = CLIENT, .h_object = 0x100 + i,
+                                  .share_type = KAIROS_SHARE_PID, .share_arg = OTHER};
+        assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    }
+    assert_int_equal(im.n_shares, 1);
+    assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_BEGIN), 0); /* any object */
+    assert_true(imports_hold(&im, EXPORTER));
+    imports_fini(&im);
+}
+
+/* After a restart the importer may report again before its exporter: its BEGIN is
+ * kept a while for the exporter's SHARED, then checked like any other. */
+static void test_after_a_restart_an_import_waits_for_its_share(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+    struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = CLIENT,
+                                .h_object_src = OBJECT, .h_client = DST};
+    uint32_t exporter = 1;
+    assert_int_equal(imports_imported(&im, IMPORTER, 1000, &m, 200, &exporter, why, sizeof why),
+                     0);
+    assert_int_equal(exporter, 0); /* not known yet */
+    struct kairos_imported other = m;
+    other.h_object_src = OBJECT + 1; /* nobody will share this one */
+    assert_int_equal(imports_imported(&im, IMPORTER, 1000, &other, 200, NULL, why, sizeof why),
+                     0);
+    assert_int_equal(imports_count(&im), 2);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_true(imports_hold(&im, EXPORTER));
+    usleep(300 * 1000);
+    assert_int_equal(imports_count(&im), 1); /* the unexplained one is gone */
+    assert_true(imports_hold(&im, EXPORTER));
+    /* a share that does not admit the importer: refused at once, even now */
+    s = (struct kairos_shared){.h_client = CLIENT, .h_object = OBJECT + 2,
+                               .share_type = KAIROS_SHARE_PID, .share_arg = OTHER};
+    assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    other.h_object_src = OBJECT + 2;
+    assert_int_equal(imports_imported(&im, IMPORTER, 1000, &other, 200, NULL, why, sizeof why),
+                     KAIROS_ERR_PERMISSION);
+    imports_fini(&im);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_an_import_of_a_shared_object_keeps_its_exporter,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_scope_decides_who_may_import, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_file, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_a_reused_pid_is_not_the_exporter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_flood_of_shares_becomes_a_share_of_everything,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_after_a_restart_an_import_waits_for_its_share,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
