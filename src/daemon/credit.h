@@ -32,6 +32,11 @@
 #define CREDIT_CHUNK_MAX (256ull << 20)       /* at most 256 MiB */
 #define CREDIT_RECALL_TIMEOUT_MS 500          /* a recall unanswered this long revokes */
 #define CREDIT_RECALL_ROUNDS 3                /* recalls for one waiting request */
+#define CREDIT_ACK_TIMEOUT_MS 1000            /* what waits on a revoked member's word
+                                               * that it dropped its credit waits this
+                                               * long, then is refused */
+#define CREDIT_CONTENDED_MS 1000              /* after a recall, grants there are exact
+                                               * this long */
 
 struct ledger;
 struct ledger_tenant;
@@ -52,7 +57,11 @@ struct credit_member {
     uint64_t report[KAIROS_MAX_GPUS];         /* the newest report taken */
     bool reported[KAIROS_MAX_GPUS];           /* held was reported at least once */
     bool revoked[KAIROS_MAX_GPUS];            /* a recall went unanswered */
+    bool unacked[KAIROS_MAX_GPUS];            /* revoked, its credit still counted: it
+                                               * has not said it read the revocation */
     uint64_t recall_deadline_ms[KAIROS_MAX_GPUS]; /* 0: no recall outstanding */
+    uint64_t recalled_at_ms[KAIROS_MAX_GPUS]; /* the last recall sent it (0: none) */
+    uint64_t ack_deadline_ms[KAIROS_MAX_GPUS];/* 0: no waiting on its word */
     struct credit_wait wait[KAIROS_MAX_GPUS];
     void *peer;                               /* the server's connection */
 };

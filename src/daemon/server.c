@@ -267,10 +267,12 @@ static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_mem
     (void)ctx;
     char a[32];
     log_about_warn(t->name, m->pid, (int)gpu,
-                   "tenant %s: pid %u did not answer a credit recall within %d ms; its %s of "
-                   "credit on GPU %u is no longer counted and it gets no credit ahead there",
-                   t->name, m->pid, CREDIT_RECALL_TIMEOUT_MS, tenants_size(bytes, a, sizeof a),
-                   gpu);
+                   "tenant %s: pid %u did not answer a credit recall within %d ms; it gets "
+                   "no credit ahead on GPU %u any more, and its %s of credit there stays "
+                   "counted until it says it read this or exits (what waits for room there "
+                   "is refused after %d ms more)",
+                   t->name, m->pid, CREDIT_RECALL_TIMEOUT_MS, gpu,
+                   tenants_size(bytes, a, sizeof a), CREDIT_ACK_TIMEOUT_MS);
     struct conn *c = m->cr.peer;
     struct kairos_credit r = {.gpu = gpu, .flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
                               .held = t->held[gpu], .returned = m->held[gpu],

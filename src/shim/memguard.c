@@ -612,6 +612,7 @@ static bool give_credit_back(uint32_t g)
         c->returning += c->credit;
         c->credit = 0;
         c->exact = true; /* as after a recall: no request ahead races the range */
+        c->all = false;
         c->dirty = true;
         had = credit_next_message(c, g, &m);
     }

@@ -1,8 +1,10 @@
 /* test_credit.c - a process's credit arithmetic (src/shim/credit.c): allocations
  * within credit need no message, asking ahead below half a chunk, a waiting
  * allocation named in a request and refused only by the answer that covered it,
- * frees kept up to two chunks (none near the quota), a recall giving all unused
- * credit back, a message that could not be sent undone, a reattach claim. */
+ * frees kept up to two chunks (all of them near the quota alone, none while members
+ * contend), a recall giving all unused credit back, a revocation said back on every
+ * message until one is answered, a message that could not be sent undone, a
+ * reattach claim. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +137,54 @@ static void test_revoked_credit_is_gone(void **state)
     assert_int_equal(c.credit, 0);
     assert_true(c.exact);
     assert_false(credit_take(&c, 2 * MiB));
+    /* every message from now on says it read the revocation, until one is answered */
+    struct kairos_credit m1, m2;
+    assert_true(credit_next_message(&c, 0, &m1));
+    assert_true(m1.flags & KAIROS_CREDIT_REVOKED);
+    assert_int_equal(m1.held, 2 * MiB);
+    credit_wait_begin(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m2)); /* a request built after it */
+    assert_true(m2.flags & KAIROS_CREDIT_REVOKED);
+    answer(&c, &m2, 2 * MiB, KAIROS_CREDIT_EXACT);
+    assert_true(credit_take(&c, 2 * MiB));
+    credit_wait_end(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m1));
+    assert_false(m1.flags & KAIROS_CREDIT_REVOKED);
+}
+
+/* Near the quota alone (ALL): all the room kept across frees, nothing asked ahead,
+ * and the next allocation needs no message; a recall ends it. */
+static void test_all_the_room_is_kept_with_no_message(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {0};
+    struct kairos_credit m;
+    bool request;
+    credit_wait_begin(&c, 64 * MiB);
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_true(m.flags & KAIROS_CREDIT_AHEAD);
+    answer(&c, &m, 90 * MiB, KAIROS_CREDIT_ALL); /* all 90 MiB left, chunk 4 */
+    assert_true(credit_take(&c, 64 * MiB));
+    credit_wait_end(&c, 64 * MiB);
+    assert_true(credit_has_message(&c, &request));
+    assert_false(request);                        /* a report only */
+    for (int i = 0; i < 3; i++) {
+        credit_release(&c, 64 * MiB);
+        assert_int_equal(c.credit, 90 * MiB);     /* kept, though above two chunks */
+        assert_int_equal(c.returning, 0);
+        assert_true(credit_take(&c, 64 * MiB));   /* no wait, no request */
+        assert_true(credit_next_message(&c, 0, &m));
+        assert_int_equal(m.need, 0);
+        assert_false(c.asking);
+        answer(&c, &m, 0, KAIROS_CREDIT_ALL);     /* the report's reply */
+    }
+    credit_take(&c, 26 * MiB);
+    assert_true(credit_has_message(&c, &request));
+    assert_false(request);                        /* 0 left: still nothing ahead */
+    credit_recall(&c, 100 * MiB);
+    assert_false(c.all);
+    credit_release(&c, 26 * MiB);
+    assert_int_equal(c.credit, 0);                /* contended: nothing kept */
 }
 
 static void test_last_message_gives_all_back_and_asks_no_more(void **state)
@@ -222,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_settle_gives_back_what_the_driver_did_not_take),
         cmocka_unit_test(test_recall_gives_all_back_and_stops_asking_ahead),
         cmocka_unit_test(test_revoked_credit_is_gone),
+        cmocka_unit_test(test_all_the_room_is_kept_with_no_message),
         cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
