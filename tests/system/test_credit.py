@@ -242,6 +242,29 @@ class Credit(unittest.TestCase):
         c.close()
         self.assertTrue(wait_for(lambda: self.held() == QUOTA - 20 * MiB), self.held())
 
+    def test_a_revoked_shim_says_so_and_its_credit_comes_back(self):
+        """A holds 4 MiB and some credit and is stopped (SIGSTOP) when B needs that
+        credit: the recall goes unanswered and A is revoked, its credit still
+        counted; A then runs again (within the second B waits for its word), its
+        shim answers the recall late, giving the credit back, and reads the
+        revocation: B gets all but what A holds, the ledger equals the driver."""
+        a = self.run_tenant("-n", "1", "-s", str(PAGE), "-c", str(PAGE), "-w", "6")
+        ca = self.holding(a)
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"]), self.held())
+        a.send_signal(signal.SIGSTOP)
+        try:
+            b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "2")
+            self.assertTrue(wait_for(lambda: "did not answer a credit recall" in
+                                     self.d.read_log(), timeout=20, step=0.005))
+        finally:
+            a.send_signal(signal.SIGCONT)
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], QUOTA - ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA), self.held())
+        self.finish(b)
+        self.finish(a)
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+
     def test_alone_near_the_quota_allocations_need_no_message(self):
         """A process holds 62 of its tenant's 64 MiB (less than a chunk, 4 MiB, is
         left) and allocates and frees the last 2 MiB twenty times with kairosd
