@@ -280,8 +280,9 @@ struct kairos_inherited {
  *             process keeps none of what it frees and asks for each allocation,
  *             until a reply without it; KAIROS_CREDIT_ALL (version 4): the tenant is
  *             near its quota and no other member contends: the grant is all the
- *             room left, the process keeps what it frees and asks ahead no more
- *             (another member's need recalls it), until a reply without it.
+ *             room left, the process keeps what it frees (up to two chunks) and
+ *             asks ahead no more (another member's need recalls it), until a
+ *             reply without it.
  * A shim that is recalled asks for nothing ahead until a reply without EXACT. */
 #define KAIROS_CREDIT_AHEAD 0x1u
 #define KAIROS_CREDIT_RECALLED 0x2u

@@ -14,15 +14,15 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* What is beyond the keep goes back: two chunks far from the quota; all of it near
- * the quota alone (ALL: it is the room left, recalled if a neighbour needs it);
- * only what waiting allocations need when members contend (EXACT). Before the first
- * reply nothing is known: all kept. */
+/* What is beyond the keep goes back: two chunks far from the quota and near it
+ * alone (ALL; so that a reattach claim stays within what kairosd accepts); only what
+ * waiting allocations need when members contend (EXACT). Before the first reply
+ * nothing is known: all kept. */
 static void trim(struct credit_gpu *c)
 {
-    uint64_t keep = c->exact ? (c->waiting ? c->need : 0)
-                    : c->all || !c->chunk ? UINT64_MAX
-                                          : CREDIT_KEEP_CHUNKS * c->chunk;
+    uint64_t keep = c->exact    ? (c->waiting ? c->need : 0)
+                    : c->chunk ? CREDIT_KEEP_CHUNKS * c->chunk
+                               : UINT64_MAX;
     if (c->credit > keep) {
         c->returning = sat_add(c->returning, c->credit - keep);
         c->credit = keep;

@@ -8,8 +8,8 @@
  * below half a chunk the process asks for more ahead; an allocation that does not
  * fit waits for the answer to a request naming what it needs. Near the quota with
  * no other member contending (kairosd's reply says ALL) the grant is all the room
- * left: the process keeps what it frees and asks ahead no more, so it allocates
- * with no message until its need passes what the tenant has left. When members
+ * left: the process keeps what it frees (up to two chunks, as far from it) and asks
+ * ahead no more, so an allocation loop there needs no message. When members
  * contend (the reply says EXACT) nothing is asked ahead and nothing freed is kept,
  * so every allocation asks for exactly its size and no process sits on room a
  * neighbour needs. A recall gives back all unused credit at once. A revocation
@@ -40,7 +40,8 @@ struct credit_gpu {
                            * above need, once one of them has left) */
     unsigned waiting;
     bool exact;           /* members contend: no credit ahead, nothing kept */
-    bool all;             /* near the quota alone: all the room granted, kept */
+    bool all;             /* near the quota alone: all the room granted, none asked
+                           * ahead */
     bool acking;          /* revoked: messages say so until one is answered */
     bool ack_built;       /* ... one was built: ack_from is its report */
     uint64_t ack_from;

@@ -152,8 +152,10 @@ static void test_revoked_credit_is_gone(void **state)
     assert_false(m1.flags & KAIROS_CREDIT_REVOKED);
 }
 
-/* Near the quota alone (ALL): all the room kept across frees, nothing asked ahead,
- * and the next allocation needs no message; a recall ends it. */
+/* Near the quota alone (ALL), as m8 on the H200: a 608 MiB tenant (chunk 38 MiB),
+ * 90 MiB left beside the context, 64 MiB blocks allocated and freed. The grant is all
+ * 90 MiB; what is freed is kept up to two chunks (76 MiB, enough for the next block),
+ * nothing is asked ahead and no allocation needs a message; a recall ends it. */
 static void test_all_the_room_is_kept_with_no_message(void **state)
 {
     (void)state;
@@ -163,28 +165,32 @@ static void test_all_the_room_is_kept_with_no_message(void **state)
     credit_wait_begin(&c, 64 * MiB);
     assert_true(credit_next_message(&c, 0, &m));
     assert_true(m.flags & KAIROS_CREDIT_AHEAD);
-    answer(&c, &m, 90 * MiB, KAIROS_CREDIT_ALL); /* all 90 MiB left, chunk 4 */
+    struct kairos_credit r = {.flags = KAIROS_CREDIT_ALL, .report = m.report, .held = m.held,
+                              .need = 90 * MiB, .least = 38 * MiB, .quota = 608 * MiB};
+    credit_on_reply(&c, &r);
+    assert_true(c.all);
     assert_true(credit_take(&c, 64 * MiB));
     credit_wait_end(&c, 64 * MiB);
     assert_true(credit_has_message(&c, &request));
-    assert_false(request);                        /* a report only */
+    assert_false(request);                        /* 26 left: a report only */
+    credit_release(&c, 64 * MiB);
+    assert_int_equal(c.credit, 76 * MiB);         /* two chunks kept */
+    assert_int_equal(c.returning, 14 * MiB);
     for (int i = 0; i < 3; i++) {
-        credit_release(&c, 64 * MiB);
-        assert_int_equal(c.credit, 90 * MiB);     /* kept, though above two chunks */
-        assert_int_equal(c.returning, 0);
         assert_true(credit_take(&c, 64 * MiB));   /* no wait, no request */
+        assert_true(credit_has_message(&c, &request));
+        assert_false(request);                    /* 12 left, below half a chunk */
         assert_true(credit_next_message(&c, 0, &m));
-        assert_int_equal(m.need, 0);
-        assert_false(c.asking);
-        answer(&c, &m, 0, KAIROS_CREDIT_ALL);     /* the report's reply */
+        r = (struct kairos_credit){.flags = KAIROS_CREDIT_ALL, .report = m.report,
+                                   .held = m.held, .least = 38 * MiB, .quota = 608 * MiB};
+        credit_on_reply(&c, &r);                  /* the report's reply */
+        credit_release(&c, 64 * MiB);
+        assert_int_equal(c.credit, 76 * MiB);
     }
-    credit_take(&c, 26 * MiB);
-    assert_true(credit_has_message(&c, &request));
-    assert_false(request);                        /* 0 left: still nothing ahead */
-    credit_recall(&c, 100 * MiB);
+    credit_recall(&c, 1ull << 30);
     assert_false(c.all);
-    credit_release(&c, 26 * MiB);
-    assert_int_equal(c.credit, 0);                /* contended: nothing kept */
+    assert_int_equal(c.credit, 0);
+    assert_true(credit_take(&c, 0) && !credit_take(&c, 2 * MiB)); /* contended: it asks */
 }
 
 static void test_last_message_gives_all_back_and_asks_no_more(void **state)
