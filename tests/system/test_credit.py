@@ -267,12 +267,12 @@ class Credit(unittest.TestCase):
 
     def test_alone_near_the_quota_allocations_need_no_message(self):
         """A process holds 62 of its tenant's 64 MiB (less than a chunk, 4 MiB, is
-        left) and allocates and frees the last 2 MiB twenty times with kairosd
-        stopped (SIGSTOP): alone near the quota it was granted all the room left and
-        keeps it, so not one allocation asks kairosd (one that did would wait 5 s
-        and be refused, fail-closed)."""
+        left) and allocates and frees the last 2 MiB ten times with kairosd stopped
+        (SIGSTOP): alone near the quota it was granted all the room left and keeps
+        it, so not one allocation asks kairosd (one that did would wait 5 s and be
+        refused, fail-closed)."""
         a = self.run_tenant("-n", "30", "-s", str(PAGE), "-c", str(PAGE), "-w", "1",
-                            "-R", "20")
+                            "-R", "10")
         ca = self.holding(a)
         self.assertEqual(ca["vidmem_bytes"], 62 * MiB)
         self.assertTrue(wait_for(lambda: self.held() == 62 * MiB, step=0.002), self.held())
@@ -281,7 +281,7 @@ class Credit(unittest.TestCase):
             r = self.rounds(a)
         finally:
             self.d.proc.send_signal(signal.SIGCONT)
-        self.assertEqual((r["failed"], r["n"]), (0, 20))
+        self.assertEqual((r["failed"], r["n"]), (0, 10))
         self.last_line(a)
         self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
 
