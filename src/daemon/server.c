@@ -249,14 +249,16 @@ static void credit_refused(void *ctx, struct ledger_tenant *t, struct ledger_mem
     uint64_t quiet;
     if (!ratelog_event(&t->refusal_log, now_ms(), RATELOG_INTERVAL_MS, &quiet))
         return;
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     log_about_info(t->name, m->pid, (int)gpu,
-                   "tenant %s: refused %s on GPU %u for pid %u (holds %s of %s); %llu "
+                   "tenant %s: refused %s on GPU %u for pid %u (holds %s of %s, %s more "
+                   "reserved as its processes' unused credit); %llu "
                    "refusal(s) on this GPU so far, %llu of the tenant's not logged since its "
                    "last such line (one every %d s)",
                    t->name, tenants_size(need, a, sizeof a), gpu, m->pid,
                    tenants_size(t->held[gpu], b, sizeof b),
                    tenants_size(t->quota[gpu], c, sizeof c),
+                   tenants_size(t->credit[gpu], d, sizeof d),
                    (unsigned long long)t->refusals[gpu], (unsigned long long)quiet,
                    RATELOG_INTERVAL_MS / 1000);
 }

@@ -225,6 +225,7 @@ class Credit(unittest.TestCase):
         log = self.d.read_log()
         self.assertIn("did not answer a credit recall", log)
         self.assertIn("stays counted until it says it read this or exits", log)
+        self.assertIn("48.0 MiB more reserved as its processes' unused credit", log)
         # the hostile member reads at last: the recall, then the revocation
         types = []
         while REVOKED not in types:
