@@ -94,6 +94,15 @@
  *               to dup another process's shared object (RM_DUP_OBJECT naming a
  *               client it does not own: cudaIpcOpenMemHandle), or that import
  *               ended; kairosd keeps the exporter's charge while it lives.
+ *             - CREDIT reply flag KAIROS_CREDIT_ALL: near the quota, with no
+ *               other member contending, all the room left is granted and kept
+ *               (no round trip per allocation; a shim of before takes it as
+ *               plain credit).
+ *             - CREDIT flag KAIROS_CREDIT_REVOKED from a shim: it read the
+ *               revocation; until then kairosd keeps counting revoked credit (a
+ *               shim of before never says so: its revoked credit stays counted
+ *               until it leaves, and what waits for that room is refused after
+ *               1 s).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -270,8 +279,11 @@ struct kairos_inherited {
  *   least     the smallest waiting allocation (0 when need is 0; <= need)
  *   quota     0
  *   flags     KAIROS_CREDIT_AHEAD: credit beyond need is welcome (far from the
- *             quota kairosd adds a chunk); KAIROS_CREDIT_RECALLED: the answer to a
- *             CREDIT_RECALL (returned says how much came back).
+ *             quota kairosd adds a chunk, near it all the room left);
+ *             KAIROS_CREDIT_RECALLED: the answer to a CREDIT_RECALL (returned says
+ *             how much came back); KAIROS_CREDIT_REVOKED (a later addition): built after
+ *             the process read a revocation, so it holds no credit (every CREDIT it
+ *             sends says so until one of them is answered).
  * Daemon -> shim (the reply):
  *   report    echoed; held: the tenant's holdings on gpu; returned: what of them
  *             kairosd counts as this process's (its memory view shows held minus
@@ -282,17 +294,24 @@ struct kairos_inherited {
  *             its credit falls below half of it, and keeps at most two chunks of
  *             what it frees); quota: the tenant's quota on gpu;
  *   flags     KAIROS_CREDIT_REFUSED: need could not be met (what was granted, if
- *             anything, is at least least); KAIROS_CREDIT_EXACT: the tenant is
- *             near its quota (or another member waits for room): no credit
- *             ahead, the process keeps none of what it frees and asks for each
- *             allocation, until a reply without it.
+ *             anything, is at least least); KAIROS_CREDIT_EXACT: members of the
+ *             tenant contend for the room (another one waits, or was recalled in
+ *             the last second), or this process was revoked: no credit ahead, the
+ *             process keeps none of what it frees and asks for each allocation,
+ *             until a reply without it; KAIROS_CREDIT_ALL (a later addition): the tenant is
+ *             near its quota and no other member contends: the grant is all the
+ *             room left, the process keeps what it frees (up to two chunks) and
+ *             asks ahead no more (another member's need recalls it), until a
+ *             reply without it.
  * A shim that is recalled asks for nothing ahead until a reply without EXACT. */
 #define KAIROS_CREDIT_AHEAD 0x1u
 #define KAIROS_CREDIT_RECALLED 0x2u
 #define KAIROS_CREDIT_REFUSED 0x100u
 #define KAIROS_CREDIT_EXACT 0x200u
 #define KAIROS_CREDIT_REVOKED 0x400u /* daemon -> shim, unsolicited (seq 0, report 0):
-                                      * a recall went unanswered; the credit is gone */
+                                      * a recall went unanswered; the credit is gone;
+                                      * shim -> daemon: the process read that */
+#define KAIROS_CREDIT_ALL 0x800u     /* daemon -> shim: all the room left (a later addition) */
 struct kairos_credit {
     uint32_t gpu;
     uint32_t flags;
@@ -307,9 +326,12 @@ struct kairos_credit {
 /* CREDIT_RECALL (daemon -> shim, no reply of its own): another member of the tenant
  * needs room; give back up to bytes of unused credit on gpu now, with a CREDIT
  * flagged KAIROS_CREDIT_RECALLED (returned 0 if none is left). A process that does
- * not answer within 500 ms loses its credit there: kairosd stops counting it,
- * grants that process no credit ahead any more and tells it with a CREDIT flagged
- * KAIROS_CREDIT_REVOKED (granted 0), after which the shim holds no credit there.
+ * not answer within 500 ms loses its credit there: kairosd grants that process no
+ * credit ahead any more and tells it with a CREDIT flagged KAIROS_CREDIT_REVOKED
+ * (granted 0), after which the shim holds no credit there; kairosd keeps counting
+ * that credit (the process may have allocated from it before it read that) until a
+ * CREDIT of the process flagged KAIROS_CREDIT_REVOKED says what it holds, or it
+ * leaves (a later addition; before, the credit was no longer counted at once).
  * pad is 0. */
 struct kairos_credit_recall {
     uint32_t gpu;

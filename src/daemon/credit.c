@@ -51,7 +51,8 @@ void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos
     struct credit_member *cr = &m->cr;
     if (c->flags & KAIROS_CREDIT_RECALLED)
         cr->recall_deadline_ms[g] = 0;
-    if (!cr->reported[g] || c->report > cr->report[g]) {
+    bool newest = !cr->reported[g] || c->report > cr->report[g];
+    if (newest) {
         /* the newest: what it holds out of what it had, the rest its credit; beyond
          * that (memory taken after its credit was revoked, or beyond what a
          * reattach counted) the memory is counted. An older report's held is stale. */
@@ -64,6 +65,14 @@ void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos
     /* then what it gave back (after the split: a reattach counts all as held) */
     uint64_t back = c->returned < m->credit[g] ? c->returned : m->credit[g];
     set_credit(m, g, m->credit[g] - back);
+    if ((c->flags & KAIROS_CREDIT_REVOKED) && newest && cr->unacked[g]) {
+        /* built after it read the revocation: it holds held and no credit any more
+         * (the split above counted what it took before; every message it builds
+         * says so until one is answered, so the newest taken always does) */
+        set_credit(m, g, 0);
+        cr->unacked[g] = false;
+        cr->ack_deadline_ms[g] = 0;
+    }
 }
 
 static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64_t report,
@@ -97,8 +106,8 @@ static uint64_t recallable(const struct ledger *l, const struct ledger_member *m
     for (const struct ledger_member *o = l->members; o; o = o->next) {
         if (o == m || o->tenant != m->tenant)
             continue;
-        if (o->cr.recall_deadline_ms[g])
-            *owed = true;
+        if (o->cr.recall_deadline_ms[g] || o->cr.ack_deadline_ms[g])
+            *owed = true; /* its answer, or its word that it dropped its credit, is due */
         else if (!o->cr.revoked[g])
             sum = sat_add(sum, o->credit[g]);
     }
@@ -113,17 +122,26 @@ static void send_recalls(struct ledger *l, const struct ledger_member *m, unsign
             o->cr.revoked[g] || !o->credit[g])
             continue;
         o->cr.recall_deadline_ms[g] = now_ms + CREDIT_RECALL_TIMEOUT_MS;
+        o->cr.recalled_at_ms[g] = now_ms ? now_ms : 1;
         if (io && io->recall)
             io->recall(io->ctx, o->cr.peer, g, o->credit[g]);
     }
 }
 
-/* Whether another member of m's tenant waits for room on g. */
-static bool others_wait(const struct ledger *l, const struct ledger_member *m, unsigned g)
+/* Whether m's tenant on g is contended: another member waits for room, or a recall
+ * was sent there less than CREDIT_CONTENDED_MS ago. Then every grant is exact, so
+ * that members near the quota take turns by their requests, not by recalls. */
+static bool contended(const struct ledger *l, const struct ledger_member *m, unsigned g,
+                      uint64_t now_ms)
 {
-    for (const struct ledger_member *o = l->members; o; o = o->next)
-        if (o != m && o->tenant == m->tenant && o->cr.wait[g].active)
+    for (const struct ledger_member *o = l->members; o; o = o->next) {
+        if (o->tenant != m->tenant)
+            continue;
+        if (o != m && o->cr.wait[g].active)
             return true;
+        if (o->cr.recalled_at_ms[g] && now_ms < o->cr.recalled_at_ms[g] + CREDIT_CONTENDED_MS)
+            return true;
+    }
     return false;
 }
 
@@ -133,19 +151,21 @@ static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, boo
 {
     struct credit_wait *w = &m->cr.wait[g];
     struct ledger_tenant *t = m->tenant;
-    if (!w->active || hold)
-        return false;
+    if (!w->active || hold || m->cr.unacked[g])
+        return false; /* revoked and not yet said so: a grant now could be lost in
+                       * the credit its word drops */
     uint64_t room = credit_room(t, g), chunk = credit_chunk(t->quota[g]);
-    /* no credit ahead to one while another waits for room (it would be recalled) */
+    /* credit ahead only to one that takes it, is not revoked, and has no neighbour
+     * contending for the room (it would be recalled at once) */
     bool ahead = (w->flags & KAIROS_CREDIT_AHEAD) && !m->cr.revoked[g] &&
-                 !others_wait(l, m, g);
+                 !contended(l, m, g, now_ms);
     if (room >= w->need) {
-        if (ahead && room - w->need >= chunk) {
+        if (!ahead)
+            reply(m, g, KAIROS_CREDIT_EXACT, w->need, io); /* exactly the need */
+        else if (room - w->need >= chunk)
             reply(m, g, 0, w->need + chunk, io); /* far from the quota: a chunk ahead */
-        } else {
-            uint32_t exact = room - w->need < chunk || !ahead ? KAIROS_CREDIT_EXACT : 0;
-            reply(m, g, exact, w->need, io);
-        }
+        else
+            reply(m, g, KAIROS_CREDIT_ALL, room, io); /* near it: all the room is its */
         return true;
     }
     bool owed;
@@ -156,7 +176,7 @@ static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, boo
         return false;
     }
     if (owed)
-        return false; /* an answer (or a revocation) is coming */
+        return false; /* an answer (or a revoked member's word) is coming */
     uint64_t granted = room >= w->least ? room : 0;
     t->refusals[g]++;
     if (io && io->refused)
@@ -171,8 +191,10 @@ void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint3
 {
     if (!c->need && !(c->flags & KAIROS_CREDIT_AHEAD)) { /* a report: answered at once */
         uint64_t room = credit_room(m->tenant, g);
-        bool tight = room < credit_chunk(m->tenant->quota[g]) || others_wait(l, m, g);
-        send_reply(m, g, seq, c->report, tight ? KAIROS_CREDIT_EXACT : 0, 0, io);
+        uint32_t flags = m->cr.revoked[g] || contended(l, m, g, now_ms) ? KAIROS_CREDIT_EXACT
+                         : room < credit_chunk(m->tenant->quota[g])     ? KAIROS_CREDIT_ALL
+                                                                        : 0;
+        send_reply(m, g, seq, c->report, flags, 0, io);
         return;
     }
     struct credit_wait *w = &m->cr.wait[g];
@@ -193,19 +215,33 @@ void credit_serve(struct ledger *l, struct ledger_tenant *t, unsigned g, bool ho
             serve_one(l, m, g, hold, now_ms, io);
 }
 
+/* A recall unanswered past its deadline: m is revoked. Its credit stays counted (it
+ * may still allocate from it until it reads KAIROS_CREDIT_REVOKED) until it says it
+ * dropped it, or leaves; what waits for room waits for that word until the ack
+ * deadline, then is refused. */
+static void revoke(struct ledger *l, struct ledger_member *m, unsigned g, bool hold,
+                   uint64_t now_ms, const struct credit_io *io)
+{
+    m->cr.recall_deadline_ms[g] = 0;
+    m->cr.revoked[g] = true;
+    m->cr.unacked[g] = true;
+    m->cr.ack_deadline_ms[g] = now_ms + CREDIT_ACK_TIMEOUT_MS;
+    if (io && io->revoked)
+        io->revoked(io->ctx, m->tenant, m, g, m->credit[g]);
+    credit_serve(l, m->tenant, g, hold, now_ms, io);
+}
+
 void credit_expire(struct ledger *l, bool hold, uint64_t now_ms, const struct credit_io *io)
 {
     for (struct ledger_member *m = l->members; m; m = m->next)
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            uint64_t d = m->cr.recall_deadline_ms[g];
-            if (!d || now_ms < d)
-                continue;
-            m->cr.recall_deadline_ms[g] = 0;
-            m->cr.revoked[g] = true;
-            if (io && io->revoked)
-                io->revoked(io->ctx, m->tenant, m, g, m->credit[g]);
-            set_credit(m, g, 0);
-            credit_serve(l, m->tenant, g, hold, now_ms, io);
+            uint64_t d = m->cr.recall_deadline_ms[g], a = m->cr.ack_deadline_ms[g];
+            if (d && now_ms >= d) {
+                revoke(l, m, g, hold, now_ms, io);
+            } else if (a && now_ms >= a) {
+                m->cr.ack_deadline_ms[g] = 0; /* still counted; what waits is refused */
+                credit_serve(l, m->tenant, g, hold, now_ms, io);
+            }
         }
 }
 
@@ -214,6 +250,8 @@ void credit_drop(struct ledger_member *m)
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
         set_credit(m, g, 0);
         m->cr.recall_deadline_ms[g] = 0;
+        m->cr.ack_deadline_ms[g] = 0;
+        m->cr.unacked[g] = false;
         m->cr.wait[g].active = false;
     }
 }
@@ -224,6 +262,8 @@ void credit_fold(struct ledger_member *m)
         set_held(m, g, sat_add(m->held[g], m->credit[g]));
         set_credit(m, g, 0);
         m->cr.recall_deadline_ms[g] = 0;
+        m->cr.ack_deadline_ms[g] = 0;
+        m->cr.unacked[g] = false;
         m->cr.wait[g].active = false;
     }
 }

@@ -8,11 +8,15 @@
  * whenever kairosd grants anything (a reattaching process's claim or a revoked
  * member's report may push a tenant over: it is then granted nothing until it
  * drops). Far from the quota a request gets its need plus a chunk ahead; near it
- * (less room than need plus a chunk) exactly its need; when even that does not
- * fit, the unused credit of the tenant's other members is recalled and the
- * request waits for it (CREDIT_RECALL_TIMEOUT_MS at most: a member that does not
- * answer loses its credit and is granted none ahead any more). After a restart no
- * grant is made to anyone until the known members have reattached (reattach.h).
+ * (less room than need plus a chunk) all the room left (ALL: the member keeps it
+ * and allocates with no message), unless members contend there (another waits, or
+ * a recall was sent less than CREDIT_CONTENDED_MS ago): then exactly its need
+ * (EXACT). When even the need does not fit, the unused credit of the tenant's other
+ * members is recalled and the request waits for it (CREDIT_RECALL_TIMEOUT_MS at
+ * most: a member that does not answer is revoked, granted none ahead any more, and
+ * its credit stays counted until it says it read that, or leaves; what waits on it
+ * is refused CREDIT_ACK_TIMEOUT_MS later). After a restart no grant is made to
+ * anyone until the known members have reattached (reattach.h).
  *
  * The arithmetic and the waiting requests live here, on the ledger's records; the
  * server sends what this decides through struct credit_io.
@@ -32,6 +36,11 @@
 #define CREDIT_CHUNK_MAX (256ull << 20)       /* at most 256 MiB */
 #define CREDIT_RECALL_TIMEOUT_MS 500          /* a recall unanswered this long revokes */
 #define CREDIT_RECALL_ROUNDS 3                /* recalls for one waiting request */
+#define CREDIT_ACK_TIMEOUT_MS 1000            /* what waits on a revoked member's word
+                                               * that it dropped its credit waits this
+                                               * long, then is refused */
+#define CREDIT_CONTENDED_MS 1000              /* after a recall, grants there are exact
+                                               * this long */
 
 struct ledger;
 struct ledger_tenant;
@@ -52,7 +61,11 @@ struct credit_member {
     uint64_t report[KAIROS_MAX_GPUS];         /* the newest report taken */
     bool reported[KAIROS_MAX_GPUS];           /* held was reported at least once */
     bool revoked[KAIROS_MAX_GPUS];            /* a recall went unanswered */
+    bool unacked[KAIROS_MAX_GPUS];            /* revoked, its credit still counted: it
+                                               * has not said it read the revocation */
     uint64_t recall_deadline_ms[KAIROS_MAX_GPUS]; /* 0: no recall outstanding */
+    uint64_t recalled_at_ms[KAIROS_MAX_GPUS]; /* the last recall sent it (0: none) */
+    uint64_t ack_deadline_ms[KAIROS_MAX_GPUS];/* 0: no waiting on its word */
     struct credit_wait wait[KAIROS_MAX_GPUS];
     void *peer;                               /* the server's connection */
 };
@@ -80,7 +93,8 @@ uint64_t credit_room(const struct ledger_tenant *t, unsigned g);
  * than the member has), held (when the report is the newest) becomes the member's
  * holdings and the rest of what it had its credit; a held beyond held + credit
  * (memory taken after a revocation or beyond a reattach bound) is counted. A
- * recall is answered by a report flagged KAIROS_CREDIT_RECALLED. */
+ * recall is answered by a report flagged KAIROS_CREDIT_RECALLED; a revoked
+ * member's newest report flagged KAIROS_CREDIT_REVOKED ends its credit. */
 void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c);
 
 /* Answers the request of c (need, least, AHEAD) from member m now, or records it
@@ -92,8 +106,9 @@ void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint3
  * a departure, a revocation, the end of the reattach window). */
 void credit_serve(struct ledger *l, struct ledger_tenant *t, unsigned g, bool hold,
                   uint64_t now_ms, const struct credit_io *io);
-/* Revokes the credit of members whose recall went unanswered past its deadline;
- * serves the waits of their tenants. */
+/* Revokes members whose recall went unanswered past its deadline (their credit
+ * still counted) and ends the wait on the word of those revoked past
+ * CREDIT_ACK_TIMEOUT_MS; serves the waits of their tenants. */
 void credit_expire(struct ledger *l, bool hold, uint64_t now_ms, const struct credit_io *io);
 /* A member is leaving: its credit goes back to the tenant (its holdings are the
  * ledger's to release or keep). */

@@ -252,14 +252,16 @@ static void credit_refused(void *ctx, struct ledger_tenant *t, struct ledger_mem
     uint64_t quiet;
     if (!ratelog_event(&t->refusal_log, now_ms(), RATELOG_INTERVAL_MS, &quiet))
         return;
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     log_about_info(t->name, m->pid, (int)gpu,
-                   "tenant %s: refused %s on GPU %u for pid %u (holds %s of %s); %llu "
+                   "tenant %s: refused %s on GPU %u for pid %u (holds %s of %s, %s more "
+                   "reserved as its processes' unused credit); %llu "
                    "refusal(s) on this GPU so far, %llu of the tenant's not logged since its "
                    "last such line (one every %d s)",
                    t->name, tenants_size(need, a, sizeof a), gpu, m->pid,
                    tenants_size(t->held[gpu], b, sizeof b),
                    tenants_size(t->quota[gpu], c, sizeof c),
+                   tenants_size(t->credit[gpu], d, sizeof d),
                    (unsigned long long)t->refusals[gpu], (unsigned long long)quiet,
                    RATELOG_INTERVAL_MS / 1000);
 }
@@ -270,10 +272,12 @@ static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_mem
     (void)ctx;
     char a[32];
     log_about_warn(t->name, m->pid, (int)gpu,
-                   "tenant %s: pid %u did not answer a credit recall within %d ms; its %s of "
-                   "credit on GPU %u is no longer counted and it gets no credit ahead there",
-                   t->name, m->pid, CREDIT_RECALL_TIMEOUT_MS, tenants_size(bytes, a, sizeof a),
-                   gpu);
+                   "tenant %s: pid %u did not answer a credit recall within %d ms; it gets "
+                   "no credit ahead on GPU %u any more, and its %s of credit there stays "
+                   "counted until it says it read this or exits (what waits for room there "
+                   "is refused after %d ms more)",
+                   t->name, m->pid, CREDIT_RECALL_TIMEOUT_MS, gpu,
+                   tenants_size(bytes, a, sizeof a), CREDIT_ACK_TIMEOUT_MS);
     struct conn *c = m->cr.peer;
     struct kairos_credit r = {.gpu = gpu, .flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
                               .held = t->held[gpu], .returned = m->held[gpu],

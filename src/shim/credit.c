@@ -14,11 +14,13 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* What is beyond the keep goes back: two chunks far from the quota; near it only
- * what waiting allocations need. Before the first reply nothing is known: all kept. */
+/* What is beyond the keep goes back: two chunks far from the quota and near it
+ * alone (ALL; so that a reattach claim stays within what kairosd accepts); only what
+ * waiting allocations need when members contend (EXACT). Before the first reply
+ * nothing is known: all kept. */
 static void trim(struct credit_gpu *c)
 {
-    uint64_t keep = c->exact ? (c->waiting ? c->need : 0)
+    uint64_t keep = c->exact    ? (c->waiting ? c->need : 0)
                     : c->chunk ? CREDIT_KEEP_CHUNKS * c->chunk
                                : UINT64_MAX;
     if (c->credit > keep) {
@@ -94,6 +96,7 @@ void credit_recall(struct credit_gpu *c, uint64_t bytes)
     c->returning = sat_add(c->returning, give);
     c->recalled = true;
     c->exact = true; /* another member needs room: nothing ahead until a reply says */
+    c->all = false;
 }
 
 static bool wants_request(const struct credit_gpu *c)
@@ -103,7 +106,7 @@ static bool wants_request(const struct credit_gpu *c)
     if (c->waiting)
         return c->need > c->credit && c->gen_waiting > c->gen_refused;
     /* ahead, once the first allocation there has told what a chunk is */
-    return c->chunk && !c->exact && c->credit < c->chunk / 2;
+    return c->chunk && !c->exact && !c->all && c->credit < c->chunk / 2;
 }
 
 bool credit_has_message(const struct credit_gpu *c, bool *request)
@@ -123,6 +126,12 @@ bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
     out->held = c->held;
     out->returned = c->returning;
     out->flags = c->recalled ? KAIROS_CREDIT_RECALLED : 0;
+    if (c->acking) {
+        out->flags |= KAIROS_CREDIT_REVOKED;
+        if (!c->ack_built)
+            c->ack_from = out->report;
+        c->ack_built = true;
+    }
     c->returning = 0;
     c->recalled = false;
     c->dirty = false;
@@ -153,8 +162,15 @@ void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m)
 
 void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
 {
-    if (r->flags & KAIROS_CREDIT_REVOKED)
-        c->credit = 0; /* kairosd no longer counts it: allocations ask from now on */
+    if (r->flags & KAIROS_CREDIT_REVOKED) {
+        /* allocations ask from now on; kairosd counts the credit until told */
+        c->credit = 0;
+        c->acking = true;
+        c->ack_built = false;
+        c->dirty = true;
+    } else if (c->acking && c->ack_built && r->report >= c->ack_from) {
+        c->acking = false; /* kairosd took a message that said so */
+    }
     if (c->asking && r->report == c->ask_report) {
         c->asking = false;
         c->gen_answered = c->gen_asked;
@@ -165,6 +181,7 @@ void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
     c->chunk = r->least;
     c->quota = r->quota;
     c->exact = r->flags & KAIROS_CREDIT_EXACT;
+    c->all = !c->exact && (r->flags & KAIROS_CREDIT_ALL);
     c->others_held = sat_sub(r->held, r->returned);
     if (c->exact)
         trim(c);
@@ -175,6 +192,7 @@ void credit_reconnected(struct credit_gpu *c)
     c->asking = false;
     c->returning = 0;  /* the new daemon counts only what the process claims */
     c->recalled = false;
+    c->acking = false; /* the new daemon revoked nothing */
     c->dirty = c->held || c->credit; /* tell it the split of the claim */
 }
 
@@ -197,6 +215,7 @@ bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
     c->asking = false;
     c->waiting = 0;
     c->exact = true;
+    c->all = false;
     c->closed = true;
     c->dirty = true;
     return credit_next_message(c, gpu, out);

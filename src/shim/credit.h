@@ -6,10 +6,14 @@
  * from it with no message at all; what the process holds and what it gives back
  * are told to kairosd later, in reports the sender thread makes. When credit runs
  * below half a chunk the process asks for more ahead; an allocation that does not
- * fit waits for the answer to a request naming what it needs. Near the quota
- * (kairosd's reply says EXACT) nothing is asked ahead and nothing freed is kept,
+ * fit waits for the answer to a request naming what it needs. Near the quota with
+ * no other member contending (kairosd's reply says ALL) the grant is all the room
+ * left: the process keeps what it frees (up to two chunks, as far from it) and asks
+ * ahead no more, so an allocation loop there needs no message. When members
+ * contend (the reply says EXACT) nothing is asked ahead and nothing freed is kept,
  * so every allocation asks for exactly its size and no process sits on room a
- * neighbour needs. A recall gives back all unused credit at once.
+ * neighbour needs. A recall gives back all unused credit at once. A revocation
+ * drops it; every message from then on says so (REVOKED) until one is answered.
  *
  * Threads: called from the application's threads (the ioctl path, the exit
  * destructor) and the shim's sender and watcher threads, always under memguard's
@@ -35,7 +39,12 @@ struct credit_gpu {
     uint64_t least;       /* the smallest of them (0: none waits; an estimate, never
                            * above need, once one of them has left) */
     unsigned waiting;
-    bool exact;           /* near the quota: no credit ahead, nothing kept */
+    bool exact;           /* members contend: no credit ahead, nothing kept */
+    bool all;             /* near the quota alone: all the room granted, none asked
+                           * ahead */
+    bool acking;          /* revoked: messages say so until one is answered */
+    bool ack_built;       /* ... one was built: ack_from is its report */
+    uint64_t ack_from;
     bool asking;          /* a request awaits its reply */
     bool recalled;        /* a recall to answer */
     bool dirty;           /* held changed since the last report */

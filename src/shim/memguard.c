@@ -58,6 +58,9 @@ static uint64_t mg_next_token;
 static const struct shim_real *mg_real;
 static bool mg_threads_started;
 static bool mg_sender_idle;    /* the sender sleeps until signalled */
+static bool mg_sender_sending; /* the sender holds messages built, not sent yet: a
+                                * request sent meanwhile could overtake a return
+                                * kairosd needs to count first */
 
 /* Reports that only say what is held go at most this often (requests, returns
  * and recall answers go at once). */
@@ -109,6 +112,7 @@ static void after_fork_in_child(void)
     mg_connected = false;
     mg_threads_started = false; /* threads do not survive fork */
     mg_sender_idle = false;
+    mg_sender_sending = false;
     memset(mg_charged, 0, sizeof mg_charged);
     memset(mg_pending, 0, sizeof mg_pending);
     memset(mg_credit, 0, sizeof mg_credit);
@@ -303,6 +307,7 @@ static void *send_credit(void *unused)
             }
             continue;
         }
+        mg_sender_sending = true;
         pthread_mutex_unlock(&mg_mu);
         int rc = 0;
         unsigned sent = 0;
@@ -311,6 +316,7 @@ static void *send_credit(void *unused)
         if (rc == 0)
             last_report_ms = now_ms();
         pthread_mutex_lock(&mg_mu);
+        mg_sender_sending = false; /* a request that waited for this goes next */
         if (rc < 0) { /* the failed one and those after it wait for the next try */
             for (unsigned i = sent - 1; i < n; i++)
                 credit_unsend(&mg_credit[msgs[i].gpu], &msgs[i]);
@@ -513,14 +519,17 @@ static bool local_reserve_locked(uint32_t g, uint64_t bytes)
 enum reserve_outcome { RESERVE_CREDIT, RESERVE_LOCAL, RESERVE_REFUSED };
 
 /* A waiting allocation sends the request for its GPU itself (one thread hand-off
- * less than waking the sender); mg_mu is let go for the send. */
+ * less than waking the sender); mg_mu is let go for the send. Not while the sender
+ * holds messages it built before: a request must not overtake a report giving
+ * credit back (kairosd would count that credit as still held and refuse the
+ * request below the quota); the sender builds the request next, in order. */
 static void send_own_request_locked(uint32_t g)
 {
     struct credit_gpu *c = &mg_credit[g];
     bool request;
     struct kairos_credit m;
-    if (!mg_connected || !credit_has_message(c, &request) || !request ||
-        !credit_next_message(c, g, &m))
+    if (!mg_connected || mg_sender_sending || !credit_has_message(c, &request) ||
+        !request || !credit_next_message(c, g, &m))
         return;
     pthread_mutex_unlock(&mg_mu);
     int rc = agent_try_send_credit(&m);
@@ -614,6 +623,7 @@ static bool give_credit_back(uint32_t g)
         c->returning += c->credit;
         c->credit = 0;
         c->exact = true; /* as after a recall: no request ahead races the range */
+        c->all = false;
         c->dirty = true;
         had = credit_next_message(c, g, &m);
     }

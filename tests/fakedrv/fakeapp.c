@@ -33,10 +33,15 @@
  *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
  *                [-w seconds to hold the allocations before freeing] [-u PHASES]
- *                [-d CUDA device] [-F] [-L] [-M bytes]
+ *                [-d CUDA device] [-F] [-L] [-M bytes] [-R rounds]
  *
  * -L prints the time each device-memory allocation took, all threads together:
  * "fakeapp: latency n=N p50_ns=.. p99_ns=.. max_ns=..".
+ *
+ * -R ROUNDS: after the hold (-w), every thread at once makes ROUNDS allocations of
+ * -s bytes, each freed right after (cudaMalloc then cudaFree, as an allocator does
+ * near its limit), timing each allocation; then prints "fakeapp: rounds n=N
+ * failed=F p50_ns=.. p99_ns=.. max_ns=..", all threads together.
  *
  * -F plays a tenant that races the driver's answers about GPU identity (see
  * forge_answers) before it allocates.
@@ -88,6 +93,8 @@ struct app_thread {
     uint64_t *sizes;
     uint64_t *ns;      /* -L: each allocation's time */
     int made, failed;
+    int rounds, rounds_failed; /* -R */
+    uint64_t *round_ns;
 };
 
 static int ctl = -1;
@@ -349,14 +356,33 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* -R: allocate and free one block, rounds times, timing each allocation. */
+static void *rounds_main(void *arg)
+{
+    struct app_thread *t = arg;
+    for (int i = 0; i < t->rounds; i++) {
+        uint32_t h = 0xb0000000u | ((uint32_t)t->index << 16) | (uint32_t)i;
+        uint64_t got = 0, t0 = mono_ns();
+        uint32_t st = alloc_vidmem(&h, alloc_size, false, &got);
+        t->round_ns[i] = mono_ns() - t0;
+        if (st != 0)
+            t->rounds_failed++;
+        else if (rm_free(h) != 0)
+            must(1, "free");
+    }
+    return NULL;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-/* -L: the allocations' latency, all threads together (nearest-rank percentiles). */
-static void print_latency(struct app_thread *ts, int threads, int count)
+/* -L and -R: the allocations' latency, all threads together (nearest-rank
+ * percentiles), on one line that starts with head. */
+static void print_latency(struct app_thread *ts, int threads, int count, bool rounds,
+                          const char *head)
 {
     size_t n = (size_t)threads * (size_t)count, k = 0;
     uint64_t *all = calloc(n ? n : 1, sizeof *all);
@@ -364,13 +390,35 @@ static void print_latency(struct app_thread *ts, int threads, int count)
         return;
     for (int i = 0; i < threads; i++)
         for (int j = 0; j < count; j++)
-            all[k++] = ts[i].ns[j];
+            all[k++] = rounds ? ts[i].round_ns[j] : ts[i].ns[j];
     qsort(all, n, sizeof *all, cmp_u64);
     if (n)
-        printf("fakeapp: latency n=%zu p50_ns=%llu p99_ns=%llu max_ns=%llu\n", n,
+        printf("%s n=%zu p50_ns=%llu p99_ns=%llu max_ns=%llu\n", head, n,
                (unsigned long long)all[(n - 1) / 2], (unsigned long long)all[(n * 99 + 99) / 100 - 1],
                (unsigned long long)all[n - 1]);
     free(all);
+}
+
+/* -R: every thread's rounds at once, then their line. */
+static void run_rounds(struct app_thread *ts, int threads, int rounds)
+{
+    int failed = 0;
+    for (int i = 0; i < threads; i++) {
+        ts[i].rounds = rounds;
+        ts[i].round_ns = calloc((size_t)rounds + 1, sizeof *ts[i].round_ns);
+        if (!ts[i].round_ns || pthread_create(&ts[i].thread, NULL, rounds_main, &ts[i]) != 0)
+            must(1, "rounds");
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(ts[i].thread, NULL);
+        failed += ts[i].rounds_failed;
+    }
+    char head[64];
+    snprintf(head, sizeof head, "fakeapp: rounds failed=%d", failed);
+    print_latency(ts, threads, rounds, true, head);
+    fflush(stdout);
+    for (int i = 0; i < threads; i++)
+        free(ts[i].round_ns);
 }
 
 /* MAP_MEMORY of h_memory (under parent) naming fd, then the mmap of fd, as CUDA maps
@@ -520,7 +568,8 @@ int main(int argc, char **argv)
     int opt;
     uint64_t managed_ask = 0;
     bool latency = false;      /* -L: print the allocations' latency percentiles */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:E")) != -1) {
+    int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -567,6 +616,9 @@ int main(int argc, char **argv)
         case 'E':
             export_first = true;
             break;
+        case 'R':
+            rounds = atoi(optarg);
+            break;
         case 'L':
             latency = true;
             break;
@@ -574,7 +626,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
                             "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
-                            "[-E]\n");
+                            "[-E] [-R rounds]\n");
             return 2;
         }
     }
@@ -689,7 +741,7 @@ int main(int argc, char **argv)
     }
     fb_info(&fb_total_kib, &fb_free_after_kib);
     if (latency)
-        print_latency(ts, threads, count);
+        print_latency(ts, threads, count, false, "fakeapp: latency");
     if (phases && run_phases(phases, userd) != 0) {
         fprintf(stderr, "fakeapp: -u wants idle:SECONDS or busy:SECONDS, comma-separated\n");
         return 2;
@@ -751,6 +803,8 @@ int main(int argc, char **argv)
         fflush(stdout);
         usleep((useconds_t)hold_ms * 1000);
     }
+    if (rounds > 0)
+        run_rounds(ts, threads, rounds);
 
     if (!keep) {
         for (int i = 0; i < threads; i++) {

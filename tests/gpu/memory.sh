@@ -144,8 +144,9 @@ fi
 if mem_want m8; then
 echo "--- m8. allocation latency native vs tenant, 1 and 8 threads, 64 MiB blocks: far from the"
 echo "    quota ('victim', 16 GiB: credit, no round trip) and near it ('near1' 608 MiB, 'near8'"
-echo "    1056 MiB: the context's 518 MiB and the threads' blocks leave less than a credit chunk,"
-echo "    so every allocation asks kairosd; failed= counts refusals if the context is larger)"
+echo "    1056 MiB: the context's 518 MiB and the threads' blocks leave less than a credit chunk:"
+echo "    the process, alone there, is granted all the room left and keeps it (ALL), so no"
+echo "    allocation asks kairosd; failed= counts refusals if the context is larger)"
 : > "$mdir/threads.tsv"
 for round in 1 2 3; do
   for threads in 1 8; do

@@ -3,7 +3,9 @@
 the real kairosd, libkairos.so and the fake NVIDIA driver: processes and threads of
 one tenant racing, a process sitting on credit next to a neighbour that needs it,
 a process killed holding credit, kairosd killed -9 and restarted under allocation
-load and while a new process starts, a member that never answers a recall. Each
+load and while a new process starts, a member that never answers a recall, a
+process alone near the quota allocating with kairosd stopped, two processes near
+the quota taking turns. Each
 asserts that what the driver gave never exceeds the quota, that no allocation
 below the quota is refused, and that the ledger ends equal to what the driver holds.
 Usage: test_credit.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
@@ -28,11 +30,30 @@ MiB = 1 << 20
 PAGE = 2 * MiB
 QUOTA = 64 * MiB
 CREDIT, CREDIT_RECALL = 21, 22
+REVOKED = 0x400  # KAIROS_CREDIT_REVOKED
 CREDIT_FMT = "<IIQQQQQQ"  # gpu flags report held returned need least quota
 
 
 def counts(line):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+def driver_peak(journal):
+    """The most the fake driver ever held at once, from FAKEDRV_JOURNAL's lines in the
+    order the processes appended them (an allocation's line is written when the
+    driver made it, a free's before the free returns: before the shim can tell
+    kairosd, so before any grant that free made room for)."""
+    size, now, peak = {}, 0, 0
+    with open(journal) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "A" and len(w) == 6:
+                size[(w[1], w[2], w[3])] = int(w[5])
+                now += int(w[5])
+            elif w and w[0] == "F" and len(w) == 4:
+                now -= size.pop((w[1], w[2], w[3]), 0)
+            peak = max(peak, now)
+    return peak
 
 
 class Credit(unittest.TestCase):
@@ -69,6 +90,19 @@ class Credit(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         teams = [t for t in json.loads(r.stdout)["tenants"] if t["name"] == tenant]
         return teams[0]["gpus"][0]["held"] if teams else 0
+
+    def rounds(self, p):
+        line = p.stdout.readline()
+        if not line.startswith("fakeapp: rounds"):
+            self.fail(repr(line) + p.stderr.read())
+        return counts(line)
+
+    def last_line(self, p):
+        """The final counts line (read line by line: after readline(), communicate()
+        would miss what the buffer already holds)."""
+        line = p.stdout.readline()
+        self.assertEqual(p.wait(60), 0, p.stderr.read())
+        return counts(line)
 
     def finish(self, p):
         out, err = p.communicate(timeout=60)
@@ -185,23 +219,114 @@ class Credit(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held("big") == 21 * PAGE), self.held("big"))
         self.finish(a)
 
-    def test_a_member_that_never_answers_a_recall_cannot_block_the_tenant(self):
-        """A hostile member takes 60 MiB of credit and never reads again: a neighbour
-        needing room is served once the recall times out (its credit is no longer
-        counted), and gets the whole quota."""
+    def test_a_member_that_never_answers_a_recall_cannot_take_its_neighbours_room(self):
+        """A hostile member takes 48 MiB of credit and reads nothing: its recall times
+        out and its credit is revoked, but stays counted (a member may allocate from
+        its credit until it reads the revocation), so the neighbour gets the 16 MiB
+        beside it and is refused the rest within seconds, never a byte of those 48.
+        The member then reads the revocation and says it took 20 MiB of them
+        meanwhile: the other 28 go to a third process, to the byte. Never more than
+        the quota, in the ledger or the driver."""
         c = self.d.client()
         c.hello("team")
-        body = struct.pack(CREDIT_FMT, 0, 0, 1, 0, 0, 60 * MiB, 60 * MiB, 0)
+        body = struct.pack(CREDIT_FMT, 0, 0, 1, 0, 0, 48 * MiB, 48 * MiB, 0)
         t, reply = c.request(CREDIT, body)
         self.assertEqual(t, CREDIT)
-        self.assertEqual(struct.unpack(CREDIT_FMT, reply)[5], 60 * MiB)  # granted
+        self.assertEqual(struct.unpack(CREDIT_FMT, reply)[5], 48 * MiB)  # granted
         t0 = time.monotonic()
-        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE))
-        cb = self.finish(b)
-        self.assertEqual(cb["vidmem_bytes"], QUOTA)
+        b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
+        cb = self.holding(b)
         self.assertLess(time.monotonic() - t0, 20)
-        self.assertIn("did not answer a credit recall", self.d.read_log())
+        self.assertEqual(cb["vidmem_bytes"], QUOTA - 48 * MiB)
+        self.assertGreater(cb["failed"], 0)
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA - 48 * MiB), self.held())
+        log = self.d.read_log()
+        self.assertIn("did not answer a credit recall", log)
+        self.assertIn("stays counted until it says it read this or exits", log)
+        self.assertIn("48.0 MiB more reserved as its processes' unused credit", log)
+        # the hostile member reads at last: the recall, then the revocation
+        types = []
+        while REVOKED not in types:
+            t, seq, msg = c.recv()
+            types.append(t == CREDIT and struct.unpack(CREDIT_FMT, msg)[1] & REVOKED)
+        # a report built before it read that changes nothing; its word does
+        t, _ = c.request(CREDIT, struct.pack(CREDIT_FMT, 0, 0, 2, 10 * MiB, 0, 0, 0, 0))
+        t, _ = c.request(CREDIT, struct.pack(CREDIT_FMT, 0, REVOKED, 3, 20 * MiB, 0, 0, 0, 0))
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA - 28 * MiB), self.held())
+        d = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
+        cd = self.holding(d)
+        self.assertEqual(cd["vidmem_bytes"], 28 * MiB)
+        self.assertLessEqual(cb["vidmem_bytes"] + cd["vidmem_bytes"] + 20 * MiB, QUOTA)
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA), self.held())
         c.close()
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA - 20 * MiB), self.held())
+
+    def test_a_revoked_shim_says_so_and_its_credit_comes_back(self):
+        """A holds 4 MiB and some credit and is stopped (SIGSTOP) when B needs that
+        credit: the recall goes unanswered and A is revoked, its credit still
+        counted; A then runs again (within the second B waits for its word), its
+        shim answers the recall late, giving the credit back, and reads the
+        revocation: B gets all but what A holds, the ledger equals the driver."""
+        a = self.run_tenant("-n", "1", "-s", str(PAGE), "-c", str(PAGE), "-w", "6")
+        ca = self.holding(a)
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"]), self.held())
+        a.send_signal(signal.SIGSTOP)
+        try:
+            b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "2")
+            self.assertTrue(wait_for(lambda: "did not answer a credit recall" in
+                                     self.d.read_log(), timeout=20, step=0.005))
+        finally:
+            a.send_signal(signal.SIGCONT)
+        cb = self.holding(b)
+        self.assertEqual(cb["vidmem_bytes"], QUOTA - ca["vidmem_bytes"])
+        self.assertTrue(wait_for(lambda: self.held() == QUOTA), self.held())
+        self.finish(b)
+        self.finish(a)
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+
+    def test_alone_near_the_quota_allocations_need_no_message(self):
+        """A process holds 62 of its tenant's 64 MiB (less than a chunk, 4 MiB, is
+        left) and allocates and frees the last 2 MiB ten times with kairosd stopped
+        (SIGSTOP): alone near the quota it was granted all the room left and keeps
+        it, so not one allocation asks kairosd (one that did would wait 5 s and be
+        refused, fail-closed)."""
+        a = self.run_tenant("-n", "30", "-s", str(PAGE), "-c", str(PAGE), "-w", "1",
+                            "-R", "10")
+        ca = self.holding(a)
+        self.assertEqual(ca["vidmem_bytes"], 62 * MiB)
+        self.assertTrue(wait_for(lambda: self.held() == 62 * MiB, step=0.002), self.held())
+        self.d.proc.send_signal(signal.SIGSTOP)
+        try:
+            r = self.rounds(a)
+        finally:
+            self.d.proc.send_signal(signal.SIGCONT)
+        self.assertEqual((r["failed"], r["n"]), (0, 10))
+        self.last_line(a)
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+
+    def test_two_members_near_the_quota_both_get_their_allocations(self):
+        """A holds 58 MiB and is granted the 6 left; B starts and its context (2 MiB)
+        recalls A's credit; then both allocate and free 2 MiB 200 times at once, 4
+        MiB left for the two: not one allocation is refused (there is room for both
+        at every moment, recall finds it), the driver never holds more than the
+        quota, and the ledger ends equal to the driver."""
+        journal = os.path.join(self.d.dir, "journal")
+        a = self.run_tenant("-n", "28", "-s", str(PAGE), "-c", str(PAGE), "-w", "1",
+                            "-R", "200", FAKEDRV_JOURNAL=journal)
+        ca = self.holding(a)
+        self.assertEqual(ca["vidmem_bytes"], 58 * MiB)
+        b = self.run_tenant("-n", "0", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.5",
+                            "-R", "200", FAKEDRV_JOURNAL=journal)
+        cb = self.holding(b)
+        self.assertEqual((cb["failed"], cb["vidmem_bytes"]), (0, 2 * MiB))
+        ra, rb = self.rounds(a), self.rounds(b)
+        self.assertEqual((ra["failed"], ra["n"]), (0, 200))
+        self.assertEqual((rb["failed"], rb["n"]), (0, 200))
+        la, lb = self.last_line(a), self.last_line(b)
+        self.assertEqual(la["vidmem_bytes"] + lb["vidmem_bytes"], 60 * MiB)
+        self.assertLessEqual(driver_peak(journal), QUOTA)
+        self.assertGreaterEqual(driver_peak(journal), 62 * MiB)  # they did allocate
+        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 /* test_credit.c - credit granted ahead (src/daemon/credit.c): a chunk ahead far from
- * the quota, exactly the need near it, held + credit never above the quota, a
- * recall of a neighbour's credit before a refusal, a recall left unanswered
- * revoked, reports that cannot create credit, stale reports, departures; a departed
- * member's memory the GPU still holds (draining) leaves no room to credit or CHARGE. */
+ * the quota, all the room left near it to a member alone, exactly the need while
+ * members contend, held + credit never above the quota, a recall of a neighbour's
+ * credit before a refusal, a recall left unanswered revoked (its credit counted
+ * until the member says it read that), reports that cannot create credit, stale
+ * reports, departures; a departed member's memory the GPU still holds (draining)
+ * leaves no room to credit or CHARGE. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,14 +125,20 @@ static void test_ahead_far_exact_near(void **state)
     assert_int_equal(seen.last.least, 4 * MiB);
     assert_false(seen.last.flags & (KAIROS_CREDIT_EXACT | KAIROS_CREDIT_REFUSED));
     assert_int_equal(T->credit[0], 6 * MiB);
-    /* it used it all and asks for 54 MiB more: 58 of 64 left, less than need + chunk */
+    /* it used it all and asks for 56 MiB more: 58 of 64 left, less than need + chunk:
+     * alone near the quota, it gets all the room left, to keep */
     credit(m, 6 * MiB, 0, 56 * MiB, 56 * MiB, KAIROS_CREDIT_AHEAD, 0);
-    assert_int_equal(seen.last.need, 56 * MiB);
-    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
+    assert_int_equal(seen.last.need, 58 * MiB);
+    assert_true(seen.last.flags & KAIROS_CREDIT_ALL);
+    assert_false(seen.last.flags & KAIROS_CREDIT_EXACT);
     assert_int_equal(T->held[0], 6 * MiB);
-    assert_within_quota();
-    /* at the quota: refused, nothing granted, counted */
-    credit(m, 62 * MiB, 0, 4 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(T->held[0] + T->credit[0], T->quota[0]);
+    /* its reports are answered ALL too: it keeps what it frees, asks nothing */
+    credit(m, 6 * MiB, 0, 0, 0, 0, 0);
+    assert_true(seen.last.flags & KAIROS_CREDIT_ALL);
+    assert_int_equal(seen.last.need, 0);
+    /* at the quota (it gives back 2 of the 2 left): refused, the room granted */
+    credit(m, 62 * MiB, 2 * MiB, 4 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
     assert_int_equal(seen.last.need, 2 * MiB); /* the room left, where the least fits */
     assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
     assert_int_equal(T->refusals[0], 1);
@@ -184,7 +192,8 @@ static void test_recall_before_refusal(void **state)
     credit_serve(&L, T, 0, false, 10, &IO);
     assert_int_equal(seen.replies, 1);
     assert_ptr_equal(seen.last_peer, &b);
-    assert_int_equal(seen.last.need, 10 * MiB + 4 * MiB); /* room again: a chunk ahead */
+    assert_int_equal(seen.last.need, 10 * MiB); /* contended: exactly its need */
+    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
     assert_false(seen.last.flags & KAIROS_CREDIT_REFUSED);
     assert_int_equal(ma->cr.recall_deadline_ms[0], 0);
     assert_within_quota();
@@ -203,20 +212,119 @@ static void test_unanswered_recall_is_revoked(void **state)
     assert_int_equal(seen.replies, 0);               /* not yet */
     credit_expire(&L, false, 100 + CREDIT_RECALL_TIMEOUT_MS, &IO);
     assert_int_equal(seen.revoked, 1);
-    assert_int_equal(seen.replies, 1);
-    assert_int_equal(seen.last.need, 8 * MiB);
-    assert_int_equal(ma->credit[0], 0);
     assert_true(ma->cr.revoked[0]);
+    /* a may still allocate from it until it reads the revocation: still counted,
+     * b waits for a's word */
+    assert_int_equal(seen.replies, 0);
+    assert_int_equal(ma->credit[0], 60 * MiB);
+    assert_within_quota();
+    /* a report a built before it read it: the split, the credit still counted */
+    credit(ma, 30 * MiB, 0, 0, 0, 0, 700);
+    assert_int_equal(ma->credit[0], 30 * MiB);
+    assert_within_quota();
+    seen.replies = 0;
+    /* its word, built after: it took 10 more meanwhile and holds no credit */
+    credit(ma, 40 * MiB, 0, 0, 0, KAIROS_CREDIT_REVOKED, 800);
+    assert_int_equal(ma->held[0], 40 * MiB);
+    assert_int_equal(ma->credit[0], 0);
+    assert_int_equal(seen.replies, 1);               /* a's report */
+    credit_serve(&L, T, 0, false, 800, &IO);         /* then b, served */
+    assert_ptr_equal(seen.last_peer, &b);
+    assert_int_equal(seen.last.need, 8 * MiB);
+    assert_within_quota();
     /* revoked: no credit ahead any more, only its need */
-    credit(ma, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 200);
+    credit(ma, 40 * MiB, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 5000);
     assert_int_equal(seen.last.need, 2 * MiB);
-    /* memory it took from the revoked credit is counted when it says so */
-    credit(ma, 30 * MiB, 0, 0, 0, 0, 300);
-    assert_int_equal(ma->held[0], 30 * MiB);
-    assert_int_equal(T->held[0], 30 * MiB);
-    /* what the revoked member took is gone from the room: refused, not over-granted */
-    credit(mb, 8 * MiB, 0, 30 * MiB, 30 * MiB, 0, 400);
+    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
+    /* memory beyond what it had is counted when it says so: the room is gone */
+    credit(ma, 50 * MiB, 0, 0, 0, 0, 5000);
+    assert_int_equal(T->held[0], 50 * MiB);
+    credit(mb, 8 * MiB, 0, 30 * MiB, 30 * MiB, 0, 5000);
     assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+}
+
+/* A revoked member that never says it read the revocation: its credit stays counted
+ * (it may be allocating from it), so a neighbour's wait ends in a refusal after
+ * CREDIT_ACK_TIMEOUT_MS, never in a grant of that credit; a request of the revoked
+ * member itself waits for its word (a grant before it would be dropped with it). */
+static void test_revoked_credit_is_never_granted_again_before_its_word(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *ma = join(&a), *mb = join(&b);
+    credit(ma, 0, 0, 60 * MiB, 60 * MiB, 0, 0);
+    credit(mb, 0, 0, 8 * MiB, 8 * MiB, 0, 100);
+    credit_expire(&L, false, 100 + CREDIT_RECALL_TIMEOUT_MS, &IO);
+    assert_int_equal(seen.revoked, 1);
+    uint64_t t = 100 + CREDIT_RECALL_TIMEOUT_MS;
+    seen.replies = 0;
+    credit_expire(&L, false, t + CREDIT_ACK_TIMEOUT_MS - 1, &IO);
+    assert_int_equal(seen.replies, 0);
+    credit_expire(&L, false, t + CREDIT_ACK_TIMEOUT_MS, &IO);
+    assert_int_equal(seen.replies, 1);
+    assert_ptr_equal(seen.last_peer, &b);
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_int_equal(seen.last.need, 0);  /* 4 MiB of room beside a's 60: below least */
+    assert_int_equal(ma->credit[0], 60 * MiB);
+    assert_within_quota();
+    /* a asks before its word arrives: no answer yet */
+    seen.replies = 0;
+    struct kairos_credit ask = {.report = 1, .need = 2 * MiB, .least = 2 * MiB};
+    credit_request(&L, ma, 0, 9, &ask, false, t + 2000, &IO);
+    assert_int_equal(seen.replies, 0);
+    /* a leaves: its credit is nobody's */
+    credit_drop(ma);
+    ledger_leave(&L, ma, NULL);
+    assert_int_equal(T->credit[0], 0);
+    assert_within_quota();
+}
+
+/* Two members near the quota: the one alone gets all the room; the other's need
+ * recalls it and is met; while they contend every grant is exact (they take turns
+ * by request, not by recall), and a second after the last recall all the room goes
+ * to the one that asks again. */
+static void test_two_members_near_the_quota_take_turns(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *ma = join(&a), *mb = join(&b);
+    credit(ma, 0, 0, 24 * MiB, 24 * MiB, 0, 0);                    /* a holds 24 */
+    credit(mb, 0, 0, 24 * MiB, 24 * MiB, 0, 0);                    /* b holds 24 */
+    credit(mb, 24 * MiB, 0, 0, 0, 0, 0);
+    credit(ma, 24 * MiB, 0, 14 * MiB, 14 * MiB, KAIROS_CREDIT_AHEAD, 10);
+    assert_true(seen.last.flags & KAIROS_CREDIT_ALL);
+    assert_int_equal(seen.last.need, 16 * MiB);                     /* all 16 left */
+    assert_int_equal(T->held[0] + T->credit[0], T->quota[0]);
+    /* a allocates 14 of it; b needs 2: a's other 2 recalled, b served exactly */
+    seen.replies = 0;
+    credit(mb, 24 * MiB, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 20);
+    assert_int_equal(seen.replies, 0);
+    assert_int_equal(seen.recalls, 1);
+    assert_ptr_equal(seen.recalled_peer, &a);
+    struct kairos_credit ans = {.flags = KAIROS_CREDIT_RECALLED, .report = ++report_no,
+                                .held = 38 * MiB, .returned = 2 * MiB};
+    credit_take_report(ma, 0, &ans);
+    credit_serve(&L, T, 0, false, 30, &IO);
+    assert_ptr_equal(seen.last_peer, &b);
+    assert_int_equal(seen.last.need, 2 * MiB);
+    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
+    assert_int_equal(T->refusals[0], 0);
+    assert_within_quota();
+    /* b frees its 2 (gives them back); a asks for 2 with AHEAD: contended, exactly 2 */
+    credit(mb, 24 * MiB, 2 * MiB, 0, 0, 0, 40);
+    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
+    credit(ma, 38 * MiB, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 50);
+    assert_ptr_equal(seen.last_peer, &a);
+    assert_int_equal(seen.last.need, 2 * MiB);
+    assert_true(seen.last.flags & KAIROS_CREDIT_EXACT);
+    /* a frees them; quiet for a second: all the room to the one that asks */
+    credit(ma, 38 * MiB, 2 * MiB, 0, 0, 0, 60);
+    credit(mb, 24 * MiB, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 20 + CREDIT_CONTENDED_MS);
+    assert_ptr_equal(seen.last_peer, &b);
+    assert_true(seen.last.flags & KAIROS_CREDIT_ALL);
+    assert_int_equal(seen.last.need, 2 * MiB);
+    assert_int_equal(T->held[0] + T->credit[0], T->quota[0]);
+    assert_int_equal(T->refusals[0], 0);
 }
 
 static void test_hold_then_serve(void **state)
@@ -282,6 +390,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_report_cannot_create_credit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recall_before_refusal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unanswered_recall_is_revoked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revoked_credit_is_never_granted_again_before_its_word,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_members_near_the_quota_take_turns, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_hold_then_serve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_departure_gives_credit_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup, teardown),

@@ -183,7 +183,10 @@ static void test_credit(void **state)
     c.returned = 8 << 20;
     assert_int_equal(check(pack(KAIROS_MSG_CREDIT, &c, sizeof c)), 0);
     struct kairos_credit bad = c;
-    bad.flags = KAIROS_CREDIT_REVOKED; /* kairosd's flag */
+    c.flags = KAIROS_CREDIT_REVOKED; /* a revoked shim's word that it dropped its credit */
+    assert_int_equal(check(pack(KAIROS_MSG_CREDIT, &c, sizeof c)), 0);
+    c.flags = KAIROS_CREDIT_RECALLED;
+    bad.flags = KAIROS_CREDIT_EXACT; /* kairosd's flag */
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "unknown flags");
     bad = c;
     bad.need = 2 << 20;

@@ -1,8 +1,10 @@
 /* test_credit.c - a process's credit arithmetic (src/shim/credit.c): allocations
  * within credit need no message, asking ahead below half a chunk, a waiting
  * allocation named in a request and refused only by the answer that covered it,
- * frees kept up to two chunks (none near the quota), a recall giving all unused
- * credit back, a message that could not be sent undone, a reattach claim. */
+ * frees kept up to two chunks (all of them near the quota alone, none while members
+ * contend), a recall giving all unused credit back, a revocation said back on every
+ * message until one is answered, a message that could not be sent undone, a
+ * reattach claim. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +137,60 @@ static void test_revoked_credit_is_gone(void **state)
     assert_int_equal(c.credit, 0);
     assert_true(c.exact);
     assert_false(credit_take(&c, 2 * MiB));
+    /* every message from now on says it read the revocation, until one is answered */
+    struct kairos_credit m1, m2;
+    assert_true(credit_next_message(&c, 0, &m1));
+    assert_true(m1.flags & KAIROS_CREDIT_REVOKED);
+    assert_int_equal(m1.held, 2 * MiB);
+    credit_wait_begin(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m2)); /* a request built after it */
+    assert_true(m2.flags & KAIROS_CREDIT_REVOKED);
+    answer(&c, &m2, 2 * MiB, KAIROS_CREDIT_EXACT);
+    assert_true(credit_take(&c, 2 * MiB));
+    credit_wait_end(&c, 2 * MiB);
+    assert_true(credit_next_message(&c, 0, &m1));
+    assert_false(m1.flags & KAIROS_CREDIT_REVOKED);
+}
+
+/* Near the quota alone (ALL), as m8 on the H200: a 608 MiB tenant (chunk 38 MiB),
+ * 90 MiB left beside the context, 64 MiB blocks allocated and freed. The grant is all
+ * 90 MiB; what is freed is kept up to two chunks (76 MiB, enough for the next block),
+ * nothing is asked ahead and no allocation needs a message; a recall ends it. */
+static void test_all_the_room_is_kept_with_no_message(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {0};
+    struct kairos_credit m;
+    bool request;
+    credit_wait_begin(&c, 64 * MiB);
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_true(m.flags & KAIROS_CREDIT_AHEAD);
+    struct kairos_credit r = {.flags = KAIROS_CREDIT_ALL, .report = m.report, .held = m.held,
+                              .need = 90 * MiB, .least = 38 * MiB, .quota = 608 * MiB};
+    credit_on_reply(&c, &r);
+    assert_true(c.all);
+    assert_true(credit_take(&c, 64 * MiB));
+    credit_wait_end(&c, 64 * MiB);
+    assert_true(credit_has_message(&c, &request));
+    assert_false(request);                        /* 26 left: a report only */
+    credit_release(&c, 64 * MiB);
+    assert_int_equal(c.credit, 76 * MiB);         /* two chunks kept */
+    assert_int_equal(c.returning, 14 * MiB);
+    for (int i = 0; i < 3; i++) {
+        assert_true(credit_take(&c, 64 * MiB));   /* no wait, no request */
+        assert_true(credit_has_message(&c, &request));
+        assert_false(request);                    /* 12 left, below half a chunk */
+        assert_true(credit_next_message(&c, 0, &m));
+        r = (struct kairos_credit){.flags = KAIROS_CREDIT_ALL, .report = m.report,
+                                   .held = m.held, .least = 38 * MiB, .quota = 608 * MiB};
+        credit_on_reply(&c, &r);                  /* the report's reply */
+        credit_release(&c, 64 * MiB);
+        assert_int_equal(c.credit, 76 * MiB);
+    }
+    credit_recall(&c, 1ull << 30);
+    assert_false(c.all);
+    assert_int_equal(c.credit, 0);
+    assert_true(credit_take(&c, 0) && !credit_take(&c, 2 * MiB)); /* contended: it asks */
 }
 
 static void test_last_message_gives_all_back_and_asks_no_more(void **state)
@@ -222,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_settle_gives_back_what_the_driver_did_not_take),
         cmocka_unit_test(test_recall_gives_all_back_and_stops_asking_ahead),
         cmocka_unit_test(test_revoked_credit_is_gone),
+        cmocka_unit_test(test_all_the_room_is_kept_with_no_message),
         cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
