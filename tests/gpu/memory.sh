@@ -148,7 +148,7 @@ echo "    1056 MiB: the context's 518 MiB and the threads' blocks leave less tha
 echo "    the process, alone there, is granted all the room left and keeps it (ALL), so no"
 echo "    allocation asks kairosd; failed= counts refusals if the context is larger)"
 : > "$mdir/threads.tsv"
-for round in 1 2 3; do
+for round in $(seq 1 "${M8_ROUNDS:-3}"); do  # the table takes medians of the rounds
   for threads in 1 8; do
     for mode in native tenant near; do
       case $mode in
