@@ -385,6 +385,34 @@ class LyingImporters(unittest.TestCase):
         c.close()
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
+    def test_a_lie_about_a_free_keeps_only_the_liars_own_tenant(self):
+        """A member of another tenant, and the exporter's own tenant, say they freed
+        the imported object, with absurd and huge sizes: no reply comes (the
+        connection stays usable), nothing lands on the liar's tenant, and the
+        exporter's tenant keeps only what the real exporter's free kept."""
+        a, e = self.export()
+        b, i = LegacyIpc.importer(self, e)
+        self.assertEqual(int(i["n"]), 10)
+        client, first = int(e["client"], 0), int(e["objects"].split(",")[0], 0)
+        for tenant in ("other", "team"):
+            c = self.liar(tenant)
+            c.send(kp.SHARED, freed_body(client, first, 1 << 49))  # no reply comes
+            self.assertIn(tenant, c.ps())  # the next reply is its own, not an OK
+            with self.assertRaises(KairosError):  # refused: an ERROR, not a hang-up
+                c.request(kp.SHARED, freed_body(client, first, (1 << 50) + 1))
+        self.assertEqual(self.held("other"), 0)
+        a.command("free", "ipcapp: freed")
+        self.assert_held(40 * MiB)
+        b.command("free", "ipcapp: freed")
+        self.assert_held(0)
+        self.assertEqual(self.held("other"), 0)
+        b.exit()
+        a.exit()
+
+
+def freed_body(client, obj, nbytes, gpu=0):
+    return struct.pack("<6IQ", client, obj, 0, 0, kp.SHARED_FREED, gpu, nbytes)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
