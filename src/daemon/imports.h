@@ -11,9 +11,14 @@
  * so that linger.h keeps the exporter's charge (the project's decision,
  * docs/memory.md: the exporter stays charged, the importer is charged nothing).
  *
+ * The exporter's free of a shared object (SHARED FREED) forgets its share; while
+ * a verified import of it lives its bytes stay held back from the exporter's
+ * tenant here (struct ipc_kept, the tenant's draining), released when the last
+ * such import ends (the exporter's shim dropped them from its holdings).
+ *
  * Nothing a client says is taken on trust: SHARED only names the sender's own
  * objects as it reports them, and can only ever keep the sender's own tenant
- * charged. IMPORTED BEGIN is accepted only from a registered member, for an
+ * charged (FREED too: only for imports of the sender's own shares). IMPORTED BEGIN is accepted only from a registered member, for an
  * object a live member reported SHARED, with a scope that admits the sender
  * (the same euid, its client, its pid); never for the sender's own object. An
  * import never charges the importer and never moves a charge to another tenant:

@@ -1,10 +1,12 @@
-/* ipc.c - legacy CUDA IPC in the shim: shares reported and held, imports reported
- * before the driver sees them and when they end (see ipc.h).
+/* ipc.c - legacy CUDA IPC in the shim: shares reported and held, their frees told
+ * and released, imports reported before the driver sees them and when they end
+ * (see ipc.h).
  *
  * Runs in the application's thread making the ioctl or close, in memguard's
  * watcher thread after a reattach, and in a forked child's atfork handler (which
  * forgets the parent's shares and imports). The tables of shares and imports are
- * guarded by the state lock; kairosd is called without it.
+ * guarded by the state lock; kairosd is called without it (tell_mu orders what it
+ * hears of shares).
  */
 #include "shim/ipc.h"
 
@@ -233,8 +235,9 @@ static size_t take_freed_locked(struct objtree *t, struct freed_share *out, size
 /* The hold of a freed share goes, and what it held is released, once kairosd was
  * told (on the socket, before the credit report that lowers what this process
  * holds): kairosd keeps the bytes charged itself while a verified import lives.
- * Not told (no kairosd, or no memory of ours left behind it with bytes 0 is
- * released without a word), the hold stays until the file closes, as before. */
+ * A hold that would free nothing (another reference of ours keeps the block)
+ * goes without a word. Not told (no kairosd, a standalone process), the hold
+ * stays until the file closes, as before. */
 static void release_freed(const struct freed_share *f)
 {
     if (f->m.bytes && (!tenant_process() || !agent_connected() ||
