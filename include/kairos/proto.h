@@ -338,8 +338,8 @@ struct kairos_credit_recall {
 #define KAIROS_SHARE_PID 4u
 #define KAIROS_SHARED_PER_PROCESS 1024 /* objects remembered one by one per process */
 #define KAIROS_SHARED_MAX 16384        /* objects remembered one by one per node */
-/* With flags KAIROS_SHARED_FREED (no reply, not even to a refusal: the sender
- * does not wait): the sender freed its shared object (h_client, h_object), whose
+/* With flags KAIROS_SHARED_FREED (no reply: the sender does not wait; only a
+ * malformed one gets an ERROR, like any message): the sender freed its shared object (h_client, h_object), whose
  * memory was bytes (1 .. KAIROS_BYTES_MAX) on GPU gpu, and lowers its holdings by
  * them in its next CREDIT report, sent after this on the same socket. kairosd
  * keeps those bytes charged to the sender's tenant (held back from its quota, as

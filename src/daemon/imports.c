@@ -398,13 +398,25 @@ static struct ipc_kept *kept_slot(struct imports *im, uint32_t pid, uint64_t sta
     return &im->kept[im->n_kept++];
 }
 
+/* The start time of connected member pid, from its shares: its FREED may be read
+ * after it exited (the hang-up comes after its messages), when /proc has it no more. */
+static bool live_start(const struct imports *im, uint32_t pid, uint64_t *start)
+{
+    for (size_t i = 0; i < im->n_shares; i++)
+        if (im->shares[i].pid == pid && !im->shares[i].departed) {
+            *start = im->shares[i].start;
+            return true;
+        }
+    return false;
+}
+
 bool imports_freed(struct imports *im, uint32_t pid, struct ledger_tenant *t,
                    const struct kairos_shared *m)
 {
     uint32_t ppid;
     uint64_t start;
-    if (proc_stat_read(im->proc, pid, &ppid, &start) != 0)
-        return false; /* gone: its shares go with its hang-up (imports_member_left) */
+    if (!live_start(im, pid, &start) && proc_stat_read(im->proc, pid, &ppid, &start) != 0)
+        return false; /* shares nothing, and gone: nothing of it can be imported */
     prune(im); /* first: imports told before their share (a restart) are verified */
     /* it can no longer be dup'ed: its share goes */
     uint64_t since = forget_share(im, pid, start, m->h_client, m->h_object);

@@ -739,6 +739,12 @@ static bool on_shared_freed(struct conn *c, const struct kairos_shared *m)
 static bool on_ipc(struct conn *c, const struct proto_request *r)
 {
     char why[KAIROS_MSG_MAX];
+    if (r->type == KAIROS_MSG_SHARED && (r->body.shared.flags & KAIROS_SHARED_FREED)) {
+        if (c->member && c->srv->imports)
+            return on_shared_freed(c, &r->body.shared);
+        log_debug("pid %u: SHARED FREED from no member ignored (it gets no reply)", c->pid);
+        return true;
+    }
     if (!c->member)
         return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
                           "send HELLO with your tenant's name first: only a tenant's member "
@@ -746,8 +752,6 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
     if (!c->srv->imports)
         return send_error(c, r->seq, KAIROS_ERR_INVALID,
                           "this kairosd does not follow CUDA IPC imports");
-    if (r->type == KAIROS_MSG_SHARED && (r->body.shared.flags & KAIROS_SHARED_FREED))
-        return on_shared_freed(c, &r->body.shared);
     uint32_t exporter = 0;
     size_t kept_before = c->srv->imports->n_kept;
     bool shared = r->type == KAIROS_MSG_SHARED;
