@@ -207,7 +207,8 @@ static void send_end(const struct import *im)
 /* ---- the exporter's free of a shared object ---------------------------------------- */
 
 struct freed_share {
-    struct kairos_shared m; /* flags KAIROS_SHARED_FREED, gpu, bytes */
+    struct kairos_shared share; /* as remembered: told again if kairosd is not told */
+    struct kairos_shared m;     /* flags KAIROS_SHARED_FREED, gpu, bytes */
 };
 
 /* Takes (under the state lock) up to max shares whose object is gone while the
@@ -222,6 +223,7 @@ static size_t take_freed_locked(struct objtree *t, struct freed_share *out, size
             i++;
             continue;
         }
+        out[n].share = shares[i];
         out[n++].m = (struct kairos_shared){.h_client = shares[i].h_client,
                                             .h_object = shares[i].h_object,
                                             .flags = KAIROS_SHARED_FREED,
@@ -236,13 +238,12 @@ static size_t take_freed_locked(struct objtree *t, struct freed_share *out, size
  * told (on the socket, before the credit report that lowers what this process
  * holds): kairosd keeps the bytes charged itself while a verified import lives.
  * A hold that would free nothing (another reference of ours keeps the block)
- * goes without a word. Not told (no kairosd, a standalone process), the hold
- * stays until the file closes, as before. */
-static void release_freed(const struct freed_share *f)
+ * goes without a word. False when kairosd could not be told: the hold stays. */
+static bool release_freed(const struct freed_share *f)
 {
-    if (f->m.bytes && (!tenant_process() || !agent_connected() ||
+    if (f->m.bytes && (!agent_connected() ||
                        agent_tell(KAIROS_MSG_SHARED, &f->m, sizeof f->m) < 0))
-        return;
+        return false;
     struct objtree_effect e;
     struct objtree *t = state_lock();
     if (t)
@@ -250,26 +251,35 @@ static void release_freed(const struct freed_share *f)
     state_unlock();
     if (t)
         memguard_released(&e);
+    return true;
 }
 
-/* After a free: the shared objects it freed (themselves, their parent or client). */
+/* After a free: the shared objects it freed (themselves, their parent or client).
+ * Not told (kairosd unreachable: a restart), a share stays remembered with its
+ * hold, told again to the restarted kairosd and settled at a later free or at the
+ * file's close; a standalone process keeps its holds until the file closes. */
 static void settle_freed_shares(void)
 {
-    if (!n_shares_hint)
+    if (!n_shares_hint || !tenant_process())
         return;
     struct freed_share f[16];
-    size_t n;
+    size_t n, told;
     do {
         pthread_mutex_lock(&tell_mu);
         struct objtree *t = state_lock();
         n = take_freed_locked(t, f, 16);
         state_unlock();
         int saved = errno;
-        for (size_t i = 0; i < n; i++)
-            release_freed(&f[i]);
+        for (told = 0; told < n && release_freed(&f[told]); told++)
+            ;
         errno = saved;
+        state_lock();
+        for (size_t i = told; i < n; i++)
+            remember_share_locked(&f[i].share);
+        n_shares_hint = n_shares;
+        state_unlock();
         pthread_mutex_unlock(&tell_mu);
-    } while (n == 16);
+    } while (n == 16 && told == n);
 }
 
 /* Forgets the shares whose client is gone (its file closed). */
