@@ -723,7 +723,10 @@ static bool just_reattached(const struct conn *c)
 static bool on_shared_freed(struct conn *c, const struct kairos_shared *m)
 {
     char a[32];
-    if (imports_freed(c->srv->imports, c->pid, c->member->tenant, m))
+    size_t kept_before = c->srv->imports->n_kept;
+    bool kept = imports_freed(c->srv->imports, c->pid, c->member->tenant, m);
+    after_kept_released(c->srv, kept_before + kept); /* it may have ended others */
+    if (kept)
         log_info("tenant %s: pid %u freed object 0x%x of client 0x%x while a CUDA IPC import "
                  "of it lives: its %s on GPU %u stay charged until the last import ends",
                  c->member->tenant->name, c->pid, m->h_object, m->h_client,
