@@ -103,6 +103,11 @@
  *               shim of before never says so: its revoked credit stays counted
  *               until it leaves, and what waits for that room is refused after
  *               1 s).
+ *             - SHARED grew flags, gpu, bytes (16 -> 32 bytes; only this
+ *               session's shims send SHARED at all) and the flag
+ *               KAIROS_SHARED_FREED: the sender freed a shared object (no reply);
+ *               kairosd keeps its bytes charged to the sender's tenant while a
+ *               verified import of it lives, else nothing.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -346,7 +351,7 @@ struct kairos_credit_recall {
  * KAIROS_SHARE_SECURITY_TOKEN the same euid, KAIROS_SHARE_CLIENT the client
  * share_arg, KAIROS_SHARE_PID the process share_arg; other types are reported as
  * ALL, the widest). kairosd remembers it for
- * the sender's life, to check the IMPORTED claims naming it. pad 0; h_client and
+ * the sender's life, to check the IMPORTED claims naming it. h_client and
  * h_object not 0. */
 #define KAIROS_SHARE_ALL 1u
 #define KAIROS_SHARE_SECURITY_TOKEN 2u
@@ -354,12 +359,24 @@ struct kairos_credit_recall {
 #define KAIROS_SHARE_PID 4u
 #define KAIROS_SHARED_PER_PROCESS 1024 /* objects remembered one by one per process */
 #define KAIROS_SHARED_MAX 16384        /* objects remembered one by one per node */
+/* With flags KAIROS_SHARED_FREED (no reply: the sender does not wait; only a
+ * malformed one gets an ERROR, like any message): the sender freed its shared object (h_client, h_object), whose
+ * memory was bytes (1 .. KAIROS_BYTES_MAX) on GPU gpu, and lowers its holdings by
+ * them in its next CREDIT report, sent after this on the same socket. kairosd
+ * keeps those bytes charged to the sender's tenant (held back from its quota, as
+ * draining) while a verified import of that object made before this message lives,
+ * and forgets the share; with no such import nothing is kept. share_type and
+ * share_arg 0. Without the flag: gpu and bytes 0. */
+#define KAIROS_SHARED_FREED 0x1u
 struct kairos_shared {
     uint32_t h_client;
     uint32_t h_object;
-    uint32_t share_type;              /* KAIROS_SHARE_* */
+    uint32_t share_type;              /* KAIROS_SHARE_*; 0 with KAIROS_SHARED_FREED */
     uint32_t share_arg;               /* PID: the pid (the sharer's namespace);
                                        * CLIENT: the client handle; otherwise 0 */
+    uint32_t flags;                   /* 0 or KAIROS_SHARED_FREED */
+    uint32_t gpu;                     /* FREED: the GPU the memory was on */
+    uint64_t bytes;                   /* FREED: what the object held */
 };
 
 /* IMPORTED (protocol 3, a later addition; any member; reply OK or ERROR): legacy CUDA IPC
@@ -599,7 +616,7 @@ static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");
 static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
 static_assert(sizeof(struct kairos_credit) == 56, "credit");
 static_assert(sizeof(struct kairos_credit_recall) == 16, "credit_recall");
-static_assert(sizeof(struct kairos_shared) == 16, "shared");
+static_assert(sizeof(struct kairos_shared) == 32, "shared");
 static_assert(sizeof(struct kairos_imported) == 24, "imported");
 
 #endif /* KAIROS_PROTO_H */

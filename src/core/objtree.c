@@ -61,6 +61,7 @@ struct mapping {
 struct file_hold {
     uint64_t file_id;
     struct mem_block *block;
+    uint32_t client, handle;  /* the object it was held for (objtree_hold_in_file) */
 };
 
 struct objtree {
@@ -537,8 +538,45 @@ int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client
     if (grow((void **)&tree->holds, &tree->cap_holds, tree->n_holds + 1, sizeof *tree->holds))
         return -ENOMEM;
     o->block->refs++;
-    tree->holds[tree->n_holds++] = (struct file_hold){file_id, o->block};
+    tree->holds[tree->n_holds++] = (struct file_hold){file_id, o->block, client, handle};
     return 1;
+}
+
+/* The hold made for (client, handle), when that object is gone: its index in *at. */
+static bool hold_of_gone(const struct objtree *tree, uint32_t client, uint32_t handle,
+                         size_t *at)
+{
+    if (find(tree, client, handle))
+        return false;
+    for (size_t i = 0; i < tree->n_holds; i++)
+        if (tree->holds[i].client == client && tree->holds[i].handle == handle) {
+            *at = i;
+            return true;
+        }
+    return false;
+}
+
+bool objtree_hold_left(const struct objtree *tree, uint32_t client, uint32_t handle,
+                       uint64_t *bytes, int *gpu)
+{
+    size_t i;
+    if (!hold_of_gone(tree, client, handle, &i))
+        return false;
+    const struct mem_block *b = tree->holds[i].block;
+    *bytes = b->refs == 1 && b->vidmem ? b->bytes : 0;
+    *gpu = (int)gpu_slot(b->gpu);
+    return true;
+}
+
+void objtree_release_hold(struct objtree *tree, uint32_t client, uint32_t handle,
+                          struct objtree_effect *effect)
+{
+    memset(effect, 0, sizeof *effect);
+    size_t i;
+    if (!hold_of_gone(tree, client, handle, &i))
+        return;
+    release_block(tree, tree->holds[i].block, effect);
+    tree->holds[i] = tree->holds[--tree->n_holds];
 }
 
 /* ---- mappings -------------------------------------------------------------------- */

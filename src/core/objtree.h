@@ -91,6 +91,17 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
 int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client,
                          uint32_t handle);
 
+/* Once object (client, handle), held by objtree_hold_in_file, is gone (freed, with
+ * its parent or client) while its file lives: true, with the bytes of device memory
+ * on GPU slot *gpu that releasing the hold would free (0 when another reference
+ * keeps the block); false when no such hold is left. */
+bool objtree_hold_left(const struct objtree *tree, uint32_t client, uint32_t handle,
+                       uint64_t *bytes, int *gpu);
+/* Drops that hold (the memory is no longer this process's to keep): effect says
+ * what it released. */
+void objtree_release_hold(struct objtree *tree, uint32_t client, uint32_t handle,
+                          struct objtree_effect *effect);
+
 /* An mmap of map_file_id succeeded at [addr, addr+len): pairs it with the RM_MAP_MEMORY
  * that named that file, and says what it maps. */
 enum objtree_map_kind objtree_mmap(struct objtree *tree, uint64_t map_file_id, uint64_t addr,

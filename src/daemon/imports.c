@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/grow.h"
+#include "daemon/log.h"
 #include "daemon/proc_stat.h"
 
 void imports_init(struct imports *im, const char *proc, struct heirs *heirs)
@@ -16,8 +17,14 @@ void imports_init(struct imports *im, const char *proc, struct heirs *heirs)
     im->heirs = heirs;
 }
 
+void imports_set_ledger(struct imports *im, struct ledger *ledger)
+{
+    im->ledger = ledger;
+}
+
 void imports_fini(struct imports *im)
 {
+    free(im->kept);
     free(im->shares);
     free(im->v);
     memset(im, 0, sizeof *im);
@@ -80,8 +87,15 @@ static bool import_lives(struct imports *im, struct ipc_import *i, struct holds_
 {
     if (!i->verified) {
         bool shared, own;
-        i->verified = admitting_share(im, i->pid, i->uid, i->h_client_src, i->h_object_src,
-                                      i->h_client, &shared, &own) != NULL;
+        const struct ipc_share *by = admitting_share(im, i->pid, i->uid, i->h_client_src,
+                                                     i->h_object_src, i->h_client, &shared,
+                                                     &own);
+        i->verified = by != NULL;
+        if (by) { /* told before its share (a restart): it imports the object shared */
+            i->exporter_pid = by->pid;
+            i->exporter_start = by->start;
+            i->seq = i->seq > by->seq ? i->seq : by->seq + 1;
+        }
         if (!i->verified && now_ms() >= i->provisional_until_ms)
             return false;
     }
@@ -98,7 +112,43 @@ static bool share_in_use(const struct imports *im, const struct ipc_share *s)
     return false;
 }
 
-/* Forgets imports that ended, then shares of processes gone that no import names. */
+/* Whether a verified import begun before k was freed still holds k's object. */
+static bool kept_in_use(const struct imports *im, const struct ipc_kept *k)
+{
+    for (size_t i = 0; i < im->n; i++) {
+        const struct ipc_import *v = &im->v[i];
+        if (v->verified && v->exporter_pid == k->pid && v->exporter_start == k->start &&
+            v->h_client_src == k->h_client && v->h_object_src == k->h_object &&
+            v->seq > k->since && v->seq < k->seq)
+            return true;
+    }
+    return false;
+}
+
+/* k's bytes back to its tenant's room (when the tenant is still the same one). */
+static void kept_release(struct imports *im, const struct ipc_kept *k)
+{
+    struct ledger_tenant *t = im->ledger ? ledger_tenant_find(im->ledger, k->tenant) : NULL;
+    if (!t || t->id != k->tenant_id)
+        return;
+    t->draining[k->gpu] -= k->bytes < t->draining[k->gpu] ? k->bytes : t->draining[k->gpu];
+    log_info("tenant %s: the last CUDA IPC import of object 0x%x of client 0x%x (freed by pid "
+             "%u) ended: its charge is released", t->name, k->h_object, k->h_client, k->pid);
+}
+
+static void prune_kept(struct imports *im)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < im->n_kept; i++)
+        if (kept_in_use(im, &im->kept[i]))
+            im->kept[w++] = im->kept[i];
+        else
+            kept_release(im, &im->kept[i]);
+    im->n_kept = w;
+}
+
+/* Forgets imports that ended, then shares of processes gone that no import names,
+ * then releases the kept charges no import holds any more. */
 static void prune(struct imports *im)
 {
     size_t w = 0;
@@ -112,6 +162,7 @@ static void prune(struct imports *im)
         if (!im->shares[i].departed || share_in_use(im, &im->shares[i]))
             im->shares[w++] = im->shares[i];
     im->n_shares = w;
+    prune_kept(im);
 }
 
 /* Room for one more share of pid: when it already has KAIROS_SHARED_PER_PROCESS,
@@ -171,7 +222,8 @@ int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct 
         snprintf(why, why_len, "kairosd is out of memory; try again");
         return KAIROS_ERR_INVALID;
     }
-    *slot = (struct ipc_share){.pid = pid, .uid = uid, .start = start, .what = *m};
+    *slot = (struct ipc_share){.pid = pid, .uid = uid, .start = start, .seq = ++im->seq,
+                               .what = *m};
     if (all)
         slot->what = (struct kairos_shared){.share_type = KAIROS_SHARE_ALL};
     return 0;
@@ -254,6 +306,9 @@ static int begin(struct imports *im, uint32_t pid, uint32_t uid, const struct ka
     }
     im->v = grown;
     im->v[im->n++] = (struct ipc_import){.pid = pid, .uid = uid, .start = start,
+                                         .exporter_pid = by ? by->pid : 0,
+                                         .exporter_start = by ? by->start : 0,
+                                         .seq = ++im->seq,
                                          .verified = by != NULL,
                                          .provisional_until_ms = now_ms() + provisional_ms,
                                          .h_client_src = m->h_client_src,
@@ -273,6 +328,7 @@ static int end(struct imports *im, uint32_t pid, const struct kairos_imported *m
             v->h_object_src == m->h_object_src && v->h_client == m->h_client &&
             (v->h_object == m->h_object || v->h_object == 0)) {
             im->v[i] = im->v[--im->n];
+            prune_kept(im); /* maybe the last import of an object its exporter freed */
             return 0;
         }
     }
@@ -307,6 +363,89 @@ void imports_member_left(struct imports *im, uint32_t pid)
     prune(im);
 }
 
+/* Forgets pid's own share of (client, object) (not a share of everything); returns
+ * when it was reported (0: not one by one, so any import of it counts). */
+static uint64_t forget_share(struct imports *im, uint32_t pid, uint64_t start, uint32_t client,
+                             uint32_t object)
+{
+    for (size_t i = 0; i < im->n_shares; i++) {
+        const struct ipc_share *s = &im->shares[i];
+        if (same_process(s, pid, start) && !shares_all(s) && s->what.h_client == client &&
+            s->what.h_object == object) {
+            uint64_t seq = s->seq;
+            im->shares[i] = im->shares[--im->n_shares];
+            return seq;
+        }
+    }
+    return 0;
+}
+
+/* The record kept for pid's (client, object): one per object, however often told. */
+static struct ipc_kept *kept_slot(struct imports *im, uint32_t pid, uint64_t start,
+                                  uint32_t client, uint32_t object, bool *fresh)
+{
+    *fresh = false;
+    for (size_t i = 0; i < im->n_kept; i++) {
+        struct ipc_kept *k = &im->kept[i];
+        if (k->pid == pid && k->start == start && k->h_client == client && k->h_object == object)
+            return k;
+    }
+    struct ipc_kept *grown = grow_for_one(im->kept, &im->cap_kept, im->n_kept, sizeof *grown, 8);
+    if (!grown)
+        return NULL;
+    im->kept = grown;
+    *fresh = true;
+    return &im->kept[im->n_kept++];
+}
+
+/* The start time of connected member pid, from its shares: its FREED may be read
+ * after it exited (the hang-up comes after its messages), when /proc has it no more. */
+static bool live_start(const struct imports *im, uint32_t pid, uint64_t *start)
+{
+    for (size_t i = 0; i < im->n_shares; i++)
+        if (im->shares[i].pid == pid && !im->shares[i].departed) {
+            *start = im->shares[i].start;
+            return true;
+        }
+    return false;
+}
+
+bool imports_freed(struct imports *im, uint32_t pid, struct ledger_tenant *t,
+                   const struct kairos_shared *m)
+{
+    uint32_t ppid;
+    uint64_t start;
+    if (!live_start(im, pid, &start) && proc_stat_read(im->proc, pid, &ppid, &start) != 0)
+        return false; /* shares nothing, and gone: nothing of it can be imported */
+    prune(im); /* first: imports told before their share (a restart) are verified */
+    /* it can no longer be dup'ed: its share goes */
+    uint64_t since = forget_share(im, pid, start, m->h_client, m->h_object);
+    struct ipc_kept probe = {.pid = pid, .start = start, .h_client = m->h_client,
+                             .h_object = m->h_object, .since = since, .seq = ++im->seq};
+    if (!im->ledger || !t || m->gpu >= KAIROS_MAX_GPUS || !kept_in_use(im, &probe))
+        return false; /* no verified import holds it: released with the sender's report */
+    bool fresh;
+    struct ipc_kept *k = kept_slot(im, pid, start, m->h_client, m->h_object, &fresh);
+    if (!k)
+        return false; /* out of memory: released, logged by the caller */
+    if (fresh) {
+        *k = probe;
+        k->gpu = m->gpu;
+        memcpy(k->tenant, t->name, sizeof k->tenant);
+        k->tenant_id = t->id;
+    } else if (k->gpu != m->gpu || k->tenant_id != t->id) {
+        return true; /* the same object on another GPU or tenant: a lie; the first stays */
+    }
+    /* Freed again under the same handle (re-allocated, re-shared, re-imported): the
+     * record covers the imports of both, and both charges (the sender's own tenant). */
+    uint64_t add = m->bytes < KAIROS_BYTES_MAX - k->bytes ? m->bytes : KAIROS_BYTES_MAX - k->bytes;
+    k->bytes += add;
+    k->since = k->since < since ? k->since : since;
+    k->seq = probe.seq;
+    t->draining[k->gpu] += add;
+    return true;
+}
+
 bool imports_hold(struct imports *im, uint32_t pid)
 {
     prune(im);
@@ -322,6 +461,23 @@ bool imports_holder_cb(void *ctx, uint32_t pid)
 {
     struct imports *im = ctx;
     return (im->heirs && heirs_hold(im->heirs, pid)) || imports_hold(im, pid);
+}
+
+uint64_t imports_kept(const struct imports *im, const struct ledger_tenant *t, unsigned gpu)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < im->n_kept; i++) {
+        const struct ipc_kept *k = &im->kept[i];
+        if (k->tenant_id == t->id && k->gpu == gpu && !strcmp(k->tenant, t->name))
+            sum += k->bytes;
+    }
+    return sum < t->draining[gpu] ? sum : t->draining[gpu];
+}
+
+size_t imports_check(struct imports *im)
+{
+    prune(im);
+    return im->n_kept;
 }
 
 size_t imports_count(struct imports *im)

@@ -11,9 +11,14 @@
  * so that linger.h keeps the exporter's charge (the project's decision,
  * docs/memory.md: the exporter stays charged, the importer is charged nothing).
  *
+ * The exporter's free of a shared object (SHARED FREED) forgets its share; while
+ * a verified import of it lives its bytes stay held back from the exporter's
+ * tenant here (struct ipc_kept, the tenant's draining), released when the last
+ * such import ends (the exporter's shim dropped them from its holdings).
+ *
  * Nothing a client says is taken on trust: SHARED only names the sender's own
  * objects as it reports them, and can only ever keep the sender's own tenant
- * charged. IMPORTED BEGIN is accepted only from a registered member, for an
+ * charged (FREED too: only for imports of the sender's own shares). IMPORTED BEGIN is accepted only from a registered member, for an
  * object a live member reported SHARED, with a scope that admits the sender
  * (the same euid, its client, its pid); never for the sender's own object. An
  * import never charges the importer and never moves a charge to another tenant:
@@ -45,6 +50,7 @@
 #include <stdint.h>
 
 #include "daemon/heirs.h"
+#include "daemon/ledger.h"
 #include "kairos/proto.h"
 
 /* How long a BEGIN that no share explains yet is kept when its importer reattached
@@ -55,12 +61,16 @@ struct ipc_share {
     uint32_t pid, uid;
     uint64_t start;
     bool departed;                /* its connection hung up */
+    uint64_t seq;                 /* when it was first reported (imports' counter) */
     struct kairos_shared what;
 };
 
 struct ipc_import {
     uint32_t pid, uid;            /* the importer */
     uint64_t start;
+    uint32_t exporter_pid;        /* the share that admitted it (0: provisional) */
+    uint64_t exporter_start;
+    uint64_t seq;                 /* when it began (imports' counter) */
     bool verified;                /* a share admitting it was found */
     uint64_t provisional_until_ms; /* unverified: dropped after (CLOCK_MONOTONIC) */
     bool departed;                /* its connection hung up */
@@ -68,9 +78,29 @@ struct ipc_import {
     uint32_t h_client_src, h_object_src, h_client, h_object;
 };
 
+/* A shared object its exporter freed while verified imports of it lived: its
+ * bytes stay held back from the exporter's tenant's quota (its draining) until the
+ * last of those imports (begun after its share, before its free) ends. Freed again
+ * under the same handle, one record covers both objects' imports and bytes. The tenant is found again by
+ * name and id: it may be removed meanwhile. */
+struct ipc_kept {
+    uint32_t pid;                 /* the exporter */
+    uint64_t start;
+    uint32_t h_client, h_object;
+    uint64_t since, seq;          /* imports begun between these hold it */
+    unsigned gpu;
+    uint64_t bytes;
+    char tenant[KAIROS_NAME_MAX];
+    uint32_t tenant_id;
+};
+
 struct imports {
     const char *proc;             /* "/proc" (tests: another root) */
     struct heirs *heirs;          /* may be NULL: a departed importer's imports end */
+    struct ledger *ledger;        /* where kept charges go (NULL: none are kept) */
+    uint64_t seq;                 /* counts BEGINs and FREEDs */
+    struct ipc_kept *kept;
+    size_t n_kept, cap_kept;
     struct ipc_share *shares;
     size_t n_shares, cap_shares;
     struct ipc_import *v;
@@ -94,6 +124,25 @@ int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct 
 int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
                      const struct kairos_imported *m, uint64_t provisional_ms,
                      uint32_t *exporter, char *why, size_t why_len);
+
+/* Kept charges (struct ipc_kept) go to ledger's tenants (NULL: none are kept). */
+void imports_set_ledger(struct imports *im, struct ledger *ledger);
+
+/* SHARED with KAIROS_SHARED_FREED from member pid of tenant t: the share of that
+ * object is forgotten; while a verified import of it (begun before now) lives, its
+ * bytes are held back from t's quota (t->draining), released when the last such
+ * import ends. Never refused (a lie only keeps the sender's own tenant charged,
+ * and at most one record per live import); returns whether a charge was kept. */
+bool imports_freed(struct imports *im, uint32_t pid, struct ledger_tenant *t,
+                   const struct kairos_shared *m);
+
+/* What kairosd keeps charged to tenant t on gpu for freed shared objects (a part of
+ * t->draining[gpu]; kairos ps shows it as held). */
+uint64_t imports_kept(const struct imports *im, const struct ledger_tenant *t, unsigned gpu);
+
+/* Ends kept charges whose imports ended (an importer's heirs gone); kairosd calls it
+ * at each server tick while some are kept. Returns how many are kept now. */
+size_t imports_check(struct imports *im);
 
 /* Member pid's connection hung up: its shares stay only while imports name them;
  * its imports live on only while it, or a process it handed its files to, holds a

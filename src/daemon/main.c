@@ -455,6 +455,7 @@ int main(int argc, char **argv)
     server_set_linger(d.server, d.linger);
     heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
     imports_init(&d.imports, NULL, &d.heirs);
+    imports_set_ledger(&d.imports, &d.ts.ledger);
     linger_set_holder_check(d.linger, imports_holder_cb, &d.imports);
     server_set_heirs(d.server, &d.heirs);
     if ((rc = handovers_init(&d.handovers, d.loop, &d.heirs, d.linger, &d.ts, NULL))) {

@@ -175,8 +175,23 @@ static int check_members(const struct kairos_tenant_members *m, char *why, size_
 /* INHERITED: one known flag, a count within bounds, zeros beyond it. */
 static int check_shared(const struct kairos_shared *m, char *why, size_t why_len)
 {
+    int rc;
     if (m->h_client == 0 || m->h_object == 0)
         return refuse(KAIROS_ERR_INVALID, why, why_len, "SHARED needs h_client and h_object");
+    if (m->flags & ~KAIROS_SHARED_FREED)
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "SHARED has unknown flags 0x%x",
+                      m->flags & ~KAIROS_SHARED_FREED);
+    if (m->flags & KAIROS_SHARED_FREED) {
+        if (m->share_type || m->share_arg)
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "SHARED FREED needs share_type and share_arg 0");
+        if ((rc = check_gpu(m->gpu, why, why_len)))
+            return rc;
+        return check_bytes(m->bytes, "SHARED FREED bytes", why, why_len);
+    }
+    if (m->gpu || m->bytes)
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "SHARED gpu and bytes are 0 unless the flag FREED is set");
     bool with_arg = m->share_type == KAIROS_SHARE_PID || m->share_type == KAIROS_SHARE_CLIENT;
     if (m->share_type != KAIROS_SHARE_ALL && m->share_type != KAIROS_SHARE_SECURITY_TOKEN &&
         !with_arg)

@@ -305,6 +305,16 @@ static void serve_credit(struct server *s, struct ledger_tenant *t)
         credit_serve(&s->ts->ledger, t, g, credit_hold(s), now_ms(), &credit_io);
 }
 
+/* Kept charges of freed shared objects were released (imports.h): the room they
+ * held back may answer allocations waiting for credit. */
+static void after_kept_released(struct server *s, size_t kept_before)
+{
+    if (!s->imports || s->imports->n_kept >= kept_before)
+        return;
+    for (size_t i = 0; i < s->ts->ledger.n_tenants; i++)
+        serve_credit(s, s->ts->ledger.tenants[i]);
+}
+
 static void conn_close(struct conn *c)
 {
     struct server *s = c->srv;
@@ -315,8 +325,11 @@ static void conn_close(struct conn *c)
     struct ledger_tenant *left_from = c->member ? c->member->tenant : NULL;
     if (c->member)
         c->member->cr.peer = NULL;
-    if (c->member && s->imports && !s->stopping)
+    if (c->member && s->imports && !s->stopping) {
+        size_t kept_before = s->imports->n_kept;
         imports_member_left(s->imports, c->pid); /* its imports end with it (imports.h) */
+        after_kept_released(s, kept_before);
+    }
     if (c->member && linger_keep(s->linger, c->member, c->pid)) {
         credit_fold(c->member); /* what it took after its last report stays counted */
         c->member = NULL; /* its charge stays until the GPU frees its memory */
@@ -710,11 +723,35 @@ static bool just_reattached(const struct conn *c)
     return c->reattached_ms && now_ms() - c->reattached_ms < IMPORTS_PROVISIONAL_MS;
 }
 
+/* SHARED with KAIROS_SHARED_FREED: no reply (the freeing thread does not wait). */
+static bool on_shared_freed(struct conn *c, const struct kairos_shared *m)
+{
+    char a[32];
+    size_t kept_before = c->srv->imports->n_kept;
+    bool kept = imports_freed(c->srv->imports, c->pid, c->member->tenant, m);
+    after_kept_released(c->srv, kept_before + kept); /* it may have ended others */
+    if (kept)
+        log_info("tenant %s: pid %u freed object 0x%x of client 0x%x while a CUDA IPC import "
+                 "of it lives: its %s on GPU %u stay charged until the last import ends",
+                 c->member->tenant->name, c->pid, m->h_object, m->h_client,
+                 tenants_size(m->bytes, a, sizeof a), m->gpu);
+    else
+        log_debug("pid %u freed shared object 0x%x of client 0x%x: no import holds it",
+                  c->pid, m->h_object, m->h_client);
+    return true;
+}
+
 /* SHARED, IMPORTED: legacy CUDA IPC (imports.h). Only members: a charge kept for
  * an import is a tenant's, and the claims are checked against members' reports. */
 static bool on_ipc(struct conn *c, const struct proto_request *r)
 {
     char why[KAIROS_MSG_MAX];
+    if (r->type == KAIROS_MSG_SHARED && (r->body.shared.flags & KAIROS_SHARED_FREED)) {
+        if (c->member && c->srv->imports)
+            return on_shared_freed(c, &r->body.shared);
+        log_debug("pid %u: SHARED FREED from no member ignored (it gets no reply)", c->pid);
+        return true;
+    }
     if (!c->member)
         return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
                           "send HELLO with your tenant's name first: only a tenant's member "
@@ -723,12 +760,14 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
         return send_error(c, r->seq, KAIROS_ERR_INVALID,
                           "this kairosd does not follow CUDA IPC imports");
     uint32_t exporter = 0;
+    size_t kept_before = c->srv->imports->n_kept;
     bool shared = r->type == KAIROS_MSG_SHARED;
     int code = shared ? imports_shared(c->srv->imports, c->pid, c->uid, &r->body.shared, why,
                                        sizeof why)
                       : imports_imported(c->srv->imports, c->pid, c->uid, &r->body.imported,
                                          just_reattached(c) ? IMPORTS_PROVISIONAL_MS : 0,
                                          &exporter, why, sizeof why);
+    after_kept_released(c->srv, kept_before);
     if (code) {
         log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
                  why);
@@ -839,7 +878,8 @@ static void ps_fill(struct server *s, const struct ledger_tenant *t, struct kair
     memcpy(p->tenant, t->name, sizeof p->tenant);
     for (unsigned g = 0; g < l->n_gpus; g++) {
         p->quota[g] = t->quota[g];
-        p->held[g] = t->held[g];
+        /* with what kairosd keeps charged for an import of memory it freed */
+        p->held[g] = t->held[g] + (s->imports ? imports_kept(s->imports, t, g) : 0);
         p->refusals[g] = t->refusals[g];
     }
     timeshare_ps(s->timeshare, t->name, l->n_gpus, p);
@@ -1091,6 +1131,11 @@ static void on_tick(void *ctx, int fd, uint32_t events)
         loop_modify(s->loop, s->lw, EPOLLIN) == 0)
         s->accept_paused = false;
     credit_expire(&s->ts->ledger, credit_hold(s), now, &credit_io);
+    if (s->imports && s->imports->n_kept) { /* an importer's heirs may have gone */
+        size_t kept_before = s->imports->n_kept;
+        imports_check(s->imports);
+        after_kept_released(s, kept_before);
+    }
     if (reattach_window_ended(&s->window, now))
         for (size_t i = 0; i < s->ts->ledger.n_tenants; i++)
             serve_credit(s, s->ts->ledger.tenants[i]);

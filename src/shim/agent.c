@@ -304,6 +304,14 @@ int agent_release(uint32_t gpu, uint64_t bytes)
     return rc;
 }
 
+int agent_tell(uint16_t type, const void *body, uint32_t size)
+{
+    pthread_mutex_lock(&agent_mu);
+    int rc = exchange_locked(type, body, size, 0, NULL, 0, NULL, 0);
+    pthread_mutex_unlock(&agent_mu);
+    return rc;
+}
+
 int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
                           size_t err_len)
 {

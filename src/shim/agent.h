@@ -54,6 +54,10 @@ int agent_release(uint32_t gpu, uint64_t bytes);
  * later), or -errno (-ENOTCONN: no daemon). */
 int agent_report_runnable(const struct kairos_runnable *r);
 
+/* A message with no reply (SHARED with KAIROS_SHARED_FREED): sent on the socket
+ * before anything this thread sends after it. 0, or a negative errno. */
+int agent_tell(uint16_t type, const void *body, uint32_t size);
+
 /* FORKED or INHERITED (proto.h): sends it and waits for kairosd's OK. Returns 0,
  * -EPERM with kairosd's reason in err when it refused the claim, or -errno when the
  * daemon is gone (-ENOTCONN: no connection). */

@@ -1,10 +1,12 @@
-/* ipc.c - legacy CUDA IPC in the shim: shares reported and held, imports reported
- * before the driver sees them and when they end (see ipc.h).
+/* ipc.c - legacy CUDA IPC in the shim: shares reported and held, their frees told
+ * and released, imports reported before the driver sees them and when they end
+ * (see ipc.h).
  *
  * Runs in the application's thread making the ioctl or close, in memguard's
  * watcher thread after a reattach, and in a forked child's atfork handler (which
  * forgets the parent's shares and imports). The tables of shares and imports are
- * guarded by the state lock; kairosd is called without it.
+ * guarded by the state lock; kairosd is called without it (tell_mu orders what it
+ * hears of shares).
  */
 #include "shim/ipc.h"
 
@@ -39,6 +41,10 @@ static struct kairos_shared shares[IPC_MAX_SHARES]; /* under the state lock */
 static size_t n_shares;
 static atomic_size_t n_imports_any; /* a hint read without the lock */
 static _Atomic size_t n_shares_hint;
+/* Orders what kairosd hears of shares: a freed share's FREED is sent before the
+ * SHARED of an object made under its handle since (taken before the state lock,
+ * held across the message; never taken under another lock of the shim). */
+static pthread_mutex_t tell_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* In a forked child: the imports are the parent's to end (kairosd knows them by
  * the parent's pid; the child's hold on the parent's files is FORKED's). */
@@ -48,6 +54,7 @@ static void forget_in_child(void)
     n_shares = 0;
     atomic_store(&n_imports_any, 0);
     n_shares_hint = 0;
+    pthread_mutex_init(&tell_mu, NULL); /* another thread may have held it at the fork */
 }
 
 static void register_atfork(void)
@@ -136,6 +143,7 @@ static void note_share(const struct shim_real *r, const struct kairos_shared *m)
 {
     struct objtree_ref client;
     int held = 0;
+    pthread_mutex_lock(&tell_mu);
     struct objtree *t = state_lock();
     if (t && objtree_lookup(t, m->h_client, m->h_client, &client))
         held = objtree_hold_in_file(t, client.file_id, m->h_client, m->h_object);
@@ -143,12 +151,12 @@ static void note_share(const struct shim_real *r, const struct kairos_shared *m)
         remember_share_locked(m);
     n_shares_hint = n_shares;
     state_unlock();
-    if (held <= 0 || !tenant_process())
-        return; /* no memory of ours behind it, or no kairosd to tell */
     char err[KAIROS_MSG_MAX] = "";
-    if (report(r, KAIROS_MSG_SHARED, m, sizeof *m, err, sizeof err) < 0)
+    if (held > 0 && tenant_process() && /* else no memory of ours, or no kairosd */
+        report(r, KAIROS_MSG_SHARED, m, sizeof *m, err, sizeof err) < 0)
         say("could not tell kairosd that memory was shared with other processes (its charge "
             "stays until this process exits, but not after)", err);
+    pthread_mutex_unlock(&tell_mu);
 }
 
 /* ---- importer ------------------------------------------------------------------- */
@@ -196,7 +204,85 @@ static void send_end(const struct import *im)
     errno = saved;
 }
 
-/* Forgets the shares whose client is gone (freed, or its file closed). */
+/* ---- the exporter's free of a shared object ---------------------------------------- */
+
+struct freed_share {
+    struct kairos_shared share; /* as remembered: told again if kairosd is not told */
+    struct kairos_shared m;     /* flags KAIROS_SHARED_FREED, gpu, bytes */
+};
+
+/* Takes (under the state lock) up to max shares whose object is gone while the
+ * hold note_share made lives on: they are told to kairosd as freed. */
+static size_t take_freed_locked(struct objtree *t, struct freed_share *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; t && i < n_shares && n < max;) {
+        uint64_t bytes;
+        int gpu;
+        if (!objtree_hold_left(t, shares[i].h_client, shares[i].h_object, &bytes, &gpu)) {
+            i++;
+            continue;
+        }
+        out[n].share = shares[i];
+        out[n++].m = (struct kairos_shared){.h_client = shares[i].h_client,
+                                            .h_object = shares[i].h_object,
+                                            .flags = KAIROS_SHARED_FREED,
+                                            .gpu = (uint32_t)gpu, .bytes = bytes};
+        shares[i] = shares[--n_shares];
+    }
+    n_shares_hint = n_shares;
+    return n;
+}
+
+/* The hold of a freed share goes, and what it held is released, once kairosd was
+ * told (on the socket, before the credit report that lowers what this process
+ * holds): kairosd keeps the bytes charged itself while a verified import lives.
+ * A hold that would free nothing (another reference of ours keeps the block)
+ * goes without a word. False when kairosd could not be told: the hold stays. */
+static bool release_freed(const struct freed_share *f)
+{
+    if (f->m.bytes && (!agent_connected() ||
+                       agent_tell(KAIROS_MSG_SHARED, &f->m, sizeof f->m) < 0))
+        return false;
+    struct objtree_effect e;
+    struct objtree *t = state_lock();
+    if (t)
+        objtree_release_hold(t, f->m.h_client, f->m.h_object, &e);
+    state_unlock();
+    if (t)
+        memguard_released(&e);
+    return true;
+}
+
+/* After a free: the shared objects it freed (themselves, their parent or client).
+ * Not told (kairosd unreachable: a restart), a share stays remembered with its
+ * hold, told again to the restarted kairosd and settled at a later free or at the
+ * file's close; a standalone process keeps its holds until the file closes. */
+static void settle_freed_shares(void)
+{
+    if (!n_shares_hint || !tenant_process())
+        return;
+    struct freed_share f[16];
+    size_t n, told;
+    do {
+        pthread_mutex_lock(&tell_mu);
+        struct objtree *t = state_lock();
+        n = take_freed_locked(t, f, 16);
+        state_unlock();
+        int saved = errno;
+        for (told = 0; told < n && release_freed(&f[told]); told++)
+            ;
+        errno = saved;
+        state_lock();
+        for (size_t i = told; i < n; i++)
+            remember_share_locked(&f[i].share);
+        n_shares_hint = n_shares;
+        state_unlock();
+        pthread_mutex_unlock(&tell_mu);
+    } while (n == 16 && told == n);
+}
+
+/* Forgets the shares whose client is gone (its file closed). */
 static void forget_gone_shares(void)
 {
     if (!n_shares_hint)
@@ -263,8 +349,7 @@ void ipc_after(const struct shim_real *r, const struct rm_op *op, const uint8_t 
     if (memguard_active() && share_of(op, arg, arg_len, params, params_len, &m))
         note_share(r, &m);
     if (op->ok && (op->kind == RM_OP_FREE || op->kind == RM_OP_VIDHEAP_FREE)) {
-        if (op->h_object == op->h_client)
-            forget_gone_shares(); /* a client freed: its shares go with it */
+        settle_freed_shares(); /* before end_gone: nothing waits for a reply */
         end_gone();
     }
 }

@@ -3,12 +3,14 @@
  *
  * Exporter: a call that lets other processes dup one of this process's RM objects
  * (RM_SHARE, or the control IPC_SHARE_CONTROL: NV0000 CLIENT_SHARE_OBJECT) makes
- * the object's memory held by the file its client lives on (objtree_hold_in_file):
- * the process's own free of it then releases nothing, and the charge goes only
- * when that file closes (in practice the process's exit), because an importer's
- * dup keeps the memory alive in the driver and the shim cannot know whether one
- * exists. The share is reported to kairosd (SHARED), which keeps the departed
- * exporter's charge while a verified import lives (src/daemon/imports.h).
+ * the object's memory held by the file its client lives on (objtree_hold_in_file),
+ * since an importer's dup keeps the memory alive in the driver. The share is
+ * reported to kairosd (SHARED), which keeps the departed exporter's charge while a
+ * verified import lives (src/daemon/imports.h). The process's own free of a shared
+ * object (or of its parent or client) is told to kairosd (SHARED FREED, one-way)
+ * and the hold dropped at once: kairosd, which reads that before the credit report
+ * lowering the process's holdings, keeps the bytes charged itself while a verified
+ * import lives. Not told (no kairosd), the hold stays until the file closes.
  *
  * Importer: an RM_DUP_OBJECT whose source client is not one of this process's is
  * an import. kairosd is told before the driver sees it (IMPORTED BEGIN, so an

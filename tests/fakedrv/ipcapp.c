@@ -13,7 +13,11 @@
  * Then both read commands, one a line, from stdin: "free" frees what it made or
  * dup'd (prints "ipcapp: freed n=K"), "close" closes its /dev/nvidiactl
  * descriptor ("ipcapp: closed"), "exit" or the end of input exits at once
- * (nothing freed: the exit closes the files).
+ * (nothing freed: the exit closes the files). The exporter also takes "again"
+ * (after a free: allocates and shares its N blocks again under the same handles;
+ * prints the export line, or "ipcapp: refused n=K status=S" at the first failure,
+ * K made before it) and "churn K" (K times: allocate one block, share it, free it;
+ * prints "ipcapp: churned n=K status=S", K done before the first failure).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +37,13 @@ static int ctl = -1;
 static uint32_t h_client, h_device;
 static uint32_t objects[MAX_OBJECTS];
 static int n_objects;
+static uint32_t exported[MAX_OBJECTS]; /* the handles the exporter's blocks had */
+static int n_exported;
+static int export_n;
+static uint64_t export_bytes;
+static uint16_t export_type;
+static uint32_t export_target;
+static bool export_rm_share;
 
 static uint32_t rm_alloc(uint32_t parent, uint32_t *handle, uint32_t cls, void *params)
 {
@@ -91,25 +102,72 @@ static uint32_t share(uint32_t object, uint16_t type, uint32_t target, bool rm_s
     return c.status;
 }
 
-static void do_export(int n, uint64_t bytes, uint16_t type, uint32_t target, bool rm_share)
+/* One block of device memory (under handle *h, 0: the driver picks), shared. */
+static uint32_t alloc_shared(uint32_t *h, uint64_t *size)
 {
-    open_client();
+    struct rm_memory_alloc_params mp;
+    memset(&mp, 0, sizeof mp);
+    mp.size = export_bytes;
+    mp.attr = RM_ATTR_LOCATION_VIDMEM << 25;
+    uint32_t st = rm_alloc(h_device, h, RM_CLASS_NV01_MEMORY_LOCAL_USER, &mp);
+    if (st == 0)
+        st = share(*h, export_type, export_target, export_rm_share);
+    *size = mp.size;
+    return st;
+}
+
+/* The exporter's N blocks (again: under the handles they had). */
+static void export_blocks(bool again)
+{
     uint64_t total = 0;
     char list[MAX_OBJECTS * 12] = "";
-    for (int i = 0; i < n && i < MAX_OBJECTS; i++) {
-        struct rm_memory_alloc_params mp;
-        memset(&mp, 0, sizeof mp);
-        mp.size = bytes;
-        mp.attr = RM_ATTR_LOCATION_VIDMEM << 25;
-        uint32_t h = 0;
-        must(rm_alloc(h_device, &h, RM_CLASS_NV01_MEMORY_LOCAL_USER, &mp), "vidmem");
-        must(share(h, type, target, rm_share), "share");
+    for (int i = 0; i < export_n && i < MAX_OBJECTS; i++) {
+        uint32_t h = again && i < n_exported ? exported[i] : 0;
+        uint64_t size;
+        uint32_t st = alloc_shared(&h, &size);
+        if (st && !again)
+            must(st, "vidmem or share");
+        if (st) {
+            printf("ipcapp: refused n=%d status=%u\n", i, st);
+            return;
+        }
         objects[n_objects++] = h;
-        total += mp.size;
+        if (!again)
+            exported[n_exported++] = h;
+        total += size;
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s0x%x", i ? "," : "", h);
     }
     printf("ipcapp: exported pid=%d client=0x%x objects=%s bytes=%llu\n", (int)getpid(),
            h_client, list, (unsigned long long)total);
+}
+
+static void do_export(int n, uint64_t bytes, uint16_t type, uint32_t target, bool rm_share)
+{
+    open_client();
+    export_n = n;
+    export_bytes = bytes;
+    export_type = type;
+    export_target = target;
+    export_rm_share = rm_share;
+    export_blocks(false);
+}
+
+static void churn(int k)
+{
+    int done = 0;
+    uint32_t st = 0;
+    for (; done < k; done++) {
+        uint32_t h = 0;
+        uint64_t size;
+        if ((st = alloc_shared(&h, &size)) != 0)
+            break;
+        struct rm_free_args a = {.h_client = h_client, .h_object = h};
+        if (ioctl(ctl, RM_IOWR(RM_NR_FREE, sizeof a), &a) != 0 || a.status != 0) {
+            st = a.status ? a.status : 0xffffffffu;
+            break;
+        }
+    }
+    printf("ipcapp: churned n=%d status=%u\n", done, st);
 }
 
 static void do_import(uint32_t src_client, char *list)
@@ -146,6 +204,10 @@ static void serve_commands(void)
             }
             n_objects = 0;
             printf("ipcapp: freed n=%d\n", freed);
+        } else if (strncmp(line, "again", 5) == 0 && export_n) {
+            export_blocks(true);
+        } else if (strncmp(line, "churn ", 6) == 0 && export_n) {
+            churn(atoi(line + 6));
         } else if (strncmp(line, "close", 5) == 0) {
             close(ctl);
             printf("ipcapp: closed\n");

@@ -5,6 +5,12 @@
                                without freeing
   ipc_pair.py import DIR SECS  opens the handle (cuIpcOpenMemHandle), writes
                                DIR/opened, keeps the mapping SECS seconds, exits
+  ipc_pair.py share-free DIR MIB  as export, but frees the memory once DIR/opened
+                               exists (writes DIR/freed), waits for DIR/done, then
+                               allocates MIB MiB again (prints realloc_ok=1 or 0)
+  ipc_pair.py churn DIR MIB N  N times: allocate MIB MiB, share it
+                               (cuIpcGetMemHandle), free it; prints churned=K (done
+                               before the first failure) and rc (its CUresult)
 
 Through the driver API with ctypes, so it needs nothing but libcuda. Run each under
 its own tenant to see who is charged for memory the importer keeps alive after the
@@ -54,6 +60,53 @@ def export(d, mib):
     os._exit(0)  # without freeing: the importer's mapping keeps the memory
 
 
+def wait_for(path):
+    for _ in range(1200):
+        if os.path.exists(path):
+            return
+        time.sleep(0.05)
+
+
+def alloc_shared(lib, mib):
+    ptr, h = ctypes.c_uint64(), IpcHandle()
+    rc = lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(mib << 20))
+    if rc == 0:
+        rc = lib.cuIpcGetMemHandle(ctypes.byref(h), ptr)
+    return rc, ptr, h
+
+
+def share_free(d, mib):
+    lib = cuda()
+    rc, ptr, h = alloc_shared(lib, mib)
+    check(rc, "cuMemAlloc or cuIpcGetMemHandle")
+    with open(os.path.join(d, "handle.tmp"), "wb") as f:
+        f.write(ctypes.string_at(ctypes.addressof(h), 64))
+    os.rename(os.path.join(d, "handle.tmp"), os.path.join(d, "handle"))
+    wait_for(os.path.join(d, "opened"))
+    check(lib.cuMemFree_v2(ptr), "cuMemFree")
+    print(f"exporter={os.getpid()} allocated_mib={mib} freed=1", flush=True)
+    open(os.path.join(d, "freed"), "w").close()
+    wait_for(os.path.join(d, "done"))
+    again = ctypes.c_uint64()
+    rc = lib.cuMemAlloc_v2(ctypes.byref(again), ctypes.c_size_t(mib << 20))
+    print(f"realloc_ok={int(rc == 0)} realloc_rc={rc}", flush=True)
+    os._exit(0)
+
+
+def churn(mib, n):
+    lib = cuda()
+    done, rc = 0, 0
+    for _ in range(n):
+        rc, ptr, _h = alloc_shared(lib, mib)
+        if rc == 0:
+            rc = lib.cuMemFree_v2(ptr)
+        if rc != 0:
+            break
+        done += 1
+    print(f"churned={done} rc={rc}", flush=True)
+    os._exit(0)
+
+
 def import_(d, seconds):
     lib = cuda()
     path = os.path.join(d, "handle")
@@ -74,4 +127,11 @@ def import_(d, seconds):
 
 if __name__ == "__main__":
     role, d, n = sys.argv[1], sys.argv[2], sys.argv[3]
-    export(d, int(n)) if role == "export" else import_(d, float(n))
+    if role == "export":
+        export(d, int(n))
+    elif role == "share-free":
+        share_free(d, int(n))
+    elif role == "churn":
+        churn(int(n), int(sys.argv[4]))
+    else:
+        import_(d, float(n))

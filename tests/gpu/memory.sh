@@ -2,7 +2,7 @@
 # $KAIROS_SHIM, $python, $OUT, $stream, value()). Starts its own kairosd on a
 # private socket with three tenants, runs the checks of the memory issue, prints
 # one result line per check and a table, and writes $OUT/memory-results.json.
-# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m12); default: all.
+# MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m13); default: all.
 . tests/gpu/kairosd_env.sh
 probe=$bin/mem_probe
 if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
@@ -214,6 +214,10 @@ for side in export import; do
   echo "ipc $side: $(grep -ciE "DUP_OBJECT" "$mdir/ipc-$side-trace.txt") DUP_OBJECT, $(grep -ciE "RM_SHARE" "$mdir/ipc-$side-trace.txt") RM_SHARE, $(grep -ciE "EXPORT|IMPORT" "$mdir/ipc-$side-trace.txt") export/import lines"
 done
 result "cuda_ipc opened=$(value opened < "$mdir/ipc-import.txt") exporter_held_after_exit_mib=$exp_mid importer_held_mib=$imp_mid gpu_used_delta_mib=$((used_mid - used0)) exporter_held_end_mib=$exp_end importer_held_end_mib=$imp_end gpu_used_delta_end_mib=$((used_end - used0))"
+fi
+
+if mem_want m13; then
+  . tests/gpu/ipc_free.sh
 fi
 
 if mem_want m10; then

@@ -48,20 +48,27 @@ def driver_holds(journal):
     (tests/fakedrv/fakedrv.h): each allocation lives while it is not freed and its
     file is open somewhere, or while an export file holding it (D lines) is open, or
     while a dup of it in another process (I lines, legacy CUDA IPC) is not freed and
-    its file is open."""
-    size, freed, held_by, dups = {}, set(), {}, {}
+    its file is open. A handle used again after its free names a new object (each
+    A or I line of a handle starts its next generation)."""
+    size, freed, held_by, dups, gen = {}, set(), {}, {}, {}
+
+    def obj(ino, client, handle, new=False):
+        base = (int(ino), client, handle)
+        if new:
+            gen[base] = gen.get(base, 0) + 1
+        return (*base, gen.get(base, 0))
     try:
         with open(journal) as f:
             for line in f:
                 w = line.split()
                 if w and w[0] == "A" and len(w) == 6:
-                    size[(int(w[1]), w[2], w[3])] = int(w[5])
+                    size[obj(*w[1:4], new=True)] = int(w[5])
                 elif w and w[0] == "F" and len(w) == 4:
-                    freed.add((int(w[1]), w[2], w[3]))
+                    freed.add(obj(*w[1:4]))
                 elif w and w[0] == "D" and len(w) == 7:
-                    held_by.setdefault((int(w[4]), w[5], w[6]), set()).add(int(w[1]))
+                    held_by.setdefault(obj(*w[4:7]), set()).add(int(w[1]))
                 elif w and w[0] == "I" and len(w) == 7:
-                    dups.setdefault((int(w[4]), w[5], w[6]), set()).add((int(w[1]), w[2], w[3]))
+                    dups.setdefault(obj(*w[4:7]), set()).add(obj(*w[1:4], new=True))
     except FileNotFoundError:
         return 0
     open_files = open_socket_inodes()

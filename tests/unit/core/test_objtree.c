@@ -157,6 +157,46 @@ static void test_an_export_file_holds_memory(void **state)
     objtree_free(t);
 }
 
+/* A shared object's hold (legacy CUDA IPC): once the object is freed the hold says
+ * what releasing it would free, and releasing it frees that; while the object (or a
+ * new one under its handle) lives, or another reference keeps the block, nothing. */
+static void test_the_hold_of_a_freed_object_is_released_on_demand(void **state)
+{
+    (void)state;
+    struct objtree *t = objtree_new();
+    build_tree(t, CTL_FILE, 0x100);
+    uint64_t bytes = 1;
+    int gpu = -1;
+    assert_int_equal(objtree_hold_in_file(t, CTL_FILE, 0x100, 0x103), 1);
+    assert_false(objtree_hold_left(t, 0x100, 0x103, &bytes, &gpu)); /* it lives */
+    struct objtree_effect e;
+    apply(t, CTL_FILE, free_op(0x100, 0x103), &e);
+    assert_int_equal(e.vidmem_delta, 0);
+    assert_true(objtree_hold_left(t, 0x100, 0x103, &bytes, &gpu));
+    assert_int_equal(bytes, 2 * MIB);
+    assert_int_equal(gpu, 0);
+    objtree_release_hold(t, 0x100, 0x103, &e);
+    assert_int_equal(e.vidmem_delta, -(int64_t)(2 * MIB));
+    assert_int_equal(held(t), 4 * MIB);
+    assert_false(objtree_hold_left(t, 0x100, 0x103, &bytes, &gpu));
+    objtree_release_hold(t, 0x100, 0x103, &e); /* twice: nothing */
+    assert_int_equal(e.vidmem_delta, 0);
+    /* a dup of our own keeps the block: releasing the hold frees nothing yet */
+    assert_int_equal(objtree_hold_in_file(t, CTL_FILE, 0x100, 0x104), 1);
+    struct rm_op dup = {.kind = RM_OP_DUP, .ok = true, .h_client = 0x100, .h_parent = 0x101,
+                        .h_object = 0x1ff, .h_client_src = 0x100, .h_object_src = 0x104};
+    apply(t, CTL_FILE, dup, &e);
+    apply(t, CTL_FILE, free_op(0x100, 0x104), &e);
+    assert_true(objtree_hold_left(t, 0x100, 0x104, &bytes, &gpu));
+    assert_int_equal(bytes, 0);
+    objtree_release_hold(t, 0x100, 0x104, &e);
+    assert_int_equal(e.vidmem_delta, 0);
+    apply(t, CTL_FILE, free_op(0x100, 0x1ff), &e);
+    assert_int_equal(e.vidmem_delta, -(int64_t)(4 * MIB));
+    assert_int_equal(held(t), 0);
+    objtree_free(t);
+}
+
 static void test_failed_calls_change_nothing(void **state)
 {
     (void)state;
@@ -292,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_duplicates_share_memory),
         cmocka_unit_test(test_an_export_file_holds_memory),
         cmocka_unit_test(test_failed_calls_change_nothing),
+        cmocka_unit_test(test_the_hold_of_a_freed_object_is_released_on_demand),
         cmocka_unit_test(test_deep_chain_frees_without_recursion),
         cmocka_unit_test(test_doorbell_mapping_is_recognised),
         cmocka_unit_test(test_listing_channel_groups),

@@ -3,7 +3,9 @@
  * (never its own), keeps only its exporter's charge while it lives, ends with END,
  * with its importer's departure (unless the importer still holds a driver file),
  * a reused pid is not the process that shared, and after a restart an import
- * reported before its share waits for it a while. */
+ * reported before its share waits for it a while. The exporter's free of a shared
+ * object (SHARED FREED) keeps its bytes on the exporter's tenant only while a
+ * verified import of that object lives. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +225,137 @@ static void test_after_a_restart_an_import_waits_for_its_share(void **state)
     imports_fini(&im);
 }
 
+#define MiB (1ull << 20)
+
+static struct kairos_shared freed(uint64_t bytes)
+{
+    return (struct kairos_shared){.h_client = CLIENT, .h_object = OBJECT,
+                                  .flags = KAIROS_SHARED_FREED, .gpu = 0, .bytes = bytes};
+}
+
+struct kept_fixture {
+    struct imports im;
+    struct ledger L;
+    struct ledger_tenant *team;
+};
+
+static void kept_setup(struct kept_fixture *f)
+{
+    uint64_t quota[KAIROS_MAX_GPUS] = {64 * MiB};
+    assert_int_equal(ledger_init(&f->L, 1), 0);
+    assert_int_equal(ledger_tenant_add(&f->L, "team", quota, 0, &f->team), 0);
+    imports_init(&f->im, root, NULL);
+    imports_set_ledger(&f->im, &f->L);
+    proc(EXPORTER, 10, NULL);
+    proc(IMPORTER, 20, NULL);
+}
+
+static void kept_teardown(struct kept_fixture *f)
+{
+    imports_fini(&f->im);
+    ledger_fini(&f->L);
+}
+
+static void test_a_freed_share_stays_charged_only_while_an_import_lives(void **state)
+{
+    (void)state;
+    struct kept_fixture f;
+    kept_setup(&f);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0), fr = freed(4 * MiB);
+    /* no import: nothing kept */
+    assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_false(imports_freed(&f.im, EXPORTER, f.team, &fr));
+    assert_int_equal(f.team->draining[0], 0);
+    /* freed: it can no longer be imported */
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
+    /* shared again (a new object under the handle), imported, freed: kept */
+    assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
+    gone(EXPORTER); /* its FREED is read after it exited, before its hang-up */
+    assert_true(imports_freed(&f.im, EXPORTER, f.team, &fr));
+    assert_int_equal(f.team->draining[0], 4 * MiB);
+    assert_int_equal(imports_kept(&f.im, f.team, 0), 4 * MiB);
+    /* the exporter may leave: the charge is the tenant's, kept while the import lives */
+    imports_member_left(&f.im, EXPORTER);
+    assert_int_equal(imports_check(&f.im), 1);
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_END), 0);
+    assert_int_equal(f.team->draining[0], 0);
+    assert_int_equal(imports_check(&f.im), 0);
+    assert_int_equal(ledger_check(&f.L), 0);
+    kept_teardown(&f);
+}
+
+static void test_a_new_object_under_a_freed_handle_is_not_the_imported_one(void **state)
+{
+    (void)state;
+    struct kept_fixture f;
+    kept_setup(&f);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0), fr = freed(4 * MiB);
+    assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
+    assert_true(imports_freed(&f.im, EXPORTER, f.team, &fr));
+    /* the same handle, a new object nobody imported: its free keeps nothing more */
+    assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    fr.bytes = 8 * MiB;
+    assert_false(imports_freed(&f.im, EXPORTER, f.team, &fr));
+    assert_int_equal(f.team->draining[0], 4 * MiB);
+    /* imported too this time: one record, both charges, until both imports end */
+    assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    struct kairos_imported second = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = CLIENT,
+                                     .h_object_src = OBJECT, .h_client = DST + 1,
+                                     .h_object = OBJECT};
+    assert_int_equal(imports_imported(&f.im, IMPORTER, 1000, &second, 0, NULL, why, sizeof why),
+                     0);
+    assert_true(imports_freed(&f.im, EXPORTER, f.team, &fr));
+    assert_int_equal(f.team->draining[0], 12 * MiB);
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_END), 0);
+    assert_int_equal(f.team->draining[0], 12 * MiB);
+    second.flags = KAIROS_IMPORT_END;
+    assert_int_equal(imports_imported(&f.im, IMPORTER, 1000, &second, 0, NULL, why, sizeof why),
+                     0);
+    assert_int_equal(f.team->draining[0], 0);
+    kept_teardown(&f);
+}
+
+static void test_lies_and_floods_of_frees_keep_only_the_senders_own(void **state)
+{
+    (void)state;
+    struct kept_fixture f;
+    kept_setup(&f);
+    uint64_t quota[KAIROS_MAX_GPUS] = {64 * MiB};
+    struct ledger_tenant *other;
+    assert_int_equal(ledger_tenant_add(&f.L, "other", quota, 0, &other), 0);
+    proc(OTHER, 30, NULL);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0), fr = freed(4 * MiB);
+    assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
+    /* another process claims to have freed the exporter's object: it imports nothing
+     * of its own, so nothing is kept, on no tenant */
+    assert_false(imports_freed(&f.im, OTHER, other, &fr));
+    assert_int_equal(other->draining[0] + f.team->draining[0], 0);
+    assert_true(imports_hold(&f.im, EXPORTER)); /* the exporter's share stands */
+    /* a flood of shares and frees of objects nobody imports: nothing kept, the table
+     * never grows (each free forgets its share) */
+    for (uint32_t i = 1; i <= 3 * KAIROS_SHARED_PER_PROCESS; i++) {
+        struct kairos_shared si = s, fi = fr;
+        si.h_object = fi.h_object = OBJECT + i;
+        assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &si, why, sizeof why), 0);
+        assert_false(imports_freed(&f.im, EXPORTER, f.team, &fi));
+    }
+    assert_int_equal(f.im.n_shares, 1);
+    assert_int_equal(f.im.n_kept, 0);
+    /* the exporter tells its free of the imported object again and again: one record */
+    for (int i = 0; i < 100; i++)
+        assert_true(imports_freed(&f.im, EXPORTER, f.team, &fr));
+    assert_int_equal(f.im.n_kept, 1);
+    assert_int_equal(other->draining[0], 0);
+    /* its tenant removed meanwhile: the end of the import finds nothing to release */
+    assert_int_equal(ledger_tenant_remove(&f.L, f.team), 0);
+    assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_END), 0);
+    assert_int_equal(imports_check(&f.im), 0);
+    kept_teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +369,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_flood_of_shares_becomes_a_share_of_everything,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_after_a_restart_an_import_waits_for_its_share,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_freed_share_stays_charged_only_while_an_import_lives, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_new_object_under_a_freed_handle_is_not_the_imported_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lies_and_floods_of_frees_keep_only_the_senders_own,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,7 +114,24 @@ static void test_shared_imported(void **state)
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "share_type 7");
     s = (struct kairos_shared){.h_client = 1, .share_type = KAIROS_SHARE_ALL};
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "h_object");
-    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_SHARED, &s, sizeof s - 4), "exactly 16");
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_SHARED, &s, sizeof s - 4), "exactly 32");
+    /* FREED: a GPU in range, bytes not absurd, no scope; gpu and bytes only with it */
+    s = (struct kairos_shared){.h_client = 1, .h_object = 2, .flags = KAIROS_SHARED_FREED,
+                               .gpu = 1, .bytes = 4u << 20};
+    assert_int_equal(check(pack(KAIROS_MSG_SHARED, &s, sizeof s)), 0);
+    s.share_type = KAIROS_SHARE_ALL;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "share_type and");
+    s.share_type = 0;
+    s.gpu = KAIROS_MAX_GPUS;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "out of range");
+    s.gpu = 0;
+    s.bytes = KAIROS_BYTES_MAX + 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "absurd");
+    s.flags = 0x2;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "unknown flags");
+    s = (struct kairos_shared){.h_client = 1, .h_object = 2, .share_type = KAIROS_SHARE_ALL,
+                               .bytes = 1};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "unless the flag");
 
     struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = 1,
                                 .h_object_src = 2, .h_client = 3};

@@ -1,8 +1,9 @@
 /* test_ipc.c - the exporter's side of legacy CUDA IPC in the shim, against a 64 MiB
  * quota (KAIROS_MEM) on the fake driver: once RM_SHARE or NV0000
  * CLIENT_SHARE_OBJECT made an object importable, the process's own free of it
- * releases nothing (an importer's dup may keep the memory) until the file its
- * client lives on closes; a revocation widens nothing; and an attacker that
+ * releases nothing (an importer's dup may keep the memory, and a standalone
+ * process has no kairosd to tell it whether one does) until the file its client
+ * lives on closes; a revocation widens nothing; and an attacker that
  * rewrites RM_SHARE's arguments at the ioctl's return (a signal handler) cannot
  * make the shim hold another object than the one the driver shared. (The
  * importer's side needs kairosd: tests/system/test_ipc.py.) */
