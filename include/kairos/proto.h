@@ -290,7 +290,8 @@ struct kairos_inherited {
  *             the process read a revocation, so it holds no credit (every CREDIT it
  *             sends says so until one of them is answered).
  * Daemon -> shim (the reply):
- *   report    echoed; held: the tenant's holdings on gpu; returned: what of them
+ *   report    echoed; held: the tenant's holdings on gpu (what departed members
+ *             left that the GPU still holds included); returned: what of them
  *             kairosd counts as this process's (its memory view shows held minus
  *             returned plus what it holds now, so that its own frees and unused
  *             credit count as free at once);

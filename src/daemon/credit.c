@@ -26,6 +26,11 @@ uint64_t credit_chunk(uint64_t quota)
     return c > CREDIT_CHUNK_MAX ? CREDIT_CHUNK_MAX : c;
 }
 
+uint64_t credit_view_held(const struct ledger_tenant *t, unsigned g)
+{
+    return sat_add(t->held[g], t->draining[g]);
+}
+
 uint64_t credit_room(const struct ledger_tenant *t, unsigned g)
 {
     return sat_sub(t->quota[g], sat_add(sat_add(t->held[g], t->draining[g]), t->credit[g]));
@@ -81,7 +86,8 @@ static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64
     struct ledger_tenant *t = m->tenant;
     set_credit(m, g, sat_add(m->credit[g], granted));
     struct kairos_credit r = {.gpu = g, .flags = flags, .report = report,
-                              .held = t->held[g], .returned = m->held[g], .need = granted,
+                              .held = credit_view_held(t, g), .returned = m->held[g],
+                              .need = granted,
                               .least = credit_chunk(t->quota[g]), .quota = t->quota[g]};
     if (io && io->reply)
         io->reply(io->ctx, m->cr.peer, seq, &r);

@@ -81,6 +81,10 @@ struct credit_io {
                     uint64_t bytes);
 };
 
+/* What the tenant holds on g as its members' memory views count it: held, and what
+ * departed members left that the GPU still holds (draining). */
+uint64_t credit_view_held(const struct ledger_tenant *t, unsigned g);
+
 /* The credit granted ahead on a GPU with this quota (see the limits above). A
  * process keeps at most CREDIT_KEEP_CHUNKS of them unused. */
 #define CREDIT_KEEP_CHUNKS 2

@@ -280,7 +280,7 @@ static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_mem
                    tenants_size(bytes, a, sizeof a), CREDIT_ACK_TIMEOUT_MS);
     struct conn *c = m->cr.peer;
     struct kairos_credit r = {.gpu = gpu, .flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
-                              .held = t->held[gpu], .returned = m->held[gpu],
+                              .held = credit_view_held(t, gpu), .returned = m->held[gpu],
                               .least = credit_chunk(t->quota[gpu]), .quota = t->quota[gpu]};
     if (c && !send_msg(c, KAIROS_MSG_CREDIT, 0, &r, sizeof r))
         c->broken = true;

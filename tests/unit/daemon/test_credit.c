@@ -366,6 +366,9 @@ static void test_draining_leaves_no_room(void **state)
     T->draining[0] = 16 * MiB; /* a departed member's memory the GPU has not freed */
     credit(m, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);
     assert_int_equal(seen.last.need, 6 * MiB);
+    /* the memory view counts it as taken: the reply's held includes it */
+    assert_int_equal(seen.last.held, 16 * MiB);
+    assert_int_equal(seen.last.returned, 0);
     /* 64 - 16 draining - 6 = 42 MiB of room: 44 is refused, with nothing granted */
     credit(m, 6 * MiB, 0, 44 * MiB, 44 * MiB, KAIROS_CREDIT_AHEAD, 0);
     assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
