@@ -161,7 +161,9 @@ void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
         if (r->flags & KAIROS_CREDIT_REFUSED)
             c->gen_refused = c->gen_asked;
     }
-    c->credit = sat_add(c->credit, r->need);
+    /* after the last message kairosd counts no credit for the process: a grant that
+     * crossed it is not the process's to use */
+    c->credit = sat_add(c->credit, c->closed ? 0 : r->need);
     c->chunk = r->least;
     c->quota = r->quota;
     c->exact = r->flags & KAIROS_CREDIT_EXACT;
@@ -190,7 +192,7 @@ uint64_t credit_tenant_held(const struct credit_gpu *c)
 
 bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out)
 {
-    if (!c->held && !c->credit && !c->returning && !c->dirty)
+    if (!c->held && !c->credit && !c->returning && !c->dirty && !c->asking)
         return false;
     c->returning = sat_add(c->returning, c->credit);
     c->credit = 0;
@@ -199,5 +201,8 @@ bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
     c->exact = true;
     c->closed = true;
     c->dirty = true;
-    return credit_next_message(c, gpu, out);
+    if (!credit_next_message(c, gpu, out))
+        return false;
+    out->flags |= KAIROS_CREDIT_LAST; /* a grant that crosses it is void (see on_reply) */
+    return true;
 }
