@@ -103,7 +103,7 @@ static bool wants_request(const struct credit_gpu *c)
     if (c->waiting)
         return c->need > c->credit && c->gen_waiting > c->gen_refused;
     /* ahead, once the first allocation there has told what a chunk is */
-    return c->chunk && !c->exact && c->credit < c->chunk / 2;
+    return c->chunk && !c->exact && !c->ahead_off && c->credit < c->chunk / 2;
 }
 
 bool credit_has_message(const struct credit_gpu *c, bool *request)
@@ -132,7 +132,7 @@ bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
             uint64_t least = sat_sub(c->least, c->credit);
             out->least = least == 0 ? 1 : least < out->need ? least : out->need;
         }
-        if (!c->exact)
+        if (!c->exact && !c->ahead_off)
             out->flags |= KAIROS_CREDIT_AHEAD;
         c->asking = true;
         c->ask_report = out->report;

@@ -40,6 +40,8 @@ struct credit_gpu {
     bool recalled;        /* a recall to answer */
     bool dirty;           /* held changed since the last report */
     bool closed;          /* the process is exiting: nothing more is asked */
+    unsigned ahead_off;   /* managed ranges being charged: nothing is asked ahead
+                           * meanwhile (its grant would stand in their way) */
     uint64_t report;      /* number of the last CREDIT built */
     uint64_t ask_report;  /* ... of the request in flight */
     uint64_t gen_waiting; /* the number of the newest waiting allocation */

@@ -181,6 +181,26 @@ static void test_a_grant_crossing_the_last_message_is_not_taken(void **state)
     assert_true(last.flags & KAIROS_CREDIT_LAST);
 }
 
+/* While a managed range is being charged nothing is asked ahead: a chunk granted
+ * between the range's give-back and its CHARGE would refuse it again. A waiting
+ * allocation still asks, for its need only. */
+static void test_nothing_is_asked_ahead_while_a_range_is_charged(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .held = 2 * MiB, .ahead_off = 1};
+    bool request;
+    assert_false(credit_has_message(&c, &request));
+    assert_false(request);
+    credit_wait_begin(&c, 2 * MiB);
+    struct kairos_credit m;
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.need, 2 * MiB);
+    assert_false(m.flags & KAIROS_CREDIT_AHEAD);
+    struct credit_gpu d = {.chunk = 4 * MiB, .held = 2 * MiB}; /* the same, no range */
+    assert_true(credit_has_message(&d, &request));
+    assert_true(request);
+}
+
 static void test_unsent_message_is_undone(void **state)
 {
     (void)state;
@@ -252,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_revoked_credit_is_gone),
         cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
         cmocka_unit_test(test_a_grant_crossing_the_last_message_is_not_taken),
+        cmocka_unit_test(test_nothing_is_asked_ahead_while_a_range_is_charged),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
         cmocka_unit_test(test_free_shows_at_once_in_the_view),
