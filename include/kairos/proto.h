@@ -108,6 +108,10 @@
  *               KAIROS_SHARED_FREED: the sender freed a shared object (no reply);
  *               kairosd keeps its bytes charged to the sender's tenant while a
  *               verified import of it lives, else nothing.
+ *             - CREDIT flag KAIROS_CREDIT_LAST (shim -> daemon, on the message
+ *               a process sends as it exits): kairosd counts no credit for it
+ *               after that message, so credit granted in a reply that crossed it
+ *               is not charged to the tenant while the process's memory lingers.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -312,6 +316,9 @@ struct kairos_inherited {
  * A shim that is recalled asks for nothing ahead until a reply without EXACT. */
 #define KAIROS_CREDIT_AHEAD 0x1u
 #define KAIROS_CREDIT_RECALLED 0x2u
+#define KAIROS_CREDIT_LAST 0x4u /* shim -> daemon: the process exits; this message
+                                 * returns all its credit, a grant in a reply it has
+                                 * not read is void, and it asks for nothing more */
 #define KAIROS_CREDIT_REFUSED 0x100u
 #define KAIROS_CREDIT_EXACT 0x200u
 #define KAIROS_CREDIT_REVOKED 0x400u /* daemon -> shim, unsolicited (seq 0, report 0):

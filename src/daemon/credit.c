@@ -191,10 +191,23 @@ static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, boo
     return true;
 }
 
+/* m's last CREDIT on g (KAIROS_CREDIT_LAST: it exits): it holds no credit from now
+ * on, whatever a reply that crossed this message granted; a request of its that
+ * still waits for room is refused (the process takes nothing more). */
+static void take_last(struct ledger_member *m, unsigned g, const struct credit_io *io)
+{
+    if (m->cr.wait[g].active)
+        reply(m, g, KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT, 0, io);
+    set_credit(m, g, 0);
+    m->cr.recall_deadline_ms[g] = 0;
+}
+
 void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint32_t seq,
                     const struct kairos_credit *c, bool hold, uint64_t now_ms,
                     const struct credit_io *io)
 {
+    if (c->flags & KAIROS_CREDIT_LAST)
+        take_last(m, g, io);
     if (!c->need && !(c->flags & KAIROS_CREDIT_AHEAD)) { /* a report: answered at once */
         uint64_t room = credit_room(m->tenant, g);
         uint32_t flags = m->cr.revoked[g] || contended(l, m, g, now_ms) ? KAIROS_CREDIT_EXACT

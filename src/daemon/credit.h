@@ -102,7 +102,11 @@ uint64_t credit_room(const struct ledger_tenant *t, unsigned g);
 void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c);
 
 /* Answers the request of c (need, least, AHEAD) from member m now, or records it
- * as waiting; hold: no grant may be made now (the reattach window). */
+ * as waiting; hold: no grant may be made now (the reattach window). After a
+ * CREDIT flagged KAIROS_CREDIT_LAST (the process exits) m holds no credit on g,
+ * even what a reply that crossed it granted, and a request still waiting is
+ * refused: a departing member's lingering charge is its memory, never credit it
+ * could not have used. */
 void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint32_t seq,
                     const struct kairos_credit *c, bool hold, uint64_t now_ms,
                     const struct credit_io *io);

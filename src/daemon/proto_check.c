@@ -241,13 +241,19 @@ static int check_inherited(const struct kairos_inherited *m, char *why, size_t w
 /* CREDIT from a shim: its own flags only, byte counts bounded, least within need. */
 static int check_credit(const struct kairos_credit *c, char *why, size_t why_len)
 {
-    const uint32_t known = KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED | KAIROS_CREDIT_REVOKED;
+    const uint32_t known = KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED | KAIROS_CREDIT_REVOKED |
+                           KAIROS_CREDIT_LAST;
     int rc;
     if ((rc = check_gpu(c->gpu, why, why_len)))
         return rc;
     if (c->flags & ~known)
         return refuse(KAIROS_ERR_INVALID, why, why_len, "CREDIT has unknown flags 0x%x (a shim "
-                      "sends only AHEAD, RECALLED and REVOKED)", c->flags & ~known);
+                      "sends only AHEAD, RECALLED, REVOKED and LAST)", c->flags & ~known);
+    if ((c->flags & KAIROS_CREDIT_LAST) && (c->need || (c->flags & KAIROS_CREDIT_AHEAD)))
+        return refuse(KAIROS_ERR_INVALID, why, why_len, "CREDIT flagged LAST asks for credit "
+                      "(need %llu%s): the last message of a process only reports",
+                      (unsigned long long)c->need,
+                      c->flags & KAIROS_CREDIT_AHEAD ? ", AHEAD" : "");
     if ((rc = check_bytes(c->held, "CREDIT held", why, why_len)) ||
         (rc = check_bytes(c->returned, "CREDIT returned", why, why_len)) ||
         (rc = check_bytes(c->need, "CREDIT need", why, why_len)))

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -29,6 +30,7 @@
 #include "daemon/timeshare.h"
 
 #define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
+#define SERVER_EXIT_ROUNDS 16 /* batches read from a process that exited, at most */
 #define SERVER_OUTQ_MAX 64          /* replies waiting for a peer that reads slowly */
 #define SERVER_SNDBUF (64 << 10)    /* the kernel's buffer per peer (it doubles it) */
 #define SERVER_TICK_MS 200          /* the sweep of idle peers, the end of an accept pause */
@@ -49,6 +51,8 @@ struct conn {
     unsigned out_head, out_n;
     bool ps_active;           /* a PS listing in progress, one tenant per message */
     bool broken;              /* a message to it could not be sent or queued: closed */
+    bool gone;                /* it reads no more (its end is closed): replies are
+                               * dropped, what it sent before is still taken */
     uint32_t ps_seq, ps_next_id;
     uint32_t events;          /* what is watched now */
     struct conn *prev, *next;
@@ -127,6 +131,29 @@ static void conn_watch(struct conn *c)
         c->events = want;
 }
 
+/* The peer's end is closed (it exited, or closed the socket) while its last
+ * messages may still wait to be read: a process's report at exit often follows a
+ * request whose answer it never reads. What waits for it is dropped and nothing
+ * more is sent; its messages are read until the end of the stream. */
+static void conn_gone(struct conn *c)
+{
+    if (!c->gone)
+        log_debug("pid %u no longer reads; taking what it sent before", c->pid);
+    c->gone = true;
+    c->ps_active = false;
+    for (; c->out_n; c->out_n--) {
+        free(c->out[c->out_head]);
+        c->out[c->out_head] = NULL;
+        c->out_head = (c->out_head + 1) % SERVER_OUTQ_MAX;
+    }
+}
+
+/* Whether a send failed because the peer's end is closed. */
+static bool peer_closed(ssize_t sent)
+{
+    return sent < 0 && (errno == EPIPE || errno == ECONNRESET);
+}
+
 /* Sends what waits, in order; false when the peer must be disconnected. */
 static bool flush_out(struct conn *c)
 {
@@ -135,6 +162,10 @@ static bool flush_out(struct conn *c)
         ssize_t n = send(c->fd, c->out[i], c->out_len[i], MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return true;
+        if (peer_closed(n)) {
+            conn_gone(c);
+            return true;
+        }
         if (n != (ssize_t)c->out_len[i]) {
             log_warn("pid %u: cannot send (%s); disconnecting it", c->pid,
                      n < 0 ? strerror(errno) : "cut short");
@@ -154,11 +185,17 @@ static bool flush_out(struct conn *c)
 static bool send_msg(struct conn *c, uint16_t type, uint32_t seq, const void *body, size_t len)
 {
     unsigned char buf[PROTO_MSG_MAX];
+    if (c->gone)
+        return true; /* nobody reads it */
     size_t n = proto_pack(buf, type, seq, body, len);
     if (!c->out_n) {
         ssize_t sent = send(c->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (sent == (ssize_t)n) {
             c->last_active_ms = now_ms();
+            return true;
+        }
+        if (peer_closed(sent)) {
+            conn_gone(c);
             return true;
         }
         if (sent >= 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -986,10 +1023,8 @@ static void on_conn(void *ctx, int fd, uint32_t events)
         conn_close(c);
         return;
     }
-    if ((events & (EPOLLERR | EPOLLHUP)) && (c->out_n || c->ps_active)) {
-        conn_close(c); /* gone without reading what it asked for */
-        return;
-    }
+    if ((events & (EPOLLERR | EPOLLHUP)) && (c->out_n || c->ps_active))
+        conn_gone(c); /* gone without reading what it asked for: take what it sent */
     for (int i = 0; i < SERVER_BATCH && !c->out_n && !c->ps_active; i++) {
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -1020,13 +1055,21 @@ static void on_pidfd(void *ctx, int fd, uint32_t events)
 {
     struct conn *c = ctx;
     struct server *s = c->srv; /* on_conn may close (and free) c */
-    /* the process exited; read what it sent before dying, then release */
-    on_conn(c, c->fd, EPOLLIN);
-    struct conn *still;
-    for (still = s->conns; still && still != c; still = still->next)
-        ;
-    if (still)
-        conn_close(c);
+    /* the process exited; read what it sent before dying (all of it: batches until
+     * the end of the stream, or nothing is left), then release */
+    conn_gone(c);
+    for (unsigned round = 0; round < SERVER_EXIT_ROUNDS; round++) {
+        on_conn(c, c->fd, EPOLLIN);
+        struct conn *still;
+        for (still = s->conns; still && still != c; still = still->next)
+            ;
+        if (!still)
+            return; /* the end of its stream: closed */
+        int unread = 0;
+        if (ioctl(c->fd, FIONREAD, &unread) || unread <= 0)
+            break;
+    }
+    conn_close(c);
 }
 
 /* Out of descriptors (EMFILE, ENFILE) or kernel memory: stop watching the listener

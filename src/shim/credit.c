@@ -106,7 +106,7 @@ static bool wants_request(const struct credit_gpu *c)
     if (c->waiting)
         return c->need > c->credit && c->gen_waiting > c->gen_refused;
     /* ahead, once the first allocation there has told what a chunk is */
-    return c->chunk && !c->exact && !c->all && c->credit < c->chunk / 2;
+    return c->chunk && !c->exact && !c->all && !c->ahead_off && c->credit < c->chunk / 2;
 }
 
 bool credit_has_message(const struct credit_gpu *c, bool *request)
@@ -141,7 +141,7 @@ bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
             uint64_t least = sat_sub(c->least, c->credit);
             out->least = least == 0 ? 1 : least < out->need ? least : out->need;
         }
-        if (!c->exact)
+        if (!c->exact && !c->ahead_off)
             out->flags |= KAIROS_CREDIT_AHEAD;
         c->asking = true;
         c->ask_report = out->report;
@@ -177,7 +177,9 @@ void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
         if (r->flags & KAIROS_CREDIT_REFUSED)
             c->gen_refused = c->gen_asked;
     }
-    c->credit = sat_add(c->credit, r->need);
+    /* after the last message kairosd counts no credit for the process: a grant that
+     * crossed it is not the process's to use */
+    c->credit = sat_add(c->credit, c->closed ? 0 : r->need);
     c->chunk = r->least;
     c->quota = r->quota;
     c->exact = r->flags & KAIROS_CREDIT_EXACT;
@@ -208,7 +210,7 @@ uint64_t credit_tenant_held(const struct credit_gpu *c)
 
 bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out)
 {
-    if (!c->held && !c->credit && !c->returning && !c->dirty)
+    if (!c->held && !c->credit && !c->returning && !c->dirty && !c->asking)
         return false;
     c->returning = sat_add(c->returning, c->credit);
     c->credit = 0;
@@ -218,5 +220,8 @@ bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
     c->all = false;
     c->closed = true;
     c->dirty = true;
-    return credit_next_message(c, gpu, out);
+    if (!credit_next_message(c, gpu, out))
+        return false;
+    out->flags |= KAIROS_CREDIT_LAST; /* a grant that crosses it is void (see on_reply) */
+    return true;
 }

@@ -49,6 +49,8 @@ struct credit_gpu {
     bool recalled;        /* a recall to answer */
     bool dirty;           /* held changed since the last report */
     bool closed;          /* the process is exiting: nothing more is asked */
+    unsigned ahead_off;   /* managed ranges being charged: nothing is asked ahead
+                           * meanwhile (its grant would stand in their way) */
     uint64_t report;      /* number of the last CREDIT built */
     uint64_t ask_report;  /* ... of the request in flight */
     uint64_t gen_waiting; /* the number of the newest waiting allocation */
@@ -80,9 +82,10 @@ bool credit_has_message(const struct credit_gpu *c, bool *request);
 /* Whether a CREDIT should be sent now (and whether it is a request); out is
  * filled and the state updated as sent. False when there is nothing to say. */
 bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out);
-/* At exit: a report of what the process holds, giving back all its credit (so that
- * a departure kairosd keeps charged while the GPU holds its memory counts exactly
- * that). False when there is nothing to say. */
+/* At exit: a report of what the process holds, giving back all its credit, flagged
+ * KAIROS_CREDIT_LAST (so that a departure kairosd keeps charged while the GPU holds
+ * its memory counts exactly that, even when a reply granting credit crosses it: a
+ * grant that arrives after it is not taken). False when there is nothing to say. */
 bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out);
 /* The message could not be sent: undo what credit_next_message recorded. */
 void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m);

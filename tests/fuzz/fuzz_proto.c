@@ -65,7 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (r.type == KAIROS_MSG_CREDIT) {
         const struct kairos_credit *c = &r.body.credit;
-        if (c->gpu >= KAIROS_MAX_GPUS || c->flags & ~(KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED) ||
+        const uint32_t shim_flags =
+            KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED | KAIROS_CREDIT_LAST;
+        bool last_asks = (c->flags & KAIROS_CREDIT_LAST) &&
+                         (c->need || (c->flags & KAIROS_CREDIT_AHEAD));
+        if (c->gpu >= KAIROS_MAX_GPUS || c->flags & ~shim_flags || last_asks ||
             c->least > c->need || (c->need && !c->least) || c->quota ||
             c->held > KAIROS_BYTES_MAX || c->returned > KAIROS_BYTES_MAX ||
             c->need > KAIROS_BYTES_MAX)

@@ -233,6 +233,7 @@ class Daemon:
         self.state = os.path.join(self.dir, "state.json")
         self.config = os.path.join(self.dir, "kairosd.yaml")
         self.log = os.path.join(self.dir, "kairosd.log")
+        self.log_start = 0
         self.fake = None
         admins = [os.getuid()] if admins is None else admins
         with open(self.config, "w") as f:
@@ -255,6 +256,7 @@ class Daemon:
         if self.fake:
             args += ["--fake-gpu", self.fake]
         self.logf = open(self.log, "a")
+        self.log_start = os.fstat(self.logf.fileno()).st_size  # this start's lines (wait_ready)
         self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -282,12 +284,23 @@ class Daemon:
         return rc
 
     def wait_ready(self, timeout=10):
-        """Waits for kairosd's "ready" log line: its socket accepts (backlog) before the
-        loop runs, and "ready" also follows the metrics endpoint. Returns self."""
+        """Waits for the "ready" log line of kairosd's last start (a restart appends
+        to the same log, after the first start's "ready"): its socket accepts
+        (backlog) before the loop runs, and "ready" also follows the metrics
+        endpoint and what it restored from the state file. Returns self."""
         deadline = time.monotonic() + timeout
-        while " ready: " not in self.read_log() and time.monotonic() < deadline:
+        while b" ready: " not in self.log_since_start() and time.monotonic() < deadline:
             time.sleep(0.02)
         return self
+
+    def log_since_start(self):
+        """The log's bytes written since kairosd's last start."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self.log_start)
+                return f.read()
+        except OSError:
+            return b""
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

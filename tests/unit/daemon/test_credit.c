@@ -358,6 +358,41 @@ static void test_departure_gives_credit_back(void **state)
     (void)mb;
 }
 
+/* The process's exit report (LAST) crosses the reply granting it a chunk ahead:
+ * the grant is not counted, so a departure kept charged (credit_fold) is charged
+ * what it held, to the byte (test_memory.py's fork test saw 4 MiB more). */
+static void test_last_report_voids_a_crossing_grant(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *m = join(&a);
+    credit(m, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0);   /* 6 MiB */
+    credit(m, 6 * MiB, 0, 0, 0, KAIROS_CREDIT_AHEAD, 0);         /* a chunk ahead */
+    assert_int_equal(m->credit[0], 4 * MiB);
+    credit(m, 6 * MiB, 0, 0, 0, KAIROS_CREDIT_LAST, 0);          /* returned 0: it never saw it */
+    assert_int_equal(m->credit[0], 0);
+    assert_int_equal(T->credit[0], 0);
+    credit_fold(m);
+    assert_int_equal(T->held[0], 6 * MiB);
+    /* a request still waiting (here: kairosd holds grants after a restart) when
+     * LAST comes is refused, nothing granted, and never served later */
+    struct ledger_member *n = join(&b);
+    struct kairos_credit ask = {.flags = KAIROS_CREDIT_AHEAD, .report = ++report_no,
+                                .need = 2 * MiB, .least = 2 * MiB};
+    credit_take_report(n, 0, &ask);
+    credit_request(&L, n, 0, 8, &ask, true, 0, &IO);
+    assert_true(n->cr.wait[0].active);
+    unsigned before = seen.replies;
+    credit(n, 0, 0, 0, 0, KAIROS_CREDIT_LAST, 0);
+    assert_int_equal(seen.replies, before + 2); /* the refusal, then the report's answer */
+    assert_false(n->cr.wait[0].active);
+    credit_serve(&L, T, 0, false, 1, &IO);
+    assert_int_equal(seen.replies, before + 2);
+    assert_int_equal(n->credit[0], 0);
+    assert_int_equal(T->credit[0], 0);
+    assert_within_quota();
+}
+
 static void test_draining_leaves_no_room(void **state)
 {
     (void)state;
@@ -399,6 +434,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hold_then_serve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_departure_gives_credit_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_last_report_voids_a_crossing_grant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /* test_proto.c - proto_check refuses what a hostile or broken peer may send: wrong
  * magic, version, size, type, unterminated names, absurd values, bad compute
- * policies, a CREDIT out of its rules, a CREDIT_RECALL from a peer; accepts the rest,
- * and TENANT_SET's earlier, shorter body. */
+ * policies, a CREDIT out of its rules (a LAST one that asks), a CREDIT_RECALL from
+ * a peer; accepts the rest, and TENANT_SET's earlier, shorter body. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,6 +214,15 @@ static void test_credit(void **state)
     bad = c;
     bad.quota = 1;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "quota");
+    struct kairos_credit last = c; /* the report at exit: a report only */
+    last.flags = KAIROS_CREDIT_LAST | KAIROS_CREDIT_RECALLED;
+    assert_int_equal(check(pack(KAIROS_MSG_CREDIT, &last, sizeof last)), 0);
+    bad = last;
+    bad.need = bad.least = 2 << 20;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "LAST asks");
+    bad = last;
+    bad.flags |= KAIROS_CREDIT_AHEAD;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "LAST asks");
     bad = c;
     bad.held = KAIROS_BYTES_MAX + 1;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "absurd");

@@ -202,11 +202,59 @@ static void test_last_message_gives_all_back_and_asks_no_more(void **state)
     assert_int_equal(m.held, 42 * MiB);
     assert_int_equal(m.returned, 3 * MiB);
     assert_false(m.flags & KAIROS_CREDIT_AHEAD);
+    assert_true(m.flags & KAIROS_CREDIT_LAST);
     struct kairos_credit r = {.report = m.report, .held = 42 * MiB, .least = 4 * MiB,
                               .quota = 1ull << 34};
     credit_on_reply(&c, &r);                  /* room again: still nothing asked */
     bool request;
     assert_false(credit_has_message(&c, &request) && request);
+}
+
+/* The exit report crosses the reply to a request for credit ahead (seen in
+ * test_memory.py's fork test): it says LAST, and the grant that arrives after it
+ * is not taken, as kairosd no longer counts it. */
+static void test_a_grant_crossing_the_last_message_is_not_taken(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .credit = MiB, .held = 42 * MiB};
+    struct kairos_credit ask, last;
+    assert_true(credit_next_message(&c, 0, &ask));   /* below half a chunk: asks ahead */
+    assert_true(ask.flags & KAIROS_CREDIT_AHEAD);
+    assert_true(credit_last_message(&c, 0, &last));  /* exits before the answer */
+    assert_true(last.flags & KAIROS_CREDIT_LAST);
+    assert_false(last.flags & KAIROS_CREDIT_AHEAD);
+    assert_int_equal(last.need, 0);
+    assert_int_equal(last.returned, MiB);
+    struct kairos_credit r = {.report = ask.report, .held = 42 * MiB, .need = 4 * MiB,
+                              .least = 4 * MiB, .quota = 64 * MiB};
+    credit_on_reply(&c, &r);
+    assert_int_equal(c.credit, 0);
+    assert_false(credit_take(&c, 2 * MiB));
+    /* nothing held, nothing credited, but a request in flight: LAST is still sent */
+    struct credit_gpu d = {.chunk = 4 * MiB};
+    assert_true(credit_next_message(&d, 0, &ask));
+    assert_true(credit_last_message(&d, 0, &last));
+    assert_true(last.flags & KAIROS_CREDIT_LAST);
+}
+
+/* While a managed range is being charged nothing is asked ahead: a chunk granted
+ * between the range's give-back and its CHARGE would refuse it again. A waiting
+ * allocation still asks, for its need only. */
+static void test_nothing_is_asked_ahead_while_a_range_is_charged(void **state)
+{
+    (void)state;
+    struct credit_gpu c = {.chunk = 4 * MiB, .held = 2 * MiB, .ahead_off = 1};
+    bool request;
+    assert_false(credit_has_message(&c, &request));
+    assert_false(request);
+    credit_wait_begin(&c, 2 * MiB);
+    struct kairos_credit m;
+    assert_true(credit_next_message(&c, 0, &m));
+    assert_int_equal(m.need, 2 * MiB);
+    assert_false(m.flags & KAIROS_CREDIT_AHEAD);
+    struct credit_gpu d = {.chunk = 4 * MiB, .held = 2 * MiB}; /* the same, no range */
+    assert_true(credit_has_message(&d, &request));
+    assert_true(request);
 }
 
 static void test_unsent_message_is_undone(void **state)
@@ -280,6 +328,8 @@ int main(void)
         cmocka_unit_test(test_revoked_credit_is_gone),
         cmocka_unit_test(test_all_the_room_is_kept_with_no_message),
         cmocka_unit_test(test_last_message_gives_all_back_and_asks_no_more),
+        cmocka_unit_test(test_a_grant_crossing_the_last_message_is_not_taken),
+        cmocka_unit_test(test_nothing_is_asked_ahead_while_a_range_is_charged),
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
         cmocka_unit_test(test_free_shows_at_once_in_the_view),
