@@ -1,8 +1,9 @@
 // alloc_paths.cu - is every allocation path charged exactly, and what does an
 // allocation cost, native vs under the shim (the GPU suite's memory section, m7, m8).
 //   paths MIB: allocates MIB through cudaMalloc, cuMemCreate + cuMemMap (VMM),
-//       cudaMallocAsync (the default pool) and VMM with a POSIX-descriptor handle
-//       type (what PyTorch's expandable segments ask for), and frees it again; for each prints
+//       cudaMallocAsync (the default pool), VMM with a POSIX-descriptor handle
+//       type (what PyTorch's expandable segments ask for) and a CUDA graph's memory
+//       allocation node (the graph memory pool), and frees it again; for each prints
 //       what the process's own memory view (cudaMemGetInfo: under a quota, the
 //       ledger's figure for the tenant) and the GPU (nvidia-smi memory.used, run
 //       without the shim) say was taken and given back, in MiB
@@ -88,20 +89,61 @@ static void vmm_free(vmm_block *b)
     cuMemAddressFree(b->va, b->size);
 }
 
+// A graph whose one node allocates bytes from the graph memory pool, launched on s;
+// the allocation outlives the launch until freed (cudaFreeAsync) and trimmed.
+struct graph_block {
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    void *p;
+};
+
+static bool graph_alloc(size_t bytes, cudaStream_t s, graph_block *b)
+{
+    cudaMemAllocNodeParams prm;
+    memset(&prm, 0, sizeof prm);
+    prm.poolProps.allocType = cudaMemAllocationTypePinned;
+    prm.poolProps.location.type = cudaMemLocationTypeDevice;
+    prm.poolProps.location.id = 0;
+    prm.bytesize = bytes;
+    cudaGraphNode_t node;
+    b->e = NULL;
+    if (cudaGraphCreate(&b->g, 0) != cudaSuccess)
+        return false;
+    if (cudaGraphAddMemAllocNode(&node, b->g, NULL, 0, &prm) != cudaSuccess ||
+        cudaGraphInstantiate(&b->e, b->g, 0) != cudaSuccess) {
+        cudaGraphDestroy(b->g);
+        return false;
+    }
+    b->p = prm.dptr;
+    return cudaGraphLaunch(b->e, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+}
+
+static void graph_free(graph_block *b, cudaStream_t s)
+{
+    cudaFreeAsync(b->p, s);
+    cudaStreamSynchronize(s);
+    cudaGraphExecDestroy(b->e);
+    cudaGraphDestroy(b->g);
+    cudaDeviceGraphMemTrim(0);
+}
+
 static int paths(long mib)
 {
     size_t bytes = (size_t)mib << 20;
     cudaFree(0);
     cudaStream_t s;
     cudaStreamCreate(&s);
-    const char *names[] = {"cudaMalloc", "vmm", "cudaMallocAsync", "vmm_posix_fd"};
-    for (int path = 0; path < 4; path++) {
+    const char *names[] = {"cudaMalloc", "vmm", "cudaMallocAsync", "vmm_posix_fd", "graph"};
+    for (int path = 0; path < 5; path++) {
         double v0 = view_free_mib();
         long g0 = gpu_used_mib();
         void *p = NULL;
         vmm_block b;
+        graph_block gb;
         bool ok;
-        if (path == 0)
+        if (path == 4)
+            ok = graph_alloc(bytes, s, &gb);
+        else if (path == 0)
             ok = cudaMalloc(&p, bytes) == cudaSuccess;
         else if (path == 1 || path == 3)
             ok = vmm_alloc(bytes, &b, path == 3);
@@ -109,7 +151,9 @@ static int paths(long mib)
             ok = cudaMallocAsync(&p, bytes, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
         double v1 = view_free_mib();
         long g1 = gpu_used_mib();
-        if (path == 0 && ok)
+        if (path == 4 && ok)
+            graph_free(&gb, s);
+        else if (path == 0 && ok)
             cudaFree(p);
         else if ((path == 1 || path == 3) && ok)
             vmm_free(&b);

@@ -117,7 +117,7 @@ if [ ! -x "$paths" ] && command -v nvcc >/dev/null; then
 fi
 
 if mem_want m7; then
-echo "--- m7. every allocation path charged exactly: 512 MiB by cudaMalloc, VMM, cudaMallocAsync,"
+echo "--- m7. every allocation path charged exactly: 512 MiB by cudaMalloc, VMM, cudaMallocAsync, a graph's allocation node,"
 echo "    PyTorch expandable segments; native, then in tenant 'probe' (4 GiB)"
 for mode in native tenant; do
   case $mode in
