@@ -2,6 +2,7 @@
 #include "shim_fake.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -185,4 +186,22 @@ uint64_t fk_shim_charged(void)
     struct memguard_stats st;
     memguard_stats(&st);
     return st.charged[0];
+}
+
+void fk_forger_setup(void (*on_signal)(int), struct fk_forger *ctx)
+{
+    ctx->real = fk_quota_setup("64M");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGUSR1, &sa, NULL);
+    ctx->ctl = shim_open(ctx->real, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
+    assert_true(ctx->ctl >= 0);
+    fk_context(ctx->real, ctx->ctl, &ctx->client, &ctx->device, &ctx->subdevice);
+}
+
+void fk_raise_at_return(void *ctx)
+{
+    (void)ctx;
+    raise(SIGUSR1);
 }

@@ -47,6 +47,18 @@ void fk_context(const struct shim_real *r, int fd, uint32_t *client, uint32_t *d
 void *fk_doorbell(const struct shim_real *r, int ctl, uint32_t client, uint32_t subdevice,
                   int *dev0);
 
+/* The set-up of the tests that rewrite a call's arguments at the driver's return: a
+ * 64 MiB quota (fk_quota_setup), on_signal installed for SIGUSR1, and a context
+ * (fk_context) on a fresh /dev/nvidiactl descriptor, in *ctx. fk_raise_at_return is
+ * the reply hook (fakedrv_set_reply_hook) that raises SIGUSR1 there. */
+struct fk_forger {
+    const struct shim_real *real;
+    int ctl;
+    uint32_t client, device, subdevice;
+};
+void fk_forger_setup(void (*on_signal)(int), struct fk_forger *ctx);
+void fk_raise_at_return(void *ctx);
+
 struct objtree_stats fk_stats(void);
 
 #endif /* KAIROS_TESTS_SHIM_FAKE_H */

@@ -38,23 +38,16 @@ static void on_sigusr1(int sig)
         victim->h_object = forged_object;
 }
 
-static void raise_at_return(void *ctx)
-{
-    (void)ctx;
-    raise(SIGUSR1);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    real = fk_quota_setup("64M");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigusr1;
-    sigaction(SIGUSR1, &sa, NULL);
-    ctl = shim_open(real, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
-    assert_true(ctl >= 0);
-    fk_context(real, ctl, &client, &device, &subdevice);
+    struct fk_forger f;
+    fk_forger_setup(on_sigusr1, &f);
+    real = f.real;
+    ctl = f.ctl;
+    client = f.client;
+    device = f.device;
+    subdevice = f.subdevice;
     return 0;
 }
 
@@ -145,7 +138,7 @@ static void test_a_share_rewritten_at_return_holds_what_the_driver_shared(void *
     (void)state;
     uint32_t a = vidmem(16 * MIB), b = vidmem(8 * MIB);
     forged_object = b;
-    fakedrv_set_reply_hook(raise_at_return, NULL);
+    fakedrv_set_reply_hook(fk_raise_at_return, NULL);
     assert_int_equal(rm_share(a, 0), 0);
     fakedrv_set_reply_hook(NULL, NULL);
     assert_int_equal(fk_free(real, ctl, client, b), 0); /* never shared: released */

@@ -53,23 +53,16 @@ static void on_sigusr1(int sig)
         victim_free->h_object = forged_handle;
 }
 
-static void raise_at_return(void *ctx)
-{
-    (void)ctx;
-    raise(SIGUSR1);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    real = fk_quota_setup("64M");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigusr1;
-    sigaction(SIGUSR1, &sa, NULL);
-    ctl = shim_open(real, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
-    assert_true(ctl >= 0);
-    fk_context(real, ctl, &client, &device, &subdevice);
+    struct fk_forger f;
+    fk_forger_setup(on_sigusr1, &f);
+    real = f.real;
+    ctl = f.ctl;
+    client = f.client;
+    device = f.device;
+    subdevice = f.subdevice;
     return 0;
 }
 
@@ -116,7 +109,7 @@ static uint32_t alloc_exposed(uint64_t size, bool xfer, uint32_t *handle)
 static void signal_rewrites_size(uint64_t forged)
 {
     forged_size = forged;
-    fakedrv_set_reply_hook(raise_at_return, NULL);
+    fakedrv_set_reply_hook(fk_raise_at_return, NULL);
     int granted = 0;
     for (int i = 0; i < ROUNDS; i++) {
         uint32_t h = 0;
@@ -171,7 +164,7 @@ static void test_signal_rewrites_class(void **state)
     (void)state;
     forged_size = ASK;
     forged_class = RM_CLASS_NV01_DEVICE_0;
-    fakedrv_set_reply_hook(raise_at_return, NULL);
+    fakedrv_set_reply_hook(fk_raise_at_return, NULL);
     for (int i = 0; i < 10; i++) {
         uint32_t h = 0;
         (void)alloc_exposed(ASK, i % 2 == 1, &h);
@@ -192,7 +185,7 @@ static void test_signal_rewrites_freed_handle(void **state)
     struct rm_free_args fa = {.h_client = client, .h_object = small};
     forged_handle = big;
     victim_free = &fa;
-    fakedrv_set_reply_hook(raise_at_return, NULL);
+    fakedrv_set_reply_hook(fk_raise_at_return, NULL);
     assert_int_equal(shim_ioctl(real, ctl, RM_IOWR(RM_NR_FREE, sizeof fa), &fa), 0);
     fakedrv_set_reply_hook(NULL, NULL);
     victim_free = NULL;
