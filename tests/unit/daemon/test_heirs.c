@@ -4,7 +4,8 @@
  * cycle of hand-overs answered in bounded work, only the driver's nodes count as
  * its files, a containerised parent's child found by the pid it knows, and edges
  * saved before a restart believed only as far as /proc can check them (a reused
- * pid, a child older than its parent, a live "child" of another parent refused). (INHERITED's kcmp check needs real processes: test_memory.py.) */
+ * pid, a child older than its parent, a live "child" of another parent refused).
+ * (INHERITED's kcmp check needs real processes: test_memory.py.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,9 +18,11 @@
 
 #include <cmocka.h>
 
+#include "fake_proc.h"
+
 #include "daemon/heirs.h"
 
-static char root[64];
+#define root fake_proc_root
 
 /* <root>/<pid>/stat with its parent and start time; fd/ with the given links. */
 static void proc(uint32_t pid, uint32_t ppid, unsigned long long start, const char *link)
@@ -58,28 +61,6 @@ static void in_container(uint32_t pid, uint32_t inner, uint32_t parent)
     assert_non_null(f);
     fprintf(f, "%u ", pid);
     fclose(f);
-}
-
-static void gone(uint32_t pid)
-{
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf %s/%u", root, pid);
-    assert_int_equal(system(cmd), 0);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(root, sizeof root, "/tmp/kairos-heirs-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 static int forked(struct heirs *h, uint32_t sender, uint32_t child)
@@ -122,7 +103,7 @@ static void test_forked_in_a_container_names_the_child_by_its_inner_pid(void **s
     assert_int_equal(h.n, 1);
     assert_int_equal(h.v[0].pid, 401);
     assert_int_equal(forked(&h, 400, 8), KAIROS_ERR_INVALID); /* no child of 400 is 8 */
-    gone(400);
+    fake_proc_gone(400);
     assert_true(heirs_hold(&h, 400));
     heirs_fini(&h);
 }
@@ -137,8 +118,8 @@ static void test_a_holder_keeps_the_departed_files_alive(void **state)
     proc(202, 201, 700, "/dev/nvidia-uvm");  /* the grandchild holds one */
     assert_int_equal(forked(&h, 200, 201), 0);
     assert_int_equal(forked(&h, 201, 202), 0);
-    gone(200);
-    gone(201);                               /* the child died: the walk goes through it */
+    fake_proc_gone(200);
+    fake_proc_gone(201); /* the child died: the walk goes through it */
     assert_true(heirs_hold(&h, 200));
     proc(202, 1, 700, "/dev/nvidia-modeset"); /* not a node where memory lives */
     assert_false(heirs_hold(&h, 200));
@@ -160,7 +141,7 @@ static void test_a_cycle_is_answered_in_bounded_work(void **state)
     proc(301, 300, 600, NULL); /* each the other's parent, as a crafted /proc could say */
     assert_int_equal(forked(&h, 300, 301), 0);
     assert_int_equal(forked(&h, 301, 300), 0);
-    gone(300);
+    fake_proc_gone(300);
     proc(300, 301, 500, NULL); /* alive again for the walk, holding nothing */
     (void)heirs_hold(&h, 300); /* returns: the walk is bounded */
     heirs_fini(&h);
@@ -205,7 +186,7 @@ static void test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked(void 
     assert_int_equal(heirs_restore(&h, &bad_kind, why, sizeof why), KAIROS_ERR_INVALID);
     assert_int_equal(h.n, 1); /* only the edge that checks */
     assert_false(heirs_hold_as(&h, 504, 901)); /* not that process, and no edge from it */
-    gone(501);
+    fake_proc_gone(501);
     assert_false(heirs_hold(&h, 500));
     heirs_fini(&h);
 }
@@ -213,15 +194,18 @@ static void test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked(void 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_forked_only_for_ones_own_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forked_only_for_ones_own_child,
+                                        fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked, setup, teardown),
+            test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked,
+            fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(
-            test_forked_in_a_container_names_the_child_by_its_inner_pid, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_holder_keeps_the_departed_files_alive, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_a_cycle_is_answered_in_bounded_work, setup,
-                                        teardown),
+            test_forked_in_a_container_names_the_child_by_its_inner_pid,
+            fake_proc_setup, fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(test_a_holder_keeps_the_departed_files_alive,
+                                        fake_proc_setup, fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(test_a_cycle_is_answered_in_bounded_work, fake_proc_setup,
+                                        fake_proc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

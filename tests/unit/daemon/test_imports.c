@@ -18,9 +18,11 @@
 
 #include <cmocka.h>
 
+#include "fake_proc.h"
+
 #include "daemon/imports.h"
 
-static char root[64];
+#define root fake_proc_root
 static char why[KAIROS_MSG_MAX];
 
 /* <root>/<pid>/stat with its start time; fd/3 a link to driver_file when given. */
@@ -40,28 +42,6 @@ static void proc(uint32_t pid, unsigned long long start, const char *driver_file
         snprintf(path, sizeof path, "%s/%u/fd/3", root, pid);
         assert_int_equal(symlink(driver_file, path), 0);
     }
-}
-
-static void gone(uint32_t pid)
-{
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf %s/%u", root, pid);
-    assert_int_equal(system(cmd), 0);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(root, sizeof root, "/tmp/kairos-imports-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 enum { EXPORTER = 100, IMPORTER = 200, OTHER = 300 };
@@ -99,7 +79,7 @@ static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
     assert_true(imports_hold(&im, EXPORTER));
     assert_false(imports_hold(&im, IMPORTER)); /* nothing of the importer's is kept */
     imports_member_left(&im, EXPORTER); /* the exporter left: its charge stays */
-    gone(EXPORTER);
+    fake_proc_gone(EXPORTER);
     assert_true(imports_hold(&im, EXPORTER));
     assert_int_equal(claim(&im, IMPORTER, 2000, KAIROS_IMPORT_END), 0);
     assert_false(imports_hold(&im, EXPORTER));
@@ -142,10 +122,10 @@ static void test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_f
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
     imports_member_left(&im, EXPORTER);
-    gone(EXPORTER);
+    fake_proc_gone(EXPORTER);
     imports_member_left(&im, IMPORTER); /* hung up, but its driver file is open */
     assert_true(imports_holder_cb(&im, EXPORTER));
-    gone(IMPORTER);
+    fake_proc_gone(IMPORTER);
     assert_false(imports_holder_cb(&im, EXPORTER));
     assert_int_equal(imports_count(&im), 0);
     imports_fini(&im);
@@ -162,7 +142,7 @@ static void test_a_reused_pid_is_not_the_exporter(void **state)
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
     imports_member_left(&im, EXPORTER);
-    gone(EXPORTER);
+    fake_proc_gone(EXPORTER);
     proc(EXPORTER, 11, NULL); /* another process with its pid */
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
     assert_false(imports_hold(&im, EXPORTER));
@@ -271,7 +251,7 @@ static void test_a_freed_share_stays_charged_only_while_an_import_lives(void **s
     /* shared again (a new object under the handle), imported, freed: kept */
     assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
     assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
-    gone(EXPORTER); /* its FREED is read after it exited, before its hang-up */
+    fake_proc_gone(EXPORTER); /* its FREED is read after it exited, before its hang-up */
     assert_true(imports_freed(&f.im, EXPORTER, f.team, &fr));
     assert_int_equal(f.team->draining[0], 4 * MiB);
     assert_int_equal(imports_kept(&f.im, f.team, 0), 4 * MiB);
@@ -360,22 +340,26 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_an_import_of_a_shared_object_keeps_its_exporter,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_the_scope_decides_who_may_import, setup, teardown),
+                                        fake_proc_setup, fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(test_the_scope_decides_who_may_import,
+                                        fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_file, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(test_a_reused_pid_is_not_the_exporter, setup, teardown),
+            test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_file,
+            fake_proc_setup, fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(test_a_reused_pid_is_not_the_exporter,
+                                        fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(test_a_flood_of_shares_becomes_a_share_of_everything,
-                                        setup, teardown),
+                                        fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(test_after_a_restart_an_import_waits_for_its_share,
-                                        setup, teardown),
+                                        fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_freed_share_stays_charged_only_while_an_import_lives, setup, teardown),
+            test_a_freed_share_stays_charged_only_while_an_import_lives,
+            fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_new_object_under_a_freed_handle_is_not_the_imported_one, setup, teardown),
+            test_a_new_object_under_a_freed_handle_is_not_the_imported_one,
+            fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(test_lies_and_floods_of_frees_keep_only_the_senders_own,
-                                        setup, teardown),
+                                        fake_proc_setup, fake_proc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
