@@ -307,7 +307,16 @@ int agent_release(uint32_t gpu, uint64_t bytes)
 int agent_tell(uint16_t type, const void *body, uint32_t size)
 {
     pthread_mutex_lock(&agent_mu);
-    int rc = exchange_locked(type, body, size, 0, NULL, 0, NULL, 0);
+    int fd = atomic_load(&agent_fd);
+    int rc = -ENOTCONN;
+    if (fd >= 0) {
+        /* never blocks: a daemon that stopped reading must not stop a free */
+        rc = send_msg_flags(fd, type, ++agent_seq, body, size, MSG_DONTWAIT);
+        if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+            rc = -EBUSY;
+        else if (rc < 0)
+            drop_locked();
+    }
     pthread_mutex_unlock(&agent_mu);
     return rc;
 }

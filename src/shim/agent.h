@@ -55,7 +55,10 @@ int agent_release(uint32_t gpu, uint64_t bytes);
 int agent_report_runnable(const struct kairos_runnable *r);
 
 /* A message with no reply (SHARED with KAIROS_SHARED_FREED): sent on the socket
- * before anything this thread sends after it. 0, or a negative errno. */
+ * before anything this thread sends after it, never waiting for room there (a
+ * kairosd that stopped reading must not hang the caller's free). 0, -EBUSY when
+ * the socket is full (the caller keeps what it would have released), or a
+ * negative errno. */
 int agent_tell(uint16_t type, const void *body, uint32_t size);
 
 /* FORKED or INHERITED (proto.h): sends it and waits for kairosd's OK. Returns 0,
