@@ -19,17 +19,11 @@
 #       together: expected, the neighbour stops at its quota and nothing is evicted.
 # About 2.5 minutes. Writes $OUT/managed/*; prints RESULT lines and a table.
 . tests/gpu/kairosd_env.sh
+. tests/gpu/cuda_tool.sh
 md=$OUT/managed
 mkdir -p "$md"
-mn=$bin/managed_neighbour
-if [ ! -x "$mn" ] && command -v nvcc >/dev/null; then
-  nvcc -arch=sm_90 -O2 -o /tmp/managed_neighbour tests/gpu/probe/managed_neighbour.cu &&
-    mn=/tmp/managed_neighbour
-fi
-mv=$bin/managed_var
-if [ ! -x "$mv" ] && command -v nvcc >/dev/null; then
-  nvcc -arch=sm_90 -O2 -o /tmp/managed_var tests/gpu/managed_var.cu && mv=/tmp/managed_var
-fi
+mn=$(cuda_tool managed_neighbour tests/gpu/probe/managed_neighbour.cu)
+mv=$(cuda_tool managed_var tests/gpu/managed_var.cu)
 kd=/tmp/kairos-managed
 rm -rf "$kd" && mkdir -p "$kd"
 kairosd_private "$kd" "$md/kairosd.log" <<YAML

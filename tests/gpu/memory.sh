@@ -4,10 +4,8 @@
 # one result line per check and a table, and writes $OUT/memory-results.json.
 # MEMORY_ONLY="m7 m8 m9" runs only the checks named (m1 ... m13); default: all.
 . tests/gpu/kairosd_env.sh
-probe=$bin/mem_probe
-if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
-  nvcc -arch=sm_90 -O2 -o /tmp/mem_probe tests/gpu/mem_probe.cu && probe=/tmp/mem_probe
-fi
+. tests/gpu/cuda_tool.sh
+probe=$(cuda_tool mem_probe tests/gpu/mem_probe.cu)
 mdir=/tmp/kairos-memory
 rm -rf "$mdir" && mkdir -p "$mdir"
 kairosd_private "$mdir" "$OUT/kairosd.log" <<YAML
@@ -111,10 +109,7 @@ done
 
 fi
 
-paths=$bin/alloc_paths
-if [ ! -x "$paths" ] && command -v nvcc >/dev/null; then
-  nvcc -arch=sm_90 -O2 -o /tmp/alloc_paths tests/gpu/alloc_paths.cu -lcuda -lpthread && paths=/tmp/alloc_paths
-fi
+paths=$(cuda_tool alloc_paths tests/gpu/alloc_paths.cu -lcuda -lpthread)
 
 if mem_want m7; then
 echo "--- m7. every allocation path charged exactly: 512 MiB by cudaMalloc, VMM, cudaMallocAsync, a graph's allocation node,"

@@ -6,10 +6,8 @@
 # time what a scrape costs with NVML. Saves every scrape under $OUT/metrics/, writes
 # $OUT/metrics-results.json and prints a table (tests/gpu/metrics_summary.py).
 . tests/gpu/kairosd_env.sh
-probe=$bin/mem_probe
-if [ ! -x "$probe" ] && command -v nvcc >/dev/null; then
-  nvcc -arch=sm_90 -O2 -o /tmp/mem_probe tests/gpu/mem_probe.cu && probe=/tmp/mem_probe
-fi
+. tests/gpu/cuda_tool.sh
+probe=$(cuda_tool mem_probe tests/gpu/mem_probe.cu)
 echo "--- metrics: kairosd's Prometheus endpoint with NVML"
 mport=${METRICS_PORT:-$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 mdir=/tmp/kairos-metrics
