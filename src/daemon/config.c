@@ -124,6 +124,18 @@ static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode
                            "timeslices (hardware timeslices only) or auto");
 }
 
+static int parse_latency_yield(struct ydoc *p, const yaml_node_t *n, unsigned *out)
+{
+    unsigned long ul;
+    if (parse_uint(p, n, "latency_yield_us", SCHED_TS_UNIT_US, &ul))
+        return -EINVAL;
+    if (ul && ul < SCHED_YIELD_MIN_US)
+        return ydoc_fail(p, n, "latency_yield_us must be 0 (no rule: the slices of the shares) "
+                               "or %u to %u microseconds", SCHED_YIELD_MIN_US, SCHED_TS_UNIT_US);
+    *out = (unsigned)ul;
+    return 0;
+}
+
 static int parse_metrics(struct ydoc *p, const yaml_node_t *n, struct metrics_addr *out)
 {
     char why[256];
@@ -511,6 +523,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = parse_metrics(p, v, &c->metrics);
         } else if (!strcmp(key, "time_mode")) {
             rc = parse_time_mode(p, v, &c->time_mode);
+        } else if (!strcmp(key, "latency_yield_us")) {
+            rc = parse_latency_yield(p, v, &c->latency_yield_us);
         } else if (!strcmp(key, "max_connections")) {
             rc = parse_uint(p, v, "max_connections", 65536, &ul);
             if (!rc && ul == 0)
@@ -534,7 +548,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
-                      "register_timeout_ms, metrics, time_mode or tenants)", key);
+                      "register_timeout_ms, metrics, time_mode, latency_yield_us or tenants)",
+                      key);
         if (rc)
             return rc;
     }
@@ -557,6 +572,7 @@ void config_defaults(struct config *c)
     c->admin_reserve = 16;
     c->register_timeout_ms = 5000;
     c->time_mode = SCHED_MODE_WINDOWS; /* docs/scheduler.md: what the H200 showed */
+    c->latency_yield_us = SCHED_YIELD_US;
 }
 
 void config_free(struct config *c)

@@ -82,6 +82,7 @@ struct config {
                                   * default is cut to max_connections - 1 when above) */
     unsigned register_timeout_ms; /* idle connections that did not register are closed */
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
+    unsigned latency_yield_us;   /* the others' slice beside a latency tenant (sched_set_yield) */
     struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct config_tenant *tenants;
     size_t n_tenants;
@@ -90,7 +91,7 @@ struct config {
 /* Defaults: the default socket and state paths, audit every 1000 ms reporting
  * (overhead 1 GiB, leave grace 2000 ms, the built-in exemptions), 0 GPUs, 1024
  * connections of which 16 for administrators and 128 per user, 5000 ms to register,
- * time_mode windows, no metrics endpoint, no admins but root, no tenants. */
+ * time_mode windows, latency_yield_us SCHED_YIELD_US, no metrics endpoint, no admins but root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

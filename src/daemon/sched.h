@@ -20,6 +20,9 @@
 #define SCHED_TS_MAX_US 20000u   /* largest timeslice (tested on the H200) */
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
+#define SCHED_YIELD_US 200u      /* default slice of the others beside a latency tenant
+                                  * (sched_set_yield; docs/scheduler.md, the H200) */
+#define SCHED_YIELD_MIN_US 20u
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
 #define SCHED_PREEMPT_US 600u    /* GPU time a pause of a running tenant costs (the H200) */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
@@ -97,6 +100,7 @@ struct sched_gpu {
     unsigned settle;      /* periods to wait after a change before judging drift */
     uint64_t active_mask; /* the active set of the last period */
     uint64_t seq;
+    uint32_t yield_us;    /* beside a latency tenant, the others' slice (0: no rule) */
     uint32_t rotate_us;   /* the windows' layout starts here in the period (sched_wake) */
     unsigned wake_slot;   /* slot + 1 of a tenant woken since the last plan, 0: none */
     uint32_t wake_pos_us; /* where in the period it woke */
@@ -108,6 +112,15 @@ struct sched_gpu {
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us);
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode);
 const char *sched_mode_name(enum sched_mode m);
+/* How soon the other tenants of a GPU with a latency tenant give the GPU up to its
+ * requests: their timeslice, yield_us (0: the slices of the shares, a batch
+ * tenant's at most SCHED_TS_BATCH_US). A request that arrives while another
+ * tenant runs waits for the end of that tenant's slice, so the slice is the
+ * request's added latency; it applies while the others do not share the GPU
+ * among themselves by timeslices (each alone in its window, or one active), where
+ * a slice this short would cost a switch every yield_us. Takes effect at the next
+ * sched_plan. Defaults to SCHED_YIELD_US. */
+void sched_set_yield(struct sched_gpu *g, uint32_t yield_us);
 /* "auto", "timeslices" or "windows" (sched_mode_name's words) into *out; false
  * for anything else (NULL included). */
 bool sched_mode_parse(const char *name, enum sched_mode *out);

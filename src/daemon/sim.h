@@ -30,6 +30,7 @@ struct sim_scenario {
     double seconds;
     enum sched_mode mode;     /* mode: auto | timeslices | windows */
     enum sim_measure measure; /* what the scheduler is told of each tenant's demand */
+    uint32_t latency_yield_us; /* latency_yield_us, as kairosd.yaml's (sched_set_yield) */
     struct gpu_sim_params gpu;
     struct gpu_sim_tenant_spec tenants[GPU_SIM_MAX_TENANTS];
     size_t n;

@@ -291,6 +291,7 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         goto out;
     sched_gpu_init(&r->g, SCHED_PERIOD_US);
     sched_set_mode(&r->g, sc->mode);
+    sched_set_yield(&r->g, sc->latency_yield_us);
     if (out && json && !(r->windows = json_array()))
         goto out;
     size_t judge_from = SIM_WARMUP_PERIODS;

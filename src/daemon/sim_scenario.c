@@ -174,6 +174,11 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
             rc = parse_mode(p, v, &sc->mode);
         else if (key && !strcmp(key, "measure"))
             rc = parse_measure(p, v, &sc->measure);
+        else if (key && !strcmp(key, "latency_yield_us")) {
+            double d;
+            rc = number(p, v, "latency_yield_us", SCHED_TS_UNIT_US, &d);
+            sc->latency_yield_us = (uint32_t)d;
+        }
         else if (key && !strcmp(key, "tenants")) {
             if (v->type != YAML_SEQUENCE_NODE)
                 return ydoc_fail(p, v, "expected tenants as a list");
@@ -185,8 +190,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
                 rc = parse_tenant(p, yaml_document_get_node(p->doc, *it), &sc->tenants[sc->n++]);
             }
         } else
-            return ydoc_fail(p, k, "unknown setting (expected seconds, gpu, mode, measure or "
-                                   "tenants)");
+            return ydoc_fail(p, k, "unknown setting (expected seconds, gpu, mode, measure, "
+                                   "latency_yield_us or tenants)");
         if (rc)
             return rc;
     }
@@ -206,6 +211,7 @@ int sim_scenario_parse(const char *name, const char *text, size_t len, struct si
 {
     memset(sc, 0, sizeof *sc);
     sc->seconds = 10;
+    sc->latency_yield_us = SCHED_YIELD_US;
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))

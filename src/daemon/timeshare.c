@@ -219,6 +219,7 @@ void timeshare_reconfigure(struct timeshare *t)
     mark_spans(t);
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
         sched_set_mode(&t->g[g], c->time_mode);
+        sched_set_yield(&t->g[g], c->latency_yield_us);
         sched_plan(&t->g[g]);
         push_changed(t, g);
     }

@@ -15,6 +15,9 @@ bootstrap interval (both samples resampled), and the training tenant's steps/s w
 the requests ran as a ratio to its solo rate. Goal: p99 <= 1.1x solo. Named only:
 solo-again, the inference tenant alone once more after the others (how far solo moved).
 
+Named only as well: kairos-MODE-yUS, kairosd in MODE with latency_yield_us: US, the
+training tenant's timeslice beside the latency tenant (0: the rule off).
+
 Every tenant must end by itself; one that fails, hangs, or under Kairos runs without
 the shim (under MPS without the MPS pipe) is listed in "failures" and its
 configuration left out of the table (exit status 1).
@@ -28,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -51,7 +55,21 @@ CONFIGS = {
 # not run unless named: the inference tenant alone again, after the others (how far
 # solo itself moved during the run; about 30 s more)
 EXTRA_CONFIGS = {"solo-again": (None, None, False)}
+# also named only: kairos-MODE-yUS, kairosd in MODE with latency_yield_us: US (the
+# training tenant's slice beside the latency tenant; docs/scheduler.md)
+YIELD_CONFIG = re.compile(r"kairos-(windows|timeslices|auto)-y(\d+)$")
 GOAL = 1.1
+
+
+def config_of(label):
+    """(kairosd policies or None, time_mode, under MPS, more kairosd.yaml lines) of a
+    configuration's label, or None for an unknown label."""
+    if label in CONFIGS or label in EXTRA_CONFIGS:
+        return {**CONFIGS, **EXTRA_CONFIGS}[label] + ([],)
+    m = YIELD_CONFIG.match(label)
+    if m:
+        return LATENCY_POLICY, m.group(1), False, [f"latency_yield_us: {m.group(2)}"]
+    return None
 
 
 class Run:
@@ -177,12 +195,12 @@ class Run:
 class Daemon:
     """A private kairosd for one configuration, and the shim.conf that names it."""
 
-    def __init__(self, work, label, policies, time_mode, gpus_line):
+    def __init__(self, work, label, policies, time_mode, more_lines):
         d = os.path.join(work, f"kd-{label}")
         os.makedirs(d, exist_ok=True)
         self.sock = os.path.join(d, "kairosd.sock")
         lines = [f"socket: {self.sock}", f"state: {d}/state.json", "admins: [0]",
-                 "audit: { interval_ms: 0 }", f"time_mode: {time_mode}"] + gpus_line
+                 "audit: { interval_ms: 0 }", f"time_mode: {time_mode}"] + more_lines
         lines.append("tenants:")
         for name, pol in policies.items():
             comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
@@ -327,7 +345,7 @@ class Bench:
 
     def run_config(self, label):
         a = self.args
-        policies, time_mode, under_mps = {**CONFIGS, **EXTRA_CONFIGS}[label]
+        policies, time_mode, under_mps, more_lines = config_of(label)
         alone = label == "solo-again"
         t = time.time()
         mps = daemon = None
@@ -345,7 +363,7 @@ class Bench:
         try:
             if policies:
                 daemon = Daemon(self.work, label, policies, time_mode,
-                                ["gpus: 1"] if a.dry_run else [])
+                                more_lines + (["gpus: 1"] if a.dry_run else []))
                 if not daemon.start(self.kairosd, a.kairosd_arg):
                     self.results["failures"].append(f"{label}: kairosd did not start "
                                                     f"(see {daemon.log_path})")
@@ -473,10 +491,11 @@ def parse_args(argv=None):
     ap.add_argument("--dry-fail", default="", help="dry run: this configuration's "
                     "inference tenant fails half way")
     args = ap.parse_args(argv)
-    known = {**CONFIGS, **EXTRA_CONFIGS}
-    unknown = [c for c in args.configs.split(",") if c and c not in known]
+    unknown = [c for c in args.configs.split(",") if c and not config_of(c)]
     if unknown:
-        ap.error(f"unknown configuration(s) {','.join(unknown)}; known: {','.join(known)}")
+        ap.error(f"unknown configuration(s) {','.join(unknown)}; known: "
+                 f"{','.join({**CONFIGS, **EXTRA_CONFIGS})} and kairos-MODE-yUS "
+                 "(MODE windows, timeslices or auto; US the latency_yield_us)")
     return args
 
 

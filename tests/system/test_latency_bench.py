@@ -322,6 +322,23 @@ class DryRun(unittest.TestCase):
         self.assertEqual(lines[-1], "failures (left out above): 0")
         self.assertEqual(self.results()["configs"]["kairos-windows"]["requests"], 100)
 
+    def test_yield_configuration_sets_the_training_slice(self):
+        """kairos-MODE-yUS: kairosd in MODE with latency_yield_us US, which its
+        scheduler gave the training tenant as its timeslice."""
+        r = run_bench(self.out, "--configs", "kairos-auto-y150,kairos-windows-y0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        res = self.results()
+        self.assertEqual(list(res["configs"]), ["kairos-auto-y150", "kairos-windows-y0"])
+        conf = self.archived("kd-kairos-auto-y150/kairosd.yaml")
+        self.assertIn("time_mode: auto", conf)
+        self.assertIn("latency_yield_us: 150", conf)
+        self.assertRegex(self.archived("kairosd-kairos-auto-y150.log"),
+                         r"tenant train, GPU 0: timeslice 150 us")
+        # 0: the rule off, the batch tenant's slice of its share (at most 1 ms)
+        self.assertRegex(self.archived("kairosd-kairos-windows-y0.log"),
+                         r"tenant train, GPU 0: timeslice 1000 us")
+        self.assertRegex(r.stdout, r"\nkairos-auto-y150 +300 ")
+
     def test_unknown_configuration_refused(self):
         r = run_bench(self.out, "--configs", "native,kairos-window")
         self.assertEqual(r.returncode, 2)

@@ -227,32 +227,39 @@ static void test_latency_tenant_with_reports(void **state)
 
 /* Auto mode next to saturating training (etc/sim/latency-auto.yaml): the latency
  * tenant waits behind each training timeslice, so it runs below what it wanted;
- * that must not window (pause) it: its latency stays what timeslices give. */
+ * that must not window (pause) it: its latency stays what timeslices give. And
+ * the training tenant's yield slice (latency_yield_us) is what a request waits:
+ * with the rule off (0) it waits up to a whole batch slice (1 ms). */
 static void test_auto_protects_a_latency_tenant(void **state)
 {
     (void)state;
     static const char yaml[] =
-        "seconds: 20\nmode: %s\nmeasure: userd\ntenants:\n"
+        "seconds: 20\nmode: %s\nmeasure: userd\nlatency_yield_us: %u\ntenants:\n"
         "  - { name: infer, compute: { share: 50%%, priority: latency }, load: requests, "
         "work_us: 4000, gap_us: 10000 }\n"
         "  - { name: train, compute: { share: 50%%, priority: batch }, load: deep }\n";
-    struct sim_result r[2];
-    static const char *const modes[] = {"auto", "timeslices"};
-    for (size_t k = 0; k < 2; k++) {
+    struct sim_result r[3];
+    static const char *const modes[] = {"auto", "timeslices", "auto"};
+    static const unsigned yield[] = {SCHED_YIELD_US, SCHED_YIELD_US, 0};
+    for (size_t k = 0; k < 3; k++) {
         struct sim_scenario sc;
         char text[1024];
-        snprintf(text, sizeof text, yaml, modes[k]);
+        snprintf(text, sizeof text, yaml, modes[k], yield[k]);
         run_text(text, &r[k], &sc);
-        print_message("  %s: latency p50 %llu us p95 %llu us (solo %llu), train %.1f%%, "
-                      "busy %.1f%%\n", modes[k], (unsigned long long)r[k].t[0].lat_p50_us,
+        print_message("  %s, yield %u us: latency p50 %llu us p95 %llu us (solo %llu), "
+                      "train %.1f%%, busy %.1f%%\n", modes[k], yield[k],
+                      (unsigned long long)r[k].t[0].lat_p50_us,
                       (unsigned long long)r[k].t[0].lat_p95_us,
                       (unsigned long long)r[k].t[0].lat_solo_us, r[k].t[1].gpu * 100,
                       r[k].busy * 100);
     }
-    /* solo + one batch timeslice + two switches + a step, as in timeslices */
-    assert_true(r[0].t[0].lat_p95_us <= r[0].t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 120 + 10);
+    /* solo + one yield slice + two switches + a step, as in timeslices */
+    assert_true(r[0].t[0].lat_p95_us <= r[0].t[0].lat_solo_us + SCHED_YIELD_US + 2 * 120 + 10);
     assert_true(r[0].t[0].lat_p95_us <= r[1].t[0].lat_p95_us + 10);
     assert_true(r[0].t[1].gpu >= 0.55); /* training keeps what the requests leave */
+    /* without the yield slice a request waits for most of a 1 ms batch slice */
+    assert_true(r[2].t[0].lat_p95_us <= r[2].t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 120 + 10);
+    assert_true(r[2].t[0].lat_p95_us >= r[0].t[0].lat_p95_us + (SCHED_TS_BATCH_US - SCHED_YIELD_US) / 2);
 }
 
 /* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode:
@@ -617,9 +624,9 @@ static void test_latency_tenant_first(void **state)
     print_message("  latency p50 %llu us p95 %llu us, solo %llu us\n",
                   (unsigned long long)r.t[0].lat_p50_us, (unsigned long long)r.t[0].lat_p95_us,
                   (unsigned long long)r.t[0].lat_solo_us);
-    /* bound: solo + one batch timeslice + two context switches (120 us, the
-     * simulator's default) + a step */
-    assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + SCHED_TS_BATCH_US + 2 * 120 + 10);
+    /* bound: solo + the batch tenant's yield slice + two context switches (120 us,
+     * the simulator's default) + a step */
+    assert_true(r.t[0].lat_p95_us <= r.t[0].lat_solo_us + SCHED_YIELD_US + 2 * 120 + 10);
     assert_true(r.busy > 0.98); /* the batch tenant fills the rest */
 }
 

@@ -524,7 +524,54 @@ static void test_windows_off_while_a_latency_tenant_is_active(void **state)
     assert_int_equal(g.t[0].dec.period_us, 0);
     assert_int_equal(g.t[1].dec.period_us, 0);
     assert_int_equal(g.t[0].dec.timeslice_us, SCHED_TS_LATENCY_US);
+    /* the batch tenant yields to the requests within its short slice */
+    assert_int_equal(g.t[1].dec.timeslice_us, SCHED_YIELD_US);
+    /* without the rule: its share's slice, at most a batch tenant's */
+    sched_set_yield(&g, 0);
+    sched_plan(&g);
     assert_int_equal(g.t[1].dec.timeslice_us, SCHED_TS_BATCH_US);
+    assert_true(g.t[1].changed);
+}
+
+/* Beside a latency tenant the others take the yield slice while none of them
+ * shares the GPU with another by timeslices: in windows (each alone in its own),
+ * or one active in timeslices mode; two active in timeslices mode keep the
+ * slices of their shares (a 200 us slice would cost a switch between them every
+ * 200 us). */
+static void test_yield_slice_only_where_it_costs_no_switches(void **state)
+{
+    (void)state;
+    static const enum sched_mode modes[] = {SCHED_MODE_WINDOWS, SCHED_MODE_TIMESLICES};
+    for (size_t m = 0; m < 2; m++) {
+        struct sched_gpu g;
+        sched_gpu_init(&g, 0);
+        sched_set_mode(&g, modes[m]);
+        sched_set_yield(&g, 150);
+        sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.2, .prio = SCHED_PRIO_LATENCY});
+        sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+        sched_tenant_set(&g, 2, &(struct sched_policy){.share = 0.3});
+        struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+        shims(&use[0], 5000, 5000);
+        shims(&use[1], 95000, 60000);
+        shims(&use[2], 95000, 35000);
+        sched_tick(&g, use);
+        assert_int_equal(g.t[0].dec.timeslice_us, SCHED_TS_LATENCY_US);
+        if (modes[m] == SCHED_MODE_WINDOWS) {
+            assert_true(g.t[1].dec.duty_us > 0 && g.t[1].dec.duty_us < g.t[1].dec.period_us);
+            assert_int_equal(g.t[1].dec.timeslice_us, 150);
+            assert_int_equal(g.t[2].dec.timeslice_us, 150);
+        } else {
+            assert_int_equal(g.t[1].dec.period_us, 0);
+            /* 1 ms for the smallest share (the latency tenant's 20 %) */
+            assert_int_equal(g.t[1].dec.timeslice_us, 2500);
+            assert_int_equal(g.t[2].dec.timeslice_us, 1500);
+        }
+        /* tenant 2 goes idle: tenant 1 is the only one beside the latency tenant */
+        shims(&use[2], 0, 0);
+        sched_tick(&g, use);
+        assert_int_equal(g.t[1].dec.period_us, 0);
+        assert_int_equal(g.t[1].dec.timeslice_us, 150);
+    }
 }
 
 static void test_windows_around_a_latency_tenant(void **state)
@@ -585,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_shared_overrun_charged_in_part),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
+        cmocka_unit_test(test_yield_slice_only_where_it_costs_no_switches),
         cmocka_unit_test(test_bad_policy_and_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
