@@ -59,10 +59,12 @@ static void test_good(void **state)
     assert_string_equal(c.socket, KAIROS_DEFAULT_SOCKET);
     assert_int_equal(c.audit_interval_ms, 1000);
     assert_int_equal(c.time_mode, SCHED_MODE_WINDOWS);
+    assert_int_equal(c.latency_yield_us, SCHED_YIELD_US);
     config_free(&c);
-    assert_int_equal(config_parse("t.yaml", "time_mode: timeslices\n", 22, &c, err, sizeof err),
-                     0);
+    static const char ts[] = "time_mode: timeslices\nlatency_yield_us: 0\n";
+    assert_int_equal(config_parse("t.yaml", ts, sizeof ts - 1, &c, err, sizeof err), 0);
     assert_int_equal(c.time_mode, SCHED_MODE_TIMESLICES);
+    assert_int_equal(c.latency_yield_us, 0);
     config_free(&c);
 }
 
@@ -120,6 +122,8 @@ static void test_bad(void **state)
     bad("max_connections: 8\nadmin_reserve: 8\n", "bad.yaml:2:16:",
         "admin_reserve (8) must be below max_connections (8)");
     bad("time_mode: strict\n", "bad.yaml:1:12:", "windows (strict windows while tenants compete)");
+    bad("latency_yield_us: 5\n", "bad.yaml:1:19:", "0 (no rule: the slices of the shares) or 20 to");
+    bad("latency_yield_us: 1001\n", "bad.yaml:1:19:", "from 0 to 1000");
     /* compute policies */
     bad("tenants:\n  - name: a\n    compute: { 0: { share: 40 } }\n", "bad.yaml:3:28:",
         "percentage");
