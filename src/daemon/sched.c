@@ -259,10 +259,12 @@ static uint64_t filling_timeslice(const struct sched_gpu *g, const struct sched_
 }
 
 /* Beside a latency tenant, another tenant's slice is how long a request that
- * arrives while it runs waits (on the H200 a 1 ms slice put the p99 at ~1.85x
- * solo next to training): the yield slice, unless the others share the GPU among
- * themselves by timeslices (two or more active outside windows), where a slice
- * this short would cost a switch between them every yield_us. 0: no rule. */
+ * arrives while it runs waits (on the H200 next to ResNet-50 training, request
+ * p99 2.38x solo with the batch tenant's 1 ms slice, 1.16x with 50 us, training
+ * 0.82 and 0.81 of solo: bench/results/2026-12-03-h200-latency-yield): the yield
+ * slice, unless the others share the GPU among themselves by timeslices (two or
+ * more active outside windows), where a slice this short would cost a switch
+ * between them every yield_us. 0: no rule. */
 static uint64_t yield_slice(const struct sched_gpu *g, const struct sched_tenant *t)
 {
     if (!g->yield_us || t->pol.prio == SCHED_PRIO_LATENCY || !latency_present(g))

@@ -20,7 +20,7 @@
 #define SCHED_TS_MAX_US 20000u   /* largest timeslice (tested on the H200) */
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
-#define SCHED_YIELD_US 200u      /* default slice of the others beside a latency tenant
+#define SCHED_YIELD_US 50u       /* default slice of the others beside a latency tenant
                                   * (sched_set_yield; docs/scheduler.md, the H200) */
 #define SCHED_YIELD_MIN_US 20u
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
