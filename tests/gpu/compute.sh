@@ -7,7 +7,7 @@
 # $OUT/compute-results.json and the per-run logs under $OUT/compute-runs.tar.gz;
 # prints a table last.
 # COMPUTE_ONLY picks cases: mix names (75-25-deep, 70-30-deep-shallow, 40-30-20-10,
-# 8-equal, 70-30-matmul-train, 40-30-20-10-torch), limit, lone, lend, long (170 ms
+# 8-equal, 40-30-20-10-deep, 8-equal-deep, 70-30-matmul-train, 40-30-20-10-torch), limit, lone, lend, long (170 ms
 # kernels under a 30 % limit, alone and next to a deep tenant, SM clock sampled),
 # bursty (bursty inference at share 50 % next to training).
 # Inference latency next to training moved to the latency section (tests/gpu/latency.sh).

@@ -589,6 +589,11 @@ MIXES = {
                     {"a": 0.40, "b": 0.30, "c": 0.20, "d": 0.10}),
     "8-equal": ([(f"t{i}", "deep" if i % 2 == 0 else "shallow") for i in range(8)],
                 {f"t{i}": 0.125 for i in range(8)}),
+    # deep queues only: what auto's timeslices that fill the period keep of solo with 4
+    # and 8 tenants (no pause), against windows' one pause per tenant per period
+    "40-30-20-10-deep": ([(x, "deep") for x in "abcd"],
+                         {"a": 0.40, "b": 0.30, "c": 0.20, "d": 0.10}),
+    "8-equal-deep": ([(f"t{i}", "deep") for i in range(8)], {f"t{i}": 0.125 for i in range(8)}),
     # PyTorch tenants: their units leave the GPU idle between them (Python, syncs),
     # so solo cost overstates their GPU time; read these as throughput, not shares
     "70-30-matmul-train": ([("a", "matmul"), ("b", "train")], {"a": 0.70, "b": 0.30}),

@@ -1,7 +1,8 @@
 # probe.sh - the `probe` section of scripts/gpu-suite (sourced; uses $bin, $OUT,
 # $kairos). Measurements that decide designs rather than check features:
-#   1. what a channel's USERD (GPGet/GPPut) says while the GPU idles, runs a deep
-#      queue, a shallow queue, a CUDA graph and one long kernel (userd_probe.so)
+#   1. what a channel's USERD (GPGet/GPPut, and the words at +0x40..+0x60) says while
+#      the GPU idles, runs a deep queue, a shallow queue, a CUDA graph, one long kernel
+#      and eight 100 ms kernels queued at once (userd_probe.so)
 #   2. what a pause does to a kernel longer than a window: a 1 s kernel alone, then
 #      under kairosd with a 30 % limit (windows), its global-timer stamps show gaps
 #      if the pause preempts it

@@ -5,6 +5,7 @@
 // The long kernel writes the GPU's global timer every ~20 us into a buffer; printed as
 // "long kernel_ns=... gaps=N gap_ms=... max_gap_ms=..." it shows whether the kernel
 // was stopped while it ran (a pause that preempts leaves gaps; one that waits does not).
+// Last, eight 100 ms kernels queued at once and one sync ("long8").
 // Usage: probe_load [--only long] [--long-ms MS]
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -140,6 +141,14 @@ int main(int argc, char **argv)
     }
     run_long(long_ms);
     t = mono_ns(); sleep_ms(200); phase("idle", t);
+    if (!only_long) { // eight 100 ms kernels queued at once, then a sync (the `long` case)
+        t = mono_ns();
+        for (int i = 0; i < 8; i++)
+            spin_ns<<<132, 128>>>(100000000ull);
+        cudaDeviceSynchronize();
+        phase("long8", t);
+        t = mono_ns(); sleep_ms(200); phase("idle", t);
+    }
     void (*stop)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "userd_probe_stop");
     if (stop)
         stop();

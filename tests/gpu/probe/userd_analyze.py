@@ -13,7 +13,7 @@ def read_events(path):
     events, channels = [], set()
     with open(path) as f:
         for line in f:
-            if line.startswith("#"):
+            if line.startswith("#") or line.startswith("w "):
                 continue
             t, ch, get, put = (int(x) for x in line.split())
             events.append((t, ch, get, put))
@@ -31,6 +31,45 @@ def read_phases(path):
             elif w:
                 extra.append(line.rstrip())
     return phases, extra
+
+
+WORDS = ["put", "get", "ref", "puthi", "w50", "w54", "tlget", "tlgethi", "gethi"]
+
+
+def read_words(path):
+    """[(t, ch, [9 words])] of the 'w' lines: USERD +0x40..+0x60 at each change."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("w "):
+                w = line.split()
+                out.append((int(w[1]), int(w[2]), [int(x, 16) for x in w[3:12]]))
+    return out
+
+
+def word_changes(words, phases, names=("long", "long8"), limit=60):
+    """For each phase in names and the idle phase after it: every change of a USERD
+    word (+0x40..+0x60), ms from the phase's start, to tell whether one moves when a
+    kernel ends with nothing queued behind it."""
+    last = {}
+    rows = []
+    for t, ch, w in words:
+        old = last.get(ch)
+        last[ch] = w
+        if old is None:
+            continue
+        for k, (a, b) in enumerate(zip(old, w)):
+            if a != b:
+                rows.append((t, ch, WORDS[k], a, b))
+    for i, (name, s, e) in enumerate(phases):
+        if name not in names:
+            continue
+        end = phases[i + 1][2] if i + 1 < len(phases) else e
+        sel = [r for r in rows if s - 1_000_000 <= r[0] <= end]
+        print(f"words in {name} (ends at {(e - s) / 1e6:.1f} ms; the idle after it to "
+              f"{(end - s) / 1e6:.1f} ms): {len(sel)} changes")
+        for t, ch, k, a, b in sel[:limit]:
+            print(f"  {(t - s) / 1e6:9.3f} ms ch {ch:2d} {k:8} {a:x} -> {b:x}")
 
 
 def pending_intervals(events):
@@ -72,6 +111,7 @@ def main():
               f"{last:30.2f} {puts:6d}")
     for line in extra:
         print(line)
+    word_changes(read_words(sys.argv[1]), phases)
 
 
 if __name__ == "__main__":

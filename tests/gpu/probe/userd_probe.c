@@ -5,7 +5,10 @@
  * HOPPER_CHANNEL_GPFIFO_A with hUserdMemory[0]/userdOffset[0], RM_MAP_MEMORY of that
  * memory onto a file descriptor, the mmap of that descriptor), then a sampling thread
  * reads GPGet (+0x88) and GPPut (+0x8C) of every placed channel every ~20 us and logs
- * each change as "t_ns channel get put" (CLOCK_MONOTONIC) to $USERD_PROBE_OUT. It
+ * each change as "t_ns channel get put" (CLOCK_MONOTONIC) to $USERD_PROBE_OUT, and
+ * each change of the words at +0x40..+0x60 (the pushbuffer Put/Get, reference,
+ * top-level Get and their high halves: is there a sign of a kernel still running
+ * with nothing queued behind it?) as "w t_ns channel w40 w44 ... w60" in hex. It
  * passes every call through unchanged; the load program calls userd_probe_stop()
  * before its context goes. An experiment instrument, not the shim: it
  * keeps its tables without locks beyond one mutex and bounds them.
@@ -33,6 +36,7 @@ struct channel {
     uint32_t client, handle, userd_mem;
     uint64_t userd_off;
     volatile uint32_t *userd; /* resolved lazily by the sampler */
+    uint32_t words[9];        /* +0x40..+0x60 as last logged */
 };
 struct fd_map { /* what MAP_MEMORY put on a descriptor, then where mmap placed it */
     int fd;
@@ -109,6 +113,16 @@ static void *sample_loop(void *arg)
                 last_get[i] = get;
                 last_put[i] = put;
             }
+            uint32_t w[9];
+            for (int k = 0; k < 9; k++)
+                w[k] = c->userd[(0x40 + 4 * k) / 4];
+            if (memcmp(w, c->words, sizeof w)) {
+                memcpy(c->words, w, sizeof w);
+                fprintf(out, "w %llu %d", (unsigned long long)t, i);
+                for (int k = 0; k < 9; k++)
+                    fprintf(out, " %x", w[k]);
+                fputc('\n', out);
+            }
         }
         pthread_mutex_unlock(&lock);
         struct timespec d = {0, 20000};
@@ -130,8 +144,9 @@ static void note_alloc(void *arg, unsigned size)
     c->handle = rd32(arg, 8);
     c->userd_mem = rd32(params, 32);
     c->userd_off = rd64(params, 64);
-    fprintf(out, "# alloc channel %d handle 0x%x userd mem 0x%x +0x%llx\n", n_channels,
-            c->handle, c->userd_mem, (unsigned long long)c->userd_off);
+    fprintf(out, "# alloc channel %d handle 0x%x userd mem 0x%x +0x%llx gpfifo 0x%llx entries %u\n",
+            n_channels, c->handle, c->userd_mem, (unsigned long long)c->userd_off,
+            (unsigned long long)rd64(params, 8), rd32(params, 16));
     n_channels++;
     if (!sampler_started && pthread_create(&sampler, NULL, sample_loop, NULL) == 0)
         sampler_started = 1;
