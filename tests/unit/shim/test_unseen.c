@@ -27,123 +27,62 @@
 #include <cmocka.h>
 
 #include "fakedrv.h"
+#include "quota_fixture.h"
 #include "shim/dispatch.h"
 #include "shim/state.h"
 #include "shim_fake.h"
-
-#define MIB (1ull << 20)
-#define QUOTA (64 * MIB)
-#define ASK (48 * MIB)
-
-static const struct shim_real *real;
-
-static void assert_ledger_exact(void)
-{
-    assert_int_equal(fk_shim_charged(), fk_driver_holds());
-    assert_true(fk_driver_holds() <= QUOTA);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    real = fk_quota_setup("64M");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_quota_end();
-    return 0;
-}
-
-/* A context and one 48 MiB allocation on fd; true when granted. */
-static bool allocate_on(int fd)
-{
-    uint32_t client, device, subdevice, mem = 0;
-    fk_context(real, fd, &client, &device, &subdevice);
-    bool granted = fk_vidmem(real, fd, client, device, &mem, ASK, false) == 0;
-    assert_ledger_exact();
-    return granted;
-}
-
-static int open_ctl(void)
-{
-    int fd = shim_open(real, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
-    assert_true(fd >= 0);
-    return fd;
-}
 
 enum closer { BY_CLOSE_RANGE, BY_CLOSEFROM, BY_FCLOSE };
 
 /* Eight rounds of: open, allocate 48 MiB, close the unusual way. Each round
  * must be granted: the previous round's memory was freed by the driver. */
-static void rounds_closed_by(enum closer how)
+static void rounds_closed_by(void **state)
 {
+    enum closer how = *(enum closer *)*state;
     for (int i = 0; i < 8; i++) {
         FILE *fp = NULL;
         int fd;
         if (how == BY_FCLOSE) {
-            fp = shim_fopen(real, false, "/dev/nvidiactl", "r+");
+            fp = shim_fopen(qf_real, false, "/dev/nvidiactl", "r+");
             assert_non_null(fp);
             fd = fileno(fp);
         } else {
-            fd = open_ctl();
+            fd = qf_open_ctl();
         }
-        assert_true(allocate_on(fd));
+        assert_true(qf_allocate_48(fd, NULL, NULL));
         if (how == BY_CLOSE_RANGE)
-            assert_int_equal(shim_close_range(real, (unsigned)fd, (unsigned)fd, 0), 0);
+            assert_int_equal(shim_close_range(qf_real, (unsigned)fd, (unsigned)fd, 0), 0);
         else if (how == BY_CLOSEFROM)
-            shim_closefrom(real, fd);
+            shim_closefrom(qf_real, fd);
         else
-            assert_int_equal(shim_fclose(real, fp), 0);
+            assert_int_equal(shim_fclose(qf_real, fp), 0);
         assert_int_equal(fk_driver_holds(), 0);
-        assert_ledger_exact();
+        qf_assert_ledger_exact();
     }
-}
-
-static void test_close_range_releases(void **state)
-{
-    (void)state;
-    rounds_closed_by(BY_CLOSE_RANGE);
-}
-
-static void test_closefrom_releases(void **state)
-{
-    (void)state;
-    rounds_closed_by(BY_CLOSEFROM);
-}
-
-static void test_fclose_releases(void **state)
-{
-    (void)state;
-    rounds_closed_by(BY_FCLOSE);
 }
 
 /* CLOSE_RANGE_CLOEXEC closes nothing now: the memory stays held and charged. */
 static void test_close_range_cloexec_keeps(void **state)
 {
     (void)state;
-    int fd = open_ctl();
-    assert_true(allocate_on(fd));
-    assert_int_equal(shim_close_range(real, (unsigned)fd, (unsigned)fd, 1 << 2), 0);
-    assert_int_equal(fk_driver_holds(), ASK);
-    assert_ledger_exact();
-    assert_false(allocate_on(fd));
-    assert_int_equal(shim_close(real, fd), 0);
-    assert_int_equal(fk_driver_holds(), 0);
-    assert_ledger_exact();
+    int fd = qf_open_ctl();
+    assert_true(qf_allocate_48(fd, NULL, NULL));
+    assert_int_equal(shim_close_range(qf_real, (unsigned)fd, (unsigned)fd, 1 << 2), 0);
+    assert_int_equal(fk_driver_holds(), QF_ASK);
+    qf_assert_ledger_exact();
+    assert_false(qf_allocate_48(fd, NULL, NULL));
+    qf_close_releases_all(fd);
 }
 
 /* Makes the lowest free descriptor number one the shim caches as "not NVIDIA"
  * and closes it behind the shim's back; returns the number. */
 static int stale_other_number(void)
 {
-    int fd = shim_open(real, SHIM_OPEN, AT_FDCWD, "/dev/null", O_RDWR, 0);
+    int fd = shim_open(qf_real, SHIM_OPEN, AT_FDCWD, "/dev/null", O_RDWR, 0);
     assert_true(fd >= 0);
     int n;
-    (void)shim_ioctl(real, fd, FIONREAD, &n); /* classified: not NVIDIA */
-    syscall(SYS_close, fd);                  /* unseen */
+    (void)shim_ioctl(qf_real, fd, FIONREAD, &n); /* classified: not NVIDIA */
+    syscall(SYS_close, fd);                      /* unseen */
     return fd;
 }
 
@@ -151,22 +90,22 @@ static void eight_allocations_one_granted(int fd)
 {
     int granted = 0;
     for (int i = 0; i < 8; i++)
-        granted += allocate_on(fd);
+        granted += qf_allocate_48(fd, NULL, NULL);
     assert_int_equal(granted, 1);
-    assert_int_equal(fk_driver_holds(), ASK);
+    assert_int_equal(fk_driver_holds(), QF_ASK);
 }
 
 static void test_fopen_onto_stale_number(void **state)
 {
     (void)state;
     int stale = stale_other_number();
-    FILE *fp = shim_fopen(real, false, "/dev/nvidiactl", "r+");
+    FILE *fp = shim_fopen(qf_real, false, "/dev/nvidiactl", "r+");
     assert_non_null(fp);
     assert_int_equal(fileno(fp), stale);
     eight_allocations_one_granted(fileno(fp));
-    assert_int_equal(shim_fclose(real, fp), 0);
+    assert_int_equal(shim_fclose(qf_real, fp), 0);
     assert_int_equal(fk_driver_holds(), 0);
-    assert_ledger_exact();
+    qf_assert_ledger_exact();
 }
 
 /* An open the shim never sees (as openat2 through syscall()). */
@@ -174,12 +113,10 @@ static void test_unseen_open_onto_stale_number(void **state)
 {
     (void)state;
     int stale = stale_other_number();
-    int fd = real->open("/dev/nvidiactl", O_RDWR);
+    int fd = qf_real->open("/dev/nvidiactl", O_RDWR);
     assert_int_equal(fd, stale);
     eight_allocations_one_granted(fd);
-    assert_int_equal(shim_close(real, fd), 0);
-    assert_int_equal(fk_driver_holds(), 0);
-    assert_ledger_exact();
+    qf_close_releases_all(fd);
 }
 
 static void send_fd(int sock, int fd)
@@ -191,8 +128,8 @@ static void send_fd(int sock, int fd)
         struct cmsghdr align;
     } u;
     memset(&u, 0, sizeof u);
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                       .msg_controllen = sizeof u.buf};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -209,9 +146,9 @@ static int receive_fd(int sock, bool through_shim)
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                       .msg_controllen = sizeof u.buf};
-    ssize_t n = through_shim ? shim_recvmsg(real, sock, &m, 0) : real->recvmsg(sock, &m, 0);
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    ssize_t n = through_shim ? shim_recvmsg(qf_real, sock, &m, 0) : qf_real->recvmsg(sock, &m, 0);
     assert_int_equal(n, 1);
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     assert_non_null(c);
@@ -220,11 +157,13 @@ static int receive_fd(int sock, bool through_shim)
     return fd;
 }
 
-static void scm_rights_onto_stale_number(bool through_shim)
+/* The case is through_shim: the receiver's recvmsg is the shim's, or a raw one. */
+static void scm_rights_onto_stale_number(void **state)
 {
+    bool through_shim = *(bool *)*state;
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    int ctl = real->open("/dev/nvidiactl", O_RDWR); /* the sender's, unseen */
+    int ctl = qf_real->open("/dev/nvidiactl", O_RDWR); /* the sender's, unseen */
     assert_true(ctl >= 0);
     send_fd(sv[0], ctl);
     syscall(SYS_close, ctl);
@@ -232,23 +171,9 @@ static void scm_rights_onto_stale_number(bool through_shim)
     int got = receive_fd(sv[1], through_shim);
     assert_int_equal(got, stale);
     eight_allocations_one_granted(got);
-    assert_int_equal(shim_close(real, got), 0);
-    assert_int_equal(fk_driver_holds(), 0);
-    assert_ledger_exact();
+    qf_close_releases_all(got);
     close(sv[0]);
     close(sv[1]);
-}
-
-static void test_scm_rights_seen(void **state)
-{
-    (void)state;
-    scm_rights_onto_stale_number(true);
-}
-
-static void test_scm_rights_unseen(void **state)
-{
-    (void)state;
-    scm_rights_onto_stale_number(false);
 }
 
 /* The raw-dup attack: each round opens, takes the whole quota, dups the
@@ -261,34 +186,33 @@ static void test_raw_dup_then_close_keeps_the_charge(void **state)
     int dups[8];
     int granted = 0;
     for (int i = 0; i < 8; i++) {
-        int fd = open_ctl();
-        granted += allocate_on(fd);
-        dups[i] = real->dup(fd); /* unseen */
+        int fd = qf_open_ctl();
+        granted += qf_allocate_48(fd, NULL, NULL);
+        dups[i] = qf_real->dup(fd); /* unseen */
         assert_true(dups[i] >= 0);
-        assert_int_equal(shim_close(real, fd), 0);
-        assert_ledger_exact();
+        assert_int_equal(shim_close(qf_real, fd), 0);
+        qf_assert_ledger_exact();
     }
     assert_int_equal(granted, 1);
-    assert_int_equal(fk_driver_holds(), ASK);
+    assert_int_equal(fk_driver_holds(), QF_ASK);
     for (int i = 0; i < 8; i++)
-        assert_int_equal(shim_close(real, dups[i]), 0);
+        assert_int_equal(shim_close(qf_real, dups[i]), 0);
     assert_int_equal(fk_driver_holds(), 0);
-    assert_ledger_exact();
+    qf_assert_ledger_exact();
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_close_range_releases, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closefrom_releases, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fclose_releases, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_close_range_cloexec_keeps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fopen_onto_stale_number, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unseen_open_onto_stale_number, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scm_rights_seen, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scm_rights_unseen, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_raw_dup_then_close_keeps_the_charge, setup,
-                                        teardown),
+        QF_CASE(rounds_closed_by, enum closer, BY_CLOSE_RANGE),
+        QF_CASE(rounds_closed_by, enum closer, BY_CLOSEFROM),
+        QF_CASE(rounds_closed_by, enum closer, BY_FCLOSE),
+        QF_TEST(test_close_range_cloexec_keeps),
+        QF_TEST(test_fopen_onto_stale_number),
+        QF_TEST(test_unseen_open_onto_stale_number),
+        QF_CASE(scm_rights_onto_stale_number, bool, true),
+        QF_CASE(scm_rights_onto_stale_number, bool, false),
+        QF_TEST(test_raw_dup_then_close_keeps_the_charge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,27 +27,9 @@
 #include <cmocka.h>
 
 #include "fakedrv.h"
+#include "quota_fixture.h"
 #include "shim/dispatch.h"
 #include "shim_fake.h"
-
-#define MIB (1ull << 20)
-#define ASK (48 * MIB)
-
-static const struct shim_real *real;
-
-static int setup(void **state)
-{
-    (void)state;
-    real = fk_quota_setup("64M");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_quota_end();
-    return 0;
-}
 
 struct parent_ctx {
     int fd;
@@ -58,24 +40,21 @@ struct parent_ctx {
 static struct parent_ctx parent_holding_48(void)
 {
     struct parent_ctx p;
-    uint32_t subdevice, mem = 0;
-    p.fd = shim_open(real, SHIM_OPEN, AT_FDCWD, "/dev/nvidiactl", O_RDWR, 0);
-    assert_true(p.fd >= 0);
-    fk_context(real, p.fd, &p.client, &p.device, &subdevice);
-    assert_int_equal(fk_vidmem(real, p.fd, p.client, p.device, &mem, ASK, false), 0);
-    assert_int_equal(fk_driver_holds(), ASK);
-    assert_int_equal(fk_shim_charged(), ASK);
+    p.fd = qf_open_ctl();
+    assert_true(qf_allocate_48(p.fd, &p.client, &p.device));
+    assert_int_equal(fk_driver_holds(), QF_ASK);
+    assert_int_equal(fk_shim_charged(), QF_ASK);
     return p;
 }
 
 static void assert_parent_still_charged(const struct parent_ctx *p)
 {
-    assert_int_equal(fk_driver_holds(), ASK);
-    assert_int_equal(fk_shim_charged(), ASK);
+    assert_int_equal(fk_driver_holds(), QF_ASK);
+    assert_int_equal(fk_shim_charged(), QF_ASK);
     uint32_t mem = 0; /* 48 + 48 > 64: the first 48 MiB is still counted */
-    assert_int_not_equal(fk_vidmem(real, p->fd, p->client, p->device, &mem, ASK, false), 0);
-    assert_int_equal(fk_driver_holds(), ASK);
-    assert_int_equal(fk_shim_charged(), fk_driver_holds());
+    assert_int_not_equal(fk_vidmem(qf_real, p->fd, p->client, p->device, &mem, QF_ASK, false), 0);
+    assert_int_equal(fk_driver_holds(), QF_ASK);
+    qf_assert_ledger_exact();
 }
 
 enum child_close { BY_CLOSE, BY_CLOSE_RANGE, BY_CLOSEFROM, BY_FCLOSE, BY_DUP2 };
@@ -84,28 +63,29 @@ static void child_closes(int fd, enum child_close how)
 {
     switch (how) {
     case BY_CLOSE:
-        shim_close(real, fd);
+        shim_close(qf_real, fd);
         break;
     case BY_CLOSE_RANGE:
-        shim_close_range(real, 3, ~0u, 0);
+        shim_close_range(qf_real, 3, ~0u, 0);
         break;
     case BY_CLOSEFROM:
-        shim_closefrom(real, 3);
+        shim_closefrom(qf_real, 3);
         break;
     case BY_FCLOSE: {
         FILE *f = fdopen(fd, "r+");
         if (f)
-            shim_fclose(real, f);
+            shim_fclose(qf_real, f);
         break;
     }
     case BY_DUP2:
-        shim_dup2(real, 0, fd);
+        shim_dup2(qf_real, 0, fd);
         break;
     }
 }
 
-static void vfork_child_closing(enum child_close how)
+static void vfork_child_closing(void **state)
 {
+    enum child_close how = *(enum child_close *)*state;
     struct parent_ctx p = parent_holding_48();
     pid_t pid = vfork();
     if (pid == 0) {
@@ -116,39 +96,7 @@ static void vfork_child_closing(enum child_close how)
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_parent_still_charged(&p);
-    shim_close(real, p.fd);
-    assert_int_equal(fk_driver_holds(), 0);
-    assert_int_equal(fk_shim_charged(), 0);
-}
-
-static void test_vfork_close(void **state)
-{
-    (void)state;
-    vfork_child_closing(BY_CLOSE);
-}
-
-static void test_vfork_close_range(void **state)
-{
-    (void)state;
-    vfork_child_closing(BY_CLOSE_RANGE);
-}
-
-static void test_vfork_closefrom(void **state)
-{
-    (void)state;
-    vfork_child_closing(BY_CLOSEFROM);
-}
-
-static void test_vfork_fclose(void **state)
-{
-    (void)state;
-    vfork_child_closing(BY_FCLOSE);
-}
-
-static void test_vfork_dup2_over(void **state)
-{
-    (void)state;
-    vfork_child_closing(BY_DUP2);
+    qf_close_releases_all(p.fd);
 }
 
 /* The child allocates on the shared descriptor: refused, nothing more held. */
@@ -156,7 +104,7 @@ static void test_vfork_child_allocation_refused(void **state)
 {
     (void)state;
     struct parent_ctx p = parent_holding_48();
-    shim_close(real, p.fd);
+    shim_close(qf_real, p.fd);
     p = parent_holding_48();
     static volatile uint32_t child_status;
     static volatile int child_errno;
@@ -165,7 +113,7 @@ static void test_vfork_child_allocation_refused(void **state)
     if (pid == 0) {
         uint32_t mem = 0;
         errno = 0;
-        child_status = fk_vidmem(real, p.fd, p.client, p.device, &mem, 8 * MIB, false);
+        child_status = fk_vidmem(qf_real, p.fd, p.client, p.device, &mem, 8 * QF_MIB, false);
         child_errno = errno;
         _exit(0);
     }
@@ -173,9 +121,9 @@ static void test_vfork_child_allocation_refused(void **state)
     assert_int_equal(waitpid(pid, NULL, 0), pid);
     assert_int_equal(child_status, 0xffffffffu); /* the ioctl failed */
     assert_int_equal(child_errno, EPERM);
-    assert_int_equal(fk_driver_holds(), ASK);
-    assert_int_equal(fk_shim_charged(), ASK);
-    shim_close(real, p.fd);
+    assert_int_equal(fk_driver_holds(), QF_ASK);
+    assert_int_equal(fk_shim_charged(), QF_ASK);
+    qf_close_releases_all(p.fd);
 }
 
 /* A forked child has its own copy of the state: its close is its own. */
@@ -185,25 +133,25 @@ static void test_fork_child_close(void **state)
     struct parent_ctx p = parent_holding_48();
     pid_t pid = fork();
     if (pid == 0) {
-        shim_close_range(real, 3, ~0u, 0);
+        shim_close_range(qf_real, 3, ~0u, 0);
         _exit(0);
     }
     assert_true(pid > 0);
     assert_int_equal(waitpid(pid, NULL, 0), pid);
     assert_parent_still_charged(&p);
-    shim_close(real, p.fd);
+    qf_close_releases_all(p.fd);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_vfork_close, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vfork_close_range, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vfork_closefrom, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vfork_fclose, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vfork_dup2_over, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vfork_child_allocation_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fork_child_close, setup, teardown),
+        QF_CASE(vfork_child_closing, enum child_close, BY_CLOSE),
+        QF_CASE(vfork_child_closing, enum child_close, BY_CLOSE_RANGE),
+        QF_CASE(vfork_child_closing, enum child_close, BY_CLOSEFROM),
+        QF_CASE(vfork_child_closing, enum child_close, BY_FCLOSE),
+        QF_CASE(vfork_child_closing, enum child_close, BY_DUP2),
+        QF_TEST(test_vfork_child_allocation_refused),
+        QF_TEST(test_fork_child_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
