@@ -22,6 +22,25 @@
 #include "kairos/proto.h"
 
 static const struct sched_policy p75 = {.share = 0.75}, p25 = {.share = 0.25};
+static const struct sched_policy half = {.share = 0.5};
+static const struct sched_policy half_batch = {.share = 0.5, .prio = SCHED_PRIO_BATCH};
+static const struct sched_policy half_latency = {.share = 0.5, .prio = SCHED_PRIO_LATENCY};
+
+/* A GPU in mode with tenant 0 under p0 and tenant 1 under p1. */
+static void pair(struct sched_gpu *g, enum sched_mode mode, const struct sched_policy *p0,
+                 const struct sched_policy *p1)
+{
+    sched_gpu_init(g, 0);
+    sched_set_mode(g, mode);
+    assert_int_equal(sched_tenant_set(g, 0, p0), 0);
+    assert_int_equal(sched_tenant_set(g, 1, p1), 0);
+}
+
+static void ticks(struct sched_gpu *g, const struct sched_usage *use, int n)
+{
+    for (int i = 0; i < n; i++)
+        sched_tick(g, use);
+}
 
 static void deep(struct sched_usage *u, uint64_t used)
 {
@@ -33,9 +52,7 @@ static void test_timeslices_follow_shares(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    assert_int_equal(sched_tenant_set(&g, 0, &p75), 0);
-    assert_int_equal(sched_tenant_set(&g, 1, &p25), 0);
+    pair(&g, SCHED_MODE_AUTO, &p75, &p25);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 74000);
     deep(&use[1], 24000);
@@ -63,9 +80,7 @@ static void test_timeslices_ignore_who_was_seen_active(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &p75);
-    sched_tenant_set(&g, 1, &p25);
+    pair(&g, SCHED_MODE_AUTO, &p75, &p25);
     sched_tenant_set(&g, 2, &(struct sched_policy){.limit = 0.3}); /* idle, no share */
     struct sched_usage seen[SCHED_MAX_TENANTS] = {0}, blank[SCHED_MAX_TENANTS] = {0};
     for (unsigned i = 0; i < 3; i++) {
@@ -121,9 +136,7 @@ static void test_idle_time_is_lent(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &p25);
-    sched_tenant_set(&g, 1, &p75);
+    pair(&g, SCHED_MODE_AUTO, &p25, &p75);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 99000); /* 1 is idle */
     sched_tick(&g, use);
@@ -136,9 +149,7 @@ static void test_demand_capped_tenant_lends_the_rest(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    pair(&g, SCHED_MODE_AUTO, &half, &half);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     use[0].used_us = 10000; /* wanted 10 %, did not wait */
     use[0].runnable_us = 10500;
@@ -159,8 +170,7 @@ static void test_limit_is_a_window(void **state)
     assert_int_equal(g.t[0].dec.duty_us, 30000);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 30400); /* overran by the pause latency */
-    for (int i = 0; i < 5; i++)
-        sched_tick(&g, use);
+    ticks(&g, use, 5);
     assert_true(g.t[0].dec.duty_us < 30000); /* the overrun shortens the window */
     assert_float_equal(g.t[0].target, 0.3, 1e-9);
 }
@@ -169,9 +179,8 @@ static void test_shallow_drift_switches_to_windows(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.7});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.3});
+    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
+         &(struct sched_policy){.share = 0.3});
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 45000); /* equal shares: the slices never expired */
     deep(&use[1], 45000);
@@ -189,9 +198,7 @@ static void test_latency_first_and_long_batch_short(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_BATCH});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_LATENCY});
+    pair(&g, SCHED_MODE_AUTO, &half_batch, &half_latency);
     sched_plan(&g);
     assert_true(g.t[1].dec.timeslice_us >= SCHED_TS_LATENCY_US);
     assert_true(g.t[0].dec.timeslice_us <= SCHED_TS_BATCH_US);
@@ -206,9 +213,7 @@ static void test_auto_never_pauses_a_latency_tenant(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_BATCH});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_LATENCY});
+    pair(&g, SCHED_MODE_AUTO, &half_batch, &half_latency);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 55000);
     use[1].used_us = 38000; /* wanted 46 %, ran 38 %: waited 8 % */
@@ -225,8 +230,7 @@ static void test_auto_never_pauses_a_latency_tenant(void **state)
     g.t[0].pol.share = 0.25;
     deep(&use[0], 40000);
     deep(&use[2], 15000); /* waited, 10 points below its target */
-    for (int i = 0; i < 10; i++)
-        sched_tick(&g, use);
+    ticks(&g, use, 10);
     assert_true(g.windows);
     assert_int_equal(g.t[1].dec.period_us, 0);
     assert_int_equal(g.t[1].dec.timeslice_us, SCHED_TS_LATENCY_US);
@@ -243,19 +247,11 @@ static void nvml(struct sched_usage *u, uint64_t used)
     u->no_process = false;
 }
 
-static void windows_gpu(struct sched_gpu *g)
-{
-    sched_gpu_init(g, 0);
-    sched_set_mode(g, SCHED_MODE_WINDOWS);
-    sched_tenant_set(g, 0, &p75);
-    sched_tenant_set(g, 1, &p25);
-}
-
 static void test_windows_in_the_ratio_unmoved_by_coarse_figures(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    windows_gpu(&g);
+    pair(&g, SCHED_MODE_WINDOWS, &p75, &p25);
     sched_plan(&g); /* newcomers: windows before any measurement */
     assert_int_equal(g.t[0].dec.period_us, SCHED_PERIOD_US);
     assert_int_equal(g.t[0].dec.phase_us, 0);
@@ -280,7 +276,7 @@ static void test_windows_kept_while_the_process_lives(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    windows_gpu(&g);
+    pair(&g, SCHED_MODE_WINDOWS, &p75, &p25);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     nvml(&use[0], 99000);
     nvml(&use[1], 0);
@@ -296,7 +292,7 @@ static void test_windows_tenant_without_process_idle_at_once(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    windows_gpu(&g);
+    pair(&g, SCHED_MODE_WINDOWS, &p75, &p25);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     nvml(&use[0], 75000);
     nvml(&use[1], 25000);
@@ -328,19 +324,24 @@ static void shims(struct sched_usage *u, uint64_t runnable, uint64_t coarse_used
     u->no_process = false;
 }
 
+/* Two tenants of half shares in windows, both busy (50 % used each) for five periods. */
+static void busy_halves_in_windows(struct sched_gpu *g, struct sched_usage *use)
+{
+    pair(g, SCHED_MODE_WINDOWS, &half, &half);
+    shims(&use[0], SCHED_PERIOD_US, 50000);
+    shims(&use[1], SCHED_PERIOD_US, 50000);
+    ticks(g, use, 5);
+}
+
 static void test_windows_lend_a_live_idle_tenant_despite_coarse_use(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_set_mode(&g, SCHED_MODE_WINDOWS);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    pair(&g, SCHED_MODE_WINDOWS, &half, &half);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     shims(&use[0], SCHED_PERIOD_US, 85000); /* infer, busy: NVML reads it 85 % */
     shims(&use[1], SCHED_PERIOD_US, 0);     /* train, absent from NVML's samples */
-    for (int i = 0; i < 5; i++)
-        sched_tick(&g, use);
+    ticks(&g, use, 5);
     assert_true(g.t[0].active);
     assert_int_equal(g.t[0].dec.duty_us + g.t[1].dec.duty_us, SCHED_PERIOD_US);
     assert_true(g.t[0].dec.duty_us >= 45000 && g.t[0].dec.duty_us <= 55000);
@@ -379,15 +380,8 @@ static void test_wake_plans_again_at_once(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_set_mode(&g, SCHED_MODE_WINDOWS);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
-    shims(&use[0], SCHED_PERIOD_US, 50000);
-    shims(&use[1], SCHED_PERIOD_US, 50000);
-    for (int i = 0; i < 5; i++)
-        sched_tick(&g, use);
+    busy_halves_in_windows(&g, use);
     shims(&use[0], 0, 50000); /* infer idles */
     sched_tick(&g, use);
     assert_false(g.t[0].active);
@@ -428,13 +422,10 @@ static void test_wake_plans_again_at_once(void **state)
     assert_int_equal(g.t[0].dec.phase_us, 50000);
 
     /* auto: the slices that fill the period at once, no window */
-    sched_gpu_init(&g, 0);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    pair(&g, SCHED_MODE_AUTO, &half, &half);
     shims(&use[0], 0, 50000);
     shims(&use[1], SCHED_PERIOD_US, 50000);
-    for (int i = 0; i < 3; i++)
-        sched_tick(&g, use);
+    ticks(&g, use, 3);
     uint64_t alone = g.t[1].dec.timeslice_us;
     assert_true(sched_wake(&g, 0, 5000));
     assert_int_equal(g.t[0].dec.period_us, 0);
@@ -449,15 +440,8 @@ static void test_idle_report_lends_at_once(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_set_mode(&g, SCHED_MODE_WINDOWS);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
-    shims(&use[0], SCHED_PERIOD_US, 50000);
-    shims(&use[1], SCHED_PERIOD_US, 50000);
-    for (int i = 0; i < 5; i++)
-        sched_tick(&g, use);
+    busy_halves_in_windows(&g, use);
     assert_int_equal(g.t[1].dec.duty_us, 50000);
     assert_true(sched_idle_now(&g, 0));
     assert_false(g.t[0].active);
@@ -484,10 +468,8 @@ static void test_shared_overrun_charged_in_part(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_set_mode(&g, SCHED_MODE_TIMESLICES);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.3, .limit = 0.3});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.7});
+    pair(&g, SCHED_MODE_TIMESLICES, &(struct sched_policy){.share = 0.3, .limit = 0.3},
+         &(struct sched_policy){.share = 0.7});
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     shims(&use[0], SCHED_PERIOD_US, 30000);
     shims(&use[1], SCHED_PERIOD_US, 70000);
@@ -513,10 +495,7 @@ static void test_windows_off_while_a_latency_tenant_is_active(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_set_mode(&g, SCHED_MODE_WINDOWS);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_LATENCY});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5, .prio = SCHED_PRIO_BATCH});
+    pair(&g, SCHED_MODE_WINDOWS, &half_latency, &half_batch);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     nvml(&use[0], 20000);
     nvml(&use[1], 80000);
@@ -578,10 +557,8 @@ static void test_windows_around_a_latency_tenant(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    sched_gpu_init(&g, 0);
-    sched_set_mode(&g, SCHED_MODE_WINDOWS);
-    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.25, .prio = SCHED_PRIO_LATENCY});
-    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5});
+    pair(&g, SCHED_MODE_WINDOWS, &(struct sched_policy){.share = 0.25, .prio = SCHED_PRIO_LATENCY},
+         &half);
     sched_tenant_set(&g, 2, &(struct sched_policy){.share = 0.25, .prio = SCHED_PRIO_BATCH});
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     nvml(&use[0], 10000);
