@@ -29,7 +29,9 @@ static int check(size_t len)
 
 static void expect(int code, size_t len, const char *part)
 {
-    assert_int_equal(check(len), code);
+    int got = check(len);
+    if (got != code)
+        fail_msg("expected code %d ('%s'), got %d: '%s'", code, part, got, why);
     if (!strstr(why, part))
         fail_msg("expected '%s' in '%s'", part, why);
 }
@@ -347,12 +349,34 @@ static void test_field_refusals(void **state)
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_DEL, &d, sizeof d), "not NUL");
 }
 
+/* Compute policies for GPU 0 that TENANT_SET refuses (each a change of one field of the
+ * good one in test_tenant_set_compute: share 30 %, limit 50 %, latency, SET), and the
+ * words of each refusal. */
+#define GOOD_LIMIT 500000
+#define GOOD_SHARE 300000
+static const struct {
+    struct kairos_compute policy;
+    const char *why;
+} bad_compute[] = {
+    {{1500000, GOOD_LIMIT, KAIROS_PRIO_LATENCY, KAIROS_COMPUTE_SET, 0},
+     "compute policy on GPU 0 refused: share 150% is outside 0-100%"},
+    {{GOOD_SHARE, 1000001, KAIROS_PRIO_LATENCY, KAIROS_COMPUTE_SET, 0}, "limit 100.0001%"},
+    {{600000, GOOD_LIMIT, KAIROS_PRIO_LATENCY, KAIROS_COMPUTE_SET, 0},
+     "share 60% is above the limit 50%"},
+    {{GOOD_SHARE, GOOD_LIMIT, 3, KAIROS_COMPUTE_SET, 0}, "priority 3"},
+    {{GOOD_SHARE, GOOD_LIMIT, KAIROS_PRIO_LATENCY, 0x4, 0}, "unknown flags 0x4"},
+    {{GOOD_SHARE, GOOD_LIMIT, KAIROS_PRIO_LATENCY, KAIROS_COMPUTE_SET | KAIROS_COMPUTE_CLEAR, 0},
+     "both SET and CLEAR"},
+    {{GOOD_SHARE, GOOD_LIMIT, KAIROS_PRIO_LATENCY, 0, 0}, "without KAIROS_COMPUTE_SET"},
+    {{GOOD_SHARE, GOOD_LIMIT, KAIROS_PRIO_LATENCY, KAIROS_COMPUTE_SET, 1}, "pad must be 0"},
+};
+
 static void test_tenant_set_compute(void **state)
 {
     (void)state;
     struct kairos_tenant_set s = {.n_gpus = 2, .quota = {KAIROS_QUOTA_KEEP, KAIROS_QUOTA_KEEP}};
     strcpy(s.tenant, "job");
-    s.compute[0] = (struct kairos_compute){.share_ppm = 300000, .limit_ppm = 500000,
+    s.compute[0] = (struct kairos_compute){.share_ppm = GOOD_SHARE, .limit_ppm = GOOD_LIMIT,
                                            .priority = KAIROS_PRIO_LATENCY,
                                            .flags = KAIROS_COMPUTE_SET};
     s.compute[1].flags = KAIROS_COMPUTE_CLEAR;
@@ -361,34 +385,13 @@ static void test_tenant_set_compute(void **state)
     assert_int_equal(proto_check(buf, sizeof(struct kairos_hdr) + sizeof s, &r, NULL, 0), 0);
     assert_int_equal(r.body.tenant_set.compute[0].share_ppm, 300000);
 
+    for (size_t i = 0; i < sizeof bad_compute / sizeof *bad_compute; i++) {
+        struct kairos_tenant_set bad = s;
+        bad.compute[0] = bad_compute[i].policy;
+        expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
+               bad_compute[i].why);
+    }
     struct kairos_tenant_set bad = s;
-    bad.compute[0].share_ppm = 1500000;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
-           "compute policy on GPU 0 refused: share 150% is outside 0-100%");
-    bad = s;
-    bad.compute[0].limit_ppm = 1000001;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "limit 100.0001%");
-    bad = s;
-    bad.compute[0].share_ppm = 600000;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
-           "share 60% is above the limit 50%");
-    bad = s;
-    bad.compute[0].priority = 3;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "priority 3");
-    bad = s;
-    bad.compute[0].flags = 0x4;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "unknown flags 0x4");
-    bad = s;
-    bad.compute[0].flags = KAIROS_COMPUTE_SET | KAIROS_COMPUTE_CLEAR;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "both SET and CLEAR");
-    bad = s;
-    bad.compute[0].flags = 0;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad),
-           "without KAIROS_COMPUTE_SET");
-    bad = s;
-    bad.compute[0].pad = 1;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "pad must be 0");
-    bad = s;
     bad.compute[2].flags = KAIROS_COMPUTE_SET;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &bad, sizeof bad), "beyond n_gpus 2");
 
