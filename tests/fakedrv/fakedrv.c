@@ -605,6 +605,33 @@ static bool client_ok_locked(uint32_t client, const struct fk_file *f)
     return c && c->file == f;
 }
 
+/* The object (client, handle) a call on f names, or NULL with *status saying why:
+ * the client is not the caller's, or there is no such object. */
+static struct fk_obj *named_object_locked(const struct fk_file *f, uint32_t client,
+                                          uint32_t handle, uint32_t *status)
+{
+    struct fk_obj *o = NULL;
+    if (!client_ok_locked(client, f))
+        *status = RM_NV_ERR_INVALID_CLIENT;
+    else if (!(o = find_locked(client, handle)))
+        *status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    return o;
+}
+
+/* Room in objs for one more object; false when out of memory. */
+static bool objs_room_locked(void)
+{
+    if (n_objs < objs_cap)
+        return true;
+    size_t cap = objs_cap ? objs_cap * 2 : 256;
+    struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
+    if (!grown)
+        return false;
+    objs = grown;
+    objs_cap = cap;
+    return true;
+}
+
 static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_parent,
                                 uint32_t *h_new, uint32_t cls, uint8_t *params,
                                 uint32_t params_size)
@@ -613,27 +640,20 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         uint32_t h = *h_new ? *h_new : next_client_handle_locked();
         if (find_locked(h, h))
             return RM_NV_ERR_INSUFFICIENT_RESOURCES;
-        if (n_objs == objs_cap) {
-            size_t cap = objs_cap ? objs_cap * 2 : 256;
-            struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
-            if (!grown)
-                return RM_NV_ERR_NO_MEMORY;
-            objs = grown;
-            objs_cap = cap;
-        }
+        if (!objs_room_locked())
+            return RM_NV_ERR_NO_MEMORY;
         objs[n_objs++] = (struct fk_obj){h, h, 0, 0x41, 0, 0, f, 0, false, 0, 0, f->ino, false};
         *h_new = h;
         return RM_NV_OK;
     }
-    if (!client_ok_locked(h_root, f))
-        return RM_NV_ERR_INVALID_CLIENT;
+    uint32_t status;
+    struct fk_obj *parent = named_object_locked(f, h_root, h_parent, &status);
+    if (!parent)
+        return status;
     /* Like RM: the class's own parameter size counts, not the caller's paramsSize
      * (CUDA passes 0 in NVOS64). */
     if (rm_class_params_size(cls))
         params_size = rm_class_params_size(cls);
-    struct fk_obj *parent = find_locked(h_root, h_parent);
-    if (!parent)
-        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
     uint32_t h = *h_new ? *h_new : next_handle++;
     if (find_locked(h_root, h))
         return RM_NV_ERR_INVALID_ARGUMENT;
@@ -665,14 +685,8 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
         memcpy(params + offsetof(struct rm_memory_alloc_params, size), &mp.size, 8);
         memcpy(params + offsetof(struct rm_memory_alloc_params, limit), &mp.limit, 8);
     }
-    if (n_objs == objs_cap) {
-        size_t cap = objs_cap ? objs_cap * 2 : 256;
-        struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
-        if (!grown)
-            return RM_NV_ERR_NO_MEMORY;
-        objs = grown;
-        objs_cap = cap;
-    }
+    if (!objs_room_locked())
+        return RM_NV_ERR_NO_MEMORY;
     fb_used[gpu] += bytes;
     struct fk_obj o = {h_root, h, h_parent, cls, bytes, gpu, NULL, 0, false, 0, 0, f->ino, false};
     if (rm_class_kind(cls) == RM_KIND_CHANNEL && params && params_size >= 72) {
@@ -900,10 +914,11 @@ static void journal_write(const char *line, int n)
 static uint32_t share_locked(struct fk_file *f, uint32_t client, uint32_t object,
                              const uint8_t *policy)
 {
-    if (!client_ok_locked(client, f))
-        return RM_NV_ERR_INVALID_CLIENT;
-    const struct fk_obj *o = find_locked(client, object);
-    if (!o || object == client)
+    uint32_t status;
+    const struct fk_obj *o = named_object_locked(f, client, object, &status);
+    if (!o)
+        return status;
+    if (object == client)
         return RM_NV_ERR_INVALID_OBJECT_HANDLE;
     uint32_t target;
     uint16_t type;
@@ -1049,11 +1064,10 @@ static uint32_t foreign_source(uint32_t client, uint32_t object, uint32_t dst_cl
 
 static uint32_t dup_locked(struct fk_file *f, struct rm_dup_object_args *a)
 {
-    if (!client_ok_locked(a->h_client, f))
-        return RM_NV_ERR_INVALID_CLIENT;
-    const struct fk_obj *parent = find_locked(a->h_client, a->h_parent);
+    uint32_t status;
+    const struct fk_obj *parent = named_object_locked(f, a->h_client, a->h_parent, &status);
     if (!parent)
-        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+        return status;
     uint64_t src_ino = 0;
     const struct fk_obj *src = find_locked(a->h_client_src, a->h_object_src);
     if (src && a->h_object_src != a->h_client_src) {
@@ -1066,14 +1080,8 @@ static uint32_t dup_locked(struct fk_file *f, struct rm_dup_object_args *a)
     uint32_t h = a->h_object ? a->h_object : next_handle++;
     if (find_locked(a->h_client, h))
         return RM_NV_ERR_INVALID_ARGUMENT;
-    if (n_objs == objs_cap) {
-        size_t cap = objs_cap ? objs_cap * 2 : 256;
-        struct fk_obj *grown = realloc(objs, cap * sizeof *grown);
-        if (!grown)
-            return RM_NV_ERR_NO_MEMORY;
-        objs = grown;
-        objs_cap = cap;
-    }
+    if (!objs_room_locked())
+        return RM_NV_ERR_NO_MEMORY;
     objs[n_objs++] = (struct fk_obj){.client = a->h_client, .handle = h, .parent = a->h_parent,
                                      .cls = 0x40, .gpu = parent->gpu, .ino = f->ino,
                                      .dup = true};
@@ -1088,11 +1096,10 @@ static uint32_t dup_locked(struct fk_file *f, struct rm_dup_object_args *a)
 
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
 {
-    if (!client_ok_locked(a->h_client, f))
-        return RM_NV_ERR_INVALID_CLIENT;
-    struct fk_obj *o = find_locked(a->h_client, a->h_object);
+    uint32_t status;
+    struct fk_obj *o = named_object_locked(f, a->h_client, a->h_object, &status);
     if (!o)
-        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+        return status;
     if (a->cmd == 0xA06C0103u)
         return ctl_set_timeslice_locked(o, a);
     if (a->cmd == 0x2080110Bu)
@@ -1154,12 +1161,69 @@ static void control_delay(unsigned nr, unsigned size, const uint8_t *arg)
         ;
 }
 
+/* The escapes served on /dev/nvidiactl only, and the exact size of each one's
+ * argument; 0 for the others (RM_ALLOC checks its own two sizes). */
+static size_t ctl_escape_size(unsigned nr)
+{
+    switch (nr) {
+    case RM_NR_FREE:
+        return sizeof(struct rm_free_args);
+    case RM_NR_CONTROL:
+        return sizeof(struct rm_control_args);
+    case RM_NR_MAP_MEMORY:
+        return sizeof(struct rm_map_memory_args);
+    case RM_NR_DUP_OBJECT:
+        return sizeof(struct rm_dup_object_args);
+    case RM_NR_SHARE:
+        return sizeof(struct rm_share_args);
+    case RM_NR_UNMAP_MEMORY:
+        return sizeof(struct rm_unmap_memory_args);
+    default:
+        return 0;
+    }
+}
+
+static uint32_t rm_free_locked(struct fk_file *f, const struct rm_free_args *a)
+{
+    uint32_t status;
+    if (!named_object_locked(f, a->h_client, a->h_object, &status))
+        return status;
+    if (a->h_object == a->h_client)
+        free_client_locked(a->h_client);
+    else
+        free_subtree_locked(a->h_client, a->h_object);
+    return RM_NV_OK;
+}
+
+/* MAP_MEMORY: the file of the descriptor it names (a->fd) remembers the mapping for
+ * the mmap to follow, one at a time. */
+static uint32_t rm_map_memory_locked(struct fk_file *f, struct rm_map_memory_args *a)
+{
+    uint32_t status;
+    if (!named_object_locked(f, a->h_client, a->h_memory, &status))
+        return status;
+    struct fk_file *mf = file_of_locked(a->fd);
+    if (!mf)
+        return RM_NV_ERR_INVALID_OBJECT_HANDLE;
+    if (mf->map_pending || mf->mapped)
+        return RM_NV_ERR_STATE_IN_USE;
+    mf->map_pending = true;
+    mf->map_len = a->length;
+    mf->map_client = a->h_client;
+    mf->map_memory = a->h_memory;
+    mf->map_offset = a->offset;
+    a->linear_address = 0xf000000000ull + a->offset;
+    return RM_NV_OK;
+}
+
 /* Serves one (unwrapped) escape on a fake file; returns the ioctl result. */
 static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg)
 {
-    bool ctl = f->node == RM_NODE_CTL;
-    int ret = 0;
     control_delay(nr, size, arg);
+    size_t want = ctl_escape_size(nr);
+    if (want && (f->node != RM_NODE_CTL || size != want))
+        return -EINVAL;
+    int ret = 0;
     pthread_mutex_lock(&mu);
     switch (nr) {
     case RM_NR_ALLOC:
@@ -1176,73 +1240,27 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
         }
         break;
     case RM_NR_FREE:
-        if (!ctl || size != sizeof(struct rm_free_args)) {
-            ret = -EINVAL;
-        } else {
-            struct rm_free_args *a = (void *)arg;
-            if (!client_ok_locked(a->h_client, f))
-                a->status = RM_NV_ERR_INVALID_CLIENT;
-            else if (!find_locked(a->h_client, a->h_object))
-                a->status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
-            else {
-                if (a->h_object == a->h_client)
-                    free_client_locked(a->h_client);
-                else
-                    free_subtree_locked(a->h_client, a->h_object);
-                a->status = RM_NV_OK;
-            }
-        }
+        ((struct rm_free_args *)arg)->status = rm_free_locked(f, (struct rm_free_args *)arg);
         break;
     case RM_NR_CONTROL:
-        if (!ctl || size != sizeof(struct rm_control_args))
-            ret = -EINVAL;
-        else
-            ((struct rm_control_args *)arg)->status =
-                rm_control_locked(f, (struct rm_control_args *)arg);
+        ((struct rm_control_args *)arg)->status =
+            rm_control_locked(f, (struct rm_control_args *)arg);
         break;
     case RM_NR_MAP_MEMORY:
-        if (!ctl || size != sizeof(struct rm_map_memory_args)) {
-            ret = -EINVAL;
-        } else {
-            struct rm_map_memory_args *a = (void *)arg;
-            struct fk_file *mf = file_of_locked(a->fd);
-            if (!client_ok_locked(a->h_client, f))
-                a->status = RM_NV_ERR_INVALID_CLIENT;
-            else if (!find_locked(a->h_client, a->h_memory) || !mf)
-                a->status = RM_NV_ERR_INVALID_OBJECT_HANDLE;
-            else if (mf->map_pending || mf->mapped)
-                a->status = RM_NV_ERR_STATE_IN_USE;
-            else {
-                mf->map_pending = true;
-                mf->map_len = a->length;
-                mf->map_client = a->h_client;
-                mf->map_memory = a->h_memory;
-                mf->map_offset = a->offset;
-                a->linear_address = 0xf000000000ull + a->offset;
-                a->status = RM_NV_OK;
-            }
-        }
+        ((struct rm_map_memory_args *)arg)->status =
+            rm_map_memory_locked(f, (struct rm_map_memory_args *)arg);
         break;
     case RM_NR_DUP_OBJECT:
-        if (!ctl || size != sizeof(struct rm_dup_object_args))
-            ret = -EINVAL;
-        else
-            ((struct rm_dup_object_args *)arg)->status =
-                dup_locked(f, (struct rm_dup_object_args *)arg);
+        ((struct rm_dup_object_args *)arg)->status =
+            dup_locked(f, (struct rm_dup_object_args *)arg);
         break;
-    case RM_NR_SHARE:
-        if (!ctl || size != sizeof(struct rm_share_args)) {
-            ret = -EINVAL;
-        } else {
-            struct rm_share_args *a = (void *)arg;
-            a->status = share_locked(f, a->h_client, a->h_object, arg + 8);
-        }
+    case RM_NR_SHARE: {
+        struct rm_share_args *a = (void *)arg;
+        a->status = share_locked(f, a->h_client, a->h_object, arg + 8);
         break;
+    }
     case RM_NR_UNMAP_MEMORY:
-        if (!ctl || size != sizeof(struct rm_unmap_memory_args))
-            ret = -EINVAL;
-        else
-            ((struct rm_unmap_memory_args *)arg)->status = RM_NV_OK;
+        ((struct rm_unmap_memory_args *)arg)->status = RM_NV_OK;
         break;
     default:
         break; /* other escapes: accepted, nothing to emulate */
