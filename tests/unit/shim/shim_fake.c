@@ -188,6 +188,12 @@ uint64_t fk_shim_charged(void)
     return st.charged[0];
 }
 
+void fk_forger_end(void)
+{
+    fakedrv_set_reply_hook(NULL, NULL);
+    fk_quota_end();
+}
+
 void fk_forger_setup(void (*on_signal)(int), struct fk_forger *ctx)
 {
     ctx->real = fk_quota_setup("64M");

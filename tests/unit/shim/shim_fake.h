@@ -57,6 +57,8 @@ struct fk_forger {
     uint32_t client, device, subdevice;
 };
 void fk_forger_setup(void (*on_signal)(int), struct fk_forger *ctx);
+/* The end of those tests: the reply hook removed and the quota dropped (fk_quota_end). */
+void fk_forger_end(void);
 void fk_raise_at_return(void *ctx);
 
 struct objtree_stats fk_stats(void);

@@ -25,9 +25,7 @@
 
 #define MIB (1ull << 20)
 
-static const struct shim_real *real;
-static int ctl;
-static uint32_t client, device, subdevice;
+static struct fk_forger fx; /* the 64 MiB quota and the context on fx.ctl */
 static struct rm_share_args *volatile victim;
 static volatile uint32_t forged_object;
 
@@ -41,39 +39,32 @@ static void on_sigusr1(int sig)
 static int setup(void **state)
 {
     (void)state;
-    struct fk_forger f;
-    fk_forger_setup(on_sigusr1, &f);
-    real = f.real;
-    ctl = f.ctl;
-    client = f.client;
-    device = f.device;
-    subdevice = f.subdevice;
+    fk_forger_setup(on_sigusr1, &fx);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    fakedrv_set_reply_hook(NULL, NULL);
     victim = NULL;
-    fk_quota_end();
+    fk_forger_end();
     return 0;
 }
 
 static uint32_t vidmem(uint64_t size)
 {
     uint32_t h = 0;
-    assert_int_equal(fk_vidmem(real, ctl, client, device, &h, size, false), 0);
+    assert_int_equal(fk_vidmem(fx.real, fx.ctl, fx.client, fx.device, &h, size, false), 0);
     return h;
 }
 
 static uint32_t rm_share(uint32_t object, uint8_t action)
 {
-    struct rm_share_args a = {.h_client = client, .h_object = object, .target = client,
+    struct rm_share_args a = {.h_client = fx.client, .h_object = object, .target = fx.client,
                               .access_mask = 1, .type = 1 /* ALL, as CUDA 13 */,
                               .action = action};
     victim = &a;
-    int ret = shim_ioctl(real, ctl, RM_IOWR(RM_NR_SHARE, sizeof a), &a);
+    int ret = shim_ioctl(fx.real, fx.ctl, RM_IOWR(RM_NR_SHARE, sizeof a), &a);
     victim = NULL;
     return ret == 0 ? a.status : 0xffffffffu;
 }
@@ -84,10 +75,10 @@ static uint32_t share_control(uint32_t object)
     uint16_t type = 1;
     memcpy(params, &object, 4);
     memcpy(params + 12, &type, 2);
-    struct rm_control_args c = {.h_client = client, .h_object = client,
+    struct rm_control_args c = {.h_client = fx.client, .h_object = fx.client,
                                 .cmd = IPC_SHARE_CONTROL, .params = (uintptr_t)params,
                                 .params_size = IPC_SHARE_CONTROL_SIZE};
-    int ret = shim_ioctl(real, ctl, RM_IOWR(RM_NR_CONTROL, sizeof c), &c);
+    int ret = shim_ioctl(fx.real, fx.ctl, RM_IOWR(RM_NR_CONTROL, sizeof c), &c);
     return ret == 0 ? c.status : 0xffffffffu;
 }
 
@@ -95,13 +86,14 @@ static uint32_t share_control(uint32_t object)
  * until the file closes. */
 static void check_held_until_close(uint32_t shared, uint64_t size)
 {
-    assert_int_equal(fk_free(real, ctl, client, shared), 0);
+    assert_int_equal(fk_free(fx.real, fx.ctl, fx.client, shared), 0);
     assert_int_equal(fk_driver_holds(), 0); /* no importer here: the driver freed it */
     assert_int_equal(fk_shim_charged(), size);
     uint32_t h = 0;
-    assert_int_not_equal(fk_vidmem(real, ctl, client, device, &h, 64 * MIB - size + 2 * MIB,
-                                   false), 0); /* the quota still counts it */
-    shim_close(real, ctl);
+    assert_int_not_equal(
+        fk_vidmem(fx.real, fx.ctl, fx.client, fx.device, &h, 64 * MIB - size + 2 * MIB, false),
+        0); /* the quota still counts it */
+    shim_close(fx.real, fx.ctl);
     assert_int_equal(fk_shim_charged(), 0);
 }
 
@@ -127,10 +119,10 @@ static void test_a_revocation_or_an_unshared_object_is_released_at_its_free(void
     (void)state;
     uint32_t a = vidmem(8 * MIB), b = vidmem(8 * MIB);
     assert_int_equal(rm_share(a, 1 /* RS_SHARE_ACTION_FLAG_REVOKE */), 0);
-    assert_int_equal(fk_free(real, ctl, client, a), 0);
-    assert_int_equal(fk_free(real, ctl, client, b), 0);
+    assert_int_equal(fk_free(fx.real, fx.ctl, fx.client, a), 0);
+    assert_int_equal(fk_free(fx.real, fx.ctl, fx.client, b), 0);
     assert_int_equal(fk_shim_charged(), 0);
-    shim_close(real, ctl);
+    shim_close(fx.real, fx.ctl);
 }
 
 static void test_a_share_rewritten_at_return_holds_what_the_driver_shared(void **state)
@@ -141,7 +133,7 @@ static void test_a_share_rewritten_at_return_holds_what_the_driver_shared(void *
     fakedrv_set_reply_hook(fk_raise_at_return, NULL);
     assert_int_equal(rm_share(a, 0), 0);
     fakedrv_set_reply_hook(NULL, NULL);
-    assert_int_equal(fk_free(real, ctl, client, b), 0); /* never shared: released */
+    assert_int_equal(fk_free(fx.real, fx.ctl, fx.client, b), 0); /* never shared: released */
     assert_int_equal(fk_shim_charged(), 16 * MIB);
     check_held_until_close(a, 16 * MIB);
 }

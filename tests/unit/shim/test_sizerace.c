@@ -31,9 +31,7 @@
 #define ASK (32 * MIB)
 #define ROUNDS 300
 
-static const struct shim_real *real;
-static int ctl;
-static uint32_t client, device, subdevice;
+static struct fk_forger fx; /* the 64 MiB quota and the context on fx.ctl */
 
 /* What the attacker rewrites, in the application's memory. */
 static struct rm_memory_alloc_params *volatile victim_params;
@@ -56,28 +54,21 @@ static void on_sigusr1(int sig)
 static int setup(void **state)
 {
     (void)state;
-    struct fk_forger f;
-    fk_forger_setup(on_sigusr1, &f);
-    real = f.real;
-    ctl = f.ctl;
-    client = f.client;
-    device = f.device;
-    subdevice = f.subdevice;
+    fk_forger_setup(on_sigusr1, &fx);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    fakedrv_set_reply_hook(NULL, NULL);
     victim_params = NULL;
     victim_args = NULL;
     victim_free = NULL;
     forged_class = forged_handle = 0;
-    shim_close(real, ctl);
+    shim_close(fx.real, fx.ctl);
     assert_int_equal(fk_driver_holds(), 0);
     assert_int_equal(fk_shim_charged(), 0);
-    fk_quota_end();
+    fk_forger_end();
     return 0;
 }
 
@@ -88,7 +79,7 @@ static uint32_t alloc_exposed(uint64_t size, bool xfer, uint32_t *handle)
     struct rm_memory_alloc_params mp;
     memset(&mp, 0, sizeof mp);
     mp.size = size;
-    struct rm_alloc64_args a = {.h_client = client, .h_parent = device,
+    struct rm_alloc64_args a = {.h_client = fx.client, .h_parent = fx.device,
                                 .h_class = RM_CLASS_NV01_MEMORY_LOCAL_USER,
                                 .params = (uintptr_t)&mp};
     victim_params = &mp;
@@ -96,9 +87,9 @@ static uint32_t alloc_exposed(uint64_t size, bool xfer, uint32_t *handle)
     int ret;
     if (xfer) {
         struct rm_xfer_args x = {.cmd = RM_NR_ALLOC, .size = sizeof a, .ptr = (uintptr_t)&a};
-        ret = shim_ioctl(real, ctl, RM_IOWR(RM_NR_XFER, sizeof x), &x);
+        ret = shim_ioctl(fx.real, fx.ctl, RM_IOWR(RM_NR_XFER, sizeof x), &x);
     } else {
-        ret = shim_ioctl(real, ctl, RM_IOWR(RM_NR_ALLOC, sizeof a), &a);
+        ret = shim_ioctl(fx.real, fx.ctl, RM_IOWR(RM_NR_ALLOC, sizeof a), &a);
     }
     victim_params = NULL;
     victim_args = NULL;
@@ -180,20 +171,21 @@ static void test_signal_rewrites_freed_handle(void **state)
 {
     (void)state;
     uint32_t small = 0, big = 0;
-    assert_int_equal(fk_vidmem(real, ctl, client, device, &small, 2 * MIB, false), 0);
-    assert_int_equal(fk_vidmem(real, ctl, client, device, &big, 60 * MIB, false), 0);
-    struct rm_free_args fa = {.h_client = client, .h_object = small};
+    assert_int_equal(fk_vidmem(fx.real, fx.ctl, fx.client, fx.device, &small, 2 * MIB, false), 0);
+    assert_int_equal(fk_vidmem(fx.real, fx.ctl, fx.client, fx.device, &big, 60 * MIB, false), 0);
+    struct rm_free_args fa = {.h_client = fx.client, .h_object = small};
     forged_handle = big;
     victim_free = &fa;
     fakedrv_set_reply_hook(fk_raise_at_return, NULL);
-    assert_int_equal(shim_ioctl(real, ctl, RM_IOWR(RM_NR_FREE, sizeof fa), &fa), 0);
+    assert_int_equal(shim_ioctl(fx.real, fx.ctl, RM_IOWR(RM_NR_FREE, sizeof fa), &fa), 0);
     fakedrv_set_reply_hook(NULL, NULL);
     victim_free = NULL;
     assert_int_equal(fa.status, 0);
     assert_int_equal(fk_driver_holds(), 60 * MIB);
     assert_int_equal(fk_shim_charged(), 60 * MIB);
     uint32_t more = 0;
-    assert_int_not_equal(fk_vidmem(real, ctl, client, device, &more, 32 * MIB, false), 0);
+    assert_int_not_equal(fk_vidmem(fx.real, fx.ctl, fx.client, fx.device, &more, 32 * MIB, false),
+                         0);
     assert_true(fk_driver_holds() <= QUOTA);
 }
 
@@ -227,17 +219,17 @@ static void test_second_thread_rewrites_size(void **state)
     uint32_t handles[64];
     int held = 0;
     for (int i = 0; i < 2000; i++) {
-        struct rm_alloc64_args a = {.h_client = client, .h_parent = device,
+        struct rm_alloc64_args a = {.h_client = fx.client, .h_parent = fx.device,
                                     .h_class = RM_CLASS_NV01_MEMORY_LOCAL_USER,
                                     .params = (uintptr_t)&shared};
-        int ret = shim_ioctl(real, ctl, RM_IOWR(RM_NR_ALLOC, sizeof a), &a);
+        int ret = shim_ioctl(fx.real, fx.ctl, RM_IOWR(RM_NR_ALLOC, sizeof a), &a);
         if (ret == 0 && a.status == 0 && held < 64)
             handles[held++] = a.h_object;
         assert_true(fk_driver_holds() <= QUOTA);
         assert_int_equal(fk_shim_charged(), fk_driver_holds());
         if (i % 16 == 15) {
             while (held > 0)
-                assert_int_equal(fk_free(real, ctl, client, handles[--held]), 0);
+                assert_int_equal(fk_free(fx.real, fx.ctl, fx.client, handles[--held]), 0);
             assert_int_equal(fk_shim_charged(), fk_driver_holds());
         }
     }
