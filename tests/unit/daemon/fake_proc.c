@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -16,6 +18,24 @@ void fake_proc_gone(uint32_t pid)
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s/%u", fake_proc_root, pid);
     assert_int_equal(system(cmd), 0);
+}
+
+void fake_proc_add(uint32_t pid, uint32_t ppid, unsigned long long start, const char *fd3)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%u", fake_proc_root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/fd", fake_proc_root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%u/stat", fake_proc_root, pid);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%u (a b) S %u 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, ppid, start);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%u/fd/3", fake_proc_root, pid);
+    unlink(path);
+    if (fd3)
+        assert_int_equal(symlink(fd3, path), 0);
 }
 
 int fake_proc_setup(void **state)

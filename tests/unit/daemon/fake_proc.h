@@ -1,6 +1,7 @@
 /* fake_proc.h - a temporary directory standing in for /proc, made before each test
- * (cmocka setup) and removed after (teardown), for the tests of the modules that
- * read processes there (test_heirs.c, test_imports.c). */
+ * (cmocka setup) and removed after (teardown), and the processes in it (their stat
+ * and fd/3), for the tests of the modules that read processes there (test_heirs.c,
+ * test_imports.c). */
 #ifndef KAIROS_TESTS_FAKE_PROC_H
 #define KAIROS_TESTS_FAKE_PROC_H
 
@@ -11,6 +12,9 @@ extern char fake_proc_root[64];
 
 int fake_proc_setup(void **state);
 int fake_proc_teardown(void **state);
+/* Process pid (again): <root>/<pid>/stat with its parent and start time, fd/ with
+ * fd/3 a link to fd3 when given (none otherwise). */
+void fake_proc_add(uint32_t pid, uint32_t ppid, unsigned long long start, const char *fd3);
 /* Process pid leaves: its directory is removed. */
 void fake_proc_gone(uint32_t pid);
 

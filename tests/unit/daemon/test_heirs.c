@@ -24,25 +24,6 @@
 
 #define root fake_proc_root
 
-/* <root>/<pid>/stat with its parent and start time; fd/ with the given links. */
-static void proc(uint32_t pid, uint32_t ppid, unsigned long long start, const char *link)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/%u", root, pid);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/%u/fd", root, pid);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/%u/stat", root, pid);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%u (a b) S %u 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, ppid, start);
-    fclose(f);
-    snprintf(path, sizeof path, "%s/%u/fd/3", root, pid);
-    unlink(path);
-    if (link)
-        assert_int_equal(symlink(link, path), 0);
-}
-
 /* pid is called inner in its own pid namespace and is a child of parent (thread tid). */
 static void in_container(uint32_t pid, uint32_t inner, uint32_t parent)
 {
@@ -75,9 +56,9 @@ static void test_forked_only_for_ones_own_child(void **state)
     (void)state;
     struct heirs h;
     heirs_init(&h, root, NULL);
-    proc(100, 1, 500, "/dev/nvidiactl");
-    proc(101, 100, 600, "/dev/nvidiactl");
-    proc(102, 1, 700, "/dev/nvidia0");
+    fake_proc_add(100, 1, 500, "/dev/nvidiactl");
+    fake_proc_add(101, 100, 600, "/dev/nvidiactl");
+    fake_proc_add(102, 1, 700, "/dev/nvidia0");
     assert_int_equal(forked(&h, 100, 101), 0);
     assert_int_equal(forked(&h, 100, 101), 0); /* twice: one edge */
     assert_int_equal(h.n, 1);
@@ -94,10 +75,10 @@ static void test_forked_in_a_container_names_the_child_by_its_inner_pid(void **s
     (void)state;
     struct heirs h;
     heirs_init(&h, root, NULL);
-    proc(400, 1, 500, "/dev/nvidiactl");
-    proc(401, 400, 600, "/dev/nvidiactl");
+    fake_proc_add(400, 1, 500, "/dev/nvidiactl");
+    fake_proc_add(401, 400, 600, "/dev/nvidiactl");
     in_container(401, 7, 400);
-    proc(402, 1, 700, NULL);
+    fake_proc_add(402, 1, 700, NULL);
     in_container(402, 8, 402); /* its own child, not 400's */
     assert_int_equal(forked(&h, 400, 7), 0);
     assert_int_equal(h.n, 1);
@@ -113,21 +94,21 @@ static void test_a_holder_keeps_the_departed_files_alive(void **state)
     (void)state;
     struct heirs h;
     heirs_init(&h, root, NULL);
-    proc(200, 1, 500, "/dev/nvidiactl");
-    proc(201, 200, 600, NULL);               /* the child, without a driver file */
-    proc(202, 201, 700, "/dev/nvidia-uvm");  /* the grandchild holds one */
+    fake_proc_add(200, 1, 500, "/dev/nvidiactl");
+    fake_proc_add(201, 200, 600, NULL);              /* the child, without a driver file */
+    fake_proc_add(202, 201, 700, "/dev/nvidia-uvm"); /* the grandchild holds one */
     assert_int_equal(forked(&h, 200, 201), 0);
     assert_int_equal(forked(&h, 201, 202), 0);
     fake_proc_gone(200);
     fake_proc_gone(201); /* the child died: the walk goes through it */
     assert_true(heirs_hold(&h, 200));
-    proc(202, 1, 700, "/dev/nvidia-modeset"); /* not a node where memory lives */
+    fake_proc_add(202, 1, 700, "/dev/nvidia-modeset"); /* not a node where memory lives */
     assert_false(heirs_hold(&h, 200));
-    proc(202, 1, 700, "socket:[42]");
+    fake_proc_add(202, 1, 700, "socket:[42]");
     assert_false(heirs_hold(&h, 200));
-    proc(202, 1, 701, "/dev/nvidiactl");      /* pid 202 reused by another process */
+    fake_proc_add(202, 1, 701, "/dev/nvidiactl"); /* pid 202 reused by another process */
     assert_false(heirs_hold(&h, 200));
-    proc(200, 1, 900, "/dev/nvidia1");        /* pid 200 itself, after an exec */
+    fake_proc_add(200, 1, 900, "/dev/nvidia1"); /* pid 200 itself, after an exec */
     assert_true(heirs_hold(&h, 200));
     heirs_fini(&h);
 }
@@ -137,12 +118,12 @@ static void test_a_cycle_is_answered_in_bounded_work(void **state)
     (void)state;
     struct heirs h;
     heirs_init(&h, root, NULL);
-    proc(300, 301, 500, NULL);
-    proc(301, 300, 600, NULL); /* each the other's parent, as a crafted /proc could say */
+    fake_proc_add(300, 301, 500, NULL);
+    fake_proc_add(301, 300, 600, NULL); /* each the other's parent, as a crafted /proc could say */
     assert_int_equal(forked(&h, 300, 301), 0);
     assert_int_equal(forked(&h, 301, 300), 0);
     fake_proc_gone(300);
-    proc(300, 301, 500, NULL); /* alive again for the walk, holding nothing */
+    fake_proc_add(300, 301, 500, NULL); /* alive again for the walk, holding nothing */
     (void)heirs_hold(&h, 300); /* returns: the walk is bounded */
     heirs_fini(&h);
 }
@@ -154,10 +135,10 @@ static void test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked(void 
     struct heirs h;
     char why[256];
     heirs_init(&h, root, NULL);
-    proc(501, 1, 600, "/dev/nvidiactl");   /* the child; its parent 500 exited */
-    proc(502, 1, 400, "/dev/nvidiactl");   /* older than 500 */
-    proc(503, 1, 800, "/dev/nvidiactl");   /* alive, but its parent is 1 */
-    proc(504, 1, 900, "/dev/nvidiactl");
+    fake_proc_add(501, 1, 600, "/dev/nvidiactl"); /* the child; its parent 500 exited */
+    fake_proc_add(502, 1, 400, "/dev/nvidiactl"); /* older than 500 */
+    fake_proc_add(503, 1, 800, "/dev/nvidiactl"); /* alive, but its parent is 1 */
+    fake_proc_add(504, 1, 900, "/dev/nvidiactl");
     struct heir_edge ok = {.from_pid = 500, .from_start = 500, .pid = 501, .start = 600,
                            .kind = HEIR_FORKED};
     assert_int_equal(heirs_restore(&h, &ok, why, sizeof why), 0);
@@ -176,7 +157,7 @@ static void test_a_saved_edge_is_believed_only_as_far_as_it_can_be_checked(void 
     struct heir_edge stranger = {.from_pid = 504, .from_start = 900, .pid = 503, .start = 800,
                                  .kind = HEIR_RECEIVED}; /* both live, no shared file */
     assert_int_equal(heirs_restore(&h, &stranger, why, sizeof why), KAIROS_ERR_PERMISSION);
-    proc(505, 1, 1000, "/dev/nvidiactl");
+    fake_proc_add(505, 1, 1000, "/dev/nvidiactl");
     struct heir_edge not_child = {.from_pid = 504, .from_start = 900, .pid = 505,
                                   .start = 1000, .kind = HEIR_FORKED};
     assert_int_equal(heirs_restore(&h, &not_child, why, sizeof why), KAIROS_ERR_PERMISSION);

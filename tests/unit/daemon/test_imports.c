@@ -25,25 +25,6 @@
 #define root fake_proc_root
 static char why[KAIROS_MSG_MAX];
 
-/* <root>/<pid>/stat with its start time; fd/3 a link to driver_file when given. */
-static void proc(uint32_t pid, unsigned long long start, const char *driver_file)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/%u", root, pid);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/%u/fd", root, pid);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/%u/stat", root, pid);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%u (a b) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, start);
-    fclose(f);
-    if (driver_file) {
-        snprintf(path, sizeof path, "%s/%u/fd/3", root, pid);
-        assert_int_equal(symlink(driver_file, path), 0);
-    }
-}
-
 enum { EXPORTER = 100, IMPORTER = 200, OTHER = 300 };
 #define CLIENT 0xc1d00001u
 #define OBJECT 0x5c000096u
@@ -67,8 +48,8 @@ static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
     (void)state;
     struct imports im;
     imports_init(&im, root, NULL);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
     assert_non_null(strstr(why, "reported"));
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
@@ -92,8 +73,8 @@ static void test_the_scope_decides_who_may_import(void **state)
     (void)state;
     struct imports im;
     imports_init(&im, root, NULL);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_PID, OTHER);
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
@@ -116,8 +97,8 @@ static void test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_f
     heirs_init(&h, root, NULL);
     struct imports im;
     imports_init(&im, root, &h);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, "/dev/nvidiactl");
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, "/dev/nvidiactl");
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
@@ -137,13 +118,13 @@ static void test_a_reused_pid_is_not_the_exporter(void **state)
     (void)state;
     struct imports im;
     imports_init(&im, root, NULL);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
     assert_int_equal(imports_shared(&im, EXPORTER, 1000, &s, why, sizeof why), 0);
     imports_member_left(&im, EXPORTER);
     fake_proc_gone(EXPORTER);
-    proc(EXPORTER, 11, NULL); /* another process with its pid */
+    fake_proc_add(EXPORTER, 1, 11, NULL); /* another process with its pid */
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
     assert_false(imports_hold(&im, EXPORTER));
     imports_fini(&im);
@@ -156,8 +137,8 @@ static void test_a_flood_of_shares_becomes_a_share_of_everything(void **state)
     (void)state;
     struct imports im;
     imports_init(&im, root, NULL);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
     for (uint32_t i = 0; i <= KAIROS_SHARED_PER_PROCESS; i++) {
         struct kairos_shared s = {.h_client = CLIENT, .h_object = 0x100 + i,
                                   .share_type = KAIROS_SHARE_PID, .share_arg = OTHER};
@@ -176,8 +157,8 @@ static void test_after_a_restart_an_import_waits_for_its_share(void **state)
     (void)state;
     struct imports im;
     imports_init(&im, root, NULL);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = CLIENT,
                                 .h_object_src = OBJECT, .h_client = DST};
     uint32_t exporter = 1;
@@ -226,8 +207,8 @@ static void kept_setup(struct kept_fixture *f)
     assert_int_equal(ledger_tenant_add(&f->L, "team", quota, 0, &f->team), 0);
     imports_init(&f->im, root, NULL);
     imports_set_ledger(&f->im, &f->L);
-    proc(EXPORTER, 10, NULL);
-    proc(IMPORTER, 20, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
 }
 
 static void kept_teardown(struct kept_fixture *f)
@@ -305,7 +286,7 @@ static void test_lies_and_floods_of_frees_keep_only_the_senders_own(void **state
     uint64_t quota[KAIROS_MAX_GPUS] = {64 * MiB};
     struct ledger_tenant *other;
     assert_int_equal(ledger_tenant_add(&f.L, "other", quota, 0, &other), 0);
-    proc(OTHER, 30, NULL);
+    fake_proc_add(OTHER, 1, 30, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0), fr = freed(4 * MiB);
     assert_int_equal(imports_shared(&f.im, EXPORTER, 1000, &s, why, sizeof why), 0);
     assert_int_equal(claim(&f.im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), 0);
