@@ -15,39 +15,53 @@
 
 #include "daemon/conn_limits.h"
 
-static void setup_cfg(struct config *c, uid_t *admins)
+/* The limits under test. setup makes them 10 connections, 3 per user, the last 2
+ * kept for root and the administrator uid 500; test_descriptor_limit its own. */
+static struct config c;
+static uid_t admins[1];
+static struct conn_limits cl;
+static char warn[256], msg[256];
+
+static int setup(void **state)
 {
-    config_defaults(c);
-    c->max_connections = 10;
-    c->max_connections_per_user = 3;
-    c->admin_reserve = 2;
+    (void)state;
+    config_defaults(&c);
+    c.max_connections = 10;
+    c.max_connections_per_user = 3;
+    c.admin_reserve = 2;
     admins[0] = 500;
-    c->admins = admins;
-    c->n_admins = 1;
+    c.admins = admins;
+    c.n_admins = 1;
+    conn_limits_init(&cl, &c, warn, sizeof warn);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    conn_limits_fini(&cl);
+    return 0;
+}
+
+/* n connections of uid, each admitted and counted. */
+static void admit_n(uid_t uid, int n)
+{
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(conn_limits_admit(&cl, &c, uid, msg, sizeof msg), 0);
+        assert_int_equal(conn_limits_add(&cl, uid), 0);
+    }
 }
 
 static void test_per_user_and_reserve(void **state)
 {
     (void)state;
-    struct config c;
-    uid_t admins[1];
-    setup_cfg(&c, admins);
-    struct conn_limits cl;
-    char warn[256], msg[256];
-    conn_limits_init(&cl, &c, warn, sizeof warn);
     assert_string_equal(warn, "");
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(conn_limits_admit(&cl, &c, 1000, msg, sizeof msg), 0);
-        assert_int_equal(conn_limits_add(&cl, 1000), 0);
-    }
+    admit_n(1000, 3);
     assert_int_equal(conn_limits_admit(&cl, &c, 1000, msg, sizeof msg), -EBUSY);
     assert_non_null(strstr(msg, "uid 1000 already holds 3 connections"));
     assert_non_null(strstr(msg, "max_connections_per_user"));
     /* another user still gets in, up to the reserve */
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(conn_limits_admit(&cl, &c, 1001, msg, sizeof msg), 0);
-        conn_limits_add(&cl, 1001);
-    }
+    admit_n(1001, 3);
     conn_limits_add(&cl, 1002);
     conn_limits_add(&cl, 1002); /* 8 of 10: the last 2 are the administrators' */
     assert_int_equal(conn_limits_admit(&cl, &c, 1003, msg, sizeof msg), -EBUSY);
@@ -66,24 +80,13 @@ static void test_per_user_and_reserve(void **state)
     conn_limits_remove(&cl, 1002);
     assert_int_equal(conn_limits_admit(&cl, &c, 1000, msg, sizeof msg), 0);
     assert_int_equal(conn_limits_of(&cl, 1002), 1);
-    conn_limits_fini(&cl);
 }
 
 static void test_admins_not_limited_per_uid(void **state)
 {
     (void)state;
-    struct config c;
-    uid_t admins[1];
-    setup_cfg(&c, admins);
-    struct conn_limits cl;
-    char warn[256], msg[256];
-    conn_limits_init(&cl, &c, warn, sizeof warn);
-    for (int i = 0; i < 10; i++) {
-        assert_int_equal(conn_limits_admit(&cl, &c, 500, msg, sizeof msg), 0);
-        conn_limits_add(&cl, 500);
-    }
+    admit_n(500, 10);
     assert_int_equal(conn_limits_admit(&cl, &c, 500, msg, sizeof msg), -EBUSY);
-    conn_limits_fini(&cl);
 }
 
 static void test_descriptor_limit(void **state)
@@ -93,10 +96,7 @@ static void test_descriptor_limit(void **state)
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
     if (setrlimit(RLIMIT_NOFILE, &low))
         skip();
-    struct config c;
     config_defaults(&c); /* max_connections 1024 */
-    struct conn_limits cl;
-    char warn[256];
     conn_limits_init(&cl, &c, warn, sizeof warn);
     assert_int_equal(conn_limits_max(&cl, &c), 50); /* (164 - 64) / 2 */
     assert_non_null(strstr(warn, "allows 50 connections, fewer than max_connections 1024"));
@@ -106,8 +106,8 @@ static void test_descriptor_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_per_user_and_reserve),
-        cmocka_unit_test(test_admins_not_limited_per_uid),
+        cmocka_unit_test_setup_teardown(test_per_user_and_reserve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admins_not_limited_per_uid, setup, teardown),
         cmocka_unit_test(test_descriptor_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
