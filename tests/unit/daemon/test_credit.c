@@ -15,6 +15,7 @@
 
 #include "daemon/credit.h"
 #include "daemon/ledger.h"
+#include "ledger_fixture.h"
 
 #define MiB (1ull << 20)
 
@@ -65,19 +66,9 @@ static const struct credit_io IO = {NULL, on_reply, on_recall, on_refused, on_re
 
 static int setup(void **state)
 {
-    (void)state;
     memset(&seen, 0, sizeof seen);
     uint64_t quota[KAIROS_MAX_GPUS] = {64 * MiB};
-    assert_int_equal(ledger_init(&L, 1), 0);
-    assert_int_equal(ledger_tenant_add(&L, "team", quota, 0, &T), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    assert_int_equal(ledger_check(&L), 0);
-    ledger_fini(&L);
+    ledger_fixture_begin(state, &L, 1, "team", quota, &T);
     return 0;
 }
 
@@ -424,18 +415,23 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunk_sizes),
-        cmocka_unit_test_setup_teardown(test_ahead_far_exact_near, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_report_cannot_create_credit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recall_before_refusal, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unanswered_recall_is_revoked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ahead_far_exact_near, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_report_cannot_create_credit, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_recall_before_refusal, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_unanswered_recall_is_revoked, setup,
+                                        ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_revoked_credit_is_never_granted_again_before_its_word,
-                                        setup, teardown),
+                                        setup, ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_two_members_near_the_quota_take_turns, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_hold_then_serve, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_departure_gives_credit_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_last_report_voids_a_crossing_grant, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup, teardown),
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_hold_then_serve, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_departure_gives_credit_back, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_last_report_voids_a_crossing_grant, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup,
+                                        ledger_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

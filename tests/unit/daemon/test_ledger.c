@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "daemon/ledger.h"
+#include "ledger_fixture.h"
 
 #define GiB (1ull << 30)
 
@@ -18,18 +19,8 @@ static struct ledger_tenant *T;
 
 static int setup(void **state)
 {
-    (void)state;
     uint64_t quota[KAIROS_MAX_GPUS] = {8 * GiB, 4 * GiB};
-    assert_int_equal(ledger_init(&L, 2), 0);
-    assert_int_equal(ledger_tenant_add(&L, "alice", quota, 0, &T), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    assert_int_equal(ledger_check(&L), 0);
-    ledger_fini(&L);
+    ledger_fixture_begin(state, &L, 2, "alice", quota, &T);
     return 0;
 }
 
@@ -198,13 +189,16 @@ static void test_names_and_limits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_exact_byte, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_shared_quota, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_commit_actual_and_undo, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exit_releases_everything, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reattach_no_double_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lowered_quota, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_names_and_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exact_byte, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_shared_quota, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_commit_actual_and_undo, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_exit_releases_everything, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_reattach_no_double_count, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_lowered_quota, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_names_and_limits, setup, ledger_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
