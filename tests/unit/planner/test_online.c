@@ -11,26 +11,55 @@
 
 #include "kairos/plan.h"
 
-static void add_wl(struct plan_input *in, const char *name, double target, int64_t mem)
+static struct plan_workload workload(const char *name, int64_t mem, double target)
 {
     struct plan_workload w;
     memset(&w, 0, sizeof(w));
     snprintf(w.name, sizeof(w.name), "%s", name);
     w.mem_mib = mem;
     w.target = target;
+    return w;
+}
+
+/* A workload whose throughput on each option of pool 0 is its share of the SMs. */
+static void add_wl(struct plan_input *in, const char *name, double target, int64_t mem)
+{
+    struct plan_workload w = workload(name, mem, target);
     const struct plan_gpu_model *m = &in->pools[0].model;
     for (int o = 0; o < plan_option_count(m); o++)
         w.thr[0][o] = 100.0 * plan_option_sms(m, o) / m->whole_sms;
     plan_input_add_workload(in, &w);
 }
 
+/* An input of one pool of count A100-40GB and no workloads yet. */
+static void a100_pool(struct plan_input *in, int count)
+{
+    memset(in, 0, sizeof(*in));
+    plan_model_builtin("A100-40GB", &in->pools[0].model);
+    in->pools[0].count = count;
+    in->n_pools = 1;
+}
+
+/* A workload that runs on whole GPUs only. */
+static void add_whole(struct plan_input *in, const char *name, int64_t mem, double target)
+{
+    struct plan_workload w = workload(name, mem, target);
+    w.thr[0][PLAN_OPTION_WHOLE] = 100.0;
+    plan_input_add_workload(in, &w);
+}
+
+static void free_all(struct plan_input *in, struct plan *p, struct plan *q, struct plan_moves *mv)
+{
+    plan_moves_free(mv);
+    plan_free(q);
+    plan_free(p);
+    plan_input_free(in);
+}
+
 static void setup(struct plan_input *in, struct plan *p)
 {
     struct plan_options o;
-    memset(in, 0, sizeof(*in));
-    plan_model_builtin("A100-40GB", &in->pools[0].model);
-    in->pools[0].count = 8;
-    in->n_pools = 1;
+    a100_pool(in, 8);
     add_wl(in, "a", 40, 1000);
     add_wl(in, "b", 30, 1000);
     add_wl(in, "c", 5, 1000);
@@ -73,10 +102,7 @@ static void test_add_into_idle_time(void **state)
     assert_int_equal(after.gpus, before.gpus);
     assert_int_equal(mv.n, 1);                    /* only the new workload */
     assert_int_equal(mv.moves[0].from_gpu, -1);
-    plan_moves_free(&mv);
-    plan_free(&q);
-    plan_free(&p);
-    plan_input_free(&in);
+    free_all(&in, &p, &q, &mv);
 }
 
 static void test_add_many(void **state)
@@ -97,10 +123,7 @@ static void test_add_many(void **state)
     for (int k = 0; k < mv.n; k++)
         moved += mv.moves[k].from_gpu >= 0;
     assert_true(moved <= 12);                     /* at most one move per addition */
-    plan_moves_free(&mv);
-    plan_free(&q);
-    plan_free(&p);
-    plan_input_free(&in);
+    free_all(&in, &p, &q, &mv);
 }
 
 static void test_remove_releases_gpu(void **state)
@@ -122,28 +145,18 @@ static void test_remove_releases_gpu(void **state)
     plan_free(&q);
     assert_int_equal(plan_online_remove(&in, &p, (int[]){1}, 1, 0, &q, &mv), 0);
     assert_int_equal(mv.n, 1);                    /* budget 0: nothing else moves */
-    plan_moves_free(&mv);
-    plan_free(&q);
-    plan_free(&p);
-    plan_input_free(&in);
+    free_all(&in, &p, &q, &mv);
 }
 
 /* Whole GPUs only (MIG off): workloads named x<i>, each needing `share` of a GPU. */
 static void setup_whole(struct plan_input *in, struct plan *p, int n, double share)
 {
     struct plan_options o;
-    memset(in, 0, sizeof(*in));
-    plan_model_builtin("A100-40GB", &in->pools[0].model);
-    in->pools[0].count = 16;
-    in->n_pools = 1;
+    a100_pool(in, 16);
     for (int i = 0; i < n; i++) {
-        struct plan_workload w;
-        memset(&w, 0, sizeof(w));
-        snprintf(w.name, sizeof(w.name), "x%d", i);
-        w.mem_mib = 1000;
-        w.target = 100.0 * share;
-        w.thr[0][PLAN_OPTION_WHOLE] = 100.0;
-        plan_input_add_workload(in, &w);
+        char name[16];
+        snprintf(name, sizeof(name), "x%d", i);
+        add_whole(in, name, 1000, 100.0 * share);
     }
     plan_options_default(&o);
     o.algo = PLAN_ALGO_TEMPORAL;
@@ -173,10 +186,7 @@ static void test_remove_never_refills_emptied_gpu(void **state)
     assert_int_equal(relocations(&mv), 0);
     plan_metrics_compute(&in, &q, &m);
     assert_int_equal(m.gpus, 1);
-    plan_moves_free(&mv);
-    plan_free(&q);
-    plan_free(&p);
-    plan_input_free(&in);
+    free_all(&in, &p, &q, &mv);
 }
 
 /* Eight GPUs of 30 % + 30 %... : removing two workloads with --max-moves 1 may move
@@ -197,10 +207,7 @@ static void test_remove_one_budget_per_command(void **state)
     plan_free(&q);
     assert_int_equal(plan_online_remove(&in, &p, ws, 2, 0, &q, &mv), 0);
     assert_int_equal(relocations(&mv), 0);
-    plan_moves_free(&mv);
-    plan_free(&q);
-    plan_free(&p);
-    plan_input_free(&in);
+    free_all(&in, &p, &q, &mv);
 }
 
 /* Under interference a workload joining an instance raises every tenant's share. */
@@ -219,20 +226,13 @@ static void test_add_with_interference(void **state)
     assert_int_equal(plan_solve(&in, &o, &p), 0);
     assert_checks(&in, &p);
     for (int i = 0; i < 6; i++) {
-        struct plan_workload w;
-        memset(&w, 0, sizeof(w));
-        snprintf(w.name, sizeof(w.name), "y%d", i);
-        w.mem_mib = 100;
-        w.target = 1.0 + i;
-        w.thr[0][PLAN_OPTION_WHOLE] = 100.0;
-        plan_input_add_workload(&in, &w);
+        char name[16];
+        snprintf(name, sizeof(name), "y%d", i);
+        add_whole(&in, name, 100, 1.0 + i);
     }
     assert_int_equal(plan_online_add(&in, &p, 2, &q, &mv), 0);
     assert_checks(&in, &q);
-    plan_moves_free(&mv);
-    plan_free(&q);
-    plan_free(&p);
-    plan_input_free(&in);
+    free_all(&in, &p, &q, &mv);
 }
 
 int main(void)
