@@ -1161,26 +1161,27 @@ static void control_delay(unsigned nr, unsigned size, const uint8_t *arg)
         ;
 }
 
-/* The escapes served on /dev/nvidiactl only, and the exact size of each one's
- * argument; 0 for the others (RM_ALLOC checks its own two sizes). */
+/* The escapes served on /dev/nvidiactl only, each with the exact size of its
+ * argument (RM_ALLOC, served on any node, checks its own two sizes). */
+static const struct {
+    unsigned nr;
+    size_t size;
+} ctl_escapes[] = {
+    {RM_NR_FREE, sizeof(struct rm_free_args)},
+    {RM_NR_CONTROL, sizeof(struct rm_control_args)},
+    {RM_NR_MAP_MEMORY, sizeof(struct rm_map_memory_args)},
+    {RM_NR_DUP_OBJECT, sizeof(struct rm_dup_object_args)},
+    {RM_NR_SHARE, sizeof(struct rm_share_args)},
+    {RM_NR_UNMAP_MEMORY, sizeof(struct rm_unmap_memory_args)},
+};
+
+/* The size escape nr must have, 0 for one not in ctl_escapes. */
 static size_t ctl_escape_size(unsigned nr)
 {
-    switch (nr) {
-    case RM_NR_FREE:
-        return sizeof(struct rm_free_args);
-    case RM_NR_CONTROL:
-        return sizeof(struct rm_control_args);
-    case RM_NR_MAP_MEMORY:
-        return sizeof(struct rm_map_memory_args);
-    case RM_NR_DUP_OBJECT:
-        return sizeof(struct rm_dup_object_args);
-    case RM_NR_SHARE:
-        return sizeof(struct rm_share_args);
-    case RM_NR_UNMAP_MEMORY:
-        return sizeof(struct rm_unmap_memory_args);
-    default:
-        return 0;
-    }
+    for (size_t i = 0; i < sizeof ctl_escapes / sizeof *ctl_escapes; i++)
+        if (ctl_escapes[i].nr == nr)
+            return ctl_escapes[i].size;
+    return 0;
 }
 
 static uint32_t rm_free_locked(struct fk_file *f, const struct rm_free_args *a)
