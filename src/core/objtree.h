@@ -127,7 +127,14 @@ size_t objtree_doorbells(const struct objtree *tree, uint64_t *addr, uint64_t *l
 /* A channel's USERD as the process sees it: the page RM_ALLOC named
  * (hUserdMemory[0] at userdOffset[0]) inside a live CPU mapping of that memory.
  * GPGet is the 32-bit word at addr + 0x88, GPPut at addr + 0x8C (Hopper); the
- * channel has work queued that the GPU has not fetched while they differ. */
+ * channel has work queued that the GPU has not fetched while they differ. The
+ * host's pushbuffer Put and Get (+0x40 / +0x44, high halves +0x4C / +0x60) differ
+ * while it has fetched a segment whose methods it has not all processed: a launch
+ * waiting for the kernel before it (measured on the H200: equal whenever idle). */
+#define OBJTREE_USERD_PB_PUT 0x40u
+#define OBJTREE_USERD_PB_GET 0x44u
+#define OBJTREE_USERD_PB_PUT_HI 0x4Cu
+#define OBJTREE_USERD_PB_GET_HI 0x60u
 #define OBJTREE_USERD_GP_GET 0x88u
 #define OBJTREE_USERD_GP_PUT 0x8Cu
 #define OBJTREE_USERD_SPAN 0x90u /* bytes from addr that must be mapped */

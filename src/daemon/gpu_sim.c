@@ -181,10 +181,11 @@ static void step_hw(struct gpu_sim *s, const bool *runnable)
     s->slice_left -= s->slice_left > s->p.step_us ? s->p.step_us : s->slice_left;
 }
 
-/* What the shim's USERD sample sees of tenant t: work queued and not fetched
- * (waiting or paused, or more queued behind what runs), or GPGet moved since the
- * last sample (a unit started running: the host fetched its entry; a unit that
- * runs on is not seen again). */
+/* What the shim's USERD sample sees of tenant t: work queued and not fetched or
+ * not launched (waiting or paused, or more queued behind what runs: on the H200,
+ * with the pushbuffer words, every kernel of a queued batch but the last), or
+ * GPGet moved since the last sample (a unit started running: the host fetched its
+ * entry; a unit that runs on with nothing behind it is not seen again). */
 static bool sensed_pending(const struct gpu_sim_tenant *t, bool work, bool ran)
 {
     if (t->fetched_since_sense || (work && !ran))

@@ -1,15 +1,19 @@
 /* tc_sense.c - the runnable sensor: whether the process has GPU work queued.
  *
  * A channel has work the GPU has not fetched while its USERD's GPPut (the last
- * entry CUDA queued) differs from GPGet (the next one the host will fetch), and
- * it ran since the last look if GPGet moved (the host fetched an entry). The
- * USERD page is in the process's own memory (CPU-mapped; objtree_userds finds
- * it from the channel's allocation and the RM_MAP_MEMORY + mmap of its memory),
- * so a sample is two loads per channel and no system call. Measured on the H200
- * (bench/results/2026-12-02-h200-probe): a deep queue reads pending 99.2 % of the
- * time, a shallow one (sync after each kernel) 0.1 %, a CUDA graph 80 %, one long
- * kernel with nothing behind it 0 %: a running kernel whose pushbuffer is fetched
- * does not show. A paused process with work waiting shows as pending (a disabled
+ * entry CUDA queued) differs from GPGet (the next one the host will fetch), or
+ * work fetched and not yet launched while the host's pushbuffer Get lags its Put
+ * (a launch waiting for the kernel before it), and it ran since the last look if
+ * GPGet moved (the host fetched an entry). The USERD page is in the process's own
+ * memory (CPU-mapped; objtree_userds finds it from the channel's allocation and
+ * the RM_MAP_MEMORY + mmap of its memory), so a sample is six loads per channel
+ * and no system call. Measured on the H200 (bench/results/2026-12-02-h200-probe
+ * and 2026-12-03-h200-probe-words-deep-mixes): a deep queue reads pending 99.3 %
+ * of the time by GPGet/GPPut (99.8 % with the pushbuffer words), a shallow one
+ * (sync after each kernel) 0.1 %, a CUDA graph 80 % (90 %), eight queued 100 ms
+ * kernels 75 % (87.5 %: all but the last), one long kernel with nothing behind it
+ * 0 % by every word of +0x40..+0x8C: a running kernel with nothing queued behind
+ * it does not show. A paused process with work waiting shows as pending (a disabled
  * channel fetches nothing), which is how a tenant that became busy gets its
  * window back. A sample counts when some channel of the GPU is pending or its
  * GPGet moved since the previous sample: a stream of short kernels with a sync
@@ -110,6 +114,14 @@ void tc_sense_refresh(void)
     pthread_mutex_unlock(&sense_mu);
 }
 
+/* The host has fetched methods it has not processed yet (its pushbuffer Get
+ * behind Put): a launch waits for the kernel before it. */
+static bool pushbuffer_behind(const volatile uint32_t *userd)
+{
+    return userd[OBJTREE_USERD_PB_GET / 4] != userd[OBJTREE_USERD_PB_PUT / 4] ||
+           userd[OBJTREE_USERD_PB_GET_HI / 4] != userd[OBJTREE_USERD_PB_PUT_HI / 4];
+}
+
 void tc_sense_sample(uint64_t now_ns)
 {
     bool pending[KAIROS_MAX_GPUS] = {false};
@@ -117,8 +129,10 @@ void tc_sense_sample(uint64_t now_ns)
     for (size_t i = 0; i < sense_n; i++) {
         struct sense_chan *c = &sense_tbl[i];
         uint32_t get = c->userd[OBJTREE_USERD_GP_GET / 4];
-        if (get != c->userd[OBJTREE_USERD_GP_PUT / 4] || get != c->last_get)
-            pending[c->gpu] = true; /* queued, or fetched since the last sample */
+        if (get != c->userd[OBJTREE_USERD_GP_PUT / 4] || get != c->last_get ||
+            pushbuffer_behind(c->userd))
+            pending[c->gpu] = true; /* queued, fetched since the last sample, or
+                                     * fetched and not yet launched */
         c->last_get = get;
     }
     pthread_mutex_unlock(&sense_mu);

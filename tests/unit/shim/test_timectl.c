@@ -624,6 +624,34 @@ static void test_sensor_reads_userd(void **state)
     shim_close(r, fd);
 }
 
+/* Every GPFIFO entry fetched, but the host's pushbuffer Get behind its Put (low
+ * or high half): a launch waits for the kernel before it (on the H200 the 7th of
+ * eight queued 100 ms kernels read so, and nothing else did). Pending until Get
+ * reaches Put; the fake engine never touches those words. */
+static void test_sensor_reads_a_launch_waiting_in_the_pushbuffer(void **state)
+{
+    (void)state;
+    uint32_t mem;
+    int fd;
+    uint8_t *userd = map_userd(&mem, &fd);
+    new_sensed_channel(new_tsg(device), mem, 0x2000);
+    tc_sense_start();
+    tc_sense_refresh();
+    assert_int_equal(pending_after_fetch(), 0);
+    *gp(userd, 0, 0x40) = 0x8dc1c4; /* Put */
+    *gp(userd, 0, 0x44) = 0x8dc188; /* Get, 0x3c behind */
+    assert_int_equal(pending_after_fetch(), 1);
+    assert_int_equal(pending_after_fetch(), 1); /* stays while it waits */
+    *gp(userd, 0, 0x44) = 0x8dc1c4;
+    assert_int_equal(pending_after_fetch(), 0);
+    *gp(userd, 0, 0x4C) = 2; /* PutHi ahead of GetHi */
+    assert_int_equal(pending_after_fetch(), 1);
+    *gp(userd, 0, 0x60) = 2;
+    assert_int_equal(pending_after_fetch(), 0);
+    shim_munmap(r, userd, 0x10000);
+    shim_close(r, fd);
+}
+
 /* Back from an idle spell: a process whose last report was idle says so at once
  * when a sample sees work queued (KAIROS_RUNNABLE_WAKE, from the control thread:
  * no system call on the application's), once per idle report; never after a busy
@@ -805,6 +833,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fork_while_thread_holds_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_write_still_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sensor_reads_userd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_reads_a_launch_waiting_in_the_pushbuffer, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sensor_wakes_after_an_idle_report, setup, teardown),
         cmocka_unit_test(test_window_math),
         cmocka_unit_test_setup_teardown(test_windows_follow_clock, setup, teardown),
