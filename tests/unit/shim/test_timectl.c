@@ -624,6 +624,18 @@ static void test_sensor_reads_userd(void **state)
     shim_close(r, fd);
 }
 
+/* The USERD block mapped, one channel sensed at its first page (0x2000), the
+ * sensor on. */
+static uint8_t *one_sensed_channel(int *fd)
+{
+    uint32_t mem;
+    uint8_t *userd = map_userd(&mem, fd);
+    new_sensed_channel(new_tsg(device), mem, 0x2000);
+    tc_sense_start();
+    tc_sense_refresh();
+    return userd;
+}
+
 /* Every GPFIFO entry fetched, but the host's pushbuffer Get behind its Put (low
  * or high half): a launch waits for the kernel before it (on the H200 the 7th of
  * eight queued 100 ms kernels read so, and nothing else did). Pending until Get
@@ -631,12 +643,8 @@ static void test_sensor_reads_userd(void **state)
 static void test_sensor_reads_a_launch_waiting_in_the_pushbuffer(void **state)
 {
     (void)state;
-    uint32_t mem;
     int fd;
-    uint8_t *userd = map_userd(&mem, &fd);
-    new_sensed_channel(new_tsg(device), mem, 0x2000);
-    tc_sense_start();
-    tc_sense_refresh();
+    uint8_t *userd = one_sensed_channel(&fd);
     assert_int_equal(pending_after_fetch(), 0);
     *gp(userd, 0, 0x40) = 0x8dc1c4; /* Put */
     *gp(userd, 0, 0x44) = 0x8dc188; /* Get, 0x3c behind */
@@ -659,12 +667,8 @@ static void test_sensor_reads_a_launch_waiting_in_the_pushbuffer(void **state)
 static void test_sensor_wakes_after_an_idle_report(void **state)
 {
     (void)state;
-    uint32_t mem;
     int fd;
-    uint8_t *userd = map_userd(&mem, &fd);
-    new_sensed_channel(new_tsg(device), mem, 0x2000);
-    tc_sense_start();
-    tc_sense_refresh();
+    uint8_t *userd = one_sensed_channel(&fd);
     struct kairos_runnable rep;
     tc_sense_reported(0, mono_ns()); /* the first interval: nothing reported before it */
     sleep_ms(5);
