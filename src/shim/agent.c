@@ -304,21 +304,29 @@ int agent_release(uint32_t gpu, uint64_t bytes)
     return rc;
 }
 
+/* One message without waiting for room on the socket (agent_mu held): -EAGAIN when
+ * the socket is full (nothing sent, the link kept), -ENOTCONN without a link; any
+ * other failure drops the link. */
+static int send_nowait_locked(uint16_t type, const void *body, uint32_t size)
+{
+    int fd = atomic_load(&agent_fd);
+    if (fd < 0)
+        return -ENOTCONN;
+    int rc = send_msg_flags(fd, type, ++agent_seq, body, size, MSG_DONTWAIT);
+    if (rc == -EWOULDBLOCK || rc == -EAGAIN)
+        return -EAGAIN;
+    if (rc < 0)
+        drop_locked();
+    return rc;
+}
+
 int agent_tell(uint16_t type, const void *body, uint32_t size)
 {
     pthread_mutex_lock(&agent_mu);
-    int fd = atomic_load(&agent_fd);
-    int rc = -ENOTCONN;
-    if (fd >= 0) {
-        /* never blocks: a daemon that stopped reading must not stop a free */
-        rc = send_msg_flags(fd, type, ++agent_seq, body, size, MSG_DONTWAIT);
-        if (rc == -EAGAIN || rc == -EWOULDBLOCK)
-            rc = -EBUSY;
-        else if (rc < 0)
-            drop_locked();
-    }
+    /* never blocks: a daemon that stopped reading must not stop a free */
+    int rc = send_nowait_locked(type, body, size);
     pthread_mutex_unlock(&agent_mu);
-    return rc;
+    return rc == -EAGAIN ? -EBUSY : rc;
 }
 
 int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
@@ -335,32 +343,15 @@ int agent_report_runnable(const struct kairos_runnable *r)
 {
     if (pthread_mutex_trylock(&agent_mu) != 0)
         return -EBUSY; /* a requester owns the socket until its reply: next time */
-    int fd = atomic_load(&agent_fd);
-    int rc = -ENOTCONN;
-    if (fd >= 0) {
-        /* never blocks: a daemon that does not read costs this report, not a window */
-        rc = send_msg_flags(fd, KAIROS_MSG_RUNNABLE, ++agent_seq, r, sizeof *r, MSG_DONTWAIT);
-        if (rc == -EAGAIN || rc == -EWOULDBLOCK)
-            rc = -EBUSY;
-        else if (rc < 0)
-            drop_locked();
-    }
+    /* never blocks: a daemon that does not read costs this report, not a window */
+    int rc = send_nowait_locked(KAIROS_MSG_RUNNABLE, r, sizeof *r);
     pthread_mutex_unlock(&agent_mu);
-    return rc;
+    return rc == -EAGAIN ? -EBUSY : rc;
 }
 
 static int send_credit_locked(const struct kairos_credit *c)
 {
-    int fd = atomic_load(&agent_fd);
-    int rc = -ENOTCONN;
-    if (fd >= 0) {
-        rc = send_msg_flags(fd, KAIROS_MSG_CREDIT, ++agent_seq, c, sizeof *c, MSG_DONTWAIT);
-        if (rc == -EWOULDBLOCK)
-            rc = -EAGAIN;
-        else if (rc < 0)
-            drop_locked();
-    }
-    return rc;
+    return send_nowait_locked(KAIROS_MSG_CREDIT, c, sizeof *c);
 }
 
 int agent_send_credit(const struct kairos_credit *c)
