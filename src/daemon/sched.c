@@ -231,6 +231,20 @@ static bool latency_present(const struct sched_gpu *g)
     return false;
 }
 
+/* Whether every latency tenant of the GPU wanted at most its share (plus
+ * SCHED_YIELD_OVER) of the last period: one that keeps the GPU busy is not
+ * yielded to (it would take 8 ms against every 50 us of the others'). */
+static bool latency_within_shares(const struct sched_gpu *g)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_tenant *t = &g->t[i];
+        if (t->present && t->pol.prio == SCHED_PRIO_LATENCY &&
+            t->demand > t->pol.share + SCHED_YIELD_OVER)
+            return false;
+    }
+    return true;
+}
+
 /* Without a latency tenant, in the auto mode: slices that fill the period. The active tenants' slices, in the ratio of their shares, plus a switch
  * each, make k rounds of exactly period / k (k the fewest rounds that keep every
  * slice within SCHED_TS_MAX_US): deep queues then get their shares in every 100 ms
@@ -267,7 +281,8 @@ static uint64_t filling_timeslice(const struct sched_gpu *g, const struct sched_
  * between them every yield_us. 0: no rule. */
 static uint64_t yield_slice(const struct sched_gpu *g, const struct sched_tenant *t)
 {
-    if (!g->yield_us || t->pol.prio == SCHED_PRIO_LATENCY || !latency_present(g))
+    if (!g->yield_us || t->pol.prio == SCHED_PRIO_LATENCY || !latency_present(g) ||
+        !latency_within_shares(g))
         return 0;
     return g->windows || !windows_possible(g) ? g->yield_us : 0;
 }
@@ -528,6 +543,15 @@ static bool seen_active(const struct sched_gpu *g, const struct sched_usage *u)
     return wanted(g, u) >= ACTIVE_MIN || (double)u->used_us / g->period_us >= ACTIVE_MIN;
 }
 
+/* The fraction of the period a tenant wanted by its shims' runnable time (NVML's
+ * coarse use names whoever held the GPU at its instants: a latency tenant between
+ * requests could read 80 %), by its use when there are no reports. */
+static double demand_of(const struct sched_gpu *g, const struct sched_usage *u)
+{
+    uint64_t us = u->runnable_us == SCHED_RUNNABLE_UNKNOWN ? u->used_us : u->runnable_us;
+    return fmin((double)us / g->period_us, 1.0);
+}
+
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
 {
     double busy = 0;
@@ -542,8 +566,10 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
             mask |= 1ull << i;
     }
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (g->t[i].present)
+        if (g->t[i].present) {
             g->t[i].achieved = busy > 0 ? (double)use[i].used_us / busy : 0;
+            g->t[i].demand = demand_of(g, &use[i]);
+        }
     if (mask != g->active_mask) {
         g->active_mask = mask;
         reset_mode(g);

@@ -23,6 +23,8 @@
 #define SCHED_YIELD_US 50u       /* default slice of the others beside a latency tenant
                                   * (sched_set_yield; docs/scheduler.md, the H200) */
 #define SCHED_YIELD_MIN_US 20u
+#define SCHED_YIELD_OVER 0.10    /* a latency tenant that wanted more than its share plus
+                                  * this loses the others' yield (sched_set_yield) */
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
 #define SCHED_PREEMPT_US 600u    /* GPU time a pause of a running tenant costs (the H200) */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
@@ -87,6 +89,8 @@ struct sched_tenant {
     bool spans;           /* has a policy on other GPUs too: its window comes first */
     unsigned woken;       /* ticks left since sched_wake: active, its cap not cut by the
                            * reports that still cover its idle spell */
+    double demand;        /* last period: its runnable time (without the shims' reports,
+                           * its use) as a fraction of the period */
     unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
                            * last second) still covers its idle spell: its "ran" says
                            * nothing, so it does not count as falling behind */
@@ -118,8 +122,11 @@ const char *sched_mode_name(enum sched_mode m);
  * tenant runs waits for the end of that tenant's slice, so the slice is the
  * request's added latency; it applies while the others do not share the GPU
  * among themselves by timeslices (each alone in its window, or one active), where
- * a slice this short would cost a switch every yield_us. Takes effect at the next
- * sched_plan. Defaults to SCHED_YIELD_US. */
+ * a slice this short would cost a switch every yield_us; and while every latency
+ * tenant of the GPU wanted at most its share plus SCHED_YIELD_OVER of the last
+ * period, so that one that keeps the GPU busy takes no more than its long slice
+ * against the others' usual ones gives it. Takes effect at the next sched_plan.
+ * Defaults to SCHED_YIELD_US. */
 void sched_set_yield(struct sched_gpu *g, uint32_t yield_us);
 /* "auto", "timeslices" or "windows" (sched_mode_name's words) into *out; false
  * for anything else (NULL included). */

@@ -262,6 +262,23 @@ static void test_auto_protects_a_latency_tenant(void **state)
     assert_true(r[2].t[0].lat_p95_us >= r[0].t[0].lat_p95_us + (SCHED_TS_BATCH_US - SCHED_YIELD_US) / 2);
 }
 
+/* A latency tenant that keeps the GPU busy (a deep queue, share 50 %) next to a
+ * deep batch tenant: not yielded to, it gets what its 8 ms slice against the
+ * batch tenant's 1 ms gives (8/9 less switches), not 8000/8050 of the GPU. */
+static void test_busy_latency_tenant_not_yielded_to(void **state)
+{
+    (void)state;
+    struct sim_scenario sc;
+    struct sim_result r;
+    run_text("seconds: 10\nmode: timeslices\nmeasure: userd\ntenants:\n"
+             "  - { name: hog, compute: { share: 50%, priority: latency }, load: deep }\n"
+             "  - { name: train, compute: { share: 50%, priority: batch }, load: deep }\n",
+             &r, &sc);
+    print_message("  hog %.1f%%, train %.1f%% of the GPU\n", r.t[0].gpu * 100, r.t[1].gpu * 100);
+    assert_true(r.t[0].gpu < 0.90);
+    assert_true(r.t[1].gpu > 0.08);
+}
+
 /* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode:
  * timeslices that fill the period (k rounds of exactly period / k) keep each
  * share in every window without a pause, and lose one switch per tenant per
@@ -654,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_long_kernels_under_a_limit),
         cmocka_unit_test(test_arrivals_and_departures),
         cmocka_unit_test(test_latency_tenant_first),
+        cmocka_unit_test(test_busy_latency_tenant_not_yielded_to),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -512,6 +512,32 @@ static void test_windows_off_while_a_latency_tenant_is_active(void **state)
     assert_true(g.t[1].changed);
 }
 
+/* A latency tenant that keeps the GPU busy (wanting more than its share plus 10
+ * points) is not yielded to: the batch tenant keeps its usual slice, so the
+ * latency tenant's 8 ms slice takes 8/9 of the GPU, not 8000/8050 of it; the
+ * yield comes back once it wants no more than that again. */
+static void test_no_yield_to_a_latency_tenant_over_its_share(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    sched_set_mode(&g, SCHED_MODE_TIMESLICES);
+    sched_tenant_set(&g, 0, &(struct sched_policy){.share = 0.3, .prio = SCHED_PRIO_LATENCY});
+    sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.7, .prio = SCHED_PRIO_BATCH});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], 39000, 90000); /* NVML's coarse use overstates it: not counted */
+    shims(&use[1], 95000, 60000);
+    sched_tick(&g, use);
+    assert_int_equal(g.t[1].dec.timeslice_us, SCHED_YIELD_US);
+    shims(&use[0], 41000, 40000); /* over 30 % + 10 points */
+    sched_tick(&g, use);
+    assert_int_equal(g.t[1].dec.timeslice_us, SCHED_TS_BATCH_US);
+    assert_true(g.t[1].changed);
+    shims(&use[0], 20000, 20000);
+    sched_tick(&g, use);
+    assert_int_equal(g.t[1].dec.timeslice_us, SCHED_YIELD_US);
+}
+
 /* Beside a latency tenant the others take the yield slice while none of them
  * shares the GPU with another by timeslices: in windows (each alone in its own),
  * or one active in timeslices mode; two active in timeslices mode keep the
@@ -610,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),
         cmocka_unit_test(test_yield_slice_only_where_it_costs_no_switches),
+        cmocka_unit_test(test_no_yield_to_a_latency_tenant_over_its_share),
         cmocka_unit_test(test_bad_policy_and_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
