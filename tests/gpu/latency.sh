@@ -10,7 +10,8 @@
 # About 4 minutes on the H200 (estimated; at most ~5: each configuration's requests
 # stop at LATENCY_MAX_S=30 s). Shorter: LATENCY_REQUESTS (2000), LATENCY_GAP_MS (6, the mean
 # idle gap), LATENCY_CONFIGS (native,mps,kairos-windows,kairos-timeslices,kairos-auto;
-# solo-again, the inference tenant alone once more at the end, only when named);
+# solo-again, the inference tenant alone once more at the end, and kairos-MODE-yUS,
+# kairosd in MODE with latency_yield_us: US, only when named);
 # also LATENCY_BATCH (8), LATENCY_TRAIN_BATCH (256), LATENCY_SEED (1). LATENCY_DRY_RUN=1:
 # tenants without torch or a GPU (tests/system/test_latency_bench.py runs this file so).
 echo "--- latency: inference next to saturating training"
