@@ -112,6 +112,9 @@
  *               a process sends as it exits): kairosd counts no credit for it
  *               after that message, so credit granted in a reply that crossed it
  *               is not charged to the tenant while the process's memory lingers.
+ *             - RUNNABLE.pad became .progress_us, with the flag
+ *               KAIROS_RUNNABLE_PROGRESS: how long the channels moved (a shim of
+ *               before sends neither, and kairosd falls back on NVML's use).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -582,7 +585,13 @@ struct kairos_time_policy {
  * unpaused_us: of interval_us, how long its channels on gpu were enabled (from the
  * return of each resume to the return of the next pause: a pause that lands late
  * shows here, and kairosd charges the overrun to the next periods).
- * runnable_us, unpaused_us <= interval_us; pending_samples <= samples. */
+ * runnable_us, unpaused_us <= interval_us; pending_samples <= samples.
+ * progress_us (with KAIROS_RUNNABLE_PROGRESS, else 0): of interval_us, how long
+ * the GPU moved through this process's work on gpu: the time of the samples that
+ * saw a channel's GPGet or pushbuffer Get move since the sample before (the host
+ * fetched or processed its methods, which it does only for a channel on the GPU).
+ * A kernel longer than a sample interval moves nothing while it runs, so this is
+ * a lower bound of the process's time on the GPU; progress_us <= runnable_us. */
 #define KAIROS_RUNNABLE_PARTIAL 0x1u
 /* KAIROS_RUNNABLE_WAKE: sent at once, not at the period's end, by a shim whose
  * last report was idle (under 2 % runnable) when a sample sees work queued: the
@@ -590,6 +599,7 @@ struct kairos_time_policy {
  * (kairosd takes it as a wake, not as a report: docs/scheduler.md "Coming back
  * from an idle spell"). */
 #define KAIROS_RUNNABLE_WAKE 0x2u
+#define KAIROS_RUNNABLE_PROGRESS 0x4u /* progress_us is measured */
 struct kairos_runnable {
     uint32_t gpu;
     uint32_t flags;
@@ -598,7 +608,7 @@ struct kairos_runnable {
     uint32_t samples;
     uint32_t pending_samples;
     uint32_t channels;
-    uint32_t pad;               /* 0 */
+    uint32_t progress_us;       /* with KAIROS_RUNNABLE_PROGRESS; was pad (0) */
     uint64_t unpaused_us;
 };
 

@@ -331,20 +331,23 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         const struct kairos_runnable *u = &r->body.runnable;
         if ((rc = check_gpu(u->gpu, why, why_len)))
             return rc;
-        if (u->flags & ~(KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE))
+        const uint32_t known =
+            KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE | KAIROS_RUNNABLE_PROGRESS;
+        if (u->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE has unknown flags 0x%x",
-                          u->flags & ~(KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE));
-        if (u->pad)
-            return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE pad must be 0");
+                          u->flags & ~known);
+        if (u->progress_us && !(u->flags & KAIROS_RUNNABLE_PROGRESS))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "RUNNABLE progress_us must be 0 without KAIROS_RUNNABLE_PROGRESS");
         if (u->interval_us == 0 || u->interval_us > 60000000ull)
             return refuse(KAIROS_ERR_INVALID, why, why_len,
                           "RUNNABLE interval_us %llu is not in [1, 60000000]",
                           (unsigned long long)u->interval_us);
         if (u->runnable_us > u->interval_us || u->pending_samples > u->samples ||
-            u->unpaused_us > u->interval_us)
+            u->unpaused_us > u->interval_us || u->progress_us > u->runnable_us)
             return refuse(KAIROS_ERR_INVALID, why, why_len,
                           "RUNNABLE counts more runnable or unpaused time or pending samples "
-                          "than it measured");
+                          "than it measured, or more progress than runnable time");
         return 0;
     }
     case KAIROS_MSG_TENANT_SET: {

@@ -4,7 +4,8 @@
  * entry CUDA queued) differs from GPGet (the next one the host will fetch), or
  * work fetched and not yet launched while the host's pushbuffer Get lags its Put
  * (a launch waiting for the kernel before it), and it ran since the last look if
- * GPGet moved (the host fetched an entry). The USERD page is in the process's own
+ * GPGet or the pushbuffer Get moved (the host fetched an entry or processed
+ * methods, which it does only for a channel on the GPU). The USERD page is in the process's own
  * memory (CPU-mapped; objtree_userds finds it from the channel's allocation and
  * the RM_MAP_MEMORY + mmap of its memory), so a sample is six loads per channel
  * and no system call. Measured on the H200 (bench/results/2026-12-02-h200-probe
@@ -28,7 +29,13 @@
  * Owns the table of USERD addresses to sample, the per-GPU sums since the last
  * report, and sense_mu. Runnable time is the sum over samples of the time since
  * the previous sample when the sample saw work pending: its error is at most one
- * sampling interval per change of state.
+ * sampling interval per change of state. Progress time is the same sum over the
+ * samples that saw a channel move, each run of them less its first interval (a
+ * stretch of L on the GPU moves the channels in L / interval + 1 samples on
+ * average, whatever the phase, so this is unbiased): the time on the GPU, which
+ * kairosd cannot get per process from NVML (its samples, about five a second,
+ * each name one process), less the stretches of kernels longer than a sample
+ * interval.
  *
  * Threads: refresh, sample and report run on the control thread (timectl.c) only;
  * the munmap hooks on any application thread. sense_mu guards the table and is
@@ -58,12 +65,14 @@ struct sense_chan {
     const volatile uint32_t *userd;
     uint32_t gpu;
     uint32_t last_get;        /* GPGet at the previous sample */
+    uint32_t last_pb_get;     /* the pushbuffer Get (low word) at the previous sample */
 };
 
 struct sense_sum {
-    uint64_t since_ns, last_ns, runnable_ns;
+    uint64_t since_ns, last_ns, runnable_ns, progress_ns;
     uint32_t samples, pending;
     bool pending_now;         /* the last sample saw work pending */
+    bool progress_now;        /* the last sample saw a channel move (kept across reports) */
     bool idle_reported;       /* the last report sent was idle: a wake is due at work */
 };
 #define SENSE_IDLE_FRAC 50    /* idle: runnable under 1/50 (2 %) of the interval, as kairosd */
@@ -108,7 +117,8 @@ void tc_sense_refresh(void)
             continue; /* a forking parent's channel: its runnable time is its own */
         uint32_t gpu = u->gpu < 0 || u->gpu >= KAIROS_MAX_GPUS ? 0 : (uint32_t)u->gpu;
         const volatile uint32_t *userd = (const volatile uint32_t *)(uintptr_t)u->addr;
-        sense_tbl[sense_n++] = (struct sense_chan){userd, gpu, userd[OBJTREE_USERD_GP_GET / 4]};
+        sense_tbl[sense_n++] = (struct sense_chan){userd, gpu, userd[OBJTREE_USERD_GP_GET / 4],
+                                                   userd[OBJTREE_USERD_PB_GET / 4]};
         sense_channels[gpu]++;
     }
     pthread_mutex_unlock(&sense_mu);
@@ -122,18 +132,31 @@ static bool pushbuffer_behind(const volatile uint32_t *userd)
            userd[OBJTREE_USERD_PB_GET_HI / 4] != userd[OBJTREE_USERD_PB_PUT_HI / 4];
 }
 
+/* The host moved through the channel's work since the last sample: it fetched
+ * a GPFIFO entry or processed pushbuffer methods, which it does only while the
+ * channel is on the GPU. Updates the channel's last words. */
+static bool moved(struct sense_chan *c, uint32_t get)
+{
+    uint32_t pb_get = c->userd[OBJTREE_USERD_PB_GET / 4];
+    bool m = get != c->last_get || pb_get != c->last_pb_get;
+    c->last_get = get;
+    c->last_pb_get = pb_get;
+    return m;
+}
+
 void tc_sense_sample(uint64_t now_ns)
 {
-    bool pending[KAIROS_MAX_GPUS] = {false};
+    bool pending[KAIROS_MAX_GPUS] = {false}, progress[KAIROS_MAX_GPUS] = {false};
     pthread_mutex_lock(&sense_mu);
     for (size_t i = 0; i < sense_n; i++) {
         struct sense_chan *c = &sense_tbl[i];
         uint32_t get = c->userd[OBJTREE_USERD_GP_GET / 4];
-        if (get != c->userd[OBJTREE_USERD_GP_PUT / 4] || get != c->last_get ||
-            pushbuffer_behind(c->userd))
-            pending[c->gpu] = true; /* queued, fetched since the last sample, or
-                                     * fetched and not yet launched */
-        c->last_get = get;
+        bool queued = get != c->userd[OBJTREE_USERD_GP_PUT / 4] || pushbuffer_behind(c->userd);
+        if (moved(c, get))
+            progress[c->gpu] = true;
+        if (queued || progress[c->gpu])
+            pending[c->gpu] = true; /* queued, fetched and not yet launched, or
+                                     * moved since the last sample */
     }
     pthread_mutex_unlock(&sense_mu);
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
@@ -142,6 +165,9 @@ void tc_sense_sample(uint64_t now_ns)
             s->since_ns = s->last_ns = now_ns;
         if (pending[g])
             s->runnable_ns += now_ns - s->last_ns;
+        if (progress[g] && s->progress_now)
+            s->progress_ns += now_ns - s->last_ns;
+        s->progress_now = progress[g];
         s->last_ns = now_ns;
         s->samples++;
         s->pending += pending[g];
@@ -162,6 +188,9 @@ bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
     out->runnable_us = s->runnable_ns / 1000;
     if (out->runnable_us > out->interval_us)
         out->runnable_us = out->interval_us;
+    uint64_t progress_us = s->progress_ns / 1000;
+    progress_us = progress_us < out->runnable_us ? progress_us : out->runnable_us;
+    out->progress_us = (uint32_t)(progress_us < UINT32_MAX ? progress_us : UINT32_MAX);
     out->samples = s->samples;
     out->pending_samples = s->pending;
     out->unpaused_us = tc_pause_unpaused(gpu, now_ns, s->since_ns, false) / 1000;
@@ -169,7 +198,7 @@ bool tc_sense_report(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
         out->unpaused_us = out->interval_us;
     pthread_mutex_lock(&sense_mu);
     out->channels = sense_channels[gpu];
-    out->flags = sense_partial ? KAIROS_RUNNABLE_PARTIAL : 0;
+    out->flags = KAIROS_RUNNABLE_PROGRESS | (sense_partial ? KAIROS_RUNNABLE_PARTIAL : 0);
     pthread_mutex_unlock(&sense_mu);
     return true;
 }
@@ -182,7 +211,7 @@ void tc_sense_reported(uint32_t gpu, uint64_t now_ns)
     bool idle = s->since_ns && now_ns > s->since_ns &&
                 s->runnable_ns * SENSE_IDLE_FRAC < now_ns - s->since_ns;
     sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns,
-                                         .idle_reported = idle};
+                                         .idle_reported = idle, .progress_now = s->progress_now};
     (void)tc_pause_unpaused(gpu, now_ns, now_ns, true);
 }
 

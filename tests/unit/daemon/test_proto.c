@@ -164,7 +164,16 @@ static void test_runnable(void **state)
     assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
     u.flags = KAIROS_RUNNABLE_WAKE | KAIROS_RUNNABLE_PARTIAL;
     assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
-    u.flags = 0x4;
+    u.flags = KAIROS_RUNNABLE_PROGRESS;
+    u.progress_us = 40000;
+    assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
+    u.progress_us = 40001; /* moved longer than it was runnable */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "more progress");
+    u.flags = 0;
+    u.progress_us = 1; /* a figure without its flag */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "KAIROS_RUNNABLE_PROGRESS");
+    u.progress_us = 0;
+    u.flags = 0x8;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "unknown flags");
     u.flags = 0;
     u.runnable_us = 100001;
@@ -182,9 +191,6 @@ static void test_runnable(void **state)
     u.gpu = KAIROS_MAX_GPUS;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "");
     u.gpu = 0;
-    u.pad = 1;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "pad");
-    u.pad = 0;
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u - 8), "");
 }
 

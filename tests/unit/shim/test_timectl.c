@@ -595,7 +595,8 @@ static void test_sensor_reads_userd(void **state)
     assert_int_equal(rep.samples, 20);
     assert_int_equal(rep.pending_samples, 20);
     assert_int_equal(rep.channels, 2);
-    assert_int_equal(rep.flags, KAIROS_RUNNABLE_PARTIAL);
+    assert_int_equal(rep.flags, KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_PROGRESS);
+    assert_int_equal(rep.progress_us, 0); /* waited, never moved */
     assert_true(rep.runnable_us + 2000 >= rep.interval_us && rep.runnable_us <= rep.interval_us);
     /* Resumed: fetched (seen once), idle again; unpaused from the resume on. */
     tc_sense_reported(0, mono_ns());
@@ -651,11 +652,76 @@ static void test_sensor_reads_a_launch_waiting_in_the_pushbuffer(void **state)
     assert_int_equal(pending_after_fetch(), 1);
     assert_int_equal(pending_after_fetch(), 1); /* stays while it waits */
     *gp(userd, 0, 0x44) = 0x8dc1c4;
+    assert_int_equal(pending_after_fetch(), 1); /* Get moved: the launch went */
     assert_int_equal(pending_after_fetch(), 0);
     *gp(userd, 0, 0x4C) = 2; /* PutHi ahead of GetHi */
     assert_int_equal(pending_after_fetch(), 1);
     *gp(userd, 0, 0x60) = 2;
     assert_int_equal(pending_after_fetch(), 0);
+    shim_munmap(r, userd, 0x10000);
+    shim_close(r, fd);
+}
+
+/* Samples 1 ms apart for ms milliseconds from a fresh interval; the report. With
+ * moving, the host processes a method of the channel's before each sample (its
+ * pushbuffer Get and Put advance together: on the GPU, nothing left behind). */
+static struct kairos_runnable sampled_for(uint8_t *userd, unsigned ms, bool moving)
+{
+    struct kairos_runnable rep;
+    tc_sense_reported(0, mono_ns());
+    for (unsigned i = 0; i < ms; i++) {
+        sleep_ms(1);
+        if (moving) {
+            *gp(userd, 0, 0x40) += 0x40;
+            *gp(userd, 0, 0x44) += 0x40;
+        }
+        tc_sense_sample(mono_ns());
+    }
+    assert_true(tc_sense_report(0, mono_ns(), &rep));
+    assert_int_equal(rep.flags & KAIROS_RUNNABLE_PROGRESS, KAIROS_RUNNABLE_PROGRESS);
+    assert_true(rep.progress_us <= rep.runnable_us);
+    return rep;
+}
+
+/* Progress is time the host moved through the channel's work (GPGet or the
+ * pushbuffer Get changed since the last sample), not time work waited: a paused
+ * channel with work queued, or a launch held behind a running kernel, is
+ * runnable and makes no progress. Each run of moving samples counts from its
+ * second (a run of k samples spans k - 1 intervals), and a run goes on across
+ * reports. kairosd judges timeslices by it, since NVML's five samples a second
+ * cannot tell eight tenants apart. */
+static void test_sensor_progress_is_time_the_channel_moved(void **state)
+{
+    (void)state;
+    int fd;
+    uint8_t *userd = one_sensed_channel(&fd);
+    assert_int_equal(timectl_pause(0), 0);
+    *gp(userd, 0, 0x8C) = 4; /* queued while paused: waits */
+    (void)sampled_for(userd, 1, false);
+    struct kairos_runnable rep = sampled_for(userd, 10, false);
+    assert_true(rep.runnable_us + 1500 >= rep.interval_us);
+    assert_int_equal(rep.progress_us, 0);
+    assert_int_equal(timectl_resume(0), 0); /* the fake engine fetches at once */
+    sleep_ms(2);
+    rep = sampled_for(userd, 1, false); /* a run's first sample: not counted */
+    assert_int_equal(*gp(userd, 0, 0x88), 4);
+    assert_true(rep.runnable_us > 0);
+    assert_int_equal(rep.progress_us, 0);
+    rep = sampled_for(userd, 10, true); /* on the GPU: the run goes on across the report */
+    print_message("moving: progress %u us of %llu\n", rep.progress_us,
+                  (unsigned long long)rep.interval_us);
+    assert_true(rep.progress_us + 1500 >= rep.interval_us);
+    /* a launch held behind a kernel: the pushbuffer Get stays behind Put */
+    *gp(userd, 0, 0x40) += 0x80;
+    (void)sampled_for(userd, 1, false);
+    rep = sampled_for(userd, 10, false);
+    assert_true(rep.runnable_us + 1500 >= rep.interval_us);
+    assert_int_equal(rep.progress_us, 0);
+    /* the kernel ended, the next launch went, the next kernels are short */
+    rep = sampled_for(userd, 10, true);
+    assert_true(rep.progress_us > 0 && rep.progress_us + 2500 >= rep.interval_us);
+    rep = sampled_for(userd, 5, false); /* and then nothing moves */
+    assert_int_equal(rep.progress_us, 0);
     shim_munmap(r, userd, 0x10000);
     shim_close(r, fd);
 }
@@ -838,6 +904,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_null_write_still_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sensor_reads_userd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sensor_reads_a_launch_waiting_in_the_pushbuffer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_progress_is_time_the_channel_moved, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sensor_wakes_after_an_idle_report, setup, teardown),
         cmocka_unit_test(test_window_math),
