@@ -194,15 +194,29 @@ static bool sensed_pending(const struct gpu_sim_tenant *t, bool work, bool ran)
                     (t->spec.load == GPU_SIM_REQUESTS && t->req_n > 1));
 }
 
+/* Whether a step in which tenant t ran moves its channels' Get words: a unit
+ * starts (the host fetches it), or the short kernels of a deep or bursty queue
+ * go by (each start moves them). */
+static bool moves(const struct gpu_sim_tenant *t, bool ran)
+{
+    return ran && (!t->ran_last_step || t->spec.load == GPU_SIM_DEEP ||
+                   t->spec.load == GPU_SIM_BURSTY);
+}
+
 /* One step of tenant t's shim: a sample when it is due, the next one at a
  * pseudo-random instant of the next interval. */
 static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, bool ran)
 {
+    t->moved_since_sense |= moves(t, ran);
     t->fetched_since_sense |= ran && !t->ran_last_step;
     t->ran_last_step = ran;
     if (s->now_us < t->next_sense_us)
         return;
     bool pending = sensed_pending(t, work, ran);
+    if (t->moved_since_sense && t->progress_before) /* a run counts from its second */
+        t->rep_progress_us += s->p.sense_us;
+    t->progress_before = t->moved_since_sense;
+    t->moved_since_sense = false;
     if (pending) {
         t->sensed_us += s->p.sense_us;
         t->rep_sensed_us += s->p.sense_us;
@@ -228,11 +242,28 @@ static void report_step(struct gpu_sim *s, size_t i, uint64_t end_us)
     if (end_us % P != at || end_us <= t->rep_since_us)
         return;
     uint64_t interval = end_us - t->rep_since_us;
-    t->report = (struct gpu_sim_report){true, interval, t->rep_sensed_us, t->rep_open_us};
+    t->report = (struct gpu_sim_report){true, interval, t->rep_sensed_us, t->rep_open_us,
+                                        t->rep_progress_us};
     t->wake_armed = (double)t->rep_sensed_us < 0.02 * (double)interval;
     t->reported = true;
     t->rep_since_us = end_us;
-    t->rep_sensed_us = t->rep_open_us = 0;
+    t->rep_sensed_us = t->rep_open_us = t->rep_progress_us = 0;
+}
+
+/* NVML's sample at this step, if one is due: it names the tenant that ran in
+ * the step (none while the GPU switches or idles). */
+static void nvml_step(struct gpu_sim *s, const uint64_t used_before[])
+{
+    if (!s->p.nvml_sample_us || s->now_us % s->p.nvml_sample_us >= s->p.step_us)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->t[i].used_us > used_before[i])
+            s->t[i].nvml_hits++;
+}
+
+uint32_t gpu_sim_nvml_hits(const struct gpu_sim *s, size_t i)
+{
+    return i < s->n ? s->t[i].nvml_hits : 0;
 }
 
 bool gpu_sim_take_wake(struct gpu_sim *s, size_t i)
@@ -257,8 +288,10 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
     s->busy_us = s->switch_us = 0;
     bool work[GPU_SIM_MAX_TENANTS];
     uint64_t used_before[GPU_SIM_MAX_TENANTS];
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         s->t[i].used_us = s->t[i].runnable_us = s->t[i].sensed_us = s->t[i].open_us = 0;
+        s->t[i].nvml_hits = 0;
+    }
     for (uint64_t end = s->now_us + len_us; s->now_us < end; s->now_us += s->p.step_us) {
         for (size_t i = 0; i < s->n; i++) {
             struct gpu_sim_tenant *t = &s->t[i];
@@ -274,6 +307,7 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
             }
         }
         step_hw(s, runnable);
+        nvml_step(s, used_before);
         for (size_t i = 0; i < s->n; i++) { /* the shims' samples and reports */
             sense_step(s, &s->t[i], work[i], s->t[i].used_us > used_before[i]);
             report_step(s, i, s->now_us + s->p.step_us);

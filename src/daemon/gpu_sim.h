@@ -26,7 +26,13 @@
  * sees the last report, which may end up to a period before the tick; and a shim
  * whose last report was idle (less than 2 % runnable) raises a wake (the
  * KAIROS_RUNNABLE_WAKE report, sent at once) at the first sample that sees work
- * pending. kairosd acts on both at once (sim_run.c).
+ * pending. kairosd acts on both at once (sim_run.c). A sample that finds the
+ * tenant's channels moved since the one before (a unit started; a deep or
+ * bursty queue, whose kernels are short, ran at all) counts sense_us of progress
+ * (the shim's progress_us, its time on the GPU) if the sample before it did too
+ * (tc_sense.c: a run of moving samples counts from its second).
+ * NVML's per-process samples can be modelled as on the H200 (nvml_sample_us):
+ * one every nvml_sample_us, naming the tenant on the GPU at that instant.
  * Synthetic tenants: deep queue (always runnable), shallow queue (work W then a
  * sync gap G), bursty (deep for on_us, idle for off_us), requests (W of work
  * every gap_us, per-request latency recorded); each present in [arrive, leave).
@@ -67,12 +73,15 @@ struct gpu_sim_params {
     uint32_t sense_us;       /* 1000: the shim's USERD sampling interval */
     uint32_t report_phase_us; /* 0: each shim reports at the period's end; else tenant i
                                * reports at (i + 1) x this within each period */
+    uint32_t nvml_sample_us; /* 0: NVML's use is exact (sim_run.c averages it); else one
+                              * sample every this, naming the tenant on the GPU then
+                              * (the H200: about five a second) */
 };
 
 /* A shim's last report (KAIROS_MSG_RUNNABLE), as kairosd's tick takes it. */
 struct gpu_sim_report {
     bool have;
-    uint64_t interval_us, sensed_us, open_us;
+    uint64_t interval_us, sensed_us, open_us, progress_us;
 };
 
 struct gpu_sim_tenant {
@@ -90,8 +99,12 @@ struct gpu_sim_tenant {
     uint64_t next_sense_us;  /* when its shim samples next */
     bool ran_last_step;
     bool fetched_since_sense; /* a unit started since its shim's last sample (GPGet moved) */
+    bool moved_since_sense;  /* its channels' Get words moved since the last sample */
+    bool progress_before;    /* its shim's last sample saw them move */
     uint64_t sense_rng;      /* where in each interval: the shim's clock is not the work's */
-    uint64_t rep_since_us, rep_sensed_us, rep_open_us; /* the shim's interval so far */
+    uint64_t rep_since_us, rep_sensed_us, rep_open_us, rep_progress_us; /* the shim's
+                                                                         * interval so far */
+    uint32_t nvml_hits;      /* this window: NVML samples that named it */
     struct gpu_sim_report report; /* its last report */
     bool wake_armed;         /* its last report was idle: the next pending sample wakes */
     bool wake;               /* a wake was raised (gpu_sim_take_wake clears it) */
@@ -119,6 +132,9 @@ void gpu_sim_apply(struct gpu_sim *s, size_t i, const struct sched_decision *d);
 /* Runs len_us; use[i] gets tenant i's usage over it; returns the busy time
  * (work done by any tenant) in us. */
 uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use);
+/* How many of NVML's samples named tenant i in the last gpu_sim_run (0 unless
+ * nvml_sample_us). */
+uint32_t gpu_sim_nvml_hits(const struct gpu_sim *s, size_t i);
 /* Whether tenant i's shim raised a wake since the last call (and clears it). */
 bool gpu_sim_take_wake(struct gpu_sim *s, size_t i);
 /* Whether tenant i's shim made a report since the last call (and clears it). */

@@ -57,6 +57,13 @@ struct sched_usage {
      * periods), and not moved at all when that is unknown (SCHED_RUNNABLE_UNKNOWN). */
     bool used_coarse;
     uint64_t unpaused_us;
+    /* with progress_known: the time the tenant's shims saw its channels move (the
+     * host fetching or processing its work: its time on the GPU, less kernels
+     * longer than a sample). What a tenant ran, where used_us is coarse: NVML's
+     * few samples a second each name one process, so with many tenants most read
+     * 0 % whatever they got (docs/scheduler.md, "Judging timeslices on a GPU"). */
+    bool progress_known;
+    uint64_t progress_us;
 };
 
 /* The decision, field for field what struct kairos_time_policy carries. */
@@ -91,6 +98,8 @@ struct sched_tenant {
                            * reports that still cover its idle spell */
     double demand;        /* last period: its runnable time (without the shims' reports,
                            * its use) as a fraction of the period */
+    double lag;           /* its shortfall below target while it waits, smoothed
+                           * (sched.c falls_behind) */
     unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
                            * last second) still covers its idle spell: its "ran" says
                            * nothing, so it does not count as falling behind */
@@ -110,6 +119,8 @@ struct sched_gpu {
     uint32_t wake_pos_us; /* where in the period it woke */
     unsigned fresh;       /* ticks left whose reports straddle a re-plan in mid-period:
                            * window debts are not moved by them */
+    double progress_scale; /* the last tick's: the period over the sum of the tenants'
+                            * progress times (sched.c progress_scale) */
     struct sched_tenant t[SCHED_MAX_TENANTS];
 };
 

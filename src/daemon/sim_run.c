@@ -145,18 +145,22 @@ struct run {
     /* measure: userd - NVML's coarse use: each tenant's use in the last
      * SIM_NVML_PERIODS periods (kairosd reads the samples of the last second) */
     uint64_t nvml_ring[GPU_SIM_MAX_TENANTS][SIM_NVML_PERIODS];
+    uint32_t nvml_hits[GPU_SIM_MAX_TENANTS]; /* this period's, with gpu nvml_sample_us */
     struct sched_usage seen[SCHED_MAX_TENANTS]; /* what the scheduler is told */
     size_t trace_cap;
 };
 
-/* NVML's figure for tenant i as kairosd reads it each tick: the mean of its use
- * over the last second, the period just ended included (on the H200 a tenant that
- * stopped reads busy for up to a second; its samples are coarser still, see
- * docs/scheduler.md, which is not modelled). */
-static uint64_t nvml_use(struct run *r, size_t i, size_t k)
+/* NVML's figure for tenant i as kairosd reads it each tick: its use over the
+ * last second, the period just ended included (on the H200 a tenant that stopped
+ * reads busy for up to a second). With gpu nvml_sample_us, as on the H200: each of
+ * the second's samples that named it counts nvml_sample_us of use (five a second:
+ * 20 % each); else the mean of its exact use. */
+static uint64_t nvml_use(struct run *r, const struct sim_scenario *sc, size_t i, size_t k)
 {
     uint64_t *ring = r->nvml_ring[i], sum = 0;
-    ring[k % SIM_NVML_PERIODS] = r->use[i].used_us;
+    ring[k % SIM_NVML_PERIODS] = sc->gpu.nvml_sample_us
+                                     ? (uint64_t)r->nvml_hits[i] * sc->gpu.nvml_sample_us
+                                     : r->use[i].used_us;
     for (size_t j = 0; j < SIM_NVML_PERIODS; j++)
         sum += ring[j];
     return sum / SIM_NVML_PERIODS;
@@ -165,14 +169,17 @@ static uint64_t nvml_use(struct run *r, size_t i, size_t k)
 /* What kairosd's tick is told of tenant i with measure: userd: its shim's last
  * report (runnable and unpaused time, scaled to the period; unknown before the
  * first) and NVML's use of the last second. */
-static void seen_userd(struct run *r, size_t i, size_t k)
+static void seen_userd(struct run *r, const struct sim_scenario *sc, size_t i, size_t k)
 {
     const struct gpu_sim_report *rep = &r->sim.t[i].report;
     double scale =
         rep->have && rep->interval_us ? (double)SCHED_PERIOD_US / (double)rep->interval_us : 0;
     uint64_t sensed = (uint64_t)llround((double)rep->sensed_us * scale);
     uint64_t open = (uint64_t)llround((double)rep->open_us * scale);
-    r->seen[i].used_us = nvml_use(r, i, k);
+    uint64_t progress = (uint64_t)llround((double)rep->progress_us * scale);
+    r->seen[i].used_us = nvml_use(r, sc, i, k);
+    r->seen[i].progress_known = rep->have;
+    r->seen[i].progress_us = progress < SCHED_PERIOD_US ? progress : SCHED_PERIOD_US;
     r->seen[i].runnable_us = !rep->have ? SCHED_RUNNABLE_UNKNOWN
                              : sensed < SCHED_PERIOD_US ? sensed : SCHED_PERIOD_US;
     r->seen[i].no_process = !r->present[i];
@@ -220,6 +227,7 @@ static double run_period(struct run *r, const struct sim_scenario *sc, struct si
 {
     uint64_t busy = 0;
     memset(r->use, 0, sizeof r->use);
+    memset(r->nvml_hits, 0, sizeof r->nvml_hits);
     /* only the shims' events (measure: userd) and a trace need the chunks */
     uint64_t chunk = sc->measure == SIM_MEASURE_USERD || res->trace ? SIM_CHUNK_US
                                                                      : SCHED_PERIOD_US;
@@ -229,6 +237,7 @@ static double run_period(struct run *r, const struct sim_scenario *sc, struct si
         for (size_t i = 0; i < sc->n; i++) {
             r->use[i].used_us += part[i].used_us;
             r->use[i].runnable_us += part[i].runnable_us;
+            r->nvml_hits[i] += gpu_sim_nvml_hits(&r->sim, i);
             if (res->trace && res->trace_n < r->trace_cap)
                 res->trace[res->trace_n][i] = part[i].used_us;
         }
@@ -312,7 +321,7 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         memcpy(r->seen, r->use, sizeof r->seen);
         if (sc->measure == SIM_MEASURE_USERD) /* the shims' reports, NVML's use (timeshare.c) */
             for (size_t i = 0; i < sc->n; i++)
-                seen_userd(r, i, k);
+                seen_userd(r, sc, i, k);
         if (sc->measure == SIM_MEASURE_NVML) /* as kairosd sees it: use, and whether a process lives */
             for (size_t i = 0; i < sc->n; i++) {
                 /* the judge still knows who competed: who wanted at least its

@@ -3,7 +3,8 @@
  *   seconds: 20
  *   measure: runnable | nvml | userd                 # optional (sim.h)
  *   gpu: { context_switch_us: 120, disable_us: 720, enable_us: 400, preempt_us: 600,
- *          sense_us: 1000, report_phase_us: 0 }                       # optional
+ *          sense_us: 1000, report_phase_us: 0,
+ *          nvml_sample_us: 0 }                                         # optional
  *   tenants:
  *     - name: a
  *       compute: { share: 75%, limit: none, priority: normal }  # as in kairosd.yaml
@@ -123,10 +124,12 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
             field = &g->sense_us;
         else if (key && !strcmp(key, "report_phase_us"))
             field = &g->report_phase_us;
+        else if (key && !strcmp(key, "nvml_sample_us"))
+            field = &g->nvml_sample_us;
         else
             return ydoc_fail(p, k, "unknown key in gpu (expected context_switch_us, disable_us, "
-                              "enable_us, preempt_us, default_timeslice_us, sense_us or "
-                              "report_phase_us)");
+                              "enable_us, preempt_us, default_timeslice_us, sense_us, "
+                              "report_phase_us or nvml_sample_us)");
         double d;
         if (number(p, v, key, 1e6, &d))
             return -EINVAL;

@@ -26,10 +26,12 @@ struct run_seen {
     uint32_t pid[RUN_PIDS];
     double frac[RUN_PIDS];  /* each process's runnable fraction of its interval */
     double open[RUN_PIDS];  /* each process's unpaused fraction of its interval */
+    double prog[RUN_PIDS];  /* each process's progress fraction, -1: not measured */
     unsigned n;
     bool partial;           /* some process could not sense all its channels */
     double last;            /* the tenant's fraction as last complete, -1: unknown */
     double last_open;       /* the tenant's unpaused fraction (its processes' largest) */
+    double last_prog;       /* the tenant's progress fraction (their sum), -1: unknown */
     unsigned late;          /* ticks it has stood in for missing reports */
 };
 #define RUN_LATE_MAX 2      /* a report a little late keeps the last figure this long */
@@ -100,7 +102,7 @@ static void push_changed(struct timeshare *t, unsigned gpu)
 static void forget_runnable(struct timeshare *t, unsigned slot)
 {
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-        t->run[g][slot] = (struct run_seen){.last = -1, .last_open = -1};
+        t->run[g][slot] = (struct run_seen){.last = -1, .last_open = -1, .last_prog = -1};
 }
 
 /* Tenant name's compute policy on gpu, from the registry (whatever set it). */
@@ -235,6 +237,31 @@ static void log_samples(unsigned gpu, const struct gpu_util *u, size_t n)
     log_debug("GPU %u utilization:%s", gpu, n ? seen : " no samples");
 }
 
+/* Once a second beside NVML's samples: each tenant's runnable and progress
+ * time of the last period as its shims reported them (in percent; ? unknown). */
+static void log_shims(const struct timeshare *t, unsigned gpu,
+                      const struct sched_usage use[SCHED_MAX_TENANTS])
+{
+    char seen[512] = "";
+    size_t len = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS && len < sizeof seen; i++) {
+        if (!t->g[gpu].t[i].present)
+            continue;
+        const struct sched_usage *u = &use[i];
+        double P = t->g[gpu].period_us;
+        if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
+            len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=?", t->slot_name[i]);
+        else if (!u->progress_known)
+            len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=%.0f/?", t->slot_name[i],
+                                    100 * (double)u->runnable_us / P);
+        else
+            len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=%.0f/%.0f",
+                                    t->slot_name[i], 100 * (double)u->runnable_us / P,
+                                    100 * (double)u->progress_us / P);
+    }
+    log_debug("GPU %u runnable/progress %%:%s", gpu, seen);
+}
+
 /* One GPU's use per tenant since since_us, from the backend. 0 or -errno. */
 static int measure(struct timeshare *t, unsigned gpu, uint64_t since_us,
                    struct sched_usage use[SCHED_MAX_TENANTS])
@@ -325,15 +352,19 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
     double f = (double)r->runnable_us / (double)r->interval_us;
     rs->partial |= (r->flags & KAIROS_RUNNABLE_PARTIAL) != 0;
     double open = (double)r->unpaused_us / (double)r->interval_us;
+    double prog = r->flags & KAIROS_RUNNABLE_PROGRESS
+                      ? (double)r->progress_us / (double)r->interval_us : -1;
     for (unsigned k = 0; k < rs->n; k++)
         if (rs->pid[k] == pid) { /* two reports in one tick: runnable if either was */
             rs->frac[k] = f > rs->frac[k] ? f : rs->frac[k];
             rs->open[k] = open > rs->open[k] ? open : rs->open[k];
+            rs->prog[k] = rs->prog[k] < 0 || prog < 0 ? -1 : prog > rs->prog[k] ? prog : rs->prog[k];
             return;
         }
     if (rs->n < RUN_PIDS) {
         rs->pid[rs->n] = pid;
         rs->open[rs->n] = open;
+        rs->prog[rs->n] = prog;
         rs->frac[rs->n++] = f;
     } else {
         rs->partial = true; /* more processes than tracked: unknown */
@@ -355,13 +386,15 @@ static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
     if (rs->partial || members == 0) {
         rs->last = -1;
     } else if (rs->n >= members) {
-        double f = 0, open = 0;
+        double f = 0, open = 0, prog = 0;
         for (unsigned k = 0; k < rs->n; k++) {
             f += rs->frac[k];
             open = rs->open[k] > open ? rs->open[k] : open;
+            prog = prog < 0 || rs->prog[k] < 0 ? -1 : prog + rs->prog[k];
         }
         rs->last = f < 1 ? f : 1;
         rs->last_open = open;
+        rs->last_prog = prog < 1 ? prog : 1;
         rs->late = 0;
     } else if (rs->last >= 0 && rs->late < RUN_LATE_MAX) {
         rs->late++;
@@ -377,6 +410,9 @@ static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
          * the H200: gpu-run-9, bursty-50-train, nothing lent) */
         uint64_t seen = (uint64_t)llround(rs->last * t->g[gpu].period_us);
         u->runnable_us = seen < t->g[gpu].period_us ? seen : t->g[gpu].period_us;
+        u->progress_known = rs->last_prog >= 0;
+        if (u->progress_known)
+            u->progress_us = (uint64_t)llround(rs->last_prog * t->g[gpu].period_us);
     }
     rs->n = 0;
     rs->partial = false;
@@ -404,6 +440,8 @@ void timeshare_tick(struct timeshare *t)
         for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
             if (t->g[g].t[i].present)
                 apply_runnable(t, g, i, &use[i]);
+        if (t->ticks_logged % 10 == 0)
+            log_shims(t, g, use);
         bool paused[SCHED_MAX_TENANTS];
         windows_in_force(&t->g[g], paused);
         sched_tick(&t->g[g], use);

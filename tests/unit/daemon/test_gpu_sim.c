@@ -55,8 +55,10 @@ static void test_scenario_duplicates_refused(void **state)
     assert_non_null(strstr(err, "a second YAML document"));
 }
 
-static void assert_converged(const struct sim_scenario *sc, const struct sim_result *r,
-                             double p95_bound)
+/* Each tenant's per-window error at p95 within charged_p95 as the scheduler
+ * charged it and ran_p95 as it really ran, its run's mean within ERR_MEAN_PP. */
+static void assert_converged_both(const struct sim_scenario *sc, const struct sim_result *r,
+                                  double charged_p95, double ran_p95)
 {
     for (size_t i = 0; i < sc->n; i++) {
         const struct sim_tenant_result *t = &r->t[i];
@@ -65,11 +67,17 @@ static void assert_converged(const struct sim_scenario *sc, const struct sim_res
                       t->achieved * 100, t->gpu * 100, t->err_p50, t->err_p95, t->used_err_p95,
                       t->windows);
         assert_true(t->windows > 0);
-        assert_true(t->err_p95 <= p95_bound);
-        assert_true(t->used_err_p95 <= p95_bound);
+        assert_true(t->err_p95 <= charged_p95);
+        assert_true(t->used_err_p95 <= ran_p95);
         assert_true(100 * (t->achieved > t->target ? t->achieved - t->target
                                                    : t->target - t->achieved) <= ERR_MEAN_PP);
     }
+}
+
+static void assert_converged(const struct sim_scenario *sc, const struct sim_result *r,
+                             double p95_bound)
+{
+    assert_converged_both(sc, r, p95_bound, p95_bound);
 }
 
 static void test_model_round_robin_ratio(void **state)
@@ -283,10 +291,11 @@ static void test_busy_latency_tenant_not_yielded_to(void **state)
  * timeslices that fill the period (k rounds of exactly period / k) keep each
  * share in every window without a pause, and lose one switch per tenant per
  * round: >= 98.9 % busy in all three (1 ms slices gave 93.6 / 93.6 / 87.4 %,
- * windows 98.5 / 97.1 / 94.1 %) - when the scheduler knows who ran. With
- * NVML's coarse use (measure: userd) a tenant's first second reads behind, auto
- * moves to windows (as on the H200, gpu-run-9: auto 0.972 and 0.926 aggregate
- * with 4 and 8 tenants, windows 0.976 and 0.925) and the shares still hold. */
+ * windows 98.5 / 97.1 / 94.1 %) - when the scheduler knows who ran, and as
+ * kairosd sees a GPU (measure: userd, NVML sampled five times a second as on the
+ * H200): what a tenant ran is then its shims' progress time. Judged by NVML's
+ * samples, auto moved to windows (as on the H200: 0.975 and 0.953 aggregate with
+ * 4 and 8 tenants, windows 0.968 and 0.954; here 97.1 and 94.3 % busy). */
 static void test_deep_tenants_fill_the_period(void **state)
 {
     (void)state;
@@ -295,7 +304,7 @@ static void test_deep_tenants_fill_the_period(void **state)
     for (size_t k = 0; k < 6; k++) {
         char yaml[2048];
         snprintf(yaml, sizeof yaml, "seconds: 20\nmode: auto\nmeasure: %s\ntenants:\n",
-                 k < 3 ? "runnable" : "userd");
+                 k < 3 ? "runnable" : "userd\ngpu: { nvml_sample_us: 200000 }");
         char list[64];
         snprintf(list, sizeof list, "%s", shares[k % 3]);
         int i = 0;
@@ -308,10 +317,11 @@ static void test_deep_tenants_fill_the_period(void **state)
         struct sim_scenario sc;
         struct sim_result r;
         run_text(yaml, &r, &sc);
-        print_message("  %d tenants, %s: busy %.2f%%\n", i, k < 3 ? "exact use" : "NVML's use",
-                      r.busy * 100);
-        assert_converged(&sc, &r, k < 3 ? 0.2 : 1.0);
-        assert_true(r.busy >= (k < 3 ? 0.989 : 0.94));
+        print_message("  %d tenants, %s: busy %.2f%%\n", i,
+                      k < 3 ? "exact use" : "NVML's samples and the shims' progress", r.busy * 100);
+        /* charged by the shims' progress: off by up to a sample (1 ms) per slice */
+        assert_converged_both(&sc, &r, k < 3 ? 0.2 : 2.5, k < 3 ? 0.2 : 1.0);
+        assert_true(r.busy >= 0.989);
     }
 }
 

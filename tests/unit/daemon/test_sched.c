@@ -194,6 +194,101 @@ static void test_shallow_drift_switches_to_windows(void **state)
     assert_true(g.t[0].dec.duty_us >= 65000 && g.t[0].dec.duty_us <= 75000);
 }
 
+/* Eight deep tenants at 12.5 % in auto mode, as kairosd sees them on the H200:
+ * NVML's samples of the last second name five of them at 20 % and the other
+ * three not at all; tenant low's shim reports progress prog, the others 12.4 ms. */
+static void eight_seen_as_on_the_gpu(struct sched_usage *use, bool progress, unsigned low,
+                                     uint64_t prog)
+{
+    for (unsigned i = 0; i < 8; i++) {
+        deep(&use[i], i < 5 ? 20000 : 0);
+        use[i].used_coarse = true;
+        use[i].progress_known = progress;
+        use[i].progress_us = i == low ? prog : 12400;
+    }
+}
+
+static struct sched_gpu eight_equal(void)
+{
+    struct sched_gpu g;
+    sched_gpu_init(&g, 0);
+    for (unsigned i = 0; i < 8; i++)
+        sched_tenant_set(&g, i, &(struct sched_policy){.share = 0.125});
+    return g;
+}
+
+/* What a tenant ran is its shims' progress time where NVML's use is coarse: by
+ * NVML's samples three of eight tenants ran nothing, and auto mode (before the
+ * shims reported progress) paused all eight in windows (the H200, 2026-12-03:
+ * 0.953 of solo; the timeslices that fill the period keep 0.99 in the simulator).
+ * A tenant starved by timeslices still moves the GPU to windows; one period's
+ * low reading (the sampling is off by up to a sample per slice) does not. */
+static void test_progress_judges_timeslices_where_nvml_cannot(void **state)
+{
+    (void)state;
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    struct sched_gpu g = eight_equal();
+    eight_seen_as_on_the_gpu(use, false, 7, 12400); /* a shim of before: NVML alone */
+    ticks(&g, use, 10);
+    assert_true(g.windows);
+
+    g = eight_equal();
+    eight_seen_as_on_the_gpu(use, true, 7, 12400);
+    ticks(&g, use, 10);
+    assert_false(g.windows);
+    assert_int_equal(g.t[0].dec.timeslice_us, (100000 - 8 * SCHED_SWITCH_US) / 8);
+    for (unsigned low = 5; low < 8; low++) { /* three periods, each one tenant 4.4 ms short */
+        eight_seen_as_on_the_gpu(use, true, low, 8000);
+        sched_tick(&g, use);
+    }
+    eight_seen_as_on_the_gpu(use, true, 7, 12400);
+    ticks(&g, use, 10);
+    assert_false(g.windows);
+    eight_seen_as_on_the_gpu(use, true, 7, 6000); /* starved, period after period */
+    int n = 0;
+    while (!g.windows && n < 10) {
+        sched_tick(&g, use);
+        n++;
+    }
+    assert_true(g.windows);
+    assert_true(n <= 4);
+    assert_int_equal(g.t[7].dec.period_us, SCHED_PERIOD_US);
+}
+
+/* Two tenants, both waiting, whose shims report progress p0 and p1. */
+static void two_progressing(struct sched_usage *use, uint64_t p0, uint64_t p1)
+{
+    const uint64_t p[2] = {p0, p1};
+    for (unsigned i = 0; i < 2; i++) {
+        deep(&use[i], 50000);
+        use[i].used_coarse = true;
+        use[i].progress_known = true;
+        use[i].progress_us = p[i];
+    }
+}
+
+/* Progress is read as parts of the tenants' sum. The switches between slices
+ * belong to nobody: 75/25 served exactly reads 72.5 / 24.5 ms of the period,
+ * which is no shortfall. Two shallow tenants that take turns within a
+ * millisecond both read busy the whole period, which says that each had half
+ * of it, and the one entitled to 70 % is behind. */
+static void test_progress_read_as_parts_of_its_sum(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    pair(&g, SCHED_MODE_AUTO, &p75, &p25);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    two_progressing(use, 72500, 24500);
+    ticks(&g, use, 10);
+    assert_false(g.windows);
+    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
+         &(struct sched_policy){.share = 0.3});
+    two_progressing(use, SCHED_PERIOD_US, SCHED_PERIOD_US);
+    for (int i = 0; i < 6 && !g.windows; i++)
+        sched_tick(&g, use);
+    assert_true(g.windows);
+}
+
 static void test_latency_first_and_long_batch_short(void **state)
 {
     (void)state;
@@ -539,15 +634,16 @@ static void test_no_yield_to_a_latency_tenant_over_its_share(void **state)
 }
 
 /* Beside a latency tenant the others take the yield slice while none of them
- * shares the GPU with another by timeslices: in windows (each alone in its own),
- * or one active in timeslices mode; two active in timeslices mode keep the
- * slices of their shares (a 200 us slice would cost a switch between them every
- * 200 us). */
+ * shares the GPU with another by timeslices: in windows (each alone in its own;
+ * auto mode puts two or more there at once), or one active in timeslices mode;
+ * two active in timeslices mode keep the slices of their shares (a 200 us slice
+ * would cost a switch between them every 200 us). */
 static void test_yield_slice_only_where_it_costs_no_switches(void **state)
 {
     (void)state;
-    static const enum sched_mode modes[] = {SCHED_MODE_WINDOWS, SCHED_MODE_TIMESLICES};
-    for (size_t m = 0; m < 2; m++) {
+    static const enum sched_mode modes[] = {SCHED_MODE_WINDOWS, SCHED_MODE_AUTO,
+                                            SCHED_MODE_TIMESLICES};
+    for (size_t m = 0; m < 3; m++) {
         struct sched_gpu g;
         sched_gpu_init(&g, 0);
         sched_set_mode(&g, modes[m]);
@@ -561,7 +657,7 @@ static void test_yield_slice_only_where_it_costs_no_switches(void **state)
         shims(&use[2], 95000, 35000);
         sched_tick(&g, use);
         assert_int_equal(g.t[0].dec.timeslice_us, SCHED_TS_LATENCY_US);
-        if (modes[m] == SCHED_MODE_WINDOWS) {
+        if (modes[m] != SCHED_MODE_TIMESLICES) {
             assert_true(g.t[1].dec.duty_us > 0 && g.t[1].dec.duty_us < g.t[1].dec.period_us);
             assert_int_equal(g.t[1].dec.timeslice_us, 150);
             assert_int_equal(g.t[2].dec.timeslice_us, 150);
@@ -623,6 +719,8 @@ int main(void)
         cmocka_unit_test(test_demand_capped_tenant_lends_the_rest),
         cmocka_unit_test(test_limit_is_a_window),
         cmocka_unit_test(test_shallow_drift_switches_to_windows),
+        cmocka_unit_test(test_progress_judges_timeslices_where_nvml_cannot),
+        cmocka_unit_test(test_progress_read_as_parts_of_its_sum),
         cmocka_unit_test(test_latency_first_and_long_batch_short),
         cmocka_unit_test(test_auto_never_pauses_a_latency_tenant),
         cmocka_unit_test(test_filling_slices_only_without_latency),
