@@ -99,8 +99,8 @@ struct sched_tenant {
     double demand;        /* last period: its runnable time (without the shims' reports,
                            * its use) as a fraction of the period */
     double lag;           /* its shortfall below target while it waits, smoothed
-                           * (sched.c falls_behind) */
-    unsigned behind;      /* consecutive periods its smoothed shortfall exceeded 2 points */
+                           * (sched.c misses_target) */
+    unsigned missed;      /* consecutive periods it missed its target (misses_target) */
     unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
                            * last second) still covers its idle spell: its "ran" says
                            * nothing, so it does not count as falling behind */
@@ -110,7 +110,7 @@ struct sched_gpu {
     uint32_t period_us;
     enum sched_mode mode;
     bool windows;         /* strict complementary windows for every active tenant */
-    unsigned drift;       /* the most consecutive periods one tenant has been behind */
+    unsigned drift;       /* the most consecutive periods one tenant missed its target */
     unsigned settle;      /* periods to wait after a change before judging drift */
     uint64_t active_mask; /* the active set of the last period */
     uint64_t seq;

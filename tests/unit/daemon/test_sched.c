@@ -221,8 +221,9 @@ static struct sched_gpu eight_equal(void)
  * NVML's samples three of eight tenants ran nothing, and auto mode (before the
  * shims reported progress) paused all eight in windows (the H200, 2026-12-03:
  * 0.953 of solo; the timeslices that fill the period keep 0.99 in the simulator).
- * A tenant starved by timeslices still moves the GPU to windows; a slice that
- * falls into the next period (a reading of 0 then 25 %) does not, nor do three
+ * A tenant starved by timeslices still moves the GPU to windows, and so does one
+ * whose slices do not divide the windows (0 and 25 % in turn, as on the H200); a
+ * slice that falls into the next period once (0 then 25 %) does not, nor do three
  * readings 2.4 points short (the sampling's error). */
 static void test_progress_judges_timeslices_where_nvml_cannot(void **state)
 {
@@ -247,6 +248,15 @@ static void test_progress_judges_timeslices_where_nvml_cannot(void **state)
     }
     eight_seen_as_on_the_gpu(use, true, 7, 10000); /* three periods 2.4 ms short: noise */
     ticks(&g, use, 3);
+    eight_seen_as_on_the_gpu(use, true, 7, 12400);
+    ticks(&g, use, 10);
+    assert_false(g.windows);
+    for (int k = 0; k < 4; k++) { /* the H200: a tenant with two slices, then none, ... */
+        eight_seen_as_on_the_gpu(use, true, 0, k % 2 ? 0 : 24800);
+        sched_tick(&g, use);
+    }
+    assert_true(g.windows); /* per-window error: 12.5 points */
+    g = eight_equal();
     eight_seen_as_on_the_gpu(use, true, 7, 12400);
     ticks(&g, use, 10);
     assert_false(g.windows);
