@@ -37,7 +37,7 @@
 #define ACTIVE_MIN 0.02      /* wanted at least 2 % of the period */
 #define DRIFT_ERR 0.02       /* 2 percentage points below target */
 #define LAG_GAIN 0.3         /* the weight of the last period in a tenant's shortfall */
-#define SWING_ERR 0.05       /* 5 points off target in one period, either way */
+#define SWING_ERR 0.03       /* 3 points off target in one period, either way */
 #define DRIFT_PERIODS 3
 #define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
@@ -354,10 +354,10 @@ static double progress_scale(const struct sched_gpu *g, const struct sched_usage
  * is off by more than SWING_ERR either way (slices that do not divide the
  * window: on the H200 eight deep tenants in 12.4 ms slices read 0-1 % and 25 %
  * in turn, per-window p95 error 11-13 points; 75/25 in 18.6 / 6.2 ms slices read
- * 63-75 / 24-31 %). The shims' progress time is off by up to a sample interval
- * per run on the GPU (+-1.5 points in the simulator), hence the smoothing of
- * small shortfalls: a tenant 3.6 points short (75/25 on the H200) misses from its
- * third period, one 8 points short from its first. */
+ * 63-75 / 24-31 %, per-window p95 8.4 points). The shims' progress time is off
+ * by up to a sample interval per run on the GPU (+-1.5 points in the simulator,
+ * which keeps deep tenants in timeslices with either bound at 2 points), hence
+ * the smoothing of small shortfalls. */
 static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
                           const struct sched_usage *u, double busy)
 {
