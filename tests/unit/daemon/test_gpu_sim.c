@@ -288,10 +288,12 @@ static void test_busy_latency_tenant_not_yielded_to(void **state)
 }
 
 /* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode:
- * timeslices that fill the period (k rounds of exactly period / k) keep each
- * share in every window without a pause, and lose one switch per tenant per
- * round: >= 98.9 % busy in all three (1 ms slices gave 93.6 / 93.6 / 87.4 %,
- * windows 98.5 / 97.1 / 94.1 %) - when the scheduler knows who ran, and as
+ * timeslices that fill the period (k rounds of exactly period / k, 6, 3 and 1
+ * with slices of at most 14 ms) keep each share in every window without a
+ * pause, and lose one switch per tenant per round: >= 98.4 % busy in all three
+ * (1 ms slices gave 93.6 / 93.6 / 87.4 %, windows 98.5 / 97.1 / 94.1 %; the
+ * H200 does not hold a share per window so: docs/scheduler.md, "Throughput")
+ * - when the scheduler knows who ran, and as
  * kairosd sees a GPU (measure: userd, NVML sampled five times a second as on the
  * H200): what a tenant ran is then its shims' progress time. Judged by NVML's
  * samples, auto moved to windows (as on the H200: 0.975 and 0.953 aggregate with
@@ -321,7 +323,7 @@ static void test_deep_tenants_fill_the_period(void **state)
                       k < 3 ? "exact use" : "NVML's samples and the shims' progress", r.busy * 100);
         /* charged by the shims' progress: off by up to a sample (1 ms) per slice */
         assert_converged_both(&sc, &r, k < 3 ? 0.2 : 2.5, k < 3 ? 0.2 : 1.0);
-        assert_true(r.busy >= 0.989);
+        assert_true(r.busy >= 0.984);
     }
 }
 

@@ -57,12 +57,12 @@ static void test_timeslices_follow_shares(void **state)
     deep(&use[0], 74000);
     deep(&use[1], 24000);
     sched_tick(&g, use);
-    /* slices that fill the period: 4 rounds (the 75 % slice within 20 ms) of
-     * 25 ms, each slice plus a switch, in the ratio 3:1 */
+    /* slices that fill the period: 6 rounds (the 75 % slice within 14 ms) of
+     * 16.7 ms, each slice plus a switch, in the ratio 3:1 */
     uint64_t ts0 = g.t[0].dec.timeslice_us, ts1 = g.t[1].dec.timeslice_us;
     assert_true(ts0 <= SCHED_TS_MAX_US);
     assert_true(ts0 > 3 * ts1 - 2 && ts0 < 3 * ts1 + 2);
-    assert_true(labs((long)(4 * (ts0 + ts1 + 2 * SCHED_SWITCH_US)) - 100000) <= 4);
+    assert_true(labs((long)(6 * (ts0 + ts1 + 2 * SCHED_SWITCH_US)) - 100000) <= 6);
     assert_int_equal(g.t[0].dec.period_us, 0);
     assert_true(g.t[0].changed);
     assert_float_equal(g.t[0].target, 0.75, 1e-9);
