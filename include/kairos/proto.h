@@ -115,6 +115,8 @@
  *             - RUNNABLE.pad became .progress_us, with the flag
  *               KAIROS_RUNNABLE_PROGRESS: how long the channels moved (a shim of
  *               before sends neither, and kairosd falls back on NVML's use).
+ *             - RUNNABLE flag KAIROS_RUNNABLE_IDLE: an early report once the
+ *               process has had nothing queued for KAIROS_IDLE_EARLY_MS.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -600,6 +602,13 @@ struct kairos_time_policy {
  * from an idle spell"). */
 #define KAIROS_RUNNABLE_WAKE 0x2u
 #define KAIROS_RUNNABLE_PROGRESS 0x4u /* progress_us is measured */
+/* KAIROS_RUNNABLE_IDLE: sent at once by a shim whose last report was busy, once
+ * nothing has been queued on that GPU for KAIROS_IDLE_EARLY_MS: kairosd may lend
+ * the tenant's window now rather than after a whole idle period. Like a wake, its
+ * figures are the interval so far, which the next regular report covers again.
+ * Not with KAIROS_RUNNABLE_WAKE. */
+#define KAIROS_RUNNABLE_IDLE 0x8u
+#define KAIROS_IDLE_EARLY_MS 20u
 struct kairos_runnable {
     uint32_t gpu;
     uint32_t flags;

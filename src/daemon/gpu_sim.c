@@ -203,6 +203,19 @@ static bool moves(const struct gpu_sim_tenant *t, bool ran)
                    t->spec.load == GPU_SIM_BURSTY);
 }
 
+/* After a sample: a shim whose last report was busy and that has seen nothing
+ * queued for KAIROS_IDLE_EARLY_MS says so at once (KAIROS_RUNNABLE_IDLE: an event,
+ * its interval goes on; tc_sense.c). */
+static void early_idle_step(struct gpu_sim *s, struct gpu_sim_tenant *t)
+{
+    if (!t->early_armed || !t->quiet_since_us ||
+        s->now_us + 1 - t->quiet_since_us < KAIROS_IDLE_EARLY_MS * 1000ull)
+        return;
+    t->idle_early = true;
+    t->early_armed = false;
+    t->wake_armed = true;
+}
+
 /* One step of tenant t's shim: a sample when it is due, the next one at a
  * pseudo-random instant of the next interval. */
 static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, bool ran)
@@ -225,6 +238,11 @@ static void sense_step(struct gpu_sim *s, struct gpu_sim_tenant *t, bool work, b
         t->wake = true;
         t->wake_armed = false;
     }
+    if (pending)
+        t->quiet_since_us = 0;
+    else if (!t->quiet_since_us)
+        t->quiet_since_us = s->now_us + 1; /* + 1: 0 means "not quiet" */
+    early_idle_step(s, t);
     t->fetched_since_sense = false;
     t->sense_rng ^= t->sense_rng << 13;
     t->sense_rng ^= t->sense_rng >> 7;
@@ -244,7 +262,10 @@ static void report_step(struct gpu_sim *s, size_t i, uint64_t end_us)
     uint64_t interval = end_us - t->rep_since_us;
     t->report = (struct gpu_sim_report){true, interval, t->rep_sensed_us, t->rep_open_us,
                                         t->rep_progress_us};
-    t->wake_armed = (double)t->rep_sensed_us < 0.02 * (double)interval;
+    bool idle = (double)t->rep_sensed_us < 0.02 * (double)interval;
+    idle |= t->wake_armed && t->quiet_since_us; /* still quiet since an early idle report */
+    t->wake_armed = idle;
+    t->early_armed = !idle;
     t->reported = true;
     t->rep_since_us = end_us;
     t->rep_sensed_us = t->rep_open_us = t->rep_progress_us = 0;
@@ -264,6 +285,14 @@ static void nvml_step(struct gpu_sim *s, const uint64_t used_before[])
 uint32_t gpu_sim_nvml_hits(const struct gpu_sim *s, size_t i)
 {
     return i < s->n ? s->t[i].nvml_hits : 0;
+}
+
+bool gpu_sim_take_idle(struct gpu_sim *s, size_t i)
+{
+    bool idle = i < s->n && s->t[i].idle_early;
+    if (idle)
+        s->t[i].idle_early = false;
+    return idle;
 }
 
 bool gpu_sim_take_wake(struct gpu_sim *s, size_t i)

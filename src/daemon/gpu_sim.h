@@ -26,7 +26,9 @@
  * sees the last report, which may end up to a period before the tick; and a shim
  * whose last report was idle (less than 2 % runnable) raises a wake (the
  * KAIROS_RUNNABLE_WAKE report, sent at once) at the first sample that sees work
- * pending. kairosd acts on both at once (sim_run.c). A sample that finds the
+ * pending; one whose last report was busy says so at once (KAIROS_RUNNABLE_IDLE)
+ * when its samples have seen nothing queued for KAIROS_IDLE_EARLY_MS. kairosd
+ * acts on all three at once (sim_run.c). A sample that finds the
  * tenant's channels moved since the one before (a unit started; a deep or
  * bursty queue, whose kernels are short, ran at all) counts sense_us of progress
  * (the shim's progress_us, its time on the GPU) if the sample before it did too
@@ -108,6 +110,9 @@ struct gpu_sim_tenant {
     struct gpu_sim_report report; /* its last report */
     bool wake_armed;         /* its last report was idle: the next pending sample wakes */
     bool wake;               /* a wake was raised (gpu_sim_take_wake clears it) */
+    uint64_t quiet_since_us; /* 1 + when its shim's samples stopped seeing work, 0: work */
+    bool early_armed;        /* its last report was busy: an early idle report may go */
+    bool idle_early;         /* an early idle report was made (gpu_sim_take_idle clears it) */
     bool reported;           /* a report was made (gpu_sim_take_report clears it) */
     uint64_t lat_us[GPU_SIM_LAT_MAX];
     size_t n_lat;
@@ -137,6 +142,9 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
 uint32_t gpu_sim_nvml_hits(const struct gpu_sim *s, size_t i);
 /* Whether tenant i's shim raised a wake since the last call (and clears it). */
 bool gpu_sim_take_wake(struct gpu_sim *s, size_t i);
+/* Whether tenant i's shim made an early idle report since the last call (and
+ * clears it). */
+bool gpu_sim_take_idle(struct gpu_sim *s, size_t i);
 /* Whether tenant i's shim made a report since the last call (and clears it). */
 bool gpu_sim_take_report(struct gpu_sim *s, size_t i);
 /* The p-quantile (0..1) of tenant i's request latencies, 0 when none. */

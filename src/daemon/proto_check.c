@@ -331,11 +331,14 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         const struct kairos_runnable *u = &r->body.runnable;
         if ((rc = check_gpu(u->gpu, why, why_len)))
             return rc;
-        const uint32_t known =
-            KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE | KAIROS_RUNNABLE_PROGRESS;
+        const uint32_t known = KAIROS_RUNNABLE_PARTIAL | KAIROS_RUNNABLE_WAKE |
+                               KAIROS_RUNNABLE_PROGRESS | KAIROS_RUNNABLE_IDLE;
         if (u->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "RUNNABLE has unknown flags 0x%x",
                           u->flags & ~known);
+        if ((u->flags & KAIROS_RUNNABLE_WAKE) && (u->flags & KAIROS_RUNNABLE_IDLE))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "RUNNABLE cannot be both a wake and an idle report");
         if (u->progress_us && !(u->flags & KAIROS_RUNNABLE_PROGRESS))
             return refuse(KAIROS_ERR_INVALID, why, why_len,
                           "RUNNABLE progress_us must be 0 without KAIROS_RUNNABLE_PROGRESS");

@@ -619,7 +619,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         if (!t->present)
             continue;
         busy += (double)ran_us(g, &use[i]);
-        t->active = seen_active(g, &use[i]) || t->woken;
+        t->active = (seen_active(g, &use[i]) && !t->quiet) || t->woken;
         if (t->active)
             mask |= 1ull << i;
     }
@@ -655,6 +655,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     sched_plan(g);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         g->t[i].woken -= g->t[i].woken > 0;
+        g->t[i].quiet -= g->t[i].quiet > 0;
         g->t[i].use_stale -= g->t[i].use_stale > 0;
     }
     if (g->fresh)
@@ -685,6 +686,7 @@ bool sched_wake(struct sched_gpu *g, unsigned slot, uint32_t pos_us)
     struct sched_tenant *t = &g->t[slot];
     t->active = true;
     t->woken = SCHED_WAKE_TICKS;
+    t->quiet = 0;
     t->use_stale = SCHED_COARSE_TICKS;
     t->cap = t->pol.limit > 0 ? t->pol.limit : 1.0; /* what it wanted idle says nothing now */
     g->active_mask |= 1ull << slot;
@@ -701,6 +703,19 @@ bool sched_idle_now(struct sched_gpu *g, unsigned slot)
     g->t[slot].active = false;
     g->active_mask &= ~(1ull << slot);
     return replan_now(g);
+}
+
+bool sched_idle_early(struct sched_gpu *g, unsigned slot)
+{
+    if (slot >= SCHED_MAX_TENANTS || g->t[slot].pol.limit > 0)
+        return false;
+    const struct sched_decision *d = &g->t[slot].dec;
+    if (!d->period_us || d->duty_us >= d->period_us)
+        return false; /* no window to lend: timeslices give its time away already */
+    if (!sched_idle_now(g, slot))
+        return false;
+    g->t[slot].quiet = SCHED_WAKE_TICKS; /* the reports in flight cover its busy part */
+    return true;
 }
 
 void sched_plan(struct sched_gpu *g)

@@ -205,6 +205,7 @@ static void take_events(struct run *r, const struct sim_scenario *sc, struct sim
 {
     for (size_t i = 0; i < sc->n; i++) {
         bool woke = gpu_sim_take_wake(&r->sim, i), reported = gpu_sim_take_report(&r->sim, i);
+        bool quiet = gpu_sim_take_idle(&r->sim, i);
         if (sc->measure != SIM_MEASURE_USERD || !r->present[i])
             continue;
         uint32_t pos = (uint32_t)(r->sim.now_us % SCHED_PERIOD_US);
@@ -213,8 +214,9 @@ static void take_events(struct run *r, const struct sim_scenario *sc, struct sim
             apply_changed(r, sc);
         }
         const struct gpu_sim_report *rep = &r->sim.t[i].report;
-        if (reported && (double)rep->sensed_us < 0.02 * (double)rep->interval_us &&
-            sched_idle_now(&r->g, (unsigned)i)) {
+        bool idle = reported && (double)rep->sensed_us < 0.02 * (double)rep->interval_us;
+        if (((quiet && sched_idle_early(&r->g, (unsigned)i)) ||
+             (idle && sched_idle_now(&r->g, (unsigned)i)))) {
             res->idled++;
             apply_changed(r, sc);
         }

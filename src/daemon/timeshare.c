@@ -338,6 +338,20 @@ static void idle_now(struct timeshare *t, unsigned gpu, unsigned slot)
     push_changed(t, gpu);
 }
 
+/* The only member of the tenant in slot has had nothing queued for 20 ms
+ * (KAIROS_RUNNABLE_IDLE): the tenant is idle now, its window lent from now
+ * (sched_idle_early; not for a tenant with a limit). A tenant of several
+ * processes waits for their regular reports (idle_now). */
+static void idle_early(struct timeshare *t, unsigned gpu, unsigned slot)
+{
+    const struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[slot]);
+    if (!lt || lt->n_members != 1 || !sched_idle_early(&t->g[gpu], slot))
+        return;
+    log_debug("tenant %s, GPU %u: nothing queued for %u ms; its window lent from now",
+              t->slot_name[slot], gpu, KAIROS_IDLE_EARLY_MS);
+    push_changed(t, gpu);
+}
+
 void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
                         const struct kairos_runnable *r)
 {
@@ -347,6 +361,10 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
     if (r->flags & KAIROS_RUNNABLE_WAKE) {
         wake(t, r->gpu, (unsigned)s);
         return; /* not a report: the next regular one covers this interval again */
+    }
+    if (r->flags & KAIROS_RUNNABLE_IDLE) {
+        idle_early(t, r->gpu, (unsigned)s);
+        return; /* the same */
     }
     struct run_seen *rs = &t->run[r->gpu][s];
     double f = (double)r->runnable_us / (double)r->interval_us;

@@ -24,7 +24,13 @@
  * A process whose last report was idle (under 2 % runnable: kairosd may have
  * lent its window) and whose sample now sees work queued says so at once (a
  * KAIROS_RUNNABLE_WAKE report from the control thread, tc_sense_wake), so that
- * kairosd plans it in from now rather than a period or two later.
+ * kairosd plans it in from now rather than a period or two later. The other way
+ * round, a process whose last report was busy and that has had nothing queued for
+ * KAIROS_IDLE_EARLY_MS (20 ms) says so at once, flagged KAIROS_RUNNABLE_IDLE
+ * (tc_sense_idle; the interval so far, which the next report covers again): its
+ * window can be lent from then on, not from the end of a whole idle period; once
+ * per busy report, so a process that idles in short gaps sends at most one a
+ * period.
  *
  * Owns the table of USERD addresses to sample, the per-GPU sums since the last
  * report, and sense_mu. Runnable time is the sum over samples of the time since
@@ -72,6 +78,9 @@ struct sense_sum {
     uint64_t since_ns, last_ns, runnable_ns, progress_ns;
     uint32_t samples, pending;
     bool pending_now;         /* the last sample saw work pending */
+    uint64_t quiet_since_ns;  /* the first sample of the present run without work
+                               * pending, 0 while work is (kept across reports) */
+    bool early_armed;         /* the last report was busy: an early idle report may go */
     bool progress_now;        /* the last sample saw a channel move (kept across reports) */
     bool idle_reported;       /* the last report sent was idle: a wake is due at work */
 };
@@ -172,6 +181,10 @@ void tc_sense_sample(uint64_t now_ns)
         s->samples++;
         s->pending += pending[g];
         s->pending_now = pending[g];
+        if (pending[g])
+            s->quiet_since_ns = 0;
+        else if (!s->quiet_since_ns)
+            s->quiet_since_ns = now_ns;
     }
 }
 
@@ -210,8 +223,12 @@ void tc_sense_reported(uint32_t gpu, uint64_t now_ns)
     const struct sense_sum *s = &sense_sums[gpu];
     bool idle = s->since_ns && now_ns > s->since_ns &&
                 s->runnable_ns * SENSE_IDLE_FRAC < now_ns - s->since_ns;
+    /* quiet since an early idle report and still quiet: kairosd has it idle */
+    idle |= s->idle_reported && s->quiet_since_ns && !s->early_armed;
     sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns,
-                                         .idle_reported = idle, .progress_now = s->progress_now};
+                                         .idle_reported = idle, .progress_now = s->progress_now,
+                                         .quiet_since_ns = s->quiet_since_ns,
+                                         .early_armed = !idle};
     (void)tc_pause_unpaused(gpu, now_ns, now_ns, true);
 }
 
@@ -222,6 +239,27 @@ bool tc_sense_wake(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
         return false;
     out->flags |= KAIROS_RUNNABLE_WAKE;
     return true;
+}
+
+bool tc_sense_idle(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return false;
+    const struct sense_sum *s = &sense_sums[gpu];
+    if (!s->early_armed || !s->quiet_since_ns ||
+        now_ns - s->quiet_since_ns < KAIROS_IDLE_EARLY_MS * 1000000ull ||
+        !tc_sense_report(gpu, now_ns, out))
+        return false;
+    out->flags |= KAIROS_RUNNABLE_IDLE;
+    return true;
+}
+
+void tc_sense_idled(uint32_t gpu)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return;
+    sense_sums[gpu].idle_reported = true; /* the next work it sees is a wake */
+    sense_sums[gpu].early_armed = false;
 }
 
 void tc_sense_woke(uint32_t gpu)

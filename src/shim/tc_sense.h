@@ -31,6 +31,12 @@ void tc_sense_reported(uint32_t gpu, uint64_t now_ns);
  * was sent: one wake per idle report. */
 bool tc_sense_wake(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out);
 void tc_sense_woke(uint32_t gpu);
+/* An early idle report for gpu (KAIROS_RUNNABLE_IDLE: the interval so far, which
+ * the next report covers again) when the last report was busy and no sample has
+ * seen work queued for KAIROS_IDLE_EARLY_MS; false otherwise. tc_sense_idled once
+ * it was sent: the next work seen is a wake. */
+bool tc_sense_idle(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out);
+void tc_sense_idled(uint32_t gpu);
 /* timectl_reset; the forked child's handler. */
 void tc_sense_reset(void);
 void tc_sense_after_fork(void);

@@ -129,6 +129,8 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
         struct kairos_runnable r;
         if (tc_sense_wake(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
             tc_sense_woke(g); /* back from an idle report: kairosd plans it in now */
+        if (tc_sense_idle(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
+            tc_sense_idled(g); /* quiet for 20 ms: its window may be lent now */
         if (now < tc_next_report[g] || !tc_sense_report(g, now, &r))
             continue;
         if (agent_report_runnable(&r) == -EBUSY)

@@ -120,6 +120,32 @@ class Lending(unittest.TestCase):
         self.assertLess(got_b, 0.40)
         self.assertGreater(pb["busy"][2], 0)
 
+    def test_tenant_that_goes_idle_lends_its_window_at_once(self):
+        """a busy, then idle; b busy throughout. a's shim reports early once nothing
+        has been queued for 20 ms (KAIROS_RUNNABLE_IDLE), so kairosd lends a's window
+        then: from 70 ms after a's last work b runs >= 95 % of the time. Before,
+        the window was lent only after a regular report covering a whole idle
+        interval, up to 0.2 s later: b was paused in a's window meanwhile."""
+        a = self.tenant("a", "busy:1.5,idle:1.5")
+        b = self.tenant("b", "busy:3.0")
+        out_a, err_a = a.communicate(timeout=60)
+        out_b, err_b = b.communicate(timeout=60)
+        self.assertEqual(a.returncode, 0, err_a)
+        self.assertEqual(b.returncode, 0, err_b)
+        idle_a = phases(out_a)["idle"][0]
+        with open(self.log) as f:
+            pids = sorted({int(m) for m in re.findall(r"disable pid=(\d+)", f.read())})
+        self.assertEqual(len(pids), 2, "both tenants were paused at some time")
+        # b is the one paused more while both were busy (share 25 %)
+        fr = {p: running_fraction(paused_intervals(self.log, p), idle_a - 1.0, idle_a)
+              for p in pids}
+        pid_b = min(pids, key=lambda p: fr[p])
+        self.assertLess(fr[pid_b], 0.5, "b was held to its window while a was busy")
+        ints_b = paused_intervals(self.log, pid_b)
+        lent = running_fraction(ints_b, idle_a + 0.07, idle_a + 0.6)
+        print(f"b ran {lent:.3f} of the time from 70 ms after a idled", file=sys.stderr)
+        self.assertGreaterEqual(lent, 0.95)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

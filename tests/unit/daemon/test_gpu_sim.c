@@ -477,10 +477,11 @@ static void test_bursty_spells_as_on_the_gpu(void **state)
         assert_true(wakes >= 25); /* one per spell */
         assert_true(first <= 1.0);
         assert_true(rest <= 1.0);
-        /* while infer idles: auto lends it all; windows once a report shows a
-         * whole idle interval (sched_idle_now), which with the spells' phase here
-         * is half-way through the idle windows judged (the GPU: 0.81) */
-        assert_true(lent >= (k == 0 ? 0.7 : 0.99));
+        /* while infer idles: auto lends it all, and so do windows since the
+         * shim says so 20 ms into an idle spell (KAIROS_RUNNABLE_IDLE); before,
+         * windows lent only once a report showed a whole idle interval, half-way
+         * through the idle windows judged here: 0.752 (the H200: 0.745) */
+        assert_true(lent >= 0.99);
         /* the goal: idle, its window lent (>= 95 %) within 2 periods */
         assert_true(lent_late >= 0.95);
     }

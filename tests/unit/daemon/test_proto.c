@@ -173,7 +173,11 @@ static void test_runnable(void **state)
     u.progress_us = 1; /* a figure without its flag */
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "KAIROS_RUNNABLE_PROGRESS");
     u.progress_us = 0;
-    u.flags = 0x8;
+    u.flags = KAIROS_RUNNABLE_IDLE;
+    assert_int_equal(check(pack(KAIROS_MSG_RUNNABLE, &u, sizeof u)), 0);
+    u.flags = KAIROS_RUNNABLE_IDLE | KAIROS_RUNNABLE_WAKE;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "both a wake and an idle");
+    u.flags = 0x10;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_RUNNABLE, &u, sizeof u), "unknown flags");
     u.flags = 0;
     u.runnable_us = 100001;

@@ -482,6 +482,39 @@ static void test_windows_lend_a_live_idle_tenant_despite_coarse_use(void **state
     assert_true(g.t[0].active);
 }
 
+/* An early idle report (nothing queued for 20 ms) lends a windowed tenant's
+ * window at once and keeps it idle for the ticks whose reports still cover its
+ * busy part; its wake takes it back. Not in timeslices (nothing to lend), not
+ * for a tenant with a limit. */
+static void test_idle_early_lends_a_window_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    pair(&g, SCHED_MODE_WINDOWS, &p75, &p25);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    shims(&use[0], 90000, 74000);
+    shims(&use[1], 90000, 24000);
+    ticks(&g, use, 3);
+    assert_true(g.t[0].dec.duty_us > 0 && g.t[0].dec.duty_us < SCHED_PERIOD_US);
+    assert_true(sched_idle_early(&g, 0));
+    assert_int_equal(g.t[1].dec.period_us, 0); /* b alone: never paused */
+    sched_tick(&g, use); /* a's report still covers its busy part */
+    assert_false(g.t[0].active);
+    assert_int_equal(g.t[1].dec.period_us, 0);
+    assert_true(sched_wake(&g, 0, 0));
+    assert_true(g.t[0].active);
+    assert_true(g.t[0].dec.duty_us > 0 && g.t[0].dec.duty_us < SCHED_PERIOD_US);
+    ticks(&g, use, 3);
+    sched_set_mode(&g, SCHED_MODE_TIMESLICES);
+    ticks(&g, use, 3);
+    assert_false(sched_idle_early(&g, 0)); /* no window to lend */
+    assert_true(g.t[0].active);
+    pair(&g, SCHED_MODE_WINDOWS, &(struct sched_policy){.share = 0.75, .limit = 0.8}, &p25);
+    ticks(&g, use, 3);
+    assert_false(sched_idle_early(&g, 0)); /* a limit: its kernel may still run */
+    assert_true(g.t[0].active);
+}
+
 /* A tenant back from an idle spell (its shim's wake, KAIROS_RUNNABLE_WAKE): active
  * at once, its window from the instant it woke (the layout rotated to start there,
  * kept afterwards), not from the next period or the one after, when a report
@@ -747,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_wake_plans_again_at_once),
         cmocka_unit_test(test_idle_report_lends_at_once),
+        cmocka_unit_test(test_idle_early_lends_a_window_at_once),
         cmocka_unit_test(test_shared_overrun_charged_in_part),
         cmocka_unit_test(test_windows_off_while_a_latency_tenant_is_active),
         cmocka_unit_test(test_windows_around_a_latency_tenant),

@@ -726,6 +726,58 @@ static void test_sensor_progress_is_time_the_channel_moved(void **state)
     shim_close(r, fd);
 }
 
+/* Samples 1 ms apart until tc_sense_idle says an early idle report is due (at
+ * most limit_ms); the milliseconds it took, limit_ms + 1 if it never did. */
+static unsigned ms_until_idle_report(unsigned limit_ms, struct kairos_runnable *rep)
+{
+    for (unsigned ms = 0; ms <= limit_ms; ms++) {
+        if (tc_sense_idle(0, mono_ns(), rep))
+            return ms;
+        sleep_ms(1);
+        tc_sense_sample(mono_ns());
+    }
+    return limit_ms + 1;
+}
+
+/* Going idle: a process whose last report was busy and that has had nothing
+ * queued for KAIROS_IDLE_EARLY_MS reports at once (KAIROS_RUNNABLE_IDLE), so that
+ * kairosd can lend its window from then on, not after a whole idle period; once
+ * per busy report, and the next work it sees is a wake. */
+static void test_sensor_reports_idle_early(void **state)
+{
+    (void)state;
+    int fd;
+    uint8_t *userd = one_sensed_channel(&fd);
+    struct kairos_runnable rep;
+    assert_int_equal(timectl_pause(0), 0);
+    *gp(userd, 0, 0x8C) = 2; /* work waits: busy */
+    (void)sampled_for(userd, 5, false);
+    tc_sense_reported(0, mono_ns()); /* a busy report: an early idle report may go */
+    assert_false(tc_sense_idle(0, mono_ns(), &rep)); /* work still queued */
+    assert_int_equal(timectl_resume(0), 0); /* fetched: nothing queued from now on */
+    unsigned ms = ms_until_idle_report(60, &rep);
+    print_message("early idle report after %u ms quiet\n", ms);
+    assert_true(ms >= KAIROS_IDLE_EARLY_MS - 2 && ms <= KAIROS_IDLE_EARLY_MS + 10);
+    assert_int_equal(rep.flags & (KAIROS_RUNNABLE_IDLE | KAIROS_RUNNABLE_WAKE),
+                     KAIROS_RUNNABLE_IDLE);
+    assert_true(rep.runnable_us > 0); /* the interval so far, busy part included */
+    tc_sense_idled(0);
+    assert_int_equal(ms_until_idle_report(40, &rep), 41); /* once per busy report */
+    tc_sense_reported(0, mono_ns()); /* a regular report, quiet all along: idle */
+    assert_int_equal(ms_until_idle_report(30, &rep), 31);
+    assert_int_equal(timectl_pause(0), 0);
+    *gp(userd, 0, 0x8C) = 3; /* work comes: a wake */
+    sleep_ms(1);
+    tc_sense_sample(mono_ns());
+    assert_true(tc_sense_wake(0, mono_ns(), &rep));
+    tc_sense_woke(0);
+    assert_int_equal(timectl_resume(0), 0);
+    sleep_ms(2);
+    tc_sense_sample(mono_ns());
+    shim_munmap(r, userd, 0x10000);
+    shim_close(r, fd);
+}
+
 /* Back from an idle spell: a process whose last report was idle says so at once
  * when a sample sees work queued (KAIROS_RUNNABLE_WAKE, from the control thread:
  * no system call on the application's), once per idle report; never after a busy
@@ -908,6 +960,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sensor_progress_is_time_the_channel_moved, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sensor_wakes_after_an_idle_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_reports_idle_early, setup, teardown),
         cmocka_unit_test(test_window_math),
         cmocka_unit_test_setup_teardown(test_windows_follow_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_while_pausing, setup, teardown),
