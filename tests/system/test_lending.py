@@ -78,17 +78,21 @@ class Lending(unittest.TestCase):
                                  "-u", work], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=e)
 
-    def test_idle_tenant_lends_its_window_and_takes_it_back(self):
-        a = self.tenant("a", "idle:2.0,busy:1.5")
-        b = self.tenant("b", "busy:3.5")
+    def run_pair(self, work_a, work_b):
+        """Runs a and b to the end; their phases and the two pids the fake driver
+        saw paused."""
+        a, b = self.tenant("a", work_a), self.tenant("b", work_b)
         out_a, err_a = a.communicate(timeout=60)
         out_b, err_b = b.communicate(timeout=60)
         self.assertEqual(a.returncode, 0, err_a)
         self.assertEqual(b.returncode, 0, err_b)
-        pa, pb = phases(out_a), phases(out_b)
         with open(self.log) as f:
             pids = sorted({int(m) for m in re.findall(r"disable pid=(\d+)", f.read())})
         self.assertEqual(len(pids), 2, "both tenants were paused at some time")
+        return phases(out_a), phases(out_b), pids
+
+    def test_idle_tenant_lends_its_window_and_takes_it_back(self):
+        pa, pb, pids = self.run_pair("idle:2.0,busy:1.5", "busy:3.5")
         # Which pid is which: a is paused while idle only at the start (a newcomer is
         # assumed busy), b is paused once a is busy.
         busy_a = pa["busy"][0]
@@ -126,16 +130,8 @@ class Lending(unittest.TestCase):
         then: from 70 ms after a's last work b runs >= 95 % of the time. Before,
         the window was lent only after a regular report covering a whole idle
         interval, up to 0.2 s later: b was paused in a's window meanwhile."""
-        a = self.tenant("a", "busy:1.5,idle:1.5")
-        b = self.tenant("b", "busy:3.0")
-        out_a, err_a = a.communicate(timeout=60)
-        out_b, err_b = b.communicate(timeout=60)
-        self.assertEqual(a.returncode, 0, err_a)
-        self.assertEqual(b.returncode, 0, err_b)
-        idle_a = phases(out_a)["idle"][0]
-        with open(self.log) as f:
-            pids = sorted({int(m) for m in re.findall(r"disable pid=(\d+)", f.read())})
-        self.assertEqual(len(pids), 2, "both tenants were paused at some time")
+        pa, _, pids = self.run_pair("busy:1.5,idle:1.5", "busy:3.0")
+        idle_a = pa["idle"][0]
         # b is the one paused more while both were busy (share 25 %)
         fr = {p: running_fraction(paused_intervals(self.log, p), idle_a - 1.0, idle_a)
               for p in pids}
