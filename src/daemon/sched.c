@@ -9,10 +9,14 @@
  *   3. mode (sched_mode): strict clock-aligned complementary windows while two or
  *      more tenants that are not latency-sensitive compete (WINDOWS); timeslices
  *      proportional to shares (TIMESLICES: work-conserving, exact for deep queues
- *      only); or timeslices until a tenant that waited stays below its target for
- *      3 periods (shallow queues, where timeslices never expire), then windows
- *      until the active set changes (AUTO). Latency tenants are never paused in
- *      any mode (only a limit pauses them) and never trigger windows;
+ *      only); or timeslices until a tenant that waited misses its target for 3
+ *      periods in a row (its smoothed shortfall above 2 points: shallow queues,
+ *      where timeslices never expire; or one reading 3 points off: slices that do
+ *      not divide the window), then windows until the active set changes (AUTO;
+ *      beside a latency tenant, windows at once). What a tenant ran is, with
+ *      NVML's coarse use, its shims' progress time, read as its part of the sum.
+ *      Latency tenants are never paused in any mode (only a limit pauses them)
+ *      and never trigger windows;
  *   4. feedback, only from runnable time: in windows, a per-tenant debt
  *      (entitled minus charged, a tenant that does not fill its window is charged
  *      the whole window; with coarse use, as NVML's, charged is the time its
@@ -24,7 +28,8 @@
  * at once and the GPU planned again in mid-period, its window rotated to start
  * then, instead of a period or two later when the reports show it; one whose
  * report shows a whole idle interval is idle at once (sched_idle_now), not at
- * the next tick.
+ * the next tick, and so is one whose shim saw nothing queued for 20 ms
+ * (sched_idle_early: a windowed tenant without a limit).
  */
 #include "daemon/sched.h"
 

@@ -5,10 +5,10 @@
  * work fetched and not yet launched while the host's pushbuffer Get lags its Put
  * (a launch waiting for the kernel before it), and it ran since the last look if
  * GPGet or the pushbuffer Get moved (the host fetched an entry or processed
- * methods, which it does only for a channel on the GPU). The USERD page is in the process's own
- * memory (CPU-mapped; objtree_userds finds it from the channel's allocation and
- * the RM_MAP_MEMORY + mmap of its memory), so a sample is six loads per channel
- * and no system call. Measured on the H200 (bench/results/2026-12-02-h200-probe
+ * methods, which it does only for a channel on the GPU). The USERD page is in
+ * the process's own memory (CPU-mapped; objtree_userds finds it from the
+ * channel's allocation and the RM_MAP_MEMORY + mmap of its memory), so a sample
+ * is six loads per channel and no system call. Measured on the H200 (bench/results/2026-12-02-h200-probe
  * and 2026-12-03-h200-probe-words-deep-mixes): a deep queue reads pending 99.3 %
  * of the time by GPGet/GPPut (99.8 % with the pushbuffer words), a shallow one
  * (sync after each kernel) 0.1 %, a CUDA graph 80 % (90 %), eight queued 100 ms
@@ -17,7 +17,7 @@
  * it does not show. A paused process with work waiting shows as pending (a disabled
  * channel fetches nothing), which is how a tenant that became busy gets its
  * window back. A sample counts when some channel of the GPU is pending or its
- * GPGet moved since the previous sample: a stream of short kernels with a sync
+ * GPGet or pushbuffer Get moved since the previous sample: a stream of short kernels with a sync
  * after each (pending 0.1 %) moves GPGet at every kernel. What neither shows, one
  * long kernel with nothing behind it, kairosd takes from its own figure of use.
  *
@@ -133,20 +133,20 @@ void tc_sense_refresh(void)
     pthread_mutex_unlock(&sense_mu);
 }
 
-/* The host has fetched methods it has not processed yet (its pushbuffer Get
- * behind Put): a launch waits for the kernel before it. */
-static bool pushbuffer_behind(const volatile uint32_t *userd)
+/* The host has fetched methods it has not processed yet (its pushbuffer Get,
+ * pb_get, behind Put): a launch waits for the kernel before it. */
+static bool pushbuffer_behind(const volatile uint32_t *userd, uint32_t pb_get)
 {
-    return userd[OBJTREE_USERD_PB_GET / 4] != userd[OBJTREE_USERD_PB_PUT / 4] ||
+    return pb_get != userd[OBJTREE_USERD_PB_PUT / 4] ||
            userd[OBJTREE_USERD_PB_GET_HI / 4] != userd[OBJTREE_USERD_PB_PUT_HI / 4];
 }
 
-/* The host moved through the channel's work since the last sample: it fetched
- * a GPFIFO entry or processed pushbuffer methods, which it does only while the
- * channel is on the GPU. Updates the channel's last words. */
-static bool moved(struct sense_chan *c, uint32_t get)
+/* The host moved through the channel's work since the last sample (GPGet get, the
+ * pushbuffer Get pb_get): it fetched a GPFIFO entry or processed pushbuffer
+ * methods, which it does only while the channel is on the GPU. Updates the
+ * channel's last words. */
+static bool moved(struct sense_chan *c, uint32_t get, uint32_t pb_get)
 {
-    uint32_t pb_get = c->userd[OBJTREE_USERD_PB_GET / 4];
     bool m = get != c->last_get || pb_get != c->last_pb_get;
     c->last_get = get;
     c->last_pb_get = pb_get;
@@ -160,12 +160,12 @@ void tc_sense_sample(uint64_t now_ns)
     for (size_t i = 0; i < sense_n; i++) {
         struct sense_chan *c = &sense_tbl[i];
         uint32_t get = c->userd[OBJTREE_USERD_GP_GET / 4];
-        bool queued = get != c->userd[OBJTREE_USERD_GP_PUT / 4] || pushbuffer_behind(c->userd);
-        if (moved(c, get))
-            progress[c->gpu] = true;
-        if (queued || progress[c->gpu])
-            pending[c->gpu] = true; /* queued, fetched and not yet launched, or
-                                     * moved since the last sample */
+        uint32_t pb_get = c->userd[OBJTREE_USERD_PB_GET / 4];
+        bool m = moved(c, get, pb_get);
+        progress[c->gpu] |= m;
+        /* queued, fetched and not yet launched, or moved since the last sample */
+        pending[c->gpu] |= m || get != c->userd[OBJTREE_USERD_GP_PUT / 4] ||
+                           pushbuffer_behind(c->userd, pb_get);
     }
     pthread_mutex_unlock(&sense_mu);
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
