@@ -723,6 +723,25 @@ bool sched_idle_early(struct sched_gpu *g, unsigned slot)
     return true;
 }
 
+/* Why decision d holds tenant t back (sched_tenant.hold), and how long of each
+ * period it keeps it paused. A limit's window counts as the limit's even where the
+ * shares' windows would have been shorter. */
+static void classify_hold(const struct sched_gpu *g, struct sched_tenant *t,
+                          const struct sched_decision *d)
+{
+    bool windowed = d->period_us && d->duty_us < d->period_us;
+    t->held_us = windowed ? d->period_us - d->duty_us : 0;
+    if (windowed)
+        t->hold = t->pol.limit > 0 && !g->windows ? SCHED_HOLD_LIMIT
+                  : t->pol.limit > 0 && d->duty_us <= t->pol.limit * d->period_us + 0.5
+                      ? SCHED_HOLD_LIMIT
+                      : SCHED_HOLD_SHARE;
+    else if (yield_slice(g, t) && d->timeslice_us == yield_slice(g, t))
+        t->hold = SCHED_HOLD_YIELD;
+    else
+        t->hold = d->timeslice_us ? SCHED_HOLD_SHARE : SCHED_HOLD_NONE;
+}
+
 void sched_plan(struct sched_gpu *g)
 {
     struct sched_decision next[SCHED_MAX_TENANTS];
@@ -743,6 +762,7 @@ void sched_plan(struct sched_gpu *g)
         t->changed = false;
         if (!t->present)
             continue;
+        classify_hold(g, t, &next[i]);
         next[i].seq = t->dec.seq;
         if (memcmp(&next[i], &t->dec, sizeof next[i]) || !t->dec.seq) {
             next[i].seq = ++g->seq;

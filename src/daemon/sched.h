@@ -77,6 +77,17 @@ struct sched_decision {
     uint64_t seq;
 };
 
+/* Why a tenant is held back from running as it would natively (sched_tenant.hold):
+ * the operator's view of what Kairos did to it (kairos ps, top, the metrics). */
+enum sched_hold {
+    SCHED_HOLD_NONE = 0, /* runs as it would natively: no window, the driver's timeslices */
+    SCHED_HOLD_SHARE,    /* another tenant below its share waited behind it: weighted
+                          * timeslices or a window of its share */
+    SCHED_HOLD_LIMIT,    /* its limit's window */
+    SCHED_HOLD_YIELD,    /* the short yield slice beside a latency tenant's requests */
+};
+#define SCHED_HOLD_REASONS 4
+
 struct sched_tenant {
     bool present;
     bool active;          /* wanted the GPU in the last period */
@@ -93,6 +104,9 @@ struct sched_tenant {
                            * its duty lately: a limit's next windows are shortened
                            * by it, or lengthened when negative */
     struct sched_decision dec;
+    enum sched_hold hold; /* why dec holds it back (SCHED_HOLD_NONE: it does not) */
+    uint32_t held_us;     /* of each period, how long dec keeps it paused (period - duty
+                           * while it has a window shorter than the period, else 0) */
     bool changed;         /* dec changed in the last sched_tick */
     bool spans;           /* has a policy on other GPUs too: its window comes first */
     unsigned woken;       /* ticks left since sched_wake: active, its cap not cut by the
