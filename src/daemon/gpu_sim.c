@@ -18,6 +18,8 @@ int gpu_sim_init(struct gpu_sim *s, const struct gpu_sim_params *p,
         s->p.step_us = 10;
     if (!s->p.ctx_switch_us)
         s->p.ctx_switch_us = 120;
+    if (!s->p.idle_switch_us)
+        s->p.idle_switch_us = 20;
     if (!s->p.disable_us)
         s->p.disable_us = 720;
     if (!s->p.enable_us)
@@ -147,8 +149,11 @@ static uint64_t slice_of(const struct gpu_sim *s, int i)
     return ts ? ts : s->p.default_ts_us;
 }
 
-/* The hardware round robin for one step over the runnable set. */
-static void step_hw(struct gpu_sim *s, const bool *runnable)
+/* The hardware round robin for one step over the runnable set (work: who has work
+ * queued, paused or not). A switch away from a group that ran out of work costs
+ * idle_switch_us, one that preempts a group with work (its slice over, or paused)
+ * ctx_switch_us. */
+static void step_hw(struct gpu_sim *s, const bool *runnable, const bool *work)
 {
     if (s->switch_left) {
         s->switch_left = s->switch_left > s->p.step_us ? s->switch_left - s->p.step_us : 0;
@@ -173,9 +178,10 @@ static void step_hw(struct gpu_sim *s, const bool *runnable)
         return; /* idle */
     s->slice_left = slice_of(s, next);
     if (next != cur) {
+        s->switch_left = cur >= 0 && !work[cur] ? s->p.idle_switch_us : s->p.ctx_switch_us;
         s->cur = next;
-        s->switch_left = s->p.ctx_switch_us;
-        return;
+        if (s->switch_left)
+            return;
     }
     run_tenant(s, &s->t[cur]);
     s->slice_left -= s->slice_left > s->p.step_us ? s->p.step_us : s->slice_left;
@@ -335,7 +341,7 @@ uint64_t gpu_sim_run(struct gpu_sim *s, uint64_t len_us, struct sched_usage *use
                 t->rep_open_us += s->p.step_us;
             }
         }
-        step_hw(s, runnable);
+        step_hw(s, runnable, work);
         nvml_step(s, used_before);
         for (size_t i = 0; i < s->n; i++) { /* the shims' samples and reports */
             sense_step(s, &s->t[i], work[i], s->t[i].used_us > used_before[i]);

@@ -5,7 +5,7 @@
  * Model: round robin over the runnable channel groups (one per tenant: all of a
  * tenant's processes are one), each running up to its timeslice and then
  * yielding if another is runnable; a context switch costs ctx_switch_us of GPU
- * time nobody gets; a window (TIME_POLICY period/phase/duty) pauses a tenant
+ * time nobody gets (idle_switch_us where the group it leaves ran out of work); a window (TIME_POLICY period/phase/duty) pauses a tenant
  * disable_us after its window closes (work keeps running meanwhile, as the
  * preemption RPC completes), which costs the GPU preempt_us if the tenant had
  * work queued, and resumes it enable_us after it opens. The costs are calibrated on the H200
@@ -68,6 +68,9 @@ struct gpu_sim_tenant_spec {
 struct gpu_sim_params {
     uint32_t step_us;        /* 10 */
     uint32_t ctx_switch_us;  /* 120: a timeslice switch */
+    uint32_t idle_switch_us; /* 20: a switch away from a group that ran out of work (no
+                              * preemption; an estimate: 4 launch-bound processes ran
+                              * at ~2-3x one alone on the H200, windows at 0.43x that) */
     uint32_t disable_us;     /* 720 */
     uint32_t enable_us;      /* 400 */
     uint32_t preempt_us;     /* 600: GPU time lost when a tenant with work is paused */

@@ -7,7 +7,7 @@
  *
  *   kairosd [-c FILE] [-s SOCKET] [--state FILE] [--fake-gpu FILE] [-l LEVEL]
  *           [--log TARGET] [--syslog] [--metrics ADDRESS] [--check]
- *   kairosd --sim SCENARIO.yaml [--sim-seconds N] [--json]
+ *   kairosd --sim SCENARIO.yaml [--sim-seconds N] [--sim-mode MODE] [--json]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -54,6 +54,7 @@ struct options {
     bool check_only;
     const char *sim;
     double sim_seconds;
+    const char *sim_mode;
     bool json;
 };
 
@@ -103,6 +104,8 @@ static void usage(FILE *out)
             "      --sim FILE        run the scheduler against a simulated GPU (a scenario,\n"
             "                        see etc/sim/) faster than real time, print and exit\n"
             "      --sim-seconds N   simulated time (default: the scenario's seconds)\n"
+            "      --sim-mode MODE   the scenario in auto, timeslices, windows or native\n"
+            "                        (no decision applied: the GPU without Kairos) mode\n"
             "      --json            with --sim: one JSON document (without --sim: a usage\n"
             "                        error)\n"
             "  -h, --help            show this text\n"
@@ -122,6 +125,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"check", no_argument, NULL, 'k'},          {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},        {"sim", required_argument, NULL, 'm'},
         {"sim-seconds", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
+        {"sim-mode", required_argument, NULL, 'o'},
         {"metrics", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
@@ -191,6 +195,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'j':
             o->json = true;
             break;
+        case 'o':
+            o->sim_mode = optarg;
+            break;
         case 'h':
             usage(stdout);
             return -1;
@@ -207,10 +214,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         usage(stderr);
         return 2;
     }
-    if (!o->sim && (o->json || o->sim_seconds > 0)) {
+    if (!o->sim && (o->json || o->sim_seconds > 0 || o->sim_mode)) {
         fprintf(stderr, "kairosd: %s goes with --sim SCENARIO (the daemon itself has no JSON "
                         "output: see kairos ps --json)\n",
-                o->json ? "--json" : "--sim-seconds");
+                o->json ? "--json" : o->sim_mode ? "--sim-mode" : "--sim-seconds");
         return 2;
     }
     return 0;
@@ -240,6 +247,10 @@ static int run_sim(const struct options *o)
     }
     if (o->sim_seconds > 0)
         sc.seconds = o->sim_seconds;
+    if (o->sim_mode && !sim_scenario_set_mode(&sc, o->sim_mode)) {
+        fprintf(stderr, "kairosd: --sim-mode wants auto, timeslices, windows or native\n");
+        return 2;
+    }
     if (!o->json)
         printf("simulated GPU, %zu tenant(s), %.0f s; every second, per tenant: target/ran, "
                "%% of the GPU's time\n", sc.n, sc.seconds);

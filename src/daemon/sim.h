@@ -29,6 +29,8 @@ enum sim_measure { SIM_MEASURE_RUNNABLE = 0, SIM_MEASURE_NVML, SIM_MEASURE_USERD
 struct sim_scenario {
     double seconds;
     enum sched_mode mode;     /* mode: auto | timeslices | windows */
+    bool native;              /* mode: native - the decisions are never applied: the GPU
+                               * as without Kairos, to judge the others against */
     enum sim_measure measure; /* what the scheduler is told of each tenant's demand */
     uint32_t latency_yield_us; /* latency_yield_us, as kairosd.yaml's (sched_set_yield) */
     struct gpu_sim_params gpu;
@@ -46,6 +48,9 @@ struct sim_scenario {
 int sim_scenario_parse(const char *name, const char *text, size_t len, struct sim_scenario *sc,
                        char *err, size_t err_len);
 int sim_scenario_load(const char *path, struct sim_scenario *sc, char *err, size_t err_len);
+/* Sets sc's mode from its name: auto, timeslices, windows or native; false (sc
+ * unchanged) for anything else. */
+bool sim_scenario_set_mode(struct sim_scenario *sc, const char *name);
 
 /* Per tenant results over the judged windows: after warm-up, while it competes
  * for the GPU (a tenant that got all it wanted is not judged: its target is its
@@ -70,6 +75,8 @@ struct sim_result {
     size_t trace_n;
     size_t wakes;         /* wakes that made the scheduler plan again in mid-period */
     size_t idled;         /* idle reports that did (sched_idle_now) */
+    size_t paused;        /* periods in which a tenant had a window shorter than the
+                           * period (a pause), in a native scenario none */
     double busy;          /* mean fraction of the period the GPU did work */
     struct sim_tenant_result t[GPU_SIM_MAX_TENANTS];
 };

@@ -188,12 +188,32 @@ static void seen_userd(struct run *r, const struct sim_scenario *sc, size_t i, s
                              : open < SCHED_PERIOD_US ? open : SCHED_PERIOD_US;
 }
 
+/* Whether a tenant of g has a window shorter than the period: it is paused. */
+static bool any_window(const struct sched_gpu *g)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_decision *d = &g->t[i].dec;
+        if (g->t[i].present && d->period_us && d->duty_us < d->period_us)
+            return true;
+    }
+    return false;
+}
+
+/* Sends tenant i's decision to its simulated shim; in a native scenario none
+ * (the driver's own timeslices, never paused). */
+static void apply_decision(struct run *r, const struct sim_scenario *sc, size_t i,
+                           const struct sched_decision *d)
+{
+    static const struct sched_decision none;
+    gpu_sim_apply(&r->sim, i, sc->native ? &none : d);
+}
+
 /* Sends the decisions that changed in mid-period to the simulated shims. */
 static void apply_changed(struct run *r, const struct sim_scenario *sc)
 {
     for (size_t j = 0; j < sc->n; j++)
         if (r->g.t[j].changed) {
-            gpu_sim_apply(&r->sim, j, &r->g.t[j].dec);
+            apply_decision(r, sc, j, &r->g.t[j].dec);
             r->g.t[j].changed = false;
         }
 }
@@ -274,7 +294,7 @@ static bool membership(struct run *r, const struct sim_scenario *sc, size_t k)
     }
     for (size_t i = 0; changed && i < sc->n; i++)
         if (r->present[i])
-            gpu_sim_apply(&r->sim, i, &r->g.t[i].dec);
+            apply_decision(r, sc, i, &r->g.t[i].dec);
     return changed;
 }
 
@@ -349,7 +369,8 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         for (size_t i = 0; i < sc->n; i++)
             if (r->g.t[i].changed)
-                gpu_sim_apply(&r->sim, i, &r->g.t[i].dec);
+                apply_decision(r, sc, i, &r->g.t[i].dec);
+        res->paused += !sc->native && any_window(&r->g);
         struct sim_window w = {.busy = busy};
         double *tshare = w.tshare, *ashare = w.ashare;
         for (size_t i = 0; i < sc->n; i++) {

@@ -2,7 +2,8 @@
  *
  *   seconds: 20
  *   measure: runnable | nvml | userd                 # optional (sim.h)
- *   gpu: { context_switch_us: 120, disable_us: 720, enable_us: 400, preempt_us: 600,
+ *   gpu: { context_switch_us: 120, idle_switch_us: 20, disable_us: 720, enable_us: 400,
+ *          preempt_us: 600,
  *          sense_us: 1000, report_phase_us: 0,
  *          nvml_sample_us: 0 }                                         # optional
  *   tenants:
@@ -112,6 +113,8 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
         uint32_t *field = NULL;
         if (key && !strcmp(key, "context_switch_us"))
             field = &g->ctx_switch_us;
+        else if (key && !strcmp(key, "idle_switch_us"))
+            field = &g->idle_switch_us;
         else if (key && !strcmp(key, "disable_us"))
             field = &g->disable_us;
         else if (key && !strcmp(key, "enable_us"))
@@ -127,7 +130,8 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
         else if (key && !strcmp(key, "nvml_sample_us"))
             field = &g->nvml_sample_us;
         else
-            return ydoc_fail(p, k, "unknown key in gpu (expected context_switch_us, disable_us, "
+            return ydoc_fail(p, k, "unknown key in gpu (expected context_switch_us, "
+                              "idle_switch_us, disable_us, "
                               "enable_us, preempt_us, default_timeslice_us, sense_us, "
                               "report_phase_us or nvml_sample_us)");
         double d;
@@ -138,11 +142,23 @@ static int parse_gpu(struct ydoc *p, const yaml_node_t *n, struct gpu_sim_params
     return 0;
 }
 
-static int parse_mode(struct ydoc *p, const yaml_node_t *v, enum sched_mode *mode)
+bool sim_scenario_set_mode(struct sim_scenario *sc, const char *name)
 {
-    if (sched_mode_parse(sval(v), mode))
+    if (name && !strcmp(name, "native")) {
+        sc->native = true;
+        return true;
+    }
+    if (!sched_mode_parse(name, &sc->mode))
+        return false;
+    sc->native = false;
+    return true;
+}
+
+static int parse_mode(struct ydoc *p, const yaml_node_t *v, struct sim_scenario *sc)
+{
+    if (sim_scenario_set_mode(sc, sval(v)))
         return 0;
-    return ydoc_fail(p, v, "mode must be auto, timeslices or windows");
+    return ydoc_fail(p, v, "mode must be auto, timeslices, windows or native");
 }
 
 static int parse_measure(struct ydoc *p, const yaml_node_t *v, enum sim_measure *measure)
@@ -174,7 +190,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
         else if (key && !strcmp(key, "gpu"))
             rc = parse_gpu(p, v, &sc->gpu);
         else if (key && !strcmp(key, "mode"))
-            rc = parse_mode(p, v, &sc->mode);
+            rc = parse_mode(p, v, sc);
         else if (key && !strcmp(key, "measure"))
             rc = parse_measure(p, v, &sc->measure);
         else if (key && !strcmp(key, "latency_yield_us")) {
