@@ -571,7 +571,7 @@ void config_defaults(struct config *c)
     c->max_connections_per_user = 128;
     c->admin_reserve = 16;
     c->register_timeout_ms = 5000;
-    c->time_mode = SCHED_MODE_WINDOWS; /* docs/scheduler.md: what the H200 showed */
+    c->time_mode = SCHED_MODE_AUTO; /* do no harm: docs/scheduler.md, "The rule" */
     c->latency_yield_us = SCHED_YIELD_US;
 }
 

@@ -6,21 +6,27 @@
  *   2. targets: weighted water-filling of the period over the active tenants,
  *      each capped by its limit and (when known) by what it wanted, so idle time
  *      is lent to whoever wants it;
- *   3. mode (sched_mode): strict clock-aligned complementary windows while two or
- *      more tenants that are not latency-sensitive compete (WINDOWS); timeslices
- *      proportional to shares (TIMESLICES: work-conserving, exact for deep queues
- *      only); or timeslices until a tenant that waited misses its target for 3
- *      periods in a row (its smoothed shortfall above 2 points: shallow queues,
- *      where timeslices never expire; or one reading 3 points off: slices that do
- *      not divide the window), then windows until the active set changes (AUTO;
- *      beside a latency tenant, windows at once). What a tenant ran is, with
- *      NVML's coarse use, its shims' progress time, read as its part of the sum.
- *      Latency tenants are never paused in any mode (only a limit pauses them)
- *      and never trigger windows;
+ *   3. level (sched_level, by the mode): strict clock-aligned complementary
+ *      windows while two or more tenants that are not latency-sensitive compete
+ *      (WINDOWS); timeslices proportional to shares (TIMESLICES: work-conserving,
+ *      exact for deep queues only); or, in AUTO, do no harm: the driver's own
+ *      timeslices and no pause until a tenant that waited is clearly short of
+ *      its target for 2 periods in a row (NATIVE: 3 points and a fifth of its
+ *      target), or every tenant has a deep queue; then timeslices in the ratio of
+ *      the shares (SLICES); then, if one stays short under those (its shortfall
+ *      smoothed over about a second above 2 points: shallow queues, where
+ *      timeslices never expire), windows (WINDOWS). A level that was needed is
+ *      held for 10 s, then the native state is
+ *      tried again, the hold doubling (to 60 s) each time a tenant is short again
+ *      within a second of it (beside a latency tenant, windows at once, as
+ *      before). What a tenant ran is, with NVML's coarse use, its shims' progress
+ *      time, read as its part of the sum. Latency tenants are never paused in any
+ *      mode (only a limit pauses them) and never trigger windows;
  *   4. feedback, only from runnable time: in windows, a per-tenant debt
  *      (entitled minus charged, a tenant that does not fill its window is charged
  *      the whole window; with coarse use, as NVML's, charged is the time its
- *      channels were really enabled, as the shims measured it) corrects the next
+ *      channels were really enabled, as the shims measured it, never less than
+ *      the window granted less SCHED_UNPAUSED_SLACK_US) corrects the next
  *      duties; a limit is a window of its own, shortened by overruns (the
  *      debt, and the overrun itself: how far the window ran past its duty, the
  *      pause landing late, charged to the next periods).
@@ -42,16 +48,27 @@
 #define ACTIVE_MIN 0.02      /* wanted at least 2 % of the period */
 #define DRIFT_ERR 0.02       /* 2 percentage points below target */
 #define LAG_GAIN 0.3         /* the weight of the last period in a tenant's shortfall */
-#define SWING_ERR 0.03       /* 3 points off target in one period, either way */
+#define LAG_GAIN_SLICES 0.1  /* the same under the shares' timeslices: the H200 does not
+                              * keep their rounds (a tenant reads 0 % in one period, 25 %
+                              * in the next), and the goal is per second, not per period */
+#define SWING_ERR 0.03       /* natively: 3 points short in one period, at least */
 #define DRIFT_PERIODS 3
+#define NATIVE_DRIFT_PERIODS 2 /* clearly short this many periods: leave the native state */
 #define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
 #define DEBT_GAIN 0.5
 #define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
+#define NATIVE_REL 0.2       /* in the native state, short by at least this part of
+                              * its target too (and SWING_ERR) */
 
 const char *sched_mode_name(enum sched_mode m)
 {
     return m == SCHED_MODE_WINDOWS ? "windows" : m == SCHED_MODE_TIMESLICES ? "timeslices" : "auto";
+}
+
+const char *sched_level_name(enum sched_level l)
+{
+    return l == SCHED_LEVEL_WINDOWS ? "windows" : l == SCHED_LEVEL_SLICES ? "slices" : "native";
 }
 
 bool sched_mode_parse(const char *name, enum sched_mode *out)
@@ -100,21 +117,41 @@ static bool windows_possible(const struct sched_gpu *g)
 
 static bool latency_present(const struct sched_gpu *g);
 
-/* Strict windows, by the mode alone; in auto mode also beside a latency tenant,
+/* The level the mode starts from for the active set, and the lowest AUTO comes
+ * down to: strict windows in WINDOWS mode; in AUTO also beside a latency tenant,
  * where the others' short yield slice holds only while each is alone in its
  * window (in the simulator, next to requests, two deep tenants in 1-2 ms slices
  * kept the GPU 92.2 % busy and a request's p95 at 5.23 ms; in windows 97.1 % and
- * 2.76 ms, solo 2 ms). */
-static bool windows_by_mode(const struct sched_gpu *g)
+ * 2.76 ms, solo 2 ms); otherwise the driver's own timeslices in AUTO, the shares'
+ * in TIMESLICES (and in WINDOWS while windows cannot steer anything). */
+static enum sched_level floor_level(const struct sched_gpu *g)
 {
-    if (!windows_possible(g))
-        return false;
-    return g->mode == SCHED_MODE_WINDOWS || (g->mode == SCHED_MODE_AUTO && latency_present(g));
+    bool windows = windows_possible(g);
+    if (g->mode == SCHED_MODE_WINDOWS || (g->mode == SCHED_MODE_AUTO && latency_present(g)))
+        return windows ? SCHED_LEVEL_WINDOWS : SCHED_LEVEL_SLICES;
+    return g->mode == SCHED_MODE_AUTO ? SCHED_LEVEL_NATIVE : SCHED_LEVEL_SLICES;
+}
+
+static bool in_windows_level(const struct sched_gpu *g)
+{
+    return g->level == SCHED_LEVEL_WINDOWS;
+}
+
+static void forget_misses(struct sched_gpu *g)
+{
+    g->drift = 0;
+    g->settle = SETTLE_PERIODS;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        g->t[i].lag = 0;
+        g->t[i].missed = 0;
+    }
 }
 
 static void reset_mode(struct sched_gpu *g)
 {
-    g->windows = windows_by_mode(g);
+    g->level = g->held = floor_level(g);
+    g->hold = g->probe = g->deep = 0;
+    g->hold_periods = SCHED_HOLD_MIN_PERIODS;
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
@@ -301,7 +338,17 @@ static uint64_t yield_slice(const struct sched_gpu *g, const struct sched_tenant
     if (!g->yield_us || t->pol.prio == SCHED_PRIO_LATENCY || !latency_present(g) ||
         !latency_within_shares(g))
         return 0;
-    return g->windows || !windows_possible(g) ? g->yield_us : 0;
+    return in_windows_level(g) || !windows_possible(g) ? g->yield_us : 0;
+}
+
+/* Whether another tenant of the GPU takes the yield slice now: a latency tenant
+ * then keeps its long slice even in the native state. */
+static bool others_yield(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (&g->t[i] != t && g->t[i].present && yield_slice(g, &g->t[i]))
+            return true;
+    return false;
 }
 
 static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
@@ -309,6 +356,10 @@ static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *
     uint64_t yield = yield_slice(g, t);
     if (yield)
         return yield;
+    if (g->level == SCHED_LEVEL_NATIVE) /* the driver's own, but for a latency tenant's
+                                         * long slice against the others' yield */
+        return t->pol.prio == SCHED_PRIO_LATENCY && others_yield(g, t) ? SCHED_TS_LATENCY_US
+                                                                         : 0;
     uint64_t fill = filling_timeslice(g, t);
     if (fill)
         return fill;
@@ -353,16 +404,17 @@ static double progress_scale(const struct sched_gpu *g, const struct sched_usage
     return sum > 0 ? g->period_us / sum : 1.0;
 }
 
-/* Whether the tenant waited in the last period and misses its target: its
- * shortfall (target - ran), smoothed over the periods it waited (LAG_GAIN), is
- * above DRIFT_ERR (a shallow queue the slices starve), or this period's reading
- * is off by more than SWING_ERR either way (slices that do not divide the
- * window: on the H200 eight deep tenants in 12.4 ms slices read 0-1 % and 25 %
- * in turn, per-window p95 error 11-13 points; 75/25 in 18.6 / 6.2 ms slices read
- * 63-75 / 24-31 %, per-window p95 8.4 points). The shims' progress time is off
- * by up to a sample interval per run on the GPU (+-1.5 points in the simulator,
- * which keeps deep tenants in timeslices with either bound at 2 points), hence
- * the smoothing of small shortfalls. */
+/* Whether the tenant waited in the last period (more than 5 % of it) and misses
+ * its target: in the native state, its shortfall (target - ran) is above
+ * SWING_ERR and NATIVE_REL of its target (clearly short: the shims' progress
+ * reads symmetric launch-bound tenants a point or two apart from period to
+ * period), and ladder() climbs when that holds NATIVE_DRIFT_PERIODS in a row,
+ * so a short tenant is helped within 0.2-0.3 s; under the shares' slices, its
+ * shortfall smoothed over about a second (LAG_GAIN_SLICES) is above DRIFT_ERR
+ * (a shallow queue the slices starve; on the H200 eight deep tenants in 12.4 ms
+ * slices read 0-1 % and 25 % in turn, and the goal is per second). The shims'
+ * progress time is off by up to a sample interval per run on the GPU (+-1.5
+ * points in the simulator), hence the smoothing of small shortfalls. */
 static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
                           const struct sched_usage *u, double busy)
 {
@@ -382,8 +434,10 @@ static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
         return false;
     }
     double shortfall = t->target - (double)used / g->period_us;
-    t->lag += LAG_GAIN * (shortfall - t->lag);
-    return t->lag > DRIFT_ERR || fabs(shortfall) > SWING_ERR;
+    t->lag += (g->level == SCHED_LEVEL_SLICES ? LAG_GAIN_SLICES : LAG_GAIN) * (shortfall - t->lag);
+    if (g->level == SCHED_LEVEL_NATIVE) /* a clear shortfall, in each period */
+        return shortfall > fmax(SWING_ERR, NATIVE_REL * t->target);
+    return t->lag > DRIFT_ERR; /* under slices, over about a second (the goal's window) */
 }
 
 static int prio_rank(enum sched_prio p)
@@ -459,6 +513,19 @@ static void share_overruns(const struct sched_gpu *g, const struct sched_usage *
         charged[i] = charged[i] - less[i] > 0 ? charged[i] - less[i] : 0;
 }
 
+/* What a windowed tenant is charged by its shims' enabled time: that time, but
+ * never less than the window kairosd granted it less SCHED_UNPAUSED_SLACK_US. The
+ * figure is the tenant's own word: a preloaded library that zeroed it had a 30 %
+ * limit run 1.00 of the time (its overrun estimate went ever more negative, its
+ * window grew to the period) and a share's window grow 0.300 -> 0.325 next to a
+ * 70 % neighbour. A late pause (more time) is believed: it only costs the tenant;
+ * a window shorter than granted can be no more than the resume's lateness. */
+static double unpaused_charge(const struct sched_tenant *t, const struct sched_usage *u)
+{
+    double floor = (double)t->dec.duty_us - SCHED_UNPAUSED_SLACK_US;
+    return fmax((double)u->unpaused_us, floor);
+}
+
 /* Feedback of the windows: debt = entitled minus charged, bounded. */
 static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
 {
@@ -474,7 +541,7 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         if (charged[i] < t->dec.duty_us) /* alone in its window: the whole window */
             charged[i] = t->dec.duty_us;
         if (use[i].used_coarse && use[i].unpaused_us != SCHED_RUNNABLE_UNKNOWN)
-            charged[i] = (double)use[i].unpaused_us; /* its window as it really was */
+            charged[i] = unpaused_charge(t, &use[i]); /* its window as it really was */
     }
     share_overruns(g, use, charged);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
@@ -490,8 +557,8 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
             continue; /* coarse use (NVML) alone: the windows alone are the shares */
         if (g->fresh)
             continue; /* the reports straddle a re-plan in mid-period (sched_wake) */
-        double entitled = g->windows ? t->target * P : t->pol.limit * P;
-        if (g->windows && sum > 0 && tsum > 0) /* shares of what the windows delivered,
+        double entitled = in_windows_level(g) ? t->target * P : t->pol.limit * P;
+        if (in_windows_level(g) && sum > 0 && tsum > 0) /* shares of what the windows delivered,
                                                   * among the tenants that take windows */
             entitled = t->target / tsum * sum;
         t->debt_us = fmax(-DEBT_MAX * P, fmin(DEBT_MAX * P, t->debt_us + entitled - charged[i]));
@@ -614,6 +681,69 @@ static double demand_of(const struct sched_gpu *g, const struct sched_usage *u)
     return fmin((double)us / g->period_us, 1.0);
 }
 
+/* Whether every tenant that takes windows, two or more, had work queued all of the
+ * last DRIFT_PERIODS periods (runnable 95 % of each): deep queues, for which the
+ * shares' slices filling the period cost a switch per tenant per round where the
+ * driver's 1-2 ms slices cost one every 1-2 ms (the H200, 2 / 4 / 8 such tenants:
+ * 0.982-0.986 of solo against 0.938-0.949 natively), and no request waits behind a
+ * long slice. */
+static bool note_deep(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
+{
+    unsigned n = 0;
+    bool all = true;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        if (!in_windows(g, &g->t[i]))
+            continue;
+        n++;
+        all = all && use[i].runnable_us != SCHED_RUNNABLE_UNKNOWN &&
+              use[i].runnable_us * 20 >= (uint64_t)g->period_us * 19;
+    }
+    g->deep = all && n >= 2 ? g->deep + 1 : 0;
+    return g->deep >= DRIFT_PERIODS;
+}
+
+/* AUTO's ladder, once a period outside a settling spell: a tenant short for
+ * NATIVE_DRIFT_PERIODS (natively) or DRIFT_PERIODS (under slices) in a row raises
+ * the level by one (or, within SCHED_PROBE_PERIODS
+ * of a step down, back to the level that was needed, the hold doubled); a level
+ * above the floor comes down to the floor, on probation, once held for its hold
+ * (a tenant's own figures cannot tell that contention is gone: under windows
+ * every tenant with work waits while paused, and a short tenant waits alone
+ * behind a greedy one that never does). Deep queues alone (deep) raise the native
+ * state to the slices too. */
+static void ladder(struct sched_gpu *g, unsigned missed, bool deep)
+{
+    enum sched_level floor = floor_level(g);
+    g->drift = missed;
+    if (g->probe && --g->probe == 0) { /* the step down held: contention is gone */
+        g->held = g->level;
+        g->hold_periods = SCHED_HOLD_MIN_PERIODS;
+    }
+    if (deep && g->level == SCHED_LEVEL_NATIVE)
+        missed = NATIVE_DRIFT_PERIODS; /* better than native for everyone: climb */
+    if (missed >= (g->level == SCHED_LEVEL_NATIVE ? NATIVE_DRIFT_PERIODS : DRIFT_PERIODS) &&
+        g->level < SCHED_LEVEL_WINDOWS &&
+        (g->level < SCHED_LEVEL_SLICES || windows_possible(g))) {
+        enum sched_level next = g->level + 1;
+        if (g->probe) { /* the step down failed: back, held longer */
+            next = g->held > next ? g->held : next;
+            g->hold_periods = g->hold_periods * 2 < SCHED_HOLD_MAX_PERIODS
+                                  ? g->hold_periods * 2
+                                  : SCHED_HOLD_MAX_PERIODS;
+        }
+        g->level = next;
+        g->held = next > g->held ? next : g->held;
+        g->hold = g->hold_periods;
+        g->probe = 0;
+        forget_misses(g);
+    } else if (g->level > floor && g->hold && --g->hold == 0) {
+        g->level = floor;
+        g->probe = SCHED_PROBE_PERIODS;
+        forget_misses(g);
+        g->settle = 1; /* a report that straddles the step can only hide a shortfall */
+    }
+}
+
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
 {
     double busy = 0;
@@ -649,13 +779,10 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         t->missed = misses_target(g, t, &use[i], busy) && !g->settle ? t->missed + 1 : 0;
         missed = t->missed > missed ? t->missed : missed;
     }
-    if (g->settle) {
+    if (g->settle)
         g->settle--;
-    } else if (!g->windows && g->mode == SCHED_MODE_AUTO) {
-        g->drift = missed;
-        if (g->drift >= DRIFT_PERIODS && windows_possible(g))
-            g->windows = true;
-    }
+    else if (g->mode == SCHED_MODE_AUTO)
+        ladder(g, missed, note_deep(g, use));
 
     sched_plan(g);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
@@ -732,7 +859,7 @@ static void classify_hold(const struct sched_gpu *g, struct sched_tenant *t,
     bool windowed = d->period_us && d->duty_us < d->period_us;
     t->held_us = windowed ? d->period_us - d->duty_us : 0;
     if (windowed)
-        t->hold = t->pol.limit > 0 && !g->windows ? SCHED_HOLD_LIMIT
+        t->hold = t->pol.limit > 0 && !in_windows_level(g) ? SCHED_HOLD_LIMIT
                   : t->pol.limit > 0 && d->duty_us <= t->pol.limit * d->period_us + 0.5
                       ? SCHED_HOLD_LIMIT
                       : SCHED_HOLD_SHARE;
@@ -754,7 +881,7 @@ void sched_plan(struct sched_gpu *g)
         next[i].timeslice_us = timeslice(g, t);
         next[i].flags = t->pol.prio == SCHED_PRIO_LATENCY ? KAIROS_TIME_LATENCY : 0;
     }
-    if (g->windows)
+    if (in_windows_level(g))
         plan_windows(g, next);
     plan_limits(g, next);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {

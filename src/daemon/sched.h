@@ -29,11 +29,17 @@
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
 #define SCHED_PREEMPT_US 600u    /* GPU time a pause of a running tenant costs (the H200) */
 #define SCHED_DUTY_MIN_US 1000u  /* no window is shorter (pause costs ~1.1 ms) */
+#define SCHED_UNPAUSED_SLACK_US 1000u /* a tenant's enabled time is believed down to its
+                                       * window less this (1 % of the period): what a
+                                       * lie about it can gain (sched.c unpaused_charge) */
 
 /* How shares are enforced when tenants compete:
- *   AUTO        timeslices; strict windows when a tenant that waited stays below
- *               its target (needs runnable time: the simulator, or the shims'
- *               RUNNABLE reports on a GPU);
+ *   AUTO        do no harm (docs/scheduler.md, "The rule"): the driver's own
+ *               timeslices and no pause while nobody is short of its share; when a
+ *               tenant that waited stays below its target, timeslices in the ratio
+ *               of the shares; when it stays short under those, strict windows;
+ *               after a hold, the native state is tried again (needs runnable time:
+ *               the simulator, or the shims' RUNNABLE reports on a GPU);
  *   TIMESLICES  timeslices only (limits still get their windows);
  *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
  *               are not latency tenants are active; a latency tenant is never
@@ -41,6 +47,19 @@
  *               others' windows with its long timeslice. Without runnable time
  *               (NVML) "active" is "has a live process". */
 enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
+
+/* What the scheduler does to the shares of a GPU now (sched_gpu.level). AUTO climbs
+ * from NATIVE one step at a time while a tenant stays short, and comes down after
+ * a hold; TIMESLICES stays at SLICES, WINDOWS at WINDOWS (each while windows can
+ * steer anything: two or more active tenants that take windows). */
+enum sched_level {
+    SCHED_LEVEL_NATIVE = 0, /* the driver's timeslices (timeslice_us 0), no window */
+    SCHED_LEVEL_SLICES,     /* timeslices in the ratio of the shares, no window */
+    SCHED_LEVEL_WINDOWS,    /* strict clock-aligned complementary windows */
+};
+#define SCHED_HOLD_MIN_PERIODS 100u /* a level that was needed is kept 10 s at first, */
+#define SCHED_HOLD_MAX_PERIODS 600u /* doubling while the native state keeps failing, to 60 s */
+#define SCHED_PROBE_PERIODS 10u     /* a step down that sees a tenant short this soon failed */
 
 /* What the backend saw of one tenant (all its processes) in the last period.
  * runnable_us: time it had work queued (ran or waited); the simulator knows it,
@@ -126,7 +145,14 @@ struct sched_tenant {
 struct sched_gpu {
     uint32_t period_us;
     enum sched_mode mode;
-    bool windows;         /* strict complementary windows for every active tenant */
+    enum sched_level level; /* what the shares get now (windows: strict complementary
+                             * windows for every active tenant) */
+    enum sched_level held;  /* AUTO: the highest level that was needed since the
+                             * active set changed (a failed step down returns to it) */
+    unsigned hold;          /* AUTO: periods left before trying one level lower */
+    unsigned hold_periods;  /* AUTO: the current hold (doubles when a step down fails) */
+    unsigned probe;         /* AUTO: periods left in which a step down may still fail */
+    unsigned deep;          /* AUTO: periods in a row in which every tenant had work queued */
     unsigned drift;       /* the most consecutive periods one tenant missed its target */
     unsigned settle;      /* periods to wait after a change before judging drift */
     uint64_t active_mask; /* the active set of the last period */
@@ -145,6 +171,8 @@ struct sched_gpu {
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us);
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode);
 const char *sched_mode_name(enum sched_mode m);
+/* "native", "slices" or "windows". */
+const char *sched_level_name(enum sched_level l);
 /* How soon the other tenants of a GPU with a latency tenant give the GPU up to its
  * requests: their timeslice, yield_us (0: the slices of the shares, a batch
  * tenant's at most SCHED_TS_BATCH_US). A request that arrives while another

@@ -436,6 +436,23 @@ static void apply_runnable(struct timeshare *t, unsigned gpu, unsigned slot,
     rs->partial = false;
 }
 
+/* What the shares of a GPU get, when it changes (the auto mode's ladder: native,
+ * the shares' timeslices, windows), with the tenants held back now. */
+static void log_level_change(const struct timeshare *t, unsigned gpu, enum sched_level was)
+{
+    const struct sched_gpu *g = &t->g[gpu];
+    if (g->level == was)
+        return;
+    char held[256] = "";
+    size_t len = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS && len < sizeof held; i++)
+        if (g->t[i].present && g->t[i].hold == SCHED_HOLD_SHARE)
+            len += (size_t)snprintf(held + len, sizeof held - len, " %s", t->slot_name[i]);
+    log_info("GPU %u: shares %s -> %s (next try of native in %.1f s); held back:%s", gpu,
+             sched_level_name(was), sched_level_name(g->level),
+             g->hold * (double)g->period_us / 1e6, len ? held : " none");
+}
+
 void timeshare_tick(struct timeshare *t)
 {
     uint64_t now_us = clock_ns(CLOCK_REALTIME) / 1000;
@@ -462,7 +479,9 @@ void timeshare_tick(struct timeshare *t)
             log_shims(t, g, use);
         bool paused[SCHED_MAX_TENANTS];
         windows_in_force(&t->g[g], paused);
+        enum sched_level was = t->g[g].level;
         sched_tick(&t->g[g], use);
+        log_level_change(t, g, was);
         record_period(t, g, paused);
         push_changed(t, g);
     }

@@ -611,10 +611,11 @@ class TimeShare(DaemonCase):
 
 
 class Windows(DaemonCase):
-    """The default time_mode: tenants that compete get complementary clock-aligned
+    """time_mode windows: tenants that compete get complementary clock-aligned
     windows in the ratio of their shares; a tenant left without processes is idle at
     once and the other gets the whole GPU (no windows)."""
     fake = FAKE_GPUS
+    extra = "time_mode: windows\n"
     tenants = ("  - name: a\n    compute: { 0: { share: 75% } }\n"
                "  - name: b\n    compute: { 0: { share: 25% } }\n")
 
@@ -634,6 +635,34 @@ class Windows(DaemonCase):
             self.assertGreater(q["seq"], p["seq"])
         finally:
             c.close()
+
+
+class DoNoHarm(DaemonCase):
+    """The default time_mode, auto: until a tenant is seen short of its share, no
+    tenant is paused and each keeps the driver's own timeslices (timeslice_us 0),
+    whatever the shares; a limit is still a window."""
+    fake = FAKE_GPUS
+    tenants = ("  - name: a\n    compute: { 0: { share: 75% } }\n"
+               "  - name: b\n    compute: { 0: { share: 25% } }\n"
+               "  - name: capped\n    compute: { 0: { limit: 30% } }\n")
+
+    def test_native_until_someone_is_short(self):
+        clients = []
+        try:
+            for name in ("a", "b"):
+                c = self.d.client()
+                clients.append(c)
+                c.hello(name)
+                p = kp.time_policy(c.recv()[2])
+                self.assertEqual((p["timeslice_us"], p["period_us"]), (0, 0), name)
+            c = self.d.client()
+            clients.append(c)
+            c.hello("capped")
+            p = kp.time_policy(c.recv()[2])
+            self.assertEqual((p["period_us"], p["phase_us"], p["duty_us"]), (100000, 0, 30000))
+        finally:
+            for c in clients:
+                c.close()
 
 
 class ComputeFigures(DaemonCase):

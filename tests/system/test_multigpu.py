@@ -263,7 +263,8 @@ class SharesPerGpu(unittest.TestCase):
         tenants = ("  - name: solo1\n    memory: { 1: 1G }\n    compute: { 1: { share: 60% } }\n"
                    "  - name: both\n    memory: { 0: 1G, 1: 1G }\n"
                    "    compute: { 0: { share: 40% }, 1: { share: 20% } }\n")
-        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=2, fake=FAKE_GPUS).start()
+        self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=2, fake=FAKE_GPUS,
+                        extra="time_mode: windows\n").start()
         self.procs = []
 
     def tearDown(self):

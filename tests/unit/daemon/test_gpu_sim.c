@@ -133,6 +133,42 @@ static void test_model_window_pause_costs(void **state)
     assert_int_equal(use[0].runnable_us, 100000);
 }
 
+/* Four launch-bound inference processes at equal shares (etc/sim/four-inference.yaml),
+ * in each mode against the GPU without Kairos: nobody is short, so auto never
+ * pauses anyone and keeps the native throughput, where windows idle the GPU while
+ * a window's owner is on the CPU (on the H200: 210 requests/s in windows against
+ * 486 natively). */
+static void test_no_pause_without_contention(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "seconds: 20\nmeasure: userd\ntenants:\n"
+        "  - { name: i1, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n"
+        "  - { name: i2, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n"
+        "  - { name: i3, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n"
+        "  - { name: i4, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n";
+    static const char *const modes[] = {"native", "auto", "windows"};
+    double busy[3];
+    size_t paused[3];
+    for (size_t k = 0; k < 3; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        char err[256];
+        assert_int_equal(sim_scenario_parse("t.yaml", yaml, strlen(yaml), &sc, err, sizeof err),
+                         0);
+        assert_true(sim_scenario_set_mode(&sc, modes[k]));
+        assert_int_equal(sim_run(&sc, NULL, 0, false, &r), 0);
+        busy[k] = r.busy;
+        paused[k] = r.paused;
+        print_message("  %s: busy %.1f%%, %zu periods with a pause\n", modes[k], r.busy * 100,
+                      r.paused);
+    }
+    assert_int_equal(paused[1], 0);
+    assert_true(busy[1] >= 0.99 * busy[0]);
+    assert_true(paused[2] > 150);
+    assert_true(busy[2] <= 0.7 * busy[0]); /* the harm auto avoids */
+}
+
 static void test_two_deep_75_25(void **state)
 {
     (void)state;
@@ -288,9 +324,11 @@ static void test_busy_latency_tenant_not_yielded_to(void **state)
 }
 
 /* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode:
- * timeslices that fill the period (k rounds of exactly period / k, 6, 3 and 1
- * with slices of at most 14 ms) keep each share in every window without a
- * pause, and lose one switch per tenant per round: >= 98.4 % busy in all three
+ * after the first few periods in the native state (and a few more when auto
+ * tries it again, after 10 s), timeslices that fill the period (k rounds of
+ * exactly period / k, 6, 3 and 1 with slices of at most 14 ms) keep each share in
+ * every window without a pause, and lose one switch per tenant per round:
+ * >= 98.2 % busy in all three (98.4 % with the slices from the start)
  * (1 ms slices gave 93.6 / 93.6 / 87.4 %, windows 98.5 / 97.1 / 94.1 %; the
  * H200 does not hold a share per window so: docs/scheduler.md, "Throughput")
  * - when the scheduler knows who ran, and as
@@ -321,9 +359,10 @@ static void test_deep_tenants_fill_the_period(void **state)
         run_text(yaml, &r, &sc);
         print_message("  %d tenants, %s: busy %.2f%%\n", i,
                       k < 3 ? "exact use" : "NVML's samples and the shims' progress", r.busy * 100);
-        /* charged by the shims' progress: off by up to a sample (1 ms) per slice */
-        assert_converged_both(&sc, &r, k < 3 ? 0.2 : 2.5, k < 3 ? 0.2 : 1.0);
-        assert_true(r.busy >= 0.984);
+        /* charged by the shims' progress: off by up to a sample (1 ms) per slice
+         * (75/25: 2.66 pp at p95 as charged, 0.09 as it ran) */
+        assert_converged_both(&sc, &r, k < 3 ? 0.2 : 3.0, k < 3 ? 0.2 : 1.0);
+        assert_true(r.busy >= 0.982);
     }
 }
 
@@ -465,7 +504,8 @@ static void spells_as_on_the_gpu(const char *mode, double *first, double *rest, 
  * periods later: the windows began inside a judged window, 19.60 pp at p95 here
  * in windows mode; on the H200 windows missed by 16.04 pp and auto by 3.55 pp).
  * Auto no longer windows it for NVML's second of stale use (it lent nothing in
- * the idle windows once windowed). */
+ * the idle windows once windowed), and now leaves the two to the driver: nobody
+ * is short of its share, so a wake has no window to move (none is counted). */
 static void test_bursty_spells_as_on_the_gpu(void **state)
 {
     (void)state;
@@ -474,7 +514,7 @@ static void test_bursty_spells_as_on_the_gpu(void **state)
         double first, rest, lent, lent_late;
         size_t wakes;
         spells_as_on_the_gpu(modes[k], &first, &rest, &lent, &lent_late, &wakes);
-        assert_true(wakes >= 25); /* one per spell */
+        assert_true(k == 1 ? wakes == 0 : wakes >= 25); /* windows: one per spell */
         assert_true(first <= 1.0);
         assert_true(rest <= 1.0);
         /* while infer idles: auto lends it all, and so do windows since the
@@ -667,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_model_round_robin_ratio),
         cmocka_unit_test(test_model_shallow_ignores_timeslices),
         cmocka_unit_test(test_model_window_pause_costs),
+        cmocka_unit_test(test_no_pause_without_contention),
         cmocka_unit_test(test_two_deep_75_25),
         cmocka_unit_test(test_four_deep),
         cmocka_unit_test(test_windows_as_kairosd_sees_the_gpu),
