@@ -163,16 +163,14 @@ static void *control_thread(void *unused)
             struct tc_gpu *s = &tc_gpus[g];
             if (!s->have)
                 continue;
-            if (s->ts_dirty) {
+            if (s->ts_dirty) { /* 0: the application's own, given back if ours were set */
                 s->ts_dirty = false;
                 uint64_t us = s->pol.timeslice_us;
-                if (us) { /* 0 leaves what was set (the driver's own, or ours before) */
-                    pthread_mutex_unlock(&tc_mu);
-                    tc_pause_set_timeslice(g, us);
-                    pthread_mutex_lock(&tc_mu);
-                    acted = true;
-                    continue;
-                }
+                pthread_mutex_unlock(&tc_mu);
+                tc_pause_set_timeslice(g, us);
+                pthread_mutex_lock(&tc_mu);
+                acted = true;
+                continue;
             }
             uint64_t next;
             bool want = timectl_window_paused(&s->pol, mono_ns(), &next);

@@ -1,6 +1,7 @@
 /* test_timectl.c - the time control (timectl.h) over the fake driver.
  *
  * Timeslices on every channel group of the policy's GPU (and on one made later),
+ * 0 giving each group back the application's own,
  * pause/resume with FIFO_DISABLE_CHANNELS on exactly the process's channels and
  * with the right flags, doorbells untouched by a pause (a write lands at once, a
  * thread with SIGSEGV blocked ringing one is not killed, no signal disposition
@@ -183,6 +184,68 @@ static void test_application_cannot_override_timeslice(void **state)
     struct timectl_stats s;
     timectl_stats(&s);
     assert_int_equal(s.timeslices_overridden, 2);
+}
+
+/* Waits until every group of tsgs[n] has the timeslice us (false: not within 2 s). */
+static bool wait_timeslices(const uint32_t *tsgs, size_t n, uint64_t us)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!wait_timeslice(tsgs[i], us))
+            return false;
+    return true;
+}
+
+/* A policy's timeslice (seq, us) on GPU 0. */
+static void timeslice_policy(uint64_t seq, uint64_t us)
+{
+    struct kairos_time_policy p = {.gpu = 0, .seq = seq, .timeslice_us = us};
+    timectl_policy(&p);
+}
+
+/* Issue 23, do no harm: timeslice 0 is the application's own (CUDA's 2048 us on
+ * a context's first group, 1024 us on the others). Going from a non-zero one to 0
+ * gives each group back what the application last set on it, a group made under
+ * the policy included; under 0 the application's SET_TIMESLICE stands; a non-zero
+ * policy overrides it again, and 0 then gives back its latest. A group the
+ * application never set keeps Kairos's (its native value was never seen). */
+static void test_zero_gives_back_the_applications_timeslices(void **state)
+{
+    (void)state;
+    uint32_t tsg[3] = {new_tsg(device), new_tsg(device), 0};
+    uint32_t bare = new_tsg(device);
+    assert_int_equal(app_set_timeslice(tsg[0], 2048), 0); /* as CUDA, before any policy */
+    assert_int_equal(app_set_timeslice(tsg[1], 1024), 0);
+    timeslice_policy(1, 0); /* a first 0: nothing of Kairos's to give back */
+    timeslice_policy(2, 4000);
+    assert_true(wait_timeslices(tsg, 2, 4000));
+    assert_true(wait_timeslice(bare, 4000));
+    tsg[2] = new_tsg(device); /* made under the policy, then CUDA's own on it */
+    assert_int_equal(app_set_timeslice(tsg[2], 1024), 0);
+    assert_int_equal(fakedrv_timeslice(client, tsg[2]), 4000);
+    static struct fakedrv_ctl_rec recs[64];
+    size_t before = fakedrv_controls(recs, 64);
+
+    timeslice_policy(3, 0);
+    assert_true(wait_timeslice(tsg[0], 2048));
+    assert_true(wait_timeslices(tsg + 1, 2, 1024));
+    assert_int_equal(fakedrv_timeslice(client, bare), 4000);
+    assert_int_equal(fakedrv_controls(recs, 64), before + 3); /* one per recorded group */
+    assert_int_equal(app_set_timeslice(tsg[1], 3000), 0); /* under 0: it stands */
+    assert_int_equal(fakedrv_timeslice(client, tsg[1]), 3000);
+
+    timeslice_policy(4, 5000);
+    assert_true(wait_timeslices(tsg, 3, 5000));
+    assert_int_equal(app_set_timeslice(tsg[0], 700), 0); /* overridden again */
+    assert_int_equal(fakedrv_timeslice(client, tsg[0]), 5000);
+    timeslice_policy(5, 0);
+    assert_true(wait_timeslice(tsg[0], 700));
+    assert_true(wait_timeslice(tsg[1], 3000));
+    assert_true(wait_timeslice(tsg[2], 1024));
+    struct timectl_stats s;
+    timectl_stats(&s);
+    assert_int_equal(s.timeslices_overridden, 2);
+    assert_int_equal(s.timeslices_restored, 6);
+    assert_int_equal(s.controls_failed, 0);
 }
 
 static void test_pause_resume(void **state)
@@ -951,6 +1014,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_timeslice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_application_cannot_override_timeslice, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_zero_gives_back_the_applications_timeslices, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_doorbell_written_while_paused, setup, teardown),
