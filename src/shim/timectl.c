@@ -53,6 +53,7 @@ static pthread_cond_t tc_cv;
 static bool tc_cv_ready, tc_thread_running, tc_stop;
 static pthread_t tc_thread;
 static struct tc_gpu tc_gpus[KAIROS_MAX_GPUS];
+static _Atomic uint64_t st_turns, st_samples, st_reports, st_wake_reports; /* timectl_stats */
 
 static uint64_t mono_ns(void)
 {
@@ -116,6 +117,7 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
         tc_next_refresh = now + TC_REFRESH_NS;
     }
     tc_sense_sample(now);
+    atomic_fetch_add(&st_samples, 1);
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         if (!(mask & (1u << g))) {
             tc_next_report[g] = 0;
@@ -127,8 +129,10 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
             continue;
         }
         struct kairos_runnable r;
-        if (tc_sense_wake(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
+        if (tc_sense_wake(g, now, &r) && agent_report_runnable(&r) != -EBUSY) {
             tc_sense_woke(g); /* back from an idle report: kairosd plans it in now */
+            atomic_fetch_add(&st_wake_reports, 1);
+        }
         if (tc_sense_idle(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
             tc_sense_idled(g); /* quiet for 20 ms: its window may be lent now */
         if (now < tc_next_report[g] || !tc_sense_report(g, now, &r))
@@ -137,6 +141,7 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
             continue; /* the link is busy: the interval grows to the next sample */
         tc_sense_reported(g, now); /* sent, or no daemon to send it to */
         tc_next_report[g] = now + every_ns[g];
+        atomic_fetch_add(&st_reports, 1);
     }
     tc_next_sample = now + TC_SAMPLE_NS;
 }
@@ -196,6 +201,7 @@ static void *control_thread(void *unused)
                                   (long)(deadline % 1000000000ull)};
             pthread_cond_timedwait(&tc_cv, &tc_mu, &ts);
         }
+        atomic_fetch_add(&st_turns, 1);
     }
     pthread_mutex_unlock(&tc_mu);
     return NULL;
@@ -258,6 +264,10 @@ void timectl_stats(struct timectl_stats *s)
 {
     memset(s, 0, sizeof *s);
     tc_pause_stats(s);
+    s->turns = atomic_load(&st_turns);
+    s->samples = atomic_load(&st_samples);
+    s->reports = atomic_load(&st_reports);
+    s->wake_reports = atomic_load(&st_wake_reports);
 }
 
 /* With KAIROS_LOG=stderr, a process that was paused says at exit how often and how
@@ -297,6 +307,10 @@ static void forget_sense_schedule(void)
 {
     tc_next_sample = tc_next_refresh = 0;
     memset(tc_next_report, 0, sizeof tc_next_report);
+    atomic_store(&st_turns, 0);
+    atomic_store(&st_samples, 0);
+    atomic_store(&st_reports, 0);
+    atomic_store(&st_wake_reports, 0);
 }
 
 void timectl_reset(void)

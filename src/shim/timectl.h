@@ -89,6 +89,10 @@ struct timectl_stats {
     uint64_t timeslices_restored;      /* channel groups given their own back (policy 0) */
     uint64_t pause_ns, pause_max_ns;   /* time in the driver calls of all pauses, longest */
     uint64_t resume_ns, resume_max_ns; /* the same for resumes */
+    uint64_t turns;        /* the control thread's wakeups (returns from its wait) */
+    uint64_t samples;      /* runnable sensor samples taken */
+    uint64_t reports;      /* regular RUNNABLE reports made (once a period per GPU) */
+    uint64_t wake_reports; /* KAIROS_RUNNABLE_WAKE reports made */
 };
 void timectl_stats(struct timectl_stats *s);
 
