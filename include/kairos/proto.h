@@ -603,7 +603,8 @@ struct kairos_time_policy {
  * a lower bound of the process's time on the GPU; progress_us <= runnable_us. */
 #define KAIROS_RUNNABLE_PARTIAL 0x1u
 /* KAIROS_RUNNABLE_WAKE: sent at once, not at the period's end, by a shim whose
- * last report was idle (under 2 % runnable) when a sample sees work queued: the
+ * last report was idle (under 2 % runnable) when a sample sees work queued (an
+ * idle shim samples every 20 ms, so within 20 ms of the work's arrival): the
  * figures are the interval so far, which the next regular report covers again
  * (kairosd takes it as a wake, not as a report: docs/scheduler.md "Coming back
  * from an idle spell"). */
