@@ -117,6 +117,10 @@
  *               before sends neither, and kairosd falls back on NVML's use).
  *             - RUNNABLE flag KAIROS_RUNNABLE_IDLE: an early report once the
  *               process has had nothing queued for KAIROS_IDLE_EARLY_MS.
+ *             - TIME_POLICY timeslice_us 0 (issue 23, same layout): the
+ *               application's own timeslices, given back to each channel group
+ *               if the shim had set others; a shim of before left the last one
+ *               it set.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -551,8 +555,11 @@ struct kairos_ps_reply {
 };
 
 /* TIME_POLICY: what a process does with its channel groups on one GPU.
- *   timeslice_us   set on every channel group (SET_TIMESLICE), including later ones;
- *                  0 leaves the driver's own.
+ *   timeslice_us   set on every channel group (SET_TIMESLICE), including later ones,
+ *                  and again over the application's own SET_TIMESLICE;
+ *                  0: the application's own timeslices; restored if Kairos had
+ *                  set others (each group gets back the one the application last
+ *                  set on it), and the application's later ones stand.
  *   period_us > 0  strict windows: the process may run only in
  *                  [phase_us, phase_us + duty_us) of every period, counted from
  *                  epoch_ns on CLOCK_MONOTONIC (the daemon's clock, the same on the
@@ -596,7 +603,8 @@ struct kairos_time_policy {
  * a lower bound of the process's time on the GPU; progress_us <= runnable_us. */
 #define KAIROS_RUNNABLE_PARTIAL 0x1u
 /* KAIROS_RUNNABLE_WAKE: sent at once, not at the period's end, by a shim whose
- * last report was idle (under 2 % runnable) when a sample sees work queued: the
+ * last report was idle (under 2 % runnable) when a sample sees work queued (an
+ * idle shim samples every 20 ms, so within 20 ms of the work's arrival): the
  * figures are the interval so far, which the next regular report covers again
  * (kairosd takes it as a wake, not as a report: docs/scheduler.md "Coming back
  * from an idle spell"). */

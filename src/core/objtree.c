@@ -5,7 +5,9 @@
  * arbitrarily deep chains). Memory is held by blocks: an allocation creates one,
  * a duplicate of the object shares it, and the block's bytes are released when its
  * last object goes. Roots are clients, or objects whose parent was never seen
- * (tracing started late); closing a file frees the roots made on it.
+ * (tracing started late); closing a file frees the roots made on it. A channel
+ * group's node also keeps the timeslice the application last set on it
+ * (objtree_set_timeslice), so that it goes with the group.
  */
 #include "core/objtree.h"
 
@@ -30,6 +32,7 @@ struct obj {
     struct mem_block *block;
     uint32_t userd_mem;       /* channels: the memory object holding its USERD (0: unknown) */
     uint64_t userd_off;
+    uint64_t timeslice_us;    /* channel groups: the application's last SET_TIMESLICE (0: none) */
     struct obj *parent, *first_child, *next_sibling, *prev_sibling;
     struct obj *hash_next;
     struct obj *root_next, *root_prev; /* list of roots, for closes */
@@ -723,6 +726,21 @@ bool objtree_lookup(const struct objtree *tree, uint32_t h_client, uint32_t h_ob
     if (o && ref)
         fill_ref(o, ref);
     return o != NULL;
+}
+
+bool objtree_set_timeslice(struct objtree *tree, uint32_t h_client, uint32_t h_tsg, uint64_t us)
+{
+    struct obj *o = find(tree, h_client, h_tsg);
+    if (!o || o->kind != RM_KIND_CHANNEL_GROUP)
+        return false;
+    o->timeslice_us = us;
+    return true;
+}
+
+uint64_t objtree_timeslice(const struct objtree *tree, uint32_t h_client, uint32_t h_tsg)
+{
+    const struct obj *o = find(tree, h_client, h_tsg);
+    return o && o->kind == RM_KIND_CHANNEL_GROUP ? o->timeslice_us : 0;
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */

@@ -6,9 +6,10 @@
  * closing the /dev/nvidiactl file a client was made on frees that client, all
  * without further ioctls. Kairos mirrors that tree from the successful calls it
  * sees, so that it knows at every moment how much device memory the process
- * holds, which channels and channel groups it has (for time control), and which
- * mappings are doorbells. Duplicated handles share one memory block, which is
- * counted once and released with its last reference.
+ * holds, which channels and channel groups it has (for time control, with the
+ * timeslice the application set on each group), and which mappings are
+ * doorbells. Duplicated handles share one memory block, which is counted once and
+ * released with its last reference.
  *
  * Files are identified by a caller-chosen id per open file description (the shim
  * gives dup()'d descriptors the same id; a replay gives each open a new one).
@@ -149,6 +150,14 @@ size_t objtree_userds(const struct objtree *tree, struct objtree_userd *out, siz
 
 /* The GPU an object belongs to (the device it hangs under), or -1 if unknown. */
 int objtree_gpu_of(const struct objtree *tree, uint32_t h_client, uint32_t h_object);
+
+/* The timeslice the application last set on a channel group itself (NVA06C
+ * SET_TIMESLICE, as the driver accepted it; CUDA sets one on every group it
+ * creates): an attribute of the group's node, gone with it, so a reused handle
+ * starts with none. set returns false when (h_client, h_tsg) is no live channel
+ * group; get returns 0 for one with no value recorded (or no such group). */
+bool objtree_set_timeslice(struct objtree *tree, uint32_t h_client, uint32_t h_tsg, uint64_t us);
+uint64_t objtree_timeslice(const struct objtree *tree, uint32_t h_client, uint32_t h_tsg);
 
 /* True if the object exists; fills ref when not NULL. */
 bool objtree_lookup(const struct objtree *tree, uint32_t h_client, uint32_t h_object,

@@ -714,14 +714,18 @@ static void rewrite_memory_view(struct call_frame *f)
 }
 
 /* The application's own SET_TIMESLICE (CUDA sets one on every channel group it
- * creates, after Kairos set the tenant's) does not stand while a policy is in force. */
-static void keep_policy_timeslice(const struct call_frame *f)
+ * creates, after Kairos set the tenant's): recorded, so that a policy's 0 can give
+ * it back, and set back while a policy's timeslice is in force. Read from the
+ * application's parameters once the driver accepted them (params_rw). */
+static void note_app_timeslice(const struct call_frame *f)
 {
     struct rm_control_args c;
-    if (!timectl_active() || f->ret != 0 || !control_after(f, &c))
+    uint64_t us;
+    if (!f->params_rw || !control_after(f, &c) || c.cmd != RM_CTRL_NVA06C_SET_TIMESLICE ||
+        c.params_size < sizeof us)
         return;
-    if (c.cmd == RM_CTRL_NVA06C_SET_TIMESLICE && c.status == RM_NV_OK)
-        timectl_after_app_timeslice(c.h_client, c.h_object);
+    memcpy(&us, f->params_rw, sizeof us);
+    timectl_after_app_timeslice(c.h_client, c.h_object, us);
 }
 
 /* Which GPU a device instance is (gpumap.h): when the application asked the driver
@@ -882,7 +886,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     read_after(&f, call_arg, sc);
     read_params(&f, sc);
     rewrite_memory_view(&f);
-    keep_policy_timeslice(&f);
+    note_app_timeslice(&f);
     observe_gpu_ids(r, &f);
     if (sc && f.params_rw && f.params == sc->params) /* trace what the application sees */
         f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);

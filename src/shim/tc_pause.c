@@ -10,6 +10,24 @@
  * resume), and the disable preempts a running kernel (bench/results/
  * 2026-12-02-h200-probe), so no page protection and no SIGSEGV handler are needed.
  *
+ * Timeslices: a policy's non-zero timeslice is set on every channel group of the
+ * process on its GPU, on each one made later, and again over the application's
+ * own SET_TIMESLICE. 0 means the application's own (native) timeslices: the value
+ * it last set on each group (CUDA: 2048 us on a context's first, 1024 us on the
+ * others) is recorded whether a policy is in force or not, and when the policy's
+ * timeslice goes from non-zero to 0 each live group is given its value back; under
+ * 0 the application's own SET_TIMESLICE stands. The value lives in the object tree,
+ * as an attribute of the group's node (objtree_set_timeslice), not in a table here:
+ * it goes with the node however the group goes (its free, its parent's, its
+ * client's, its file's close), so a handle the driver hands out again never
+ * inherits a stale value, and it is bounded by the tree itself (one word per
+ * group), with no table to size or to evict from. A group the application never set
+ * one on keeps the last timeslice Kairos set (the shim never saw its native value;
+ * CUDA sets one on every group it makes). The value is read from the application's
+ * parameters once the driver accepted them: a thread that rewrites them at once
+ * only changes what it is given back under 0, where its own SET_TIMESLICE stands
+ * anyway.
+ *
  * Threads: pause/resume run on the control thread (timectl.c) or a test; the
  * allocation hooks on whichever application thread allocated, after its real
  * ioctl returned. tc_op_mu is held across the real ioctls; it is not the state
@@ -45,7 +63,7 @@
 static pthread_mutex_t tc_op_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool tc_on;
 static _Atomic(const struct shim_real *) tc_real;
-static _Atomic uint64_t tc_timeslice[KAIROS_MAX_GPUS]; /* current, 0: leave the driver's */
+static _Atomic uint64_t tc_timeslice[KAIROS_MAX_GPUS]; /* current, 0: the application's */
 static atomic_bool tc_paused[KAIROS_MAX_GPUS];
 /* Unpaused time per GPU (under tc_op_mu): summed since the last take, and when the
  * current unpaused stretch began (0: paused now). A process never paused counts
@@ -55,6 +73,7 @@ static uint64_t tc_first_own_file; /* files with a lower id are a forking parent
 
 static _Atomic uint64_t st_pauses, st_resumes, st_failed;
 static _Atomic uint64_t st_overridden; /* the application's own SET_TIMESLICE, undone */
+static _Atomic uint64_t st_restored;   /* channel groups given their own timeslice back */
 static _Atomic uint64_t st_pause_ns, st_pause_max_ns, st_resume_ns, st_resume_max_ns;
 
 /* ---- controls ----------------------------------------------------------------------- */
@@ -127,6 +146,7 @@ static int gpu_of(const struct objtree *t, uint32_t client, uint32_t object)
 struct tc_target {
     uint32_t client, handle, subdevice;
     int fd;
+    uint64_t app_us; /* channel groups: the application's own timeslice (0: none seen) */
 };
 
 /* The lists a pause works through: static, under tc_op_mu. The control thread
@@ -156,7 +176,9 @@ static size_t list_targets(enum rm_class_kind kind, uint32_t gpu)
             if (ref->file_id < tc_first_own_file ||
                 gpu_of(t, ref->h_client, ref->h_object) != (int)gpu)
                 continue;
-            struct tc_target x = {ref->h_client, ref->h_object, 0, -1};
+            struct tc_target x = {ref->h_client, ref->h_object, 0, -1, 0};
+            if (kind == RM_KIND_CHANNEL_GROUP)
+                x.app_us = objtree_timeslice(t, x.client, x.handle);
             if (kind == RM_KIND_CHANNEL) {
                 for (size_t j = 0; j < ns && !x.subdevice; j++)
                     if (tc_subs[j].h_client == x.client &&
@@ -201,15 +223,48 @@ static void all_channels(uint32_t gpu, bool disable)
     }
 }
 
+/* The application's own timeslice on a channel group, as the tree has it now. */
+static uint64_t app_timeslice(uint32_t client, uint32_t tsg)
+{
+    struct objtree *t = state_lock();
+    uint64_t us = t ? objtree_timeslice(t, client, tsg) : 0;
+    state_unlock();
+    return us;
+}
+
+/* Gives a channel group on gpu its own timeslice back, if the application set
+ * one. Re-reads after setting: an application's SET_TIMESLICE racing with ours
+ * either was recorded before the list or is seen here and set again (a few
+ * times at most). Returns whether one was set. */
+static bool restore_timeslice(const struct tc_target *x, uint32_t gpu)
+{
+    uint64_t us = x->app_us;
+    for (int i = 0; i < 4 && us && !atomic_load(&tc_timeslice[gpu]); i++) {
+        set_timeslice(x->fd, x->client, x->handle, us);
+        uint64_t again = app_timeslice(x->client, x->handle);
+        if (again == us)
+            break;
+        us = again;
+    }
+    return x->app_us != 0;
+}
+
 void tc_pause_set_timeslice(uint32_t gpu, uint64_t us)
 {
-    if (gpu >= KAIROS_MAX_GPUS || !us)
+    if (gpu >= KAIROS_MAX_GPUS)
         return;
-    atomic_store(&tc_timeslice[gpu], us);
+    uint64_t was = atomic_exchange(&tc_timeslice[gpu], us);
+    if (!us && !was)
+        return; /* the application's own are in force already */
     pthread_mutex_lock(&tc_op_mu);
     size_t n = list_targets(RM_KIND_CHANNEL_GROUP, gpu);
-    for (size_t i = 0; i < n; i++)
-        set_timeslice(tc_targets[i].fd, tc_targets[i].client, tc_targets[i].handle, us);
+    for (size_t i = 0; i < n; i++) {
+        const struct tc_target *x = &tc_targets[i];
+        if (us)
+            set_timeslice(x->fd, x->client, x->handle, us);
+        else if (restore_timeslice(x, gpu))
+            atomic_fetch_add(&st_restored, 1);
+    }
     pthread_mutex_unlock(&tc_op_mu);
 }
 
@@ -292,14 +347,13 @@ static bool enforce_timeslice(int fd, uint32_t client, uint32_t tsg, uint32_t gp
     return set;
 }
 
-void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg)
+void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg, uint64_t us)
 {
-    if (!atomic_load(&tc_on))
-        return;
     int gpu = -1, fd = -1;
     struct objtree_ref ref;
     struct objtree *t = state_lock();
-    if (t && objtree_lookup(t, h_client, h_tsg, &ref) && ref.file_id >= tc_first_own_file) {
+    if (t && objtree_set_timeslice(t, h_client, h_tsg, us) && atomic_load(&tc_on) &&
+        objtree_lookup(t, h_client, h_tsg, &ref) && ref.file_id >= tc_first_own_file) {
         gpu = gpu_of(t, h_client, h_tsg);
         fd = fdtable_fd_of_file(ref.file_id);
     }
@@ -394,6 +448,7 @@ void tc_pause_stats(struct timectl_stats *s)
     s->resumes = atomic_load(&st_resumes);
     s->controls_failed = atomic_load(&st_failed);
     s->timeslices_overridden = atomic_load(&st_overridden);
+    s->timeslices_restored = atomic_load(&st_restored);
     s->pause_ns = atomic_load(&st_pause_ns);
     s->pause_max_ns = atomic_load(&st_pause_max_ns);
     s->resume_ns = atomic_load(&st_resume_ns);
@@ -412,6 +467,7 @@ static void forget_all(void)
     atomic_store(&st_resumes, 0);
     atomic_store(&st_failed, 0);
     atomic_store(&st_overridden, 0);
+    atomic_store(&st_restored, 0);
     atomic_store(&st_pause_ns, 0);
     atomic_store(&st_pause_max_ns, 0);
     atomic_store(&st_resume_ns, 0);

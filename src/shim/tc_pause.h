@@ -15,7 +15,9 @@
 #include "shim/timectl.h"
 
 /* Sets us on every channel group of the process on gpu, and on every one made
- * later (us 0: leaves what was set). */
+ * later. us 0: the application's own timeslices: where a non-zero one was in
+ * force, each group is given back the one the application last set on it (none
+ * set: left as it is); its later SET_TIMESLICE stands. */
 void tc_pause_set_timeslice(uint32_t gpu, uint64_t us);
 /* A policy arrived: the allocation hooks now matter. */
 void tc_pause_activate(void);

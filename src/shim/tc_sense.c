@@ -33,9 +33,17 @@
  * period.
  *
  * Owns the table of USERD addresses to sample, the per-GPU sums since the last
- * report, and sense_mu. Runnable time is the sum over samples of the time since
- * the previous sample when the sample saw work pending: its error is at most one
- * sampling interval per change of state. Progress time is the same sum over the
+ * report, and sense_mu. The control thread samples every 1 ms while there is
+ * work, every TC_SENSE_IDLE_NS (20 ms) once nothing has been queued or moving for
+ * KAIROS_IDLE_EARLY_MS (tc_sense_quiet; tc_sense.h says the trade-off). Runnable
+ * time is the sum over samples of the time since the previous sample when the
+ * sample saw work pending, except that a sample seeing work after a quiet one
+ * counts at most one fast interval (1 ms) of the gap: the work began somewhere in
+ * it, and 1 ms sampling counted one interval for a start as well, so a short
+ * kernel seen by a sparse idle sample counts 1 ms, not 20. Its error is at most
+ * one interval per change of state: 1 ms, or for a start after an idle spell up
+ * to the idle interval, and then short (the figure errs low, never calling a
+ * short burst long). Progress time is the same sum over the
  * samples that saw a channel move, each run of them less its first interval (a
  * stretch of L on the GPU moves the channels in L / interval + 1 samples on
  * average, whatever the phase, so this is unbiased): the time on the GPU, which
@@ -172,10 +180,12 @@ void tc_sense_sample(uint64_t now_ns)
         struct sense_sum *s = &sense_sums[g];
         if (!s->since_ns)
             s->since_ns = s->last_ns = now_ns;
-        if (pending[g])
-            s->runnable_ns += now_ns - s->last_ns;
+        uint64_t gap = now_ns - s->last_ns;
+        uint64_t onset = gap < TC_SENSE_FAST_NS ? gap : TC_SENSE_FAST_NS;
+        if (pending[g]) /* work that began after a quiet sample: at most one fast interval */
+            s->runnable_ns += s->pending_now ? gap : onset;
         if (progress[g] && s->progress_now)
-            s->progress_ns += now_ns - s->last_ns;
+            s->progress_ns += gap;
         s->progress_now = progress[g];
         s->last_ns = now_ns;
         s->samples++;
@@ -227,9 +237,20 @@ void tc_sense_reported(uint32_t gpu, uint64_t now_ns)
     idle |= s->idle_reported && s->quiet_since_ns && !s->early_armed;
     sense_sums[gpu] = (struct sense_sum){.since_ns = now_ns, .last_ns = now_ns,
                                          .idle_reported = idle, .progress_now = s->progress_now,
+                                         .pending_now = s->pending_now,
                                          .quiet_since_ns = s->quiet_since_ns,
                                          .early_armed = !idle};
     (void)tc_pause_unpaused(gpu, now_ns, now_ns, true);
+}
+
+bool tc_sense_quiet(uint32_t mask, uint64_t now_ns, uint64_t for_ns)
+{
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        const struct sense_sum *s = &sense_sums[g];
+        if ((mask & (1u << g)) && (!s->quiet_since_ns || now_ns - s->quiet_since_ns < for_ns))
+            return false;
+    }
+    return true;
 }
 
 bool tc_sense_wake(uint32_t gpu, uint64_t now_ns, struct kairos_runnable *out)

@@ -3,8 +3,10 @@
  * Owns the per-GPU policies (as kairosd pushed them on the agent's connection),
  * the control thread that follows them, and the fork handler of all time control.
  * The mechanism is tc_pause.c (FIFO_DISABLE_CHANNELS, SET_TIMESLICE); the runnable
- * sensor tc_sense.c, which this thread drives every 1 ms while a policy has
- * KAIROS_TIME_REPORT, sending KAIROS_MSG_RUNNABLE once a period (never waiting
+ * sensor tc_sense.c, which this thread drives while a policy has
+ * KAIROS_TIME_REPORT, every 1 ms while there is work and every 20 ms once there
+ * has been none for 20 ms (next_sample_at: an idle process costs 50 wakeups a
+ * second, not 1000), sending KAIROS_MSG_RUNNABLE once a period (never waiting
  * for the agent: a busy link delays a report, never a window edge), and at once
  * (a wake) when work shows after an idle report; the window
  * arithmetic is timectl_window_paused below.
@@ -38,8 +40,7 @@
 #include "shim/tc_pause.h"
 #include "shim/tc_sense.h"
 
-#define TC_SAMPLE_NS 1000000ull     /* the sensor samples every 1 ms while asked to */
-#define TC_REFRESH_NS 50000000ull   /* and reads the channels' USERD anew every 50 ms */
+#define TC_REFRESH_NS 50000000ull   /* the sensor reads the channels' USERD anew every 50 ms */
 #define TC_REPORT_US 100000u        /* report interval when the policy has no period */
 
 struct tc_gpu {
@@ -53,6 +54,7 @@ static pthread_cond_t tc_cv;
 static bool tc_cv_ready, tc_thread_running, tc_stop;
 static pthread_t tc_thread;
 static struct tc_gpu tc_gpus[KAIROS_MAX_GPUS];
+static _Atomic uint64_t st_turns, st_samples, st_reports, st_wake_reports; /* timectl_stats */
 
 static uint64_t mono_ns(void)
 {
@@ -104,9 +106,62 @@ static uint32_t reporting_locked(uint64_t every_ns[KAIROS_MAX_GPUS])
     return mask;
 }
 
+/* When to sample after a sample at now: in 1 ms while some reporting GPU had work
+ * in the last KAIROS_IDLE_EARLY_MS or a report is owed (the link was busy), else
+ * in TC_SENSE_IDLE_NS (tc_sense.h says the trade-off), but no later than the next
+ * report is due (the idle interval divides the 100 ms period, so that costs no
+ * extra wakeup) and never sooner than 1 ms. Without tc_mu. */
+static uint64_t next_sample_at(uint32_t mask, uint64_t now, bool owed)
+{
+    bool quiet = !owed && tc_sense_quiet(mask, now, KAIROS_IDLE_EARLY_MS * 1000000ull);
+    uint64_t next = now + (quiet ? TC_SENSE_IDLE_NS : TC_SENSE_FAST_NS);
+    for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
+        uint64_t due = tc_next_report[g];
+        if ((mask & (1u << g)) && due && due < next)
+            next = due > now + TC_SENSE_FAST_NS ? due : now + TC_SENSE_FAST_NS;
+    }
+    return next;
+}
+
+/* Sends a report now; false when the agent's link is busy (try again later). */
+static bool send_now(const struct kairos_runnable *r)
+{
+    return agent_report_runnable(r) != -EBUSY; /* sent, or no daemon to send it to */
+}
+
+/* gpu's reports due at now: a wake, an early idle report, the period's. Returns
+ * whether one is owed because the link was busy (sent at a later sample). */
+static bool report_gpu(uint32_t g, uint64_t every_ns, uint64_t now)
+{
+    struct kairos_runnable r;
+    bool owed = false;
+    if (tc_sense_wake(g, now, &r)) {
+        if (send_now(&r)) {
+            tc_sense_woke(g); /* back from an idle report: kairosd plans it in now */
+            atomic_fetch_add(&st_wake_reports, 1);
+        } else {
+            owed = true;
+        }
+    }
+    if (tc_sense_idle(g, now, &r)) {
+        if (send_now(&r))
+            tc_sense_idled(g); /* quiet for 20 ms: its window may be lent now */
+        else
+            owed = true;
+    }
+    if (now < tc_next_report[g] || !tc_sense_report(g, now, &r))
+        return owed;
+    if (!send_now(&r))
+        return true; /* the link is busy: the interval grows to the next sample */
+    tc_sense_reported(g, now);
+    tc_next_report[g] = now + every_ns;
+    atomic_fetch_add(&st_reports, 1);
+    return owed;
+}
+
 /* One turn of the sensor at now: a sample, the table read again now and then,
- * and each reporting GPU's figure sent once its period is over (if the agent is
- * busy, at the next sample). Without tc_mu. */
+ * and each reporting GPU's figures sent when due (if the agent is busy, at the
+ * next sample, 1 ms later). Without tc_mu. */
 static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], uint64_t now)
 {
     if (!tc_sense_active())
@@ -116,29 +171,19 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
         tc_next_refresh = now + TC_REFRESH_NS;
     }
     tc_sense_sample(now);
+    atomic_fetch_add(&st_samples, 1);
+    bool owed = false;
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         if (!(mask & (1u << g))) {
             tc_next_report[g] = 0;
-            continue;
-        }
-        if (!tc_next_report[g]) { /* a new reporting GPU: its first interval starts now */
+        } else if (!tc_next_report[g]) { /* a new reporting GPU: its first interval starts now */
             tc_sense_reported(g, now);
             tc_next_report[g] = now + every_ns[g];
-            continue;
+        } else {
+            owed |= report_gpu(g, every_ns[g], now);
         }
-        struct kairos_runnable r;
-        if (tc_sense_wake(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
-            tc_sense_woke(g); /* back from an idle report: kairosd plans it in now */
-        if (tc_sense_idle(g, now, &r) && agent_report_runnable(&r) != -EBUSY)
-            tc_sense_idled(g); /* quiet for 20 ms: its window may be lent now */
-        if (now < tc_next_report[g] || !tc_sense_report(g, now, &r))
-            continue;
-        if (agent_report_runnable(&r) == -EBUSY)
-            continue; /* the link is busy: the interval grows to the next sample */
-        tc_sense_reported(g, now); /* sent, or no daemon to send it to */
-        tc_next_report[g] = now + every_ns[g];
     }
-    tc_next_sample = now + TC_SAMPLE_NS;
+    tc_next_sample = next_sample_at(mask, now, owed);
 }
 
 static void *control_thread(void *unused)
@@ -163,16 +208,14 @@ static void *control_thread(void *unused)
             struct tc_gpu *s = &tc_gpus[g];
             if (!s->have)
                 continue;
-            if (s->ts_dirty) {
+            if (s->ts_dirty) { /* 0: the application's own, given back if ours were set */
                 s->ts_dirty = false;
                 uint64_t us = s->pol.timeslice_us;
-                if (us) { /* 0 leaves what was set (the driver's own, or ours before) */
-                    pthread_mutex_unlock(&tc_mu);
-                    tc_pause_set_timeslice(g, us);
-                    pthread_mutex_lock(&tc_mu);
-                    acted = true;
-                    continue;
-                }
+                pthread_mutex_unlock(&tc_mu);
+                tc_pause_set_timeslice(g, us);
+                pthread_mutex_lock(&tc_mu);
+                acted = true;
+                continue;
             }
             uint64_t next;
             bool want = timectl_window_paused(&s->pol, mono_ns(), &next);
@@ -198,6 +241,7 @@ static void *control_thread(void *unused)
                                   (long)(deadline % 1000000000ull)};
             pthread_cond_timedwait(&tc_cv, &tc_mu, &ts);
         }
+        atomic_fetch_add(&st_turns, 1);
     }
     pthread_mutex_unlock(&tc_mu);
     return NULL;
@@ -260,6 +304,10 @@ void timectl_stats(struct timectl_stats *s)
 {
     memset(s, 0, sizeof *s);
     tc_pause_stats(s);
+    s->turns = atomic_load(&st_turns);
+    s->samples = atomic_load(&st_samples);
+    s->reports = atomic_load(&st_reports);
+    s->wake_reports = atomic_load(&st_wake_reports);
 }
 
 /* With KAIROS_LOG=stderr, a process that was paused says at exit how often and how
@@ -299,6 +347,10 @@ static void forget_sense_schedule(void)
 {
     tc_next_sample = tc_next_refresh = 0;
     memset(tc_next_report, 0, sizeof tc_next_report);
+    atomic_store(&st_turns, 0);
+    atomic_store(&st_samples, 0);
+    atomic_store(&st_reports, 0);
+    atomic_store(&st_wake_reports, 0);
 }
 
 void timectl_reset(void)

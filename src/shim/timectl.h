@@ -8,7 +8,8 @@
  *
  *   - timeslice: NVA06C SET_TIMESLICE on every channel group (0xA06C) of the
  *     process on the policy's GPU, and on every group created later (hooked
- *     after the object tree applied the RM_ALLOC);
+ *     after the object tree applied the RM_ALLOC); 0: the application's own,
+ *     given back to each group where Kairos had set others (tc_pause.c);
  *   - pause: NV2080 FIFO_DISABLE_CHANNELS {bDisable=1, bOnlyDisableScheduling=0,
  *     bRewindGpPut=0} on the client's subdevice with all the process's channels
  *     on that GPU (64 per call); resume: the same with bDisable=0. A channel
@@ -56,10 +57,12 @@ bool timectl_active(void);
  * channel: sets the current timeslice / disables it while paused. */
 void timectl_after_alloc(uint32_t h_client, uint32_t h_object, uint32_t h_class);
 
-/* The application set a channel group's timeslice itself (CUDA does, right after
- * creating one: 2048 us for the first, 1024 us for the others): with a policy in
- * force, set the policy's back, so that a tenant cannot raise its own. */
-void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg);
+/* The application set a channel group's timeslice itself, us as the driver
+ * accepted it (CUDA does, right after creating one: 2048 us for the first, 1024 us
+ * for the others): recorded on the group, policy or not (a policy's timeslice of
+ * 0 gives it back); with a policy's non-zero timeslice in force, the policy's is
+ * set back, so that a tenant cannot raise its own. */
+void timectl_after_app_timeslice(uint32_t h_client, uint32_t h_tsg, uint64_t us);
 
 
 /* Around the real munmap (or MAP_FIXED mmap) of [addr, addr+len) and the object
@@ -83,8 +86,13 @@ struct timectl_stats {
     uint64_t pauses, resumes;     /* transitions made */
     uint64_t controls_failed;     /* controls the driver refused (or ioctl errors) */
     uint64_t timeslices_overridden;    /* the application's own timeslices set back */
+    uint64_t timeslices_restored;      /* channel groups given their own back (policy 0) */
     uint64_t pause_ns, pause_max_ns;   /* time in the driver calls of all pauses, longest */
     uint64_t resume_ns, resume_max_ns; /* the same for resumes */
+    uint64_t turns;        /* the control thread's wakeups (returns from its wait) */
+    uint64_t samples;      /* runnable sensor samples taken */
+    uint64_t reports;      /* regular RUNNABLE reports made (once a period per GPU) */
+    uint64_t wake_reports; /* KAIROS_RUNNABLE_WAKE reports made */
 };
 void timectl_stats(struct timectl_stats *s);
 

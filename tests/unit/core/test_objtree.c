@@ -270,6 +270,30 @@ static void test_listing_channel_groups(void **state)
     objtree_free(t);
 }
 
+/* The application's own timeslice is an attribute of its channel group: kept
+ * for a group only, gone with it, so a handle the driver hands out again starts
+ * with none. */
+static void test_a_channel_group_keeps_the_applications_timeslice(void **state)
+{
+    (void)state;
+    struct objtree *t = objtree_new();
+    build_tree(t, CTL_FILE, 0x100);
+    struct objtree_effect e;
+    apply(t, CTL_FILE, alloc_op(0x100, 0x101, 0x120, RM_CLASS_KEPLER_CHANNEL_GROUP_A, 0), &e);
+    apply(t, CTL_FILE, alloc_op(0x100, 0x120, 0x121, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, 0), &e);
+    assert_int_equal(objtree_timeslice(t, 0x100, 0x120), 0); /* none set yet */
+    assert_true(objtree_set_timeslice(t, 0x100, 0x120, 2048));
+    assert_int_equal(objtree_timeslice(t, 0x100, 0x120), 2048);
+    assert_false(objtree_set_timeslice(t, 0x100, 0x121, 1024)); /* a channel: no */
+    assert_false(objtree_set_timeslice(t, 0x100, 0x130, 1024)); /* no such object */
+    assert_int_equal(objtree_timeslice(t, 0x100, 0x121), 0);
+    apply(t, CTL_FILE, free_op(0x100, 0x120), &e);
+    assert_int_equal(objtree_timeslice(t, 0x100, 0x120), 0);
+    apply(t, CTL_FILE, alloc_op(0x100, 0x101, 0x120, RM_CLASS_KEPLER_CHANNEL_GROUP_A, 0), &e);
+    assert_int_equal(objtree_timeslice(t, 0x100, 0x120), 0); /* the handle again: a new group */
+    objtree_free(t);
+}
+
 static void test_memory_is_counted_per_gpu(void **state)
 {
     (void)state;
@@ -336,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_deep_chain_frees_without_recursion),
         cmocka_unit_test(test_doorbell_mapping_is_recognised),
         cmocka_unit_test(test_listing_channel_groups),
+        cmocka_unit_test(test_a_channel_group_keeps_the_applications_timeslice),
         cmocka_unit_test(test_memory_is_counted_per_gpu),
         cmocka_unit_test(test_huge_sizes_are_bounded),
     };

@@ -1,6 +1,7 @@
 /* test_timectl.c - the time control (timectl.h) over the fake driver.
  *
  * Timeslices on every channel group of the policy's GPU (and on one made later),
+ * 0 giving each group back the application's own,
  * pause/resume with FIFO_DISABLE_CHANNELS on exactly the process's channels and
  * with the right flags, doorbells untouched by a pause (a write lands at once, a
  * thread with SIGSEGV blocked ringing one is not killed, no signal disposition
@@ -8,8 +9,9 @@
  * null write with no handler still kills), fork (a child forked while paused
  * starts clean and obeys its own policy; children forked while the control
  * thread is inside a pause never deadlock), the clock-aligned windows (30 % duty
- * of 100 ms measured over a second), and many threads allocating while pausing
- * and resuming.
+ * of 100 ms measured over a second), the sensor's sampling rate (every 20 ms
+ * while idle, every 1 ms once work shows, and a start after a sparse gap counted
+ * as one fast interval), and many threads allocating while pausing and resuming.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -183,6 +185,68 @@ static void test_application_cannot_override_timeslice(void **state)
     struct timectl_stats s;
     timectl_stats(&s);
     assert_int_equal(s.timeslices_overridden, 2);
+}
+
+/* Waits until every group of tsgs[n] has the timeslice us (false: not within 2 s). */
+static bool wait_timeslices(const uint32_t *tsgs, size_t n, uint64_t us)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!wait_timeslice(tsgs[i], us))
+            return false;
+    return true;
+}
+
+/* A policy's timeslice (seq, us) on GPU 0. */
+static void timeslice_policy(uint64_t seq, uint64_t us)
+{
+    struct kairos_time_policy p = {.gpu = 0, .seq = seq, .timeslice_us = us};
+    timectl_policy(&p);
+}
+
+/* Issue 23, do no harm: timeslice 0 is the application's own (CUDA's 2048 us on
+ * a context's first group, 1024 us on the others). Going from a non-zero one to 0
+ * gives each group back what the application last set on it, a group made under
+ * the policy included; under 0 the application's SET_TIMESLICE stands; a non-zero
+ * policy overrides it again, and 0 then gives back its latest. A group the
+ * application never set keeps Kairos's (its native value was never seen). */
+static void test_zero_gives_back_the_applications_timeslices(void **state)
+{
+    (void)state;
+    uint32_t tsg[3] = {new_tsg(device), new_tsg(device), 0};
+    uint32_t bare = new_tsg(device);
+    assert_int_equal(app_set_timeslice(tsg[0], 2048), 0); /* as CUDA, before any policy */
+    assert_int_equal(app_set_timeslice(tsg[1], 1024), 0);
+    timeslice_policy(1, 0); /* a first 0: nothing of Kairos's to give back */
+    timeslice_policy(2, 4000);
+    assert_true(wait_timeslices(tsg, 2, 4000));
+    assert_true(wait_timeslice(bare, 4000));
+    tsg[2] = new_tsg(device); /* made under the policy, then CUDA's own on it */
+    assert_int_equal(app_set_timeslice(tsg[2], 1024), 0);
+    assert_int_equal(fakedrv_timeslice(client, tsg[2]), 4000);
+    static struct fakedrv_ctl_rec recs[64];
+    size_t before = fakedrv_controls(recs, 64);
+
+    timeslice_policy(3, 0);
+    assert_true(wait_timeslice(tsg[0], 2048));
+    assert_true(wait_timeslices(tsg + 1, 2, 1024));
+    assert_int_equal(fakedrv_timeslice(client, bare), 4000);
+    assert_int_equal(fakedrv_controls(recs, 64), before + 3); /* one per recorded group */
+    assert_int_equal(app_set_timeslice(tsg[1], 3000), 0); /* under 0: it stands */
+    assert_int_equal(fakedrv_timeslice(client, tsg[1]), 3000);
+
+    timeslice_policy(4, 5000);
+    assert_true(wait_timeslices(tsg, 3, 5000));
+    assert_int_equal(app_set_timeslice(tsg[0], 700), 0); /* overridden again */
+    assert_int_equal(fakedrv_timeslice(client, tsg[0]), 5000);
+    timeslice_policy(5, 0);
+    assert_true(wait_timeslice(tsg[0], 700));
+    assert_true(wait_timeslice(tsg[1], 3000));
+    assert_true(wait_timeslice(tsg[2], 1024));
+    struct timectl_stats s;
+    timectl_stats(&s);
+    assert_int_equal(s.timeslices_overridden, 2);
+    assert_int_equal(s.timeslices_restored, 6);
+    assert_int_equal(s.controls_failed, 0);
 }
 
 static void test_pause_resume(void **state)
@@ -827,6 +891,122 @@ static void test_sensor_wakes_after_an_idle_report(void **state)
     shim_close(r, fd);
 }
 
+/* A start seen after a sparse gap: the sampler slows down while idle, so the
+ * first sample that sees work may come 20 ms after the last quiet one; it counts
+ * one fast interval of runnable time (as 1 ms sampling would), not the gap, which
+ * would make a short kernel look 20 ms long. Later samples with work count their
+ * whole gap (a late control thread included). */
+static void test_sensor_counts_a_start_after_a_sparse_gap_as_one_interval(void **state)
+{
+    (void)state;
+    int fd;
+    uint8_t *userd = one_sensed_channel(&fd);
+    const uint64_t ms = 1000000, t = mono_ns();
+    struct kairos_runnable rep;
+    tc_sense_reported(0, t);
+    tc_sense_sample(t + 1 * ms);
+    tc_sense_sample(t + 21 * ms); /* idle, sparse */
+    assert_int_equal(timectl_pause(0), 0);
+    *gp(userd, 0, 0x8C) = 2; /* queued while paused: pending from now on */
+    tc_sense_sample(t + 41 * ms);
+    assert_true(tc_sense_report(0, t + 41 * ms, &rep));
+    assert_int_equal(rep.runnable_us, TC_SENSE_FAST_NS / 1000);
+    tc_sense_sample(t + 42 * ms);
+    tc_sense_sample(t + 62 * ms); /* still waiting, the sample 20 ms late */
+    assert_true(tc_sense_report(0, t + 62 * ms, &rep));
+    assert_int_equal(rep.runnable_us, TC_SENSE_FAST_NS / 1000 + 21000);
+    assert_int_equal(rep.pending_samples, 3);
+    assert_int_equal(timectl_resume(0), 0);
+    shim_munmap(r, userd, 0x10000);
+    shim_close(r, fd);
+}
+
+/* ---- the control thread's sampling rate (issue 23: idle costs nothing) ---- */
+
+static uint64_t stat_mark; /* a counter's value before what a wait waits for */
+
+static struct timectl_stats stats_now(void)
+{
+    struct timectl_stats s;
+    timectl_stats(&s);
+    return s;
+}
+
+static uint64_t turns_now(void)
+{
+    return stats_now().turns;
+}
+
+static uint64_t samples_now(void)
+{
+    return stats_now().samples;
+}
+
+static bool reported_since_mark(void)
+{
+    return stats_now().reports > stat_mark;
+}
+
+static bool woke_since_mark(void)
+{
+    return stats_now().wake_reports > stat_mark;
+}
+
+/* Waits until ok() holds, polling every ms, at most deadline_ms by the clock. */
+static bool wait_for(bool (*ok)(void), unsigned deadline_ms)
+{
+    uint64_t end = mono_ns() + deadline_ms * 1000000ull;
+    while (!ok()) {
+        if (mono_ns() > end)
+            return false;
+        sleep_ms(1);
+    }
+    return true;
+}
+
+/* How fast count() grows per second, measured over at least window_ms by the clock. */
+static double rate_per_s(uint64_t (*count)(void), unsigned window_ms)
+{
+    uint64_t c0 = count(), t0 = mono_ns(), t1;
+    while ((t1 = mono_ns()) - t0 < window_ms * 1000000ull)
+        sleep_ms(5);
+    return (double)(count() - c0) * 1e9 / (double)(t1 - t0);
+}
+
+/* Under a policy that asks for reports (and keeps the process paused), a process
+ * with nothing queued is sampled every TC_SENSE_IDLE_NS: its control thread wakes
+ * about 1000 / 20 times a second, not 1000. Work that arrives is seen at the next
+ * idle sample (the wake report, within the idle interval and a loaded machine's
+ * slack) and then sampled every 1 ms while it waits. */
+static void test_idle_sampler_wakes_rarely_and_comes_back_for_work(void **state)
+{
+    (void)state;
+    int fd;
+    uint8_t *userd = one_sensed_channel(&fd);
+    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .flags = KAIROS_TIME_REPORT,
+                                   .period_us = 100000, .duty_us = 0, .epoch_ns = mono_ns()};
+    timectl_policy(&p);
+    stat_mark = 0;
+    assert_true(wait_for(reported_since_mark, 2000)); /* idle reported: work will be a wake */
+    const double idle_hz = 1e9 / (double)TC_SENSE_IDLE_NS, idle_ms = TC_SENSE_IDLE_NS / 1e6;
+    double turns = rate_per_s(turns_now, 1000);
+
+    stat_mark = stats_now().wake_reports;
+    uint64_t t0 = mono_ns();
+    *gp(userd, 0, 0x8C) = 1; /* paused: it waits, pending */
+    assert_true(wait_for(woke_since_mark, 2000));
+    double wake_ms = (double)(mono_ns() - t0) / 1e6;
+    double busy = rate_per_s(samples_now, 200);
+    print_message("idle: %.1f wakeups/s (bound %.1f); wake after %.1f ms (bound %.0f); "
+                  "%.0f samples/s with work waiting\n",
+                  turns, 1.5 * idle_hz + 5, wake_ms, idle_ms + 80, busy);
+    assert_true(turns <= 1.5 * idle_hz + 5);
+    assert_true(wake_ms <= idle_ms + 80);
+    assert_true(busy >= 4 * idle_hz);
+    shim_munmap(r, userd, 0x10000);
+    shim_close(r, fd);
+}
+
 static void test_window_math(void **state)
 {
     (void)state;
@@ -952,6 +1132,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeslice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_application_cannot_override_timeslice, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_zero_gives_back_the_applications_timeslices, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_doorbell_written_while_paused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocked_segv_thread_rings_while_paused, setup,
@@ -967,6 +1149,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sensor_wakes_after_an_idle_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sensor_reports_idle_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sensor_counts_a_start_after_a_sparse_gap_as_one_interval,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_sampler_wakes_rarely_and_comes_back_for_work,
+                                        setup, teardown),
         cmocka_unit_test(test_window_math),
         cmocka_unit_test_setup_teardown(test_windows_follow_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_while_pausing, setup, teardown),
