@@ -113,8 +113,8 @@ static bool policy_of(const struct timeshare *t, const char *name, unsigned gpu,
 }
 
 /* The members of a tenant whose policy on gpu is gone are released: never paused,
- * timeslice left as it is (0: the shim sets none; it does not restore the
- * driver's). */
+ * and timeslice 0, the application's own (the shim puts back what CUDA set where
+ * Kairos had set another). */
 static void release(struct timeshare *t, unsigned gpu, unsigned slot)
 {
     struct kairos_time_policy p = {.gpu = gpu, .seq = ++t->g[gpu].seq, .epoch_ns = t->epoch_ns};
