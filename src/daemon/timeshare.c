@@ -143,27 +143,33 @@ static void drop_gone(struct timeshare *t)
     }
 }
 
-/* Whether each tenant had a window shorter than the period in the period just
- * ended (the decisions in force before the tick). */
-static void windows_in_force(const struct sched_gpu *g, bool paused[SCHED_MAX_TENANTS])
+/* What held a tenant back in the period just ended (sched_tenant's hold and
+ * held_us of the decisions in force before the tick). A hold by timeslices alone
+ * (another's share, the yield slice) has held_us 0: the period counts as held by
+ * that reason with no time paused. */
+struct hold_seen {
+    enum sched_hold hold;
+    uint32_t held_us;
+};
+
+static void holds_in_force(const struct sched_gpu *g, struct hold_seen seen[SCHED_MAX_TENANTS])
 {
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        const struct sched_decision *d = &g->t[i].dec;
-        paused[i] = g->t[i].present && d->period_us && d->duty_us < d->period_us;
-    }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        seen[i] = (struct hold_seen){.hold = g->t[i].hold, .held_us = g->t[i].held_us};
 }
 
 /* Adds the period just measured to each tenant's figures: what it was charged
  * (sched.c: what it used, and at least its whole window when it had one, since
  * the GPU was its alone then; NVML's figures alone under-report a windowed
- * tenant, see docs/scheduler.md). */
-static void record_period(struct timeshare *t, unsigned gpu, const bool paused[SCHED_MAX_TENANTS])
+ * tenant, see docs/scheduler.md), and what held it back. */
+static void record_period(struct timeshare *t, unsigned gpu,
+                          const struct hold_seen seen[SCHED_MAX_TENANTS])
 {
     const struct sched_gpu *g = &t->g[gpu];
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (g->t[i].present)
             time_stats_period(&t->stats[gpu][i], (uint64_t)g->t[i].charged_us, g->period_us,
-                              paused[i]);
+                              seen[i].hold, seen[i].held_us);
 }
 
 /* Puts tenant name's policy on gpu into the scheduler (its slot, or a free one). */
@@ -460,10 +466,10 @@ void timeshare_tick(struct timeshare *t)
                 apply_runnable(t, g, i, &use[i]);
         if (t->ticks_logged % 10 == 0)
             log_shims(t, g, use);
-        bool paused[SCHED_MAX_TENANTS];
-        windows_in_force(&t->g[g], paused);
+        struct hold_seen seen[SCHED_MAX_TENANTS];
+        holds_in_force(&t->g[g], seen);
         sched_tick(&t->g[g], use);
-        record_period(t, g, paused);
+        record_period(t, g, seen);
         push_changed(t, g);
     }
 }
