@@ -186,7 +186,7 @@ int cmd_ps(int argc, char **argv)
         return 2;
     }
     struct ps_snapshot snap;
-    if (ps_fetch(client_socket_path(socket_path), &snap, err, sizeof err))
+    if (ps_fetch(client_socket_path(socket_path), true, &snap, err, sizeof err))
         return fail(json, err);
     if (json)
         print_json(&snap);

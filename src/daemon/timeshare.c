@@ -6,6 +6,7 @@
  * tenant got). */
 #include "daemon/timeshare.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -504,6 +505,25 @@ static uint32_t prio_code(enum sched_prio p)
     return KAIROS_PRIO_NORMAL;
 }
 
+static_assert(SCHED_HOLD_NONE == KAIROS_HOLD_NONE && SCHED_HOLD_SHARE == KAIROS_HOLD_SHARE &&
+                  SCHED_HOLD_LIMIT == KAIROS_HOLD_LIMIT && SCHED_HOLD_YIELD == KAIROS_HOLD_YIELD &&
+                  SCHED_HOLD_REASONS == KAIROS_HOLD_REASONS,
+              "the wire's hold reasons are sched.h's");
+
+/* What held slot s back on gpu (now, over the minute, since its policy) into p. */
+static void ps_holds(const struct timeshare *t, unsigned gpu, int s, struct kairos_ps_reply *p)
+{
+    const struct time_stats *ts = &t->stats[gpu][s];
+    p->compute_flags[gpu] |= KAIROS_PS_COMPUTE_HOLDS;
+    p->hold[gpu] = t->g[gpu].t[s].hold;
+    for (unsigned r = 0; r < KAIROS_HOLD_REASONS; r++) {
+        p->hold_period_ppm[gpu][r] = time_stats_hold_periods_ppm(ts, (enum sched_hold)r);
+        p->hold_time_ppm[gpu][r] = time_stats_held_ppm(ts, (enum sched_hold)r);
+        p->hold_periods[gpu][r] = ts->hold_periods_total[r];
+        p->hold_time_us[gpu][r] = ts->held_us_total[r];
+    }
+}
+
 /* The compute figures of slot s on gpu into p's arrays. */
 static void ps_gpu(const struct timeshare *t, unsigned gpu, int s, struct kairos_ps_reply *p)
 {
@@ -512,6 +532,7 @@ static void ps_gpu(const struct timeshare *t, unsigned gpu, int s, struct kairos
     p->compute_flags[gpu] = KAIROS_PS_COMPUTE_POLICY;
     if (time_stats_measured(ts))
         p->compute_flags[gpu] |= KAIROS_PS_COMPUTE_MEASURED;
+    ps_holds(t, gpu, s, p);
     p->share_ppm[gpu] = time_stats_ppm(st->pol.share);
     p->limit_ppm[gpu] = time_stats_ppm(st->pol.limit);
     p->priority[gpu] = prio_code(st->pol.prio);
