@@ -212,17 +212,38 @@ static bool applies(enum when when, const struct kairos_ps_reply *r, unsigned g)
     return false;
 }
 
-static void write_tenant_gpu(FILE *f, const struct kairos_ps_reply *figs, size_t n, unsigned n_gpus)
+/* The tenants' figures, as kairos ps has them, and the node's GPU count. */
+struct figures {
+    const struct kairos_ps_reply *r;
+    size_t n;
+    unsigned n_gpus;
+};
+
+/* Calls each(f, metric, r, g) for every tenant r and GPU g where when applies. */
+typedef void (*series_fn)(FILE *f, const void *metric, const struct kairos_ps_reply *r,
+                          unsigned g);
+static void each_tenant_gpu(FILE *f, const struct figures *figs, enum when when, series_fn each,
+                            const void *metric)
+{
+    for (size_t i = 0; i < figs->n; i++)
+        for (unsigned g = 0; g < figs->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (applies(when, &figs->r[i], g))
+                each(f, metric, &figs->r[i], g);
+}
+
+static void gpu_series(FILE *f, const void *metric, const struct kairos_ps_reply *r, unsigned g)
+{
+    const struct tenant_gpu_metric *tm = metric;
+    tenant_gpu_series(f, tm->name, r->tenant, g, NULL, NULL);
+    write_sample(f, tm->value(r, g));
+}
+
+static void write_tenant_gpu(FILE *f, const struct figures *figs)
 {
     for (size_t m = 0; m < sizeof tenant_gpu_metrics / sizeof *tenant_gpu_metrics; m++) {
         const struct tenant_gpu_metric *tm = &tenant_gpu_metrics[m];
         family(f, tm->name, tm->type, tm->help);
-        for (size_t i = 0; i < n; i++)
-            for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
-                if (applies(tm->when, &figs[i], g)) {
-                    tenant_gpu_series(f, tm->name, figs[i].tenant, g, NULL, NULL);
-                    write_sample(f, tm->value(&figs[i], g));
-                }
+        each_tenant_gpu(f, figs, tm->when, gpu_series, tm);
     }
 }
 
@@ -286,40 +307,39 @@ static const struct tenant_reason_metric {
      KAIROS_HOLD_NONE, hold_periods},
 };
 
-static void write_infos(FILE *f, const struct kairos_ps_reply *figs, size_t n, unsigned n_gpus)
+static void info_series(FILE *f, const void *metric, const struct kairos_ps_reply *r, unsigned g)
+{
+    const struct tenant_gpu_info *ti = metric;
+    tenant_gpu_series(f, ti->name, r->tenant, g, ti->label, ti->value(r, g));
+    fputs(" 1\n", f);
+}
+
+static void write_infos(FILE *f, const struct figures *figs)
 {
     for (size_t m = 0; m < sizeof tenant_gpu_infos / sizeof *tenant_gpu_infos; m++) {
         const struct tenant_gpu_info *ti = &tenant_gpu_infos[m];
         family(f, ti->name, "gauge", ti->help);
-        for (size_t i = 0; i < n; i++)
-            for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
-                if (applies(ti->when, &figs[i], g)) {
-                    tenant_gpu_series(f, ti->name, figs[i].tenant, g, ti->label,
-                                      ti->value(&figs[i], g));
-                    fputs(" 1\n", f);
-                }
+        each_tenant_gpu(f, figs, ti->when, info_series, ti);
     }
 }
 
-/* tr's series of tenant r on GPU g, one per reason. */
-static void write_reason_series(FILE *f, const struct tenant_reason_metric *tr,
-                                const struct kairos_ps_reply *r, unsigned g)
+/* One series per reason. */
+static void reason_series(FILE *f, const void *metric, const struct kairos_ps_reply *r,
+                          unsigned g)
 {
+    const struct tenant_reason_metric *tr = metric;
     for (unsigned k = tr->first; k < KAIROS_HOLD_REASONS; k++) {
         tenant_gpu_series(f, tr->name, r->tenant, g, "reason", hold_name(k));
         write_sample(f, tr->value(r, g, k));
     }
 }
 
-static void write_reasons(FILE *f, const struct kairos_ps_reply *figs, size_t n, unsigned n_gpus)
+static void write_reasons(FILE *f, const struct figures *figs)
 {
     for (size_t m = 0; m < sizeof tenant_reason_metrics / sizeof *tenant_reason_metrics; m++) {
         const struct tenant_reason_metric *tr = &tenant_reason_metrics[m];
         family(f, tr->name, "counter", tr->help);
-        for (size_t i = 0; i < n; i++)
-            for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
-                if (applies(WHEN_HOLDS, &figs[i], g))
-                    write_reason_series(f, tr, &figs[i], g);
+        each_tenant_gpu(f, figs, WHEN_HOLDS, reason_series, tr);
     }
 }
 
@@ -341,7 +361,7 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
                                   NULL, NULL);
                 fprintf(f, " %" PRIu64 "\n", l->tenants[i]->draining[g]);
             }
-    write_infos(f, figs, l->n_tenants, l->n_gpus);
+    write_infos(f, &(struct figures){figs, l->n_tenants, l->n_gpus});
 }
 
 /* Per-GPU figures: false when the GPU did not tell. */
@@ -471,8 +491,9 @@ int metrics_render(const struct metrics_sources *src, char **text, size_t *len)
     write_daemon(f, src);
     write_gpus(f, src);
     write_tenant(f, l, figs);
-    write_tenant_gpu(f, figs, l->n_tenants, l->n_gpus);
-    write_reasons(f, figs, l->n_tenants, l->n_gpus);
+    const struct figures all = {figs, l->n_tenants, l->n_gpus};
+    write_tenant_gpu(f, &all);
+    write_reasons(f, &all);
     bool failed = ferror(f);
     if (fclose(f) || failed) {
         free(*text);

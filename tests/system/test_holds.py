@@ -10,7 +10,6 @@ without one and shows the holds as unknown.
 Usage: test_holds.py KAIROSD KAIROS"""
 import json
 import os
-import re
 import socket
 import struct
 import subprocess
@@ -27,6 +26,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_GPUS = "gpu 0 GPU-fake-0000 85899345920\ngpu 1 GPU-fake-0001 85899345920\n"
 TENANTS = ("  - name: capped\n    compute: { 0: { share: 30%, limit: 30% } }\n"
            "  - name: alone\n    compute: { 1: { share: 40% } }\n")
+
+
+def kairos(test, sock, *args):
+    """The output of kairos ARGS --socket sock (test fails when it exits non-zero)."""
+    r = subprocess.run([KAIROS, *args, "--socket", sock], capture_output=True, text=True,
+                       timeout=30)
+    test.assertEqual(r.returncode, 0, r.stderr)
+    return r.stdout
 
 
 def member(sock, tenant):
@@ -56,10 +63,7 @@ class Holds(unittest.TestCase):
         self.d.stop()
 
     def kairos(self, *args):
-        r = subprocess.run([KAIROS, *args, "--socket", self.d.socket], capture_output=True,
-                           text=True, timeout=30)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return r.stdout
+        return kairos(self, self.d.socket, *args)
 
     def hold(self, tenant, gpu):
         """compute.hold of tenant on gpu in kairos ps --json."""
@@ -184,10 +188,7 @@ class NewKairosOldDaemon(unittest.TestCase):
         self.old.close()
 
     def kairos(self, *args):
-        r = subprocess.run([KAIROS, *args, "--socket", self.old.path], capture_output=True,
-                           text=True, timeout=30)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return r.stdout
+        return kairos(self, self.old.path, *args)
 
     def test_kairos_asks_again_and_shows_the_holds_unknown(self):
         doc = json.loads(self.kairos("ps", "--json"))
