@@ -1,9 +1,9 @@
 /* cmd_top.c - `kairos top`: kairosd's tenants per GPU, live, in the terminal
  * (ncurses): target against achieved time share, policy, pauses, what held each
- * back, memory. It asks
- * kairosd with the same PS request as kairos ps (ps_view.c) every interval and
- * draws the frame of top_frame.c cut to the window, which may be resized at any
- * time; q quits. With --once, or when standard output is not a terminal, it prints
+ * back, memory. It asks kairosd with the same PS request as kairos ps (ps_view.c)
+ * every interval (without the hold figures once a kairosd of before refused them)
+ * and draws the frame of top_frame.c cut to the window, which may be resized at
+ * any time; q quits. With --once, or when standard output is not a terminal, it prints
  * one frame as plain text and exits.
  *
  *   kairos top [--interval SECONDS] [--once] [--columns LIST | --wide] [--socket PATH]

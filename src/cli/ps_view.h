@@ -1,7 +1,8 @@
 /* ps_view.h - kairosd's PS answer as kairos ps and kairos top show it: one fetch
- * (connect, PS, close), the compute figures of a tenant on a GPU decoded from the
- * reply with their valid bits (what held it back included), and the cells both commands print, so that the two
- * never disagree on what a figure means.
+ * (connect, PS, close; again without the hold figures for a kairosd of before),
+ * the compute figures of a tenant on a GPU decoded from the reply with their valid
+ * bits (what held it back included), and the cells both commands print, so that
+ * the two never disagree on what a figure means.
  *
  * Thread rules: no state.
  */
