@@ -121,6 +121,20 @@
  *               application's own timeslices, given back to each channel group
  *               if the shim had set others; a shim of before left the last one
  *               it set.
+ *   3, compatible additions (issue 23): the number stays 3, and a kairos and a
+ *             kairosd of before and after understand each other's PS:
+ *             - PS may carry a body, struct kairos_ps, whose flag KAIROS_PS_HOLDS
+ *               asks for whole PS_REPLYs: 3024 bytes, the 1424 of before
+ *               (KAIROS_PS_REPLY_SIZE_V1) then per GPU what held the tenant back
+ *               from running as it would natively (another tenant's share, its
+ *               limit, the yield beside a latency tenant: KAIROS_HOLD_*), now,
+ *               over the last minute and since it got its policy, with
+ *               compute_flags KAIROS_PS_COMPUTE_HOLDS. A PS without a body (a
+ *               kairos of before) is answered as before, by the first 1424 bytes
+ *               of each reply. A kairosd of before refuses a PS with a body (its
+ *               exact-size rule: ERROR KAIROS_ERR_PROTOCOL, connection closed);
+ *               kairos then asks again without one on a new connection and shows
+ *               the holds as unknown.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -511,8 +525,17 @@ struct kairos_tenant_admit {
     uint32_t pad;                     /* 0 */
 };
 
-/* PS (empty body) -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is
- * the node's GPU count. No tenants: one PS_REPLY with tenant "" (see history). */
+/* PS -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is the node's
+ * GPU count. No tenants: one PS_REPLY with tenant "" (see history). The body is
+ * struct kairos_ps, or empty (a kairos of before: as if flags were 0). flags
+ * KAIROS_PS_HOLDS: every PS_REPLY is the whole struct kairos_ps_reply; without it
+ * each is its first KAIROS_PS_REPLY_SIZE_V1 bytes (up to pauses[]). pad 0. */
+#define KAIROS_PS_HOLDS 0x1u
+struct kairos_ps {
+    uint32_t flags;
+    uint32_t pad;
+};
+#define KAIROS_PS_REPLY_SIZE_V1 1424u
 #define KAIROS_PS_LAST 0x1u
 #define KAIROS_PS_MAX_PIDS 64
 /* Compute figures per GPU (index g of each array), valid when compute_flags[g] has
@@ -525,9 +548,29 @@ struct kairos_tenant_admit {
  *                  (the GPU backend reports per-process utilization)
  *   period_us, duty_us   its pause window: period 0, never paused; else it may run
  *                  duty_us of every period_us
- *   pauses         periods it spent with a window shorter than the period */
+ *   pauses         periods it spent with a window shorter than the period
+ * Whole replies only (KAIROS_PS_HOLDS), valid with KAIROS_PS_COMPUTE_HOLDS: what
+ * held the tenant back from running as it would natively, by reason r
+ * (KAIROS_HOLD_*, the index of each inner array):
+ *   hold           the reason in force now (KAIROS_HOLD_NONE: nothing holds it)
+ *   hold_period_ppm[r]  the part of the last minute's periods (600, or those so
+ *                  far) that r held it back in ([KAIROS_HOLD_NONE]: nothing did)
+ *   hold_time_ppm[r]    the part of the last minute's time r kept it paused (its
+ *                  window; a hold by timeslices alone pauses nothing: periods held,
+ *                  no time); [KAIROS_HOLD_NONE] 0
+ *                  both minute figures valid only with KAIROS_PS_COMPUTE_MEASURED
+ *   hold_periods[r], hold_time_us[r]   the same since kairosd gave it the policy
+ *                  on that GPU: periods, and microseconds paused (never down but
+ *                  when the policy goes and comes back) */
 #define KAIROS_PS_COMPUTE_POLICY 0x1u   /* compute_flags: a compute policy on this GPU */
 #define KAIROS_PS_COMPUTE_MEASURED 0x2u /* compute_flags: window/minute are measured */
+#define KAIROS_PS_COMPUTE_HOLDS 0x4u    /* compute_flags: the hold figures are there */
+#define KAIROS_HOLD_NONE 0u   /* runs as it would natively */
+#define KAIROS_HOLD_SHARE 1u  /* another tenant below its share waited behind it: weighted
+                               * timeslices or a window of its share */
+#define KAIROS_HOLD_LIMIT 2u  /* its limit's window */
+#define KAIROS_HOLD_YIELD 3u  /* the short yield slice beside a latency tenant */
+#define KAIROS_HOLD_REASONS 4
 #define KAIROS_PRIO_NORMAL 0u
 #define KAIROS_PRIO_LATENCY 1u
 #define KAIROS_PRIO_BATCH 2u
@@ -552,6 +595,12 @@ struct kairos_ps_reply {
     uint32_t duty_us[KAIROS_MAX_GPUS];
     uint32_t pad;                     /* 0 */
     uint64_t pauses[KAIROS_MAX_GPUS];
+    /* KAIROS_PS_REPLY_SIZE_V1 ends here; the rest only with KAIROS_PS_HOLDS */
+    uint32_t hold[KAIROS_MAX_GPUS];   /* KAIROS_HOLD_* */
+    uint32_t hold_period_ppm[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
+    uint32_t hold_time_ppm[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
+    uint64_t hold_periods[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
+    uint64_t hold_time_us[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
 };
 
 /* TIME_POLICY: what a process does with its channel groups on one GPU.
@@ -646,7 +695,10 @@ static_assert(sizeof(struct kairos_tenant_set) == 392, "tenant_set");
 static_assert(offsetof(struct kairos_tenant_set, compute) == KAIROS_TENANT_SET_SIZE_V0,
               "tenant_set: compute[] follows the version-0 body");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
-static_assert(sizeof(struct kairos_ps_reply) == 1424, "ps_reply");
+static_assert(sizeof(struct kairos_ps) == 8, "ps");
+static_assert(sizeof(struct kairos_ps_reply) == 3024, "ps_reply");
+static_assert(offsetof(struct kairos_ps_reply, hold) == KAIROS_PS_REPLY_SIZE_V1,
+              "ps_reply: the holds follow the body of before");
 static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");
 static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
 static_assert(sizeof(struct kairos_credit) == 56, "credit");

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,14 @@ static size_t expected_size(uint16_t type)
     }
 }
 
+/* The body sizes kairosd may send with type: its own, and for PS_REPLY the body of
+ * before (a PS without KAIROS_PS_HOLDS, proto.h). */
+static bool size_ok(uint16_t type, size_t size)
+{
+    return size == expected_size(type) ||
+           (type == KAIROS_MSG_PS_REPLY && size == KAIROS_PS_REPLY_SIZE_V1);
+}
+
 int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size_t cap,
                 uint32_t *code, char *err, size_t err_len)
 {
@@ -119,7 +128,7 @@ int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size
         memcpy(&h, buf, sizeof h);
         size_t size = (size_t)got - sizeof h;
         if (h.magic != KAIROS_PROTO_MAGIC || h.version != KAIROS_PROTO_VERSION ||
-            h.size != size || size != expected_size(h.type)) {
+            h.size != size || !size_ok(h.type, size)) {
             snprintf(err, err_len, "kairosd sent a message this kairos does not understand "
                      "(protocol version %u); use matching versions", h.version);
             return -EPROTO;
@@ -136,14 +145,38 @@ int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size
             return -EREMOTEIO;
         }
         *type = h.type;
+        c->last_size = size;
         if (body && size && cap)
             memcpy(body, buf + sizeof h, size < cap ? size : cap);
         return 0;
     }
 }
 
-int client_ps(struct client *c, struct kairos_ps_reply **out, size_t *n, unsigned *n_gpus,
-              char *err, size_t err_len)
+/* The next PS_REPLY into r (what a reply of before lacks left 0); -ENOTSUP for the
+ * refusal of a kairosd that knows no PS body. */
+static int ps_reply(struct client *c, int seq, uint32_t flags, struct kairos_ps_reply *r,
+                    char *err, size_t err_len)
+{
+    uint16_t type;
+    uint32_t code = 0;
+    memset(r, 0, sizeof *r);
+    int rc = client_recv(c, (uint32_t)seq, &type, r, sizeof *r, &code, err, err_len);
+    if (rc == -EREMOTEIO && code == KAIROS_ERR_PROTOCOL && flags)
+        return -ENOTSUP;
+    if (rc)
+        return rc;
+    if (type != KAIROS_MSG_PS_REPLY) {
+        snprintf(err, err_len, "kairosd answered PS with message type %u", type);
+        return -EPROTO;
+    }
+    if (c->last_size < sizeof *r) /* the body of before: no hold figures */
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+            r->compute_flags[g] &= ~KAIROS_PS_COMPUTE_HOLDS;
+    return 0;
+}
+
+int client_ps(struct client *c, uint32_t flags, struct kairos_ps_reply **out, size_t *n,
+              unsigned *n_gpus, char *err, size_t err_len)
 {
     struct kairos_ps_reply *list = NULL, r;
     size_t count = 0;
@@ -151,20 +184,15 @@ int client_ps(struct client *c, struct kairos_ps_reply **out, size_t *n, unsigne
     *out = NULL;
     *n = 0;
     *n_gpus = 0;
-    int seq = client_send(c, KAIROS_MSG_PS, NULL, 0);
+    struct kairos_ps body = {.flags = flags};
+    int seq = client_send(c, KAIROS_MSG_PS, flags ? &body : NULL, flags ? sizeof body : 0);
     if (seq < 0) {
         snprintf(err, err_len, "cannot send to kairosd: %s", strerror(-seq));
         return seq;
     }
     for (;;) {
-        uint16_t type;
-        if ((rc = client_recv(c, (uint32_t)seq, &type, &r, sizeof r, NULL, err, err_len)))
+        if ((rc = ps_reply(c, seq, flags, &r, err, err_len)))
             goto out;
-        if (type != KAIROS_MSG_PS_REPLY) {
-            snprintf(err, err_len, "kairosd answered PS with message type %u", type);
-            rc = -EPROTO;
-            goto out;
-        }
         r.tenant[KAIROS_NAME_MAX - 1] = 0;
         *n_gpus = r.n_gpus > KAIROS_MAX_GPUS ? KAIROS_MAX_GPUS : r.n_gpus;
         if (r.tenant[0]) {

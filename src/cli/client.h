@@ -16,6 +16,7 @@ struct client {
     uint32_t seq;
     int timeout_ms;
     const char *path;
+    size_t last_size; /* of the body client_recv returned last */
 };
 
 /* The socket: the given path, else $KAIROS_SOCKET, else the default. */
@@ -28,15 +29,21 @@ void client_close(struct client *c);
 
 /* Sends type/body with the next sequence number; returns that number or -errno. */
 int client_send(struct client *c, uint16_t type, const void *body, size_t len);
-/* Receives the reply to seq: *type, and body (exact size checked against the type).
+/* Receives the reply to seq: *type, and body (exact size checked against the type;
+ * a PS_REPLY may also be the KAIROS_PS_REPLY_SIZE_V1 bytes of before, the rest of
+ * body left as it was; c->last_size says which).
  * An ERROR reply returns -EREMOTEIO with its code and message in *code/err.
  * -ETIMEDOUT, -ECONNRESET (with err set). */
 int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size_t cap,
                 uint32_t *code, char *err, size_t err_len);
 
-/* PS: every tenant (malloc'd array in *out, *n entries, empty names dropped) and the
- * node's GPU count. 0 or -errno with err set. */
-int client_ps(struct client *c, struct kairos_ps_reply **out, size_t *n, unsigned *n_gpus,
-              char *err, size_t err_len);
+/* PS with flags (KAIROS_PS_HOLDS, or 0: the request of before): every tenant
+ * (malloc'd array in *out, *n entries, empty names dropped) and the node's GPU
+ * count; in a reply without the hold figures they are 0 and compute_flags lacks
+ * KAIROS_PS_COMPUTE_HOLDS. 0 or -errno with err set; -ENOTSUP when kairosd refused
+ * the flags as a kairosd of before does (it closed the connection: ask again
+ * without them on a new one). */
+int client_ps(struct client *c, uint32_t flags, struct kairos_ps_reply **out, size_t *n,
+              unsigned *n_gpus, char *err, size_t err_len);
 
 #endif /* KAIROS_CLI_CLIENT_H */

@@ -249,7 +249,7 @@ int cmd_cdi(int argc, char **argv)
         absolute("socket", client_socket_path(o.socket), false, socket, sizeof socket))
         return 1;
     struct ps_snapshot snap;
-    if (ps_fetch(socket, &snap, err, sizeof err)) {
+    if (ps_fetch(socket, false, &snap, err, sizeof err)) {
         fprintf(stderr, "kairos cdi: %s\n", err);
         return 1;
     }

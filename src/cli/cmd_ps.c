@@ -1,6 +1,7 @@
 /* cmd_ps.c - `kairos ps`: the node's tenants, their processes, memory held and
  * quota per GPU, refusals so far, and the time shares of tenants with a compute
- * policy (ps_view.c decodes them), as an aligned table or one JSON document.
+ * policy and what held them back (ps_view.c decodes them), as an aligned table or
+ * one JSON document.
  *
  *   kairos ps [--json] [--columns LIST | --wide] [--socket PATH]
  *
@@ -27,7 +28,8 @@ static void usage(FILE *out)
             "Lists kairosd's tenants: their processes, GPU memory held and quota per GPU,\n"
             "how many allocations were refused, and for tenants with a compute policy\n"
             "their time share: policy, target, what they got over the last 100 ms and\n"
-            "the last minute, pause window and pauses.\n"
+            "the last minute, pause window and pauses, and the part of the last minute\n"
+            "they were held back and why (--wide, or hold,why in --columns).\n"
             "\n"
             "options:\n"
             "  -j, --json          one JSON document (errors as {\"error\": ...})\n"
@@ -63,18 +65,49 @@ static json_t *json_fraction(double f, bool valid)
     return valid ? json_real(f) : json_null();
 }
 
-/* {"share", "limit", "priority", "target", "window", "minute", "windowed", "pauses"} */
+/* One reason's figures: part of the last minute's periods it held the tenant back
+ * in and of its time it kept it paused (null when unknown), the same since the
+ * tenant got its policy (periods, seconds). Paused time is not for "none". */
+static json_t *reason_json(const struct ps_hold *h, unsigned k)
+{
+    json_t *o = json_pack("{s:o, s:I}", "periods", json_fraction(h->periods[k], h->measured),
+                          "periods_total", (json_int_t)h->periods_total[k]);
+    if (k != KAIROS_HOLD_NONE) {
+        json_object_set_new(o, "paused", json_fraction(h->paused[k], h->measured));
+        json_object_set_new(o, "paused_seconds_total", json_real(h->paused_seconds[k]));
+    }
+    return o;
+}
+
+/* {"now", "why", "paused", "slices", "reasons": {"none": ..., "share": ...}}, or
+ * null from a kairosd of before; the minute's figures null until measured. */
+static json_t *hold_json(const struct ps_hold *h)
+{
+    if (!h->known)
+        return json_null();
+    json_t *reasons = json_object();
+    for (unsigned k = 0; k < KAIROS_HOLD_REASONS; k++)
+        json_object_set_new(reasons, ps_hold_name(k), reason_json(h, k));
+    json_t *why = h->measured ? json_string(ps_hold_name(ps_hold_why(h))) : json_null();
+    json_t *slices = h->measured ? json_boolean(ps_hold_slices(h)) : json_null();
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "now", ps_hold_name(h->now), "why", why,
+                     "paused", json_fraction(ps_hold_paused(h), h->measured), "slices", slices,
+                     "reasons", reasons);
+}
+
+/* {"share", "limit", "priority", "target", "window", "minute", "windowed", "pauses",
+ *  "hold"} */
 static json_t *compute_json(const struct ps_compute *c)
 {
     json_t *windowed = c->period_us ? json_pack("{s:I, s:I}", "duty_us", (json_int_t)c->duty_us,
                                                 "period_us", (json_int_t)c->period_us)
                                     : json_null();
-    return json_pack("{s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:I}", "share",
+    return json_pack("{s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:I, s:o}", "share",
                      json_real(c->share), "limit", json_fraction(c->limit, c->limit > 0),
                      "priority", c->priority, "target", json_real(c->target), "window",
                      json_fraction(c->window, c->measured), "minute",
                      json_fraction(c->minute, c->measured), "windowed", windowed, "pauses",
-                     (json_int_t)c->pauses);
+                     (json_int_t)c->pauses, "hold", hold_json(&c->hold));
 }
 
 static json_t *gpu_json(const struct kairos_ps_reply *r, unsigned g)
@@ -186,7 +219,7 @@ int cmd_ps(int argc, char **argv)
         return 2;
     }
     struct ps_snapshot snap;
-    if (ps_fetch(client_socket_path(socket_path), &snap, err, sizeof err))
+    if (ps_fetch(client_socket_path(socket_path), true, &snap, err, sizeof err))
         return fail(json, err);
     if (json)
         print_json(&snap);

@@ -409,7 +409,7 @@ static int run_main(int argc, char **argv, bool set_only)
     size_t n = 0;
     unsigned n_gpus = 0;
     int exit_code = 1;
-    if (client_ps(&cl, &list, &n, &n_gpus, err, sizeof err)) {
+    if (client_ps(&cl, 0, &list, &n, &n_gpus, err, sizeof err)) {
         run_error("", err);
         goto out;
     }

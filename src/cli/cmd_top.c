@@ -1,8 +1,9 @@
 /* cmd_top.c - `kairos top`: kairosd's tenants per GPU, live, in the terminal
- * (ncurses): target against achieved time share, policy, pauses, memory. It asks
- * kairosd with the same PS request as kairos ps (ps_view.c) every interval and
- * draws the frame of top_frame.c cut to the window, which may be resized at any
- * time; q quits. With --once, or when standard output is not a terminal, it prints
+ * (ncurses): target against achieved time share, policy, pauses, what held each
+ * back, memory. It asks kairosd with the same PS request as kairos ps (ps_view.c)
+ * every interval (without the hold figures once a kairosd of before refused them)
+ * and draws the frame of top_frame.c cut to the window, which may be resized at
+ * any time; q quits. With --once, or when standard output is not a terminal, it prints
  * one frame as plain text and exits.
  *
  *   kairos top [--interval SECONDS] [--once] [--columns LIST | --wide] [--socket PATH]
@@ -38,7 +39,8 @@ static void usage(FILE *out)
             "\n"
             "Shows kairosd's tenants per GPU, refreshed live: target against achieved share\n"
             "of the GPU's time (last 100 ms, last minute), share, limit, GPU memory held and\n"
-            "quota, processes (--wide adds priority, pause window and pauses). q quits.\n"
+            "quota, processes (--wide adds priority, pause window, pauses, and the part of\n"
+            "the last minute each was held back and why). q quits.\n"
             "\n"
             "options:\n"
             "  -i, --interval SECONDS  refresh every SECONDS (default 1, 0.1 to 3600)\n"
@@ -46,7 +48,8 @@ static void usage(FILE *out)
             "                          standard output is not a terminal)\n"
             "  -o, --columns LIST      the columns to show, comma separated (default:\n"
             "                          " COLUMNS_TOP_DEFAULT ")\n"
-            "  -w, --wide              every column top knows (adds prio, window, pauses)\n"
+            "  -w, --wide              every column top knows (adds prio, window, pauses,\n"
+            "                          hold, why)\n"
             "  -s, --socket PATH       kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
             "  -h, --help              show this text\n"
@@ -61,6 +64,7 @@ struct top_view {
     struct columns cols;
     double interval;
     struct ps_snapshot snap;
+    bool old_daemon; /* kairosd knew no hold figures: not asked for them again */
     char when[16];  /* time of snap, HH:MM:SS */
     char err[512];  /* the last fetch failed: why ("" when it did not) */
 };
@@ -82,8 +86,9 @@ static long long now_ms(void)
 static void view_fetch(struct top_view *v)
 {
     struct ps_snapshot next;
-    if (ps_fetch(v->socket_path, &next, v->err, sizeof v->err))
+    if (ps_fetch(v->socket_path, !v->old_daemon, &next, v->err, sizeof v->err))
         return;
+    v->old_daemon = !next.holds;
     ps_snapshot_free(&v->snap);
     v->snap = next;
     v->err[0] = 0;

@@ -93,6 +93,8 @@ COMPUTE_CELL(cell_window_pct, ps_cell_pct(c.window, c.measured, out, cap))
 COMPUTE_CELL(cell_minute, ps_cell_pct(c.minute, c.measured, out, cap))
 COMPUTE_CELL(cell_window, ps_cell_window(&c, out, cap))
 COMPUTE_CELL(cell_pauses, snprintf(out, cap, "%llu", (unsigned long long)c.pauses))
+COMPUTE_CELL(cell_hold, ps_cell_hold(&c.hold, out, cap))
+COMPUTE_CELL(cell_why, ps_cell_why(&c.hold, out, cap))
 
 static void cell_procs(const struct columns_row *row, char *out, size_t cap)
 {
@@ -141,6 +143,8 @@ static const struct column table[] = {
     {"1min", "1MIN", 6, false, true, cell_minute},
     {"window", "WINDOW", 11, false, true, cell_window},
     {"pauses", "PAUSES", 7, false, true, cell_pauses},
+    {"hold", "HOLD", 6, false, true, cell_hold},
+    {"why", "WHY", 5, true, true, cell_why},
     {"procs", "PROCS", 5, false, false, cell_procs},
     {"pids", "PIDS", 4, true, false, cell_pids},
 };
@@ -150,7 +154,7 @@ static const struct column table[] = {
 const char *columns_known(void)
 {
     return "tenant, gpu, held, quota, memory, refused, share, limit, prio, target, 100ms, "
-           "1min, window, pauses, procs, pids";
+           "1min, window, pauses, hold, why, procs, pids";
 }
 
 void columns_print_known(FILE *out, int indent)

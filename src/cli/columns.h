@@ -2,7 +2,8 @@
  * name (what -o/--columns takes), header, width and the cell of a tenant on a GPU.
  * Both commands print rows of (tenant, GPU) through it, so a column means the same
  * in both. Each command has a default set that fits 80 columns (for tenant names
- * up to 10 characters) and a wide set (--wide) with every column it knows.
+ * up to 10 characters) and a wide set (--wide) with every column it knows (HOLD
+ * and WHY, what held a tenant back, are there: the default sets have no room).
  *
  * Thread rules: no state.
  */
@@ -20,9 +21,11 @@
 
 #define COLUMNS_PS_DEFAULT "tenant,gpu,memory,refused,share,target,1min,pids"
 #define COLUMNS_PS_WIDE                                                                        \
-    "tenant,gpu,held,quota,refused,share,limit,prio,target,100ms,1min,window,pauses,pids"
+    "tenant,gpu,held,quota,refused,share,limit,prio,target,100ms,1min,window,pauses,hold,why,"  \
+    "pids"
 #define COLUMNS_TOP_DEFAULT "tenant,target,100ms,1min,share,limit,memory,procs"
-#define COLUMNS_TOP_WIDE "tenant,target,100ms,1min,share,limit,prio,window,pauses,memory,procs"
+#define COLUMNS_TOP_WIDE                                                                       \
+    "tenant,target,100ms,1min,share,limit,prio,window,pauses,hold,why,memory,procs"
 
 struct column; /* one entry of the table in columns.c */
 
@@ -47,7 +50,7 @@ struct columns_row {
  * err naming the unknown column and listing the known ones. */
 int columns_parse(const char *list, struct columns *c, char *err, size_t err_len);
 /* Drops the compute columns (share, limit, prio, target, 100ms, 1min, window,
- * pauses): for a default view when no tenant has a compute policy. */
+ * pauses, hold, why): for a default view when no tenant has a compute policy. */
 void columns_drop_compute(struct columns *c);
 /* Sets name_width from the tenants of s. */
 void columns_fit_names(struct columns *c, const struct ps_snapshot *s);

@@ -2,24 +2,38 @@
  * (see ps_view.h). */
 #include "cli/ps_view.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/client.h"
 #include "core/units.h"
 
-int ps_fetch(const char *socket_path, struct ps_snapshot *s, char *err, size_t err_len)
+/* One connection, one PS with flags. */
+static int fetch_once(const char *socket_path, uint32_t flags, struct ps_snapshot *s, char *err,
+                      size_t err_len)
 {
     struct client cl;
-    s->list = NULL;
-    s->n = 0;
-    s->n_gpus = 0;
     int rc = client_connect(&cl, socket_path, err, err_len);
     if (rc)
         return rc;
-    rc = client_ps(&cl, &s->list, &s->n, &s->n_gpus, err, err_len);
+    rc = client_ps(&cl, flags, &s->list, &s->n, &s->n_gpus, err, err_len);
     client_close(&cl);
     return rc;
+}
+
+int ps_fetch(const char *socket_path, bool holds, struct ps_snapshot *s, char *err,
+             size_t err_len)
+{
+    s->list = NULL;
+    s->n = 0;
+    s->n_gpus = 0;
+    s->holds = holds;
+    int rc = fetch_once(socket_path, holds ? KAIROS_PS_HOLDS : 0, s, err, err_len);
+    if (rc != -ENOTSUP)
+        return rc;
+    s->holds = false; /* a kairosd of before: it closed that connection */
+    return fetch_once(socket_path, 0, s, err, err_len);
 }
 
 void ps_snapshot_free(struct ps_snapshot *s)
@@ -32,6 +46,22 @@ void ps_snapshot_free(struct ps_snapshot *s)
 static double from_ppm(uint32_t ppm)
 {
     return ppm / 1e6;
+}
+
+static struct ps_hold hold_get(const struct kairos_ps_reply *r, unsigned g)
+{
+    struct ps_hold h = {.known = r->compute_flags[g] & KAIROS_PS_COMPUTE_HOLDS};
+    if (!h.known)
+        return h;
+    h.measured = r->compute_flags[g] & KAIROS_PS_COMPUTE_MEASURED;
+    h.now = r->hold[g];
+    for (unsigned k = 0; k < KAIROS_HOLD_REASONS; k++) {
+        h.periods[k] = from_ppm(r->hold_period_ppm[g][k]);
+        h.paused[k] = from_ppm(r->hold_time_ppm[g][k]);
+        h.periods_total[k] = r->hold_periods[g][k];
+        h.paused_seconds[k] = r->hold_time_us[g][k] / 1e6;
+    }
+    return h;
 }
 
 bool ps_compute_get(const struct kairos_ps_reply *r, unsigned g, struct ps_compute *out)
@@ -49,6 +79,7 @@ bool ps_compute_get(const struct kairos_ps_reply *r, unsigned g, struct ps_compu
         .period_us = r->period_us[g],
         .duty_us = r->duty_us[g],
         .pauses = r->pauses[g],
+        .hold = hold_get(r, g),
     };
     return true;
 }
@@ -87,6 +118,53 @@ const char *ps_prio_name(uint32_t priority)
     default:
         return "unknown";
     }
+}
+
+const char *ps_hold_name(unsigned reason)
+{
+    static const char *const names[KAIROS_HOLD_REASONS] = {"none", "share", "limit", "yield"};
+    return reason < KAIROS_HOLD_REASONS ? names[reason] : "unknown";
+}
+
+double ps_hold_paused(const struct ps_hold *h)
+{
+    double sum = 0;
+    for (unsigned k = KAIROS_HOLD_NONE + 1; k < KAIROS_HOLD_REASONS; k++)
+        sum += h->paused[k];
+    return sum < 1 ? sum : 1;
+}
+
+unsigned ps_hold_why(const struct ps_hold *h)
+{
+    unsigned most = KAIROS_HOLD_NONE;
+    for (unsigned k = KAIROS_HOLD_NONE + 1; k < KAIROS_HOLD_REASONS; k++) {
+        if (!(h->periods[k] > 0))
+            continue;
+        if (most == KAIROS_HOLD_NONE || h->paused[k] > h->paused[most] ||
+            (h->paused[k] == h->paused[most] && h->periods[k] > h->periods[most]))
+            most = k;
+    }
+    return most;
+}
+
+bool ps_hold_slices(const struct ps_hold *h)
+{
+    return ps_hold_why(h) != KAIROS_HOLD_NONE && ps_hold_paused(h) == 0;
+}
+
+const char *ps_cell_hold(const struct ps_hold *h, char *out, size_t cap)
+{
+    if (h->known && h->measured && ps_hold_slices(h))
+        snprintf(out, cap, "slices");
+    else
+        ps_cell_pct(ps_hold_paused(h), h->known && h->measured, out, cap);
+    return out;
+}
+
+const char *ps_cell_why(const struct ps_hold *h, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", h->known && h->measured ? ps_hold_name(ps_hold_why(h)) : "-");
+    return out;
 }
 
 const char *ps_cell_pct(double fraction, bool valid, char *out, size_t cap)

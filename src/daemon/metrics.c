@@ -1,5 +1,6 @@
-/* metrics.c - the exposition text (see metrics.h): a table of the per-tenant-and-GPU
- * metrics over the figures kairos ps shows, then the per-tenant, per-GPU and
+/* metrics.c - the exposition text (see metrics.h): tables of the per-tenant-and-GPU
+ * metrics over the figures kairos ps shows (one sample each, a label's value, one
+ * per reason that held the tenant back), then the per-tenant, per-GPU and
  * kairosd's own. Every family is written whole (HELP, TYPE, its samples) before
  * the next, as the format requires; a figure the daemon does not know (no
  * measurement yet, a GPU that cannot tell its temperature) has no sample rather
@@ -23,6 +24,7 @@ enum when {
     WHEN_POLICY,   /* a compute policy */
     WHEN_LIMIT,    /* a compute policy with a limit */
     WHEN_MEASURED, /* a compute policy and a measurement of what it got */
+    WHEN_HOLDS,    /* a compute policy and the figures of what held it back */
 };
 
 struct sample {
@@ -163,12 +165,17 @@ static void write_sample(FILE *f, struct sample s)
         fprintf(f, " %.9g\n", s.d);
 }
 
-/* name{tenant="...",gpu="g"} */
-static void tenant_gpu_series(FILE *f, const char *name, const char *tenant, unsigned g)
+/* name{tenant="...",gpu="g"}, or with label name{tenant="...",gpu="g",label="value"}
+ * (value one of our own words, nothing to escape) */
+static void tenant_gpu_series(FILE *f, const char *name, const char *tenant, unsigned g,
+                              const char *label, const char *value)
 {
     fprintf(f, "%s{tenant=\"", name);
     metrics_write_label_value(f, tenant);
-    fprintf(f, "\",gpu=\"%u\"}", g);
+    fprintf(f, "\",gpu=\"%u\"", g);
+    if (label)
+        fprintf(f, ",%s=\"%s\"", label, value);
+    fputc('}', f);
 }
 
 /* The figures of tenant t as kairos ps gets them (server.c's PS). */
@@ -199,27 +206,141 @@ static bool applies(enum when when, const struct kairos_ps_reply *r, unsigned g)
         return policy && r->limit_ppm[g];
     case WHEN_MEASURED:
         return policy && (r->compute_flags[g] & KAIROS_PS_COMPUTE_MEASURED);
+    case WHEN_HOLDS:
+        return policy && (r->compute_flags[g] & KAIROS_PS_COMPUTE_HOLDS);
     }
     return false;
 }
 
-static void write_tenant_gpu(FILE *f, const struct kairos_ps_reply *figs, size_t n, unsigned n_gpus)
+/* The tenants' figures, as kairos ps has them, and the node's GPU count. */
+struct figures {
+    const struct kairos_ps_reply *r;
+    size_t n;
+    unsigned n_gpus;
+};
+
+/* Calls each(f, metric, r, g) for every tenant r and GPU g where when applies. */
+typedef void (*series_fn)(FILE *f, const void *metric, const struct kairos_ps_reply *r,
+                          unsigned g);
+static void each_tenant_gpu(FILE *f, const struct figures *figs, enum when when, series_fn each,
+                            const void *metric)
+{
+    for (size_t i = 0; i < figs->n; i++)
+        for (unsigned g = 0; g < figs->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (applies(when, &figs->r[i], g))
+                each(f, metric, &figs->r[i], g);
+}
+
+static void gpu_series(FILE *f, const void *metric, const struct kairos_ps_reply *r, unsigned g)
+{
+    const struct tenant_gpu_metric *tm = metric;
+    tenant_gpu_series(f, tm->name, r->tenant, g, NULL, NULL);
+    write_sample(f, tm->value(r, g));
+}
+
+static void write_tenant_gpu(FILE *f, const struct figures *figs)
 {
     for (size_t m = 0; m < sizeof tenant_gpu_metrics / sizeof *tenant_gpu_metrics; m++) {
         const struct tenant_gpu_metric *tm = &tenant_gpu_metrics[m];
         family(f, tm->name, tm->type, tm->help);
-        for (size_t i = 0; i < n; i++)
-            for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
-                if (applies(tm->when, &figs[i], g)) {
-                    tenant_gpu_series(f, tm->name, figs[i].tenant, g);
-                    write_sample(f, tm->value(&figs[i], g));
-                }
+        each_tenant_gpu(f, figs, tm->when, gpu_series, tm);
     }
 }
 
-static const char *prio_name(uint32_t p)
+static const char *prio_name(const struct kairos_ps_reply *r, unsigned g)
 {
+    uint32_t p = r->priority[g];
     return p == KAIROS_PRIO_LATENCY ? "latency" : p == KAIROS_PRIO_BATCH ? "batch" : "normal";
+}
+
+static const char *hold_name(unsigned reason)
+{
+    static const char *const names[KAIROS_HOLD_REASONS] = {"none", "share", "limit", "yield"};
+    return reason < KAIROS_HOLD_REASONS ? names[reason] : "none";
+}
+
+static const char *hold_now(const struct kairos_ps_reply *r, unsigned g)
+{
+    return hold_name(r->hold[g]);
+}
+
+/* Families of one series per tenant and GPU whose figure is a label's value (the
+ * sample is always 1). */
+static const struct tenant_gpu_info {
+    const char *name, *help, *label;
+    enum when when;
+    const char *(*value)(const struct kairos_ps_reply *r, unsigned g);
+} tenant_gpu_infos[] = {
+    {"kairos_tenant_compute_priority_info",
+     "The priority of the tenant's compute policy on the GPU (the label), always 1.", "priority",
+     WHEN_POLICY, prio_name},
+    {"kairos_tenant_compute_hold_info",
+     "What holds the tenant back on the GPU now (the label: none, share, limit, yield), "
+     "always 1.",
+     "reason", WHEN_HOLDS, hold_now},
+};
+
+static struct sample held_seconds(const struct kairos_ps_reply *r, unsigned g, unsigned reason)
+{
+    return real(r->hold_time_us[g][reason] / 1e6);
+}
+
+static struct sample hold_periods(const struct kairos_ps_reply *r, unsigned g, unsigned reason)
+{
+    return whole(r->hold_periods[g][reason]);
+}
+
+/* Counters of one series per tenant, GPU and reason that held it back (label
+ * reason), from the reason first on (paused time is not for none). */
+static const struct tenant_reason_metric {
+    const char *name, *help;
+    unsigned first;
+    struct sample (*value)(const struct kairos_ps_reply *r, unsigned g, unsigned reason);
+} tenant_reason_metrics[] = {
+    {"kairos_tenant_compute_held_seconds_total",
+     "Time the tenant's window kept it paused on the GPU since it got its policy, by what held "
+     "it back (share, limit, yield).",
+     KAIROS_HOLD_SHARE, held_seconds},
+    {"kairos_tenant_compute_periods_total",
+     "Periods (100 ms) of the tenant on the GPU since it got its policy, by what held it back "
+     "in them (none, share, limit, yield; by timeslices too, with no time paused).",
+     KAIROS_HOLD_NONE, hold_periods},
+};
+
+static void info_series(FILE *f, const void *metric, const struct kairos_ps_reply *r, unsigned g)
+{
+    const struct tenant_gpu_info *ti = metric;
+    tenant_gpu_series(f, ti->name, r->tenant, g, ti->label, ti->value(r, g));
+    fputs(" 1\n", f);
+}
+
+static void write_infos(FILE *f, const struct figures *figs)
+{
+    for (size_t m = 0; m < sizeof tenant_gpu_infos / sizeof *tenant_gpu_infos; m++) {
+        const struct tenant_gpu_info *ti = &tenant_gpu_infos[m];
+        family(f, ti->name, "gauge", ti->help);
+        each_tenant_gpu(f, figs, ti->when, info_series, ti);
+    }
+}
+
+/* One series per reason. */
+static void reason_series(FILE *f, const void *metric, const struct kairos_ps_reply *r,
+                          unsigned g)
+{
+    const struct tenant_reason_metric *tr = metric;
+    for (unsigned k = tr->first; k < KAIROS_HOLD_REASONS; k++) {
+        tenant_gpu_series(f, tr->name, r->tenant, g, "reason", hold_name(k));
+        write_sample(f, tr->value(r, g, k));
+    }
+}
+
+static void write_reasons(FILE *f, const struct figures *figs)
+{
+    for (size_t m = 0; m < sizeof tenant_reason_metrics / sizeof *tenant_reason_metrics; m++) {
+        const struct tenant_reason_metric *tr = &tenant_reason_metrics[m];
+        family(f, tr->name, "counter", tr->help);
+        each_tenant_gpu(f, figs, WHEN_HOLDS, reason_series, tr);
+    }
 }
 
 static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
@@ -236,18 +357,11 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
     for (size_t i = 0; i < l->n_tenants; i++)
         for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
             if (applies(WHEN_SHOWN, &figs[i], g) || l->tenants[i]->draining[g]) {
-                tenant_gpu_series(f, "kairos_tenant_memory_draining_bytes", figs[i].tenant, g);
+                tenant_gpu_series(f, "kairos_tenant_memory_draining_bytes", figs[i].tenant, g,
+                                  NULL, NULL);
                 fprintf(f, " %" PRIu64 "\n", l->tenants[i]->draining[g]);
             }
-    family(f, "kairos_tenant_compute_priority_info", "gauge",
-           "The priority of the tenant's compute policy on the GPU (the label), always 1.");
-    for (size_t i = 0; i < l->n_tenants; i++)
-        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
-            if (applies(WHEN_POLICY, &figs[i], g)) {
-                fputs("kairos_tenant_compute_priority_info{tenant=\"", f);
-                metrics_write_label_value(f, figs[i].tenant);
-                fprintf(f, "\",gpu=\"%u\",priority=\"%s\"} 1\n", g, prio_name(figs[i].priority[g]));
-            }
+    write_infos(f, &(struct figures){figs, l->n_tenants, l->n_gpus});
 }
 
 /* Per-GPU figures: false when the GPU did not tell. */
@@ -377,7 +491,9 @@ int metrics_render(const struct metrics_sources *src, char **text, size_t *len)
     write_daemon(f, src);
     write_gpus(f, src);
     write_tenant(f, l, figs);
-    write_tenant_gpu(f, figs, l->n_tenants, l->n_gpus);
+    const struct figures all = {figs, l->n_tenants, l->n_gpus};
+    write_tenant_gpu(f, &all);
+    write_reasons(f, &all);
     bool failed = ferror(f);
     if (fclose(f) || failed) {
         free(*text);

@@ -1,6 +1,7 @@
 /* metrics.h - kairosd's figures as Prometheus exposition text (text format 0.0.4):
  * per tenant and GPU its memory held and quota, refused allocations, compute policy,
- * target and what it got (last period, last minute), pauses and window; per tenant
+ * target and what it got (last period, last minute), pauses and window, what held
+ * it back (now; periods and time paused by reason, as counters); per tenant
  * its members; per GPU what the GPU backend reports (memory, utilization,
  * temperature, power); kairosd's build and health. docs/metrics.md lists every
  * metric; the per-tenant figures are those `kairos ps` shows (the same rule for

@@ -21,32 +21,35 @@ struct proto_type {
     size_t size;
     bool request;    /* a peer may send it to the daemon */
     size_t old_size; /* a shorter body of an earlier revision, still accepted and read as
-                      * if the rest were 0 (proto.h's history); 0: none */
+                      * if the rest were 0 (proto.h's history); NO_OLD: none */
 };
 
+#define NO_OLD SIZE_MAX
+
 static const struct proto_type proto_types[] = {
-    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true, 0},
-    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true, 0},
-    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, 0},
-    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, 0},
-    {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, 0},
-    {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, 0},
-    {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, 0},
-    {KAIROS_MSG_IMPORTED, "IMPORTED", sizeof(struct kairos_imported), true, 0},
-    {KAIROS_MSG_SHARED, "SHARED", sizeof(struct kairos_shared), true, 0},
+    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true, NO_OLD},
+    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true, NO_OLD},
+    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, NO_OLD},
+    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, NO_OLD},
+    {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, NO_OLD},
+    {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, NO_OLD},
+    {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, NO_OLD},
+    {KAIROS_MSG_IMPORTED, "IMPORTED", sizeof(struct kairos_imported), true, NO_OLD},
+    {KAIROS_MSG_SHARED, "SHARED", sizeof(struct kairos_shared), true, NO_OLD},
     {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true,
      KAIROS_TENANT_SET_SIZE_V0},
-    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, 0},
-    {KAIROS_MSG_PS, "PS", 0, true, 0},
-    {KAIROS_MSG_TENANT_MEMBERS, "TENANT_MEMBERS", sizeof(struct kairos_tenant_members), true, 0},
-    {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, 0},
-    {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, 0},
-    {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false, 0},
-    {KAIROS_MSG_OK, "OK", 0, false, 0},
-    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, 0},
-    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, 0},
-    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false, 0},
-    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false, 0},
+    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, NO_OLD},
+    {KAIROS_MSG_PS, "PS", sizeof(struct kairos_ps), true, 0}, /* empty: as before */
+    {KAIROS_MSG_TENANT_MEMBERS, "TENANT_MEMBERS", sizeof(struct kairos_tenant_members), true,
+     NO_OLD},
+    {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, NO_OLD},
+    {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, NO_OLD},
+    {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false, NO_OLD},
+    {KAIROS_MSG_OK, "OK", 0, false, NO_OLD},
+    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, NO_OLD},
+    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, NO_OLD},
+    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false, NO_OLD},
+    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false, NO_OLD},
 };
 
 static const struct proto_type *find_type(uint16_t type)
@@ -381,6 +384,13 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         }
         return check_compute(s, why, why_len);
     }
+    case KAIROS_MSG_PS:
+        if (r->body.ps.flags & ~KAIROS_PS_HOLDS)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "PS has unknown flags 0x%x",
+                          r->body.ps.flags & ~KAIROS_PS_HOLDS);
+        if (r->body.ps.pad)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "PS pad must be 0");
+        return 0;
     case KAIROS_MSG_TENANT_DEL:
         return check_name(r->body.tenant_del.tenant, "tenant", why, why_len);
     case KAIROS_MSG_TENANT_MEMBERS:
@@ -423,7 +433,7 @@ int proto_check(const void *msg, size_t len, struct proto_request *out, char *wh
     if (!t->request)
         return refuse(KAIROS_ERR_PROTOCOL, why, why_len, "%s is sent by the daemon, not to it",
                       t->name);
-    bool old = t->old_size && h.size == t->old_size && len - sizeof h == t->old_size;
+    bool old = t->old_size != NO_OLD && h.size == t->old_size && len - sizeof h == t->old_size;
     if (!old && (h.size != t->size || len - sizeof h != t->size))
         return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
                       "%s body is %zu bytes (header says %u); it must be exactly %zu", t->name,

@@ -35,6 +35,7 @@ struct proto_request {
         struct kairos_imported imported;
         struct kairos_credit credit;
         struct kairos_tenant_set tenant_set;
+        struct kairos_ps ps;
         struct kairos_tenant_del tenant_del;
         struct kairos_tenant_members tenant_members;
         struct kairos_tenant_admit tenant_admit;
@@ -48,7 +49,8 @@ int proto_check(const void *msg, size_t len, struct proto_request *out, char *wh
                 size_t why_len);
 
 /* Expected body size of a message type, or -1 when the type is unknown. (A
- * TENANT_SET of KAIROS_TENANT_SET_SIZE_V0 bytes is accepted too: proto.h.) */
+ * TENANT_SET of KAIROS_TENANT_SET_SIZE_V0 bytes and a PS without a body are
+ * accepted too: proto.h.) */
 long proto_body_size(uint16_t type);
 /* The type's name ("HELLO"), or "unknown". */
 const char *proto_type_name(uint16_t type);

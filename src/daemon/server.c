@@ -54,6 +54,7 @@ struct conn {
     bool gone;                /* it reads no more (its end is closed): replies are
                                * dropped, what it sent before is still taken */
     uint32_t ps_seq, ps_next_id;
+    size_t ps_size;           /* of each PS_REPLY: whole, or the V1 prefix (proto.h) */
     uint32_t events;          /* what is watched now */
     struct conn *prev, *next;
 };
@@ -945,8 +946,11 @@ static bool ps_pump(struct conn *c)
             ps_fill(s, l->tenants[i], &p, admin, c->uid);
             c->ps_next_id = l->tenants[i]->id + 1;
         }
+        if (c->ps_size < sizeof p) /* the reply of before: no hold figures follow */
+            for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+                p.compute_flags[g] &= ~KAIROS_PS_COMPUTE_HOLDS;
         c->ps_active = !(p.flags & KAIROS_PS_LAST);
-        if (!send_msg(c, KAIROS_MSG_PS_REPLY, c->ps_seq, &p, sizeof p))
+        if (!send_msg(c, KAIROS_MSG_PS_REPLY, c->ps_seq, &p, c->ps_size))
             return false;
     }
     conn_watch(c);
@@ -957,6 +961,9 @@ static bool on_ps(struct conn *c, const struct proto_request *r)
 {
     c->ps_active = true;
     c->ps_seq = r->seq;
+    /* a kairos of before (no body: flags 0) reads replies of the size it knows */
+    c->ps_size = r->body.ps.flags & KAIROS_PS_HOLDS ? sizeof(struct kairos_ps_reply)
+                                                   : KAIROS_PS_REPLY_SIZE_V1;
     c->ps_next_id = 0;
     return ps_pump(c);
 }

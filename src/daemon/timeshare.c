@@ -6,6 +6,7 @@
  * tenant got). */
 #include "daemon/timeshare.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -143,27 +144,33 @@ static void drop_gone(struct timeshare *t)
     }
 }
 
-/* Whether each tenant had a window shorter than the period in the period just
- * ended (the decisions in force before the tick). */
-static void windows_in_force(const struct sched_gpu *g, bool paused[SCHED_MAX_TENANTS])
+/* What held a tenant back in the period just ended (sched_tenant's hold and
+ * held_us of the decisions in force before the tick). A hold by timeslices alone
+ * (another's share, the yield slice) has held_us 0: the period counts as held by
+ * that reason with no time paused. */
+struct hold_seen {
+    enum sched_hold hold;
+    uint32_t held_us;
+};
+
+static void holds_in_force(const struct sched_gpu *g, struct hold_seen seen[SCHED_MAX_TENANTS])
 {
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        const struct sched_decision *d = &g->t[i].dec;
-        paused[i] = g->t[i].present && d->period_us && d->duty_us < d->period_us;
-    }
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        seen[i] = (struct hold_seen){.hold = g->t[i].hold, .held_us = g->t[i].held_us};
 }
 
 /* Adds the period just measured to each tenant's figures: what it was charged
  * (sched.c: what it used, and at least its whole window when it had one, since
  * the GPU was its alone then; NVML's figures alone under-report a windowed
- * tenant, see docs/scheduler.md). */
-static void record_period(struct timeshare *t, unsigned gpu, const bool paused[SCHED_MAX_TENANTS])
+ * tenant, see docs/scheduler.md), and what held it back. */
+static void record_period(struct timeshare *t, unsigned gpu,
+                          const struct hold_seen seen[SCHED_MAX_TENANTS])
 {
     const struct sched_gpu *g = &t->g[gpu];
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (g->t[i].present)
             time_stats_period(&t->stats[gpu][i], (uint64_t)g->t[i].charged_us, g->period_us,
-                              paused[i]);
+                              seen[i].hold, seen[i].held_us);
 }
 
 /* Puts tenant name's policy on gpu into the scheduler (its slot, or a free one). */
@@ -477,12 +484,12 @@ void timeshare_tick(struct timeshare *t)
                 apply_runnable(t, g, i, &use[i]);
         if (t->ticks_logged % 10 == 0)
             log_shims(t, g, use);
-        bool paused[SCHED_MAX_TENANTS];
-        windows_in_force(&t->g[g], paused);
+        struct hold_seen seen[SCHED_MAX_TENANTS];
+        holds_in_force(&t->g[g], seen);
         enum sched_level was = t->g[g].level;
         sched_tick(&t->g[g], use);
         log_level_change(t, g, was);
-        record_period(t, g, paused);
+        record_period(t, g, seen);
         push_changed(t, g);
     }
 }
@@ -517,6 +524,25 @@ static uint32_t prio_code(enum sched_prio p)
     return KAIROS_PRIO_NORMAL;
 }
 
+static_assert(SCHED_HOLD_NONE == KAIROS_HOLD_NONE && SCHED_HOLD_SHARE == KAIROS_HOLD_SHARE &&
+                  SCHED_HOLD_LIMIT == KAIROS_HOLD_LIMIT && SCHED_HOLD_YIELD == KAIROS_HOLD_YIELD &&
+                  SCHED_HOLD_REASONS == KAIROS_HOLD_REASONS,
+              "the wire's hold reasons are sched.h's");
+
+/* What held slot s back on gpu (now, over the minute, since its policy) into p. */
+static void ps_holds(const struct timeshare *t, unsigned gpu, int s, struct kairos_ps_reply *p)
+{
+    const struct time_stats *ts = &t->stats[gpu][s];
+    p->compute_flags[gpu] |= KAIROS_PS_COMPUTE_HOLDS;
+    p->hold[gpu] = t->g[gpu].t[s].hold;
+    for (unsigned r = 0; r < KAIROS_HOLD_REASONS; r++) {
+        p->hold_period_ppm[gpu][r] = time_stats_hold_periods_ppm(ts, (enum sched_hold)r);
+        p->hold_time_ppm[gpu][r] = time_stats_held_ppm(ts, (enum sched_hold)r);
+        p->hold_periods[gpu][r] = ts->hold_periods_total[r];
+        p->hold_time_us[gpu][r] = ts->held_us_total[r];
+    }
+}
+
 /* The compute figures of slot s on gpu into p's arrays. */
 static void ps_gpu(const struct timeshare *t, unsigned gpu, int s, struct kairos_ps_reply *p)
 {
@@ -525,6 +551,7 @@ static void ps_gpu(const struct timeshare *t, unsigned gpu, int s, struct kairos
     p->compute_flags[gpu] = KAIROS_PS_COMPUTE_POLICY;
     if (time_stats_measured(ts))
         p->compute_flags[gpu] |= KAIROS_PS_COMPUTE_MEASURED;
+    ps_holds(t, gpu, s, p);
     p->share_ppm[gpu] = time_stats_ppm(st->pol.share);
     p->limit_ppm[gpu] = time_stats_ppm(st->pol.limit);
     p->priority[gpu] = prio_code(st->pol.prio);

@@ -3,7 +3,7 @@
  * per tenant, the tenants' compute policies (from the registry, registry.h, whether
  * the configuration or run time set them), and the TIME_POLICY decisions
  * handed to a sender (the server sends them to each member process); what each
- * tenant got, for kairos ps (time_stats.c).
+ * tenant got and what held it back, for kairos ps and the metrics (time_stats.c).
  *
  * Thread rules: the loop thread only.
  */
@@ -49,8 +49,8 @@ void timeshare_runnable(struct timeshare *t, const char *tenant, uint32_t pid,
 /* The policy in force for tenant on gpu; false when it has none. */
 bool timeshare_policy(const struct timeshare *t, const char *tenant, unsigned gpu,
                       struct kairos_time_policy *out);
-/* Fills p's compute figures (compute_flags, shares, priority, window, pauses) for
- * tenant on GPUs [0, n_gpus) where it has a policy; leaves the others as they are
+/* Fills p's compute figures (compute_flags, shares, priority, window, pauses, the
+ * holds) for tenant on GPUs [0, n_gpus) where it has a policy; leaves the others as they are
  * (0: no policy). t may be NULL. */
 void timeshare_ps(const struct timeshare *t, const char *tenant, unsigned n_gpus,
                   struct kairos_ps_reply *p);

@@ -1,7 +1,8 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
  * proto_check without a crash, and whatever it accepts has an exact size (or
- * TENANT_SET's earlier one), a terminated, valid name (or, for a HELLO that asks
- * kairosd to place it, none), valid compute policies, for FORKED and INHERITED a
+ * TENANT_SET's earlier one, or none for PS), for PS known flags only, a
+ * terminated, valid name (or, for a HELLO that asks kairosd to place it, none),
+ * valid compute policies, for FORKED and INHERITED a
  * pid, one flag and exactly n_fds descriptors (>= 0, zeros after), and for CREDIT a
  * shim's flags only, bounded byte counts and least within need; for SHARED handles
  * and a known scope with its argument, for IMPORTED one flag and two distinct
@@ -26,7 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t body = size - sizeof(struct kairos_hdr);
     if (body != (size_t)proto_body_size(r.type) &&
-        !(r.type == KAIROS_MSG_TENANT_SET && body == KAIROS_TENANT_SET_SIZE_V0))
+        !(r.type == KAIROS_MSG_TENANT_SET && body == KAIROS_TENANT_SET_SIZE_V0) &&
+        !(r.type == KAIROS_MSG_PS && body == 0))
+        abort();
+    if (r.type == KAIROS_MSG_PS && ((r.body.ps.flags & ~KAIROS_PS_HOLDS) || r.body.ps.pad))
         abort();
     if (r.type == KAIROS_MSG_HELLO) {
         const struct kairos_hello *h = &r.body.hello;

@@ -34,8 +34,14 @@ HDR = struct.Struct("<IHHII")
 # then per GPU compute_flags, share, limit, priority, target, window, minute (ppm),
 # period_us, duty_us, a pad, pauses
 PS_REPLY_FMT = struct.Struct("<II64s16Q16Q16QI64I" + "16I" * 9 + "I16Q")
-assert PS_REPLY_FMT.size == 1424
-PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED = 1, 2
+assert PS_REPLY_FMT.size == 1424  # KAIROS_PS_REPLY_SIZE_V1: what a PS without a body gets
+# with PS_HOLDS (struct kairos_ps flags) the reply goes on: per GPU hold, then per GPU
+# and reason hold_period_ppm, hold_time_ppm, hold_periods, hold_time_us
+PS_HOLDS = 1
+PS_HOLDS_FMT = struct.Struct("<16I64I64I64Q64Q")
+assert PS_REPLY_FMT.size + PS_HOLDS_FMT.size == 3024
+PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED, PS_COMPUTE_HOLDS = 1, 2, 4
+HOLD_NAMES = ("none", "share", "limit", "yield")  # KAIROS_HOLD_*, the inner index
 PRIO_NAMES = ("normal", "latency", "batch")
 GiB = 1 << 30
 COMPUTE_SET, COMPUTE_CLEAR = 1, 2
@@ -108,6 +114,16 @@ def ps_compute(f, n):
                     "minute": minute[g] if measured else None, "period_us": period[g],
                     "duty_us": duty[g], "pauses": pauses[g]})
     return out
+
+
+def ps_holds(tail, flags, n):
+    """The hold figures of a whole PS_REPLY's tail, per GPU: None where compute_flags
+    lacks PS_COMPUTE_HOLDS, else a dict (reason names as keys; ppm, periods, us)."""
+    h = PS_HOLDS_FMT.unpack(tail)
+    per = lambda base, g: dict(zip(HOLD_NAMES, h[base + 4 * g:base + 4 * g + 4]))
+    return [{"now": HOLD_NAMES[h[g]], "period_ppm": per(16, g), "time_ppm": per(80, g),
+             "periods": per(144, g), "time_us": per(208, g)}
+            if flags[g] & PS_COMPUTE_HOLDS else None for g in range(n)]
 
 
 class KairosError(Exception):
@@ -201,13 +217,16 @@ class Client:
         t, _ = self.request(TENANT_ADMIT, name64(tenant) + struct.pack("<II", pid, 0))
         assert t == OK
 
-    def ps(self):
-        seq = self.send(PS)
+    def ps(self, holds=False):
+        """PS as a kairos of before asks it (no body: 1424-byte replies), or with
+        PS_HOLDS (whole replies: each tenant's "holds" per GPU, ps_holds)."""
+        seq = self.send(PS, struct.pack("<II", PS_HOLDS, 0) if holds else b"")
         out = {}
         while True:
             t, rseq, body = self.reply()
             assert t == PS_REPLY and rseq == seq
-            f = PS_REPLY_FMT.unpack(body)
+            assert len(body) == PS_REPLY_FMT.size + (PS_HOLDS_FMT.size if holds else 0)
+            f = PS_REPLY_FMT.unpack(body[:PS_REPLY_FMT.size])
             flags, n = f[0], f[1]
             name = f[2].split(b"\0")[0].decode()
             quota, held, refusals = f[3:19], f[19:35], f[35:51]
@@ -217,6 +236,8 @@ class Client:
                              "refusals": list(refusals[:n]),
                              "pids": sorted(pids[:min(n_pids, 64)]),
                              "compute": ps_compute(f, n)}
+                if holds:
+                    out[name]["holds"] = ps_holds(body[PS_REPLY_FMT.size:], f[116:132], n)
             if flags & 1:
                 return out
 
@@ -315,11 +336,11 @@ class Daemon:
     def client(self):
         return Client(self.socket)
 
-    def ps(self):
+    def ps(self, holds=False):
         """Client.ps over a connection of its own, closed after."""
         c = self.client()
         try:
-            return c.ps()
+            return c.ps(holds)
         finally:
             c.close()
 

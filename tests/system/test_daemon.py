@@ -713,10 +713,16 @@ class ComputeFigures(DaemonCase):
         # the limit is a window of 30 % of every 100 ms period
         self.assertEqual(capped["windowed"], {"duty_us": 30000, "period_us": 100000})
         self.assertGreater(capped["pauses"], 0)
+        # its limit held it back, paused 70 % of each period (test_holds.py has more)
+        hold = capped["hold"]
+        self.assertEqual((hold["now"], hold["why"], hold["slices"]), ("limit", "limit", False))
+        self.assertTrue(0.5 < hold["paused"] <= 0.7, hold)
+        self.assertEqual(hold["reasons"]["limit"]["periods_total"], capped["pauses"])
         # big gets what capped's limit leaves; not windowed, never paused
         self.assertEqual(big0, {"share": 0.6, "limit": None, "priority": "latency",
                                 "target": 0.7, "window": 0.7, "minute": big0["minute"],
-                                "windowed": None, "pauses": 0})
+                                "windowed": None, "pauses": 0, "hold": big0["hold"]})
+        self.assertEqual(big0["hold"]["paused"], 0.0)
         self.assertLessEqual(big0["minute"], 0.7)
         # GPU 1: measured at 0, but big has a live process and is alone there: NVML's
         # figures do not tell idle from unsampled, so its target is the whole GPU
@@ -752,19 +758,20 @@ class ComputeFigures(DaemonCase):
                         out)
         gpu0, gpu1 = out.split("\nGPU 0\n")[1].split("\nGPU 1\n")
         self.assertRegex(gpu0, r"TENANT\s+TARGET\s+100MS\s+1MIN\s+SHARE\s+LIMIT\s+PRIO\s+"
-                               r"WINDOW\s+PAUSES\s+MEMORY HELD/QUOTA\s+PROCS")
+                               r"WINDOW\s+PAUSES\s+HOLD\s+WHY\s+MEMORY HELD/QUOTA\s+PROCS")
+        # held back by its limit: paused 70 % of every period it had its window
         m = re.search(r"\n  capped\s+30\.0%\s+40\.0%\s+(\d+\.\d)%\s+30\.0%\s+30\.0%\s+normal\s+"
-                      r"30\.0/100ms\s+(\d+)\s+3\.00 GiB/8\.00 GiB\s+1\n", gpu0)
+                      r"30\.0/100ms\s+(\d+)\s+70\.0%\s+limit\s+3\.00 GiB/8\.00 GiB\s+1\n", gpu0)
         self.assertIsNotNone(m, out)
         self.assertTrue(30.0 <= float(m.group(1)) < 40.0, out)
         self.assertGreater(int(m.group(2)), 0)
         m = re.search(r"\n  big\s+70\.0%\s+50\.0%\s+(\d+\.\d)%\s+60\.0%\s+none\s+latency\s+"
-                      r"-\s+0\s+0 B/0 B\s+1\n", gpu0)
+                      r"-\s+0\s+\S+\s+\S+\s+0 B/0 B\s+1\n", gpu0)
         self.assertIsNotNone(m, out)
         self.assertTrue(50.0 < float(m.group(1)) < 70.0, out)
         self.assertNotIn("memonly", gpu0)
         self.assertRegex(gpu1, r"\n  big\s+100\.0%\s+0\.0%\s+0\.0%\s+10\.0%\s+none\s+batch\s+-\s+0\s+")
-        self.assertRegex(gpu1, r"\n  memonly(\s+-){8}\s+0 B/1\.00 GiB\s+0\n")
+        self.assertRegex(gpu1, r"\n  memonly(\s+-){10}\s+0 B/1\.00 GiB\s+0\n")
         self.assertNotIn("capped", gpu1)
 
     def test_ps_table_has_compute_columns(self):
@@ -784,9 +791,10 @@ class ComputeFigures(DaemonCase):
         r = self.kairos("ps", "--wide")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"TENANT\s+GPU\s+HELD\s+QUOTA\s+REFUSED\s+SHARE\s+LIMIT\s+"
-                                   r"PRIO\s+TARGET\s+100MS\s+1MIN\s+WINDOW\s+PAUSES\s+PIDS")
+                                   r"PRIO\s+TARGET\s+100MS\s+1MIN\s+WINDOW\s+PAUSES\s+HOLD\s+"
+                                   r"WHY\s+PIDS")
         self.assertRegex(r.stdout, r"\nbig\s+0\s+0 B\s+0 B\s+0\s+60\.0%\s+none\s+latency\s")
-        self.assertRegex(r.stdout, r"\nmemonly\s+1\s+0 B\s+1\.00 GiB\s+0(\s+-){8}\s+-\n")
+        self.assertRegex(r.stdout, r"\nmemonly\s+1\s+0 B\s+1\.00 GiB\s+0(\s+-){10}\s+-\n")
         self.assertTrue(any(len(line) > 80 for line in r.stdout.splitlines()), r.stdout)
 
     def test_top_usage_and_errors(self):

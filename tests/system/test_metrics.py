@@ -159,6 +159,23 @@ class Endpoint(unittest.TestCase):
         pauses = value(fams, "kairos_tenant_pauses_total", tenant="team")
         self.assertLessEqual(before["team"]["gpus"][0]["compute"]["pauses"], pauses)
         self.assertLessEqual(pauses, c["pauses"])
+        # what held it back: counters between the two ps, per reason; the reason now
+        h0, h1 = before["team"]["gpus"][0]["compute"]["hold"], c["hold"]
+        for reason, r1 in h1["reasons"].items():
+            r0 = h0["reasons"][reason]
+            periods = value(fams, "kairos_tenant_compute_periods_total", tenant="team",
+                            reason=reason)
+            self.assertTrue(r0["periods_total"] <= periods <= r1["periods_total"], reason)
+            if reason == "none":
+                continue  # no time paused for nothing
+            paused = value(fams, "kairos_tenant_compute_held_seconds_total", tenant="team",
+                           reason=reason)
+            self.assertTrue(r0["paused_seconds_total"] - 1e-6 <= paused
+                            <= r1["paused_seconds_total"] + 1e-6, reason)
+        if h0["now"] == h1["now"]:
+            self.assertEqual(value(fams, "kairos_tenant_compute_hold_info", tenant="team",
+                                   reason=h1["now"]), 1)
+        self.assertEqual(fams["kairos_tenant_compute_held_seconds"].type, "counter")
         self.assertNotIn("other", {dict(k)["tenant"] for k in
                                    samples(fams, "kairos_tenant_compute_share_ratio")})
         self.assertEqual(fams["kairos_tenant_pauses"].type, "counter")

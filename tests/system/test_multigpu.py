@@ -203,9 +203,9 @@ class PerGpuQuotas(unittest.TestCase):
             top = self.kairos("top", "--once", "--wide")
             gpu0, gpu1 = top.split("\nGPU 0\n")[1].split("\nGPU 1\n")
             # PROCS counts the tenant's processes, whichever GPU they use
-            self.assertRegex(gpu0, r"\n  team(\s+-){8}\s+24\.0 MiB/64\.0 MiB\s+2\n")
-            self.assertRegex(gpu1, r"\n  team(\s+-){8}\s+16\.0 MiB/16\.0 MiB\s+2\n")
-            self.assertRegex(gpu1, r"\n  gpu1only(\s+-){8}\s+0 B/32\.0 MiB\s+0\n")
+            self.assertRegex(gpu0, r"\n  team(\s+-){10}\s+24\.0 MiB/64\.0 MiB\s+2\n")
+            self.assertRegex(gpu1, r"\n  team(\s+-){10}\s+16\.0 MiB/16\.0 MiB\s+2\n")
+            self.assertRegex(gpu1, r"\n  gpu1only(\s+-){10}\s+0 B/32\.0 MiB\s+0\n")
         finally:
             for p in procs:
                 p.communicate(timeout=30)

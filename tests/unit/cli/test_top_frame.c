@@ -1,6 +1,7 @@
 /* test_top_frame.c - one frame of kairos top as text: a block per GPU, each tenant
- * that has memory or a compute policy there, target before achieved, "-" for what
- * is unknown or absent, and a GPU without tenants said so. */
+ * that has memory or a compute policy there, target before achieved, what held it
+ * back (--wide), "-" for what is unknown or absent, and a GPU without tenants said
+ * so. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +39,11 @@ static void two_tenants(struct kairos_ps_reply list[2])
     list[0].n_pids = 2;
     list[0].quota[0] = 8ull << 30;
     list[0].held[0] = 3ull << 30;
-    list[0].compute_flags[0] = KAIROS_PS_COMPUTE_POLICY | KAIROS_PS_COMPUTE_MEASURED;
+    list[0].compute_flags[0] =
+        KAIROS_PS_COMPUTE_POLICY | KAIROS_PS_COMPUTE_MEASURED | KAIROS_PS_COMPUTE_HOLDS;
+    list[0].hold[0] = KAIROS_HOLD_LIMIT;
+    list[0].hold_period_ppm[0][KAIROS_HOLD_LIMIT] = 1000000;
+    list[0].hold_time_ppm[0][KAIROS_HOLD_LIMIT] = 707200;
     list[0].share_ppm[0] = 300000;
     list[0].limit_ppm[0] = 300000;
     list[0].target_ppm[0] = 300000;
@@ -49,7 +54,8 @@ static void two_tenants(struct kairos_ps_reply list[2])
     list[0].pauses[0] = 57;
     strcpy(list[1].tenant, "jupyter");
     list[1].quota[0] = 1ull << 30;
-    list[1].compute_flags[2] = KAIROS_PS_COMPUTE_POLICY; /* not measured yet */
+    /* not measured yet: neither what it got nor what held it back is known */
+    list[1].compute_flags[2] = KAIROS_PS_COMPUTE_POLICY | KAIROS_PS_COMPUTE_HOLDS;
     list[1].share_ppm[2] = 100000;
     list[1].priority[2] = KAIROS_PRIO_LATENCY;
 }
@@ -65,21 +71,21 @@ static void test_frame_per_gpu(void **state)
         "kairosd: 3 GPUs, 2 tenants, 2 with a compute policy\n"
         "\n"
         "GPU 0\n"
-        "  TENANT   TARGET   100MS    1MIN   SHARE   LIMIT  PRIO          WINDOW   PAUSES  "
-        "MEMORY HELD/QUOTA  PROCS\n"
-        "  capped    30.0%   29.1%   29.8%   30.0%   30.0%  normal    29.3/100ms       57  "
-        "3.00 GiB/8.00 GiB      2\n"
-        "  jupyter       -       -       -       -       -  -                  -        -  "
-        "0 B/1.00 GiB           0\n"
+        "  TENANT   TARGET   100MS    1MIN   SHARE   LIMIT  PRIO          WINDOW   PAUSES    HOLD  "
+        "WHY    MEMORY HELD/QUOTA  PROCS\n"
+        "  capped    30.0%   29.1%   29.8%   30.0%   30.0%  normal    29.3/100ms       57   70.7%  "
+        "limit  3.00 GiB/8.00 GiB      2\n"
+        "  jupyter       -       -       -       -       -  -                  -        -       -  "
+        "-      0 B/1.00 GiB           0\n"
         "\n"
         "GPU 1\n"
         "  no tenant\n"
         "\n"
         "GPU 2\n"
-        "  TENANT   TARGET   100MS    1MIN   SHARE   LIMIT  PRIO          WINDOW   PAUSES  "
-        "MEMORY HELD/QUOTA  PROCS\n"
-        "  jupyter    0.0%       -       -   10.0%    none  latency            -        0  "
-        "0 B/0 B                0\n";
+        "  TENANT   TARGET   100MS    1MIN   SHARE   LIMIT  PRIO          WINDOW   PAUSES    HOLD  "
+        "WHY    MEMORY HELD/QUOTA  PROCS\n"
+        "  jupyter    0.0%       -       -   10.0%    none  latency            -        0       -  "
+        "-      0 B/0 B                0\n";
     assert_string_equal(text, want);
     free(text);
 }

@@ -1,7 +1,8 @@
 /* test_metrics.c - the exposition text: label values escaped, every family whole
  * (HELP and TYPE before its samples, never split), the figures of the ledger, no
- * sample for what is not known; the metrics address, good and bad, and in the
- * configuration with its position. */
+ * sample for what is not known, what held a tenant back (counters by reason, the
+ * reason now) from kairosd's own scheduler; the metrics address, good and bad, and
+ * in the configuration with its position. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -17,7 +18,9 @@
 #include "daemon/config.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_addr.h"
+#include "daemon/registry.h"
 #include "daemon/tenants.h"
+#include "daemon/timeshare.h"
 
 #define MiB (1ull << 20)
 
@@ -145,6 +148,80 @@ static void test_render(void **state)
     tenants_fini(&ts);
 }
 
+static int no_samples(struct gpu_backend *b, unsigned index, uint64_t since_us,
+                      struct gpu_util *out, size_t cap, size_t *n)
+{
+    *n = 0; /* the tenant used nothing: what held it back does not depend on it */
+    return 0;
+}
+
+static void no_send(void *ctx, const char *tenant, const struct kairos_time_policy *p)
+{
+}
+
+static void expect_lines(const char *text, const char *const *want, size_t n, bool present)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(text, want[i]) != !present)
+            fail_msg("%s: %s\nin:\n%s", present ? "missing" : "unexpected", want[i], text);
+}
+
+/* A tenant with a 30 % limit on GPU 0, ten periods of kairosd's scheduler: held back
+ * by its limit in each, paused 70 ms of each; counters by reason, the reason now. */
+static void test_render_holds(void **state)
+{
+    (void)state;
+    struct tenants ts;
+    assert_int_equal(tenants_init(&ts, 2, "/nonexistent/state.json"), 0);
+    struct ledger_tenant *capped;
+    assert_int_equal(ledger_tenant_add(&ts.ledger, "capped", NULL, 0, &capped), 0);
+    struct sched_policy pol = {.share = 0.3, .limit = 0.3, .prio = SCHED_PRIO_NORMAL};
+    registry_set_compute(capped, 0, &pol, SETTING_RUNTIME);
+    struct ledger_member *m;
+    assert_int_equal(ledger_join(&ts.ledger, capped, 42, NULL, &m), 0);
+    struct config cfg;
+    config_defaults(&cfg);
+    static const struct gpu_ops ops = {.name = "test", .utilization = no_samples};
+    struct gpu_backend gpu = {.ops = &ops};
+    struct timeshare *t;
+    assert_int_equal(timeshare_init(&t, NULL, &gpu, &ts, &cfg, no_send, NULL), 0);
+    timeshare_reconfigure(t);
+    for (int i = 0; i < 10; i++)
+        timeshare_tick(t);
+    struct metrics_sources src = {.ts = &ts, .timeshare = t, .version = "1"};
+    char *text;
+    size_t len;
+    assert_int_equal(metrics_render(&src, &text, &len), 0);
+    static const char *const want[] = {
+        "# TYPE kairos_tenant_compute_held_seconds_total counter\n",
+        "kairos_tenant_compute_held_seconds_total{tenant=\"capped\",gpu=\"0\",reason=\"limit\"} "
+        "0.7\n",
+        "kairos_tenant_compute_held_seconds_total{tenant=\"capped\",gpu=\"0\",reason=\"share\"} "
+        "0\n",
+        "kairos_tenant_compute_held_seconds_total{tenant=\"capped\",gpu=\"0\",reason=\"yield\"} "
+        "0\n",
+        "# TYPE kairos_tenant_compute_periods_total counter\n",
+        "kairos_tenant_compute_periods_total{tenant=\"capped\",gpu=\"0\",reason=\"limit\"} 10\n",
+        "kairos_tenant_compute_periods_total{tenant=\"capped\",gpu=\"0\",reason=\"none\"} 0\n",
+        "kairos_tenant_compute_hold_info{tenant=\"capped\",gpu=\"0\",reason=\"limit\"} 1\n",
+        "kairos_tenant_compute_priority_info{tenant=\"capped\",gpu=\"0\",priority=\"normal\"} 1\n",
+        "kairos_tenant_pauses_total{tenant=\"capped\",gpu=\"0\"} 10\n",
+    };
+    expect_lines(text, want, sizeof want / sizeof *want, true);
+    /* no paused time for "none"; nothing on GPU 1, where it has no policy */
+    static const char *const absent[] = {
+        "kairos_tenant_compute_held_seconds_total{tenant=\"capped\",gpu=\"0\",reason=\"none\"}",
+        "tenant=\"capped\",gpu=\"1\"",
+    };
+    expect_lines(text, absent, sizeof absent / sizeof *absent, false);
+    check_families(text);
+    free(text);
+    timeshare_fini(t);
+    config_free(&cfg);
+    ledger_leave(&ts.ledger, m, NULL);
+    tenants_fini(&ts);
+}
+
 static void test_addr(void **state)
 {
     (void)state;
@@ -202,6 +279,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_label_escape),
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_render_holds),
         cmocka_unit_test(test_addr),
         cmocka_unit_test(test_config),
     };

@@ -1,7 +1,8 @@
 /* test_proto.c - proto_check refuses what a hostile or broken peer may send: wrong
  * magic, version, size, type, unterminated names, absurd values, bad compute
  * policies, a CREDIT out of its rules (a LAST one that asks), a CREDIT_RECALL from
- * a peer; accepts the rest, and TENANT_SET's earlier, shorter body. */
+ * a peer; accepts the rest, and TENANT_SET's earlier, shorter body; PS with or
+ * without its body (flags KAIROS_PS_HOLDS, nothing else). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -277,8 +278,27 @@ static void test_size_refusals(void **state)
     h.size = 4000000000u;
     memcpy(buf, &h, sizeof h);
     expect(KAIROS_ERR_PROTOCOL, n, "header says 4000000000");
-    n = pack(KAIROS_MSG_PS, &c, 8);
-    expect(KAIROS_ERR_PROTOCOL, n, "PS body");
+    n = pack(KAIROS_MSG_PS, &c, 12);
+    expect(KAIROS_ERR_PROTOCOL, n, "PS body is 12 bytes");
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_PS, &c, 4), "must be exactly 8");
+}
+
+/* PS: without a body as a kairos of before sends it (read as flags 0), or with
+ * struct kairos_ps asking for the hold figures; other flags and pad refused. */
+static void test_ps_body(void **state)
+{
+    (void)state;
+    struct proto_request r;
+    struct kairos_ps ps = {.flags = KAIROS_PS_HOLDS};
+    assert_int_equal(check(pack(KAIROS_MSG_PS, &ps, sizeof ps)), 0);
+    assert_int_equal(proto_check(buf, sizeof(struct kairos_hdr) + sizeof ps, &r, NULL, 0), 0);
+    assert_int_equal(r.body.ps.flags, KAIROS_PS_HOLDS);
+    assert_int_equal(proto_check(buf, pack(KAIROS_MSG_PS, NULL, 0), &r, NULL, 0), 0);
+    assert_int_equal(r.body.ps.flags, 0);
+    ps.flags = 0x2;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_PS, &ps, sizeof ps), "PS has unknown flags 0x2");
+    ps = (struct kairos_ps){.pad = 1};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_PS, &ps, sizeof ps), "PS pad must be 0");
 }
 
 static void test_field_refusals(void **state)
@@ -421,6 +441,7 @@ static void test_table(void **state)
 {
     (void)state;
     assert_int_equal(proto_body_size(KAIROS_MSG_PS_REPLY), sizeof(struct kairos_ps_reply));
+    assert_int_equal(proto_body_size(KAIROS_MSG_PS), sizeof(struct kairos_ps));
     assert_int_equal(proto_body_size(12345), -1);
     assert_string_equal(proto_type_name(KAIROS_MSG_TENANT_SET), "TENANT_SET");
     assert_true(PROTO_MSG_MAX >= sizeof(struct kairos_hdr) + sizeof(struct kairos_hello));
@@ -436,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_credit),
         cmocka_unit_test(test_header_refusals),
         cmocka_unit_test(test_size_refusals),
+        cmocka_unit_test(test_ps_body),
         cmocka_unit_test(test_field_refusals),
         cmocka_unit_test(test_tenant_set_compute),
         cmocka_unit_test(test_table),
