@@ -57,7 +57,7 @@ def wait_for_go(path, quit_path, deadline):
             return None
         if time.time() > deadline:
             sys.exit(f"{path} never appeared")
-        time.sleep(0.001)
+        time.sleep(0.005)  # the start time is in the file, 0.2 s or more ahead
     with open(path) as f:
         words = f.read().split()
     return float(words[0]), dict(w.split("=", 1) for w in words[1:] if "=" in w)
@@ -138,7 +138,8 @@ class TorchInfer:
                     torch.cuda.synchronize()
         for _ in range(20):
             self.request()
-        self.info = {"model": model, "graphs": int(self.graph is not None)}
+        self.info = {"model": model, "graphs": int(self.graph is not None),
+                     "torch": torch.__version__}
 
     def request(self):
         if self.graph is not None:
