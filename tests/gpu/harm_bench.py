@@ -649,6 +649,7 @@ class Bench:
             deadline = time.time() + self.args.ready_timeout_s
             for s in sets.values():
                 s.wait_ready(deadline)
+            self.check_alike(sets)
             self.note_torch(sets["native"])
             print(f"  {name}: tenants ready in {time.time() - t0:.0f} s", flush=True)
             for rep in range(1, self.args.reps + 1):
@@ -661,6 +662,21 @@ class Bench:
                 rec["sets"][c] = s.close()
         self.summarise(mix, sets, rec)
         rec["seconds"] = time.time() - t0
+
+    @staticmethod
+    def check_alike(sets):
+        """Fails a configuration whose requests are not native's: a CUDA graph captured in
+        one of them and not in the other."""
+        native = sets["native"]
+        for s in sets.values():
+            for name, t in s.tenants.items():
+                if t.kind != "infer" or not (s.usable() and native.usable()):
+                    continue
+                mine, want = ((x.ready_info() or {}).get("graphs")
+                              for x in (t, native.tenants[name]))
+                if mine != want:
+                    s.fail(t, f"graphs={mine} where native had {want} (CUDA graph capture "
+                              "failed in one of them)")
 
     def note_torch(self, tset):
         for t in tset.tenants.values():
@@ -820,7 +836,8 @@ def parse_args(argv=None):
                     help="limit-long: FMAs a thread a kernel")
     ap.add_argument("--stream-start-s", type=float, default=1.5,
                     help="kernel_stream: time to make its context before its round")
-    ap.add_argument("--ready-timeout-s", type=float, default=240.0)
+    ap.add_argument("--ready-timeout-s", type=float, default=120.0,
+                    help="the most a mix's tenants may take to be ready")
     ap.add_argument("--round-grace-s", type=float, default=30.0)
     ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
     ap.add_argument("--kairosd-arg", action="append", default=[])

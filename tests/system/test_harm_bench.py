@@ -344,6 +344,19 @@ class Failures(unittest.TestCase):
         self.assertEqual(read_tsv(self.out)[1], ["limit-long", "aggregate_of_solo", "1.0000",
                                                  "-", "-"])
 
+    def test_requests_unlike_natives_are_not_compared(self):
+        """A CUDA graph captured natively but not under Kairos (LATENCY_GRAPHS=0 as a
+        failed capture would leave it): eager requests are not compared with graphs."""
+        fake = os.path.join(self.fakebin, "kairos")
+        tlb.write_exec(fake, f"#!/bin/sh\nexport LATENCY_GRAPHS=0\nexec {KAIROS} \"$@\"\n")
+        r = run_bench(self.out, "--mixes", "latency-train", "--reps", "1", "--configs",
+                      "native,kairos", kairos=fake)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(load(self.out)["failures"], [
+            "latency-train/kairos/infer: graphs=0 where native had 1 (CUDA graph capture "
+            "failed in one of them)"])
+        self.assertEqual([row[4] for row in read_tsv(self.out)[1:]], ["-", "-", "-"])
+
     def test_mps_skipped_where_the_machine_has_none(self):
         r = run_bench(self.out, "--mixes", "limit-long", "--reps", "1", "--configs", "native,mps",
                       "--mps-control", os.path.join(self.dir, "no-such-mps-control"))
