@@ -200,7 +200,9 @@ class TorchTrain:
         self.pending = ev
 
     def drain(self):
+        """Waits for the steps queued; the next round queues two afresh (--rounds)."""
         self.torch.cuda.synchronize()
+        self.pending = None
 
 
 def misbehave(args):
