@@ -807,8 +807,23 @@ def save(src, root):
     return dest
 
 
+# the numeric options: (option, type, default, the environment variable that sets it, help)
+NUMBERS = [
+    ("--reps", int, 3, "HARM_REPS", "repetitions of every configuration"),
+    ("--seconds", float, 6.0, "HARM_SECONDS", "a closed-loop round's length"),
+    ("--requests", int, 800, "HARM_REQUESTS", "latency-train: requests a round"),
+    ("--max-s", float, 30.0, None, "latency-train: the most a round's requests may take"),
+    ("--lead-s", float, 2.0, None, "latency-train: training alone before the first request"),
+    ("--train-solo-s", float, 4.0, None, "latency-train: the training's solo round"),
+    ("--long-seconds", float, 8.0, "HARM_LONG_SECONDS", "limit-long: a run's length"),
+    ("--long-work", int, LONG_WORK, "HARM_LONG_WORK", "limit-long: FMAs a thread a kernel"),
+    ("--stream-start-s", float, 1.5, None, "kernel_stream: time to make its context"),
+    ("--ready-timeout-s", float, 120.0, None, "the most a mix's tenants may take to be ready"),
+    ("--round-grace-s", float, 30.0, None, "how late a round may end before it counts as hung"),
+]
+
+
 def parse_args(argv=None):
-    env = latency_bench.env_default
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--save", metavar="DIR", help="copy DIR's results into bench/results")
     ap.add_argument("--results-root", default=os.path.join(HERE, "..", "..", "bench", "results"))
@@ -818,27 +833,13 @@ def parse_args(argv=None):
     ap.add_argument("--stream", help="kernel_stream (default: --bin's)")
     ap.add_argument("--out")
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--mixes", default=os.environ.get("HARM_MIXES") or QUICK)
-    ap.add_argument("--configs", default=os.environ.get("HARM_CONFIGS") or "native,mps,kairos")
-    ap.add_argument("--reps", type=int, default=env("HARM_REPS", 3, int))
-    ap.add_argument("--seconds", type=float, default=env("HARM_SECONDS", 6.0),
-                    help="a closed-loop round's length")
-    ap.add_argument("--requests", type=int, default=env("HARM_REQUESTS", 800),
-                    help="latency-train: requests a round")
-    ap.add_argument("--max-s", type=float, default=30.0,
-                    help="latency-train: the most a round's requests may take")
-    ap.add_argument("--lead-s", type=float, default=2.0,
-                    help="latency-train: training alone before the first request")
-    ap.add_argument("--train-solo-s", type=float, default=4.0)
-    ap.add_argument("--long-seconds", type=float, default=env("HARM_LONG_SECONDS", 8.0),
-                    help="limit-long: a run's length")
-    ap.add_argument("--long-work", type=int, default=env("HARM_LONG_WORK", LONG_WORK, int),
-                    help="limit-long: FMAs a thread a kernel")
-    ap.add_argument("--stream-start-s", type=float, default=1.5,
-                    help="kernel_stream: time to make its context before its round")
-    ap.add_argument("--ready-timeout-s", type=float, default=120.0,
-                    help="the most a mix's tenants may take to be ready")
-    ap.add_argument("--round-grace-s", type=float, default=30.0)
+    ap.add_argument("--mixes", default=os.environ.get("HARM_MIXES") or QUICK,
+                    help=f"of {','.join(MIXES)} (env HARM_MIXES)")
+    ap.add_argument("--configs", default=os.environ.get("HARM_CONFIGS") or "native,mps,kairos",
+                    help="native,mps,kairos,kairos-windows|timeslices|auto (env HARM_CONFIGS)")
+    for opt, kind, default, knob, text in NUMBERS:
+        ap.add_argument(opt, type=kind, help=text + (f" (env {knob})" if knob else ""),
+                        default=latency_bench.env_default(knob, default, kind) if knob else default)
     ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
     ap.add_argument("--kairosd-arg", action="append", default=[])
     ap.add_argument("--dry-run", action="store_true", help="no torch, no GPU (CPU test)")
