@@ -37,13 +37,15 @@ The mixes (HARM_MIXES; the quick subset is the default):
                  share_err_pp under Kairos: |aggregate_of_solo - 0.30| in points.
 Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x native and
 the worst p99 <= 1.05x native; a limit mix lands within 0.30 +- 0.02 of solo.
-More mixes fit as further Mix subclasses with no change elsewhere: open-loop (Poisson)
-inference, two training jobs 70/30, deep kernel streams at equal and unequal shares, a
-busy tenant next to an idle-but-alive one.
+More mixes fit as parameters or Mix subclasses with no change to the driver: two
+training jobs 70/30, deep kernel streams at equal and unequal shares, a busy tenant next
+to an idle-but-alive one; open-loop (Poisson) inference also wants an arrival schedule in
+latency_tenant.py, whose idle gaps follow each completion.
 
 A tenant that fails, hangs (not done --round-grace-s after its round should have ended),
-runs outside the shim under Kairos (under it elsewhere), or without this benchmark's MPS
-pipe under MPS (with one elsewhere) fails its configuration for the rest of the mix: its
+runs outside the shim under Kairos (under it elsewhere), without this benchmark's MPS
+pipe under MPS (with one elsewhere), or serves its requests with a CUDA graph where
+native had none (or the reverse) fails its configuration for the rest of the mix: its
 processes are killed, it is listed in "failures", its column reads "-", and the exit
 status is 1; the other configurations and mixes are still measured and written.
 Writes OUT/harm-results.json (every round's raw figures in the order they ran),
