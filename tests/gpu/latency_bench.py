@@ -193,18 +193,22 @@ class Run:
 
 
 class Daemon:
-    """A private kairosd for one configuration, and the shim.conf that names it."""
+    """A private kairosd for one configuration, and the shim.conf that names it
+    (tests/gpu/harm_bench.py's too). time_mode None: no time_mode line, kairosd's
+    default; quota: each tenant's memory on GPU 0."""
 
-    def __init__(self, work, label, policies, time_mode, more_lines):
+    def __init__(self, work, label, policies, time_mode, more_lines, quota="60G"):
         d = os.path.join(work, f"kd-{label}")
         os.makedirs(d, exist_ok=True)
         self.sock = os.path.join(d, "kairosd.sock")
         lines = [f"socket: {self.sock}", f"state: {d}/state.json", "admins: [0]",
-                 "audit: { interval_ms: 0 }", f"time_mode: {time_mode}"] + more_lines
+                 "audit: { interval_ms: 0 }"] + more_lines
+        if time_mode:
+            lines.append(f"time_mode: {time_mode}")
         lines.append("tenants:")
         for name, pol in policies.items():
             comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
-            lines += [f"  - name: {name}", "    memory: { 0: 60G }",
+            lines += [f"  - name: {name}", f"    memory: {{ 0: {quota} }}",
                       f"    compute: {{ 0: {{ {comp} }} }}"]
         self.config = os.path.join(d, "kairosd.yaml")
         with open(self.config, "w") as f:
@@ -244,7 +248,7 @@ class Daemon:
 
 class Mps:
     """A private MPS control daemon: its own pipe and log folders (only the clients given
-    env() reach it), stopped by stop() ("quit"), never left running."""
+    env reach it), stopped by stop() ("quit"), never left running (harm_bench.py's too)."""
 
     def __init__(self, control, work):
         self.control = control

@@ -19,11 +19,19 @@ DIR/go (a CLOCK_REALTIME start time), then works; infer begins --lead-s after th
 and stops after its requests or --max-s, then writes NAME.done; train begins at the start
 (or once --after FILE exists) and stops when DIR/stop exists or after --max-s.
 Stamps in NAME.stamps: "START_NS LATENCY_NS" per request, "END_NS" per training step.
+--rounds: the process serves round after round (tests/gpu/harm_bench.py keeps it alive
+across its configurations' rounds): round K waits for DIR/go.K, whose words after the
+start time may set lead_s= and max_s= for that round, stops training at DIR/stop.K and
+writes NAME.K.stamps and NAME.K.done; the process ends once DIR/quit exists.
+--eager: no CUDA graph (launch-bound requests on purpose); --gap-ms 0 with many
+--requests and a --max-s is a closed loop (each request sent as the previous completes).
 --dry-run: no torch and no GPU; a request sleeps --dry-service-ms and a step 5 ms, so
 tests/system/test_latency_bench.py runs the benchmark's whole logic on a CPU
-(--dry-fail: the inference tenant exits 1 half way, a failure the benchmark must report).
+(--dry-fail: the inference tenant exits 1 half way, a failure the benchmark must report;
+--dry-hang: it stops answering half way, a hang the benchmark must report).
 """
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -41,11 +49,31 @@ def shim_loaded():
         return False
 
 
-def wait_for_file(path, deadline):
+def wait_for_go(path, quit_path, deadline):
+    """(start time, {key: value} of the words after it) from the go file once it exists;
+    None once quit_path (None: never) exists first."""
     while not os.path.exists(path):
+        if quit_path and os.path.exists(quit_path):
+            return None
         if time.time() > deadline:
             sys.exit(f"{path} never appeared")
-        time.sleep(0.001)
+        time.sleep(0.005)  # the start time is in the file, 0.2 s or more ahead
+    with open(path) as f:
+        words = f.read().split()
+    return float(words[0]), dict(w.split("=", 1) for w in words[1:] if "=" in w)
+
+
+def round_paths(args, k):
+    """The hand-shake files of round k (None: the one-shot run's, without a suffix)."""
+    sfx = "" if k is None else f".{k}"
+    return {"go": os.path.join(args.dir, "go" + sfx), "stop": os.path.join(args.dir, "stop" + sfx),
+            "stamps": os.path.join(args.dir, f"{args.name}{sfx}.stamps"),
+            "done": os.path.join(args.dir, f"{args.name}{sfx}.done")}
+
+
+def want_graphs(args):
+    """Requests as one CUDA graph each, unless --eager or LATENCY_GRAPHS=0."""
+    return not args.eager and os.environ.get("LATENCY_GRAPHS", "1") != "0"
 
 
 class DryWork:
@@ -53,7 +81,7 @@ class DryWork:
 
     def __init__(self, args):
         self.service = args.dry_service_ms / 1000
-        self.info = {"model": "dry", "graphs": int(os.environ.get("LATENCY_GRAPHS", "1") != "0")}
+        self.info = {"model": "dry", "graphs": int(want_graphs(args))}
 
     def request(self):
         time.sleep(self.service)
@@ -97,7 +125,7 @@ class TorchInfer:
                     net(x)
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
-            if os.environ.get("LATENCY_GRAPHS", "1") != "0":
+            if want_graphs(args):
                 try:
                     g = torch.cuda.CUDAGraph()
                     with torch.cuda.graph(g, stream=side):  # the warmed-up stream
@@ -110,7 +138,8 @@ class TorchInfer:
                     torch.cuda.synchronize()
         for _ in range(20):
             self.request()
-        self.info = {"model": model, "graphs": int(self.graph is not None)}
+        self.info = {"model": model, "graphs": int(self.graph is not None),
+                     "torch": torch.__version__}
 
     def request(self):
         if self.graph is not None:
@@ -171,19 +200,31 @@ class TorchTrain:
         self.pending = ev
 
     def drain(self):
+        """Waits for the steps queued; the next round queues two afresh (--rounds)."""
         self.torch.cuda.synchronize()
+        self.pending = None
 
 
-def serve(args, work, out):
+def misbehave(args):
+    """Dry run, half way: --dry-fail exits 1, --dry-hang stops answering."""
+    if args.dry_hang:
+        print("--dry-hang: hanging on purpose", flush=True)
+        while True:
+            time.sleep(60)
+    if args.dry_fail:
+        sys.exit("--dry-fail: failing on purpose")
+
+
+def serve(args, work, out, max_s):
     gaps = latency_stats.request_gaps(args.requests, args.gap_ms, args.seed)
-    deadline = time.time() + args.max_s
-    fail_at = args.requests // 2 if args.dry_fail and args.dry_run else -1
+    deadline = time.time() + max_s
+    half_way = (args.requests // 2, time.time() + max_s / 2)  # whichever comes first
     for i, gap in enumerate(gaps):
         if time.time() > deadline:
             print(f"stopped at --max-s after {i} requests", flush=True)
             break
-        if i == fail_at:
-            sys.exit("--dry-fail: failing on purpose")
+        if args.dry_run and (i == half_way[0] or time.time() > half_way[1]):
+            misbehave(args)
         t_wall = time.time_ns()
         t0 = time.perf_counter_ns()
         work.request()
@@ -191,8 +232,8 @@ def serve(args, work, out):
         time.sleep(gap / 1000)
 
 
-def train(args, work, out, stop):
-    deadline = time.time() + args.max_s
+def train(work, out, stop, max_s):
+    deadline = time.time() + max_s
     while not os.path.exists(stop) and time.time() < deadline:
         work.step()
         out.append((time.time_ns(),))
@@ -215,6 +256,9 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--dry-service-ms", type=float, default=0.5)
     ap.add_argument("--dry-fail", action="store_true", help="dry run: exit 1 half way")
+    ap.add_argument("--dry-hang", action="store_true", help="dry run: stop answering half way")
+    ap.add_argument("--rounds", action="store_true", help="round after round until DIR/quit")
+    ap.add_argument("--eager", action="store_true", help="infer: no CUDA graph")
     args = ap.parse_args()
     if args.dry_run:
         work = DryWork(args)
@@ -228,23 +272,31 @@ def main():
     with open(ready + ".new", "w") as f:
         f.write(" ".join(f"{k}={v}" for k, v in info.items()) + "\n")
     os.rename(ready + ".new", ready)
-    go = os.path.join(args.dir, "go")
-    wait_for_file(go, time.time() + args.ready_timeout_s)
-    with open(go) as f:
-        start = float(f.read().split()[0])
+    quit_path = os.path.join(args.dir, "quit") if args.rounds else None
+    for k in itertools.count(1) if args.rounds else [None]:
+        paths = round_paths(args, k)
+        go = wait_for_go(paths["go"], quit_path, time.time() + args.ready_timeout_s)
+        if go is None:
+            break
+        run_round(args, work, paths, *go)
+
+
+def run_round(args, work, paths, start, opts):
+    """One run of the work from the start time in the go file (lead_s= and max_s= in it
+    override --lead-s and --max-s), then its stamps and the done file."""
+    max_s = float(opts.get("max_s", args.max_s))
     out = []
     if args.role == "infer":
-        time.sleep(max(0.0, start + args.lead_s - time.time()))
-        serve(args, work, out)
+        time.sleep(max(0.0, start + float(opts.get("lead_s", args.lead_s)) - time.time()))
+        serve(args, work, out, max_s)
     else:
         time.sleep(max(0.0, start - time.time()))
-        stop = os.path.join(args.dir, "stop")
-        while args.after and not os.path.exists(args.after) and not os.path.exists(stop):
+        while args.after and not os.path.exists(args.after) and not os.path.exists(paths["stop"]):
             time.sleep(0.001)
-        train(args, work, out, stop)
-    with open(os.path.join(args.dir, f"{args.name}.stamps"), "w") as f:
+        train(work, out, paths["stop"], max_s)
+    with open(paths["stamps"], "w") as f:
         f.writelines(" ".join(str(v) for v in t) + "\n" for t in out)
-    with open(os.path.join(args.dir, f"{args.name}.done"), "w") as f:
+    with open(paths["done"], "w") as f:
         f.write(f"units={len(out)}\n")
     print(f"role={args.role} units={len(out)}", flush=True)
 

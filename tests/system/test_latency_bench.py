@@ -76,6 +76,19 @@ def run_bench(out, *extra, path_dir=None, kairos=KAIROS):
                           capture_output=True, text=True, env=env, timeout=240)
 
 
+def source_section(scratch, section, env_extra):
+    """Runs tests/gpu/SECTION.sh as scripts/gpu-suite sources it: $bin (kairos and kairosd
+    linked into scratch/carry-bin), $python and env_extra ($OUT among them)."""
+    bindir = os.path.join(scratch, "carry-bin")
+    os.makedirs(bindir)
+    os.symlink(KAIROS, os.path.join(bindir, "kairos"))
+    os.symlink(KAIROSD, os.path.join(bindir, "kairosd"))
+    env = dict(bench_env(), bin=bindir, python=sys.executable, **env_extra)
+    return subprocess.run(["bash", "-c", f"set -uo pipefail; . tests/gpu/{section}.sh"],
+                          cwd=os.path.dirname(os.path.dirname(GPU_DIR)),
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
 def write_exec(path, text):
     with open(path, "w") as f:
         f.write(text)
@@ -304,16 +317,9 @@ class DryRun(unittest.TestCase):
 
     def test_the_gpu_suite_section_prints_the_table_last(self):
         """tests/gpu/latency.sh as scripts/gpu-suite sources it ($bin, $python, $OUT)."""
-        bindir = os.path.join(self.dir, "carry-bin")
-        os.makedirs(bindir)
-        os.symlink(KAIROS, os.path.join(bindir, "kairos"))
-        os.symlink(KAIROSD, os.path.join(bindir, "kairosd"))
-        env = dict(bench_env(), LATENCY_DRY_RUN="1", LATENCY_REQUESTS="100",
-                   LATENCY_GAP_MS="1", LATENCY_CONFIGS="native,kairos-windows",
-                   bin=bindir, python=sys.executable, OUT=self.out)
-        r = subprocess.run(["bash", "-c", "set -uo pipefail; . tests/gpu/latency.sh"],
-                           cwd=os.path.dirname(os.path.dirname(GPU_DIR)),
-                           capture_output=True, text=True, env=env, timeout=120)
+        r = source_section(self.dir, "latency", dict(
+            LATENCY_DRY_RUN="1", LATENCY_REQUESTS="100", LATENCY_GAP_MS="1",
+            LATENCY_CONFIGS="native,kairos-windows", OUT=self.out))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         lines = r.stdout.strip().splitlines()
         self.assertTrue(lines[0].startswith("--- latency"), lines[0])

@@ -1,0 +1,33 @@
+# harm.sh - the harm section of scripts/gpu-suite (sourced; uses $bin, $python, $OUT and
+# $stream, the kernel_stream the suite found or built; kairos run finds the shim through
+# the exported KAIROS_SHIM). Runs the "do no harm" benchmark (tests/gpu/harm_bench.py):
+# Kairos against native time-slicing and MPS at its best on PyTorch work, each mix in
+# every configuration (native; mps: a private control daemon, quit after; kairos:
+# kairosd's default time_mode), 3 interleaved repetitions, medians. The quick subset:
+# infer4 (4 closed-loop ResNet-50 batch-1 eager inference processes, 25 % each),
+# latency-train (the latency section's requests next to training; latency priority
+# under Kairos, client priorities under MPS), limit-long (~200 ms kernels under a 30 %
+# limit). Writes $OUT/harm-results.json, $OUT/harm.tsv (mix, metric, native, mps,
+# kairos) and $OUT/harm-runs.tar.gz; prints its table last (kairos/native and a verdict
+# against the goals). About 6.5 minutes on the H200 (estimated from the latency
+# section's runs: ~14 s to start PyTorch tenants, 3 x (solo + 3 configurations) rounds
+# of HARM_SECONDS per mix); docs/scheduler.md, "The harm benchmark".
+# Knobs: HARM_MIXES (infer4,latency-train,limit-long; also infer2, infer8),
+# HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
+# kairosd in that time_mode), HARM_REPS (3), HARM_SECONDS (6, a closed-loop round),
+# HARM_REQUESTS (800, latency-train's requests a round), HARM_LONG_SECONDS (8, a
+# limit-long run), HARM_LONG_WORK (kernel_stream --work). HARM_DRY_RUN=1: tenants
+# without torch or a GPU (tests/system/test_harm_bench.py runs this file so).
+# Afterwards, where the files came back (DIR holds harm-results.json):
+#   python3 tests/gpu/harm_bench.py --save DIR
+# copies them into bench/results/DATE-harm/ with a README.md holding the table.
+echo "--- harm: Kairos against native time-slicing and MPS on PyTorch work"
+$python tests/gpu/harm_bench.py --bin "$bin" --out "$OUT" --python "$python" \
+  --stream "${stream:-$bin/kernel_stream}" ${HARM_DRY_RUN:+--dry-run}
+harm_rc=$?
+# an MPS control daemon the benchmark could not quit itself (it was killed): quit it
+for harm_pipe in "$OUT"/harm/*/mps/pipe; do
+  [ -e "$harm_pipe/control" ] &&
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$harm_pipe nvidia-cuda-mps-control
+done
+[ "$harm_rc" = 0 ]

@@ -1,0 +1,894 @@
+#!/usr/bin/env python3
+"""The "do no harm" benchmark (issue 23, section 4), run by scripts/gpu-suite harm.
+
+Kairos against doing nothing (native time-slicing) and against MPS at its best, on real
+PyTorch work, side by side in one invocation. Every mix of the table below runs in each
+configuration: native; mps (a private nvidia-cuda-mps-control with its own pipe and log
+folders, quit at the end of the mix, on failure too; skipped with a line where the
+machine has none); kairos (a private kairosd with the mix's policies and no time_mode
+line: kairosd's default is what is measured); kairos-MODE (time_mode MODE) where named.
+Each mix is repeated --reps times, interleaved (repetition 1: its solo rounds, native,
+mps, kairos; repetition 2: ...), and every figure is taken against the same
+repetition's solo; harm.tsv holds the medians over the repetitions.
+
+Every configuration's PyTorch tenants are started once per mix, all at the same time, and
+stay alive, idle, outside their own rounds (tests/gpu/latency_tenant.py --rounds): such a
+process takes ~14 s to import torch and warm up on the H200, too long to pay each round.
+kernel_stream tenants start afresh each round (~1 s). Solo rounds run the native
+configuration's tenants alone (the others alive and idle).
+
+The mixes (HARM_MIXES; the quick subset is the default):
+  infer4         4 processes of ResNet-50 batch 1 eager inference (launch-bound on
+                 purpose), closed loop; kairos: share 25 % each, no limit. Metrics
+                 aggregate_rps, aggregate_of_solo (against one process alone), p99_ms
+                 (the worst process's), p99_of_solo. infer2, infer8: 2 and 8 processes.
+  latency-train  the latency section's tenants: ResNet-50 batch 8 requests (one CUDA
+                 graph each, seeded exponential idle gaps of 6 ms) starting --lead-s into
+                 ResNet-50 training (batch 256); kairos: inference priority latency,
+                 training priority batch, share 50 % each; mps: CUDA_MPS_CLIENT_PRIORITY
+                 0 for the inference, 1 for the training. Metrics p99_ms, p99_of_solo
+                 (the inference alone), aggregate_of_solo (the training's steps/s against
+                 its solo: the inference's rate is its schedule's, so only training's
+                 throughput can move).
+  limit-long     one kernel_stream of ~200 ms kernels (8, then a sync) alone; kairos:
+                 limit 30 %. Its solo is the native run of the same repetition (native's
+                 aggregate_of_solo is 1 by definition; native and MPS have no limit, so
+                 theirs is only what they do alone). Metrics aggregate_of_solo, and
+                 share_err_pp under Kairos: |aggregate_of_solo - 0.30| in points.
+Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x native and
+the worst p99 <= 1.05x native; a limit mix lands within 0.30 +- 0.02 of solo.
+More mixes fit as parameters or Mix subclasses with no change to the driver: two
+training jobs 70/30, deep kernel streams at equal and unequal shares, a busy tenant next
+to an idle-but-alive one; open-loop (Poisson) inference also wants an arrival schedule in
+latency_tenant.py, whose idle gaps follow each completion.
+
+A tenant that fails, hangs (not done --round-grace-s after its round should have ended),
+runs outside the shim under Kairos (under it elsewhere), without this benchmark's MPS
+pipe under MPS (with one elsewhere), or serves its requests with a CUDA graph where
+native had none (or the reverse) fails its configuration for the rest of the mix: its
+processes are killed, it is listed in "failures", its column reads "-", and the exit
+status is 1; the other configurations and mixes are still measured and written.
+Writes OUT/harm-results.json (every round's raw figures in the order they ran),
+OUT/harm.tsv and OUT/harm-runs.tar.gz (kairosd logs, tenant logs, stamps); prints its
+table last. --save DIR copies what came back from the GPU machine into
+bench/results/DATE-harm/ with a README.md holding the table.
+--dry-run: tenants with no torch and no GPU (sleeps; tests/gpu/dry_stream.py for
+kernel_stream), the same driver, kairosd and `kairos run`: tests/system/test_harm_bench.py.
+Usage: harm_bench.py --bin DIR --out DIR [--mixes infer4,...] [--configs native,mps,kairos]
+                     [--reps N] [--seconds S] [--dry-run]
+       harm_bench.py --save DIR [--results-root DIR]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compute_bench  # noqa: E402
+import latency_bench  # noqa: E402
+import latency_stats as stats  # noqa: E402
+
+AGG_FLOOR, P99_CEIL, LIMIT_TOL = 0.97, 1.05, 0.02
+SOLO_LEAD_S = 0.3  # requests start this long into a round without neighbours to settle
+LONG_WORK = compute_bench.LONG_WORK * 7 // 6  # FMAs a thread: ~200 ms a kernel on the H200
+QUICK = "infer4,latency-train,limit-long"
+TSV_CONFIGS = ("native", "mps", "kairos")
+FORMATS = {"aggregate_rps": ".1f", "aggregate_of_solo": ".4f", "p99_ms": ".3f",
+           "p99_of_solo": ".3f", "share_err_pp": ".2f"}
+CONFIG = re.compile(r"native$|mps$|kairos(?:-(windows|timeslices|auto))?$")
+
+
+def real(x):
+    """Whether x is a number to report (not None, not nan)."""
+    return isinstance(x, (int, float)) and x == x
+
+
+def ratio(a, b):
+    """a / b, or None where either is missing or b is 0."""
+    return a / b if real(a) and real(b) and b else None
+
+
+def pick(rounds, label, tenant, key):
+    """rounds[label][tenant][key]: a tenant's figure in a round; None where missing."""
+    return rounds.get(label, {}).get(tenant, {}).get(key)
+
+
+# ---- the figures of one round, from the tenants' stamps ------------------------------
+
+def request_figures(stamps):
+    """Requests ("START_NS LATENCY_NS"): how many, their rate (over the time from the first
+    one's start to the last one's end), p50 and p99 in ms, and that span in ns."""
+    st = [s for s in stamps if len(s) == 2]
+    if len(st) < 2:
+        return {"units": len(st)}
+    lat = [b / 1e6 for _, b in st]
+    lo, hi = st[0][0], max(a + b for a, b in st)
+    return {"units": len(st), "rate": len(st) * 1e9 / (hi - lo),
+            "p50_ms": stats.percentile(lat, 0.5), "p99_ms": stats.percentile(lat, 0.99),
+            "span_ns": [lo, hi]}
+
+
+def step_figures(stamps, span):
+    """Training steps ("END_NS"): steps/s between the step ends inside span (the requests'
+    beside them; None: all of them)."""
+    ends = [s[0] for s in stamps if len(s) == 1]
+    lo, hi = span or (min(ends, default=0), max(ends, default=0))
+    return {"units": len(ends), "rate": stats.rate_between(ends, lo, hi)}
+
+
+def kernel_figures(stamps, start_ns, seconds):
+    """kernel_stream's kernels ("END_NS"): kernels/s between the first and the last end
+    after the start (long kernels: no part-kernel at either edge)."""
+    n, span = compute_bench.rate_span(sorted(s[0] for s in stamps if s[0] >= start_ns), seconds)
+    return {"units": n, "rate": n / span if span else float("nan")}
+
+
+# ---- the mixes -------------------------------------------------------------------------
+
+class Mix:
+    """A mix: its tenants [(name, kind, opts)] (kind infer or train: latency_tenant.py;
+    stream: kernel_stream), their kairosd policies, the solo rounds of each repetition
+    [(label, [names])] (none: a lone tenant, whose native run is its solo), its limit
+    (None: judged against native) and its metrics, in harm.tsv's order."""
+    metrics_order = ()
+    limit = None
+
+    def __init__(self, tenants, policies, solo):
+        self.tenants, self.policies, self.solo = tenants, policies, solo
+
+    def names(self):
+        return [name for name, _, _ in self.tenants]
+
+    def metrics(self, figs, solo, config):
+        """{metric: value or None} of one round of the mix ({tenant: figures}) against
+        the solo rounds of its repetition ({label: {tenant: figures}})."""
+        raise NotImplementedError
+
+
+class InferClosed(Mix):
+    """n processes of small launch-bound inference, closed loop, equal shares."""
+    metrics_order = ("aggregate_rps", "aggregate_of_solo", "p99_ms", "p99_of_solo")
+
+    def __init__(self, n, args):
+        names = [f"i{k}" for k in range(n)]
+        opts = {"batch": 1, "gap_ms": 0, "eager": True, "requests": 200_000,
+                "max_s": args.seconds}
+        super().__init__([(x, "infer", opts) for x in names],
+                         {x: {"share": f"{100 / n:g}%"} for x in names}, [("solo", names[:1])])
+
+    def metrics(self, figs, solo, config):
+        rates = [f.get("rate") for f in figs.values()]
+        p99s = [f.get("p99_ms") for f in figs.values()]
+        agg = sum(rates) if all(map(real, rates)) else None
+        worst = max(p99s) if all(map(real, p99s)) else None
+        return {"aggregate_rps": agg, "aggregate_of_solo": ratio(agg, pick(solo, "solo", "i0",
+                                                                          "rate")),
+                "p99_ms": worst, "p99_of_solo": ratio(worst, pick(solo, "solo", "i0", "p99_ms"))}
+
+
+class LatencyTrain(Mix):
+    """Requests next to saturating training, the latency section's pair."""
+    metrics_order = ("aggregate_of_solo", "p99_ms", "p99_of_solo")
+
+    def __init__(self, args):
+        infer = {"batch": 8, "gap_ms": 6.0, "requests": args.requests, "max_s": args.max_s,
+                 "lead_s": args.lead_s, "mps_priority": 0}
+        train = {"batch": 256, "mps_priority": 1}
+        super().__init__([("infer", "infer", infer), ("train", "train", train)],
+                         latency_bench.LATENCY_POLICY,
+                         [("solo-infer", ["infer"]), ("solo-train", ["train"])])
+
+    def metrics(self, figs, solo, config):
+        p99 = figs["infer"].get("p99_ms")
+        return {"aggregate_of_solo": ratio(figs["train"].get("rate"),
+                                           pick(solo, "solo-train", "train", "rate")),
+                "p99_ms": p99, "p99_of_solo": ratio(p99, pick(solo, "solo-infer", "infer",
+                                                              "p99_ms"))}
+
+
+class Limit(Mix):
+    """A lone kernel_stream of long kernels, under a limit in the Kairos configurations."""
+    metrics_order = ("aggregate_of_solo", "share_err_pp")
+
+    def __init__(self, limit, args):
+        self.limit = limit
+        opts = {"work": args.long_work, "batch": 8, "max_s": args.long_seconds}
+        super().__init__([("capped", "stream", opts)],
+                         {"capped": {"limit": f"{limit * 100:g}%"}}, [])
+
+    def metrics(self, figs, solo, config):
+        of_solo = ratio(figs["capped"].get("rate"), pick(solo, "native", "capped", "rate"))
+        under_limit = of_solo is not None and config.startswith("kairos")
+        return {"aggregate_of_solo": of_solo,
+                "share_err_pp": abs(of_solo - self.limit) * 100 if under_limit else None}
+
+
+# name -> the mix, made from the arguments. The issue's other mixes fit as parameters or
+# Mix subclasses: open-loop inference (Poisson arrivals: an arrival schedule for
+# latency_tenant.py, whose gaps now follow each completion), two train tenants at 70/30
+# (aggregate_of_solo, share_err_pp), deep kernel streams (kind stream with a deep batch, as
+# compute_bench.py's) at equal and unequal shares, a busy stream beside an idle-but-alive
+# PyTorch process.
+MIXES = {
+    "infer2": lambda a: InferClosed(2, a),
+    "infer4": lambda a: InferClosed(4, a),
+    "infer8": lambda a: InferClosed(8, a),
+    "latency-train": LatencyTrain,
+    "limit-long": lambda a: Limit(0.30, a),
+}
+
+
+# ---- one configuration's tenants -------------------------------------------------------
+
+def write_file(path, text):
+    """Puts text at path whole (a tenant polling for it never reads half of it)."""
+    with open(path + ".new", "w") as f:
+        f.write(text + "\n")
+    os.rename(path + ".new", path)
+
+
+class Tenant:
+    """One tenant of one configuration: its folder, its process, its rounds."""
+    slack_s = 0.3      # a round starts this long after it is handed out
+    by_itself = True   # its rounds end by themselves (training's when told)
+
+    def __init__(self, tset, name, kind, opts):
+        self.set, self.name, self.kind, self.opts = tset, name, kind, opts
+        self.dir = os.path.join(tset.dir, name)
+        os.makedirs(self.dir)
+        self.k = 0  # rounds begun
+        self.proc = self.log = None
+        self.placed = None
+        self.earlier_pauses = 0  # the shim's pauses in logs of earlier processes
+
+    def spawn(self, cmd, log_name):
+        if self.log:
+            self.log.close()
+            self.earlier_pauses += stats.shim_pauses(self.log_text())
+        self.log = open(os.path.join(self.dir, log_name), "w")
+        self.proc = subprocess.Popen(self.set.wrap(cmd, self.name), env=self.set.env(self),
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def exit_status(self):
+        """The process's exit status; None while it runs (or before it started)."""
+        return self.proc.poll() if self.proc else None
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def pauses(self):
+        """How often the shim paused the tenant's processes (their exit reports)."""
+        return self.earlier_pauses + stats.shim_pauses(self.log_text())
+
+    def log_text(self):
+        try:
+            with open(self.log.name) as f:
+                return f.read()
+        except (OSError, AttributeError):
+            return ""
+
+    def kill(self):
+        if self.running():
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def placement(self):
+        """Where the process runs once it runs the tenant's own program (`kairos run` has
+        exec'd it) and the loader has mapped libc (the preloaded libraries come before it;
+        right after an exec the kernel may not have laid out the environment yet):
+        {"shim": libkairos mapped, "mps_pipe": CUDA_MPS_PIPE_DIRECTORY or None,
+        "mps_priority": CUDA_MPS_CLIENT_PRIORITY or None}; None once it is gone."""
+        proc = f"/proc/{self.proc.pid}"
+        kairos = os.path.realpath(self.set.bench.kairos)
+        deadline = time.time() + 10
+        try:
+            while True:
+                if self.proc.poll() is not None:
+                    return None
+                with open(f"{proc}/maps") as f:
+                    maps = f.read()
+                settled = os.readlink(f"{proc}/exe") != kairos and re.search(r"/libc[.-]", maps)
+                if settled or time.time() > deadline:
+                    break
+                time.sleep(0.01)
+            shim = "libkairos" in maps
+            with open(f"{proc}/environ", "rb") as f:
+                env = dict(w.split(b"=", 1) for w in f.read().split(b"\0") if b"=" in w)
+        except OSError:
+            return None
+        pipe, prio = (env.get(k) for k in (b"CUDA_MPS_PIPE_DIRECTORY", b"CUDA_MPS_CLIENT_PRIORITY"))
+        return {"shim": shim, "mps_pipe": pipe and pipe.decode(),
+                "mps_priority": prio and prio.decode()}
+
+
+class TorchTenant(Tenant):
+    """A latency_tenant.py process alive for the whole mix (--rounds): round K begins when
+    its go.K appears and has ended once NAME.K.done has."""
+
+    def __init__(self, tset, name, kind, opts):
+        super().__init__(tset, name, kind, opts)
+        self.by_itself = kind == "infer"
+
+    def command(self):
+        a, o = self.set.bench.args, self.opts
+        cmd = [a.python, os.path.join(HERE, "latency_tenant.py"), "--rounds", "--role", self.kind,
+               "--dir", self.dir, "--name", self.name, "--batch", str(o["batch"]),
+               "--max-s", "600", "--ready-timeout-s", "600"]
+        if self.kind == "infer":
+            cmd += ["--requests", str(o["requests"]), "--gap-ms", str(o["gap_ms"])]
+            cmd += ["--eager"] if o.get("eager") else []
+        if a.dry_run:
+            cmd.append("--dry-run")
+            if self.set.first_infer is self:  # the failures the CPU test asks for
+                cmd += [f"--dry-{how}" for how, config in (("fail", a.dry_fail),
+                                                           ("hang", a.dry_hang))
+                        if config == self.set.config]
+        return cmd
+
+    def start(self):
+        self.spawn(self.command(), "tenant.log")
+
+    def ready_info(self):
+        try:
+            with open(os.path.join(self.dir, f"{self.name}.ready")) as f:
+                return dict(w.split("=", 1) for w in f.read().split() if "=" in w)
+        except OSError:
+            return None
+
+    def begin(self, start, solo):
+        """Hands out the next round; returns when it should be over, in seconds after the
+        start (0: when it is told to stop)."""
+        self.k += 1
+        lead = SOLO_LEAD_S if solo else self.opts.get("lead_s", SOLO_LEAD_S)
+        words = [f"{start:.6f}"]
+        if self.kind == "infer":
+            words += [f"lead_s={lead}", f"max_s={self.opts['max_s']}"]
+        write_file(os.path.join(self.dir, f"go.{self.k}"), " ".join(words))
+        return lead + self.opts["max_s"] if self.kind == "infer" else 0
+
+    def stop(self):
+        write_file(os.path.join(self.dir, f"stop.{self.k}"), "stop")
+
+    def state(self):
+        """done, running, or why it failed."""
+        if os.path.exists(os.path.join(self.dir, f"{self.name}.{self.k}.done")):
+            return "done"
+        rc = self.exit_status()
+        return "running" if rc is None else f"exited {rc}"
+
+    def stamps(self):
+        return stats.read_stamps(os.path.join(self.dir, f"{self.name}.{self.k}.stamps"))
+
+    def quit(self):
+        write_file(os.path.join(self.dir, "quit"), "quit")
+
+
+class StreamTenant(Tenant):
+    """A kernel_stream process a round (it starts in ~1 s)."""
+
+    def __init__(self, tset, name, kind, opts):
+        super().__init__(tset, name, kind, opts)
+        self.slack_s = tset.bench.args.stream_start_s
+
+    def start(self):
+        pass
+
+    def ready_info(self):
+        return {}
+
+    def begin(self, start, solo):
+        self.k += 1
+        o = self.opts
+        self.stamps_path = os.path.join(self.dir, f"{self.name}.{self.k}.stamps")
+        self.spawn(self.set.bench.stream_cmd + [
+            "--seconds", str(o["max_s"]), "--alloc-mib", "64", "--batch", str(o["batch"]),
+            "--work", str(o["work"]), "--start-at", f"{start:.3f}", "--stamps", self.stamps_path],
+            f"{self.name}.{self.k}.log")
+        return o["max_s"]
+
+    def state(self):
+        rc = self.exit_status()
+        return "running" if rc is None else "done" if rc == 0 else f"exited {rc}"
+
+    def stamps(self):
+        return stats.read_stamps(self.stamps_path)
+
+    def quit(self):
+        pass
+
+
+class TenantSet:
+    """One configuration's tenants of a mix and what they run under: nothing (native), a
+    private MPS control daemon (mps) or a private kairosd with the mix's policies
+    (kairos: kairosd's default time_mode; kairos-MODE: time_mode MODE)."""
+
+    def __init__(self, bench, mix_name, mix, config):
+        self.bench, self.mix_name, self.config = bench, mix_name, config
+        self.work = os.path.join(bench.work, mix_name)
+        self.dir = os.path.join(self.work, config)
+        os.makedirs(self.dir)
+        self.mps = self.daemon = None
+        self.failed = self.skipped = None
+        self.tenants = {name: (StreamTenant if kind == "stream" else TorchTenant)(
+            self, name, kind, opts) for name, kind, opts in mix.tenants}
+        self.first_infer = next((t for t in self.tenants.values() if t.kind == "infer"), None)
+        self.mix = mix
+
+    def usable(self):
+        return not (self.failed or self.skipped)
+
+    def open(self):
+        """Starts what the configuration runs under, then its tenants that last."""
+        a = self.bench.args
+        if self.config == "mps":
+            control = shutil.which(a.mps_control)
+            if not control:
+                self.skipped = f"no {a.mps_control} on this machine"
+                print(f"  {self.mix_name}/mps: skipped: {self.skipped}", flush=True)
+                return
+            self.mps = latency_bench.Mps(control, self.work)
+            if not self.mps.start():
+                self.mps = None
+                self.skipped = "MPS did not start"
+                return
+        elif self.config != "native":
+            m = CONFIG.match(self.config)
+            quota = f"{max(4, 120 // len(self.tenants))}G"
+            self.daemon = latency_bench.Daemon(self.work, self.config, self.mix.policies,
+                                               m.group(1), ["gpus: 1"] if a.dry_run else [],
+                                               quota)
+            if not self.daemon.start(self.bench.kairosd, a.kairosd_arg):
+                return self.fail(None, f"kairosd did not start (see {self.daemon.log_path})")
+        for t in self.tenants.values():
+            t.start()
+
+    def env(self, tenant):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_MPS_")}
+        if self.mps:
+            env.update(self.mps.env)
+            if "mps_priority" in tenant.opts:
+                env["CUDA_MPS_CLIENT_PRIORITY"] = str(tenant.opts["mps_priority"])
+        if self.daemon:  # the shim says at exit how often it paused (in the log)
+            env.update(KAIROS_SHIM_CONF=self.daemon.shim_conf, KAIROS_LOG="stderr")
+        return env
+
+    def wrap(self, cmd, name):
+        return [self.bench.kairos, "run", "--tenant", name, "--"] + cmd if self.daemon else cmd
+
+    def fail(self, tenant, why):
+        """Fails the configuration for the rest of the mix: says why, kills its processes."""
+        msg = f"{self.mix_name}/{self.config}" + (f"/{tenant.name}" if tenant else "") + f": {why}"
+        self.bench.results["failures"].append(msg)
+        print(f"  {msg}" + (f": {tenant.log_text().strip()[-400:]}" if tenant else ""), flush=True)
+        self.failed = msg
+        for t in self.tenants.values():
+            t.kill()
+        return False
+
+    def check(self, tenant):
+        """Fails the configuration unless the tenant runs where it says."""
+        p = tenant.placement()
+        if p is None:
+            return self.fail(tenant, "gone before its placement could be read")
+        tenant.placed = p
+        pipe = self.mps.env["CUDA_MPS_PIPE_DIRECTORY"] if self.mps else None
+        if p["shim"] != bool(self.daemon):
+            return self.fail(tenant, f"{'outside' if self.daemon else 'under'} the shim in "
+                                     f"configuration {self.config}")
+        if p["mps_pipe"] != pipe:
+            return self.fail(tenant, f"MPS pipe {p['mps_pipe']} in configuration {self.config}"
+                                     f" (wanted {pipe})")
+        return True
+
+    def wait_ready(self, deadline):
+        """Waits for the lasting tenants' ready files, then checks where each runs."""
+        waiting = [t for t in self.tenants.values() if isinstance(t, TorchTenant)]
+        while self.usable() and waiting:
+            for t in list(waiting):
+                if t.ready_info() is not None:
+                    waiting.remove(t)
+                    self.check(t)
+                elif t.exit_status() is not None:
+                    self.fail(t, f"exited {t.exit_status()} before it was ready")
+            if waiting and time.time() > deadline:
+                self.fail(waiting[0], "not ready in time (--ready-timeout-s)")
+            time.sleep(0.02)
+
+    def wait_done(self, tenants, deadline, what):
+        """Waits for tenants' rounds to end; fails the configuration on an exit or a hang."""
+        pending = list(tenants)
+        while pending:
+            states = {t: t.state() for t in pending}
+            pending = [t for t, s in states.items() if s != "done"]
+            broken = next((t for t in pending if states[t] != "running"), None)
+            if broken:
+                return self.fail(broken, f"{states[broken]} in {what}")
+            if pending and time.time() > deadline:
+                return self.fail(pending[0], f"not done {self.bench.args.round_grace_s:g} s "
+                                             f"after {what} should have ended (hung? killed)")
+            time.sleep(0.02)
+        return True
+
+    def round(self, names, label, rep):
+        """One round of the named tenants together from a common start: their figures
+        {name: figures}, or None where the configuration failed."""
+        a = self.bench.args
+        what = f"round {label} of repetition {rep}"
+        tenants = [self.tenants[n] for n in names]
+        start = time.time() + max(t.slack_s for t in tenants)
+        length = max([t.begin(start, label.startswith("solo")) for t in tenants])
+        for t in tenants:
+            if isinstance(t, StreamTenant) and not self.check(t):
+                return None
+        drivers = [t for t in tenants if t.by_itself]
+        if drivers:
+            ok = self.wait_done(drivers, start + length + a.round_grace_s, what)
+        else:  # training alone: as long as --train-solo-s
+            time.sleep(max(0.0, start + a.train_solo_s - time.time()))
+            ok = True
+        others = [t for t in tenants if not t.by_itself]
+        for t in others if ok else []:
+            t.stop()
+        if not (ok and self.wait_done(others, time.time() + a.round_grace_s, what)):
+            return None
+        if self.mps:  # the clients did reach the server MPS started for them
+            servers = self.mps.ask("get_server_list")
+            if not servers or servers.startswith("error"):
+                self.fail(None, f"no MPS server after {what} ({servers!r})")
+                return None
+        return self.figures(tenants, start, what)
+
+    def figures(self, tenants, start, what):
+        figs = {t.name: request_figures(t.stamps()) for t in tenants if t.kind == "infer"}
+        spans = [f["span_ns"] for f in figs.values() if "span_ns" in f]
+        span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+        for t in tenants:
+            if t.kind == "train":
+                figs[t.name] = step_figures(t.stamps(), span)
+            elif t.kind == "stream":
+                figs[t.name] = kernel_figures(t.stamps(), int(start * 1e9), t.opts["max_s"])
+        few = next((t for t in tenants if figs[t.name]["units"] < 2), None)
+        if few:
+            self.fail(few, f"{figs[few.name]['units']} unit(s) of work in {what}")
+            return None
+        return figs
+
+    def close(self):
+        """Ends the lasting tenants (quit, then killed after 30 s), then kairosd or MPS;
+        returns what the results keep of the configuration: skipped or failed and why,
+        where each tenant ran and, under Kairos, how often the shim paused it."""
+        for t in self.tenants.values():
+            t.quit()
+        deadline = time.time() + 30
+        for t in self.tenants.values():
+            while t.running() and time.time() < deadline:
+                time.sleep(0.05)
+            rc = t.exit_status()
+            t.kill()
+            if rc and self.usable():  # its rounds stand; the exit is a failure all the same
+                self.bench.results["failures"].append(
+                    f"{self.mix_name}/{self.config}/{t.name}: exited {rc} after its rounds")
+            if t.log:
+                t.log.close()
+        if self.daemon:
+            self.daemon.stop()
+        if self.mps:
+            self.mps.stop()
+        return {"skipped": self.skipped, "failed": self.failed,
+                "placement": {t.name: t.placed for t in self.tenants.values()},
+                "pauses": {t.name: t.pauses() for t in self.tenants.values()} if self.daemon
+                else None}
+
+
+# ---- the benchmark ---------------------------------------------------------------------
+
+def medians(per_rep, order):
+    """{metric: the median of its values over the repetitions, None where none has one}."""
+    out = {}
+    for m in order:
+        vals = [r[m] for r in per_rep if real(r.get(m))]
+        out[m] = statistics.median(vals) if vals else None
+    return out
+
+
+def gpu_info():
+    """(GPU name, driver version) as nvidia-smi gives them; unknown without one."""
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        name, driver = (x.strip() for x in r.stdout.splitlines()[0].split(","))
+        return name, driver
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return "unknown", "unknown"
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.kairos = args.kairos or os.path.join(args.bin, "kairos")
+        self.kairosd = args.kairosd or os.path.join(args.bin, "kairosd")
+        self.stream_cmd = ([args.python, os.path.join(HERE, "dry_stream.py")] if args.dry_run
+                           else [args.stream or os.path.join(args.bin, "kernel_stream")])
+        self.work = os.path.join(args.out, "harm")
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.configs = args.configs.split(",")
+        self.seq = 0
+        gpu, driver = gpu_info()
+        self.results = {
+            "gpu": gpu, "driver": driver, "torch": None, "date": time.strftime("%Y-%m-%d",
+                                                                               time.gmtime()),
+            "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "dry_run": args.dry_run, "configs": self.configs, "reps": args.reps,
+            "seconds": args.seconds, "requests": args.requests, "lead_s": args.lead_s,
+            "long_seconds": args.long_seconds, "long_work": args.long_work,
+            "goals": {"aggregate_floor": AGG_FLOOR, "p99_ceiling": P99_CEIL,
+                      "limit_tolerance": LIMIT_TOL},
+            "mixes": {}, "failures": []}
+
+    def run_mix(self, name):
+        """Every configuration's tenants started together, then the repetitions, each
+        its solo rounds and every configuration's round in turn; then the medians."""
+        mix = MIXES[name](self.args)
+        rec = self.results["mixes"][name] = {
+            "tenants": mix.tenants, "policies": mix.policies, "limit": mix.limit,
+            "metrics_order": list(mix.metrics_order), "rounds": [], "metrics": {},
+            "medians": {}, "sets": {}}
+        t0 = time.time()
+        sets = {c: TenantSet(self, name, mix, c) for c in self.configs}
+        try:
+            for s in sets.values():
+                s.open()
+            deadline = time.time() + self.args.ready_timeout_s
+            for s in sets.values():
+                s.wait_ready(deadline)
+            self.check_alike(sets)
+            self.note_torch(sets["native"])
+            print(f"  {name}: tenants ready in {time.time() - t0:.0f} s", flush=True)
+            for rep in range(1, self.args.reps + 1):
+                for label, names in mix.solo:
+                    self.round(rec, sets["native"], names, label, rep)
+                for c in self.configs:
+                    self.round(rec, sets[c], mix.names(), c, rep)
+        finally:
+            for c, s in sets.items():
+                rec["sets"][c] = s.close()
+        self.summarise(mix, sets, rec)
+        rec["seconds"] = time.time() - t0
+
+    @staticmethod
+    def check_alike(sets):
+        """Fails a configuration whose requests are not native's: a CUDA graph captured in
+        one of them and not in the other."""
+        native = sets["native"]
+        for s in sets.values():
+            for name, t in s.tenants.items():
+                if t.kind != "infer" or not (s.usable() and native.usable()):
+                    continue
+                mine, want = ((x.ready_info() or {}).get("graphs")
+                              for x in (t, native.tenants[name]))
+                if mine != want:
+                    s.fail(t, f"graphs={mine} where native had {want} (CUDA graph capture "
+                              "failed in one of them)")
+
+    def note_torch(self, tset):
+        for t in tset.tenants.values():
+            self.results["torch"] = self.results["torch"] or (t.ready_info() or {}).get("torch")
+
+    def round(self, rec, tset, names, label, rep):
+        if not tset.usable():
+            return
+        self.seq += 1
+        started = time.time()
+        figs = tset.round(names, label, rep)
+        rec["rounds"].append({"seq": self.seq, "rep": rep, "round": label,
+                              "config": tset.config, "started": started, "figures": figs})
+        if figs:
+            print(f"  {tset.mix_name} rep {rep} {label:15s} " + "  ".join(
+                f"{n} {f['rate']:.4g}/s" + (f" p99 {f['p99_ms']:.2f} ms" if "p99_ms" in f else "")
+                for n, f in figs.items()), flush=True)
+
+    def summarise(self, mix, sets, rec):
+        """Each configuration's metrics per repetition against that repetition's solo,
+        and their medians (None for a configuration that failed or was skipped)."""
+        by = {(r["rep"], r["round"]): r["figures"] for r in rec["rounds"] if r["figures"]}
+        for c in self.configs:
+            per_rep = []
+            for rep in range(1, self.args.reps + 1):
+                if (rep, c) not in by:
+                    continue
+                solo = {label: by.get((rep, label), {}) for label, _ in mix.solo} if mix.solo \
+                    else {"native": by.get((rep, "native"), {})}
+                per_rep.append(mix.metrics(by[(rep, c)], solo, c))
+            rec["metrics"][c] = per_rep
+            rec["medians"][c] = medians(per_rep, mix.metrics_order) if sets[c].usable() else None
+
+
+# ---- what it writes --------------------------------------------------------------------
+
+def cell(medians_of_config, metric):
+    v = (medians_of_config or {}).get(metric)
+    return format(v, FORMATS.get(metric, ".4g")) if real(v) else "-"
+
+
+def tsv_rows(r):
+    """harm.tsv: the header, then a line a mix and metric: native, mps, kairos medians."""
+    rows = [["mix", "metric", *TSV_CONFIGS]]
+    for name, rec in r["mixes"].items():
+        for metric in rec["metrics_order"]:
+            rows.append([name, metric] + [cell(rec["medians"].get(c), metric)
+                                          for c in TSV_CONFIGS])
+    return rows
+
+
+def verdict(rec, metric, native, kairos):
+    """ok, or HARM (below native's aggregate, above its p99) or MISSED (a limit), or n/a;
+    empty for the metrics without a goal."""
+    limit = rec.get("limit")
+    if limit is not None:
+        goal = {"aggregate_of_solo": lambda k: abs(k - limit) <= LIMIT_TOL + 1e-9,
+                "share_err_pp": lambda k: k <= LIMIT_TOL * 100 + 1e-9}.get(metric)
+        bad, x = "MISSED", kairos
+    else:
+        goal = {"aggregate_rps": lambda q: q >= AGG_FLOOR, "aggregate_of_solo":
+                lambda q: q >= AGG_FLOOR, "p99_ms": lambda q: q <= P99_CEIL}.get(metric)
+        bad, x = "HARM", ratio(kairos, native)
+    if goal is None:
+        return ""
+    return "n/a" if not real(x) else "ok" if goal(x) else bad
+
+
+def table(r):
+    """The table printed last: medians, kairos/native and the verdict against the goals."""
+    extra = [c for c in r["configs"] if c not in TSV_CONFIGS]
+    cols = [*TSV_CONFIGS, *extra]
+    lines = [f"=== do no harm: medians of {r['reps']} interleaved repetitions; {r['gpu']}, "
+             f"driver {r['driver']}, torch {r['torch']}, {r['started_utc']} UTC"
+             + ("; DRY RUN (no GPU)" if r["dry_run"] else ""),
+             f"goals: without a limit, kairos aggregate >= {AGG_FLOOR}x native and p99 <= "
+             f"{P99_CEIL}x native; a limit mix within +-{LIMIT_TOL} of its limit",
+             f"{'mix':14s} {'metric':18s}" + "".join(f" {c:>10s}" for c in cols)
+             + f" {'kairos/nat':>10s} verdict"]
+    for name, rec in r["mixes"].items():
+        for metric in rec["metrics_order"]:
+            med = {c: (rec["medians"].get(c) or {}).get(metric) for c in cols}
+            q = ratio(med["kairos"], med["native"])
+            lines.append(f"{name:14s} {metric:18s}" + "".join(
+                f" {cell(rec['medians'].get(c), metric):>10s}" for c in cols)
+                + f" {format(q, '.3f') if q is not None else '-':>10s} "
+                + verdict(rec, metric, med["native"], med["kairos"]))
+        for c, x in rec["sets"].items():
+            if x["skipped"]:
+                lines.append(f"{name:14s} {c} skipped: {x['skipped']}")
+    fails = r["failures"]
+    lines.append(f"failures (their columns read -): {len(fails)}"
+                 + "".join(f"\n  {f}" for f in fails))
+    return "\n".join(lines)
+
+
+def write_outputs(b):
+    out = b.args.out
+    with open(os.path.join(out, "harm-results.json"), "w") as f:
+        json.dump(b.results, f, indent=1)
+    with open(os.path.join(out, "harm.tsv"), "w") as f:
+        f.writelines("\t".join(row) + "\n" for row in tsv_rows(b.results))
+    subprocess.run(["tar", "czf", os.path.join(out, "harm-runs.tar.gz"), "-C", out,
+                    "--exclude=*.sock", "--exclude=harm/*/mps/pipe", "harm"], check=False)
+    shutil.rmtree(b.work, ignore_errors=True)
+
+
+def save(src, root):
+    """Copies what came back from the GPU machine (src) into root/DATE-harm (-2, -3...
+    where taken) with a README.md that holds the table; returns that folder."""
+    with open(os.path.join(src, "harm-results.json")) as f:
+        r = json.load(f)
+    dest = os.path.join(root, f"{r['date']}-harm")
+    n = 1
+    while os.path.exists(dest):
+        n += 1
+        dest = os.path.join(root, f"{r['date']}-harm-{n}")
+    os.makedirs(dest)
+    for name, to in (("harm-results.json", None), ("harm.tsv", None),
+                     ("harm-runs.tar.gz", None), ("suite.log", "harm-suite.txt")):
+        if os.path.exists(os.path.join(src, name)):
+            shutil.copy(os.path.join(src, name), os.path.join(dest, to or name))
+    with open(os.path.join(dest, "README.md"), "w") as f:
+        f.write(f"# Do no harm ({r['date']}, {r['gpu']}, driver {r['driver']})\n\n"
+                "`scripts/gpu-suite harm` (tests/gpu/harm_bench.py; docs/scheduler.md, \"The "
+                "harm benchmark\"). harm.tsv: the medians; harm-results.json: every round.\n\n"
+                f"```\n{table(r)}\n```\n")
+    return dest
+
+
+# the numeric options: (option, type, default, the environment variable that sets it, help)
+NUMBERS = [
+    ("--reps", int, 3, "HARM_REPS", "repetitions of every configuration"),
+    ("--seconds", float, 6.0, "HARM_SECONDS", "a closed-loop round's length"),
+    ("--requests", int, 800, "HARM_REQUESTS", "latency-train: requests a round"),
+    ("--max-s", float, 30.0, None, "latency-train: the most a round's requests may take"),
+    ("--lead-s", float, 2.0, None, "latency-train: training alone before the first request"),
+    ("--train-solo-s", float, 4.0, None, "latency-train: the training's solo round"),
+    ("--long-seconds", float, 8.0, "HARM_LONG_SECONDS", "limit-long: a run's length"),
+    ("--long-work", int, LONG_WORK, "HARM_LONG_WORK", "limit-long: FMAs a thread a kernel"),
+    ("--stream-start-s", float, 1.5, None, "kernel_stream: time to make its context"),
+    ("--ready-timeout-s", float, 120.0, None, "the most a mix's tenants may take to be ready"),
+    ("--round-grace-s", float, 30.0, None, "how late a round may end before it counts as hung"),
+]
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--save", metavar="DIR", help="copy DIR's results into bench/results")
+    ap.add_argument("--results-root", default=os.path.join(HERE, "..", "..", "bench", "results"))
+    ap.add_argument("--bin", help="kairos and kairosd live here")
+    ap.add_argument("--kairos", help="kairos elsewhere than in --bin")
+    ap.add_argument("--kairosd", help="kairosd elsewhere than in --bin")
+    ap.add_argument("--stream", help="kernel_stream (default: --bin's)")
+    ap.add_argument("--out")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--mixes", default=os.environ.get("HARM_MIXES") or QUICK,
+                    help=f"of {','.join(MIXES)} (env HARM_MIXES)")
+    ap.add_argument("--configs", default=os.environ.get("HARM_CONFIGS") or "native,mps,kairos",
+                    help="native,mps,kairos,kairos-windows|timeslices|auto (env HARM_CONFIGS)")
+    for opt, kind, default, knob, text in NUMBERS:
+        ap.add_argument(opt, type=kind, help=text + (f" (env {knob})" if knob else ""),
+                        default=latency_bench.env_default(knob, default, kind) if knob else default)
+    ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
+    ap.add_argument("--kairosd-arg", action="append", default=[])
+    ap.add_argument("--dry-run", action="store_true", help="no torch, no GPU (CPU test)")
+    ap.add_argument("--dry-fail", default="", metavar="CONFIG",
+                    help="dry run: CONFIG's first inference tenant fails half way")
+    ap.add_argument("--dry-hang", default="", metavar="CONFIG",
+                    help="dry run: CONFIG's first inference tenant hangs half way")
+    args = ap.parse_args(argv)
+    if args.save:
+        return args
+    if not (args.bin and args.out):
+        ap.error("--bin and --out are needed (or --save DIR)")
+    configs = args.configs.split(",")
+    bad = [c for c in configs if not CONFIG.match(c)] + [m for m in args.mixes.split(",")
+                                                         if m not in MIXES]
+    if bad or "native" not in configs or len(set(configs)) != len(configs):
+        ap.error(f"--configs {args.configs} --mixes {args.mixes}: unknown {','.join(bad) or '-'};"
+                 " configurations: native (needed: the baseline of every ratio), mps, kairos, "
+                 f"kairos-windows, kairos-timeslices, kairos-auto; mixes: {','.join(MIXES)}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.save:
+        print(save(args.save, args.results_root))
+        return 0
+    sys.stdout.reconfigure(line_buffering=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # MPS quit, tenants killed
+    os.makedirs(args.out, exist_ok=True)
+    b = Bench(args)
+    t0 = time.time()
+    print(f"--- harm: {args.mixes} in {args.configs}, {args.reps} interleaved repetitions")
+    try:
+        for name in args.mixes.split(","):
+            try:
+                b.run_mix(name)
+            except Exception:  # the rest still runs and is written
+                b.results["failures"].append(f"{name}: the benchmark broke: "
+                                             + traceback.format_exc().strip().splitlines()[-1])
+                traceback.print_exc()
+    finally:
+        b.results["seconds"] = time.time() - t0
+        write_outputs(b)
+    print(table(b.results))
+    return 1 if b.results["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""The harm benchmark of the GPU suite (tests/gpu/harm_bench.py) without a GPU, so that its
+first run on the H200 is not its first run: its figures, medians, verdicts and harm.tsv
+against known answers, then the whole benchmark in --dry-run (tenants that sleep instead
+of using torch; tests/gpu/dry_stream.py for kernel_stream) with the real kairosd and
+`kairos run` and test_latency_bench.py's stand-in nvidia-cuda-mps-control: every mix
+measured in every configuration, the repetitions interleaved, harm.tsv holding the
+medians of the rounds' own figures, MPS started on a private pipe and quit, the tenants
+of the Kairos configuration admitted by its kairosd under the mix's policies, and a
+tenant that fails, hangs or escapes the shim failing its configuration (exit 1) while
+the rest is still written. Usage: test_harm_bench.py KAIROSD KAIROS SHIM GPU_TESTS_DIR"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+
+import test_latency_bench as tlb  # the same arguments; its stand-ins and environment
+
+KAIROSD, KAIROS, GPU_DIR = tlb.KAIROSD, tlb.KAIROS, tlb.GPU_DIR
+sys.path.insert(0, GPU_DIR)
+import harm_bench as hb  # noqa: E402
+
+BENCH = os.path.join(GPU_DIR, "harm_bench.py")
+QUICK_ROUNDS = {"infer4": ["solo", "native", "mps", "kairos"],
+                "latency-train": ["solo-infer", "solo-train", "native", "mps", "kairos"],
+                "limit-long": ["native", "mps", "kairos"]}
+DRY = ["--dry-run", "--seconds", "0.25", "--requests", "30", "--lead-s", "0.2",
+       "--train-solo-s", "0.25", "--long-seconds", "0.3", "--long-work", "6000000",
+       "--stream-start-s", "0.2", "--round-grace-s", "5"]
+
+
+def run_bench(out, *extra, path_dir=None, kairos=KAIROS):
+    env = tlb.bench_env()
+    if path_dir:
+        env["PATH"] = path_dir + os.pathsep + env.get("PATH", "")
+    return subprocess.run([sys.executable, BENCH, "--bin", os.path.dirname(KAIROS), "--kairos",
+                           kairos, "--kairosd", KAIROSD, "--out", out, *DRY, *extra],
+                          capture_output=True, text=True, env=env, timeout=240)
+
+
+def scratch():
+    """(a temporary folder, its out/ and its bin/, which holds the stand-in MPS control)."""
+    d = tempfile.mkdtemp(prefix="harm-bench-")
+    fakebin = os.path.join(d, "bin")
+    os.makedirs(fakebin)
+    tlb.write_exec(os.path.join(fakebin, "nvidia-cuda-mps-control"), tlb.FAKE_MPS)
+    return d, os.path.join(d, "out"), fakebin
+
+
+def read_tsv(out):
+    with open(os.path.join(out, "harm.tsv")) as f:
+        return [line.rstrip("\n").split("\t") for line in f]
+
+
+def load(out):
+    with open(os.path.join(out, "harm-results.json")) as f:
+        return json.load(f)
+
+
+class Arithmetic(unittest.TestCase):
+    def test_request_figures(self):
+        # 100 requests of 1..100 ms, one started every 200 ms
+        st = [(i * 200_000_000, (i + 1) * 1_000_000) for i in range(100)]
+        f = hb.request_figures(st + [(5,)])  # a step stamp is not a request
+        self.assertEqual(f["units"], 100)
+        self.assertAlmostEqual(f["p99_ms"], 99.01)
+        self.assertAlmostEqual(f["p50_ms"], 50.5)
+        # 100 requests from 0 to the last one's end, 99 * 200 ms + 100 ms
+        self.assertAlmostEqual(f["rate"], 100 / 19.9)
+        self.assertEqual(f["span_ns"], [0, 19_900_000_000])
+        self.assertEqual(hb.request_figures([(1, 2)]), {"units": 1})
+
+    def test_step_and_kernel_figures(self):
+        ends = [(i * 10_000_000,) for i in range(200)]  # every 10 ms
+        self.assertAlmostEqual(hb.step_figures(ends, None)["rate"], 100.0)
+        self.assertAlmostEqual(hb.step_figures(ends, (500_000_000, 1_000_000_000))["rate"], 100.0)
+        kernels = [(10**9 + i * 200_000_000,) for i in range(-3, 11)]  # 3 before the start
+        f = hb.kernel_figures(kernels, 10**9, 8.0)
+        self.assertEqual(f["units"], 10)  # 11 ends after the start: 10 whole kernels
+        self.assertAlmostEqual(f["rate"], 5.0)
+
+    def test_medians_leave_out_missing_repetitions(self):
+        per_rep = [{"a": 30.0, "b": None}, {"a": 10.0, "b": float("nan")}, {"a": 11.0, "b": 4.0}]
+        self.assertEqual(hb.medians(per_rep, ("a", "b", "c")), {"a": 11.0, "b": 4.0, "c": None})
+        self.assertEqual(hb.medians([{"a": 1.0}, {"a": 4.0}], ("a",)), {"a": 2.5})
+
+    def test_metrics_of_each_mix_kind(self):
+        args = hb.parse_args(["--bin", "b", "--out", "o"])
+        infer = {f"i{k}": {"rate": 100.0 + k, "p99_ms": 5.0 + k} for k in range(4)}
+        m = hb.InferClosed(4, args).metrics(infer, {"solo": {"i0": {"rate": 200.0,
+                                                                   "p99_ms": 4.0}}}, "mps")
+        self.assertEqual(m, {"aggregate_rps": 406.0, "aggregate_of_solo": 2.03, "p99_ms": 8.0,
+                             "p99_of_solo": 2.0})
+        infer["i2"] = {"units": 1}  # one process without figures: no aggregate, no worst p99
+        m = hb.InferClosed(4, args).metrics(infer, {}, "native")
+        self.assertEqual(set(m.values()), {None})
+        lt = hb.LatencyTrain(args).metrics(
+            {"infer": {"p99_ms": 3.0}, "train": {"rate": 4.0}},
+            {"solo-infer": {"infer": {"p99_ms": 1.5}}, "solo-train": {"train": {"rate": 5.0}}},
+            "kairos")
+        self.assertEqual(lt, {"aggregate_of_solo": 0.8, "p99_ms": 3.0, "p99_of_solo": 2.0})
+        limit = hb.Limit(0.30, args)
+        solo = {"native": {"capped": {"rate": 5.0}}}
+        k = limit.metrics({"capped": {"rate": 1.6}}, solo, "kairos-windows")
+        self.assertAlmostEqual(k["aggregate_of_solo"], 0.32)
+        self.assertAlmostEqual(k["share_err_pp"], 2.0)
+        m = limit.metrics({"capped": {"rate": 4.9}}, solo, "mps")  # no limit outside Kairos
+        self.assertAlmostEqual(m["aggregate_of_solo"], 0.98)
+        self.assertIsNone(m["share_err_pp"])
+        self.assertEqual(limit.policies, {"capped": {"limit": "30%"}})
+        self.assertEqual(hb.InferClosed(8, args).policies["i7"], {"share": "12.5%"})
+
+    def test_verdicts_against_the_goals(self):
+        free, capped = {"limit": None}, {"limit": 0.30}
+        self.assertEqual(hb.verdict(free, "aggregate_rps", 100.0, 97.0), "ok")
+        self.assertEqual(hb.verdict(free, "aggregate_of_solo", 3.0, 2.9), "HARM")
+        self.assertEqual(hb.verdict(free, "p99_ms", 4.0, 4.2), "ok")
+        self.assertEqual(hb.verdict(free, "p99_ms", 4.0, 4.3), "HARM")
+        self.assertEqual(hb.verdict(free, "p99_ms", None, 4.3), "n/a")
+        self.assertEqual(hb.verdict(free, "p99_of_solo", 1.0, 9.0), "")
+        self.assertEqual(hb.verdict(capped, "aggregate_of_solo", 1.0, 0.32), "ok")
+        self.assertEqual(hb.verdict(capped, "aggregate_of_solo", 1.0, 0.219), "MISSED")
+        self.assertEqual(hb.verdict(capped, "share_err_pp", None, 2.5), "MISSED")
+        self.assertEqual(hb.verdict(capped, "share_err_pp", None, None), "n/a")
+
+    def test_tsv_rows(self):
+        r = {"mixes": {"infer4": {"metrics_order": ["aggregate_rps", "p99_ms"], "medians": {
+            "native": {"aggregate_rps": 600.04, "p99_ms": 6.1234},
+            "kairos": {"aggregate_rps": 612.96, "p99_ms": None}, "mps": None}}}}
+        self.assertEqual(hb.tsv_rows(r), [["mix", "metric", "native", "mps", "kairos"],
+                                          ["infer4", "aggregate_rps", "600.0", "-", "613.0"],
+                                          ["infer4", "p99_ms", "6.123", "-", "-"]])
+
+
+def expected_medians(rec):
+    """harm.tsv's figures recomputed from the rounds' raw figures, apart from the
+    benchmark's own metric code: {(metric, config): median}."""
+    fig = {(r["rep"], r["round"]): r["figures"] for r in rec["rounds"]}
+    reps = sorted({r["rep"] for r in rec["rounds"]})
+    out = {}
+
+    def put(metric, config, per_rep):
+        out[(metric, config)] = statistics.median(per_rep(rep) for rep in reps)
+    for c in ("native", "mps", "kairos"):
+        if "i0" in rec["policies"]:
+            agg = lambda rep: sum(f["rate"] for f in fig[(rep, c)].values())  # noqa: E731
+            worst = lambda rep: max(f["p99_ms"] for f in fig[(rep, c)].values())  # noqa: E731
+            put("aggregate_rps", c, agg)
+            put("aggregate_of_solo", c, lambda rep: agg(rep) / fig[(rep, "solo")]["i0"]["rate"])
+            put("p99_ms", c, worst)
+            put("p99_of_solo", c, lambda rep: worst(rep) / fig[(rep, "solo")]["i0"]["p99_ms"])
+        elif "train" in rec["policies"]:
+            put("aggregate_of_solo", c, lambda rep: fig[(rep, c)]["train"]["rate"]
+                / fig[(rep, "solo-train")]["train"]["rate"])
+            put("p99_ms", c, lambda rep: fig[(rep, c)]["infer"]["p99_ms"])
+            put("p99_of_solo", c, lambda rep: fig[(rep, c)]["infer"]["p99_ms"]
+                / fig[(rep, "solo-infer")]["infer"]["p99_ms"])
+        else:
+            of_solo = lambda rep: (fig[(rep, c)]["capped"]["rate"]  # noqa: E731
+                                   / fig[(rep, "native")]["capped"]["rate"])
+            put("aggregate_of_solo", c, of_solo)
+            if c == "kairos":
+                put("share_err_pp", c, lambda rep: abs(of_solo(rep) - 0.30) * 100)
+    return out
+
+
+class DryRun(unittest.TestCase):
+    """The quick subset, 3 repetitions of native, mps and kairos, run once for all tests."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir, cls.out, cls.fakebin = scratch()
+        cls.r = run_bench(cls.out, path_dir=cls.fakebin)
+        cls.res = load(cls.out) if os.path.exists(os.path.join(cls.out, "harm-results.json")) \
+            else None
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def archived(self, name):
+        with tarfile.open(os.path.join(self.out, "harm-runs.tar.gz")) as t:
+            return t.extractfile(f"harm/{name}").read().decode()
+
+    def test_runs_clean_and_leaves_three_files(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stdout + self.r.stderr)
+        self.assertEqual(self.res["failures"], [])
+        # what comes back from the GPU machine: three files, the run folders archived
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["harm-results.json", "harm-runs.tar.gz", "harm.tsv"])
+        for key in ("gpu", "driver", "date", "started_utc"):
+            self.assertTrue(self.res[key], key)
+        self.assertRegex(self.res["date"], r"^\d{4}-\d\d-\d\d$")
+
+    def test_tsv_holds_the_medians_of_the_rounds(self):
+        rows = read_tsv(self.out)
+        self.assertEqual(rows[0], ["mix", "metric", "native", "mps", "kairos"])
+        self.assertEqual([r[:2] for r in rows[1:]], [
+            ["infer4", "aggregate_rps"], ["infer4", "aggregate_of_solo"], ["infer4", "p99_ms"],
+            ["infer4", "p99_of_solo"], ["latency-train", "aggregate_of_solo"],
+            ["latency-train", "p99_ms"], ["latency-train", "p99_of_solo"],
+            ["limit-long", "aggregate_of_solo"], ["limit-long", "share_err_pp"]])
+        for mix, rec in self.res["mixes"].items():
+            want = expected_medians(rec)
+            for row in (r for r in rows if r[0] == mix):
+                for c, text in zip(("native", "mps", "kairos"), row[2:]):
+                    if (row[1], c) in want:
+                        self.assertEqual(text, format(want[(row[1], c)], hb.FORMATS[row[1]]),
+                                         (mix, row[1], c))
+                    else:  # no limit outside Kairos: no error against it
+                        self.assertEqual((row[1], c, text), ("share_err_pp", c, "-"))
+        lim = next(r for r in rows if r[:2] == ["limit-long", "aggregate_of_solo"])
+        self.assertEqual(lim[2], "1.0000")  # native is limit-long's solo
+
+    def test_dry_figures_are_what_the_sleeps_allow(self):
+        for r in self.res["mixes"]["infer4"]["rounds"]:
+            for f in r["figures"].values():  # 0.5 ms sleeps: at most 2000 requests/s
+                self.assertTrue(100 < f["rate"] < 2000, f)
+        for r in self.res["mixes"]["limit-long"]["rounds"]:  # 10.2 ms kernels
+            self.assertTrue(20 < r["figures"]["capped"]["rate"] < 98.1, r)
+
+    def test_repetitions_interleaved(self):
+        seq = []
+        for mix, rec in self.res["mixes"].items():
+            got = [(r["rep"], r["round"], r["config"]) for r in rec["rounds"]]
+            want = [(rep, label, "native" if label.startswith("solo") else label)
+                    for rep in (1, 2, 3) for label in QUICK_ROUNDS[mix]]
+            self.assertEqual(got, want, mix)
+            seq += [(r["seq"], r["started"]) for r in rec["rounds"]]
+        self.assertEqual(seq, sorted(seq))
+        self.assertEqual([s for s, _ in seq], list(range(1, len(seq) + 1)))
+
+    def test_mps_private_to_each_mix_and_quit(self):
+        with open(os.path.join(self.fakebin, "mps-calls.log")) as f:
+            calls = [ln.split() for ln in f.read().splitlines()]
+        # per mix: started, asked for its server after each of its 3 MPS rounds, quit
+        self.assertEqual([c[0] for c in calls],
+                         ["start", "get_server_list", "get_server_list", "get_server_list",
+                          "quit"] * 3)
+        pipes = [c[1] for c in calls]
+        for k, mix in enumerate(self.res["mixes"]):
+            self.assertEqual(set(pipes[5 * k:5 * k + 5]), {f"{self.out}/harm/{mix}/mps/pipe"})
+            self.assertEqual(self.res["mixes"][mix]["sets"]["mps"]["skipped"], None)
+        place = self.res["mixes"]["latency-train"]["sets"]
+        self.assertEqual(place["mps"]["placement"]["infer"],
+                         {"shim": False, "mps_pipe": pipes[5], "mps_priority": "0"})
+        self.assertEqual(place["mps"]["placement"]["train"]["mps_priority"], "1")
+        for c in ("native", "kairos"):
+            self.assertEqual(place[c]["placement"]["infer"]["mps_pipe"], None)
+            self.assertEqual(place[c]["placement"]["train"]["mps_priority"], None)
+
+    def test_kairos_tenants_admitted_under_the_mix_policies(self):
+        for mix, lines in (("infer4", ["share: 25%"] * 4),
+                           ("latency-train", ["share: 50%, priority: latency",
+                                              "share: 50%, priority: batch"]),
+                           ("limit-long", ["limit: 30%"])):
+            conf = self.archived(f"{mix}/kd-kairos/kairosd.yaml")
+            self.assertNotIn("time_mode", conf)  # kairosd's default is what is measured
+            self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf), lines)
+            log = self.archived(f"{mix}/kairosd-kairos.log")
+            sets = self.res["mixes"][mix]["sets"]
+            for name in self.res["mixes"][mix]["policies"]:
+                self.assertRegex(log, rf"tenant {name}: pid \d+ .*admitted")
+                self.assertTrue(sets["kairos"]["placement"][name]["shim"], (mix, name))
+                self.assertFalse(sets["native"]["placement"][name]["shim"], (mix, name))
+                self.assertFalse(sets["mps"]["placement"][name]["shim"], (mix, name))
+            self.assertEqual(set(sets["kairos"]["pauses"].values()), {0})  # no GPU: no pause
+        # a fresh kernel_stream each round, one process for all rounds of a PyTorch tenant
+        self.assertIn("launches=", self.archived("limit-long/kairos/capped/capped.3.log"))
+        self.assertIn("role=infer", self.archived("infer4/mps/i3/tenant.log"))
+        self.assertEqual(self.archived("infer4/mps/i3/go.3").split()[1:],
+                         ["lead_s=0.3", "max_s=0.25"])
+
+    def test_table_printed_last(self):
+        lines = self.r.stdout.strip().splitlines()
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("=== do no harm"))
+        self.assertIn("DRY RUN", lines[at])
+        self.assertEqual(lines[at + 2].split(), ["mix", "metric", "native", "mps", "kairos",
+                                                 "kairos/nat", "verdict"])
+        rows = [ln.split() for ln in lines[at + 3:-1]]
+        self.assertEqual([r[:2] for r in rows], [r[:2] for r in read_tsv(self.out)[1:]])
+        self.assertIn(rows[0][-1], ("ok", "HARM"))
+        self.assertEqual(len(rows[3]), 6, rows[3])  # p99_of_solo: no goal, no verdict
+        self.assertEqual(lines[-1], "failures (their columns read -): 0")
+
+    def test_save_copies_into_bench_results(self):
+        root = os.path.join(self.dir, "results")
+        for want in ("harm", "harm-2"):
+            r = subprocess.run([sys.executable, BENCH, "--save", self.out, "--results-root",
+                                root], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            dest = os.path.join(root, f"{self.res['date']}-{want}")
+            self.assertEqual(r.stdout.strip(), dest)
+        self.assertEqual(sorted(os.listdir(dest)), ["README.md", "harm-results.json",
+                                                    "harm-runs.tar.gz", "harm.tsv"])
+        with open(os.path.join(dest, "README.md")) as f:
+            readme = f.read()
+        self.assertIn(hb.table(self.res), readme)
+
+
+class Failures(unittest.TestCase):
+    def setUp(self):
+        self.dir, self.out, self.fakebin = scratch()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_a_failing_and_a_hanging_tenant_fail_their_configurations(self):
+        r = run_bench(self.out, "--mixes", "infer4", "--reps", "2", "--dry-fail", "kairos",
+                      "--dry-hang", "mps", "--round-grace-s", "1", path_dir=self.fakebin)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        res = load(self.out)
+        self.assertEqual(res["failures"], [
+            "infer4/mps/i0: not done 1 s after round mps of repetition 1 should have ended "
+            "(hung? killed)",
+            "infer4/kairos/i0: exited 1 in round kairos of repetition 1"])
+        rounds = [(x["rep"], x["round"], x["figures"] is not None)
+                  for x in res["mixes"]["infer4"]["rounds"]]
+        self.assertEqual(rounds, [(1, "solo", True), (1, "native", True), (1, "mps", False),
+                                  (1, "kairos", False), (2, "solo", True), (2, "native", True)])
+        rows = read_tsv(self.out)
+        self.assertEqual(len(rows), 5)
+        for row in rows[1:]:  # native still measured, the failed columns empty
+            self.assertRegex(row[2], r"^\d+\.\d+$")
+            self.assertEqual(row[3:], ["-", "-"])
+        with open(os.path.join(self.fakebin, "mps-calls.log")) as f:
+            self.assertEqual(f.read().split()[-2:], ["quit", f"{self.out}/harm/infer4/mps/pipe"])
+        self.assertIn("failures (their columns read -): 2", r.stdout)
+
+    def test_tenants_outside_the_shim_are_not_counted_as_kairos(self):
+        fake = os.path.join(self.fakebin, "kairos")
+        tlb.write_exec(fake, tlb.FAKE_KAIROS)
+        r = run_bench(self.out, "--mixes", "limit-long", "--reps", "1", "--configs",
+                      "native,kairos", kairos=fake)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(load(self.out)["failures"],
+                         ["limit-long/kairos/capped: outside the shim in configuration kairos"])
+        self.assertEqual(read_tsv(self.out)[1], ["limit-long", "aggregate_of_solo", "1.0000",
+                                                 "-", "-"])
+
+    def test_requests_unlike_natives_are_not_compared(self):
+        """A CUDA graph captured natively but not under Kairos (LATENCY_GRAPHS=0 as a
+        failed capture would leave it): eager requests are not compared with graphs."""
+        fake = os.path.join(self.fakebin, "kairos")
+        tlb.write_exec(fake, f"#!/bin/sh\nexport LATENCY_GRAPHS=0\nexec {KAIROS} \"$@\"\n")
+        r = run_bench(self.out, "--mixes", "latency-train", "--reps", "1", "--configs",
+                      "native,kairos", kairos=fake)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(load(self.out)["failures"], [
+            "latency-train/kairos/infer: graphs=0 where native had 1 (CUDA graph capture "
+            "failed in one of them)"])
+        self.assertEqual([row[4] for row in read_tsv(self.out)[1:]], ["-", "-", "-"])
+
+    def test_mps_skipped_where_the_machine_has_none(self):
+        r = run_bench(self.out, "--mixes", "limit-long", "--reps", "1", "--configs", "native,mps",
+                      "--mps-control", os.path.join(self.dir, "no-such-mps-control"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("limit-long/mps: skipped: no ", r.stdout)
+        self.assertRegex(r.stdout, r"\nlimit-long +mps skipped: no ")
+        self.assertEqual(read_tsv(self.out)[1][3], "-")
+
+    def test_unknown_configuration_refused(self):
+        r = run_bench(self.out, "--configs", "mps,kairos")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("native (needed: the baseline of every ratio)", r.stderr)
+        r = run_bench(self.out, "--configs", "native,kairos-window")
+        self.assertIn("unknown kairos-window", r.stderr)
+
+    def test_the_gpu_suite_section(self):
+        """tests/gpu/harm.sh as scripts/gpu-suite sources it ($bin, $python, $OUT)."""
+        r = tlb.source_section(self.dir, "harm", dict(
+            HARM_DRY_RUN="1", HARM_MIXES="limit-long", HARM_REPS="1",
+            HARM_CONFIGS="native,kairos-windows", HARM_LONG_SECONDS="0.3",
+            HARM_LONG_WORK="6000000", OUT=self.out))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = r.stdout.strip().splitlines()
+        self.assertTrue(lines[0].startswith("--- harm"), lines[0])
+        self.assertEqual(lines[-1], "failures (their columns read -): 0")
+        # an extra configuration: in the table and the results, not in harm.tsv
+        self.assertRegex(r.stdout, r"\nmix +metric +native +mps +kairos +kairos-windows ")
+        self.assertEqual(read_tsv(self.out)[1][2:], ["1.0000", "-", "-"])
+        res = load(self.out)
+        self.assertEqual(res["mixes"]["limit-long"]["medians"]["kairos-windows"].keys(),
+                         {"aggregate_of_solo", "share_err_pp"})
+        self.assertIn("time_mode: windows", subprocess.run(
+            ["tar", "xzOf", os.path.join(self.out, "harm-runs.tar.gz"),
+             "harm/limit-long/kd-kairos-windows/kairosd.yaml"], capture_output=True,
+            text=True).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
