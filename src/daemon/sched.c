@@ -11,17 +11,17 @@
  *      (WINDOWS); timeslices proportional to shares (TIMESLICES: work-conserving,
  *      exact for deep queues only); or, in AUTO, do no harm: the driver's own
  *      timeslices and no pause until a tenant that waited is clearly short of
- *      its target for 2 periods in a row (NATIVE: 3 points and a fifth of its
- *      target), or every tenant has a deep queue; then timeslices in the ratio of
- *      the shares (SLICES); then, if one stays short under those (its shortfall
- *      smoothed over about a second above 2 points: shallow queues, where
- *      timeslices never expire), windows (WINDOWS). A level that was needed is
- *      held for 10 s, then the native state is
- *      tried again, the hold doubling (to 60 s) each time a tenant is short again
- *      within a second of it (beside a latency tenant, windows at once, as
- *      before). What a tenant ran is, with NVML's coarse use, its shims' progress
- *      time, read as its part of the sum. Latency tenants are never paused in any
- *      mode (only a limit pauses them) and never trigger windows;
+ *      its target (NATIVE: its shortfall, smoothed, above 3 points and a fifth of
+ *      its target for 3 periods); then timeslices in the ratio of the shares, the
+ *      smallest CUDA's own 2048 us (SLICES); then, if one stays short under
+ *      those, windows (WINDOWS), kept only if the GPU stays at least 0.9 as busy
+ *      as before them (a launch-bound tenant alone in its window idles the GPU).
+ *      A level that was needed is held for 10 s, then the native state is tried
+ *      again, the hold doubling (to 60 s) each time a tenant is short again at
+ *      once (beside a latency tenant, windows at once, as before). What a tenant
+ *      ran is, with NVML's coarse use, its shims' progress time, read as its part
+ *      of the sum. Latency tenants are never paused in any mode (only a limit
+ *      pauses them) and never trigger windows;
  *   4. feedback, only from runnable time: in windows, a per-tenant debt
  *      (entitled minus charged, a tenant that does not fill its window is charged
  *      the whole window; with coarse use, as NVML's, charged is the time its
@@ -48,12 +48,11 @@
 #define ACTIVE_MIN 0.02      /* wanted at least 2 % of the period */
 #define DRIFT_ERR 0.02       /* 2 percentage points below target */
 #define LAG_GAIN 0.3         /* the weight of the last period in a tenant's shortfall */
-#define LAG_GAIN_SLICES 0.1  /* the same under the shares' timeslices: the H200 does not
-                              * keep their rounds (a tenant reads 0 % in one period, 25 %
-                              * in the next), and the goal is per second, not per period */
 #define SWING_ERR 0.03       /* natively: 3 points short in one period, at least */
 #define DRIFT_PERIODS 3
-#define NATIVE_DRIFT_PERIODS 2 /* clearly short this many periods: leave the native state */
+#define PROBE_DRIFT_PERIODS 2 /* short this many periods on probation: back up at once */
+#define WINDOWS_TRIAL_PERIODS 12 /* judged periods of windows before windows_helped() */
+#define WINDOWS_BUSY_KEEP 0.9  /* windows keep at least this part of the GPU's use */
 #define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
 #define DEBT_GAIN 0.5
@@ -150,7 +149,8 @@ static void forget_misses(struct sched_gpu *g)
 static void reset_mode(struct sched_gpu *g)
 {
     g->level = g->held = floor_level(g);
-    g->hold = g->probe = g->deep = 0;
+    g->hold = g->probe = g->trial = 0;
+    g->windows_failed = false;
     g->hold_periods = SCHED_HOLD_MIN_PERIODS;
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
@@ -299,33 +299,6 @@ static bool latency_within_shares(const struct sched_gpu *g)
     return true;
 }
 
-/* Without a latency tenant, in the auto mode: slices that fill the period. The active tenants' slices, in the ratio of their shares, plus a switch
- * each, make k rounds of exactly period / k (k the fewest rounds that keep every
- * slice within SCHED_TS_MAX_US): deep queues then get their shares in every 100 ms
- * window, and the GPU loses one switch per tenant per round (0.96 % with 8 tenants
- * at the H200's ~120 us a switch), where 1 ms slices lost 12 %. 0 when the rule
- * does not apply. */
-static uint64_t filling_timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
-{
-    if (g->mode != SCHED_MODE_AUTO || !t->active || latency_present(g))
-        return 0; /* TIMESLICES keeps 1 ms units: fine-grained, an operator's choice */
-    double wsum = 0, wmax = 0;
-    unsigned n = 0;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (g->t[i].present && g->t[i].active) {
-            wsum += weight(&g->t[i]);
-            wmax = fmax(wmax, weight(&g->t[i]));
-            n++;
-        }
-    if (n < 2 || wsum <= 0)
-        return 0;
-    double P = g->period_us, k = 1;
-    while (wmax / wsum * (P / k - n * SCHED_SWITCH_US) > SCHED_TS_MAX_US)
-        k++;
-    double ts = weight(t) / wsum * (P / k - n * SCHED_SWITCH_US);
-    return ts >= SCHED_TS_UNIT_US ? (uint64_t)llround(ts) : 0;
-}
-
 /* Beside a latency tenant, another tenant's slice is how long a request that
  * arrives while it runs waits (on the H200 next to ResNet-50 training, request
  * p99 2.38x solo with the batch tenant's 1 ms slice, 1.16x with 50 us, training
@@ -360,14 +333,12 @@ static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *
                                          * long slice against the others' yield */
         return t->pol.prio == SCHED_PRIO_LATENCY && others_yield(g, t) ? SCHED_TS_LATENCY_US
                                                                          : 0;
-    uint64_t fill = filling_timeslice(g, t);
-    if (fill)
-        return fill;
     double wmin = 1.0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (g->t[i].present && g->t[i].pol.share > 0)
             wmin = fmin(wmin, g->t[i].pol.share);
-    double ts = t->pol.share > 0 ? SCHED_TS_UNIT_US * t->pol.share / wmin : SCHED_TS_UNIT_US;
+    double unit = g->mode == SCHED_MODE_AUTO ? SCHED_TS_AUTO_UNIT_US : SCHED_TS_UNIT_US;
+    double ts = t->pol.share > 0 ? unit * t->pol.share / wmin : unit;
     if (ts > SCHED_TS_MAX_US)
         ts = SCHED_TS_MAX_US;
     if (t->pol.prio == SCHED_PRIO_LATENCY && ts < SCHED_TS_LATENCY_US)
@@ -434,10 +405,11 @@ static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
         return false;
     }
     double shortfall = t->target - (double)used / g->period_us;
-    t->lag += (g->level == SCHED_LEVEL_SLICES ? LAG_GAIN_SLICES : LAG_GAIN) * (shortfall - t->lag);
-    if (g->level == SCHED_LEVEL_NATIVE) /* a clear shortfall, in each period */
-        return shortfall > fmax(SWING_ERR, NATIVE_REL * t->target);
-    return t->lag > DRIFT_ERR; /* under slices, over about a second (the goal's window) */
+    t->lag += LAG_GAIN * (shortfall - t->lag);
+    double clear = fmax(SWING_ERR, NATIVE_REL * t->target);
+    if (g->probe) /* back in the native state after a needed level: in each period */
+        return shortfall > clear;
+    return t->lag > clear; /* smoothed over a few periods */
 }
 
 static int prio_rank(enum sched_prio p)
@@ -681,25 +653,36 @@ static double demand_of(const struct sched_gpu *g, const struct sched_usage *u)
     return fmin((double)us / g->period_us, 1.0);
 }
 
-/* Whether every tenant that takes windows, two or more, had work queued all of the
- * last DRIFT_PERIODS periods (runnable 95 % of each): deep queues, for which the
- * shares' slices filling the period cost a switch per tenant per round where the
- * driver's 1-2 ms slices cost one every 1-2 ms (the H200, 2 / 4 / 8 such tenants:
- * 0.982-0.986 of solo against 0.938-0.949 natively), and no request waits behind a
- * long slice. */
-static bool note_deep(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
+/* How busy the GPU was, smoothed (LAG_GAIN): the tenants' use summed (NVML's, of
+ * the last second, on a GPU; exact in the simulator). */
+static void note_busy(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
 {
-    unsigned n = 0;
-    bool all = true;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        if (!in_windows(g, &g->t[i]))
-            continue;
-        n++;
-        all = all && use[i].runnable_us != SCHED_RUNNABLE_UNKNOWN &&
-              use[i].runnable_us * 20 >= (uint64_t)g->period_us * 19;
-    }
-    g->deep = all && n >= 2 ? g->deep + 1 : 0;
-    return g->deep >= DRIFT_PERIODS;
+    double sum = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (g->t[i].present)
+            sum += (double)use[i].used_us / g->period_us;
+    g->busy_avg += LAG_GAIN * (fmin(sum, 1.0) - g->busy_avg);
+}
+
+/* Windows help a short tenant only if it can use a window: a launch-bound one
+ * alone in its window idles the GPU while it is on the CPU (on the H200 four such
+ * inference processes served 210 requests/s in windows against 486 natively;
+ * eight, 78 per process against 107 natively), where a shallow queue next to a
+ * deep one loses a few points (etc/sim/two-shallow-70-30.yaml: 89.8 % busy in
+ * windows, 94.3 % natively). The tenants' own figures cannot tell the two apart
+ * (a launch-bound tenant alone in its window moves its channels in most samples
+ * of it), the GPU's use can: windows that leave it busy less than
+ * WINDOWS_BUSY_KEEP of what it was before, WINDOWS_TRIAL_PERIODS after they
+ * began (NVML's figure is the last second's), are left for the slices. */
+static void start_windows_trial(struct sched_gpu *g)
+{
+    g->busy_before = g->busy_avg;
+    g->trial = WINDOWS_TRIAL_PERIODS;
+}
+
+static bool windows_helped(const struct sched_gpu *g)
+{
+    return g->busy_avg >= WINDOWS_BUSY_KEEP * g->busy_before;
 }
 
 /* AUTO's ladder, once a period outside a settling spell: a tenant short for
@@ -709,9 +692,9 @@ static bool note_deep(struct sched_gpu *g, const struct sched_usage use[SCHED_MA
  * above the floor comes down to the floor, on probation, once held for its hold
  * (a tenant's own figures cannot tell that contention is gone: under windows
  * every tenant with work waits while paused, and a short tenant waits alone
- * behind a greedy one that never does). Deep queues alone (deep) raise the native
- * state to the slices too. */
-static void ladder(struct sched_gpu *g, unsigned missed, bool deep)
+ * behind a greedy one that never does). Windows that left the GPU much less busy
+ * are left for the slices (start_windows_trial). */
+static void ladder(struct sched_gpu *g, unsigned missed)
 {
     enum sched_level floor = floor_level(g);
     g->drift = missed;
@@ -719,9 +702,7 @@ static void ladder(struct sched_gpu *g, unsigned missed, bool deep)
         g->held = g->level;
         g->hold_periods = SCHED_HOLD_MIN_PERIODS;
     }
-    if (deep && g->level == SCHED_LEVEL_NATIVE)
-        missed = NATIVE_DRIFT_PERIODS; /* better than native for everyone: climb */
-    if (missed >= (g->level == SCHED_LEVEL_NATIVE ? NATIVE_DRIFT_PERIODS : DRIFT_PERIODS) &&
+    if (missed >= (g->probe ? PROBE_DRIFT_PERIODS : DRIFT_PERIODS) &&
         g->level < SCHED_LEVEL_WINDOWS &&
         (g->level < SCHED_LEVEL_SLICES || windows_possible(g))) {
         enum sched_level next = g->level + 1;
@@ -731,11 +712,23 @@ static void ladder(struct sched_gpu *g, unsigned missed, bool deep)
                                   ? g->hold_periods * 2
                                   : SCHED_HOLD_MAX_PERIODS;
         }
+        if (next == SCHED_LEVEL_WINDOWS && g->windows_failed)
+            next = SCHED_LEVEL_SLICES;
+        if (next == g->level)
+            return;
+        if (next == SCHED_LEVEL_WINDOWS)
+            start_windows_trial(g);
         g->level = next;
         g->held = next > g->held ? next : g->held;
         g->hold = g->hold_periods;
         g->probe = 0;
         forget_misses(g);
+    } else if (g->level == SCHED_LEVEL_WINDOWS && g->trial && --g->trial == 0 &&
+               !windows_helped(g)) {
+        g->level = g->held = SCHED_LEVEL_SLICES; /* and no windows until the set changes */
+        g->windows_failed = true;
+        forget_misses(g);
+        g->settle = 1;
     } else if (g->level > floor && g->hold && --g->hold == 0) {
         g->level = floor;
         g->probe = SCHED_PROBE_PERIODS;
@@ -782,7 +775,8 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     if (g->settle)
         g->settle--;
     else if (g->mode == SCHED_MODE_AUTO)
-        ladder(g, missed, note_deep(g, use));
+        ladder(g, missed);
+    note_busy(g, use);
 
     sched_plan(g);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {

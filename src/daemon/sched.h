@@ -17,6 +17,9 @@
 #define SCHED_MAX_TENANTS 64
 #define SCHED_PERIOD_US 100000u  /* one feedback period = one window period */
 #define SCHED_TS_UNIT_US 1000u   /* timeslice of the smallest weight */
+#define SCHED_TS_AUTO_UNIT_US 2048u /* the same in auto: CUDA's own first slice, so that the
+                                     * shares' slices keep no request of the smallest
+                                     * share waiting longer than natively */
 #define SCHED_TS_MAX_US 14000u   /* largest timeslice: the H200 ran 18.6 and 19.8 ms slices
                                   * as about 15 ms (2026-12-03), 10 ms ones as set */
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
@@ -152,7 +155,11 @@ struct sched_gpu {
     unsigned hold;          /* AUTO: periods left before trying one level lower */
     unsigned hold_periods;  /* AUTO: the current hold (doubles when a step down fails) */
     unsigned probe;         /* AUTO: periods left in which a step down may still fail */
-    unsigned deep;          /* AUTO: periods in a row in which every tenant had work queued */
+    unsigned trial;         /* AUTO: judged periods left before windows are judged */
+    bool windows_failed;    /* AUTO: windows left the GPU much less busy: slices at
+                             * most until the active set changes */
+    double busy_avg;        /* the tenants' use summed, smoothed (sched.c note_busy) */
+    double busy_before;     /* busy_avg when the windows began */
     unsigned drift;       /* the most consecutive periods one tenant missed its target */
     unsigned settle;      /* periods to wait after a change before judging drift */
     uint64_t active_mask; /* the active set of the last period */

@@ -24,6 +24,12 @@
 #define ERR_P95_4_PP 1.5    /* per window, p95, 3-4 deep tenants of unequal shares: the
                              * 1 pp goal is missed (1.1-1.2 pp), docs/scheduler.md says why */
 #define ERR_MEAN_PP 0.5     /* the run's mean achieved share against the target */
+/* In auto mode the shares' slices hold a share over a second and a run (issue 23:
+ * 2 pp at p95 per 1 s window, 1 pp over a run), not in every 100 ms window, which
+ * only windows do, at the cost of a pause per tenant per period; and auto tries
+ * the native state again every hold. Its 100 ms windows are judged by these. */
+#define ERR_P95_AUTO_PP 4.0
+#define ERR_MEAN_AUTO_PP 1.0
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -60,6 +66,10 @@ static void test_scenario_duplicates_refused(void **state)
 static void assert_converged_both(const struct sim_scenario *sc, const struct sim_result *r,
                                   double charged_p95, double ran_p95)
 {
+    bool slices = sc->mode == SCHED_MODE_AUTO; /* judged by the goals of auto, above */
+    charged_p95 = slices ? fmax(charged_p95, ERR_P95_AUTO_PP) : charged_p95;
+    ran_p95 = slices ? fmax(ran_p95, ERR_P95_AUTO_PP) : ran_p95;
+    double mean = slices ? ERR_MEAN_AUTO_PP : ERR_MEAN_PP;
     for (size_t i = 0; i < sc->n; i++) {
         const struct sim_tenant_result *t = &r->t[i];
         print_message("  %s: target %.2f%% achieved %.2f%% ran %.2f%% err p50 %.2f p95 %.2f "
@@ -70,7 +80,7 @@ static void assert_converged_both(const struct sim_scenario *sc, const struct si
         assert_true(t->err_p95 <= charged_p95);
         assert_true(t->used_err_p95 <= ran_p95);
         assert_true(100 * (t->achieved > t->target ? t->achieved - t->target
-                                                   : t->target - t->achieved) <= ERR_MEAN_PP);
+                                                   : t->target - t->achieved) <= mean);
     }
 }
 
@@ -169,6 +179,41 @@ static void test_no_pause_without_contention(void **state)
     assert_true(busy[2] <= 0.7 * busy[0]); /* the harm auto avoids */
 }
 
+/* Three launch-bound tenants at 70/30/0: natively each gets a third, so the 70 %
+ * one is short; neither the slices (it never fills one) nor windows (alone in its
+ * window it idles the GPU while it is on the CPU) can give it more. Auto tries
+ * the windows, sees the GPU much less busy in them, and goes back to the slices
+ * for as long as the active set stays: no less than 0.95 of native, where windows
+ * keep half. */
+static void test_windows_that_idle_the_gpu_are_dropped(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "seconds: 20\nmeasure: userd\ntenants:\n"
+        "  - { name: a, compute: { share: 70% }, load: shallow, work_us: 50, gap_us: 100 }\n"
+        "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 50, gap_us: 100 }\n"
+        "  - { name: c, load: shallow, work_us: 50, gap_us: 100 }\n";
+    static const char *const modes[] = {"native", "auto", "windows"};
+    double busy[3];
+    size_t paused[3];
+    for (size_t k = 0; k < 3; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        char err[256];
+        assert_int_equal(sim_scenario_parse("t.yaml", yaml, strlen(yaml), &sc, err, sizeof err),
+                         0);
+        assert_true(sim_scenario_set_mode(&sc, modes[k]));
+        assert_int_equal(sim_run(&sc, NULL, 0, false, &r), 0);
+        busy[k] = r.busy;
+        paused[k] = r.paused;
+        print_message("  %s: busy %.1f%%, %zu periods with a pause\n", modes[k], r.busy * 100,
+                      r.paused);
+    }
+    assert_true(paused[1] > 0 && paused[1] <= 20); /* one trial of the windows */
+    assert_true(busy[1] >= 0.95 * busy[0]);
+    assert_true(busy[2] <= 0.6 * busy[0]);
+}
+
 static void test_two_deep_75_25(void **state)
 {
     (void)state;
@@ -178,7 +223,7 @@ static void test_two_deep_75_25(void **state)
              "  - { name: a, compute: { share: 75% }, load: deep }\n"
              "  - { name: b, compute: { share: 25% }, load: deep }\n", &r, &sc);
     assert_converged(&sc, &r, ERR_P95_PP);
-    assert_true(r.busy > 0.97);
+    assert_true(r.busy > 0.965); /* the shares' slices, 6 / 2 ms; natively 94.0 % */
 }
 
 static void test_four_deep(void **state)
@@ -323,20 +368,16 @@ static void test_busy_latency_tenant_not_yielded_to(void **state)
     assert_true(r.t[1].gpu > 0.08);
 }
 
-/* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode:
- * after the first few periods in the native state (and a few more when auto
- * tries it again, after 10 s), timeslices that fill the period (k rounds of
- * exactly period / k, 6, 3 and 1 with slices of at most 14 ms) keep each share in
- * every window without a pause, and lose one switch per tenant per round:
- * >= 98.2 % busy in all three (98.4 % with the slices from the start)
- * (1 ms slices gave 93.6 / 93.6 / 87.4 %, windows 98.5 / 97.1 / 94.1 %; the
- * H200 does not hold a share per window so: docs/scheduler.md, "Throughput")
- * - when the scheduler knows who ran, and as
- * kairosd sees a GPU (measure: userd, NVML sampled five times a second as on the
- * H200): what a tenant ran is then its shims' progress time. Judged by NVML's
- * samples, auto moved to windows (as on the H200: 0.975 and 0.953 aggregate with
- * 4 and 8 tenants, windows 0.968 and 0.954; here 97.1 and 94.3 % busy). */
-static void test_deep_tenants_fill_the_period(void **state)
+/* Deep tenants only, 2, 4 and 8 (75/25, 40/30/20/10, 8 x 12.5) in auto mode,
+ * against the same GPU without Kairos: the unequal shares, which the driver
+ * splits evenly, get the shares' slices (the smallest share 2048 us, as CUDA's
+ * own) and keep them within the goals of auto, at least as busy as natively; the
+ * equal ones stay native. When the scheduler knows who ran, and as kairosd sees a
+ * GPU (measure: userd, NVML sampled five times a second as on the H200): what a
+ * tenant ran is then its shims' progress time (judged by NVML's samples, the auto
+ * of before moved to windows: on the H200 0.975 and 0.953 aggregate with 4 and 8
+ * tenants). */
+static void test_deep_tenants_no_less_busy_than_natively(void **state)
 {
     (void)state;
     static const char *const shares[] = {"75 25", "40 30 20 10",
@@ -355,14 +396,18 @@ static void test_deep_tenants_fill_the_period(void **state)
                      "  - { name: t%d, compute: { share: %s%% }, load: deep }\n", i, w);
         }
         struct sim_scenario sc;
-        struct sim_result r;
+        struct sim_result r, native;
         run_text(yaml, &r, &sc);
-        print_message("  %d tenants, %s: busy %.2f%%\n", i,
-                      k < 3 ? "exact use" : "NVML's samples and the shims' progress", r.busy * 100);
-        /* charged by the shims' progress: off by up to a sample (1 ms) per slice
-         * (75/25: 2.66 pp at p95 as charged, 0.09 as it ran) */
-        assert_converged_both(&sc, &r, k < 3 ? 0.2 : 3.0, k < 3 ? 0.2 : 1.0);
-        assert_true(r.busy >= 0.982);
+        sim_scenario_set_mode(&sc, "native");
+        assert_int_equal(sim_run(&sc, NULL, 0, false, &native), 0);
+        sim_scenario_set_mode(&sc, "auto");
+        print_message("  %d tenants, %s: busy %.2f%% (natively %.2f%%)\n", i,
+                      k < 3 ? "exact use" : "NVML's samples and the shims' progress", r.busy * 100,
+                      native.busy * 100);
+        /* as charged by the shims' progress: off by up to a sample (1 ms) per slice
+         * (40/30/20/10: 4.68 pp at p95 as charged, 3.14 as it ran) */
+        assert_converged_both(&sc, &r, k < 3 ? ERR_P95_AUTO_PP : 5.0, ERR_P95_AUTO_PP);
+        assert_true(r.busy >= native.busy - 0.002);
     }
 }
 
@@ -708,13 +753,14 @@ int main(void)
         cmocka_unit_test(test_model_shallow_ignores_timeslices),
         cmocka_unit_test(test_model_window_pause_costs),
         cmocka_unit_test(test_no_pause_without_contention),
+        cmocka_unit_test(test_windows_that_idle_the_gpu_are_dropped),
         cmocka_unit_test(test_two_deep_75_25),
         cmocka_unit_test(test_four_deep),
         cmocka_unit_test(test_windows_as_kairosd_sees_the_gpu),
         cmocka_unit_test(test_windows_with_a_latency_tenant),
         cmocka_unit_test(test_latency_tenant_with_reports),
         cmocka_unit_test(test_auto_protects_a_latency_tenant),
-        cmocka_unit_test(test_deep_tenants_fill_the_period),
+        cmocka_unit_test(test_deep_tenants_no_less_busy_than_natively),
         cmocka_unit_test(test_bursty_inference_next_to_training),
         cmocka_unit_test(test_bursty_spells_as_on_the_gpu),
         cmocka_unit_test(test_eight_equal),
