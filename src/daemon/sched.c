@@ -376,16 +376,15 @@ static double progress_scale(const struct sched_gpu *g, const struct sched_usage
 }
 
 /* Whether the tenant waited in the last period (more than 5 % of it) and misses
- * its target: in the native state, its shortfall (target - ran) is above
- * SWING_ERR and NATIVE_REL of its target (clearly short: the shims' progress
- * reads symmetric launch-bound tenants a point or two apart from period to
- * period), and ladder() climbs when that holds NATIVE_DRIFT_PERIODS in a row,
- * so a short tenant is helped within 0.2-0.3 s; under the shares' slices, its
- * shortfall smoothed over about a second (LAG_GAIN_SLICES) is above DRIFT_ERR
- * (a shallow queue the slices starve; on the H200 eight deep tenants in 12.4 ms
- * slices read 0-1 % and 25 % in turn, and the goal is per second). The shims'
- * progress time is off by up to a sample interval per run on the GPU (+-1.5
- * points in the simulator), hence the smoothing of small shortfalls. */
+ * its target: its shortfall (target - ran), smoothed over a few periods
+ * (LAG_GAIN), is above SWING_ERR and NATIVE_REL of its target, in the native
+ * state and under the shares' slices alike; ladder() climbs when that holds
+ * DRIFT_PERIODS in a row. On probation after a step down, one period's
+ * shortfall above the same bound counts (PROBE_DRIFT_PERIODS in a row): the
+ * level before was needed. The bound is above the noise of the shims' progress
+ * between symmetric tenants, mostly: on the H200 four launch-bound inference
+ * processes read 14-37 % of their sum from one period to the next, and this
+ * still took that for a shortfall in 3 of 6 runs (docs/scheduler.md). */
 static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
                           const struct sched_usage *u, double busy)
 {
