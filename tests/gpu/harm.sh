@@ -9,9 +9,8 @@
 # under Kairos, client priorities under MPS), limit-long (~200 ms kernels under a 30 %
 # limit). Writes $OUT/harm-results.json, $OUT/harm.tsv (mix, metric, native, mps,
 # kairos) and $OUT/harm-runs.tar.gz; prints its table last (kairos/native and a verdict
-# against the goals). About 6.5 minutes on the H200 (estimated from the latency
-# section's runs: ~14 s to start PyTorch tenants, 3 x (solo + 3 configurations) rounds
-# of HARM_SECONDS per mix); docs/scheduler.md, "The harm benchmark".
+# against the goals). 377 s on the H200 (2026-12-04; 493 s with infer8
+# added); docs/scheduler.md, "The harm benchmark".
 # Knobs: HARM_MIXES (infer4,latency-train,limit-long; also infer2, infer8),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
 # kairosd in that time_mode), HARM_REPS (3), HARM_SECONDS (6, a closed-loop round),
