@@ -143,6 +143,26 @@ static void test_model_window_pause_costs(void **state)
     assert_int_equal(use[0].runnable_us, 100000);
 }
 
+/* The scenario yaml natively, in auto and in windows mode: how busy the GPU was
+ * and in how many periods a tenant was paused, in that order. */
+static void native_auto_windows(const char *yaml, double busy[3], size_t paused[3])
+{
+    static const char *const modes[] = {"native", "auto", "windows"};
+    for (size_t k = 0; k < 3; k++) {
+        struct sim_scenario sc;
+        struct sim_result r;
+        char err[256];
+        assert_int_equal(sim_scenario_parse("t.yaml", yaml, strlen(yaml), &sc, err, sizeof err),
+                         0);
+        assert_true(sim_scenario_set_mode(&sc, modes[k]));
+        assert_int_equal(sim_run(&sc, NULL, 0, false, &r), 0);
+        busy[k] = r.busy;
+        paused[k] = r.paused;
+        print_message("  %s: busy %.1f%%, %zu periods with a pause\n", modes[k], r.busy * 100,
+                      r.paused);
+    }
+}
+
 /* Four launch-bound inference processes at equal shares (etc/sim/four-inference.yaml),
  * in each mode against the GPU without Kairos: nobody is short, so auto never
  * pauses anyone and keeps the native throughput, where windows idle the GPU while
@@ -157,22 +177,9 @@ static void test_no_pause_without_contention(void **state)
         "  - { name: i2, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n"
         "  - { name: i3, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n"
         "  - { name: i4, compute: { share: 25% }, load: shallow, work_us: 50, gap_us: 100 }\n";
-    static const char *const modes[] = {"native", "auto", "windows"};
     double busy[3];
     size_t paused[3];
-    for (size_t k = 0; k < 3; k++) {
-        struct sim_scenario sc;
-        struct sim_result r;
-        char err[256];
-        assert_int_equal(sim_scenario_parse("t.yaml", yaml, strlen(yaml), &sc, err, sizeof err),
-                         0);
-        assert_true(sim_scenario_set_mode(&sc, modes[k]));
-        assert_int_equal(sim_run(&sc, NULL, 0, false, &r), 0);
-        busy[k] = r.busy;
-        paused[k] = r.paused;
-        print_message("  %s: busy %.1f%%, %zu periods with a pause\n", modes[k], r.busy * 100,
-                      r.paused);
-    }
+    native_auto_windows(yaml, busy, paused);
     assert_int_equal(paused[1], 0);
     assert_true(busy[1] >= 0.99 * busy[0]);
     assert_true(paused[2] > 150);
@@ -193,22 +200,9 @@ static void test_windows_that_idle_the_gpu_are_dropped(void **state)
         "  - { name: a, compute: { share: 70% }, load: shallow, work_us: 50, gap_us: 100 }\n"
         "  - { name: b, compute: { share: 30% }, load: shallow, work_us: 50, gap_us: 100 }\n"
         "  - { name: c, load: shallow, work_us: 50, gap_us: 100 }\n";
-    static const char *const modes[] = {"native", "auto", "windows"};
     double busy[3];
     size_t paused[3];
-    for (size_t k = 0; k < 3; k++) {
-        struct sim_scenario sc;
-        struct sim_result r;
-        char err[256];
-        assert_int_equal(sim_scenario_parse("t.yaml", yaml, strlen(yaml), &sc, err, sizeof err),
-                         0);
-        assert_true(sim_scenario_set_mode(&sc, modes[k]));
-        assert_int_equal(sim_run(&sc, NULL, 0, false, &r), 0);
-        busy[k] = r.busy;
-        paused[k] = r.paused;
-        print_message("  %s: busy %.1f%%, %zu periods with a pause\n", modes[k], r.busy * 100,
-                      r.paused);
-    }
+    native_auto_windows(yaml, busy, paused);
     assert_true(paused[1] > 0 && paused[1] <= 20); /* one trial of the windows */
     assert_true(busy[1] >= 0.95 * busy[0]);
     assert_true(busy[2] <= 0.6 * busy[0]);
