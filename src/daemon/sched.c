@@ -15,7 +15,8 @@
  *      its target for 3 periods); then timeslices in the ratio of the shares, the
  *      smallest CUDA's own 2048 us (SLICES); then, if one stays short under
  *      those, windows (WINDOWS), kept only if the GPU stays at least 0.9 as busy
- *      as before them (a launch-bound tenant alone in its window idles the GPU).
+ *      as before them (a launch-bound tenant alone in its window idles the GPU),
+ *      else not tried again for 60 s.
  *      A level that was needed is held for 10 s, then the native state is tried
  *      again, the hold doubling (to 60 s) each time a tenant is short again at
  *      once (beside a latency tenant, windows at once, as before). What a tenant
@@ -149,8 +150,7 @@ static void forget_misses(struct sched_gpu *g)
 static void reset_mode(struct sched_gpu *g)
 {
     g->level = g->held = floor_level(g);
-    g->hold = g->probe = g->trial = 0;
-    g->windows_failed = false;
+    g->hold = g->probe = g->trial = 0; /* windows_cooldown outlives the active set */
     g->hold_periods = SCHED_HOLD_MIN_PERIODS;
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
@@ -711,7 +711,7 @@ static void ladder(struct sched_gpu *g, unsigned missed)
                                   ? g->hold_periods * 2
                                   : SCHED_HOLD_MAX_PERIODS;
         }
-        if (next == SCHED_LEVEL_WINDOWS && g->windows_failed)
+        if (next == SCHED_LEVEL_WINDOWS && g->windows_cooldown)
             next = SCHED_LEVEL_SLICES;
         if (next == g->level)
             return;
@@ -724,8 +724,8 @@ static void ladder(struct sched_gpu *g, unsigned missed)
         forget_misses(g);
     } else if (g->level == SCHED_LEVEL_WINDOWS && g->trial && --g->trial == 0 &&
                !windows_helped(g)) {
-        g->level = g->held = SCHED_LEVEL_SLICES; /* and no windows until the set changes */
-        g->windows_failed = true;
+        g->level = g->held = SCHED_LEVEL_SLICES; /* and no windows for a while */
+        g->windows_cooldown = SCHED_HOLD_MAX_PERIODS;
         forget_misses(g);
         g->settle = 1;
     } else if (g->level > floor && g->hold && --g->hold == 0) {
@@ -778,6 +778,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     note_busy(g, use);
 
     sched_plan(g);
+    g->windows_cooldown -= g->windows_cooldown > 0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         g->t[i].woken -= g->t[i].woken > 0;
         g->t[i].quiet -= g->t[i].quiet > 0;

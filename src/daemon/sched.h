@@ -156,8 +156,10 @@ struct sched_gpu {
     unsigned hold_periods;  /* AUTO: the current hold (doubles when a step down fails) */
     unsigned probe;         /* AUTO: periods left in which a step down may still fail */
     unsigned trial;         /* AUTO: judged periods left before windows are judged */
-    bool windows_failed;    /* AUTO: windows left the GPU much less busy: slices at
-                             * most until the active set changes */
+    unsigned windows_cooldown; /* AUTO: periods left in which no windows are tried: a
+                                * trial left the GPU much less busy (the tenants'
+                                * nature outlives their idle spells and the active
+                                * set: launch-bound inference idles between requests) */
     double busy_avg;        /* the tenants' use summed, smoothed (sched.c note_busy) */
     double busy_before;     /* busy_avg when the windows began */
     unsigned drift;       /* the most consecutive periods one tenant missed its target */

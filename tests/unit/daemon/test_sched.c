@@ -196,6 +196,37 @@ static void test_short_tenant_helped_within_two_periods(void **state)
     assert_int_equal(g.hold_periods, 2 * SCHED_HOLD_MIN_PERIODS);
 }
 
+/* Windows are a trial: when the GPU's use (the tenants' summed) falls below 0.9
+ * of what it was before them, auto goes back to the slices, and tries no windows
+ * again for SCHED_HOLD_MAX_PERIODS, whatever the active set does meanwhile
+ * (launch-bound inference idles between requests: each spell changes the set). */
+static void test_windows_that_idle_the_gpu_are_not_tried_again_soon(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
+         &(struct sched_policy){.share = 0.3});
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 45000); /* 0 short, the GPU 90 % busy */
+    deep(&use[1], 45000);
+    assert_true(until_level(&g, use, SCHED_LEVEL_WINDOWS, 20) <= 20);
+    deep(&use[0], 25000); /* in windows the GPU idles: 50 % busy */
+    deep(&use[1], 25000);
+    assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 20) <= 20);
+    assert_true(g.windows_cooldown > SCHED_HOLD_MAX_PERIODS - 10);
+    struct sched_usage idle[SCHED_MAX_TENANTS] = {0};
+    idle[0] = use[0];
+    sched_tick(&g, idle); /* 1 idles a period: the active set changes twice */
+    deep(&use[0], 45000);
+    deep(&use[1], 45000);
+    for (int i = 0; i < 100; i++) {
+        sched_tick(&g, use);
+        assert_true(g.level <= SCHED_LEVEL_SLICES);
+    }
+    int cool = (int)SCHED_HOLD_MAX_PERIODS;
+    assert_true(until_level(&g, use, SCHED_LEVEL_WINDOWS, cool) <= cool); /* after it, again */
+}
+
 /* A tenant's report of its own enabled time is believed only down to its window
  * less SCHED_UNPAUSED_SLACK_US: one that reports 0 (a preloaded library that
  * zeroes the field) gains at most that. Before, a 30 % limit ran the whole period
@@ -872,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_short_tenant_helped_within_two_periods),
         cmocka_unit_test(test_lying_unpaused_report_gains_at_most_the_slack),
+        cmocka_unit_test(test_windows_that_idle_the_gpu_are_not_tried_again_soon),
         cmocka_unit_test(test_wake_plans_again_at_once),
         cmocka_unit_test(test_idle_report_lends_at_once),
         cmocka_unit_test(test_idle_early_lends_a_window_at_once),
