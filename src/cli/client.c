@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/grow.h"
+
 const char *client_socket_path(const char *given)
 {
     if (given && *given)
@@ -179,7 +181,7 @@ int client_ps(struct client *c, uint32_t flags, struct kairos_ps_reply **out, si
               unsigned *n_gpus, char *err, size_t err_len)
 {
     struct kairos_ps_reply *list = NULL, r;
-    size_t count = 0;
+    size_t count = 0, cap = 0;
     int rc = 0;
     *out = NULL;
     *n = 0;
@@ -196,7 +198,7 @@ int client_ps(struct client *c, uint32_t flags, struct kairos_ps_reply **out, si
         r.tenant[KAIROS_NAME_MAX - 1] = 0;
         *n_gpus = r.n_gpus > KAIROS_MAX_GPUS ? KAIROS_MAX_GPUS : r.n_gpus;
         if (r.tenant[0]) {
-            struct kairos_ps_reply *grown = realloc(list, (count + 1) * sizeof *grown);
+            struct kairos_ps_reply *grown = grow_for_one(list, &cap, count, sizeof *grown, 64);
             if (!grown) {
                 rc = -ENOMEM;
                 snprintf(err, err_len, "out of memory");
