@@ -292,8 +292,10 @@ class Managed(unittest.TestCase):
             self.assertTrue(wait_for(lambda: self.held("open") == 0), self.ps())
 
     def test_the_quota_covers_managed_and_plain_memory_together(self):
+        # holds its 64 MiB for 5 s: q below must find them held (with 0.5 s, p had left
+        # before q asked on a loaded machine, and q's context fitted)
         p = self.run_tenant("-n", "5", "-s", str(PAGE), "-c", str(PAGE), "-M", str(58 * MiB),
-                            "-w", "0.5", tenant="open")
+                            "-w", "5", tenant="open")
         c = self.holding(p)
         self.assertEqual(c["managed_bytes"], 58 * MiB)
         self.assertEqual(c["vidmem_bytes"], 3 * PAGE)  # 2 + 58 + 4 = 64 MiB: two blocks fit
