@@ -685,8 +685,7 @@ static bool windows_helped(const struct sched_gpu *g)
 }
 
 /* AUTO's ladder, once a period outside a settling spell: a tenant short for
- * NATIVE_DRIFT_PERIODS (natively) or DRIFT_PERIODS (under slices) in a row raises
- * the level by one (or, within SCHED_PROBE_PERIODS
+ * DRIFT_PERIODS in a row (PROBE_DRIFT_PERIODS on probation) raises the level by one (or, within SCHED_PROBE_PERIODS
  * of a step down, back to the level that was needed, the hold doubled); a level
  * above the floor comes down to the floor, on probation, once held for its hold
  * (a tenant's own figures cannot tell that contention is gone: under windows

@@ -251,14 +251,22 @@ static void test_doorbell_mapping_is_recognised(void **state)
     objtree_free(t);
 }
 
+/* A tree with channel group 0x120 (client 0x100, device 0x101) and its channel
+ * 0x121. */
+static void channel_group_with_a_channel(struct objtree *t)
+{
+    struct objtree_effect e;
+    build_tree(t, CTL_FILE, 0x100);
+    apply(t, CTL_FILE, alloc_op(0x100, 0x101, 0x120, RM_CLASS_KEPLER_CHANNEL_GROUP_A, 0), &e);
+    apply(t, CTL_FILE, alloc_op(0x100, 0x120, 0x121, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, 0), &e);
+}
+
 static void test_listing_channel_groups(void **state)
 {
     (void)state;
     struct objtree *t = objtree_new();
-    build_tree(t, CTL_FILE, 0x100);
     struct objtree_effect e;
-    apply(t, CTL_FILE, alloc_op(0x100, 0x101, 0x120, RM_CLASS_KEPLER_CHANNEL_GROUP_A, 0), &e);
-    apply(t, CTL_FILE, alloc_op(0x100, 0x120, 0x121, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, 0), &e);
+    channel_group_with_a_channel(t);
     apply(t, CTL_FILE, alloc_op(0x100, 0x120, 0x122, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, 0), &e);
     struct objtree_ref refs[4];
     assert_int_equal(objtree_list(t, RM_KIND_CHANNEL_GROUP, refs, 4), 1);
@@ -277,10 +285,8 @@ static void test_a_channel_group_keeps_the_applications_timeslice(void **state)
 {
     (void)state;
     struct objtree *t = objtree_new();
-    build_tree(t, CTL_FILE, 0x100);
     struct objtree_effect e;
-    apply(t, CTL_FILE, alloc_op(0x100, 0x101, 0x120, RM_CLASS_KEPLER_CHANNEL_GROUP_A, 0), &e);
-    apply(t, CTL_FILE, alloc_op(0x100, 0x120, 0x121, RM_CLASS_HOPPER_CHANNEL_GPFIFO_A, 0), &e);
+    channel_group_with_a_channel(t);
     assert_int_equal(objtree_timeslice(t, 0x100, 0x120), 0); /* none set yet */
     assert_true(objtree_set_timeslice(t, 0x100, 0x120, 2048));
     assert_int_equal(objtree_timeslice(t, 0x100, 0x120), 2048);
