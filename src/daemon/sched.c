@@ -529,8 +529,8 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
         if (g->fresh)
             continue; /* the reports straddle a re-plan in mid-period (sched_wake) */
         double entitled = in_windows_level(g) ? t->target * P : t->pol.limit * P;
-        if (in_windows_level(g) && sum > 0 && tsum > 0) /* shares of what the windows delivered,
-                                                  * among the tenants that take windows */
+        /* shares of what the windows delivered, among the tenants that take windows */
+        if (in_windows_level(g) && sum > 0 && tsum > 0)
             entitled = t->target / tsum * sum;
         t->debt_us = fmax(-DEBT_MAX * P, fmin(DEBT_MAX * P, t->debt_us + entitled - charged[i]));
         if (t->dec.duty_us < t->dec.period_us) /* paused at the end of its window */
@@ -685,8 +685,9 @@ static bool windows_helped(const struct sched_gpu *g)
 }
 
 /* AUTO's ladder, once a period outside a settling spell: a tenant short for
- * DRIFT_PERIODS in a row (PROBE_DRIFT_PERIODS on probation) raises the level by one (or, within SCHED_PROBE_PERIODS
- * of a step down, back to the level that was needed, the hold doubled); a level
+ * DRIFT_PERIODS in a row raises the level by one (or, on probation: within
+ * SCHED_PROBE_PERIODS of a step down, PROBE_DRIFT_PERIODS in a row, back to the
+ * level that was needed, the hold doubled); a level
  * above the floor comes down to the floor, on probation, once held for its hold
  * (a tenant's own figures cannot tell that contention is gone: under windows
  * every tenant with work waits while paused, and a short tenant waits alone
