@@ -859,8 +859,9 @@ static void classify_hold(const struct sched_gpu *g, struct sched_tenant *t,
                       : SCHED_HOLD_SHARE;
     else if (yield_slice(g, t) && d->timeslice_us == yield_slice(g, t))
         t->hold = SCHED_HOLD_YIELD;
-    else
-        t->hold = d->timeslice_us ? SCHED_HOLD_SHARE : SCHED_HOLD_NONE;
+    else /* a latency tenant's long slice holds nobody back: it is its priority */
+        t->hold = d->timeslice_us && t->pol.prio != SCHED_PRIO_LATENCY ? SCHED_HOLD_SHARE
+                                                                        : SCHED_HOLD_NONE;
 }
 
 void sched_plan(struct sched_gpu *g)
