@@ -437,7 +437,7 @@ static void test_latency_first_and_long_batch_short(void **state)
     assert_true(g.t[0].dec.timeslice_us <= SCHED_TS_BATCH_US);
     assert_int_equal(g.t[1].dec.flags, KAIROS_TIME_LATENCY);
     assert_int_equal(g.t[0].hold, SCHED_HOLD_YIELD); /* the batch tenant yields */
-    assert_int_equal(g.t[1].hold, SCHED_HOLD_NONE);  /* its long slice holds it back not */
+    assert_int_equal(g.t[1].hold, SCHED_HOLD_NONE);  /* its long slice is not a hold */
 }
 
 /* Auto mode: a latency tenant that waited behind the batch tenant's timeslices
