@@ -23,6 +23,7 @@
 
 static const struct sched_policy p75 = {.share = 0.75}, p25 = {.share = 0.25};
 static const struct sched_policy half = {.share = 0.5};
+static const struct sched_policy p70 = {.share = 0.7}, p30 = {.share = 0.3};
 static const struct sched_policy half_batch = {.share = 0.5, .prio = SCHED_PRIO_BATCH};
 static const struct sched_policy half_latency = {.share = 0.5, .prio = SCHED_PRIO_LATENCY};
 
@@ -161,12 +162,11 @@ static void test_slice_units_by_mode(void **state)
  * target, for three); a level that was needed is kept for its hold, then the
  * native state is tried again, and a tenant short again at once takes the GPU
  * straight back to that level with the hold doubled. */
-static void test_short_tenant_helped_within_two_periods(void **state)
+static void test_short_tenant_helped_within_five_periods(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
-         &(struct sched_policy){.share = 0.3});
+    pair(&g, SCHED_MODE_AUTO, &p70, &p30);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     use[0].used_us = 69000; /* shallow queues on target: nobody short */
     use[0].runnable_us = 80000;
@@ -204,8 +204,7 @@ static void test_windows_that_idle_the_gpu_are_not_tried_again_soon(void **state
 {
     (void)state;
     struct sched_gpu g;
-    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
-         &(struct sched_policy){.share = 0.3});
+    pair(&g, SCHED_MODE_AUTO, &p70, &p30);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 45000); /* 0 short, the GPU 90 % busy */
     deep(&use[1], 45000);
@@ -309,8 +308,7 @@ static void test_shallow_drift_switches_to_windows(void **state)
 {
     (void)state;
     struct sched_gpu g;
-    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
-         &(struct sched_policy){.share = 0.3});
+    pair(&g, SCHED_MODE_AUTO, &p70, &p30);
     struct sched_usage use[SCHED_MAX_TENANTS] = {0};
     deep(&use[0], 45000); /* equal shares: the slices never expired */
     deep(&use[1], 45000);
@@ -421,8 +419,7 @@ static void test_progress_read_as_parts_of_its_sum(void **state)
     two_progressing(use, 72500, 24500);
     ticks(&g, use, 10);
     assert_false((g.level == SCHED_LEVEL_WINDOWS));
-    pair(&g, SCHED_MODE_AUTO, &(struct sched_policy){.share = 0.7},
-         &(struct sched_policy){.share = 0.3});
+    pair(&g, SCHED_MODE_AUTO, &p70, &p30);
     two_progressing(use, SCHED_PERIOD_US, SCHED_PERIOD_US);
     assert_true(until_level(&g, use, SCHED_LEVEL_WINDOWS, 12) <= 12);
 }
@@ -903,7 +900,7 @@ int main(void)
         cmocka_unit_test(test_windows_kept_while_the_process_lives),
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
-        cmocka_unit_test(test_short_tenant_helped_within_two_periods),
+        cmocka_unit_test(test_short_tenant_helped_within_five_periods),
         cmocka_unit_test(test_lying_unpaused_report_gains_at_most_the_slack),
         cmocka_unit_test(test_windows_that_idle_the_gpu_are_not_tried_again_soon),
         cmocka_unit_test(test_wake_plans_again_at_once),
