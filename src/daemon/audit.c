@@ -480,9 +480,18 @@ static bool holds_for_member(struct audit *a, uint32_t pid)
     return false;
 }
 
+/* How long an opener is given before it is reported: a child of a member (or of
+ * one that just left) inherits its parent's NVIDIA files at fork(), and the shim's
+ * FORKED report of it reaches kairosd a little later; within leave_grace_ms it may
+ * still arrive. Anyone else is reported at first sight. */
+static uint64_t child_of_member_delay(struct audit *a, const struct procscan_proc *p)
+{
+    return p->ppid && find_known(a, p->ppid) ? a->cfg->audit_leave_grace_ms : 0;
+}
+
 /* An opener of a node of the driver that is neither a member, nor listed by the
- * backend, nor leaving, nor holding a member's files: reported (its GPU memory, if
- * any, is only seen through memory.used). */
+ * backend, nor leaving, nor holding a member's files: reported, a member's child
+ * after leave_grace_ms (its GPU memory, if any, is only seen through memory.used). */
 static void check_openers(struct audit *a)
 {
     uint32_t self = (uint32_t)getpid();
@@ -498,7 +507,8 @@ static void check_openers(struct audit *a)
             g++;
         if (g == a->nodes.n)
             g = AUDIT_NO_GPU;
-        if (leaving(a, &o->proc, g) || !due(a, o->proc.pid, g, AUDIT_OPENER, 0))
+        if (leaving(a, &o->proc, g) ||
+            !due(a, o->proc.pid, g, AUDIT_OPENER, child_of_member_delay(a, &o->proc)))
             continue;
         char what[256];
         if (g == AUDIT_NO_GPU)

@@ -58,9 +58,11 @@ static void describe_at(int piddir, uint32_t pid, struct procscan_proc *out)
     if (read_small(piddir, "stat", buf, sizeof buf) > 0) {
         /* after the command's closing parenthesis: state ppid pgrp session tty tpgid flags */
         const char *p = strrchr(buf, ')');
-        unsigned flags;
-        if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) == 1)
+        unsigned ppid, flags;
+        if (p && sscanf(p + 1, " %*c %u %*d %*d %*d %*d %u", &ppid, &flags) == 2) {
+            out->ppid = ppid;
             out->exiting = flags & PF_EXITING;
+        }
     }
 }
 

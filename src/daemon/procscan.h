@@ -26,6 +26,7 @@
 struct procscan_proc {
     uint32_t pid;
     uint32_t uid;                 /* real uid */
+    uint32_t ppid;                /* its parent; 0 when unknown */
     char comm[PROCSCAN_COMM_MAX]; /* "?" when unknown */
     bool exists;                  /* /proc/PID was there */
     bool exiting;                 /* PF_EXITING: in exit, its descriptors being closed */

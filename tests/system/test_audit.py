@@ -228,14 +228,15 @@ if child == 0:  # as the shim's child: not the parent's connection, nor its outp
     time.sleep(30)
     os._exit(0)
 if sys.argv[4] == "report":  # what the shim does before fork() returns
+    time.sleep(float(sys.argv[5]))  # a report that is slow to arrive
     c.request(kp.FORKED, struct.pack("<II", child, 0))
 print(child, flush=True)
 os._exit(0)
 """
 
-    def forked_child_of_departed_member(self, report):
+    def forked_child_of_departed_member(self, report, late=0.0):
         p = subprocess.run([sys.executable, "-c", self.FORKER, os.path.dirname(kp.__file__),
-                            self.d.socket, self.node(0), report], capture_output=True,
+                            self.d.socket, self.node(0), report, str(late)], capture_output=True,
                            text=True, timeout=30)
         child = int(p.stdout)
         self.addCleanup(lambda: subprocess.run(["kill", "-9", str(child)],
@@ -248,7 +249,8 @@ os._exit(0)
         its charge lingers for the child, so the exited pid is not reported as a
         process using the GPU unregistered, even after leave_grace_ms."""
         p = subprocess.Popen([sys.executable, "-c", self.FORKER, os.path.dirname(kp.__file__),
-                              self.d.socket, self.node(0), "report"], stdout=subprocess.PIPE,
+                              self.d.socket, self.node(0), "report", "0"],
+                             stdout=subprocess.PIPE,
                              text=True)
         parent = p.pid
         child = int(p.stdout.readline())
@@ -258,7 +260,7 @@ os._exit(0)
         p.wait()
         self.assertTrue(wait_for(lambda: f"pid {parent} left" in self.log() and
                                  "still holds its memory" in self.log()), self.log())
-        time.sleep(2.5)  # past leave_grace_ms (2 s)
+        time.sleep(2.5)  # well past leave_grace_ms (0.3 s here)
         self.assertNotIn(f"warn: audit: pid {parent}", self.log())
 
     def test_a_reported_child_holding_a_members_files_is_no_intruder(self):
@@ -270,6 +272,15 @@ os._exit(0)
         want = f"pid {loud} (python3) has {self.node(0)} open without being a registered"
         self.assertTrue(wait_for(lambda: want in self.log()), self.log())
         time.sleep(0.5)
+        self.assertNotIn(f"pid {quiet} (python3) has", self.log())
+
+    def test_a_childs_fork_report_that_arrives_late_is_waited_for(self):
+        """The child holds its parent's files from fork() on; the shim's FORKED report
+        comes after it, here 0.2 s (two audit passes) later: the child is not reported
+        in between. One never reported is, past leave_grace_ms (0.3 s here)."""
+        quiet = self.forked_child_of_departed_member("report", late=0.2)
+        self.assertTrue(wait_for(lambda: f"forked pid {quiet}" in self.log()), self.log())
+        time.sleep(0.3)
         self.assertNotIn(f"pid {quiet} (python3) has", self.log())
 
 
