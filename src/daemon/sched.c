@@ -40,6 +40,7 @@
  */
 #include "daemon/sched.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -786,6 +787,55 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     }
     if (g->fresh)
         g->fresh--;
+}
+
+/* Whether a tenant that spans GPUs is active on both a and b. */
+static bool tied(const struct sched_gpu *a, const struct sched_gpu *b)
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (a->t[i].present && a->t[i].spans && a->t[i].active && b->t[i].present &&
+            b->t[i].active)
+            return true;
+    return false;
+}
+
+/* Whether f can take lead's level: a higher one, and windows only where they are
+ * possible and were not just seen to idle f. */
+static bool may_follow(const struct sched_gpu *f, const struct sched_gpu *lead)
+{
+    if (f->mode != SCHED_MODE_AUTO || lead->level <= f->level)
+        return false;
+    return lead->level < SCHED_LEVEL_WINDOWS || (windows_possible(f) && !f->windows_cooldown);
+}
+
+/* f takes lead's level as if it had climbed there itself, held as long as lead
+ * holds it; lead judges the windows' trial, f does not. */
+static void follow(struct sched_gpu *f, const struct sched_gpu *lead)
+{
+    f->level = lead->level;
+    f->held = lead->level > f->held ? lead->level : f->held;
+    f->hold = lead->hold > f->hold ? lead->hold : f->hold;
+    f->hold_periods =
+        lead->hold_periods > f->hold_periods ? lead->hold_periods : f->hold_periods;
+    f->probe = f->trial = 0;
+}
+
+void sched_couple_levels(struct sched_gpu *gpus, unsigned n_gpus)
+{
+    bool raised[KAIROS_MAX_GPUS] = {false};
+    assert(n_gpus <= KAIROS_MAX_GPUS);
+    for (bool again = true; again;) { /* a chain of GPUs: until nothing rises */
+        again = false;
+        for (unsigned a = 0; a < n_gpus; a++)
+            for (unsigned b = 0; b < n_gpus; b++)
+                if (a != b && may_follow(&gpus[b], &gpus[a]) && tied(&gpus[a], &gpus[b])) {
+                    follow(&gpus[b], &gpus[a]);
+                    raised[b] = again = true;
+                }
+    }
+    for (unsigned g = 0; g < n_gpus; g++)
+        if (raised[g])
+            sched_plan(&gpus[g]);
 }
 
 /* The active set changed in mid-period: plan again now; true when decisions

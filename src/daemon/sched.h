@@ -210,6 +210,14 @@ void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans);
  * t[slot].dec holds the decision for the next period, t[slot].changed says
  * whether to send it. */
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS]);
+/* After every GPU's sched_tick (slots are the same tenants on every GPU): the
+ * GPUs where one tenant that spans GPUs is active take the highest level among
+ * them (unless windows were just seen to idle one: its windows_cooldown), held
+ * while that GPU holds it, and are planned again. A rank of a data-parallel job
+ * whose peer is paused on another GPU only waits for it, spinning in its
+ * collectives, so it is held back on every GPU together, in windows at the same
+ * phase, and the others use that time. */
+void sched_couple_levels(struct sched_gpu *gpus, unsigned n_gpus);
 /* Tenant slot's shim saw work queued after an idle report (KAIROS_RUNNABLE_WAKE),
  * pos_us into the current period (counted from the windows' epoch). If the
  * scheduler had it idle: it is active again at once (and for the next

@@ -460,36 +460,51 @@ static void log_level_change(const struct timeshare *t, unsigned gpu, enum sched
              g->hold * (double)g->period_us / 1e6, len ? held : " none");
 }
 
+/* One GPU's period: its measurements into sched_tick; false when it has no
+ * tenant or no figures (nothing to send). */
+static bool tick_gpu(struct timeshare *t, unsigned g, uint64_t now_us)
+{
+    bool any = false;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        any |= t->g[g].t[i].present;
+    if (!any)
+        return false;
+    struct sched_usage use[SCHED_MAX_TENANTS];
+    int rc = measure(t, g, now_us - UTIL_HORIZON_US, use);
+    if (rc) {
+        if (!t->util_warned)
+            log_warn("GPU %u: no per-process utilization (%s): compute policies are sent "
+                     "but not corrected by feedback", g, strerror(-rc));
+        t->util_warned = true;
+        return false;
+    }
+    mark_absent(t, use);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (t->g[g].t[i].present)
+            apply_runnable(t, g, i, &use[i]);
+    if (t->ticks_logged % 10 == 0)
+        log_shims(t, g, use);
+    sched_tick(&t->g[g], use);
+    return true;
+}
+
 void timeshare_tick(struct timeshare *t)
 {
     uint64_t now_us = clock_ns(CLOCK_REALTIME) / 1000;
+    bool ticked[KAIROS_MAX_GPUS];
+    enum sched_level was[KAIROS_MAX_GPUS];
+    struct hold_seen seen[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS];
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
-        bool any = false;
-        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-            any |= t->g[g].t[i].present;
-        if (!any)
+        holds_in_force(&t->g[g], seen[g]);
+        was[g] = t->g[g].level;
+        ticked[g] = tick_gpu(t, g, now_us);
+    }
+    sched_couple_levels(t->g, t->ts->n_gpus);
+    for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+        if (!ticked[g])
             continue;
-        struct sched_usage use[SCHED_MAX_TENANTS];
-        int rc = measure(t, g, now_us - UTIL_HORIZON_US, use);
-        if (rc) {
-            if (!t->util_warned)
-                log_warn("GPU %u: no per-process utilization (%s): compute policies are sent "
-                         "but not corrected by feedback", g, strerror(-rc));
-            t->util_warned = true;
-            continue;
-        }
-        mark_absent(t, use);
-        for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-            if (t->g[g].t[i].present)
-                apply_runnable(t, g, i, &use[i]);
-        if (t->ticks_logged % 10 == 0)
-            log_shims(t, g, use);
-        struct hold_seen seen[SCHED_MAX_TENANTS];
-        holds_in_force(&t->g[g], seen);
-        enum sched_level was = t->g[g].level;
-        sched_tick(&t->g[g], use);
-        log_level_change(t, g, was);
-        record_period(t, g, seen);
+        log_level_change(t, g, was[g]);
+        record_period(t, g, seen[g]);
         push_changed(t, g);
     }
 }

@@ -226,6 +226,51 @@ static void test_windows_that_idle_the_gpu_are_not_tried_again_soon(void **state
     assert_true(until_level(&g, use, SCHED_LEVEL_WINDOWS, cool) <= cool); /* after it, again */
 }
 
+/* Two GPUs with tenant 0 (70 %) on both: on GPU 0 it is short next to tenant 1
+ * (30 %), on GPU 1 it gets its share next to tenant 2 (30 %). Each period both GPUs
+ * tick, then their levels are coupled: where 0 spans both, GPU 1 takes GPU 0's
+ * windows, with 0's window at the same phase; where it does not, GPU 1
+ * stays native. */
+static void two_gpus_one_short(struct sched_gpu g[2], bool spans)
+{
+    pair(&g[0], SCHED_MODE_AUTO, &p70, &p30);
+    sched_gpu_init(&g[1], 0);
+    sched_set_mode(&g[1], SCHED_MODE_AUTO);
+    assert_int_equal(sched_tenant_set(&g[1], 0, &p70), 0);
+    assert_int_equal(sched_tenant_set(&g[1], 2, &p30), 0);
+    for (unsigned k = 0; k < 2; k++)
+        sched_tenant_set_spans(&g[k], 0, spans);
+    struct sched_usage use[2][SCHED_MAX_TENANTS] = {0};
+    deep(&use[0][0], 45000); /* 0 short on GPU 0 */
+    deep(&use[0][1], 45000);
+    deep(&use[1][0], 63000); /* its share on GPU 1 */
+    deep(&use[1][2], 27000);
+    for (int i = 0; i < 30; i++) {
+        for (unsigned k = 0; k < 2; k++)
+            sched_tick(&g[k], use[k]);
+        sched_couple_levels(g, 2);
+    }
+}
+
+static void test_a_tenant_on_two_gpus_is_held_back_on_both_together(void **state)
+{
+    (void)state;
+    struct sched_gpu g[2];
+    two_gpus_one_short(g, true);
+    assert_int_equal(g[0].level, SCHED_LEVEL_WINDOWS);
+    assert_int_equal(g[1].level, SCHED_LEVEL_WINDOWS);
+    assert_int_equal(g[1].t[0].dec.phase_us, g[0].t[0].dec.phase_us);
+    /* the same length but for each GPU's feedback on what 0 got there */
+    assert_true(labs((long)g[1].t[0].dec.duty_us - (long)g[0].t[0].dec.duty_us) <=
+                SCHED_PERIOD_US / 20);
+    assert_int_equal(g[1].t[2].dec.phase_us, g[1].t[0].dec.duty_us); /* 2 in the rest */
+    assert_true(g[1].t[0].dec.duty_us < SCHED_PERIOD_US);
+
+    two_gpus_one_short(g, false);
+    assert_int_equal(g[0].level, SCHED_LEVEL_WINDOWS);
+    assert_int_equal(g[1].level, SCHED_LEVEL_NATIVE);
+}
+
 /* A tenant's report of its own enabled time is believed only down to its window
  * less SCHED_UNPAUSED_SLACK_US: one that reports 0 (a preloaded library that
  * zeroes the field) gains at most that. Before, a 30 % limit ran the whole period
@@ -901,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_short_tenant_helped_within_five_periods),
+        cmocka_unit_test(test_a_tenant_on_two_gpus_is_held_back_on_both_together),
         cmocka_unit_test(test_lying_unpaused_report_gains_at_most_the_slack),
         cmocka_unit_test(test_windows_that_idle_the_gpu_are_not_tried_again_soon),
         cmocka_unit_test(test_wake_plans_again_at_once),
