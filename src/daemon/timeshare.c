@@ -244,29 +244,31 @@ static void log_samples(unsigned gpu, const struct gpu_util *u, size_t n)
     log_debug("GPU %u utilization:%s", gpu, n ? seen : " no samples");
 }
 
-/* Once a second beside NVML's samples: each tenant's runnable and progress
- * time of the last period as its shims reported them (in percent; ? unknown). */
+/* Every period, at debug level: each tenant's runnable and progress time of the
+ * last period as its shims reported them, and its smoothed shortfall below its
+ * target after that period (sched.c's lag), with the GPU's level: what the auto
+ * ladder judged, period by period, for reading a run's decisions afterwards (in
+ * percent of the period; ? unknown). */
 static void log_shims(const struct timeshare *t, unsigned gpu,
                       const struct sched_usage use[SCHED_MAX_TENANTS])
 {
-    char seen[512] = "";
+    char seen[1024] = "";
     size_t len = 0;
+    const struct sched_gpu *g = &t->g[gpu];
+    double P = g->period_us;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS && len < sizeof seen; i++) {
-        if (!t->g[gpu].t[i].present)
+        if (!g->t[i].present)
             continue;
         const struct sched_usage *u = &use[i];
-        double P = t->g[gpu].period_us;
-        if (u->runnable_us == SCHED_RUNNABLE_UNKNOWN)
-            len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=?", t->slot_name[i]);
-        else if (!u->progress_known)
-            len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=%.0f/?", t->slot_name[i],
-                                    100 * (double)u->runnable_us / P);
-        else
-            len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=%.0f/%.0f",
-                                    t->slot_name[i], 100 * (double)u->runnable_us / P,
-                                    100 * (double)u->progress_us / P);
+        char run[16] = "?", prog[16] = "?";
+        if (u->runnable_us != SCHED_RUNNABLE_UNKNOWN)
+            snprintf(run, sizeof run, "%.0f", 100 * (double)u->runnable_us / P);
+        if (u->runnable_us != SCHED_RUNNABLE_UNKNOWN && u->progress_known)
+            snprintf(prog, sizeof prog, "%.0f", 100 * (double)u->progress_us / P);
+        len += (size_t)snprintf(seen + len, sizeof seen - len, " %s=%s/%s/%+.1f",
+                                t->slot_name[i], run, prog, 100 * g->t[i].lag);
     }
-    log_debug("GPU %u runnable/progress %%:%s", gpu, seen);
+    log_debug("GPU %u runnable/progress/lag %% (%s):%s", gpu, sched_level_name(g->level), seen);
 }
 
 /* One GPU's use per tenant since since_us, from the backend. 0 or -errno. */
@@ -482,9 +484,8 @@ static bool tick_gpu(struct timeshare *t, unsigned g, uint64_t now_us)
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (t->g[g].t[i].present)
             apply_runnable(t, g, i, &use[i]);
-    if (t->ticks_logged % 10 == 0)
-        log_shims(t, g, use);
     sched_tick(&t->g[g], use);
+    log_shims(t, g, use);
     return true;
 }
 
