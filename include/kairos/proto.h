@@ -620,6 +620,10 @@ struct kairos_ps_reply {
  *   seq            increases with every policy; a shim ignores an older one. */
 #define KAIROS_TIME_LATENCY 0x1u /* flags: a latency tenant (informational) */
 #define KAIROS_TIME_REPORT 0x2u  /* flags: send KAIROS_MSG_RUNNABLE for this GPU */
+/* flags: kairosd acts on this process's wake at once (its GPU is in windows, has a
+ * latency tenant, or the tenant has a limit): an idle process is sampled every
+ * TC_SENSE_IDLE_NS so that the wake comes soon; without it, once a report period */
+#define KAIROS_TIME_QUICK_WAKE 0x4u
 struct kairos_time_policy {
     uint32_t gpu;
     uint32_t flags;

@@ -914,6 +914,18 @@ static void classify_hold(const struct sched_gpu *g, struct sched_tenant *t,
                                                                         : SCHED_HOLD_NONE;
 }
 
+/* Whether a wake of t changes anything at once (sched_wake plans again): in
+ * windows mode (its window, rotated to start now; with one tenant active the GPU
+ * is in the slices until it wakes), in windows (the others unpaused), beside a
+ * latency tenant (the others' yield), under a limit (its window). Otherwise nobody
+ * is paused, and its next report marks it active soon enough; its shims then
+ * sample it at rest once a report period, not every 20 ms (KAIROS_TIME_QUICK_WAKE). */
+static bool wake_counts(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    return g->mode == SCHED_MODE_WINDOWS || in_windows_level(g) || latency_present(g) ||
+           t->pol.limit > 0;
+}
+
 void sched_plan(struct sched_gpu *g)
 {
     struct sched_decision next[SCHED_MAX_TENANTS];
@@ -925,6 +937,8 @@ void sched_plan(struct sched_gpu *g)
             continue;
         next[i].timeslice_us = timeslice(g, t);
         next[i].flags = t->pol.prio == SCHED_PRIO_LATENCY ? KAIROS_TIME_LATENCY : 0;
+        if (wake_counts(g, t))
+            next[i].flags |= KAIROS_TIME_QUICK_WAKE;
     }
     if (in_windows_level(g))
         plan_windows(g, next);

@@ -17,7 +17,9 @@
  * while some reporting GPU has had work queued or channels moving within the last
  * KAIROS_IDLE_EARLY_MS (tc_sense_quiet), so that runnable and progress time keep
  * their 1 ms resolution while there is something to count and the early idle
- * report goes 20 ms after the last work, as before. Idle, every TC_SENSE_IDLE_NS:
+ * report goes 20 ms after the last work, as before. Idle, every TC_SENSE_IDLE_NS
+ * where kairosd acts on a wake at once (KAIROS_TIME_QUICK_WAKE), else every
+ * TC_SENSE_REST_NS. TC_SENSE_IDLE_NS:
  * an idle sample has nothing to count, but the first sample that sees new work
  * is what sends the wake (KAIROS_RUNNABLE_WAKE) and goes back to the fast rate, so
  * this interval bounds how much later than with 1 ms sampling kairosd hears of
@@ -29,6 +31,11 @@
  * (10 on average); 10 ms would double the cost for 5 ms less on average. */
 #define TC_SENSE_FAST_NS 1000000ull
 #define TC_SENSE_IDLE_NS 20000000ull
+/* Idle where no reporting GPU's policy has KAIROS_TIME_QUICK_WAKE (kairosd would
+ * do nothing at once with the wake: natively or in the shares' slices nobody is
+ * paused): once a report period (100 ms: 10 wakeups a second), the wake up to
+ * that much later. */
+#define TC_SENSE_REST_NS 100000000ull
 
 /* A policy asked for reports: from now on munmaps of NVIDIA ranges synchronise
  * with the sampling. */

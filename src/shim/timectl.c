@@ -4,9 +4,10 @@
  * the control thread that follows them, and the fork handler of all time control.
  * The mechanism is tc_pause.c (FIFO_DISABLE_CHANNELS, SET_TIMESLICE); the runnable
  * sensor tc_sense.c, which this thread drives while a policy has
- * KAIROS_TIME_REPORT, every 1 ms while there is work and every 20 ms once there
- * has been none for 20 ms (next_sample_at: an idle process costs 50 wakeups a
- * second, not 1000), sending KAIROS_MSG_RUNNABLE once a period (never waiting
+ * KAIROS_TIME_REPORT, every 1 ms while there is work and, once there has been
+ * none for 20 ms, every 20 ms where kairosd acts on a wake at once
+ * (KAIROS_TIME_QUICK_WAKE), else once a report period (next_sample_at: an idle
+ * process costs 50 or 10 wakeups a second, not 1000), sending KAIROS_MSG_RUNNABLE once a period (never waiting
  * for the agent: a busy link delays a report, never a window edge), and at once
  * (a wake) when work shows after an idle report; the window
  * arithmetic is timectl_window_paused below.
@@ -90,17 +91,20 @@ bool timectl_window_paused(const struct kairos_time_policy *p, uint64_t now_ns,
 /* The sensor's schedule (the control thread's own, reset at fork). */
 static uint64_t tc_next_sample, tc_next_refresh, tc_next_report[KAIROS_MAX_GPUS];
 
-/* GPUs whose policy asks for runnable reports, and how often (each's period).
- * Call with tc_mu. */
-static uint32_t reporting_locked(uint64_t every_ns[KAIROS_MAX_GPUS])
+/* GPUs whose policy asks for runnable reports, and how often (each's period);
+ * *quick: those of them whose wake kairosd acts on at once. Call with tc_mu. */
+static uint32_t reporting_locked(uint64_t every_ns[KAIROS_MAX_GPUS], uint32_t *quick)
 {
     uint32_t mask = 0;
+    *quick = 0;
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         const struct tc_gpu *s = &tc_gpus[g];
         every_ns[g] = 0;
         if (!s->have || !(s->pol.flags & KAIROS_TIME_REPORT))
             continue;
         mask |= 1u << g;
+        if (s->pol.flags & KAIROS_TIME_QUICK_WAKE)
+            *quick |= 1u << g;
         every_ns[g] = (uint64_t)(s->pol.period_us ? s->pol.period_us : TC_REPORT_US) * 1000;
     }
     return mask;
@@ -108,13 +112,15 @@ static uint32_t reporting_locked(uint64_t every_ns[KAIROS_MAX_GPUS])
 
 /* When to sample after a sample at now: in 1 ms while some reporting GPU had work
  * in the last KAIROS_IDLE_EARLY_MS or a report is owed (the link was busy), else
- * in TC_SENSE_IDLE_NS (tc_sense.h says the trade-off), but no later than the next
- * report is due (the idle interval divides the 100 ms period, so that costs no
- * extra wakeup) and never sooner than 1 ms. Without tc_mu. */
-static uint64_t next_sample_at(uint32_t mask, uint64_t now, bool owed)
+ * in TC_SENSE_IDLE_NS where kairosd acts on a wake at once (quick), in
+ * TC_SENSE_REST_NS where it does not (tc_sense.h says the trade-offs), but no later
+ * than the next report is due (the idle intervals divide the 100 ms period, so
+ * that costs no extra wakeup) and never sooner than 1 ms. Without tc_mu. */
+static uint64_t next_sample_at(uint32_t mask, uint32_t quick, uint64_t now, bool owed)
 {
     bool quiet = !owed && tc_sense_quiet(mask, now, KAIROS_IDLE_EARLY_MS * 1000000ull);
-    uint64_t next = now + (quiet ? TC_SENSE_IDLE_NS : TC_SENSE_FAST_NS);
+    uint64_t rest = quick ? TC_SENSE_IDLE_NS : TC_SENSE_REST_NS;
+    uint64_t next = now + (quiet ? rest : TC_SENSE_FAST_NS);
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         uint64_t due = tc_next_report[g];
         if ((mask & (1u << g)) && due && due < next)
@@ -162,7 +168,8 @@ static bool report_gpu(uint32_t g, uint64_t every_ns, uint64_t now)
 /* One turn of the sensor at now: a sample, the table read again now and then,
  * and each reporting GPU's figures sent when due (if the agent is busy, at the
  * next sample, 1 ms later). Without tc_mu. */
-static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], uint64_t now)
+static void sense_step(uint32_t mask, uint32_t quick, const uint64_t every_ns[KAIROS_MAX_GPUS],
+                       uint64_t now)
 {
     if (!tc_sense_active())
         tc_sense_start();
@@ -183,7 +190,7 @@ static void sense_step(uint32_t mask, const uint64_t every_ns[KAIROS_MAX_GPUS], 
             owed |= report_gpu(g, every_ns[g], now);
         }
     }
-    tc_next_sample = next_sample_at(mask, now, owed);
+    tc_next_sample = next_sample_at(mask, quick, now, owed);
 }
 
 static void *control_thread(void *unused)
@@ -194,12 +201,13 @@ static void *control_thread(void *unused)
         bool acted = false;
         uint64_t deadline = UINT64_MAX;
         uint64_t every_ns[KAIROS_MAX_GPUS];
-        uint32_t mask = reporting_locked(every_ns);
+        uint32_t quick;
+        uint32_t mask = reporting_locked(every_ns, &quick);
         if (mask) {
             uint64_t now = mono_ns();
             if (now >= tc_next_sample) {
                 pthread_mutex_unlock(&tc_mu);
-                sense_step(mask, every_ns, now);
+                sense_step(mask, quick, every_ns, now);
                 pthread_mutex_lock(&tc_mu);
             }
             deadline = tc_next_sample;

@@ -934,8 +934,9 @@ class RuntimeCompute(DaemonCase):
                     p = self.policy(j)
                     got[p["gpu"]] = p
                 self.assertEqual(got[0]["timeslice_us"], 8000)
-                # KAIROS_TIME_LATENCY, and KAIROS_TIME_REPORT (every policy asks for it)
-                self.assertEqual(got[0]["flags"], 1 | 2)
+                # KAIROS_TIME_LATENCY, KAIROS_TIME_REPORT (every policy asks for it) and,
+                # beside a latency tenant, KAIROS_TIME_QUICK_WAKE
+                self.assertEqual(got[0]["flags"], 1 | 2 | 4)
                 self.assertEqual((got[1]["timeslice_us"], got[1]["period_us"]), (0, 0))
                 self.assertGreater(got[1]["seq"], p1["seq"])
             finally:
@@ -1026,7 +1027,7 @@ class RuntimeCompute(DaemonCase):
         try:
             j.hello("job")
             p0, p1 = self.policy(j), self.policy(j)
-            self.assertEqual((p0["gpu"], p0["timeslice_us"], p0["flags"]), (0, 8000, 1 | 2))
+            self.assertEqual((p0["gpu"], p0["timeslice_us"], p0["flags"]), (0, 8000, 1 | 2 | 4))
             self.assertEqual((p1["gpu"], p1["timeslice_us"]), (1, 3000))
             self.assertEqual(p1["period_us"], 100000)  # the 50 % limit: windows
             self.assertEqual(p1["duty_us"], 50000)

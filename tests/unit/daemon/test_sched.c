@@ -271,6 +271,38 @@ static void test_a_tenant_on_two_gpus_is_held_back_on_both_together(void **state
     assert_int_equal(g[1].level, SCHED_LEVEL_NATIVE);
 }
 
+/* A wake is acted on at once in windows (and in windows mode), beside a latency
+ * tenant and under a limit (KAIROS_TIME_QUICK_WAKE: the shims sample an idle process every 20 ms);
+ * natively and in the shares' slices it changes nothing at once (once a report
+ * period). */
+static void test_quick_wake_only_where_a_wake_counts(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    pair(&g, SCHED_MODE_AUTO, &p70, &p30);
+    sched_plan(&g);
+    assert_int_equal(g.t[0].dec.flags & KAIROS_TIME_QUICK_WAKE, 0);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 45000); /* 0 short */
+    deep(&use[1], 45000);
+    assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 8) <= 8);
+    assert_int_equal(g.t[0].dec.flags & KAIROS_TIME_QUICK_WAKE, 0);
+    assert_true(until_level(&g, use, SCHED_LEVEL_WINDOWS, 8) <= 8);
+    for (unsigned i = 0; i < 2; i++)
+        assert_true(g.t[i].dec.flags & KAIROS_TIME_QUICK_WAKE);
+
+    const struct sched_policy capped = {.share = 0.3, .limit = 0.3};
+    pair(&g, SCHED_MODE_AUTO, &p70, &capped);
+    sched_plan(&g);
+    assert_int_equal(g.level, SCHED_LEVEL_NATIVE);
+    assert_int_equal(g.t[0].dec.flags & KAIROS_TIME_QUICK_WAKE, 0);
+    assert_true(g.t[1].dec.flags & KAIROS_TIME_QUICK_WAKE);
+
+    pair(&g, SCHED_MODE_WINDOWS, &p70, &p30); /* a wake brings the windows back */
+    sched_plan(&g);
+    assert_true(g.t[0].dec.flags & KAIROS_TIME_QUICK_WAKE);
+}
+
 /* A tenant's report of its own enabled time is believed only down to its window
  * less SCHED_UNPAUSED_SLACK_US: one that reports 0 (a preloaded library that
  * zeroes the field) gains at most that. Before, a 30 % limit ran the whole period
@@ -477,7 +509,7 @@ static void test_latency_first_and_long_batch_short(void **state)
     sched_plan(&g);
     assert_true(g.t[1].dec.timeslice_us >= SCHED_TS_LATENCY_US);
     assert_true(g.t[0].dec.timeslice_us <= SCHED_TS_BATCH_US);
-    assert_int_equal(g.t[1].dec.flags, KAIROS_TIME_LATENCY);
+    assert_int_equal(g.t[1].dec.flags, KAIROS_TIME_LATENCY | KAIROS_TIME_QUICK_WAKE);
     assert_int_equal(g.t[0].hold, SCHED_HOLD_YIELD); /* the batch tenant yields */
     assert_int_equal(g.t[1].hold, SCHED_HOLD_NONE);  /* its long slice is not a hold */
 }
@@ -947,6 +979,7 @@ int main(void)
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_short_tenant_helped_within_five_periods),
         cmocka_unit_test(test_a_tenant_on_two_gpus_is_held_back_on_both_together),
+        cmocka_unit_test(test_quick_wake_only_where_a_wake_counts),
         cmocka_unit_test(test_lying_unpaused_report_gains_at_most_the_slack),
         cmocka_unit_test(test_windows_that_idle_the_gpu_are_not_tried_again_soon),
         cmocka_unit_test(test_wake_plans_again_at_once),

@@ -5,7 +5,9 @@
  * a CUDA-like object tree over the fake driver (4 channel groups, 20 channels
  * whose USERD the sensor samples, 100 device-memory objects), gives it such a
  * policy, lets it settle, then measures the shim's control thread alone over
- * BENCH_SECONDS (argv[1], default 5): its runs (wakeups: each return from its
+ * BENCH_SECONDS (argv[1], default 5; argv[2] "quick": the policy has
+ * KAIROS_TIME_QUICK_WAKE, as in windows, beside a latency tenant or under a limit,
+ * where the idle sampling is every 20 ms rather than once a report period): its runs (wakeups: each return from its
  * wait is one) and its CPU time, both from /proc/self/task/TID/schedstat
  * (nanoseconds; getrusage cannot name another thread, and the process's own figure
  * includes the fake driver's engine thread, which wakes every 100 us). Prints one
@@ -17,6 +19,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,8 +141,10 @@ int main(int argc, char **argv)
     build_context(r);
     long before[BENCH_TIDS], now[BENCH_TIDS];
     size_t nb = list_tids(before, BENCH_TIDS);
-    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .flags = KAIROS_TIME_REPORT,
-                                   .epoch_ns = mono_ns()};
+    bool quick = argc > 2 && !strcmp(argv[2], "quick");
+    struct kairos_time_policy p = {.gpu = 0, .seq = 1, .epoch_ns = mono_ns(),
+                                   .flags = KAIROS_TIME_REPORT |
+                                            (quick ? KAIROS_TIME_QUICK_WAKE : 0u)};
     timectl_policy(&p);
     long tid = 0;
     for (uint64_t t0 = mono_ns(); !tid && mono_ns() - t0 < 5000000000ull;)
