@@ -809,15 +809,19 @@ static bool may_follow(const struct sched_gpu *f, const struct sched_gpu *lead)
 }
 
 /* f takes lead's level as if it had climbed there itself, held as long as lead
- * holds it; lead judges the windows' trial, f does not. */
+ * holds it. Windows are a trial on f too: if they idle f's GPU (its own tenants
+ * launch-bound), f leaves them for the slices and takes none for a while, whatever
+ * lead does (may_follow). */
 static void follow(struct sched_gpu *f, const struct sched_gpu *lead)
 {
+    if (lead->level == SCHED_LEVEL_WINDOWS)
+        start_windows_trial(f);
     f->level = lead->level;
     f->held = lead->level > f->held ? lead->level : f->held;
     f->hold = lead->hold > f->hold ? lead->hold : f->hold;
     f->hold_periods =
         lead->hold_periods > f->hold_periods ? lead->hold_periods : f->hold_periods;
-    f->probe = f->trial = 0;
+    f->probe = 0;
 }
 
 void sched_couple_levels(struct sched_gpu *gpus, unsigned n_gpus)

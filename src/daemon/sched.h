@@ -213,7 +213,8 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
 /* After every GPU's sched_tick (slots are the same tenants on every GPU): the
  * GPUs where one tenant that spans GPUs is active take the highest level among
  * them (unless windows were just seen to idle one: its windows_cooldown), held
- * while that GPU holds it, and are planned again. A rank of a data-parallel job
+ * while that GPU holds it, windows as a trial of their own on each (dropped where
+ * they idle it), and are planned again. A rank of a data-parallel job
  * whose peer is paused on another GPU only waits for it, spinning in its
  * collectives, so it is held back on every GPU together, in windows at the same
  * phase, and the others use that time. */

@@ -231,7 +231,17 @@ static void test_windows_that_idle_the_gpu_are_not_tried_again_soon(void **state
  * tick, then their levels are coupled: where 0 spans both, GPU 1 takes GPU 0's
  * windows, with 0's window at the same phase; where it does not, GPU 1
  * stays native. */
-static void two_gpus_one_short(struct sched_gpu g[2], bool spans)
+static void tick_two(struct sched_gpu g[2], struct sched_usage use[2][SCHED_MAX_TENANTS], int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (unsigned k = 0; k < 2; k++)
+            sched_tick(&g[k], use[k]);
+        sched_couple_levels(g, 2);
+    }
+}
+
+static void two_gpus_set_up(struct sched_gpu g[2], bool spans,
+                            struct sched_usage use[2][SCHED_MAX_TENANTS])
 {
     pair(&g[0], SCHED_MODE_AUTO, &p70, &p30);
     sched_gpu_init(&g[1], 0);
@@ -240,16 +250,18 @@ static void two_gpus_one_short(struct sched_gpu g[2], bool spans)
     assert_int_equal(sched_tenant_set(&g[1], 2, &p30), 0);
     for (unsigned k = 0; k < 2; k++)
         sched_tenant_set_spans(&g[k], 0, spans);
-    struct sched_usage use[2][SCHED_MAX_TENANTS] = {0};
+    memset(use, 0, 2 * sizeof use[0]);
     deep(&use[0][0], 45000); /* 0 short on GPU 0 */
     deep(&use[0][1], 45000);
     deep(&use[1][0], 63000); /* its share on GPU 1 */
     deep(&use[1][2], 27000);
-    for (int i = 0; i < 30; i++) {
-        for (unsigned k = 0; k < 2; k++)
-            sched_tick(&g[k], use[k]);
-        sched_couple_levels(g, 2);
-    }
+}
+
+static void two_gpus_one_short(struct sched_gpu g[2], bool spans)
+{
+    struct sched_usage use[2][SCHED_MAX_TENANTS];
+    two_gpus_set_up(g, spans, use);
+    tick_two(g, use, 30);
 }
 
 static void test_a_tenant_on_two_gpus_is_held_back_on_both_together(void **state)
@@ -269,6 +281,26 @@ static void test_a_tenant_on_two_gpus_is_held_back_on_both_together(void **state
     two_gpus_one_short(g, false);
     assert_int_equal(g[0].level, SCHED_LEVEL_WINDOWS);
     assert_int_equal(g[1].level, SCHED_LEVEL_NATIVE);
+}
+
+/* The windows GPU 1 took from GPU 0 are a trial there too: where they leave GPU 1
+ * much less busy (its tenants launch-bound), GPU 1 goes back to the slices and
+ * takes no windows for a while, though GPU 0 keeps them. */
+static void test_windows_taken_from_another_gpu_are_dropped_where_they_idle_it(void **state)
+{
+    (void)state;
+    struct sched_gpu g[2];
+    struct sched_usage use[2][SCHED_MAX_TENANTS];
+    two_gpus_set_up(g, true, use);
+    for (int i = 0; i < 30 && g[1].level != SCHED_LEVEL_WINDOWS; i++)
+        tick_two(g, use, 1);
+    assert_int_equal(g[1].level, SCHED_LEVEL_WINDOWS);
+    deep(&use[1][0], 35000); /* GPU 1 in windows: 50 % busy, from 90 % */
+    deep(&use[1][2], 15000);
+    tick_two(g, use, 30);
+    assert_int_equal(g[0].level, SCHED_LEVEL_WINDOWS);
+    assert_int_equal(g[1].level, SCHED_LEVEL_SLICES);
+    assert_true(g[1].windows_cooldown > 0);
 }
 
 /* A wake is acted on at once in windows (and in windows mode), beside a latency
@@ -979,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_short_tenant_helped_within_five_periods),
         cmocka_unit_test(test_a_tenant_on_two_gpus_is_held_back_on_both_together),
+        cmocka_unit_test(test_windows_taken_from_another_gpu_are_dropped_where_they_idle_it),
         cmocka_unit_test(test_quick_wake_only_where_a_wake_counts),
         cmocka_unit_test(test_lying_unpaused_report_gains_at_most_the_slack),
         cmocka_unit_test(test_windows_that_idle_the_gpu_are_not_tried_again_soon),
