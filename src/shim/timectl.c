@@ -7,10 +7,10 @@
  * KAIROS_TIME_REPORT, every 1 ms while there is work and, once there has been
  * none for 20 ms, every 20 ms where kairosd acts on a wake at once
  * (KAIROS_TIME_QUICK_WAKE), else once a report period (next_sample_at: an idle
- * process costs 50 or 10 wakeups a second, not 1000), sending KAIROS_MSG_RUNNABLE once a period (never waiting
- * for the agent: a busy link delays a report, never a window edge), and at once
- * (a wake) when work shows after an idle report; the window
- * arithmetic is timectl_window_paused below.
+ * process costs 50 or 10 wakeups a second, not 1000), sending KAIROS_MSG_RUNNABLE
+ * once a period (never waiting for the agent: a busy link delays a report, never
+ * a window edge), and at once (a wake) when work shows after an idle report; the
+ * window arithmetic is timectl_window_paused below.
  *
  * Threads: the policy handler runs on whichever thread read the push, under the
  * agent's mutex: it only stores the policy and wakes the control thread. The
