@@ -1,8 +1,9 @@
 /* test_sched_align.c - windows aligned across GPUs (sched_tenant_set_spans) and
  * levels coupled across them (sched_couple_levels): the real scheduler (sched.c)
  * on two simulated GPUs (gpu_sim.c), as kairosd runs it (windows mode with
- * NVML-like use; auto with the shims' runnable reports), with a data-parallel tenant "both" (a share on
- * GPU 0 and GPU 1) next to a single-GPU tenant on each, declared before it so that
+ * NVML-like use; auto with the shims' runnable reports), with a data-parallel
+ * tenant "both" (a share on GPU 0 and GPU 1) next to a single-GPU tenant on each,
+ * declared before it so that
  * slot order alone would put its windows at different phases. Per 10 us step the
  * test records whether "both" ran on each GPU and reports the overlap: the time it
  * ran on both GPUs at once over the time it ran on either. Each GPU's windows must
