@@ -8,9 +8,10 @@
  * BENCH_SECONDS (argv[1], default 5; argv[2] "quick": the policy has
  * KAIROS_TIME_QUICK_WAKE, as in windows, beside a latency tenant or under a limit,
  * where the idle sampling is every 20 ms rather than once a report period): its
- * runs (wakeups: each return from its wait is one) and its CPU time, both from /proc/self/task/TID/schedstat
- * (nanoseconds; getrusage cannot name another thread, and the process's own figure
- * includes the fake driver's engine thread, which wakes every 100 us). Prints one
+ * runs (wakeups: each return from its wait is one) and its CPU time, both from
+ * /proc/self/task/TID/schedstat (nanoseconds; getrusage cannot name another
+ * thread, and the process's own figure includes the fake driver's engine thread,
+ * which wakes every 100 us). Prints one
  * line: "bench-idle: seconds=S wakeups_per_s=W cpu_pct=C us_per_wakeup=U turns_per_s=T
  * samples_per_s=N". Run with `meson test -C build --benchmark shim-idle` (an
  * optimised build gives the figure that matters).
