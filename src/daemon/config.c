@@ -567,8 +567,12 @@ void config_defaults(struct config *c)
     c->audit_interval_ms = 1000;
     c->audit_overhead = 1ull << 30;
     c->audit_leave_grace_ms = 2000;
-    c->max_connections = 1024;
-    c->max_connections_per_user = 128;
+    /* A connection costs kairosd about 2 KiB and two descriptors, the kernel a few KiB
+     * more (scripts/bench-connections), and 128 KiB of send buffer at worst (a peer that
+     * never reads): 512 per user fits a job of several hundred GPU processes and pins at
+     * most 64 MiB of kernel memory; 4096 in all take 8256 descriptors. */
+    c->max_connections = 4096;
+    c->max_connections_per_user = 512;
     c->admin_reserve = 16;
     c->register_timeout_ms = 5000;
     c->time_mode = SCHED_MODE_AUTO; /* do no harm: docs/scheduler.md, "The rule" */

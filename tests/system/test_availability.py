@@ -205,6 +205,24 @@ class Flood(Case):
               f"a core", file=sys.stderr)
 
 
+class DefaultLimits(Case):
+    """The default per-user limit fits a job of several hundred GPU processes (150 of
+    one user were refused at the old default of 128, issue 25 item 7) and still bounds
+    one user."""
+    extra = ""
+    nofile = 16384  # the descriptors the defaults need (8256), whatever the host gives
+
+    def test_a_job_of_hundreds_of_processes_fits_and_one_user_is_still_bounded(self):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))  # inherited by the attacker
+        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 600, 0.2))
+        answer = out.readline().strip()
+        os.waitpid(pid, 0)
+        accepted, refused, closed, msg = (answer + " ").split(" ", 3)
+        self.assertEqual(int(accepted), 512, answer)  # max_connections_per_user's default
+        self.assertEqual(int(refused), 600 - 512, answer)
+        self.assertIn("max_connections_per_user", msg)
+
+
 class LowNofile(Case):
     nofile = 160  # room for 48 connections
     extra = "register_timeout_ms: 2000\nmax_connections_per_user: 1000\nadmin_reserve: 4\n"

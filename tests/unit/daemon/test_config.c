@@ -160,7 +160,8 @@ static void test_connection_settings(void **state)
     assert_int_equal(c.register_timeout_ms, 2500);
     config_free(&c);
     assert_int_equal(config_parse("t.yaml", "", 0, &c, err, sizeof err), 0);
-    assert_int_equal(c.max_connections_per_user, 128);
+    assert_int_equal(c.max_connections, 4096);
+    assert_int_equal(c.max_connections_per_user, 512);
     assert_int_equal(c.admin_reserve, 16);
     assert_int_equal(c.register_timeout_ms, 5000);
     config_free(&c);
