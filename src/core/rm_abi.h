@@ -46,6 +46,7 @@ enum rm_nr {
     RM_NR_GET_EVENT_DATA = 0x52,
     RM_NR_MAP_MEMORY_DMA = 0x57,
     RM_NR_UNMAP_MEMORY_DMA = 0x58,
+    RM_NR_CHECK_VERSION_STR = 0xD2,
     RM_NR_XFER = 0xD3,
 };
 
@@ -61,6 +62,11 @@ enum rm_node {
  * Each struct is the exact argument of one escape. Names are ours; the offsets
  * are the driver's. Status fields are RM status codes (rm_status below). */
 
+struct rm_check_version_args { /* nv_ioctl_rm_api_version_t, CHECK_VERSION_STR */
+    uint32_t cmd;   /* 0 strict, '1' relaxed, '2' query */
+    uint32_t reply; /* 1 when the versions match */
+    char version[64]; /* the user-mode driver's; the driver's own on a mismatch */
+};
 struct rm_free_args { /* NVOS00, RM_FREE */
     uint32_t h_client, h_parent, h_object, status;
 };
@@ -199,6 +205,7 @@ struct rm_fb_get_info_v2_params {
 #define RM_FB_INFO_USABLE_RAM_SIZE 0x20u
 
 /* ---- compile-time checks: sizes and the offsets we read ------------------------- */
+static_assert(sizeof(struct rm_check_version_args) == 72, "CHECK_VERSION_STR");
 static_assert(sizeof(struct rm_free_args) == 16, "NVOS00");
 static_assert(sizeof(struct rm_alloc_args) == 32, "NVOS21");
 static_assert(sizeof(struct rm_alloc64_args) == 48, "NVOS64");
