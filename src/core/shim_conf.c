@@ -12,11 +12,14 @@
 
 #include "kairos/proto.h"
 
+#define SHIM_CONF_KEYS "socket, on_daemon_down, register, unsupported_driver"
+
 static void set_defaults(struct shim_conf *c)
 {
     snprintf(c->socket_path, sizeof c->socket_path, "%s", KAIROS_DEFAULT_SOCKET);
     c->fail_open = false;
     c->register_always = false;
+    c->driver_passthrough = false;
 }
 
 static void trim(char **start, char **end)
@@ -45,8 +48,7 @@ static int parse_line(struct shim_conf *c, unsigned line, char *p, char *end, un
         return 0;
     char *colon = memchr(p, ':', (size_t)(end - p));
     if (!colon)
-        return bad_line(c, line, "expected 'key: value' (keys: socket, on_daemon_down, "
-                                 "register)");
+        return bad_line(c, line, "expected 'key: value' (keys: " SHIM_CONF_KEYS ")");
     char *key = p, *key_end = colon, *val = colon + 1, *val_end = end;
     trim(&key, &key_end);
     trim(&val, &val_end);
@@ -74,8 +76,16 @@ static int parse_line(struct shim_conf *c, unsigned line, char *p, char *end, un
             c->register_always = false;
         else
             return bad_line(c, line, "register: write asked or always");
+    } else if (klen == 18 && !memcmp(key, "unsupported_driver", 18)) {
+        bit = 8;
+        if (vlen == 11 && !memcmp(val, "passthrough", 11))
+            c->driver_passthrough = true;
+        else if (vlen == 6 && !memcmp(val, "refuse", 6))
+            c->driver_passthrough = false;
+        else
+            return bad_line(c, line, "unsupported_driver: write refuse or passthrough");
     } else {
-        return bad_line(c, line, "unknown key (keys: socket, on_daemon_down, register)");
+        return bad_line(c, line, "unknown key (keys: " SHIM_CONF_KEYS ")");
     }
     if (*seen & bit)
         return bad_line(c, line, "key given twice");

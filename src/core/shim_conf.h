@@ -7,12 +7,18 @@
  *     socket: /run/kairos/kairosd.sock
  *     on_daemon_down: closed          # or open
  *     register: asked                 # or always
+ *     unsupported_driver: refuse      # or passthrough
  *
  * register: asked (the default) registers a process with kairosd when it names a
  * tenant (KAIROS_TENANT); always registers every process that opens the GPU, one
  * naming none being placed by kairosd (admission, cgroups rule) or refused, so
  * that unsetting KAIROS_TENANT is no way around a quota (kairos containers, Slurm
  * nodes).
+ *
+ * unsupported_driver: what the shim does when the driver's version handshake names
+ * a branch whose layouts Kairos does not know (core/driver_version.h): refuse (the
+ * default) fails the handshake, so no GPU use; passthrough lets every driver call
+ * through untouched, with no quota and a warning on stderr (docs/drivers.md).
  *
  * One "key: value" per line, '#' comments, blank lines; an unknown key, a
  * repeated key or a bad value makes the whole file unusable (the shim then fails
@@ -40,6 +46,7 @@ struct shim_conf {
     char socket_path[108];  /* sun_path's size */
     bool fail_open;         /* on_daemon_down: open */
     bool register_always;   /* register: always */
+    bool driver_passthrough; /* unsupported_driver: passthrough */
     char source[300];       /* the file read, or what stood for it */
     char note[400];         /* an override that was ignored, and why ("" if none) */
     char problem[400];      /* the settings could not be used: fail closed ("" if none) */

@@ -33,6 +33,7 @@
 #include "core/rm_names.h"
 #include "shim/agent.h"
 #include "shim/borrowed_vm.h"
+#include "shim/driver_check.h"
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
 #include "shim/inherit.h"
@@ -322,9 +323,10 @@ int shim_fclose(const struct shim_real *r, FILE *stream)
 static bool open_refused(const struct shim_real *r, int dirfd, const char *path)
 {
     int ctl_minor;
-    return memguard_active() && path &&
-           fdtable_classify_path(dirfd, path, &ctl_minor) == RM_NODE_CTL &&
-           !borrowed_vm_now() && memguard_first_gpu_use(r) < 0;
+    if (!memguard_active() || !path ||
+        fdtable_classify_path(dirfd, path, &ctl_minor) != RM_NODE_CTL || borrowed_vm_now())
+        return false;
+    return driver_check_open(r) < 0 || memguard_first_gpu_use(r) < 0;
 }
 
 FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const char *mode)
@@ -835,6 +837,20 @@ static void trace_call(const struct call_frame *f, struct tracer_scratch *sc, si
     tracer_emit_ioctl(&rec);
 }
 
+/* A version handshake the driver accepted: its answer, in the shim's own copy,
+ * decides whether the shim reads this driver at all (driver_check.h); a refusal
+ * fails the call. */
+static void check_handshake(struct call_frame *f, struct shadow_call *sh, int *saved)
+{
+    const uint8_t *answer = shadow_inner(sh);
+    if (f->ret != 0 || !answer || RM_IOC_NR(f->in_req) != RM_NR_CHECK_VERSION_STR)
+        return;
+    if (driver_check_handshake(answer, RM_IOC_SIZE(f->in_req)) < 0) {
+        f->ret = -1;
+        f->err = *saved = errno;
+    }
+}
+
 static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
                         unsigned long request, void *arg)
 {
@@ -882,6 +898,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     double t1 = sc ? tracer_now_us() : 0;
     f.err = f.ret < 0 ? saved : 0;
     shadow_reply(&sh);
+    if (guard)
+        check_handshake(&f, &sh, &saved);
 
     read_after(&f, call_arg, sc);
     read_params(&f, sc);
@@ -926,8 +944,8 @@ int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *a
      * does not see (a raw syscall, openat2): an RM request ('F') looks again. */
     if (cls == FDT_UNKNOWN || (cls == FDT_OTHER && RM_IOC_TYPEOF(request) == RM_IOC_TYPE))
         cls = classify_slow(r, fd, &fi);
-    if (cls != FDT_NVIDIA)
-        return r->ioctl(fd, request, arg);
+    if (cls != FDT_NVIDIA || driver_check_passthrough())
+        return r->ioctl(fd, request, arg); /* passthrough: a driver the shim cannot read */
     if (borrowed_vm_now())
         return ioctl_in_borrowed_vm(r, fd, request, arg);
     return ioctl_nvidia(r, fd, &fi, request, arg);

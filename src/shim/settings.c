@@ -19,6 +19,7 @@ static void take_conf(struct settings *s, const struct shim_conf *conf)
     snprintf(s->socket_path, sizeof s->socket_path, "%s", conf->socket_path);
     snprintf(s->conf_source, sizeof s->conf_source, "%s", conf->source);
     s->fail_open = conf->fail_open && !conf->problem[0];
+    s->driver_passthrough = conf->driver_passthrough && !conf->problem[0];
     if (conf->problem[0])
         snprintf(s->conf_problem, sizeof s->conf_problem, "%s", conf->problem);
     if (conf->note[0])

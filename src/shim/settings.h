@@ -48,6 +48,7 @@ struct settings {
     uint64_t standalone_quota;   /* bytes per GPU; 0 when KAIROS_MEM is unset */
     bool managed_charge;         /* standalone: KAIROS_MANAGED=charge */
     bool fail_open;
+    bool driver_passthrough;     /* unsupported_driver: passthrough (driver_check.h) */
     bool log_stderr;
     char conf_source[300];       /* where socket_path and fail_open came from */
     char conf_problem[400];      /* the node's settings are unusable: fail closed */

@@ -15,10 +15,14 @@
 #include "shim/ipc.h"
 #include "shim/tracer.h"
 
-/* The escapes whose effect the object tree records (and memguard charges). */
+/* The escapes whose effect the object tree records (and memguard charges), and the
+ * version handshake, whose answer decides whether the shim reads any of them
+ * (driver_check.h). */
 static bool is_recorded(uint32_t nr, size_t len)
 {
     switch (nr) {
+    case RM_NR_CHECK_VERSION_STR:
+        return len == sizeof(struct rm_check_version_args);
     case RM_NR_ALLOC:
         return len == sizeof(struct rm_alloc_args) || len == sizeof(struct rm_alloc64_args);
     case RM_NR_ALLOC_OBJECT:

@@ -8,7 +8,8 @@
  * with its class's parameters, RM_FREE, VID_HEAP_CONTROL, RM_ALLOC_MEMORY,
  * RM_DUP_OBJECT, RM_MAP_MEMORY, ... : every escape of at most SHADOW_ARG_MAX
  * bytes, the RM_CONTROL of NV0000 EXPORT_OBJECTS_TO_FD with its parameters, and
- * the IOCTL_XFER_CMD header that wraps one), the shim copies the
+ * the IOCTL_XFER_CMD header that wraps one; and the version handshake, whose answer
+ * decides whether the shim reads any of them: driver_check.h), the shim copies the
  * argument (and the allocation's parameters) into its own memory, points the
  * call at the copy, lets the driver read and answer the copy, and then copies
  * the reply back to the application. The shim decides and records from the copy

@@ -31,6 +31,11 @@
  * the driver sees the physical GPU. The line ends with device= (the physical GPU)
  * and instance= (its device instance).
  *
+ * -V: first makes the version handshake (CHECK_VERSION_STR, strict) with the
+ * release FAKEDRV_VERSION names (default 580.159.04), as a user-mode driver of the
+ * same build as the kernel driver; a refused one prints "fakeapp: version
+ * handshake: ERRNO-TEXT" and exits 1.
+ *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
  *                [-w seconds to hold the allocations before freeing] [-u PHASES]
  *                [-d CUDA device] [-F] [-L] [-M bytes] [-R rounds]
@@ -140,6 +145,18 @@ static int open_node(const char *path)
     }
     n_opens++;
     return fd;
+}
+
+/* -V: the version handshake, strict, with FAKEDRV_VERSION's release. */
+static void version_handshake(void)
+{
+    const char *v = getenv("FAKEDRV_VERSION");
+    struct rm_check_version_args a = {.cmd = 0};
+    snprintf(a.version, sizeof a.version, "%s", v && *v ? v : "580.159.04");
+    if (ioctl(ctl, RM_IOWR(RM_NR_CHECK_VERSION_STR, sizeof a), &a) != 0) {
+        fprintf(stderr, "fakeapp: version handshake: %s\n", strerror(errno));
+        exit(1);
+    }
 }
 
 /* RM_ALLOC; through XFER when xfer. Returns the RM status (0xffffffff: ioctl failed). */
@@ -568,8 +585,9 @@ int main(int argc, char **argv)
     int opt;
     uint64_t managed_ask = 0;
     bool latency = false;      /* -L: print the allocations' latency percentiles */
+    bool handshake = false;    /* -V: the version handshake first */
     int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:V")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -622,11 +640,14 @@ int main(int argc, char **argv)
         case 'L':
             latency = true;
             break;
+        case 'V':
+            handshake = true;
+            break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
                             "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
-                            "[-E] [-R rounds]\n");
+                            "[-E] [-R rounds] [-V]\n");
             return 2;
         }
     }
@@ -642,6 +663,8 @@ int main(int argc, char **argv)
     }
 
     ctl = open_node("/dev/nvidiactl");
+    if (handshake)
+        version_handshake();
     int uvm = open_node("/dev/nvidia-uvm");
     struct {
         uint64_t flags;

@@ -289,8 +289,39 @@ static void name_file(int fd, enum rm_node node, int minor)
                 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n));
 }
 
+/* The fake driver's release: FAKEDRV_VERSION, else the one the GPU suite ran on. */
+static const char *fake_version(void)
+{
+    const char *v = getenv("FAKEDRV_VERSION");
+    return v && *v ? v : "580.159.04";
+}
+
+/* /proc/driver/nvidia/version as the kernel module writes it, in a memfd: while the
+ * fake driver is loaded its release stands for the machine's. */
+static int open_version_file(void)
+{
+    int fd = (int)syscall(SYS_memfd_create, "fakedrv-version", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char text[256];
+    int n = snprintf(text, sizeof text, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  "
+                     "(fake driver)\nGCC version:  gcc\n", fake_version());
+    if (write(fd, text, (size_t)n) != n || lseek(fd, 0, SEEK_SET) != 0) {
+        syscall(SYS_close, fd);
+        errno = EIO;
+        return -1;
+    }
+    return fd;
+}
+
 static int open_common(int dirfd, const char *path, int flags, int mode)
 {
+    if (path && !strcmp(path, "/proc/driver/nvidia/version")) {
+        if (!getenv("FAKEDRV_NO_PROC_VERSION"))
+            return open_version_file();
+        errno = ENOENT;
+        return -1;
+    }
     if (!fakedrv_is_path(path))
         return (int)syscall(SYS_openat, dirfd, path, flags, mode);
     int minor;
@@ -1173,6 +1204,7 @@ static const struct {
     {RM_NR_DUP_OBJECT, sizeof(struct rm_dup_object_args)},
     {RM_NR_SHARE, sizeof(struct rm_share_args)},
     {RM_NR_UNMAP_MEMORY, sizeof(struct rm_unmap_memory_args)},
+    {RM_NR_CHECK_VERSION_STR, sizeof(struct rm_check_version_args)},
 };
 
 /* The size escape nr must have, 0 for one not in ctl_escapes. */
@@ -1215,6 +1247,28 @@ static uint32_t rm_map_memory_locked(struct fk_file *f, struct rm_map_memory_arg
     mf->map_offset = a->offset;
     a->linear_address = 0xf000000000ull + a->offset;
     return RM_NV_OK;
+}
+
+/* The version handshake as the driver answers it: a strict one (cmd 0) or a relaxed
+ * one ('1': the part before the first '.') that matches the fake's release gets
+ * reply 1; a mismatch gets the fake's release written over the caller's and
+ * -EINVAL. */
+static int check_version(struct rm_check_version_args *a)
+{
+    const char *mine = fake_version();
+    size_t cmp = sizeof a->version;
+    if (a->cmd == '1') {
+        const char *dot = strchr(mine, '.');
+        cmp = dot ? (size_t)(dot - mine) : strlen(mine);
+    }
+    bool same = a->cmd == '1' ? !strncmp(a->version, mine, cmp) && a->version[cmp] == '.'
+                              : !strncmp(a->version, mine, sizeof a->version);
+    a->reply = same ? 1 : 0;
+    if (same)
+        return 0;
+    memset(a->version, 0, sizeof a->version);
+    snprintf(a->version, sizeof a->version, "%s", mine);
+    return -EINVAL;
 }
 
 /* Serves one (unwrapped) escape on a fake file; returns the ioctl result. */
@@ -1262,6 +1316,9 @@ static int rm_escape(struct fk_file *f, unsigned nr, unsigned size, uint8_t *arg
     }
     case RM_NR_UNMAP_MEMORY:
         ((struct rm_unmap_memory_args *)arg)->status = RM_NV_OK;
+        break;
+    case RM_NR_CHECK_VERSION_STR:
+        ret = check_version((struct rm_check_version_args *)arg);
         break;
     default:
         break; /* other escapes: accepted, nothing to emulate */

@@ -13,6 +13,11 @@
  * the driver's strict validation), and the implicit free of a file's clients
  * when its last descriptor closes.
  *
+ * Its release is FAKEDRV_VERSION (default 580.159.04): CHECK_VERSION_STR answers as
+ * the driver does (a match gets reply 1, a mismatch the fake's release and EINVAL),
+ * and an open of /proc/driver/nvidia/version gets the kernel module's line for it
+ * (ENOENT with FAKEDRV_NO_PROC_VERSION set: a container without that file).
+ *
  * The fakedrv_* functions have the signatures of the libc calls they replace, so
  * a unit test builds the shim's real-function table from them; on descriptors
  * and paths that are not fake they pass through to the kernel (raw syscalls).

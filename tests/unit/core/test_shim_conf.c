@@ -50,6 +50,11 @@ static void test_format(void **state)
     assert_false(c.register_always);
     parse_ok(&c, "register: always\n");
     assert_true(c.register_always);
+    assert_false(c.driver_passthrough); /* an unknown driver is refused by default */
+    parse_ok(&c, "unsupported_driver: passthrough\n");
+    assert_true(c.driver_passthrough);
+    parse_ok(&c, "unsupported_driver: refuse\n");
+    assert_false(c.driver_passthrough);
 }
 
 /* The sample etc/shim.conf reads as the defaults it documents. */
@@ -70,6 +75,7 @@ static void test_sample(void **state)
     assert_int_equal(shim_conf_parse(&c, text, n), 0);
     assert_string_equal(c.socket_path, KAIROS_DEFAULT_SOCKET);
     assert_false(c.fail_open);
+    assert_false(c.driver_passthrough);
 }
 
 static void test_refusals(void **state)
@@ -86,6 +92,15 @@ static void test_refusals(void **state)
     refused("on_daemon_down: open\nsocket: /a\nsocket_typo: /b\n", "line 3: unknown key");
     refused("on_daemon_down: yes\n", "write closed or open");
     refused("register: sometimes\n", "write asked or always");
+    refused("unsupported_driver: ignore\n", "write refuse or passthrough");
+    {
+        struct shim_conf c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.source, sizeof c.source, "test");
+        const char *text = "unsupported_driver: passthrough\nbogus: 1\n";
+        assert_int_equal(shim_conf_parse(&c, text, strlen(text)), -1);
+        assert_false(c.driver_passthrough); /* a refused file keeps the defaults */
+    }
     refused("on_daemon_down: open\non_daemon_down: closed\n", "given twice");
     refused("socket /run/k.sock\n", "expected 'key: value'");
     char longpath[200];
