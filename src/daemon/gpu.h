@@ -75,6 +75,9 @@ struct gpu_ops {
      * own kind of driver file (the fake driver's sockets); -ENOTSUP where the link of
      * the descriptor under /proc says it (a node of the driver). May be NULL. */
     int (*driver_file_open)(struct gpu_backend *b, uint32_t pid, bool *open);
+    /* The NVIDIA driver's version as it writes it ("580.159.04"); -ENOTSUP when the
+     * backend cannot tell. May be NULL. */
+    int (*driver_version)(struct gpu_backend *b, char *out, size_t cap);
 };
 
 struct gpu_backend {

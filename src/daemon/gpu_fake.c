@@ -11,6 +11,7 @@
  *                                  (the GPU's own figures, USED_BYTES its
  *                                  memory.used by anyone; "-" for unknown)
  *   devdir PATH                    (the device nodes: PATH/nvidiaINDEX; /dev when absent)
+ *   driver VERSION                 (the NVIDIA driver's release; unknown when absent)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  *
@@ -102,6 +103,11 @@ static int fake_device_path(struct gpu_backend *b, unsigned index, char *out, si
         snprintf(dir, sizeof dir, "/dev");
     snprintf(out, cap, "%s/nvidia%u", dir, index);
     return 0;
+}
+
+static int fake_driver_version(struct gpu_backend *b, char *out, size_t cap)
+{
+    return fake_value(b, "driver", -1, out, cap) ? -ENOTSUP : 0;
 }
 
 static int fake_init(struct gpu_backend *b)
@@ -291,6 +297,7 @@ const struct gpu_ops gpu_fake_ops = {
     .status = fake_status,
     .device_path = fake_device_path,
     .driver_file_open = fake_driver_file_open,
+    .driver_version = fake_driver_version,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

@@ -57,6 +57,7 @@ struct nvml {
     nvml_return_t (*temperature)(nvml_device_t, int, unsigned *);
     nvml_return_t (*power)(nvml_device_t, unsigned *);
     nvml_return_t (*minor)(nvml_device_t, unsigned *); /* optional */
+    nvml_return_t (*driver)(char *, unsigned);         /* optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -110,6 +111,8 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->power = sym(n->lib, s_power);
     static const char *const s_minor[] = {"nvmlDeviceGetMinorNumber", NULL};
     *(void **)&n->minor = sym(n->lib, s_minor);
+    static const char *const s_driver[] = {"nvmlSystemGetDriverVersion", NULL};
+    *(void **)&n->driver = sym(n->lib, s_driver);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -187,6 +190,18 @@ static int nvml_device_path(struct gpu_backend *b, unsigned index, char *out, si
     if (nvml_device(b, index, &d) || n->minor(d, &minor))
         return -EIO;
     snprintf(out, cap, "/dev/nvidia%u", minor);
+    return 0;
+}
+
+static int nvml_driver_version(struct gpu_backend *b, char *out, size_t cap)
+{
+    struct nvml *n = b->priv;
+    char text[96] = "";
+    if (!n->driver)
+        return -ENOTSUP;
+    if (n->driver(text, sizeof text))
+        return -EIO;
+    snprintf(out, cap, "%s", text);
     return 0;
 }
 
@@ -329,4 +344,5 @@ const struct gpu_ops gpu_nvml_ops = {
     .persistence = nvml_persistence,
     .status = nvml_status,
     .device_path = nvml_device_path,
+    .driver_version = nvml_driver_version,
 };

@@ -24,6 +24,7 @@
 
 #include "daemon/audit.h"
 #include "daemon/config.h"
+#include "daemon/driver_release.h"
 #include "daemon/gpu.h"
 #include "daemon/handovers.h"
 #include "daemon/heirs.h"
@@ -63,6 +64,7 @@ struct daemon {
     struct config cfg;
     struct gpu_backend gpu;
     bool have_gpu;
+    struct driver_release driver; /* the node's driver release, read at start */
     struct tenants ts;
     struct loop *loop;
     int sfd;
@@ -369,6 +371,7 @@ static int setup_gpus(struct daemon *d)
     }
     if (d->have_gpu)
         gpu_numbering_check(&d->gpu, n);
+    driver_release_read(d->have_gpu ? &d->gpu : NULL, &d->driver);
     return 0;
 }
 
@@ -386,6 +389,7 @@ static int setup_metrics(struct daemon *d, double start_time)
         .cfg = &d->cfg,
         .start_time = start_time,
         .version = KAIROS_VERSION,
+        .driver = &d->driver,
     };
     int rc = metrics_http_start(&d->metrics, d->loop, a, &src);
     if (rc) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
+#include "daemon/driver_release.h"
 #include "daemon/gpu.h"
 #include "daemon/server.h"
 #include "daemon/tenants.h"
@@ -456,6 +457,15 @@ static void write_daemon(FILE *f, const struct metrics_sources *src)
     fputs("kairos_build_info{version=\"", f);
     metrics_write_label_value(f, src->version ? src->version : "unknown");
     fputs("\"} 1\n", f);
+    if (src->driver && src->driver->known) {
+        family(f, "kairos_driver_supported", "gauge",
+               "1 when the NVIDIA driver (the label) is a branch Kairos reads; 0 when tenant "
+               "processes are refused GPU use, or run with no quota (shim.conf "
+               "unsupported_driver).");
+        fputs("kairos_driver_supported{version=\"", f);
+        metrics_write_label_value(f, src->driver->version.text);
+        fprintf(f, "\"} %d\n", src->driver->supported ? 1 : 0);
+    }
     family(f, "kairos_up", "gauge", "1 while kairosd serves tenants (it answers this scrape).");
     fputs("kairos_up 1\n", f);
     family(f, "kairos_start_time_seconds", "gauge",

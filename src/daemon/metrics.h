@@ -31,6 +31,7 @@ struct metrics_sources {
     const struct config *cfg;          /* NULL: no connection limit shown */
     double start_time;                 /* kairosd's start, seconds since the epoch */
     const char *version;
+    const struct driver_release *driver; /* NULL or not known: no driver figure */
 };
 
 /* The exposition text into a malloc'd NUL-terminated buffer (*len without the NUL).

@@ -4,7 +4,7 @@
  *
  * It answers from the file named by KAIROS_FAKE_NVML, re-read on every call, in the
  * fake GPU backend's format (gpu_fake.c): "gpu INDEX UUID TOTAL", "proc INDEX PID
- * USED", "used INDEX BYTES". Minor numbers are INDEX + 10, so that a backend that
+ * USED", "used INDEX BYTES", "driver VERSION" (else 580.159.04). Minor numbers are INDEX + 10, so that a backend that
  * took the index for the minor would look for the wrong /dev node.
  * Only the calls kairosd makes are here. Thread rules: none (kairosd has one thread).
  */
@@ -43,6 +43,7 @@ int nvmlDeviceGetMemoryInfo(nvml_device_t d, struct nvml_memory *m);
 int nvmlDeviceGetComputeRunningProcesses_v3(nvml_device_t d, unsigned *count,
                                             struct nvml_process_info *infos);
 int nvmlDeviceGetMinorNumber(nvml_device_t d, unsigned *minor);
+int nvmlSystemGetDriverVersion(char *version, unsigned length);
 
 /* Calls line_fn for every line of the file; returns NVML_ERROR_UNKNOWN without it. */
 static int each_line(void (*line_fn)(const char *line, void *ctx), void *ctx)
@@ -164,5 +165,24 @@ int nvmlDeviceGetComputeRunningProcesses_v3(nvml_device_t d, unsigned *count,
 int nvmlDeviceGetMinorNumber(nvml_device_t d, unsigned *minor)
 {
     *minor = d->index + 10;
+    return NVML_SUCCESS;
+}
+
+static void driver_line(const char *line, void *ctx)
+{
+    char v[64];
+    if (sscanf(line, "driver %63s", v) == 1)
+        snprintf(ctx, 64, "%s", v);
+}
+
+int nvmlSystemGetDriverVersion(char *version, unsigned length)
+{
+    char v[64] = "580.159.04";
+    int rc = each_line(driver_line, v);
+    if (rc)
+        return rc;
+    if (strlen(v) >= length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    snprintf(version, length, "%s", v);
     return NVML_SUCCESS;
 }

@@ -371,6 +371,42 @@ class Endpoint(unittest.TestCase):
         self.assertLess(log.count("metrics endpoint:"), 5, log[-2000:])  # rate-limited
 
 
+class DriverRelease(unittest.TestCase):
+    """kairosd reads the node's driver release from the GPU backend at start (the fake
+    GPU file's "driver" line stands for NVML's): said in its log, loudly when the
+    shims will refuse GPU use, and in kairos_driver_supported."""
+
+    def release(self, line):
+        port = free_port()
+        d = Daemon(KAIROSD, gpus=1, fake=FAKE_GPU + line,
+                   extra=f"metrics: 127.0.0.1:{port}\n").start().wait_ready()
+        try:
+            fams, _ = scrape(port)
+            return fams, d.read_log()
+        finally:
+            self.assertEqual(d.stop(), 0, d.read_log())
+
+    def test_the_branch_built_for(self):
+        fams, log = self.release("driver 580.159.04\n")
+        self.assertEqual(value(fams, "kairos_driver_supported", version="580.159.04"), 1)
+        self.assertIn("NVIDIA driver 580.159.04: a branch Kairos reads", log)
+
+    def test_another_release_is_said_loudly(self):
+        fams, log = self.release("driver 590.44.01\n")
+        self.assertEqual(value(fams, "kairos_driver_supported", version="590.44.01"), 0)
+        self.assertIn("NVIDIA driver 590.44.01 is not a release this Kairos was built for", log)
+        self.assertIn("docs/drivers.md", log)
+
+    def test_an_unreadable_release_is_not_supported(self):
+        fams, log = self.release("driver banana\n")
+        self.assertEqual(value(fams, "kairos_driver_supported", version="banana"), 0)
+        self.assertIn("NVIDIA driver banana is not a release", log)
+
+    def test_no_figure_where_the_backend_tells_none(self):
+        fams, _ = self.release("")
+        self.assertNotIn("kairos_driver_supported", fams)
+
+
 class Addresses(unittest.TestCase):
     def test_off_unless_configured(self):
         d = Daemon(KAIROSD, gpus=1).start()
