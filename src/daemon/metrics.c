@@ -420,15 +420,19 @@ static const struct gpu_metric {
     {"kairos_gpu_power_watts", "The GPU's power draw.", gpu_power},
 };
 
-static void write_gpus(FILE *f, const struct metrics_sources *src)
+void metrics_read_gpus(const struct metrics_sources *src, struct metrics_gpus *out)
 {
     const struct tenants *ts = src->ts;
-    unsigned n = ts->n_gpus < KAIROS_MAX_GPUS ? ts->n_gpus : KAIROS_MAX_GPUS;
-    struct gpu_status st[KAIROS_MAX_GPUS];
-    bool ok[KAIROS_MAX_GPUS] = {false};
-    for (unsigned g = 0; g < n; g++)
-        ok[g] = src->gpu && src->gpu->ops && src->gpu->ops->status &&
-                src->gpu->ops->status(src->gpu, g, &st[g]) == 0;
+    out->n = ts->n_gpus < KAIROS_MAX_GPUS ? ts->n_gpus : KAIROS_MAX_GPUS;
+    for (unsigned g = 0; g < out->n; g++)
+        out->ok[g] = src->gpu && src->gpu->ops && src->gpu->ops->status &&
+                     src->gpu->ops->status(src->gpu, g, &out->st[g]) == 0;
+}
+
+static void write_gpus(FILE *f, const struct metrics_sources *src, const struct metrics_gpus *gs)
+{
+    const struct tenants *ts = src->ts;
+    unsigned n = gs->n;
     family(f, "kairos_gpus", "gauge", "GPUs kairosd manages.");
     fprintf(f, "kairos_gpus %u\n", ts->n_gpus);
     family(f, "kairos_gpu_info", "gauge",
@@ -444,7 +448,7 @@ static void write_gpus(FILE *f, const struct metrics_sources *src)
         family(f, gpu_metrics[m].name, "gauge", gpu_metrics[m].help);
         struct sample v;
         for (unsigned g = 0; g < n; g++)
-            if (ok[g] && gpu_metrics[m].value(&st[g], &v)) {
+            if (gs->ok[g] && gpu_metrics[m].value(&gs->st[g], &v)) {
                 fprintf(f, "%s{gpu=\"%u\"}", gpu_metrics[m].name, g);
                 write_sample(f, v);
             }
@@ -485,6 +489,14 @@ static void write_daemon(FILE *f, const struct metrics_sources *src)
 
 int metrics_render(const struct metrics_sources *src, char **text, size_t *len)
 {
+    struct metrics_gpus gs;
+    metrics_read_gpus(src, &gs);
+    return metrics_render_gpus(src, &gs, text, len);
+}
+
+int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_gpus *gs,
+                        char **text, size_t *len)
+{
     const struct ledger *l = &src->ts->ledger;
     *text = NULL;
     *len = 0;
@@ -499,7 +511,7 @@ int metrics_render(const struct metrics_sources *src, char **text, size_t *len)
         return -ENOMEM;
     }
     write_daemon(f, src);
-    write_gpus(f, src);
+    write_gpus(f, src, gs);
     write_tenant(f, l, figs);
     const struct figures all = {figs, l->n_tenants, l->n_gpus};
     write_tenant_gpu(f, &all);

@@ -8,14 +8,20 @@
  * which GPUs a tenant has figures on, the same timeshare_ps), so the two agree.
  *
  * Reads the daemon's live structures: call it from the loop thread, which is the
- * only one that changes them (metrics_http.c does), so one scrape sees one state.
- * Thread rules: the loop thread only.
+ * only one that changes them, or from a child the loop thread forked, which sees
+ * them as they were at fork() (metrics_snapshot.c does), so one scrape sees one
+ * state.
+ * Thread rules: the loop thread (or its forked renderer) only.
  */
 #ifndef KAIROS_DAEMON_METRICS_H
 #define KAIROS_DAEMON_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "daemon/gpu.h"
+#include "kairos/proto.h"
 
 struct tenants;
 struct timeshare;
@@ -34,8 +40,23 @@ struct metrics_sources {
     const struct driver_release *driver; /* NULL or not known: no driver figure */
 };
 
-/* The exposition text into a malloc'd NUL-terminated buffer (*len without the NUL).
- * 0 or -ENOMEM. */
+/* What the GPU backend reports on each GPU, read before a render. */
+struct metrics_gpus {
+    unsigned n;
+    bool ok[KAIROS_MAX_GPUS]; /* false: the backend had no figures for it */
+    struct gpu_status st[KAIROS_MAX_GPUS];
+};
+
+/* Asks the backend (NVML: a driver call per figure) for every GPU's status. The
+ * loop thread calls it; a forked renderer (metrics_snapshot.h) must not, since
+ * NVML's handles belong to kairosd's process. */
+void metrics_read_gpus(const struct metrics_sources *src, struct metrics_gpus *out);
+
+/* The exposition text into a malloc'd NUL-terminated buffer (*len without the NUL),
+ * with the GPU figures of gpus. 0 or -ENOMEM. */
+int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_gpus *gpus,
+                        char **text, size_t *len);
+/* The same, reading the GPUs first. */
 int metrics_render(const struct metrics_sources *src, char **text, size_t *len);
 
 /* A label value as the exposition format wants it between double quotes:

@@ -1,18 +1,16 @@
 /* metrics_http.c - /metrics over HTTP with libmicrohttpd, inside kairosd's loop.
  *
- * Why in the loop thread and not in a thread of libmicrohttpd's own: every figure
- * a scrape shows (the ledger, the tenants, the scheduler's statistics, the
- * connections) is changed by the loop thread alone, without locks. Serving the
- * scrape from that thread shows one consistent state (a tenant's holdings and its
- * refusals from the same instant) with no lock and no copy of the daemon's state,
- * and no lock that a slow HTTP client could make the loop wait on. The price is
- * that rendering a scrape holds the loop for its duration (measured in
- * docs/metrics.md), which the connection bounds in metrics_http.h keep small.
- *
- * So libmicrohttpd runs in its "external select" mode with epoll: no threads, its
+ * libmicrohttpd runs in its "external select" mode with epoll: no threads, its
  * epoll descriptor watched by the loop, MHD_run when it is readable, and a timerfd
  * armed with MHD_get_timeout after every run (for its connection timeouts and for
- * work it has pending without a readable descriptor).
+ * work it has pending without a readable descriptor). Every figure a scrape shows
+ * is changed by the loop thread alone, without locks, which is why HTTP lives here.
+ *
+ * The text is not rendered here: a scrape of /metrics is suspended while a forked
+ * child renders the daemon's state (metrics_snapshot.h), and resumed with that
+ * render, served from its memfd; every scrape waiting at that time gets the same
+ * one. So a flood of scrapes costs the loop a fork every METRICS_RENDER_GAP_MS and
+ * the bytes it sends, never the formatting of megabytes of text.
  *
  * libmicrohttpd's timeout counts idle time only; the lifetime bound is ours: each
  * connection's socket and start are noted when it starts, and one past its lifetime
@@ -31,6 +29,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/metrics_snapshot.h"
 #include "daemon/ratelog.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -42,9 +41,20 @@ struct http_conn {
     bool shut;           /* past its lifetime, shut down */
 };
 
+/* A scrape of /metrics, from its first call of on_request (*con_cls) to its end. */
+struct scrape {
+    struct MHD_Connection *c;
+    bool waiting;        /* suspended until the render under way ends */
+    unsigned generation; /* the render it waits for: the one after this many */
+};
+
 struct metrics_http {
     struct loop *loop;
     struct metrics_sources src;
+    struct metrics_snapshot *snap;
+    struct MHD_Response *latest; /* the last render (NULL: it failed, or none yet) */
+    unsigned generation;         /* renders ended so far */
+    struct scrape *waiting[METRICS_HTTP_MAX_CONNECTIONS];
     struct MHD_Daemon *mhd;
     struct loop_watch *ew, *tw;
     unsigned port;
@@ -101,6 +111,73 @@ static enum MHD_Result text_reply(struct MHD_Connection *c, unsigned status, con
     return reply(c, status, (char *)text, strlen(text), MHD_RESPMEM_PERSISTENT, allow);
 }
 
+/* Queues the render a scrape waited for: the latest, or 503 when it failed. */
+static enum MHD_Result send_latest(struct metrics_http *m, struct MHD_Connection *c)
+{
+    if (!m->latest)
+        return text_reply(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                          "kairosd: the metrics could not be rendered; see its log\n", NULL);
+    return MHD_queue_response(c, MHD_HTTP_OK, m->latest);
+}
+
+/* A scrape of /metrics: the first call asks for a render and suspends the
+ * connection; the call after its resumption sends that render. */
+static enum MHD_Result serve_metrics(struct metrics_http *m, struct MHD_Connection *c,
+                                     struct scrape **slot)
+{
+    struct scrape *sc = *slot;
+    if (sc && !sc->waiting && sc->generation != m->generation)
+        return send_latest(m, c);
+    if (sc)
+        return MHD_YES; /* a spurious call while suspended */
+    size_t i = 0;
+    while (i < METRICS_HTTP_MAX_CONNECTIONS && m->waiting[i])
+        i++;
+    if (i == METRICS_HTTP_MAX_CONNECTIONS || !(sc = calloc(1, sizeof *sc)))
+        return text_reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "kairosd: too busy\n", NULL);
+    *sc = (struct scrape){.c = c, .waiting = true, .generation = m->generation};
+    *slot = sc;
+    m->waiting[i] = sc;
+    MHD_suspend_connection(c);
+    metrics_snapshot_request(m->snap);
+    return MHD_YES;
+}
+
+static void run(struct metrics_http *m);
+
+/* A render ended: it becomes the latest, and every scrape waiting is resumed. */
+static void on_render_done(void *ctx, int fd, size_t len, int err)
+{
+    struct metrics_http *m = ctx;
+    if (m->latest)
+        MHD_destroy_response(m->latest);
+    m->latest = fd >= 0 ? MHD_create_response_from_fd(len, fd) : NULL;
+    if (fd >= 0 && !m->latest)
+        close(fd);
+    if (m->latest)
+        MHD_add_response_header(m->latest, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+    else
+        log_warn("metrics: a render failed (%s)", strerror(err ? -err : ENOMEM));
+    m->generation++;
+    for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++) {
+        struct scrape *sc = m->waiting[i];
+        if (!sc)
+            continue;
+        m->waiting[i] = NULL;
+        sc->waiting = false;
+        MHD_resume_connection(sc->c);
+    }
+    run(m);
+}
+
+/* A connection's end: its scrape record goes (a suspended one is never ended). */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    free(*con_cls);
+    *con_cls = NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -116,11 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return text_reply(c, MHD_HTTP_NOT_FOUND,
                           "not found: kairosd serves its metrics at /metrics\n", NULL);
     }
-    char *text;
-    size_t len;
-    if (metrics_render(&m->src, &text, &len))
-        return text_reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "kairosd: out of memory\n", NULL);
-    return reply(c, MHD_HTTP_OK, text, len, MHD_RESPMEM_MUST_FREE, NULL);
+    return serve_metrics(m, c, (struct scrape **)con_cls);
 }
 
 /* Notes each connection's socket and start, and forgets it when it closes. */
@@ -205,13 +278,14 @@ static void on_timer(void *ctx, int fd, uint32_t events)
 
 static struct MHD_Daemon *start_mhd(struct metrics_http *m, const struct metrics_addr *addr)
 {
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (addr->ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, m,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, m,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr->ss,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_HTTP_MAX_CONNECTIONS,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)METRICS_HTTP_MAX_PER_IP,
@@ -231,10 +305,16 @@ int metrics_http_start(struct metrics_http **out, struct loop *loop, const struc
     m->src = *src;
     for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++)
         m->conns[i].fd = -1;
+    int rc = metrics_snapshot_init(&m->snap, loop, src, on_render_done, m);
+    if (rc) {
+        free(m);
+        return rc;
+    }
     errno = 0;
     m->mhd = start_mhd(m, addr);
     if (!m->mhd) {
-        int rc = errno ? -errno : -EADDRNOTAVAIL;
+        rc = errno ? -errno : -EADDRNOTAVAIL;
+        metrics_snapshot_fini(m->snap);
         free(m);
         return rc;
     }
@@ -243,7 +323,7 @@ int metrics_http_start(struct metrics_http **out, struct loop *loop, const struc
     m->port = port ? port->port : 0;
     if (!epoll_fd || !(m->ew = loop_add(loop, epoll_fd->epoll_fd, EPOLLIN, on_ready, m)) ||
         !(m->tw = loop_add_timer(loop, 0, on_timer, m))) {
-        int rc = errno ? -errno : -EIO;
+        rc = errno ? -errno : -EIO;
         metrics_http_stop(m);
         return rc;
     }
@@ -258,8 +338,14 @@ void metrics_http_stop(struct metrics_http *m)
         return;
     loop_del(m->loop, m->ew);
     loop_del_close(m->loop, m->tw);
+    metrics_snapshot_fini(m->snap);
+    for (size_t i = 0; i < METRICS_HTTP_MAX_CONNECTIONS; i++)
+        if (m->waiting[i]) /* libmicrohttpd closes only resumed connections */
+            MHD_resume_connection(m->waiting[i]->c);
     if (m->mhd)
         MHD_stop_daemon(m->mhd);
+    if (m->latest)
+        MHD_destroy_response(m->latest);
     free(m);
 }
 

@@ -2,7 +2,8 @@
  * (libmicrohttpd), when the configuration or --metrics gives it an address.
  *
  * It runs in kairosd's loop thread: libmicrohttpd without threads of its own,
- * its epoll descriptor and a timer watched by the loop (metrics_http.c says why).
+ * its epoll descriptor and a timer watched by the loop (metrics_http.c says why);
+ * the text is rendered by a forked child (metrics_snapshot.h), never in the loop.
  * The endpoint is open to whoever reaches the address (any local user at
  * 127.0.0.1), so connections, connections per client address, the time a
  * connection may stay idle, the time it may last at all (a client dripping a

@@ -246,8 +246,10 @@ class Daemon:
     """kairosd in a temporary directory, with the fake GPU backend when asked."""
 
     def __init__(self, binary, tenants_yaml="", admins=None, gpus=2, fake=None, extra="",
-                 workdir=None):
+                 workdir=None, env=None):
         self.binary = binary
+        self.env = env  # kairosd's environment (None: the test's)
+        self.log_level = "debug"
         self.dir = workdir or tempfile.mkdtemp(prefix="kairosd-test-")
         os.chmod(self.dir, 0o755)  # so a test client may run as another user
         self.socket = os.path.join(self.dir, "run", "kairosd.sock")
@@ -273,12 +275,13 @@ class Daemon:
         os.rename(tmp, self.fake)
 
     def start(self, timeout=10):
-        args = [self.binary, "-c", self.config, "-l", "debug"]
+        args = [self.binary, "-c", self.config, "-l", self.log_level]
         if self.fake:
             args += ["--fake-gpu", self.fake]
         self.logf = open(self.log, "a")
         self.log_start = os.fstat(self.logf.fileno()).st_size  # this start's lines (wait_ready)
-        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT,
+                                     env=self.env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

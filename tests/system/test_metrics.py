@@ -5,11 +5,13 @@ NVIDIA driver; the scrape parsed by prometheus_client's exposition-format parser
 and checked against `kairos ps --json` and the fake GPU's figures; a flood of
 idle and half-sent HTTP connections (from an unprivileged user) that must not stop
 kairosd serving tenants; addresses refused with clear errors.
-Usage: test_metrics.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
+A scrape is rendered in a forked child while kairosd goes on serving tenants.
+Usage: test_metrics.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP STOPFORK"""
 import http.client
 import functools
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -25,9 +27,9 @@ from debian_python import require  # noqa: E402
 require("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
-from harness import free_port, preload_env, reap  # noqa: E402
+from harness import ASAN_FIRST, free_port, preload_env, reap  # noqa: E402
 
-KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
+KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, STOPFORK = sys.argv[1:7]
 # env(**extra): the environment of a program under the shim and the fake driver
 env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
@@ -369,6 +371,95 @@ class Endpoint(unittest.TestCase):
         self.assertTrue(self.d.alive())
         log = self.d.read_log()
         self.assertLess(log.count("metrics endpoint:"), 5, log[-2000:])  # rate-limited
+
+
+def children(pid):
+    """{pid: state letter} of pid's children, from /proc."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out[int(entry)] = fields[0]
+    return out
+
+
+class RenderOffTheLoop(unittest.TestCase):
+    """A scrape's text is rendered by a child of kairosd, never in its loop: with
+    every child kairosd forks stopped at birth (the STOPFORK preload), a scrape
+    waits while tenants are served as usual; the child's end delivers the scrape,
+    and a renderer that dies fails that scrape only (503)."""
+
+    def setUp(self):
+        self.port = free_port()
+        e = dict(os.environ)
+        e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, STOPFORK) if p)
+        e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+        self.d = Daemon(KAIROSD, tenants_yaml="  - name: team\n    memory: { 0: 64M }\n",
+                        gpus=1, fake=FAKE_GPU, extra=f"metrics: 127.0.0.1:{self.port}\n",
+                        env=e).start().wait_ready()
+        self.procs = []
+
+    def tearDown(self):
+        for pid in children(self.d.proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        reap(self.procs)
+        self.assertEqual(self.d.stop(), 0, self.d.read_log())
+
+    def scrape_in_background(self):
+        result = {}
+
+        def go():
+            try:
+                result["families"], result["text"] = scrape(self.port, timeout=60)
+            except urllib.error.HTTPError as e:
+                result["status"], result["body"] = e.code, e.read().decode()
+        t = threading.Thread(target=go)
+        t.start()
+        return t, result
+
+    def stopped_renderer(self):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            stopped = [p for p, st in children(self.d.proc.pid).items() if st == "T"]
+            if stopped:
+                return stopped[0]
+            time.sleep(0.01)
+        self.fail("no renderer was forked for the scrape:\n" + self.d.read_log()[-2000:])
+
+    def test_tenants_are_served_while_a_scrape_renders(self):
+        t, result = self.scrape_in_background()
+        renderer = self.stopped_renderer()
+        # kairosd's loop is free: a tenant process gets its memory, ps answers
+        p = subprocess.run([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "2", "-s",
+                            str(PAGE), "-c", str(PAGE)], capture_output=True, text=True,
+                           env=env(**self.d.shim_env()), timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
+                           capture_output=True, text=True, env=env(**self.d.shim_env()), timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(t.is_alive(), "the scrape did not wait for its renderer")
+        os.kill(renderer, signal.SIGCONT)
+        t.join(60)
+        self.assertEqual(value(result["families"], "kairos_up"), 1)
+        self.assertEqual(value(result["families"], "kairos_tenants"), 1)
+
+    def test_a_renderer_that_dies_fails_its_scrape_only(self):
+        t, result = self.scrape_in_background()
+        os.kill(self.stopped_renderer(), signal.SIGKILL)
+        t.join(60)
+        self.assertEqual(result.get("status"), 503, result)
+        self.assertIn("could not be rendered", result["body"])
+        t, result = self.scrape_in_background()  # the next scrape gets a render of its own
+        os.kill(self.stopped_renderer(), signal.SIGCONT)
+        t.join(60)
+        self.assertEqual(value(result["families"], "kairos_up"), 1)
+        self.assertIn("the renderer ended by signal 9", self.d.read_log())
 
 
 class DriverRelease(unittest.TestCase):
