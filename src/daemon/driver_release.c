@@ -15,7 +15,8 @@ void driver_release_read(struct gpu_backend *b, struct driver_release *out)
         return;
     out->known = true;
     if (driver_version_parse(text, strlen(text), &out->version))
-        snprintf(out->version.text, sizeof out->version.text, "%s", text);
+        snprintf(out->version.text, sizeof out->version.text, "%.*s",
+                 (int)sizeof out->version.text - 1, text); /* cut: it is only shown */
     out->supported = driver_version_supported(&out->version);
     if (out->supported) {
         log_info("NVIDIA driver %s: a branch Kairos reads (" DRIVER_BRANCHES_SUPPORTED
