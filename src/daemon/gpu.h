@@ -75,6 +75,10 @@ struct gpu_ops {
      * own kind of driver file (the fake driver's sockets); -ENOTSUP where the link of
      * the descriptor under /proc says it (a node of the driver). May be NULL. */
     int (*driver_file_open)(struct gpu_backend *b, uint32_t pid, bool *open);
+    /* Whether descriptor fd of process pid is a file of the driver, where the backend
+     * knows its own kind of driver file (the fake driver's sockets): 0 with *is set;
+     * -ENOTSUP where the device node says it (heirs.c: its major). May be NULL. */
+    int (*driver_fd)(struct gpu_backend *b, uint32_t pid, int fd, bool *is);
 };
 
 struct gpu_backend {
