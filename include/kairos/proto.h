@@ -135,6 +135,14 @@
  *               exact-size rule: ERROR KAIROS_ERR_PROTOCOL, connection closed);
  *               kairos then asks again without one on a new connection and shows
  *               the holds as unknown.
+ *   3, compatible changes (issue 25, items 1 and 4): the number stays 3, no layout
+ *             changed:
+ *             - FORKED and INHERITED only from a tenant's member: ERROR
+ *               KAIROS_ERR_NOT_REGISTERED from any other peer (a receiver outside
+ *               every tenant was a witness before; a shim registers first).
+ *             - KAIROS_ERR_BUSY for FORKED and INHERITED: the sender's tenant or
+ *               uid holds its share of live hand-overs; the shim fails the fork.
+ *             - INHERITED counts only descriptors that are NVIDIA device files.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -264,26 +272,31 @@ struct kairos_release {
     uint64_t bytes;
 };
 
-/* FORKED (any peer; reply OK or ERROR): the sender forked child_pid while holding
+/* FORKED (a tenant's member; reply OK or ERROR): the sender forked child_pid while holding
  * NVIDIA files (the child shares them: the driver frees their memory only when
  * the last process holding them closes them). kairosd checks in /proc that the
  * sender is child_pid's parent (the shim reports before fork() returns to the
  * parent, so the parent is alive) and remembers the child (pid and start time):
  * when the sender's member departs, its charge stays while the child, or a
  * process the child handed them on to, holds an NVIDIA file (docs/memory.md).
- * Nothing is charged to the child, and no charge moves to another tenant. pad 0. */
+ * Nothing is charged to the child, and no charge moves to another tenant. pad 0.
+ * From a peer that is no tenant's member: ERROR KAIROS_ERR_NOT_REGISTERED. When the
+ * sender's tenant (or uid) holds its share of live hand-overs (heirs.h):
+ * KAIROS_ERR_BUSY, and the shim fails the fork (EAGAIN, the child killed). */
 struct kairos_forked {
     uint32_t child_pid;
     uint32_t pad;
 };
 
-/* INHERITED (any peer; reply OK or ERROR): the sender holds descriptors fds[0..n_fds)
+/* INHERITED (a tenant's member; reply OK or ERROR): the sender holds descriptors fds[0..n_fds)
  * on NVIDIA files of process from_pid: KAIROS_INHERITED_EXEC, found open when this
  * program started (from_pid is its parent: posix_spawn, vfork, a fork the parent's
  * shim did not report); KAIROS_INHERITED_RECEIVED, received over a unix socket
  * (SCM_RIGHTS; from_pid is the socket's peer). kairosd believes only what it can
  * check: from_pid must be alive, the sender's parent for EXEC, and at least one
- * of fds[] must be the same open file as one of from_pid's descriptors (kcmp(2));
+ * of fds[] must be an NVIDIA device file (a character device of the driver's) and
+ * the same open file as one of from_pid's descriptors (kcmp(2)); as for FORKED,
+ * KAIROS_ERR_NOT_REGISTERED from a non-member and KAIROS_ERR_BUSY past the share;
  * then the sender counts as holding from_pid's files, as a forked child does
  * (FORKED). Exactly one flag; 1 <= n_fds <= KAIROS_INHERITED_MAX_FDS; fds beyond
  * n_fds and pad 0. */

@@ -78,6 +78,10 @@ struct gpu_ops {
     /* The NVIDIA driver's version as it writes it ("580.159.04"); -ENOTSUP when the
      * backend cannot tell. May be NULL. */
     int (*driver_version)(struct gpu_backend *b, char *out, size_t cap);
+    /* Whether descriptor fd of process pid is a file of the driver, where the backend
+     * knows its own kind of driver file (the fake driver's sockets): 0 with *is set;
+     * -ENOTSUP where the device node says it (heirs.c: its major). May be NULL. */
+    int (*driver_fd)(struct gpu_backend *b, uint32_t pid, int fd, bool *is);
 };
 
 struct gpu_backend {

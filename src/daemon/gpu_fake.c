@@ -16,8 +16,8 @@
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  *
  * The fake NVIDIA driver of the tests (tests/fakedrv) makes its files sockets bound
- * to abstract names "@kairos-fakedrv...": driver_file_open finds them (through
- * /proc/net/unix and /proc/PID/fd), as a real node's link would be found.
+ * to abstract names "@kairos-fakedrv...": driver_file_open and driver_fd find them
+ * (through /proc/net/unix and /proc/PID/fd), as a real node's link would be found.
  */
 #include "daemon/gpu.h"
 
@@ -284,6 +284,21 @@ static int fake_driver_file_open(struct gpu_backend *b, uint32_t pid, bool *open
     return *open ? 0 : -ENOTSUP; /* none of its sockets: the nodes' links may say more */
 }
 
+static int fake_driver_fd(struct gpu_backend *b, uint32_t pid, int fd, bool *is)
+{
+    (void)b;
+    char path[64], link[64];
+    unsigned long long ino;
+    snprintf(path, sizeof path, "/proc/%u/fd/%d", pid, fd);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    *is = false;
+    if (n <= 0)
+        return -ENOTSUP;
+    link[n] = 0;
+    *is = sscanf(link, "socket:[%llu]", &ino) == 1 && fakedrv_socket(ino);
+    return *is ? 0 : -ENOTSUP; /* not one of its sockets: a node's major may say more */
+}
+
 const struct gpu_ops gpu_fake_ops = {
     .name = "fake",
     .init = fake_init,
@@ -298,6 +313,7 @@ const struct gpu_ops gpu_fake_ops = {
     .device_path = fake_device_path,
     .driver_file_open = fake_driver_file_open,
     .driver_version = fake_driver_version,
+    .driver_fd = fake_driver_fd,
 };
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)

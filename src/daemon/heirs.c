@@ -6,10 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/grow.h"
+#include "core/rm_abi.h"
 #include "daemon/proc_stat.h"
 
 #define KCMP_FILE_TYPE 0 /* KCMP_FILE of <linux/kcmp.h> */
@@ -24,6 +28,9 @@ void heirs_init(struct heirs *h, const char *proc, struct gpu_backend *gpu)
     memset(h, 0, sizeof *h);
     h->proc = proc ? proc : "/proc";
     h->gpu = gpu && gpu->ops ? gpu : NULL;
+    h->prune_ms = HEIRS_PRUNE_MS;
+    h->tenant_max = HEIRS_TENANT_MAX;
+    h->uid_max = HEIRS_UID_MAX;
     snprintf(h->prefix, sizeof h->prefix, "/dev/nvidia");
     char node[64];
     if (h->gpu && h->gpu->ops->device_path &&
@@ -107,32 +114,98 @@ bool heirs_has_driver_file(struct heirs *h, uint32_t pid)
     return walk_fds(h, pid, HEIRS_SCAN_MAX, true, is_driver_link, NULL) > 0;
 }
 
-/* Drops edges both of whose processes are gone. */
-static void prune(struct heirs *h)
+static uint64_t mono_ms(void)
 {
-    size_t w = 0;
-    for (size_t i = 0; i < h->n; i++)
-        if (proc_stat_alive(h->proc, h->v[i].pid, h->v[i].start) ||
-            proc_stat_alive(h->proc, h->v[i].from_pid, h->v[i].from_start))
-            h->v[w++] = h->v[i];
-    h->n = w;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Whether an edge leaves the process pid that started at start. */
+static bool hands_on(const struct heirs *h, uint32_t pid, uint64_t start)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].from_pid == pid && h->v[i].from_start == start)
+            return true;
+    return false;
+}
+
+/* Drops the edges that can keep nothing charged: both processes gone, or the holder
+ * gone without having handed the files on (no edge leaves it). A pass at most once
+ * per prune_ms (a full owner's reports must not make the loop read /proc without
+ * end). */
+static void prune(struct heirs *h)
+{
+    uint64_t now = mono_ms();
+    if (h->pruned_ms && now - h->pruned_ms < h->prune_ms)
+        return;
+    h->pruned_ms = now;
+    bool *drop = calloc(h->n ? h->n : 1, sizeof *drop);
+    for (size_t i = 0; i < h->n; i++) {
+        const struct heir_edge *e = &h->v[i];
+        bool holder = proc_stat_alive(h->proc, e->pid, e->start);
+        bool gone = !holder && !proc_stat_alive(h->proc, e->from_pid, e->from_start);
+        if (!drop && gone) /* out of memory: only these go, in place */
+            h->v[i].pid = 0;
+        else if (drop)
+            drop[i] = gone || (!holder && !hands_on(h, e->pid, e->start));
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < h->n; i++)
+        if (drop ? !drop[i] : h->v[i].pid != 0)
+            h->v[w++] = h->v[i];
+    h->n = w;
+    free(drop);
+}
+
+size_t heirs_count(const struct heirs *h, const struct heir_owner *owner, bool by_uid)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        n += by_uid ? h->v[i].uid == owner->uid : h->v[i].tenant == owner->tenant;
+    return n;
+}
+
+/* Whether e's owner has room for one more edge (restored edges have no owner). */
+static bool owner_has_room(const struct heirs *h, const struct heir_edge *e)
+{
+    struct heir_owner o = {.tenant = e->tenant, .uid = e->uid};
+    return (e->tenant == HEIRS_NO_TENANT || heirs_count(h, &o, false) < h->tenant_max) &&
+           (e->uid == HEIRS_NO_UID || heirs_count(h, &o, true) < h->uid_max);
+}
+
+static int no_room(const struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
+{
+    struct heir_owner o = {.tenant = e->tenant, .uid = e->uid};
+    if (h->n >= HEIRS_MAX)
+        snprintf(why, why_len, "kairosd follows no more than %u hand-overs of NVIDIA files in "
+                 "all; try again when processes have exited", HEIRS_MAX);
+    else if (e->tenant != HEIRS_NO_TENANT && heirs_count(h, &o, false) >= h->tenant_max)
+        snprintf(why, why_len, "your tenant's processes already have %u live hand-overs of "
+                 "NVIDIA files (forks, inherited or received files), the most kairosd follows "
+                 "for one tenant; let some of those processes exit first", h->tenant_max);
+    else
+        snprintf(why, why_len, "uid %u's processes already have %u live hand-overs of NVIDIA "
+                 "files (forks, inherited or received files), the most kairosd follows for "
+                 "one user; let some of those processes exit first", e->uid, h->uid_max);
+    return KAIROS_ERR_BUSY;
+}
+
+/* Adds e, or merges it into the same edge held already (whoever reported that). */
 static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
 {
     for (size_t i = 0; i < h->n; i++)
         if (h->v[i].from_pid == e->from_pid && h->v[i].from_start == e->from_start &&
             h->v[i].pid == e->pid && h->v[i].start == e->start)
             return 0;
-    if (h->n >= HEIRS_MAX)
+    if (h->n >= HEIRS_MAX || !owner_has_room(h, e))
         prune(h);
-    struct heir_edge *grown = h->n < HEIRS_MAX ? grow_for_one(h->v, &h->cap, h->n, sizeof *grown,
-                                                              16)
-                                               : NULL;
+    if (h->n >= HEIRS_MAX || !owner_has_room(h, e))
+        return no_room(h, e, why, why_len);
+    struct heir_edge *grown = grow_for_one(h->v, &h->cap, h->n, sizeof *grown, 16);
     if (!grown) {
-        snprintf(why, why_len, "kairosd remembers no more than %u hand-overs of NVIDIA files "
-                 "(or is out of memory); try again when processes have exited", HEIRS_MAX);
-        return KAIROS_ERR_INVALID;
+        snprintf(why, why_len, "kairosd is out of memory");
+        return KAIROS_ERR_BUSY;
     }
     h->v = grown;
     h->v[h->n++] = *e;
@@ -187,11 +260,10 @@ static uint32_t inner_pid(const char *proc, uint32_t pid)
     return inner;
 }
 
-/* The child of sender (any of its threads) that sender's pid namespace calls
- * ns_pid, as kairosd's pid; 0 when it has none. Through
- * <proc>/<sender>/task/<tid>/children, so a containerised parent's report names its
- * child as it knows it. */
-static uint32_t child_named(const struct heirs *h, uint32_t sender, uint32_t ns_pid)
+/* The child of sender (any of its threads) named ns_pid: by kairosd's pid (inner
+ * false), or by the last pid of its NSpid (true, a status file read per child). */
+static uint32_t child_named_pass(const struct heirs *h, uint32_t sender, uint32_t ns_pid,
+                                 bool inner)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "%s/%u/task", h->proc, sender);
@@ -208,13 +280,24 @@ static uint32_t child_named(const struct heirs *h, uint32_t sender, uint32_t ns_
         FILE *f = fopen(path, "re");
         unsigned long c;
         while (f && !found && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1)
-            if (c == ns_pid || inner_pid(h->proc, (uint32_t)c) == ns_pid)
+            if (inner ? inner_pid(h->proc, (uint32_t)c) == ns_pid : c == ns_pid)
                 found = (uint32_t)c;
         if (f)
             fclose(f);
     }
     closedir(d);
     return found;
+}
+
+/* The child of sender (any of its threads) that sender's pid namespace calls
+ * ns_pid, as kairosd's pid; 0 when it has none. Through
+ * <proc>/<sender>/task/<tid>/children, so a containerised parent's report names its
+ * child as it knows it; its own pid first, so that a parent of many children in
+ * kairosd's namespace costs no status file per child. */
+static uint32_t child_named(const struct heirs *h, uint32_t sender, uint32_t ns_pid)
+{
+    uint32_t found = child_named_pass(h, sender, ns_pid, false);
+    return found ? found : child_named_pass(h, sender, ns_pid, true);
 }
 
 /* The process of ref's pid namespace that it calls ns_pid, as kairosd's pid: ns_pid
@@ -255,12 +338,12 @@ static uint32_t pid_as_named_by(const struct heirs *h, uint32_t ref, uint32_t ns
     return found;
 }
 
-int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m, char *why,
-                 size_t why_len)
+int heirs_forked(struct heirs *h, uint32_t sender, const struct heir_owner *owner,
+                 const struct kairos_forked *m, char *why, size_t why_len)
 {
     uint32_t child = child_named(h, sender, m->child_pid);
     struct heir_edge e = {.from_pid = sender, .pid = child ? child : m->child_pid,
-                          .kind = HEIR_FORKED};
+                          .kind = HEIR_FORKED, .tenant = owner->tenant, .uid = owner->uid};
     uint32_t ppid, unused;
     if (proc_stat_read(h->proc, e.pid, &ppid, &e.start) != 0) {
         snprintf(why, why_len, "FORKED: process %u does not exist (any more)", m->child_pid);
@@ -295,12 +378,69 @@ static bool same_file_as_one_of(struct heirs *h, uint32_t pid, int fd, uint32_t 
     return walk_fds(h, from, HEIRS_SCAN_MAX, false, is_same_file, &q) == 1;
 }
 
-int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
-                    char *why, size_t why_len)
+/* The major of the character devices named name in <proc>/devices; 0: none. */
+static unsigned chr_major(const struct heirs *h, const char *name)
+{
+    char path[64], line[128], dev[64];
+    snprintf(path, sizeof path, "%s/devices", h->proc);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    unsigned major = 0, m;
+    bool chr = false;
+    while (!major && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "Character devices:", 18) == 0 || strncmp(line, "Block", 5) == 0)
+            chr = line[0] == 'C';
+        else if (chr && sscanf(line, "%u %63s", &m, dev) == 2 && strcmp(dev, name) == 0)
+            major = m;
+    }
+    fclose(f);
+    return major;
+}
+
+/* Whether descriptor fd of pid is an NVIDIA device file where memory lives: the GPU
+ * backend's own kind of driver file where it knows one (the fake driver's sockets),
+ * else a character device of the driver (nvidiactl, nvidiaN: major 195 but for
+ * nvidia-modeset; nvidia-uvm's major, as <proc>/devices names it). stat() of the
+ * descriptor's /proc link: what it is, not what it is called. */
+static bool nvidia_fd(struct heirs *h, uint32_t pid, int fd)
+{
+    bool is = false;
+    if (h->gpu && h->gpu->ops->driver_fd && h->gpu->ops->driver_fd(h->gpu, pid, fd, &is) == 0)
+        return is;
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%u/fd/%d", h->proc, pid, fd);
+    if (fd < 0 || stat(path, &st) != 0 || !S_ISCHR(st.st_mode))
+        return false;
+    unsigned maj = major(st.st_rdev), min = minor(st.st_rdev);
+    if (maj == RM_NV_MAJOR)
+        return min != 254; /* nvidia-modeset: no memory lives there */
+    unsigned uvm = chr_major(h, "nvidia-uvm");
+    return uvm && maj == uvm;
+}
+
+/* Whether descriptor fd of sender is an NVIDIA device file and the same open file as
+ * one of from's descriptors; why filled when it is no such device file. */
+static bool holds_file_of(struct heirs *h, uint32_t sender, int fd, uint32_t from, char *why,
+                          size_t why_len)
+{
+    if (!nvidia_fd(h, sender, fd)) {
+        snprintf(why, why_len, "INHERITED: your descriptor %d is not an NVIDIA device file "
+                 "(/dev/nvidiactl, /dev/nvidiaN, /dev/nvidia-uvm); only those are followed",
+                 fd);
+        return false;
+    }
+    return same_file_as_one_of(h, sender, fd, from);
+}
+
+int heirs_inherited(struct heirs *h, uint32_t sender, const struct heir_owner *owner,
+                    const struct kairos_inherited *m, char *why, size_t why_len)
 {
     /* from_pid as the sender's pid namespace names it */
     struct heir_edge e = {.from_pid = pid_as_named_by(h, sender, m->from_pid), .pid = sender,
-                          .kind = m->flags & KAIROS_INHERITED_EXEC ? HEIR_EXEC : HEIR_RECEIVED};
+                          .kind = m->flags & KAIROS_INHERITED_EXEC ? HEIR_EXEC : HEIR_RECEIVED,
+                          .tenant = owner->tenant, .uid = owner->uid};
     uint32_t ppid, from_ppid;
     if (proc_stat_read(h->proc, sender, &ppid, &e.start) != 0 || !e.from_pid ||
         proc_stat_read(h->proc, e.from_pid, &from_ppid, &e.from_start) != 0) {
@@ -313,12 +453,14 @@ int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inheri
         return KAIROS_ERR_PERMISSION;
     }
     bool shared = false;
+    why[0] = 0;
     for (uint32_t i = 0; i < m->n_fds && !shared; i++)
-        shared = same_file_as_one_of(h, sender, m->fds[i], e.from_pid);
+        shared = holds_file_of(h, sender, m->fds[i], e.from_pid, why, why_len);
     if (!shared) {
-        snprintf(why, why_len, "INHERITED: none of your %u descriptor(s) is a file process %u "
-                 "has open (kcmp; at most %u of its descriptors are looked at)", m->n_fds,
-                 m->from_pid, HEIRS_SCAN_MAX);
+        if (!why[0])
+            snprintf(why, why_len, "INHERITED: none of your %u descriptor(s) is an NVIDIA "
+                     "file process %u has open (kcmp; at most %u of its descriptors are "
+                     "looked at)", m->n_fds, m->from_pid, HEIRS_SCAN_MAX);
         return KAIROS_ERR_PERMISSION;
     }
     return add_edge(h, &e, why, why_len);
@@ -352,7 +494,7 @@ static bool shares_a_file(struct heirs *h, uint32_t child, uint32_t parent)
     return q.same;
 }
 
-void heirs_adopt_children(struct heirs *h, uint32_t pid)
+void heirs_adopt_children(struct heirs *h, uint32_t pid, const struct heir_owner *owner)
 {
     uint64_t start;
     uint32_t unused;
@@ -373,7 +515,8 @@ void heirs_adopt_children(struct heirs *h, uint32_t pid)
         unsigned long c;
         while (f && seen++ < HEIRS_SCAN_MAX && fscanf(f, "%lu", &c) == 1) {
             struct heir_edge edge = {.from_pid = pid, .from_start = start, .pid = (uint32_t)c,
-                                     .kind = HEIR_ADOPTED};
+                                     .kind = HEIR_ADOPTED, .tenant = owner->tenant,
+                                     .uid = owner->uid};
             char why[KAIROS_MSG_MAX];
             if (heirs_has_driver_file(h, edge.pid) && shares_a_file(h, edge.pid, pid) &&
                 proc_stat_read(h->proc, edge.pid, &unused, &edge.start) == 0)
@@ -458,7 +601,10 @@ int heirs_restore(struct heirs *h, const struct heir_edge *e, char *why, size_t 
                  e->from_pid);
         return KAIROS_ERR_PERMISSION;
     }
-    return add_edge(h, e, why, why_len);
+    struct heir_edge mine = *e; /* the state file says no owner: counted as no one's */
+    mine.tenant = HEIRS_NO_TENANT;
+    mine.uid = HEIRS_NO_UID;
+    return add_edge(h, &mine, why, why_len);
 }
 
 size_t heirs_sources_of(struct heirs *h, uint32_t pid, uint32_t *from, size_t cap)

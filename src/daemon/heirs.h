@@ -15,9 +15,18 @@
  * Nothing a client says is taken on trust: FORKED is accepted only when /proc
  * says the sender is the child's parent (the shim reports before fork() returns
  * to the parent, so the parent is alive); INHERITED only when one of the sender's
- * descriptors is the same open file as one of from_pid's (kcmp(2)), and for EXEC
- * from_pid is the sender's parent. An edge never moves a charge to another tenant:
- * it only keeps the departed process's own tenant charged.
+ * descriptors is an NVIDIA device file (a character device of the driver's majors,
+ * or the GPU backend's own kind of driver file) and the same open file as one of
+ * from_pid's (kcmp(2)), and for EXEC from_pid is the sender's parent. An edge never
+ * moves a charge to another tenant: it only keeps the departed process's own
+ * tenant charged. (server.c takes both only from a tenant's member.)
+ *
+ * Each edge has an owner, the tenant and uid of the member that reported it, and
+ * no owner holds more than HEIRS_TENANT_MAX (a tenant) or HEIRS_UID_MAX (a uid)
+ * edges: a tenant that fills its share is refused (KAIROS_ERR_BUSY) while the
+ * others are not. A report of an edge already held is merged into it. Edges whose
+ * holder is gone and which lead nowhere (it handed nothing on) are dropped when
+ * room is needed, as are those both of whose processes are gone.
  *
  * Pids in a report are the sender's, as its pid namespace names them (a process in a
  * container): a forked child is found among the sender's children
@@ -45,7 +54,15 @@
 #include "daemon/gpu.h"
 #include "kairos/proto.h"
 
-#define HEIRS_MAX 4096 /* edges remembered; the dead are pruned to make room */
+/* Edges remembered: in all (a memory guard: 32 uids filling their share reach it),
+ * per tenant and per uid (a uid may serve several tenants); the dead are pruned to
+ * make room, at most once per HEIRS_PRUNE_MS while full. */
+#define HEIRS_MAX 65536
+#define HEIRS_TENANT_MAX 1024
+#define HEIRS_UID_MAX 2048
+#define HEIRS_PRUNE_MS 200
+#define HEIRS_NO_TENANT 0u       /* an edge of no tenant's (restored from the state file) */
+#define HEIRS_NO_UID UINT32_MAX
 
 /* How kairosd learnt of a hand-over (kept across a restart: handovers.h). */
 enum heir_kind {
@@ -60,6 +77,12 @@ struct heir_edge {
     uint32_t from_pid, pid;
     uint64_t from_start, start; /* /proc/<pid>/stat starttime: a reused pid is not them */
     enum heir_kind kind;
+    uint32_t tenant, uid; /* the owner: who reported it (HEIRS_NO_*: restored) */
+};
+
+/* Whose a reported edge is: the reporting member's tenant (its ledger id) and uid. */
+struct heir_owner {
+    uint32_t tenant, uid;
 };
 
 struct heirs {
@@ -70,22 +93,29 @@ struct heirs {
     size_t n, cap;
     void (*changed)(void *ctx); /* told when an edge is added (handovers.h saves them) */
     void *changed_ctx;
+    uint64_t pruned_ms;         /* the last prune made for room (CLOCK_MONOTONIC) */
+    unsigned prune_ms;          /* HEIRS_PRUNE_MS (tests: 0) */
+    unsigned tenant_max, uid_max; /* HEIRS_TENANT_MAX, HEIRS_UID_MAX (tests: fewer) */
 };
 
 /* gpu may be NULL (then the driver's nodes are /dev/nvidia*). proc NULL: "/proc". */
 void heirs_init(struct heirs *h, const char *proc, struct gpu_backend *gpu);
 void heirs_fini(struct heirs *h);
 
-/* FORKED from sender: 0, or a KAIROS_ERR_* code with why filled. */
-int heirs_forked(struct heirs *h, uint32_t sender, const struct kairos_forked *m, char *why,
-                 size_t why_len);
-/* INHERITED from sender: 0, or a KAIROS_ERR_* code with why filled. */
-int heirs_inherited(struct heirs *h, uint32_t sender, const struct kairos_inherited *m,
-                    char *why, size_t why_len);
+/* FORKED from sender, a member of owner: 0, or a KAIROS_ERR_* code with why filled
+ * (KAIROS_ERR_BUSY: the owner holds its share of edges). */
+int heirs_forked(struct heirs *h, uint32_t sender, const struct heir_owner *owner,
+                 const struct kairos_forked *m, char *why, size_t why_len);
+/* INHERITED from sender, a member of owner: as heirs_forked. */
+int heirs_inherited(struct heirs *h, uint32_t sender, const struct heir_owner *owner,
+                    const struct kairos_inherited *m, char *why, size_t why_len);
 
-/* pid reattached after a kairosd restart (which forgot the hand-overs): its children
- * that hold a file it holds too (kcmp) are remembered again, as FORKED would. */
-void heirs_adopt_children(struct heirs *h, uint32_t pid);
+/* pid (a member of owner) reattached after a kairosd restart (which forgot the
+ * hand-overs): its children that hold a file it holds too (kcmp) are remembered
+ * again, as FORKED would, within owner's share. */
+void heirs_adopt_children(struct heirs *h, uint32_t pid, const struct heir_owner *owner);
+/* How many edges owner's tenant (by_uid false) or uid (true) holds now. */
+size_t heirs_count(const struct heirs *h, const struct heir_owner *owner, bool by_uid);
 
 /* Whether the files of departed process pid may still be alive: pid or a process
  * it handed them on to (transitively) holds a driver file. */

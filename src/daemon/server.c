@@ -93,6 +93,7 @@ struct server {
     struct heirs *heirs;             /* who else holds a process's NVIDIA files, or NULL */
     struct imports *imports;         /* legacy CUDA IPC: shared objects, imports, or NULL */
     struct reattach_window window;   /* after a restart: no grant until members are back */
+    struct ratelog handover_refusals; /* FORKED/INHERITED refused: logged once per interval */
 };
 
 /* snprintf for messages that may be cut to fit a reply (the cut is acceptable). */
@@ -565,8 +566,10 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     }
     if (reattach)
         c->reattached_ms = now_ms(); /* it tells its shares and imports again (imports.h) */
-    if (reattach && s->heirs) /* the children it forked before the restart */
-        heirs_adopt_children(s->heirs, c->pid);
+    if (reattach && s->heirs) { /* the children it forked before the restart */
+        struct heir_owner o = {.tenant = t->id, .uid = c->uid};
+        heirs_adopt_children(s->heirs, c->pid, &o);
+    }
     log_about_info(t->name, c->pid, -1, "tenant %s: pid %u (uid %u) joined%s; %u process(es)",
                     t->name, c->pid, c->uid,
              reattach ? " again after a kairosd restart" : "", t->n_members);
@@ -728,20 +731,36 @@ static bool on_runnable(struct conn *c, const struct proto_request *r)
 }
 
 /* FORKED, INHERITED: another process holds the NVIDIA files of the sender (or the
- * sender holds another's), as /proc confirms (heirs.h). */
+ * sender holds another's), as /proc confirms (heirs.h). Only from a tenant's member:
+ * an edge is its tenant's (and uid's), counted against their share of the table. */
 static bool on_handover(struct conn *c, const struct proto_request *r)
 {
     char why[KAIROS_MSG_MAX];
+    if (!c->member) {
+        uint64_t quiet;
+        if (ratelog_event(&c->srv->handover_refusals, now_ms(), RATELOG_INTERVAL_MS, &quiet))
+            log_warn("pid %u (uid %u): %s refused: not a tenant's member; %llu such refusals "
+                     "not logged since the last such line", c->pid, c->uid,
+                     proto_type_name(r->type), (unsigned long long)quiet);
+        return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
+                          "this process is not a member of any tenant: only a tenant's member "
+                          "reports hand-overs of NVIDIA files (send HELLO with your tenant's "
+                          "name first)");
+    }
     if (!c->srv->heirs)
         return send_error(c, r->seq, KAIROS_ERR_INVALID,
                           "this kairosd does not follow NVIDIA files across processes");
+    struct heir_owner o = {.tenant = c->member->tenant->id, .uid = c->uid};
     bool forked = r->type == KAIROS_MSG_FORKED;
-    int code = forked ? heirs_forked(c->srv->heirs, c->pid, &r->body.forked, why, sizeof why)
-                      : heirs_inherited(c->srv->heirs, c->pid, &r->body.inherited, why,
+    int code = forked ? heirs_forked(c->srv->heirs, c->pid, &o, &r->body.forked, why, sizeof why)
+                      : heirs_inherited(c->srv->heirs, c->pid, &o, &r->body.inherited, why,
                                         sizeof why);
     if (code) {
-        log_warn("pid %u (uid %u): %s refused: %s", c->pid, c->uid, proto_type_name(r->type),
-                 why);
+        uint64_t quiet;
+        if (ratelog_event(&c->srv->handover_refusals, now_ms(), RATELOG_INTERVAL_MS, &quiet))
+            log_warn("tenant %s: pid %u (uid %u): %s refused: %s; %llu such refusals not "
+                     "logged since the last such line", c->member->tenant->name, c->pid, c->uid,
+                     proto_type_name(r->type), why, (unsigned long long)quiet);
         return send_error(c, r->seq, (uint32_t)code, why);
     }
     if (forked) /* debug: a tenant may fork often; what lingers is logged at info */

@@ -35,6 +35,7 @@
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int agent_fd = -1;
 static uint32_t agent_seq;
+static uint32_t agent_refusal; /* the code of the last ERROR read (agent_mu held) */
 static const struct shim_real *agent_real;
 static _Atomic(agent_policy_fn *) agent_policy_handler;
 static _Atomic(agent_credit_fn *) agent_credit_handler;
@@ -142,6 +143,7 @@ static int refused(const union agent_msg *buf, char *err, size_t err_len)
 {
     struct kairos_error e;
     memcpy(&e, buf->m.body, sizeof e);
+    agent_refusal = e.code;
     e.message[sizeof e.message - 1] = 0;
     if (err && err_len)
         snprintf(err, err_len, "%s", e.message);
@@ -334,7 +336,10 @@ int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *
 {
     char none[1];
     pthread_mutex_lock(&agent_mu);
+    agent_refusal = 0;
     int rc = exchange_locked(type, body, size, KAIROS_MSG_OK, none, 0, err, err_len);
+    if (rc == -EPERM && agent_refusal == KAIROS_ERR_BUSY)
+        rc = -EAGAIN;
     pthread_mutex_unlock(&agent_mu);
     return rc;
 }

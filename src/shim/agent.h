@@ -62,8 +62,9 @@ int agent_report_runnable(const struct kairos_runnable *r);
 int agent_tell(uint16_t type, const void *body, uint32_t size);
 
 /* FORKED or INHERITED (proto.h): sends it and waits for kairosd's OK. Returns 0,
- * -EPERM with kairosd's reason in err when it refused the claim, or -errno when the
- * daemon is gone (-ENOTCONN: no connection). */
+ * -EAGAIN with kairosd's reason in err when it follows no more hand-overs for this
+ * process's tenant or user (KAIROS_ERR_BUSY), -EPERM with it when it refused the
+ * claim otherwise, or -errno when the daemon is gone (-ENOTCONN: no connection). */
 int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
                           size_t err_len);
 /* CREDIT, one-way, for the credit sender: never waits for room in the socket.

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kairos/proto.h"
@@ -36,7 +38,9 @@ static bool tenant_process(void)
     return memguard_active() && settings_get()->mode == SETTINGS_TENANT;
 }
 
-static void report_fork(const struct shim_real *r, pid_t child)
+/* Reports child; 0, or -EAGAIN when kairosd follows no more hand-overs for this
+ * process's tenant or user (inherit.h: the fork must fail). */
+static int report_fork(const struct shim_real *r, pid_t child)
 {
     int saved = errno;
     char err[KAIROS_MSG_MAX] = "";
@@ -45,11 +49,23 @@ static void report_fork(const struct shim_real *r, pid_t child)
         struct kairos_forked m = {.child_pid = (uint32_t)child};
         rc = agent_report_handover(KAIROS_MSG_FORKED, &m, sizeof m, err, sizeof err);
     }
-    if (rc < 0 && settings_get()->log_stderr)
+    if (rc == -EAGAIN)
+        dprintf(2, "kairos[%d]: fork() failed (EAGAIN): kairosd cannot follow another child "
+                "holding this process's GPU files: %s\n", (int)getpid(), err);
+    else if (rc < 0 && settings_get()->log_stderr)
         dprintf(2, "kairos[%d]: could not tell kairosd that child %d shares this process's "
                 "GPU files (%s); its memory may be released from the ledger before the "
                 "child closes them\n", (int)getpid(), (int)child, err[0] ? err : "no daemon");
     errno = saved;
+    return rc == -EAGAIN ? rc : 0;
+}
+
+/* The child kairosd would not follow: killed and reaped before anyone sees it. */
+static void unfork(pid_t child)
+{
+    kill(child, SIGKILL);
+    while (waitpid(child, NULL, __WALL) < 0 && errno == EINTR)
+        ;
 }
 
 pid_t shim_fork(const struct shim_real *r)
@@ -63,8 +79,11 @@ pid_t shim_fork(const struct shim_real *r)
     fdtable_mark_shared_locked(); /* in both: neither's last close is the file's */
     state_unlock();
     errno = saved;
-    if (pid > 0 && tenant_process())
-        report_fork(r, pid);
+    if (pid > 0 && tenant_process() && report_fork(r, pid) == -EAGAIN) {
+        unfork(pid);
+        errno = EAGAIN;
+        return -1;
+    }
     return pid;
 }
 

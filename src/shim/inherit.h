@@ -23,8 +23,14 @@
  * with kcmp(2) and keeps the other process's charge while this one holds them.
  * These reports cost a round trip, only when an NVIDIA file arrives.
  *
- * A report that fails (kairosd down or refusing) never fails the fork; it is said
- * on stderr when the shim logs there.
+ * A report that fails (kairosd down or refusing the claim) never fails the fork; it
+ * is said on stderr when the shim logs there. One exception, failing closed (issue
+ * 25, item 1): when kairosd follows no more hand-overs for this process's tenant or
+ * user (KAIROS_ERR_BUSY), a child it does not know of would keep this process's
+ * memory alive uncharged once this process has gone, so the child is killed
+ * (SIGKILL) and reaped before fork() returns -1 with errno EAGAIN, as when a
+ * process limit is met; it says so on stderr. The child may have run for as long as
+ * the report took; its memory is this process's charge meanwhile.
  *
  * Thread rules: shim_fork, inherit_received and inherit_taken run in whichever
  * thread calls, never with the state lock held (the fork report in the parent

@@ -908,8 +908,14 @@ class Handovers(unittest.TestCase):
 
     def test_a_verified_receiver_keeps_the_charge_until_it_closes_the_file(self):
         pid, ctrl, got = self.member()
-        c = Client(self.d.socket)  # not a member of any tenant: only a witness
+        c = Client(self.d.socket)
         self.addCleanup(c.close)
+        with self.assertRaises(KairosError) as e:  # only a tenant's member says it holds
+            c.request(kp.INHERITED, inherited_body(pid, [got.fileno()]))
+        self.assertEqual(e.exception.code, kp.ERR_NOT_REGISTERED)
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("team")
         t, _ = c.request(kp.INHERITED, inherited_body(pid, [got.fileno()]))
         self.assertEqual(t, kp.OK)
         self.leave(pid, ctrl)
@@ -924,6 +930,7 @@ class Handovers(unittest.TestCase):
         self.addCleanup(peer.close)
         c = Client(self.d.socket)
         self.addCleanup(c.close)
+        c.hello("team")
         with self.assertRaises(KairosError) as e:
             c.request(kp.INHERITED, inherited_body(pid, [other.fileno()]))
         self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
