@@ -255,7 +255,8 @@ struct kairos_commit {
     uint32_t ok;                      /* 1: allocation made; 0: driver refused, undo */
     uint64_t token;
     uint64_t reserved;                /* what CHARGE asked */
-    uint64_t actual;                  /* what the driver returned (ok) */
+    uint64_t actual;                  /* what the driver returned (ok); counted above
+                                       * reserved only within the quota's room */
 };
 
 struct kairos_release {
@@ -305,7 +306,10 @@ struct kairos_inherited {
  * later: kairosd holds the answer while it recalls credit from other members or
  * while it waits for the members to reattach after a restart):
  *   report    increases with every CREDIT the process sends (the newest held wins)
- *   held      what the process holds on gpu now (allocations made, or in flight)
+ *   held      what the process holds on gpu now (allocations made, or in flight);
+ *             kairosd counts it only within what it granted the process (its
+ *             charges, credit and reattach less what came back) and, above that,
+ *             the room its tenant's quota has; the rest is not counted (logged)
  *   returned  unused credit given back with this message (counted once)
  *   need      what its waiting allocations need (0: a report only)
  *   least     the smallest waiting allocation (0 when need is 0; <= need)
