@@ -135,6 +135,12 @@
  *               exact-size rule: ERROR KAIROS_ERR_PROTOCOL, connection closed);
  *               kairos then asks again without one on a new connection and shows
  *               the holds as unknown.
+ *   3, compatible additions (issue 25): the number stays 3.
+ *             - PS_REPLY flag KAIROS_PS_REMOVED: a tenant a configuration reload
+ *               removed while it still had processes or memory; a kairos of before
+ *               ignores the bit (it shows the tenant as before).
+ *             - CREDIT held and COMMIT actual: counted only within what kairosd
+ *               granted the process and the quota's room (no layout change).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -541,6 +547,9 @@ struct kairos_ps {
 };
 #define KAIROS_PS_REPLY_SIZE_V1 1424u
 #define KAIROS_PS_LAST 0x1u
+#define KAIROS_PS_REMOVED 0x2u /* the tenant is no longer in the configuration: it goes once
+                                * its processes leave and the GPU frees its memory, and no
+                                * process may join it (a later addition to 3) */
 #define KAIROS_PS_MAX_PIDS 64
 /* Compute figures per GPU (index g of each array), valid when compute_flags[g] has
  * KAIROS_PS_COMPUTE_POLICY. Shares are parts per million of the GPU's time.

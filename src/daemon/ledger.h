@@ -46,6 +46,9 @@
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
 #define LEDGER_TENANT_EPHEMERAL 0x2u /* removed when its last member leaves */
+#define LEDGER_TENANT_REMOVED 0x4u   /* no longer in the configuration: kept while its members
+                                      * (live or lingering) or its draining memory last, and
+                                      * no process may join it (tenants.h) */
 #define LEDGER_MAX_TENANTS 4096
 #define LEDGER_MAX_RESERVATIONS 256  /* per member, CHARGEs awaiting their COMMIT */
 

@@ -517,6 +517,13 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     if (!t) /* kairosd decides the tenant (membership.h) */
         return send_error(c, r->seq, code, msg);
     bool reattach = h->flags & KAIROS_HELLO_REATTACH;
+    /* a tenant the configuration removed takes no one new; its members of before a
+     * restart come back while the reattach window holds */
+    if (!(reattach && reattach_window_holds(&s->window, now_ms())) &&
+        !tenants_joinable(t, s->cfg, msg, sizeof msg)) {
+        log_about_warn(t->name, c->pid, -1, "pid %u (uid %u): refused: %s", c->pid, c->uid, msg);
+        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
+    }
     if (reattach) {
         struct ledger_member *other = ledger_find_pid(&s->ts->ledger, c->pid);
         if (other) {
@@ -951,6 +958,8 @@ static void ps_fill(struct server *s, const struct ledger_tenant *t, struct kair
 {
     const struct ledger *l = &s->ts->ledger;
     memcpy(p->tenant, t->name, sizeof p->tenant);
+    if (t->flags & LEDGER_TENANT_REMOVED)
+        p->flags |= KAIROS_PS_REMOVED;
     for (unsigned g = 0; g < l->n_gpus; g++) {
         p->quota[g] = t->quota[g];
         /* with what kairosd keeps charged for an import of memory it freed */
@@ -1226,6 +1235,9 @@ static void on_tick(void *ctx, int fd, uint32_t events)
     if (reattach_window_ended(&s->window, now))
         for (size_t i = 0; i < s->ts->ledger.n_tenants; i++)
             serve_credit(s, s->ts->ledger.tenants[i]);
+    /* removed tenants whose memory drained (or whose members did not come back) */
+    if (!reattach_window_holds(&s->window, now) && tenants_sweep_removed(s->ts))
+        compute_changed_later(s);
     unsigned closed = 0;
     struct conn *next;
     for (struct conn *c = s->conns; c; c = next) {
