@@ -143,6 +143,12 @@
  *             - KAIROS_ERR_BUSY for FORKED and INHERITED: the sender's tenant or
  *               uid holds its share of live hand-overs; the shim fails the fork.
  *             - INHERITED counts only descriptors that are NVIDIA device files.
+ *   3, compatible additions (issue 25): the number stays 3.
+ *             - PS_REPLY flag KAIROS_PS_REMOVED: a tenant a configuration reload
+ *               removed while it still had processes or memory; a kairos of before
+ *               ignores the bit (it shows the tenant as before).
+ *             - CREDIT held and COMMIT actual: counted only within what kairosd
+ *               granted the process and the quota's room (no layout change).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -263,7 +269,8 @@ struct kairos_commit {
     uint32_t ok;                      /* 1: allocation made; 0: driver refused, undo */
     uint64_t token;
     uint64_t reserved;                /* what CHARGE asked */
-    uint64_t actual;                  /* what the driver returned (ok) */
+    uint64_t actual;                  /* what the driver returned (ok); counted above
+                                       * reserved only within the quota's room */
 };
 
 struct kairos_release {
@@ -318,7 +325,10 @@ struct kairos_inherited {
  * later: kairosd holds the answer while it recalls credit from other members or
  * while it waits for the members to reattach after a restart):
  *   report    increases with every CREDIT the process sends (the newest held wins)
- *   held      what the process holds on gpu now (allocations made, or in flight)
+ *   held      what the process holds on gpu now (allocations made, or in flight);
+ *             kairosd counts it only within what it granted the process (its
+ *             charges, credit and reattach less what came back) and, above that,
+ *             the room its tenant's quota has; the rest is not counted (logged)
  *   returned  unused credit given back with this message (counted once)
  *   need      what its waiting allocations need (0: a report only)
  *   least     the smallest waiting allocation (0 when need is 0; <= need)
@@ -550,6 +560,9 @@ struct kairos_ps {
 };
 #define KAIROS_PS_REPLY_SIZE_V1 1424u
 #define KAIROS_PS_LAST 0x1u
+#define KAIROS_PS_REMOVED 0x2u /* the tenant is no longer in the configuration: it goes once
+                                * its processes leave and the GPU frees its memory, and no
+                                * process may join it (a later addition to 3) */
 #define KAIROS_PS_MAX_PIDS 64
 /* Compute figures per GPU (index g of each array), valid when compute_flags[g] has
  * KAIROS_PS_COMPUTE_POLICY. Shares are parts per million of the GPU's time.

@@ -131,7 +131,8 @@ static void print_json(const struct ps_snapshot *s)
             json_array_append_new(pids, json_integer(r->pids[k]));
         for (unsigned g = 0; g < s->n_gpus; g++)
             json_array_append_new(gpus, gpu_json(r, g));
-        json_array_append_new(tenants, json_pack("{s:s, s:i, s:o, s:o}", "name", r->tenant,
+        json_array_append_new(tenants, json_pack("{s:s, s:b, s:i, s:o, s:o}", "name", r->tenant,
+                                                 "removed", (r->flags & KAIROS_PS_REMOVED) != 0,
                                                  "processes", (int)r->n_pids, "pids", pids,
                                                  "gpus", gpus));
     }

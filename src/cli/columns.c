@@ -24,9 +24,12 @@ static bool row_compute(const struct columns_row *row, struct ps_compute *c)
     return !row->no_gpu && ps_compute_get(row->r, row->g, c);
 }
 
+#define REMOVED_MARK " (removed)" /* a tenant the configuration removed (KAIROS_PS_REMOVED) */
+
 static void cell_tenant(const struct columns_row *row, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s", row->first ? row->r->tenant : "");
+    snprintf(out, cap, "%.*s%s", KAIROS_NAME_MAX, row->first ? row->r->tenant : "",
+             row->first && (row->r->flags & KAIROS_PS_REMOVED) ? REMOVED_MARK : "");
 }
 
 static void cell_gpu(const struct columns_row *row, char *out, size_t cap)
@@ -216,9 +219,13 @@ void columns_drop_compute(struct columns *c)
 void columns_fit_names(struct columns *c, const struct ps_snapshot *s)
 {
     c->name_width = 6;
-    for (size_t i = 0; i < s->n; i++)
-        if ((int)strlen(s->list[i].tenant) > c->name_width)
-            c->name_width = (int)strlen(s->list[i].tenant);
+    for (size_t i = 0; i < s->n; i++) {
+        int w = (int)strnlen(s->list[i].tenant, KAIROS_NAME_MAX);
+        if (s->list[i].flags & KAIROS_PS_REMOVED)
+            w += (int)strlen(REMOVED_MARK);
+        if (w > c->name_width)
+            c->name_width = w;
+    }
 }
 
 static int width_of(const struct columns *c, const struct column *col)

@@ -548,9 +548,10 @@ static const char *member_note(const struct audit *a, uint32_t pid, char *buf, s
     return buf;
 }
 
-/* memory.used of GPU g against what is known: every process the backend lists, the
- * ledger's holdings of members it does not list, what departed members' tenants
- * still drain (linger.h), and the driver's overhead. Returns
+/* memory.used of GPU g against what is known: every process the backend lists, what
+ * kairosd granted the members it does not list (held and credit: the ledger's grant,
+ * which no report can raise above the quota, issue 25 item 5), what departed members'
+ * tenants still drain (linger.h), and the driver's overhead. Returns
  * true when memory is unexplained and has been for leave_grace_ms (a transient while
  * the driver frees what a process held is no finding). */
 static bool measure(struct audit *a, unsigned g, size_t n_listed)
@@ -564,7 +565,7 @@ static bool measure(struct audit *a, unsigned g, size_t n_listed)
         known += a->procs[i].used_valid ? a->procs[i].used : 0;
     for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next)
         if (!is_listed(a, n_listed, m->pid))
-            known += m->held[g];
+            known += m->held[g] + m->credit[g];
     for (size_t i = 0; i < a->ts->ledger.n_tenants; i++)
         known += a->ts->ledger.tenants[i]->draining[g]; /* departed members' (linger.h) */
     a->gpu_used[g] = used;

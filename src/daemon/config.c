@@ -492,8 +492,10 @@ static int parse_tenants(struct ydoc *p, const yaml_node_t *n, struct config *c)
 
 static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
 {
-    if (!root)
+    if (!root) {
+        c->empty = true;
         return 0; /* an empty file: all defaults */
+    }
     if (want(p, root, YAML_MAPPING_NODE, "a mapping of settings (socket, state, tenants, ...)"))
         return -EINVAL;
     const yaml_node_t *reserve = NULL; /* admin_reserve, when given */
@@ -514,8 +516,10 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = parse_admins(p, v, c);
         else if (!strcmp(key, "audit"))
             rc = parse_audit(p, v, c);
-        else if (!strcmp(key, "tenants"))
+        else if (!strcmp(key, "tenants")) {
             rc = parse_tenants(p, v, c);
+            c->tenants_given = true;
+        }
         else if (!strcmp(key, "gpus")) {
             rc = parse_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
             c->gpus = (unsigned)ul;
@@ -698,4 +702,25 @@ bool config_is_admin(const struct config *c, uid_t uid)
         if (c->admins[i] == uid)
             return true;
     return false;
+}
+
+int config_reload_check(const struct config *cur, const struct config *next, char *err,
+                        size_t err_len)
+{
+    if (next->n_tenants || next->tenants_given || !cur->n_tenants)
+        return 0;
+    char names[200];
+    size_t len = 0;
+    names[0] = 0;
+    for (size_t i = 0; i < cur->n_tenants && len < sizeof names; i++) {
+        int n = snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                         cur->tenants[i].name);
+        len += n > 0 ? (size_t)n : 0;
+    }
+    snprintf(err, err_len, "%s %s, while the configuration in force declares %zu tenant(s) "
+             "(%s): refused as a file emptied or cut by mistake. To remove every configured "
+             "tenant, write 'tenants: []' in it and reload again",
+             next->path[0] ? next->path : "the new configuration",
+             next->empty ? "is empty" : "has no 'tenants:' list", cur->n_tenants, names);
+    return -EINVAL;
 }

@@ -86,6 +86,8 @@ struct config {
     struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct config_tenant *tenants;
     size_t n_tenants;
+    bool tenants_given;          /* the file has a tenants: list (maybe tenants: []) */
+    bool empty;                  /* the file holds no setting at all */
 };
 
 /* Defaults: the default socket and state paths, audit every 1000 ms reporting
@@ -114,5 +116,12 @@ struct policy_shares;
 int config_shares(const struct config *c, struct policy_shares *out);
 
 bool config_is_admin(const struct config *c, uid_t uid);
+
+/* Whether next may replace cur at a reload (SIGHUP): a configuration that declares
+ * no tenants while cur declares some is refused, as a file emptied or cut by
+ * mistake, unless it says so with an explicit 'tenants: []'. 0, or -EINVAL with
+ * err saying what was found and what to write. */
+int config_reload_check(const struct config *cur, const struct config *next, char *err,
+                        size_t err_len);
 
 #endif /* KAIROS_DAEMON_CONFIG_H */

@@ -51,21 +51,38 @@ static void set_held(struct ledger_member *m, unsigned g, uint64_t h)
     m->held[g] = h;
 }
 
-void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c)
+uint64_t credit_bound_claim(const struct ledger_member *m, unsigned g, uint64_t claim,
+                            uint64_t *counted)
+{
+    uint64_t granted = sat_add(m->held[g], m->credit[g]);
+    if (claim <= granted) {
+        *counted = claim;
+        return 0;
+    }
+    uint64_t extra = claim - granted, room = credit_room(m->tenant, g);
+    uint64_t late = extra < room ? extra : room;
+    *counted = granted + late;
+    return extra - late;
+}
+
+uint64_t credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c)
 {
     struct credit_member *cr = &m->cr;
+    uint64_t beyond = 0;
     if (c->flags & KAIROS_CREDIT_RECALLED)
         cr->recall_deadline_ms[g] = 0;
     bool newest = !cr->reported[g] || c->report > cr->report[g];
     if (newest) {
-        /* the newest: what it holds out of what it had, the rest its credit; beyond
-         * that (memory taken after its credit was revoked, or beyond what a
-         * reattach counted) the memory is counted. An older report's held is stale. */
+        /* the newest: what it holds out of what it was granted, the rest its credit.
+         * A claim above the grant is counted only as far as the quota has room (as
+         * a CHARGE would be granted); the rest is a lie, not counted (credit.h). An
+         * older report's held is stale. */
         cr->reported[g] = true;
         cr->report[g] = c->report;
-        uint64_t total = sat_add(m->held[g], m->credit[g]);
-        set_credit(m, g, sat_sub(total, c->held));
-        set_held(m, g, c->held);
+        uint64_t total = sat_add(m->held[g], m->credit[g]), held;
+        beyond = credit_bound_claim(m, g, c->held, &held);
+        set_credit(m, g, sat_sub(total, held));
+        set_held(m, g, held);
     }
     /* then what it gave back (after the split: a reattach counts all as held) */
     uint64_t back = c->returned < m->credit[g] ? c->returned : m->credit[g];
@@ -78,6 +95,7 @@ void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos
         cr->unacked[g] = false;
         cr->ack_deadline_ms[g] = 0;
     }
+    return beyond;
 }
 
 static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64_t report,

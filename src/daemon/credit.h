@@ -93,13 +93,23 @@ uint64_t credit_chunk(uint64_t quota);
  * memory the GPU still holds, linger.h), 0 when none is left. */
 uint64_t credit_room(const struct ledger_tenant *t, unsigned g);
 
+/* What kairosd counts of a member's claim to hold claim bytes on g (a CREDIT's held,
+ * a COMMIT's actual size): what it was granted (held + credit) is counted; beyond it
+ * (the driver took more than was reserved, or the shim lies) only what the tenant's
+ * quota has room for (what a CHARGE of the difference would be granted). *counted
+ * gets what is counted; returns what is not (0: the claim is within bounds). */
+uint64_t credit_bound_claim(const struct ledger_member *m, unsigned g, uint64_t claim,
+                            uint64_t *counted);
+
 /* Takes what a CREDIT says: returned credit comes back to the tenant (never more
  * than the member has), held (when the report is the newest) becomes the member's
- * holdings and the rest of what it had its credit; a held beyond held + credit
- * (memory taken after a revocation or beyond a reattach bound) is counted. A
- * recall is answered by a report flagged KAIROS_CREDIT_RECALLED; a revoked
- * member's newest report flagged KAIROS_CREDIT_REVOKED ends its credit. */
-void credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c);
+ * holdings and the rest of what it had its credit. A held beyond held + credit is
+ * bounded by credit_bound_claim: no report raises a tenant above its quota, whatever
+ * it says (issue 25, item 5). A recall is answered by a report flagged
+ * KAIROS_CREDIT_RECALLED; a revoked member's newest report flagged
+ * KAIROS_CREDIT_REVOKED ends its credit. Returns the bytes of held not counted (the
+ * caller logs and counts such a report), 0 for a report within bounds. */
+uint64_t credit_take_report(struct ledger_member *m, unsigned g, const struct kairos_credit *c);
 
 /* Answers the request of c (need, least, AHEAD) from member m now, or records it
  * as waiting; hold: no grant may be made now (the reattach window). After a

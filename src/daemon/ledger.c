@@ -188,9 +188,26 @@ int ledger_charge(struct ledger *l, struct ledger_member *m, unsigned gpu, uint6
     return 0;
 }
 
-int ledger_commit(struct ledger *l, struct ledger_member *m, unsigned gpu, uint64_t token, bool ok,
-                  uint64_t actual)
+/* What of actual a commit counts, the reservation of reserved just taken out: what
+ * was reserved (granted), or all the quota has room for if that is more; *beyond
+ * gets the rest. */
+static uint64_t commit_bound(const struct ledger_tenant *t, unsigned gpu, uint64_t reserved,
+                             uint64_t actual, uint64_t *beyond)
 {
+    uint64_t taken = sat_add(sat_add(t->held[gpu], t->draining[gpu]), t->credit[gpu]);
+    uint64_t room = sat_sub(t->quota[gpu], taken);
+    uint64_t most = reserved > room ? reserved : room;
+    uint64_t counted = actual < most ? actual : most;
+    *beyond = actual - counted;
+    return counted;
+}
+
+int ledger_commit(struct ledger *l, struct ledger_member *m, unsigned gpu, uint64_t token, bool ok,
+                  uint64_t actual, uint64_t *beyond)
+{
+    uint64_t none;
+    beyond = beyond ? beyond : &none;
+    *beyond = 0;
     if (gpu >= l->n_gpus)
         return -EINVAL;
     for (size_t i = 0; i < m->n_resv; i++) {
@@ -202,8 +219,9 @@ int ledger_commit(struct ledger *l, struct ledger_member *m, unsigned gpu, uint6
         m->held[gpu] = sat_sub(m->held[gpu], r->bytes);
         t->held[gpu] = sat_sub(t->held[gpu], r->bytes);
         if (ok) {
-            m->held[gpu] = sat_add(m->held[gpu], actual);
-            t->held[gpu] = sat_add(t->held[gpu], actual);
+            uint64_t n = commit_bound(t, gpu, r->bytes, actual, beyond);
+            m->held[gpu] = sat_add(m->held[gpu], n);
+            t->held[gpu] = sat_add(t->held[gpu], n);
         }
         m->resv[i] = m->resv[--m->n_resv];
         return 0;

@@ -11,8 +11,9 @@
  *    a granted charge counts at once (as a reservation named by the shim's token).
  *  - Credit (credit.h) is a member's reservation ahead of need: it counts against
  *    the quota like holdings, and is not shown as held.
- *  - COMMIT ok replaces the reservation by the actual size (which may exceed the
- *    quota: the memory is taken); COMMIT not ok undoes it.
+ *  - COMMIT ok replaces the reservation by the actual size, counted above the
+ *    reservation only as far as the quota has room (a shim's word never takes a
+ *    tenant above its quota); COMMIT not ok undoes it.
  *  - RELEASE never takes a member below zero.
  *  - A member that reattaches after a daemon restart brings its holdings, counted
  *    as given (the server bounds the process's claim first: reattach.h); the
@@ -45,6 +46,9 @@
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
 #define LEDGER_TENANT_EPHEMERAL 0x2u /* removed when its last member leaves */
+#define LEDGER_TENANT_REMOVED 0x4u   /* no longer in the configuration: kept while its members
+                                      * (live or lingering) or its draining memory last, and
+                                      * no process may join it (tenants.h) */
 #define LEDGER_MAX_TENANTS 4096
 #define LEDGER_MAX_RESERVATIONS 256  /* per member, CHARGEs awaiting their COMMIT */
 
@@ -65,6 +69,9 @@ struct ledger_tenant {
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
     bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
     struct ratelog refusal_log;  /* server.c: its refusals logged once per interval */
+    uint64_t lies[KAIROS_MAX_GPUS]; /* its members' claims beyond what they were granted and
+                                     * the quota leaves (server.c: not counted, logged) */
+    struct ratelog lie_log;      /* server.c: those logged once per interval */
     bool has_compute[KAIROS_MAX_GPUS];             /* a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
     struct member_rules members;  /* who may join (members.h) */
@@ -133,9 +140,11 @@ struct ledger_tenant *ledger_leave(struct ledger *l, struct ledger_member *m, ui
 int ledger_charge(struct ledger *l, struct ledger_member *m, unsigned gpu, uint64_t bytes,
                   uint64_t token, struct ledger_grant *out);
 /* Settles the reservation named by token on gpu: ok keeps actual bytes, !ok undoes.
+ * actual above the reservation (the driver took more, or the shim lies) is counted
+ * only as far as the quota has room; *beyond (may be NULL) gets what is not counted.
  * -ENOENT when no such reservation (nothing changes). */
 int ledger_commit(struct ledger *l, struct ledger_member *m, unsigned gpu, uint64_t token, bool ok,
-                  uint64_t actual);
+                  uint64_t actual, uint64_t *beyond);
 /* Releases bytes on gpu; at most what the member holds there (released says how
  * much). Returns -ERANGE when asked for more than held, -EINVAL for a bad GPU. */
 int ledger_release(struct ledger *l, struct ledger_member *m, unsigned gpu, uint64_t bytes,

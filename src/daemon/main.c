@@ -293,6 +293,11 @@ static void reload_config(struct daemon *d)
         log_error("the new configuration is refused; the previous one stays in force");
         return;
     }
+    if (config_reload_check(&d->cfg, &next, err, sizeof err)) {
+        log_error("%s; the previous configuration stays in force", err);
+        config_free(&next);
+        return;
+    }
     if (tenants_apply_config(&d->ts, &next, err, sizeof err)) {
         log_error("%s; the previous configuration stays in force", err);
         config_free(&next);

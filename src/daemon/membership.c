@@ -134,6 +134,8 @@ int membership_admit(struct membership *m, const struct peer_cred *p,
                  a->tenant);
         return KAIROS_ERR_NO_TENANT;
     }
+    if (!tenants_joinable(t, m->cfg, msg, msg_len))
+        return KAIROS_ERR_NO_TENANT;
     bool admin = config_is_admin(m->cfg, p->uid);
     if (!admin && pid != p->pid) {
         snprintf(msg, msg_len, "permission denied: only root or an administrator admits "

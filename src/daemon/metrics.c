@@ -362,6 +362,16 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
                                   NULL, NULL);
                 fprintf(f, " %" PRIu64 "\n", l->tenants[i]->draining[g]);
             }
+    family(f, "kairos_tenant_claims_beyond_grant_total", "counter",
+           "Claims of the tenant's processes to hold more than kairosd granted them and the "
+           "quota leaves (not counted: a lying shim, or memory taken past it).");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (applies(WHEN_SHOWN, &figs[i], g) || l->tenants[i]->lies[g]) {
+                tenant_gpu_series(f, "kairos_tenant_claims_beyond_grant_total", figs[i].tenant,
+                                  g, NULL, NULL);
+                fprintf(f, " %" PRIu64 "\n", l->tenants[i]->lies[g]);
+            }
     write_infos(f, &(struct figures){figs, l->n_tenants, l->n_gpus});
 }
 

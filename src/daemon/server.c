@@ -518,6 +518,13 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
     if (!t) /* kairosd decides the tenant (membership.h) */
         return send_error(c, r->seq, code, msg);
     bool reattach = h->flags & KAIROS_HELLO_REATTACH;
+    /* a tenant the configuration removed takes no one new; its members of before a
+     * restart come back while the reattach window holds */
+    if (!(reattach && reattach_window_holds(&s->window, now_ms())) &&
+        !tenants_joinable(t, s->cfg, msg, sizeof msg)) {
+        log_about_warn(t->name, c->pid, -1, "pid %u (uid %u): refused: %s", c->pid, c->uid, msg);
+        return send_error(c, r->seq, KAIROS_ERR_NO_TENANT, msg);
+    }
     if (reattach) {
         struct ledger_member *other = ledger_find_pid(&s->ts->ledger, c->pid);
         if (other) {
@@ -650,7 +657,7 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
     /* a managed range comes from a shim with credit: its reports count it from now
      * on, as held, and no COMMIT follows (proto.h) */
     if (g.granted && (ch->flags & KAIROS_CHARGE_MANAGED))
-        ledger_commit(&s->ts->ledger, c->member, ch->gpu, ch->token, true, ch->bytes);
+        ledger_commit(&s->ts->ledger, c->member, ch->gpu, ch->token, true, ch->bytes, NULL);
     struct ledger_tenant *t = c->member->tenant;
     char a[32], line[128];
     if (!g.granted) {
@@ -674,10 +681,36 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
     return send_msg(c, KAIROS_MSG_GRANT, r->seq, &reply, sizeof reply);
 }
 
+/* A member claimed more than kairosd granted it (what = the message and field, claim
+ * what it said; beyond: what was not counted, issue 25, item 5): counted per tenant
+ * and GPU (kairos_tenant_claims_beyond_grant_total), logged once per interval. */
+static void claim_beyond(struct conn *c, unsigned gpu, const char *what, uint64_t claim,
+                         uint64_t beyond)
+{
+    struct ledger_tenant *t = c->member->tenant;
+    uint64_t quiet;
+    char a[32], b[32];
+    t->lies[gpu]++;
+    if (!ratelog_event(&t->lie_log, now_ms(), RATELOG_INTERVAL_MS, &quiet))
+        return;
+    log_about_warn(t->name, c->pid, (int)gpu,
+                   "tenant %s: pid %u (uid %u) claimed %s in a %s on GPU %u, %s beyond what "
+                   "kairosd granted it and the tenant's quota leaves: not counted (a shim that "
+                   "lies, or memory taken past it, which the audit compares with the grants); "
+                   "%llu such claim(s) in the tenant on this GPU, %llu not logged since the "
+                   "last such line", t->name, c->pid, c->uid, tenants_size(claim, a, sizeof a),
+                   what, gpu, tenants_size(beyond, b, sizeof b),
+                   (unsigned long long)t->lies[gpu], (unsigned long long)quiet);
+}
+
 static bool on_commit(struct conn *c, const struct proto_request *r)
 {
     const struct kairos_commit *m = &r->body.commit;
-    int rc = ledger_commit(&c->srv->ts->ledger, c->member, m->gpu, m->token, m->ok, m->actual);
+    uint64_t beyond = 0;
+    int rc = ledger_commit(&c->srv->ts->ledger, c->member, m->gpu, m->token, m->ok, m->actual,
+                           &beyond);
+    if (beyond)
+        claim_beyond(c, m->gpu, "COMMIT's actual size", m->actual, beyond);
     if (rc == -ENOENT)
         log_warn("tenant %s: pid %u committed token %llu on GPU %u that no CHARGE reserved; "
                  "ignored", c->member->tenant->name, c->pid, (unsigned long long)m->token, m->gpu);
@@ -715,7 +748,9 @@ static bool on_credit(struct conn *c, const struct proto_request *r)
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
     struct ledger_tenant *t = c->member->tenant;
-    credit_take_report(c->member, m->gpu, m);
+    uint64_t beyond = credit_take_report(c->member, m->gpu, m);
+    if (beyond)
+        claim_beyond(c, m->gpu, "CREDIT report's held", m->held, beyond);
     credit_request(&s->ts->ledger, c->member, m->gpu, r->seq, m, credit_hold(s), now_ms(),
                    &credit_io);
     credit_serve(&s->ts->ledger, t, m->gpu, credit_hold(s), now_ms(), &credit_io);
@@ -784,6 +819,15 @@ static bool just_reattached(const struct conn *c)
 static bool on_shared_freed(struct conn *c, const struct kairos_shared *m)
 {
     char a[32];
+    struct kairos_shared bounded = *m;
+    if (m->gpu < KAIROS_MAX_GPUS) { /* it freed at most what it was granted (issue 25, 5) */
+        const struct ledger_member *me = c->member;
+        uint64_t granted = me->held[m->gpu] + me->credit[m->gpu];
+        bounded.bytes = m->bytes < granted ? m->bytes : granted;
+        if (bounded.bytes < m->bytes)
+            claim_beyond(c, m->gpu, "SHARED FREED's bytes", m->bytes, m->bytes - bounded.bytes);
+    }
+    m = &bounded;
     size_t kept_before = c->srv->imports->n_kept;
     bool kept = imports_freed(c->srv->imports, c->pid, c->member->tenant, m);
     after_kept_released(c->srv, kept_before + kept); /* it may have ended others */
@@ -933,6 +977,8 @@ static void ps_fill(struct server *s, const struct ledger_tenant *t, struct kair
 {
     const struct ledger *l = &s->ts->ledger;
     memcpy(p->tenant, t->name, sizeof p->tenant);
+    if (t->flags & LEDGER_TENANT_REMOVED)
+        p->flags |= KAIROS_PS_REMOVED;
     for (unsigned g = 0; g < l->n_gpus; g++) {
         p->quota[g] = t->quota[g];
         /* with what kairosd keeps charged for an import of memory it freed */
@@ -1208,6 +1254,9 @@ static void on_tick(void *ctx, int fd, uint32_t events)
     if (reattach_window_ended(&s->window, now))
         for (size_t i = 0; i < s->ts->ledger.n_tenants; i++)
             serve_credit(s, s->ts->ledger.tenants[i]);
+    /* removed tenants whose memory drained (or whose members did not come back) */
+    if (!reattach_window_holds(&s->window, now) && tenants_sweep_removed(s->ts))
+        compute_changed_later(s);
     unsigned closed = 0;
     struct conn *next;
     for (struct conn *c = s->conns; c; c = next) {

@@ -93,6 +93,8 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
         }
         json_object_set_new(jt, "name", json_string(t->name));
         json_object_set_new(jt, "ephemeral", json_boolean(t->flags & LEDGER_TENANT_EPHEMERAL));
+        if (t->flags & LEDGER_TENANT_REMOVED) /* by a reload, kept while it holds anything */
+            json_object_set_new(jt, "removed", json_true());
         json_object_set_new(jt, "quota", quota);
         if (t->owner_pid)
             json_object_set_new(jt, "owner_pid", json_integer(t->owner_pid));
@@ -237,10 +239,10 @@ static int check_frame(json_t *root, char *err, size_t err_len)
 static int check_entry(json_t *jt, size_t i, unsigned n_gpus, char *why, size_t why_len)
 {
     json_t *name = json_object_get(jt, "name"), *quota = json_object_get(jt, "quota");
-    json_t *eph = json_object_get(jt, "ephemeral");
+    json_t *eph = json_object_get(jt, "ephemeral"), *removed = json_object_get(jt, "removed");
     if (!json_is_object(jt) || !json_is_string(name) ||
         !ledger_name_valid(json_string_value(name)) || !json_is_object(quota) ||
-        (eph && !json_is_boolean(eph))) {
+        (eph && !json_is_boolean(eph)) || (removed && !json_is_boolean(removed))) {
         snprintf(why, why_len, "entry %zu: needs a valid \"name\" and a \"quota\" object", i);
         return -EINVAL;
     }
@@ -468,6 +470,8 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
         return 0;
     }
     unsigned flags = json_is_true(json_object_get(jt, "ephemeral")) ? LEDGER_TENANT_EPHEMERAL : 0;
+    if (json_is_true(json_object_get(jt, "removed"))) /* swept unless its processes return */
+        flags = LEDGER_TENANT_REMOVED;
     int rc = ledger_tenant_add(l, name, NULL, flags, &t);
     if (rc) {
         if (rc == -ENOSPC)

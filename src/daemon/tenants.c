@@ -127,6 +127,63 @@ static int resolve_quota(const struct tenants *ts, const struct config *c,
     return 0;
 }
 
+/* Whether t still has something a removal would lose track of: a member (live, or
+ * lingering while the GPU holds its memory) or memory draining. */
+static bool holds_anything(const struct ledger_tenant *t)
+{
+    if (t->n_members)
+        return true;
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
+        if (t->draining[g] || t->held[g])
+            return true;
+    return false;
+}
+
+static void describe_holdings(const struct ledger_tenant *t, unsigned n_gpus, char *out,
+                              size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (unsigned g = 0; g < n_gpus && len < cap; g++) {
+        char a[32];
+        uint64_t b = t->held[g] + t->draining[g];
+        int n = b ? snprintf(out + len, cap - len, "%s%s on GPU %u", len ? ", " : "",
+                             tenants_size(b, a, sizeof a), g)
+                  : 0;
+        len += n > 0 ? (size_t)n : 0;
+    }
+    if (!len)
+        snprintf(out, cap, "no memory");
+}
+
+/* The config tenants c no longer declares: removed, or marked removed while they
+ * hold anything (tenants.h); true when any was. */
+static bool undeclare(struct tenants *ts, const struct config *c)
+{
+    bool changed = false;
+    for (size_t i = ts->ledger.n_tenants; i-- > 0;) {
+        struct ledger_tenant *t = ts->ledger.tenants[i];
+        if (!(t->flags & LEDGER_TENANT_CONFIG) || declared(c, t->name))
+            continue;
+        changed = true;
+        if (!holds_anything(t)) {
+            log_info("tenant %s: no longer in the configuration; removed", t->name);
+            ledger_tenant_remove(&ts->ledger, t);
+            continue;
+        }
+        char held[256];
+        describe_holdings(t, ts->n_gpus, held, sizeof held);
+        t->flags = LEDGER_TENANT_REMOVED;
+        registry_undeclared(t);
+        log_warn("tenant %s: no longer in %s; marked removed: kept with its quotas until its "
+                 "%u process(es) leave and the GPU frees its memory (%s), then removed; no "
+                 "process may join it meanwhile. Declare it again to keep it, or stop its "
+                 "processes (kairos ps lists them) to remove it now", t->name,
+                 c->path[0] ? c->path : "the configuration", t->n_members, held);
+    }
+    return changed;
+}
+
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len)
 {
     int rc = 0;
@@ -160,26 +217,13 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
         goto out;
     }
     char a[32], b[32];
-    /* config tenants no longer declared */
-    for (size_t i = ts->ledger.n_tenants; i-- > 0;) {
-        struct ledger_tenant *t = ts->ledger.tenants[i];
-        bool declared = false;
-        for (size_t k = 0; k < c->n_tenants; k++)
-            declared |= !strcmp(c->tenants[k].name, t->name);
-        if (!(t->flags & LEDGER_TENANT_CONFIG) || declared)
-            continue;
-        if (t->n_members) {
-            t->flags = LEDGER_TENANT_EPHEMERAL;
-            registry_undeclared(t);
-            log_warn("tenant %s: no longer in the configuration; kept until its %u process(es) "
-                     "exit", t->name, t->n_members);
-        } else {
-            log_info("tenant %s: no longer in the configuration; removed", t->name);
-            ledger_tenant_remove(&ts->ledger, t);
-        }
-    }
+    bool changed = undeclare(ts, c);
     for (size_t i = 0; i < c->n_tenants; i++) {
         struct ledger_tenant *t = ledger_tenant_find(&ts->ledger, c->tenants[i].name);
+        if (t && (t->flags & LEDGER_TENANT_REMOVED)) {
+            log_info("tenant %s: in the configuration again; no longer removed", t->name);
+            changed = true;
+        }
         if (!t) {
             rc = ledger_tenant_add(&ts->ledger, c->tenants[i].name, NULL,
                                    LEDGER_TENANT_CONFIG, &t);
@@ -198,6 +242,8 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
                          tenants_size(t->held[g], b, sizeof b));
         }
     }
+    if (changed) /* what a restart finds: the removed tenants, not those gone */
+        tenants_save_state(ts, NULL, why, sizeof why);
 out:
     free(quotas);
     free(given);
@@ -410,6 +456,8 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
             return KAIROS_ERR_INVALID;
         }
     struct ledger_tenant *t = ledger_tenant_find(&ts->ledger, name);
+    if (t && !tenants_joinable(t, c, msg, msg_len))
+        return KAIROS_ERR_INVALID;
     bool has[KAIROS_MAX_GPUS], changed;
     struct sched_policy pol[KAIROS_MAX_GPUS];
     int code = next_compute(ts, c, t, m, has, pol, &changed, msg, msg_len);
@@ -501,8 +549,43 @@ int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, s
     return 0;
 }
 
+/* Removes t, removed by the configuration, once nothing of it is left; true if so. */
+static bool removed_gone(struct tenants *ts, struct ledger_tenant *t)
+{
+    if (!(t->flags & LEDGER_TENANT_REMOVED) || holds_anything(t))
+        return false;
+    log_info("tenant %s: its last process has left and the GPU holds none of its memory; "
+             "removed (no longer in the configuration)", t->name);
+    char why[512];
+    tenants_save_state(ts, t, why, sizeof why); /* failing, a restart sweeps it again */
+    ledger_tenant_remove(&ts->ledger, t);
+    return true;
+}
+
+size_t tenants_sweep_removed(struct tenants *ts)
+{
+    size_t n = 0;
+    for (size_t i = ts->ledger.n_tenants; i-- > 0;)
+        n += removed_gone(ts, ts->ledger.tenants[i]);
+    return n;
+}
+
+bool tenants_joinable(const struct ledger_tenant *t, const struct config *c, char *msg,
+                      size_t msg_len)
+{
+    if (!(t->flags & LEDGER_TENANT_REMOVED))
+        return true;
+    snprintf(msg, msg_len, "tenant '%s' was removed from the configuration and goes once its "
+             "%u process(es) leave; no process may join it. Declare it again in %s and reload "
+             "kairosd (SIGHUP) to use it", t->name, t->n_members,
+             c && c->path[0] ? c->path : "kairosd.yaml");
+    return false;
+}
+
 bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t)
 {
+    if (removed_gone(ts, t))
+        return true;
     if (t->n_members || t->owner_alive || !(t->flags & LEDGER_TENANT_EPHEMERAL))
         return false;
     log_info("tenant %s: its command and its last process have exited; removed (created by "

@@ -44,10 +44,14 @@ void tenants_fini(struct tenants *ts);
  * those of the tenants created at run time would add up above 100 % on a GPU; then
  * created or updated by the registry's precedence (registry.h: what the file
  * declares replaces what run time set, a run-time quota on a GPU it does not declare
- * is kept); config tenants no longer declared are removed, or kept (with their
- * settings) until their processes leave. A run-time tenant the configuration now
- * declares follows the configuration's compute policy and members rules (its own
- * are dropped, logged). */
+ * is kept). A config tenant no longer declared is removed at once when it has no
+ * member (live or lingering) and nothing draining; otherwise it is marked removed
+ * (LEDGER_TENANT_REMOVED, logged, shown by kairos ps), keeps its quotas until its
+ * members leave and its memory drains, and no process may join it; declared again,
+ * it is a config tenant as before. The state file records the outcome. A run-time
+ * tenant the configuration now declares follows the configuration's compute policy
+ * and members rules (its own are dropped, logged). A reload that declares no tenant
+ * at all is refused before this (config_reload_check). */
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len);
 
 /* Loads the state file's tenants, and the settings made at run time of configured
@@ -79,9 +83,17 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
                 size_t msg_len);
 int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, size_t msg_len);
 
-/* After a member or the owner left: removes an ephemeral tenant left empty (and
- * saves); true when it did. */
+/* After a member or the owner left: removes an ephemeral tenant left empty, or a
+ * removed one with no member left and nothing draining (and saves); true when it
+ * did. */
 bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t);
+/* Removes the removed tenants with no member left and nothing draining (their
+ * memory drained since their last member left); how many it removed. */
+size_t tenants_sweep_removed(struct tenants *ts);
+/* Whether a process may join t (HELLO, TENANT_ADMIT) or t may be set (TENANT_SET):
+ * not when the configuration removed it. false with msg saying why and what to do. */
+bool tenants_joinable(const struct ledger_tenant *t, const struct config *c, char *msg,
+                      size_t msg_len);
 
 /* "7.50 GiB" etc. into buf; for log lines. */
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap);

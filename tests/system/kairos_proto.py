@@ -41,6 +41,7 @@ PS_HOLDS = 1
 PS_HOLDS_FMT = struct.Struct("<16I64I64I64Q64Q")
 assert PS_REPLY_FMT.size + PS_HOLDS_FMT.size == 3024
 PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED, PS_COMPUTE_HOLDS = 1, 2, 4
+PS_REMOVED = 2  # PS_REPLY flags: the configuration removed the tenant (it goes when empty)
 HOLD_NAMES = ("none", "share", "limit", "yield")  # KAIROS_HOLD_*, the inner index
 PRIO_NAMES = ("normal", "latency", "batch")
 GiB = 1 << 30
@@ -232,7 +233,8 @@ class Client:
             quota, held, refusals = f[3:19], f[19:35], f[35:51]
             n_pids, pids = f[51], f[52:116]
             if n or name:
-                out[name] = {"quota": list(quota[:n]), "held": list(held[:n]),
+                out[name] = {"removed": bool(flags & PS_REMOVED),
+                             "quota": list(quota[:n]), "held": list(held[:n]),
                              "refusals": list(refusals[:n]),
                              "pids": sorted(pids[:min(n_pids, 64)]),
                              "compute": ps_compute(f, n)}

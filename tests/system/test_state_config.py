@@ -276,6 +276,116 @@ class RunTimeSettings(Case):
         self.assertNotIn("alice", self.ps())
 
 
+THREE = ("  - name: alice\n    memory: { 0: 8G }\n"
+         "  - name: bob\n    memory: { 0: 4G }\n"
+         "  - name: carol\n    memory: { 0: 2G }\n")
+
+
+class ReloadKeepsWhatIsHeld(Case):
+    """Issue 25, item 6, played by an operator's slip: a configuration emptied or cut
+    by mistake, then SIGHUP. A file that declares no tenants is refused (all three
+    stay); a file cut after the first tenant keeps the tenant that holds memory,
+    marked removed, until its process leaves, and nobody joins it meanwhile."""
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, THREE, gpus=self.gpus)
+        with open(self.d.config) as f:
+            text = f.read()
+        self.settings = text[:text.index("tenants:")]  # before the tenants list
+        self.d.start()
+
+    def sighup(self, text, outcome):
+        """Writes text as the configuration, sends SIGHUP and waits for the log line
+        outcome (counted anew); returns the log."""
+        with open(self.d.config, "w") as f:
+            f.write(text)
+        done = self.d.read_log().count(outcome)
+        self.d.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(kp_wait(lambda: self.d.read_log().count(outcome) > done),
+                        self.d.read_log())
+        return self.d.read_log()
+
+    def test_a_file_without_tenants_is_refused(self):
+        member = self.d.client()
+        member.hello("alice")
+        self.assertTrue(member.charge(0, GiB, 1)[0])
+        refused = "refused as a file emptied or cut by mistake"
+        log = self.sighup("", refused)
+        self.assertIn(f"{self.d.config} is empty, while the configuration in force declares 3 "
+                      "tenant(s) (alice, bob, carol)", log)
+        self.assertIn("write 'tenants: []' in it and reload again; the previous configuration "
+                      "stays in force", log)
+        self.assertEqual(sorted(self.ps()), ["alice", "bob", "carol"])
+        self.assertFalse(any(t["removed"] for t in self.ps().values()))
+        # the settings, but no tenants list (cut before it): refused the same way
+        log = self.sighup(self.settings, refused)
+        self.assertIn("has no 'tenants:' list", log)
+        self.assertEqual(sorted(self.ps()), ["alice", "bob", "carol"])
+        # said on purpose: those with nothing go, the one with memory is kept, removed
+        self.sighup(self.settings + "tenants: []\n", "configuration reloaded")
+        ps = self.ps()
+        self.assertEqual(sorted(ps), ["alice"])
+        self.assertTrue(ps["alice"]["removed"])
+        self.assertEqual(ps["alice"]["held"][0], GiB)
+        member.close()
+        self.assertTrue(kp_wait(lambda: "alice" not in self.ps()), self.ps())
+
+    def test_a_cut_file_keeps_the_tenant_that_holds_memory(self):
+        member = self.d.client()
+        member.hello("bob")
+        self.assertTrue(member.charge(0, 3 * GiB, 1)[0])
+        cut = self.settings + "tenants:\n" + THREE[:THREE.index("  - name: bob")]
+        log = self.sighup(cut, "configuration reloaded")
+        self.assertIn("tenant bob: no longer in", log)
+        self.assertIn("marked removed: kept with its quotas until its 1 process(es) leave", log)
+        ps = self.ps()
+        self.assertEqual(sorted(ps), ["alice", "bob"])  # carol held nothing: gone
+        self.assertFalse(ps["alice"]["removed"])
+        self.assertTrue(ps["bob"]["removed"])
+        self.assertEqual((ps["bob"]["held"][0], ps["bob"]["quota"][0]), (3 * GiB, 4 * GiB))
+        self.assertFalse(member.charge(0, GiB + 1, 2)[0])  # its quota still holds
+        # nobody joins a removed tenant, not even an administrator
+        with self.assertRaises(kp.KairosError) as e:
+            self.d.client().hello("bob")
+        self.assertEqual(e.exception.code, kp.ERR_NO_TENANT)
+        self.assertIn("tenant 'bob' was removed from the configuration", e.exception.message)
+        with self.assertRaises(kp.KairosError) as e:
+            self.admin("bob", [GiB, 0])
+        self.assertIn("no process may join it", e.exception.message)
+        # kairos ps says so
+        r = subprocess.run([KAIROS, "ps", "--socket", self.d.socket], capture_output=True,
+                           text=True, timeout=30)
+        self.assertIn("bob (removed)", r.stdout, r.stderr)
+        r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
+                           capture_output=True, text=True, timeout=30)
+        removed = {t["name"]: t["removed"] for t in json.loads(r.stdout)["tenants"]}
+        self.assertEqual(removed, {"alice": False, "bob": True})
+        # the state file says so too, for a restart while its process lives
+        with open(self.d.state) as f:
+            saved = {t["name"]: t for t in json.load(f)["tenants"]}
+        self.assertTrue(saved["bob"]["removed"])
+        member.close()
+        self.assertTrue(kp_wait(lambda: "bob" not in self.ps()), self.ps())
+        self.assertIn("tenant bob: its last process has left", self.d.read_log())
+        self.d.stop()
+        self.d.start()
+        self.assertEqual(sorted(self.ps()), ["alice"])
+
+    def test_a_removed_tenant_declared_again_is_whole_again(self):
+        member = self.d.client()
+        member.hello("bob")
+        self.assertTrue(member.charge(0, GiB, 1)[0])
+        self.sighup(self.settings + "tenants:\n" + THREE.replace("  - name: bob\n    memory: "
+                                                                "{ 0: 4G }\n", ""),
+                    "configuration reloaded")
+        self.assertTrue(self.ps()["bob"]["removed"])
+        log = self.sighup(self.settings + "tenants:\n" + THREE, "configuration reloaded")
+        self.assertIn("tenant bob: in the configuration again; no longer removed", log)
+        self.assertFalse(self.ps()["bob"]["removed"])
+        self.assertEqual(self.d.client().hello("bob")[1][0], 4 * GiB)
+        member.close()
+        self.assertIn("bob", self.ps())  # a configured tenant stays
+
 def kp_wait(pred, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

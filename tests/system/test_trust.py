@@ -11,6 +11,8 @@ import functools
 import json
 import os
 import re
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -18,7 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import preload_env, wait_for  # noqa: E402
+from harness import preload_env, reap, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 # env(**extra): the environment of a program under the shim and the fake driver
@@ -488,6 +490,112 @@ class Trust(unittest.TestCase):
         r = kairos("run", "--tenant", "big", "--", "id", "-u")
         self.assertEqual(r.stdout, "0\n", r.stderr)
         self.assertEqual(self.ps()["big"]["held"], [0])
+
+
+# A member of TENANT that opens DEVNODE and holds it ("-": none), as memory taken past
+# the shim leaves it: a driver file open, no CUDA context the GPU lists.
+RAW_MEMBER = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import kairos_proto as kp
+c = kp.Client(sys.argv[2])
+c.hello(sys.argv[3])
+fd = os.open(sys.argv[4], os.O_RDONLY)
+os.write(1, b"ready\n")
+sys.stdin.read()
+"""
+
+
+def lie_about_held(held):
+    """What a NobodyChild runs: joins small and reports holding held bytes on GPU 0,
+    never granted; returns what kairosd's reply says the tenant holds."""
+    def fn(c):
+        c.hello("small")
+        t, body = c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, held, 0, 0, 0, 0))
+        assert t == kp.CREDIT
+        return struct.unpack(kp.CREDIT_FMT, body)[3]
+    return fn
+
+
+@unittest.skipIf(os.getuid() != 0, "playing another user needs root (CI runs the tests as root)")
+class ReportsBeyondTheGrant(unittest.TestCase):
+    """Issue 25, item 5: what a shim says it holds is bounded by what kairosd granted it
+    and the quota leaves; its departure returns what was granted; the audit compares the
+    GPU's figures with the grants, so a forged report hides nobody's memory."""
+    FAKE = "gpu 0 GPU-fake-0000 85899345920\n"
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, tenants_yaml=TENANTS, gpus=1, fake=self.FAKE,
+                           extra="audit: { interval_ms: 100, action: kill }\n")
+        self.dev = os.path.join(self.d.dir, "dev")
+        os.mkdir(self.dev)
+        for node in ("nvidia0", "nvidiactl"):
+            open(os.path.join(self.dev, node), "w").close()
+        self.fake = self.FAKE + f"devdir {self.dev}\n"
+        self.d.write_fake(self.fake)
+        self.d.start()
+
+    def tearDown(self):
+        self.d.stop()
+
+    def test_a_credit_report_of_1_pib_counts_no_more_than_the_quota(self):
+        me = kp.Client(self.d.socket)  # an honest member of small, holding 10 MiB
+        me.hello("small")
+        self.assertTrue(me.charge(0, 10 * MiB, 1)[0])
+        me.commit(0, 1, True, 10 * MiB, 10 * MiB)
+        liar = NobodyChild(self.d.socket, lie_about_held(1 << 50))
+        self.addCleanup(liar.finish)
+        self.assertEqual(liar.start(), str(64 * MiB))
+        self.assertEqual(self.d.ps()["small"]["held"], [64 * MiB])  # the quota, never above
+        self.assertIn(f"pid {liar.pid} (uid {NOBODY}) claimed 1024.0 TiB in a CREDIT report's "
+                      "held on GPU 0", self.d.read_log())
+        # it departs while the GPU still lists it: its charge lingers, as it was counted
+        pid = liar.pid
+        self.d.write_fake(self.fake + f"proc 0 {pid} {MiB}\n")
+        liar.finish()
+        self.assertTrue(wait_for(lambda: f"pid {pid} left but the GPU still holds its memory"
+                                 in self.d.read_log()), self.d.read_log())
+        self.assertEqual(self.d.ps()["small"]["held"], [64 * MiB])
+        self.d.write_fake(self.fake)
+        self.assertTrue(wait_for(lambda: self.d.ps()["small"]["held"] == [10 * MiB]),
+                        self.d.ps())
+        self.assertFalse(me.charge(0, 54 * MiB + 1, 2)[0])
+        self.assertTrue(me.charge(0, 54 * MiB, 3)[0])  # the honest member lost nothing
+
+    def test_a_commit_of_1_pib_counts_no_more_than_the_quota(self):
+        def lie(c):
+            c.hello("small")
+            assert c.charge(0, 2 * MiB, 7)[0]
+            c.commit(0, 7, True, 2 * MiB, 1 << 50)
+            return c.charge(0, 0, 8)[2]  # a query: what the tenant holds now
+        liar = NobodyChild(self.d.socket, lie)
+        self.addCleanup(liar.finish)
+        self.assertEqual(liar.start(), str(64 * MiB))
+        self.assertIn("claimed 1024.0 TiB in a COMMIT's actual size on GPU 0", self.d.read_log())
+        liar.finish()
+        self.assertTrue(wait_for(lambda: self.d.ps()["small"]["held"] == [0]), self.d.ps())
+
+    def test_a_forged_report_hides_no_memory_from_the_audit(self):
+        """A member takes 4 GiB past the shim (a driver file open, no context the GPU
+        lists) while another claims 1 PiB: the audit, which counts what kairosd granted
+        the members the GPU does not list, finds the memory and kills its holder."""
+        liar = NobodyChild(self.d.socket, lie_about_held(1 << 50))
+        self.addCleanup(liar.finish)
+        liar.start()
+        raw = subprocess.Popen([sys.executable, "-c", RAW_MEMBER, os.path.dirname(kp.__file__),
+                                self.d.socket, "small", os.path.join(self.dev, "nvidiactl")],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.addCleanup(reap, [raw])
+        self.assertEqual(raw.stdout.readline(), b"ready\n")
+        self.d.write_fake(self.fake + f"status 0 {4 * kp.GiB + 64 * MiB} - - - -\n")
+        try:
+            raw.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.fail("the member holding 4 GiB past the shim was not killed:\n" +
+                      self.d.read_log())
+        self.assertEqual(raw.returncode, -signal.SIGKILL)
+        self.assertIn(f"pid {raw.pid} (python3) uid 0 (member of tenant small)",
+                      self.d.read_log())
 
 
 if __name__ == "__main__":

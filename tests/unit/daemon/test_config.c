@@ -263,6 +263,38 @@ static void test_load_missing(void **state)
     assert_non_null(strstr(err, "cannot open the configuration"));
 }
 
+/* issue 25, item 6: a reload that declares no tenants while the configuration in
+ * force declares some is refused, an empty file or one cut before its tenants list
+ * alike; 'tenants: []' says it on purpose; nothing to lose, nothing refused. */
+static void test_reload_check(void **state)
+{
+    (void)state;
+    struct config cur, next;
+    char err[512];
+    assert_int_equal(config_parse("k.yaml", good, sizeof good - 1, &cur, err, sizeof err), 0);
+    assert_int_equal(config_parse("k.yaml", "", 0, &next, err, sizeof err), 0);
+    assert_int_equal(config_reload_check(&cur, &next, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "k.yaml is empty, while the configuration in force declares 3 "
+                                "tenant(s) (training, infer.a, empty)"));
+    assert_non_null(strstr(err, "write 'tenants: []'"));
+    config_free(&next);
+    static const char cut[] = "socket: /tmp/k/kairosd.sock\ngpus: 2\n";
+    assert_int_equal(config_parse("k.yaml", cut, sizeof cut - 1, &next, err, sizeof err), 0);
+    assert_int_equal(config_reload_check(&cur, &next, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "k.yaml has no 'tenants:' list"));
+    config_free(&next);
+    static const char none[] = "gpus: 2\ntenants: []\n";
+    assert_int_equal(config_parse("k.yaml", none, sizeof none - 1, &next, err, sizeof err), 0);
+    assert_int_equal(config_reload_check(&cur, &next, err, sizeof err), 0);
+    /* and from no tenants, an empty file takes none away */
+    struct config empty;
+    assert_int_equal(config_parse("k.yaml", "", 0, &empty, err, sizeof err), 0);
+    assert_int_equal(config_reload_check(&next, &empty, err, sizeof err), 0);
+    config_free(&empty);
+    config_free(&next);
+    config_free(&cur);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_document_markers),
         cmocka_unit_test(test_connection_settings),
         cmocka_unit_test(test_load_missing),
+        cmocka_unit_test(test_reload_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -408,7 +408,49 @@ static void test_draining_leaves_no_room(void **state)
     assert_true(g.granted);
     assert_int_equal(credit_room(T, 0), 0);
     assert_int_equal(T->held[0] + T->draining[0] + T->credit[0], T->quota[0]);
-    assert_int_equal(ledger_commit(&L, m, 0, 9, true, 42 * MiB), 0);
+    assert_int_equal(ledger_commit(&L, m, 0, 9, true, 42 * MiB, NULL), 0);
+}
+
+/* issue 25, item 5: a report of held = 1 PiB counts no more than the member was
+ * granted and the quota leaves; what is beyond is returned (not counted), and the
+ * member's departure gives back exactly what it was granted. */
+static void test_report_above_the_grant_is_bounded(void **state)
+{
+    (void)state;
+    int a, b;
+    struct ledger_member *ma = join(&a), *mb = join(&b);
+    credit(mb, 0, 0, 10 * MiB, 10 * MiB, 0, 0);     /* b: 10 MiB, all it needs */
+    credit(mb, 10 * MiB, 0, 0, 0, 0, 0);
+    credit(ma, 0, 0, 6 * MiB, 6 * MiB, 0, 0);       /* a: granted 6 MiB */
+    struct kairos_credit lie = {.report = ++report_no, .held = 1ull << 50};
+    /* 64 - 10 - 6 = 48 MiB of room: 54 counted, the rest is beyond */
+    assert_int_equal(credit_take_report(ma, 0, &lie), (1ull << 50) - 54 * MiB);
+    assert_int_equal(ma->held[0], 54 * MiB);
+    assert_int_equal(ma->credit[0], 0);
+    assert_int_equal(T->held[0], 64 * MiB);
+    assert_within_quota();
+    /* again: nothing left to take, all of it beyond, nothing changes */
+    lie.report = ++report_no;
+    assert_int_equal(credit_take_report(ma, 0, &lie), (1ull << 50) - 54 * MiB);
+    assert_int_equal(T->held[0], 64 * MiB);
+    /* a report within what was granted is taken as it is, and is no lie */
+    struct kairos_credit honest = {.report = ++report_no, .held = 4 * MiB};
+    assert_int_equal(credit_take_report(ma, 0, &honest), 0);
+    assert_int_equal(ma->held[0], 4 * MiB);
+    assert_int_equal(ma->credit[0], 50 * MiB);
+    /* the bound itself: within the grant counted as said */
+    uint64_t counted;
+    assert_int_equal(credit_bound_claim(ma, 0, 54 * MiB, &counted), 0);
+    assert_int_equal(counted, 54 * MiB);
+    assert_int_equal(credit_bound_claim(ma, 0, 55 * MiB, &counted), MiB);
+    assert_int_equal(counted, 54 * MiB);
+    /* its departure gives back what it was granted, never what it claimed */
+    uint64_t freed[KAIROS_MAX_GPUS];
+    credit_fold(ma);
+    ledger_leave(&L, ma, freed);
+    assert_int_equal(freed[0], 54 * MiB);
+    assert_int_equal(T->held[0], 10 * MiB);
+    assert_int_equal(ledger_check(&L), 0);
 }
 
 int main(void)
@@ -431,6 +473,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_last_report_voids_a_crossing_grant, setup,
                                         ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_report_above_the_grant_is_bounded, setup,
                                         ledger_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,14 +77,14 @@ static void test_commit_actual_and_undo(void **state)
     assert_true(charge(m, 0, 1 * GiB, 11));
     assert_true(charge(m, 0, 1 * GiB, 12));
     /* the driver rounded up: the actual size counts */
-    assert_int_equal(ledger_commit(&L, m, 0, 11, true, GiB + 4096), 0);
+    assert_int_equal(ledger_commit(&L, m, 0, 11, true, GiB + 4096, NULL), 0);
     assert_int_equal(T->held[0], 2 * GiB + 4096);
     /* the driver refused: undone */
-    assert_int_equal(ledger_commit(&L, m, 0, 12, false, 0), 0);
+    assert_int_equal(ledger_commit(&L, m, 0, 12, false, 0, NULL), 0);
     assert_int_equal(T->held[0], GiB + 4096);
     /* a token settled twice, or never charged, changes nothing */
-    assert_int_equal(ledger_commit(&L, m, 0, 12, true, 5 * GiB), -ENOENT);
-    assert_int_equal(ledger_commit(&L, m, 0, 99, true, 5 * GiB), -ENOENT);
+    assert_int_equal(ledger_commit(&L, m, 0, 12, true, 5 * GiB, NULL), -ENOENT);
+    assert_int_equal(ledger_commit(&L, m, 0, 99, true, 5 * GiB, NULL), -ENOENT);
     assert_int_equal(T->held[0], GiB + 4096);
     uint64_t released;
     assert_int_equal(ledger_release(&L, m, 0, GiB, &released), 0);
@@ -95,6 +95,25 @@ static void test_commit_actual_and_undo(void **state)
     assert_int_equal(T->held[0], 0);
 }
 
+/* issue 25, item 5: a COMMIT's actual size above the reservation counts only as far
+ * as the quota has room; the rest is said to be beyond and is not counted. */
+static void test_commit_above_the_room_is_bounded(void **state)
+{
+    (void)state;
+    struct ledger_member *m;
+    uint64_t beyond = 7;
+    assert_int_equal(ledger_join(&L, T, 7, NULL, &m), 0);
+    assert_true(charge(m, 0, 2 * GiB, 1));
+    assert_int_equal(ledger_commit(&L, m, 0, 1, true, 1ull << 50, &beyond), 0);
+    assert_int_equal(T->held[0], T->quota[0]);
+    assert_int_equal(beyond, (1ull << 50) - T->quota[0]);
+    assert_true(charge(m, 1, GiB, 2));
+    assert_int_equal(ledger_commit(&L, m, 1, 2, true, GiB + 4096, &beyond), 0);
+    assert_int_equal(beyond, 0); /* rounded up within the room: counted */
+    assert_int_equal(T->held[1], GiB + 4096);
+    assert_int_equal(ledger_check(&L), 0);
+}
+
 static void test_exit_releases_everything(void **state)
 {
     (void)state;
@@ -102,7 +121,7 @@ static void test_exit_releases_everything(void **state)
     assert_int_equal(ledger_join(&L, T, 1, NULL, &a), 0);
     assert_int_equal(ledger_join(&L, T, 2, NULL, &b), 0);
     assert_true(charge(a, 0, 3 * GiB, 1));
-    assert_int_equal(ledger_commit(&L, a, 0, 1, true, 3 * GiB), 0);
+    assert_int_equal(ledger_commit(&L, a, 0, 1, true, 3 * GiB, NULL), 0);
     assert_true(charge(a, 0, 1 * GiB, 2)); /* a reservation never committed */
     assert_true(charge(a, 1, 2 * GiB, 3));
     assert_true(charge(b, 0, 1 * GiB, 1));
@@ -154,7 +173,7 @@ static void test_lowered_quota(void **state)
     assert_true(charge(m, 0, 6 * GiB, 1));
     assert_int_equal(ledger_tenant_set_quota(&L, T, 0, 4 * GiB), 1);
     assert_false(charge(m, 0, 1, 2));
-    assert_int_equal(ledger_commit(&L, m, 0, 1, true, 6 * GiB), 0);
+    assert_int_equal(ledger_commit(&L, m, 0, 1, true, 6 * GiB, NULL), 0);
     assert_int_equal(ledger_release(&L, m, 0, 3 * GiB, NULL), 0);
     assert_true(charge(m, 0, 1 * GiB, 3));
     assert_false(charge(m, 0, 1, 4));
@@ -192,6 +211,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exact_byte, setup, ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_shared_quota, setup, ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_commit_actual_and_undo, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_commit_above_the_room_is_bounded, setup,
                                         ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_exit_releases_everything, setup,
                                         ledger_fixture_teardown),

@@ -219,7 +219,10 @@ static void test_reload_removing_a_tenant_with_members(void **state)
     reload(&ts, &c, "  - name: other\n    memory: { 0: 1G }\n");
     assert_null(ledger_tenant_find(&ts.ledger, "idle")); /* no members: gone */
     assert_ptr_equal(find(&ts, "team"), t);              /* kept for its process */
-    assert_int_equal(t->flags, LEDGER_TENANT_EPHEMERAL);
+    assert_int_equal(t->flags, LEDGER_TENANT_REMOVED);   /* marked removed (issue 25, 6) */
+    char msg[256];
+    assert_false(tenants_joinable(t, &c, msg, sizeof msg)); /* nobody joins it */
+    assert_non_null(strstr(msg, "tenant 'team' was removed from the configuration"));
     assert_int_equal(t->held[0], GiB / 2);               /* nothing it holds lost */
     assert_int_equal(t->quota[0], GiB);                  /* and its quota still holds */
     assert_int_equal(t->src.quota[0], SETTING_RUNTIME);  /* no longer the file's */
@@ -231,10 +234,40 @@ static void test_reload_removing_a_tenant_with_members(void **state)
     assert_int_equal(find(&ts, "job")->quota[0], GiB);   /* run-time tenants untouched */
     assert_non_null(find(&ts, "other"));
 
+    /* its member leaves while the GPU still drains its memory: kept until that ends */
+    t->draining[0] = GiB / 4;
     struct ledger_tenant *left = ledger_leave(&ts.ledger, m, NULL);
-    assert_true(tenants_after_leave(&ts, left));
+    assert_false(tenants_after_leave(&ts, left));
+    assert_int_equal(tenants_sweep_removed(&ts), 0);
+    assert_ptr_equal(find(&ts, "team"), t);
+    t->draining[0] = 0;
+    assert_int_equal(tenants_sweep_removed(&ts), 1);
     assert_null(ledger_tenant_find(&ts.ledger, "team"));
     assert_int_equal(ledger_check(&ts.ledger), 0);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
+/* issue 25, item 6: a removed tenant declared again is the file's again, joinable. */
+static void test_a_removed_tenant_declared_again(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    parse(&c, TEAM);
+    start(&ts, &c);
+    struct ledger_tenant *t = find(&ts, "team");
+    struct ledger_member *m;
+    assert_int_equal(ledger_join(&ts.ledger, t, 77, NULL, &m), 0);
+    reload(&ts, &c, "  []\n");
+    assert_int_equal(t->flags, LEDGER_TENANT_REMOVED);
+    reload(&ts, &c, TEAM);
+    assert_ptr_equal(find(&ts, "team"), t);
+    assert_int_equal(t->flags, LEDGER_TENANT_CONFIG);
+    char msg[256];
+    assert_true(tenants_joinable(t, &c, msg, sizeof msg));
+    ledger_leave(&ts.ledger, m, NULL);
+    assert_false(tenants_after_leave(&ts, t)); /* the file's: it stays */
     tenants_fini(&ts);
     config_free(&c);
 }
@@ -271,6 +304,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_runtime_tenant_the_configuration_comes_to_declare,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_removed_tenant_declared_again, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
