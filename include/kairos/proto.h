@@ -409,7 +409,8 @@ struct kairos_credit_recall {
 #define KAIROS_IPC_PER_UID 8192        /* shares, and imports, per uid; more refused */
 #define KAIROS_IPC_RESERVED 64         /* a tenant's, even when the node's table is full */
 /* With flags KAIROS_SHARED_FREED (no reply: the sender does not wait; only a
- * malformed one gets an ERROR, like any message): the sender freed its shared object (h_client, h_object), whose
+ * malformed one gets an ERROR, like any message): the sender freed its shared object
+ * (h_client, h_object), whose
  * memory was bytes (1 .. KAIROS_BYTES_MAX) on GPU gpu, and lowers its holdings by
  * them in its next CREDIT report, sent after this on the same socket. kairosd
  * keeps those bytes, at most what the sender's SHARED of it named on that GPU,

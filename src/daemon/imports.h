@@ -98,8 +98,8 @@ struct ipc_import {
 /* A shared object its exporter freed while verified imports of it lived: its
  * bytes stay held back from the exporter's tenant's quota (its draining) until the
  * last of those imports (begun after its share, before its free) ends. Freed again
- * under the same handle, one record covers both objects' imports and bytes. The tenant is found again by
- * name and id: it may be removed meanwhile. */
+ * under the same handle (and scope), one record covers both objects' imports and
+ * bytes. The tenant is found again by name and id: it may be removed meanwhile. */
 struct ipc_kept {
     uint32_t pid, uid;            /* the exporter */
     uint64_t start;

@@ -355,8 +355,8 @@ static void test_after_a_restart_an_import_waits_for_its_share(void **state)
     struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = CLIENT,
                                 .h_object_src = OBJECT, .h_client = DST};
     uint32_t exporter = 1;
-    assert_int_equal(imports_imported(&im, who(IMPORTER, 1000), &m, 200, &exporter, why, sizeof why),
-                     0);
+    assert_int_equal(
+        imports_imported(&im, who(IMPORTER, 1000), &m, 200, &exporter, why, sizeof why), 0);
     assert_int_equal(exporter, 0); /* not known yet */
     struct kairos_imported other = m;
     other.h_object_src = OBJECT + 1; /* nobody will share this one */
