@@ -149,6 +149,16 @@
  *               ignores the bit (it shows the tenant as before).
  *             - CREDIT held and COMMIT actual: counted only within what kairosd
  *               granted the process and the quota's room (no layout change).
+ *   3, compatible additions (issue 25, item 2): the number stays 3. A shim of before
+ *             names no bytes in SHARED: its shares are taken as of no device memory
+ *             and keep no charge after a free; upgrade libkairos.so with kairosd:
+ *             - SHARED without FREED carries the object's gpu and bytes (were 0);
+ *               kairosd refuses a share that does not fit in what the ledger
+ *               charges the sender, and a FREED keeps at most the bytes shared.
+ *             - SHARED and IMPORTED are bounded per process, tenant, uid and node
+ *               (KAIROS_IPC_*), refused beyond; a BEGIN of an object the sender
+ *               imports already is one import, counted.
+ *             - a refused BEGIN makes the shim fail the dup.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -398,29 +408,39 @@ struct kairos_credit_recall {
     uint64_t bytes;
 };
 
-/* SHARED (protocol 3, a later addition; any member; reply OK or ERROR): the sender
+/* SHARED (protocol 3, a later addition; members only; reply OK or ERROR): the sender
  * widened who may dup its RM object (h_client, h_object) (RM_SHARE, or
  * NV0000_CTRL_CMD_CLIENT_SHARE_OBJECT: what cudaIpcGetMemHandle makes), to
  * share_type (RM's RS_SHARE_TYPE: KAIROS_SHARE_ALL any process,
  * KAIROS_SHARE_SECURITY_TOKEN the same euid, KAIROS_SHARE_CLIENT the client
  * share_arg, KAIROS_SHARE_PID the process share_arg; other types are reported as
- * ALL, the widest). kairosd remembers it for
- * the sender's life, to check the IMPORTED claims naming it. h_client and
- * h_object not 0. */
+ * ALL, the widest); the object's device memory is bytes on GPU gpu (0: none, as
+ * for system memory). kairosd remembers it for the sender's life, to check the
+ * IMPORTED claims naming it, and refuses it (KAIROS_ERR_INVALID) when the sender's
+ * shares on gpu would exceed what the ledger charges the sender there (its
+ * holdings and credit), or beyond the bounds below (per process, tenant, uid,
+ * node: a tenant keeps KAIROS_IPC_RESERVED with the node's table full). Shared
+ * again, the same object is one entry with the newest scope. h_client and h_object
+ * not 0. */
 #define KAIROS_SHARE_ALL 1u
 #define KAIROS_SHARE_SECURITY_TOKEN 2u
 #define KAIROS_SHARE_CLIENT 3u
 #define KAIROS_SHARE_PID 4u
-#define KAIROS_SHARED_PER_PROCESS 1024 /* objects remembered one by one per process */
-#define KAIROS_SHARED_MAX 16384        /* objects remembered one by one per node */
+#define KAIROS_SHARED_PER_PROCESS 1024 /* shares remembered per process; more refused */
+#define KAIROS_SHARED_MAX 65536        /* per node (KAIROS_IPC_RESERVED beyond it) */
+#define KAIROS_IPC_PER_TENANT 4096     /* shares, and imports, per tenant; more refused */
+#define KAIROS_IPC_PER_UID 8192        /* shares, and imports, per uid; more refused */
+#define KAIROS_IPC_RESERVED 64         /* a tenant's, even when the node's table is full */
 /* With flags KAIROS_SHARED_FREED (no reply: the sender does not wait; only a
- * malformed one gets an ERROR, like any message): the sender freed its shared object (h_client, h_object), whose
+ * malformed one gets an ERROR, like any message): the sender freed its shared object
+ * (h_client, h_object), whose
  * memory was bytes (1 .. KAIROS_BYTES_MAX) on GPU gpu, and lowers its holdings by
  * them in its next CREDIT report, sent after this on the same socket. kairosd
- * keeps those bytes charged to the sender's tenant (held back from its quota, as
- * draining) while a verified import of that object made before this message lives,
- * and forgets the share; with no such import nothing is kept. share_type and
- * share_arg 0. Without the flag: gpu and bytes 0. */
+ * keeps those bytes, at most what the sender's SHARED of it named on that GPU,
+ * charged to the sender's tenant (held back from its quota, as draining) while a
+ * verified import of that object made before this message, and admitted by the
+ * sender's share, lives, and forgets the share; with no such import, or no share of
+ * the sender's, nothing is kept. share_type and share_arg 0. */
 #define KAIROS_SHARED_FREED 0x1u
 struct kairos_shared {
     uint32_t h_client;
@@ -433,7 +453,7 @@ struct kairos_shared {
     uint64_t bytes;                   /* FREED: what the object held */
 };
 
-/* IMPORTED (protocol 3, a later addition; any member; reply OK or ERROR): legacy CUDA IPC
+/* IMPORTED (protocol 3, a later addition; members only; reply OK or ERROR): legacy CUDA IPC
  *   KAIROS_IMPORT_BEGIN  the sender is about to dup (RM_DUP_OBJECT) the object
  *                        (h_client_src, h_object_src) of another process into its
  *                        own (h_client, h_object; h_object 0 when the driver picks
@@ -450,12 +470,16 @@ struct kairos_shared {
  *                        client, its file closed); h_client and h_object as given
  *                        with BEGIN (h_object: the handle the driver chose).
  * The importer's departure (hang-up) ends its imports, unless a process it handed
- * its files to (FORKED, INHERITED) still holds a driver file. Exactly one flag;
- * h_client_src, h_object_src and h_client not 0; pad 0. */
+ * its files to (FORKED, INHERITED) still holds a driver file. A BEGIN of an object
+ * the sender imports already adds to that import (as many ENDs end it). A BEGIN
+ * beyond the bounds (per importer, per tenant, per uid, per node as for SHARED) is
+ * refused, and a refused BEGIN is a refused dup: the shim fails the call
+ * (NV_ERR_INSUFFICIENT_PERMISSIONS) rather than import what kairosd cannot follow.
+ * Exactly one flag; h_client_src, h_object_src and h_client not 0; pad 0. */
 #define KAIROS_IMPORT_BEGIN 0x1u
 #define KAIROS_IMPORT_END 0x2u
 #define KAIROS_IMPORTS_PER_PROCESS 1024 /* imports remembered per importer; more refused */
-#define KAIROS_IMPORTS_MAX 16384        /* imports remembered per node; more refused */
+#define KAIROS_IMPORTS_MAX 65536        /* per node (KAIROS_IPC_RESERVED beyond it) */
 struct kairos_imported {
     uint32_t flags;
     uint32_t h_client_src;

@@ -545,6 +545,17 @@ int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client
     return 1;
 }
 
+bool objtree_memory_of(const struct objtree *tree, uint32_t client, uint32_t handle,
+                       uint64_t *bytes, int *gpu)
+{
+    const struct obj *o = find(tree, client, handle);
+    if (!o || !o->block)
+        return false;
+    *bytes = o->block->vidmem ? o->block->bytes : 0;
+    *gpu = (int)gpu_slot(o->block->gpu);
+    return true;
+}
+
 /* The hold made for (client, handle), when that object is gone: its index in *at. */
 static bool hold_of_gone(const struct objtree *tree, uint32_t client, uint32_t handle,
                          size_t *at)

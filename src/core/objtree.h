@@ -92,6 +92,12 @@ void objtree_close_file(struct objtree *tree, uint64_t file_id, struct objtree_e
 int objtree_hold_in_file(struct objtree *tree, uint64_t file_id, uint32_t client,
                          uint32_t handle);
 
+/* The device memory of object (client, handle): true, with its bytes (0 when its
+ * memory is not device memory) and GPU slot *gpu; false when it holds no memory
+ * (or is unknown). */
+bool objtree_memory_of(const struct objtree *tree, uint32_t client, uint32_t handle,
+                       uint64_t *bytes, int *gpu);
+
 /* Once object (client, handle), held by objtree_hold_in_file, is gone (freed, with
  * its parent or client) while its file lives: true, with the bytes of device memory
  * on GPU slot *gpu that releasing the hold would free (0 when another reference

@@ -16,22 +16,31 @@
  * tenant here (struct ipc_kept, the tenant's draining), released when the last
  * such import ends (the exporter's shim dropped them from its holdings).
  *
- * Nothing a client says is taken on trust: SHARED only names the sender's own
- * objects as it reports them, and can only ever keep the sender's own tenant
- * charged (FREED too: only for imports of the sender's own shares). IMPORTED BEGIN is accepted only from a registered member, for an
- * object a live member reported SHARED, with a scope that admits the sender
- * (the same euid, its client, its pid); never for the sender's own object. An
- * import never charges the importer and never moves a charge to another tenant:
- * it only keeps a departed exporter's own charge. An import ends with IMPORTED
- * END, or when its importer departs and no process it handed its files to
+ * Nothing a client says is taken on trust. Only a tenant's member may send SHARED
+ * and IMPORTED (server.c). A SHARED names the device memory of the object (gpu,
+ * bytes) and is refused unless the sender's shares on that GPU fit in what the
+ * ledger charges it there (its holdings and credit, struct ipc_sender): kairosd has
+ * no record of objects, but a process holding no memory shares none (bytes 0: an
+ * object with no device memory, which can admit imports but never keeps a charge).
+ * It only ever keeps the sender's own tenant charged; its FREED keeps at most the
+ * bytes its share named, and only for imports of the sender's own share.
+ * IMPORTED BEGIN is accepted only for an object a live member reported SHARED, with
+ * a scope that admits the sender (the same euid, its client, its pid); never for
+ * the sender's own object. An import never charges the importer and never moves a
+ * charge to another tenant: it only keeps the charge of an exporter whose share
+ * admits it (whoever else claims to share the object). An import ends with
+ * IMPORTED END, or when its importer departs and no process it handed its files to
  * (heirs.h) holds a driver file.
  *
- * Bounds: a process that shares more than KAIROS_SHARED_PER_PROCESS objects (or
- * when the node's KAIROS_SHARED_MAX are taken) is remembered as sharing everything
- * with any process (one record), never refused: an unverified import would let
- * shared memory outlive its exporter's charge. Such a departed exporter stays
- * charged while any import on the node lives (only its own tenant pays). Imports
- * beyond KAIROS_IMPORTS_PER_PROCESS / KAIROS_IMPORTS_MAX are refused.
+ * Bounds, checked before an entry is added, never by forgetting one: per process
+ * KAIROS_SHARED_PER_PROCESS shares and KAIROS_IMPORTS_PER_PROCESS imports, per
+ * tenant KAIROS_IPC_PER_TENANT of each, per uid KAIROS_IPC_PER_UID of each, per
+ * node KAIROS_SHARED_MAX / KAIROS_IMPORTS_MAX, beyond which a tenant that has fewer
+ * than KAIROS_IPC_RESERVED still gets them: a full table refuses the tenant (or uid)
+ * that filled it, not another. A BEGIN of an object the sender imports already is
+ * one entry (counted: as many ENDs end it). A refusal is a refusal in the shim: the
+ * import fails (src/shim/ipc.c), so no memory outlives its exporter's charge
+ * because a table was full.
  *
  * Processes are kept as (pid, start time), so a reused pid is not them; a member
  * counts as alive until its connection hangs up (imports_member_left), so the checks
@@ -57,8 +66,15 @@
  * after a kairosd restart (its exporter reattaches about as soon). */
 #define IMPORTS_PROVISIONAL_MS 3000
 
-struct ipc_share {
+/* Who sends a SHARED or IMPORTED: a member of a tenant. */
+struct ipc_sender {
     uint32_t pid, uid;
+    uint32_t tenant;              /* its tenant's id (the bounds per tenant) */
+    uint64_t charged[KAIROS_MAX_GPUS]; /* what the ledger charges it (held + credit) */
+};
+
+struct ipc_share {
+    uint32_t pid, uid, tenant;
     uint64_t start;
     bool departed;                /* its connection hung up */
     uint64_t seq;                 /* when it was first reported (imports' counter) */
@@ -66,9 +82,10 @@ struct ipc_share {
 };
 
 struct ipc_import {
-    uint32_t pid, uid;            /* the importer */
+    uint32_t pid, uid, tenant;    /* the importer */
     uint64_t start;
-    uint32_t exporter_pid;        /* the share that admitted it (0: provisional) */
+    uint32_t begun;               /* BEGINs not yet ended (duplicates are one entry) */
+    uint32_t exporter_pid;        /* the first share that admitted it (0: provisional) */
     uint64_t exporter_start;
     uint64_t seq;                 /* when it began (imports' counter) */
     bool verified;                /* a share admitting it was found */
@@ -81,11 +98,12 @@ struct ipc_import {
 /* A shared object its exporter freed while verified imports of it lived: its
  * bytes stay held back from the exporter's tenant's quota (its draining) until the
  * last of those imports (begun after its share, before its free) ends. Freed again
- * under the same handle, one record covers both objects' imports and bytes. The tenant is found again by
- * name and id: it may be removed meanwhile. */
+ * under the same handle (and scope), one record covers both objects' imports and
+ * bytes. The tenant is found again by name and id: it may be removed meanwhile. */
 struct ipc_kept {
-    uint32_t pid;                 /* the exporter */
+    uint32_t pid, uid;            /* the exporter */
     uint64_t start;
+    struct kairos_shared scope;   /* its share's: the imports it admits hold it */
     uint32_t h_client, h_object;
     uint64_t since, seq;          /* imports begun between these hold it */
     unsigned gpu;
@@ -99,6 +117,7 @@ struct imports {
     struct heirs *heirs;          /* may be NULL: a departed importer's imports end */
     struct ledger *ledger;        /* where kept charges go (NULL: none are kept) */
     uint64_t seq;                 /* counts BEGINs and FREEDs */
+    size_t max_shares, max_imports; /* the node's bounds: KAIROS_*_MAX (tests: fewer) */
     struct ipc_kept *kept;
     size_t n_kept, cap_kept;
     struct ipc_share *shares;
@@ -111,17 +130,17 @@ struct imports {
 void imports_init(struct imports *im, const char *proc, struct heirs *heirs);
 void imports_fini(struct imports *im);
 
-/* SHARED from member pid (euid uid): 0, or a KAIROS_ERR_* code with why filled. */
-int imports_shared(struct imports *im, uint32_t pid, uint32_t uid, const struct kairos_shared *m,
-                   char *why, size_t why_len);
-/* IMPORTED from member pid (euid uid): 0, or a KAIROS_ERR_* code with why filled.
+/* SHARED from a member: 0, or a KAIROS_ERR_* code with why filled. */
+int imports_shared(struct imports *im, const struct ipc_sender *who,
+                   const struct kairos_shared *m, char *why, size_t why_len);
+/* IMPORTED from a member: 0, or a KAIROS_ERR_* code with why filled.
  * For BEGIN, *exporter (may be NULL) is set to the exporter's pid (0: not known
  * yet). provisional_ms: after a kairosd restart (the reattach window), when the
  * shims report again what they share and import in no particular order, a BEGIN
  * naming an object nobody reported shared yet is kept that many ms, as if
  * verified, for its exporter's SHARED to arrive (then checked as any BEGIN);
  * 0: refused at once. */
-int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
+int imports_imported(struct imports *im, const struct ipc_sender *who,
                      const struct kairos_imported *m, uint64_t provisional_ms,
                      uint32_t *exporter, char *why, size_t why_len);
 
@@ -129,10 +148,12 @@ int imports_imported(struct imports *im, uint32_t pid, uint32_t uid,
 void imports_set_ledger(struct imports *im, struct ledger *ledger);
 
 /* SHARED with KAIROS_SHARED_FREED from member pid of tenant t: the share of that
- * object is forgotten; while a verified import of it (begun before now) lives, its
- * bytes are held back from t's quota (t->draining), released when the last such
- * import ends. Never refused (a lie only keeps the sender's own tenant charged,
- * and at most one record per live import); returns whether a charge was kept. */
+ * object is forgotten; while a verified import of it (begun before now, admitted by
+ * that share) lives, its bytes, at most what the share named, are held back from t's
+ * quota (t->draining), released when the last such import ends. Nothing is kept
+ * for an object pid did not share. Never refused (a lie only keeps the sender's own
+ * tenant charged, by no more than it was charged for the object, and at most one
+ * record per live import); returns whether a charge was kept. */
 bool imports_freed(struct imports *im, uint32_t pid, struct ledger_tenant *t,
                    const struct kairos_shared *m);
 

@@ -184,17 +184,16 @@ static int check_shared(const struct kairos_shared *m, char *why, size_t why_len
     if (m->flags & ~KAIROS_SHARED_FREED)
         return refuse(KAIROS_ERR_INVALID, why, why_len, "SHARED has unknown flags 0x%x",
                       m->flags & ~KAIROS_SHARED_FREED);
+    if ((rc = check_gpu(m->gpu, why, why_len)))
+        return rc;
+    if ((rc = check_bytes(m->bytes, "SHARED bytes", why, why_len)))
+        return rc;
     if (m->flags & KAIROS_SHARED_FREED) {
         if (m->share_type || m->share_arg)
             return refuse(KAIROS_ERR_INVALID, why, why_len,
                           "SHARED FREED needs share_type and share_arg 0");
-        if ((rc = check_gpu(m->gpu, why, why_len)))
-            return rc;
-        return check_bytes(m->bytes, "SHARED FREED bytes", why, why_len);
+        return 0;
     }
-    if (m->gpu || m->bytes)
-        return refuse(KAIROS_ERR_INVALID, why, why_len,
-                      "SHARED gpu and bytes are 0 unless the flag FREED is set");
     bool with_arg = m->share_type == KAIROS_SHARE_PID || m->share_type == KAIROS_SHARE_CLIENT;
     if (m->share_type != KAIROS_SHARE_ALL && m->share_type != KAIROS_SHARE_SECURITY_TOKEN &&
         !with_arg)

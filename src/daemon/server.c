@@ -842,6 +842,17 @@ static bool on_shared_freed(struct conn *c, const struct kairos_shared *m)
     return true;
 }
 
+/* Member c as imports.h weighs its claims: its tenant, and what the ledger charges
+ * it per GPU (what it may share). */
+static void ipc_sender_of(const struct conn *c, struct ipc_sender *who)
+{
+    *who = (struct ipc_sender){.pid = c->pid, .uid = c->uid, .tenant = c->member->tenant->id};
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        uint64_t held = c->member->held[g], credit = c->member->credit[g];
+        who->charged[g] = held > UINT64_MAX - credit ? UINT64_MAX : held + credit;
+    }
+}
+
 /* SHARED, IMPORTED: legacy CUDA IPC (imports.h). Only members: a charge kept for
  * an import is a tenant's, and the claims are checked against members' reports. */
 static bool on_ipc(struct conn *c, const struct proto_request *r)
@@ -863,9 +874,10 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
     uint32_t exporter = 0;
     size_t kept_before = c->srv->imports->n_kept;
     bool shared = r->type == KAIROS_MSG_SHARED;
-    int code = shared ? imports_shared(c->srv->imports, c->pid, c->uid, &r->body.shared, why,
-                                       sizeof why)
-                      : imports_imported(c->srv->imports, c->pid, c->uid, &r->body.imported,
+    struct ipc_sender who;
+    ipc_sender_of(c, &who);
+    int code = shared ? imports_shared(c->srv->imports, &who, &r->body.shared, why, sizeof why)
+                      : imports_imported(c->srv->imports, &who, &r->body.imported,
                                          just_reattached(c) ? IMPORTS_PROVISIONAL_MS : 0,
                                          &exporter, why, sizeof why);
     after_kept_released(c->srv, kept_before);

@@ -882,10 +882,14 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     }
 
     struct ipc_pending ipc = {.import = false};
-    if (guard && f.in_arg) /* an import is told to kairosd before it exists (ipc.h) */
-        ipc_before(r, f.in_req, f.in_arg, f.in_len, &ipc);
+    /* an import is told to kairosd before it exists, and refused if kairosd refuses
+     * it (ipc.h) */
+    bool ipc_refused = guard && f.in_arg && ipc_before(r, f.in_req, f.in_arg, f.in_len, &ipc);
     struct memguard_ticket ticket = {.active = false};
-    if (guard && f.in_arg && memguard_before(r, f.in_req, f.in_arg, &ticket)) {
+    if (ipc_refused) {
+        f.refused = true; /* the status is written: as the driver refuses a dup */
+        f.ret = 0;
+    } else if (guard && f.in_arg && memguard_before(r, f.in_req, f.in_arg, &ticket)) {
         memguard_write_refusal(f.in_req, f.in_arg); /* as the driver answers a full GPU */
         f.refused = true;
         f.ret = 0;

@@ -11,6 +11,7 @@
 #include "shim/ipc.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -139,55 +140,102 @@ static void remember_share_locked(const struct kairos_shared *m)
         shares[n_shares++] = *m;
 }
 
-static void note_share(const struct shim_real *r, const struct kairos_shared *m)
+/* The share's device memory (kairosd checks it against what it charges us). */
+static void memory_of_locked(const struct objtree *t, struct kairos_shared *m)
 {
+    uint64_t bytes = 0;
+    int gpu = 0;
+    if (!objtree_memory_of(t, m->h_client, m->h_object, &bytes, &gpu) || gpu < 0 ||
+        gpu >= KAIROS_MAX_GPUS)
+        bytes = 0, gpu = 0;
+    m->bytes = bytes;
+    m->gpu = (uint32_t)gpu;
+}
+
+static void note_share(const struct shim_real *r, const struct kairos_shared *scope)
+{
+    struct kairos_shared m = *scope;
     struct objtree_ref client;
     int held = 0;
     pthread_mutex_lock(&tell_mu);
     struct objtree *t = state_lock();
-    if (t && objtree_lookup(t, m->h_client, m->h_client, &client))
-        held = objtree_hold_in_file(t, client.file_id, m->h_client, m->h_object);
-    if (held > 0)
-        remember_share_locked(m);
+    if (t && objtree_lookup(t, m.h_client, m.h_client, &client))
+        held = objtree_hold_in_file(t, client.file_id, m.h_client, m.h_object);
+    if (held > 0) {
+        memory_of_locked(t, &m);
+        remember_share_locked(&m);
+    }
     n_shares_hint = n_shares;
     state_unlock();
     char err[KAIROS_MSG_MAX] = "";
     if (held > 0 && tenant_process() && /* else no memory of ours, or no kairosd */
-        report(r, KAIROS_MSG_SHARED, m, sizeof *m, err, sizeof err) < 0)
-        say("could not tell kairosd that memory was shared with other processes (its charge "
-            "stays until this process exits, but not after)", err);
+        report(r, KAIROS_MSG_SHARED, &m, sizeof m, err, sizeof err) < 0)
+        say("kairosd did not take this process's share of memory with other processes: their "
+            "imports of it are refused", err);
     pthread_mutex_unlock(&tell_mu);
 }
 
 /* ---- importer ------------------------------------------------------------------- */
 
-void ipc_before(const struct shim_real *r, uint32_t req, const uint8_t *arg, size_t len,
+/* The dup is answered as the driver answers one it does not allow, and the
+ * application told why (one line, as for any refusal). */
+static void refuse_dup(uint8_t *arg, const char *why)
+{
+    uint32_t status = RM_NV_ERR_INSUFFICIENT_PERMISSIONS;
+    memcpy(arg + offsetof(struct rm_dup_object_args, status), &status, sizeof status);
+    dprintf(2, "kairos[%d]: CUDA IPC import refused: %s\n", (int)getpid(), why);
+}
+
+/* Whether the dup goes on after kairosd's answer rc (err: its reason). */
+static bool import_allowed(int rc, const char *err, uint8_t *arg)
+{
+    if (rc == 0)
+        return true;
+    /* An import from an MPS server (memory no member of a tenant shared) is refused
+     * here too. It is legitimate: when the space issue answers those, kairosd admits
+     * them, or this is where the shim would let them through (issue 25, item 2). */
+    if (rc == -EPERM || rc == -EACCES) { /* kairosd's refusal, or GPU use refused */
+        refuse_dup(arg, err[0] ? err : "GPU use is refused to this process");
+        return false;
+    }
+    if (settings_get()->fail_open) { /* no kairosd, and the node runs on without it */
+        say("kairosd did not take this process's CUDA IPC import (the exporter's charge may "
+            "go with the exporter)", err);
+        return true;
+    }
+    refuse_dup(arg, "kairosd is not reachable, and an import it does not follow could outlive "
+               "its exporter's charge (on_daemon_down: closed in the node's shim.conf); try "
+               "again once kairosd is back");
+    return false;
+}
+
+bool ipc_before(const struct shim_real *r, uint32_t req, uint8_t *arg, size_t len,
                 struct ipc_pending *pending)
 {
     memset(pending, 0, sizeof *pending);
     if (RM_IOC_NR(req) != RM_NR_DUP_OBJECT || !arg || len != sizeof(struct rm_dup_object_args) ||
         !tenant_process())
-        return;
+        return false;
     struct rm_dup_object_args d;
     memcpy(&d, arg, sizeof d);
     if (!d.h_client || !d.h_client_src || !d.h_object_src || d.h_client_src == d.h_client)
-        return;
+        return false;
     struct objtree *t = state_lock();
     bool own = !t || objtree_lookup(t, d.h_client_src, d.h_client_src, NULL);
     state_unlock();
     if (own)
-        return;
+        return false;
     struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = d.h_client_src,
                                 .h_object_src = d.h_object_src, .h_client = d.h_client,
                                 .h_object = d.h_object};
     char err[KAIROS_MSG_MAX] = "";
-    if (report(r, KAIROS_MSG_IMPORTED, &m, sizeof m, err, sizeof err) < 0) {
-        say("kairosd did not take this process's CUDA IPC import (the exporter's charge may "
-            "go with the exporter)", err);
-        return;
-    }
-    *pending = (struct ipc_pending){true, d.h_client_src, d.h_object_src, d.h_client,
-                                    d.h_object};
+    int rc = report(r, KAIROS_MSG_IMPORTED, &m, sizeof m, err, sizeof err);
+    if (!import_allowed(rc, err, arg))
+        return true;
+    if (rc == 0)
+        *pending = (struct ipc_pending){true, d.h_client_src, d.h_object_src, d.h_client,
+                                        d.h_object};
+    return false;
 }
 
 static void send_end(const struct import *im)

@@ -11,14 +11,18 @@
  * and the hold dropped at once: kairosd, which reads that before the credit report
  * lowering the process's holdings, keeps the bytes charged itself while a verified
  * import lives. Not told (no kairosd), the hold stays until the file closes.
+ * SHARED names the object's device memory (bytes and GPU), which kairosd checks
+ * against what it charges this process.
  *
  * Importer: an RM_DUP_OBJECT whose source client is not one of this process's is
  * an import. kairosd is told before the driver sees it (IMPORTED BEGIN, so an
  * exporter that frees and exits at once cannot beat the report), and again when
  * it ends (END: the dup failed, or it is gone with its parent, its client or its
  * file). The import charges this process nothing (the objtree records a dup of
- * unknown memory). The dup is never refused: a kairosd that does not believe the
- * claim changes nothing.
+ * unknown memory). A dup kairosd refuses (an object no member shared with this
+ * process, its bounds reached) fails as the driver fails a dup it does not allow,
+ * with a line on stderr saying why: imported all the same, the memory would
+ * outlive its exporter's charge.
  *
  * Only a named tenant's process (memguard active, tenant mode) reports; the calls
  * are read from the shim's copy of the arguments (shadow.h). Shares (while their
@@ -51,7 +55,10 @@ struct ipc_pending {
     bool import;              /* BEGIN was accepted: END or tracking follows */
     uint32_t client_src, object_src, client, object;
 };
-void ipc_before(const struct shim_real *r, uint32_t req, const uint8_t *arg, size_t len,
+/* Returns true when the dup is refused: kairosd refused the import (or, with
+ * on_daemon_down: closed, cannot be asked); its status is written in arg (the
+ * shim's copy: NV_ERR_INSUFFICIENT_PERMISSIONS) and the driver must not see it. */
+bool ipc_before(const struct shim_real *r, uint32_t req, uint8_t *arg, size_t len,
                 struct ipc_pending *pending);
 
 /* After the call (op decoded from the shim's copy of the argument, arg/arg_len;

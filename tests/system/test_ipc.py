@@ -83,7 +83,8 @@ class App:
 class LegacyIpc(unittest.TestCase):
     def setUp(self):
         tenants = ("  - name: team\n    memory: { 0: 64M }\n"
-                   "  - name: other\n    memory: { 0: 8M }\n")
+                   "  - name: other\n    memory: { 0: 8M }\n"
+                   "  - name: mallory\n    memory: { 0: 8M }\n")
         self.d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake=GPU).start()
         self.journal = os.path.join(self.d.dir, "fakedrv.journal")
 
@@ -415,6 +416,160 @@ class LyingImporters(unittest.TestCase):
 
 def freed_body(client, obj, nbytes, gpu=0):
     return struct.pack("<6IQ", client, obj, 0, 0, kp.SHARED_FREED, gpu, nbytes)
+
+
+def shared_body(client, obj, nbytes=0, share_type=kp.SHARE_ALL, gpu=0):
+    return struct.pack("<6IQ", client, obj, share_type, 0, 0, gpu, nbytes)
+
+
+class Member:
+    """A process of its own (kairosd tells members apart by pid), registered in a
+    tenant over the raw protocol, that runs work(client) and keeps its connection
+    until the test ends; result() is what work returned."""
+
+    def __init__(self, case, tenant, work):
+        r, w = os.pipe()
+        hold_r, self.hold_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 1
+            try:
+                for fd in map(int, os.listdir("/proc/self/fd")):  # the apps' pipes too
+                    if fd > 2 and fd not in (w, hold_r):
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                c = Client(case.d.socket, timeout=60)
+                c.hello(tenant)
+                os.write(w, (json.dumps(work(c)) + "\n").encode())
+                os.read(hold_r, 1)  # holds its connection until the test closes the pipe
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        os.close(hold_r)
+        self.out = os.fdopen(r)
+        case.addCleanup(self.stop)
+
+    def result(self):
+        line = self.out.readline()
+        assert line, "the member process failed"
+        return json.loads(line)
+
+    def stop(self):
+        if self.hold_w is not None:
+            os.close(self.hold_w)
+            self.out.close()
+            os.waitpid(self.pid, 0)
+            self.hold_w = None
+
+
+def requests(c, type_, bodies):
+    """Sends each body as a request: how many kairosd refused."""
+    refused = 0
+    for body in bodies:
+        try:
+            c.request(type_, body)
+        except KairosError:
+            refused += 1
+    return refused
+
+
+class FloodsAndForgeries(unittest.TestCase):
+    """Issue 25, item 2, as an unprivileged tenant plays it: the CUDA IPC tables are
+    not one node-wide pool that one tenant fills, a refused import fails in the
+    shim, SHAREDs of objects that do not exist make nobody a sharer, and a FREED's
+    byte count is bounded by what kairosd charged for the object."""
+    setUp, tearDown, ps, held, assert_held, export, importer = (
+        LegacyIpc.setUp, LegacyIpc.tearDown, LegacyIpc.ps, LegacyIpc.held,
+        LegacyIpc.assert_held, LegacyIpc.export, LegacyIpc.importer)
+    assert_the_quota_holds = LegacyIpc.assert_the_quota_holds
+
+    def assert_free_stays_charged(self, a, b, i):
+        """b (another tenant) imported a's 10 objects; a frees them: its tenant stays
+        charged for what b holds, and the driver never holds more than its quota."""
+        self.assertEqual((int(i["n"]), int(i["failed"])), (10, 0))
+        self.assertEqual(a.command("free", "ipcapp: freed")["n"], "10")
+        self.assertEqual(driver_holds(self.journal), 40 * MiB)  # b keeps it alive
+        self.assert_held(40 * MiB)
+        self.assert_the_quota_holds()
+
+    def test_a_tenant_that_floods_the_import_table_stops_no_other_import(self):
+        """16 processes of one tenant claim 1024 imports each of an object shared with
+        everyone (no memory of their own): another tenant's import is still followed,
+        and the exporter's free keeps its charge while that import lives."""
+        a, e = self.export()
+        client, first = int(e["client"], 0), int(e["objects"].split(",")[0], 0)
+        claims = [imported_body(kp.IMPORT_BEGIN, client, first, 0x7000 + k)
+                  for k in range(1024)]  # KAIROS_IMPORTS_PER_PROCESS
+        flood = [Member(self, "mallory", lambda c: requests(c, kp.IMPORTED, claims))
+                 for _ in range(16)]
+        for m in flood:
+            m.result()
+        b, i = self.importer(e)
+        self.assert_free_stays_charged(a, b, i)
+        b.exit()
+        a.exit()
+
+    def test_a_refused_import_fails_in_the_shim(self):
+        """kairosd refuses an import of memory no member shared (an exporter without
+        the shim): the dup fails in the importer, as the driver fails a dup it does
+        not allow, with a line saying why; nothing is imported."""
+        raw = App(self, None, "export", "-n", "10", "-s", str(4 * MiB))
+        e = raw.line("ipcapp: exported")
+        b, i = self.importer(e)
+        self.assertEqual((int(i["n"]), int(i["failed"])), (0, 10))
+        self.assertEqual(int(i["status"]), RM_INSUFFICIENT_PERMISSIONS)
+        b.exit()
+        self.assertIn("CUDA IPC import refused", b.p.stderr.read())
+        self.assertIn("no live member of a tenant reported object", self.d.read_log())
+        raw.exit()
+
+    def test_shares_of_objects_that_do_not_exist_make_nobody_a_sharer(self):
+        """A member that holds no memory sends 1025 SHAREDs of objects that do not
+        exist: it shares nothing another tenant's import could be matched to, so the
+        real exporter's free keeps its charge while the import lives."""
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("mallory")
+        forged = [shared_body(0x7a000001, 0x100 + k) for k in range(1025)]
+        refused = requests(c, kp.SHARED, forged)
+        a, e = self.export()
+        b, i = self.importer(e)
+        self.assert_free_stays_charged(a, b, i)
+        self.assertGreaterEqual(refused, 1)  # past the bound per process: refused
+        # memory it does not hold is not its to share
+        self.assertEqual(requests(c, kp.SHARED, [shared_body(0x7a000001, 0x9000, 4 * MiB)]), 1)
+        self.assertEqual(self.held("mallory"), 0)
+        b.exit()
+        a.exit()
+
+    def test_a_forged_free_keeps_no_more_than_was_shared(self):
+        """A member shares an object, a process of its tenant imports it, and the
+        member says it freed 512 TiB of it: its tenant keeps no more than the object's
+        share named, never past its quota."""
+        c = Client(self.d.socket)
+        self.addCleanup(c.close)
+        c.hello("mallory")
+        c.request(kp.SHARED, shared_body(0x7a000001, 0x100))  # of no memory
+        importer = Member(self, "mallory", lambda m: requests(m, kp.IMPORTED, [
+            imported_body(kp.IMPORT_BEGIN, 0x7a000001, 0x100, 0x7b000001)]))
+        self.assertEqual(importer.result(), 0)
+        c.send(kp.SHARED, freed_body(0x7a000001, 0x100, 1 << 49))
+        c.ps()  # its FREED was read
+        self.assertEqual(self.held("mallory"), 0)
+        # of 4 MiB it holds: no more than 4 MiB kept
+        granted, _, _ = c.charge(0, 4 * MiB, token=1)
+        self.assertTrue(granted)
+        c.commit(0, 1, True, 4 * MiB, 4 * MiB)
+        c.request(kp.SHARED, shared_body(0x7a000001, 0x200, 4 * MiB))
+        more = Member(self, "mallory", lambda m: requests(m, kp.IMPORTED, [
+            imported_body(kp.IMPORT_BEGIN, 0x7a000001, 0x200, 0x7b000001)]))
+        self.assertEqual(more.result(), 0)
+        c.send(kp.SHARED, freed_body(0x7a000001, 0x200, 1 << 49))
+        c.ps()
+        self.assertLessEqual(self.held("mallory"), 8 * MiB, self.ps())
 
 
 if __name__ == "__main__":

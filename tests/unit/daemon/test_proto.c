@@ -118,7 +118,7 @@ static void test_shared_imported(void **state)
     s = (struct kairos_shared){.h_client = 1, .share_type = KAIROS_SHARE_ALL};
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "h_object");
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_SHARED, &s, sizeof s - 4), "exactly 32");
-    /* FREED: a GPU in range, bytes not absurd, no scope; gpu and bytes only with it */
+    /* FREED: a GPU in range, bytes not absurd, no scope */
     s = (struct kairos_shared){.h_client = 1, .h_object = 2, .flags = KAIROS_SHARED_FREED,
                                .gpu = 1, .bytes = 4u << 20};
     assert_int_equal(check(pack(KAIROS_MSG_SHARED, &s, sizeof s)), 0);
@@ -132,9 +132,15 @@ static void test_shared_imported(void **state)
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "absurd");
     s.flags = 0x2;
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "unknown flags");
+    /* a share names its object's device memory: a GPU in range, bytes not absurd */
     s = (struct kairos_shared){.h_client = 1, .h_object = 2, .share_type = KAIROS_SHARE_ALL,
-                               .bytes = 1};
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "unless the flag");
+                               .gpu = 1, .bytes = 4u << 20};
+    assert_int_equal(check(pack(KAIROS_MSG_SHARED, &s, sizeof s)), 0);
+    s.bytes = KAIROS_BYTES_MAX + 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "absurd");
+    s.bytes = 1;
+    s.gpu = KAIROS_MAX_GPUS;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_SHARED, &s, sizeof s), "out of range");
 
     struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = 1,
                                 .h_object_src = 2, .h_client = 3};
