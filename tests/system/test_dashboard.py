@@ -28,7 +28,8 @@ def exported():
     """The metric families of a real scrape, by the names of their TYPE lines."""
     port = free_port()
     tenants = "  - name: team\n    memory: { 0: 1G }\n    compute: { 0: { share: 40%, limit: 80% } }\n"
-    d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1, fake="gpu 0 GPU-0 1073741824\n",
+    d = Daemon(KAIROSD, tenants_yaml=tenants, gpus=1,
+               fake="gpu 0 GPU-0 1073741824\ndriver 580.159.04\n",
                extra=f"metrics: 127.0.0.1:{port}\n").start().wait_ready()
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
