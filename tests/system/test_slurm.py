@@ -269,6 +269,8 @@ class Slurm(unittest.TestCase):
         self.assertIn("go with --gpu-mem", r.stderr)
 
     def test_without_options_nothing_changes(self):
+        # an earlier test's step tenant goes when its step's exit has run: not this one's
+        self.assertTrue(self.gone(lambda n: n.startswith("job-")), self.tenants())
         before = set(self.tenants())
         r = self.srun("/bin/echo", "plain")
         self.assertEqual(r.returncode, 0, r.stderr)
