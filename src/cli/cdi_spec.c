@@ -17,6 +17,18 @@ bool cdi_name_valid(const char *name)
     return true;
 }
 
+const char *cdi_version_for(json_t *devices)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(devices, i, d) {
+        const char *name = json_string_value(json_object_get(d, "name"));
+        if (name && !isalpha((unsigned char)name[0]))
+            return CDI_VERSION_DIGIT_NAMES;
+    }
+    return CDI_VERSION_BASE;
+}
+
 static json_t *bind_mount(const char *host, const char *in_container, const char *mode)
 {
     return json_pack("{s:s, s:s, s:[s, s, s, s]}", "hostPath", host, "containerPath",
@@ -123,6 +135,6 @@ json_t *cdi_spec_build(const struct cdi_params *p, const struct ps_snapshot *s,
                  "declare one in kairosd.conf(5) or create it with kairos run --mem");
         return NULL;
     }
-    return json_pack("{s:s, s:s, s:o, s:o}", "cdiVersion", CDI_VERSION, "kind", CDI_KIND,
+    return json_pack("{s:s, s:s, s:o, s:o}", "cdiVersion", cdi_version_for(devices), "kind", CDI_KIND,
                      "devices", devices, "containerEdits", common_edits(p));
 }

@@ -1,6 +1,7 @@
-/* cdi_spec.h - the CDI specification (Container Device Interface, cdiVersion
- * 0.6.0) that `kairos cdi` writes: kind "kairos.dev/tenant", one device per
- * tenant, named by the tenant. Requesting kairos.dev/tenant=NAME gives a container
+/* cdi_spec.h - the CDI specification (Container Device Interface) that `kairos cdi`
+ * writes: kind "kairos.dev/tenant", one device per tenant, named by the tenant, with
+ * the lowest cdiVersion that expresses it (0.3.0, or 0.5.0 when a device name begins
+ * with a digit), so that older runtimes (Debian 12's Podman reads up to 0.5.0) take it. Requesting kairos.dev/tenant=NAME gives a container
  *   - the shim: libkairos.so mounted read-only at CDI_SHIM_IN_CONTAINER and a
  *     generated ld.so.preload naming it mounted at /etc/ld.so.preload, so every
  *     dynamically linked program of the container loads it;
@@ -26,7 +27,11 @@
 
 #include "cli/ps_view.h"
 
-#define CDI_VERSION "0.6.0"
+/* The versions kairos writes: 0.3.0 is the oldest that runtimes still read; 0.5.0
+ * allowed device names that begin with a digit. Nothing else kairos writes (no
+ * annotations, no mount types, no hostPath on device nodes) needs a later one. */
+#define CDI_VERSION_BASE "0.3.0"
+#define CDI_VERSION_DIGIT_NAMES "0.5.0"
 #define CDI_KIND "kairos.dev/tenant"
 #define CDI_SHIM_IN_CONTAINER "/usr/lib/kairos/libkairos.so"
 #define CDI_PRELOAD_IN_CONTAINER "/etc/ld.so.preload"
@@ -42,6 +47,10 @@ struct cdi_params {
 /* A CDI device name: 1..63 of [A-Za-z0-9._-], beginning and ending with a letter or
  * digit (stricter than a tenant name, which may end with '.', '-' or '_'). */
 bool cdi_name_valid(const char *name);
+
+/* The lowest cdiVersion for a specification with these devices (a JSON array of
+ * objects with a "name"). */
+const char *cdi_version_for(json_t *devices);
 
 /* The specification for the tenants of s whose names are in only[0..n_only) (all
  * when n_only is 0). NULL with err set when a tenant of only is unknown to kairosd

@@ -46,8 +46,10 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: kairos cdi [options]\n"
             "\n"
-            "Writes a CDI specification (cdiVersion " CDI_VERSION ", kind " CDI_KIND ") with one\n"
-            "device per kairosd tenant, named by the tenant: a container started with\n"
+            "Writes a CDI specification of kind " CDI_KIND " with one device per kairosd\n"
+            "tenant, named by the tenant, at the lowest cdiVersion that expresses it\n"
+            "(" CDI_VERSION_BASE ", or " CDI_VERSION_DIGIT_NAMES " when a tenant's name begins with a digit,\n"
+            "so that Debian 12's Podman reads it). A container started with\n"
             "--device " CDI_KIND "=NAME gets libkairos.so preloaded through its\n"
             "/etc/ld.so.preload, kairosd's socket and a shim.conf naming it at\n"
             "/etc/kairos/shim.conf, the NVIDIA device nodes of the tenant's GPUs and\n"

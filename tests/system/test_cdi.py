@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """kairos cdi: the CDI specification of kairosd's tenants validates against the
-CDI 0.6.0 schema (tests/system/data/cdi-schema.json, written from the spec's field
+CDI 0.6.0 schema at the lowest version that expresses it (0.3.0; 0.5.0 once a device
+name begins with a digit, which older versions forbid) (tests/system/data/cdi-schema.json, written from the spec's field
 definitions), one device per tenant named by it with KAIROS_TENANT and the device
 nodes of its GPUs only, the shim, the preload file and the socket for all; the
 preload file names the shim's path in the container; a tenant whose name CDI
@@ -27,7 +28,8 @@ FAKE = "gpu 0 GPU-fake-0000 85899345920\ngpu 1 GPU-fake-0001 85899345920\n"
 TENANTS = ("  - name: alice\n    memory: { 0: 8G }\n"
            "  - name: bob\n    memory: { 1: 4G }\n    compute: { 1: { share: 20% } }\n"
            "  - name: every.gpu\n"
-           "  - name: trailing_\n    memory: { 0: 1G }\n")
+           "  - name: trailing_\n    memory: { 0: 1G }\n"
+           "  - name: 4gpu\n    memory: { 0: 1G }\n")
 
 
 def validator():
@@ -65,12 +67,14 @@ class Cdi(unittest.TestCase):
             spec = json.load(f)
         errors = [e.message for e in self.schema.iter_errors(spec)]
         self.assertEqual(errors, [])
-        self.assertEqual((spec["cdiVersion"], spec["kind"]), ("0.6.0", "kairos.dev/tenant"))
+        # 0.5.0: the first version that lets a device name (4gpu) begin with a digit
+        self.assertEqual((spec["cdiVersion"], spec["kind"]), ("0.5.0", "kairos.dev/tenant"))
         devices = {d["name"]: d["containerEdits"] for d in spec["devices"]}
-        self.assertEqual(set(devices), {"alice", "bob", "every.gpu"})
+        self.assertEqual(set(devices), {"alice", "bob", "every.gpu", "4gpu"})
         nodes = {n: [x["path"] for x in e["deviceNodes"]] for n, e in devices.items()}
         self.assertEqual(nodes, {"alice": ["/dev/nvidia0"], "bob": ["/dev/nvidia1"],
-                                 "every.gpu": ["/dev/nvidia0", "/dev/nvidia1"]})
+                                 "every.gpu": ["/dev/nvidia0", "/dev/nvidia1"],
+                                 "4gpu": ["/dev/nvidia0"]})
         for name, edits in devices.items():
             self.assertEqual(edits["env"], [f"KAIROS_TENANT={name}"])
         common = spec["containerEdits"]
@@ -106,6 +110,9 @@ class Cdi(unittest.TestCase):
         spec = json.loads(r.stdout)
         self.assertEqual([d["name"] for d in spec["devices"]], ["bob"])
         self.assertEqual(list(self.schema.iter_errors(spec)), [])
+        # nothing in it needs more than the oldest version runtimes read (Debian 12's
+        # Podman refuses 0.6.0)
+        self.assertEqual(spec["cdiVersion"], "0.3.0")
 
     def test_refusals_leave_no_spec(self):
         spec_path, preload = self.paths("refused")
