@@ -21,6 +21,32 @@ const char *client_socket_path(const char *given)
     return env && *env ? env : KAIROS_DEFAULT_SOCKET;
 }
 
+/* Whether kairosd's systemd unit is installed (a packaged node). */
+static bool has_unit(void)
+{
+    static const char *const units[] = {"/etc/systemd/system/kairosd.service",
+                                        "/lib/systemd/system/kairosd.service",
+                                        "/usr/lib/systemd/system/kairosd.service"};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (access(units[i], F_OK) == 0)
+            return true;
+    return false;
+}
+
+/* What to do when nothing listens on path: the service where the package installed
+ * one, kairosd by hand on a source build; or the standalone shim, without a daemon. */
+static void not_running(const char *path, char *err, size_t err_len)
+{
+    const char *start = has_unit()
+        ? "start it with 'sudo systemctl start kairosd' ('journalctl -u kairosd' says why "
+          "it stopped)"
+        : "start it as root with 'kairosd' (see kairosd(8))";
+    snprintf(err, err_len,
+             "kairosd is not running (nothing listens on %s): %s, set KAIROS_SOCKET if it "
+             "uses another socket, or run one process without a daemon in standalone mode: "
+             "KAIROS_MEM=SIZE LD_PRELOAD=\"$(kairos shim)\" CMD", path, start);
+}
+
 int client_connect(struct client *c, const char *path, char *err, size_t err_len)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -40,11 +66,7 @@ int client_connect(struct client *c, const char *path, char *err, size_t err_len
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa)) {
         int e = errno;
         if (e == ENOENT || e == ECONNREFUSED)
-            snprintf(err, err_len,
-                     "kairosd is not running (nothing listens on %s): start it as root with "
-                     "'kairosd' (see kairosd(8)), set KAIROS_SOCKET if it uses another socket, or "
-                     "run one process without a daemon in standalone mode: "
-                     "KAIROS_MEM=SIZE LD_PRELOAD=libkairos.so CMD", path);
+            not_running(path, err, err_len);
         else if (e == EACCES || e == EPERM)
             snprintf(err, err_len, "permission denied on %s: kairosd's socket should be mode "
                      "0666; ask the administrator", path);

@@ -14,6 +14,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_tenant(int argc, char **argv);
+int cmd_shim(int argc, char **argv);
 /* kairos tenant set: kairos run's tenant settings without a command (cmd_run.c). */
 int cmd_run_tenant_set(int argc, char **argv);
 

@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"plan", cmd_plan, "pack workloads onto MIG slices and time shares on the fewest GPUs"},
     {"cdi", cmd_cdi, "write the CDI specification that gives containers their tenant"},
     {"profile", cmd_profile, "measure a workload's throughput per GPU fraction for kairos plan"},
+    {"shim", cmd_shim, "print the path of libkairos.so, for LD_PRELOAD by hand"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -5,7 +5,9 @@ kairosd started exactly as its unit's ExecStart says (no systemd as PID 1 here:
 the test plays the service manager, NOTIFY_SOCKET included) with a fake GPU
 (KAIROS_FAKE_GPU), and the installed `kairos run --mem 64M` with nothing else set
 runs a fake-driver program that is refused beyond 64 MiB; kairos ps reads the
-daemon; SIGTERM stops it; systemd-analyze verifies the installed unit. The package is purged afterwards unless it was installed
+daemon; SIGTERM stops it; systemd-analyze verifies the installed unit. Without a
+daemon, the README's standalone recipe (KAIROS_MEM=... LD_PRELOAD="$(kairos shim)")
+caps a process as written, and the CLI names the service to start. The package is purged afterwards unless it was installed
 before. Needs root (dpkg); run by scripts/test after the meson builds.
 Usage: test_package.py KAIROS_DEB FAKEDRV FAKEAPP"""
 import json
@@ -132,6 +134,32 @@ class Package(unittest.TestCase):
         self.proc.send_signal(signal.SIGTERM)
         self.assertIn("STOPPING=1", self.notify.recv(4096).decode())
         self.assertEqual(self.proc.wait(15), 0, self.read_log())
+
+    def test_the_standalone_recipe_caps_one_process_as_written(self):
+        # README: KAIROS_MEM=8G LD_PRELOAD="$(kairos shim)" CMD; the fake driver comes after
+        # the shim, as the real one would be below it
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("KAIROS_") and k != "LD_PRELOAD"}
+        env.update(PATH="/usr/bin:/bin", FAKEDRV=FAKEDRV, FAKEAPP=FAKEAPP)
+        r = subprocess.run(["sh", "-c", 'KAIROS_MEM=64M LD_PRELOAD="$(kairos shim) $FAKEDRV" '
+                            f'"$FAKEAPP" -n 40 -s {2 * MiB} -c {2 * MiB}'],
+                           capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = next(l for l in r.stdout.splitlines() if l.startswith("fakeapp: opens"))
+        c = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+        self.assertEqual((c["vidmem_bytes"], c["failed"]), (64 * MiB, 9))
+        shim = subprocess.run(["/usr/bin/kairos", "shim"], capture_output=True, text=True,
+                              env=env, timeout=30).stdout.strip()
+        self.assertTrue(shim.startswith("/usr/lib/") and os.path.isfile(shim), shim)
+
+    def test_no_daemon_names_the_service_to_start(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAIROS_")}
+        r = subprocess.run(["/usr/bin/kairos", "ps"], capture_output=True, text=True, env=env,
+                           timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("kairosd is not running", r.stderr)
+        self.assertIn("sudo systemctl start kairosd", r.stderr)
+        self.assertIn("journalctl -u kairosd", r.stderr)
 
 
 if __name__ == "__main__":
