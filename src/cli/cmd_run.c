@@ -236,7 +236,7 @@ static int mem_quota(const char *mem, unsigned n_gpus, unsigned mask, uint64_t *
         }
         uint64_t ppm = (uint64_t)(fraction * KAIROS_PPM + 0.5);
         value = KAIROS_QUOTA_PERCENT | (ppm ? ppm : 1);
-    } else if (units_parse_size(mem, 0, &value, err, sizeof err)) {
+    } else if (units_parse_size_with_unit(mem, 0, &value, err, sizeof err)) {
         fprintf(stderr, "%s: --mem %s\n", run_prog, err);
         return -EINVAL;
     }
@@ -292,6 +292,24 @@ static int daemon_socket(const char *shim, const char *given, struct shim_conf *
 }
 
 /* What set_tenant did, on stderr. */
+/* An existing tenant's quotas that --mem changed, each said with what it was: run
+ * never changes a tenant (a configured one included) without saying so. */
+static void report_changed_quotas(const char *name, unsigned n_gpus,
+                                  const struct kairos_ps_reply *before,
+                                  const struct kairos_tenant_set *set)
+{
+    for (unsigned g = 0; before && g < n_gpus && g < KAIROS_MAX_GPUS; g++) {
+        uint64_t was = before->quota[g], now = set->quota[g];
+        if (now == KAIROS_QUOTA_KEEP || (now & KAIROS_QUOTA_PERCENT) || now == was)
+            continue;
+        char a[32], b[32];
+        fprintf(stderr, "%s: tenant %s's quota on GPU %u changed from %s to %s%s\n", run_prog,
+                name, g, was ? units_format_size(was, a, sizeof a) : "none",
+                units_format_size(now, b, sizeof b),
+                now < was ? " (lowered: its members' allocations beyond it are refused)" : "");
+    }
+}
+
 static void report_set(const struct run_opts *o, const char *name, unsigned n_gpus, unsigned mask,
                        const struct kairos_tenant_set *set)
 {
@@ -341,7 +359,7 @@ static int admit_self(struct client *cl, const char *name)
 /* TENANT_SET for --mem and the compute options: quotas (or KEEP), the policy on
  * each GPU of mask. 0, or the exit code after a message. */
 static int set_tenant(struct client *cl, const struct run_opts *o, const char *name,
-                      unsigned n_gpus, unsigned mask)
+                      unsigned n_gpus, unsigned mask, const struct kairos_ps_reply *before)
 {
     struct kairos_tenant_set set = {.n_gpus = n_gpus,
                                     .flags = (o->tenant ? 0 : KAIROS_TENANT_EPHEMERAL) |
@@ -370,6 +388,7 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
         return 1;
     }
     report_set(o, name, n_gpus, mask, &set);
+    report_changed_quotas(name, n_gpus, before, &set);
     return 0;
 }
 
@@ -423,9 +442,11 @@ static int run_main(int argc, char **argv, bool set_only)
         snprintf(name, sizeof name, "%s", o.tenant);
     else
         snprintf(name, sizeof name, "run-%ld", (long)getpid());
-    bool found = false;
-    for (size_t i = 0; i < n; i++)
-        found |= !strcmp(list[i].tenant, name);
+    const struct kairos_ps_reply *before = NULL;
+    for (size_t i = 0; i < n && !before; i++)
+        if (!strcmp(list[i].tenant, name))
+            before = &list[i];
+    bool found = before != NULL;
     if (!found && !o.mem) {
         if (o.compute || o.managed)
             fprintf(stderr, "%s: unknown tenant '%s'; add --mem SIZE to create it with "
@@ -437,7 +458,7 @@ static int run_main(int argc, char **argv, bool set_only)
                             "SIZE' or in the configuration\n", run_prog, name, name);
         goto out;
     }
-    if ((o.mem || o.compute || o.managed) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask)))
+    if ((o.mem || o.compute || o.managed) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask, before)))
         goto out;
     if (set_only)
         goto out; /* exit_code 0 */

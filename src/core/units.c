@@ -67,6 +67,25 @@ int units_parse_size(const char *text, uint64_t percent_of, uint64_t *bytes, cha
     return refuse(err, err_len, text, "unknown unit (use B, K, M, G, T, KiB..TiB or %)");
 }
 
+bool units_size_is_bare(const char *text)
+{
+    if (!text || !*text)
+        return false;
+    char *end;
+    double value = strtod(text, &end);
+    (void)value;
+    return end != text && *end == 0;
+}
+
+int units_parse_size_with_unit(const char *text, uint64_t percent_of, uint64_t *bytes,
+                               char *err, size_t err_len)
+{
+    if (units_size_is_bare(text))
+        return refuse(err, err_len, text,
+                      "a size needs a unit: write 8G or 512MiB (or 4096B for bytes)");
+    return units_parse_size(text, percent_of, bytes, err, err_len);
+}
+
 int units_parse_percent(const char *text, double *fraction, char *err, size_t err_len)
 {
     if (!text || !*text)

@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "daemon/ledger.h"
+#include "daemon/log.h"
 #include "daemon/members_config.h"
 #include "core/policy.h"
 #include "daemon/yaml_doc.h"
@@ -221,6 +222,17 @@ static int parse_exempt(struct ydoc *p, const yaml_node_t *n, struct config *c)
     return 0;
 }
 
+
+/* A size with no unit keeps its documented meaning (bytes) in a file, with a warning:
+ * "1" there is more likely a slip than one byte. */
+static void bare_size_warning(const struct ydoc *p, const yaml_node_t *v, const char *what)
+{
+    if (units_size_is_bare(scalar(v)))
+        log_warn("%s:%lu:%lu: %s '%s' has no unit and is read as %s bytes, as documented; "
+                 "add one (%sB for bytes, or G, MiB...)", p->name,
+                 (unsigned long)v->start_mark.line + 1, (unsigned long)v->start_mark.column + 1,
+                 what, scalar(v), scalar(v), scalar(v));
+}
 static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node_t *v,
                            struct config *c)
 {
@@ -249,12 +261,14 @@ static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node
             return -EINVAL;
         if (units_parse_size(scalar(v), 0, &c->audit_overhead, why, sizeof why))
             return ydoc_fail(p, v, "audit overhead: %s", why);
+        bare_size_warning(p, v, "audit overhead");
     } else if (!strcmp(key, "process_overhead")) {
         char why[128];
         if (want(p, v, YAML_SCALAR_NODE, "audit process_overhead as a size (e.g. 64M)"))
             return -EINVAL;
         if (units_parse_size(scalar(v), 0, &c->audit_process_overhead, why, sizeof why))
             return ydoc_fail(p, v, "audit process_overhead: %s", why);
+        bare_size_warning(p, v, "audit process_overhead");
     } else if (!strcmp(key, "leave_grace_ms")) {
         if (parse_uint(p, v, "audit leave_grace_ms", 600000, &ul))
             return -EINVAL;

@@ -118,6 +118,16 @@ static int resolve_quota(const struct tenants *ts, const struct config *c,
                  why);
         return -EINVAL;
     }
+    if (total && *bytes > total) {
+        char has[32];
+        log_warn("%s:%u:%u: tenant '%s': memory '%s' is more than GPU %d's %s: it is never "
+                 "reached there (a percentage suits GPUs of different sizes)", c->path, q->line,
+                 q->column, t->name, q->value, index, units_format_size(total, has, sizeof has));
+    }
+    if (units_size_is_bare(q->value))
+        log_warn("%s:%u:%u: tenant '%s': memory '%s' has no unit and is read as %s bytes, as "
+                 "documented; add one (%sB for bytes, or G, MiB...)", c->path, q->line,
+                 q->column, t->name, q->value, q->value, q->value);
     if (*bytes > KAIROS_BYTES_MAX) {
         snprintf(err, err_len, "%s:%u:%u: tenant '%s': %s is absurd", c->path, q->line, q->column,
                  t->name, q->value);
@@ -419,6 +429,24 @@ static void log_compute(const struct ledger_tenant *t, const bool *has,
 /* m's quotas in bytes (percentages of each GPU's memory resolved), KEEP kept.
  * 0, or KAIROS_ERR_INVALID with msg when a percentage names a GPU whose memory
  * kairosd does not know. */
+/* A quota beyond its GPU's memory (where kairosd knows it) is a slip, such as
+ * --mem 100G on an 80 GiB GPU: refused, naming the most the GPU has. */
+static int beyond_gpus(const struct tenants *ts, unsigned n, const uint64_t *bytes, char *msg,
+                       size_t msg_len)
+{
+    for (unsigned g = 0; ts->gpu_known && g < n && g < ts->n_gpus; g++) {
+        if (bytes[g] == KAIROS_QUOTA_KEEP || !ts->gpu_total[g] || bytes[g] <= ts->gpu_total[g])
+            continue;
+        char want[32], has[32];
+        snprintf(msg, msg_len, "a quota of %s on GPU %u is more than its %s of memory; give at "
+                 "most that, or a percentage such as 90%%",
+                 units_format_size(bytes[g], want, sizeof want), g,
+                 units_format_size(ts->gpu_total[g], has, sizeof has));
+        return KAIROS_ERR_INVALID;
+    }
+    return 0;
+}
+
 static int resolve_quotas(const struct tenants *ts, const struct kairos_tenant_set *m,
                           uint64_t *bytes, char *msg, size_t msg_len)
 {
@@ -436,7 +464,7 @@ static int resolve_quotas(const struct tenants *ts, const struct kairos_tenant_s
         }
         bytes[g] = (uint64_t)((long double)ts->gpu_total[g] * (long double)ppm / KAIROS_PPM);
     }
-    return 0;
+    return beyond_gpus(ts, m->n_gpus, bytes, msg, msg_len);
 }
 
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,

@@ -49,7 +49,7 @@ void settings_parse(struct settings *s, const char *tenant, const char *mem, con
     s->log_stderr = log && !strcmp(log, "stderr");
     if (mem && *mem) {
         char err[200];
-        if (units_parse_size(mem, 0, &s->standalone_quota, err, sizeof err)) {
+        if (units_parse_size_with_unit(mem, 0, &s->standalone_quota, err, sizeof err)) {
             snprintf(s->refusal, sizeof s->refusal,
                      "KAIROS_MEM %s; fix it or unset it (no GPU use with a quota that cannot "
                      "be read)", err);

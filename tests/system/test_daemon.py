@@ -544,6 +544,32 @@ class PercentQuota(DaemonCase):
         self.assertIn("12.5% of the GPU's memory", r.stderr)
         self.assertEqual(self.ps()["pct"]["quota"], [0, 85899345920 // 8])
 
+    def test_sizes_need_a_unit_and_fit_the_gpu(self):
+        shim = os.path.join(self.d.dir, "libkairos.so")
+        open(shim, "wb").close()
+        env = dict(os.environ, KAIROS_SHIM=shim, LD_PRELOAD="", **self.d.shim_env())
+
+        def run(*args):
+            return subprocess.run([KAIROS, "run", *args, "--", "true"], capture_output=True,
+                                  text=True, env=env, timeout=30)
+        # --mem 8 would be 8 bytes: refused before anything is asked of kairosd
+        r = run("--tenant", "bare", "--mem", "8")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("a size needs a unit", r.stderr)
+        self.assertNotIn("bare", self.ps())
+        # more than the GPU has (80 GiB): kairosd refuses, naming what the GPU has
+        r = run("--tenant", "huge", "--mem", "100G")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("more than its 80.0 GiB", r.stderr)
+        self.assertNotIn("huge", self.ps())
+        # an existing tenant's quota changed by run is said, with what it was
+        self.assertEqual(run("--tenant", "job", "--mem", "8G").returncode, 0)
+        r = run("--tenant", "job", "--mem", "1G")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tenant job's quota on GPU 0 changed from 8.00 GiB to 1.00 GiB (lowered",
+                      r.stderr)
+        self.assertEqual(self.ps()["job"]["quota"], [GiB, GiB])
+
 
 class AuditKill(DaemonCase):
     fake = FAKE_GPUS
@@ -1099,6 +1125,24 @@ class BadConfig(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         shutil.rmtree(d.dir)
         shutil.rmtree(d2.dir)
+
+    def test_sizes_without_units_or_beyond_the_gpu_are_warned_about(self):
+        # a file keeps a bare number's documented meaning (bytes), saying to add a unit;
+        # a quota beyond its GPU's memory stands (a file may serve GPUs of several sizes)
+        # and is said to be never reached
+        d = kp.Daemon(KAIROSD, "  - name: a\n    memory: { 0: 4096, 1: 100G }\n"
+                               "audit: { overhead: 1 }\n")
+        fake = os.path.join(d.dir, "gpus.txt")
+        with open(fake, "w") as f:
+            f.write(FAKE_GPUS)
+        r = subprocess.run([KAIROSD, "-c", d.config, "--check", "--fake-gpu", fake],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"kairosd\.yaml:\d+:\d+: tenant 'a': memory '4096' has no "
+                                   r"unit and is read as 4096 bytes")
+        self.assertRegex(r.stderr, r"kairosd\.yaml:\d+:\d+: audit overhead '1' has no unit")
+        self.assertIn("tenant 'a': memory '100G' is more than GPU 1's 80.0 GiB", r.stderr)
+        shutil.rmtree(d.dir)
 
 
 if __name__ == "__main__":

@@ -237,6 +237,12 @@ class WithDaemon(unittest.TestCase):
         self.assertIn("GPU access refused: KAIROS_MEM '8GB'", r.stderr)
         self.assertIn("GiB", r.stderr)  # what to write instead
 
+    def test_a_size_without_a_unit_refuses_the_gpu(self):
+        # KAIROS_MEM=64 would be 64 bytes: a slip, refused with what to write
+        r = fakeapp("-n", "5", "-s", str(PAGE), KAIROS_MEM="64")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("KAIROS_MEM '64': a size needs a unit", r.stderr)
+
 
 class Managed(unittest.TestCase):
     """Managed memory (cudaMallocManaged, fakeapp -M as recorded on the H200): refused

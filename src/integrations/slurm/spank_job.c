@@ -63,7 +63,7 @@ static int check_size(const char *value, char *err, size_t err_len)
     char why[160];
     size_t n = strlen(value);
     int rc = n && value[n - 1] == '%' ? units_parse_percent(value, &f, why, sizeof why)
-                                      : units_parse_size(value, 0, &bytes, why, sizeof why);
+                                      : units_parse_size_with_unit(value, 0, &bytes, why, sizeof why);
     if (rc == 0 && (value[n - 1] == '%' ? f > 0 : bytes > 0))
         return 0;
     snprintf(err, err_len, "--gpu-mem=%s: %s (a size per GPU: 8G, 512MiB, or 50%%)", value,

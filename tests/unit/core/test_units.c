@@ -55,6 +55,32 @@ static void test_refusals(void **state)
     refused("99999999999T", 0, "too large");
 }
 
+/* On a command line a bare number is a slip (--mem 8 would be 8 bytes): refused. */
+static void test_unit_required(void **state)
+{
+    (void)state;
+    uint64_t v = 0;
+    char err[160] = "";
+    assert_true(units_size_is_bare("8"));
+    assert_true(units_size_is_bare("4096"));
+    assert_true(units_size_is_bare("1.5"));
+    assert_false(units_size_is_bare("8G"));
+    assert_false(units_size_is_bare("4096B"));
+    assert_false(units_size_is_bare("80%"));
+    assert_false(units_size_is_bare(""));
+    assert_false(units_size_is_bare("abc"));
+    assert_int_not_equal(units_parse_size_with_unit("8", 0, &v, err, sizeof err), 0);
+    assert_non_null(strstr(err, "a size needs a unit"));
+    assert_int_equal(units_parse_size_with_unit("8G", 0, &v, err, sizeof err), 0);
+    assert_int_equal(v, 8ull << 30);
+    assert_int_equal(units_parse_size_with_unit("4096B", 0, &v, err, sizeof err), 0);
+    assert_int_equal(v, 4096);
+    assert_int_equal(units_parse_size_with_unit("50%", 1000, &v, err, sizeof err), 0);
+    assert_int_equal(v, 500);
+    assert_int_not_equal(units_parse_size_with_unit("8GB", 0, &v, err, sizeof err), 0);
+    assert_non_null(strstr(err, "binary"));
+}
+
 static void percent_refused(const char *text, const char *reason_part)
 {
     double f;
@@ -100,6 +126,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_unit_required),
         cmocka_unit_test(test_percent),
         cmocka_unit_test(test_format),
     };

@@ -34,6 +34,8 @@ static void test_options_checked(void **state)
     assert_int_equal(spank_job_option(&j, "gpu-mem", "8GB", err, sizeof err), -22);
     assert_non_null(strstr(err, "--gpu-mem=8GB"));
     assert_int_equal(spank_job_option(&j, "gpu-mem", "0", err, sizeof err), -22);
+    assert_int_equal(spank_job_option(&j, "gpu-mem", "64", err, sizeof err), -22);
+    assert_non_null(strstr(err, "a size needs a unit")); /* 64 would be 64 bytes */
     assert_int_equal(spank_job_option(&j, "gpu-mem", "", err, sizeof err), -22);
     assert_int_equal(spank_job_option(&j, "gpu-share", "30", err, sizeof err), -22);
     assert_non_null(strstr(err, "--gpu-share=30%"));
