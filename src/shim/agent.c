@@ -32,6 +32,7 @@
 #define AGENT_FD_FLOOR 700         /* move the socket above the usual descriptors */
 #define AGENT_REPLY_TIMEOUT_MS 3000
 #define AGENT_FORK_WAIT_MS 100 /* a fork with no ticket waits this long for one */
+#define AGENT_FORK_REFILL 8     /* asks for more once this many tickets are spent */
 
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int agent_fd = -1;
@@ -558,7 +559,7 @@ static int fork_try(pid_t child)
     } else if (tk_refused) {
         rc = -EAGAIN;
     }
-    if (rc != -ENOTCONN && tk_held <= KAIROS_FORK_TICKETS_MAX / 2)
+    if (rc != -ENOTCONN && tk_held + AGENT_FORK_REFILL <= KAIROS_FORK_TICKETS_MAX)
         ask_tickets_locked(); /* refilled off the fork path: the answer is a push */
     pthread_mutex_unlock(&tk_mu);
     return rc;
