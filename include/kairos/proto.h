@@ -159,6 +159,18 @@
  *               (KAIROS_IPC_*), refused beyond; a BEGIN of an object the sender
  *               imports already is one import, counted.
  *             - a refused BEGIN makes the shim fail the dup.
+ *   3, compatible additions (issue 25, item 9): the number stays 3. Both kinds of
+ *             shim work with both kinds of kairosd:
+ *             - HELLO flag KAIROS_HELLO_FORK_TICKETS: the shim wants fork tickets.
+ *               A kairosd of before refuses the flag (KAIROS_ERR_INVALID); the shim
+ *               then says HELLO again without it and reports forks as before.
+ *             - FORK_TICKETS (25, both ways, no reply by sequence): the shim asks to
+ *               hold want tickets; kairosd pushes how many it holds (after the
+ *               HELLO with the flag, and after each ask). A ticket is a hand-over
+ *               reserved ahead in the sender's tenant and uid share (heirs.h).
+ *             - FORKED.pad became .flags, with KAIROS_FORKED_TICKET: the report
+ *               spends a ticket and has no reply (the fork did not wait for one).
+ *               A shim of before sends flags 0 and waits for OK/ERROR as before.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -197,6 +209,8 @@ enum kairos_msg_type {
     KAIROS_MSG_CREDIT_RECALL = 22, /* daemon -> shim, unsolicited: give back unused credit */
     KAIROS_MSG_IMPORTED = 23,   /* shim: dups another process's shared object, or that ended */
     KAIROS_MSG_SHARED = 24,     /* shim: made one of its objects importable; reply OK */
+    KAIROS_MSG_FORK_TICKETS = 25, /* shim: hold this many fork tickets; daemon: how many it
+                                   * holds (a push); see struct kairos_fork_tickets */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -234,6 +248,7 @@ struct kairos_error {
 #define KAIROS_HELLO_REATTACH 0x1u /* the daemon restarted: held[] is what we hold */
 #define KAIROS_HELLO_PLACE 0x2u    /* tenant "": kairosd places the process (admission,
                                     * cgroups rule) or refuses it (protocol 2) */
+#define KAIROS_HELLO_FORK_TICKETS 0x4u /* send fork tickets (FORK_TICKETS) after WELCOME */
 
 struct kairos_hello {
     uint32_t flags;
@@ -299,9 +314,32 @@ struct kairos_release {
  * Nothing is charged to the child, and no charge moves to another tenant. pad 0.
  * From a peer that is no tenant's member: ERROR KAIROS_ERR_NOT_REGISTERED. When the
  * sender's tenant (or uid) holds its share of live hand-overs (heirs.h):
- * KAIROS_ERR_BUSY, and the shim fails the fork (EAGAIN, the child killed). */
+ * KAIROS_ERR_BUSY, and the shim fails the fork (EAGAIN, the child killed).
+ * flags KAIROS_FORKED_TICKET: the sender spends one of its fork tickets (a hand-over
+ * reserved ahead, FORK_TICKETS) and waits for no reply: kairosd answers nothing, and
+ * logs a report it does not believe. The socket is ordered, so kairosd reads it before
+ * the sender's hang-up; when the sender has exited by then, kairosd believes the
+ * child as far as /proc still can (it lives, started no earlier than the sender):
+ * an edge only ever keeps the sender's own tenant charged. */
+#define KAIROS_FORKED_TICKET 0x1u
 struct kairos_forked {
     uint32_t child_pid;
+    uint32_t flags;
+};
+
+/* FORK_TICKETS (issue 25, item 9). Shim -> daemon (only after a HELLO with
+ * KAIROS_HELLO_FORK_TICKETS; no reply by sequence): hold want tickets (at most
+ * KAIROS_FORK_TICKETS_MAX); spent: how many KAIROS_FORKED_TICKET reports this
+ * connection has sent so far. Daemon -> shim (a push): held, the tickets the
+ * connection holds now, every FORKED before the ask counted; spent echoes the ask's
+ * (0 for the push after WELCOME), so the shim knows which of its reports held counts.
+ * kairosd grants at most half of the room left in the sender's tenant and uid
+ * shares (heirs.h), so tickets never fill a share; held 0 after an ask: no room. */
+#define KAIROS_FORK_TICKETS_MAX 32
+struct kairos_fork_tickets {
+    uint32_t want;
+    uint32_t held;
+    uint32_t spent;
     uint32_t pad;
 };
 
@@ -742,6 +780,7 @@ static_assert(sizeof(struct kairos_welcome) == 136, "welcome");
 static_assert(sizeof(struct kairos_grant) == 24, "grant");
 static_assert(sizeof(struct kairos_release) == 16, "release");
 static_assert(sizeof(struct kairos_forked) == 8, "forked");
+static_assert(sizeof(struct kairos_fork_tickets) == 16, "fork_tickets");
 static_assert(sizeof(struct kairos_inherited) == 80, "inherited");
 static_assert(sizeof(struct kairos_error) == 260, "error");
 static_assert(sizeof(struct kairos_compute) == 12, "compute");

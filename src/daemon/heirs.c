@@ -45,6 +45,7 @@ void heirs_init(struct heirs *h, const char *proc, struct gpu_backend *gpu)
 void heirs_fini(struct heirs *h)
 {
     free(h->v);
+    free(h->res);
     memset(h, 0, sizeof *h);
 }
 
@@ -163,7 +164,73 @@ size_t heirs_count(const struct heirs *h, const struct heir_owner *owner, bool b
     size_t n = 0;
     for (size_t i = 0; i < h->n; i++)
         n += by_uid ? h->v[i].uid == owner->uid : h->v[i].tenant == owner->tenant;
+    for (size_t i = 0; i < h->n_res; i++)
+        if (by_uid ? h->res[i].owner.uid == owner->uid : h->res[i].owner.tenant == owner->tenant)
+            n += h->res[i].n;
     return n;
+}
+
+static size_t room_in(size_t max, size_t used)
+{
+    return used < max ? max - used : 0;
+}
+
+/* The least room left in owner's tenant and uid shares and the node's table. */
+static size_t owner_room(const struct heirs *h, const struct heir_owner *o)
+{
+    size_t r = room_in(HEIRS_MAX, h->n + h->reserved);
+    size_t t = room_in(h->tenant_max, heirs_count(h, o, false));
+    size_t u = room_in(h->uid_max, heirs_count(h, o, true));
+    r = t < r ? t : r;
+    return u < r ? u : r;
+}
+
+static struct heir_reserved *reserved_of(struct heirs *h, const struct heir_owner *o)
+{
+    for (size_t i = 0; i < h->n_res; i++)
+        if (h->res[i].owner.tenant == o->tenant && h->res[i].owner.uid == o->uid)
+            return &h->res[i];
+    struct heir_reserved *grown = grow_for_one(h->res, &h->res_cap, h->n_res, sizeof *grown, 8);
+    if (!grown)
+        return NULL;
+    h->res = grown;
+    h->res[h->n_res] = (struct heir_reserved){.owner = *o};
+    return &h->res[h->n_res++];
+}
+
+uint32_t heirs_reserve(struct heirs *h, const struct heir_owner *owner, uint32_t want,
+                       uint32_t have)
+{
+    if (want == 0)
+        return 0;
+    if (owner_room(h, owner) < 2 * (size_t)want)
+        prune(h);
+    size_t room = owner_room(h, owner);
+    size_t grant = room / 2;
+    if (grant == 0 && have == 0 && room > 0)
+        grant = 1; /* a fork with no ticket asks for one: any room answers it */
+    grant = grant < want ? grant : want;
+    struct heir_reserved *r = grant ? reserved_of(h, owner) : NULL;
+    if (!r)
+        return 0;
+    r->n += (uint32_t)grant;
+    h->reserved += grant;
+    return (uint32_t)grant;
+}
+
+void heirs_unreserve(struct heirs *h, const struct heir_owner *owner, uint32_t n)
+{
+    for (size_t i = 0; n && i < h->n_res; i++) {
+        struct heir_reserved *r = &h->res[i];
+        if (r->owner.tenant != owner->tenant || r->owner.uid != owner->uid)
+            continue;
+        uint32_t k = n < r->n ? n : r->n;
+        r->n -= k;
+        h->reserved -= k;
+        if (r->n == 0)
+            h->res[i] = h->res[--h->n_res];
+        return;
+    }
 }
 
 /* Whether e's owner has room for one more edge (restored edges have no owner). */
@@ -177,7 +244,7 @@ static bool owner_has_room(const struct heirs *h, const struct heir_edge *e)
 static int no_room(const struct heirs *h, const struct heir_edge *e, char *why, size_t why_len)
 {
     struct heir_owner o = {.tenant = e->tenant, .uid = e->uid};
-    if (h->n >= HEIRS_MAX)
+    if (h->n + h->reserved >= HEIRS_MAX)
         snprintf(why, why_len, "kairosd follows no more than %u hand-overs of NVIDIA files in "
                  "all; try again when processes have exited", HEIRS_MAX);
     else if (e->tenant != HEIRS_NO_TENANT && heirs_count(h, &o, false) >= h->tenant_max)
@@ -198,9 +265,9 @@ static int add_edge(struct heirs *h, const struct heir_edge *e, char *why, size_
         if (h->v[i].from_pid == e->from_pid && h->v[i].from_start == e->from_start &&
             h->v[i].pid == e->pid && h->v[i].start == e->start)
             return 0;
-    if (h->n >= HEIRS_MAX || !owner_has_room(h, e))
+    if (h->n + h->reserved >= HEIRS_MAX || !owner_has_room(h, e))
         prune(h);
-    if (h->n >= HEIRS_MAX || !owner_has_room(h, e))
+    if (h->n + h->reserved >= HEIRS_MAX || !owner_has_room(h, e))
         return no_room(h, e, why, why_len);
     struct heir_edge *grown = grow_for_one(h->v, &h->cap, h->n, sizeof *grown, 16);
     if (!grown) {
@@ -352,6 +419,40 @@ int heirs_forked(struct heirs *h, uint32_t sender, const struct heir_owner *owne
     if (ppid != sender || proc_stat_read(h->proc, sender, &unused, &e.from_start) != 0) {
         snprintf(why, why_len, "FORKED: process %u is not your child (its parent is %u); "
                  "report a fork before fork() returns to the parent", m->child_pid, ppid);
+        return KAIROS_ERR_PERMISSION;
+    }
+    return add_edge(h, &e, why, why_len);
+}
+
+/* Whether pid has exited: gone from proc, or a zombie (its children reparented). */
+static bool exited(const char *proc, uint32_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "%s/%u/stat", proc, pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the name may hold anything */
+    return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+int heirs_forked_ticket(struct heirs *h, uint32_t sender, uint64_t sender_start,
+                        const struct heir_owner *owner, const struct kairos_forked *m,
+                        char *why, size_t why_len)
+{
+    int code = heirs_forked(h, sender, owner, m, why, why_len);
+    if (code != KAIROS_ERR_PERMISSION || !sender_start || !exited(h->proc, sender))
+        return code;
+    /* the sender exited before kairosd read its report: its child was reparented */
+    struct heir_edge e = {.from_pid = sender, .from_start = sender_start, .pid = m->child_pid,
+                          .kind = HEIR_FORKED, .tenant = owner->tenant, .uid = owner->uid};
+    uint32_t ppid;
+    if (proc_stat_read(h->proc, e.pid, &ppid, &e.start) != 0 || e.start < sender_start) {
+        snprintf(why, why_len, "FORKED: process %u is not a child of the exited pid %u",
+                 m->child_pid, sender);
         return KAIROS_ERR_PERMISSION;
     }
     return add_edge(h, &e, why, why_len);

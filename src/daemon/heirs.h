@@ -26,7 +26,8 @@
  * edges: a tenant that fills its share is refused (KAIROS_ERR_BUSY) while the
  * others are not. A report of an edge already held is merged into it. Edges whose
  * holder is gone and which lead nowhere (it handed nothing on) are dropped when
- * room is needed, as are those both of whose processes are gone.
+ * room is needed, as are those both of whose processes are gone. Fork tickets
+ * (heirs_reserve) are edges reserved ahead and count in the shares like edges.
  *
  * Pids in a report are the sender's, as its pid namespace names them (a process in a
  * container): a forked child is found among the sender's children
@@ -85,6 +86,12 @@ struct heir_owner {
     uint32_t tenant, uid;
 };
 
+/* Fork tickets an owner holds: edges reserved ahead, counted in its shares. */
+struct heir_reserved {
+    struct heir_owner owner;
+    uint32_t n;
+};
+
 struct heirs {
     const char *proc;              /* "/proc" (tests: another root) */
     struct gpu_backend *gpu;       /* may be NULL */
@@ -96,6 +103,9 @@ struct heirs {
     uint64_t pruned_ms;         /* the last prune made for room (CLOCK_MONOTONIC) */
     unsigned prune_ms;          /* HEIRS_PRUNE_MS (tests: 0) */
     unsigned tenant_max, uid_max; /* HEIRS_TENANT_MAX, HEIRS_UID_MAX (tests: fewer) */
+    struct heir_reserved *res;  /* fork tickets held, per owner (heirs_reserve) */
+    size_t n_res, res_cap;
+    size_t reserved;            /* their sum */
 };
 
 /* gpu may be NULL (then the driver's nodes are /dev/nvidia*). proc NULL: "/proc". */
@@ -106,6 +116,24 @@ void heirs_fini(struct heirs *h);
  * (KAIROS_ERR_BUSY: the owner holds its share of edges). */
 int heirs_forked(struct heirs *h, uint32_t sender, const struct heir_owner *owner,
                  const struct kairos_forked *m, char *why, size_t why_len);
+/* FORKED with KAIROS_FORKED_TICKET from sender (started at sender_start), which
+ * spent one of owner's tickets (the caller unreserved it first). As heirs_forked
+ * while sender lives; once it has exited (its child reparented), the child is
+ * believed when it lives and started no earlier than sender: an edge can only keep
+ * sender's own tenant charged. */
+int heirs_forked_ticket(struct heirs *h, uint32_t sender, uint64_t sender_start,
+                        const struct heir_owner *owner, const struct kairos_forked *m,
+                        char *why, size_t why_len);
+
+/* Fork tickets (issue 25, item 9): up to want edges reserved for owner ahead of its
+ * forks, counted in its tenant and uid shares (and the node's) like edges. Grants
+ * at most half the room left in each (so tickets never fill a share), but one to an
+ * owner holding none (have 0) while any room is left; returns how many. */
+uint32_t heirs_reserve(struct heirs *h, const struct heir_owner *owner, uint32_t want,
+                       uint32_t have);
+/* Gives n of owner's tickets back (spent, or its connection closed). */
+void heirs_unreserve(struct heirs *h, const struct heir_owner *owner, uint32_t n);
+
 /* INHERITED from sender, a member of owner: as heirs_forked. */
 int heirs_inherited(struct heirs *h, uint32_t sender, const struct heir_owner *owner,
                     const struct kairos_inherited *m, char *why, size_t why_len);

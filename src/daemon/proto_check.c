@@ -33,6 +33,7 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, NO_OLD},
     {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, NO_OLD},
     {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, NO_OLD},
+    {KAIROS_MSG_FORK_TICKETS, "FORK_TICKETS", sizeof(struct kairos_fork_tickets), true, NO_OLD},
     {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, NO_OLD},
     {KAIROS_MSG_IMPORTED, "IMPORTED", sizeof(struct kairos_imported), true, NO_OLD},
     {KAIROS_MSG_SHARED, "SHARED", sizeof(struct kairos_shared), true, NO_OLD},
@@ -275,7 +276,8 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
     switch (r->type) {
     case KAIROS_MSG_HELLO: {
         const struct kairos_hello *h = &r->body.hello;
-        const uint32_t known = KAIROS_HELLO_REATTACH | KAIROS_HELLO_PLACE;
+        const uint32_t known =
+            KAIROS_HELLO_REATTACH | KAIROS_HELLO_PLACE | KAIROS_HELLO_FORK_TICKETS;
         if (h->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "HELLO has unknown flags 0x%x",
                           h->flags & ~known);
@@ -319,9 +321,16 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
             return rc;
         return check_bytes(r->body.release.bytes, "RELEASE", why, why_len);
     case KAIROS_MSG_FORKED:
-        if (r->body.forked.pad || r->body.forked.child_pid == 0)
+        if ((r->body.forked.flags & ~KAIROS_FORKED_TICKET) || r->body.forked.child_pid == 0)
             return refuse(KAIROS_ERR_INVALID, why, why_len,
-                          "FORKED needs child_pid (not 0) and pad 0");
+                          "FORKED needs child_pid (not 0) and no flag but TICKET");
+        return 0;
+    case KAIROS_MSG_FORK_TICKETS:
+        if (r->body.fork_tickets.pad || r->body.fork_tickets.held ||
+            r->body.fork_tickets.want > KAIROS_FORK_TICKETS_MAX)
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "FORK_TICKETS asks for at most %u tickets, with held and pad 0",
+                          KAIROS_FORK_TICKETS_MAX);
         return 0;
     case KAIROS_MSG_INHERITED:
         return check_inherited(&r->body.inherited, why, why_len);

@@ -30,6 +30,7 @@ struct proto_request {
         struct kairos_release release;
         struct kairos_runnable runnable;
         struct kairos_forked forked;
+        struct kairos_fork_tickets fork_tickets;
         struct kairos_inherited inherited;
         struct kairos_shared shared;
         struct kairos_imported imported;

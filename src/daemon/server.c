@@ -25,10 +25,12 @@
 #include "daemon/linger.h"
 #include "daemon/log.h"
 #include "daemon/membership.h"
+#include "daemon/proc_stat.h"
 #include "daemon/proto_check.h"
 #include "daemon/reattach.h"
 #include "daemon/timeshare.h"
 
+#define FORK_TICKETS_AT_HELLO 8 /* fork tickets reserved for a member that asks at HELLO */
 #define SERVER_BATCH 32 /* messages handled per wake-up of one peer, for fairness */
 #define SERVER_EXIT_ROUNDS 16 /* batches read from a process that exited, at most */
 #define SERVER_OUTQ_MAX 64          /* replies waiting for a peer that reads slowly */
@@ -56,6 +58,10 @@ struct conn {
     uint32_t ps_seq, ps_next_id;
     size_t ps_size;           /* of each PS_REPLY: whole, or the V1 prefix (proto.h) */
     uint32_t events;          /* what is watched now */
+    bool wants_tickets;       /* its HELLO asked for fork tickets */
+    uint32_t fork_tickets;    /* held: edges reserved for its forks (heirs.h) */
+    struct heir_owner ticket_owner; /* whose shares they count in */
+    uint64_t start;           /* its start time (/proc), read at HELLO */
     struct conn *prev, *next;
 };
 
@@ -354,9 +360,14 @@ static void after_kept_released(struct server *s, size_t kept_before)
         serve_credit(s, s->ts->ledger.tenants[i]);
 }
 
+static bool push_fork_tickets(struct conn *c, uint32_t want, uint32_t spent);
+
 static void conn_close(struct conn *c)
 {
     struct server *s = c->srv;
+    if (c->fork_tickets && s->heirs) /* reserved, never spent: back to the shares */
+        heirs_unreserve(s->heirs, &c->ticket_owner, c->fork_tickets);
+    c->fork_tickets = 0;
     if (c->member && s->stopping) {
         ledger_leave(&s->ts->ledger, c->member, NULL); /* in memory only; nothing logged */
         c->member = NULL;
@@ -590,6 +601,15 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
         w.quota[g] = t->quota[g];
     if (!send_msg(c, KAIROS_MSG_WELCOME, r->seq, &w, sizeof w))
         return false;
+    if ((r->body.hello.flags & KAIROS_HELLO_FORK_TICKETS) && s->heirs) {
+        uint32_t ppid;
+        c->wants_tickets = true;
+        c->ticket_owner = (struct heir_owner){.tenant = t->id, .uid = c->uid};
+        if (proc_stat_read(s->heirs->proc, c->pid, &ppid, &c->start) != 0)
+            c->start = 0;
+        if (!push_fork_tickets(c, FORK_TICKETS_AT_HELLO, 0))
+            return false;
+    }
     for (unsigned g = 0; g < s->ts->n_gpus; g++) { /* the time policies in force */
         struct kairos_time_policy p;
         if (timeshare_policy(s->timeshare, t->name, g, &p) &&
@@ -765,6 +785,49 @@ static bool on_runnable(struct conn *c, const struct proto_request *r)
     return true;
 }
 
+/* Reserves up to want tickets for c in all, and pushes how many it holds
+ * (FORK_TICKETS, spent echoing its ask). */
+static bool push_fork_tickets(struct conn *c, uint32_t want, uint32_t spent)
+{
+    if (want > c->fork_tickets)
+        c->fork_tickets += heirs_reserve(c->srv->heirs, &c->ticket_owner,
+                                         want - c->fork_tickets, c->fork_tickets);
+    struct kairos_fork_tickets m = {.want = want, .held = c->fork_tickets, .spent = spent};
+    return send_msg(c, KAIROS_MSG_FORK_TICKETS, 0, &m, sizeof m);
+}
+
+static bool on_fork_tickets(struct conn *c, const struct proto_request *r)
+{
+    if (!c->member || !c->wants_tickets)
+        return send_error(c, r->seq, KAIROS_ERR_NOT_REGISTERED,
+                          "only a tenant's member whose HELLO asked for fork tickets "
+                          "(KAIROS_HELLO_FORK_TICKETS) asks for more");
+    return push_fork_tickets(c, r->body.fork_tickets.want, r->body.fork_tickets.spent);
+}
+
+/* FORKED with TICKET: no reply, whatever happens (the shim did not wait); a ticket
+ * spent, an edge made as far as /proc can check the child. */
+static bool on_forked_ticket(struct conn *c, const struct proto_request *r, char *why,
+                             size_t why_len)
+{
+    struct heir_owner o = {.tenant = c->member->tenant->id, .uid = c->uid};
+    bool had = c->fork_tickets > 0;
+    if (had) {
+        c->fork_tickets--;
+        heirs_unreserve(c->srv->heirs, &c->ticket_owner, 1);
+    }
+    int code = heirs_forked_ticket(c->srv->heirs, c->pid, c->start, &o, &r->body.forked, why,
+                                   why_len);
+    uint64_t quiet;
+    if ((code || !had) &&
+        ratelog_event(&c->srv->handover_refusals, now_ms(), RATELOG_INTERVAL_MS, &quiet))
+        log_warn("tenant %s: pid %u (uid %u): FORKED of pid %u with a ticket%s: %s; %llu such "
+                 "refusals not logged since the last such line", c->member->tenant->name,
+                 c->pid, c->uid, r->body.forked.child_pid, had ? "" : " it did not hold",
+                 code ? why : "followed anyway", (unsigned long long)quiet);
+    return true;
+}
+
 /* FORKED, INHERITED: another process holds the NVIDIA files of the sender (or the
  * sender holds another's), as /proc confirms (heirs.h). Only from a tenant's member:
  * an edge is its tenant's (and uid's), counted against their share of the table. */
@@ -787,6 +850,8 @@ static bool on_handover(struct conn *c, const struct proto_request *r)
                           "this kairosd does not follow NVIDIA files across processes");
     struct heir_owner o = {.tenant = c->member->tenant->id, .uid = c->uid};
     bool forked = r->type == KAIROS_MSG_FORKED;
+    if (forked && (r->body.forked.flags & KAIROS_FORKED_TICKET))
+        return on_forked_ticket(c, r, why, sizeof why);
     int code = forked ? heirs_forked(c->srv->heirs, c->pid, &o, &r->body.forked, why, sizeof why)
                       : heirs_inherited(c->srv->heirs, c->pid, &o, &r->body.inherited, why,
                                         sizeof why);
@@ -1080,6 +1145,8 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
     case KAIROS_MSG_FORKED:
     case KAIROS_MSG_INHERITED:
         return on_handover(c, &r);
+    case KAIROS_MSG_FORK_TICKETS:
+        return on_fork_tickets(c, &r);
     case KAIROS_MSG_SHARED:
     case KAIROS_MSG_IMPORTED:
         return on_ipc(c, &r);

@@ -31,18 +31,41 @@
 
 #define AGENT_FD_FLOOR 700         /* move the socket above the usual descriptors */
 #define AGENT_REPLY_TIMEOUT_MS 3000
+#define AGENT_FORK_WAIT_MS 100 /* a fork with no ticket waits this long for one */
+#define AGENT_FORK_REFILL 8     /* asks for more once this many tickets are spent */
 
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int agent_fd = -1;
-static uint32_t agent_seq;
+static atomic_uint agent_seq;
+
+/* Fork tickets (agent.h). tk_mu guards them and the one-way sends of the fork path,
+ * which never wait: it is never held across a blocking call, and is taken after
+ * agent_mu when both are. */
+static pthread_mutex_t tk_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool tk_enabled;  /* this connection's kairosd sends tickets */
+static uint32_t tk_held; /* tickets in hand */
+static uint32_t tk_spent; /* FORKED with TICKET sent on this connection */
+static bool tk_asked;    /* a FORK_TICKETS ask waits for its answer */
+static bool tk_refused;  /* the answer to the last ask held none */
 static uint32_t agent_refusal; /* the code of the last ERROR read (agent_mu held) */
 static const struct shim_real *agent_real;
 static _Atomic(agent_policy_fn *) agent_policy_handler;
 static _Atomic(agent_credit_fn *) agent_credit_handler;
 
+static void tickets_reset_locked(bool enabled)
+{
+    tk_enabled = enabled;
+    tk_held = tk_spent = 0;
+    tk_asked = tk_refused = false;
+}
+
+/* agent_mu held. Under tk_mu too, so no send of the fork path is under way on fd. */
 static void drop_locked(void)
 {
+    pthread_mutex_lock(&tk_mu);
     int fd = atomic_exchange(&agent_fd, -1);
+    tickets_reset_locked(false);
+    pthread_mutex_unlock(&tk_mu);
     if (fd >= 0 && agent_real)
         agent_real->close(fd);
 }
@@ -115,8 +138,29 @@ static bool dispatch_credit_locked(const union agent_msg *buf)
     return true; /* one we cannot read is ignored, like a TIME_POLICY */
 }
 
+/* FORK_TICKETS from kairosd: held counts every FORKED sent before the ask whose
+ * spent it echoes; those sent since have spent one each. */
+static void tickets_on_push(const union agent_msg *buf)
+{
+    struct kairos_fork_tickets m;
+    memcpy(&m, buf->m.body, sizeof m);
+    pthread_mutex_lock(&tk_mu);
+    if (tk_enabled) {
+        uint32_t since = tk_spent - m.spent;
+        tk_held = m.held > since ? m.held - since : 0;
+        tk_asked = false;
+        tk_refused = tk_held == 0;
+    }
+    pthread_mutex_unlock(&tk_mu);
+}
+
 static bool dispatch_push_locked(const union agent_msg *buf)
 {
+    if (buf->m.h.type == KAIROS_MSG_FORK_TICKETS) {
+        if (buf->m.h.size == sizeof(struct kairos_fork_tickets))
+            tickets_on_push(buf);
+        return true;
+    }
     if (buf->m.h.type == KAIROS_MSG_CREDIT || buf->m.h.type == KAIROS_MSG_CREDIT_RECALL)
         return dispatch_credit_locked(buf);
     if (buf->m.h.type != KAIROS_MSG_TIME_POLICY)
@@ -208,7 +252,7 @@ static int exchange_locked(uint16_t type, const void *body, uint32_t size, uint1
     int fd = atomic_load(&agent_fd);
     if (fd < 0)
         return -ENOTCONN;
-    uint32_t seq = ++agent_seq;
+    uint32_t seq = atomic_fetch_add(&agent_seq, 1) + 1;
     int rc = send_msg(fd, type, seq, body, size);
     if (rc == -EPIPE || rc == -ECONNRESET)
         rc = refusal_waiting(fd, rc, err, err_len);
@@ -241,19 +285,21 @@ static int open_socket(const struct shim_real *r, const char *path)
     return fd;
 }
 
-int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,
-                  const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,
-                  char *err, size_t err_len)
+/* One connection and HELLO (agent_mu held); tickets: ask for fork tickets. */
+static int connect_locked(const struct shim_real *r, const char *socket_path,
+                          const char *tenant, const uint64_t held[KAIROS_MAX_GPUS],
+                          bool reattach, bool tickets, struct agent_quota *q, char *err,
+                          size_t err_len)
 {
-    pthread_mutex_lock(&agent_mu);
-    agent_real = r;
     drop_locked();
+    agent_refusal = 0;
     int fd = open_socket(r, socket_path);
     int rc = fd;
     if (fd >= 0) {
         atomic_store(&agent_fd, fd);
         struct kairos_hello hello = {.flags = (reattach ? KAIROS_HELLO_REATTACH : 0) |
-                                              (tenant[0] ? 0 : KAIROS_HELLO_PLACE),
+                                              (tenant[0] ? 0 : KAIROS_HELLO_PLACE) |
+                                              (tickets ? KAIROS_HELLO_FORK_TICKETS : 0),
                                      .pid = (uint32_t)getpid()};
         snprintf(hello.tenant, sizeof hello.tenant, "%s", tenant);
         if (held)
@@ -265,10 +311,26 @@ int agent_connect(const struct shim_real *r, const char *socket_path, const char
             q->tenant_id = w.tenant_id;
             q->n_gpus = w.n_gpus < KAIROS_MAX_GPUS ? w.n_gpus : KAIROS_MAX_GPUS;
             memcpy(q->quota, w.quota, sizeof q->quota);
+            pthread_mutex_lock(&tk_mu);
+            tickets_reset_locked(tickets); /* its FORK_TICKETS push follows WELCOME */
+            pthread_mutex_unlock(&tk_mu);
         } else {
             drop_locked();
         }
     }
+    return rc;
+}
+
+int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,
+                  const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,
+                  char *err, size_t err_len)
+{
+    pthread_mutex_lock(&agent_mu);
+    agent_real = r;
+    int rc = connect_locked(r, socket_path, tenant, held, reattach, true, q, err, err_len);
+    if (rc == -EPERM && agent_refusal == KAIROS_ERR_INVALID) /* a kairosd of before the
+                                                              * tickets: HELLO without */
+        rc = connect_locked(r, socket_path, tenant, held, reattach, false, q, err, err_len);
     pthread_mutex_unlock(&agent_mu);
     return rc;
 }
@@ -314,7 +376,8 @@ static int send_nowait_locked(uint16_t type, const void *body, uint32_t size)
     int fd = atomic_load(&agent_fd);
     if (fd < 0)
         return -ENOTCONN;
-    int rc = send_msg_flags(fd, type, ++agent_seq, body, size, MSG_DONTWAIT);
+    int rc = send_msg_flags(fd, type, atomic_fetch_add(&agent_seq, 1) + 1, body, size,
+                            MSG_DONTWAIT);
     if (rc == -EWOULDBLOCK || rc == -EAGAIN)
         return -EAGAIN;
     if (rc < 0)
@@ -386,6 +449,23 @@ void agent_set_policy_handler(agent_policy_fn *fn)
     atomic_store(&agent_policy_handler, fn);
 }
 
+/* Reads and dispatches what waits on fd (agent_mu held, nobody waiting for a reply):
+ * 0, or -ENOTCONN when the link is dropped (hung up, failed, or a reply nobody asked
+ * for). */
+static int read_pushes_locked(int fd)
+{
+    for (;;) {
+        union agent_msg buf;
+        ssize_t n = recv_one(fd, &buf, MSG_DONTWAIT);
+        if (n == -EAGAIN)
+            return 0;
+        if (n < 0 || !dispatch_push_locked(&buf)) {
+            drop_locked();
+            return -ENOTCONN;
+        }
+    }
+}
+
 int agent_service(int timeout_ms)
 {
     int fd = atomic_load(&agent_fd);
@@ -399,22 +479,8 @@ int agent_service(int timeout_ms)
      * holding it owns the socket until its reply is in, and dispatches what it
      * meets on the way, so whatever is left here is unsolicited. */
     pthread_mutex_lock(&agent_mu);
-    rc = 0;
-    if (atomic_load(&agent_fd) == fd) {
-        for (;;) {
-            union agent_msg buf;
-            ssize_t n = recv_one(fd, &buf, MSG_DONTWAIT);
-            if (n == -EAGAIN)
-                break;
-            if (n < 0 || !dispatch_push_locked(&buf)) {
-                drop_locked(); /* hung up, failed, or a reply nobody asked for */
-                rc = -ENOTCONN;
-                break;
-            }
-        }
-    } else {
-        rc = atomic_load(&agent_fd) < 0 ? -ENOTCONN : 0;
-    }
+    rc = atomic_load(&agent_fd) == fd ? read_pushes_locked(fd)
+                                      : (atomic_load(&agent_fd) < 0 ? -ENOTCONN : 0);
     pthread_mutex_unlock(&agent_mu);
     return rc;
 }
@@ -440,5 +506,101 @@ void agent_after_fork(void)
     int fd = atomic_exchange(&agent_fd, -1);
     if (fd >= 0 && agent_real)
         agent_real->close(fd); /* the child's copy; the parent keeps its connection */
-    pthread_mutex_init(&agent_mu, NULL);
+    pthread_mutex_init(&agent_mu, NULL); /* another thread may have held them at the fork */
+    pthread_mutex_init(&tk_mu, NULL);
+    tickets_reset_locked(false); /* the parent's tickets are the parent's */
+}
+
+/* ---- fork reports (issue 25, item 9) ------------------------------------------------ */
+
+/* One message on the socket, never waiting (tk_mu held, agent_mu maybe not: a
+ * SOCK_SEQPACKET message goes whole, and drop_locked takes tk_mu before closing). */
+static int send_tk_locked(uint16_t type, const void *body, uint32_t size)
+{
+    int fd = atomic_load(&agent_fd);
+    if (fd < 0)
+        return -ENOTCONN;
+    int rc = send_msg_flags(fd, type, atomic_fetch_add(&agent_seq, 1) + 1, body, size,
+                            MSG_DONTWAIT);
+    return rc == -EWOULDBLOCK ? -EAGAIN : rc;
+}
+
+/* Asks for tickets unless an ask is on its way (tk_mu held). */
+static void ask_tickets_locked(void)
+{
+    if (tk_asked)
+        return;
+    struct kairos_fork_tickets m = {.want = KAIROS_FORK_TICKETS_MAX, .spent = tk_spent};
+    if (send_tk_locked(KAIROS_MSG_FORK_TICKETS, &m, sizeof m) == 0) {
+        tk_asked = true;
+        tk_refused = false;
+    }
+}
+
+/* One try (tk_mu taken here): 0 when the FORKED went with a ticket, -EAGAIN when
+ * kairosd answered that it has none to give, -EINPROGRESS while the answer is
+ * awaited, -ENOTCONN without a ticket-speaking link. */
+static int fork_try(pid_t child)
+{
+    pthread_mutex_lock(&tk_mu);
+    int rc = -EINPROGRESS;
+    if (!tk_enabled || atomic_load(&agent_fd) < 0) {
+        rc = -ENOTCONN;
+    } else if (tk_held > 0) {
+        struct kairos_forked m = {.child_pid = (uint32_t)child, .flags = KAIROS_FORKED_TICKET};
+        int sent = send_tk_locked(KAIROS_MSG_FORKED, &m, sizeof m);
+        if (sent == 0) {
+            tk_held--;
+            tk_spent++;
+            rc = 0;
+        } else if (sent != -EAGAIN) {
+            rc = -ENOTCONN; /* the watcher sees the link fail and reattaches */
+        } /* -EAGAIN: kairosd reads nothing; wait like for a ticket */
+    } else if (tk_refused) {
+        rc = -EAGAIN;
+    }
+    if (rc != -ENOTCONN && tk_held + AGENT_FORK_REFILL <= KAIROS_FORK_TICKETS_MAX)
+        ask_tickets_locked(); /* refilled off the fork path: the answer is a push */
+    pthread_mutex_unlock(&tk_mu);
+    return rc;
+}
+
+/* Reads pushes for up to ms when no other thread owns the socket, else naps. */
+static void pump(int ms)
+{
+    if (pthread_mutex_trylock(&agent_mu) == 0) {
+        int fd = atomic_load(&agent_fd);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (fd >= 0 && poll(&p, 1, ms) > 0)
+            read_pushes_locked(fd);
+        pthread_mutex_unlock(&agent_mu);
+        return;
+    }
+    struct timespec nap = {0, 200 * 1000};
+    nanosleep(&nap, NULL); /* the owner (a requester, the watcher) dispatches the push */
+}
+
+int agent_report_fork(pid_t child, char *err, size_t err_len)
+{
+    pthread_mutex_lock(&tk_mu);
+    bool enabled = tk_enabled && atomic_load(&agent_fd) >= 0;
+    pthread_mutex_unlock(&tk_mu);
+    if (!enabled)
+        return -EOPNOTSUPP;
+    int64_t deadline = now_ms() + AGENT_FORK_WAIT_MS;
+    for (;;) {
+        int rc = fork_try(child);
+        if (rc == -EAGAIN)
+            snprintf(err, err_len, "this process has no fork ticket left and kairosd gives "
+                     "none: the tenant's or user's share of hand-overs is nearly full");
+        if (rc != -EINPROGRESS)
+            return rc;
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            snprintf(err, err_len, "this process has no fork ticket left and kairosd did "
+                     "not give one within %d ms", AGENT_FORK_WAIT_MS);
+            return -EAGAIN;
+        }
+        pump(left < 2 ? (int)left : 2);
+    }
 }

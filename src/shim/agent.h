@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kairos/proto.h"
 #include "shim/real.h"
@@ -67,6 +68,16 @@ int agent_tell(uint16_t type, const void *body, uint32_t size);
  * claim otherwise, or -errno when the daemon is gone (-ENOTCONN: no connection). */
 int agent_report_handover(uint16_t type, const void *body, uint32_t size, char *err,
                           size_t err_len);
+/* FORKED for child, never waiting for a lock that is held across a blocking call
+ * (issue 25, item 9). With a fork ticket in hand (reserved by kairosd ahead, in the
+ * tenant's and uid's share of hand-overs; refilled off the fork path by
+ * FORK_TICKETS, whose answer is a push) it sends FORKED with KAIROS_FORKED_TICKET
+ * and waits for nothing: 0. With none it asks and waits up to AGENT_FORK_WAIT_MS
+ * for one: -EAGAIN (err says why) when kairosd answers none or does not answer in
+ * time (the fork must fail). -ENOTCONN without a link (the fork goes unreported;
+ * the watcher's reattach adopts the children, heirs.h), -EOPNOTSUPP when this
+ * link's kairosd gives no tickets (a kairosd of before: agent_report_handover). */
+int agent_report_fork(pid_t child, char *err, size_t err_len);
 /* CREDIT, one-way, for the credit sender: never waits for room in the socket.
  * Returns 0, -EAGAIN (try later) or -errno (-ENOTCONN: no daemon). */
 int agent_send_credit(const struct kairos_credit *c);

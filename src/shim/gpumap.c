@@ -1,6 +1,9 @@
 /* gpumap.c - device instance -> GPU index from the driver's own answers
  * (gpumap.h). Runs in whichever application thread made the control; the tables
- * are small and copied under one mutex. */
+ * are small and copied under one mutex, gm_mu, never held across a call. A fork
+ * takes it first (pthread_atfork) and both processes release it, so a child never
+ * inherits it held by a thread that does not exist there, nor a table half
+ * copied (issue 25, item 11). */
 #include "shim/gpumap.h"
 
 #include <pthread.h>
@@ -17,6 +20,21 @@ static uint32_t gm_probed[GPUMAP_MAX]; /* gpuIds, sorted: PCI order */
 static unsigned gm_n_probed;
 static uint32_t gm_gpu_id[GPUMAP_MAX]; /* by device instance */
 static bool gm_known[GPUMAP_MAX];
+
+static void gm_lock_for_fork(void)
+{
+    pthread_mutex_lock(&gm_mu);
+}
+
+static void gm_unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&gm_mu);
+}
+
+__attribute__((constructor)) static void gm_register_atfork(void)
+{
+    pthread_atfork(gm_lock_for_fork, gm_unlock_after_fork, gm_unlock_after_fork);
+}
 
 static uint32_t u32_at(const uint8_t *p, size_t off)
 {

@@ -39,13 +39,15 @@ static bool tenant_process(void)
 }
 
 /* Reports child; 0, or -EAGAIN when kairosd follows no more hand-overs for this
- * process's tenant or user (inherit.h: the fork must fail). */
-static int report_fork(const struct shim_real *r, pid_t child)
+ * process's tenant or user, or gives no ticket in time (inherit.h: the fork must
+ * fail). Takes no lock that is held across a connect or a wait for kairosd but with
+ * a kairosd of before the tickets (agent_report_handover, as before). */
+static int report_fork(pid_t child)
 {
     int saved = errno;
     char err[KAIROS_MSG_MAX] = "";
-    int rc = agent_connected() ? 0 : memguard_first_gpu_use(r);
-    if (rc == 0) {
+    int rc = agent_report_fork(child, err, sizeof err);
+    if (rc == -EOPNOTSUPP && agent_connected()) {
         struct kairos_forked m = {.child_pid = (uint32_t)child};
         rc = agent_report_handover(KAIROS_MSG_FORKED, &m, sizeof m, err, sizeof err);
     }
@@ -79,7 +81,7 @@ pid_t shim_fork(const struct shim_real *r)
     fdtable_mark_shared_locked(); /* in both: neither's last close is the file's */
     state_unlock();
     errno = saved;
-    if (pid > 0 && tenant_process() && report_fork(r, pid) == -EAGAIN) {
+    if (pid > 0 && tenant_process() && report_fork(pid) == -EAGAIN) {
         unfork(pid);
         errno = EAGAIN;
         return -1;

@@ -58,6 +58,11 @@
  * the exit). The lines then carry managed_bytes= (0 if refused) and
  * managed_errno= (the mmap's errno, 0 when it succeeded).
  *
+ * -B: fork rounds (issue 25, item 9): once allocated, prints "fakeapp: ready" and
+ * reads lines from stdin, each a count N: forks N times (each child _exits at once,
+ * reaped before the next fork), timing each fork() call, then prints "fakeapp: forks
+ * n=N failed=F eagain=E p50_ns=.. p99_ns=.. max_ns=.."; at the end of stdin goes on.
+ *
  * -f SECONDS: once allocated, forks a child that keeps every descriptor (and so
  * the driver's memory) for SECONDS and exits; the parent prints "fakeapp: forked
  * child=PID vidmem_bytes=N" and goes on (with -k it exits at once). -x COMMAND:
@@ -87,6 +92,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/rm_abi.h"
@@ -398,6 +404,41 @@ static int cmp_u64(const void *a, const void *b)
 
 /* -L and -R: the allocations' latency, all threads together (nearest-rank
  * percentiles), on one line that starts with head. */
+/* -B: rounds of n timed forks, n read from stdin until its end. */
+static void fork_rounds(void)
+{
+    printf("fakeapp: ready\n");
+    fflush(stdout);
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        size_t n = strtoul(line, NULL, 10), failed = 0, eagain = 0, k = 0;
+        uint64_t *ns = calloc(n ? n : 1, sizeof *ns);
+        for (size_t i = 0; ns && i < n; i++) {
+            uint64_t t0 = mono_ns();
+            pid_t c = fork();
+            uint64_t t1 = mono_ns();
+            if (c == 0)
+                _exit(0);
+            if (c < 0) {
+                failed++;
+                eagain += errno == EAGAIN;
+            } else {
+                waitpid(c, NULL, 0);
+            }
+            ns[k++] = t1 - t0;
+        }
+        if (ns && k) {
+            qsort(ns, k, sizeof *ns, cmp_u64);
+            printf("fakeapp: forks n=%zu failed=%zu eagain=%zu p50_ns=%llu p99_ns=%llu "
+                   "max_ns=%llu\n", k, failed, eagain, (unsigned long long)ns[(k - 1) / 2],
+                   (unsigned long long)ns[(k * 99 + 99) / 100 - 1],
+                   (unsigned long long)ns[k - 1]);
+        }
+        fflush(stdout);
+        free(ns);
+    }
+}
+
 static void print_latency(struct app_thread *ts, int threads, int count, bool rounds,
                           const char *head)
 {
@@ -578,6 +619,7 @@ int main(int argc, char **argv)
     int logical = 0;           /* -d: the CUDA device number */
     bool forge = false;
     int fork_hold_ms = 0;      /* -f: a child holds the files this long */
+    bool fork_bench = false;   /* -B: timed fork rounds, counts from stdin */
     const char *exec_cmd = NULL; /* -x: exec this, keeping /dev/nvidiactl */
     const char *spawn_cmd = NULL; /* -p: posix_spawn this, keeping /dev/nvidiactl */
     const char *send_to = NULL;   /* -S: send /dev/nvidiactl's descriptor there */
@@ -587,7 +629,7 @@ int main(int argc, char **argv)
     bool latency = false;      /* -L: print the allocations' latency percentiles */
     bool handshake = false;    /* -V: the version handshake first */
     int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:V")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:VB")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -636,6 +678,9 @@ int main(int argc, char **argv)
             break;
         case 'R':
             rounds = atoi(optarg);
+            break;
+        case 'B':
+            fork_bench = true;
             break;
         case 'L':
             latency = true;
@@ -769,6 +814,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fakeapp: -u wants idle:SECONDS or busy:SECONDS, comma-separated\n");
         return 2;
     }
+    if (fork_bench)
+        fork_rounds();
     if (fork_hold_ms > 0) {
         fflush(stdout);
         pid_t child = fork();

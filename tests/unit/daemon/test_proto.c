@@ -65,8 +65,16 @@ static void test_forked_inherited(void **state)
     (void)state;
     struct kairos_forked f = {.child_pid = 42};
     assert_int_equal(check(pack(KAIROS_MSG_FORKED, &f, sizeof f)), 0);
-    f.pad = 1;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORKED, &f, sizeof f), "pad 0");
+    f.flags = KAIROS_FORKED_TICKET;
+    assert_int_equal(check(pack(KAIROS_MSG_FORKED, &f, sizeof f)), 0);
+    f.flags = 2;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORKED, &f, sizeof f), "no flag but TICKET");
+    struct kairos_fork_tickets t = {.want = KAIROS_FORK_TICKETS_MAX};
+    assert_int_equal(check(pack(KAIROS_MSG_FORK_TICKETS, &t, sizeof t)), 0);
+    t.want = KAIROS_FORK_TICKETS_MAX + 1;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORK_TICKETS, &t, sizeof t), "at most");
+    t = (struct kairos_fork_tickets){.want = 1, .held = 1};
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORK_TICKETS, &t, sizeof t), "held and pad 0");
     f = (struct kairos_forked){.child_pid = 0};
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_FORKED, &f, sizeof f), "child_pid");
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_FORKED, &f, sizeof f - 4), "exactly 8");

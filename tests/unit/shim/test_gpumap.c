@@ -2,7 +2,14 @@
  * probed gpuIds sorted into PCI order whatever order the driver lists them in,
  * invalid entries skipped, GET_ID_INFO and GET_ID_INFO_V2 both read, and the
  * instance kept as the index whenever something is missing or malformed. */
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,12 +86,63 @@ static void test_malformed_answers_ignored(void **state)
     assert_int_equal(gpumap_index(1), 0);
 }
 
+static atomic_bool hammering;
+
+static void *hammer(void *unused)
+{
+    (void)unused;
+    const uint32_t ids[] = {0x4100, 0x1900, 0x3b00};
+    while (atomic_load(&hammering)) {
+        probed(ids, 3);
+        id_info(RM_CTRL_NV0000_GPU_GET_ID_INFO_V2, 0x1900, 0);
+        (void)gpumap_index(0);
+    }
+    return NULL;
+}
+
+/* Whether child exits within 2 s (killed otherwise). */
+static bool exits_in_time(pid_t child)
+{
+    struct timespec nap = {0, 1000 * 1000};
+    for (int i = 0; i < 2000; i++) {
+        if (waitpid(child, NULL, WNOHANG) == child)
+            return true;
+        nanosleep(&nap, NULL);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    return false;
+}
+
+/* Issue 25, item 11 (a): a fork while another thread holds gm_mu left the child's
+ * copy locked, and the child's first GPU-index lookup hung for ever (before the fix
+ * a few hundred forks met it). Every child must finish. */
+static void test_fork_while_another_thread_maps(void **state)
+{
+    (void)state;
+    pthread_t t;
+    atomic_store(&hammering, true);
+    assert_int_equal(pthread_create(&t, NULL, hammer, NULL), 0);
+    int hung = 0;
+    for (int i = 0; i < 400 && !hung; i++) {
+        pid_t c = fork();
+        if (c == 0)
+            _exit(gpumap_index(0) == 1 || gpumap_index(0) == 0 ? 0 : 1);
+        assert_true(c > 0);
+        hung += !exits_in_time(c);
+    }
+    atomic_store(&hammering, false);
+    pthread_join(t, NULL);
+    assert_int_equal(hung, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_instances_follow_pci_order, setup),
         cmocka_unit_test_setup(test_unknown_stays_the_instance, setup),
         cmocka_unit_test_setup(test_malformed_answers_ignored, setup),
+        cmocka_unit_test_setup(test_fork_while_another_thread_maps, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
