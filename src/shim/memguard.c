@@ -93,11 +93,13 @@ static void init_conds(void)
 static void after_fork_in_child(void);
 static void on_credit_message(const struct kairos_credit *reply,
                               const struct kairos_credit_recall *recall);
+static void on_room(uint32_t gpu);
 
 static void memguard_register_atfork(void)
 {
     init_conds();
     agent_set_credit_handler(on_credit_message);
+    agent_set_room_handler(on_room);
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
@@ -178,7 +180,7 @@ static void on_credit_message(const struct kairos_credit *reply,
     pthread_mutex_lock(&mg_mu);
     uint32_t g = reply ? reply->gpu : recall->gpu;
     if (reply) {
-        credit_on_reply(&mg_credit[g], reply);
+        credit_on_reply(&mg_credit[g], reply, now_ms());
         if (reply->quota)
             mg_quota[g] = reply->quota;
         pthread_cond_broadcast(&mg_cv);
@@ -186,6 +188,14 @@ static void on_credit_message(const struct kairos_credit *reply,
         credit_recall(&mg_credit[g], recall->bytes);
     }
     wake_sender_locked(g);
+    pthread_mutex_unlock(&mg_mu);
+}
+
+/* A ROOM: a refusal on gpu may fit now (the agent's mutex held: no agent calls). */
+static void on_room(uint32_t gpu)
+{
+    pthread_mutex_lock(&mg_mu);
+    credit_on_room(&mg_credit[gpu]);
     pthread_mutex_unlock(&mg_mu);
 }
 
@@ -557,6 +567,8 @@ static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
         wake_sender_locked(g); /* below half a chunk: ask ahead */
         return RESERVE_CREDIT;
     }
+    if (credit_refusal_holds(c, bytes, now_ms()))
+        return RESERVE_REFUSED; /* kairosd refused as much and told of no change since */
     uint64_t gen = credit_wait_begin(c, bytes);
     send_own_request_locked(g);
     struct timespec deadline = in_ms(MEMGUARD_RESTART_WAIT_MS);

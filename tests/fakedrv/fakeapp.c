@@ -48,6 +48,10 @@
  * near its limit), timing each allocation; then prints "fakeapp: rounds n=N
  * failed=F p50_ns=.. p99_ns=.. max_ns=..", all threads together.
  *
+ * -Y MAX: after the rounds, allocates one -s block again and again, with nothing in
+ * between, until it is made (at most MAX attempts: an application that retries a
+ * refused allocation), frees it and prints "fakeapp: retry attempts=K ok=0|1".
+ *
  * -F plays a tenant that races the driver's answers about GPU identity (see
  * forge_answers) before it allocates.
  *
@@ -390,6 +394,23 @@ static void *rounds_main(void *arg)
     return NULL;
 }
 
+/* -Y: one allocation tried until it is made (max attempts at most), then freed. */
+static void retry_one(long max)
+{
+    long attempts = 0;
+    uint32_t st = 1;
+    uint32_t h = 0xb8000000u;
+    uint64_t got = 0;
+    while (st != 0 && attempts < max) {
+        attempts++;
+        st = alloc_vidmem(&h, alloc_size, false, &got);
+    }
+    if (st == 0 && rm_free(h) != 0)
+        must(1, "free");
+    printf("fakeapp: retry attempts=%ld ok=%d\n", attempts, st == 0);
+    fflush(stdout);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -587,7 +608,8 @@ int main(int argc, char **argv)
     bool latency = false;      /* -L: print the allocations' latency percentiles */
     bool handshake = false;    /* -V: the version handshake first */
     int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:V")) != -1) {
+    long retries = 0;          /* -Y: attempts at one allocation after them */
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:Y:V")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -637,6 +659,9 @@ int main(int argc, char **argv)
         case 'R':
             rounds = atoi(optarg);
             break;
+        case 'Y':
+            retries = atol(optarg);
+            break;
         case 'L':
             latency = true;
             break;
@@ -647,7 +672,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
                             "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
-                            "[-E] [-R rounds] [-V]\n");
+                            "[-E] [-R rounds] [-Y attempts] [-V]\n");
             return 2;
         }
     }
@@ -828,6 +853,8 @@ int main(int argc, char **argv)
     }
     if (rounds > 0)
         run_rounds(ts, threads, rounds);
+    if (retries > 0)
+        retry_one(retries);
 
     if (!keep) {
         for (int i = 0; i < threads; i++) {
