@@ -63,8 +63,12 @@ static bool mg_sender_sending; /* the sender holds messages built, not sent yet:
                                 * kairosd needs to count first */
 
 /* Reports that only say what is held go at most this often (requests, returns
- * and recall answers go at once). */
-#define MEMGUARD_REPORT_MIN_MS 2
+ * and recall answers go at once). They move bytes between held and credit within
+ * what kairosd granted (the quota holds either way), so they feed only views
+ * (kairos ps, the neighbours' memory view); every 2 ms they cost an allocation
+ * loop a sender wake-up, a send, kairosd's reply and a watcher wake-up per two
+ * allocations (issue 25, item 13). */
+#define MEMGUARD_REPORT_MIN_MS 20
 /* The memory view asks for a fresh figure at most this often. */
 #define MEMGUARD_VIEW_REFRESH_MS 50
 
@@ -435,16 +439,28 @@ struct pending_alloc {
     uint64_t bytes;       /* requested, rounded to the driver's page */
 };
 
-static bool read_rm_alloc(uint32_t size, const void *arg, struct pending_alloc *a)
+/* Copies len bytes of the call's argument or parameters: from the shim's own copy
+ * with memcpy, else (the application's memory) with a copy that cannot fault. */
+static bool copy_in(const struct shadow_call *sh, void *dst, const void *src, size_t len)
+{
+    if (shadow_owns(sh, src, len)) {
+        memcpy(dst, src, len);
+        return true;
+    }
+    return tracer_safe_copy(dst, src, len) == len;
+}
+
+static bool read_rm_alloc(const struct shadow_call *sh, uint32_t size, const void *arg,
+                          struct pending_alloc *a)
 {
     uint8_t args[sizeof(struct rm_alloc64_args)];
-    if (tracer_safe_copy(args, arg, size) != size)
+    if (!copy_in(sh, args, arg, size))
         return false;
     if (bytes_u32(args + 12) != RM_CLASS_NV01_MEMORY_LOCAL_USER)
         return false;
     uint8_t params[sizeof(struct rm_memory_alloc_params)];
     const void *pp = (const void *)(uintptr_t)bytes_u64(args + 16);
-    if (tracer_safe_copy(params, pp, sizeof params) != sizeof params)
+    if (!copy_in(sh, params, pp, sizeof params))
         return false;
     uint32_t attr2 = bytes_u32(params + offsetof(struct rm_memory_alloc_params, attr2));
     uint64_t want = bytes_u64(params + offsetof(struct rm_memory_alloc_params, size));
@@ -455,10 +471,11 @@ static bool read_rm_alloc(uint32_t size, const void *arg, struct pending_alloc *
     return true;
 }
 
-static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
+static bool read_vidheap_alloc(const struct shadow_call *sh, const void *arg,
+                               struct pending_alloc *a)
 {
     uint8_t args[RM_VIDHEAP_SIZE];
-    if (tracer_safe_copy(args, arg, sizeof args) != sizeof args)
+    if (!copy_in(sh, args, arg, sizeof args))
         return false;
     uint32_t fn = bytes_u32(args + RM_VIDHEAP_OFF_FUNCTION);
     size_t off_attr = RM_VIDHEAP_OFF_ATTR, off_size = RM_VIDHEAP_OFF_SIZE;
@@ -477,16 +494,17 @@ static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
     return true;
 }
 
-static bool read_allocation(uint32_t req, const void *arg, struct pending_alloc *a)
+static bool read_allocation(const struct shadow_call *sh, uint32_t req, const void *arg,
+                            struct pending_alloc *a)
 {
     if (RM_IOC_TYPEOF(req) != RM_IOC_TYPE)
         return false;
     uint32_t nr = RM_IOC_NR(req), size = RM_IOC_SIZE(req);
     if (nr == RM_NR_ALLOC && (size == sizeof(struct rm_alloc_args) ||
                               size == sizeof(struct rm_alloc64_args)))
-        return read_rm_alloc(size, arg, a);
+        return read_rm_alloc(sh, size, arg, a);
     if (nr == RM_NR_VID_HEAP_CONTROL && size == RM_VIDHEAP_SIZE)
-        return read_vidheap_alloc(arg, a);
+        return read_vidheap_alloc(sh, arg, a);
     return false;
 }
 
@@ -601,11 +619,11 @@ static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
 }
 
 bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
-                     struct memguard_ticket *t)
+                     const struct shadow_call *sh, struct memguard_ticket *t)
 {
     memset(t, 0, sizeof *t);
     struct pending_alloc a;
-    if (!memguard_active() || !read_allocation(req, arg, &a))
+    if (!memguard_active() || !read_allocation(sh, req, arg, &a))
         return false;
     uint32_t g = gpu_of_parent(a.h_client, a.h_parent);
     pthread_mutex_lock(&mg_mu);

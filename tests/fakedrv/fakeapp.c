@@ -48,6 +48,8 @@
  * near its limit), timing each allocation; then prints "fakeapp: rounds n=N
  * failed=F p50_ns=.. p99_ns=.. max_ns=..", all threads together.
  *
+ * -P: -R times each allocation together with its free (the lines say the same).
+ *
  * -Y MAX: after the rounds, allocates one -s block again and again, with nothing in
  * between, until it is made (at most MAX attempts: an application that retries a
  * refused allocation), frees it and prints "fakeapp: retry attempts=K ok=0|1".
@@ -107,6 +109,7 @@ struct app_thread {
 };
 
 static int ctl = -1;
+static bool time_pairs; /* -P: -R times each allocation with its free */
 static uint32_t h_client, h_device, h_subdevice;
 static uint64_t alloc_size = 2u << 20;
 static atomic_ulong n_ioctls;
@@ -390,6 +393,8 @@ static void *rounds_main(void *arg)
             t->rounds_failed++;
         else if (rm_free(h) != 0)
             must(1, "free");
+        if (time_pairs)
+            t->round_ns[i] = mono_ns() - t0; /* -P: the allocation and its free */
     }
     return NULL;
 }
@@ -609,7 +614,7 @@ int main(int argc, char **argv)
     bool handshake = false;    /* -V: the version handshake first */
     int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
     long retries = 0;          /* -Y: attempts at one allocation after them */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:Y:V")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:Y:PV")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -662,6 +667,9 @@ int main(int argc, char **argv)
         case 'Y':
             retries = atol(optarg);
             break;
+        case 'P':
+            time_pairs = true;
+            break;
         case 'L':
             latency = true;
             break;
@@ -672,7 +680,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
                             "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
-                            "[-E] [-R rounds] [-Y attempts] [-V]\n");
+                            "[-E] [-R rounds] [-P] [-Y attempts] [-V]\n");
             return 2;
         }
     }
