@@ -156,8 +156,8 @@ class RacingThreads(AllocTest):
         with 62 MiB left beside a 2 MiB context (room for 7 blocks): the driver never
         holds more than the quota, and the ledger ends at 0."""
         journal = os.path.join(self.d.dir, "journal")
-        p = self.run_tenant("-t", "8", "-n", "0", "-s", str(8 * MiB), "-c", str(2 * MiB), "-R", "300",
-                            FAKEDRV_JOURNAL=journal)
+        p = self.run_tenant("-t", "8", "-n", "0", "-s", str(8 * MiB), "-c", str(2 * MiB),
+                            "-R", "300", FAKEDRV_JOURNAL=journal)
         r = self.line(p, "fakeapp: rounds")
         self.assertEqual(r["n"], 8 * 300)
         p.wait(60)
