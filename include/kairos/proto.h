@@ -171,6 +171,21 @@
  *             - FORKED.pad became .flags, with KAIROS_FORKED_TICKET: the report
  *               spends a ticket and has no reply (the fork did not wait for one).
  *               A shim of before sends flags 0 and waits for OK/ERROR as before.
+ *   3, compatible additions (issue 25, item 10): the number stays 3; a shim and a
+ *             kairosd of before and after work together (each new part is used only
+ *             once both sides said they know it):
+ *             - CREDIT reply flag KAIROS_CREDIT_NOTICES: this kairosd sends ROOM
+ *               notices (a shim of before ignores the bit).
+ *             - CREDIT flag KAIROS_CREDIT_NOTICE from a shim (only once a reply
+ *               said NOTICES, so a kairosd of before never sees it): it reads ROOM.
+ *               A refusal of such a request that grants nothing is followed, on the
+ *               same connection, by one ROOM for that GPU when the room the member
+ *               could have had grows or the quota changes; meanwhile the shim
+ *               answers allocations at least as large as the refused one itself
+ *               (out of memory, no message), for 1 s at most.
+ *             - ROOM (26, daemon -> shim, unsolicited, no reply): the notice.
+ *             - metrics: kairos_tenant_grant_requests_total (CREDIT requests and
+ *               CHARGEs a tenant's processes made).
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -211,6 +226,8 @@ enum kairos_msg_type {
     KAIROS_MSG_SHARED = 24,     /* shim: made one of its objects importable; reply OK */
     KAIROS_MSG_FORK_TICKETS = 25, /* shim: hold this many fork tickets; daemon: how many it
                                    * holds (a push); see struct kairos_fork_tickets */
+    KAIROS_MSG_ROOM = 26,       /* daemon -> shim, unsolicited, no reply: a refusal may
+                                 * fit now (a later addition to 3) */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -419,6 +436,20 @@ struct kairos_inherited {
                                       * a recall went unanswered; the credit is gone;
                                       * shim -> daemon: the process read that */
 #define KAIROS_CREDIT_ALL 0x800u     /* daemon -> shim: all the room left (a later addition) */
+/* Refusal notices (a later addition, issue 25, item 10). KAIROS_CREDIT_NOTICES on a
+ * reply: this kairosd sends ROOM. KAIROS_CREDIT_NOTICE on a shim's CREDIT (sent only
+ * to a kairosd whose replies said NOTICES): the shim reads ROOM. A reply flagged
+ * REFUSED that grants nothing (need 0) to a request flagged NOTICE promises one ROOM
+ * for that GPU once the room the member could have had at the refusal (the tenant's
+ * room plus its other members' unused credit) grows, or the quota there changes.
+ * The shim may then answer allocations on that GPU at least as large as the
+ * smallest it had waiting (as the request's least said) with out of memory itself,
+ * and asks again at the ROOM, after any change of its own (a free, a reconnection,
+ * another quota in a reply), and after KAIROS_REFUSAL_MEMORY_MS in any case: a
+ * notice lost or late costs a round trip, never memory beyond the quota. */
+#define KAIROS_CREDIT_NOTICE 0x8u       /* shim -> daemon: it reads ROOM */
+#define KAIROS_CREDIT_NOTICES 0x1000u   /* daemon -> shim: it sends ROOM */
+#define KAIROS_REFUSAL_MEMORY_MS 1000u  /* the longest a shim answers a refusal itself */
 struct kairos_credit {
     uint32_t gpu;
     uint32_t flags;
@@ -444,6 +475,17 @@ struct kairos_credit_recall {
     uint32_t gpu;
     uint32_t pad;
     uint64_t bytes;
+};
+
+/* ROOM (daemon -> shim, unsolicited, no reply; a later addition to 3): sent only to a
+ * shim whose refused request was flagged KAIROS_CREDIT_NOTICE, once per such refusal:
+ * what the member could have had on gpu grew, or the tenant's quota there changed
+ * (a free or credit given back by any member, a departure, memory of a departed one
+ * drained, a quota change or a reload), so an allocation refused there may fit now.
+ * It grants nothing: the shim asks again with CREDIT. flags and pad are 0. */
+struct kairos_room {
+    uint32_t gpu;
+    uint32_t flags;
 };
 
 /* SHARED (protocol 3, a later addition; members only; reply OK or ERROR): the sender
@@ -797,6 +839,7 @@ static_assert(sizeof(struct kairos_tenant_admit) == 72, "tenant_admit");
 static_assert(sizeof(struct kairos_credit) == 56, "credit");
 static_assert(sizeof(struct kairos_credit_recall) == 16, "credit_recall");
 static_assert(sizeof(struct kairos_shared) == 32, "shared");
+static_assert(sizeof(struct kairos_room) == 8, "room");
 static_assert(sizeof(struct kairos_imported) == 24, "imported");
 
 #endif /* KAIROS_PROTO_H */

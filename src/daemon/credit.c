@@ -103,7 +103,8 @@ static void send_reply(struct ledger_member *m, unsigned g, uint32_t seq, uint64
 {
     struct ledger_tenant *t = m->tenant;
     set_credit(m, g, sat_add(m->credit[g], granted));
-    struct kairos_credit r = {.gpu = g, .flags = flags, .report = report,
+    struct kairos_credit r = {.gpu = g, .flags = flags | KAIROS_CREDIT_NOTICES,
+                              .report = report,
                               .held = credit_view_held(t, g), .returned = m->held[g],
                               .need = granted,
                               .least = credit_chunk(t->quota[g]), .quota = t->quota[g]};
@@ -169,6 +170,13 @@ static bool contended(const struct ledger *l, const struct ledger_member *m, uns
     return false;
 }
 
+/* The tenant's memory on g that no one holds (credit counts as free: a refused
+ * member could have had it by recalls): only when it grows may a refusal fit. */
+static uint64_t not_held(const struct ledger_tenant *t, unsigned g)
+{
+    return sat_sub(t->quota[g], credit_view_held(t, g));
+}
+
 /* Answers m's waiting request on g if it can be answered now; true when it was. */
 static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, bool hold,
                       uint64_t now_ms, const struct credit_io *io)
@@ -205,7 +213,12 @@ static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, boo
     t->refusals[g]++;
     if (io && io->refused)
         io->refused(io->ctx, t, m, g, w->need);
+    bool remembered = (w->flags & KAIROS_CREDIT_NOTICE) && !granted;
     reply(m, g, KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT, granted, io);
+    if (remembered) { /* the shim answers such allocations itself until a ROOM */
+        m->cr.notice[g] = true;
+        m->cr.notice_avail[g] = not_held(t, g);
+    }
     return true;
 }
 
@@ -250,6 +263,27 @@ void credit_serve(struct ledger *l, struct ledger_tenant *t, unsigned g, bool ho
     for (struct ledger_member *m = l->members; m; m = m->next)
         if (m->tenant == t && m->cr.wait[g].active)
             serve_one(l, m, g, hold, now_ms, io);
+    credit_notify(l, t, g, io);
+}
+
+static void notify_one(struct ledger_member *m, unsigned g, const struct credit_io *io)
+{
+    if (!m->cr.notice[g] || not_held(m->tenant, g) <= m->cr.notice_avail[g])
+        return;
+    m->cr.notice[g] = false;
+    if (io && io->room)
+        io->room(io->ctx, m->cr.peer, g);
+}
+
+void credit_notify(struct ledger *l, struct ledger_tenant *t, unsigned g,
+                   const struct credit_io *io)
+{
+    for (struct ledger_member *m = l->members; m; m = m->next) {
+        if (t && m->tenant == t && g < KAIROS_MAX_GPUS)
+            notify_one(m, g, io);
+        for (unsigned h = 0; !t && h < KAIROS_MAX_GPUS; h++)
+            notify_one(m, h, io);
+    }
 }
 
 /* A recall unanswered past its deadline: m is revoked. Its credit stays counted (it
@@ -290,6 +324,7 @@ void credit_drop(struct ledger_member *m)
         m->cr.ack_deadline_ms[g] = 0;
         m->cr.unacked[g] = false;
         m->cr.wait[g].active = false;
+        m->cr.notice[g] = false;
     }
 }
 
@@ -302,5 +337,6 @@ void credit_fold(struct ledger_member *m)
         m->cr.ack_deadline_ms[g] = 0;
         m->cr.unacked[g] = false;
         m->cr.wait[g].active = false;
+        m->cr.notice[g] = false;
     }
 }

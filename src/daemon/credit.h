@@ -67,6 +67,10 @@ struct credit_member {
     uint64_t recalled_at_ms[KAIROS_MAX_GPUS]; /* the last recall sent it (0: none) */
     uint64_t ack_deadline_ms[KAIROS_MAX_GPUS];/* 0: no waiting on its word */
     struct credit_wait wait[KAIROS_MAX_GPUS];
+    /* A refusal it remembers (it asked with KAIROS_CREDIT_NOTICE): one ROOM is owed
+     * once the tenant's memory not held there grows beyond notice_avail. */
+    bool notice[KAIROS_MAX_GPUS];
+    uint64_t notice_avail[KAIROS_MAX_GPUS];
     void *peer;                               /* the server's connection */
 };
 
@@ -79,6 +83,7 @@ struct credit_io {
                     uint64_t need);
     void (*revoked)(void *ctx, struct ledger_tenant *t, struct ledger_member *m, unsigned gpu,
                     uint64_t bytes);
+    void (*room)(void *ctx, void *peer, unsigned gpu); /* ROOM: a refusal may fit now */
 };
 
 /* What the tenant holds on g as its members' memory views count it: held, and what
@@ -128,6 +133,14 @@ void credit_serve(struct ledger *l, struct ledger_tenant *t, unsigned g, bool ho
  * still counted) and ends the wait on the word of those revoked past
  * CREDIT_ACK_TIMEOUT_MS; serves the waits of their tenants. */
 void credit_expire(struct ledger *l, bool hold, uint64_t now_ms, const struct credit_io *io);
+/* Sends the ROOM owed to members of tenant t on GPU g (credit_serve does it too),
+ * or of every tenant and GPU (t NULL; the loop's tick: quota changes, reloads and
+ * drained memory reach no credit_serve of their own). A notice is owed once the
+ * tenant's memory not held there (quota - held - draining) is above what it was at
+ * the refusal: only then may what was refused fit. */
+void credit_notify(struct ledger *l, struct ledger_tenant *t, unsigned g,
+                   const struct credit_io *io);
+
 /* A member is leaving: its credit goes back to the tenant (its holdings are the
  * ledger's to release or keep). */
 void credit_drop(struct ledger_member *m);

@@ -64,6 +64,8 @@ struct ledger_tenant {
                                          * freed yet (linger.c): counts against the quota */
     uint64_t credit[KAIROS_MAX_GPUS]; /* its members' unused credit (credit.h) */
     uint64_t refusals[KAIROS_MAX_GPUS];
+    uint64_t requests[KAIROS_MAX_GPUS]; /* server.c: CREDIT requests and CHARGEs its members
+                                         * made (kairos_tenant_grant_requests_total) */
     unsigned n_members;
     bool had_member;
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */

@@ -372,6 +372,16 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
                                   g, NULL, NULL);
                 fprintf(f, " %" PRIu64 "\n", l->tenants[i]->lies[g]);
             }
+    family(f, "kairos_tenant_grant_requests_total", "counter",
+           "Requests for memory the tenant's processes sent kairosd (CREDIT requests and "
+           "CHARGEs); allocations served from credit, or refused again by the shim, send none.");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (applies(WHEN_SHOWN, &figs[i], g) || l->tenants[i]->requests[g]) {
+                tenant_gpu_series(f, "kairos_tenant_grant_requests_total", figs[i].tenant, g,
+                                  NULL, NULL);
+                fprintf(f, " %" PRIu64 "\n", l->tenants[i]->requests[g]);
+            }
     write_infos(f, &(struct figures){figs, l->n_tenants, l->n_gpus});
 }
 

@@ -46,6 +46,7 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, NO_OLD},
     {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, NO_OLD},
     {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false, NO_OLD},
+    {KAIROS_MSG_ROOM, "ROOM", sizeof(struct kairos_room), false, NO_OLD},
     {KAIROS_MSG_OK, "OK", 0, false, NO_OLD},
     {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, NO_OLD},
     {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, NO_OLD},
@@ -245,13 +246,13 @@ static int check_inherited(const struct kairos_inherited *m, char *why, size_t w
 static int check_credit(const struct kairos_credit *c, char *why, size_t why_len)
 {
     const uint32_t known = KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED | KAIROS_CREDIT_REVOKED |
-                           KAIROS_CREDIT_LAST;
+                           KAIROS_CREDIT_LAST | KAIROS_CREDIT_NOTICE;
     int rc;
     if ((rc = check_gpu(c->gpu, why, why_len)))
         return rc;
     if (c->flags & ~known)
         return refuse(KAIROS_ERR_INVALID, why, why_len, "CREDIT has unknown flags 0x%x (a shim "
-                      "sends only AHEAD, RECALLED, REVOKED and LAST)", c->flags & ~known);
+                      "sends only AHEAD, RECALLED, REVOKED, LAST and NOTICE)", c->flags & ~known);
     if ((c->flags & KAIROS_CREDIT_LAST) && (c->need || (c->flags & KAIROS_CREDIT_AHEAD)))
         return refuse(KAIROS_ERR_INVALID, why, why_len, "CREDIT flagged LAST asks for credit "
                       "(need %llu%s): the last message of a process only reports",

@@ -331,11 +331,22 @@ static void credit_revoked(void *ctx, struct ledger_tenant *t, struct ledger_mem
         c->broken = true;
 }
 
+/* ROOM to a shim that remembers a refusal on gpu (credit.h, credit_notify). */
+static void credit_room_notice(void *ctx, void *peer, unsigned gpu)
+{
+    (void)ctx;
+    struct conn *c = peer;
+    struct kairos_room r = {.gpu = gpu};
+    if (c && !send_msg(c, KAIROS_MSG_ROOM, 0, &r, sizeof r))
+        c->broken = true;
+}
+
 static const struct credit_io credit_io = {
     .reply = credit_reply,
     .recall = credit_recall,
     .refused = credit_refused,
     .revoked = credit_revoked,
+    .room = credit_room_notice,
 };
 
 /* No grant while the members of before a restart reattach (reattach.h). */
@@ -655,6 +666,8 @@ static bool on_charge(struct conn *c, const struct proto_request *r)
                                  .held = qt->held[ch->gpu]};
         return send_msg(c, KAIROS_MSG_GRANT, r->seq, &q, sizeof q);
     }
+    if (ch->gpu < KAIROS_MAX_GPUS)
+        c->member->tenant->requests[ch->gpu]++;
     if ((ch->flags & KAIROS_CHARGE_MANAGED) && !c->member->tenant->managed_charge)
         return refuse_managed(c, r);
     if (credit_hold(s))
@@ -753,6 +766,8 @@ static bool on_release(struct conn *c, const struct proto_request *r)
     else if (rc)
         log_warn("tenant %s: pid %u released on GPU %u, which does not exist; ignored",
                  c->member->tenant->name, c->pid, m->gpu);
+    else
+        credit_notify(&c->srv->ts->ledger, c->member->tenant, m->gpu, &credit_io);
     return true;
 }
 
@@ -768,6 +783,8 @@ static bool on_credit(struct conn *c, const struct proto_request *r)
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
     struct ledger_tenant *t = c->member->tenant;
+    if (m->need || (m->flags & KAIROS_CREDIT_AHEAD))
+        t->requests[m->gpu]++;
     uint64_t beyond = credit_take_report(c->member, m->gpu, m);
     if (beyond)
         claim_beyond(c, m->gpu, "CREDIT report's held", m->held, beyond);
@@ -1325,6 +1342,8 @@ static void on_tick(void *ctx, int fd, uint32_t events)
         loop_modify(s->loop, s->lw, EPOLLIN) == 0)
         s->accept_paused = false;
     credit_expire(&s->ts->ledger, credit_hold(s), now, &credit_io);
+    /* quota changes, reloads and drained memory: refusals that may fit now */
+    credit_notify(&s->ts->ledger, NULL, 0, &credit_io);
     if (s->imports && s->imports->n_kept) { /* an importer's heirs may have gone */
         size_t kept_before = s->imports->n_kept;
         imports_check(s->imports);

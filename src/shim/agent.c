@@ -51,6 +51,7 @@ static uint32_t agent_refusal; /* the code of the last ERROR read (agent_mu held
 static const struct shim_real *agent_real;
 static _Atomic(agent_policy_fn *) agent_policy_handler;
 static _Atomic(agent_credit_fn *) agent_credit_handler;
+static _Atomic(agent_room_fn *) agent_room_handler;
 
 static void tickets_reset_locked(bool enabled)
 {
@@ -154,6 +155,19 @@ static void tickets_on_push(const union agent_msg *buf)
     pthread_mutex_unlock(&tk_mu);
 }
 
+/* ROOM: sent only to a shim whose requests said KAIROS_CREDIT_NOTICE. */
+static bool dispatch_room_locked(const union agent_msg *buf)
+{
+    agent_room_fn *fn = atomic_load(&agent_room_handler);
+    struct kairos_room r;
+    if (buf->m.h.size != sizeof r)
+        return true; /* one we cannot read is ignored: the refusal expires by itself */
+    memcpy(&r, buf->m.body, sizeof r);
+    if (fn && r.gpu < KAIROS_MAX_GPUS)
+        fn(r.gpu);
+    return true;
+}
+
 static bool dispatch_push_locked(const union agent_msg *buf)
 {
     if (buf->m.h.type == KAIROS_MSG_FORK_TICKETS) {
@@ -163,6 +177,8 @@ static bool dispatch_push_locked(const union agent_msg *buf)
     }
     if (buf->m.h.type == KAIROS_MSG_CREDIT || buf->m.h.type == KAIROS_MSG_CREDIT_RECALL)
         return dispatch_credit_locked(buf);
+    if (buf->m.h.type == KAIROS_MSG_ROOM)
+        return dispatch_room_locked(buf);
     if (buf->m.h.type != KAIROS_MSG_TIME_POLICY)
         return false;
     if (buf->m.h.size != sizeof(struct kairos_time_policy))
@@ -442,6 +458,11 @@ int agent_try_send_credit(const struct kairos_credit *c)
 void agent_set_credit_handler(agent_credit_fn *fn)
 {
     atomic_store(&agent_credit_handler, fn);
+}
+
+void agent_set_room_handler(agent_room_fn *fn)
+{
+    atomic_store(&agent_room_handler, fn);
 }
 
 void agent_set_policy_handler(agent_policy_fn *fn)

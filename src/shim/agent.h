@@ -89,6 +89,9 @@ int agent_try_send_credit(const struct kairos_credit *c);
 typedef void agent_credit_fn(const struct kairos_credit *credit,
                              const struct kairos_credit_recall *recall);
 void agent_set_credit_handler(agent_credit_fn *fn);
+/* Receives a ROOM (a refusal on gpu may fit now), under the same rules. */
+typedef void agent_room_fn(uint32_t gpu);
+void agent_set_room_handler(agent_room_fn *fn);
 
 bool agent_connected(void);
 /* Receives a TIME_POLICY pushed by the daemon. Called with the agent's mutex held,

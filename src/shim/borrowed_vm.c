@@ -56,6 +56,11 @@ static int has_owner_marker(void)
     return errno == ENOMEM ? 0 : -1;
 }
 
+int borrowed_vm_owner(void)
+{
+    return (int)atomic_load(&state_owner);
+}
+
 bool borrowed_vm_now(void)
 {
     pid_t owner = atomic_load(&state_owner), me = getpid();

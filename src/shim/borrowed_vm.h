@@ -32,5 +32,8 @@
  * refused and no marker page). A child that has its own copy of memory without having run the
  * atfork handlers (a raw clone without CLONE_VM) becomes the owner. */
 bool borrowed_vm_now(void);
+/* The pid of the process the state belongs to: getpid() of a caller for whom
+ * borrowed_vm_now() just returned false (no system call). */
+int borrowed_vm_owner(void);
 
 #endif

@@ -80,8 +80,32 @@ void credit_settle(struct credit_gpu *c, uint64_t reserved, uint64_t actual)
     c->dirty = true;
 }
 
+/* The refusal remembered no longer holds: the next allocation asks kairosd. */
+static void forget_refusal(struct credit_gpu *c)
+{
+    c->refused_least = 0;
+}
+
+void credit_on_room(struct credit_gpu *c)
+{
+    forget_refusal(c);
+}
+
+bool credit_refusal_holds(struct credit_gpu *c, uint64_t bytes, uint64_t now_ms)
+{
+    if (!c->refused_least || bytes < c->refused_least)
+        return false;
+    if (now_ms >= c->refused_ms + KAIROS_REFUSAL_MEMORY_MS || now_ms < c->refused_ms) {
+        forget_refusal(c); /* a notice may have been lost: ask again */
+        return false;
+    }
+    return true;
+}
+
 void credit_release(struct credit_gpu *c, uint64_t bytes)
 {
+    if (bytes)
+        forget_refusal(c); /* its own free: room it did not have */
     uint64_t n = bytes < c->held ? bytes : c->held;
     c->held -= n;
     c->credit = sat_add(c->credit, n);
@@ -143,6 +167,10 @@ bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
         }
         if (!c->exact && !c->ahead_off)
             out->flags |= KAIROS_CREDIT_AHEAD;
+        if (c->notices)
+            out->flags |= KAIROS_CREDIT_NOTICE;
+        c->ask_notice = c->notices;
+        c->ask_least = c->waiting ? c->least : 0;
         c->asking = true;
         c->ask_report = out->report;
         c->gen_asked = c->gen_waiting;
@@ -160,8 +188,28 @@ void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m)
         c->asking = false;
 }
 
-void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
+/* A refusal that granted nothing to a request said NOTICE: kairosd owes a ROOM
+ * before anything it refused can fit, so allocations of at least the smallest then
+ * waiting are refused here meanwhile. Any other refusal is not remembered. */
+static void remember_refusal(struct credit_gpu *c, const struct kairos_credit *r,
+                             uint64_t now_ms)
 {
+    if (!(r->flags & KAIROS_CREDIT_REFUSED) || !(r->flags & KAIROS_CREDIT_NOTICES) ||
+        !c->ask_notice || r->need || !c->ask_least)
+        return;
+    bool merge = c->refused_least && now_ms < c->refused_ms + KAIROS_REFUSAL_MEMORY_MS;
+    if (!merge || c->ask_least < c->refused_least)
+        c->refused_least = c->ask_least;
+    if (!merge)
+        c->refused_ms = now_ms;
+}
+
+void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r, uint64_t now_ms)
+{
+    if (r->flags & KAIROS_CREDIT_NOTICES)
+        c->notices = true;
+    if (c->quota && r->quota != c->quota)
+        forget_refusal(c); /* another quota: what was refused may fit */
     if (r->flags & KAIROS_CREDIT_REVOKED) {
         /* allocations ask from now on; kairosd counts the credit until told */
         c->credit = 0;
@@ -176,6 +224,7 @@ void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r)
         c->gen_answered = c->gen_asked;
         if (r->flags & KAIROS_CREDIT_REFUSED)
             c->gen_refused = c->gen_asked;
+        remember_refusal(c, r, now_ms);
     }
     /* after the last message kairosd counts no credit for the process: a grant that
      * crossed it is not the process's to use */
@@ -195,6 +244,8 @@ void credit_reconnected(struct credit_gpu *c)
     c->returning = 0;  /* the new daemon counts only what the process claims */
     c->recalled = false;
     c->acking = false; /* the new daemon revoked nothing */
+    c->notices = false; /* it may be one of before: requests say NOTICE once it does */
+    forget_refusal(c);
     c->dirty = c->held || c->credit; /* tell it the split of the claim */
 }
 

@@ -59,6 +59,14 @@ struct credit_gpu {
     uint64_t gen_refused; /* ... and those up to here refused */
     uint64_t others_held; /* the memory view: what the tenant's other members (and
                            * departed ones kept charged) held at the last reply */
+    /* A refusal remembered (issue 25, item 10; proto.h, KAIROS_CREDIT_NOTICE): */
+    bool notices;         /* kairosd's replies said NOTICES: requests say NOTICE */
+    bool ask_notice;      /* the request in flight said NOTICE */
+    uint64_t ask_least;   /* the smallest allocation waiting when it was built */
+    uint64_t refused_least; /* 0: none; else allocations of at least this much are
+                             * refused here, with no message, */
+    uint64_t refused_ms;  /* ... until KAIROS_REFUSAL_MEMORY_MS after this, a ROOM, a
+                           * free, a new connection or another quota */
 };
 
 /* Takes bytes from credit: true when they fit (no message needed). */
@@ -89,8 +97,13 @@ bool credit_next_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credi
 bool credit_last_message(struct credit_gpu *c, uint32_t gpu, struct kairos_credit *out);
 /* The message could not be sent: undo what credit_next_message recorded. */
 void credit_unsend(struct credit_gpu *c, const struct kairos_credit *m);
-/* kairosd's reply. */
-void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r);
+/* kairosd's reply, read at now_ms (CLOCK_MONOTONIC). */
+void credit_on_reply(struct credit_gpu *c, const struct kairos_credit *r, uint64_t now_ms);
+/* Whether an allocation of bytes that credit does not cover is refused by the
+ * refusal remembered (no message: kairosd said no and nothing changed since). */
+bool credit_refusal_holds(struct credit_gpu *c, uint64_t bytes, uint64_t now_ms);
+/* kairosd's ROOM: what it refused may fit now; the next allocation asks. */
+void credit_on_room(struct credit_gpu *c);
 /* A new connection (kairosd restarted): what is in flight is lost; report again. */
 void credit_reconnected(struct credit_gpu *c);
 /* What this process claims when it reattaches: held and unused credit. */

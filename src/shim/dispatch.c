@@ -866,7 +866,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     double t0 = 0;
     /* Guarded: the driver reads only the shim's copy (shadow.h); every read below
      * of the argument, before and after the call, is of that copy. */
-    struct shadow_call sh = {.active = false};
+    /* the owner's pid: shim_ioctl checked that this is the owner (borrowed_vm.h) */
+    struct shadow_call sh = {.active = false, .pid = borrowed_vm_owner()};
     if (guard && shadow_capture(&sh, f.req, arg) < 0) {
         errno = EFAULT; /* unreadable: as the driver answers it */
         return -1;
@@ -889,7 +890,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     if (ipc_refused) {
         f.refused = true; /* the status is written: as the driver refuses a dup */
         f.ret = 0;
-    } else if (guard && f.in_arg && memguard_before(r, f.in_req, f.in_arg, &ticket)) {
+    } else if (guard && f.in_arg && memguard_before(r, f.in_req, f.in_arg, &sh, &ticket)) {
         memguard_write_refusal(f.in_req, f.in_arg); /* as the driver answers a full GPU */
         f.refused = true;
         f.ret = 0;

@@ -63,7 +63,12 @@ static bool mg_sender_sending; /* the sender holds messages built, not sent yet:
                                 * kairosd needs to count first */
 
 /* Reports that only say what is held go at most this often (requests, returns
- * and recall answers go at once). */
+ * and recall answers go at once). They move bytes between held and credit within
+ * what kairosd granted (the quota holds either way), so they feed only views
+ * (kairos ps, the neighbours' memory view), which tools and tests expect within a
+ * few milliseconds; every 2 ms they cost an allocation loop a sender wake-up, a
+ * send, kairosd's reply and a watcher wake-up per two allocations (issue 25, item
+ * 13: 20 ms took that to one in 14, but kairos ps then lagged visibly). */
 #define MEMGUARD_REPORT_MIN_MS 2
 /* The memory view asks for a fresh figure at most this often. */
 #define MEMGUARD_VIEW_REFRESH_MS 50
@@ -93,11 +98,13 @@ static void init_conds(void)
 static void after_fork_in_child(void);
 static void on_credit_message(const struct kairos_credit *reply,
                               const struct kairos_credit_recall *recall);
+static void on_room(uint32_t gpu);
 
 static void memguard_register_atfork(void)
 {
     init_conds();
     agent_set_credit_handler(on_credit_message);
+    agent_set_room_handler(on_room);
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
@@ -178,7 +185,7 @@ static void on_credit_message(const struct kairos_credit *reply,
     pthread_mutex_lock(&mg_mu);
     uint32_t g = reply ? reply->gpu : recall->gpu;
     if (reply) {
-        credit_on_reply(&mg_credit[g], reply);
+        credit_on_reply(&mg_credit[g], reply, now_ms());
         if (reply->quota)
             mg_quota[g] = reply->quota;
         pthread_cond_broadcast(&mg_cv);
@@ -186,6 +193,14 @@ static void on_credit_message(const struct kairos_credit *reply,
         credit_recall(&mg_credit[g], recall->bytes);
     }
     wake_sender_locked(g);
+    pthread_mutex_unlock(&mg_mu);
+}
+
+/* A ROOM: a refusal on gpu may fit now (the agent's mutex held: no agent calls). */
+static void on_room(uint32_t gpu)
+{
+    pthread_mutex_lock(&mg_mu);
+    credit_on_room(&mg_credit[gpu]);
     pthread_mutex_unlock(&mg_mu);
 }
 
@@ -425,16 +440,28 @@ struct pending_alloc {
     uint64_t bytes;       /* requested, rounded to the driver's page */
 };
 
-static bool read_rm_alloc(uint32_t size, const void *arg, struct pending_alloc *a)
+/* Copies len bytes of the call's argument or parameters: from the shim's own copy
+ * with memcpy, else (the application's memory) with a copy that cannot fault. */
+static bool copy_in(const struct shadow_call *sh, void *dst, const void *src, size_t len)
+{
+    if (shadow_owns(sh, src, len)) {
+        memcpy(dst, src, len);
+        return true;
+    }
+    return tracer_safe_copy(dst, src, len) == len;
+}
+
+static bool read_rm_alloc(const struct shadow_call *sh, uint32_t size, const void *arg,
+                          struct pending_alloc *a)
 {
     uint8_t args[sizeof(struct rm_alloc64_args)];
-    if (tracer_safe_copy(args, arg, size) != size)
+    if (!copy_in(sh, args, arg, size))
         return false;
     if (bytes_u32(args + 12) != RM_CLASS_NV01_MEMORY_LOCAL_USER)
         return false;
     uint8_t params[sizeof(struct rm_memory_alloc_params)];
     const void *pp = (const void *)(uintptr_t)bytes_u64(args + 16);
-    if (tracer_safe_copy(params, pp, sizeof params) != sizeof params)
+    if (!copy_in(sh, params, pp, sizeof params))
         return false;
     uint32_t attr2 = bytes_u32(params + offsetof(struct rm_memory_alloc_params, attr2));
     uint64_t want = bytes_u64(params + offsetof(struct rm_memory_alloc_params, size));
@@ -445,10 +472,11 @@ static bool read_rm_alloc(uint32_t size, const void *arg, struct pending_alloc *
     return true;
 }
 
-static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
+static bool read_vidheap_alloc(const struct shadow_call *sh, const void *arg,
+                               struct pending_alloc *a)
 {
     uint8_t args[RM_VIDHEAP_SIZE];
-    if (tracer_safe_copy(args, arg, sizeof args) != sizeof args)
+    if (!copy_in(sh, args, arg, sizeof args))
         return false;
     uint32_t fn = bytes_u32(args + RM_VIDHEAP_OFF_FUNCTION);
     size_t off_attr = RM_VIDHEAP_OFF_ATTR, off_size = RM_VIDHEAP_OFF_SIZE;
@@ -467,16 +495,17 @@ static bool read_vidheap_alloc(const void *arg, struct pending_alloc *a)
     return true;
 }
 
-static bool read_allocation(uint32_t req, const void *arg, struct pending_alloc *a)
+static bool read_allocation(const struct shadow_call *sh, uint32_t req, const void *arg,
+                            struct pending_alloc *a)
 {
     if (RM_IOC_TYPEOF(req) != RM_IOC_TYPE)
         return false;
     uint32_t nr = RM_IOC_NR(req), size = RM_IOC_SIZE(req);
     if (nr == RM_NR_ALLOC && (size == sizeof(struct rm_alloc_args) ||
                               size == sizeof(struct rm_alloc64_args)))
-        return read_rm_alloc(size, arg, a);
+        return read_rm_alloc(sh, size, arg, a);
     if (nr == RM_NR_VID_HEAP_CONTROL && size == RM_VIDHEAP_SIZE)
-        return read_vidheap_alloc(arg, a);
+        return read_vidheap_alloc(sh, arg, a);
     return false;
 }
 
@@ -557,6 +586,8 @@ static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
         wake_sender_locked(g); /* below half a chunk: ask ahead */
         return RESERVE_CREDIT;
     }
+    if (credit_refusal_holds(c, bytes, now_ms()))
+        return RESERVE_REFUSED; /* kairosd refused as much and told of no change since */
     uint64_t gen = credit_wait_begin(c, bytes);
     send_own_request_locked(g);
     struct timespec deadline = in_ms(MEMGUARD_RESTART_WAIT_MS);
@@ -589,11 +620,11 @@ static enum reserve_outcome credit_reserve_locked(uint32_t g, uint64_t bytes)
 }
 
 bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
-                     struct memguard_ticket *t)
+                     const struct shadow_call *sh, struct memguard_ticket *t)
 {
     memset(t, 0, sizeof *t);
     struct pending_alloc a;
-    if (!memguard_active() || !read_allocation(req, arg, &a))
+    if (!memguard_active() || !read_allocation(sh, req, arg, &a))
         return false;
     uint32_t g = gpu_of_parent(a.h_client, a.h_parent);
     pthread_mutex_lock(&mg_mu);

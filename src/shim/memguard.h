@@ -29,6 +29,7 @@
 #include "core/objtree.h"
 #include "kairos/proto.h"
 #include "shim/real.h"
+#include "shim/shadow.h"
 
 struct memguard_ticket {
     bool active;        /* a reservation is outstanding */
@@ -48,9 +49,11 @@ bool memguard_active(void);
 int memguard_first_gpu_use(const struct shim_real *r);
 
 /* Before an RM call on /dev/nvidiactl (req, arg: the call, XFER already
- * unwrapped). True when it must be refused as out of memory. */
+ * unwrapped; sh: the shim's copy of it, read with no system call where arg and its
+ * parameters lie in it, NULL for none). True when it must be refused as out of
+ * memory. */
 bool memguard_before(const struct shim_real *r, uint32_t req, void *arg,
-                     struct memguard_ticket *t);
+                     const struct shadow_call *sh, struct memguard_ticket *t);
 /* True when RM request req can create device memory (an allocation escape, or
  * XFER that may wrap one), whatever its argument says. */
 bool memguard_may_allocate(uint32_t req);

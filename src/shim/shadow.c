@@ -38,18 +38,23 @@ static bool is_recorded(uint32_t nr, size_t len)
     }
 }
 
-static bool read_app(void *dst, const void *src, size_t len)
+static int pid_of(const struct shadow_call *s)
 {
-    return tracer_safe_copy(dst, src, len) == len;
+    return s->pid ? s->pid : getpid();
 }
 
-static void write_app(void *dst, const void *src, size_t len)
+static bool read_app(const struct shadow_call *s, void *dst, const void *src, size_t len)
+{
+    return tracer_safe_copy_as(pid_of(s), dst, src, len) == len;
+}
+
+static void write_app(const struct shadow_call *s, void *dst, const void *src, size_t len)
 {
     if (!dst || len == 0)
         return;
     struct iovec local = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
     struct iovec remote = {.iov_base = dst, .iov_len = len};
-    ssize_t n = process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+    ssize_t n = process_vm_writev(pid_of(s), &local, 1, &remote, 1, 0);
     if (n < 0 && errno != EFAULT)
         memcpy(dst, src, len); /* not permitted here (seccomp): as tracer_safe_copy */
 }
@@ -62,7 +67,7 @@ static int capture_alloc_params(struct shadow_call *s)
     uint32_t len = rm_class_params_size(bytes_u32(s->inner + offsetof(struct rm_alloc_args, h_class)));
     if (ptr == 0 || len == 0 || len > SHADOW_PARAMS_MAX)
         return 0; /* no parameters, or a class the shim records nothing of */
-    if (!read_app(s->params, (const void *)(uintptr_t)ptr, len))
+    if (!read_app(s, s->params, (const void *)(uintptr_t)ptr, len))
         return -EFAULT;
     uint64_t mine = (uint64_t)(uintptr_t)s->params;
     memcpy(s->inner + off, &mine, sizeof mine);
@@ -86,12 +91,12 @@ static bool control_recorded(const struct rm_control_args *c)
 static int capture_control(struct shadow_call *s, size_t len, void *app_inner)
 {
     struct rm_control_args c;
-    if (len != sizeof c || !read_app(&c, app_inner, sizeof c))
+    if (len != sizeof c || !read_app(s, &c, app_inner, sizeof c))
         return 0; /* the driver answers it; nothing recorded */
     if (!control_recorded(&c) || c.params == 0)
         return 0;
     memcpy(s->inner, &c, sizeof c);
-    if (!read_app(s->params, (const void *)(uintptr_t)c.params, c.params_size))
+    if (!read_app(s, s->params, (const void *)(uintptr_t)c.params, c.params_size))
         return -EFAULT;
     const size_t off = offsetof(struct rm_control_args, params);
     uint64_t mine = (uint64_t)(uintptr_t)s->params;
@@ -110,7 +115,7 @@ static int capture_inner(struct shadow_call *s, uint32_t nr, size_t len, void *a
         return capture_control(s, len, app_inner);
     if (!is_recorded(nr, len))
         return 0; /* the driver reads the application's inner argument; nothing recorded */
-    if (!read_app(s->inner, app_inner, len))
+    if (!read_app(s, s->inner, app_inner, len))
         return -EFAULT;
     s->app_inner = app_inner;
     s->inner_len = len;
@@ -133,7 +138,7 @@ int shadow_capture(struct shadow_call *s, uint32_t request, void *arg)
     size_t len = RM_IOC_SIZE(request);
     if (nr == RM_NR_XFER && len == sizeof(struct rm_xfer_args)) {
         /* The header is always ours: the driver runs the call the shim saw. */
-        if (!read_app(&s->header, arg, sizeof s->header))
+        if (!read_app(s, &s->header, arg, sizeof s->header))
             return -EFAULT;
         s->active = s->xfer = true;
         if (s->header.cmd > 0xff || s->header.size > RM_XFER_MAX)
@@ -171,7 +176,21 @@ void shadow_reply(const struct shadow_call *s)
     memcpy(out, s->inner, s->inner_len);
     if (s->params_len) {
         memcpy(out + s->params_off, &s->app_params, sizeof s->app_params);
-        write_app((void *)(uintptr_t)s->app_params, s->params, s->params_len);
+        write_app(s, (void *)(uintptr_t)s->app_params, s->params, s->params_len);
     }
-    write_app(s->app_inner, out, s->inner_len);
+    write_app(s, s->app_inner, out, s->inner_len);
+}
+
+static bool within(const void *p, size_t len, const void *base, size_t cap)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)base;
+    return a >= b && len <= cap && a - b <= cap - len;
+}
+
+bool shadow_owns(const struct shadow_call *s, const void *p, size_t len)
+{
+    return s && s->active && p &&
+           (within(p, len, s->inner, sizeof s->inner) ||
+            within(p, len, s->params, sizeof s->params) ||
+            (s->xfer && within(p, len, &s->header, sizeof s->header)));
 }

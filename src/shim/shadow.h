@@ -37,6 +37,7 @@
                                  * EXPORT_OBJECTS_TO_FD's) */
 
 struct shadow_call {
+    int pid;                 /* the caller's pid (set before shadow_capture; 0: getpid) */
     bool active;             /* the driver is called with the copy */
     bool xfer;               /* the copy is an IOCTL_XFER_CMD header + inner argument */
     uint32_t inner_req;      /* the call itself (XFER unwrapped) */
@@ -63,5 +64,7 @@ uint8_t *shadow_inner(struct shadow_call *s);
 /* After the driver answered (or the shim answered for it): copies the reply
  * back into the application's memory, its own pointers restored. */
 void shadow_reply(const struct shadow_call *s);
+/* Whether [p, p + len) lies in the shim's own copy (readable with memcpy). */
+bool shadow_owns(const struct shadow_call *s, const void *p, size_t len);
 
 #endif /* KAIROS_SHIM_SHADOW_H */

@@ -128,12 +128,17 @@ struct tracer_scratch *tracer_scratch(void)
 
 size_t tracer_safe_copy(void *dst, const void *src, size_t len)
 {
+    return tracer_safe_copy_as(getpid(), dst, src, len);
+}
+
+size_t tracer_safe_copy_as(int pid, void *dst, const void *src, size_t len)
+{
     if (!src || len == 0 || (uintptr_t)src < 4096)
         return 0;
     if (!atomic_load_explicit(&safe_copy_fallback, memory_order_relaxed)) {
         struct iovec local = {.iov_base = dst, .iov_len = len};
         struct iovec remote = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
-        ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
         if (n >= 0)
             return (size_t)n;
         if (errno == EFAULT)

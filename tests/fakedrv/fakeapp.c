@@ -48,6 +48,12 @@
  * near its limit), timing each allocation; then prints "fakeapp: rounds n=N
  * failed=F p50_ns=.. p99_ns=.. max_ns=..", all threads together.
  *
+ * -P: -R times each allocation together with its free (the lines say the same).
+ *
+ * -Y MAX: after the rounds, allocates one -s block again and again, with nothing in
+ * between, until it is made (at most MAX attempts: an application that retries a
+ * refused allocation), frees it and prints "fakeapp: retry attempts=K ok=0|1".
+ *
  * -F plays a tenant that races the driver's answers about GPU identity (see
  * forge_answers) before it allocates.
  *
@@ -109,6 +115,7 @@ struct app_thread {
 };
 
 static int ctl = -1;
+static bool time_pairs; /* -P: -R times each allocation with its free */
 static uint32_t h_client, h_device, h_subdevice;
 static uint64_t alloc_size = 2u << 20;
 static atomic_ulong n_ioctls;
@@ -392,8 +399,27 @@ static void *rounds_main(void *arg)
             t->rounds_failed++;
         else if (rm_free(h) != 0)
             must(1, "free");
+        if (time_pairs)
+            t->round_ns[i] = mono_ns() - t0; /* -P: the allocation and its free */
     }
     return NULL;
+}
+
+/* -Y: one allocation tried until it is made (max attempts at most), then freed. */
+static void retry_one(long max)
+{
+    long attempts = 0;
+    uint32_t st = 1;
+    uint32_t h = 0xb8000000u;
+    uint64_t got = 0;
+    while (st != 0 && attempts < max) {
+        attempts++;
+        st = alloc_vidmem(&h, alloc_size, false, &got);
+    }
+    if (st == 0 && rm_free(h) != 0)
+        must(1, "free");
+    printf("fakeapp: retry attempts=%ld ok=%d\n", attempts, st == 0);
+    fflush(stdout);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -629,7 +655,8 @@ int main(int argc, char **argv)
     bool latency = false;      /* -L: print the allocations' latency percentiles */
     bool handshake = false;    /* -V: the version handshake first */
     int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:VB")) != -1) {
+    long retries = 0;          /* -Y: attempts at one allocation after them */
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:Y:PVB")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -682,6 +709,12 @@ int main(int argc, char **argv)
         case 'B':
             fork_bench = true;
             break;
+        case 'Y':
+            retries = atol(optarg);
+            break;
+        case 'P':
+            time_pairs = true;
+            break;
         case 'L':
             latency = true;
             break;
@@ -692,7 +725,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
                             "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
                             "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
-                            "[-E] [-R rounds] [-V]\n");
+                            "[-E] [-R rounds] [-P] [-Y attempts] [-V]\n");
             return 2;
         }
     }
@@ -875,6 +908,8 @@ int main(int argc, char **argv)
     }
     if (rounds > 0)
         run_rounds(ts, threads, rounds);
+    if (retries > 0)
+        retry_one(retries);
 
     if (!keep) {
         for (int i = 0; i < threads; i++) {

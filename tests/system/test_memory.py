@@ -128,15 +128,21 @@ class WithDaemon(unittest.TestCase):
     def test_a_flood_of_refusals_is_logged_once_per_tenant(self):
         """Hundreds of refusals from two processes of a tenant, then from another
         tenant, within the interval: one log line per tenant, every one counted."""
+        failed = {"team": 0, "other": 0}
         for args, tenant in ((("-n", "200"), "team"), (("-n", "200"), "team"),
                              (("-n", "100"), "other")):
             p = self.run_tenant(*args, "-s", str(PAGE), tenant=tenant)  # one after the other:
             out, err = p.communicate(timeout=60)  # each needs room for its context
             self.assertEqual(p.returncode, 0, err)
+            failed[tenant] += int(re.search(r"fakeapp: opens=.* failed=(\d+)", out).group(1))
+        self.assertGreater(failed["team"], 300)
+        self.assertGreater(failed["other"], 90)
+        # kairosd counts the refusals it made: the shim refuses the repeats itself
+        # while nothing changed in the tenant (issue 25, item 10)
         ps = self.ps()
         refused = {n: sum(g["refusals"] for g in ps[n]["gpus"]) for n in ("team", "other")}
-        self.assertGreater(refused["team"], 300)
-        self.assertGreater(refused["other"], 90)
+        self.assertGreaterEqual(refused["team"], 2)
+        self.assertGreaterEqual(refused["other"], 1)
         log = self.d.read_log()
         for name in ("team", "other"):
             lines = re.findall(rf"tenant {name}: refused .*", log)

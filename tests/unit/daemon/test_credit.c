@@ -24,7 +24,8 @@ static struct ledger_tenant *T;
 
 /* What the io callbacks saw. */
 static struct {
-    unsigned replies, recalls, refusals, revoked;
+    unsigned replies, recalls, refusals, revoked, rooms;
+    void *room_peer;
     struct kairos_credit last;
     void *last_peer, *recalled_peer;
     uint64_t recalled;
@@ -62,7 +63,14 @@ static void on_revoked(void *ctx, struct ledger_tenant *t, struct ledger_member 
     seen.revoked++;
 }
 
-static const struct credit_io IO = {NULL, on_reply, on_recall, on_refused, on_revoked};
+static void on_room(void *ctx, void *peer, unsigned gpu)
+{
+    (void)ctx, (void)gpu;
+    seen.rooms++;
+    seen.room_peer = peer;
+}
+
+static const struct credit_io IO = {NULL, on_reply, on_recall, on_refused, on_revoked, on_room};
 
 static int setup(void **state)
 {
@@ -453,6 +461,55 @@ static void test_report_above_the_grant_is_bounded(void **state)
     assert_int_equal(ledger_check(&L), 0);
 }
 
+/* A CREDIT answered as the server does: the request, then what waits (and the notices
+ * owed) in the tenant. */
+static void credit_served(struct ledger_member *m, uint64_t held, uint64_t returned,
+                          uint64_t need, uint64_t least, uint32_t flags)
+{
+    credit(m, held, returned, need, least, flags, 0);
+    credit_serve(&L, T, 0, false, 0, &IO);
+}
+
+/* Issue 25, item 10: a refusal of a request flagged NOTICE that grants nothing owes
+ * one ROOM, sent only once the tenant's memory not held grows (a free, a departure),
+ * never for an allocation elsewhere in the tenant; a request without NOTICE (a shim
+ * of before) never gets one, and every reply says NOTICES. */
+static void test_refusal_notice_once_room_grows(void **state)
+{
+    (void)state;
+    int a, b, c;
+    struct ledger_member *ma = join(&a), *mb = join(&b), *mc = join(&c);
+    credit_served(ma, 0, 0, 60 * MiB, 60 * MiB, 0);
+    assert_true(seen.last.flags & KAIROS_CREDIT_NOTICES);
+    credit_served(ma, 60 * MiB, 0, 0, 0, 0);              /* it allocated all of it */
+    credit_served(mb, 0, 0, 8 * MiB, 8 * MiB, KAIROS_CREDIT_NOTICE);
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_true(seen.last.flags & KAIROS_CREDIT_NOTICES);
+    assert_int_equal(seen.last.need, 0);
+    credit_served(mc, 0, 0, 8 * MiB, 8 * MiB, 0);         /* refused too, no NOTICE */
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_int_equal(seen.rooms, 0);
+    credit_served(mc, 0, 0, 2 * MiB, 2 * MiB, 0);         /* less room: no notice */
+    credit_served(mc, 2 * MiB, 0, 0, 0, 0);
+    credit_notify(&L, NULL, 0, &IO);
+    assert_int_equal(seen.rooms, 0);
+    credit_served(mc, 0, 0, 0, 0, 0);                     /* mc frees its 2: as before */
+    assert_int_equal(seen.rooms, 0);
+    credit_served(ma, 52 * MiB, 0, 0, 0, 0);              /* ma frees 8, kept as credit: */
+    assert_int_equal(seen.rooms, 1);                      /* a recall would reach it */
+    assert_ptr_equal(seen.room_peer, &b);
+    credit_served(ma, 40 * MiB, 12 * MiB, 0, 0, 0);       /* once per refusal */
+    credit_notify(&L, NULL, 0, &IO);
+    assert_int_equal(seen.rooms, 1);
+    /* refused again, then a raised quota is a change too (the loop's tick) */
+    credit_served(mb, 0, 0, 40 * MiB, 40 * MiB, KAIROS_CREDIT_NOTICE);
+    assert_true(seen.last.flags & KAIROS_CREDIT_REFUSED);
+    assert_int_equal(ledger_tenant_set_quota(&L, T, 0, 128 * MiB), 0);
+    credit_notify(&L, NULL, 0, &IO);
+    assert_int_equal(seen.rooms, 2);
+    assert_within_quota();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +532,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_draining_leaves_no_room, setup,
                                         ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_report_above_the_grant_is_bounded, setup,
+                                        ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_refusal_notice_once_room_grows, setup,
                                         ledger_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,6 +127,7 @@ static void test_render(void **state)
         "kairos_tenant_allocations_refused_total{tenant=\"team\",gpu=\"0\"} 1\n",
         "kairos_tenant_memory_draining_bytes{tenant=\"team\",gpu=\"0\"} 3145728\n",
         "kairos_tenant_claims_beyond_grant_total{tenant=\"team\",gpu=\"0\"} 0\n",
+        "kairos_tenant_grant_requests_total{tenant=\"team\",gpu=\"0\"} 0\n",
         "# TYPE kairos_tenant_allocations_refused_total counter\n",
         "# TYPE kairos_tenant_memory_held_bytes gauge\n",
     };
@@ -143,8 +144,8 @@ static void test_render(void **state)
     for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
         if (strstr(text, absent[i]))
             fail_msg("unexpected: %s\nin:\n%s", absent[i], text);
-    /* 6 kairosd, 2 GPU, 2 members, 4 memory, 1 claims beyond the grant */
-    assert_int_equal(check_families(text), 15);
+    /* 6 kairosd, 2 GPU, 2 members, 4 memory, 1 claims beyond the grant, 1 requests */
+    assert_int_equal(check_families(text), 16);
     free(text);
     ledger_leave(&ts.ledger, m, NULL);
     tenants_fini(&ts);

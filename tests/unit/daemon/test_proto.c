@@ -232,6 +232,13 @@ static void test_credit(void **state)
     c.flags = KAIROS_CREDIT_RECALLED;
     bad.flags = KAIROS_CREDIT_EXACT; /* kairosd's flag */
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "unknown flags");
+    bad.flags = KAIROS_CREDIT_NOTICES; /* kairosd's too (issue 25, item 10) */
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_CREDIT, &bad, sizeof bad), "unknown flags");
+    struct kairos_credit notice = c; /* a shim that reads ROOM */
+    notice.flags = KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_NOTICE;
+    assert_int_equal(check(pack(KAIROS_MSG_CREDIT, &notice, sizeof notice)), 0);
+    struct kairos_room room = {0}; /* kairosd's, refused from a peer */
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_ROOM, &room, sizeof room), "sent by the daemon");
     bad = c;
     bad.need = 2 << 20;
     bad.least = 4 << 20;

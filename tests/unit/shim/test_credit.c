@@ -24,7 +24,7 @@ static void answer(struct credit_gpu *c, const struct kairos_credit *m, uint64_t
     struct kairos_credit r = {.gpu = m->gpu, .flags = flags, .report = m->report,
                               .held = m->held, .need = granted, .least = 4 * MiB,
                               .quota = 64 * MiB};
-    credit_on_reply(c, &r);
+    credit_on_reply(c, &r, 0);
 }
 
 static void test_first_allocation_asks_then_none_do(void **state)
@@ -133,7 +133,7 @@ static void test_revoked_credit_is_gone(void **state)
     struct credit_gpu c = {.chunk = 4 * MiB, .credit = 6 * MiB, .held = 2 * MiB};
     struct kairos_credit r = {.flags = KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_EXACT,
                               .least = 4 * MiB, .quota = 64 * MiB};
-    credit_on_reply(&c, &r);
+    credit_on_reply(&c, &r, 0);
     assert_int_equal(c.credit, 0);
     assert_true(c.exact);
     assert_false(credit_take(&c, 2 * MiB));
@@ -167,7 +167,7 @@ static void test_all_the_room_is_kept_with_no_message(void **state)
     assert_true(m.flags & KAIROS_CREDIT_AHEAD);
     struct kairos_credit r = {.flags = KAIROS_CREDIT_ALL, .report = m.report, .held = m.held,
                               .need = 90 * MiB, .least = 38 * MiB, .quota = 608 * MiB};
-    credit_on_reply(&c, &r);
+    credit_on_reply(&c, &r, 0);
     assert_true(c.all);
     assert_true(credit_take(&c, 64 * MiB));
     credit_wait_end(&c, 64 * MiB);
@@ -183,7 +183,7 @@ static void test_all_the_room_is_kept_with_no_message(void **state)
         assert_true(credit_next_message(&c, 0, &m));
         r = (struct kairos_credit){.flags = KAIROS_CREDIT_ALL, .report = m.report,
                                    .held = m.held, .least = 38 * MiB, .quota = 608 * MiB};
-        credit_on_reply(&c, &r);                  /* the report's reply */
+        credit_on_reply(&c, &r, 0);                  /* the report's reply */
         credit_release(&c, 64 * MiB);
         assert_int_equal(c.credit, 76 * MiB);
     }
@@ -205,7 +205,7 @@ static void test_last_message_gives_all_back_and_asks_no_more(void **state)
     assert_true(m.flags & KAIROS_CREDIT_LAST);
     struct kairos_credit r = {.report = m.report, .held = 42 * MiB, .least = 4 * MiB,
                               .quota = 1ull << 34};
-    credit_on_reply(&c, &r);                  /* room again: still nothing asked */
+    credit_on_reply(&c, &r, 0);                  /* room again: still nothing asked */
     bool request;
     assert_false(credit_has_message(&c, &request) && request);
 }
@@ -227,7 +227,7 @@ static void test_a_grant_crossing_the_last_message_is_not_taken(void **state)
     assert_int_equal(last.returned, MiB);
     struct kairos_credit r = {.report = ask.report, .held = 42 * MiB, .need = 4 * MiB,
                               .least = 4 * MiB, .quota = 64 * MiB};
-    credit_on_reply(&c, &r);
+    credit_on_reply(&c, &r, 0);
     assert_int_equal(c.credit, 0);
     assert_false(credit_take(&c, 2 * MiB));
     /* nothing held, nothing credited, but a request in flight: LAST is still sent */
@@ -280,7 +280,7 @@ static void test_claim_and_view(void **state)
     assert_true(credit_next_message(&c, 0, &m));
     struct kairos_credit r = {.report = m.report, .held = 30 * MiB, .returned = 10 * MiB,
                               .least = 4 * MiB, .quota = 64 * MiB};
-    credit_on_reply(&c, &r);
+    credit_on_reply(&c, &r, 0);
     assert_int_equal(credit_tenant_held(&c), 30 * MiB);
     assert_true(credit_take(&c, 2 * MiB));    /* this process's own allocation shows */
     assert_int_equal(credit_tenant_held(&c), 32 * MiB);
@@ -301,20 +301,86 @@ static void test_free_shows_at_once_in_the_view(void **state)
     assert_int_equal(m.held, 512 * MiB);
     struct kairos_credit r = {.report = m.report, .held = 600 * MiB, .returned = 512 * MiB,
                               .least = 256 * MiB, .quota = 4096 * MiB};
-    credit_on_reply(&c, &r);                    /* others hold 88 MiB */
+    credit_on_reply(&c, &r, 0);                    /* others hold 88 MiB */
     assert_int_equal(credit_tenant_held(&c), 600 * MiB);
     credit_release(&c, 512 * MiB);              /* kept as credit, not held */
     assert_int_equal(credit_tenant_held(&c), 88 * MiB);
     assert_true(credit_next_message(&c, 0, &m)); /* the report is out, no reply yet */
     assert_int_equal(credit_tenant_held(&c), 88 * MiB);
     /* a reply to an older message, counted before the free reached kairosd */
-    credit_on_reply(&c, &r);
+    credit_on_reply(&c, &r, 0);
     assert_int_equal(credit_tenant_held(&c), 88 * MiB);
     r.report = m.report;
     r.held = 88 * MiB;
     r.returned = 0;
-    credit_on_reply(&c, &r);
+    credit_on_reply(&c, &r, 0);
     assert_int_equal(credit_tenant_held(&c), 88 * MiB);
+}
+
+/* An allocation of bytes waits, its request goes out and kairosd answers it with
+ * granted and flags at now: whether it was refused. */
+static bool refused_at(struct credit_gpu *c, uint64_t bytes, uint64_t granted, uint32_t flags,
+                       uint64_t now, struct kairos_credit *m)
+{
+    uint64_t gen = credit_wait_begin(c, bytes);
+    assert_true(credit_next_message(c, 0, m));
+    struct kairos_credit r = {.gpu = 0, .flags = flags, .report = m->report, .need = granted,
+                              .least = 4 * MiB, .quota = 64 * MiB};
+    credit_on_reply(c, &r, now);
+    bool refused = credit_wait_refused(c, gen);
+    credit_wait_end(c, bytes);
+    return refused;
+}
+
+/* Issue 25, item 10: a refusal is remembered only when kairosd promised a ROOM (the
+ * request said NOTICE, the reply NOTICES, nothing granted); it refuses allocations at
+ * least as large, never smaller ones, and ends at the ROOM, a free of its own, a new
+ * connection, another quota, or after KAIROS_REFUSAL_MEMORY_MS. */
+static void test_refusal_remembered_until_room(void **state)
+{
+    (void)state;
+    const uint32_t no = KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT | KAIROS_CREDIT_NOTICES;
+    struct credit_gpu c = {0};
+    struct kairos_credit m;
+    /* a kairosd of before: no NOTICES, so nothing remembered and no NOTICE sent */
+    assert_true(refused_at(&c, 8 * MiB, 0, no & ~KAIROS_CREDIT_NOTICES, 1000, &m));
+    assert_false(m.flags & KAIROS_CREDIT_NOTICE);
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 1000));
+    /* its replies now said NOTICES (the last one did): the request says NOTICE, but
+     * this refusal granted 2 MiB: not remembered */
+    struct kairos_credit r = {.flags = KAIROS_CREDIT_NOTICES, .least = 4 * MiB,
+                              .quota = 64 * MiB};
+    credit_on_reply(&c, &r, 1000);
+    assert_true(refused_at(&c, 8 * MiB, 2 * MiB, no, 1000, &m));
+    assert_true(m.flags & KAIROS_CREDIT_NOTICE);
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 1000));
+    c.credit = 0;
+    /* refused with nothing granted: 8 MiB and more refused here, 6 MiB asks */
+    assert_true(refused_at(&c, 8 * MiB, 0, no, 1000, &m));
+    assert_true(credit_refusal_holds(&c, 8 * MiB, 1500));
+    assert_true(credit_refusal_holds(&c, 64 * MiB, 1500));
+    assert_false(credit_refusal_holds(&c, 6 * MiB, 1500));
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 1000 + KAIROS_REFUSAL_MEMORY_MS));
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 1500)); /* expired: forgotten */
+    /* each change ends it */
+    assert_true(refused_at(&c, 8 * MiB, 0, no, 3000, &m));
+    credit_on_room(&c);
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 3000));
+    assert_true(refused_at(&c, 8 * MiB, 0, no, 3000, &m));
+    c.held = 2 * MiB;
+    credit_release(&c, 2 * MiB);
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 3000));
+    c.credit = 0;
+    assert_true(refused_at(&c, 8 * MiB, 0, no, 3000, &m));
+    r.quota = 96 * MiB;
+    credit_on_reply(&c, &r, 3000);
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 3000));
+    r.quota = 64 * MiB;
+    credit_on_reply(&c, &r, 3000);
+    assert_true(refused_at(&c, 8 * MiB, 0, no, 3000, &m));
+    credit_reconnected(&c);
+    assert_false(credit_refusal_holds(&c, 8 * MiB, 3000));
+    assert_false(c.notices); /* a new kairosd may be one of before */
 }
 
 int main(void)
@@ -333,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_unsent_message_is_undone),
         cmocka_unit_test(test_claim_and_view),
         cmocka_unit_test(test_free_shows_at_once_in_the_view),
+        cmocka_unit_test(test_refusal_remembered_until_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
