@@ -842,6 +842,9 @@ static bool on_forked_ticket(struct conn *c, const struct proto_request *r, char
                  "refusals not logged since the last such line", c->member->tenant->name,
                  c->pid, c->uid, r->body.forked.child_pid, had ? "" : " it did not hold",
                  code ? why : "followed anyway", (unsigned long long)quiet);
+    if (!code)
+        log_debug("pid %u forked pid %u (a ticket spent), which shares its NVIDIA files",
+                  c->pid, r->body.forked.child_pid);
     return true;
 }
 
