@@ -5,7 +5,8 @@ kairosd started exactly as its unit's ExecStart says (no systemd as PID 1 here:
 the test plays the service manager, NOTIFY_SOCKET included) with a fake GPU
 (KAIROS_FAKE_GPU), and the installed `kairos run --mem 64M` with nothing else set
 runs a fake-driver program that is refused beyond 64 MiB; kairos ps reads the
-daemon; SIGTERM stops it; systemd-analyze verifies the installed unit. Without a
+daemon; SIGTERM stops it; systemd-analyze verifies the installed unit; /etc/kairos/shim.conf
+is a root-owned conffile. Without a
 daemon, the README's standalone recipe (KAIROS_MEM=... LD_PRELOAD="$(kairos shim)")
 caps a process as written, and the CLI names the service to start. The package is purged afterwards unless it was installed
 before. Needs root (dpkg); run by scripts/test after the meson builds.
@@ -67,6 +68,7 @@ class Package(unittest.TestCase):
             assert not os.path.exists("/usr/bin/kairos")
             assert not os.path.exists(UNIT)
             assert not os.path.exists("/var/lib/kairos")  # purge takes the state too
+            assert not os.path.exists("/etc/kairos/shim.conf")  # and the conffile
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kairos-package-")
@@ -109,6 +111,15 @@ class Package(unittest.TestCase):
         r = subprocess.run([tool, "verify", UNIT], capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.strip(), "")  # ExecStart exists, the man pages are installed
+
+    def test_the_shim_settings_are_a_root_owned_conffile(self):
+        st = os.stat("/etc/kairos/shim.conf")
+        self.assertEqual((st.st_uid, st.st_mode & 0o7777), (0, 0o644))
+        with open("/etc/kairos/shim.conf") as f:
+            self.assertIn("socket: /run/kairos/kairosd.sock", f.read())
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Conffiles}", "kairos"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertIn("/etc/kairos/shim.conf", r.stdout)  # an edit survives upgrades
 
     def test_the_postinst_made_the_directories(self):
         self.assertEqual(os.stat("/run/kairos").st_mode & 0o7777, 0o755)
