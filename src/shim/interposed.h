@@ -12,11 +12,17 @@
  * work but does not interpose (lazy classification of descriptors); they are in
  * the real table so tests can fake them.
  *
+ * SHIM_LOADER(X) lists the entry points that are assembly stubs jumping to the real
+ * function (loader_stub.S, loader.h) rather than C wrappers over the real table: they
+ * are exported where the stub is ported (x86_64, aarch64) and checked by the export
+ * test the same way.
+ *
  * Thread rules: declarations only.
  */
 #ifndef KAIROS_SHIM_INTERPOSED_H
 #define KAIROS_SHIM_INTERPOSED_H
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -57,5 +63,9 @@
 #define SHIM_HELPERS(X)                                                                       \
     X(int, fstat, (int fd, struct stat *st))                                                  \
     X(ssize_t, readlink, (const char *path, char *buf, size_t len))
+
+#define SHIM_LOADER(X)                                                                        \
+    X(void *, dlopen, (const char *file, int mode))                                           \
+    X(void *, dlmopen, (Lmid_t nsid, const char *file, int mode))
 
 #endif /* KAIROS_SHIM_INTERPOSED_H */

@@ -1,7 +1,8 @@
 /* test_exports.c - libkairos.so exports exactly the interposed symbols and needs only libc.
  *
  * Reads `nm -D --defined-only` and `readelf -d` of the library given as argv[1]
- * and compares them with SHIM_INTERPOSED (interposed.h), the single list, so
+ * and compares them with SHIM_INTERPOSED and SHIM_LOADER (interposed.h; the latter
+ * only where meson builds the dlopen stub), the single list, so
  * the version script, the wrappers and the list cannot drift apart. Sanitizer
  * builds may also need their runtimes.
  */
@@ -23,6 +24,9 @@ static const char *lib_path;
 static const char *const expected[] = {
 #define NAME(ret, name, params) #name,
     SHIM_INTERPOSED(NAME)
+#ifndef KAIROS_NO_LOADER_STUB
+    SHIM_LOADER(NAME)
+#endif
 #undef NAME
 };
 #define N_EXPECTED (sizeof expected / sizeof expected[0])
