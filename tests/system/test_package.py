@@ -10,7 +10,9 @@ is a root-owned conffile. Without a
 daemon, the README's standalone recipe (KAIROS_MEM=... LD_PRELOAD="$(kairos shim)")
 caps a process as written, and the CLI names the service to start. The package is purged afterwards unless it was installed
 before. Needs root (dpkg); run by scripts/test after the meson builds.
-Usage: test_package.py KAIROS_DEB FAKEDRV FAKEAPP"""
+The Slurm plugin's package installs beside it: kairos_spank.so in Slurm's plugin
+directory, exporting what slurmstepd looks up, with its manual page.
+Usage: test_package.py KAIROS_DEB FAKEDRV FAKEAPP KAIROS_SLURM_DEB"""
 import json
 import os
 import re
@@ -26,7 +28,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import datagram_socket, reap  # noqa: E402
 
-DEB, FAKEDRV, FAKEAPP = (os.path.abspath(p) for p in sys.argv[1:4])
+DEB, FAKEDRV, FAKEAPP, SLURM_DEB = (os.path.abspath(p) for p in sys.argv[1:5])
 UNIT = "/lib/systemd/system/kairosd.service"
 SOCKET = "/run/kairos/kairosd.sock"
 MiB = 1 << 20
@@ -56,14 +58,15 @@ class Package(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.was_installed = installed()
-        r = subprocess.run(["dpkg", "-i", DEB], capture_output=True, text=True, timeout=120)
+        r = subprocess.run(["dpkg", "-i", DEB, SLURM_DEB], capture_output=True, text=True,
+                           timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
 
     @classmethod
     def tearDownClass(cls):
         if not cls.was_installed:
-            r = subprocess.run(["dpkg", "--purge", "kairos"], capture_output=True, text=True,
-                               timeout=120)
+            r = subprocess.run(["dpkg", "--purge", "kairos-slurm", "kairos"],
+                               capture_output=True, text=True, timeout=120)
             assert r.returncode == 0, r.stdout + r.stderr
             assert not os.path.exists("/usr/bin/kairos")
             assert not os.path.exists(UNIT)
@@ -120,6 +123,19 @@ class Package(unittest.TestCase):
         r = subprocess.run(["dpkg-query", "-W", "-f=${Conffiles}", "kairos"],
                            capture_output=True, text=True, timeout=30)
         self.assertIn("/etc/kairos/shim.conf", r.stdout)  # an edit survives upgrades
+
+    def test_the_slurm_plugin_is_in_slurms_plugin_directory(self):
+        arch = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"],
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+        plugin = f"/usr/lib/{arch}/slurm-wlm/kairos_spank.so"  # docs/slurm.md names it
+        r = subprocess.run(["nm", "-D", "--defined-only", plugin], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        symbols = {line.split()[-1] for line in r.stdout.splitlines()}
+        for wanted in ("plugin_name", "plugin_version", "slurm_spank_init",
+                       "slurm_spank_task_init_privileged"):
+            self.assertIn(wanted, symbols)
+        self.assertTrue(os.path.exists("/usr/share/man/man8/kairos_spank.8.gz"))
 
     def test_the_postinst_made_the_directories(self):
         self.assertEqual(os.stat("/run/kairos").st_mode & 0o7777, 0o755)
