@@ -1,0 +1,34 @@
+# vulkan.sh - the vulkan section of scripts/gpu-suite (sourced; uses $bin, $kairos,
+# $OUT and the exported KAIROS_SHIM): what a Vulkan program sees of its GPU's memory
+# natively and under a 2 GiB quota (tests/gpu/vk_heaps.c: heap sizes, the
+# VK_EXT_memory_budget budget, device-local memory allocated 256 MiB at a time until
+# refused), and a recording of the RM calls Vulkan makes (vk-heaps.nvtrace), which
+# says where it reads its heap sizes. Needs libvulkan.so.1 and NVIDIA's ICD: where
+# the machine has no loader, carry its Debian package in .gl/ (the device notes).
+# On the lent H100 of 2026-12-05 (driver 580.159.04, Debian 12's loader 1.3.239) the
+# ICD gave no vkCreateInstance (VK_ERROR_INCOMPATIBLE_DRIVER), so this section has
+# not produced figures yet.
+echo "--- vulkan: heaps and budget, native and under a 2 GiB quota"
+vdir=$OUT/vulkan
+mkdir -p "$vdir"
+if [ ! -x "$bin/vk_heaps" ]; then
+  echo "vulkan: skipped (vk_heaps not built: no Vulkan headers where gpu-carry ran)"
+else
+  if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+    for f in .gl/libvulkan1_*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
+  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  "$bin/vk_heaps" --alloc-mib 256 > "$vdir/native.txt" 2>&1
+  echo "vulkan: native exit $?"
+  KAIROS_MEM=2G LD_PRELOAD=$KAIROS_SHIM "$bin/vk_heaps" --alloc-mib 256 \
+    > "$vdir/quota-2g.txt" 2>&1
+  echo "vulkan: under KAIROS_MEM=2G exit $?"
+  "$kairos" trace --record "$OUT/vk-heaps.nvtrace" --output "$vdir/trace.txt" -- \
+    "$bin/vk_heaps" > /dev/null 2>&1
+  echo "vulkan: traced exit $?"
+  for f in native quota-2g; do
+    echo "vulkan: $f: $(tr '\n' ' ' < "$vdir/$f.txt" | cut -c1-600)"
+  done
+fi
