@@ -4,6 +4,7 @@ a datagram socket to
 listen as systemd, and killing and reaping children. kairos_proto owns the protocol and the private
 kairosd (Daemon)."""
 import os
+import re
 import socket
 import time
 
@@ -78,6 +79,29 @@ def driver_holds(journal):
     return sum(n for key, n in size.items()
                if (key not in freed and key[0] in open_files) or
                held_by.get(key, set()) & open_files or dup_lives(key))
+
+
+def line_counts(line):
+    """The key=number pairs of one line of fakeapp's (or a probe's) output."""
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+def driver_peak(journal):
+    """The most the fake driver ever held at once, from FAKEDRV_JOURNAL's lines in the
+    order the processes appended them (an allocation's line is written when the
+    driver made it, a free's before the free returns: before the shim can tell
+    kairosd, so before any grant that free made room for)."""
+    size, now, peak = {}, 0, 0
+    with open(journal) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "A" and len(w) == 6:
+                size[(w[1], w[2], w[3])] = int(w[5])
+                now += int(w[5])
+            elif w and w[0] == "F" and len(w) == 4:
+                now -= size.pop((w[1], w[2], w[3]), 0)
+            peak = max(peak, now)
+    return peak
 
 
 def wait_for(pred, timeout=5.0, step=0.01):

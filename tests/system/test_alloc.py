@@ -18,7 +18,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import free_port, preload_env, wait_for  # noqa: E402
+from harness import driver_peak, free_port, line_counts, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -26,26 +26,6 @@ MiB = 1 << 20
 QUOTA = 64 * MiB
 RETRIES = 3000
 
-
-def counts(line):
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
-
-
-def driver_peak(journal):
-    """The most the fake driver held at once, from FAKEDRV_JOURNAL's lines (as in
-    test_credit.py: an allocation's line is written once made, a free's before the
-    free returns)."""
-    size, now, peak = {}, 0, 0
-    with open(journal) as f:
-        for line in f:
-            w = line.split()
-            if w and w[0] == "A" and len(w) == 6:
-                size[(w[1], w[2], w[3])] = int(w[5])
-                now += int(w[5])
-            elif w and w[0] == "F" and len(w) == 4:
-                now -= size.pop((w[1], w[2], w[3]), 0)
-            peak = max(peak, now)
-    return peak
 
 
 class AllocTest(unittest.TestCase):
@@ -76,7 +56,7 @@ class AllocTest(unittest.TestCase):
         """The first line of p's output that starts with prefix (its counts)."""
         for line in p.stdout:
             if line.startswith(prefix):
-                return counts(line)
+                return line_counts(line)
         p.wait(10)
         self.fail(f"no '{prefix}' line (rc {p.returncode}): {p.stderr.read()}")
 

@@ -12,7 +12,6 @@ Usage: test_credit.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import functools
 import json
 import os
-import re
 import signal
 import struct
 import subprocess
@@ -22,7 +21,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import preload_env, wait_for  # noqa: E402
+from harness import driver_peak, line_counts, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -33,27 +32,6 @@ CREDIT, CREDIT_RECALL = 21, 22
 REVOKED = 0x400  # KAIROS_CREDIT_REVOKED
 CREDIT_FMT = "<IIQQQQQQ"  # gpu flags report held returned need least quota
 
-
-def counts(line):
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
-
-
-def driver_peak(journal):
-    """The most the fake driver ever held at once, from FAKEDRV_JOURNAL's lines in the
-    order the processes appended them (an allocation's line is written when the
-    driver made it, a free's before the free returns: before the shim can tell
-    kairosd, so before any grant that free made room for)."""
-    size, now, peak = {}, 0, 0
-    with open(journal) as f:
-        for line in f:
-            w = line.split()
-            if w and w[0] == "A" and len(w) == 6:
-                size[(w[1], w[2], w[3])] = int(w[5])
-                now += int(w[5])
-            elif w and w[0] == "F" and len(w) == 4:
-                now -= size.pop((w[1], w[2], w[3]), 0)
-            peak = max(peak, now)
-    return peak
 
 
 class Credit(unittest.TestCase):
@@ -82,7 +60,7 @@ class Credit(unittest.TestCase):
         line = p.stdout.readline()
         if not line.startswith("fakeapp: holding"):
             self.fail(repr(line) + p.stderr.read())
-        return counts(line)
+        return line_counts(line)
 
     def held(self, tenant="team"):
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
@@ -95,19 +73,19 @@ class Credit(unittest.TestCase):
         line = p.stdout.readline()
         if not line.startswith("fakeapp: rounds"):
             self.fail(repr(line) + p.stderr.read())
-        return counts(line)
+        return line_counts(line)
 
     def last_line(self, p):
         """The final counts line (read line by line: after readline(), communicate()
         would miss what the buffer already holds)."""
         line = p.stdout.readline()
         self.assertEqual(p.wait(60), 0, p.stderr.read())
-        return counts(line)
+        return line_counts(line)
 
     def finish(self, p):
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 0, err)
-        return counts(out.splitlines()[-1])
+        return line_counts(out.splitlines()[-1])
 
     def kill9_and_restart(self, down_s=0.0):
         self.d.proc.kill()
@@ -127,7 +105,7 @@ class Credit(unittest.TestCase):
         for p in ps:  # one that starts when the tenant is full is refused its context
             line = p.stdout.readline()
             if line.startswith("fakeapp: holding"):
-                got.append(counts(line))
+                got.append(line_counts(line))
             else:
                 p.wait(30)
                 self.assertIn("context memory failed: status 0x51", p.stderr.read())
