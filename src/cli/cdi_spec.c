@@ -41,7 +41,10 @@ static json_t *node(const char *path)
 }
 
 /* The edits every kairos device brings: shim, preload file, shim settings, socket,
- * control nodes. No environment: the shim's settings are the node's. */
+ * control nodes. No environment: the shim's settings are the node's. Everything is
+ * mounted read-only, the socket's directory too: a container connects to the socket
+ * (write permission on the socket file, which a read-only mount does not remove) but
+ * cannot create, replace or remove files beside it. */
 static json_t *common_edits(const struct cdi_params *p)
 {
     char dir[4096];
@@ -54,7 +57,7 @@ static json_t *common_edits(const struct cdi_params *p)
                      bind_mount(p->shim, CDI_SHIM_IN_CONTAINER, "ro"),
                      bind_mount(p->preload_file, CDI_PRELOAD_IN_CONTAINER, "ro"),
                      bind_mount(p->shim_conf, CDI_SHIM_CONF_IN_CONTAINER, "ro"),
-                     bind_mount(dir, dir, "rw"));
+                     bind_mount(dir, dir, "ro")); /* connect(2) needs no writable mount */
 }
 
 static bool has_gpu(const struct kairos_ps_reply *r, unsigned g)

@@ -87,6 +87,29 @@ static int parse_path(struct ydoc *p, const yaml_node_t *n, const char *what, ch
     return 0;
 }
 
+/* unprivileged_cgroups: [/kubepods.slice, ...]: cgroup v2 path patterns. */
+static int parse_unprivileged(struct ydoc *p, const yaml_node_t *n, struct config *c)
+{
+    if (want(p, n, YAML_SEQUENCE_NODE, "unprivileged_cgroups as a list of cgroup patterns, "
+             "e.g. [/kubepods.slice, /kubepods]"))
+        return -EINVAL;
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        yaml_node_t *item = yaml_document_get_node(p->doc, *it);
+        if (c->n_unprivileged_cgroups >= CONFIG_MAX_UNPRIVILEGED_CGROUPS)
+            return ydoc_fail(p, item, "at most %d unprivileged_cgroups",
+                             CONFIG_MAX_UNPRIVILEGED_CGROUPS);
+        if (item->type != YAML_SCALAR_NODE || scalar(item)[0] != '/' ||
+            strlen(scalar(item)) >= KAIROS_CGROUP_MAX)
+            return ydoc_fail(p, item, "expected a cgroup path pattern beginning with '/' "
+                             "(at most %d characters), e.g. /kubepods.slice",
+                             KAIROS_CGROUP_MAX - 1);
+        snprintf(c->unprivileged_cgroups[c->n_unprivileged_cgroups++], KAIROS_CGROUP_MAX, "%s",
+                 scalar(item));
+    }
+    return 0;
+}
+
 static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (want(p, n, YAML_SEQUENCE_NODE, "admins as a list of uids or user names"))
@@ -528,6 +551,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = parse_path(p, v, "state", c->state, sizeof c->state);
         else if (!strcmp(key, "admins"))
             rc = parse_admins(p, v, c);
+        else if (!strcmp(key, "unprivileged_cgroups"))
+            rc = parse_unprivileged(p, v, c);
         else if (!strcmp(key, "audit"))
             rc = parse_audit(p, v, c);
         else if (!strcmp(key, "tenants")) {
@@ -564,7 +589,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             c->register_timeout_ms = (unsigned)ul;
         } else
             rc = ydoc_fail(p, k,
-                      "unknown setting '%s' (expected socket, state, admins, audit, gpus, "
+                      "unknown setting '%s' (expected socket, state, admins, "
+                      "unprivileged_cgroups, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
                       "register_timeout_ms, metrics, time_mode, latency_yield_us or tenants)",
                       key);
@@ -611,6 +637,7 @@ void config_free(struct config *c)
     c->tenants = NULL;
     c->admins = NULL;
     c->n_tenants = c->n_admins = 0;
+    c->n_unprivileged_cgroups = 0;
 }
 
 int config_parse(const char *name, const char *text, size_t len, struct config *c, char *err,
@@ -708,14 +735,15 @@ int config_shares(const struct config *c, struct policy_shares *out)
     return 0;
 }
 
-bool config_is_admin(const struct config *c, uid_t uid)
+bool config_is_admin(const struct config *c, uid_t uid, const char *cgroup)
 {
-    if (uid == 0)
-        return true;
-    for (size_t i = 0; i < c->n_admins; i++)
-        if (c->admins[i] == uid)
-            return true;
-    return false;
+    bool listed = uid == 0;
+    for (size_t i = 0; !listed && i < c->n_admins; i++)
+        listed = c->admins[i] == uid;
+    if (!listed || !c->n_unprivileged_cgroups)
+        return listed;
+    return members_admin_cgroup(c->unprivileged_cgroups, c->n_unprivileged_cgroups, cgroup,
+                                members_self_cgroup());
 }
 
 int config_reload_check(const struct config *cur, const struct config *next, char *err,

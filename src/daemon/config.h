@@ -27,6 +27,7 @@ struct yaml_node_s;
 
 #define CONFIG_DEFAULT_STATE "/var/lib/kairos/state.json"
 #define CONFIG_SOCKET_MAX 108 /* sun_path */
+#define CONFIG_MAX_UNPRIVILEGED_CGROUPS 8
 
 struct config_quota {
     int index;                   /* GPU index, or -1 when given by uuid */
@@ -67,6 +68,11 @@ struct config {
     char state[PATH_MAX];
     uid_t *admins;
     size_t n_admins;
+    /* unprivileged_cgroups: processes whose cgroup (or an ancestor) matches one of these
+     * patterns are never administrators, root included (pods, containers), except in
+     * kairosd's own cgroup (members_admin_cgroup) */
+    char unprivileged_cgroups[CONFIG_MAX_UNPRIVILEGED_CGROUPS][KAIROS_CGROUP_MAX];
+    size_t n_unprivileged_cgroups;
     unsigned audit_interval_ms;  /* 0: no audit */
     bool audit_kill;             /* action: kill (else report) */
     struct config_exempt *audit_exempt; /* NULL: the built-in list (audit.h) */
@@ -115,7 +121,10 @@ struct policy_shares;
  * those of one GPU add up to at most 100 %. 0 or -ENOMEM. */
 int config_shares(const struct config *c, struct policy_shares *out);
 
-bool config_is_admin(const struct config *c, uid_t uid);
+/* Whether a peer of this uid in this cgroup (its v2 path, "" when unknown) is an
+ * administrator: root or one of admins:, unless unprivileged_cgroups holds its cgroup
+ * (an unknown cgroup counts as held when the list is not empty). */
+bool config_is_admin(const struct config *c, uid_t uid, const char *cgroup);
 
 /* Whether next may replace cur at a reload (SIGHUP): a configuration that declares
  * no tenants while cur declares some is refused, as a file emptied or cut by

@@ -63,10 +63,11 @@ unsigned conn_limits_of(const struct conn_limits *cl, uid_t uid)
 }
 
 int conn_limits_admit(const struct conn_limits *cl, const struct config *cfg, uid_t uid,
+                      const char *cgroup,
                       char *msg, size_t msg_len)
 {
     unsigned max = conn_limits_max(cl, cfg);
-    if (config_is_admin(cfg, uid)) {
+    if (config_is_admin(cfg, uid, cgroup)) {
         if (cl->total < max)
             return 0;
         snprintf(msg, msg_len, "kairosd has too many connections (%u, all of them, the "

@@ -45,10 +45,11 @@ void conn_limits_fini(struct conn_limits *cl);
  * descriptor limit says so. */
 unsigned conn_limits_max(const struct conn_limits *cl, const struct config *cfg);
 
-/* Whether a new connection from uid may be taken: 0, or -EBUSY with msg saying
- * which limit and what to do (for the refused client and the log). */
+/* Whether a new connection from uid in cgroup (config_is_admin) may be taken: 0, or
+ * -EBUSY with msg saying which limit and what to do (for the refused client and the
+ * log). */
 int conn_limits_admit(const struct conn_limits *cl, const struct config *cfg, uid_t uid,
-                      char *msg, size_t msg_len);
+                      const char *cgroup, char *msg, size_t msg_len);
 /* Counts a connection taken (0, -ENOMEM) and one closed. */
 int conn_limits_add(struct conn_limits *cl, uid_t uid);
 void conn_limits_remove(struct conn_limits *cl, uid_t uid);

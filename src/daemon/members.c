@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,12 +162,12 @@ static void read_groups(struct member_peer *p, const char *proc)
     fclose(f);
 }
 
-/* The cgroup v2 path ("0::/path") of <proc>/<pid>/cgroup into p->cgroup. */
-static void read_cgroup(struct member_peer *p, const char *proc)
+/* The cgroup v2 path ("0::/path") of <proc>/<pid>/cgroup into out. */
+static void read_cgroup_of(const char *file, char *out, size_t cap)
 {
-    char path[64], line[MEMBERS_CGROUP_PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/%u/cgroup", proc, p->pid);
-    FILE *f = fopen(path, "re");
+    char line[MEMBERS_CGROUP_PATH_MAX + 16];
+    out[0] = 0;
+    FILE *f = fopen(file, "re");
     if (!f)
         return;
     while (fgets(line, sizeof line, f)) {
@@ -174,12 +175,59 @@ static void read_cgroup(struct member_peer *p, const char *proc)
             continue;
         line[strcspn(line, "\n")] = 0;
         size_t n = strlen(line + 3);
-        if (n >= sizeof p->cgroup)
+        if (n >= cap)
             break; /* too long to match anything: unknown */
-        memcpy(p->cgroup, line + 3, n + 1);
+        memcpy(out, line + 3, n + 1);
         break;
     }
     fclose(f);
+}
+
+void members_read_cgroup(uint32_t pid, const char *proc_root, char *out, size_t cap)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%u/cgroup", proc_root ? proc_root : "/proc", pid);
+    read_cgroup_of(path, out, cap);
+}
+
+const char *members_self_cgroup(void)
+{
+    static char self[MEMBERS_CGROUP_PATH_MAX];
+    static bool read;
+    if (!read) /* the loop thread only; kairosd does not move */
+        read_cgroup_of("/proc/self/cgroup", self, sizeof self);
+    read = true;
+    return self;
+}
+
+/* Whether cgroup is base or below it. */
+static bool under(const char *cgroup, const char *base)
+{
+    size_t n = strlen(base);
+    if (!n || strncmp(cgroup, base, n))
+        return false;
+    return cgroup[n] == 0 || cgroup[n] == '/';
+}
+
+static bool matches_any(const char (*patterns)[KAIROS_CGROUP_MAX], size_t n, const char *cgroup)
+{
+    for (size_t i = 0; i < n; i++)
+        if (members_cgroup_match(patterns[i], cgroup))
+            return true;
+    return false;
+}
+
+bool members_admin_cgroup(const char (*unprivileged)[KAIROS_CGROUP_MAX], size_t n,
+                          const char *cgroup, const char *self)
+{
+    if (!n)
+        return true;
+    if (!cgroup[0])
+        return false; /* unknown: not trusted */
+    if (!matches_any(unprivileged, n, cgroup))
+        return true;
+    /* kairosd in a pod itself: its own container (kubectl exec) administers it */
+    return self && self[0] && matches_any(unprivileged, n, self) && under(cgroup, self);
 }
 
 void members_peer_read(struct member_peer *p, const char *proc_root)
@@ -188,7 +236,7 @@ void members_peer_read(struct member_peer *p, const char *proc_root)
     p->n_groups = 0;
     p->cgroup[0] = 0;
     read_groups(p, proc);
-    read_cgroup(p, proc);
+    members_read_cgroup(p->pid, proc, p->cgroup, sizeof p->cgroup);
 }
 
 bool members_cgroup_match(const char *pattern, const char *cgroup)

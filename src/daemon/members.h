@@ -117,6 +117,18 @@ const char *members_may_join(const struct admissions *a, const struct member_rul
  * whatever it asks for and whoever it runs as (root in a container too). */
 size_t members_cgroup_rank(const struct member_rules *r, const char *cgroup);
 
+/* The cgroup v2 path of <proc>/<pid> (proc_root NULL: /proc) into out ("" when it
+ * cannot be read or does not fit). */
+void members_read_cgroup(uint32_t pid, const char *proc_root, char *out, size_t cap);
+/* kairosd's own cgroup (read once; "" when unknown). */
+const char *members_self_cgroup(void);
+/* Whether a root or admins: peer in cgroup ("" unknown) stays an administrator under
+ * unprivileged_cgroups patterns (n of them): yes when its cgroup matches none of them
+ * or is self (kairosd's own cgroup, e.g. kubectl exec into kairosd's container) or
+ * below it; an unknown cgroup is not trusted. */
+bool members_admin_cgroup(const char (*unprivileged)[KAIROS_CGROUP_MAX], size_t n,
+                          const char *cgroup, const char *self);
+
 /* One cgroup pattern against a cgroup path and its ancestors. */
 bool members_cgroup_match(const char *pattern, const char *cgroup);
 

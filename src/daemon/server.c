@@ -43,6 +43,7 @@ struct conn {
     int fd, pidfd;
     struct loop_watch *w, *pw;
     uint32_t pid, uid, gid;
+    char cgroup[MEMBERS_CGROUP_PATH_MAX]; /* when it connected: who administers (config.h) */
     struct ledger_member *member;
     bool registered;          /* a member, or an administrator's request was taken */
     uint64_t reattached_ms;   /* when its HELLO said REATTACH (0: it did not) */
@@ -533,7 +534,7 @@ static bool on_hello(struct conn *c, const struct proto_request *r)
                  c->member->tenant->name);
         return send_error(c, r->seq, KAIROS_ERR_INVALID, msg);
     }
-    struct peer_cred peer = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    struct peer_cred peer = {.pid = c->pid, .uid = c->uid, .gid = c->gid, .cgroup = c->cgroup};
     uint32_t code = 0;
     struct ledger_tenant *t = membership_hello(&s->membership, &peer, h->tenant, &code, msg,
                                                sizeof msg);
@@ -990,7 +991,7 @@ static bool on_ipc(struct conn *c, const struct proto_request *r)
 
 static bool admin_only(struct conn *c, const struct proto_request *r)
 {
-    if (config_is_admin(c->srv->cfg, c->uid))
+    if (config_is_admin(c->srv->cfg, c->uid, c->cgroup))
         return true;
     char msg[KAIROS_MSG_MAX];
     msgf(msg, sizeof msg, "permission denied: only root or an administrator listed under "
@@ -1041,7 +1042,7 @@ static bool on_membership(struct conn *c, const struct proto_request *r)
 {
     if (r->type == KAIROS_MSG_TENANT_MEMBERS && !admin_only(c, r))
         return true;
-    struct peer_cred p = {.pid = c->pid, .uid = c->uid, .gid = c->gid};
+    struct peer_cred p = {.pid = c->pid, .uid = c->uid, .gid = c->gid, .cgroup = c->cgroup};
     char msg[KAIROS_MSG_MAX];
     int code = r->type == KAIROS_MSG_TENANT_MEMBERS
                    ? membership_set_rules(&c->srv->membership, &p, &r->body.tenant_members, msg,
@@ -1098,7 +1099,7 @@ static bool ps_pump(struct conn *c)
 {
     struct server *s = c->srv;
     const struct ledger *l = &s->ts->ledger;
-    bool admin = config_is_admin(s->cfg, c->uid);
+    bool admin = config_is_admin(s->cfg, c->uid, c->cgroup);
     while (c->ps_active && !c->out_n) {
         size_t i = tenant_from(l, c->ps_next_id);
         struct kairos_ps_reply p = {.n_gpus = l->n_gpus};
@@ -1172,7 +1173,7 @@ static bool handle(struct conn *c, const unsigned char *buf, size_t len)
         return on_ipc(c, &r);
     case KAIROS_MSG_TENANT_SET:
     case KAIROS_MSG_TENANT_DEL:
-        c->registered |= config_is_admin(c->srv->cfg, c->uid);
+        c->registered |= config_is_admin(c->srv->cfg, c->uid, c->cgroup);
         return r.type == KAIROS_MSG_TENANT_SET ? on_tenant_set(c, &r) : on_tenant_del(c, &r);
     case KAIROS_MSG_PS:
         return on_ps(c, &r);
@@ -1296,8 +1297,9 @@ static void on_accept(void *ctx, int fd, uint32_t events)
             close(cfd);
             continue;
         }
-        char why[KAIROS_MSG_MAX];
-        if (conn_limits_admit(&s->limits, s->cfg, cred.uid, why, sizeof why)) {
+        char why[KAIROS_MSG_MAX], cgroup[MEMBERS_CGROUP_PATH_MAX];
+        members_read_cgroup((uint32_t)cred.pid, NULL, cgroup, sizeof cgroup);
+        if (conn_limits_admit(&s->limits, s->cfg, cred.uid, cgroup, why, sizeof why)) {
             refuse(s, cfd, &cred, why);
             continue;
         }
@@ -1315,6 +1317,7 @@ static void on_accept(void *ctx, int fd, uint32_t events)
         c->pid = (uint32_t)cred.pid;
         c->uid = cred.uid;
         c->gid = cred.gid;
+        memcpy(c->cgroup, cgroup, sizeof c->cgroup);
         c->last_active_ms = now_ms();
         c->events = EPOLLIN | EPOLLRDHUP;
         c->w = loop_add(s->loop, cfd, c->events, on_conn, c);

@@ -90,7 +90,10 @@ class Cdi(unittest.TestCase):
         for m in mounts.values():
             self.assertIn("bind", m["options"])
         self.assertIn("ro", mounts[shim_in]["options"])
-        self.assertIn("rw", mounts[sock_dir]["options"])
+        # read-only: a container connects (test_connect_through_a_read_only_mount)
+        # but cannot put a socket of its own in kairosd's place
+        self.assertIn("ro", mounts[sock_dir]["options"])
+        self.assertNotIn("rw", mounts[sock_dir]["options"])
         conf = mounts["/etc/kairos/shim.conf"]
         self.assertEqual(conf["hostPath"], os.path.join(os.path.dirname(preload), "shim.conf"))
         self.assertIn("ro", conf["options"])
@@ -102,6 +105,24 @@ class Cdi(unittest.TestCase):
         with open(preload) as f:
             self.assertEqual(f.read(), shim_in + "\n")
         self.assertEqual(oct(os.stat(preload).st_mode & 0o777), "0o644")
+
+    def test_connect_through_a_read_only_mount(self):
+        # what the spec's read-only mount of the socket's directory gives a container:
+        # kairosd answers, and nothing can be created there (a mount namespace of its own)
+        sock_dir = os.path.dirname(self.d.socket)
+        ro = os.path.join(self.d.dir, "ro")
+        os.makedirs(ro, exist_ok=True)
+        sock = os.path.join(ro, os.path.basename(self.d.socket))
+        script = (f"mount --bind {sock_dir} {ro} && mount -o remount,bind,ro {ro} || exit 77; "
+                  f"touch {ro}/x 2>/dev/null && exit 3; "
+                  f"exec {sys.executable} -c 'import socket; "
+                  f"s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); "
+                  f"s.connect(\"{sock}\"); print(\"connected\")'")
+        r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                           text=True, timeout=30)
+        if r.returncode == 77 or "unshare failed" in r.stderr:
+            self.skipTest("no mount namespace here (needs root): " + r.stderr.strip())
+        self.assertEqual((r.returncode, r.stdout), (0, "connected\n"), r.stderr)
 
     def test_one_tenant_on_stdout(self):
         _, preload = self.paths("bob")

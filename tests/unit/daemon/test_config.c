@@ -37,9 +37,10 @@ static void test_good(void **state)
     assert_string_equal(c.socket, "/tmp/k/kairosd.sock");
     assert_string_equal(c.state, "/tmp/k/state.json");
     assert_int_equal(c.n_admins, 3);
-    assert_true(config_is_admin(&c, 1234));
-    assert_true(config_is_admin(&c, 0));
-    assert_false(config_is_admin(&c, 999));
+    assert_true(config_is_admin(&c, 1234, ""));
+    assert_true(config_is_admin(&c, 0, ""));
+    assert_false(config_is_admin(&c, 999, ""));
+    assert_int_equal(c.n_unprivileged_cgroups, 0);
     assert_int_equal(c.audit_interval_ms, 500);
     assert_true(c.audit_kill);
     assert_int_equal(c.gpus, 2);
@@ -60,6 +61,16 @@ static void test_good(void **state)
     assert_int_equal(c.audit_interval_ms, 1000);
     assert_int_equal(c.time_mode, SCHED_MODE_AUTO); /* do no harm */
     assert_int_equal(c.latency_yield_us, SCHED_YIELD_US);
+    config_free(&c);
+    static const char pods[] = "admins: []\nunprivileged_cgroups: [/kubepods.slice, /kubepods]\n";
+    assert_int_equal(config_parse("p.yaml", pods, sizeof pods - 1, &c, err, sizeof err), 0);
+    assert_int_equal(c.n_unprivileged_cgroups, 2);
+    assert_string_equal(c.unprivileged_cgroups[1], "/kubepods");
+    /* root in a pod (uid 0 on the node) is not an administrator; root on the node is */
+    assert_false(config_is_admin(&c, 0, "/kubepods.slice/kubepods-pod1.slice/cri-x.scope"));
+    assert_false(config_is_admin(&c, 0, "/kubepods/besteffort/pod1/x"));
+    assert_false(config_is_admin(&c, 0, "")); /* unknown: not trusted */
+    assert_true(config_is_admin(&c, 0, "/user.slice/user-0.slice/session-3.scope"));
     config_free(&c);
     static const char ts[] = "time_mode: timeslices\nlatency_yield_us: 0\n";
     assert_int_equal(config_parse("t.yaml", ts, sizeof ts - 1, &c, err, sizeof err), 0);
@@ -88,6 +99,8 @@ static void test_bad(void **state)
     bad("gpus: 99\n", "bad.yaml:1:7:", "0 to 16");
     bad("gpus: -1\n", "bad.yaml:1:7:", "whole number");
     bad("admins: root\n", "bad.yaml:1:9:", "list of uids");
+    bad("unprivileged_cgroups: /kubepods\n", "bad.yaml:1:23:", "list of cgroup patterns");
+    bad("unprivileged_cgroups: [kubepods]\n", "bad.yaml:1:24:", "beginning with '/'");
     bad("admins: [nosuchuser-kairos]\n", "bad.yaml:1:10:", "neither a uid nor a known user");
     bad("audit: { interval_ms: 5 }\n", "bad.yaml:1:23:", "at least 100");
     bad("audit: { kill: maybe }\n", "bad.yaml:1:16:", "true or false");

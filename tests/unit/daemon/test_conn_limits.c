@@ -47,7 +47,7 @@ static int teardown(void **state)
 static void admit_n(uid_t uid, int n)
 {
     for (int i = 0; i < n; i++) {
-        assert_int_equal(conn_limits_admit(&cl, &c, uid, msg, sizeof msg), 0);
+        assert_int_equal(conn_limits_admit(&cl, &c, uid, "", msg, sizeof msg), 0);
         assert_int_equal(conn_limits_add(&cl, uid), 0);
     }
 }
@@ -57,20 +57,20 @@ static void test_per_user_and_reserve(void **state)
     (void)state;
     assert_string_equal(warn, "");
     admit_n(1000, 3);
-    assert_int_equal(conn_limits_admit(&cl, &c, 1000, msg, sizeof msg), -EBUSY);
+    assert_int_equal(conn_limits_admit(&cl, &c, 1000, "", msg, sizeof msg), -EBUSY);
     assert_non_null(strstr(msg, "uid 1000 already holds 3 connections"));
     assert_non_null(strstr(msg, "max_connections_per_user"));
     /* another user still gets in, up to the reserve */
     admit_n(1001, 3);
     conn_limits_add(&cl, 1002);
     conn_limits_add(&cl, 1002); /* 8 of 10: the last 2 are the administrators' */
-    assert_int_equal(conn_limits_admit(&cl, &c, 1003, msg, sizeof msg), -EBUSY);
+    assert_int_equal(conn_limits_admit(&cl, &c, 1003, "", msg, sizeof msg), -EBUSY);
     assert_non_null(strstr(msg, "the last 2 are kept for administrators"));
-    assert_int_equal(conn_limits_admit(&cl, &c, 0, msg, sizeof msg), 0);
+    assert_int_equal(conn_limits_admit(&cl, &c, 0, "", msg, sizeof msg), 0);
     conn_limits_add(&cl, 0);
-    assert_int_equal(conn_limits_admit(&cl, &c, 500, msg, sizeof msg), 0); /* admins: */
+    assert_int_equal(conn_limits_admit(&cl, &c, 500, "", msg, sizeof msg), 0); /* admins: */
     conn_limits_add(&cl, 500);
-    assert_int_equal(conn_limits_admit(&cl, &c, 0, msg, sizeof msg), -EBUSY); /* 10 of 10 */
+    assert_int_equal(conn_limits_admit(&cl, &c, 0, "", msg, sizeof msg), -EBUSY); /* 10 of 10 */
     assert_non_null(strstr(msg, "too many connections (10"));
     /* closing gives room back, to that user */
     conn_limits_remove(&cl, 1000);
@@ -78,7 +78,7 @@ static void test_per_user_and_reserve(void **state)
     conn_limits_remove(&cl, 0);
     conn_limits_remove(&cl, 500);
     conn_limits_remove(&cl, 1002);
-    assert_int_equal(conn_limits_admit(&cl, &c, 1000, msg, sizeof msg), 0);
+    assert_int_equal(conn_limits_admit(&cl, &c, 1000, "", msg, sizeof msg), 0);
     assert_int_equal(conn_limits_of(&cl, 1002), 1);
 }
 
@@ -86,7 +86,7 @@ static void test_admins_not_limited_per_uid(void **state)
 {
     (void)state;
     admit_n(500, 10);
-    assert_int_equal(conn_limits_admit(&cl, &c, 500, msg, sizeof msg), -EBUSY);
+    assert_int_equal(conn_limits_admit(&cl, &c, 500, "", msg, sizeof msg), -EBUSY);
 }
 
 static void test_descriptor_limit(void **state)

@@ -74,6 +74,32 @@ static void test_cgroup_patterns(void **state)
     assert_false(members_cgroup_match("relative", "/relative"));
 }
 
+/* Root in a pod is uid 0 on the node (no user namespace): under unprivileged_cgroups
+ * it is not an administrator, whatever its uid; kairosd's own container is. */
+static void test_pods_are_not_administrators(void **state)
+{
+    (void)state;
+    const char pods[2][KAIROS_CGROUP_MAX] = {"/kubepods.slice", "/kubepods"};
+    const char *systemd_pod = "/kubepods.slice/kubepods-besteffort.slice/"
+                              "kubepods-besteffort-pod0d4f_1.slice/cri-containerd-ab.scope";
+    const char *cgroupfs_pod = "/kubepods/burstable/pod0d4f-1/ab";
+    const char *self = "/kubepods.slice/kubepods-pod9_9.slice/cri-containerd-kd.scope";
+    assert_false(members_admin_cgroup(pods, 2, systemd_pod, "/system.slice/kairosd.service"));
+    assert_false(members_admin_cgroup(pods, 2, cgroupfs_pod, self));
+    assert_false(members_admin_cgroup(pods, 2, systemd_pod, self));
+    assert_false(members_admin_cgroup(pods, 2, "", "/")); /* unknown: not trusted */
+    /* the node's own shells and units, and kubectl exec into kairosd's container */
+    assert_true(members_admin_cgroup(pods, 2, "/user.slice/user-0.slice/session-1.scope", self));
+    assert_true(members_admin_cgroup(pods, 2, self, self));
+    /* kairosd in the node's root cgroup: no pod is "below" it */
+    assert_false(members_admin_cgroup(pods, 2, systemd_pod, "/"));
+    /* a sibling whose name extends kairosd's is not kairosd's */
+    assert_false(members_admin_cgroup(pods, 2, "/kubepods.slice/kubepods-pod9_9.slice/"
+                                      "cri-containerd-kd.scope-evil", self));
+    /* without the setting, nothing changes */
+    assert_true(members_admin_cgroup(pods, 0, systemd_pod, "/"));
+}
+
 static void test_rules(void **state)
 {
     (void)state;
@@ -150,6 +176,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cgroup_patterns),
+        cmocka_unit_test(test_pods_are_not_administrators),
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_admissions_follow_the_parent_chain),
         cmocka_unit_test(test_the_refusal_names_the_rule),
