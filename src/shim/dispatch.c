@@ -36,6 +36,7 @@
 #include "shim/driver_check.h"
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
+#include "shim/inflight.h"
 #include "shim/inherit.h"
 #include "shim/ipc.h"
 #include "shim/memguard.h"
@@ -625,6 +626,7 @@ struct call_frame {
     size_t params_len;
     bool has_params;
     uint8_t *params_rw;       /* the application's parameters, when safe to rewrite */
+    int slot;                 /* its handle's entry in the calls in flight (inflight.h) */
 };
 
 /* Before the call, when tracing or guarding: which call an XFER wraps. */
@@ -780,6 +782,66 @@ static void note_export(const struct shim_real *r, const struct call_frame *f)
     state_unlock();
 }
 
+/* ---- handles in the driver (inflight.h) -------------------------------------------- */
+
+/* The handle a call frees or allocates: the client it lives in (a client's own
+ * handle for a client) and the handle. */
+static enum inflight_kind handle_use(const struct rm_op *op, uint32_t *client, uint32_t *handle)
+{
+    switch (op->kind) {
+    case RM_OP_FREE:
+    case RM_OP_VIDHEAP_FREE:
+        *client = op->h_client;
+        *handle = op->h_object;
+        return INFLIGHT_FREE;
+    case RM_OP_ALLOC:
+    case RM_OP_ALLOC_MEMORY:
+    case RM_OP_VIDHEAP_ALLOC:
+    case RM_OP_DUP: {
+        bool root = op->kind == RM_OP_ALLOC && rm_class_kind(op->h_class) == RM_KIND_CLIENT;
+        *client = root ? op->h_object : op->h_client;
+        *handle = op->h_object;
+        return INFLIGHT_ALLOC;
+    }
+    default:
+        return INFLIGHT_NONE;
+    }
+}
+
+/* Before the driver sees the call (its argument the shim's own copy): registers
+ * the handle it frees or names, after any call of another thread on that handle
+ * was recorded. Its slot, or -1. */
+static int register_handle(const struct call_frame *f)
+{
+    struct rm_call call = {.node = f->fi->node, .fd = f->fd, .request = f->in_req,
+                           .xfer = f->xfer, .arg = f->in_arg, .arg_len = f->in_len};
+    struct rm_op op;
+    uint32_t client = 0, handle = 0;
+    rm_decode(&call, &op);
+    enum inflight_kind kind = handle_use(&op, &client, &handle);
+    if (kind == INFLIGHT_NONE || handle == 0) /* 0: RM chooses the handle */
+        return -1;
+    int slot = -1;
+    state_lock();
+    while (inflight_begin_locked(kind, client, handle, &slot) == -EBUSY)
+        state_wait();
+    state_unlock();
+    return slot;
+}
+
+/* Under the state lock: the call in f->slot is recorded. A free that an allocation
+ * of its handle superseded destroys nothing (inflight.h). True: wake the waiters. */
+static bool apply_locked(struct objtree *t, const struct call_frame *f, uint64_t map_file,
+                         const struct rm_op *op, struct objtree_effect *eff)
+{
+    uint32_t client = 0, handle = 0;
+    if (t && !inflight_superseded_locked(f->slot))
+        (void)objtree_apply(t, f->fi->file_id, map_file, op, eff);
+    if (op->ok && handle_use(op, &client, &handle) == INFLIGHT_ALLOC)
+        inflight_allocated_locked(client, handle, f->slot);
+    return inflight_end_locked(f->slot);
+}
+
 /* Decodes the call (into op) and applies it to the object tree; returns what it did. */
 static void apply_call(const struct shim_real *r, struct call_frame *f, struct rm_op *out,
                        struct objtree_effect *eff)
@@ -804,9 +866,10 @@ static void apply_call(const struct shim_real *r, struct call_frame *f, struct r
     uint64_t map_file = map_file_of(r, &op);
     memset(eff, 0, sizeof *eff);
     struct objtree *t = state_lock();
-    if (t)
-        (void)objtree_apply(t, f->fi->file_id, map_file, &op, eff);
+    bool wake = apply_locked(t, f, map_file, &op, eff);
     state_unlock();
+    if (wake)
+        state_wake();
     if (op.kind == RM_OP_ALLOC && op.ok && timectl_active())
         timectl_after_alloc(op.h_client, op.h_object, op.h_class);
 }
@@ -854,7 +917,7 @@ static void check_handshake(struct call_frame *f, struct shadow_call *sh, int *s
 static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
                         unsigned long request, void *arg)
 {
-    struct call_frame f = {.fi = fi, .fd = fd, .req = (uint32_t)request};
+    struct call_frame f = {.fi = fi, .fd = fd, .req = (uint32_t)request, .slot = -1};
     timectl_set_real(r); /* time controls go through the same table, untraced */
     f.xfer = is_xfer(fi->node, f.req);
     f.in_req = f.req;
@@ -896,6 +959,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     } else if (fi->node == RM_NODE_UVM && uvm_managed_wants(request)) {
         f.ret = uvm_managed_ioctl(r, fd, request, arg); /* semaphore pools: uvm_managed.h */
     } else {
+        if (sh.active && f.in_arg)
+            f.slot = register_handle(&f);
         f.ret = r->ioctl(fd, request, call_arg);
     }
     int saved = errno;
