@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,11 @@
 #include "shim/driver_check.h"
 #include "shim/fdtable.h"
 #include "shim/gpumap.h"
+#include "shim/inflight.h"
 #include "shim/inherit.h"
 #include "shim/ipc.h"
 #include "shim/memguard.h"
+#include "shim/reentry.h"
 #include "shim/shadow.h"
 #include "shim/state.h"
 #include "shim/timectl.h"
@@ -94,29 +97,51 @@ static enum fdt_class classify(const struct shim_real *r, int fd, struct fdt_inf
     return classify_slow(r, fd, info);
 }
 
+/* The number a /proc/self/fd entry names, or -1. */
+static long fd_name(const char *name)
+{
+    long n = 0;
+    if (name[0] < '0' || name[0] > '9')
+        return -1;
+    for (const char *p = name; *p; p++) {
+        if (*p < '0' || *p > '9' || n > INT_MAX / 10)
+            return -1;
+        n = n * 10 + (*p - '0');
+    }
+    return n;
+}
+
 /* Another descriptor of this process on fd's open file that the shim does not
  * track (made by a raw dup, or received unseen), or -1. Descriptors in
  * [skip_lo, skip_hi] are about to close too. Scans /proc/self/fd with kcmp:
  * only when fd is its file's last known descriptor, so the driver's memory is
- * not released from the ledger while the file lives on. */
+ * not released from the ledger while the file lives on. Async-signal-safe (raw
+ * getdents64 into a buffer on the stack: no opendir, no allocation): it runs in
+ * the close of a signal handler too. */
 static int untracked_twin(int fd, int skip_lo, int skip_hi)
 {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
+    int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
         return -1;
-    int twin = -1, self = dirfd(d);
+    int twin = -1;
     pid_t pid = getpid();
-    for (struct dirent *e = readdir(d); e && twin < 0; e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        long n = strtol(e->d_name, NULL, 10);
-        if (n == fd || n == self || n > INT_MAX || (n >= skip_lo && n <= skip_hi) ||
-            fdtable_get((int)n, NULL) == FDT_NVIDIA)
-            continue;
-        if (syscall(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, fd, (int)n) == 0)
-            twin = (int)n;
+    _Alignas(8) char buf[2048];
+    for (long got; twin < 0 && (got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+        for (long off = 0; off < got && twin < 0;) {
+            const char *ent = buf + off;
+            unsigned short reclen;
+            memcpy(&reclen, ent + 16, sizeof reclen); /* struct linux_dirent64 */
+            off += reclen ? reclen : got;
+            long n = fd_name(ent + 19);
+            if (n < 0 || n == fd || n == dir || (n >= skip_lo && n <= skip_hi) ||
+                fdtable_get((int)n, NULL) == FDT_NVIDIA)
+                continue;
+            if (syscall(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, fd, (int)n) == 0)
+                twin = (int)n;
+        }
     }
-    closedir(d);
+    syscall(SYS_close, dir);
     return twin;
 }
 
@@ -152,24 +177,121 @@ static void released_unless_shared(const struct objtree_effect *eff, bool shared
         memguard_released(eff);
 }
 
+/* A detached NVIDIA descriptor (fdtable_detach) is gone: frees its file's clients
+ * in the tree when it was the file's last. keep: its memory stays charged (a twin
+ * the shim could not adopt may hold the file). */
+static void forget_detached(const struct fdt_info *was, bool keep)
+{
+    reentry_enter(); /* memguard's lock below, and ipc's: reentry.h */
+    bool last = false;
+    struct objtree_effect eff = {.vidmem_delta = 0};
+    struct objtree *t = state_lock();
+    bool shared = keep || fdtable_shared_locked(was->file_id);
+    fdtable_unref_locked(was->file_id, &last);
+    if (last && t)
+        objtree_close_file(t, was->file_id, &eff);
+    state_unlock();
+    released_unless_shared(&eff, shared);
+    if (last)
+        ipc_after_close(); /* imports dup'd on that file ended with it */
+    reentry_leave();
+}
+
 /* Forgets an NVIDIA descriptor (close, or replaced by dup2); frees its file's
  * clients in the tree when it was the file's last descriptor. */
 static bool forget_nvidia(int fd)
 {
     struct fdt_info was;
-    bool last = false, shared = false;
-    struct objtree_effect eff = {.vidmem_delta = 0};
-    struct objtree *t = state_lock();
-    if (fdtable_get(fd, &was) == FDT_NVIDIA)
-        shared = fdtable_shared_locked(was.file_id);
-    bool nv = fdtable_drop_locked(fd, &was, &last);
-    if (nv && last && t)
-        objtree_close_file(t, was.file_id, &eff);
-    state_unlock();
-    released_unless_shared(&eff, shared);
-    if (nv && last)
-        ipc_after_close(); /* imports dup'd on that file ended with it */
-    return nv;
+    if (!fdtable_detach(fd, &was))
+        return false;
+    forget_detached(&was, false);
+    return true;
+}
+
+/* ---- closes in a signal handler that interrupted the shim ---------------------------- */
+
+/* A close that finds this thread inside the shim (reentry.h: the interrupted code may
+ * hold the state lock, memguard's or the tracer's, or be inside malloc for the tree)
+ * does only async-signal-safe work: it detaches the descriptor (lock-free) and queues
+ * it here; the queue is drained, with the locks, when a call leaves the shim. A full
+ * queue keeps the file's reference: its memory stays charged until the process ends. */
+#define DEFERRED_MAX 64
+enum { SLOT_EMPTY, SLOT_WRITING, SLOT_READY };
+struct deferred_close {
+    _Atomic int state;
+    bool keep;
+    struct fdt_info was;
+};
+static struct deferred_close deferred[DEFERRED_MAX];
+static atomic_uint n_deferred;
+static atomic_bool deferred_trace_stop;
+/* A forked child that has not used the GPU since: it closes the same way (no lock,
+ * no allocation), since its parent's other threads may have held malloc's locks or
+ * an allocator's at the fork; most such children exec next. */
+static atomic_bool light_closes;
+
+void shim_fork_child_closes_lightly(void)
+{
+    atomic_store(&light_closes, true);
+}
+
+static void defer_close(const struct fdt_info *was, bool keep)
+{
+    for (int i = 0; i < DEFERRED_MAX; i++) {
+        int expect = SLOT_EMPTY;
+        if (!atomic_compare_exchange_strong(&deferred[i].state, &expect, SLOT_WRITING))
+            continue;
+        deferred[i].was = *was;
+        deferred[i].keep = keep;
+        atomic_store(&deferred[i].state, SLOT_READY);
+        atomic_fetch_add(&n_deferred, 1);
+        return;
+    }
+}
+
+/* fd is closing inside the shim's own work on this thread (a signal handler). */
+static void note_closing_reentered(int fd, int skip_lo, int skip_hi)
+{
+    if (tracer_owns_fd(fd))
+        atomic_store(&deferred_trace_stop, true);
+    if (agent_owns_fd(fd))
+        agent_forget(); /* one atomic store */
+    struct fdt_info was;
+    enum fdt_class cls = fdtable_get(fd, &was);
+    if (cls == FDT_OTHER)
+        fdtable_set_plain(fd, FDT_UNKNOWN);
+    if (cls != FDT_NVIDIA)
+        return;
+    bool twin = untracked_twin(fd, skip_lo, skip_hi) >= 0;
+    if (fdtable_detach(fd, &was)) {
+        defer_close(&was, twin);
+    }
+}
+
+/* Records the closes queued by signal handlers; nothing while this thread is still
+ * inside the shim. */
+static void drain_deferred(void)
+{
+    if (reentry_inside())
+        return;
+    if (atomic_load_explicit(&light_closes, memory_order_relaxed))
+        atomic_store(&light_closes, false); /* back to GPU work: allocating again */
+    if (atomic_exchange(&deferred_trace_stop, false))
+        tracer_stop();
+    if (atomic_load(&n_deferred) == 0)
+        return;
+    for (int i = 0; i < DEFERRED_MAX; i++) {
+        int expect = SLOT_READY;
+        if (!atomic_compare_exchange_strong(&deferred[i].state, &expect, SLOT_WRITING))
+            continue;
+        struct fdt_info was = deferred[i].was;
+        bool keep = deferred[i].keep;
+        atomic_store(&deferred[i].state, SLOT_EMPTY);
+        atomic_fetch_sub(&n_deferred, 1);
+        int saved = errno;
+        forget_detached(&was, keep);
+        errno = saved;
+    }
 }
 
 /* ---- open / close / dup ------------------------------------------------------------ */
@@ -244,6 +366,8 @@ int shim_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd, const 
     return fd;
 }
 
+static void note_closing_known(int fd, int skip_lo, int skip_hi);
+
 /* fd is about to be closed (by close, fclose, close_range over [skip_lo,
  * skip_hi], ...): forgets it. */
 static void note_closing_in(int fd, int skip_lo, int skip_hi)
@@ -251,6 +375,19 @@ static void note_closing_in(int fd, int skip_lo, int skip_hi)
     if ((fdtable_get(fd, NULL) == FDT_NVIDIA || tracer_owns_fd(fd) || agent_owns_fd(fd)) &&
         borrowed_vm_now())
         return; /* a vfork child closing its copy: the state is its parent's */
+    if (reentry_inside() || atomic_load_explicit(&light_closes, memory_order_relaxed)) {
+        note_closing_reentered(fd, skip_lo, skip_hi); /* a handler inside the shim, or */
+        return;                                       /* a fork child before its exec */
+    }
+    reentry_enter();
+    note_closing_known(fd, skip_lo, skip_hi);
+    reentry_leave();
+    drain_deferred();
+}
+
+/* note_closing_in outside any other work of the shim on this thread. */
+static void note_closing_known(int fd, int skip_lo, int skip_hi)
+{
     adopt_twin(fd, skip_lo, skip_hi);
     if (tracer_owns_fd(fd))
         tracer_stop(); /* the application took its descriptor back */
@@ -326,7 +463,13 @@ static bool open_refused(const struct shim_real *r, int dirfd, const char *path)
     if (!memguard_active() || !path ||
         fdtable_classify_path(dirfd, path, &ctl_minor) != RM_NODE_CTL || borrowed_vm_now())
         return false;
-    return driver_check_open(r) < 0 || memguard_first_gpu_use(r) < 0;
+    reentry_enter(); /* registration takes memguard's locks: reentry.h */
+    bool refused = driver_check_open(r) < 0 || memguard_first_gpu_use(r) < 0;
+    int saved = errno;
+    reentry_leave();
+    drain_deferred();
+    errno = saved;
+    return refused;
 }
 
 FILE *shim_fopen(const struct shim_real *r, bool is64, const char *path, const char *mode)
@@ -377,7 +520,9 @@ ssize_t shim_recvmsg(const struct shim_real *r, int fd, struct msghdr *msg, int 
             if (kept < KAIROS_INHERITED_MAX_FDS)
                 got[kept++] = one;
         }
+        reentry_enter(); /* the agent's lock, across its wait for kairosd: reentry.h */
         inherit_received(r, fd, got, kept); /* another process's NVIDIA files: tell kairosd */
+        reentry_leave();
     }
     errno = saved;
     return n;
@@ -415,7 +560,9 @@ int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigne
     if (fd >= 0) {
         int saved = errno;
         note_opened(fd, AT_FDCWD, NULL);
+        reentry_enter();
         inherit_taken(r, pidfd, fd);
+        reentry_leave();
         errno = saved;
     }
     return fd;
@@ -625,6 +772,7 @@ struct call_frame {
     size_t params_len;
     bool has_params;
     uint8_t *params_rw;       /* the application's parameters, when safe to rewrite */
+    int slot;                 /* its handle's entry in the calls in flight (inflight.h) */
 };
 
 /* Before the call, when tracing or guarding: which call an XFER wraps. */
@@ -780,6 +928,66 @@ static void note_export(const struct shim_real *r, const struct call_frame *f)
     state_unlock();
 }
 
+/* ---- handles in the driver (inflight.h) -------------------------------------------- */
+
+/* The handle a call frees or allocates: the client it lives in (a client's own
+ * handle for a client) and the handle. */
+static enum inflight_kind handle_use(const struct rm_op *op, uint32_t *client, uint32_t *handle)
+{
+    switch (op->kind) {
+    case RM_OP_FREE:
+    case RM_OP_VIDHEAP_FREE:
+        *client = op->h_client;
+        *handle = op->h_object;
+        return INFLIGHT_FREE;
+    case RM_OP_ALLOC:
+    case RM_OP_ALLOC_MEMORY:
+    case RM_OP_VIDHEAP_ALLOC:
+    case RM_OP_DUP: {
+        bool root = op->kind == RM_OP_ALLOC && rm_class_kind(op->h_class) == RM_KIND_CLIENT;
+        *client = root ? op->h_object : op->h_client;
+        *handle = op->h_object;
+        return INFLIGHT_ALLOC;
+    }
+    default:
+        return INFLIGHT_NONE;
+    }
+}
+
+/* Before the driver sees the call (its argument the shim's own copy): registers
+ * the handle it frees or names, after any call of another thread on that handle
+ * was recorded. Its slot, or -1. */
+static int register_handle(const struct call_frame *f)
+{
+    struct rm_call call = {.node = f->fi->node, .fd = f->fd, .request = f->in_req,
+                           .xfer = f->xfer, .arg = f->in_arg, .arg_len = f->in_len};
+    struct rm_op op;
+    uint32_t client = 0, handle = 0;
+    rm_decode(&call, &op);
+    enum inflight_kind kind = handle_use(&op, &client, &handle);
+    if (kind == INFLIGHT_NONE || handle == 0) /* 0: RM chooses the handle */
+        return -1;
+    int slot = -1;
+    state_lock();
+    while (inflight_begin_locked(kind, client, handle, &slot) == -EBUSY)
+        state_wait();
+    state_unlock();
+    return slot;
+}
+
+/* Under the state lock: the call in f->slot is recorded. A free that an allocation
+ * of its handle superseded destroys nothing (inflight.h). True: wake the waiters. */
+static bool apply_locked(struct objtree *t, const struct call_frame *f, uint64_t map_file,
+                         const struct rm_op *op, struct objtree_effect *eff)
+{
+    uint32_t client = 0, handle = 0;
+    if (t && !inflight_superseded_locked(f->slot))
+        (void)objtree_apply(t, f->fi->file_id, map_file, op, eff);
+    if (op->ok && handle_use(op, &client, &handle) == INFLIGHT_ALLOC)
+        inflight_allocated_locked(client, handle, f->slot);
+    return inflight_end_locked(f->slot);
+}
+
 /* Decodes the call (into op) and applies it to the object tree; returns what it did. */
 static void apply_call(const struct shim_real *r, struct call_frame *f, struct rm_op *out,
                        struct objtree_effect *eff)
@@ -804,9 +1012,10 @@ static void apply_call(const struct shim_real *r, struct call_frame *f, struct r
     uint64_t map_file = map_file_of(r, &op);
     memset(eff, 0, sizeof *eff);
     struct objtree *t = state_lock();
-    if (t)
-        (void)objtree_apply(t, f->fi->file_id, map_file, &op, eff);
+    bool wake = apply_locked(t, f, map_file, &op, eff);
     state_unlock();
+    if (wake)
+        state_wake();
     if (op.kind == RM_OP_ALLOC && op.ok && timectl_active())
         timectl_after_alloc(op.h_client, op.h_object, op.h_class);
 }
@@ -854,7 +1063,7 @@ static void check_handshake(struct call_frame *f, struct shadow_call *sh, int *s
 static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info *fi,
                         unsigned long request, void *arg)
 {
-    struct call_frame f = {.fi = fi, .fd = fd, .req = (uint32_t)request};
+    struct call_frame f = {.fi = fi, .fd = fd, .req = (uint32_t)request, .slot = -1};
     timectl_set_real(r); /* time controls go through the same table, untraced */
     f.xfer = is_xfer(fi->node, f.req);
     f.in_req = f.req;
@@ -897,6 +1106,8 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     } else if (fi->node == RM_NODE_UVM && uvm_managed_wants(request)) {
         f.ret = uvm_managed_ioctl(r, fd, request, arg); /* semaphore pools: uvm_managed.h */
     } else {
+        if (sh.active && f.in_arg)
+            f.slot = register_handle(&f);
         f.ret = r->ioctl(fd, request, call_arg);
     }
     int saved = errno;
@@ -953,7 +1164,13 @@ int shim_ioctl(const struct shim_real *r, int fd, unsigned long request, void *a
         return r->ioctl(fd, request, arg); /* passthrough: a driver the shim cannot read */
     if (borrowed_vm_now())
         return ioctl_in_borrowed_vm(r, fd, request, arg);
-    return ioctl_nvidia(r, fd, &fi, request, arg);
+    reentry_enter(); /* the shim's locks are taken in there: reentry.h */
+    int ret = ioctl_nvidia(r, fd, &fi, request, arg);
+    int saved = errno;
+    reentry_leave();
+    drain_deferred();
+    errno = saved;
+    return ret;
 }
 
 /* ---- mmap / munmap ---------------------------------------------------------------- */
@@ -967,10 +1184,14 @@ static void forget_range(uint64_t addr, uint64_t len)
         tracer_emit_munmap(addr, len);
 }
 
+static void *mmap_classified(const struct shim_real *r, bool is64, void *addr, size_t len,
+                             int prot, int flags, int fd, off64_t off, enum fdt_class cls,
+                             const struct fdt_info *fip);
+
 void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, int prot,
                 int flags, int fd, off64_t off)
 {
-    struct fdt_info fi;
+    struct fdt_info fi = {.node = RM_NODE_NONE};
     enum fdt_class cls = FDT_OTHER;
     if (!(flags & MAP_ANONYMOUS) && fd >= 0)
         cls = classify(r, fd, &fi);
@@ -979,6 +1200,22 @@ void *shim_mmap(const struct shim_real *r, bool is64, void *addr, size_t len, in
     if (cls == FDT_OTHER && memguard_active() && addr &&
         (uint64_t)off == (uint64_t)(uintptr_t)addr)
         cls = classify_slow(r, fd, &fi);
+    if (cls != FDT_NVIDIA)
+        return mmap_classified(r, is64, addr, len, prot, flags, fd, off, cls, &fi);
+    reentry_enter(); /* memguard's and the tracer's locks: reentry.h */
+    void *p = mmap_classified(r, is64, addr, len, prot, flags, fd, off, cls, &fi);
+    int saved = errno;
+    reentry_leave();
+    drain_deferred();
+    errno = saved;
+    return p;
+}
+
+static void *mmap_classified(const struct shim_real *r, bool is64, void *addr, size_t len,
+                             int prot, int flags, int fd, off64_t off, enum fdt_class cls,
+                             const struct fdt_info *fip)
+{
+    struct fdt_info fi = *fip;
     bool tracing = cls == FDT_NVIDIA && tracer_on();
     double t0 = tracing ? tracer_now_us() : 0;
     /* A UVM mapping that is not a semaphore pool is managed memory: the policy

@@ -19,7 +19,11 @@
  * Calls on descriptors that are not NVIDIA nodes pass straight through; after
  * the first ioctl/mmap on a descriptor (one fstat) that costs one atomic load.
  *
- * Thread rules: all functions are thread-safe.
+ * Thread rules: all functions are thread-safe. close, close_range and closefrom
+ * are async-signal-safe where it matters: a close in a signal handler that
+ * interrupted the shim on its thread (reentry.h), or in a forked child before its
+ * next GPU call, detaches the descriptor without a lock or an allocation and
+ * leaves the rest to the next call that leaves the shim (issue 25, item 11).
  */
 #ifndef KAIROS_SHIM_DISPATCH_H
 #define KAIROS_SHIM_DISPATCH_H
@@ -89,5 +93,11 @@ ssize_t shim_sendmsg(const struct shim_real *r, int fd, const struct msghdr *msg
 /* pidfd_getfd: the descriptor taken is learnt and, when it is an NVIDIA file,
  * reported to kairosd as the other process's (inherit.h). */
 int shim_pidfd_getfd(const struct shim_real *r, int pidfd, int targetfd, unsigned int flags);
+
+/* In a forked child (shim_fork): until its next ioctl, mmap or open of the driver,
+ * its closes of NVIDIA descriptors do only async-signal-safe work (no lock, no
+ * allocation: another thread of the parent may have held one at the fork), their
+ * bookkeeping left for that call; a child that execs first does none. */
+void shim_fork_child_closes_lightly(void);
 
 #endif /* KAIROS_SHIM_DISPATCH_H */

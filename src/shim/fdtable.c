@@ -189,6 +189,33 @@ uint64_t fdtable_open_locked(int fd, enum rm_node node, int minor)
     return f->id;
 }
 
+bool fdtable_detach(int fd, struct fdt_info *was)
+{
+    fdt_entry *e = slot(fd, false);
+    if (!e)
+        return false;
+    uint64_t cur = atomic_load_explicit(e, memory_order_acquire);
+    while ((cur & 3u) == FDT_NVIDIA) {
+        if (atomic_compare_exchange_weak_explicit(e, &cur, FDT_UNKNOWN, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return entry_unpack(cur, was) == FDT_NVIDIA;
+    }
+    return false;
+}
+
+void fdtable_unref_locked(uint64_t file_id, bool *last)
+{
+    *last = false;
+    live_descriptors--;
+    struct fdt_file *f = file_find(file_id);
+    if (f && --f->refs == 0) {
+        *f = files[--files_len];
+        *last = true;
+    } else if (!f) {
+        *last = true; /* unknown file: treat as gone */
+    }
+}
+
 bool fdtable_drop_locked(int fd, struct fdt_info *was, bool *last)
 {
     *last = false;
@@ -198,14 +225,7 @@ bool fdtable_drop_locked(int fd, struct fdt_info *was, bool *last)
     uint64_t old = atomic_exchange_explicit(e, FDT_UNKNOWN, memory_order_acq_rel);
     if (entry_unpack(old, was) != FDT_NVIDIA)
         return false;
-    live_descriptors--;
-    struct fdt_file *f = file_find(was->file_id);
-    if (f && --f->refs == 0) {
-        *f = files[--files_len];
-        *last = true;
-    } else if (!f) {
-        *last = true; /* unknown file: treat as gone */
-    }
+    fdtable_unref_locked(was->file_id, last);
     return true;
 }
 

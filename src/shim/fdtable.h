@@ -73,7 +73,15 @@ bool fdtable_had_files(void);
  * state lock was held across the fork, so the value is whole). */
 uint64_t fdtable_next_file_id(void);
 
+/* Lock-free and async-signal-safe: forgets fd when it is an NVIDIA descriptor and
+ * says which it was (*was), leaving its file's reference to fdtable_unref_locked
+ * (a close in a signal handler: dispatch.c records it later). */
+bool fdtable_detach(int fd, struct fdt_info *was);
+
 /* ---- under the state lock ------------------------------------------------------------ */
+
+/* A descriptor of the file, detached, is gone: *last when it was the file's last. */
+void fdtable_unref_locked(uint64_t file_id, bool *last);
 
 /* fd was just opened on an NVIDIA node: gives it a new file (refs 1), unless a
  * racing lazy classification already did, and returns its id (0: out of memory,

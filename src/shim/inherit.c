@@ -16,8 +16,10 @@
 
 #include "kairos/proto.h"
 #include "shim/agent.h"
+#include "shim/dispatch.h"
 #include "shim/fdtable.h"
 #include "shim/memguard.h"
+#include "shim/reentry.h"
 #include "shim/settings.h"
 #include "shim/state.h"
 
@@ -81,11 +83,19 @@ pid_t shim_fork(const struct shim_real *r)
     fdtable_mark_shared_locked(); /* in both: neither's last close is the file's */
     state_unlock();
     errno = saved;
-    if (pid > 0 && tenant_process() && report_fork(pid) == -EAGAIN) {
+    if (pid == 0) {
+        shim_fork_child_closes_lightly(); /* no lock, no malloc in its closes */
+        return 0;                         /* nothing more until it execs */
+    }
+    reentry_enter(); /* the agent's locks: a handler's close is recorded later */
+    bool refused = tenant_process() && report_fork(pid) == -EAGAIN;
+    reentry_leave();
+    if (refused) {
         unfork(pid);
         errno = EAGAIN;
         return -1;
     }
+    errno = saved;
     return pid;
 }
 

@@ -1,9 +1,12 @@
 /* state.c - the process state of the shim and its lock.
  *
- * Owns the state lock, the object tree and the mapping bounding box, and the
- * fork handlers: prepare takes the lock, parent and child release it, so the
- * child's copy is consistent and unlocked. Creation is lazy (pthread_once) so no
- * constructor ordering matters.
+ * Owns the state lock, its condition (calls waiting for a handle another thread
+ * has in the driver: inflight.h), the object tree and the mapping bounding box,
+ * and the fork handlers: prepare takes the lock, parent and child release it, so
+ * the child's copy is consistent and unlocked (and the child forgets the calls
+ * its parent's other threads had in flight). Creation is lazy (pthread_once) so
+ * no constructor ordering matters. Holding the lock counts as being inside the
+ * shim (reentry.h).
  */
 #include "shim/state.h"
 
@@ -12,8 +15,11 @@
 #include <string.h>
 
 #include "shim/fdtable.h"
+#include "shim/inflight.h"
+#include "shim/reentry.h"
 
 static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t state_cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t state_once = PTHREAD_ONCE_INIT;
 static struct objtree *tree;
 static _Atomic uint64_t map_lo = UINT64_MAX, map_hi;
@@ -28,14 +34,24 @@ static void state_release(void)
     pthread_mutex_unlock(&state_mutex);
 }
 
+/* The child: the calls in flight were its parent's other threads' (none waits
+ * here, and none will end). */
+static void state_release_in_child(void)
+{
+    inflight_reset_locked();
+    pthread_cond_init(&state_cv, NULL);
+    pthread_mutex_unlock(&state_mutex);
+}
+
 static void state_create(void)
 {
     tree = objtree_new();
-    pthread_atfork(state_prepare, state_release, state_release);
+    pthread_atfork(state_prepare, state_release, state_release_in_child);
 }
 
 struct objtree *state_lock(void)
 {
+    reentry_enter(); /* before the lock: a handler never finds it held unmarked */
     pthread_once(&state_once, state_create);
     pthread_mutex_lock(&state_mutex);
     if (!tree)
@@ -46,6 +62,17 @@ struct objtree *state_lock(void)
 void state_unlock(void)
 {
     pthread_mutex_unlock(&state_mutex);
+    reentry_leave();
+}
+
+void state_wait(void)
+{
+    pthread_cond_wait(&state_cv, &state_mutex);
+}
+
+void state_wake(void)
+{
+    pthread_cond_broadcast(&state_cv);
 }
 
 void state_note_mapping_locked(uint64_t addr, uint64_t len)
@@ -85,6 +112,7 @@ void state_reset(void)
     objtree_free(tree);
     tree = objtree_new();
     fdtable_reset_locked();
+    inflight_reset_locked();
     atomic_store(&map_lo, UINT64_MAX);
     atomic_store(&map_hi, 0);
     state_unlock();

@@ -21,6 +21,10 @@
  * created (out of memory: the shim then only passes calls through). */
 struct objtree *state_lock(void);
 void state_unlock(void);
+/* With the lock held: waits for state_wake (the lock let go meanwhile). */
+void state_wait(void);
+/* Wakes every state_wait (the lock held or not). */
+void state_wake(void);
 
 /* Grow-only bounding box of the NVIDIA mappings ever made, read without the lock
  * so munmap of unrelated memory costs no lock. */

@@ -111,6 +111,7 @@ static size_t n_files, files_cap;
 static struct fk_obj *objs;
 static size_t n_objs, objs_cap;
 static uint32_t next_handle = 0xcaf00001u;
+static atomic_bool reuse_handles; /* RM-chosen handles: the lowest free one */
 static uint32_t clients_made; /* client handles are unique on the machine, as RM's */
 static atomic_ulong n_ioctls;
 static void (*_Atomic reply_hook)(void *ctx);
@@ -557,6 +558,22 @@ static struct fk_obj *find_locked(uint32_t client, uint32_t handle)
     return NULL;
 }
 
+/* The handle RM chooses for a new object of client (hObjectNew 0). */
+static uint32_t new_handle_locked(uint32_t client)
+{
+    if (!atomic_load(&reuse_handles))
+        return next_handle++;
+    uint32_t h = 0xcaf00001u;
+    while (find_locked(client, h))
+        h++;
+    return h;
+}
+
+void fakedrv_set_handle_reuse(bool on)
+{
+    atomic_store(&reuse_handles, on);
+}
+
 /* FAKEDRV_JOURNAL: one line per device-memory allocation and free, appended by
  * every process, so a test can add up what "the driver" holds across processes
  * (fakedrv.h). Raw system calls: the fake never goes through an interposer. */
@@ -685,7 +702,7 @@ static uint32_t rm_alloc_locked(struct fk_file *f, uint32_t h_root, uint32_t h_p
      * (CUDA passes 0 in NVOS64). */
     if (rm_class_params_size(cls))
         params_size = rm_class_params_size(cls);
-    uint32_t h = *h_new ? *h_new : next_handle++;
+    uint32_t h = *h_new ? *h_new : new_handle_locked(h_root);
     if (find_locked(h_root, h))
         return RM_NV_ERR_INVALID_ARGUMENT;
     int gpu = parent->gpu;
@@ -1108,7 +1125,7 @@ static uint32_t dup_locked(struct fk_file *f, struct rm_dup_object_args *a)
         if (st != RM_NV_OK)
             return st;
     }
-    uint32_t h = a->h_object ? a->h_object : next_handle++;
+    uint32_t h = a->h_object ? a->h_object : new_handle_locked(a->h_client);
     if (find_locked(a->h_client, h))
         return RM_NV_ERR_INVALID_ARGUMENT;
     if (!objs_room_locked())

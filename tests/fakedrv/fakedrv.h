@@ -130,6 +130,11 @@ ssize_t fakedrv_readlink(const char *path, char *buf, size_t len);
  * another thread of the caller runs at the return to user space. NULL: none. */
 void fakedrv_set_reply_hook(void (*hook)(void *ctx), void *ctx);
 
+/* Tests: RM-chosen handles (hObjectNew 0) are the lowest handle free in the client
+ * (from 0xcaf00001), so a handle just freed is handed out again at once, as RM may;
+ * off (the default): every handle is new. Not reset by fakedrv_reset. */
+void fakedrv_set_handle_reuse(bool on);
+
 /* Inspection, for tests. */
 uint64_t fakedrv_fb_total(int gpu);
 uint64_t fakedrv_fb_free(int gpu);
