@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (placed ? h->tenant[0] != 0 : !ledger_name_valid(h->tenant))
             abort();
     }
-    if (r.type == KAIROS_MSG_FORKED && (r.body.forked.child_pid == 0 || r.body.forked.pad))
+    if (r.type == KAIROS_MSG_FORKED && (r.body.forked.child_pid == 0 ||
+                                        (r.body.forked.flags & ~KAIROS_FORKED_TICKET)))
         abort();
     if (r.type == KAIROS_MSG_INHERITED) {
         const struct kairos_inherited *in = &r.body.inherited;
