@@ -70,8 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (r.type == KAIROS_MSG_CREDIT) {
         const struct kairos_credit *c = &r.body.credit;
-        const uint32_t shim_flags =
-            KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED | KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_LAST;
+        const uint32_t shim_flags = KAIROS_CREDIT_AHEAD | KAIROS_CREDIT_RECALLED |
+                                    KAIROS_CREDIT_REVOKED | KAIROS_CREDIT_LAST |
+                                    KAIROS_CREDIT_NOTICE;
         bool last_asks = (c->flags & KAIROS_CREDIT_LAST) &&
                          (c->need || (c->flags & KAIROS_CREDIT_AHEAD));
         if (c->gpu >= KAIROS_MAX_GPUS || c->flags & ~shim_flags || last_asks ||
