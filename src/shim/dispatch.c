@@ -961,8 +961,13 @@ static int register_handle(const struct call_frame *f)
 {
     struct rm_call call = {.node = f->fi->node, .fd = f->fd, .request = f->in_req,
                            .xfer = f->xfer, .arg = f->in_arg, .arg_len = f->in_len};
-    struct rm_op op;
+    struct rm_op op = {0};
     uint32_t client = 0, handle = 0;
+    /* the request alone says whether the call names a handle: most calls (controls,
+     * maps) are not decoded twice */
+    rm_decode_request(call.node, call.request, &op);
+    if (handle_use(&op, &client, &handle) == INFLIGHT_NONE)
+        return -1;
     rm_decode(&call, &op);
     enum inflight_kind kind = handle_use(&op, &client, &handle);
     if (kind == INFLIGHT_NONE || handle == 0) /* 0: RM chooses the handle */
