@@ -234,9 +234,11 @@ static struct ledger_tenant *member_tenant(const struct audit *a, uint32_t pid)
     return k ? k->member_of : NULL;
 }
 
-/* The members now, and those that left within the grace period (from the previous
- * pass's list: a member that joins and leaves between two passes is not remembered,
- * but then the process is exiting or its departure is a finding). */
+/* The members now, and those that left within the grace period: from the previous
+ * pass's list, or, for a member that joined and left between two passes (a fork
+ * reported without waiting lets a parent exit at once), from when the lingering
+ * member departed. A process that keeps running after it left is a finding once the
+ * grace period is over either way. */
 static void update_known(struct audit *a)
 {
     struct audit_known *old = a->known;
@@ -261,6 +263,14 @@ static void update_known(struct audit *a)
         uint64_t left = old[i].left_ms ? old[i].left_ms : a->now_ms;
         if (a->now_ms - left < a->cfg->audit_leave_grace_ms)
             add_known(a, old[i].pid, left, old[i].tenant, NULL);
+    }
+    for (struct ledger_member *m = a->ts->ledger.members; m; m = m->next) {
+        struct audit_known key = {.pid = m->pid};
+        uint64_t left = linger_departed_ms(a->linger, m);
+        if (left && a->now_ms - left < a->cfg->audit_leave_grace_ms &&
+            !(n_old && bsearch(&key, old, n_old, sizeof *old, by_pid)) &&
+            add_known(a, m->pid, left, m->tenant->name, NULL))
+            break;
     }
     free(old);
     if (a->n_known)

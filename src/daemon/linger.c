@@ -21,6 +21,7 @@ struct sample {
 struct lingering {
     struct ledger_member *member;
     uint32_t pid;
+    uint64_t departed_ms; /* when it began to linger (monotonic) */
     struct sample seen[KAIROS_MAX_GPUS]; /* the last check that found it on the GPU */
     /* what it had reported held when it departed: its charge never drops below it
      * by the GPU's word (see reconcile) */
@@ -430,7 +431,7 @@ static bool add_item(struct linger_set *lg, struct ledger_member *m, uint32_t pi
         return false;
     lg->items = grown;
     struct lingering *it = &lg->items[lg->n++];
-    *it = (struct lingering){.member = m, .pid = pid};
+    *it = (struct lingering){.member = m, .pid = pid, .departed_ms = now_ms()};
     memcpy(it->reported, m->held, sizeof it->reported); /* before its credit is folded in */
     seen_now(lg, it);
     arm(lg);
@@ -505,10 +506,15 @@ void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void 
 
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m)
 {
+    return linger_departed_ms(lg, m) != 0;
+}
+
+uint64_t linger_departed_ms(const struct linger_set *lg, const struct ledger_member *m)
+{
     for (size_t i = 0; lg && i < lg->n; i++)
         if (lg->items[i].member == m)
-            return true;
-    return false;
+            return lg->items[i].departed_ms;
+    return 0;
 }
 
 const struct ledger_member *linger_member_of(const struct linger_set *lg, uint32_t pid)

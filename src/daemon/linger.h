@@ -94,6 +94,8 @@ void linger_set_changed_hook(struct linger_set *lg, void (*fn)(void *ctx), void 
 /* Whether m is a departed process's member that lingers (its process is no longer
  * registered; the audit treats it as one that left). lg may be NULL. */
 bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
+/* When m began to linger (CLOCK_MONOTONIC ms), or 0 when it does not linger. */
+uint64_t linger_departed_ms(const struct linger_set *lg, const struct ledger_member *m);
 /* The lingering member of departed process pid, or NULL. lg may be NULL. */
 const struct ledger_member *linger_member_of(const struct linger_set *lg, uint32_t pid);
 /* How many departed processes' charges linger (tests, logs). */
