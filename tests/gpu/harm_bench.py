@@ -286,10 +286,11 @@ class Tenant:
         exec'd it) and the loader has mapped libc (the preloaded libraries come before it;
         right after an exec the kernel may not have laid out the environment yet):
         {"shim": libkairos mapped, "mps_pipe": CUDA_MPS_PIPE_DIRECTORY or None,
-        "mps_priority": CUDA_MPS_CLIENT_PRIORITY or None}; None once it is gone."""
+        "mps_priority": CUDA_MPS_CLIENT_PRIORITY or None}; None once it is gone, or when it
+        has not run its program 30 s after its start."""
         proc = f"/proc/{self.proc.pid}"
         kairos = os.path.realpath(self.set.bench.kairos)
-        deadline = time.time() + 10
+        deadline = time.time() + 30  # kairos run asks kairosd first: slow on a loaded host
         try:
             while True:
                 if self.proc.poll() is not None:
@@ -297,8 +298,10 @@ class Tenant:
                 with open(f"{proc}/maps") as f:
                     maps = f.read()
                 settled = os.readlink(f"{proc}/exe") != kairos and re.search(r"/libc[.-]", maps)
-                if settled or time.time() > deadline:
+                if settled:
                     break
+                if time.time() > deadline:
+                    return None  # never ran its program: not "outside the shim"
                 time.sleep(0.01)
             shim = "libkairos" in maps
             with open(f"{proc}/environ", "rb") as f:
@@ -478,7 +481,8 @@ class TenantSet:
         """Fails the configuration unless the tenant runs where it says."""
         p = tenant.placement()
         if p is None:
-            return self.fail(tenant, "gone before its placement could be read")
+            return self.fail(tenant, "gone, or not running its program 30 s after its start, "
+                                     "before its placement could be read")
         tenant.placed = p
         pipe = self.mps.env["CUDA_MPS_PIPE_DIRECTORY"] if self.mps else None
         if p["shim"] != bool(self.daemon):
