@@ -21,7 +21,10 @@ The mixes (HARM_MIXES; the quick subset is the default):
   infer4         4 processes of ResNet-50 batch 1 eager inference (launch-bound on
                  purpose), closed loop; kairos: share 25 % each, no limit. Metrics
                  aggregate_rps, aggregate_of_solo (against one process alone), p99_ms
-                 (the worst process's), p99_of_solo. infer2, infer8: 2 and 8 processes.
+                 (the worst process's), p99_of_solo. infer2, infer8: 2 and 8 processes;
+                 infer4-tf: the transformer encoder at batch 4; infer4-open: open loop,
+                 Poisson arrivals every --open-gap-ms on average per process, latency
+                 from arrival (infer8-open: 8 processes at half that rate each).
   latency-train  the latency section's tenants: ResNet-50 batch 8 requests (one CUDA
                  graph each, seeded exponential idle gaps of 6 ms) starting --lead-s into
                  ResNet-50 training (batch 256); kairos: inference priority latency,
@@ -30,18 +33,29 @@ The mixes (HARM_MIXES; the quick subset is the default):
                  (the inference alone), aggregate_of_solo (the training's steps/s against
                  its solo: the inference's rate is its schedule's, so only training's
                  throughput can move).
+  train-pair     ResNet-50 training (batch 128, share 70 %) next to transformer-encoder
+                 training (batch 32, share 30 %), --train-seconds a round. Metrics
+                 aggregate_of_solo (the sum of each one's steps/s over its solo's) and
+                 share_err_pp (the larger distance, in points, between a tenant's part
+                 of that sum and its share; native and MPS show what no shares give).
+  deep2, deep4, deep8, deep4-uneq
+                 deep kernel streams (kernel_stream, 256 short kernels then a sync) at
+                 equal shares, or 40/30/20/10; the same metrics as train-pair, against
+                 one stream alone.
+  lend           ResNet-50 training (share 50 %) next to an inference process that is
+                 alive and warmed up but never asked for anything (share 50 %): the busy
+                 tenant should keep the whole GPU. Metric aggregate_of_solo against its
+                 native round (the idle process lives there too).
   limit-long     one kernel_stream of ~200 ms kernels (8, then a sync) alone; kairos:
                  limit 30 %. Its solo is the native run of the same repetition (native's
                  aggregate_of_solo is 1 by definition; native and MPS have no limit, so
                  theirs is only what they do alone). Metrics aggregate_of_solo, and
                  share_err_pp under Kairos: |aggregate_of_solo - 0.30| in points.
 Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x native and
-the worst p99 <= 1.05x native; a limit mix lands within 0.30 +- 0.02 of solo.
-More mixes fit as parameters or Mix subclasses with no change to the driver: two
-training jobs 70/30, deep kernel streams at equal and unequal shares, a busy tenant next
-to an idle-but-alive one; open-loop (Poisson) inference also wants an arrival schedule in
-latency_tenant.py, whose idle gaps follow each completion.
-
+the worst p99 <= 1.05x native, and Kairos's share_err_pp <= 1; a limit mix lands within
+0.30 +- 0.02 of solo. Configuration kairos-memory (not in the default list): a kairosd
+whose tenants have only their memory quotas, which tells what the time control itself
+costs next to the kairos column.
 A tenant that fails, hangs (not done --round-grace-s after its round should have ended),
 runs outside the shim under Kairos (under it elsewhere), without this benchmark's MPS
 pipe under MPS (with one elsewhere), or serves its requests with a CUDA graph where
@@ -76,14 +90,14 @@ import compute_bench  # noqa: E402
 import latency_bench  # noqa: E402
 import latency_stats as stats  # noqa: E402
 
-AGG_FLOOR, P99_CEIL, LIMIT_TOL = 0.97, 1.05, 0.02
+AGG_FLOOR, P99_CEIL, LIMIT_TOL, SHARE_TOL_PP = 0.97, 1.05, 0.02, 1.0
 SOLO_LEAD_S = 0.3  # requests start this long into a round without neighbours to settle
 LONG_WORK = compute_bench.LONG_WORK * 7 // 6  # FMAs a thread: ~200 ms a kernel on the H200
 QUICK = "infer4,latency-train,limit-long"
 TSV_CONFIGS = ("native", "mps", "kairos")
 FORMATS = {"aggregate_rps": ".1f", "aggregate_of_solo": ".4f", "p99_ms": ".3f",
            "p99_of_solo": ".3f", "share_err_pp": ".2f"}
-CONFIG = re.compile(r"native$|mps$|kairos(?:-(windows|timeslices|auto))?$")
+CONFIG = re.compile(r"native$|mps$|kairos(?:-(windows|timeslices|auto|memory))?$")
 
 
 def real(x):
@@ -124,6 +138,16 @@ def step_figures(stamps, span):
     return {"units": len(ends), "rate": stats.rate_between(ends, lo, hi)}
 
 
+def common_span(stamp_lists):
+    """(latest first step end, earliest last step end) over several trainings' stamps:
+    the time all of them stepped; None for fewer than two or where they never overlap."""
+    ends = [[s[0] for s in st if len(s) == 1] for st in stamp_lists]
+    if len(ends) < 2 or not all(ends):
+        return None
+    lo, hi = max(min(e) for e in ends), min(max(e) for e in ends)
+    return (lo, hi) if hi > lo else None
+
+
 def kernel_figures(stamps, start_ns, seconds):
     """kernel_stream's kernels ("END_NS"): kernels/s between the first and the last end
     after the start (long kernels: no part-kernel at either edge)."""
@@ -140,6 +164,7 @@ class Mix:
     (None: judged against native) and its metrics, in harm.tsv's order."""
     metrics_order = ()
     limit = None
+    round_s = None  # a round of tenants that run until told: None, --train-solo-s
 
     def __init__(self, tenants, policies, solo):
         self.tenants, self.policies, self.solo = tenants, policies, solo
@@ -154,13 +179,15 @@ class Mix:
 
 
 class InferClosed(Mix):
-    """n processes of small launch-bound inference, closed loop, equal shares."""
+    """n processes of small launch-bound inference, equal shares: closed loop (each
+    request sent as the previous one completes), or open loop (Poisson arrivals every
+    gap_ms on average, the solo round at the same rate)."""
     metrics_order = ("aggregate_rps", "aggregate_of_solo", "p99_ms", "p99_of_solo")
 
-    def __init__(self, n, args):
+    def __init__(self, n, args, model="resnet50", batch=1, gap_ms=0.0):
         names = [f"i{k}" for k in range(n)]
-        opts = {"batch": 1, "gap_ms": 0, "eager": True, "requests": 200_000,
-                "max_s": args.seconds}
+        opts = {"batch": batch, "gap_ms": gap_ms, "eager": True, "requests": 200_000,
+                "max_s": args.seconds, "model": model, "open_loop": gap_ms > 0}
         super().__init__([(x, "infer", opts) for x in names],
                          {x: {"share": f"{100 / n:g}%"} for x in names}, [("solo", names[:1])])
 
@@ -194,6 +221,80 @@ class LatencyTrain(Mix):
                                                               "p99_ms"))}
 
 
+def shared_out(fractions, targets):
+    """(the sum of the tenants' fractions of solo, the largest distance in points between
+    a tenant's part of that sum and its target share); (None, None) where one is missing."""
+    if not fractions or not all(map(real, fractions.values())):
+        return None, None
+    total = sum(fractions.values())
+    if total <= 0:
+        return total, None
+    return total, max(abs(f / total - targets[n]) * 100 for n, f in fractions.items())
+
+
+class Shares(Mix):
+    """Saturating tenants at target shares (training jobs, deep kernel streams). Every
+    configuration's share_err_pp says how far each tenant's part of the work done (its
+    rate over its solo rate, over the sum of those) lies from its target: Kairos is
+    judged by it, native and MPS show what no shares give."""
+    metrics_order = ("aggregate_of_solo", "share_err_pp")
+
+    def __init__(self, tenants, targets, solo_of):
+        self.targets, self.solo_of = targets, solo_of
+        solo = sorted({(f"solo-{s}", s) for s in solo_of.values()})
+        super().__init__(tenants, {n: {"share": f"{t * 100:g}%"} for n, t in targets.items()},
+                         [(label, [name]) for label, name in solo])
+
+    def metrics(self, figs, solo, config):
+        fr = {n: ratio(figs[n].get("rate"), pick(solo, f"solo-{s}", s, "rate"))
+              for n, s in self.solo_of.items()}
+        total, err = shared_out(fr, self.targets)
+        return {"aggregate_of_solo": total, "share_err_pp": err}
+
+
+class TrainPair(Shares):
+    """Two training jobs of different models at 70/30: ResNet-50 (batch 128) and a
+    transformer encoder (batch 32); each against its own solo."""
+
+    def __init__(self, args):
+        self.round_s = args.train_seconds
+        super().__init__([("cnn", "train", {"batch": 128}),
+                          ("tf", "train", {"batch": 32, "model": "transformer"})],
+                         {"cnn": 0.70, "tf": 0.30}, {"cnn": "cnn", "tf": "tf"})
+
+
+class Deep(Shares):
+    """n deep kernel streams (256 short kernels queued, then a sync) at the given shares;
+    all run the same program, so one solo round serves them all."""
+
+    def __init__(self, shares, args):
+        names = [f"s{k}" for k in range(len(shares))]
+        opts = {"batch": 256, "max_s": args.seconds}
+        super().__init__([(x, "stream", opts) for x in names], dict(zip(names, shares)),
+                         {x: "s0" for x in names})
+
+
+class Lend(Mix):
+    """A busy tenant (ResNet-50 training) next to an idle one that stays alive (an
+    inference process, warmed up, never asked for a request), shares 50/50: the busy one
+    should have the whole GPU. Its native round is its solo (the idle one lives there
+    too), as for a limit mix; metric aggregate_of_solo."""
+    metrics_order = ("aggregate_of_solo",)
+
+    def __init__(self, args):
+        self.round_s = args.train_seconds
+        idle = {"batch": 1, "gap_ms": 0, "eager": True, "requests": 1, "max_s": 1}
+        super().__init__([("busy", "train", {"batch": 256}), ("idle", "infer", idle)],
+                         {"busy": {"share": "50%"}, "idle": {"share": "50%"}}, [])
+
+    def names(self):
+        return ["busy"]
+
+    def metrics(self, figs, solo, config):
+        return {"aggregate_of_solo": ratio(figs["busy"].get("rate"),
+                                           pick(solo, "native", "busy", "rate"))}
+
+
 class Limit(Mix):
     """A lone kernel_stream of long kernels, under a limit in the Kairos configurations."""
     metrics_order = ("aggregate_of_solo", "share_err_pp")
@@ -211,17 +312,21 @@ class Limit(Mix):
                 "share_err_pp": abs(of_solo - self.limit) * 100 if under_limit else None}
 
 
-# name -> the mix, made from the arguments. The issue's other mixes fit as parameters or
-# Mix subclasses: open-loop inference (Poisson arrivals: an arrival schedule for
-# latency_tenant.py, whose gaps now follow each completion), two train tenants at 70/30
-# (aggregate_of_solo, share_err_pp), deep kernel streams (kind stream with a deep batch, as
-# compute_bench.py's) at equal and unequal shares, a busy stream beside an idle-but-alive
-# PyTorch process.
+# name -> the mix, made from the arguments.
 MIXES = {
     "infer2": lambda a: InferClosed(2, a),
     "infer4": lambda a: InferClosed(4, a),
     "infer8": lambda a: InferClosed(8, a),
+    "infer4-tf": lambda a: InferClosed(4, a, model="transformer", batch=4),
+    "infer4-open": lambda a: InferClosed(4, a, gap_ms=a.open_gap_ms),
+    "infer8-open": lambda a: InferClosed(8, a, gap_ms=a.open_gap_ms * 2),
     "latency-train": LatencyTrain,
+    "train-pair": TrainPair,
+    "deep2": lambda a: Deep([0.5, 0.5], a),
+    "deep4": lambda a: Deep([0.25] * 4, a),
+    "deep8": lambda a: Deep([0.125] * 8, a),
+    "deep4-uneq": lambda a: Deep([0.4, 0.3, 0.2, 0.1], a),
+    "lend": Lend,
     "limit-long": lambda a: Limit(0.30, a),
 }
 
@@ -325,10 +430,12 @@ class TorchTenant(Tenant):
         a, o = self.set.bench.args, self.opts
         cmd = [a.python, os.path.join(HERE, "latency_tenant.py"), "--rounds", "--role", self.kind,
                "--dir", self.dir, "--name", self.name, "--batch", str(o["batch"]),
-               "--max-s", "600", "--ready-timeout-s", "600"]
+               "--max-s", "600", "--ready-timeout-s", "600", "--model",
+               o.get("model", "resnet50")]
         if self.kind == "infer":
             cmd += ["--requests", str(o["requests"]), "--gap-ms", str(o["gap_ms"])]
             cmd += ["--eager"] if o.get("eager") else []
+            cmd += ["--open-loop"] if o.get("open_loop") else []
         if a.dry_run:
             cmd.append("--dry-run")
             if self.set.first_infer is self:  # the failures the CPU test asks for
@@ -392,9 +499,10 @@ class StreamTenant(Tenant):
         self.k += 1
         o = self.opts
         self.stamps_path = os.path.join(self.dir, f"{self.name}.{self.k}.stamps")
+        work = ["--work", str(o["work"])] if "work" in o else []  # none: kernel_stream's own
         self.spawn(self.set.bench.stream_cmd + [
             "--seconds", str(o["max_s"]), "--alloc-mib", "64", "--batch", str(o["batch"]),
-            "--work", str(o["work"]), "--start-at", f"{start:.3f}", "--stamps", self.stamps_path],
+            *work, "--start-at", f"{start:.3f}", "--stamps", self.stamps_path],
             f"{self.name}.{self.k}.log")
         return o["max_s"]
 
@@ -444,11 +552,13 @@ class TenantSet:
                 self.skipped = "MPS did not start"
                 return
         elif self.config != "native":
-            m = CONFIG.match(self.config)
+            mode = CONFIG.match(self.config).group(1)
             quota = f"{max(4, 120 // len(self.tenants))}G"
-            self.daemon = latency_bench.Daemon(self.work, self.config, self.mix.policies,
-                                               m.group(1), ["gpus: 1"] if a.dry_run else [],
-                                               quota)
+            policies = ({n: {} for n in self.mix.policies} if mode == "memory"
+                        else self.mix.policies)  # kairos-memory: quotas only
+            self.daemon = latency_bench.Daemon(self.work, self.config, policies,
+                                               None if mode == "memory" else mode,
+                                               ["gpus: 1"] if a.dry_run else [], quota)
             if not self.daemon.start(self.bench.kairosd, a.kairosd_arg):
                 return self.fail(None, f"kairosd did not start (see {self.daemon.log_path})")
         for t in self.tenants.values():
@@ -536,8 +646,8 @@ class TenantSet:
         drivers = [t for t in tenants if t.by_itself]
         if drivers:
             ok = self.wait_done(drivers, start + length + a.round_grace_s, what)
-        else:  # training alone: as long as --train-solo-s
-            time.sleep(max(0.0, start + a.train_solo_s - time.time()))
+        else:  # training only: as long as the mix says, or --train-solo-s
+            time.sleep(max(0.0, start + (self.mix.round_s or a.train_solo_s) - time.time()))
             ok = True
         others = [t for t in tenants if not t.by_itself]
         for t in others if ok else []:
@@ -555,6 +665,8 @@ class TenantSet:
         figs = {t.name: request_figures(t.stamps()) for t in tenants if t.kind == "infer"}
         spans = [f["span_ns"] for f in figs.values() if "span_ns" in f]
         span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+        if span is None:  # training only: the time every one of them was stepping
+            span = common_span([t.stamps() for t in tenants if t.kind == "train"])
         for t in tenants:
             if t.kind == "train":
                 figs[t.name] = step_figures(t.stamps(), span)
@@ -636,7 +748,7 @@ class Bench:
             "seconds": args.seconds, "requests": args.requests, "lead_s": args.lead_s,
             "long_seconds": args.long_seconds, "long_work": args.long_work,
             "goals": {"aggregate_floor": AGG_FLOOR, "p99_ceiling": P99_CEIL,
-                      "limit_tolerance": LIMIT_TOL},
+                      "limit_tolerance": LIMIT_TOL, "share_tolerance_pp": SHARE_TOL_PP},
             "mixes": {}, "failures": []}
 
     def run_mix(self, name):
@@ -735,10 +847,12 @@ def tsv_rows(r):
 
 
 def verdict(rec, metric, native, kairos):
-    """ok, or HARM (below native's aggregate, above its p99) or MISSED (a limit), or n/a;
-    empty for the metrics without a goal."""
+    """ok, or HARM (below native's aggregate, above its p99) or MISSED (a limit, a share),
+    or n/a; empty for the metrics without a goal."""
     limit = rec.get("limit")
-    if limit is not None:
+    if limit is None and metric == "share_err_pp":  # target shares: Kairos's own figure
+        goal, bad, x = (lambda k: k <= SHARE_TOL_PP + 1e-9), "MISSED", kairos
+    elif limit is not None:
         goal = {"aggregate_of_solo": lambda k: abs(k - limit) <= LIMIT_TOL + 1e-9,
                 "share_err_pp": lambda k: k <= LIMIT_TOL * 100 + 1e-9}.get(metric)
         bad, x = "MISSED", kairos
@@ -759,7 +873,8 @@ def table(r):
              f"driver {r['driver']}, torch {r['torch']}, {r['started_utc']} UTC"
              + ("; DRY RUN (no GPU)" if r["dry_run"] else ""),
              f"goals: without a limit, kairos aggregate >= {AGG_FLOOR}x native and p99 <= "
-             f"{P99_CEIL}x native; a limit mix within +-{LIMIT_TOL} of its limit",
+             f"{P99_CEIL}x native, shares within {SHARE_TOL_PP:g} pp; a limit mix within "
+             f"+-{LIMIT_TOL} of its limit",
              f"{'mix':14s} {'metric':18s}" + "".join(f" {c:>10s}" for c in cols)
              + f" {'kairos/nat':>10s} verdict"]
     for name, rec in r["mixes"].items():
@@ -822,6 +937,9 @@ NUMBERS = [
     ("--lead-s", float, 2.0, None, "latency-train: training alone before the first request"),
     ("--train-solo-s", float, 4.0, None, "latency-train: the training's solo round"),
     ("--long-seconds", float, 8.0, "HARM_LONG_SECONDS", "limit-long: a run's length"),
+    ("--train-seconds", float, 8.0, "HARM_TRAIN_SECONDS", "train-pair, lend: a round's length"),
+    ("--open-gap-ms", float, 16.0, "HARM_OPEN_GAP_MS",
+     "infer4-open: mean gap between a process's arrivals (infer8-open: twice it)"),
     ("--long-work", int, LONG_WORK, "HARM_LONG_WORK", "limit-long: FMAs a thread a kernel"),
     ("--stream-start-s", float, 1.5, None, "kernel_stream: time to make its context"),
     ("--ready-timeout-s", float, 120.0, None, "the most a mix's tenants may take to be ready"),
@@ -842,7 +960,8 @@ def parse_args(argv=None):
     ap.add_argument("--mixes", default=os.environ.get("HARM_MIXES") or QUICK,
                     help=f"of {','.join(MIXES)} (env HARM_MIXES)")
     ap.add_argument("--configs", default=os.environ.get("HARM_CONFIGS") or "native,mps,kairos",
-                    help="native,mps,kairos,kairos-windows|timeslices|auto (env HARM_CONFIGS)")
+                    help="native,mps,kairos,kairos-windows|timeslices|auto|memory "
+                         "(env HARM_CONFIGS)")
     for opt, kind, default, knob, text in NUMBERS:
         ap.add_argument(opt, type=kind, help=text + (f" (env {knob})" if knob else ""),
                         default=latency_bench.env_default(knob, default, kind) if knob else default)
@@ -864,7 +983,8 @@ def parse_args(argv=None):
     if bad or "native" not in configs or len(set(configs)) != len(configs):
         ap.error(f"--configs {args.configs} --mixes {args.mixes}: unknown {','.join(bad) or '-'};"
                  " configurations: native (needed: the baseline of every ratio), mps, kairos, "
-                 f"kairos-windows, kairos-timeslices, kairos-auto; mixes: {','.join(MIXES)}")
+                 "kairos-windows, kairos-timeslices, kairos-auto, kairos-memory; mixes: "
+                 f"{','.join(MIXES)}")
     return args
 
 

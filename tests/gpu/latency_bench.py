@@ -195,7 +195,7 @@ class Run:
 class Daemon:
     """A private kairosd for one configuration, and the shim.conf that names it
     (tests/gpu/harm_bench.py's too). time_mode None: no time_mode line, kairosd's
-    default; quota: each tenant's memory on GPU 0."""
+    default; quota: each tenant's memory on GPU 0; a tenant with no policy gets only it."""
 
     def __init__(self, work, label, policies, time_mode, more_lines, quota="60G"):
         d = os.path.join(work, f"kd-{label}")
@@ -208,8 +208,8 @@ class Daemon:
         lines.append("tenants:")
         for name, pol in policies.items():
             comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
-            lines += [f"  - name: {name}", f"    memory: {{ 0: {quota} }}",
-                      f"    compute: {{ 0: {{ {comp} }} }}"]
+            lines += [f"  - name: {name}", f"    memory: {{ 0: {quota} }}"]
+            lines += [f"    compute: {{ 0: {{ {comp} }} }}"] if pol else []  # none: quota only
         self.config = os.path.join(d, "kairosd.yaml")
         with open(self.config, "w") as f:
             f.write("\n".join(lines) + "\n")

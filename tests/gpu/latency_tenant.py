@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """A tenant of the latency benchmark (tests/gpu/latency_bench.py); one process each.
 
-  --role infer  an inference server: ResNet-50 (torchvision, random weights, bf16,
-                channels-last; a torch.nn transformer encoder where torchvision is
-                missing) on a batch of --batch images, replayed as one CUDA graph
-                (eager where capture fails or LATENCY_GRAPHS=0). It serves --requests
-                requests, each followed by the idle gap latency_stats.request_gaps()
-                gives for --seed (exponential, mean --gap-ms): the same schedule in
-                every configuration. A request's latency: submission to completion
-                (the graph replayed, the stream synchronised).
-  --role train  a training loop that keeps the GPU busy: ResNet-50 SGD steps on
-                --batch random images (bf16 autocast), one step always queued behind
-                the one running (each step's end stamped when the next is queued).
+  --role infer  an inference server: --model resnet50 (torchvision, random weights,
+                bf16, channels-last; the transformer where torchvision is missing) on a
+                batch of --batch images, or --model transformer (a 6-layer torch.nn
+                encoder, width 512, on --batch sequences of 128 tokens), replayed as
+                one CUDA graph (eager where capture fails or LATENCY_GRAPHS=0). It
+                serves --requests requests, each followed by the idle gap
+                latency_stats.request_gaps() gives for --seed (exponential, mean
+                --gap-ms): the same schedule in every configuration. A request's
+                latency: submission to completion (the graph replayed, the stream
+                synchronised). --open-loop: the gaps separate arrivals instead
+                (Poisson arrivals that do not wait for completions); a request that
+                arrives while the one before runs waits, and its latency runs from its
+                arrival, so queueing counts.
+  --role train  a training loop that keeps the GPU busy: --model resnet50 SGD steps on
+                --batch random images, or --model transformer AdamW steps of the
+                encoder on --batch sequences of 256 tokens (bf16 autocast both), one
+                step always queued behind the one running (each step's end stamped
+                when the next is queued).
 
 Hand-shake with the benchmark through files in --dir (no signals: the tenant may run
 under `kairos run`): the tenant warms up, writes NAME.ready ("key=value ..."), waits for
@@ -93,6 +100,12 @@ class DryWork:
         pass
 
 
+def transformer_encoder(torch):
+    """The transformer both roles use: 6 layers, width 512, 8 heads."""
+    layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+
+
 class TorchInfer:
     """One inference request: a batch through the model, synchronised."""
 
@@ -102,13 +115,14 @@ class TorchInfer:
         torch.manual_seed(args.seed)
         dev = torch.device("cuda")
         try:
+            if args.model != "resnet50":
+                raise ImportError("transformer asked for")
             import torchvision
             net = torchvision.models.resnet50(weights=None)
             x = torch.randn(args.batch, 3, 224, 224)
             model = "resnet50"
         except ImportError:
-            layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
-            net = torch.nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+            net = transformer_encoder(torch)
             x = torch.randn(args.batch, 128, 512)
             model = "transformer-encoder"
         net = net.to(dev, dtype=torch.bfloat16).eval()
@@ -162,16 +176,13 @@ class TorchTrain:
 
     def __init__(self, args):
         import torch
-        import torchvision
         self.torch = torch
         torch.manual_seed(args.seed)
         dev = torch.device("cuda")
-        net = torchvision.models.resnet50(weights=None).to(dev).to(
-            memory_format=torch.channels_last)
-        x = torch.randn(args.batch, 3, 224, 224, device=dev).to(
-            memory_format=torch.channels_last)
-        y = torch.randint(0, 1000, (args.batch,), device=dev)
-        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        if args.model == "transformer":
+            net, x, y, opt = self.transformer(torch, dev, args.batch)
+        else:
+            net, x, y, opt = self.resnet(torch, dev, args.batch)
         loss_fn = torch.nn.CrossEntropyLoss()
 
         def launch():
@@ -188,7 +199,31 @@ class TorchTrain:
             launch()
         torch.cuda.synchronize()
         self.pending = None
-        self.info = {"model": "resnet50-train", "graphs": 0}
+        self.info = {"model": f"{args.model}-train", "graphs": 0}
+
+    @staticmethod
+    def resnet(torch, dev, batch):
+        import torchvision
+        net = torchvision.models.resnet50(weights=None).to(dev).to(
+            memory_format=torch.channels_last)
+        x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (batch,), device=dev)
+        return net, x, y, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+    @staticmethod
+    def transformer(torch, dev, batch):
+        """The encoder with a 1000-way head on its mean token: a classifier's step."""
+        class Classifier(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body, self.head = transformer_encoder(torch), torch.nn.Linear(512, 1000)
+
+            def forward(self, x):
+                return self.head(self.body(x).mean(dim=1))
+        net = Classifier().to(dev)
+        x = torch.randn(batch, 256, 512, device=dev)
+        y = torch.randint(0, 1000, (batch,), device=dev)
+        return net, x, y, torch.optim.AdamW(net.parameters(), lr=1e-4)
 
     def step(self):
         """Queues a step, then waits for the one before it: returns when a step ended."""
@@ -216,20 +251,30 @@ def misbehave(args):
 
 
 def serve(args, work, out, max_s):
+    """Requests until --requests or max_s: closed loop (each gap after a completion) or,
+    with --open-loop, at arrival times the gaps separate (late ones wait, and count it)."""
     gaps = latency_stats.request_gaps(args.requests, args.gap_ms, args.seed)
     deadline = time.time() + max_s
     half_way = (args.requests // 2, time.time() + max_s / 2)  # whichever comes first
+    arrival = time.perf_counter_ns()  # open loop: when the next request arrives
+    wall_offset = time.time_ns() - arrival
     for i, gap in enumerate(gaps):
         if time.time() > deadline:
             print(f"stopped at --max-s after {i} requests", flush=True)
             break
         if args.dry_run and (i == half_way[0] or time.time() > half_way[1]):
             misbehave(args)
-        t_wall = time.time_ns()
-        t0 = time.perf_counter_ns()
+        if args.open_loop:
+            time.sleep(max(0, arrival - time.perf_counter_ns()) / 1e9)
+            t0, t_wall = arrival, arrival + wall_offset
+        else:
+            t_wall, t0 = time.time_ns(), time.perf_counter_ns()
         work.request()
         out.append((t_wall, time.perf_counter_ns() - t0))
-        time.sleep(gap / 1000)
+        if args.open_loop:
+            arrival += int(gap * 1e6)
+        else:
+            time.sleep(gap / 1000)
 
 
 def train(work, out, stop, max_s):
@@ -259,6 +304,9 @@ def main():
     ap.add_argument("--dry-hang", action="store_true", help="dry run: stop answering half way")
     ap.add_argument("--rounds", action="store_true", help="round after round until DIR/quit")
     ap.add_argument("--eager", action="store_true", help="infer: no CUDA graph")
+    ap.add_argument("--model", choices=["resnet50", "transformer"], default="resnet50")
+    ap.add_argument("--open-loop", action="store_true",
+                    help="infer: --gap-ms separates arrivals, not a completion and a request")
     args = ap.parse_args()
     if args.dry_run:
         work = DryWork(args)

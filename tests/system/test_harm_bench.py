@@ -116,6 +116,40 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(limit.policies, {"capped": {"limit": "30%"}})
         self.assertEqual(hb.InferClosed(8, args).policies["i7"], {"share": "12.5%"})
 
+    def test_metrics_of_the_share_mixes(self):
+        args = hb.parse_args(["--bin", "b", "--out", "o"])
+        pair = hb.TrainPair(args)
+        self.assertEqual(pair.solo, [("solo-cnn", ["cnn"]), ("solo-tf", ["tf"])])
+        self.assertEqual(pair.policies, {"cnn": {"share": "70%"}, "tf": {"share": "30%"}})
+        solo = {"solo-cnn": {"cnn": {"rate": 10.0}}, "solo-tf": {"tf": {"rate": 4.0}}}
+        # 0.6 and 0.3 of solo: 0.9 in all, of which cnn did 2/3 (target 0.70)
+        m = pair.metrics({"cnn": {"rate": 6.0}, "tf": {"rate": 1.2}}, solo, "native")
+        self.assertAlmostEqual(m["aggregate_of_solo"], 0.9)
+        self.assertAlmostEqual(m["share_err_pp"], 100 * (0.7 - 0.6 / 0.9))
+        m = pair.metrics({"cnn": {"rate": 6.0}, "tf": {"units": 1}}, solo, "kairos")
+        self.assertEqual(m, {"aggregate_of_solo": None, "share_err_pp": None})
+        deep = hb.Deep([0.4, 0.3, 0.2, 0.1], args)
+        self.assertEqual(deep.solo, [("solo-s0", ["s0"])])  # one program: one solo
+        self.assertNotIn("work", deep.tenants[0][2])  # kernel_stream's own short kernels
+        figs = {f"s{k}": {"rate": r} for k, r in enumerate((40.0, 30.0, 20.0, 10.0))}
+        m = deep.metrics(figs, {"solo-s0": {"s0": {"rate": 100.0}}}, "kairos")
+        self.assertAlmostEqual(m["aggregate_of_solo"], 1.0)
+        self.assertAlmostEqual(m["share_err_pp"], 0.0)
+        lend = hb.Lend(args)
+        self.assertEqual(lend.names(), ["busy"])  # the idle one never gets a round
+        self.assertAlmostEqual(lend.metrics({"busy": {"rate": 4.9}}, {"native": {"busy": {
+            "rate": 5.0}}}, "kairos")["aggregate_of_solo"], 0.98)
+        self.assertEqual(hb.MIXES["infer4-open"](args).tenants[0][2]["open_loop"], True)
+        self.assertEqual(hb.MIXES["infer4"](args).tenants[0][2]["open_loop"], False)
+
+    def test_common_span_of_trainings(self):
+        a = [(t,) for t in range(10, 100, 10)]
+        b = [(t,) for t in range(35, 200, 10)]
+        self.assertEqual(hb.common_span([a, b]), (35, 90))
+        self.assertIsNone(hb.common_span([a]))
+        self.assertIsNone(hb.common_span([a, [(500,), (600,)]]))  # they never overlap
+        self.assertIsNone(hb.common_span([a, []]))
+
     def test_verdicts_against_the_goals(self):
         free, capped = {"limit": None}, {"limit": 0.30}
         self.assertEqual(hb.verdict(free, "aggregate_rps", 100.0, 97.0), "ok")
@@ -128,6 +162,9 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(hb.verdict(capped, "aggregate_of_solo", 1.0, 0.219), "MISSED")
         self.assertEqual(hb.verdict(capped, "share_err_pp", None, 2.5), "MISSED")
         self.assertEqual(hb.verdict(capped, "share_err_pp", None, None), "n/a")
+        # target shares without a limit: Kairos's own error, whatever native's
+        self.assertEqual(hb.verdict(free, "share_err_pp", 20.0, 0.9), "ok")
+        self.assertEqual(hb.verdict(free, "share_err_pp", 0.5, 1.2), "MISSED")
 
     def test_tsv_rows(self):
         r = {"mixes": {"infer4": {"metrics_order": ["aggregate_rps", "p99_ms"], "medians": {
@@ -302,6 +339,77 @@ class DryRun(unittest.TestCase):
         with open(os.path.join(dest, "README.md")) as f:
             readme = f.read()
         self.assertIn(hb.table(self.res), readme)
+
+
+class MoreMixes(unittest.TestCase):
+    """The other mixes of the issue, with configuration kairos-memory, once."""
+    MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir, cls.out, cls.fakebin = scratch()
+        cls.r = run_bench(cls.out, "--mixes", ",".join(cls.MIXES), "--reps", "1",
+                          "--configs", "native,kairos,kairos-memory", "--train-seconds", "0.6",
+                          "--seconds", "0.8")
+        cls.res = load(cls.out) if os.path.exists(os.path.join(cls.out, "harm-results.json")) \
+            else None
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def archived(self, name):
+        with tarfile.open(os.path.join(self.out, "harm-runs.tar.gz")) as t:
+            return t.extractfile(f"harm/{name}").read().decode()
+
+    def test_runs_clean_with_every_metric(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stdout + self.r.stderr)
+        self.assertEqual(self.res["failures"], [])
+        rows = read_tsv(self.out)
+        self.assertEqual([r[:2] for r in rows[1:]], [
+            ["train-pair", "aggregate_of_solo"], ["train-pair", "share_err_pp"],
+            ["deep4-uneq", "aggregate_of_solo"], ["deep4-uneq", "share_err_pp"],
+            ["lend", "aggregate_of_solo"], ["infer4-open", "aggregate_rps"],
+            ["infer4-open", "aggregate_of_solo"], ["infer4-open", "p99_ms"],
+            ["infer4-open", "p99_of_solo"]])
+        for row in rows[1:]:  # every figure there for native and kairos (no MPS here)
+            self.assertRegex(row[2], r"^\d+\.\d+$", row)
+            self.assertEqual(row[3], "-", row)
+            self.assertRegex(row[4], r"^\d+\.\d+$", row)
+        # dry tenants do not share anything: each runs at its solo rate, so the parts of
+        # the sum are equal, 4 streams at 25 % against 40/30/20/10: 15 points off
+        self.assertAlmostEqual(float(rows[4][2]), 15.0, delta=3.0)
+
+    def test_rounds_and_who_runs_them(self):
+        rounds = {m: [r["round"] for r in self.res["mixes"][m]["rounds"]] for m in self.MIXES}
+        self.assertEqual(rounds["train-pair"], ["solo-cnn", "solo-tf", "native", "kairos",
+                                                "kairos-memory"])
+        self.assertEqual(rounds["deep4-uneq"], ["solo-s0", "native", "kairos", "kairos-memory"])
+        self.assertEqual(rounds["lend"], ["native", "kairos", "kairos-memory"])
+        for r in self.res["mixes"]["lend"]["rounds"]:  # the idle tenant lives, never works
+            self.assertEqual(list(r["figures"]), ["busy"])
+        for c in ("native", "kairos", "kairos-memory"):
+            self.assertRegex(self.archived(f"lend/{c}/idle/idle.ready"), r"pid=\d+")
+        self.assertEqual(self.res["mixes"]["lend"]["sets"]["kairos"]["placement"]["idle"][
+            "shim"], True)
+
+    def test_open_loop_keeps_its_arrival_rate(self):
+        for r in self.res["mixes"]["infer4-open"]["rounds"]:
+            for f in r["figures"].values():  # 16 ms apart on average: 62.5 a second (a
+                self.assertTrue(30 < f["rate"] < 110, f)  # closed loop: ~2000 a second)
+
+    def test_policies_per_configuration(self):
+        conf = self.archived("train-pair/kd-kairos/kairosd.yaml")
+        self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf),
+                         ["share: 70%", "share: 30%"])
+        conf = self.archived("deep4-uneq/kd-kairos/kairosd.yaml")
+        self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf),
+                         ["share: 40%", "share: 30%", "share: 20%", "share: 10%"])
+        for mix in self.MIXES:  # quotas only: no compute line, no time_mode
+            conf = self.archived(f"{mix}/kd-kairos-memory/kairosd.yaml")
+            self.assertNotIn("compute", conf)
+            self.assertNotIn("time_mode", conf)
+            self.assertRegex(conf, r"memory: \{ 0: \d+G \}")
 
 
 class Failures(unittest.TestCase):
