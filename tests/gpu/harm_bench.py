@@ -400,9 +400,12 @@ class Tenant:
             while True:
                 if self.proc.poll() is not None:
                     return None
+                # exe first: once it names the program, the maps read after it are the
+                # program's (maps read first may still be kairos's own, libc and no shim)
+                exe = os.readlink(f"{proc}/exe")
                 with open(f"{proc}/maps") as f:
                     maps = f.read()
-                settled = os.readlink(f"{proc}/exe") != kairos and re.search(r"/libc[.-]", maps)
+                settled = exe != kairos and re.search(r"/libc[.-]", maps)
                 if settled:
                     break
                 if time.time() > deadline:

@@ -23,6 +23,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -213,10 +214,14 @@ class PerGpuQuotas(unittest.TestCase):
     def controls(self, *args, **extra):
         """fakeapp of tenant paced1 holding its memory 0.6 s; the time controls the
         fake driver received from its shim, as (kind, fields) pairs."""
-        log = os.path.join(self.d.dir, "ctl-%d.log" % len(os.listdir(self.d.dir)))
+        # a name of its own: numbered by the directory's entries, a log could be reused when
+        # a file of kairosd's there (its state being saved) came and went between two calls
+        fd, log = tempfile.mkstemp(prefix="ctl-", suffix=".log", dir=self.d.dir)
+        os.close(fd)
         c = self.run_tenant("paced1", *args, "-n", "2", "-w", "0.6", FAKEDRV_CTL_LOG=log,
                             **extra)
-        lines = open(log).read().splitlines() if os.path.exists(log) else []
+        with open(log) as f:
+            lines = f.read().splitlines()
         return c, [(l.split()[0], dict(re.findall(r"(\w+)=(\S+)", l))) for l in lines]
 
     def test_time_policy_follows_the_physical_gpu(self):
