@@ -229,7 +229,7 @@ if child == 0:  # as the shim's child: not the parent's connection, nor its outp
     os._exit(0)
 if sys.argv[4] == "report":  # what the shim does before fork() returns
     time.sleep(float(sys.argv[5]))  # a report that is slow to arrive
-    c.request(kp.FORKED, struct.pack("<II", child, 0))
+    c.request(kp.FORKED, kp.body("forked", child_pid=child))
 print(child, flush=True)
 os._exit(0)
 """

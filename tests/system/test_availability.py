@@ -15,7 +15,6 @@ import pwd
 import resource
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -79,8 +78,8 @@ def flood(path, n, hold_s):
             continue
         except OSError:
             data = b""
-        text = data[20:].split(b"\0")[0].decode() if data[6:8] == struct.pack("<H", kp.ERROR) \
-            else ""
+        text = data[20:].split(b"\0")[0].decode() \
+            if len(data) >= kp.HDR.size and kp.HDR.unpack_from(data)[2] == kp.ERROR else ""
         s.close()
         if text.startswith("closed: no HELLO"):  # taken, then closed idle already (slow runs)
             closed += 1

@@ -195,9 +195,9 @@ class Hostile(DaemonCase):
         s = self.raw()
         s.send(payload)
         data = s.recv(4096)
-        self.assertEqual(struct.unpack_from("<H", data, 6)[0], kp.ERROR, payload[:32])
+        self.assertEqual(kp.HDR.unpack_from(data)[2], kp.ERROR, payload[:32])
         if code is not None:
-            self.assertEqual(struct.unpack_from("<I", data, 16)[0], code)
+            self.assertEqual(kp.fields("error", data[kp.HDR.size:])["code"], code)
         self.assertEqual(s.recv(4096), b"")  # disconnected
         s.close()
 
@@ -207,7 +207,7 @@ class Hostile(DaemonCase):
         self.expect_error_then_close(b"garbage", kp.ERR_PROTOCOL)
         self.expect_error_then_close(b"\0" * 16, kp.ERR_PROTOCOL)
         self.expect_error_then_close(kp.pack(kp.PS, b"", 1)[:-1] + b"", kp.ERR_PROTOCOL)
-        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, 99, kp.PS, 0, 1),
+        self.expect_error_then_close(kp.HDR.pack(kp.MAGIC, 99, kp.PS, 0, 1),
                                      kp.ERR_VERSION)
         self.expect_error_then_close(kp.pack(999), kp.ERR_PROTOCOL)
         self.expect_error_then_close(kp.pack(kp.GRANT, b"\0" * 24), kp.ERR_PROTOCOL)
@@ -216,13 +216,14 @@ class Hostile(DaemonCase):
                                      kp.ERR_PROTOCOL)
         self.expect_error_then_close(kp.pack(kp.HELLO, b"\x00" * 8 + b"A" * 64 + b"\0" * 128),
                                      kp.ERR_PROTOCOL)  # name not terminated
-        self.expect_error_then_close(kp.pack(kp.CHARGE, struct.pack("<IIQQ", 0, 0, 2**63, 1)),
+        self.expect_error_then_close(kp.pack(kp.CHARGE, kp.body("charge", bytes=2**63, token=1)),
                                      kp.ERR_INVALID)
-        self.expect_error_then_close(kp.pack(kp.COMMIT, struct.pack("<IIQQQ", 0, 1, 1, 1, 1)),
+        self.expect_error_then_close(kp.pack(kp.COMMIT, kp.body("commit", ok=1, token=1, reserved=1,
+                                                                actual=1)),
                                      kp.ERR_NOT_REGISTERED)
         self.expect_error_then_close(b"\xff" * 100000, kp.ERR_PROTOCOL)  # huge
         # a header whose size field lies
-        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, kp.VERSION, kp.PS, 2**31, 1),
+        self.expect_error_then_close(kp.HDR.pack(kp.MAGIC, kp.VERSION, kp.PS, 2**31, 1),
                                      kp.ERR_PROTOCOL)
         # truncated: the peer sends half a header and vanishes
         s = self.raw()
@@ -267,7 +268,7 @@ class ConnectionBound(DaemonCase):
         s.settimeout(5)
         s.connect(self.d.socket)
         data = s.recv(4096)
-        self.assertEqual(struct.unpack_from("<H", data, 6)[0], kp.ERROR)
+        self.assertEqual(kp.HDR.unpack_from(data)[2], kp.ERROR)
         self.assertIn(b"too many connections", data)
         s.close()
         for c in held:

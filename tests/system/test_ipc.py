@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -329,7 +328,8 @@ class LegacyIpc(unittest.TestCase):
 
 
 def imported_body(flags, client_src, object_src, client, obj=0):
-    return struct.pack("<6I", flags, client_src, object_src, client, obj, 0)
+    return kp.body("imported", flags=flags, h_client_src=client_src, h_object_src=object_src,
+                   h_client=client, h_object=obj)
 
 
 class LyingImporters(unittest.TestCase):
@@ -415,11 +415,13 @@ class LyingImporters(unittest.TestCase):
 
 
 def freed_body(client, obj, nbytes, gpu=0):
-    return struct.pack("<6IQ", client, obj, 0, 0, kp.SHARED_FREED, gpu, nbytes)
+    return kp.body("shared", h_client=client, h_object=obj, flags=kp.SHARED_FREED, gpu=gpu,
+                   bytes=nbytes)
 
 
 def shared_body(client, obj, nbytes=0, share_type=kp.SHARE_ALL, gpu=0):
-    return struct.pack("<6IQ", client, obj, share_type, 0, 0, gpu, nbytes)
+    return kp.body("shared", h_client=client, h_object=obj, share_type=share_type, gpu=gpu,
+                   bytes=nbytes)
 
 
 class Member:

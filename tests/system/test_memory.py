@@ -6,7 +6,6 @@ Usage: test_memory.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import functools
 import json
 import socket
-import struct
 import os
 import re
 import signal
@@ -604,17 +603,19 @@ class FilesOutliveTheProcess(unittest.TestCase):
         that report anyway and counts no credit that crossed it: the departed member,
         kept charged while the GPU lists it, is charged what it held, to the byte
         (before: its previous report plus the credit, 4 MiB over)."""
-        fmt, ahead, last = kp.CREDIT_FMT, 0x1, 0x4  # KAIROS_CREDIT_AHEAD, _LAST
+        ahead, last = kp.CREDIT_AHEAD, kp.CREDIT_LAST
         c = self.d.client()
         c.hello("team")
-        t, reply = c.request(kp.CREDIT, struct.pack(fmt, 0, ahead, 1, 0, 0, 8 * MiB, 8 * MiB, 0))
-        granted = struct.unpack(fmt, reply)[5]
+        t, reply = c.request(kp.CREDIT, kp.body("credit", flags=ahead, report=1, need=8 * MiB,
+                                                least=8 * MiB))
+        granted = kp.fields("credit", reply)["need"]
         self.assertEqual((t, granted), (kp.CREDIT, 8 * MiB + 4 * MiB))  # need and a chunk
         self.d.write_fake(self.GPU + f"proc 0 {os.getpid()} -\n")  # listed, memory unknown
         self.d.proc.send_signal(signal.SIGSTOP)
         try:
-            c.send(kp.CREDIT, struct.pack(fmt, 0, ahead, 2, 6 * MiB, 0, 0, 0, 0))
-            c.send(kp.CREDIT, struct.pack(fmt, 0, last, 3, 8 * MiB, granted - 8 * MiB, 0, 0, 0))
+            c.send(kp.CREDIT, kp.body("credit", flags=ahead, report=2, held=6 * MiB))
+            c.send(kp.CREDIT, kp.body("credit", flags=last, report=3, held=8 * MiB,
+                                      returned=granted - 8 * MiB))
             c.close()
         finally:
             self.d.proc.send_signal(signal.SIGCONT)
@@ -866,8 +867,7 @@ def driver_file(tag):
 
 
 def inherited_body(from_pid, fds, flags=kp.INHERITED_RECEIVED):
-    padded = list(fds) + [0] * (kp.INHERITED_MAX_FDS - len(fds))
-    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *padded)
+    return kp.body("inherited", from_pid=from_pid, flags=flags, n_fds=len(fds), fds=list(fds))
 
 
 class Handovers(unittest.TestCase):
@@ -963,12 +963,12 @@ class Handovers(unittest.TestCase):
         self.assertTrue(c.charge(0, 4 * MiB, 1)[0])
         c.commit(0, 1, True, 4 * MiB, 4 * MiB)
         with self.assertRaises(KairosError) as e:  # our parent is not our child
-            c.request(kp.FORKED, struct.pack("<II", os.getppid(), 0))
+            c.request(kp.FORKED, kp.body("forked", child_pid=os.getppid()))
         self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
         self.assertIn("not your child", str(e.exception))
         child = subprocess.Popen(["sleep", "30"])
         try:
-            t, _ = c.request(kp.FORKED, struct.pack("<II", child.pid, 0))
+            t, _ = c.request(kp.FORKED, kp.body("forked", child_pid=child.pid))
             self.assertEqual(t, kp.OK)
         finally:
             child.kill()
@@ -981,8 +981,8 @@ class Handovers(unittest.TestCase):
         scripted) shows what it holds: then the charge is that figure, never less
         than what the member had reported."""
         def act(c, theirs):  # reports 2 MiB held, asks 16 MiB of credit
-            c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, 2 * MiB, 0, 16 * MiB,
-                                             16 * MiB, 0))
+            c.request(kp.CREDIT, kp.body("credit", report=1, held=2 * MiB, need=16 * MiB,
+                                         least=16 * MiB))
             theirs.send(b"r")
         pid, ctrl = self.forked_member(act)
         self.assertEqual(ctrl.recv(1), b"r")
