@@ -20,7 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import driver_peak, line_counts, preload_env, wait_for  # noqa: E402
+from harness import driver_peak, line_counts, pass_time, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -90,7 +90,7 @@ class Credit(unittest.TestCase):
         self.d.proc.wait(10)
         self.d.logf.close()
         self.d.proc = None
-        time.sleep(down_s)
+        pass_time(down_s, "kairosd stays down")
         self.d.start()
 
     def test_racing_processes_and_threads_never_exceed_the_quota(self):
@@ -146,7 +146,7 @@ class Credit(unittest.TestCase):
         allocation is refused, and the new ledger holds what the driver gave."""
         ps = [self.run_tenant("-n", "6", "-s", str(PAGE), "-c", str(PAGE), "-w", "2",
                               FAKEDRV_ALLOC_DELAY_MS="100") for _ in range(3)]
-        time.sleep(0.4)
+        self.assertTrue(wait_for(lambda: self.held() > 0, timeout=10.0), self.d.ps())
         self.kill9_and_restart(down_s=1.0)
         got = [self.holding(p) for p in ps]
         self.assertEqual([g["failed"] for g in got], [0, 0, 0])

@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import wait_for  # noqa: E402
+from harness import hold_still, pass_time, wait_for  # noqa: E402
 
 KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
@@ -242,13 +242,14 @@ class Hostile(DaemonCase):
         s.close()
         # many connections at once (a full backlog answers EAGAIN: try again)
         many = []
+        def connect():
+            try:
+                many.append(self.raw())
+                return True
+            except BlockingIOError:
+                return False
         for _ in range(200):
-            for _attempt in range(500):
-                try:
-                    many.append(self.raw())
-                    break
-                except BlockingIOError:
-                    time.sleep(0.002)
+            wait_for(connect, timeout=1.0, step=0.002)
         self.assertEqual(len(many), 200)
         for m in many:
             m.close()
@@ -522,7 +523,7 @@ class Audit(DaemonCase):
                                      in self.d.read_log()), self.d.read_log())
             self.assertTrue(wait_for(lambda: "above the tenant's quota" in self.d.read_log()))
             self.assertIn("not killed", self.d.read_log())
-            time.sleep(0.3)
+            hold_still(0.3, "a few audit passes: not killed, reported once")
             self.assertIsNone(victim.poll())
             self.assertEqual(self.d.read_log().count(f"pid {victim.pid} (sleep) uses"), 1)
         finally:
@@ -613,7 +614,7 @@ class TimeShare(DaemonCase):
             # NVML's coarse figures do not move a limit's window (docs/scheduler.md):
             # a tenant reported at 100 % keeps its 30 ms
             self.d.write_fake(FAKE_GPUS + f"util 0 {os.getpid()} 100\n")
-            time.sleep(0.5)
+            hold_still(0.5, "ticks that read the figure: the window does not move")
             # a reload with a new limit reaches the member at once
             with open(self.d.config) as f:
                 text = f.read()
@@ -897,7 +898,7 @@ class ComputeUnmeasured(DaemonCase):
 
     def test_unknown_is_not_zero(self):
         env = dict(os.environ, KAIROS_SOCKET=self.d.socket)
-        time.sleep(0.3)  # a few ticks
+        pass_time(0.3, "a few scheduler ticks (100 ms)")
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True, env=env,
                            timeout=30)
         c = json.loads(r.stdout)["tenants"][0]["gpus"][0]["compute"]

@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import driver_holds, preload_env, wait_for  # noqa: E402
+from harness import driver_holds, pass_time, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -137,7 +137,7 @@ class ForkTrust(unittest.TestCase):
             c.close()
         kid = os.fork()
         if kid == 0:
-            time.sleep(2)
+            pass_time(2, "a child that lives a while")
             os._exit(0)
         self.assertTrue(wait_for(lambda: self.d.alive() and len(self.d.ps()) > 0))
 

@@ -15,13 +15,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 from kairos_proto import Client, Daemon, KairosError  # noqa: E402
-from harness import driver_holds, preload_env, wait_for  # noqa: E402
+from harness import driver_holds, hold_still, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, IPCAPP = sys.argv[1:6]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
@@ -143,7 +142,7 @@ class LegacyIpc(unittest.TestCase):
         self.assertEqual(driver_holds(self.journal), 40 * MiB)  # freed, but imported
         self.assert_held(40 * MiB)
         a.exit()
-        time.sleep(0.5)  # more than a linger check
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), 40 * MiB)
         self.assert_departed_charge(40 * MiB)
         self.assertEqual(self.held("other"), 0)
@@ -162,7 +161,7 @@ class LegacyIpc(unittest.TestCase):
         self.assertEqual(int(i["n"]), 10)
         a.command("free", "ipcapp: freed")
         a.exit()
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), 40 * MiB)
         self.assert_departed_charge(40 * MiB)
         b.p.kill()
@@ -288,7 +287,7 @@ class LegacyIpc(unittest.TestCase):
                                  timeout=5.0))  # its 10 shares, told twice
         a.command("free", "ipcapp: freed")
         a.exit()
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), 40 * MiB)
         self.assert_departed_charge(40 * MiB)
         self.assertEqual(self.held("other"), 0)
@@ -383,7 +382,7 @@ class LyingImporters(unittest.TestCase):
         c = self.liar()
         self.claim(c, int(e["client"], 0), int(e["objects"].split(",")[0], 0))
         a.exit()
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertLessEqual(self.held(), 40 * MiB + CREDIT_SLACK)
         self.assertEqual(self.held("other"), 0)
         c.close()

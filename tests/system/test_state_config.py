@@ -19,6 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import wait_for  # noqa: E402
 
 KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
@@ -205,6 +206,7 @@ class Limits(Case):
         t0 = time.monotonic()
         self.d.start(timeout=60)
         up = time.monotonic() - t0
+        self.d.wait_ready(60)  # the socket accepts before the loop serves (a slow load)
         c = self.d.client()
         _, quota = c.hello("tenant-04094")  # the last entry was loaded, with its quotas
         c.close()
@@ -387,12 +389,7 @@ class ReloadKeepsWhatIsHeld(Case):
         self.assertIn("bob", self.ps())  # a configured tenant stays
 
 def kp_wait(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
+    return wait_for(pred, timeout, 0.02)
 
 
 class BadConfig(unittest.TestCase):

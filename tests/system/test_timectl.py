@@ -17,6 +17,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 from kairos_proto import HDR, MAGIC, VERSION, pack, shim_env_at  # noqa: E402
+from harness import pass_time  # noqa: E402
 
 SHIM, FAKEDRV, FAKEAPP = sys.argv[1:4]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
@@ -92,7 +93,7 @@ class Push(unittest.TestCase):
                                    env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)
             self.assertTrue(daemon.ready.wait(10))
-            time.sleep(0.8)  # the allocations are done: the process holds them, idle
+            pass_time(0.8, "the allocations are done (-w 2 keeps it idle after them)")
             daemon.push(policy(2, 7000, period_us=100000, duty_us=50000,
                                epoch_ns=time.monotonic_ns()))
             out, err = app.communicate(timeout=60)
