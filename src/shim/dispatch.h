@@ -3,7 +3,13 @@
  * Each function performs one call through a table of real functions (real.h:
  * the libc below us, or a fake driver in tests) and feeds what it did to the
  * core: descriptor classification (fdtable.h), decoding (core/rm_decode.h) and
- * the object tree (core/objtree.h), and to the tracer when tracing.
+ * the object tree (core/objtree.h), and to the tracer when tracing. Around the
+ * call it asks and tells the modules that act on it: the driver's version check
+ * (driver_check.h), quotas (memguard.h; managed mappings, uvm_managed.h) on the
+ * shim's copy of the argument (shadow.h), handles in the driver (inflight.h),
+ * which GPU a device is (gpumap.h), legacy CUDA IPC (ipc.h), the reports of forks
+ * and of inherited, received and taken files (inherit.h), time control's hooks
+ * (timectl.h), and a vfork child's hands-off rule (borrowed_vm.h).
  *
  * Failure rule: the real call is made as the application asked (under a quota,
  * an RM call the shim records is made on the shim's copy of its argument,

@@ -1,13 +1,16 @@
 /* state.h - the shim's process state: object tree, descriptor table, one lock.
  *
- * One mutex (the state lock) guards the object tree and the mutations of the
- * descriptor table. It is held only around bookkeeping, never across a real
- * ioctl, mmap or close. pthread_atfork handlers take it around fork() so a child
- * forked while another thread held it does not inherit a locked mutex. The state
- * is created on first use.
+ * One mutex (the state lock) guards the object tree, the mutations of the
+ * descriptor table (fdtable.h), the handles in the driver (inflight.h) and the
+ * bounding box of the process's NVIDIA mappings. It is held only around
+ * bookkeeping, never across a real ioctl, mmap or close; a call that must wait for
+ * a handle another thread has in the driver waits on its condition (state_wait,
+ * state_wake). pthread_atfork handlers take it around fork() so a child forked
+ * while another thread held it does not inherit a locked mutex. The state is
+ * created on first use.
  *
- * Thread rules: state_lock/state_unlock bracket every use of state_tree() and the
- * fdtable *_locked functions.
+ * Thread rules: state_lock (which returns the object tree) and state_unlock
+ * bracket every use of the tree and of the fdtable and inflight *_locked functions.
  */
 #ifndef KAIROS_SHIM_STATE_H
 #define KAIROS_SHIM_STATE_H

@@ -114,6 +114,50 @@ def wait_for(pred, timeout=5.0, step=0.01):
     return pred()
 
 
+def hold_still(seconds, why):
+    """The bounded wait of a test that checks that something does NOT happen: seconds
+    long enough for it to have happened were it going to (why says what and why that
+    long); the test then asserts it did not. Never a wait for something to happen:
+    that is wait_for, on the condition, with a deadline."""
+    assert why, "hold_still: say what does not happen"
+    time.sleep(seconds)
+
+
+def pass_time(seconds, why):
+    """Lets a duration that the code under test measures go by (a grace period, a
+    baseline sample, a save delay) before the test acts: the clock is the condition.
+    why names the duration. Never a wait for something to happen (wait_for)."""
+    assert why, "pass_time: say which duration"
+    time.sleep(seconds)
+
+
+def polling(timeout, step=0.05):
+    """For a wait on a condition that takes more than a predicate: yields at once,
+    then every step seconds until timeout has passed (for _ in polling(5): ... break;
+    what follows the loop is the deadline's case)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        yield
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(step)
+
+
+def ready_pipe():
+    """A pipe by which a child says it reached a point: the child calls
+    say_ready(w); the parent wait_ready(r, timeout) (True when it did in time)."""
+    return os.pipe()
+
+
+def say_ready(w):
+    os.write(w, b"r")
+
+
+def wait_ready(r, timeout=30.0):
+    import select
+    return bool(select.select([r], [], [], timeout)[0]) and os.read(r, 1) == b"r"
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:

@@ -1,62 +1,90 @@
 """kairos_proto - a client of kairosd's wire protocol (include/kairos/proto.h) in
 pure Python (struct.pack), and helpers to run kairosd in a temporary directory for
-the system tests. Keep the layouts in step with proto.h."""
+the system tests. Its numbers and struct layouts are read from proto.h itself
+(proto_h.py; test_proto_h.py checks the reading against the C compiler)."""
 import os
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import time
 
-MAGIC, VERSION = 0x4b524f53, 3
-HELLO, CHARGE, COMMIT, RELEASE, FORKED, INHERITED = 1, 2, 3, 4, 5, 6
-INHERITED_EXEC, INHERITED_RECEIVED, INHERITED_MAX_FDS = 1, 2, 16
-IMPORTED, SHARED = 23, 24  # legacy CUDA IPC (proto.h history: later additions to 3)
-SHARED_FREED = 0x1  # SHARED flags: the sender freed the object (no reply)
-IMPORT_BEGIN, IMPORT_END = 1, 2
-SHARE_ALL, SHARE_SECURITY_TOKEN, SHARE_CLIENT, SHARE_PID = 1, 2, 3, 4
-TENANT_SET, TENANT_DEL, PS, TENANT_MEMBERS, TENANT_ADMIT = 16, 17, 18, 19, 20
-CREDIT, CREDIT_RECALL = 21, 22
-CREDIT_FMT = "<IIQQQQQQ"  # struct kairos_credit: gpu flags report held returned need least quota
-OK, ERROR, WELCOME, GRANT, PS_REPLY, TIME_POLICY = 32, 33, 34, 35, 36, 37
-TIME_POLICY_FMT = struct.Struct("<IIQQQIIII")  # struct kairos_time_policy, 48 bytes
-assert TIME_POLICY_FMT.size == 48
+import proto_h
+
+_C, _S = proto_h.read()  # every number and layout below comes from proto.h
+MAGIC, VERSION = _C["KAIROS_PROTO_MAGIC"], _C["KAIROS_PROTO_VERSION"]
+HELLO, CHARGE, COMMIT, RELEASE, FORKED, INHERITED = (
+    _C["KAIROS_MSG_" + n] for n in ("HELLO", "CHARGE", "COMMIT", "RELEASE", "FORKED",
+                                    "INHERITED"))
+INHERITED_EXEC, INHERITED_RECEIVED, INHERITED_MAX_FDS = (
+    _C["KAIROS_INHERITED_" + n] for n in ("EXEC", "RECEIVED", "MAX_FDS"))
+IMPORTED, SHARED = _C["KAIROS_MSG_IMPORTED"], _C["KAIROS_MSG_SHARED"]  # legacy CUDA IPC
+SHARED_FREED = _C["KAIROS_SHARED_FREED"]  # SHARED flags: the sender freed the object
+IMPORT_BEGIN, IMPORT_END = _C["KAIROS_IMPORT_BEGIN"], _C["KAIROS_IMPORT_END"]
+SHARE_ALL, SHARE_SECURITY_TOKEN, SHARE_CLIENT, SHARE_PID = (
+    _C["KAIROS_SHARE_" + n] for n in ("ALL", "SECURITY_TOKEN", "CLIENT", "PID"))
+TENANT_SET, TENANT_DEL, PS, TENANT_MEMBERS, TENANT_ADMIT = (
+    _C["KAIROS_MSG_" + n] for n in ("TENANT_SET", "TENANT_DEL", "PS", "TENANT_MEMBERS",
+                                    "TENANT_ADMIT"))
+CREDIT, CREDIT_RECALL = _C["KAIROS_MSG_CREDIT"], _C["KAIROS_MSG_CREDIT_RECALL"]
+FORK_TICKETS, ROOM, RUNNABLE = (_C["KAIROS_MSG_" + n] for n in ("FORK_TICKETS", "ROOM",
+                                                                 "RUNNABLE"))
+CREDIT_FMT = _S["kairos_credit"].fmt  # gpu flags report held returned need least quota
+OK, ERROR, WELCOME, GRANT, PS_REPLY, TIME_POLICY = (
+    _C["KAIROS_MSG_" + n] for n in ("OK", "ERROR", "WELCOME", "GRANT", "PS_REPLY",
+                                    "TIME_POLICY"))
+TIME_POLICY_FMT = _S["kairos_time_policy"].struct
 ERR_PROTOCOL, ERR_VERSION, ERR_NO_TENANT, ERR_PERMISSION, ERR_INVALID, ERR_BUSY, \
-    ERR_NOT_REGISTERED = range(1, 8)
-REATTACH = 1
-CHARGE_MANAGED = 1  # KAIROS_CHARGE_MANAGED
-EPHEMERAL = 1
-MAX_GPUS = 16
-KEEP = (1 << 64) - 1
-HDR = struct.Struct("<IHHII")
-# struct kairos_ps_reply: flags, n_gpus, tenant, quota, held, refusals, n_pids, pids,
-# then per GPU compute_flags, share, limit, priority, target, window, minute (ppm),
-# period_us, duty_us, a pad, pauses
-PS_REPLY_FMT = struct.Struct("<II64s16Q16Q16QI64I" + "16I" * 9 + "I16Q")
-assert PS_REPLY_FMT.size == 1424  # KAIROS_PS_REPLY_SIZE_V1: what a PS without a body gets
+    ERR_NOT_REGISTERED = (_C["KAIROS_ERR_" + n] for n in (
+        "PROTOCOL", "VERSION", "NO_TENANT", "PERMISSION", "INVALID", "BUSY",
+        "NOT_REGISTERED"))
+REATTACH = _C["KAIROS_HELLO_REATTACH"]
+CHARGE_MANAGED = _C["KAIROS_CHARGE_MANAGED"]
+EPHEMERAL = _C["KAIROS_TENANT_EPHEMERAL"]
+MAX_GPUS = _C["KAIROS_MAX_GPUS"]
+KEEP = _C["KAIROS_QUOTA_KEEP"]
+HDR = _S["kairos_hdr"].struct
+# struct kairos_ps_reply up to its holds (what a PS without a body gets): flags, n_gpus,
+# tenant, quota, held, refusals, n_pids, pids, then per GPU compute_flags, share, limit,
+# priority, target, window, minute (ppm), period_us, duty_us, a pad, pauses
+PS_REPLY_SIZE_V1 = _C["KAIROS_PS_REPLY_SIZE_V1"]
+PS_REPLY_FMT = _S["kairos_ps_reply"].part(stop="hold")
+assert PS_REPLY_FMT.size == PS_REPLY_SIZE_V1
 # with PS_HOLDS (struct kairos_ps flags) the reply goes on: per GPU hold, then per GPU
 # and reason hold_period_ppm, hold_time_ppm, hold_periods, hold_time_us
-PS_HOLDS = 1
-PS_HOLDS_FMT = struct.Struct("<16I64I64I64Q64Q")
-assert PS_REPLY_FMT.size + PS_HOLDS_FMT.size == 3024
-PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED, PS_COMPUTE_HOLDS = 1, 2, 4
-PS_REMOVED = 2  # PS_REPLY flags: the configuration removed the tenant (it goes when empty)
+PS_HOLDS = _C["KAIROS_PS_HOLDS"]
+PS_HOLDS_FMT = _S["kairos_ps_reply"].part(first="hold")
+PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED, PS_COMPUTE_HOLDS = (
+    _C["KAIROS_PS_COMPUTE_" + n] for n in ("POLICY", "MEASURED", "HOLDS"))
+PS_LAST, PS_REMOVED = _C["KAIROS_PS_LAST"], _C["KAIROS_PS_REMOVED"]
 HOLD_NAMES = ("none", "share", "limit", "yield")  # KAIROS_HOLD_*, the inner index
+assert [_C["KAIROS_HOLD_" + n.upper()] for n in HOLD_NAMES] == list(range(len(HOLD_NAMES)))
 PRIO_NAMES = ("normal", "latency", "batch")
+assert [_C["KAIROS_PRIO_" + n.upper()] for n in PRIO_NAMES] == list(range(len(PRIO_NAMES)))
 GiB = 1 << 30
-COMPUTE_SET, COMPUTE_CLEAR = 1, 2
-PRIORITY = {"normal": 0, "latency": 1, "batch": 2}
-PPM = 1000000
-COMPUTE_FMT = struct.Struct("<IIBBH")  # struct kairos_compute, 12 bytes
-assert COMPUTE_FMT.size == 12
-TENANT_SET_FMT = struct.Struct("<64sII16Q" + "IIBBH" * MAX_GPUS)  # 392 bytes
-assert TENANT_SET_FMT.size == 392
-TENANT_SET_SIZE_V0 = 200  # the body before compute[], still accepted
+COMPUTE_SET, COMPUTE_CLEAR = _C["KAIROS_COMPUTE_SET"], _C["KAIROS_COMPUTE_CLEAR"]
+PRIORITY = {n: i for i, n in enumerate(PRIO_NAMES)}
+PPM = _C["KAIROS_PPM"]
+COMPUTE_FMT = _S["kairos_compute"].struct
+TENANT_SET_FMT = _S["kairos_tenant_set"].struct
+TENANT_SET_SIZE_V0 = _C["KAIROS_TENANT_SET_SIZE_V0"]  # the body before compute[], accepted
+for _name, _value in _C.items():  # and every other KAIROS_X as X (KAIROS_CREDIT_AHEAD)
+    globals().setdefault(_name[len("KAIROS_"):], _value)
+LAYOUTS = _S  # every struct of proto.h by name ("kairos_inherited")
 
+
+def body(struct_name, **fields):
+    """The bytes of struct kairos_<struct_name>, fields by name (others 0):
+    body("credit", gpu=0, need=8 << 20)."""
+    return _S["kairos_" + struct_name].pack(**fields)
+
+
+def fields(struct_name, data):
+    """The fields of struct kairos_<struct_name> in data, by name (Layout.values)."""
+    return _S["kairos_" + struct_name].values(data)
 
 def name64(s):
-    return s.encode().ljust(64, b"\0")
+    return s.encode().ljust(_C["KAIROS_NAME_MAX"], b"\0")
 
 
 def pack(type_, body=b"", seq=1):
@@ -64,8 +92,7 @@ def pack(type_, body=b"", seq=1):
 
 
 def hello_body(tenant, pid=0, held=None, flags=0):
-    held = list(held or []) + [0] * (MAX_GPUS - len(held or []))
-    return struct.pack("<II64s16Q", flags, pid, name64(tenant), *held)
+    return _S["kairos_hello"].pack(flags=flags, pid=pid, tenant=tenant, held=list(held or []))
 
 
 def compute_fields(policy):
@@ -93,37 +120,39 @@ def tenant_set_body(tenant, quotas, flags=0, compute=None):
 
 def time_policy(body):
     """The fields of a TIME_POLICY body as a dict."""
-    gpu, flags, seq, ts, epoch, period, phase, duty, _ = TIME_POLICY_FMT.unpack(body)
-    return dict(gpu=gpu, flags=flags, seq=seq, timeslice_us=ts, epoch_ns=epoch,
-                period_us=period, phase_us=phase, duty_us=duty)
+    f = _S["kairos_time_policy"].values(body)
+    del f["pad"]
+    return f
 
 
 def ps_compute(f, n):
-    """The compute figures of an unpacked PS_REPLY, per GPU: None without a policy,
-    else a dict (shares in ppm; window and minute None when not measured)."""
-    arrays = [f[116 + 16 * k:132 + 16 * k] for k in range(9)]
-    flags, share, limit, prio, target, window, minute, period, duty = arrays
-    pauses = f[117 + 16 * 9:]
+    """The compute figures of a PS_REPLY's fields (Layout.values), per GPU: None
+    without a policy, else a dict (shares in ppm; window and minute None when not
+    measured)."""
     out = []
     for g in range(n):
-        if not flags[g] & PS_COMPUTE_POLICY:
+        if not f["compute_flags"][g] & PS_COMPUTE_POLICY:
             out.append(None)
             continue
-        measured = bool(flags[g] & PS_COMPUTE_MEASURED)
-        out.append({"share": share[g], "limit": limit[g], "priority": PRIO_NAMES[prio[g]],
-                    "target": target[g], "window": window[g] if measured else None,
-                    "minute": minute[g] if measured else None, "period_us": period[g],
-                    "duty_us": duty[g], "pauses": pauses[g]})
+        measured = bool(f["compute_flags"][g] & PS_COMPUTE_MEASURED)
+        out.append({"share": f["share_ppm"][g], "limit": f["limit_ppm"][g],
+                    "priority": PRIO_NAMES[f["priority"][g]], "target": f["target_ppm"][g],
+                    "window": f["window_ppm"][g] if measured else None,
+                    "minute": f["minute_ppm"][g] if measured else None,
+                    "period_us": f["period_us"][g], "duty_us": f["duty_us"][g],
+                    "pauses": f["pauses"][g]})
     return out
 
 
 def ps_holds(tail, flags, n):
     """The hold figures of a whole PS_REPLY's tail, per GPU: None where compute_flags
     lacks PS_COMPUTE_HOLDS, else a dict (reason names as keys; ppm, periods, us)."""
-    h = PS_HOLDS_FMT.unpack(tail)
-    per = lambda base, g: dict(zip(HOLD_NAMES, h[base + 4 * g:base + 4 * g + 4]))
-    return [{"now": HOLD_NAMES[h[g]], "period_ppm": per(16, g), "time_ppm": per(80, g),
-             "periods": per(144, g), "time_us": per(208, g)}
+    h = _S["kairos_ps_reply"].values(tail, first="hold")
+    r = len(HOLD_NAMES)
+    per = lambda key, g: dict(zip(HOLD_NAMES, h[key][r * g:r * g + r]))
+    return [{"now": HOLD_NAMES[h["hold"][g]], "period_ppm": per("hold_period_ppm", g),
+             "time_ppm": per("hold_time_ppm", g), "periods": per("hold_periods", g),
+             "time_us": per("hold_time_us", g)}
             if flags[g] & PS_COMPUTE_HOLDS else None for g in range(n)]
 
 
@@ -161,8 +190,9 @@ class Client:
         body = data[HDR.size:]
         assert magic == MAGIC and version == VERSION and size == len(body), data
         if type_ == ERROR:
-            code = struct.unpack_from("<I", body)[0]
-            raise KairosError(code, body[4:].split(b"\0")[0].decode())
+            e = _S["kairos_error"]
+            e = e.values(body.ljust(e.size, b"\0")[:e.size])
+            raise KairosError(e["code"], e["message"].split(b"\0")[0].decode())
         return type_, seq, body
 
     def reply(self):
@@ -184,20 +214,22 @@ class Client:
         t, body = self.request(HELLO, hello_body(tenant, os.getpid(), held,
                                                  REATTACH if reattach else 0))
         assert t == WELCOME
-        tid, n = struct.unpack_from("<II", body)
-        return tid, list(struct.unpack_from("<16Q", body, 8))[:n]
+        w = _S["kairos_welcome"].values(body)
+        return w["tenant_id"], w["quota"][:w["n_gpus"]]
 
     def charge(self, gpu, nbytes, token=0, flags=0):
-        t, body = self.request(CHARGE, struct.pack("<IIQQ", gpu, flags, nbytes, token))
+        t, body = self.request(CHARGE, _S["kairos_charge"].pack(gpu=gpu, flags=flags,
+                                                                 bytes=nbytes, token=token))
         assert t == GRANT
-        granted, _, quota, held = struct.unpack("<IIQQ", body)
-        return bool(granted), quota, held
+        g = _S["kairos_grant"].values(body)
+        return bool(g["granted"]), g["quota"], g["held"]
 
     def commit(self, gpu, token, ok, reserved, actual):
-        self.send(COMMIT, struct.pack("<IIQQQ", gpu, 1 if ok else 0, token, reserved, actual))
+        self.send(COMMIT, _S["kairos_commit"].pack(gpu=gpu, ok=1 if ok else 0, token=token,
+                                                   reserved=reserved, actual=actual))
 
     def release(self, gpu, nbytes):
-        self.send(RELEASE, struct.pack("<IIQ", gpu, 0, nbytes))
+        self.send(RELEASE, _S["kairos_release"].pack(gpu=gpu, bytes=nbytes))
 
     def tenant_set(self, tenant, quotas, flags=0, compute=None):
         t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags, compute))
@@ -205,42 +237,39 @@ class Client:
 
     def tenant_members(self, tenant, users=(), groups=(), cgroups=()):
         """TENANT_MEMBERS: who may join tenant (struct kairos_tenant_members)."""
-        ids = lambda v: struct.pack("<16I", *(list(v) + [0] * (16 - len(v))))
-        cg = b"".join(c.encode().ljust(128, b"\0") for c in cgroups) + \
-            b"\0" * 128 * (4 - len(cgroups))
-        body = name64(tenant) + struct.pack("<IIII", len(users), len(groups), len(cgroups), 0) + \
-            ids(users) + ids(groups) + cg
+        body = _S["kairos_tenant_members"].pack(
+            tenant=tenant, n_users=len(users), n_groups=len(groups), n_cgroups=len(cgroups),
+            users=list(users), groups=list(groups), cgroups=list(cgroups))
         t, _ = self.request(TENANT_MEMBERS, body)
         assert t == OK
 
     def tenant_admit(self, tenant, pid=0):
         """TENANT_ADMIT: pid (0: this process) and its descendants may join tenant."""
-        t, _ = self.request(TENANT_ADMIT, name64(tenant) + struct.pack("<II", pid, 0))
+        t, _ = self.request(TENANT_ADMIT, _S["kairos_tenant_admit"].pack(tenant=tenant, pid=pid))
         assert t == OK
 
     def ps(self, holds=False):
         """PS as a kairos of before asks it (no body: 1424-byte replies), or with
         PS_HOLDS (whole replies: each tenant's "holds" per GPU, ps_holds)."""
-        seq = self.send(PS, struct.pack("<II", PS_HOLDS, 0) if holds else b"")
+        seq = self.send(PS, _S["kairos_ps"].pack(flags=PS_HOLDS) if holds else b"")
         out = {}
         while True:
             t, rseq, body = self.reply()
             assert t == PS_REPLY and rseq == seq
             assert len(body) == PS_REPLY_FMT.size + (PS_HOLDS_FMT.size if holds else 0)
-            f = PS_REPLY_FMT.unpack(body[:PS_REPLY_FMT.size])
-            flags, n = f[0], f[1]
-            name = f[2].split(b"\0")[0].decode()
-            quota, held, refusals = f[3:19], f[19:35], f[35:51]
-            n_pids, pids = f[51], f[52:116]
+            f = _S["kairos_ps_reply"].values(body[:PS_REPLY_FMT.size], stop="hold")
+            flags, n = f["flags"], f["n_gpus"]
+            name = f["tenant"].split(b"\0")[0].decode()
             if n or name:
                 out[name] = {"removed": bool(flags & PS_REMOVED),
-                             "quota": list(quota[:n]), "held": list(held[:n]),
-                             "refusals": list(refusals[:n]),
-                             "pids": sorted(pids[:min(n_pids, 64)]),
+                             "quota": f["quota"][:n], "held": f["held"][:n],
+                             "refusals": f["refusals"][:n],
+                             "pids": sorted(f["pids"][:min(f["n_pids"], len(f["pids"]))]),
                              "compute": ps_compute(f, n)}
                 if holds:
-                    out[name]["holds"] = ps_holds(body[PS_REPLY_FMT.size:], f[116:132], n)
-            if flags & 1:
+                    out[name]["holds"] = ps_holds(body[PS_REPLY_FMT.size:],
+                                                  f["compute_flags"], n)
+            if flags & PS_LAST:
                 return out
 
 

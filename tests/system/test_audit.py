@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import reap, wait_for  # noqa: E402
+from harness import hold_still, pass_time, reap, wait_for  # noqa: E402
 
 KAIROSD, FAKE_NVML = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
@@ -107,14 +107,14 @@ class TenantSums(AuditCase):
         for m in ms:
             self.assertIn(f"{m.pid} 921.6 MiB", self.log())
         # reported once while it lasts, and nobody killed (action report)
-        time.sleep(0.35)
+        hold_still(0.35, "a few audit passes: the report is not repeated, nobody killed")
         self.assertEqual(self.log().count("tenant small: its 4 process(es)"), 1)
         self.assertTrue(all(m.poll() is None for m in ms))
 
     def test_within_quota_together_not_reported(self):
         ms = [self.member("small") for _ in range(4)]
         self.d.write_fake(self.fake + "".join(f"proc 0 {m.pid} {GiB // 4}\n" for m in ms))
-        time.sleep(0.5)
+        hold_still(0.5, "a few audit passes (interval_ms 100): none reports them")
         self.assertNotIn("above the tenant's quota", self.log())
         self.assertNotIn("registered tenant", self.log())
 
@@ -134,7 +134,7 @@ class TenantSumsWithProcessOverhead(AuditCase):
     def test_allowance_per_process(self):
         ms = [self.member("small") for _ in range(4)]
         self.d.write_fake(self.fake + "".join(f"proc 0 {m.pid} {int(0.3 * GiB)}\n" for m in ms))
-        time.sleep(0.5)  # 1.2 GiB <= 1 GiB + 4 x 200 MiB
+        hold_still(0.5, "a few audit passes: 1.2 GiB <= 1 GiB + 4 x 200 MiB, not reported")
         self.assertNotIn("above the tenant's quota", self.log())
         self.d.write_fake(self.fake + "".join(f"proc 0 {m.pid} {int(0.9 * GiB)}\n" for m in ms))
         self.assertTrue(wait_for(lambda: "tenant small: its 4 process(es) together use 3.60 GiB"
@@ -152,7 +152,7 @@ class Openers(AuditCase):
         self.assertTrue(wait_for(lambda: want in self.log()), self.log())
         self.assertIn(f"uid {os.getuid()}", self.log().split(want)[1].split("\n")[0])
         self.assertNotIn(f"warn: audit: pid {m.pid}", self.log())
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes (interval_ms 100): reported once")
         self.assertEqual(self.log().count(want), 1)
 
     def test_unexplained_memory_reported_and_its_holder_named(self):
@@ -181,7 +181,7 @@ class Openers(AuditCase):
     def test_explained_memory_not_reported(self):
         m = self.member("small", dev=self.node(0))
         self.d.write_fake(self.fake + f"proc 0 {m.pid} {GiB // 2}\nstatus 0 {GiB} - - - -\n")
-        time.sleep(0.8)
+        hold_still(0.8, "a few audit passes (interval_ms 100): explained memory is not reported")
         self.assertNotIn("unexplained", self.log())
 
     def test_member_that_just_left_is_not_an_intruder_then_is(self):
@@ -190,7 +190,7 @@ class Openers(AuditCase):
         on the GPU after that is reported."""
         m = self.member("small", dev=self.node(0))
         self.d.write_fake(self.fake + f"proc 0 {m.pid} {GiB // 2}\n")
-        time.sleep(0.3)
+        pass_time(0.3, "a few audit passes (interval_ms 100) list the member before it leaves")
         m.stdin.write(b"leave\n")
         m.stdin.flush()
         self.assertEqual(m.stdout.readline(), b"left\n")
@@ -204,10 +204,10 @@ class Openers(AuditCase):
     def test_killed_member_still_listed_is_not_an_intruder(self):
         m = self.member("small", dev=self.node(0))
         self.d.write_fake(self.fake + f"proc 0 {m.pid} {GiB // 2}\n")
-        time.sleep(0.3)
+        pass_time(0.3, "a few audit passes (interval_ms 100) list the member before it is killed")
         m.kill()
         m.wait()
-        time.sleep(0.25)  # within leave_grace_ms: the driver would still be freeing
+        hold_still(0.25, "within leave_grace_ms (300 ms): the driver would still be freeing")
         self.assertNotIn(f"warn: audit: pid {m.pid}", self.log())
 
     FORKER = r"""
@@ -229,7 +229,7 @@ if child == 0:  # as the shim's child: not the parent's connection, nor its outp
     os._exit(0)
 if sys.argv[4] == "report":  # what the shim does before fork() returns
     time.sleep(float(sys.argv[5]))  # a report that is slow to arrive
-    c.request(kp.FORKED, struct.pack("<II", child, 0))
+    c.request(kp.FORKED, kp.body("forked", child_pid=child))
 print(child, flush=True)
 os._exit(0)
 """
@@ -260,7 +260,7 @@ os._exit(0)
         p.wait()
         self.assertTrue(wait_for(lambda: f"pid {parent} left" in self.log() and
                                  "still holds its memory" in self.log()), self.log())
-        time.sleep(2.5)  # well past leave_grace_ms (0.3 s here)
+        hold_still(2.5, "well past leave_grace_ms (0.3 s here): still no intruder")
         self.assertNotIn(f"warn: audit: pid {parent}", self.log())
 
     def test_a_reported_child_holding_a_members_files_is_no_intruder(self):
@@ -271,7 +271,7 @@ os._exit(0)
         loud = self.forked_child_of_departed_member("-")
         want = f"pid {loud} (python3) has {self.node(0)} open without being a registered"
         self.assertTrue(wait_for(lambda: want in self.log()), self.log())
-        time.sleep(0.5)
+        hold_still(0.5, "a few audit passes (interval_ms 100): the reported child is not named")
         self.assertNotIn(f"pid {quiet} (python3) has", self.log())
 
     def test_a_childs_fork_report_that_arrives_late_is_waited_for(self):
@@ -280,7 +280,7 @@ os._exit(0)
         in between. One never reported is, past leave_grace_ms (0.3 s here)."""
         quiet = self.forked_child_of_departed_member("report", late=0.2)
         self.assertTrue(wait_for(lambda: f"forked pid {quiet}" in self.log()), self.log())
-        time.sleep(0.3)
+        hold_still(0.3, "leave_grace_ms (0.3 s here): the late-reported child is not named")
         self.assertNotIn(f"pid {quiet} (python3) has", self.log())
 
 
@@ -298,14 +298,14 @@ class Kill(AuditCase):
         self.assertIn("killed (audit action kill)", self.log())
         self.assertTrue(wait_for(lambda: f"pid {e.pid} (exemptmon)" in self.log()))
         self.assertIn("not killed: exempt", self.log())
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes (interval_ms 100): the exempt process is not killed")
         self.assertIsNone(e.poll())
 
     def test_tenant_over_quota_largest_killed_until_the_rest_fit(self):
         big, small = self.member("small"), self.member("small")
         self.d.write_fake(self.fake + f"proc 0 {big.pid} {GiB}\nproc 0 {small.pid} {GiB // 4}\n")
         self.assertEqual(big.wait(timeout=5), -signal.SIGKILL)
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes (interval_ms 100): the smaller member is not killed")
         self.assertIsNone(small.poll())
         self.assertIn(f"pid {big.pid} (python3) of tenant small uses 1.00 GiB on GPU 0, where "
                       "the tenant is above its quota of 1.00 GiB", self.log())
@@ -316,7 +316,7 @@ class Kill(AuditCase):
         self.assertTrue(wait_for(lambda: f"pid {ex.pid} (exemptmon) of tenant small uses 2.00 GiB"
                                  in self.log()), self.log())
         self.assertIn("not killed: exempt", self.log())
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes (interval_ms 100): the exempt process is not killed")
         self.assertIsNone(ex.poll())
 
     def test_holder_of_unexplained_memory_killed(self):
@@ -346,7 +346,7 @@ class Kill(AuditCase):
                       self.log())
         self.assertIn(f"pid {raw.pid} (rawmember) holds the driver's nodes open while GPU 0 has "
                       "2.50 GiB unexplained (member of tenant small)", self.log())
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes: a member with a context is not killed")
         self.assertIsNone(listed.poll())  # a member with a context is not a suspect
 
     def test_opener_without_memory_only_reported(self):
@@ -362,7 +362,7 @@ class Kill(AuditCase):
         if other:
             self.assertEqual(other.wait(timeout=5), -signal.SIGKILL)
         self.assertTrue(wait_for(lambda: f"pid {mine.pid} (mine)" in self.log()))
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes (interval_ms 100): the own process is not killed")
         self.assertIsNone(mine.poll())
 
 
@@ -378,7 +378,7 @@ class KillBuiltinExempt(AuditCase):
         fake = self.spawn(comm="nvidia-smi", user="nobody")
         self.d.write_fake(self.fake + f"proc 0 {smi.pid} {GiB}\nproc 0 {fake.pid} {GiB}\n")
         self.assertEqual(fake.wait(timeout=5), -signal.SIGKILL)
-        time.sleep(0.3)
+        hold_still(0.3, "a few audit passes (interval_ms 100): the real nvidia-smi is not killed")
         self.assertIsNone(smi.poll())
         self.assertIn(f"pid {smi.pid} (nvidia-smi) uses GPU 0", self.log())
 

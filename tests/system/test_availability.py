@@ -15,7 +15,6 @@ import pwd
 import resource
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import hold_still, pass_time, ready_pipe, say_ready, wait_for, wait_ready  # noqa
 
 KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
@@ -59,17 +59,17 @@ def as_user(uid, fn):
     return os.fdopen(r), pid
 
 
-def flood(path, n, hold_s):
+def flood(path, n, hold_s, ready=None):
     """n connections (each connect waits for room in the backlog) held idle for hold_s
     seconds; returns 'accepted refused closed message-of-a-refusal', where refused
     ones got an ERROR (or were closed) at once and closed ones were closed by kairosd
-    while held."""
+    while held. Says ready (say_ready) once it holds them, when given a pipe."""
     socks, refused, msg = [], 0, ""
     for _ in range(n):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         s.connect(path)
         socks.append(s)
-    time.sleep(0.5)
+    hold_still(0.5, "an accepted connection gets no answer; a refused one has its ERROR")
     live, closed = [], 0
     for s in socks:
         try:
@@ -79,8 +79,8 @@ def flood(path, n, hold_s):
             continue
         except OSError:
             data = b""
-        text = data[20:].split(b"\0")[0].decode() if data[6:8] == struct.pack("<H", kp.ERROR) \
-            else ""
+        text = data[20:].split(b"\0")[0].decode() \
+            if len(data) >= kp.HDR.size and kp.HDR.unpack_from(data)[2] == kp.ERROR else ""
         s.close()
         if text.startswith("closed: no HELLO"):  # taken, then closed idle already (slow runs)
             closed += 1
@@ -88,7 +88,9 @@ def flood(path, n, hold_s):
         refused += 1
         msg = text or msg
     accepted = len(live) + closed
-    time.sleep(hold_s)
+    if ready is not None:
+        say_ready(ready)
+    pass_time(hold_s, "the attacker holds its connections idle")
     for s in live:
         try:
             s.recv(4096, socket.MSG_DONTWAIT)
@@ -146,8 +148,11 @@ class Case(unittest.TestCase):
 class Flood(Case):
     def test_1024_idle_connections_lock_no_one_out(self):
         resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))  # inherited by the attacker
-        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 1024, 2.5))
-        time.sleep(1.0)  # the attacker holds its connections now
+        r, w = ready_pipe()
+        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 1024, 2.5, w))
+        os.close(w)
+        self.assertTrue(wait_ready(r), "the attacker holds its connections now")
+        os.close(r)
         t0 = time.monotonic()
         ps = self.kairos("ps", "--json", "--socket", self.d.socket, uid=OTHER)
         ps_s = time.monotonic() - t0
@@ -194,7 +199,7 @@ class Flood(Case):
         before = cpu_seconds(self.d.proc.pid)
         t0 = time.monotonic()
         out, pid = as_user(NOBODY, attack)
-        time.sleep(1.5)
+        pass_time(1.5, "ps in the middle of the 3 s attack")
         ps = self.kairos("ps", "--socket", self.d.socket, uid=OTHER)
         n = int(out.readline())
         os.waitpid(pid, 0)
@@ -229,10 +234,13 @@ class LowNofile(Case):
 
     def test_descriptor_exhaustion_does_not_spin(self):
         self.assertIn("allows 48 connections", self.d.read_log())
-        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 300, 3.0))
-        time.sleep(0.8)
+        r, w = ready_pipe()
+        out, pid = as_user(NOBODY, lambda: flood(self.d.socket, 300, 3.0, w))
+        os.close(w)
+        self.assertTrue(wait_ready(r), "the attacker holds what it could connect")
+        os.close(r)
         before = cpu_seconds(self.d.proc.pid)
-        time.sleep(2.0)
+        pass_time(2.0, "kairosd's CPU measured over 2 s of the flood")
         cpu = (cpu_seconds(self.d.proc.pid) - before) / 2.0
         ps = self.kairos("ps", "--socket", self.d.socket)  # root: the reserve
         self.assertEqual(ps.returncode, 0, ps.stderr)
@@ -265,7 +273,7 @@ class LowNofile(Case):
                 except kp.KairosError as e:  # the state file cannot be opened either
                     refused += "cannot write its state file" in e.message
             os.write(w, f"{refused}\n".encode())
-            time.sleep(60)
+            pass_time(60, "the owner holds its tenants' pidfds until the test ends it")
             os._exit(0)
         os.close(w)
         refused = int(os.fdopen(r).readline())
@@ -273,9 +281,10 @@ class LowNofile(Case):
         waiting = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         waiting.connect(self.d.socket)  # in the backlog: kairosd has no descriptor for it
         waiting.send(kp.pack(kp.PS))
-        time.sleep(0.5)
+        self.assertTrue(wait_for(lambda: "cannot accept connections: Too many open files"
+                                 in self.d.read_log(), timeout=10), self.d.read_log())
         before = cpu_seconds(self.d.proc.pid)
-        time.sleep(2.0)
+        pass_time(2.0, "kairosd's CPU measured over 2 s of EMFILE")
         cpu = (cpu_seconds(self.d.proc.pid) - before) / 2.0
         self.assertIn("cannot accept connections: Too many open files", self.d.read_log())
         print(f"\n  EMFILE (RLIMIT_NOFILE 160, descriptors held by pidfds): kairosd CPU "
@@ -333,7 +342,8 @@ class ManyTenants(Case):
                     sent += 1
             except (socket.timeout, BlockingIOError):
                 pass
-            time.sleep(3.5)
+            say_ready(w)
+            pass_time(3.5, "the hog reads nothing past kairosd's idle close")
             try:
                 s.settimeout(0.2)
                 while s.recv(4096):
@@ -344,8 +354,11 @@ class ManyTenants(Case):
             except OSError:  # reset: kairosd closed it with requests unread
                 gone = "closed"
             return f"{sent} {gone}"
+        r, w = ready_pipe()
         out, pid = as_user(NOBODY, hog)
-        time.sleep(1.0)
+        os.close(w)
+        self.assertTrue(wait_ready(r), "the hog sent what it could")
+        os.close(r)
         rss = 0
         with open(f"/proc/{self.d.proc.pid}/status") as f:
             for line in f:

@@ -13,7 +13,6 @@ import functools
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import driver_peak, line_counts, preload_env, wait_for  # noqa: E402
+from harness import driver_peak, line_counts, pass_time, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -29,8 +28,7 @@ MiB = 1 << 20
 PAGE = 2 * MiB
 QUOTA = 64 * MiB
 CREDIT, CREDIT_RECALL = 21, 22
-REVOKED = 0x400  # KAIROS_CREDIT_REVOKED
-CREDIT_FMT = "<IIQQQQQQ"  # gpu flags report held returned need least quota
+REVOKED = kp.CREDIT_REVOKED
 
 
 
@@ -92,7 +90,7 @@ class Credit(unittest.TestCase):
         self.d.proc.wait(10)
         self.d.logf.close()
         self.d.proc = None
-        time.sleep(down_s)
+        pass_time(down_s, "kairosd stays down")
         self.d.start()
 
     def test_racing_processes_and_threads_never_exceed_the_quota(self):
@@ -148,7 +146,7 @@ class Credit(unittest.TestCase):
         allocation is refused, and the new ledger holds what the driver gave."""
         ps = [self.run_tenant("-n", "6", "-s", str(PAGE), "-c", str(PAGE), "-w", "2",
                               FAKEDRV_ALLOC_DELAY_MS="100") for _ in range(3)]
-        time.sleep(0.4)
+        self.assertTrue(wait_for(lambda: self.held() > 0, timeout=10.0), self.d.ps())
         self.kill9_and_restart(down_s=1.0)
         got = [self.holding(p) for p in ps]
         self.assertEqual([g["failed"] for g in got], [0, 0, 0])
@@ -207,10 +205,10 @@ class Credit(unittest.TestCase):
         the quota, in the ledger or the driver."""
         c = self.d.client()
         c.hello("team")
-        body = struct.pack(CREDIT_FMT, 0, 0, 1, 0, 0, 48 * MiB, 48 * MiB, 0)
+        body = kp.body("credit", report=1, need=48 * MiB, least=48 * MiB)
         t, reply = c.request(CREDIT, body)
         self.assertEqual(t, CREDIT)
-        self.assertEqual(struct.unpack(CREDIT_FMT, reply)[5], 48 * MiB)  # granted
+        self.assertEqual(kp.fields("credit", reply)["need"], 48 * MiB)  # granted
         t0 = time.monotonic()
         b = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
         cb = self.holding(b)
@@ -226,10 +224,10 @@ class Credit(unittest.TestCase):
         types = []
         while REVOKED not in types:
             t, seq, msg = c.recv()
-            types.append(t == CREDIT and struct.unpack(CREDIT_FMT, msg)[1] & REVOKED)
+            types.append(t == CREDIT and kp.fields("credit", msg)["flags"] & REVOKED)
         # a report built before it read that changes nothing; its word does
-        t, _ = c.request(CREDIT, struct.pack(CREDIT_FMT, 0, 0, 2, 10 * MiB, 0, 0, 0, 0))
-        t, _ = c.request(CREDIT, struct.pack(CREDIT_FMT, 0, REVOKED, 3, 20 * MiB, 0, 0, 0, 0))
+        t, _ = c.request(CREDIT, kp.body("credit", report=2, held=10 * MiB))
+        t, _ = c.request(CREDIT, kp.body("credit", flags=REVOKED, report=3, held=20 * MiB))
         self.assertTrue(wait_for(lambda: self.held() == QUOTA - 28 * MiB), self.held())
         d = self.run_tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
         cd = self.holding(d)

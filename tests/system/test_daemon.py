@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import wait_for  # noqa: E402
+from harness import hold_still, pass_time, wait_for  # noqa: E402
 
 KAIROSD, KAIROS = sys.argv[1], sys.argv[2]
 GiB = kp.GiB
@@ -195,9 +195,9 @@ class Hostile(DaemonCase):
         s = self.raw()
         s.send(payload)
         data = s.recv(4096)
-        self.assertEqual(struct.unpack_from("<H", data, 6)[0], kp.ERROR, payload[:32])
+        self.assertEqual(kp.HDR.unpack_from(data)[2], kp.ERROR, payload[:32])
         if code is not None:
-            self.assertEqual(struct.unpack_from("<I", data, 16)[0], code)
+            self.assertEqual(kp.fields("error", data[kp.HDR.size:])["code"], code)
         self.assertEqual(s.recv(4096), b"")  # disconnected
         s.close()
 
@@ -207,7 +207,7 @@ class Hostile(DaemonCase):
         self.expect_error_then_close(b"garbage", kp.ERR_PROTOCOL)
         self.expect_error_then_close(b"\0" * 16, kp.ERR_PROTOCOL)
         self.expect_error_then_close(kp.pack(kp.PS, b"", 1)[:-1] + b"", kp.ERR_PROTOCOL)
-        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, 99, kp.PS, 0, 1),
+        self.expect_error_then_close(kp.HDR.pack(kp.MAGIC, 99, kp.PS, 0, 1),
                                      kp.ERR_VERSION)
         self.expect_error_then_close(kp.pack(999), kp.ERR_PROTOCOL)
         self.expect_error_then_close(kp.pack(kp.GRANT, b"\0" * 24), kp.ERR_PROTOCOL)
@@ -216,13 +216,14 @@ class Hostile(DaemonCase):
                                      kp.ERR_PROTOCOL)
         self.expect_error_then_close(kp.pack(kp.HELLO, b"\x00" * 8 + b"A" * 64 + b"\0" * 128),
                                      kp.ERR_PROTOCOL)  # name not terminated
-        self.expect_error_then_close(kp.pack(kp.CHARGE, struct.pack("<IIQQ", 0, 0, 2**63, 1)),
+        self.expect_error_then_close(kp.pack(kp.CHARGE, kp.body("charge", bytes=2**63, token=1)),
                                      kp.ERR_INVALID)
-        self.expect_error_then_close(kp.pack(kp.COMMIT, struct.pack("<IIQQQ", 0, 1, 1, 1, 1)),
+        self.expect_error_then_close(kp.pack(kp.COMMIT, kp.body("commit", ok=1, token=1, reserved=1,
+                                                                actual=1)),
                                      kp.ERR_NOT_REGISTERED)
         self.expect_error_then_close(b"\xff" * 100000, kp.ERR_PROTOCOL)  # huge
         # a header whose size field lies
-        self.expect_error_then_close(struct.pack("<IHHII", kp.MAGIC, kp.VERSION, kp.PS, 2**31, 1),
+        self.expect_error_then_close(kp.HDR.pack(kp.MAGIC, kp.VERSION, kp.PS, 2**31, 1),
                                      kp.ERR_PROTOCOL)
         # truncated: the peer sends half a header and vanishes
         s = self.raw()
@@ -241,13 +242,14 @@ class Hostile(DaemonCase):
         s.close()
         # many connections at once (a full backlog answers EAGAIN: try again)
         many = []
+        def connect():
+            try:
+                many.append(self.raw())
+                return True
+            except BlockingIOError:
+                return False
         for _ in range(200):
-            for _attempt in range(500):
-                try:
-                    many.append(self.raw())
-                    break
-                except BlockingIOError:
-                    time.sleep(0.002)
+            wait_for(connect, timeout=1.0, step=0.002)
         self.assertEqual(len(many), 200)
         for m in many:
             m.close()
@@ -267,7 +269,7 @@ class ConnectionBound(DaemonCase):
         s.settimeout(5)
         s.connect(self.d.socket)
         data = s.recv(4096)
-        self.assertEqual(struct.unpack_from("<H", data, 6)[0], kp.ERROR)
+        self.assertEqual(kp.HDR.unpack_from(data)[2], kp.ERROR)
         self.assertIn(b"too many connections", data)
         s.close()
         for c in held:
@@ -521,7 +523,7 @@ class Audit(DaemonCase):
                                      in self.d.read_log()), self.d.read_log())
             self.assertTrue(wait_for(lambda: "above the tenant's quota" in self.d.read_log()))
             self.assertIn("not killed", self.d.read_log())
-            time.sleep(0.3)
+            hold_still(0.3, "a few audit passes: not killed, reported once")
             self.assertIsNone(victim.poll())
             self.assertEqual(self.d.read_log().count(f"pid {victim.pid} (sleep) uses"), 1)
         finally:
@@ -612,7 +614,7 @@ class TimeShare(DaemonCase):
             # NVML's coarse figures do not move a limit's window (docs/scheduler.md):
             # a tenant reported at 100 % keeps its 30 ms
             self.d.write_fake(FAKE_GPUS + f"util 0 {os.getpid()} 100\n")
-            time.sleep(0.5)
+            hold_still(0.5, "ticks that read the figure: the window does not move")
             # a reload with a new limit reaches the member at once
             with open(self.d.config) as f:
                 text = f.read()
@@ -896,7 +898,7 @@ class ComputeUnmeasured(DaemonCase):
 
     def test_unknown_is_not_zero(self):
         env = dict(os.environ, KAIROS_SOCKET=self.d.socket)
-        time.sleep(0.3)  # a few ticks
+        pass_time(0.3, "a few scheduler ticks (100 ms)")
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True, env=env,
                            timeout=30)
         c = json.loads(r.stdout)["tenants"][0]["gpus"][0]["compute"]

@@ -15,7 +15,6 @@ import functools
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -23,15 +22,15 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import driver_holds, preload_env, wait_for  # noqa: E402
+from harness import driver_holds, pass_time, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
 PAGE = 2 * MiB
 TENANT_SHARE = 1024  # HEIRS_TENANT_MAX (src/daemon/heirs.h)
-FORK_TICKETS = 25    # KAIROS_MSG_FORK_TICKETS
-HELLO_FORK_TICKETS = 0x4
+FORK_TICKETS = kp.FORK_TICKETS
+HELLO_FORK_TICKETS = kp.HELLO_FORK_TICKETS
 GPU = "gpu 0 GPU-fake-0000 85899345920\n"
 TENANTS = ("  - name: team\n    memory: { 0: 64M }\n"
            "  - name: flood\n    memory: { 0: 64M }\n")
@@ -99,10 +98,10 @@ class ForkTrust(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.held("team") == 0, timeout=3.0), self.d.ps())
 
     def ask(self, c, want):
-        c.send(FORK_TICKETS, struct.pack("<IIII", want, 0, 0, 0))
+        c.send(FORK_TICKETS, kp.body("fork_tickets", want=want))
         t, _, body = c.reply()
         self.assertEqual(t, FORK_TICKETS)
-        return struct.unpack("<IIII", body)[1]
+        return kp.fields("fork_tickets", body)["held"]
 
     def test_tickets_count_in_the_share(self):
         """Raw members of flood take every ticket they may: together never more than
@@ -128,7 +127,7 @@ class ForkTrust(unittest.TestCase):
             if kid == 0:
                 os._exit(0)
             try:
-                m.request(kp.FORKED, struct.pack("<II", kid, 0))
+                m.request(kp.FORKED, kp.body("forked", child_pid=kid))
                 answers.append("ok")
             except kp.KairosError as e:
                 answers.append(e.code)
@@ -138,13 +137,13 @@ class ForkTrust(unittest.TestCase):
             c.close()
         kid = os.fork()
         if kid == 0:
-            time.sleep(2)
+            pass_time(2, "a child that lives a while")
             os._exit(0)
         self.assertTrue(wait_for(lambda: self.d.alive() and len(self.d.ps()) > 0))
 
         def taken():
             try:
-                m.request(kp.FORKED, struct.pack("<II", kid, 0))
+                m.request(kp.FORKED, kp.body("forked", child_pid=kid))
                 return True
             except kp.KairosError:
                 return False
@@ -163,7 +162,7 @@ class ForkTrust(unittest.TestCase):
             if kid == 0:
                 os._exit(0)
             kids.append(kid)
-            c.request(kp.FORKED, struct.pack("<II", kid, 0))
+            c.request(kp.FORKED, kp.body("forked", child_pid=kid))
         a = self.fakeapp("flood", "-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-B", "-k")
         self.assertEqual(a.stdout.readline().strip(), "fakeapp: ready")
         r, took = self.fork_round(a, 3)

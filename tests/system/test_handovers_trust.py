@@ -21,7 +21,6 @@ import json
 import os
 import re
 import socket
-import struct
 import subprocess
 import sys
 import unittest
@@ -76,8 +75,7 @@ def driver_file(tag):
 
 
 def inherited_body(from_pid, fds, flags=kp.INHERITED_RECEIVED):
-    padded = list(fds) + [0] * (kp.INHERITED_MAX_FDS - len(fds))
-    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *padded)
+    return kp.body("inherited", from_pid=from_pid, flags=flags, n_fds=len(fds), fds=list(fds))
 
 
 class HandoverTable(unittest.TestCase):
@@ -116,7 +114,7 @@ class HandoverTable(unittest.TestCase):
                     if child == 0:
                         os._exit(0)
                     try:
-                        c.request(kp.FORKED, struct.pack("<II", child, 0))
+                        c.request(kp.FORKED, kp.body("forked", child_pid=child))
                         key = "ok"
                     except kp.KairosError as e:
                         key = str(e.code)

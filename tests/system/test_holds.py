@@ -11,7 +11,6 @@ Usage: test_holds.py KAIROSD KAIROS"""
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -125,7 +124,7 @@ class Holds(unittest.TestCase):
         c = self.d.client()
         try:  # flags this kairosd does not know are refused
             with self.assertRaises(kp.KairosError) as e:
-                c.request(kp.PS, struct.pack("<II", 2, 0))
+                c.request(kp.PS, kp.body("ps", flags=2))
             self.assertEqual(e.exception.code, kp.ERR_INVALID)
         finally:
             c.close()
@@ -147,11 +146,9 @@ class OldDaemon:
         self.thread.start()
 
     def reply_body(self):
-        f = [0] * len(kp.PS_REPLY_FMT.unpack(bytes(kp.PS_REPLY_FMT.size)))
-        f[0], f[1], f[2] = 1, 1, kp.name64("old")  # LAST, one GPU, the tenant
-        f[116] = kp.PS_COMPUTE_POLICY | kp.PS_COMPUTE_MEASURED
-        f[132] = 250000  # share_ppm[0]
-        return kp.PS_REPLY_FMT.pack(*f)
+        return kp.LAYOUTS["kairos_ps_reply"].pack(  # a reply of before: up to its holds
+            stop="hold", flags=kp.PS_LAST, n_gpus=1, tenant="old",
+            compute_flags=[kp.PS_COMPUTE_POLICY | kp.PS_COMPUTE_MEASURED], share_ppm=[250000])
 
     def serve(self):
         while True:
@@ -168,8 +165,8 @@ class OldDaemon:
                 if size:
                     msg = b"PS body is %d bytes (header says %d); it must be exactly 0" % (
                         size, size)
-                    conn.send(kp.pack(kp.ERROR, struct.pack("<I", kp.ERR_PROTOCOL) +
-                                      msg.ljust(256, b"\0"), seq))
+                    conn.send(kp.pack(kp.ERROR, kp.body("error", code=kp.ERR_PROTOCOL,
+                                                        message=msg), seq))
                     continue
                 conn.send(kp.pack(kp.PS_REPLY, self.reply_body(), seq))
                 conn.recv(16)  # until the client closes

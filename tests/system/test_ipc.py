@@ -13,16 +13,14 @@ import json
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 from kairos_proto import Client, Daemon, KairosError  # noqa: E402
-from harness import driver_holds, preload_env, wait_for  # noqa: E402
+from harness import driver_holds, hold_still, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, IPCAPP = sys.argv[1:6]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
@@ -144,7 +142,7 @@ class LegacyIpc(unittest.TestCase):
         self.assertEqual(driver_holds(self.journal), 40 * MiB)  # freed, but imported
         self.assert_held(40 * MiB)
         a.exit()
-        time.sleep(0.5)  # more than a linger check
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), 40 * MiB)
         self.assert_departed_charge(40 * MiB)
         self.assertEqual(self.held("other"), 0)
@@ -163,7 +161,7 @@ class LegacyIpc(unittest.TestCase):
         self.assertEqual(int(i["n"]), 10)
         a.command("free", "ipcapp: freed")
         a.exit()
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), 40 * MiB)
         self.assert_departed_charge(40 * MiB)
         b.p.kill()
@@ -289,7 +287,7 @@ class LegacyIpc(unittest.TestCase):
                                  timeout=5.0))  # its 10 shares, told twice
         a.command("free", "ipcapp: freed")
         a.exit()
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), 40 * MiB)
         self.assert_departed_charge(40 * MiB)
         self.assertEqual(self.held("other"), 0)
@@ -329,7 +327,8 @@ class LegacyIpc(unittest.TestCase):
 
 
 def imported_body(flags, client_src, object_src, client, obj=0):
-    return struct.pack("<6I", flags, client_src, object_src, client, obj, 0)
+    return kp.body("imported", flags=flags, h_client_src=client_src, h_object_src=object_src,
+                   h_client=client, h_object=obj)
 
 
 class LyingImporters(unittest.TestCase):
@@ -383,7 +382,7 @@ class LyingImporters(unittest.TestCase):
         c = self.liar()
         self.claim(c, int(e["client"], 0), int(e["objects"].split(",")[0], 0))
         a.exit()
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertLessEqual(self.held(), 40 * MiB + CREDIT_SLACK)
         self.assertEqual(self.held("other"), 0)
         c.close()
@@ -415,11 +414,13 @@ class LyingImporters(unittest.TestCase):
 
 
 def freed_body(client, obj, nbytes, gpu=0):
-    return struct.pack("<6IQ", client, obj, 0, 0, kp.SHARED_FREED, gpu, nbytes)
+    return kp.body("shared", h_client=client, h_object=obj, flags=kp.SHARED_FREED, gpu=gpu,
+                   bytes=nbytes)
 
 
 def shared_body(client, obj, nbytes=0, share_type=kp.SHARE_ALL, gpu=0):
-    return struct.pack("<6IQ", client, obj, share_type, 0, 0, gpu, nbytes)
+    return kp.body("shared", h_client=client, h_object=obj, share_type=share_type, gpu=gpu,
+                   bytes=nbytes)
 
 
 class Member:

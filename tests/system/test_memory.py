@@ -6,7 +6,6 @@ Usage: test_memory.py KAIROSD KAIROS SHIM FAKEDRV FAKEAPP"""
 import functools
 import json
 import socket
-import struct
 import os
 import re
 import signal
@@ -18,7 +17,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 from kairos_proto import CHARGE_MANAGED, Client, Daemon, KairosError  # noqa: E402
-from harness import driver_holds, preload_env, wait_for  # noqa: E402
+from harness import driver_holds, hold_still, pass_time, preload_env, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 # env(**extra): the environment of a program under the shim and the fake driver
@@ -188,7 +187,7 @@ class WithDaemon(unittest.TestCase):
         ca = self.holding(a)
         self.assertEqual(ca["vidmem_bytes"], 2 * PAGE)
         self.assertTrue(wait_for(lambda: self.held() == 2 * PAGE, timeout=5.0), self.ps())
-        time.sleep(0.3)  # nothing settles twice
+        hold_still(0.3, "nothing settles twice")
         assert_held(self, 2 * PAGE)
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
@@ -204,7 +203,7 @@ class WithDaemon(unittest.TestCase):
                              env=env(FAKEDRV_ALLOC_DELAY_MS="100", **self.d.shim_env()))
         self.assertTrue(wait_for(lambda: self.held() >= 3 * PAGE, timeout=5.0), self.ps())
         self.d.stop()
-        time.sleep(1.0)
+        pass_time(1.0, "kairosd stays down while the tenant allocates")
         self.d.start()
         ca = self.holding(a)
         self.assertEqual(ca["failed"], 0)
@@ -434,7 +433,7 @@ class WithFakeGpu(unittest.TestCase):
         self.assertEqual(len(pids), 1, self.ps())
         self.d.write_fake(self.GPU + f"proc 0 {pids[0]} {ca['vidmem_bytes']}\n")
         a.wait(30)
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         assert_held(self, ca["vidmem_bytes"])  # 42 MiB still held
         b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.1")
         cb = self.holding(b)
@@ -492,7 +491,7 @@ class WithFakeGpu(unittest.TestCase):
         held = self.holding(a)["vidmem_bytes"]
         pid = self.ps()["team"]["pids"][0]
         self.d.write_fake(self.GPU + f"status 0 {base + held} - - - -\nproc 0 {pid} {held}\n")
-        time.sleep(1.3)  # a baseline sample lists it (LINGER_BASELINE_MS)
+        pass_time(1.3, "a baseline sample lists it (LINGER_BASELINE_MS)")
         self.d.write_fake(self.GPU + f"status 0 {base if freed_with_the_list else base + held}"
                           " - - - -\n")
         a.communicate(timeout=30)
@@ -570,7 +569,9 @@ class FilesOutliveTheProcess(unittest.TestCase):
         """A second process takes what is left: the driver never holds more than the
         quota for the tenant, and the ledger equals what it holds (or exceeds it by
         at most slack: credit counted for a process that exec'd before reporting)."""
-        b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.3")
+        # -w 2: it stays (holding) while the ledger is read; at 0.3 s a loaded machine
+        # saw it leave before kairos ps answered
+        b = self.tenant("-n", "40", "-s", str(PAGE), "-c", str(PAGE), "-w", "2")
         cb = self.line(b, "fakeapp: holding")
         self.assertGreater(cb["failed"], 0)  # it met the quota
         self.assertLessEqual(driver_holds(self.journal), 64 * MiB)
@@ -587,7 +588,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         ca = self.line(a, "fakeapp: forked")
         a.communicate(timeout=30)  # the parent exits without freeing; the child holds
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == ca["vidmem_bytes"]))
-        time.sleep(0.5)  # more than a linger check
+        hold_still(0.5, "more than a linger check (the charge stays)")
         assert_held(self, ca["vidmem_bytes"])  # 42 MiB, still the driver's
         self.assertIn(f"forked pid {ca['child']}", self.d.read_log())
         self.assert_second_tenant_process_fits()
@@ -604,17 +605,19 @@ class FilesOutliveTheProcess(unittest.TestCase):
         that report anyway and counts no credit that crossed it: the departed member,
         kept charged while the GPU lists it, is charged what it held, to the byte
         (before: its previous report plus the credit, 4 MiB over)."""
-        fmt, ahead, last = kp.CREDIT_FMT, 0x1, 0x4  # KAIROS_CREDIT_AHEAD, _LAST
+        ahead, last = kp.CREDIT_AHEAD, kp.CREDIT_LAST
         c = self.d.client()
         c.hello("team")
-        t, reply = c.request(kp.CREDIT, struct.pack(fmt, 0, ahead, 1, 0, 0, 8 * MiB, 8 * MiB, 0))
-        granted = struct.unpack(fmt, reply)[5]
+        t, reply = c.request(kp.CREDIT, kp.body("credit", flags=ahead, report=1, need=8 * MiB,
+                                                least=8 * MiB))
+        granted = kp.fields("credit", reply)["need"]
         self.assertEqual((t, granted), (kp.CREDIT, 8 * MiB + 4 * MiB))  # need and a chunk
         self.d.write_fake(self.GPU + f"proc 0 {os.getpid()} -\n")  # listed, memory unknown
         self.d.proc.send_signal(signal.SIGSTOP)
         try:
-            c.send(kp.CREDIT, struct.pack(fmt, 0, ahead, 2, 6 * MiB, 0, 0, 0, 0))
-            c.send(kp.CREDIT, struct.pack(fmt, 0, last, 3, 8 * MiB, granted - 8 * MiB, 0, 0, 0))
+            c.send(kp.CREDIT, kp.body("credit", flags=ahead, report=2, held=6 * MiB))
+            c.send(kp.CREDIT, kp.body("credit", flags=last, report=3, held=8 * MiB,
+                                      returned=granted - 8 * MiB))
             c.close()
         finally:
             self.d.proc.send_signal(signal.SIGCONT)
@@ -626,7 +629,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
 
     def kill9_and_restart(self):
         """kairosd killed -9 (nothing written at its end) and started again."""
-        time.sleep(3 * 0.1)  # more than the hand-overs' save delay (handovers.h)
+        pass_time(3 * 0.1, "more than the hand-overs' save delay (handovers.h)")
         self.d.proc.kill()
         self.d.proc.wait(10)
         self.d.logf.close()
@@ -669,7 +672,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
                         self.ps())
         self.d.write_fake(self.GPU)
         a.communicate(timeout=30)  # the parent exits; the child holds its files 3 s more
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
         assert_held(self, ca["vidmem_bytes"])
         self.assert_second_tenant_process_fits()
@@ -703,7 +706,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
                         self.ps())
         self.d.write_fake(self.GPU)
         a.communicate(timeout=30)  # the sender exits; the receiver holds the file
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
         assert_held(self, ca["vidmem_bytes"])
         self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
@@ -716,7 +719,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-x", "exec sleep 3")
         ca = self.line(a, "fakeapp: exec")
         self.assertTrue(wait_for(lambda: self.ps()["team"]["pids"] == [], timeout=5.0))
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
         # the exec'd program holds it. The shim reports its holdings every few ms and
         # exec runs no exit handler: when the exec came first, kairosd keeps what it
@@ -780,7 +783,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         ca = self.line(a, "fakeapp: sent")
         a.communicate(timeout=30)
         self.assertEqual(r.stdout.readline().split()[0], "received")
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
         assert_held(self, ca["vidmem_bytes"])
         self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
@@ -797,8 +800,9 @@ class FilesOutliveTheProcess(unittest.TestCase):
                         "-p", "exec sleep 3 >/dev/null 2>&1", "-w", "1", "-k")
         ca = self.line(a, "fakeapp: spawned")
         a.communicate(timeout=30)
-        time.sleep(0.5)
-        self.assertIn(f"pid {ca['child']} holds NVIDIA files of pid", self.d.read_log())
+        self.assertTrue(wait_for(lambda: f"pid {ca['child']} holds NVIDIA files of pid"
+                                 in self.d.read_log()), self.d.read_log())
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), ca["vidmem_bytes"])
         assert_held(self, ca["vidmem_bytes"])
         self.assert_second_tenant_process_fits()
@@ -832,7 +836,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.line(a, "fakeapp: sent")
         a.communicate(timeout=30)
         self.assertEqual(r.stdout.readline().split()[0], "received")
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         self.assertEqual(driver_holds(self.journal), ce["bytes"])  # 40 MiB, via the importer
         self.assertGreaterEqual(self.held(), ce["bytes"])
         self.assertEqual(sum(g["held"] for g in self.ps()["other"]["gpus"]), 0)
@@ -866,8 +870,7 @@ def driver_file(tag):
 
 
 def inherited_body(from_pid, fds, flags=kp.INHERITED_RECEIVED):
-    padded = list(fds) + [0] * (kp.INHERITED_MAX_FDS - len(fds))
-    return struct.pack("<IIII16i", from_pid, flags, len(fds), 0, *padded)
+    return kp.body("inherited", from_pid=from_pid, flags=flags, n_fds=len(fds), fds=list(fds))
 
 
 class Handovers(unittest.TestCase):
@@ -931,7 +934,7 @@ class Handovers(unittest.TestCase):
         t, _ = c.request(kp.INHERITED, inherited_body(pid, [got.fileno()]))
         self.assertEqual(t, kp.OK)
         self.leave(pid, ctrl)
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         assert_held(self, 8 * MiB)  # we hold its file: its memory lives
         got.close()
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
@@ -963,12 +966,12 @@ class Handovers(unittest.TestCase):
         self.assertTrue(c.charge(0, 4 * MiB, 1)[0])
         c.commit(0, 1, True, 4 * MiB, 4 * MiB)
         with self.assertRaises(KairosError) as e:  # our parent is not our child
-            c.request(kp.FORKED, struct.pack("<II", os.getppid(), 0))
+            c.request(kp.FORKED, kp.body("forked", child_pid=os.getppid()))
         self.assertEqual(e.exception.code, kp.ERR_PERMISSION)
         self.assertIn("not your child", str(e.exception))
         child = subprocess.Popen(["sleep", "30"])
         try:
-            t, _ = c.request(kp.FORKED, struct.pack("<II", child.pid, 0))
+            t, _ = c.request(kp.FORKED, kp.body("forked", child_pid=child.pid))
             self.assertEqual(t, kp.OK)
         finally:
             child.kill()
@@ -981,8 +984,8 @@ class Handovers(unittest.TestCase):
         scripted) shows what it holds: then the charge is that figure, never less
         than what the member had reported."""
         def act(c, theirs):  # reports 2 MiB held, asks 16 MiB of credit
-            c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, 2 * MiB, 0, 16 * MiB,
-                                             16 * MiB, 0))
+            c.request(kp.CREDIT, kp.body("credit", report=1, held=2 * MiB, need=16 * MiB,
+                                         least=16 * MiB))
             theirs.send(b"r")
         pid, ctrl = self.forked_member(act)
         self.assertEqual(ctrl.recv(1), b"r")
@@ -993,8 +996,7 @@ class Handovers(unittest.TestCase):
         self.assertIn(f"departed pid {pid}'s charge on GPU 0 settled to 6.00 MiB",
                       self.d.read_log())
         self.d.write_fake(self.GPU + f"proc 0 {pid} {1 * MiB}\n")  # less than it reported
-        time.sleep(0.5)
-        self.assertEqual(self.held(), 2 * MiB)
+        self.assertTrue(wait_for(lambda: self.held() == 2 * MiB, timeout=3.0), self.ps())
         self.d.write_fake(self.GPU)  # the driver freed it
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
@@ -1004,7 +1006,7 @@ class Handovers(unittest.TestCase):
         pid, ctrl, got = self.member()
         self.d.write_fake(self.GPU + f"proc 0 {pid} {8 * MiB}\n")
         self.leave(pid, ctrl)
-        time.sleep(0.5)
+        hold_still(0.5, "more than a linger check (the charge stays)")
         assert_held(self, 8 * MiB)
         got.close()
         self.d.write_fake(self.GPU)  # the driver freed it

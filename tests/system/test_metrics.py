@@ -27,7 +27,7 @@ from debian_python import require  # noqa: E402
 require("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
-from harness import ASAN_FIRST, free_port, preload_env, reap  # noqa: E402
+from harness import ASAN_FIRST, free_port, polling, preload_env, reap, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, STOPFORK = sys.argv[1:7]
 # env(**extra): the environment of a program under the shim and the fake driver
@@ -111,10 +111,8 @@ class Endpoint(unittest.TestCase):
         self.run_tenant("team", "-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
         self.run_tenant("team", "-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
         self.run_tenant("other", "-n", "2", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
-        deadline = time.monotonic() + 5  # until the scheduler has measured a period
-        while self.ps()["team"]["gpus"][0]["compute"]["window"] is None:
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.05)
+        self.assertTrue(wait_for(  # until the scheduler has measured a period
+            lambda: self.ps()["team"]["gpus"][0]["compute"]["window"] is not None, 5, 0.05))
         before = self.ps()
         fams, text = scrape(self.port)
         after = self.ps()
@@ -206,22 +204,18 @@ class Endpoint(unittest.TestCase):
         """A process leaving shows in the next scrape; an unknown GPU figure has no
         sample (not a 0)."""
         p = self.run_tenant("other", "-n", "2", "-s", str(PAGE), "-c", str(PAGE), "-w", "60")
-        deadline = time.monotonic() + 5  # the shim reports what it holds within ms
-        while True:
+        for _ in polling(5, 0.01):  # the shim reports what it holds within ms
             fams, _ = scrape(self.port)
             held = value(fams, "kairos_tenant_memory_held_bytes", tenant="other")
-            if held == 6 * MiB or time.monotonic() > deadline:
+            if held == 6 * MiB:
                 break
-            time.sleep(0.01)
         self.assertEqual(held, 6 * MiB)
         p.kill()
         p.communicate()
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
+        for _ in polling(5):
             fams, _ = scrape(self.port)
             if value(fams, "kairos_tenant_members", tenant="other") == 0:
                 break
-            time.sleep(0.05)
         self.assertEqual(value(fams, "kairos_tenant_members", tenant="other"), 0)
         self.assertEqual(value(fams, "kairos_tenant_memory_held_bytes", tenant="other"), 0)
         self.d.write_fake(f"gpu 0 {UUID} 1073741824\nstatus 0 - - - 40 -\n")
@@ -297,8 +291,7 @@ class Endpoint(unittest.TestCase):
     def open_ones(socks, at_most, seconds):
         """Waits up to seconds until at most at_most of socks are still open (not
         closed or reset by kairosd); returns those still open."""
-        deadline = time.monotonic() + seconds
-        while True:
+        for _ in polling(seconds):
             still = []
             for s in socks:
                 s.setblocking(False)
@@ -310,9 +303,9 @@ class Endpoint(unittest.TestCase):
                 except ConnectionError:
                     pass
             socks = still
-            if len(socks) <= at_most or time.monotonic() > deadline:
-                return socks
-            time.sleep(0.05)
+            if len(socks) <= at_most:
+                break
+        return socks
 
     def drip(self, result):
         """A client that sends a request one header line every 0.4 s, never idle long
@@ -424,12 +417,10 @@ class RenderOffTheLoop(unittest.TestCase):
         return t, result
 
     def stopped_renderer(self):
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        for _ in polling(10, 0.01):
             stopped = [p for p, st in children(self.d.proc.pid).items() if st == "T"]
             if stopped:
                 return stopped[0]
-            time.sleep(0.01)
         self.fail("no renderer was forked for the scrape:\n" + self.d.read_log()[-2000:])
 
     def test_tenants_are_served_while_a_scrape_renders(self):
@@ -536,15 +527,13 @@ class Addresses(unittest.TestCase):
         proc = subprocess.Popen([KAIROSD, "-c", d.config, "--metrics", address],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 10
-            while True:
+            for _ in polling(10):
                 try:
                     with urllib.request.urlopen(url, timeout=5) as r:
                         return {f.name: f for f in text_string_to_metric_families(r.read().decode())}
                 except OSError:
-                    self.assertLess(time.monotonic(), deadline)
                     self.assertIsNone(proc.poll())
-                    time.sleep(0.05)
+            self.fail(f"no answer at {url} within 10 s")
         finally:
             proc.terminate()
             proc.communicate(timeout=10)

@@ -30,6 +30,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
+from harness import pass_time  # noqa: E402
 from harness import reap  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def policies_child(sock_path, tenant, until):
             if type_ == kp.TIME_POLICY:
                 p = kp.time_policy(body)
                 last[p["gpu"]] = p
-    time.sleep(1.0)
+    pass_time(1.0, "the member stays while the test lists the tenants")
     print(json.dumps(last))
     return 0
 
@@ -302,10 +303,10 @@ class SharesPerGpu(unittest.TestCase):
         until = time.monotonic() + 4.0  # the policies in force then, all three present
         procs = {"solo0": self.start("solo0", "--gpus", "0", "--share", "60%", "--mem", "1G",
                                      until=until)}
-        time.sleep(0.3)
+        pass_time(0.3, "solo0 has its GPU alone a moment before the others join")
         procs["solo1"] = self.start("solo1", until=until)
         procs["both"] = self.start("both", until=until)
-        time.sleep(max(0, until + 0.3 - time.monotonic()))  # all three still there
+        pass_time(max(0, until + 0.3 - time.monotonic()), "past until: the policies then")
         r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -20,7 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kairos_proto import Client, Daemon  # noqa: E402
-from harness import datagram_socket, reap  # noqa: E402
+from harness import datagram_socket, polling, reap  # noqa: E402
 
 KAIROSD = sys.argv[1]
 TENANTS = "  - name: team\n    memory: { 0: 8M }\n"
@@ -149,13 +149,12 @@ class Journal(unittest.TestCase):
              "--fake-gpu", self.d.fake, *options],
             stdout=subprocess.DEVNULL, stderr=stderr or subprocess.DEVNULL,
             env=dict(os.environ, **(env or {})))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        for _ in polling(10, 0.02):
             try:
                 Client(self.d.socket, timeout=1).close()
                 return
             except OSError:
-                time.sleep(0.02)
+                pass
         self.fail("kairosd did not start")
 
     def entries(self, until):

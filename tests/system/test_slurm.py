@@ -23,12 +23,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
-from harness import free_port  # noqa: E402
+from harness import free_port, polling, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, PLUGIN = map(os.path.abspath, sys.argv[1:7])
 SANITIZE = sys.argv[7]  # the paths are absolute: slurmstepd runs elsewhere
@@ -117,14 +116,12 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=5 State=UP
             self.procs.append(subprocess.Popen([f"{SBIN}/{daemon}", "-D"], env=self.env,
                                                stdout=log, stderr=subprocess.STDOUT,
                                                start_new_session=True))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        for _ in polling(30, 0.3):
             r = self.run(["sinfo", "-h", "-o", "%t"], timeout=5)
             if r.returncode == 0 and r.stdout.strip() in ("idle", "mix", "alloc"):
                 return None
             if any(p.poll() is not None for p in self.procs):
                 break
-            time.sleep(0.3)
         return "slurmd did not come up within 30 s: " + self.logs()
 
     def logs(self):
@@ -195,10 +192,7 @@ class Slurm(unittest.TestCase):
 
     def gone(self, match, seconds=15):
         """No tenant matches within seconds (the step's exit runs as it ends)."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and any(match(n) for n in self.tenants()):
-            time.sleep(0.1)
-        return not any(match(n) for n in self.tenants())
+        return wait_for(lambda: not any(match(n) for n in self.tenants()), seconds, 0.1)
 
     def srun(self, *args, timeout=60):
         return self.cluster.run(["srun", "-N1", "-n1", "--time=1", *args], env=self.task_env(),
@@ -215,10 +209,11 @@ class Slurm(unittest.TestCase):
                               "-n", "40", "-s", str(2 * MiB), "-w", "3"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=dict(self.cluster.env, **self.task_env()))
-        seen, deadline = None, time.monotonic() + 30
-        while time.monotonic() < deadline and p.poll() is None and not seen:
+        seen = None
+        for _ in polling(30, 0.1):
             seen = next((t for n, t in self.tenants().items() if n.startswith("job-")), None)
-            time.sleep(0.1)
+            if p.poll() is not None or seen:
+                break
         try:
             out, err = p.communicate(timeout=60)
         except subprocess.TimeoutExpired:

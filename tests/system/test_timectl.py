@@ -7,7 +7,6 @@ the fake driver, which logs the controls (FAKEDRV_CTL_LOG).
 Usage: test_timectl.py SHIM FAKEDRV FAKEAPP"""
 import os
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -16,16 +15,19 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
 from kairos_proto import HDR, MAGIC, VERSION, pack, shim_env_at  # noqa: E402
+from harness import pass_time  # noqa: E402
 
 SHIM, FAKEDRV, FAKEAPP = sys.argv[1:4]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
-HELLO, CHARGE, WELCOME, GRANT, TIME_POLICY, CREDIT = 1, 2, 34, 35, 37, 21
+HELLO, CHARGE, WELCOME, GRANT, TIME_POLICY, CREDIT = (kp.HELLO, kp.CHARGE, kp.WELCOME, kp.GRANT,
+                                                      kp.TIME_POLICY, kp.CREDIT)
 
 
 def policy(seq, timeslice_us, period_us=0, duty_us=0, phase_us=0, epoch_ns=0, gpu=0):
-    return struct.pack("<IIQQQIIII", gpu, 0, seq, timeslice_us, epoch_ns, period_us, phase_us,
-                       duty_us, 0)
+    return kp.body("time_policy", gpu=gpu, seq=seq, timeslice_us=timeslice_us,
+                   epoch_ns=epoch_ns, period_us=period_us, phase_us=phase_us, duty_us=duty_us)
 
 
 class FakeDaemon(threading.Thread):
@@ -54,22 +56,24 @@ class FakeDaemon(threading.Thread):
             magic, version, type_, size, seq = HDR.unpack_from(data)
             assert magic == MAGIC and version == VERSION
             if type_ == HELLO:
-                self.conn.send(pack(WELCOME, struct.pack("<II16Q", 1, 1, 1 << 40, *[0] * 15),
-                                    seq))
+                self.conn.send(pack(WELCOME, kp.body("welcome", tenant_id=1, n_gpus=1,
+                                                     quota=[1 << 40]), seq))
                 self.ready.set()
             elif type_ == CHARGE:
-                gpu, _, nbytes, _ = struct.unpack_from("<IIQQ", data, HDR.size)
+                nbytes = kp.fields("charge", data[HDR.size:])["bytes"]
                 if not pushed:
                     self.conn.send(pack(TIME_POLICY, self.first_push, 1000))
                     pushed = True
-                self.conn.send(pack(GRANT, struct.pack("<IIQQ", 1, 0, 1 << 40, nbytes), seq))
-            elif type_ == CREDIT:  # gpu flags report held returned need least quota
-                f = list(struct.unpack_from("<IIQQQQQQ", data, HDR.size))
-                if f[5] and not pushed:
+                self.conn.send(pack(GRANT, kp.body("grant", granted=1, quota=1 << 40,
+                                                   held=nbytes), seq))
+            elif type_ == CREDIT:
+                f = kp.fields("credit", data[HDR.size:])
+                if f["need"] and not pushed:
                     self.conn.send(pack(TIME_POLICY, self.first_push, 1000))
                     pushed = True
-                self.conn.send(pack(CREDIT, struct.pack("<IIQQQQQQ", f[0], 0, f[2], f[3], 0,
-                                                        f[5], 2 << 20, 1 << 40), seq))
+                self.conn.send(pack(CREDIT, kp.body(
+                    "credit", gpu=f["gpu"], report=f["report"], held=f["held"], need=f["need"],
+                    least=2 << 20, quota=1 << 40), seq))
 
     def push(self, body):
         self.conn.send(pack(TIME_POLICY, body, 1001))
@@ -89,7 +93,7 @@ class Push(unittest.TestCase):
                                    env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)
             self.assertTrue(daemon.ready.wait(10))
-            time.sleep(0.8)  # the allocations are done: the process holds them, idle
+            pass_time(0.8, "the allocations are done (-w 2 keeps it idle after them)")
             daemon.push(policy(2, 7000, period_us=100000, duty_us=50000,
                                epoch_ns=time.monotonic_ns()))
             out, err = app.communicate(timeout=60)

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -511,9 +510,9 @@ def lie_about_held(held):
     never granted; returns what kairosd's reply says the tenant holds."""
     def fn(c):
         c.hello("small")
-        t, body = c.request(kp.CREDIT, struct.pack(kp.CREDIT_FMT, 0, 0, 1, held, 0, 0, 0, 0))
+        t, body = c.request(kp.CREDIT, kp.body("credit", report=1, held=held))
         assert t == kp.CREDIT
-        return struct.unpack(kp.CREDIT_FMT, body)[3]
+        return kp.fields("credit", body)["held"]
     return fn
 
 
