@@ -22,6 +22,7 @@
 #include "core/policy.h"
 #include "daemon/handovers_state.h"
 #include "daemon/registry.h"
+#include "daemon/usage_state.h"
 
 #define STATE_VERSION 1
 
@@ -111,6 +112,9 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
     json_object_set_new(root, "tenants", list);
     if (handovers)
         json_object_set(root, "handovers", handovers);
+    json_t *usage = usage_state_json(l, skip);
+    if (usage) /* out of memory: saved without the counters, which stay as they are */
+        json_object_set_new(root, USAGE_STATE_KEY, usage);
     return root;
 fail:
     json_decref(list);
@@ -534,8 +538,12 @@ int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_f
     if (saved && handovers &&
         handovers_state_parse(handovers, l->n_gpus, saved, warn, warn_ctx) == -ENOMEM && warn)
         warn(warn_ctx, "handovers: out of memory; the hand-overs are forgotten");
+    /* after the tenants: the counters of every tenant now known */
+    usage_state_load(json_object_get(root, USAGE_STATE_KEY), l, (double)time(NULL), warn,
+                     warn_ctx);
     json_decref(root);
-    return added; /* a bad section (or no memory for it) loses only the hand-overs */
+    return added; /* a bad section (or no memory for it) loses only the hand-overs, or
+                   * only the counters */
 }
 
 /* Reads at most STATE_MAX_BYTES + 1 bytes of a regular file into *out. 0, -ENOENT,

@@ -5,7 +5,9 @@
  * nothing is counted twice and processes that died meanwhile count nothing. The
  * exception: departed members whose charge lingers for a holder of their files, and
  * the hand-overs that keep them, are stored under "handovers" (handovers_state.h),
- * since those processes never reattach.
+ * since those processes never reattach. Every tenant's chargeback counters, the
+ * configuration's included, are stored under "usage" (usage_state.h): a save
+ * publishes them to the metrics.
  *
  * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
  * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,

@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/registry.h"
 #include "daemon/state.h"
+#include "daemon/usage_state.h"
 
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap)
 {
@@ -324,6 +325,8 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
     if (rc)
         log_error("state not saved: %s (check the 'state:' path in the configuration and the "
                   "free space of its file system)", err);
+    else /* what a restart finds is what the metrics may show */
+        usage_state_published(&ts->ledger);
     return rc;
 }
 
