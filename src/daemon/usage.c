@@ -73,6 +73,8 @@ fail_root:
 
 /* The first problem found is the one reported. */
 static int refuse(char *why, size_t why_len, int *rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(char *why, size_t why_len, int *rc, const char *fmt, ...)
 {
     if (!*rc) {
         va_list ap;
