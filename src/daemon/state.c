@@ -188,9 +188,32 @@ int state_save(const char *path, const struct ledger *l, const struct ledger_ten
 int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                    json_t *handovers, char *err, size_t err_len)
 {
+    return state_save_counted(path, l, skip, handovers, NULL, err, err_len);
+}
+
+/* The document as text, or NULL when out of memory. */
+static char *dump(json_t *root)
+{
+    return root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+}
+
+int state_save_counted(const char *path, const struct ledger *l,
+                       const struct ledger_tenant *skip, json_t *handovers, bool *usage_saved,
+                       char *err, size_t err_len)
+{
     json_t *root = state_json(l, skip, handovers);
-    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    char *text = dump(root);
     int rc;
+    bool with_usage = root && json_object_get(root, USAGE_STATE_KEY);
+    if (text && strlen(text) + 1 > STATE_MAX_BYTES && with_usage) {
+        /* the tenants first: without the counters, which stay as they are */
+        free(text);
+        json_object_del(root, USAGE_STATE_KEY);
+        with_usage = false;
+        text = dump(root);
+    }
+    if (usage_saved)
+        *usage_saved = false;
     if (!text) {
         snprintf(err, err_len, "out of memory");
         rc = -ENOMEM;
@@ -205,6 +228,8 @@ int state_save_all(const char *path, const struct ledger *l, const struct ledger
             memcpy(text + len, "\n", 2);
         }
         rc = write_atomically(path, text, err, err_len);
+        if (!rc && usage_saved)
+            *usage_saved = with_usage;
     }
     free(text);
     json_decref(root);

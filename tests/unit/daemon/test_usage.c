@@ -3,8 +3,9 @@
  * for configured and run-time tenants alike and read back with the refusals; a
  * save publishes them to the metrics and a failed save does not; a state file of
  * before (no "usage") loads with every counter at 0; every kind of corrupt section
- * or field loses only itself, never the tenants or the other counters; the metrics
- * text shows what was published. */
+ * or field loses only that tenant's counters, never the tenants or the other
+ * tenants' counters; the metrics text shows what was published; a state too large
+ * with the counters is saved without them. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +21,7 @@
 #include "state_dir.h"
 
 #include "daemon/metrics.h"
+#include "daemon/registry.h"
 #include "daemon/state.h"
 #include "daemon/tenants.h"
 #include "daemon/usage_state.h"
@@ -260,6 +262,41 @@ static void test_save_publishes(void **state)
     tenants_fini(&ts);
 }
 
+/* The largest state (4096 run-time tenants with long names and a compute policy on
+ * 16 GPUs) with counters on every GPU would exceed STATE_MAX_BYTES: it is written
+ * without the counters (the tenants matter more), and nothing new is published. */
+static void test_too_large_saves_the_tenants(void **state)
+{
+    (void)state;
+    struct tenants ts;
+    char err[512], aside[512], name[KAIROS_NAME_MAX];
+    assert_int_equal(tenants_init(&ts, KAIROS_MAX_GPUS, path), 0);
+    struct sched_policy pol = {.share = 0.000123456789, .limit = 0.987654321,
+                               .prio = SCHED_PRIO_LATENCY};
+    for (int i = 0; i < LEDGER_MAX_TENANTS; i++) {
+        struct ledger_tenant *t;
+        snprintf(name, sizeof name, "%058d-%04d", 0, i);
+        assert_int_equal(ledger_tenant_add(&ts.ledger, name, NULL, 0, &t), 0);
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+            registry_set_quota(&ts.ledger, t, g, KAIROS_BYTES_MAX, SETTING_RUNTIME);
+            registry_set_compute(t, g, &pol, SETTING_RUNTIME);
+            usage_add_gpu(&t->usage, g, UINT64_MAX / 3);
+            t->usage.mem_byte_s[g] = 1.2345678901234567e18;
+            t->refusals[g] = UINT64_MAX / 7;
+        }
+    }
+    usage_state_tick(&ts.ledger, NOW, 0);
+    assert_int_equal(tenants_save_state(&ts, NULL, err, sizeof err), 0);
+    assert_int_equal(ts.ledger.tenants[0]->usage.shown_gpu_us[0], 0);
+    struct ledger back;
+    ledger_init(&back, KAIROS_MAX_GPUS);
+    assert_int_equal(state_load(path, &back, NULL, NULL, err, sizeof err, aside, sizeof aside),
+                     LEDGER_MAX_TENANTS);
+    assert_int_equal(back.tenants[0]->usage.gpu_us[0], 0);
+    ledger_fini(&back);
+    tenants_fini(&ts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_file_of_before),
         cmocka_unit_test(test_corrupt_usage),
         cmocka_unit_test_setup_teardown(test_save_publishes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_large_saves_the_tenants, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
