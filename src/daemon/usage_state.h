@@ -7,8 +7,8 @@
  * whole (that tenant's counters begin again from 0 with a new "since", so that a
  * counter never goes back under the same creation time), a section that is not an
  * object loses every tenant's counters the same way: the tenants, the other tenants'
- * counters and the rest of the file are loaded either way. A file without the section (one of before) loads as before,
- * every counter beginning at 0.
+ * counters and the rest of the file are loaded either way. A file without the
+ * section (one of before) loads as before, every counter beginning at 0.
  *
  * Thread rules: the loop thread only.
  */
