@@ -587,12 +587,19 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             if (!rc && ul < 100)
                 rc = ydoc_fail(p, v, "register_timeout_ms must be at least 100");
             c->register_timeout_ms = (unsigned)ul;
+        } else if (!strcmp(key, "usage_save_interval_ms")) {
+            rc = parse_uint(p, v, "usage_save_interval_ms", 3600000, &ul);
+            if (!rc && ul < 1000)
+                rc = ydoc_fail(p, v, "usage_save_interval_ms must be at least 1000 (each save "
+                               "writes the whole state file)");
+            c->usage_save_interval_ms = (unsigned)ul;
         } else
             rc = ydoc_fail(p, k,
                       "unknown setting '%s' (expected socket, state, admins, "
                       "unprivileged_cgroups, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
-                      "register_timeout_ms, metrics, time_mode, latency_yield_us or tenants)",
+                      "register_timeout_ms, usage_save_interval_ms, metrics, time_mode, "
+                      "latency_yield_us or tenants)",
                       key);
         if (rc)
             return rc;
@@ -619,6 +626,7 @@ void config_defaults(struct config *c)
     c->max_connections_per_user = 512;
     c->admin_reserve = 16;
     c->register_timeout_ms = 5000;
+    c->usage_save_interval_ms = 60000; /* a crash loses at most a minute of counting */
     c->time_mode = SCHED_MODE_AUTO; /* do no harm: docs/scheduler.md, "The rule" */
     c->latency_yield_us = SCHED_YIELD_US;
 }

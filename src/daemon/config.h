@@ -87,6 +87,7 @@ struct config {
     unsigned admin_reserve;      /* of max_connections, taken by administrators only (the
                                   * default is cut to max_connections - 1 when above) */
     unsigned register_timeout_ms; /* idle connections that did not register are closed */
+    unsigned usage_save_interval_ms; /* the chargeback counters saved (and shown) this often */
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
     unsigned latency_yield_us;   /* the others' slice beside a latency tenant (sched_set_yield) */
     struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */

@@ -1,7 +1,8 @@
 /* conn_limits.c - per-uid connection counts and the admission rule (conn_limits.h):
  * a non-administrator gets a connection while the total is below max_connections
  * less admin_reserve and its uid holds fewer than max_connections_per_user; an
- * administrator while the total is below max_connections. */
+ * administrator while the total is below max_connections; and when a peer that did
+ * not register counts as idle. */
 #include "daemon/conn_limits.h"
 
 #include <errno.h>
@@ -117,4 +118,12 @@ void conn_limits_remove(struct conn_limits *cl, uid_t uid)
     cl->total--;
     if (--u->count == 0)
         *u = cl->uids[--cl->n_uids];
+}
+
+bool conn_limits_idle(const struct config *cfg, uint64_t idle_ms, bool replies_waiting)
+{
+    uint64_t limit = cfg->register_timeout_ms;
+    if (replies_waiting && limit < CONN_LIMITS_REPLY_WAIT_MS)
+        limit = CONN_LIMITS_REPLY_WAIT_MS;
+    return idle_ms >= limit;
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "daemon/config.h"
@@ -55,5 +56,17 @@ int conn_limits_add(struct conn_limits *cl, uid_t uid);
 void conn_limits_remove(struct conn_limits *cl, uid_t uid);
 /* Connections uid holds now. */
 unsigned conn_limits_of(const struct conn_limits *cl, uid_t uid);
+
+/* A peer that did not register and has replies waiting for it (a listing under
+ * way) is closed only once it took none for the longer of register_timeout_ms and
+ * this: such a peer asked and is being answered, and a reader the machine's load
+ * holds back a few seconds (kairos ps of thousands of tenants on a loaded node) is
+ * not idle; a peer that never reads still goes, its memory bounded meanwhile. */
+#define CONN_LIMITS_REPLY_WAIT_MS 10000u
+
+/* Whether a peer that did not register is idle and goes: it neither sent a request
+ * nor took a reply for idle_ms, beyond register_timeout_ms, or beyond the longer of
+ * that and CONN_LIMITS_REPLY_WAIT_MS while replies wait for it (replies_waiting). */
+bool conn_limits_idle(const struct config *cfg, uint64_t idle_ms, bool replies_waiting);
 
 #endif /* KAIROS_DAEMON_CONN_LIMITS_H */

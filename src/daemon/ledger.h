@@ -42,6 +42,7 @@
 #include "daemon/ratelog.h"
 #include "daemon/registry.h"
 #include "daemon/sched.h"
+#include "daemon/usage.h"
 #include "kairos/proto.h"
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
@@ -79,6 +80,7 @@ struct ledger_tenant {
     struct member_rules members;  /* who may join (members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     struct tenant_sources src;    /* where quota, compute, members, managed came from (registry.h) */
+    struct usage usage;           /* its chargeback counters (usage.h, usage_state.h) */
 };
 
 struct ledger_resv {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon/audit.h"
+#include "daemon/chargeback.h"
 #include "daemon/config.h"
 #include "daemon/driver_release.h"
 #include "daemon/gpu.h"
@@ -76,6 +77,7 @@ struct daemon {
     struct handovers *handovers;
     struct imports imports; /* legacy CUDA IPC (imports.h) */
     struct timeshare *timeshare;
+    struct chargeback *chargeback;
     struct service *service;
     struct metrics_http *metrics;
 };
@@ -483,6 +485,10 @@ int main(int argc, char **argv)
         goto out;
     }
     handovers_restore(d.handovers); /* before any process reattaches */
+    if ((rc = chargeback_init(&d.chargeback, d.loop, &d.ts, &d.cfg))) {
+        log_error("cannot start the chargeback counters: %s", strerror(-rc));
+        goto out;
+    }
     server_set_imports(d.server, &d.imports);
     if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
         log_error("cannot start the audit: %s", strerror(-rc));
@@ -521,6 +527,7 @@ out:
         server_set_timeshare(d.server, NULL);
     timeshare_fini(d.timeshare);
     audit_fini(d.audit);
+    chargeback_fini(d.chargeback); /* the counters up to now, saved with the state */
     handovers_fini(d.handovers); /* a change not saved yet is written now */
     if (d.server)
         server_set_linger(d.server, NULL);

@@ -344,6 +344,50 @@ static void write_reasons(FILE *f, const struct figures *figs)
     }
 }
 
+/* A tenant's chargeback counters on g are shown where kairos ps shows it, or where
+ * they count anything. */
+static bool usage_shown(const struct ledger_tenant *t, const struct kairos_ps_reply *r, unsigned g)
+{
+    return applies(WHEN_SHOWN, r, g) || t->usage.shown_gpu_us[g] || t->usage.shown_mem_byte_s[g];
+}
+
+/* The chargeback counters as of the last save of the state file (usage.h), and when
+ * they began. */
+static void write_usage(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
+{
+    family(f, "kairos_tenant_gpu_seconds_total", "counter",
+           "GPU time charged to the tenant's work on the GPU (as of kairosd's last save; "
+           "kept across restarts).");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (usage_shown(l->tenants[i], &figs[i], g)) {
+                tenant_gpu_series(f, "kairos_tenant_gpu_seconds_total", figs[i].tenant, g,
+                                  NULL, NULL);
+                uint64_t us = l->tenants[i]->usage.shown_gpu_us[g]; /* exact, in seconds */
+                fprintf(f, " %" PRIu64 ".%06" PRIu64 "\n", us / 1000000, us % 1000000);
+            }
+    family(f, "kairos_tenant_memory_held_byte_seconds_total", "counter",
+           "Device memory the tenant held on the GPU, integrated over time (as of kairosd's "
+           "last save; kept across restarts).");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+            if (usage_shown(l->tenants[i], &figs[i], g)) {
+                tenant_gpu_series(f, "kairos_tenant_memory_held_byte_seconds_total",
+                                  figs[i].tenant, g, NULL, NULL);
+                /* whole byte-seconds, every digit (%.9g would hide a month's growth) */
+                fprintf(f, " %.0f\n", l->tenants[i]->usage.shown_mem_byte_s[g]);
+            }
+    family(f, "kairos_tenant_usage_created_seconds", "gauge",
+           "When the tenant's chargeback counters began, in seconds since the Unix epoch "
+           "(a new value: they began again from 0).");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        if (l->tenants[i]->usage.since > 0) {
+            fputs("kairos_tenant_usage_created_seconds{tenant=\"", f);
+            metrics_write_label_value(f, l->tenants[i]->name);
+            fprintf(f, "\"} %.3f\n", l->tenants[i]->usage.since);
+        }
+}
+
 static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
 {
     family(f, "kairos_tenant_members", "gauge",
@@ -383,6 +427,7 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
                 fprintf(f, " %" PRIu64 "\n", l->tenants[i]->requests[g]);
             }
     write_infos(f, &(struct figures){figs, l->n_tenants, l->n_gpus});
+    write_usage(f, l, figs);
 }
 
 /* Per-GPU figures: false when the GPU did not tell. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <linux/sockios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +49,8 @@ struct conn {
     bool registered;          /* a member, or an administrator's request was taken */
     uint64_t reattached_ms;   /* when its HELLO said REATTACH (0: it did not) */
     uint64_t last_active_ms;  /* its last request, or the last reply it took: unregistered
-                               * peers idle for register_timeout_ms go */
+                               * peers idle for register_timeout_ms go (conn_limits_idle) */
+    int outq_seen;            /* bytes sent and not yet read by it, at the last sweep */
     unsigned char *out[SERVER_OUTQ_MAX]; /* packed messages the socket could not take */
     size_t out_len[SERVER_OUTQ_MAX];
     unsigned out_head, out_n;
@@ -1336,9 +1338,24 @@ static void on_accept(void *ctx, int fd, uint32_t events)
     }
 }
 
+/* A peer with replies waiting took some since the last sweep when the bytes it has
+ * not read went down (the kernel's count, SIOCOUTQ): it reads, even when kairosd
+ * itself was held back and has not yet seen the socket writable (a sweep may run
+ * before the write after a stall), so kairosd's own delays never count as the
+ * peer's idleness. */
+static void note_reading(struct conn *c, uint64_t now)
+{
+    int unread = 0;
+    if (ioctl(c->fd, SIOCOUTQ, &unread))
+        return;
+    if (unread < c->outq_seen)
+        c->last_active_ms = now;
+    c->outq_seen = unread;
+}
+
 /* Every SERVER_TICK_MS: closes the peers that neither registered (HELLO, or an
- * administrator's request) nor asked or read anything for register_timeout_ms, and
- * ends an accept pause. */
+ * administrator's request) nor asked or read anything for register_timeout_ms (or
+ * longer while replies wait for them: conn_limits_idle), and ends an accept pause. */
 static void on_tick(void *ctx, int fd, uint32_t events)
 {
     struct server *s = ctx;
@@ -1369,7 +1386,12 @@ static void on_tick(void *ctx, int fd, uint32_t events)
             conn_close(c);
             continue;
         }
-        if (c->member || c->registered || now - c->last_active_ms < s->cfg->register_timeout_ms)
+        if (c->member || c->registered)
+            continue;
+        bool waiting = c->out_n || c->ps_active;
+        if (waiting)
+            note_reading(c, now);
+        if (!conn_limits_idle(s->cfg, now - c->last_active_ms, waiting))
             continue;
         char msg[KAIROS_MSG_MAX];
         msgf(msg, sizeof msg, "closed: no HELLO, request or read of a reply within %u ms "

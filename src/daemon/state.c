@@ -22,6 +22,7 @@
 #include "core/policy.h"
 #include "daemon/handovers_state.h"
 #include "daemon/registry.h"
+#include "daemon/usage_state.h"
 
 #define STATE_VERSION 1
 
@@ -111,6 +112,9 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
     json_object_set_new(root, "tenants", list);
     if (handovers)
         json_object_set(root, "handovers", handovers);
+    json_t *usage = usage_state_json(l, skip);
+    if (usage) /* out of memory: saved without the counters, which stay as they are */
+        json_object_set_new(root, USAGE_STATE_KEY, usage);
     return root;
 fail:
     json_decref(list);
@@ -184,9 +188,32 @@ int state_save(const char *path, const struct ledger *l, const struct ledger_ten
 int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                    json_t *handovers, char *err, size_t err_len)
 {
+    return state_save_counted(path, l, skip, handovers, NULL, err, err_len);
+}
+
+/* The document as text, or NULL when out of memory. */
+static char *dump(json_t *root)
+{
+    return root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+}
+
+int state_save_counted(const char *path, const struct ledger *l,
+                       const struct ledger_tenant *skip, json_t *handovers, bool *usage_saved,
+                       char *err, size_t err_len)
+{
     json_t *root = state_json(l, skip, handovers);
-    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    char *text = dump(root);
     int rc;
+    bool with_usage = root && json_object_get(root, USAGE_STATE_KEY);
+    if (text && strlen(text) + 1 > STATE_MAX_BYTES && with_usage) {
+        /* the tenants first: without the counters, which stay as they are */
+        free(text);
+        json_object_del(root, USAGE_STATE_KEY);
+        with_usage = false;
+        text = dump(root);
+    }
+    if (usage_saved)
+        *usage_saved = false;
     if (!text) {
         snprintf(err, err_len, "out of memory");
         rc = -ENOMEM;
@@ -201,6 +228,8 @@ int state_save_all(const char *path, const struct ledger *l, const struct ledger
             memcpy(text + len, "\n", 2);
         }
         rc = write_atomically(path, text, err, err_len);
+        if (!rc && usage_saved)
+            *usage_saved = with_usage;
     }
     free(text);
     json_decref(root);
@@ -534,8 +563,12 @@ int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_f
     if (saved && handovers &&
         handovers_state_parse(handovers, l->n_gpus, saved, warn, warn_ctx) == -ENOMEM && warn)
         warn(warn_ctx, "handovers: out of memory; the hand-overs are forgotten");
+    /* after the tenants: the counters of every tenant now known */
+    usage_state_load(json_object_get(root, USAGE_STATE_KEY), l, (double)time(NULL), warn,
+                     warn_ctx);
     json_decref(root);
-    return added; /* a bad section (or no memory for it) loses only the hand-overs */
+    return added; /* a bad section (or no memory for it) loses only the hand-overs, or
+                   * only the counters */
 }
 
 /* Reads at most STATE_MAX_BYTES + 1 bytes of a regular file into *out. 0, -ENOENT,

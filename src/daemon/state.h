@@ -5,7 +5,9 @@
  * nothing is counted twice and processes that died meanwhile count nothing. The
  * exception: departed members whose charge lingers for a holder of their files, and
  * the hand-overs that keep them, are stored under "handovers" (handovers_state.h),
- * since those processes never reattach.
+ * since those processes never reattach. Every tenant's chargeback counters, the
+ * configuration's included, are stored under "usage" (usage_state.h): a save
+ * publishes them to the metrics.
  *
  * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
  * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,
@@ -29,6 +31,7 @@
 #ifndef KAIROS_DAEMON_STATE_H
 #define KAIROS_DAEMON_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "daemon/ledger.h"
@@ -47,6 +50,13 @@ struct json_t;
 /* state_save with the hand-overs' section (handovers_state.h; may be NULL: none). */
 int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                    struct json_t *handovers, char *err, size_t err_len);
+/* state_save_all that says in usage_saved (may be NULL) whether the chargeback
+ * counters were written: a state that would exceed STATE_MAX_BYTES with them is
+ * written without them (the tenants matter more; the counters wait for a save with
+ * room), and then usage_saved is false. */
+int state_save_counted(const char *path, const struct ledger *l,
+                       const struct ledger_tenant *skip, struct json_t *handovers,
+                       bool *usage_saved, char *err, size_t err_len);
 
 /* Told of each compute policy refused alone (msg names the tenant, the GPU, what
  * is wrong); ctx as given to state_load. */

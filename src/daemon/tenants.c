@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/registry.h"
 #include "daemon/state.h"
+#include "daemon/usage_state.h"
 
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap)
 {
@@ -319,11 +320,19 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
                        size_t err_len)
 {
     json_t *handovers = ts->handovers_json ? ts->handovers_json(ts->handovers_ctx) : NULL;
-    int rc = state_save_all(ts->state_path, &ts->ledger, skip, handovers, err, err_len);
+    bool counted = false;
+    int rc = state_save_counted(ts->state_path, &ts->ledger, skip, handovers, &counted, err,
+                                err_len);
     json_decref(handovers);
     if (rc)
         log_error("state not saved: %s (check the 'state:' path in the configuration and the "
                   "free space of its file system)", err);
+    else if (counted) /* what a restart finds is what the metrics may show */
+        usage_state_published(&ts->ledger);
+    else
+        log_warn("state %s saved without the chargeback counters: with them it would exceed "
+                 "%d MiB; the metrics show them as of their last save (remove unused tenants)",
+                 ts->state_path, STATE_MAX_BYTES >> 20);
     return rc;
 }
 

@@ -3,7 +3,9 @@
  * tenant, decisions to TIME_POLICY (one epoch and period for all GPUs, and the
  * tenants with policies on several GPUs marked so that their windows line up
  * across them), and the figures kairos ps shows (time_stats.c keeps what each
- * tenant got). */
+ * tenant got), and the GPU time of the chargeback counters (usage.h): a tenant with a
+ * policy on a GPU is charged what the scheduler charged it, the others their
+ * processes' measured utilization, once a second. */
 #include "daemon/timeshare.h"
 
 #include <assert.h>
@@ -20,6 +22,11 @@
 #include "core/policy.h"
 #include "daemon/sched.h"
 #include "daemon/time_stats.h"
+#include "daemon/usage.h"
+
+#define UNPLANNED_EVERY_TICKS 10          /* charge_unplanned: once a second */
+#define UNPLANNED_EVERY_US 1000000ull
+#define UNPLANNED_MAX_US 10000000ull      /* at most 10 s charged at once */
 
 /* One tick's RUNNABLE reports of a tenant on a GPU (timeshare_runnable). */
 #define RUN_PIDS 32
@@ -49,6 +56,8 @@ struct timeshare {
     uint64_t epoch_ns;
     bool util_warned;
     unsigned ticks_logged;
+    unsigned ticks;       /* since the start: every UNPLANNED_EVERY_TICKS, charge_unplanned */
+    uint64_t charged_us;  /* CLOCK_REALTIME of charge_unplanned's last figures (0: none) */
     char slot_name[SCHED_MAX_TENANTS][KAIROS_NAME_MAX]; /* "" = free */
     struct sched_gpu g[KAIROS_MAX_GPUS];
     struct time_stats stats[KAIROS_MAX_GPUS][SCHED_MAX_TENANTS]; /* what each slot got */
@@ -167,10 +176,42 @@ static void record_period(struct timeshare *t, unsigned gpu,
                           const struct hold_seen seen[SCHED_MAX_TENANTS])
 {
     const struct sched_gpu *g = &t->g[gpu];
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (g->t[i].present)
-            time_stats_period(&t->stats[gpu][i], (uint64_t)g->t[i].charged_us, g->period_us,
-                              seen[i].hold, seen[i].held_us);
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        if (!g->t[i].present)
+            continue;
+        time_stats_period(&t->stats[gpu][i], (uint64_t)g->t[i].charged_us, g->period_us,
+                          seen[i].hold, seen[i].held_us);
+        struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[i]);
+        double us = g->t[i].charged_us;
+        if (lt && us > 0) /* the chargeback counter: what kairos ps shows it got */
+            usage_add_gpu(&lt->usage, gpu, (uint64_t)(us < g->period_us ? us : g->period_us));
+    }
+}
+
+/* Once a second, the GPU time of the processes of tenants with no compute policy on
+ * a GPU (the others are charged period by period, record_period): their measured
+ * utilization since the last time, for the chargeback counters (usage.h). */
+static void charge_unplanned(struct timeshare *t, uint64_t now_us)
+{
+    uint64_t since = t->charged_us ? t->charged_us : now_us - UNPLANNED_EVERY_US;
+    uint64_t dt = now_us > since ? now_us - since : 0;
+    t->charged_us = now_us;
+    if (dt > UNPLANNED_MAX_US) /* the loop was held back: no more than the samples kept */
+        dt = UNPLANNED_MAX_US;
+    if (!dt || !t->gpu || !t->gpu->ops || !t->gpu->ops->utilization)
+        return;
+    for (unsigned g = 0; g < t->ts->n_gpus; g++) {
+        struct gpu_util u[GPU_MAX_PROCS];
+        size_t n = 0;
+        if (t->gpu->ops->utilization(t->gpu, g, since, u, GPU_MAX_PROCS, &n))
+            continue;
+        for (size_t k = 0; k < n; k++) {
+            struct ledger_member *m = ledger_find_pid(&t->ts->ledger, u[k].pid);
+            int s = m ? slot_find(t, m->tenant->name) : -1;
+            if (m && (s < 0 || !t->g[g].t[s].present))
+                usage_add_gpu(&m->tenant->usage, g, (uint64_t)u[k].sm_percent * dt / 100);
+        }
+    }
 }
 
 /* Puts tenant name's policy on gpu into the scheduler (its slot, or a free one). */
@@ -500,6 +541,8 @@ void timeshare_tick(struct timeshare *t)
         was[g] = t->g[g].level;
         ticked[g] = tick_gpu(t, g, now_us);
     }
+    if (++t->ticks % UNPLANNED_EVERY_TICKS == 0)
+        charge_unplanned(t, now_us);
     sched_couple_levels(t->g, t->ts->n_gpus);
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
         if (!ticked[g])

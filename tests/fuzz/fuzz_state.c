@@ -7,7 +7,10 @@
  * and the configuration tenant's own settings (its quota on GPU 0, no compute
  * policy) untouched by any entry that names it (registry.h); every hand-over and
  * lingering charge read back within its bounds (a possible pid, a known kind, a
- * valid tenant name, a GPU of the node, a byte count within KAIROS_BYTES_MAX). */
+ * valid tenant name, a GPU of the node, a byte count within KAIROS_BYTES_MAX); every
+ * tenant's chargeback counters (the "usage" section, usage_state.h) finite, not
+ * negative, on GPUs of the node only, shown as read, their "since" unset or a time. */
+#include <math.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +21,7 @@
 #include "daemon/handovers_state.h"
 #include "daemon/registry.h"
 #include "daemon/state.h"
+#include "daemon/usage_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,6 +48,23 @@ static bool saved_within_bounds(const struct handovers_saved *s, unsigned n_gpus
     return true;
 }
 
+static bool usage_within_bounds(const struct ledger *l)
+{
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        const struct usage *u = &l->tenants[i]->usage;
+        if (u->since != 0 && !(isfinite(u->since) && u->since >= 946684800.0))
+            return false;
+        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+            double m = u->mem_byte_s[g];
+            if (!isfinite(m) || m < 0 || m != u->shown_mem_byte_s[g] ||
+                u->gpu_us[g] != u->shown_gpu_us[g] ||
+                (g >= l->n_gpus && (m || u->gpu_us[g] || l->tenants[i]->refusals[g])))
+                return false;
+        }
+    }
+    return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -61,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = state_parse_all((const char *)data + 1, size - 1, &l, NULL, NULL, aside, &saved,
                              err, sizeof err);
     if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
+        !usage_within_bounds(&l) ||
         l.n_tenants > LEDGER_MAX_TENANTS ||
         cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG || cfg->has_compute[0] ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {

@@ -132,6 +132,8 @@ static void test_bad(void **state)
     bad("socket: \"\\xZZ\"\n", "bad.yaml:1:", "");
     bad("max_connections_per_user: 0\n", "bad.yaml:1:27:", "at least 1");
     bad("register_timeout_ms: 10\n", "bad.yaml:1:22:", "at least 100");
+    bad("usage_save_interval_ms: 999\n", "bad.yaml:1:25:", "at least 1000");
+    bad("usage_save_interval_ms: 3600001\n", "bad.yaml:1:25:", "");
     bad("max_connections: 8\nadmin_reserve: 8\n", "bad.yaml:2:16:",
         "admin_reserve (8) must be below max_connections (8)");
     bad("time_mode: strict\n", "bad.yaml:1:12:", "windows (strict windows while tenants compete)");
@@ -165,14 +167,17 @@ static void test_connection_settings(void **state)
     struct config c;
     char err[512] = "";
     static const char text[] = "max_connections: 300\nmax_connections_per_user: 20\n"
-                               "admin_reserve: 5\nregister_timeout_ms: 2500\n";
+                               "admin_reserve: 5\nregister_timeout_ms: 2500\n"
+                               "usage_save_interval_ms: 5000\n";
     assert_int_equal(config_parse("t.yaml", text, strlen(text), &c, err, sizeof err), 0);
     assert_int_equal(c.max_connections, 300);
     assert_int_equal(c.max_connections_per_user, 20);
     assert_int_equal(c.admin_reserve, 5);
     assert_int_equal(c.register_timeout_ms, 2500);
+    assert_int_equal(c.usage_save_interval_ms, 5000);
     config_free(&c);
     assert_int_equal(config_parse("t.yaml", "", 0, &c, err, sizeof err), 0);
+    assert_int_equal(c.usage_save_interval_ms, 60000);
     assert_int_equal(c.max_connections, 4096);
     assert_int_equal(c.max_connections_per_user, 512);
     assert_int_equal(c.admin_reserve, 16);

@@ -1,7 +1,9 @@
 /* test_conn_limits.c - the admission rule: a user reaches max_connections_per_user
  * and no more, others still get in; the last admin_reserve connections go to root
  * and the configured admins only; administrators are not limited per uid; counts
- * go down when connections close; the descriptor limit lowers the total. */
+ * go down when connections close; the descriptor limit lowers the total; a peer
+ * with replies waiting is idle only after CONN_LIMITS_REPLY_WAIT_MS, however short
+ * register_timeout_ms is. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,12 +108,33 @@ static void test_descriptor_limit(void **state)
     conn_limits_fini(&cl);
 }
 
+/* The rule of the idle sweep: register_timeout_ms for a peer that waits for nothing;
+ * while replies wait for it (a listing it reads slowly, a machine holding it back),
+ * at least CONN_LIMITS_REPLY_WAIT_MS; a longer register_timeout_ms stands for both. */
+static void test_idle_while_answered(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_defaults(&cfg);
+    cfg.register_timeout_ms = 2000;
+    assert_false(conn_limits_idle(&cfg, 1999, false));
+    assert_true(conn_limits_idle(&cfg, 2000, false));
+    assert_false(conn_limits_idle(&cfg, 2000, true));
+    assert_false(conn_limits_idle(&cfg, CONN_LIMITS_REPLY_WAIT_MS - 1, true));
+    assert_true(conn_limits_idle(&cfg, CONN_LIMITS_REPLY_WAIT_MS, true));
+    cfg.register_timeout_ms = 60000;
+    assert_false(conn_limits_idle(&cfg, 59999, true));
+    assert_true(conn_limits_idle(&cfg, 60000, true));
+    assert_true(conn_limits_idle(&cfg, 60000, false));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_per_user_and_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admins_not_limited_per_uid, setup, teardown),
         cmocka_unit_test(test_descriptor_limit),
+        cmocka_unit_test(test_idle_while_answered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

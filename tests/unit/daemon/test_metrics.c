@@ -129,6 +129,8 @@ static void test_render(void **state)
         "kairos_tenant_claims_beyond_grant_total{tenant=\"team\",gpu=\"0\"} 0\n",
         "kairos_tenant_grant_requests_total{tenant=\"team\",gpu=\"0\"} 0\n",
         "# TYPE kairos_tenant_allocations_refused_total counter\n",
+        "kairos_tenant_gpu_seconds_total{tenant=\"team\",gpu=\"0\"} 0.000000\n",
+        "kairos_tenant_memory_held_byte_seconds_total{tenant=\"team\",gpu=\"0\"} 0\n",
         "# TYPE kairos_tenant_memory_held_bytes gauge\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
@@ -144,8 +146,9 @@ static void test_render(void **state)
     for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
         if (strstr(text, absent[i]))
             fail_msg("unexpected: %s\nin:\n%s", absent[i], text);
-    /* 6 kairosd, 2 GPU, 2 members, 4 memory, 1 claims beyond the grant, 1 requests */
-    assert_int_equal(check_families(text), 16);
+    /* 6 kairosd, 2 GPU, 2 members, 4 memory, 1 claims beyond the grant, 1 requests,
+     * 2 chargeback counters (not yet begun: no kairos_tenant_usage_created_seconds) */
+    assert_int_equal(check_families(text), 18);
     free(text);
     ledger_leave(&ts.ledger, m, NULL);
     tenants_fini(&ts);
