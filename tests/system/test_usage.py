@@ -27,7 +27,7 @@ from debian_python import require  # noqa: E402
 require("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
-from harness import free_port, preload_env, reap  # noqa: E402
+from harness import free_port, preload_env, reap, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -82,17 +82,17 @@ class Chargeback(unittest.TestCase):
 
     def wait_scrape(self, pred, what, timeout=15.0):
         """The first scrape for which pred holds, within timeout seconds."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
+        got = {}
+
+        def scraped():
             try:
-                last = scrape(self.port)
-                if pred(last):
-                    return last
+                got["last"] = scrape(self.port)
             except OSError:  # kairosd starting again
-                pass
-            time.sleep(0.1)
-        self.fail(f"{what}: last scrape {last}\n{self.d.read_log()[-3000:]}")
+                return False
+            return pred(got["last"])
+        if wait_for(scraped, timeout=timeout, step=0.1):
+            return got["last"]
+        self.fail(f"{what}: last scrape {got.get('last')}\n{self.d.read_log()[-3000:]}")
 
     def assert_not_back(self, before, after, tenants=TENANTS):
         for name in COUNTERS:
