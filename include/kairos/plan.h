@@ -122,8 +122,14 @@ enum plan_interference {
     PLAN_INTERF_COUNT
 };
 
+enum plan_reader {
+    PLAN_READER_DOCUMENT,    /* libyaml's document API: the whole file as one tree */
+    PLAN_READER_BLOCK,       /* the block-style workload list read item by item */
+};
+
 struct plan_input {
     int interference;                  /* enum plan_interference (YAML 'interference') */
+    int reader;                        /* enum plan_reader: how the file was read */
     int n_pools;
     struct plan_pool pools[PLAN_MAX_POOLS];
     int n_workloads;
@@ -135,6 +141,10 @@ struct plan_input {
 int plan_input_load(const char *path, struct plan_input *in, char *err, size_t errlen);
 int plan_input_parse(const char *text, size_t len, const char *name, struct plan_input *in,
                      char *err, size_t errlen);
+/* The same with libyaml's document API only (the reference the tests compare the
+ * block reader with). */
+int plan_input_parse_document(const char *text, size_t len, const char *name,
+                              struct plan_input *in, char *err, size_t errlen);
 void plan_input_free(struct plan_input *in);
 int plan_input_add_workload(struct plan_input *in, const struct plan_workload *w);
 /* Load workloads to add to `base`: the file may omit 'gpus' (then its throughput keys
@@ -312,6 +322,10 @@ enum plan_format { PLAN_FMT_TABLE, PLAN_FMT_JSON, PLAN_FMT_YAML };
 /* Write the plan to a stream (FILE *). Returns 0 or -EIO. */
 int plan_write(const struct plan_input *in, const struct plan *p,
                const struct plan_moves *moves, enum plan_format fmt, void *stream);
+/* The JSON of plan_write through jansson's tree (the YAML writer's source): the tests
+ * check it is the same text as plan_write's direct JSON. */
+int plan_write_json_tree(const struct plan_input *in, const struct plan *p,
+                         const struct plan_moves *moves, void *stream);
 /* --explain: the model, the LP lower bound next to the plan, idle capacity per GPU,
  * and why each workload sits where it sits (text). */
 int plan_write_explain(const struct plan_input *in, const struct plan *p, void *stream);

@@ -256,11 +256,35 @@ static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
     return bad;
 }
 
+/* The scale input of n workloads (seed 1, H200, concave 0.7, n / 2 GPUs). */
+static struct plan_gen_params bench_scale_params(int n)
+{
+    return (struct plan_gen_params){1, n, n / 2 > 1 ? n / 2 : 1, "H200-141GB", 0.7};
+}
+
+/* --write-scale FILE: the cluster file the scale run plans, for timing the CLI. */
+static int bench_write_scale(int n, const char *out)
+{
+    struct plan_gen_params g = bench_scale_params(n);
+    struct plan_input in;
+    FILE *f = fopen(out, "w");
+    int rc = !f || plan_gen(&g, &in);
+    if (!rc) {
+        rc = plan_input_write_yaml(&in, f) != 0;
+        plan_input_free(&in);
+    }
+    if (f && fclose(f))
+        rc = 1;
+    if (rc)
+        fprintf(stderr, "kairos plan bench: cannot write %s\n", out);
+    return rc;
+}
+
 /* Every algorithm but the exact one on n generated workloads and a pool large enough
  * for all of them (n / 2 GPUs), end to end from a cluster file. */
 static int bench_scale(int n)
 {
-    struct plan_gen_params g = {1, n, n / 2 > 1 ? n / 2 : 1, "H200-141GB", 0.7};
+    struct plan_gen_params g = bench_scale_params(n);
     struct plan_input in;
     char path[] = "/tmp/kairos-plan-bench-XXXXXX";
     int rc = 0, fd = mkstemp(path);
@@ -301,9 +325,9 @@ int plan_bench(int argc, char **argv)
         {"cases", required_argument, NULL, 'c'}, {"exact-limit", required_argument, NULL, 't'},
         {"no-exact", no_argument, NULL, 'n'},    {"scale", optional_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},        {"interference", required_argument, NULL, 'i'},
-        {NULL, 0, NULL, 0},
+        {"write-scale", required_argument, NULL, 'w'}, {NULL, 0, NULL, 0},
     };
-    const char *root = "data/planner";
+    const char *root = "data/planner", *write_scale = NULL;
     double limit = 10;
     int no_exact = 0, scale = 0, cases = 0, ch, rc = 0, scale_n = 0, interference = -1;
     optind = 1;
@@ -319,6 +343,7 @@ int plan_bench(int argc, char **argv)
             }
             break;
         case 'n': no_exact = 1; break;
+        case 'w': write_scale = optarg; break;
         case 'i':
             if ((interference = plan_interference_from_name(optarg)) < 0) {
                 fprintf(stderr, "kairos plan bench: --interference takes none, kairos or native, "
@@ -336,7 +361,8 @@ int plan_bench(int argc, char **argv)
             break;
         case 'h':
             printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
-                   "                         [--interference none|kairos|native]\n");
+                   "                         [--interference none|kairos|native] "
+                   "[--scale=N --write-scale FILE]\n");
             return 0;
         default:
             fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n"
@@ -348,6 +374,8 @@ int plan_bench(int argc, char **argv)
         fprintf(stderr, "kairos plan bench: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    if (write_scale)
+        return bench_write_scale(scale_n ? scale_n : 100000, write_scale) ? 1 : 0;
     if (!scale || cases)
         rc = bench_cases(root, limit, no_exact, interference);
     if (scale && scale_n)

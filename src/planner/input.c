@@ -12,9 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #include "kairos/plan.h"
+#include "planner/input_block.h"
 
 #define INPUT_MAX_WORKLOADS 2000000
 #define INPUT_MAX_COUNT 100000
@@ -35,6 +38,7 @@ struct input_ctx {
     const struct plan_input *base;   /* workloads-only files: the cluster's pools */
     struct plan_gpu_model custom[PLAN_MAX_POOLS];
     int n_custom;
+    struct input_block *block;       /* the workload list read item by item, or NULL */
 };
 
 static uint64_t input_name_hash(const char *name)
@@ -542,6 +546,22 @@ static int input_workloads(struct input_ctx *c, yaml_node_t *seq)
     return rc;
 }
 
+/* The workload list through input_block: each item is a small document of its own. */
+static int input_workloads_block(struct input_ctx *c)
+{
+    yaml_document_t *outer = c->doc;
+    int rc = 0, done = 0;
+    while (!rc) {
+        rc = input_block_next(c->block, &done);
+        if (rc || done)
+            break;
+        c->doc = &c->block->doc;
+        rc = input_workload(c, yaml_document_get_node(c->doc, 1));
+        c->doc = outer;
+    }
+    return rc;
+}
+
 static int input_root(struct input_ctx *c, yaml_node_t *root)
 {
     static const char *const keys[] = {"models", "gpus", "workloads", "interference", NULL};
@@ -571,11 +591,20 @@ static int input_root(struct input_ctx *c, yaml_node_t *root)
         rc = input_models(c, models);
     if (!rc && gpus)
         rc = input_pools(c, gpus);
+    if (!rc && c->block)
+        return input_workloads_block(c);
     return rc ? rc : input_workloads(c, wl);
 }
 
 static int input_parser_error(struct input_ctx *c, const yaml_parser_t *ps)
 {
+    if (ps->error == YAML_MEMORY_ERROR) {
+        snprintf(c->err, c->errlen, "%s: too large for libyaml's document reader (it ran out of "
+                 "memory or of node slots, which happens near a million workloads written with "
+                 "quotes, flow style or anchors); write 'workloads' in block style (plain "
+                 "'key: value' lines), which is read one workload at a time", c->file);
+        return -EFBIG;
+    }
     snprintf(c->err, c->errlen, "%s:%zu:%zu: YAML syntax: %s%s%s", c->file,
              ps->problem_mark.line + 1, ps->problem_mark.column + 1,
              ps->problem ? ps->problem : "malformed input", ps->context ? " " : "",
@@ -585,50 +614,141 @@ static int input_parser_error(struct input_ctx *c, const yaml_parser_t *ps)
 
 static int input_parse_with(const char *text, size_t len, const char *name,
                             const struct plan_input *base, struct plan_input *in, char *err,
-                            size_t errlen);
+                            size_t errlen, int first_pass);
 
 int plan_input_parse(const char *text, size_t len, const char *name, struct plan_input *in,
                      char *err, size_t errlen)
 {
-    return input_parse_with(text, len, name, NULL, in, err, errlen);
+    return input_parse_with(text, len, name, NULL, in, err, errlen, 0);
 }
 
-static int input_parse_with(const char *text, size_t len, const char *name,
-                            const struct plan_input *base, struct plan_input *in, char *err,
-                            size_t errlen)
+int plan_input_parse_document(const char *text, size_t len, const char *name,
+                              struct plan_input *in, char *err, size_t errlen)
+{
+    return input_parse_with(text, len, name, NULL, in, err, errlen, 1);
+}
+
+/* Parses text with libyaml into doc; the root node, or NULL with the error written. */
+static yaml_node_t *input_load_doc(struct input_ctx *c, const char *text, size_t len, int *rc)
 {
     yaml_parser_t ps;
-    yaml_document_t doc;
-    struct input_ctx c;
-    int rc;
-    memset(&c, 0, sizeof(c));
-    c.doc = &doc;
-    c.file = name;
-    c.err = err;
-    c.errlen = errlen;
-    c.in = in;
-    c.base = base;
-    memset(in, 0, sizeof(*in));
+    yaml_node_t *root = NULL;
+    *rc = -ENOMEM;
     if (!yaml_parser_initialize(&ps))
-        return -ENOMEM;
+        return NULL;
     yaml_parser_set_input_string(&ps, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&ps, &doc)) {
-        rc = input_parser_error(&c, &ps);
-        goto out_parser;
+    if (!yaml_parser_load(&ps, c->doc)) {
+        *rc = input_parser_error(c, &ps);
+        yaml_parser_delete(&ps);
+        return NULL;
     }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_parser_delete(&ps);
+    *rc = 0;
+    root = yaml_document_get_root_node(c->doc);
     if (!root) {
-        snprintf(err, errlen, "%s:1:1: expected a mapping with 'gpus' and 'workloads', got an empty file", name);
-        rc = -EINVAL;
+        snprintf(c->err, c->errlen, "%s:1:1: expected a mapping with 'gpus' and 'workloads', got "
+                 "an empty file", c->file);
+        *rc = -EINVAL;
+        yaml_document_delete(c->doc);
+    }
+    return root;
+}
+
+/* The whole file as one libyaml document. */
+static int input_parse_doc(struct input_ctx *c, const char *text, size_t len)
+{
+    yaml_document_t doc;
+    int rc;
+    c->doc = &doc;
+    yaml_node_t *root = input_load_doc(c, text, len, &rc);
+    if (!root)
+        return rc;
+    rc = input_root(c, root);
+    yaml_document_delete(&doc);
+    return rc;
+}
+
+/* 1 if root is a block mapping whose 'workloads' key is at column 0 of `line` with an
+ * empty plain value: the list input_block_region found is the real top-level one. */
+static int input_block_fits(struct input_ctx *c, yaml_node_t *root, size_t line)
+{
+    if (root->type != YAML_MAPPING_NODE || root->data.mapping.style != YAML_BLOCK_MAPPING_STYLE)
+        return 0;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = input_node(c, p->key), *v = input_node(c, p->value);
+        const char *ks = input_scalar(k);
+        if (!ks || strcmp(ks, "workloads"))
+            continue;
+        return k->start_mark.line == line && k->start_mark.column == 0 &&
+               v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0 &&
+               v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    }
+    return 0;
+}
+
+/* The fast path: libyaml reads the file without the workload list's lines (kept as
+ * empty lines, so marks do not move), input_block reads the list item by item. Returns
+ * INPUT_BLOCK_OTHER when the file is not in the subset it reads (nothing is kept). */
+static int input_parse_fast(struct input_ctx *c, const char *text, size_t len)
+{
+    size_t begin, end, line, lines = 0, at;
+    yaml_document_t doc;
+    struct input_block block;
+    int rc;
+    if (input_block_region(text, len, &begin, &end, &line))
+        return INPUT_BLOCK_OTHER;
+    for (const char *p = text + begin; (p = memchr(p, '\n', (size_t)(text + end - p))); p++)
+        lines++;
+    char *rest = malloc(begin + lines + (len - end) + 1);
+    if (!rest)
+        return -ENOMEM;
+    memcpy(rest, text, begin);
+    memset(rest + begin, '\n', lines);
+    at = begin + lines;
+    memcpy(rest + at, text + end, len - end);
+    c->doc = &doc;
+    yaml_node_t *root = input_load_doc(c, rest, at + (len - end), &rc);
+    if (!root) {
+        free(rest);
+        return INPUT_BLOCK_OTHER;
+    }
+    if (!input_block_fits(c, root, line - 1)) {
+        rc = INPUT_BLOCK_OTHER;
     } else {
-        rc = input_root(&c, root);
+        input_block_init(&block, text + begin, text + end, line);
+        c->block = &block;
+        c->in->reader = PLAN_READER_BLOCK;
+        rc = input_root(c, root);
+        c->block = NULL;
+        input_block_fini(&block);
     }
     yaml_document_delete(&doc);
-    free(c.names.slot);
-out_parser:
-    yaml_parser_delete(&ps);
-    if (rc)
-        plan_input_free(in);
+    free(rest);
+    return rc;
+}
+
+/* Pass 0 tries the block reader, pass 1 is libyaml's document. */
+static int input_parse_with(const char *text, size_t len, const char *name,
+                            const struct plan_input *base, struct plan_input *in, char *err,
+                            size_t errlen, int first_pass)
+{
+    struct input_ctx c;
+    int rc = -EINVAL;
+    for (int pass = first_pass; pass < 2; pass++) {
+        memset(&c, 0, sizeof(c));
+        c.file = name;
+        c.err = err;
+        c.errlen = errlen;
+        c.in = in;
+        c.base = base;
+        memset(in, 0, sizeof(*in));
+        rc = pass ? input_parse_doc(&c, text, len) : input_parse_fast(&c, text, len);
+        free(c.names.slot);
+        if (rc)
+            plan_input_free(in);
+        if (rc != INPUT_BLOCK_OTHER)
+            break;
+    }
     return rc;
 }
 
@@ -646,12 +766,38 @@ int plan_input_load_extra(const char *path, const struct plan_input *base,
     return input_load_with(path, base, extra, err, errlen);
 }
 
+/* Reads a stream that cannot be mapped (a pipe) into *buf. */
+static int input_read_all(FILE *f, char **buf, size_t *len)
+{
+    size_t cap = 0;
+    *buf = NULL;
+    *len = 0;
+    for (;;) {
+        if (*len == cap) {
+            char *nb = realloc(*buf, cap ? cap * 2 : 65536);
+            if (!nb)
+                return -ENOMEM;
+            *buf = nb;
+            cap = cap ? cap * 2 : 65536;
+        }
+        size_t got = fread(*buf + *len, 1, cap - *len, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+/* A regular file is mapped (no copy, no growing buffer: at a million workloads the
+ * file is 300 MB); anything else is read. */
 static int input_load_with(const char *path, const struct plan_input *base,
                            struct plan_input *in, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
+    struct stat st;
     char *buf = NULL;
-    size_t len = 0, cap = 0;
+    void *map = MAP_FAILED;
+    size_t len = 0;
     int rc = 0;
     memset(in, 0, sizeof(*in));
     if (!f) {
@@ -659,28 +805,18 @@ static int input_load_with(const char *path, const struct plan_input *base,
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return rc;
     }
-    for (;;) {
-        if (len == cap) {
-            char *nb = realloc(buf, cap ? cap * 2 : 65536);
-            if (!nb) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            buf = nb;
-            cap = cap ? cap * 2 : 65536;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
+    if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+        len = (size_t)st.st_size;
+        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fileno(f), 0);
     }
-    if (ferror(f)) {
-        rc = -EIO;
-        snprintf(err, errlen, "%s: read error", path);
+    if (map == MAP_FAILED && (rc = input_read_all(f, &buf, &len))) {
+        snprintf(err, errlen, "%s: %s", path, rc == -EIO ? "read error" : strerror(-rc));
         goto out;
     }
-    rc = input_parse_with(buf, len, path, base, in, err, errlen);
+    rc = input_parse_with(map != MAP_FAILED ? map : buf, len, path, base, in, err, errlen, 0);
 out:
+    if (map != MAP_FAILED)
+        munmap(map, len);
     free(buf);
     fclose(f);
     return rc;

@@ -103,6 +103,105 @@ static void test_bad(void **state)
     }
 }
 
+/* A block-style file: what the fast reader (input_block.c) takes. */
+static const char block_text[] =
+    "# a comment\n"
+    "gpus:\n"
+    "  - model: A100-40GB\n"
+    "    count: 4\n"
+    "  - model: H200-141GB\n"
+    "    count: 2\n"
+    "interference: kairos\n"
+    "workloads:\n"
+    "  - name: a\n"
+    "    memory_mib: 900   # MiB\n"
+    "    throughput:\n"
+    "      whole: 100\n"
+    "      1g.5gb: 20\n"
+    "\n"
+    "    target_fraction: 0.1\n"
+    "    count: 3\n"
+    "# between items\n"
+    "  -   name: b#1\n"
+    "      memory_mib: 100\n"
+    "      throughput:\n"
+    "        H200-141GB:\n"
+    "          whole: 10\n"
+    "          7g.141gb: 9\n"
+    "        A100-40GB:\n"
+    "            3g.20gb: 2.5e1\n"
+    "      target: 4.5\n"
+    "  - name: c-3\n"
+    "    target: -1\n"
+    "    memory_mib: 7\n"
+    "    throughput:\n"
+    "      whole: 1\n";
+
+/* Parses text as `kairos plan` does and with libyaml's document only: both must give
+ * the same workloads or the same error. Returns the first parse's rc. */
+static int parse_both(const char *text, size_t len, char *err, size_t errlen, int *reader)
+{
+    struct plan_input a, b;
+    char err_b[300] = "";
+    err[0] = '\0';
+    int rc = plan_input_parse(text, len, "x.yaml", &a, err, errlen);
+    int rc_b = plan_input_parse_document(text, len, "x.yaml", &b, err_b, sizeof(err_b));
+    if ((rc == 0) != (rc_b == 0) || (rc && strcmp(err, err_b)))
+        fail_msg("fast: %d \"%s\", libyaml: %d \"%s\" for:\n%.*s", rc, err, rc_b, err_b,
+                 (int)len, text);
+    if (rc)
+        return rc;
+    *reader = a.reader;
+    assert_int_equal(b.reader, PLAN_READER_DOCUMENT);
+    assert_int_equal(a.n_workloads, b.n_workloads);
+    assert_int_equal(a.interference, b.interference);
+    for (int w = 0; w < a.n_workloads; w++) {
+        const struct plan_workload *x = &a.workloads[w], *y = &b.workloads[w];
+        assert_string_equal(x->name, y->name);
+        assert_true(x->mem_mib == y->mem_mib && x->target == y->target && x->line == y->line);
+        assert_memory_equal(x->thr, y->thr, sizeof(x->thr));
+    }
+    plan_input_free(&a);
+    plan_input_free(&b);
+    return 0;
+}
+
+/* The fast reader gives what libyaml's document gives: the same workloads from a good
+ * file, the same message (file:line:column) from every line of it spoiled. */
+static void test_block_reader(void **state)
+{
+    char err[300];
+    int reader = -1;
+    size_t n = strlen(block_text);
+    (void)state;
+    assert_int_equal(parse_both(block_text, n, err, sizeof(err), &reader), -22);
+    assert_non_null(strstr(err, "x.yaml:28:13: 'target' must be greater than 0"));
+    char *text = malloc(n + 64);
+    /* c's target made valid: the whole file parses, item by item */
+    const char *neg = strstr(block_text, "target: -1");
+    memcpy(text, block_text, n + 1);
+    text[neg - block_text + 8] = ' ';
+    assert_int_equal(parse_both(text, n, err, sizeof(err), &reader), 0);
+    assert_int_equal(reader, PLAN_READER_BLOCK);
+    /* every line spoiled in turn: a value, a key, a dedent, a flow mapping, a quote */
+    static const char *const spoil[] = {"lots", "-", "{", "[1, 2]", "\"q\"", "x: y", "", "&a b"};
+    for (size_t at = 0; at < n; at++) {
+        if (at && block_text[at - 1] != '\n')
+            continue;
+        const char *colon = strchr(block_text + at, ':'), *eol = strchr(block_text + at, '\n');
+        for (size_t k = 0; colon && colon < eol && k < sizeof(spoil) / sizeof(spoil[0]); k++) {
+            size_t head = (size_t)(colon - block_text) + 2;
+            int len = snprintf(text, n + 64, "%.*s%s%s", (int)head, block_text, spoil[k], eol);
+            parse_both(text, (size_t)len, err, sizeof(err), &reader);
+            len = snprintf(text, n + 64, "%.*s%s", (int)at, block_text, eol + 1);  /* line gone */
+            parse_both(text, (size_t)len, err, sizeof(err), &reader);
+            len = snprintf(text, n + 64, "%.*s %s", (int)at, block_text, block_text + at);
+            parse_both(text, (size_t)len, err, sizeof(err), &reader);   /* indented by one */
+        }
+    }
+    free(text);
+}
+
 /* Every prefix and a byte-flipped copy of a good file either parses or fails cleanly. */
 static void test_garbage(void **state)
 {
@@ -193,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_block_reader),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_profile_table),
     };

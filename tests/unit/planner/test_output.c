@@ -1,5 +1,6 @@
 /* test_output.c - output formats: JSON round-trips through plan_read_json to the
- * same assignments, YAML is valid YAML, the table names every workload. */
+ * same assignments, the direct JSON writer is byte for byte jansson's text of the tree
+ * the YAML comes from, YAML is valid YAML, the table names every workload. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,66 @@ static void test_json_round_trip(void **state)
     plan_input_free(&in);
 }
 
+static char *tree_to_string(const struct plan_input *in, const struct plan *p,
+                            const struct plan_moves *mv)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(plan_write_json_tree(in, p, mv, f), 0);
+    fclose(f);
+    return buf;
+}
+
+static void assert_same_json(const struct plan_input *in, const struct plan *p,
+                             const struct plan_moves *mv)
+{
+    char *direct = NULL, *tree = tree_to_string(in, p, mv);
+    size_t len;
+    FILE *f = open_memstream(&direct, &len);
+    assert_int_equal(plan_write(in, p, mv, PLAN_FMT_JSON, f), 0);
+    fclose(f);
+    assert_string_equal(direct, tree);
+    free(direct);
+    free(tree);
+}
+
+/* Plans of every algorithm, with infeasible workloads, an exact status, moves, reals of
+ * every magnitude and names that need escaping. */
+static void test_json_direct_is_tree(void **state)
+{
+    struct plan_input in;
+    struct plan p;
+    struct plan_options o;
+    (void)state;
+    make_plan(&in, &p);
+    assert_same_json(&in, &p, NULL);
+    plan_free(&p);
+    snprintf(in.workloads[0].name, PLAN_NAME_MAX, "q\"uo\\te\t/\x01x");
+    in.workloads[1].target = 1e-7;
+    in.workloads[2].target = 3e21;
+    in.workloads[3].target = 12345678901.0;
+    in.workloads[4].mem_mib = 1LL << 40;      /* too big: infeasible */
+    in.pools[0].count = 3;                    /* too few GPUs: some unplaced */
+    for (int a = PLAN_ALGO_KAIROS; a <= PLAN_ALGO_EXACT; a++) {
+        plan_options_default(&o);
+        o.algo = (enum plan_algo)a;
+        o.exact_time_limit_s = 0.2;
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        struct plan_move mv[] = {{0, -1, -1, 0, 1}, {1, 0, 1, -1, -1}};
+        struct plan_moves moves = {2, 2, mv};
+        assert_same_json(&in, &p, NULL);
+        if (p.n_gpus)
+            assert_same_json(&in, &p, &moves);
+        plan_free(&p);
+    }
+    struct plan empty = {0};
+    snprintf(empty.algo, sizeof(empty.algo), "none");
+    empty.exact_status = PLAN_EXACT_NA;
+    assert_same_json(&in, &empty, NULL);
+    plan_input_free(&in);
+}
+
 static void test_yaml_parses(void **state)
 {
     struct plan_input in;
@@ -126,6 +187,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_json_direct_is_tree),
         cmocka_unit_test(test_yaml_parses),
         cmocka_unit_test(test_table_names_everyone),
         cmocka_unit_test(test_read_bad_json),
