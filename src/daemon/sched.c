@@ -9,11 +9,13 @@
  *   3. level (sched_level, by the mode): strict clock-aligned complementary
  *      windows while two or more tenants that are not latency-sensitive compete
  *      (WINDOWS); timeslices proportional to shares (TIMESLICES: work-conserving,
- *      exact for deep queues only); or, in AUTO, do no harm: the driver's own
+ *      for deep queues only; each trimmed by what its tenant got while the GPU
+ *      was contended, slice_trim.h); or, in AUTO, do no harm: the driver's own
  *      timeslices and no pause until a tenant that waited is clearly short of
  *      its target (NATIVE: its shortfall, smoothed, above 3 points and a fifth of
- *      its target for 3 periods); then timeslices in the ratio of the shares, the
- *      smallest CUDA's own 2048 us (SLICES); then, if one stays short under
+ *      its target for 3 periods; or its part of what ran 4 points below its part
+ *      of the targets over ~2 s); then timeslices in the ratio of the shares, the
+ *      smallest CUDA's own 2048 us, trimmed the same way (SLICES); then, if one stays short under
  *      those, windows (WINDOWS), kept only if the GPU stays at least 0.9 as busy
  *      as before them (a launch-bound tenant alone in its window idles the GPU),
  *      else not tried again for 60 s.
@@ -61,6 +63,11 @@
 #define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
 #define NATIVE_REL 0.2       /* in the native state, short by at least this part of
                               * its target too (and SWING_ERR) */
+#define SLOW_LAG_GAIN 0.05   /* the weight of the last period in lag_slow */
+#define SLOW_LAG_ERR 0.04    /* in the native state, 4 points short for ~2 s is short too:
+                              * on the H200 a training at 70 % next to one at 30 % ran
+                              * 7-10 points short, under NATIVE_REL of its target, for
+                              * whole runs (bench/results/2026-12-05-harm-3) */
 
 const char *sched_mode_name(enum sched_mode m)
 {
@@ -143,7 +150,7 @@ static void forget_misses(struct sched_gpu *g)
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        g->t[i].lag = 0;
+        g->t[i].lag = g->t[i].lag_slow = 0;
         g->t[i].missed = 0;
     }
 }
@@ -156,8 +163,9 @@ static void reset_mode(struct sched_gpu *g)
     g->drift = 0;
     g->settle = SETTLE_PERIODS;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        g->t[i].debt_us = g->t[i].lag = 0;
+        g->t[i].debt_us = g->t[i].lag = g->t[i].lag_slow = 0;
         g->t[i].missed = 0;
+        slice_trim_reset(&g->t[i].slice);
     }
 }
 
@@ -340,6 +348,7 @@ static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *
             wmin = fmin(wmin, g->t[i].pol.share);
     double unit = g->mode == SCHED_MODE_AUTO ? SCHED_TS_AUTO_UNIT_US : SCHED_TS_UNIT_US;
     double ts = t->pol.share > 0 ? unit * t->pol.share / wmin : unit;
+    ts = (double)slice_trim_apply(&t->slice, ts);
     if (ts > SCHED_TS_MAX_US)
         ts = SCHED_TS_MAX_US;
     if (t->pol.prio == SCHED_PRIO_LATENCY && ts < SCHED_TS_LATENCY_US)
@@ -376,6 +385,16 @@ static double progress_scale(const struct sched_gpu *g, const struct sched_usage
     return sum > 0 ? g->period_us / sum : 1.0;
 }
 
+/* The targets of the tenants that take windows, summed. */
+static double windowed_targets(const struct sched_gpu *g)
+{
+    double sum = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (in_windows(g, &g->t[i]))
+            sum += g->t[i].target;
+    return sum;
+}
+
 /* Whether the tenant waited in the last period (more than 5 % of it) and misses
  * its target: its shortfall (target - ran), smoothed over a few periods
  * (LAG_GAIN), is above SWING_ERR and NATIVE_REL of its target, in the native
@@ -387,7 +406,7 @@ static double progress_scale(const struct sched_gpu *g, const struct sched_usage
  * processes read 14-37 % of their sum from one period to the next, and this
  * still took that for a shortfall in 3 of 6 runs (docs/scheduler.md). */
 static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
-                          const struct sched_usage *u, double busy)
+                          const struct sched_usage *u, double busy, double targets)
 {
     /* windows would not help a latency tenant that waited; back from an idle spell,
      * NVML's second still holds it (on the H200 auto windowed a bursty tenant so,
@@ -401,15 +420,59 @@ static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
     double waited = (double)(u->runnable_us - (used < u->runnable_us ? used : u->runnable_us)) /
                     g->period_us;
     if (waited <= 0.05) {
-        t->lag = 0;
+        t->lag = t->lag_slow = 0;
         return false;
     }
     double shortfall = t->target - (double)used / g->period_us;
     t->lag += LAG_GAIN * (shortfall - t->lag);
+    /* parts of what ran and of the targets: a GPU short of busy (switches, a
+     * shallow queue) is no tenant's shortfall */
+    double part_short = (targets > 0 ? t->target / targets : 0) - (double)used / busy;
+    t->lag_slow += SLOW_LAG_GAIN * (part_short - t->lag_slow);
     double clear = fmax(SWING_ERR, NATIVE_REL * t->target);
     if (g->probe) /* back in the native state after a needed level: in each period */
         return shortfall > clear;
+    if (g->level == SCHED_LEVEL_NATIVE && t->lag_slow > SLOW_LAG_ERR)
+        return true; /* a small shortfall that lasts */
     return t->lag > clear; /* smoothed over a few periods */
+}
+
+/* Whether a tenant waited (more than 5 % of the last period): the GPU was contended,
+ * and how it ran the slices says how they divide it. */
+static bool contended(const struct sched_gpu *g, const struct sched_usage use[])
+{
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_tenant *t = &g->t[i];
+        if (in_windows(g, t) && use[i].runnable_us != SCHED_RUNNABLE_UNKNOWN &&
+            use[i].runnable_us > ran_us(g, &use[i]) + g->period_us / 20)
+            return true;
+    }
+    return false;
+}
+
+/* Under the shares' slices, in a contended period, each active tenant's slice is
+ * trimmed by how its part of what ran compares with its part of the targets
+ * (slice_trim.h); latency tenants keep theirs. */
+static void trim_slices(struct sched_gpu *g, const struct sched_usage use[])
+{
+    if (g->level != SCHED_LEVEL_SLICES || !contended(g, use))
+        return;
+    double targets = windowed_targets(g), ran = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        if (in_windows(g, &g->t[i]))
+            ran += (double)ran_us(g, &use[i]);
+    if (targets <= 0 || ran <= 0)
+        return;
+    struct slice_trim *trims[SCHED_MAX_TENANTS];
+    unsigned n = 0;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        struct sched_tenant *t = &g->t[i];
+        if (!in_windows(g, t))
+            continue;
+        slice_trim_observe(&t->slice, t->target / targets, (double)ran_us(g, &use[i]) / ran);
+        trims[n++] = &t->slice;
+    }
+    slice_trim_normalize(trims, n);
 }
 
 static int prio_rank(enum sched_prio p)
@@ -765,17 +828,21 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     fill_targets(g);
 
     unsigned missed = 0; /* the most periods in a row one tenant has missed its target */
+    double targets = windowed_targets(g);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         if (!t->present)
             continue;
-        t->missed = misses_target(g, t, &use[i], busy) && !g->settle ? t->missed + 1 : 0;
+        t->missed = misses_target(g, t, &use[i], busy, targets) && !g->settle ? t->missed + 1
+                                                                             : 0;
         missed = t->missed > missed ? t->missed : missed;
     }
     if (g->settle)
         g->settle--;
     else if (g->mode == SCHED_MODE_AUTO)
         ladder(g, missed);
+    if (!g->settle)
+        trim_slices(g, use);
     note_busy(g, use);
 
     sched_plan(g);

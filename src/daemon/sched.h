@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/policy.h"
+#include "daemon/slice_trim.h"
 
 #define SCHED_MAX_TENANTS 64
 #define SCHED_PERIOD_US 100000u  /* one feedback period = one window period */
@@ -139,7 +140,10 @@ struct sched_tenant {
                            * reports that still cover its busy part, until a wake */
     double lag;           /* its shortfall below target while it waits, smoothed
                            * (sched.c misses_target) */
+    double lag_slow;      /* the same shortfall smoothed over ~2 s: a small one that
+                           * lasts also takes the native state to the slices */
     unsigned missed;      /* consecutive periods it missed its target (misses_target) */
+    struct slice_trim slice; /* its slice's trim under the shares' slices (trim_slices) */
     unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
                            * last second) still covers its idle spell: its "ran" says
                            * nothing, so it does not count as falling behind */

@@ -1,0 +1,43 @@
+/* slice_trim.h - the shares' timeslices tuned by what each tenant got. Under the
+ * shares' slices (sched.h, SCHED_LEVEL_SLICES) a GPU does not divide its time in
+ * the ratio of the slices: each switch costs, and a tenant whose queue runs dry
+ * gives the rest of its slice up (on the H200, four deep kernel streams in slices
+ * of 8192/6144/4096/2048 us got 34/29/20/11 % where 40/30/20/10 was asked:
+ * bench/results/2026-12-05-harm-3). Each tenant's slice is scaled by a trim that
+ * follows the gap between its part of the targets and its part of what ran, the
+ * trims of a GPU kept at a geometric mean of 1 so that the slices stay as long on
+ * average as the shares' own.
+ *
+ * Pure: no I/O, no clock, no globals.
+ */
+#ifndef KAIROS_DAEMON_SLICE_TRIM_H
+#define KAIROS_DAEMON_SLICE_TRIM_H
+
+#include <stdint.h>
+
+#define SLICE_TRIM_MIN 0.25    /* a slice is at least a quarter of its share's, */
+#define SLICE_TRIM_MAX 4.0     /* and at most four times it */
+#define SLICE_TRIM_STEPS 32.0 /* a trim is applied in steps of 1/32 of the share's slice:
+                               * no new policy for a few microseconds' difference */
+
+struct slice_trim {
+    double trim; /* the factor on the tenant's slice (0: not yet set, read as 1) */
+    double err;  /* its part of the targets less its part of what ran, smoothed */
+};
+
+/* Back to the shares' own slice. */
+void slice_trim_reset(struct slice_trim *s);
+
+/* One period in which the GPU was contended (a tenant that waited got less than its
+ * target): want is the tenant's part of the active tenants' targets, got its part
+ * of the time they ran, both in [0, 1]. */
+void slice_trim_observe(struct slice_trim *s, double want, double got);
+
+/* Scales the n trims together so that their geometric mean is 1, within the bounds. */
+void slice_trim_normalize(struct slice_trim *const trims[], unsigned n);
+
+/* The tenant's slice: base_us times its trim taken in steps of 1/SLICE_TRIM_STEPS
+ * (base_us itself while the trim is within half a step of 1). */
+uint64_t slice_trim_apply(const struct slice_trim *s, double base_us);
+
+#endif /* KAIROS_DAEMON_SLICE_TRIM_H */

@@ -1,0 +1,78 @@
+/* test_slice_trim.c - the trim of a tenant's timeslice alone: the share's own slice
+ * while nothing is off, longer for a tenant that keeps getting less than its part,
+ * shorter for one that gets more, within the bounds, in steps, and the trims of a
+ * GPU kept at a geometric mean of 1. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "daemon/slice_trim.h"
+
+static void test_untrimmed_is_the_shares_slice(void **state)
+{
+    (void)state;
+    struct slice_trim zero = {0}, s;
+    slice_trim_reset(&s);
+    assert_int_equal(slice_trim_apply(&zero, 1000), 1000); /* a zeroed trim reads 1 */
+    assert_int_equal(slice_trim_apply(&s, 6144), 6144);
+    for (int k = 0; k < 100; k++)
+        slice_trim_observe(&s, 0.30, 0.297); /* within the dead band */
+    assert_int_equal(slice_trim_apply(&s, 6144), 6144);
+}
+
+static void test_short_grows_long_shrinks_within_bounds(void **state)
+{
+    (void)state;
+    struct slice_trim short_of = {0}, over = {0};
+    slice_trim_reset(&short_of);
+    slice_trim_reset(&over);
+    for (int k = 0; k < 20; k++) {
+        slice_trim_observe(&short_of, 0.40, 0.34);
+        slice_trim_observe(&over, 0.10, 0.12);
+    }
+    assert_true(short_of.trim > 1.05);
+    assert_true(over.trim < 0.95);
+    for (int k = 0; k < 10000; k++) {
+        slice_trim_observe(&short_of, 0.9, 0.0);
+        slice_trim_observe(&over, 0.0, 0.9);
+    }
+    assert_true(short_of.trim <= SLICE_TRIM_MAX && short_of.trim > SLICE_TRIM_MAX * 0.99);
+    assert_true(over.trim >= SLICE_TRIM_MIN && over.trim < SLICE_TRIM_MIN * 1.01);
+    assert_int_equal(slice_trim_apply(&short_of, 1000), 4000);
+    assert_int_equal(slice_trim_apply(&over, 1000), 250);
+}
+
+static void test_applied_in_steps(void **state)
+{
+    (void)state;
+    struct slice_trim s = {.trim = 1.01};
+    assert_int_equal(slice_trim_apply(&s, 2048), 2048); /* under half a step: as it was */
+    s.trim = 1.0 + 1.0 / SLICE_TRIM_STEPS;
+    assert_int_equal(slice_trim_apply(&s, 2048), 2048 + 2048 / 32);
+}
+
+static void test_normalized_to_a_geometric_mean_of_one(void **state)
+{
+    (void)state;
+    struct slice_trim a = {.trim = 2.0}, b = {.trim = 2.0}, c = {.trim = 0.5};
+    struct slice_trim *const all[] = {&a, &b, &c};
+    slice_trim_normalize(all, 3);
+    assert_true(fabs(a.trim * b.trim * c.trim - 1.0) < 1e-9);
+    assert_true(fabs(a.trim / c.trim - 4.0) < 1e-9); /* the ratios kept */
+    slice_trim_normalize(all, 0);                      /* nothing to do */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_untrimmed_is_the_shares_slice),
+        cmocka_unit_test(test_short_grows_long_shrinks_within_bounds),
+        cmocka_unit_test(test_applied_in_steps),
+        cmocka_unit_test(test_normalized_to_a_geometric_mean_of_one),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
