@@ -11,11 +11,14 @@
 # kairos) and $OUT/harm-runs.tar.gz; prints its table last (kairos/native and a verdict
 # against the goals). 377 s on the H200 (2026-12-04; 493 s with infer8
 # added); docs/scheduler.md, "The harm benchmark".
-# Knobs: HARM_MIXES (infer4,latency-train,limit-long; also infer2, infer8),
+# Knobs: HARM_MIXES (infer4,latency-train,limit-long; also infer2, infer8, infer4-tf,
+# infer4-open, infer8-open, train-pair, deep2, deep4, deep8, deep4-uneq, lend),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
-# kairosd in that time_mode), HARM_REPS (3), HARM_SECONDS (6, a closed-loop round),
-# HARM_REQUESTS (800, latency-train's requests a round), HARM_LONG_SECONDS (8, a
-# limit-long run), HARM_LONG_WORK (kernel_stream --work). HARM_DRY_RUN=1: tenants
+# kairosd in that time_mode, kairos-memory one with memory quotas only), HARM_REPS
+# (3), HARM_SECONDS (6, a closed-loop round), HARM_REQUESTS (800, latency-train's
+# requests a round), HARM_LONG_SECONDS (8, a limit-long run), HARM_LONG_WORK
+# (kernel_stream --work), HARM_TRAIN_SECONDS (8, a train-pair or lend round),
+# HARM_OPEN_GAP_MS (16, the open loop's mean gap per process). HARM_DRY_RUN=1: tenants
 # without torch or a GPU (tests/system/test_harm_bench.py runs this file so).
 # Afterwards, where the files came back (DIR holds harm-results.json):
 #   python3 tests/gpu/harm_bench.py --save DIR
