@@ -1,11 +1,12 @@
 """harness - what the system tests share around the processes they start: the
 environment of a program run under the shim and the fake driver, polling, a free port,
-a datagram socket to
-listen as systemd, and killing and reaping children. kairos_proto owns the protocol and the private
+a datagram socket to listen as systemd, a fakeapp started until it holds its memory,
+and killing and reaping children. kairos_proto owns the protocol and the private
 kairosd (Daemon)."""
 import os
 import re
 import socket
+import subprocess
 import time
 
 # ASan's runtime, where the build needs it preloaded first
@@ -181,3 +182,16 @@ def reap(procs):
         if p.poll() is None:
             p.kill()
         p.communicate()
+
+
+def start_holding(test, cmd, env, procs):
+    """Starts cmd (`kairos run ... fakeapp ...`), adds it to procs and returns it once
+    fakeapp says it holds its memory; fails test with what it said instead."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    procs.append(p)
+    line = p.stdout.readline()
+    if not line.startswith("fakeapp: holding"):
+        p.kill()
+        test.fail(f"{line!r}: {p.communicate()[1]}")
+    return p

@@ -462,7 +462,8 @@ class NvmlBackend(unittest.TestCase):
     def test_nvml_backend(self):
         log = self.d.read_log
         self.assertIn("GPU 0: GPU-nvml-0000, 80.0 GiB (nvml backend)", log())
-        self.assertIn("(GPU 0: /dev/nvidia10)", log())  # minor number, not the index
+        # minor number, not the index; logged after the socket accepts (start returns)
+        self.assertTrue(wait_for(lambda: "(GPU 0: /dev/nvidia10)" in log(), timeout=10), log())
         stranger = subprocess.Popen(["sleep", "60"])
         self.procs.append(stranger)
         ms = [self.member() for _ in range(4)]

@@ -207,13 +207,15 @@ def expected_medians(rec):
     return out
 
 
-class DryRun(unittest.TestCase):
-    """The quick subset, 3 repetitions of native, mps and kairos, run once for all tests."""
+class BenchRun(unittest.TestCase):
+    """One dry run of the benchmark with ARGS (the stand-in MPS control on PATH), shared
+    by the class's tests."""
+    ARGS = ()
 
     @classmethod
     def setUpClass(cls):
         cls.dir, cls.out, cls.fakebin = scratch()
-        cls.r = run_bench(cls.out, path_dir=cls.fakebin)
+        cls.r = run_bench(cls.out, *cls.ARGS, path_dir=cls.fakebin)
         cls.res = load(cls.out) if os.path.exists(os.path.join(cls.out, "harm-results.json")) \
             else None
 
@@ -224,6 +226,10 @@ class DryRun(unittest.TestCase):
     def archived(self, name):
         with tarfile.open(os.path.join(self.out, "harm-runs.tar.gz")) as t:
             return t.extractfile(f"harm/{name}").read().decode()
+
+
+class DryRun(BenchRun):
+    """The quick subset, 3 repetitions of native, mps and kairos, run once for all tests."""
 
     def test_runs_clean_and_leaves_three_files(self):
         self.assertEqual(self.r.returncode, 0, self.r.stdout + self.r.stderr)
@@ -341,26 +347,11 @@ class DryRun(unittest.TestCase):
         self.assertIn(hb.table(self.res), readme)
 
 
-class MoreMixes(unittest.TestCase):
+class MoreMixes(BenchRun):
     """The other mixes of the issue, with configuration kairos-memory, once."""
     MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open"]
-
-    @classmethod
-    def setUpClass(cls):
-        cls.dir, cls.out, cls.fakebin = scratch()
-        cls.r = run_bench(cls.out, "--mixes", ",".join(cls.MIXES), "--reps", "1",
-                          "--configs", "native,kairos,kairos-memory", "--train-seconds", "0.6",
-                          "--seconds", "0.8")
-        cls.res = load(cls.out) if os.path.exists(os.path.join(cls.out, "harm-results.json")) \
-            else None
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
-    def archived(self, name):
-        with tarfile.open(os.path.join(self.out, "harm-runs.tar.gz")) as t:
-            return t.extractfile(f"harm/{name}").read().decode()
+    ARGS = ("--mixes", ",".join(MIXES), "--reps", "1", "--configs",
+            "native,kairos,kairos-memory", "--train-seconds", "0.6", "--seconds", "0.8")
 
     def test_runs_clean_with_every_metric(self):
         self.assertEqual(self.r.returncode, 0, self.r.stdout + self.r.stderr)

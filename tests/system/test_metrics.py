@@ -27,7 +27,8 @@ from debian_python import require  # noqa: E402
 require("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
-from harness import ASAN_FIRST, free_port, polling, preload_env, reap, wait_for  # noqa: E402
+from harness import (ASAN_FIRST, free_port, polling, preload_env, reap,  # noqa: E402
+                     start_holding, wait_for)
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP, STOPFORK = sys.argv[1:7]
 # env(**extra): the environment of a program under the shim and the fake driver
@@ -90,15 +91,8 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(self.d.stop(), 0, self.d.read_log())
 
     def run_tenant(self, tenant, *args):
-        p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env(**self.d.shim_env()))
-        self.procs.append(p)
-        line = p.stdout.readline()
-        if not line.startswith("fakeapp: holding"):
-            p.kill()
-            self.fail(f"{line!r}: {p.communicate()[1]}")
-        return p
+        return start_holding(self, [KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
+                             env(**self.d.shim_env()), self.procs)
 
     def ps(self):
         r = subprocess.run([KAIROS, "ps", "--json", "--socket", self.d.socket],

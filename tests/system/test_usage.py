@@ -27,7 +27,7 @@ from debian_python import require  # noqa: E402
 require("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from kairos_proto import Daemon  # noqa: E402
-from harness import free_port, preload_env, reap, wait_for  # noqa: E402
+from harness import free_port, preload_env, reap, start_holding, wait_for  # noqa: E402
 
 KAIROSD, KAIROS, SHIM, FAKEDRV, FAKEAPP = sys.argv[1:6]
 env = functools.partial(preload_env, SHIM, FAKEDRV)
@@ -69,16 +69,9 @@ class Chargeback(unittest.TestCase):
         self.d.stop()
 
     def run_tenant(self, tenant, pages):
-        p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, "-n", str(pages),
-                              "-s", str(PAGE), "-c", str(PAGE), "-w", "120"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env(**self.d.shim_env()))
-        self.procs.append(p)
-        line = p.stdout.readline()
-        if not line.startswith("fakeapp: holding"):
-            p.kill()
-            self.fail(f"{line!r}: {p.communicate()[1]}")
-        return p
+        return start_holding(self, [KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, "-n",
+                                    str(pages), "-s", str(PAGE), "-c", str(PAGE), "-w", "120"],
+                             env(**self.d.shim_env()), self.procs)
 
     def wait_scrape(self, pred, what, timeout=15.0):
         """The first scrape for which pred holds, within timeout seconds."""
