@@ -15,8 +15,13 @@
 
 #include <stdint.h>
 
-#define SLICE_TRIM_MIN 0.25    /* a slice is at least a quarter of its share's, */
-#define SLICE_TRIM_MAX 4.0     /* and at most four times it */
+#define SLICE_TRIM_MIN 0.5     /* a slice is at least half its share's, and at most */
+#define SLICE_TRIM_MAX 2.0     /* twice it: a launch-bound tenant reads as waiting (its
+                                * queue never empties for the sensor) and longer slices
+                                * do not help it, so the bound is what keeps its
+                                * neighbour's slices from shrinking into switches (120
+                                * us each on the H200); the H200's deep streams needed
+                                * 0.9-1.2 */
 #define SLICE_TRIM_STEPS 32.0 /* a trim is applied in steps of 1/32 of the share's slice:
                                * no new policy for a few microseconds' difference */
 

@@ -1031,6 +1031,25 @@ static void test_slices_trimmed_to_what_the_gpu_gives(void **state)
     assert_true(g.t[0].dec.timeslice_us > 4000); /* 4 ms untrimmed */
 }
 
+/* A tenant that reads as waiting but gets no more from longer slices (launch-bound:
+ * 40 % of what ran whatever its slice, against 70 %): its neighbour's slice shrinks
+ * no further than SLICE_TRIM_MIN of its share's, and its own grows no further than
+ * SLICE_TRIM_MAX. */
+static void test_slices_of_a_launch_bound_tenant_trimmed_within_bounds(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    pair(&g, SCHED_MODE_TIMESLICES, &p70, &p30);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 39000);
+    deep(&use[1], 58500);
+    ticks(&g, use, 600);
+    assert_int_equal(g.level, SCHED_LEVEL_SLICES);
+    assert_int_equal(g.t[1].dec.timeslice_us, (uint64_t)(1000 * SLICE_TRIM_MIN));
+    assert_true(g.t[0].dec.timeslice_us <= (uint64_t)llround(1000 * 0.7 / 0.3 * SLICE_TRIM_MAX));
+    assert_true(g.t[0].dec.timeslice_us > 2333);
+}
+
 /* A GPU that runs the slices in their ratio leaves them as the shares set them. */
 static void test_slices_in_their_ratio_untrimmed(void **state)
 {
@@ -1111,6 +1130,7 @@ int main(void)
         cmocka_unit_test(test_no_yield_to_a_latency_tenant_over_its_share),
         cmocka_unit_test(test_slices_trimmed_to_what_the_gpu_gives),
         cmocka_unit_test(test_slices_in_their_ratio_untrimmed),
+        cmocka_unit_test(test_slices_of_a_launch_bound_tenant_trimmed_within_bounds),
         cmocka_unit_test(test_a_small_shortfall_that_lasts_gets_the_slices),
         cmocka_unit_test(test_bad_policy_and_remove),
     };
