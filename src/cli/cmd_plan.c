@@ -25,6 +25,7 @@ static const char plan_usage_text[] =
     "       kairos plan --from PLAN.json --remove NAME[,NAME...] [--max-moves N] CLUSTER.yaml\n"
     "       kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
     "                         [--interference MODE]\n"
+    "       kairos plan bench [--scale=N] --write-scale FILE\n"
     "\n"
     "Decide the MIG layout of every GPU and the IGPU(s, t, m) of every workload so that\n"
     "each workload meets its target on the fewest GPUs. Every plan is verified by an\n"

@@ -366,7 +366,8 @@ int plan_bench(int argc, char **argv)
             return 0;
         default:
             fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n"
-                   "                         [--interference none|kairos|native]\n");
+                   "                         [--interference none|kairos|native] "
+                   "[--scale=N --write-scale FILE]\n");
             return 2;
         }
     }

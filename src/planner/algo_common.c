@@ -70,14 +70,27 @@ static int algo_key_desc(const void *a, const void *b)
     return x->id - y->id;
 }
 
-static struct algo_key *algo_sorted_workloads(const struct state *s, const int *choice, int *n)
+/* Fusion's order: time needed, descending, equal times in input order, or with mem_ties
+ * the larger memory first. Memory is the bins' second dimension: left to input order,
+ * equal-time workloads that need much memory may come last and find no instance with
+ * room (a100-linear/G-Train-bs32-R1: 9 GPUs instead of 8, docs/planner.md). */
+static long algo_fuse_key(const struct state *s, int w, int o, int mem_ties)
+{
+    int64_t mem = mem_ties ? s->in->workloads[w].mem_mib : 0;
+    if (mem < 0)
+        mem = 0;
+    return ((long)st_need(s, w, o) << 32) | (long)(mem > 0xffffffffL ? 0xffffffffL : mem);
+}
+
+static struct algo_key *algo_sorted_workloads(const struct state *s, const int *choice,
+                                               int mem_ties, int *n)
 {
     struct algo_key *k = malloc(((size_t)s->n_wl + 1) * sizeof(*k));
     *n = 0;
     for (int i = 0; k && i < s->n_wl; i++) {
         int w = s->wl[i];
         if (choice[w] >= 0)
-            k[(*n)++] = (struct algo_key){st_need(s, w, choice[w]), w};
+            k[(*n)++] = (struct algo_key){algo_fuse_key(s, w, choice[w], mem_ties), w};
     }
     if (k)
         qsort(k, (size_t)*n, sizeof(*k), algo_key_desc);
@@ -109,10 +122,10 @@ static void algo_fuse_slot(struct fit_tree *t, const struct state *s, int slot, 
                  1u << in->option);
 }
 
-int algo_fuse(struct state *s, const int *choice)
+int algo_fuse(struct state *s, const int *choice, int mem_ties)
 {
     int n, rc = 0;
-    struct algo_key *k = algo_sorted_workloads(s, choice, &n);
+    struct algo_key *k = algo_sorted_workloads(s, choice, mem_ties, &n);
     int *open = malloc(((size_t)s->n_wl + 1) * sizeof(int));
     int n_open = 0;
     struct fit_tree t = {0};
@@ -671,7 +684,7 @@ int algo_fuse_pack(struct state *s, int (*pick)(const struct state *s, int w))
     int *choice = algo_choose(s, pick);
     if (!choice)
         return -ENOMEM;
-    int rc = algo_fuse(s, choice);
+    int rc = algo_fuse(s, choice, 0);
     rc = rc ? rc : algo_pack_ffd(s);
     free(choice);
     return rc;

@@ -15,7 +15,7 @@ int algo_seed(struct state *s)
     int rc;
     if (!choice)
         return -ENOMEM;
-    rc = algo_fuse(s, choice);
+    rc = algo_fuse(s, choice, 0);
     rc = rc ? rc : algo_migrate_up(s);
     rc = rc ? rc : algo_pack_ffd(s);
     free(choice);

@@ -8,6 +8,8 @@
  * no compute policy (the instance isolates it; its time share is kept in a comment).
  * A tenant sharing a MIG-off GPU gets share = its time share, priority normal.
  * mig-parted places the instances itself; the plan's starts are one legal placement.
+ * gres.conf: a node without MIG names each GPU's device file; a node with MIG instances
+ * leaves the devices to Slurm's NVML detection (MIG device files exist only once created).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -116,23 +118,57 @@ static void emit_type(const struct plan_gpu_model *m, int option, char *out, siz
         *c = (char)tolower((unsigned char)*c);
 }
 
+/* Whether node n holds a MIG instance (then Slurm must find its devices through NVML). */
+static int emit_node_has_mig(const struct plan *p, int gpus_per_node, int n)
+{
+    for (int i = 0; i < p->n_instances; i++)
+        if (p->instances[i].gpu / gpus_per_node == n &&
+            p->instances[i].option != PLAN_OPTION_WHOLE)
+            return 1;
+    return 0;
+}
+
+/* A node without MIG: one line per GPU with its device file, detection off. */
+static void emit_slurm_files(const struct plan_input *in, const struct plan *p, int gpus_per_node,
+                             int n, FILE *f)
+{
+    fprintf(f, "NodeName=node%d AutoDetect=off\n", n);
+    for (int i = 0; i < p->n_instances; i++) {
+        const struct plan_instance *pi = &p->instances[i];
+        char type[PLAN_NAME_MAX];
+        if (pi->gpu / gpus_per_node != n)
+            continue;
+        emit_type(emit_model(in, p, pi->gpu), pi->option, type, sizeof(type));
+        fprintf(f, "NodeName=node%d Name=gpu Type=%s File=/dev/nvidia%d\n", n, type,
+                pi->gpu % gpus_per_node);
+    }
+}
+
 int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
                     void *stream)
 {
     FILE *f = stream;
     if (gpus_per_node < 1)
         return -EINVAL;
-    fprintf(f, "# Slurm gres.conf lines written by kairos plan (%s); node names are node<N>.\n",
+    fprintf(f, "# Slurm gres.conf written by kairos plan (%s); node names are node<N>.\n"
+            "# A node without MIG lists each GPU's device file (File=/dev/nvidia<index>).\n"
+            "# MIG devices have no fixed device file before mig-parted creates them (their\n"
+            "# /dev/nvidia-caps files are numbered then), so a node with MIG instances uses\n"
+            "# AutoDetect=nvml and its Type/Count lines say what Slurm must find there.\n",
             p->algo);
     for (int n = 0; n < plan_emit_nodes(p, gpus_per_node); n++) {
         /* per (pool, option): devices on this node */
-        int count[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS] = {{0}};
+        int count[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS] = {{0}}, mig;
         char gres[1024] = "";
         for (int i = 0; i < p->n_instances; i++) {
             const struct plan_instance *pi = &p->instances[i];
             if (pi->gpu / gpus_per_node == n)
                 count[p->gpus[pi->gpu].pool][pi->option]++;
         }
+        if (!(mig = emit_node_has_mig(p, gpus_per_node, n)))
+            emit_slurm_files(in, p, gpus_per_node, n, f);
+        else
+            fprintf(f, "NodeName=node%d AutoDetect=nvml\n", n);
         for (int pool = 0; pool < in->n_pools; pool++) {
             const struct plan_gpu_model *m = &in->pools[pool].model;
             for (int o = 0; o < plan_option_count(m); o++) {
@@ -140,7 +176,9 @@ int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_
                 if (!count[pool][o])
                     continue;
                 emit_type(m, o, type, sizeof(type));
-                fprintf(f, "NodeName=node%d Name=gpu Type=%s Count=%d\n", n, type, count[pool][o]);
+                if (mig)
+                    fprintf(f, "NodeName=node%d Name=gpu Type=%s Count=%d\n", n, type,
+                            count[pool][o]);
                 size_t used = strlen(gres);
                 snprintf(gres + used, sizeof(gres) - used, "%sgpu:%s:%d", used ? "," : "", type,
                          count[pool][o]);

@@ -111,7 +111,8 @@ int algo_whole_option(const struct state *s, int w);         /* the whole GPU, o
  * caller frees it. NULL when out of memory. */
 int *algo_choose(const struct state *s, int (*pick)(const struct state *s, int w));
 /* Put each workload alone on its chosen option (choice[w] by global id, -1: skip). */
-int algo_fuse(struct state *s, const int *choice);            /* FFD in time per option */
+/* FFD in time per option; equal times in input order, or larger memory first (mem_ties) */
+int algo_fuse(struct state *s, const int *choice, int mem_ties);
 /* One option per workload by pick, fused in time, packed first-fit decreasing. */
 int algo_fuse_pack(struct state *s, int (*pick)(const struct state *s, int w));
 int algo_alone(struct state *s, const int *choice, int full_time);

@@ -3,7 +3,8 @@
  * Pools are tried in input order: each pool's algorithm sees the workloads not yet
  * placed; when it needs more GPUs than the pool has, the least-used GPUs are dropped
  * and their workloads spill to the next pool. What is left at the end is reported
- * infeasible with the reason (no data, memory, speed, or capacity).
+ * infeasible with the reason (no data, memory, speed, or capacity). With several pools,
+ * Kairos's plan competes with each baseline's plan of the whole cluster.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -114,15 +115,10 @@ static int solve_pool(const struct plan_input *in, int pool, solve_algo_fn fn, i
     return rc;
 }
 
-int plan_solve(const struct plan_input *in, const struct plan_options *opt, struct plan *p)
+/* One algorithm over every pool in input order; p is initialised by the caller. */
+static int solve_pools(const struct plan_input *in, solve_algo_fn fn, struct plan *p)
 {
     int n = in->n_workloads, rc = 0;
-    plan_init(p);
-    snprintf(p->algo, sizeof(p->algo), "%s", plan_algo_name(opt->algo));
-    if (opt->algo == PLAN_ALGO_EXACT)
-        return exact_solve(in, opt, p);
-    if ((unsigned)opt->algo >= PLAN_ALGO_COUNT || !solve_algos[opt->algo])
-        return -EINVAL;
     int *pending = malloc(((size_t)n + 1) * sizeof(int));
     char *spilled = calloc((size_t)n + 1, 1);
     if (!pending || !spilled) {
@@ -132,7 +128,7 @@ int plan_solve(const struct plan_input *in, const struct plan_options *opt, stru
     for (int w = 0; w < n; w++)
         pending[w] = w;
     for (int pool = 0; pool < in->n_pools && n > 0 && !rc; pool++)
-        rc = solve_pool(in, pool, solve_algos[opt->algo], pending, &n, spilled, p);
+        rc = solve_pool(in, pool, fn, pending, &n, spilled, p);
     for (int i = 0; i < n && !rc; i++)
         if ((rc = plan_add_infeasible(p, pending[i], solve_reason_of(in, pending[i]))) > 0)
             rc = 0;
@@ -142,6 +138,59 @@ out:
     if (rc)
         plan_free(p);
     return rc;
+}
+
+/* More workloads placed, then fewer GPUs, then fewer slices. */
+static int solve_better(const struct plan_input *in, const struct plan *a, const struct plan *b)
+{
+    struct plan_metrics ma, mb;
+    plan_metrics_compute(in, a, &ma);
+    plan_metrics_compute(in, b, &mb);
+    if (ma.placed != mb.placed)
+        return ma.placed > mb.placed;
+    if (ma.gpus != mb.gpus)
+        return ma.gpus < mb.gpus;
+    return ma.slices < mb.slices - 1e-9;
+}
+
+/* Kairos with several pools: which workloads a pool leaves to the next decides how many
+ * are placed in all, so Kairos's per-pool guarantee (never fewer placed, never more GPUs
+ * than a baseline in that pool) says nothing about the cluster. Each baseline's plan of
+ * the whole cluster is therefore a candidate too; the best one is kept, named kairos. */
+static int solve_kairos_pools(const struct plan_input *in, struct plan *p)
+{
+    static const enum plan_algo others[] = {PLAN_ALGO_SEED, PLAN_ALGO_TEMPORAL,
+                                            PLAN_ALGO_BESTFIT, PLAN_ALGO_GPULET};
+    int rc = solve_pools(in, algo_kairos, p);
+    for (size_t k = 0; k < sizeof(others) / sizeof(others[0]) && !rc; k++) {
+        struct plan cand;
+        plan_init(&cand);
+        snprintf(cand.algo, sizeof(cand.algo), "%s", p->algo);
+        if ((rc = solve_pools(in, solve_algos[others[k]], &cand)))
+            break;
+        if (solve_better(in, &cand, p)) {
+            plan_free(p);
+            *p = cand;
+        } else {
+            plan_free(&cand);
+        }
+    }
+    if (rc)
+        plan_free(p);
+    return rc;
+}
+
+int plan_solve(const struct plan_input *in, const struct plan_options *opt, struct plan *p)
+{
+    plan_init(p);
+    snprintf(p->algo, sizeof(p->algo), "%s", plan_algo_name(opt->algo));
+    if (opt->algo == PLAN_ALGO_EXACT)
+        return exact_solve(in, opt, p);
+    if ((unsigned)opt->algo >= PLAN_ALGO_COUNT || !solve_algos[opt->algo])
+        return -EINVAL;
+    if (opt->algo == PLAN_ALGO_KAIROS && in->n_pools > 1)
+        return solve_kairos_pools(in, p);
+    return solve_pools(in, solve_algos[opt->algo], p);
 }
 
 enum plan_reason plan_reason_of(const struct plan_input *in, int w)

@@ -108,7 +108,7 @@ static int mig_parted_count(const char *text, int *configs)
     return total;
 }
 
-static void test_mig_parted_and_slurm(void **state)
+static void test_mig_parted(void **state)
 {
     (void)state;
     for (uint64_t seed = 1; seed <= 4; seed++) {
@@ -119,23 +119,100 @@ static void test_mig_parted_and_slurm(void **state)
         char *mp = emit_text(plan_emit_mig_parted, &in, &p, 8, 0);
         assert_int_equal(mig_parted_count(mp, &configs), p.n_instances);
         assert_int_equal(configs, plan_emit_nodes(&p, 8));
-        char *gres = emit_text(plan_emit_slurm, &in, &p, 8, 0);
-        int counted = 0;
-        for (const char *c = strstr(gres, " Count="); c; c = strstr(c + 1, " Count="))
-            counted += atoi(c + 7);
-        assert_int_equal(counted, p.n_instances);
         free(mp);
-        free(gres);
         plan_free(&p);
         plan_input_free(&in);
     }
+}
+
+/* One gres.conf line: only keys Slurm's gres.conf knows, node first; per node either
+ * AutoDetect=off and a File=/dev/nvidia<d> per GPU of the plan on it (each once), or
+ * AutoDetect=nvml (only where MIG instances are) and Counts that add up to its instances. */
+struct gres_node {
+    int autodetect;    /* 0 none seen, 1 off, 2 nvml */
+    int files, counted, device_seen[8];
+};
+
+static void gres_line(char *line, struct gres_node *nodes, int n_nodes)
+{
+    int node = -1;
+    char *save = NULL;
+    for (char *kv = strtok_r(line, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        if (node < 0) {
+            assert_int_equal(sscanf(kv, "NodeName=node%d", &node), 1);
+            assert_true(node >= 0 && node < n_nodes);
+        } else if (!strcmp(kv, "AutoDetect=off") || !strcmp(kv, "AutoDetect=nvml")) {
+            assert_int_equal(nodes[node].autodetect, 0);
+            nodes[node].autodetect = kv[11] == 'o' ? 1 : 2;
+        } else if (!strncmp(kv, "File=", 5)) {
+            int d = -1;
+            assert_int_equal(sscanf(kv, "File=/dev/nvidia%d", &d), 1);
+            assert_true(d >= 0 && d < 8 && !nodes[node].device_seen[d]);
+            nodes[node].device_seen[d] = 1;
+            nodes[node].files++;
+        } else if (!strncmp(kv, "Count=", 6)) {
+            nodes[node].counted += atoi(kv + 6);
+        } else {
+            assert_true(!strcmp(kv, "Name=gpu") || !strncmp(kv, "Type=", 5));
+        }
+    }
+}
+
+static void check_gres(const struct plan *p, const char *text)
+{
+    struct gres_node nodes[64];
+    int n_nodes = plan_emit_nodes(p, 8);
+    char *copy = strdup(text), *save = NULL;
+    assert_true(n_nodes <= 64);
+    memset(nodes, 0, sizeof(nodes));
+    for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (l[0] != '#')
+            gres_line(l, nodes, n_nodes);
+    free(copy);
+    for (int n = 0; n < n_nodes; n++) {
+        int instances = 0, mig = 0;
+        for (int i = 0; i < p->n_instances; i++)
+            if (p->instances[i].gpu / 8 == n) {
+                instances++;
+                mig |= p->instances[i].option != PLAN_OPTION_WHOLE;
+            }
+        for (int i = 0; i < p->n_instances && !mig; i++)
+            if (p->instances[i].gpu / 8 == n)
+                assert_true(nodes[n].device_seen[p->instances[i].gpu % 8]);
+        assert_int_equal(nodes[n].autodetect, mig ? 2 : 1);
+        assert_int_equal(mig ? nodes[n].counted : nodes[n].files, instances);
+        assert_int_equal(mig ? nodes[n].files : nodes[n].counted, 0);
+    }
+}
+
+static void test_slurm_gres(void **state)
+{
+    (void)state;
+    int file_nodes = 0, nvml_nodes = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        static const enum plan_algo algos[] = {PLAN_ALGO_KAIROS, PLAN_ALGO_TEMPORAL};
+        for (int a = 0; a < 2; a++) {
+            struct plan_input in;
+            struct plan p;
+            plan_for(&in, &p, seed, algos[a]);
+            char *gres = emit_text(plan_emit_slurm, &in, &p, 8, 0);
+            check_gres(&p, gres);
+            file_nodes += strstr(gres, "AutoDetect=off") != NULL;
+            nvml_nodes += strstr(gres, "AutoDetect=nvml") != NULL;
+            free(gres);
+            plan_free(&p);
+            plan_input_free(&in);
+        }
+    }
+    assert_true(file_nodes > 0 && nvml_nodes > 0);   /* both forms were checked */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kairosd_accepts_tenants),
-        cmocka_unit_test(test_mig_parted_and_slurm),
+        cmocka_unit_test(test_mig_parted),
+        cmocka_unit_test(test_slurm_gres),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
