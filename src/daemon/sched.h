@@ -146,7 +146,8 @@ struct sched_tenant {
     struct slice_trim slice; /* its slice's trim under the shares' slices (trim_slices) */
     unsigned use_stale;   /* ticks left since sched_wake in which coarse use (NVML's
                            * last second) still covers its idle spell: its "ran" says
-                           * nothing, so it does not count as falling behind */
+                           * nothing, so it does not count as falling behind (unless
+                           * its shims' progress tells what it ran) */
 };
 
 struct sched_gpu {

@@ -536,6 +536,39 @@ static void test_progress_read_as_parts_of_its_sum(void **state)
     assert_true(until_level(&g, use, SCHED_LEVEL_WINDOWS, 12) <= 12);
 }
 
+/* Two tenants at 70/30 back from an idle spell together, each waiting the whole
+ * period: NVML's second still covers the idle spell, so on NVML alone their
+ * shortfall means nothing for SCHED_COARSE_TICKS periods; their
+ * shims' progress (50/50: the driver's own turns) says what they ran at once, and
+ * the shares' slices come as soon as a shortfall is judged, not a second later.
+ * On the H200 two trainings at 70/30 ran the first 1.4 s of each 8 s round
+ * natively. */
+static void test_progress_judged_at_once_after_a_wake(void **state)
+{
+    (void)state;
+    for (int progress = 0; progress <= 1; progress++) {
+        struct sched_gpu g;
+        pair(&g, SCHED_MODE_AUTO, &p70, &p30);
+        struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+        ticks(&g, use, 3); /* idle */
+        assert_false(g.t[0].active || g.t[1].active);
+        sched_wake(&g, 0, 0);
+        sched_wake(&g, 1, 0);
+        assert_true(g.t[0].active && g.t[1].active);
+        two_progressing(use, SCHED_PERIOD_US / 2, SCHED_PERIOD_US / 2);
+        for (unsigned i = 0; i < 2; i++) {
+            use[i].used_us = SCHED_PERIOD_US / 2; /* as NVML will say, once it is fresh */
+            use[i].progress_known = progress;
+        }
+        int n = until_level(&g, use, SCHED_LEVEL_SLICES, 30);
+        print_message("%s: the slices after %d periods\n", progress ? "progress" : "NVML", n);
+        if (progress)
+            assert_true(n <= 8);
+        else
+            assert_true(n > SCHED_COARSE_TICKS && n <= SCHED_COARSE_TICKS + 8);
+    }
+}
+
 static void test_latency_first_and_long_batch_short(void **state)
 {
     (void)state;
@@ -1107,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_shallow_drift_switches_to_windows),
         cmocka_unit_test(test_progress_judges_timeslices_where_nvml_cannot),
         cmocka_unit_test(test_progress_read_as_parts_of_its_sum),
+        cmocka_unit_test(test_progress_judged_at_once_after_a_wake),
         cmocka_unit_test(test_latency_first_and_long_batch_short),
         cmocka_unit_test(test_auto_never_pauses_a_latency_tenant),
         cmocka_unit_test(test_slice_units_by_mode),
