@@ -38,6 +38,7 @@
 #define SERVER_SNDBUF (64 << 10)    /* the kernel's buffer per peer (it doubles it) */
 #define SERVER_TICK_MS 200          /* the sweep of idle peers, the end of an accept pause */
 #define SERVER_ACCEPT_PAUSE_MS 200  /* out of descriptors: wait before accepting again */
+#define SERVER_DROP_UNREAD_MAX 1024 /* records of a closed peer's dropped at most (drop_unread) */
 
 struct conn {
     struct server *srv;
@@ -376,6 +377,18 @@ static void after_kept_released(struct server *s, size_t kept_before)
 
 static bool push_fork_tickets(struct conn *c, uint32_t want, uint32_t spent);
 
+/* What a peer sent and kairosd will not read is dropped before its socket is closed:
+ * closing a socket with unread data resets the peer's end, and the peer's next recv
+ * fails (ECONNRESET) before the ERROR that says why it was disconnected (a malformed
+ * message followed by others). Bounded: a peer writing as fast as this reads. */
+static void drop_unread(int fd)
+{
+    char b[1];
+    for (int i = 0; i < SERVER_DROP_UNREAD_MAX; i++)
+        if (recv(fd, b, sizeof b, MSG_DONTWAIT | MSG_TRUNC) <= 0)
+            return;
+}
+
 static void conn_close(struct conn *c)
 {
     struct server *s = c->srv;
@@ -428,6 +441,7 @@ static void conn_close(struct conn *c)
     for (unsigned i = 0; i < c->out_n; i++)
         free(c->out[(c->out_head + i) % SERVER_OUTQ_MAX]);
     conn_limits_remove(&s->limits, c->uid);
+    drop_unread(c->fd);
     close(c->fd);
     if (c->pidfd >= 0)
         close(c->pidfd);
