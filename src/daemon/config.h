@@ -100,7 +100,8 @@ struct config {
 /* Defaults: the default socket and state paths, audit every 1000 ms reporting
  * (overhead 1 GiB, leave grace 2000 ms, the built-in exemptions), 0 GPUs, 4096
  * connections of which 16 for administrators and 512 per user, 5000 ms to register,
- * time_mode windows, latency_yield_us SCHED_YIELD_US, no metrics endpoint, no admins but root, no tenants. */
+ * time_mode auto, latency_yield_us SCHED_YIELD_US, no metrics endpoint, no admins but
+ * root, no tenants. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with
