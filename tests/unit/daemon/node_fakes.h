@@ -1,7 +1,7 @@
-/* node_fakes.h - the node as the linger test shows it to linger: GPUs
+/* node_fakes.h - the node as the linger and audit tests show it to their module: GPUs
  * behind the gpu.h ops struct, held in memory (each GPU's process list and
  * memory.used, and answers that fail), a clock the test sets, and the daemon's log
- * lines captured for a test to read (test_linger.c). */
+ * lines captured for a test to read (test_linger.c, test_audit.c). */
 #ifndef KAIROS_TESTS_NODE_FAKES_H
 #define KAIROS_TESTS_NODE_FAKES_H
 
