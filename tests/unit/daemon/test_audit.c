@@ -217,16 +217,19 @@ static void test_a_member_that_left_is_no_intruder_within_the_grace(void **state
     fake_gpu_list(0, 5001004, 64 * MiB);
     fake_gpus[0].used = 128 * MiB;
     tick();
+    assert_int_equal(log_count("audit:", NULL), 0);
     ledger_leave(&ts.ledger, m, NULL);
     fake_now += 100;
     tick();
+    assert_int_equal(log_count("audit:", NULL), 0);
     fake_now += GRACE - 1;
     tick();
-    assert_int_equal(log_count("pid 5001003", NULL), 0);
+    assert_int_equal(log_count("audit:", NULL), 0);
     fake_now += 1;
     tick();
     assert_int_equal(log_count("audit: pid 5001003 (worker) uses GPU 0 (64.0 MiB) without being "
                                "a registered tenant", NULL), 1);
+    assert_int_equal(log_count("pid 5001004", NULL), 0);
     fake_now += 10 * GRACE;
     tick();
     assert_int_equal(log_count("pid 5001004", NULL), 0);
@@ -483,6 +486,9 @@ static void test_a_lingering_members_process_is_judged_as_one_that_left(void **s
                                "being a registered tenant", NULL), 1);
     assert_int_equal(log_count("pid 5001071", NULL), 0);
     assert_int_equal(log_count("unexplained", NULL), 0);
+    fake_now += 10 * GRACE; /* not in /proc for longer than the grace: still charged */
+    tick();
+    assert_int_equal(log_count("pid 5001071", NULL), 0);
     audit_set_linger(au, NULL);
     linger_fini(lg);
 }
