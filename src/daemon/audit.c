@@ -18,7 +18,6 @@
 #include "daemon/log.h"
 #include "daemon/procscan.h"
 
-#define AUDIT_PROC_ROOT "/proc"
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
 #define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
 #define AUDIT_SCAN_EVERY 10u         /* intervals between /proc scans (sooner when needed) */
@@ -72,6 +71,9 @@ struct audit {
     struct heirs *heirs;             /* who holds members' files, or NULL */
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
+    const char *proc; /* "/proc" (tests: another root) */
+    uint64_t (*clock)(void *ctx); /* CLOCK_MONOTONIC ms (monotonic_ms), or the tests' */
+    void *clock_ctx;
     uint64_t now_ms;
     struct audit_seen *seen;
     size_t n_seen, cap_seen;
@@ -100,8 +102,9 @@ static const struct config_exempt builtin_exempt[] = {
     {"dcgm-exporter", false, 0}, {"dcgmi", false, 0},           {"nvtop", false, 0},
 };
 
-static uint64_t monotonic_ms(void)
+static uint64_t monotonic_ms(void *ctx)
 {
+    (void)ctx;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
@@ -352,8 +355,7 @@ static int by_used_desc(const void *x, const void *y)
 
 static void describe(struct audit *a, uint32_t pid, struct procscan_proc *out)
 {
-    (void)a;
-    procscan_describe(AUDIT_PROC_ROOT, pid, out);
+    procscan_describe(a->proc, pid, out);
 }
 
 /* A tenant whose processes together use more than its quota on gpu: reported once
@@ -633,11 +635,11 @@ static void name_holders(struct audit *a, unsigned g)
 /* The openers of the driver's nodes now, and on which GPUs the backend lists each. */
 static void scan_proc(struct audit *a)
 {
-    int rc = procscan_run(&a->scan, AUDIT_PROC_ROOT, &a->nodes, AUDIT_SCAN_BUDGET);
+    int rc = procscan_run(&a->scan, a->proc, &a->nodes, AUDIT_SCAN_BUDGET);
     a->scan_ok = rc == 0;
     a->ticks_since_scan = 0;
     if (rc)
-        log_debug("audit: cannot scan %s: %s", AUDIT_PROC_ROOT, strerror(-rc));
+        log_debug("audit: cannot scan %s: %s", a->proc, strerror(-rc));
     else if (a->scan.cut && due(a, 0, AUDIT_NO_GPU, AUDIT_OPENER, 0))
         log_warn("audit: the /proc scan stopped after %zu descriptors of %zu processes; "
                  "processes after them are not seen", a->scan.descriptors, a->scan.processes);
@@ -662,7 +664,7 @@ static void scan_proc(struct audit *a)
  * AUDIT_SCAN_EVERY intervals, or at once when memory is unexplained. */
 void audit_tick(struct audit *a)
 {
-    a->now_ms = monotonic_ms();
+    a->now_ms = a->clock(a->clock_ctx);
     for (size_t i = 0; i < a->n_seen; i++)
         a->seen[i].still = false;
     update_known(a);
@@ -717,6 +719,12 @@ void audit_set_linger(struct audit *a, const struct linger_set *lg)
     a->linger = lg;
 }
 
+void audit_set_clock(struct audit *a, uint64_t (*clock)(void *ctx), void *ctx)
+{
+    a->clock = clock ? clock : monotonic_ms;
+    a->clock_ctx = ctx;
+}
+
 void audit_reconfigure(struct audit *a)
 {
     loop_timer_set(a->w, (uint64_t)a->cfg->audit_interval_ms * 1000);
@@ -741,7 +749,7 @@ static void find_nodes(struct audit *a)
 }
 
 int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
-               struct tenants *ts, const struct config *cfg)
+               struct tenants *ts, const struct config *cfg, const char *proc_root)
 {
     struct audit *a = calloc(1, sizeof *a);
     if (!a)
@@ -750,6 +758,8 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     a->gpu = gpu && gpu->ops ? gpu : NULL;
     a->ts = ts;
     a->cfg = cfg;
+    a->proc = proc_root ? proc_root : "/proc";
+    a->clock = monotonic_ms;
     if (!(a->w = loop_add_timer(loop, 0, on_timer, a))) {
         int rc = -errno;
         free(a);

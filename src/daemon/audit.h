@@ -30,9 +30,11 @@
 
 struct audit;
 
-/* gpu may be NULL (no backend): the audit then scans /proc only. */
+/* gpu may be NULL (no backend): the audit then scans /proc only. proc_root: where
+ * processes are looked up and scanned (NULL: "/proc"; tests: a directory of files,
+ * kept by the caller). */
 int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
-               struct tenants *ts, const struct config *cfg);
+               struct tenants *ts, const struct config *cfg, const char *proc_root);
 void audit_fini(struct audit *a);
 struct linger_set;
 /* Departed members whose charge lingers (linger.h) are no members for the audit:
@@ -46,6 +48,9 @@ struct heirs;
 void audit_set_heirs(struct audit *a, struct heirs *h);
 /* Re-reads cfg's interval (after a reload). */
 void audit_reconfigure(struct audit *a);
+/* The clock findings are timed by: clock(ctx) in ms, CLOCK_MONOTONIC until set
+ * (NULL: back to it). For tests; kairosd never sets it. */
+void audit_set_clock(struct audit *a, uint64_t (*clock)(void *ctx), void *ctx);
 /* One pass (also what the timer runs). */
 void audit_tick(struct audit *a);
 

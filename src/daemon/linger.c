@@ -75,13 +75,21 @@ struct linger_set {
     void *holds_ctx;
     void (*changed)(void *ctx); /* told when a charge starts or stops lingering */
     void *changed_ctx;
+    uint64_t (*clock)(void *ctx); /* CLOCK_MONOTONIC ms (monotonic_ms), or the tests' */
+    void *clock_ctx;
 };
 
-static uint64_t now_ms(void)
+static uint64_t monotonic_ms(void *ctx)
 {
+    (void)ctx;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static uint64_t now_ms(const struct linger_set *lg)
+{
+    return lg->clock(lg->clock_ctx);
 }
 
 /* Invalid when the backend cannot tell memory.used or a listed process's memory.
@@ -198,7 +206,7 @@ static void baseline_record(struct baseline *b, const struct gpu_proc *procs, si
  * LINGER_BASELINE_MS and only while there are members. */
 static void baseline_refresh(struct linger_set *lg)
 {
-    uint64_t now = now_ms();
+    uint64_t now = now_ms(lg);
     if (!lg->ts->ledger.members)
         return;
     for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
@@ -230,7 +238,7 @@ static void drain_start(struct linger_set *lg, struct ledger_tenant *t, uint32_t
     struct drain *d = &lg->drains[lg->n_drains++];
     *d = (struct drain){.tenant_id = t->id, .pid = pid, .gpu = g, .bytes = bytes,
                         .counted = shown, .seen = *seen,
-                        .deadline_ms = now_ms() + LINGER_DRAIN_MAX_MS};
+                        .deadline_ms = now_ms(lg) + LINGER_DRAIN_MAX_MS};
     memcpy(d->tenant, t->name, sizeof d->tenant);
     t->draining[g] += shown;
     char a[32];
@@ -251,7 +259,7 @@ static void drain_end(struct linger_set *lg, size_t i, struct ledger_tenant *t)
 
 static void drains_check(struct linger_set *lg)
 {
-    uint64_t now = now_ms();
+    uint64_t now = now_ms(lg);
     for (size_t i = 0; i < lg->n_drains;) {
         struct drain *d = &lg->drains[i];
         struct ledger_tenant *t = ledger_tenant_find(&lg->ts->ledger, d->tenant);
@@ -310,7 +318,7 @@ static void release(struct linger_set *lg, size_t i)
  * compared), what memory.used still shows of it drains (the caller releases m). */
 static void drain_unlisted(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
-    uint64_t now = now_ms();
+    uint64_t now = now_ms(lg);
     for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
         const struct listed *r = m->held[g] ? baseline_find(&lg->base[g], pid) : NULL;
         if (r && now - r->at_ms <= LINGER_BASELINE_MAX_AGE_MS)
@@ -358,12 +366,8 @@ static void reconcile(struct linger_set *lg, struct lingering *it)
     }
 }
 
-static void on_timer(void *ctx, int fd, uint32_t events)
+void linger_check(struct linger_set *lg)
 {
-    (void)events;
-    struct linger_set *lg = ctx;
-    uint64_t expirations;
-    (void)!read(fd, &expirations, sizeof expirations);
     if (lg->gpu) {
         baseline_refresh(lg);
         drains_check(lg);
@@ -379,6 +383,14 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     arm(lg);
 }
 
+static void on_timer(void *ctx, int fd, uint32_t events)
+{
+    (void)events;
+    uint64_t expirations;
+    (void)!read(fd, &expirations, sizeof expirations);
+    linger_check(ctx);
+}
+
 int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
                 struct tenants *ts)
 {
@@ -388,6 +400,7 @@ int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *
     lg->loop = loop;
     lg->gpu = gpu && gpu->ops ? gpu : NULL;
     lg->ts = ts;
+    lg->clock = monotonic_ms;
     if (!(lg->w = loop_add_timer(loop, lg->gpu ? LINGER_BASELINE_MS * 1000ull : 0, on_timer,
                                  lg))) {
         int rc = -errno;
@@ -431,7 +444,7 @@ static bool add_item(struct linger_set *lg, struct ledger_member *m, uint32_t pi
         return false;
     lg->items = grown;
     struct lingering *it = &lg->items[lg->n++];
-    *it = (struct lingering){.member = m, .pid = pid, .departed_ms = now_ms()};
+    *it = (struct lingering){.member = m, .pid = pid, .departed_ms = now_ms(lg)};
     memcpy(it->reported, m->held, sizeof it->reported); /* before its credit is folded in */
     seen_now(lg, it);
     arm(lg);
@@ -485,6 +498,14 @@ bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
              "frees it",
              m->tenant->name, pid);
     return true;
+}
+
+void linger_set_clock(struct linger_set *lg, uint64_t (*clock)(void *ctx), void *ctx)
+{
+    if (!lg)
+        return;
+    lg->clock = clock ? clock : monotonic_ms;
+    lg->clock_ctx = ctx;
 }
 
 void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uint32_t pid),

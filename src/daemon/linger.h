@@ -98,6 +98,12 @@ bool linger_has(const struct linger_set *lg, const struct ledger_member *m);
 uint64_t linger_departed_ms(const struct linger_set *lg, const struct ledger_member *m);
 /* The lingering member of departed process pid, or NULL. lg may be NULL. */
 const struct ledger_member *linger_member_of(const struct linger_set *lg, uint32_t pid);
+/* One check of what lingers and drains: what the timer runs (every LINGER_CHECK_MS
+ * while something does); the tests call it directly. */
+void linger_check(struct linger_set *lg);
+/* The clock lingering and draining are timed by: clock(ctx) in ms, CLOCK_MONOTONIC
+ * until set (NULL: back to it). For tests; kairosd never sets it. */
+void linger_set_clock(struct linger_set *lg, uint64_t (*clock)(void *ctx), void *ctx);
 /* How many departed processes' charges linger (tests, logs). */
 unsigned linger_count(const struct linger_set *lg);
 /* How many released charges still drain (tests, logs). */

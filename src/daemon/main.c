@@ -490,7 +490,8 @@ int main(int argc, char **argv)
         goto out;
     }
     server_set_imports(d.server, &d.imports);
-    if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg))) {
+    if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
+                         NULL))) {
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }

@@ -1,4 +1,5 @@
-/* fake_proc.c - the temporary /proc of the heirs and imports tests (see fake_proc.h). */
+/* fake_proc.c - the temporary /proc of the heirs, imports and audit tests (see
+ * fake_proc.h). */
 #include "fake_proc.h"
 
 #include <setjmp.h>
@@ -36,6 +37,24 @@ void fake_proc_add(uint32_t pid, uint32_t ppid, unsigned long long start, const 
     unlink(path);
     if (fd3)
         assert_int_equal(symlink(fd3, path), 0);
+}
+
+void fake_proc_file(uint32_t pid, const char *name, const char *text)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%u/%s", fake_proc_root, pid, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+void fake_proc_fd(uint32_t pid, int fd, const char *target)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%u/fd/%d", fake_proc_root, pid, fd);
+    unlink(path);
+    assert_int_equal(symlink(target, path), 0);
 }
 
 int fake_proc_setup(void **state)
