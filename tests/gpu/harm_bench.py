@@ -63,7 +63,8 @@ native had none (or the reverse) fails its configuration for the rest of the mix
 processes are killed, it is listed in "failures", its column reads "-", and the exit
 status is 1; the other configurations and mixes are still measured and written.
 Writes OUT/harm-results.json (every round's raw figures in the order they ran),
-OUT/harm.tsv and OUT/harm-runs.tar.gz (kairosd logs, tenant logs, stamps); prints its
+OUT/harm.tsv (both rewritten after each mix: a run cut short keeps the mixes it
+finished) and OUT/harm-runs.tar.gz (kairosd logs, tenant logs, stamps); prints its
 table last. --save DIR copies what came back from the GPU machine into
 bench/results/DATE-harm/ with a README.md holding the table.
 --dry-run: tenants with no torch and no GPU (sleeps; tests/gpu/dry_stream.py for
@@ -899,12 +900,21 @@ def table(r):
     return "\n".join(lines)
 
 
+def write_summary(b):
+    """harm-results.json and harm.tsv as they stand: written after every mix, so that a
+    run cut short (the device time spent, a call's limit) keeps the mixes it finished."""
+    out = b.args.out
+    for name, write in (("harm-results.json", lambda f: json.dump(b.results, f, indent=1)),
+                        ("harm.tsv", lambda f: f.writelines(
+                            "\t".join(row) + "\n" for row in tsv_rows(b.results)))):
+        with open(os.path.join(out, name + ".new"), "w") as f:
+            write(f)
+        os.replace(os.path.join(out, name + ".new"), os.path.join(out, name))
+
+
 def write_outputs(b):
     out = b.args.out
-    with open(os.path.join(out, "harm-results.json"), "w") as f:
-        json.dump(b.results, f, indent=1)
-    with open(os.path.join(out, "harm.tsv"), "w") as f:
-        f.writelines("\t".join(row) + "\n" for row in tsv_rows(b.results))
+    write_summary(b)
     subprocess.run(["tar", "czf", os.path.join(out, "harm-runs.tar.gz"), "-C", out,
                     "--exclude=*.sock", "--exclude=harm/*/mps/pipe", "harm"], check=False)
     shutil.rmtree(b.work, ignore_errors=True)
@@ -1012,6 +1022,7 @@ def main(argv=None):
                 b.results["failures"].append(f"{name}: the benchmark broke: "
                                              + traceback.format_exc().strip().splitlines()[-1])
                 traceback.print_exc()
+            write_summary(b)
     finally:
         b.results["seconds"] = time.time() - t0
         write_outputs(b)

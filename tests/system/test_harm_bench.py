@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import tempfile
 import unittest
 
 import test_latency_bench as tlb  # the same arguments; its stand-ins and environment
+from harness import wait_for
 
 KAIROSD, KAIROS, GPU_DIR = tlb.KAIROSD, tlb.KAIROS, tlb.GPU_DIR
 sys.path.insert(0, GPU_DIR)
@@ -431,6 +433,30 @@ class Failures(unittest.TestCase):
         with open(os.path.join(self.fakebin, "mps-calls.log")) as f:
             self.assertEqual(f.read().split()[-2:], ["quit", f"{self.out}/harm/infer4/mps/pipe"])
         self.assertIn("failures (their columns read -): 2", r.stdout)
+
+    def test_a_run_cut_short_keeps_the_mixes_it_finished(self):
+        # the device time ran out mid-run (2026-12-05): harm.tsv is written after each mix
+        env = tlb.bench_env()
+        env["PATH"] = self.fakebin + os.pathsep + env.get("PATH", "")
+        p = subprocess.Popen([sys.executable, BENCH, "--bin", os.path.dirname(KAIROS),
+                              "--kairos", KAIROS, "--kairosd", KAIROSD, "--out", self.out, *DRY,
+                              "--mixes", "limit-long,infer4", "--reps", "1",
+                              "--seconds", "30"],  # infer4's rounds outlast the wait below
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                             start_new_session=True)
+        tsv = os.path.join(self.out, "harm.tsv")
+        try:
+            self.assertTrue(wait_for(lambda: os.path.exists(tsv) and
+                                     any(r[0] == "limit-long" for r in read_tsv(self.out)),
+                                     timeout=120))
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)  # no finally of the bench's own runs
+            p.wait()
+        rows = read_tsv(self.out)
+        self.assertEqual(rows[0], ["mix", "metric", "native", "mps", "kairos"])
+        self.assertEqual({r[0] for r in rows[1:]}, {"limit-long"})
+        self.assertRegex(rows[1][4], r"^\d+\.\d+$")  # kairos's part of solo, measured
+        self.assertEqual(list(load(self.out)["mixes"]), ["limit-long"])
 
     def test_tenants_outside_the_shim_are_not_counted_as_kairos(self):
         fake = os.path.join(self.fakebin, "kairos")
