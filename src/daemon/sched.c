@@ -21,7 +21,9 @@
  *      else not tried again for 60 s.
  *      A level that was needed is held for 10 s, then the native state is tried
  *      again, the hold doubling (to 60 s) each time a tenant is short again at
- *      once (beside a latency tenant, windows at once, as before). What a tenant
+ *      once (beside a latency tenant, windows at once, as before); an active set
+ *      that needed the slices and is back within 60 s takes them up at once
+ *      (recall_level). What a tenant
  *      ran is, with NVML's coarse use, its shims' progress time, read as its part
  *      of the sum. Latency tenants are never paused in any mode (only a limit
  *      pauses them) and never trigger windows;
@@ -155,8 +157,38 @@ static void forget_misses(struct sched_gpu *g)
     }
 }
 
+/* Before the active set's level is reset: where AUTO had needed the shares' slices
+ * (or more) for it, that set and its trims are kept for SCHED_HOLD_MAX_PERIODS. */
+static void remember_level(struct sched_gpu *g)
+{
+    if (g->mode != SCHED_MODE_AUTO || g->level < SCHED_LEVEL_SLICES || !g->level_mask)
+        return;
+    g->recall.mask = g->level_mask;
+    g->recall.ttl = SCHED_HOLD_MAX_PERIODS;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        g->recall.trim[i] = g->t[i].slice;
+}
+
+/* After a reset: the same active set as the one remembered (two trainings back from
+ * an idle spell, an evaluation, a checkpoint) takes the shares' slices up again at
+ * once, with their trims and the first hold, instead of running natively until its
+ * shortfall shows again (on the H200 ~1 s of every 8 s round of two trainings at
+ * 70/30); the hold's end tries the native state as always. Never windows: whether
+ * they help is judged afresh. */
+static void recall_level(struct sched_gpu *g)
+{
+    if (g->mode != SCHED_MODE_AUTO || !g->recall.ttl || g->recall.mask != g->active_mask ||
+        g->level >= SCHED_LEVEL_SLICES)
+        return;
+    g->level = g->held = SCHED_LEVEL_SLICES;
+    g->hold = g->hold_periods;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
+        g->t[i].slice = g->recall.trim[i];
+}
+
 static void reset_mode(struct sched_gpu *g)
 {
+    remember_level(g);
     g->level = g->held = floor_level(g);
     g->hold = g->probe = g->trial = 0; /* windows_cooldown outlives the active set */
     g->hold_periods = SCHED_HOLD_MIN_PERIODS;
@@ -167,13 +199,23 @@ static void reset_mode(struct sched_gpu *g)
         g->t[i].missed = 0;
         slice_trim_reset(&g->t[i].slice);
     }
+    g->level_mask = g->active_mask;
+    recall_level(g);
+}
+
+/* A new mode or policy: what an active set needed before says nothing now. */
+static void forget_levels(struct sched_gpu *g)
+{
+    g->recall.ttl = 0;
+    g->level_mask = 0;
+    reset_mode(g);
 }
 
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode)
 {
     if (g->mode != mode) {
         g->mode = mode;
-        reset_mode(g);
+        forget_levels(g);
     }
 }
 
@@ -190,7 +232,7 @@ int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_poli
     }
     t->pol = *p;
     t->cap = p->limit > 0 ? p->limit : 1.0; /* until a period is measured */
-    reset_mode(g);
+    forget_levels(g);
     return 0;
 }
 
@@ -198,7 +240,7 @@ void sched_tenant_remove(struct sched_gpu *g, unsigned slot)
 {
     if (slot < SCHED_MAX_TENANTS && g->t[slot].present) {
         memset(&g->t[slot], 0, sizeof g->t[slot]);
-        reset_mode(g);
+        forget_levels(g);
     }
 }
 
@@ -849,6 +891,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
 
     sched_plan(g);
     g->windows_cooldown -= g->windows_cooldown > 0;
+    g->recall.ttl -= g->recall.ttl > 0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         g->t[i].woken -= g->t[i].woken > 0;
         g->t[i].quiet -= g->t[i].quiet > 0;

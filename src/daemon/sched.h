@@ -179,6 +179,14 @@ struct sched_gpu {
                            * window debts are not moved by them */
     double progress_scale; /* the last tick's: the period over the sum of the tenants'
                             * progress times (sched.c progress_scale) */
+    uint64_t level_mask;    /* the active set the level belongs to (set at each reset) */
+    struct {                /* AUTO: the shares' slices an active set needed, with its
+                             * trims, taken up again at once when the same set is
+                             * active again within ttl periods (sched.c recall_level) */
+        uint64_t mask;
+        unsigned ttl;
+        struct slice_trim trim[SCHED_MAX_TENANTS];
+    } recall;
     struct sched_tenant t[SCHED_MAX_TENANTS];
 };
 

@@ -569,6 +569,59 @@ static void test_progress_judged_at_once_after_a_wake(void **state)
     }
 }
 
+/* Two trainings at 70/30 that needed the shares' slices, one of them idle for a
+ * while (an evaluation, a checkpoint, the benchmark's other rounds), then both busy
+ * again: the same active set takes the slices up at once, with their trims, where
+ * it ran natively until its shortfall showed again; a set it did not see, a policy
+ * changed meanwhile, or an idle spell longer than SCHED_HOLD_MAX_PERIODS start from
+ * the native state as before. */
+static void both_busy(struct sched_usage *use)
+{
+    two_progressing(use, SCHED_PERIOD_US / 2, SCHED_PERIOD_US / 2);
+}
+
+static void one_idle(struct sched_usage *use, unsigned idle, int periods, struct sched_gpu *g)
+{
+    both_busy(use);
+    use[idle] = (struct sched_usage){.used_coarse = true, .progress_known = true};
+    ticks(g, use, periods);
+}
+
+static void test_an_active_set_back_takes_its_slices_up_at_once(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    pair(&g, SCHED_MODE_AUTO, &p70, &p30);
+    both_busy(use);
+    assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 12) <= 12);
+    two_progressing(use, 65000, 35000); /* under the slices: the trims move */
+    ticks(&g, use, 20);
+    double trim0 = g.t[0].slice.trim;
+    assert_true(trim0 > 1.0);
+    one_idle(use, 1, 30, &g);
+    assert_false(g.t[1].active);
+    assert_int_equal(g.level, SCHED_LEVEL_NATIVE); /* alone: nothing to share */
+    both_busy(use);
+    sched_tick(&g, use); /* the same set again */
+    assert_int_equal(g.level, SCHED_LEVEL_SLICES);
+    assert_true(g.t[0].slice.trim == trim0);
+    assert_true(g.t[0].dec.timeslice_us > g.t[1].dec.timeslice_us);
+
+    one_idle(use, 1, SCHED_HOLD_MAX_PERIODS + 5, &g); /* away too long */
+    both_busy(use);
+    sched_tick(&g, use);
+    assert_int_equal(g.level, SCHED_LEVEL_NATIVE);
+
+    assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 12) <= 12);
+    one_idle(use, 1, 30, &g);
+    assert_int_equal(sched_tenant_set(&g, 1, &(struct sched_policy){.share = 0.5}), 0);
+    one_idle(use, 1, 2, &g); /* the new policy: what the set needed says nothing now */
+    both_busy(use);
+    sched_tick(&g, use);
+    assert_int_equal(g.level, SCHED_LEVEL_NATIVE);
+}
+
 static void test_latency_first_and_long_batch_short(void **state)
 {
     (void)state;
@@ -1141,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_progress_judges_timeslices_where_nvml_cannot),
         cmocka_unit_test(test_progress_read_as_parts_of_its_sum),
         cmocka_unit_test(test_progress_judged_at_once_after_a_wake),
+        cmocka_unit_test(test_an_active_set_back_takes_its_slices_up_at_once),
         cmocka_unit_test(test_latency_first_and_long_batch_short),
         cmocka_unit_test(test_auto_never_pauses_a_latency_tenant),
         cmocka_unit_test(test_slice_units_by_mode),
