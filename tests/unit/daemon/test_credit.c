@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/credit.h"
-#include "daemon/ledger.h"
+#include "daemon/memory/credit.h"
+#include "daemon/memory/ledger.h"
 #include "ledger_fixture.h"
 
 #define MiB (1ull << 20)
