@@ -1,5 +1,5 @@
 /* fakenvml.c - a stand-in libnvidia-ml.so.1 for tests, so that kairosd's NVML backend
- * (src/daemon/gpu_nvml.c: dlopen, versioned symbols, the process list's
+ * (src/daemon/gpu/gpu_nvml.c: dlopen, versioned symbols, the process list's
  * INSUFFICIENT_SIZE protocol, memory info, minor numbers) runs without a GPU.
  *
  * It answers from the file named by KAIROS_FAKE_NVML, re-read on every call, in the

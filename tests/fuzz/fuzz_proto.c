@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ledger.h"
+#include "daemon/memory/ledger.h"
 #include "core/policy.h"
-#include "daemon/proto_check.h"
+#include "daemon/transport/proto_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

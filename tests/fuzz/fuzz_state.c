@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/handovers_state.h"
-#include "daemon/registry.h"
-#include "daemon/state.h"
-#include "daemon/usage_state.h"
+#include "daemon/state/handovers_state.h"
+#include "daemon/tenants/registry.h"
+#include "daemon/state/state.h"
+#include "daemon/state/usage_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #   a5. a member of a 4 GiB tenant holding 2.5 GiB under the shim is SIGKILLed while a
 #       newcomer of the same tenant (drain_member.py) takes all it may: what it gets at
 #       once (the leaving member's memory held back while NVML lists it, then while
-#       memory.used shows it: src/daemon/linger.c) and when the rest comes, with
+#       memory.used shows it: src/daemon/memory/linger.c) and when the rest comes, with
 #       kairosd's log lines of that leaving.
 # Changes no GPU setting; about one minute and a half. Prints a table; $OUT/audit-results.json.
 adir=/tmp/kairos-audit

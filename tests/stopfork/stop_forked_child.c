@@ -1,6 +1,6 @@
 /* stop_forked_child.c - a test preload for kairosd: every child its fork() makes
  * stops itself with SIGSTOP before doing anything, so that a system test can hold
- * a metrics renderer (src/daemon/metrics_snapshot.c) for as long as it likes and
+ * a metrics renderer (src/daemon/observe/metrics_snapshot.c) for as long as it likes and
  * check what kairosd does meanwhile (test_metrics.py). Not for anything else. */
 #include <dlfcn.h>
 #include <signal.h>

@@ -34,7 +34,7 @@ env = functools.partial(preload_env, SHIM, FAKEDRV)
 MiB = 1 << 20
 PAGE = 2 * MiB
 NOBODY = 65534
-TENANT_SHARE = 1024  # HEIRS_TENANT_MAX (src/daemon/heirs.h)
+TENANT_SHARE = 1024  # HEIRS_TENANT_MAX (src/daemon/memory/heirs.h)
 GPU = "gpu 0 GPU-fake-0000 85899345920\n"
 TENANTS = ("  - name: team\n    memory: { 0: 64M }\n"
            "  - name: flood\n    memory: { 0: 64M }\n"

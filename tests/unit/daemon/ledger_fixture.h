@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "daemon/ledger.h"
+#include "daemon/memory/ledger.h"
 
 /* l: a ledger of n_gpus GPUs with the tenant name under quota[] (in *t); *state = l,
  * for ledger_fixture_teardown. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/gpu.h"
+#include "daemon/gpu/gpu.h"
 #include "kairos/proto.h"
 
 struct fake_gpu {

@@ -28,10 +28,10 @@
 #include "fake_proc.h"
 #include "node_fakes.h"
 
-#include "daemon/audit.h"
-#include "daemon/linger.h"
-#include "daemon/loop.h"
-#include "daemon/tenants.h"
+#include "daemon/observe/audit.h"
+#include "daemon/memory/linger.h"
+#include "daemon/base/loop.h"
+#include "daemon/tenants/tenants.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)

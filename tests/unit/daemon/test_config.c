@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 static const char good[] =
     "socket: /tmp/k/kairosd.sock\n"

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/conn_limits.h"
+#include "daemon/transport/conn_limits.h"
 
 /* The limits under test. setup makes them 10 connections, 3 per user, the last 2
  * kept for root and the administrator uid 500; test_descriptor_limit its own. */

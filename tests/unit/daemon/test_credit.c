@@ -1,4 +1,4 @@
-/* test_credit.c - credit granted ahead (src/daemon/credit.c): a chunk ahead far from
+/* test_credit.c - credit granted ahead (src/daemon/memory/credit.c): a chunk ahead far from
  * the quota, all the room left near it to a member alone, exactly the need while
  * members contend, held + credit never above the quota, a recall of a neighbour's
  * credit before a refusal, a recall left unanswered revoked (its credit counted
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/credit.h"
-#include "daemon/ledger.h"
+#include "daemon/memory/credit.h"
+#include "daemon/memory/ledger.h"
 #include "ledger_fixture.h"
 
 #define MiB (1ull << 20)

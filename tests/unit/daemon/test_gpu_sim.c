@@ -16,8 +16,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "daemon/gpu_sim.h"
-#include "daemon/sim.h"
+#include "daemon/time/gpu_sim.h"
+#include "daemon/time/sim.h"
 
 /* Bounds stated in docs/scheduler.md (percentage points of the busy time). */
 #define ERR_P95_PP 1.0      /* per window, p95, 2 and 8 tenants and shallow */

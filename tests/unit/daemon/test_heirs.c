@@ -23,7 +23,7 @@
 
 #include "fake_proc.h"
 
-#include "daemon/heirs.h"
+#include "daemon/memory/heirs.h"
 
 #define root fake_proc_root
 #define TENANT_MAX 8 /* the shares the bounds tests give (heirs.h's are larger) */

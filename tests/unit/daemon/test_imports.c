@@ -20,7 +20,7 @@
 
 #include "fake_proc.h"
 
-#include "daemon/imports.h"
+#include "daemon/memory/imports.h"
 
 #define root fake_proc_root
 static char why[KAIROS_MSG_MAX];

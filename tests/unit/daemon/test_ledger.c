@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/ledger.h"
+#include "daemon/memory/ledger.h"
 #include "ledger_fixture.h"
 
 #define GiB (1ull << 30)

@@ -18,10 +18,10 @@
 
 #include "node_fakes.h"
 
-#include "daemon/credit.h"
-#include "daemon/linger.h"
-#include "daemon/loop.h"
-#include "daemon/tenants.h"
+#include "daemon/memory/credit.h"
+#include "daemon/memory/linger.h"
+#include "daemon/base/loop.h"
+#include "daemon/tenants/tenants.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)

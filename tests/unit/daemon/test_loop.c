@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/loop.h"
+#include "daemon/base/loop.h"
 
 struct seen {
     struct loop *loop;

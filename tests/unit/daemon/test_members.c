@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/members.h"
+#include "daemon/tenants/members.h"
 
 static char root[64];
 

@@ -15,12 +15,12 @@
 
 #include <cmocka.h>
 
-#include "daemon/config.h"
-#include "daemon/metrics.h"
-#include "daemon/metrics_addr.h"
-#include "daemon/registry.h"
-#include "daemon/tenants.h"
-#include "daemon/timeshare.h"
+#include "daemon/config/config.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/config/metrics_addr.h"
+#include "daemon/tenants/registry.h"
+#include "daemon/tenants/tenants.h"
+#include "daemon/time/timeshare.h"
 
 #define MiB (1ull << 20)
 

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/procscan.h"
+#include "daemon/base/procscan.h"
 
 static char dir[32];
 static struct procscan_nodes nodes;

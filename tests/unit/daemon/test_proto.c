@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/proto_check.h"
+#include "daemon/transport/proto_check.h"
 
 static unsigned char buf[PROTO_MSG_MAX + 64];
 static char why[256];

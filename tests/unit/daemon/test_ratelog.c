@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/ratelog.h"
+#include "daemon/base/ratelog.h"
 
 static void test_flood_gives_one_line_then_the_count(void **state)
 {

@@ -19,9 +19,9 @@
 
 #include "state_dir.h"
 
-#include "daemon/config.h"
-#include "daemon/registry.h"
-#include "daemon/tenants.h"
+#include "daemon/config/config.h"
+#include "daemon/tenants/registry.h"
+#include "daemon/tenants/tenants.h"
 
 #define GiB (1ull << 30)
 #define KEEP KAIROS_QUOTA_KEEP

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/sched.h"
+#include "daemon/time/sched.h"
 #include "kairos/proto.h"
 
 static const struct sched_policy p75 = {.share = 0.75}, p25 = {.share = 0.25};

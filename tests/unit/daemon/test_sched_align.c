@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/gpu_sim.h"
-#include "daemon/sched.h"
+#include "daemon/time/gpu_sim.h"
+#include "daemon/time/sched.h"
 
 #define STEP_US 10u
 #define PERIODS 50u /* 5 s simulated */

@@ -23,12 +23,12 @@
 
 #include <cmocka.h>
 
-#include "daemon/config.h"
-#include "daemon/ledger.h"
-#include "daemon/loop.h"
-#include "daemon/proto_check.h"
-#include "daemon/server.h"
-#include "daemon/tenants.h"
+#include "daemon/config/config.h"
+#include "daemon/memory/ledger.h"
+#include "daemon/base/loop.h"
+#include "daemon/transport/proto_check.h"
+#include "daemon/transport/server.h"
+#include "daemon/tenants/tenants.h"
 #include "kairos/proto.h"
 
 #define HDR sizeof(struct kairos_hdr)

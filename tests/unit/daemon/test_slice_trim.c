@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/slice_trim.h"
+#include "daemon/time/slice_trim.h"
 
 static void test_untrimmed_is_the_shares_slice(void **state)
 {

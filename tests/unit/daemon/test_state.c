@@ -24,8 +24,8 @@
 
 #include <jansson.h>
 
-#include "daemon/handovers_state.h"
-#include "daemon/state.h"
+#include "daemon/state/handovers_state.h"
+#include "daemon/state/state.h"
 
 /* setup and teardown: a fresh temporary directory, the state file at path */
 #define setup state_dir_setup

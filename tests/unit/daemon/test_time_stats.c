@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/time_stats.h"
+#include "daemon/time/time_stats.h"
 
 #define P 100000u /* a 100 ms period */
 #define NONE SCHED_HOLD_NONE

@@ -19,12 +19,12 @@
 
 #include <cmocka.h>
 
-#include "daemon/config.h"
-#include "daemon/ledger.h"
-#include "daemon/registry.h"
-#include "daemon/sched.h"
-#include "daemon/tenants.h"
-#include "daemon/timeshare.h"
+#include "daemon/config/config.h"
+#include "daemon/memory/ledger.h"
+#include "daemon/tenants/registry.h"
+#include "daemon/time/sched.h"
+#include "daemon/tenants/tenants.h"
+#include "daemon/time/timeshare.h"
 #include "kairos/proto.h"
 
 /* --- the clock: fake while fake_clock is on (both clocks timeshare.c reads) --- */

@@ -20,11 +20,11 @@
 
 #include "state_dir.h"
 
-#include "daemon/metrics.h"
-#include "daemon/registry.h"
-#include "daemon/state.h"
-#include "daemon/tenants.h"
-#include "daemon/usage_state.h"
+#include "daemon/observe/metrics.h"
+#include "daemon/tenants/registry.h"
+#include "daemon/state/state.h"
+#include "daemon/tenants/tenants.h"
+#include "daemon/state/usage_state.h"
 
 #define setup state_dir_setup
 #define teardown state_dir_teardown

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <yaml.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "core/policy.h"
 #include "kairos/plan.h"
 

@@ -1,0 +1,92 @@
+/* state.h - the state file: tenants created at run time (kairos run --mem,
+ * TENANT_SET), and the settings an administrator made at run time for configured
+ * tenants (a quota on a GPU the configuration does not declare: registry.h), so
+ * that a restarted kairosd still knows them when their processes reattach. Holdings are not stored: the reattaching processes report them, so
+ * nothing is counted twice and processes that died meanwhile count nothing. The
+ * exception: departed members whose charge lingers for a holder of their files, and
+ * the hand-overs that keep them, are stored under "handovers" (handovers_state.h),
+ * since those processes never reattach. Every tenant's chargeback counters, the
+ * configuration's included, are stored under "usage" (usage_state.h): a save
+ * publishes them to the metrics.
+ *
+ * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
+ * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,
+ * "limit_ppm": 500000, "priority": "latency"}}}]} ("compute" only for a tenant
+ * with compute policies; limit_ppm 0: none). Written atomically (temp file, fsync,
+ * rename, fsync of the directory); a write that fails leaves the previous file, and
+ * the caller undoes the change it meant to record. A file that cannot be read as
+ * such (not JSON, another version, larger than STATE_MAX_BYTES, not a regular
+ * file) is set aside as PATH.corrupt-<unix time> and reported; the daemon goes on
+ * without it. One bad entry (malformed, a quota on a GPU the node no longer has, a
+ * run-time tenant named twice, a tenant beyond LEDGER_MAX_TENANTS) is set aside
+ * alone, logged and written to PATH.set-aside-<unix time> (a state file of its
+ * own); the other entries are loaded. An entry for a tenant the configuration
+ * declares gives it its quotas on the GPUs the configuration does not declare; its
+ * compute policies and members rules, the configuration's, are dropped (warned). A
+ * bad compute policy (malformed, out of range, share above limit, a GPU the node
+ * lacks) is refused alone: the tenant and the rest of the file are kept.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_STATE_H
+#define KAIROS_DAEMON_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "daemon/memory/ledger.h"
+
+/* The largest state file read or written: LEDGER_MAX_TENANTS run-time tenants with
+ * a quota and a compute policy on every GPU take under half of it. */
+#define STATE_MAX_BYTES (16 << 20)
+
+/* Writes every tenant without LEDGER_TENANT_CONFIG, and the settings of the others
+ * that were made at run time (registry.h), but skip (may be NULL: a tenant about
+ * to be removed); settings are read with their sources. 0 or -errno (err says why); on failure the previous file
+ * is left as it was. */
+int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
+               char *err, size_t err_len);
+struct json_t;
+/* state_save with the hand-overs' section (handovers_state.h; may be NULL: none). */
+int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
+                   struct json_t *handovers, char *err, size_t err_len);
+/* state_save_all that says in usage_saved (may be NULL) whether the chargeback
+ * counters were written: a state that would exceed STATE_MAX_BYTES with them is
+ * written without them (the tenants matter more; the counters wait for a save with
+ * room), and then usage_saved is false. */
+int state_save_counted(const char *path, const struct ledger *l,
+                       const struct ledger_tenant *skip, struct json_t *handovers,
+                       bool *usage_saved, char *err, size_t err_len);
+
+/* Told of each compute policy refused alone (msg names the tenant, the GPU, what
+ * is wrong); ctx as given to state_load. */
+typedef void (*state_warn_fn)(void *ctx, const char *msg);
+
+/* Adds the file's tenants to l, with their compute policies. Each entry refused
+ * alone (see above: names l already has among them, the configuration winning) and
+ * each refused compute policy is told to warn (may be NULL); the entries refused
+ * go to PATH.set-aside-<time>, named in set_aside. Returns the number of tenants
+ * added; 0 when there is no file; -EINVAL when the file is unreadable as a whole,
+ * after renaming it to PATH.corrupt-<time>, named in set_aside (err says what and
+ * where); another -errno when it cannot be read (err says why). */
+int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
+               size_t err_len, char *set_aside, size_t set_aside_len);
+struct handovers_saved;
+/* state_load that also reads the hand-overs' section into saved (may be NULL; free
+ * it with handovers_saved_free): checked for form only, its entries refused alone;
+ * a malformed section loses only the hand-overs. */
+int state_load_all(const char *path, struct ledger *l, struct handovers_saved *saved,
+                   state_warn_fn warn, void *warn_ctx, char *err, size_t err_len,
+                   char *set_aside, size_t set_aside_len);
+
+/* state_load's work on text in memory (for the fuzz target): the entries refused
+ * are appended to aside (a JSON array, may be NULL). The number of tenants added,
+ * or -EINVAL / -EFBIG / -ENOMEM with err saying why. */
+int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
+                void *warn_ctx, struct json_t *aside, char *err, size_t err_len);
+/* state_parse that also reads the hand-overs' section into saved (may be NULL). */
+int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
+                    void *warn_ctx, struct json_t *aside, struct handovers_saved *saved,
+                    char *err, size_t err_len);
+
+#endif /* KAIROS_DAEMON_STATE_H */

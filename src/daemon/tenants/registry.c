@@ -1,0 +1,151 @@
+/* registry.c - a tenant's settings with their sources, and the precedence of the
+ * configuration over run time (see registry.h). */
+#include "daemon/tenants/registry.h"
+
+#include <string.h>
+
+#include "core/units.h"
+#include "daemon/config/config.h"
+#include "daemon/memory/ledger.h"
+#include "daemon/base/log.h"
+
+const char *setting_source_name(enum setting_source s)
+{
+    switch (s) {
+    case SETTING_CONFIG:
+        return "configuration";
+    case SETTING_RUNTIME:
+        return "run time";
+    case SETTING_UNSET:
+        break;
+    }
+    return "unset";
+}
+
+int registry_set_quota(struct ledger *l, struct ledger_tenant *t, unsigned gpu, uint64_t bytes,
+                       enum setting_source s)
+{
+    int rc = ledger_tenant_set_quota(l, t, gpu, bytes);
+    if (rc >= 0)
+        t->src.quota[gpu] = (uint8_t)s;
+    return rc;
+}
+
+void registry_set_compute(struct ledger_tenant *t, unsigned gpu, const struct sched_policy *pol,
+                          enum setting_source s)
+{
+    if (gpu >= KAIROS_MAX_GPUS)
+        return;
+    t->has_compute[gpu] = pol != NULL;
+    t->compute[gpu] = pol ? *pol : (struct sched_policy){0};
+    t->src.compute[gpu] = (uint8_t)(pol ? s : SETTING_UNSET);
+}
+
+void registry_set_members(struct ledger_tenant *t, const struct member_rules *r,
+                          enum setting_source s)
+{
+    if (r)
+        t->members = *r;
+    else
+        memset(&t->members, 0, sizeof t->members);
+    t->src.members = (uint8_t)s;
+}
+
+void registry_set_managed(struct ledger_tenant *t, bool charge, enum setting_source s)
+{
+    t->managed_charge = charge;
+    t->src.managed = (uint8_t)s;
+}
+
+bool registry_policy(const struct ledger_tenant *t, unsigned gpu, struct sched_policy *out)
+{
+    if (!t || gpu >= KAIROS_MAX_GPUS || !t->has_compute[gpu])
+        return false;
+    *out = t->compute[gpu];
+    return true;
+}
+
+bool registry_has_runtime(const struct ledger_tenant *t, unsigned n_gpus)
+{
+    if (t->src.members == SETTING_RUNTIME || t->src.managed == SETTING_RUNTIME)
+        return true;
+    for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
+        if (t->src.quota[g] == SETTING_RUNTIME || t->src.compute[g] == SETTING_RUNTIME)
+            return true;
+    return false;
+}
+
+/* The configuration's compute policies for ct: all of them, on every GPU. A run-time
+ * policy gives way (logged once for the tenant). */
+static void apply_compute(struct ledger_tenant *t, const struct config_tenant *ct)
+{
+    bool dropped = false;
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        const struct sched_policy *pol = NULL;
+        for (size_t j = 0; j < ct->n_compute; j++)
+            if (ct->compute[j].gpu == g)
+                pol = &ct->compute[j].pol;
+        dropped |= t->src.compute[g] == SETTING_RUNTIME;
+        registry_set_compute(t, g, pol, SETTING_CONFIG);
+    }
+    if (dropped)
+        log_warn("tenant %s: its compute policies set at run time are dropped: it is now "
+                 "declared in the configuration, whose compute policy it follows", t->name);
+}
+
+static void apply_members(struct ledger_tenant *t, const struct config_tenant *ct)
+{
+    if (t->src.members == SETTING_RUNTIME && !members_rules_empty(&t->members)) {
+        char was[200];
+        members_rules_describe(&t->members, was, sizeof was);
+        log_warn("tenant %s: its members rules set at run time (%s) give way to the "
+                 "configuration's", t->name, was);
+    }
+    registry_set_members(t, &ct->members, SETTING_CONFIG); /* none: admissions only */
+}
+
+void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
+                           const struct config_tenant *ct, const uint64_t *quota,
+                           const bool *declared)
+{
+    for (unsigned g = 0; g < l->n_gpus; g++) {
+        char a[32], b[32];
+        enum setting_source was = t->src.quota[g];
+        if (declared[g]) {
+            if (was == SETTING_RUNTIME && t->quota[g] != quota[g])
+                log_info("tenant %s: quota on GPU %u set at run time (%s) replaced by the "
+                         "configuration's (%s)", t->name, g,
+                         units_format_size(t->quota[g], a, sizeof a),
+                         units_format_size(quota[g], b, sizeof b));
+            registry_set_quota(l, t, g, quota[g], SETTING_CONFIG);
+        } else if (was == SETTING_CONFIG) {
+            registry_set_quota(l, t, g, 0, SETTING_UNSET);
+        } else if (was == SETTING_RUNTIME && t->quota[g]) {
+            log_info("tenant %s: quota on GPU %u set at run time (%s) kept: the configuration "
+                     "declares none there", t->name, g,
+                     units_format_size(t->quota[g], a, sizeof a));
+        }
+    }
+    apply_compute(t, ct);
+    apply_members(t, ct);
+    /* managed: every configured tenant declares it (absent: refuse) */
+    if (t->src.managed == SETTING_RUNTIME && t->managed_charge != ct->managed_charge)
+        log_info("tenant %s: managed memory set at run time (%s) replaced by the "
+                 "configuration's (%s)", t->name, t->managed_charge ? "charge" : "refuse",
+                 ct->managed_charge ? "charge" : "refuse");
+    registry_set_managed(t, ct->managed_charge, SETTING_CONFIG);
+}
+
+void registry_undeclared(struct ledger_tenant *t)
+{
+    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
+        if (t->src.quota[g] == SETTING_CONFIG)
+            t->src.quota[g] = SETTING_RUNTIME;
+        if (t->src.compute[g] == SETTING_CONFIG)
+            registry_set_compute(t, g, NULL, SETTING_UNSET);
+    }
+    if (t->src.members == SETTING_CONFIG)
+        t->src.members = SETTING_RUNTIME;
+    if (t->src.managed == SETTING_CONFIG)
+        t->src.managed = SETTING_RUNTIME;
+}

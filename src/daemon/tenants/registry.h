@@ -1,0 +1,105 @@
+/* registry.h - the one home of a tenant's settings, whatever set them.
+ *
+ * A tenant's settings are its memory quota on each GPU, its compute policy on each
+ * GPU, its members rules (who may join: members.h) and its managed-memory policy
+ * (refuse or charge: docs/memory.md). They live in the tenant's
+ * record (struct ledger_tenant: quota, has_compute/compute, members), each with its
+ * source (struct tenant_sources, beside them): the configuration file, or run time
+ * (an administrator's TENANT_SET or TENANT_MEMBERS, from `kairos run` or `kairos
+ * tenant`, and the state file that keeps them across a restart). This module is the
+ * only writer of those fields and the only reader that needs to know where they
+ * came from; the ledger (quotas), the scheduler (timeshare.c: policies), membership
+ * (rules), the metrics, `kairos ps`, the audit and the state file read them from
+ * the record. The configuration's structures (config.h) are read once, when the
+ * configuration is applied (registry_apply_config), and never consulted after.
+ *
+ * Precedence (kairosd.conf(5), "Settings set at run time"): the configuration owns
+ * what it declares. At start and at each reload every setting it declares for a
+ * tenant takes its value, replacing one set at run time (logged with both values);
+ * a setting it no longer declares is cleared; a setting set at run time that it
+ * does not declare is kept (and kept in the state file, so a restart finds it as a
+ * reload does). A configured tenant's compute policies and members rules are the
+ * configuration's as a whole (TENANT_SET's compute and TENANT_MEMBERS are refused
+ * for it); its quotas may be changed at run time GPU by GPU.
+ *
+ * Adding a setting (say "managed"): a field in struct ledger_tenant and its source in
+ * struct tenant_sources; a registry_set_<x>() here; its line in
+ * registry_apply_config() (config value, or keep the run-time one); its key in
+ * state.c (compute_json / load_compute show the pattern) and the round-trip test in
+ * tests/unit/daemon/test_registry.c; TENANT_SET's field if administrators set it at
+ * run time (proto.h, proto_check.c, tenants_set()).
+ *
+ * No I/O but the log: each change of a setting that an operator did not ask for
+ * directly (a reload replacing or keeping a run-time value) is logged.
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_REGISTRY_H
+#define KAIROS_DAEMON_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/policy.h"
+#include "daemon/tenants/members.h"
+#include "kairos/proto.h"
+
+struct ledger;
+struct ledger_tenant;
+struct config_tenant;
+
+/* Where a setting's value came from. */
+enum setting_source {
+    SETTING_UNSET = 0,   /* never set: the default (no quota, no policy, no rules) */
+    SETTING_CONFIG,      /* the configuration file; replaced at each reload */
+    SETTING_RUNTIME,     /* TENANT_SET / TENANT_MEMBERS, or the state file that kept them */
+};
+
+/* One source per setting (uint8_t: enum setting_source). */
+struct tenant_sources {
+    uint8_t quota[KAIROS_MAX_GPUS];
+    uint8_t compute[KAIROS_MAX_GPUS];
+    uint8_t members;
+    uint8_t managed;
+};
+
+/* "unset", "configuration", "run time". */
+const char *setting_source_name(enum setting_source s);
+
+/* Sets t's quota on gpu from source s. Returns what ledger_tenant_set_quota does:
+ * 1 when t now holds more than bytes there, 0 if not, -EINVAL for a GPU the node
+ * lacks. */
+int registry_set_quota(struct ledger *l, struct ledger_tenant *t, unsigned gpu, uint64_t bytes,
+                       enum setting_source s);
+/* Sets (pol) or clears (pol NULL) t's compute policy on gpu (< KAIROS_MAX_GPUS),
+ * from source s (a clear leaves SETTING_UNSET). pol is checked by the caller. */
+void registry_set_compute(struct ledger_tenant *t, unsigned gpu, const struct sched_policy *pol,
+                          enum setting_source s);
+/* Sets t's members rules (r NULL: none) from source s. */
+void registry_set_members(struct ledger_tenant *t, const struct member_rules *r,
+                          enum setting_source s);
+
+/* Sets whether t's managed memory is charged (else refused) from source s. */
+void registry_set_managed(struct ledger_tenant *t, bool charge, enum setting_source s);
+/* t's compute policy on gpu, whatever its source; false when it has none. */
+bool registry_policy(const struct ledger_tenant *t, unsigned gpu, struct sched_policy *out);
+/* Whether t has a setting set at run time (the state file keeps those). */
+bool registry_has_runtime(const struct ledger_tenant *t, unsigned n_gpus);
+
+/* Applies one tenant's declaration in the configuration to its record, by the
+ * precedence above: quota[g] for each GPU where declared[g] (resolved by
+ * tenants.c), the declaration's compute policies and members rules. Settings the
+ * configuration owned and no longer declares are cleared; run-time quotas on GPUs
+ * it does not declare are kept; run-time compute policies and members rules give
+ * way to the configuration's (logged). The caller says where a quota is now below
+ * what t holds. */
+void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
+                           const struct config_tenant *ct, const uint64_t *quota,
+                           const bool *declared);
+
+/* The configuration no longer declares t, which stays until its members leave:
+ * its quotas and members rules stay, now as if set at run time (the state file
+ * keeps them); its compute policies go, as the configuration's shares no longer
+ * count them. */
+void registry_undeclared(struct ledger_tenant *t);
+
+#endif /* KAIROS_DAEMON_REGISTRY_H */
