@@ -65,6 +65,8 @@
 #define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
 #define NATIVE_REL 0.2       /* in the native state, short by at least this part of
                               * its target too (and SWING_ERR) */
+#define RECALL_CONFIRM 20     /* periods a set keeps a level taken up again before its
+                              * next reset renews it (remember_level) */
 #define SLOW_LAG_GAIN 0.05   /* the weight of the last period in lag_slow */
 #define SLOW_LAG_ERR 0.04    /* in the native state, 4 points short for ~2 s is short too:
                               * on the H200 a training at 70 % next to one at 30 % ran
@@ -158,10 +160,15 @@ static void forget_misses(struct sched_gpu *g)
 }
 
 /* Before the active set's level is reset: where AUTO had needed the shares' slices
- * (or more) for it, that set and its trims are kept for SCHED_HOLD_MAX_PERIODS. */
+ * (or more) for it, that set and its trims are kept for SCHED_HOLD_MAX_PERIODS. A
+ * level only taken up again counts as needed once the set kept it RECALL_CONFIRM
+ * periods (two trainings do, between their idle spells); a set that changes faster
+ * (inference idling between requests) does not renew it, so a climb it once made
+ * is forgotten 60 s later instead of being taken up again at every spell. */
 static void remember_level(struct sched_gpu *g)
 {
-    if (g->mode != SCHED_MODE_AUTO || g->level < SCHED_LEVEL_SLICES || !g->level_mask)
+    if (g->mode != SCHED_MODE_AUTO || g->level < SCHED_LEVEL_SLICES || !g->level_mask ||
+        (g->recalled && g->level_periods < RECALL_CONFIRM))
         return;
     g->recall.mask = g->level_mask;
     g->recall.ttl = SCHED_HOLD_MAX_PERIODS;
@@ -182,6 +189,7 @@ static void recall_level(struct sched_gpu *g)
         return;
     g->level = g->held = SCHED_LEVEL_SLICES;
     g->hold = g->hold_periods;
+    g->recalled = true;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         g->t[i].slice = g->recall.trim[i];
 }
@@ -200,6 +208,8 @@ static void reset_mode(struct sched_gpu *g)
         slice_trim_reset(&g->t[i].slice);
     }
     g->level_mask = g->active_mask;
+    g->level_periods = 0;
+    g->recalled = false;
     recall_level(g);
 }
 
@@ -826,6 +836,7 @@ static void ladder(struct sched_gpu *g, unsigned missed)
         if (next == SCHED_LEVEL_WINDOWS)
             start_windows_trial(g);
         g->level = next;
+        g->recalled = false; /* needed again: no longer only taken up */
         g->held = next > g->held ? next : g->held;
         g->hold = g->hold_periods;
         g->probe = 0;
@@ -892,6 +903,7 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
     sched_plan(g);
     g->windows_cooldown -= g->windows_cooldown > 0;
     g->recall.ttl -= g->recall.ttl > 0;
+    g->level_periods += g->level_periods < UINT32_MAX;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         g->t[i].woken -= g->t[i].woken > 0;
         g->t[i].quiet -= g->t[i].quiet > 0;

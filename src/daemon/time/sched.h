@@ -180,6 +180,8 @@ struct sched_gpu {
     double progress_scale; /* the last tick's: the period over the sum of the tenants'
                             * progress times (sched.c progress_scale) */
     uint64_t level_mask;    /* the active set the level belongs to (set at each reset) */
+    uint32_t level_periods; /* periods since that reset */
+    bool recalled;          /* the level was taken up again (recall_level), not climbed */
     struct {                /* AUTO: the shares' slices an active set needed, with its
                              * trims, taken up again at once when the same set is
                              * active again within ttl periods (sched.c recall_level) */

@@ -572,7 +572,9 @@ static void test_progress_judged_at_once_after_a_wake(void **state)
 /* Two trainings at 70/30 that needed the shares' slices, one of them idle for a
  * while (an evaluation, a checkpoint, the benchmark's other rounds), then both busy
  * again: the same active set takes the slices up at once, with their trims, where
- * it ran natively until its shortfall showed again; a set it did not see, a policy
+ * it ran natively until its shortfall showed again, and a set that keeps them a
+ * while renews that; one back only for short spells does not (else inference that
+ * idles between requests would keep a climb it made once for ever); a policy
  * changed meanwhile, or an idle spell longer than SCHED_HOLD_MAX_PERIODS start from
  * the native state as before. */
 static void both_busy(struct sched_usage *use)
@@ -607,6 +609,26 @@ static void test_an_active_set_back_takes_its_slices_up_at_once(void **state)
     assert_int_equal(g.level, SCHED_LEVEL_SLICES);
     assert_true(g.t[0].slice.trim == trim0);
     assert_true(g.t[0].dec.timeslice_us > g.t[1].dec.timeslice_us);
+
+    /* kept 30 periods each time (two trainings between evaluations): renewed, taken
+     * up again well past 60 s after the climb */
+    for (unsigned n = 0; n < SCHED_HOLD_MAX_PERIODS / 50 + 2; n++) {
+        one_idle(use, 1, 20, &g);
+        two_progressing(use, 70000, 30000); /* what the slices give them */
+        ticks(&g, use, 30);
+        assert_int_equal(g.level, SCHED_LEVEL_SLICES);
+    }
+    /* back for two periods at a time (inference idling between requests): not
+     * renewed, so the climb is forgotten 60 s after it was last confirmed */
+    unsigned spells = 0;
+    do {
+        one_idle(use, 1, 3, &g);
+        two_progressing(use, 70000, 30000);
+        ticks(&g, use, 2);
+        spells++;
+    } while (g.level == SCHED_LEVEL_SLICES && spells < SCHED_HOLD_MAX_PERIODS);
+    print_message("slices taken up again for %u short spells\n", spells);
+    assert_true(spells * 5 >= SCHED_HOLD_MAX_PERIODS - 5 && spells * 5 <= SCHED_HOLD_MAX_PERIODS + 5);
 
     one_idle(use, 1, SCHED_HOLD_MAX_PERIODS + 5, &g); /* away too long */
     both_busy(use);
