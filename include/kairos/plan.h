@@ -249,13 +249,25 @@ enum plan_algo {
     PLAN_ALGO_COUNT
 };
 
+/* How Kairos plans several pools (one pool: always the same plan). */
+enum plan_pools_mode {
+    PLAN_POOLS_BEST,         /* joint, also started from the best plan pool by pool (default) */
+    PLAN_POOLS_JOINT,        /* joint from its own starts only (to measure it) */
+    PLAN_POOLS_SEQUENTIAL,   /* pool by pool with spill-over, the best of Kairos and each
+                              * baseline (the planner before joint planning) */
+    PLAN_POOLS_COUNT
+};
+
 struct plan_options {
     enum plan_algo algo;
     double exact_time_limit_s;         /* exact: give up after this (default 10) */
     int exact_max_workloads;           /* exact: refuse beyond this (default 40) */
+    int pools;                         /* enum plan_pools_mode, for Kairos with several pools */
 };
 
 const char *plan_algo_name(enum plan_algo a);
+const char *plan_pools_name(int mode);
+int plan_pools_from_name(const char *name);  /* -1 if unknown */
 int plan_algo_from_name(const char *name);   /* -1 if unknown */
 void plan_options_default(struct plan_options *o);
 /* Compute a plan for the whole input. Infeasible workloads are listed in p, not an error. */

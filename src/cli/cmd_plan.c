@@ -49,6 +49,9 @@ static const char plan_usage_text[] =
     "      --interference M time-sharing loss: none (the paper's model), kairos (kairosd's\n"
     "                      windows) or native (the driver's time-slicing); overrides the\n"
     "                      cluster file's 'interference' (default none)\n"
+    "      --pools MODE    Kairos with several GPU pools: best (default: joint, also\n"
+    "                      started from the best plan pool by pool), joint (from its own\n"
+    "                      starts only) or sequential (pool by pool, the planner before)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 plan found for every workload, 1 runtime error or an infeasible\n"
@@ -125,6 +128,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"interference", required_argument, NULL, 'i'},
         {"emit", required_argument, NULL, 'e'}, {"explain", no_argument, NULL, 'x'},
         {"gpus-per-node", required_argument, NULL, 'n'},
+        {"pools", required_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
@@ -158,6 +162,11 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         case 'i':
             if ((c->interference = plan_interference_from_name(optarg)) < 0)
                 return snprintf(err, errlen, "--interference takes none, kairos or native, got "
+                                "'%s'", optarg), -EINVAL;
+            break;
+        case 'p':
+            if ((c->opt.pools = plan_pools_from_name(optarg)) < 0)
+                return snprintf(err, errlen, "--pools takes best, joint or sequential, got "
                                 "'%s'", optarg), -EINVAL;
             break;
         case 'e': c->emit = optarg; break;

@@ -131,6 +131,15 @@ int algo_gpulet(struct state *s);
 
 /* solve.c: why a workload could not be placed anywhere; exact.c: the ILP. */
 enum plan_reason solve_reason_of(const struct plan_input *in, int w);
+/* Plan pending[0..*n_pending) on pool `pool` with fn, capped to the pool's GPUs; appends
+ * to p and leaves the workloads it could not place in pending (input order kept). */
+int solve_pool(const struct plan_input *in, int pool, int (*fn)(struct state *s), int *pending,
+               int *n_pending, struct plan *p);
+/* 1 if a places more workloads than b, or as many on fewer GPUs, then fewer slices. */
+int solve_better(const struct plan_input *in, const struct plan *a, const struct plan *b);
+/* pools.c: Kairos's joint plan of several pools into an empty plan p; `seq` (a plan made
+ * pool by pool, or NULL) is one of its starting points, so p is never worse than seq. */
+int pools_joint(const struct plan_input *in, const struct plan *seq, struct plan *p);
 int exact_solve(const struct plan_input *in, const struct plan_options *opt, struct plan *p);
 
 /* Emit a packed state into a plan (appends). */

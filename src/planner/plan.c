@@ -193,11 +193,27 @@ int plan_algo_from_name(const char *name)
     return -1;
 }
 
+static const char *const pools_names[PLAN_POOLS_COUNT] = {"best", "joint", "sequential"};
+
+const char *plan_pools_name(int mode)
+{
+    return mode >= 0 && mode < PLAN_POOLS_COUNT ? pools_names[mode] : "?";
+}
+
+int plan_pools_from_name(const char *name)
+{
+    for (int m = 0; m < PLAN_POOLS_COUNT; m++)
+        if (!strcmp(pools_names[m], name))
+            return m;
+    return -1;
+}
+
 void plan_options_default(struct plan_options *o)
 {
     o->algo = PLAN_ALGO_KAIROS;
     o->exact_time_limit_s = 10.0;
     o->exact_max_workloads = 40;
+    o->pools = PLAN_POOLS_BEST;
 }
 
 int *plan_tenants(const struct plan *p)

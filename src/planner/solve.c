@@ -4,7 +4,8 @@
  * placed; when it needs more GPUs than the pool has, the least-used GPUs are dropped
  * and their workloads spill to the next pool. What is left at the end is reported
  * infeasible with the reason (no data, memory, speed, or capacity). With several pools,
- * Kairos's plan competes with each baseline's plan of the whole cluster.
+ * Kairos's joint plan (pools.c) competes with its plan pool by pool and with each
+ * baseline's plan of the whole cluster.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ static int solve_cmp_desc(const void *a, const void *b)
 
 /* Keep the `count` GPUs that hold the most workloads (then the most used slices), so
  * that as many workloads as possible stay placed; unplace the workloads of the others. */
-static int solve_cap(struct state *s, int count, char *spilled)
+static int solve_cap(struct state *s, int count)
 {
     long (*k)[2] = malloc(((size_t)s->n_gpu + 1) * sizeof(*k));
     long *members = calloc((size_t)s->n_gpu + 1, sizeof(long));
@@ -58,10 +59,8 @@ static int solve_cap(struct state *s, int count, char *spilled)
     for (int i = 0; i < s->n_inst; i++) {
         if (s->inst[i].gpu < 0 || !members[s->inst[i].gpu])
             continue;
-        while (s->inst[i].n) {
-            spilled[s->inst[i].head] = 1;
+        while (s->inst[i].n)
             st_take(s, s->inst[i].head);
-        }
         st_gpu_detach(s, i);
     }
     free(k);
@@ -92,8 +91,8 @@ enum plan_reason solve_reason_of(const struct plan_input *in, int w)
     return PLAN_NO_CAPACITY;
 }
 
-static int solve_pool(const struct plan_input *in, int pool, solve_algo_fn fn, int *pending,
-                      int *n_pending, char *spilled, struct plan *p)
+int solve_pool(const struct plan_input *in, int pool, int (*fn)(struct state *s), int *pending,
+               int *n_pending, struct plan *p)
 {
     struct plan_layouts lay;
     struct state s;
@@ -102,7 +101,7 @@ static int solve_pool(const struct plan_input *in, int pool, solve_algo_fn fn, i
     if (rc)
         return rc;
     rc = fn(&s);
-    rc = rc ? rc : solve_cap(&s, in->pools[pool].count, spilled);
+    rc = rc ? rc : solve_cap(&s, in->pools[pool].count);
     rc = rc ? rc : st_emit(&s, p);
     if (!rc) {
         int n = 0;
@@ -120,28 +119,26 @@ static int solve_pools(const struct plan_input *in, solve_algo_fn fn, struct pla
 {
     int n = in->n_workloads, rc = 0;
     int *pending = malloc(((size_t)n + 1) * sizeof(int));
-    char *spilled = calloc((size_t)n + 1, 1);
-    if (!pending || !spilled) {
+    if (!pending) {
         rc = -ENOMEM;
         goto out;
     }
     for (int w = 0; w < n; w++)
         pending[w] = w;
     for (int pool = 0; pool < in->n_pools && n > 0 && !rc; pool++)
-        rc = solve_pool(in, pool, fn, pending, &n, spilled, p);
+        rc = solve_pool(in, pool, fn, pending, &n, p);
     for (int i = 0; i < n && !rc; i++)
         if ((rc = plan_add_infeasible(p, pending[i], solve_reason_of(in, pending[i]))) > 0)
             rc = 0;
 out:
     free(pending);
-    free(spilled);
     if (rc)
         plan_free(p);
     return rc;
 }
 
 /* More workloads placed, then fewer GPUs, then fewer slices. */
-static int solve_better(const struct plan_input *in, const struct plan *a, const struct plan *b)
+int solve_better(const struct plan_input *in, const struct plan *a, const struct plan *b)
 {
     struct plan_metrics ma, mb;
     plan_metrics_compute(in, a, &ma);
@@ -153,30 +150,49 @@ static int solve_better(const struct plan_input *in, const struct plan *a, const
     return ma.slices < mb.slices - 1e-9;
 }
 
-/* Kairos with several pools: which workloads a pool leaves to the next decides how many
- * are placed in all, so Kairos's per-pool guarantee (never fewer placed, never more GPUs
- * than a baseline in that pool) says nothing about the cluster. Each baseline's plan of
- * the whole cluster is therefore a candidate too; the best one is kept, named kairos. */
-static int solve_kairos_pools(const struct plan_input *in, struct plan *p)
+/* Keep cand in *p if it is better; cand is consumed. */
+static void solve_keep_better(const struct plan_input *in, struct plan *cand, struct plan *p)
+{
+    if (solve_better(in, cand, p)) {
+        plan_free(p);
+        *p = *cand;
+    } else {
+        plan_free(cand);
+    }
+}
+
+/* Kairos with several pools. Pool by pool, which workloads a pool leaves to the next
+ * decides how many are placed in all, so Kairos's per-pool guarantee (never fewer placed,
+ * never more GPUs than a baseline in that pool) says nothing about the cluster: each
+ * baseline's plan of the whole cluster competes with Kairos's (sequential mode). The joint
+ * plan (pools.c) chooses each workload's pool with the whole cluster in view; by default
+ * it also starts from the best plan pool by pool, so it is never worse than that plan.
+ * Joint mode: the joint plan from its own starts only (to measure it). */
+static int solve_kairos_pools(const struct plan_input *in, int mode, struct plan *p)
 {
     static const enum plan_algo others[] = {PLAN_ALGO_SEED, PLAN_ALGO_TEMPORAL,
                                             PLAN_ALGO_BESTFIT, PLAN_ALGO_GPULET};
-    int rc = solve_pools(in, algo_kairos, p);
-    for (size_t k = 0; k < sizeof(others) / sizeof(others[0]) && !rc; k++) {
-        struct plan cand;
+    struct plan cand;
+    int rc = mode == PLAN_POOLS_JOINT ? 0 : solve_pools(in, algo_kairos, p);
+    for (size_t k = 0; mode != PLAN_POOLS_JOINT && k < sizeof(others) / sizeof(others[0])
+                       && !rc; k++) {
         plan_init(&cand);
         snprintf(cand.algo, sizeof(cand.algo), "%s", p->algo);
         if ((rc = solve_pools(in, solve_algos[others[k]], &cand)))
-            break;
-        if (solve_better(in, &cand, p)) {
-            plan_free(p);
-            *p = cand;
-        } else {
-            plan_free(&cand);
-        }
+            break;   /* solve_pools freed cand */
+        solve_keep_better(in, &cand, p);
     }
     if (rc)
         plan_free(p);
+    if (rc || mode == PLAN_POOLS_SEQUENTIAL)
+        return rc;
+    plan_init(&cand);
+    snprintf(cand.algo, sizeof(cand.algo), "%s", p->algo);
+    /* pools_joint frees cand on failure */
+    rc = pools_joint(in, mode == PLAN_POOLS_JOINT ? NULL : p, &cand);
+    plan_free(p);
+    if (!rc)
+        *p = cand;
     return rc;
 }
 
@@ -189,7 +205,7 @@ int plan_solve(const struct plan_input *in, const struct plan_options *opt, stru
     if ((unsigned)opt->algo >= PLAN_ALGO_COUNT || !solve_algos[opt->algo])
         return -EINVAL;
     if (opt->algo == PLAN_ALGO_KAIROS && in->n_pools > 1)
-        return solve_kairos_pools(in, p);
+        return solve_kairos_pools(in, opt->pools, p);
     return solve_pools(in, solve_algos[opt->algo], p);
 }
 

@@ -51,7 +51,7 @@ class PlanCli(unittest.TestCase):
 
     def test_bad_numbers_are_usage_errors(self):
         for args in (["--exact-limit", "abc"], ["--exact-limit", "-1"], ["--exact-limit", "1x"],
-                     ["--max-moves", "abc"], ["--max-moves", "-2"]):
+                     ["--max-moves", "abc"], ["--max-moves", "-2"], ["--pools", "both"]):
             r = self.run_plan(*args, self.cluster)
             self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
             self.assertIn(args[1], r.stderr)
