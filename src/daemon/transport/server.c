@@ -1290,10 +1290,7 @@ static void refuse(struct server *s, int cfd, const struct ucred *cred, const ch
     snprintf(e.message, sizeof e.message, "%s", why);
     size_t n = proto_pack(buf, KAIROS_MSG_ERROR, 0, &e, sizeof e);
     (void)!send(cfd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    /* what it sent already is read and dropped: closing a socket with unread data
-     * resets it, and the peer would lose the ERROR before reading it */
-    while (recv(cfd, buf, sizeof buf, MSG_DONTWAIT) > 0)
-        ;
+    drop_unread(cfd); /* else the close resets it and the ERROR is lost */
     close(cfd);
 }
 
