@@ -15,8 +15,9 @@
  *      its target (NATIVE: its shortfall, smoothed, above 3 points and a fifth of
  *      its target for 3 periods; or its part of what ran 4 points below its part
  *      of the targets over ~2 s); then timeslices in the ratio of the shares, the
- *      smallest CUDA's own 2048 us, trimmed the same way (SLICES); then, if one stays short under
- *      those, windows (WINDOWS), kept only if the GPU stays at least 0.9 as busy
+ *      smallest CUDA's own 2048 us, trimmed the same way (SLICES); then, if one
+ *      stays short under those with its slice trimmed up as far as it may go,
+ *      windows (WINDOWS), kept only if the GPU stays at least 0.9 as busy
  *      as before them (a launch-bound tenant alone in its window idles the GPU),
  *      else not tried again for 60 s.
  *      A level that was needed is held for 10 s, then the native state is tried
@@ -491,6 +492,44 @@ static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
     return t->lag > clear; /* smoothed over a few periods */
 }
 
+/* Whether the slices' trims are spent: no tenant that took more than its part of
+ * what ran can have its slice shortened further, or the short tenant t's can grow
+ * no longer (slice_trim.h). Two short tenants beside one over its part share the
+ * room the latter's shortest slice leaves (the trims keep a geometric mean of 1),
+ * so neither need reach the longest slice. */
+static bool slices_spent(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    if (slice_trim_at_most(&t->slice))
+        return true;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_tenant *u = &g->t[i];
+        if (u != t && in_windows(g, u) && !slice_trim_wants_more(&u->slice) &&
+            !slice_trim_at_least(&u->slice))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the shares' slices can still do more for a tenant short under them: the
+ * trims are not yet spent (slices_spent). Until they are, its shortfall does not
+ * climb to windows: the slices are given the time to act (~1-2 s for a lasting
+ * shortfall), and a short dip of one launch-bound tenant among symmetric ones (on
+ * an H100 one of four inference processes read 11-19 % of the four's progress for
+ * 0.6 s where 25 % was its part) moves the trims a little and passes, where it
+ * used to start a windows trial that held every process's p99 at 77 ms for the
+ * trial's 1.2 s (bench/results/2026-12-06-harm, infer4). The price: a shallow
+ * queue that the slices cannot help (it never uses one up) gets its windows ~1.2 s
+ * later (2.0 s into etc/sim/two-shallow-70-30.yaml, not 0.8). */
+static bool slices_can_help(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    if (g->mode != SCHED_MODE_AUTO || g->level != SCHED_LEVEL_SLICES || g->probe)
+        return false;
+    /* a tenant held to its limit's window meets the others' slices in it: only
+     * windows give it that window whole */
+    bool limited = t->pol.limit > 0 && t->pol.limit < 1;
+    return !limited && !slices_spent(g, t);
+}
+
 /* Whether a tenant waited (more than 5 % of the last period): the GPU was contended,
  * and how it ran the slices says how they divide it. */
 static bool contended(const struct sched_gpu *g, const struct sched_usage use[])
@@ -890,7 +929,8 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
             continue;
         t->missed = misses_target(g, t, &use[i], busy, targets) && !g->settle ? t->missed + 1
                                                                              : 0;
-        missed = t->missed > missed ? t->missed : missed;
+        unsigned counts = slices_can_help(g, t) ? 0 : t->missed;
+        missed = counts > missed ? counts : missed;
     }
     if (g->settle)
         g->settle--;

@@ -16,7 +16,8 @@
 #include "daemon/time/gpu_sim.h"
 #include "daemon/time/sched.h"
 
-#define SIM_WARMUP_PERIODS 10 /* after a tenant arrives or leaves, not judged */
+#define SIM_WARMUP_PERIODS 10 /* after a tenant arrives or leaves, not judged (by default:
+                               * a scenario's warmup_s) */
 
 /* measure: runnable - the simulator's exact knowledge of who waited;
  *          nvml     - use only, and whether a process lives (kairosd without reports);
@@ -33,6 +34,8 @@ struct sim_scenario {
                                * as without Kairos, to judge the others against */
     enum sim_measure measure; /* what the scheduler is told of each tenant's demand */
     uint32_t latency_yield_us; /* latency_yield_us, as kairosd.yaml's (sched_set_yield) */
+    size_t warmup_periods;    /* warmup_s: periods not judged after a change of who
+                               * competes (SIM_WARMUP_PERIODS unless set) */
     struct gpu_sim_params gpu;
     struct gpu_sim_tenant_spec tenants[GPU_SIM_MAX_TENANTS];
     size_t n;

@@ -9,7 +9,7 @@ const char sim_legend[] =
     "\n"
     "All figures are shares of the GPU's time (100 % is the whole GPU), over the judged\n"
     "windows: those of 100 ms in which the tenant competed for the GPU, after a warm-up\n"
-    "of 10 windows following any arrival or departure.\n"
+    "following any arrival or departure (the scenario's warmup_s, 1 s unless set).\n"
     "  target    mean share the scheduler entitled the tenant to (its share, plus what\n"
     "            idle or capped tenants left it, never above its limit)\n"
     "  ran       mean share it ran; ran max: its largest share of one window (judged or not)\n"
@@ -325,12 +325,12 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
     sched_set_yield(&r->g, sc->latency_yield_us);
     if (out && json && !(r->windows = json_array()))
         goto out;
-    size_t judge_from = SIM_WARMUP_PERIODS;
+    size_t judge_from = sc->warmup_periods;
     uint64_t mask = 0;
     double busy_sum = 0;
     for (size_t k = 0; k < periods; k++) {
         if (membership(r, sc, k))
-            judge_from = k + SIM_WARMUP_PERIODS;
+            judge_from = k + sc->warmup_periods;
         double target[GPU_SIM_MAX_TENANTS], tsum = 0, usum = 0, rsum = 0;
         bool greedy[GPU_SIM_MAX_TENANTS];
         for (size_t i = 0; i < sc->n; i++) {
@@ -364,8 +364,8 @@ int sim_run(const struct sim_scenario *sc, FILE *out, unsigned print_every, bool
         }
         if (r->g.active_mask != mask) {
             mask = r->g.active_mask;
-            if (k + SIM_WARMUP_PERIODS > judge_from)
-                judge_from = k + SIM_WARMUP_PERIODS;
+            if (k + sc->warmup_periods > judge_from)
+                judge_from = k + sc->warmup_periods;
         }
         for (size_t i = 0; i < sc->n; i++)
             if (r->g.t[i].changed)

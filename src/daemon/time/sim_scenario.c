@@ -2,6 +2,7 @@
  *
  *   seconds: 20
  *   measure: runnable | nvml | userd                 # optional (sim.h)
+ *   warmup_s: 1       # optional: after any change of who competes, not judged
  *   gpu: { context_switch_us: 120, idle_switch_us: 20, disable_us: 720, enable_us: 400,
  *          preempt_us: 600,
  *          sense_us: 1000, report_phase_us: 0,
@@ -19,6 +20,7 @@
 #include "daemon/time/sim.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -193,7 +195,11 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
             rc = parse_mode(p, v, sc);
         else if (key && !strcmp(key, "measure"))
             rc = parse_measure(p, v, &sc->measure);
-        else if (key && !strcmp(key, "latency_yield_us")) {
+        else if (key && !strcmp(key, "warmup_s")) {
+            double d;
+            rc = number(p, v, "warmup_s", 60, &d);
+            sc->warmup_periods = (size_t)llround(d * 1e6 / SCHED_PERIOD_US);
+        } else if (key && !strcmp(key, "latency_yield_us")) {
             double d;
             rc = number(p, v, "latency_yield_us", SCHED_TS_UNIT_US, &d);
             sc->latency_yield_us = (uint32_t)d;
@@ -210,7 +216,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct sim_scenar
             }
         } else
             return ydoc_fail(p, k, "unknown setting (expected seconds, gpu, mode, measure, "
-                                   "latency_yield_us or tenants)");
+                                   "warmup_s, latency_yield_us or tenants)");
         if (rc)
             return rc;
     }
@@ -231,6 +237,7 @@ int sim_scenario_parse(const char *name, const char *text, size_t len, struct si
     memset(sc, 0, sizeof *sc);
     sc->seconds = 10;
     sc->latency_yield_us = SCHED_YIELD_US;
+    sc->warmup_periods = SIM_WARMUP_PERIODS;
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))

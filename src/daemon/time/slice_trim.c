@@ -52,6 +52,21 @@ void slice_trim_normalize(struct slice_trim *const trims[], unsigned n)
         trims[i]->trim = bounded(trim_of(trims[i]) * scale);
 }
 
+bool slice_trim_at_most(const struct slice_trim *s)
+{
+    return trim_of(s) >= SLICE_TRIM_MAX - 0.5 / SLICE_TRIM_STEPS;
+}
+
+bool slice_trim_at_least(const struct slice_trim *s)
+{
+    return trim_of(s) <= SLICE_TRIM_MIN + 0.5 / SLICE_TRIM_STEPS;
+}
+
+bool slice_trim_wants_more(const struct slice_trim *s)
+{
+    return s->err > 0;
+}
+
 uint64_t slice_trim_apply(const struct slice_trim *s, double base_us)
 {
     double stepped = round(trim_of(s) * SLICE_TRIM_STEPS) / SLICE_TRIM_STEPS;

@@ -13,6 +13,7 @@
 #ifndef KAIROS_DAEMON_SLICE_TRIM_H
 #define KAIROS_DAEMON_SLICE_TRIM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SLICE_TRIM_MIN 0.5     /* a slice is at least half its share's, and at most */
@@ -40,6 +41,15 @@ void slice_trim_observe(struct slice_trim *s, double want, double got);
 
 /* Scales the n trims together so that their geometric mean is 1, within the bounds. */
 void slice_trim_normalize(struct slice_trim *const trims[], unsigned n);
+
+/* Whether the trim is as long as a slice may be, or as short (within half a step
+ * of SLICE_TRIM_MAX, of SLICE_TRIM_MIN). */
+bool slice_trim_at_most(const struct slice_trim *s);
+bool slice_trim_at_least(const struct slice_trim *s);
+
+/* Whether the trim moves for its tenant's part of what ran (its smoothed gap says
+ * it got less than its part of the targets) or against it (more). */
+bool slice_trim_wants_more(const struct slice_trim *s);
 
 /* The tenant's slice: base_us times its trim taken in steps of 1/SLICE_TRIM_STEPS
  * (base_us itself while the trim is within half a step of 1). */

@@ -1,7 +1,7 @@
 /* test_slice_trim.c - the trim of a tenant's timeslice alone: the share's own slice
  * while nothing is off, longer for a tenant that keeps getting less than its part,
- * shorter for one that gets more, within the bounds, in steps, and the trims of a
- * GPU kept at a geometric mean of 1. */
+ * shorter for one that gets more, within the bounds (and whether it is at one),
+ * in steps, and the trims of a GPU kept at a geometric mean of 1. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,12 +36,17 @@ static void test_short_grows_long_shrinks_within_bounds(void **state)
     }
     assert_true(short_of.trim > 1.05);
     assert_true(over.trim < 0.95);
+    assert_true(slice_trim_wants_more(&short_of));
+    assert_false(slice_trim_wants_more(&over));
+    assert_false(slice_trim_at_most(&short_of) || slice_trim_at_least(&short_of));
     for (int k = 0; k < 10000; k++) {
         slice_trim_observe(&short_of, 0.9, 0.0);
         slice_trim_observe(&over, 0.0, 0.9);
     }
     assert_true(short_of.trim <= SLICE_TRIM_MAX && short_of.trim > SLICE_TRIM_MAX * 0.99);
     assert_true(over.trim >= SLICE_TRIM_MIN && over.trim < SLICE_TRIM_MIN * 1.01);
+    assert_true(slice_trim_at_most(&short_of) && !slice_trim_at_least(&short_of));
+    assert_true(slice_trim_at_least(&over) && !slice_trim_at_most(&over));
     assert_int_equal(slice_trim_apply(&short_of, 1000), 1000 * SLICE_TRIM_MAX);
     assert_int_equal(slice_trim_apply(&over, 1000), 1000 * SLICE_TRIM_MIN);
 }
