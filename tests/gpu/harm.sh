@@ -11,8 +11,9 @@
 # kairos) and $OUT/harm-runs.tar.gz; prints its table last (kairos/native and a verdict
 # against the goals). 377 s on the H200 (2026-12-04; 493 s with infer8
 # added); docs/scheduler.md, "The harm benchmark".
-# Knobs: HARM_MIXES (infer4,latency-train,limit-long; also infer2, infer8, infer4-tf,
-# infer4-open, infer8-open, train-pair, deep2, deep4, deep8, deep4-uneq, lend),
+# Knobs: HARM_MIXES (infer4,latency-train,limit-long; also latency-train-open, infer2,
+# infer8, infer4-tf, infer4-open, infer8-open, train-pair, deep2, deep4, deep8,
+# deep4-uneq, lend),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
 # kairosd in that time_mode, kairos-memory one with memory quotas only), HARM_REPS
 # (3), HARM_SECONDS (6, a closed-loop round), HARM_REQUESTS (800, latency-train's

@@ -31,8 +31,12 @@ The mixes (HARM_MIXES; the quick subset is the default):
                  training priority batch, share 50 % each; mps: CUDA_MPS_CLIENT_PRIORITY
                  0 for the inference, 1 for the training. Metrics p99_ms, p99_of_solo
                  (the inference alone), aggregate_of_solo (the training's steps/s against
-                 its solo: the inference's rate is its schedule's, so only training's
-                 throughput can move).
+                 its solo). Closed loop, a request after the gap that follows the last
+                 one's completion: a faster answer brings the next request sooner, so
+                 the inference does more work where its latency is lower, and the
+                 training has less of the GPU. latency-train-open: the same requests at
+                 seeded Poisson arrivals (a gap between arrivals, latency from arrival):
+                 the same work in every configuration.
   train-pair     ResNet-50 training (batch 128, share 70 %) next to transformer-encoder
                  training (batch 128, share 30 %), --train-seconds a round. Metrics
                  aggregate_of_solo (the sum of each one's steps/s over its solo's) and
@@ -206,9 +210,9 @@ class LatencyTrain(Mix):
     """Requests next to saturating training, the latency section's pair."""
     metrics_order = ("aggregate_of_solo", "p99_ms", "p99_of_solo")
 
-    def __init__(self, args):
+    def __init__(self, args, open_loop=False):
         infer = {"batch": 8, "gap_ms": 6.0, "requests": args.requests, "max_s": args.max_s,
-                 "lead_s": args.lead_s, "mps_priority": 0}
+                 "lead_s": args.lead_s, "mps_priority": 0, "open_loop": open_loop}
         train = {"batch": 256, "mps_priority": 1}
         super().__init__([("infer", "infer", infer), ("train", "train", train)],
                          latency_bench.LATENCY_POLICY,
@@ -324,6 +328,7 @@ MIXES = {
     "infer4-open": lambda a: InferClosed(4, a, gap_ms=a.open_gap_ms),
     "infer8-open": lambda a: InferClosed(8, a, gap_ms=a.open_gap_ms * 2),
     "latency-train": LatencyTrain,
+    "latency-train-open": lambda a: LatencyTrain(a, open_loop=True),
     "train-pair": TrainPair,
     "deep2": lambda a: Deep([0.5, 0.5], a),
     "deep4": lambda a: Deep([0.25] * 4, a),

@@ -316,6 +316,8 @@ def main():
         work = TorchTrain(args)
     info = dict(work.info, pid=os.getpid(), shim=int(shim_loaded()),
                 mps=int(bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))))
+    if args.role == "infer":
+        info["open_loop"] = int(args.open_loop)
     ready = os.path.join(args.dir, f"{args.name}.ready")
     with open(ready + ".new", "w") as f:
         f.write(" ".join(f"{k}={v}" for k, v in info.items()) + "\n")

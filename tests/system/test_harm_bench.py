@@ -351,7 +351,7 @@ class DryRun(BenchRun):
 
 class MoreMixes(BenchRun):
     """The other mixes of the issue, with configuration kairos-memory, once."""
-    MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open"]
+    MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open", "latency-train-open"]
     ARGS = ("--mixes", ",".join(MIXES), "--reps", "1", "--configs",
             "native,kairos,kairos-memory", "--train-seconds", "0.6", "--seconds", "0.8")
 
@@ -364,7 +364,8 @@ class MoreMixes(BenchRun):
             ["deep4-uneq", "aggregate_of_solo"], ["deep4-uneq", "share_err_pp"],
             ["lend", "aggregate_of_solo"], ["infer4-open", "aggregate_rps"],
             ["infer4-open", "aggregate_of_solo"], ["infer4-open", "p99_ms"],
-            ["infer4-open", "p99_of_solo"]])
+            ["infer4-open", "p99_of_solo"], ["latency-train-open", "aggregate_of_solo"],
+            ["latency-train-open", "p99_ms"], ["latency-train-open", "p99_of_solo"]])
         for row in rows[1:]:  # every figure there for native and kairos (no MPS here)
             self.assertRegex(row[2], r"^\d+\.\d+$", row)
             self.assertEqual(row[3], "-", row)
@@ -385,6 +386,8 @@ class MoreMixes(BenchRun):
             self.assertRegex(self.archived(f"lend/{c}/idle/idle.ready"), r"pid=\d+")
         self.assertEqual(self.res["mixes"]["lend"]["sets"]["kairos"]["placement"]["idle"][
             "shim"], True)
+        for c in ("native", "kairos"):  # requests at arrivals, not after completions
+            self.assertIn("open_loop=1", self.archived(f"latency-train-open/{c}/infer/infer.ready"))
 
     def test_open_loop_keeps_its_arrival_rate(self):
         for r in self.res["mixes"]["infer4-open"]["rounds"]:
