@@ -24,7 +24,8 @@
  *             - KAIROS_BYTES_MAX: byte counts above it are refused as absurd.
  *             - a CHARGE of 0 bytes is a query: the GRANT carries the tenant's
  *               quota and holdings on that GPU, nothing is reserved and no COMMIT
- *               follows (the shim's memory view uses it).
+ *               follows (the shim's memory view used it; it now reads the CREDIT
+ *               replies it keeps, and kairosd still answers the query).
  *             - TIME_POLICY (daemon -> shim, unsolicited, no reply): the time
  *               control a process applies to its channel groups on one GPU. A
  *               shim receives it between the replies it waits for, on the same
@@ -281,7 +282,8 @@ struct kairos_welcome {
     uint64_t quota[KAIROS_MAX_GPUS];  /* bytes; 0 = no access to that GPU */
 };
 
-/* CHARGE: ask for bytes on a GPU (index as the process sees /dev/nvidiaN minor).
+/* CHARGE: ask for bytes on a GPU (kairosd's index: the shim numbers the GPUs by PCI
+ * order from the driver's answers, docs/multi-gpu.md).
  * bytes 0: only ask what the tenant holds and may hold there (no COMMIT follows).
  * flags KAIROS_CHARGE_MANAGED (protocol 3): the bytes are a managed range
  * (cudaMallocManaged), granted only where the tenant's managed-memory policy is

@@ -1,6 +1,7 @@
 /* main.c - kairosd: options, the order in which the modules start (log, config,
- * GPUs, tenants and state, loop and signals, server, audit, time-share, metrics
- * endpoint) and stop (the reverse),
+ * GPUs, tenants and state, loop and signals, server, linger, heirs and imports,
+ * hand-overs, chargeback, audit, time-share, metrics endpoint, the service
+ * manager's watchdog) and stop (the reverse),
  * and the signals: SIGTERM/SIGINT stop, SIGHUP reloads the configuration (keeping
  * the old one when the new one is refused). Under systemd it says READY=1 once the
  * socket accepts and the metrics endpoint (if any) serves, and STOPPING=1 when it stops (service.c).

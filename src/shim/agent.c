@@ -351,11 +351,6 @@ int agent_connect(const struct shim_real *r, const char *socket_path, const char
     return rc;
 }
 
-int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_grant *grant)
-{
-    return agent_charge_flags(gpu, bytes, token, 0, grant);
-}
-
 int agent_charge_flags(uint32_t gpu, uint64_t bytes, uint64_t token, uint32_t flags,
                        struct kairos_grant *grant)
 {

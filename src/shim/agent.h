@@ -40,10 +40,9 @@ int agent_connect(const struct shim_real *r, const char *socket_path, const char
                   const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,
                   char *err, size_t err_len);
 
-/* CHARGE and wait for the GRANT. Returns 0 with *grant filled, or -errno when the
- * daemon is gone (-EPIPE, -ECONNRESET, -ETIMEDOUT, -ENOTCONN). */
-int agent_charge(uint32_t gpu, uint64_t bytes, uint64_t token, struct kairos_grant *grant);
-/* The same with CHARGE flags (KAIROS_CHARGE_MANAGED: a managed range). */
+/* CHARGE with its flags (KAIROS_CHARGE_MANAGED: a managed range) and wait for the
+ * GRANT. Returns 0 with *grant filled, or -errno when the daemon is gone (-EPIPE,
+ * -ECONNRESET, -ETIMEDOUT, -ENOTCONN). */
 int agent_charge_flags(uint32_t gpu, uint64_t bytes, uint64_t token, uint32_t flags,
                        struct kairos_grant *grant);
 int agent_commit(const struct kairos_commit *commit);

@@ -256,8 +256,9 @@ static int register_with_daemon(bool reattach, char *err, size_t err_len)
 /* The watcher: reads what kairosd pushes (credit replies, recalls, time
  * policies), notices at once when it goes away (restart, upgrade) and
  * reattaches with what this process holds, so the new daemon's ledger is whole
- * again without waiting for this process's next allocation. Retries every 100 to
- * 250 ms: the new daemon grants nothing until its members are back. */
+ * again without waiting for this process's next allocation. Retries after 50 ms,
+ * the wait doubling to 250 ms: the new daemon grants nothing until its members
+ * are back. */
 static void *watch_daemon(void *unused)
 {
     (void)unused;

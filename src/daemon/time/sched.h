@@ -47,7 +47,8 @@
  *   TIMESLICES  timeslices only (limits still get their windows);
  *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
  *               are not latency tenants are active; a latency tenant is never
- *               paused (it must run when its requests come) and runs over the
+ *               paused for the others (it must run when its requests come; only
+ *               a limit of its own gives it a window) and runs over the
  *               others' windows with its long timeslice. Without runnable time
  *               (NVML) "active" is "has a live process". */
 enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
