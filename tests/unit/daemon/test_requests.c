@@ -5,7 +5,8 @@
  * kept and not registered, the handler not run; from an administrator: the
  * connection registered and the handler run; HELLO: WELCOME with the tenant's quota,
  * the peer a member whose exit the transport is asked to watch; a malformed message:
- * the ERROR of proto_check and the disconnection. */
+ * the ERROR of proto_check and the disconnection; the table's types are exactly the
+ * requests proto_check accepts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -243,9 +244,28 @@ static void test_malformed_message(void **state)
     assert_int_equal(f->n_joined, 0);
 }
 
+/* requests.c's table and proto_check.c's agree: every type a peer may send has its
+ * entry (else requests_handle aborts), and no other type has one. */
+static void test_table_matches_proto_check(void **state)
+{
+    unsigned n = 0;
+    for (unsigned t = 0; t <= UINT16_MAX; t++) {
+        bool entry = requests_find((uint16_t)t) != NULL;
+        if (entry != proto_is_request((uint16_t)t))
+            fail_msg("type %u (%s): %s", t, proto_type_name((uint16_t)t),
+                     entry ? "an entry, but proto_check refuses it"
+                           : "a request without an entry");
+        n += entry;
+    }
+    assert_int_equal(n, 16);
+    const struct request_type *e = requests_find(KAIROS_MSG_CREDIT);
+    assert_int_equal(e->who, REQUEST_MEMBER);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_matches_proto_check),
         cmocka_unit_test_setup_teardown(test_member_request_before_hello, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_request_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_request_registers, setup, teardown),
