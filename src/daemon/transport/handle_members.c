@@ -29,6 +29,34 @@ static void compute_changed(struct services *sv)
         timeshare_reconfigure(sv->timeshare);
 }
 
+/* What a reattaching process claimed on each GPU and what was counted (logged). */
+static void log_reattached(const struct peer *p, const struct ledger_tenant *t,
+                           const struct kairos_hello *h, const uint64_t *counted,
+                           char (*bounded)[96])
+{
+    char line[128];
+    for (unsigned g = 0; g < p->sv->ts->n_gpus; g++) {
+        if (!h->held[g])
+            continue;
+        char a[32], b[32];
+        if (bounded[g][0])
+            log_warn("tenant %s: pid %u claimed %s on GPU %u when reattaching; %s counted "
+                     "(%s)", t->name, p->pid, tenants_size(h->held[g], a, sizeof a), g,
+                     tenants_size(counted[g], b, sizeof b), bounded[g]);
+        handle_memory_describe_held(t, g, line, sizeof line);
+        if (t->held[g] > t->quota[g])
+            log_about_warn(t->name, p->pid, (int)g,
+                           "tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
+                           "over its quota: its allocations there are refused until it frees "
+                           "memory", t->name, p->pid, tenants_size(counted[g], a, sizeof a), g,
+                           line);
+        else
+            log_about_info(t->name, p->pid, (int)g,
+                           "tenant %s: pid %u reattached with %s on GPU %u (tenant %s)",
+                           t->name, p->pid, tenants_size(counted[g], a, sizeof a), g, line);
+    }
+}
+
 bool handle_members_hello(struct peer *p, const struct proto_request *r)
 {
     struct services *sv = p->sv;
@@ -75,29 +103,8 @@ bool handle_members_hello(struct peer *p, const struct proto_request *r)
     reattach_window_record(&sv->window, &sv->ts->ledger);
     if (reattach_window_ended(&sv->window, peer_now_ms())) /* the last one is back */
         handle_memory_serve_all(sv);
-    if (reattach) {
-        char line[128];
-        for (unsigned g = 0; g < sv->ts->n_gpus; g++) {
-            if (!h->held[g])
-                continue;
-            char a[32], b[32];
-            if (bounded[g][0])
-                log_warn("tenant %s: pid %u claimed %s on GPU %u when reattaching; %s counted "
-                         "(%s)", t->name, p->pid, tenants_size(h->held[g], a, sizeof a), g,
-                         tenants_size(counted[g], b, sizeof b), bounded[g]);
-            handle_memory_describe_held(t, g, line, sizeof line);
-            if (t->held[g] > t->quota[g])
-                log_about_warn(t->name, p->pid, (int)g,
-                         "tenant %s: pid %u reattached with %s on GPU %u; the tenant now %s, "
-                         "over its quota: its allocations there are refused until it frees "
-                         "memory", t->name, p->pid, tenants_size(counted[g], a, sizeof a), g,
-                         line);
-            else
-                log_about_info(t->name, p->pid, (int)g,
-                         "tenant %s: pid %u reattached with %s on GPU %u (tenant %s)", t->name,
-                         p->pid, tenants_size(counted[g], a, sizeof a), g, line);
-        }
-    }
+    if (reattach)
+        log_reattached(p, t, h, counted, bounded);
     if (reattach)
         p->reattached_ms = peer_now_ms(); /* it tells its shares and imports again (imports.h) */
     if (reattach && sv->heirs) { /* the children it forked before the restart */
