@@ -5,7 +5,8 @@
  * kept and not registered, the handler not run; from an administrator: the
  * connection registered and the handler run; HELLO: WELCOME with the tenant's quota,
  * the peer a member whose exit the transport is asked to watch; a malformed message:
- * the ERROR of proto_check and the disconnection; the table's types are exactly the
+ * the ERROR of proto_check and the disconnection; PS paged behind the outbox, one
+ * tenant per reply; the table's types are exactly the
  * requests proto_check accepts. */
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #include "daemon/memory/ledger.h"
 #include "daemon/tenants/tenants.h"
 #include "daemon/transport/handle_members.h"
+#include "daemon/transport/handle_ps.h"
 #include "daemon/transport/peer.h"
 #include "daemon/transport/proto_check.h"
 #include "daemon/transport/requests.h"
@@ -47,6 +49,7 @@ struct fx {
     struct peer p;
     struct sent sent[8];
     unsigned n_sent, n_joined;
+    bool hold_outbox; /* what was sent waits in the outbox (the peer does not read) */
 };
 
 static struct fx *the_fx; /* the fake transport's functions find their record here */
@@ -67,7 +70,7 @@ static bool fake_send(struct peer *p, uint16_t type, uint32_t seq, const void *b
 
 static bool fake_waiting(const struct peer *p)
 {
-    return false;
+    return the_fx->hold_outbox && the_fx->n_sent > 0;
 }
 
 static void fake_joined(struct peer *p)
@@ -86,8 +89,8 @@ static const struct peer_io fake_io = {
     .compute_changed_later = fake_later,
 };
 
-/* --- the fixture: a node of one GPU, tenant "a" of 1 GiB that OTHER_UID may join, one
- * administrator --- */
+/* --- the fixture: a node of one GPU, tenant "a" of 1 GiB that OTHER_UID may join,
+ * tenant "b" of 2 GiB, one administrator --- */
 
 static int setup(void **state)
 {
@@ -99,7 +102,8 @@ static int setup(void **state)
     char text[512], err[256];
     snprintf(text, sizeof text,
              "state: %s\nadmins: [%u]\ngpus: 1\n"
-             "tenants:\n  - name: a\n    memory: { 0: 1G }\n    members: { users: [%u] }\n",
+             "tenants:\n  - name: a\n    memory: { 0: 1G }\n    members: { users: [%u] }\n"
+             "  - name: b\n    memory: { 0: 2G }\n",
              f->state, ADMIN_UID, OTHER_UID);
     if (config_parse("test.yaml", text, strlen(text), &f->cfg, err, sizeof err))
         fail_msg("%s", err);
@@ -225,6 +229,41 @@ static void test_hello_welcomes(void **state)
     assert_int_equal(ledger_tenant_find(&f->ts.ledger, "a")->n_members, 1);
 }
 
+/* The PS_REPLY of sent[i]: its tenant, and whether it is the last. */
+static void expect_ps_reply(struct fx *f, unsigned i, uint32_t seq, const char *tenant,
+                            uint64_t quota, bool last)
+{
+    assert_true(i < f->n_sent);
+    assert_int_equal(f->sent[i].type, KAIROS_MSG_PS_REPLY);
+    assert_int_equal(f->sent[i].seq, seq);
+    struct kairos_ps_reply r;
+    assert_int_equal(f->sent[i].len, sizeof r); /* asked with KAIROS_PS_HOLDS: whole */
+    memcpy(&r, f->sent[i].body, sizeof r);
+    assert_string_equal(r.tenant, tenant);
+    assert_int_equal(r.quota[0], quota);
+    assert_int_equal(!!(r.flags & KAIROS_PS_LAST), last);
+}
+
+/* PS pages while the outbox holds replies: one PS_REPLY, then nothing until the
+ * transport sent it (handle_ps_pump), then the next tenant, the last flagged. */
+static void test_ps_pages_behind_the_outbox(void **state)
+{
+    struct fx *f = *state;
+    f->hold_outbox = true;
+    struct kairos_ps ps = {.flags = KAIROS_PS_HOLDS};
+    assert_true(request(f, KAIROS_MSG_PS, 4, &ps, sizeof ps));
+    assert_int_equal(f->n_sent, 1);
+    expect_ps_reply(f, 0, 4, "a", 1ull << 30, false);
+    assert_true(f->p.ps_active);
+    assert_true(handle_ps_pump(&f->p)); /* the outbox still holds it: nothing more */
+    assert_int_equal(f->n_sent, 1);
+    f->hold_outbox = false; /* sent: the listing goes on */
+    assert_true(handle_ps_pump(&f->p));
+    assert_int_equal(f->n_sent, 2);
+    expect_ps_reply(f, 1, 4, "b", 2ull << 30, true);
+    assert_false(f->p.ps_active);
+}
+
 /* A header naming another version: proto_check's ERROR, the disconnection, no
  * handler. */
 static void test_malformed_message(void **state)
@@ -272,6 +311,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_members_rules_refused_unregistered, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hello_welcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ps_pages_behind_the_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
