@@ -71,7 +71,7 @@ struct credit_member {
      * once the tenant's memory not held there grows beyond notice_avail. */
     bool notice[KAIROS_MAX_GPUS];
     uint64_t notice_avail[KAIROS_MAX_GPUS];
-    void *peer;                               /* the server's connection */
+    void *peer;                               /* the member's struct peer (transport) */
 };
 
 /* How the server sends what credit decides. */

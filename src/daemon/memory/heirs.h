@@ -19,7 +19,7 @@
  * or the GPU backend's own kind of driver file) and the same open file as one of
  * from_pid's (kcmp(2)), and for EXEC from_pid is the sender's parent. An edge never
  * moves a charge to another tenant: it only keeps the departed process's own
- * tenant charged. (server.c takes both only from a tenant's member.)
+ * tenant charged. (handle_handovers.c takes both only from a tenant's member.)
  *
  * Each edge has an owner, the tenant and uid of the member that reported it, and
  * no owner holds more than HEIRS_TENANT_MAX (a tenant) or HEIRS_UID_MAX (a uid)

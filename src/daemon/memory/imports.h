@@ -17,7 +17,7 @@
  * such import ends (the exporter's shim dropped them from its holdings).
  *
  * Nothing a client says is taken on trust. Only a tenant's member may send SHARED
- * and IMPORTED (server.c). A SHARED names the device memory of the object (gpu,
+ * and IMPORTED (handle_handovers.c). A SHARED names the device memory of the object (gpu,
  * bytes) and is refused unless the sender's shares on that GPU fit in what the
  * ledger charges it there (its holdings and credit, struct ipc_sender): kairosd has
  * no record of objects, but a process holding no memory shares none (bytes 0: an

@@ -65,16 +65,16 @@ struct ledger_tenant {
                                          * freed yet (linger.c): counts against the quota */
     uint64_t credit[KAIROS_MAX_GPUS]; /* its members' unused credit (credit.h) */
     uint64_t refusals[KAIROS_MAX_GPUS];
-    uint64_t requests[KAIROS_MAX_GPUS]; /* server.c: CREDIT requests and CHARGEs its members
+    uint64_t requests[KAIROS_MAX_GPUS]; /* handle_memory.c: CREDIT requests and CHARGEs its members
                                          * made (kairos_tenant_grant_requests_total) */
     unsigned n_members;
     bool had_member;
     uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
     bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
-    struct ratelog refusal_log;  /* server.c: its refusals logged once per interval */
+    struct ratelog refusal_log;  /* handle_memory.c: its refusals logged once per interval */
     uint64_t lies[KAIROS_MAX_GPUS]; /* its members' claims beyond what they were granted and
-                                     * the quota leaves (server.c: not counted, logged) */
-    struct ratelog lie_log;      /* server.c: those logged once per interval */
+                                     * the quota leaves (handle_memory.c: not counted, logged) */
+    struct ratelog lie_log;      /* handle_memory.c: those logged once per interval */
     bool has_compute[KAIROS_MAX_GPUS];             /* a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
     struct member_rules members;  /* who may join (members.h) */

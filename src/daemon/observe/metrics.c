@@ -179,7 +179,7 @@ static void tenant_gpu_series(FILE *f, const char *name, const char *tenant, uns
     fputc('}', f);
 }
 
-/* The figures of tenant t as kairos ps gets them (server.c's PS). */
+/* The figures of tenant t as kairos ps gets them (handle_ps.c). */
 static void tenant_figures(const struct metrics_sources *src, const struct ledger_tenant *t,
                            struct kairos_ps_reply *r)
 {

@@ -1,5 +1,5 @@
 /* membership.h - kairosd's side of membership requests, apart from the socket code
- * (server.c only sends what these return): which tenant a HELLO joins, TENANT_ADMIT
+ * (handle_members.c only sends what these return): which tenant a HELLO joins, TENANT_ADMIT
  * and TENANT_MEMBERS, with the admissions they keep (members.h) and their file
  * (admissions_file.h). Each answer is a tenant or 0, or a KAIROS_ERR_* code with a
  * message saying what to do; refusals are logged here.

@@ -68,6 +68,12 @@ long proto_body_size(uint16_t type)
     return t ? (long)t->size : -1;
 }
 
+bool proto_is_request(uint16_t type)
+{
+    const struct proto_type *t = find_type(type);
+    return t && t->request;
+}
+
 const char *proto_type_name(uint16_t type)
 {
     const struct proto_type *t = find_type(type);

@@ -11,6 +11,7 @@
 #ifndef KAIROS_DAEMON_PROTO_CHECK_H
 #define KAIROS_DAEMON_PROTO_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,9 @@ int proto_check(const void *msg, size_t len, struct proto_request *out, char *wh
  * TENANT_SET of KAIROS_TENANT_SET_SIZE_V0 bytes and a PS without a body are
  * accepted too: proto.h.) */
 long proto_body_size(uint16_t type);
+/* Whether a peer may send the type to the daemon (proto_check refuses the others);
+ * each such type has its handler in requests.c's table. */
+bool proto_is_request(uint16_t type);
 /* The type's name ("HELLO"), or "unknown". */
 const char *proto_type_name(uint16_t type);
 

@@ -1,7 +1,8 @@
 /* server.h - kairosd's unix socket: listening (mode 0666 under a directory it
  * creates), accepting up to a bound of connections, each peer's credentials
- * (SO_PEERCRED) and pidfd, framing and validation (proto_check), and the handling
- * of each request against the tenants and the ledger.
+ * (SO_PEERCRED), pidfd and outbox, and framing; each whole message goes to the
+ * request table (requests.h), whose handlers answer through the peer's outbox
+ * (peer.h) and never touch the socket.
  *
  * A peer's death is seen at once, by the hang-up of its socket or its pidfd,
  * whichever comes first, and everything it held is released (later, when the GPU

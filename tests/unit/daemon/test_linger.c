@@ -90,7 +90,7 @@ static struct ledger_member *join(struct ledger_tenant *t, uint32_t pid, uint64_
     return m;
 }
 
-/* What server.c does when member m's connection closes: lingers with its credit
+/* What handle_members.c does when member m's connection closes: lingers with its credit
  * folded in, or is released now (true: it lingers). */
 static bool depart(struct ledger_member *m, uint32_t pid)
 {
