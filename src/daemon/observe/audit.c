@@ -1,11 +1,10 @@
 /* audit.c - compares what the GPUs hold with the ledger (see audit.h): the backend's
- * process lists summed per tenant, the openers of the device nodes from /proc, the
- * GPU's memory.used reconciled with both, and what each finding leads to (a report,
- * a kill by policy with exemptions). */
+ * process lists summed per tenant, the openers of the device nodes from /proc, and the
+ * GPU's memory.used reconciled with both; what each finding leads to (a report, a kill
+ * by policy with exemptions) is audit_action.c's. */
 #include "daemon/observe/audit.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +16,11 @@
 #include "daemon/memory/linger.h"
 #include "daemon/base/log.h"
 #include "daemon/base/procscan.h"
+#include "daemon/observe/audit_action.h"
 
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
 #define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
 #define AUDIT_SCAN_EVERY 10u         /* intervals between /proc scans (sooner when needed) */
-
-/* Every finding's line names its tenant (NULL: none), process (0: none) and GPU (< 0:
- * none): the one place to give the log those as fields. */
-#define audit_warn(t, p, g, ...) log_about_warn(t, p, g, __VA_ARGS__)
-#define audit_error(t, p, g, ...) log_about_error(t, p, g, __VA_ARGS__)
 
 enum audit_kind {
     AUDIT_UNREGISTERED = 1, /* listed by the backend, not a member */
@@ -96,12 +91,6 @@ struct audit {
     bool scan_ok;
 };
 
-/* Root's monitoring tools, exempt from kills when audit: { exempt } is not given. */
-static const struct config_exempt builtin_exempt[] = {
-    {"nvidia-smi", false, 0},    {"nvidia-persiste", false, 0}, {"nv-hostengine", false, 0},
-    {"dcgm-exporter", false, 0}, {"dcgmi", false, 0},           {"nvtop", false, 0},
-};
-
 static uint64_t monotonic_ms(void *ctx)
 {
     (void)ctx;
@@ -148,56 +137,6 @@ static bool due(struct audit *a, uint32_t who, unsigned gpu, enum audit_kind kin
         return false;
     s->reported = true;
     return true;
-}
-
-static bool exempt_matches(const struct config_exempt *e, const struct procscan_proc *p)
-{
-    return (!e->command[0] || !strcmp(e->command, p->comm)) && (e->any_uid || e->uid == p->uid);
-}
-
-static bool is_exempt(const struct audit *a, const struct procscan_proc *p)
-{
-    const struct config_exempt *v = a->cfg->audit_exempt;
-    size_t n = a->cfg->n_audit_exempt;
-    if (!a->cfg->audit_exempt_given) {
-        v = builtin_exempt;
-        n = sizeof builtin_exempt / sizeof *builtin_exempt;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (exempt_matches(&v[i], p))
-            return true;
-    return false;
-}
-
-/* Reports what pid did (about tenant, NULL: none, and gpu, < 0: none) and, by
- * policy, kills it. killable: the finding is GPU memory the process holds (an opener
- * seen holding none is only reported). */
-static void act(struct audit *a, const struct procscan_proc *p, const char *tenant, int gpu,
-                const char *what, bool killable)
-{
-    char who[96];
-    snprintf(who, sizeof who, "pid %u (%s)", p->pid, p->comm);
-    char uid[24] = "uid ?";
-    if (p->uid != UINT32_MAX)
-        snprintf(uid, sizeof uid, "uid %u", p->uid);
-    const char *outcome = NULL;
-    if (!a->cfg->audit_kill)
-        outcome = "not killed (audit action is report)";
-    else if (!p->exists)
-        outcome = "not killed (not in /proc)";
-    else if (!killable)
-        outcome = "not killed (no GPU memory of it is seen)";
-    else if (p->pid <= 1 || p->pid == (uint32_t)getpid())
-        outcome = "never killed (pid 1 or kairosd)";
-    else if (is_exempt(a, p))
-        outcome = "not killed: exempt (audit exempt)";
-    else if (kill((pid_t)p->pid, SIGKILL))
-        audit_error(tenant, p->pid, gpu, "audit: %s %s, %s; kill failed: %s", who, what, uid,
-                    strerror(errno));
-    else
-        outcome = "killed (audit action kill)";
-    if (outcome)
-        audit_warn(tenant, p->pid, gpu, "audit: %s %s, %s; %s", who, what, uid, outcome);
 }
 
 /* --- who the ledger knows --- */
@@ -391,7 +330,7 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
         snprintf(what, sizeof what, "of tenant %s uses %s on GPU %u, where the tenant is above "
                  "its quota of %s", t->name, tenants_size(mine[i]->used, x, sizeof x), gpu,
                  tenants_size(quota, y, sizeof y));
-        act(a, &p, t->name, (int)gpu, what, p.exists); /* gone: its pid may be reused */
+        audit_act(a->cfg, &p, t->name, (int)gpu, what, p.exists); /* gone: its pid may be reused */
         left -= mine[i]->used;
     }
 }
@@ -419,7 +358,7 @@ static void check_unregistered(struct audit *a, unsigned g, const struct gpu_pro
              "(started without kairos run or the shim?)%s", g,
              gp->used_valid ? tenants_size(gp->used, x, sizeof x) : "memory unknown",
              p.exists ? "" : "; not in /proc (another pid namespace?)");
-    act(a, &p, NULL, (int)g, what, p.exists);
+    audit_act(a->cfg, &p, NULL, (int)g, what, p.exists);
 }
 
 /* Returns how many processes the backend listed on g (their pids in a->listed), or
@@ -530,7 +469,7 @@ static void check_openers(struct audit *a)
             snprintf(what, sizeof what, "has %s open without being a registered tenant; %s",
                      a->nodes.node[g], a->gpu ? "the GPU backend does not list it (memory "
                      "without a CUDA context?)" : "no GPU backend to say what it holds");
-        act(a, &o->proc, NULL, g == AUDIT_NO_GPU ? -1 : (int)g, what, false);
+        audit_act(a->cfg, &o->proc, NULL, g == AUDIT_NO_GPU ? -1 : (int)g, what, false);
     }
 }
 
@@ -628,7 +567,7 @@ static void name_holders(struct audit *a, unsigned g)
         snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained%s",
                  a->scan.v[i].gpus & (1u << g) ? a->nodes.node[g] : "the driver's nodes", g, x,
                  member_note(a, p->pid, note, sizeof note));
-        act(a, p, t ? t->name : NULL, (int)g, what, true);
+        audit_act(a->cfg, p, t ? t->name : NULL, (int)g, what, true);
     }
 }
 

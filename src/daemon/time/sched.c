@@ -1,5 +1,6 @@
 /* sched.c - the feedback time-share scheduler of one GPU (see sched.h and
- * docs/scheduler.md). Each period:
+ * docs/scheduler.md): its API, the demand, targets, timeslices, windows and their
+ * feedback, and the plan; AUTO's ladder is sched_ladder.c's. Each period:
  *   1. demand: who wanted the GPU (runnable at least 2 % of the period, or used
  *      when use is exact; without runnable time, as from NVML: who has a live
  *      process);
@@ -12,19 +13,8 @@
  *      for deep queues only; each trimmed by what its tenant got while the GPU
  *      was contended, slice_trim.h); or, in AUTO, do no harm: the driver's own
  *      timeslices and no pause until a tenant that waited is clearly short of
- *      its target (NATIVE: its shortfall, smoothed, above 3 points and a fifth of
- *      its target for 3 periods; or its part of what ran 4 points below its part
- *      of the targets over ~2 s); then timeslices in the ratio of the shares, the
- *      smallest CUDA's own 2048 us, trimmed the same way (SLICES); then, if one
- *      stays short under those with its slice trimmed up as far as it may go,
- *      windows (WINDOWS), kept only if the GPU stays at least 0.9 as busy
- *      as before them (a launch-bound tenant alone in its window idles the GPU),
- *      else not tried again for 60 s.
- *      A level that was needed is held for 10 s, then the native state is tried
- *      again, the hold doubling (to 60 s) each time a tenant is short again at
- *      once (beside a latency tenant, windows at once, as before); an active set
- *      that needed the slices and is back within 60 s takes them up at once
- *      (recall_level). What a tenant
+ *      its target, then the shares' timeslices, then windows, each held while
+ *      it is needed (the ladder, sched_ladder.c). What a tenant
  *      ran is, with NVML's coarse use, its shims' progress time, read as its part
  *      of the sum. Latency tenants are never paused in any mode (only a limit
  *      pauses them) and never trigger windows;
@@ -45,34 +35,17 @@
  */
 #include "daemon/time/sched.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
 
+#include "daemon/time/sched_internal.h"
 #include "kairos/proto.h"
 
 #define ACTIVE_MIN 0.02      /* wanted at least 2 % of the period */
-#define DRIFT_ERR 0.02       /* 2 percentage points below target */
-#define LAG_GAIN 0.3         /* the weight of the last period in a tenant's shortfall */
-#define SWING_ERR 0.03       /* natively: 3 points short in one period, at least */
-#define DRIFT_PERIODS 3
-#define PROBE_DRIFT_PERIODS 2 /* short this many periods on probation: back up at once */
-#define WINDOWS_TRIAL_PERIODS 12 /* judged periods of windows before windows_helped() */
-#define WINDOWS_BUSY_KEEP 0.9  /* windows keep at least this part of the GPU's use */
-#define SETTLE_PERIODS 2
 #define DEBT_MAX 0.05        /* of the period */
 #define DEBT_GAIN 0.5
 #define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
-#define NATIVE_REL 0.2       /* in the native state, short by at least this part of
-                              * its target too (and SWING_ERR) */
-#define RECALL_CONFIRM 20     /* periods a set keeps a level taken up again before its
-                              * next reset renews it (remember_level) */
-#define SLOW_LAG_GAIN 0.05   /* the weight of the last period in lag_slow */
-#define SLOW_LAG_ERR 0.04    /* in the native state, 4 points short for ~2 s is short too:
-                              * on the H200 a training at 70 % next to one at 30 % ran
-                              * 7-10 points short, under NATIVE_REL of its target, for
-                              * whole runs (bench/results/2026-12-05-harm-3) */
 
 const char *sched_mode_name(enum sched_mode m)
 {
@@ -112,7 +85,7 @@ void sched_set_yield(struct sched_gpu *g, uint32_t yield_us)
  * timeslice against their short ones), its time taken from whichever window it
  * lands in. (AUTO used to window it once it drifted: on the H200 its p99 went to
  * 5.63x solo next to training; etc/sim/latency-auto.yaml shows the same.) */
-static bool in_windows(const struct sched_gpu *g, const struct sched_tenant *t)
+bool sched_in_windows(const struct sched_gpu *g, const struct sched_tenant *t)
 {
     (void)g;
     return t->present && t->active && t->pol.prio != SCHED_PRIO_LATENCY;
@@ -120,29 +93,12 @@ static bool in_windows(const struct sched_gpu *g, const struct sched_tenant *t)
 
 /* Windows can steer anything only between two or more active tenants that take
  * windows; a latency tenant next to one other is left to the timeslices. */
-static bool windows_possible(const struct sched_gpu *g)
+bool sched_windows_possible(const struct sched_gpu *g)
 {
     unsigned windowed = 0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        windowed += in_windows(g, &g->t[i]);
+        windowed += sched_in_windows(g, &g->t[i]);
     return windowed >= 2;
-}
-
-static bool latency_present(const struct sched_gpu *g);
-
-/* The level the mode starts from for the active set, and the lowest AUTO comes
- * down to: strict windows in WINDOWS mode; in AUTO also beside a latency tenant,
- * where the others' short yield slice holds only while each is alone in its
- * window (in the simulator, next to requests, two deep tenants in 1-2 ms slices
- * kept the GPU 92.2 % busy and a request's p95 at 5.23 ms; in windows 97.1 % and
- * 2.76 ms, solo 2 ms); otherwise the driver's own timeslices in AUTO, the shares'
- * in TIMESLICES (and in WINDOWS while windows cannot steer anything). */
-static enum sched_level floor_level(const struct sched_gpu *g)
-{
-    bool windows = windows_possible(g);
-    if (g->mode == SCHED_MODE_WINDOWS || (g->mode == SCHED_MODE_AUTO && latency_present(g)))
-        return windows ? SCHED_LEVEL_WINDOWS : SCHED_LEVEL_SLICES;
-    return g->mode == SCHED_MODE_AUTO ? SCHED_LEVEL_NATIVE : SCHED_LEVEL_SLICES;
 }
 
 static bool in_windows_level(const struct sched_gpu *g)
@@ -150,83 +106,11 @@ static bool in_windows_level(const struct sched_gpu *g)
     return g->level == SCHED_LEVEL_WINDOWS;
 }
 
-static void forget_misses(struct sched_gpu *g)
-{
-    g->drift = 0;
-    g->settle = SETTLE_PERIODS;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        g->t[i].lag = g->t[i].lag_slow = 0;
-        g->t[i].missed = 0;
-    }
-}
-
-/* Before the active set's level is reset: where AUTO had needed the shares' slices
- * (or more) for it, that set and its trims are kept for SCHED_HOLD_MAX_PERIODS. A
- * level only taken up again counts as needed once the set kept it RECALL_CONFIRM
- * periods (two trainings do, between their idle spells); a set that changes faster
- * (inference idling between requests) does not renew it, so a climb it once made
- * is forgotten 60 s later instead of being taken up again at every spell. */
-static void remember_level(struct sched_gpu *g)
-{
-    if (g->mode != SCHED_MODE_AUTO || g->level < SCHED_LEVEL_SLICES || !g->level_mask ||
-        (g->recalled && g->level_periods < RECALL_CONFIRM))
-        return;
-    g->recall.mask = g->level_mask;
-    g->recall.ttl = SCHED_HOLD_MAX_PERIODS;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        g->recall.trim[i] = g->t[i].slice;
-}
-
-/* After a reset: the same active set as the one remembered (two trainings back from
- * an idle spell, an evaluation, a checkpoint) takes the shares' slices up again at
- * once, with their trims and the first hold, instead of running natively until its
- * shortfall shows again (on the H200 ~1 s of every 8 s round of two trainings at
- * 70/30); the hold's end tries the native state as always. Never windows: whether
- * they help is judged afresh. */
-static void recall_level(struct sched_gpu *g)
-{
-    if (g->mode != SCHED_MODE_AUTO || !g->recall.ttl || g->recall.mask != g->active_mask ||
-        g->level >= SCHED_LEVEL_SLICES)
-        return;
-    g->level = g->held = SCHED_LEVEL_SLICES;
-    g->hold = g->hold_periods;
-    g->recalled = true;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        g->t[i].slice = g->recall.trim[i];
-}
-
-static void reset_mode(struct sched_gpu *g)
-{
-    remember_level(g);
-    g->level = g->held = floor_level(g);
-    g->hold = g->probe = g->trial = 0; /* windows_cooldown outlives the active set */
-    g->hold_periods = SCHED_HOLD_MIN_PERIODS;
-    g->drift = 0;
-    g->settle = SETTLE_PERIODS;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        g->t[i].debt_us = g->t[i].lag = g->t[i].lag_slow = 0;
-        g->t[i].missed = 0;
-        slice_trim_reset(&g->t[i].slice);
-    }
-    g->level_mask = g->active_mask;
-    g->level_periods = 0;
-    g->recalled = false;
-    recall_level(g);
-}
-
-/* A new mode or policy: what an active set needed before says nothing now. */
-static void forget_levels(struct sched_gpu *g)
-{
-    g->recall.ttl = 0;
-    g->level_mask = 0;
-    reset_mode(g);
-}
-
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode)
 {
     if (g->mode != mode) {
         g->mode = mode;
-        forget_levels(g);
+        sched_forget_levels(g);
     }
 }
 
@@ -243,7 +127,7 @@ int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_poli
     }
     t->pol = *p;
     t->cap = p->limit > 0 ? p->limit : 1.0; /* until a period is measured */
-    forget_levels(g);
+    sched_forget_levels(g);
     return 0;
 }
 
@@ -251,7 +135,7 @@ void sched_tenant_remove(struct sched_gpu *g, unsigned slot)
 {
     if (slot < SCHED_MAX_TENANTS && g->t[slot].present) {
         memset(&g->t[slot], 0, sizeof g->t[slot]);
-        forget_levels(g);
+        sched_forget_levels(g);
     }
 }
 
@@ -334,12 +218,7 @@ static void fill_targets(struct sched_gpu *g)
     }
 }
 
-/* Timeslices proportional to shares, the smallest share on the GPU getting 1 ms,
- * best-effort tenants 1 ms. They depend on the policies only, not on who was
- * active in the last period: on the H200, NVML's samples (every ~200 ms) made the
- * active set flicker, and slices recomputed from it swung between 250 us and 3 ms,
- * each switch costing throughput. */
-static bool latency_present(const struct sched_gpu *g)
+bool sched_latency_present(const struct sched_gpu *g)
 {
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (g->t[i].present && g->t[i].pol.prio == SCHED_PRIO_LATENCY)
@@ -370,10 +249,10 @@ static bool latency_within_shares(const struct sched_gpu *g)
  * between them every yield_us. 0: no rule. */
 static uint64_t yield_slice(const struct sched_gpu *g, const struct sched_tenant *t)
 {
-    if (!g->yield_us || t->pol.prio == SCHED_PRIO_LATENCY || !latency_present(g) ||
+    if (!g->yield_us || t->pol.prio == SCHED_PRIO_LATENCY || !sched_latency_present(g) ||
         !latency_within_shares(g))
         return 0;
-    return in_windows_level(g) || !windows_possible(g) ? g->yield_us : 0;
+    return in_windows_level(g) || !sched_windows_possible(g) ? g->yield_us : 0;
 }
 
 /* Whether another tenant of the GPU takes the yield slice now: a latency tenant
@@ -386,6 +265,11 @@ static bool others_yield(const struct sched_gpu *g, const struct sched_tenant *t
     return false;
 }
 
+/* Timeslices proportional to shares, the smallest share on the GPU getting 1 ms,
+ * best-effort tenants 1 ms. They depend on the policies only, not on who was
+ * active in the last period: on the H200, NVML's samples (every ~200 ms) made the
+ * active set flicker, and slices recomputed from it swung between 250 us and 3 ms,
+ * each switch costing throughput. */
 static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *t)
 {
     uint64_t yield = yield_slice(g, t);
@@ -416,7 +300,7 @@ static uint64_t timeslice(const struct sched_gpu *g, const struct sched_tenant *
  * samples, about five a second, each name the one process on the GPU: of eight
  * deep tenants in 12.4 ms timeslices three or more read 0 % in every second, and
  * auto mode took that for starvation and paused all eight in windows. */
-static uint64_t ran_us(const struct sched_gpu *g, const struct sched_usage *u)
+uint64_t sched_ran_us(const struct sched_gpu *g, const struct sched_usage *u)
 {
     if (!u->used_coarse || !u->progress_known)
         return u->used_us;
@@ -436,136 +320,6 @@ static double progress_scale(const struct sched_gpu *g, const struct sched_usage
         if (g->t[i].present && use[i].used_coarse && use[i].progress_known)
             sum += (double)use[i].progress_us;
     return sum > 0 ? g->period_us / sum : 1.0;
-}
-
-/* The targets of the tenants that take windows, summed. */
-static double windowed_targets(const struct sched_gpu *g)
-{
-    double sum = 0;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (in_windows(g, &g->t[i]))
-            sum += g->t[i].target;
-    return sum;
-}
-
-/* Whether the tenant waited in the last period (more than 5 % of it) and misses
- * its target: its shortfall (target - ran), smoothed over a few periods
- * (LAG_GAIN), is above SWING_ERR and NATIVE_REL of its target, in the native
- * state and under the shares' slices alike; ladder() climbs when that holds
- * DRIFT_PERIODS in a row. On probation after a step down, one period's
- * shortfall above the same bound counts (PROBE_DRIFT_PERIODS in a row): the
- * level before was needed. The bound is above the noise of the shims' progress
- * between symmetric tenants, mostly: on the H200 four launch-bound inference
- * processes read 14-37 % of their sum from one period to the next, and this
- * still took that for a shortfall in 3 of 6 runs (docs/scheduler.md). */
-static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
-                          const struct sched_usage *u, double busy, double targets)
-{
-    /* windows would not help a latency tenant that waited; back from an idle spell,
-     * NVML's second still holds it (on the H200 auto windowed a bursty tenant so,
-     * and lent nothing), unless its shims' progress says what it ran: then it is
-     * judged at once (two trainings at 70/30 back from an idle spell ran natively
-     * 50/50 for the 1 s of NVML's staleness first, 1.4 s of an 8 s run on the H200) */
-    if (!in_windows(g, t) || u->runnable_us == SCHED_RUNNABLE_UNKNOWN || busy <= 0 ||
-        (u->used_coarse && !u->progress_known && t->use_stale)) {
-        t->lag = 0;
-        return false;
-    }
-    uint64_t used = ran_us(g, u);
-    double waited = (double)(u->runnable_us - (used < u->runnable_us ? used : u->runnable_us)) /
-                    g->period_us;
-    if (waited <= 0.05) {
-        t->lag = t->lag_slow = 0;
-        return false;
-    }
-    double shortfall = t->target - (double)used / g->period_us;
-    t->lag += LAG_GAIN * (shortfall - t->lag);
-    /* parts of what ran and of the targets: a GPU short of busy (switches, a
-     * shallow queue) is no tenant's shortfall */
-    double part_short = (targets > 0 ? t->target / targets : 0) - (double)used / busy;
-    t->lag_slow += SLOW_LAG_GAIN * (part_short - t->lag_slow);
-    double clear = fmax(SWING_ERR, NATIVE_REL * t->target);
-    if (g->probe) /* back in the native state after a needed level: in each period */
-        return shortfall > clear;
-    if (g->level == SCHED_LEVEL_NATIVE && t->lag_slow > SLOW_LAG_ERR)
-        return true; /* a small shortfall that lasts */
-    return t->lag > clear; /* smoothed over a few periods */
-}
-
-/* Whether the slices' trims are spent: no tenant that took more than its part of
- * what ran can have its slice shortened further, or the short tenant t's can grow
- * no longer (slice_trim.h). Two short tenants beside one over its part share the
- * room the latter's shortest slice leaves (the trims keep a geometric mean of 1),
- * so neither need reach the longest slice. */
-static bool slices_spent(const struct sched_gpu *g, const struct sched_tenant *t)
-{
-    if (slice_trim_at_most(&t->slice))
-        return true;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        const struct sched_tenant *u = &g->t[i];
-        if (u != t && in_windows(g, u) && !slice_trim_wants_more(&u->slice) &&
-            !slice_trim_at_least(&u->slice))
-            return false;
-    }
-    return true;
-}
-
-/* Whether the shares' slices can still do more for a tenant short under them: the
- * trims are not yet spent (slices_spent). Until they are, its shortfall does not
- * climb to windows: the slices are given the time to act (~1-2 s for a lasting
- * shortfall), and a short dip of one launch-bound tenant among symmetric ones (on
- * an H100 one of four inference processes read 11-19 % of the four's progress for
- * 0.6 s where 25 % was its part) moves the trims a little and passes, where it
- * used to start a windows trial that held every process's p99 at 77 ms for the
- * trial's 1.2 s (bench/results/2026-12-06-harm, infer4). The price: a shallow
- * queue that the slices cannot help (it never uses one up) gets its windows ~1.2 s
- * later (2.0 s into etc/sim/two-shallow-70-30.yaml, not 0.8). */
-static bool slices_can_help(const struct sched_gpu *g, const struct sched_tenant *t)
-{
-    if (g->mode != SCHED_MODE_AUTO || g->level != SCHED_LEVEL_SLICES || g->probe)
-        return false;
-    /* a tenant held to its limit's window meets the others' slices in it: only
-     * windows give it that window whole */
-    bool limited = t->pol.limit > 0 && t->pol.limit < 1;
-    return !limited && !slices_spent(g, t);
-}
-
-/* Whether a tenant waited (more than 5 % of the last period): the GPU was contended,
- * and how it ran the slices says how they divide it. */
-static bool contended(const struct sched_gpu *g, const struct sched_usage use[])
-{
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        const struct sched_tenant *t = &g->t[i];
-        if (in_windows(g, t) && use[i].runnable_us != SCHED_RUNNABLE_UNKNOWN &&
-            use[i].runnable_us > ran_us(g, &use[i]) + g->period_us / 20)
-            return true;
-    }
-    return false;
-}
-
-/* Under the shares' slices, in a contended period, each active tenant's slice is
- * trimmed by how its part of what ran compares with its part of the targets
- * (slice_trim.h); latency tenants keep theirs. */
-static void trim_slices(struct sched_gpu *g, const struct sched_usage use[])
-{
-    if (g->level != SCHED_LEVEL_SLICES || !contended(g, use))
-        return;
-    double targets = windowed_targets(g), ran = 0;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (in_windows(g, &g->t[i]))
-            ran += (double)ran_us(g, &use[i]);
-    if (targets <= 0 || ran <= 0)
-        return;
-    struct slice_trim *trims[SCHED_MAX_TENANTS];
-    unsigned n = 0;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        struct sched_tenant *t = &g->t[i];
-        if (!in_windows(g, t))
-            continue;
-        slice_trim_observe(&t->slice, t->target / targets, (double)ran_us(g, &use[i]) / ran);
-        trims[n++] = &t->slice;
-    }
-    slice_trim_normalize(trims, n);
 }
 
 static int prio_rank(enum sched_prio p)
@@ -661,7 +415,7 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         charged[i] = 0;
-        if (t->present && t->dec.period_us && in_windows(g, t))
+        if (t->present && t->dec.period_us && sched_in_windows(g, t))
             tsum += t->target;
         if (!t->present || !t->dec.period_us)
             continue;
@@ -675,7 +429,7 @@ static void charge_windows(struct sched_gpu *g, const struct sched_usage *use)
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         sum += charged[i];
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        g->t[i].charged_us = g->t[i].dec.period_us ? charged[i] : (double)ran_us(g, &use[i]);
+        g->t[i].charged_us = g->t[i].dec.period_us ? charged[i] : (double)sched_ran_us(g, &use[i]);
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         if (!t->present || !t->dec.period_us)
@@ -729,14 +483,14 @@ static void plan_windows(struct sched_gpu *g, struct sched_decision *next)
 {
     double P = g->period_us, duty[SCHED_MAX_TENANTS], sum = 0, share = 0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (in_windows(g, &g->t[i]))
+        if (sched_in_windows(g, &g->t[i]))
             share += g->t[i].target;
     /* the windows fill the period when latency tenants (never paused) take none */
     double stretch = share > 0 ? 1.0 / share : 1.0;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
         struct sched_tenant *t = &g->t[i];
         duty[i] = 0;
-        if (!in_windows(g, t) || t->target <= 0)
+        if (!sched_in_windows(g, t) || t->target <= 0)
             continue;
         duty[i] = fmax(SCHED_DUTY_MIN_US, t->target * stretch * P + DEBT_GAIN * t->debt_us);
         if (t->pol.limit > 0)
@@ -809,91 +563,6 @@ static double demand_of(const struct sched_gpu *g, const struct sched_usage *u)
     return fmin((double)us / g->period_us, 1.0);
 }
 
-/* How busy the GPU was, smoothed (LAG_GAIN): the tenants' use summed (NVML's, of
- * the last second, on a GPU; exact in the simulator). */
-static void note_busy(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
-{
-    double sum = 0;
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (g->t[i].present)
-            sum += (double)use[i].used_us / g->period_us;
-    g->busy_avg += LAG_GAIN * (fmin(sum, 1.0) - g->busy_avg);
-}
-
-/* Windows help a short tenant only if it can use a window: a launch-bound one
- * alone in its window idles the GPU while it is on the CPU (on the H200 four such
- * inference processes served 210 requests/s in windows against 486 natively;
- * eight, 78 per process against 107 natively), where a shallow queue next to a
- * deep one loses a few points (etc/sim/two-shallow-70-30.yaml: 89.8 % busy in
- * windows, 94.3 % natively). The tenants' own figures cannot tell the two apart
- * (a launch-bound tenant alone in its window moves its channels in most samples
- * of it), the GPU's use can: windows that leave it busy less than
- * WINDOWS_BUSY_KEEP of what it was before, WINDOWS_TRIAL_PERIODS after they
- * began (NVML's figure is the last second's), are left for the slices. */
-static void start_windows_trial(struct sched_gpu *g)
-{
-    g->busy_before = g->busy_avg;
-    g->trial = WINDOWS_TRIAL_PERIODS;
-}
-
-static bool windows_helped(const struct sched_gpu *g)
-{
-    return g->busy_avg >= WINDOWS_BUSY_KEEP * g->busy_before;
-}
-
-/* AUTO's ladder, once a period outside a settling spell: a tenant short for
- * DRIFT_PERIODS in a row raises the level by one (or, on probation: within
- * SCHED_PROBE_PERIODS of a step down, PROBE_DRIFT_PERIODS in a row, back to the
- * level that was needed, the hold doubled); a level
- * above the floor comes down to the floor, on probation, once held for its hold
- * (a tenant's own figures cannot tell that contention is gone: under windows
- * every tenant with work waits while paused, and a short tenant waits alone
- * behind a greedy one that never does). Windows that left the GPU much less busy
- * are left for the slices (start_windows_trial). */
-static void ladder(struct sched_gpu *g, unsigned missed)
-{
-    enum sched_level floor = floor_level(g);
-    g->drift = missed;
-    if (g->probe && --g->probe == 0) { /* the step down held: contention is gone */
-        g->held = g->level;
-        g->hold_periods = SCHED_HOLD_MIN_PERIODS;
-    }
-    if (missed >= (g->probe ? PROBE_DRIFT_PERIODS : DRIFT_PERIODS) &&
-        g->level < SCHED_LEVEL_WINDOWS &&
-        (g->level < SCHED_LEVEL_SLICES || windows_possible(g))) {
-        enum sched_level next = g->level + 1;
-        if (g->probe) { /* the step down failed: back, held longer */
-            next = g->held > next ? g->held : next;
-            g->hold_periods = g->hold_periods * 2 < SCHED_HOLD_MAX_PERIODS
-                                  ? g->hold_periods * 2
-                                  : SCHED_HOLD_MAX_PERIODS;
-        }
-        if (next == SCHED_LEVEL_WINDOWS && g->windows_cooldown)
-            next = SCHED_LEVEL_SLICES;
-        if (next == g->level)
-            return;
-        if (next == SCHED_LEVEL_WINDOWS)
-            start_windows_trial(g);
-        g->level = next;
-        g->recalled = false; /* needed again: no longer only taken up */
-        g->held = next > g->held ? next : g->held;
-        g->hold = g->hold_periods;
-        g->probe = 0;
-        forget_misses(g);
-    } else if (g->level == SCHED_LEVEL_WINDOWS && g->trial && --g->trial == 0 &&
-               !windows_helped(g)) {
-        g->level = g->held = SCHED_LEVEL_SLICES; /* and no windows for a while */
-        g->windows_cooldown = SCHED_HOLD_MAX_PERIODS;
-        forget_misses(g);
-        g->settle = 1;
-    } else if (g->level > floor && g->hold && --g->hold == 0) {
-        g->level = floor;
-        g->probe = SCHED_PROBE_PERIODS;
-        forget_misses(g);
-        g->settle = 1; /* a report that straddles the step can only hide a shortfall */
-    }
-}
-
 void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENANTS])
 {
     double busy = 0;
@@ -903,42 +572,25 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         struct sched_tenant *t = &g->t[i];
         if (!t->present)
             continue;
-        busy += (double)ran_us(g, &use[i]);
+        busy += (double)sched_ran_us(g, &use[i]);
         t->active = (seen_active(g, &use[i]) && !t->quiet) || t->woken;
         if (t->active)
             mask |= 1ull << i;
     }
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
         if (g->t[i].present) {
-            g->t[i].achieved = busy > 0 ? (double)ran_us(g, &use[i]) / busy : 0;
+            g->t[i].achieved = busy > 0 ? (double)sched_ran_us(g, &use[i]) / busy : 0;
             g->t[i].demand = demand_of(g, &use[i]);
         }
     if (mask != g->active_mask) {
         g->active_mask = mask;
-        reset_mode(g);
+        sched_reset_mode(g);
     }
     charge_windows(g, use);
     measure_caps(g, use);
     fill_targets(g);
 
-    unsigned missed = 0; /* the most periods in a row one tenant has missed its target */
-    double targets = windowed_targets(g);
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
-        struct sched_tenant *t = &g->t[i];
-        if (!t->present)
-            continue;
-        t->missed = misses_target(g, t, &use[i], busy, targets) && !g->settle ? t->missed + 1
-                                                                             : 0;
-        unsigned counts = slices_can_help(g, t) ? 0 : t->missed;
-        missed = counts > missed ? counts : missed;
-    }
-    if (g->settle)
-        g->settle--;
-    else if (g->mode == SCHED_MODE_AUTO)
-        ladder(g, missed);
-    if (!g->settle)
-        trim_slices(g, use);
-    note_busy(g, use);
+    sched_judge(g, use, busy);
 
     sched_plan(g);
     g->windows_cooldown -= g->windows_cooldown > 0;
@@ -953,64 +605,11 @@ void sched_tick(struct sched_gpu *g, const struct sched_usage use[SCHED_MAX_TENA
         g->fresh--;
 }
 
-/* Whether a tenant that spans GPUs is active on both a and b. */
-static bool tied(const struct sched_gpu *a, const struct sched_gpu *b)
-{
-    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
-        if (a->t[i].present && a->t[i].spans && a->t[i].active && b->t[i].present &&
-            b->t[i].active)
-            return true;
-    return false;
-}
-
-/* Whether f can take lead's level: a higher one, and windows only where they are
- * possible and were not just seen to idle f. */
-static bool may_follow(const struct sched_gpu *f, const struct sched_gpu *lead)
-{
-    if (f->mode != SCHED_MODE_AUTO || lead->level <= f->level)
-        return false;
-    return lead->level < SCHED_LEVEL_WINDOWS || (windows_possible(f) && !f->windows_cooldown);
-}
-
-/* f takes lead's level as if it had climbed there itself, held as long as lead
- * holds it. Windows are a trial on f too: if they idle f's GPU (its own tenants
- * launch-bound), f leaves them for the slices and takes none for a while, whatever
- * lead does (may_follow). */
-static void follow(struct sched_gpu *f, const struct sched_gpu *lead)
-{
-    if (lead->level == SCHED_LEVEL_WINDOWS)
-        start_windows_trial(f);
-    f->level = lead->level;
-    f->held = lead->level > f->held ? lead->level : f->held;
-    f->hold = lead->hold > f->hold ? lead->hold : f->hold;
-    f->hold_periods =
-        lead->hold_periods > f->hold_periods ? lead->hold_periods : f->hold_periods;
-    f->probe = 0;
-}
-
-void sched_couple_levels(struct sched_gpu *gpus, unsigned n_gpus)
-{
-    bool raised[KAIROS_MAX_GPUS] = {false};
-    assert(n_gpus <= KAIROS_MAX_GPUS);
-    for (bool again = true; again;) { /* a chain of GPUs: until nothing rises */
-        again = false;
-        for (unsigned a = 0; a < n_gpus; a++)
-            for (unsigned b = 0; b < n_gpus; b++)
-                if (a != b && may_follow(&gpus[b], &gpus[a]) && tied(&gpus[a], &gpus[b])) {
-                    follow(&gpus[b], &gpus[a]);
-                    raised[b] = again = true;
-                }
-    }
-    for (unsigned g = 0; g < n_gpus; g++)
-        if (raised[g])
-            sched_plan(&gpus[g]);
-}
-
 /* The active set changed in mid-period: plan again now; true when decisions
  * changed (those changed before and not sent yet stay marked). */
 static bool replan_now(struct sched_gpu *g)
 {
-    reset_mode(g);
+    sched_reset_mode(g);
     g->fresh = SCHED_WAKE_TICKS;
     bool was[SCHED_MAX_TENANTS], any = false;
     for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++)
@@ -1090,7 +689,7 @@ static void classify_hold(const struct sched_gpu *g, struct sched_tenant *t,
  * sample it at rest once a report period, not every 20 ms (KAIROS_TIME_QUICK_WAKE). */
 static bool wake_counts(const struct sched_gpu *g, const struct sched_tenant *t)
 {
-    return g->mode == SCHED_MODE_WINDOWS || in_windows_level(g) || latency_present(g) ||
+    return g->mode == SCHED_MODE_WINDOWS || in_windows_level(g) || sched_latency_present(g) ||
            t->pol.limit > 0;
 }
 

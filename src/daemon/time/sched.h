@@ -140,7 +140,7 @@ struct sched_tenant {
     unsigned quiet;       /* ticks left since sched_idle_early: idle, whatever the
                            * reports that still cover its busy part, until a wake */
     double lag;           /* its shortfall below target while it waits, smoothed
-                           * (sched.c misses_target) */
+                           * (sched_ladder.c misses_target) */
     double lag_slow;      /* the same shortfall smoothed over ~2 s: a small one that
                            * lasts also takes the native state to the slices */
     unsigned missed;      /* consecutive periods it missed its target (misses_target) */
@@ -166,7 +166,7 @@ struct sched_gpu {
                                 * trial left the GPU much less busy (the tenants'
                                 * nature outlives their idle spells and the active
                                 * set: launch-bound inference idles between requests) */
-    double busy_avg;        /* the tenants' use summed, smoothed (sched.c note_busy) */
+    double busy_avg;        /* the tenants' use summed, smoothed (sched_ladder.c note_busy) */
     double busy_before;     /* busy_avg when the windows began */
     unsigned drift;       /* the most consecutive periods one tenant missed its target */
     unsigned settle;      /* periods to wait after a change before judging drift */
@@ -185,7 +185,7 @@ struct sched_gpu {
     bool recalled;          /* the level was taken up again (recall_level), not climbed */
     struct {                /* AUTO: the shares' slices an active set needed, with its
                              * trims, taken up again at once when the same set is
-                             * active again within ttl periods (sched.c recall_level) */
+                             * active again within ttl periods (sched_ladder.c recall_level) */
         uint64_t mask;
         unsigned ttl;
         struct slice_trim trim[SCHED_MAX_TENANTS];

@@ -585,7 +585,7 @@ static void test_eight_equal(void **state)
 /* Two shallow queues at 70/30 alternate batch for batch: the slices cannot help a
  * (it never uses one up), so auto moves them to windows once a's slice is trimmed
  * up as far as it may go, within 2.5 s (2.0; 0.8 s before the slices were given
- * that time, sched.c slices_can_help), and the windows hold from then on (judged
+ * that time, sched_ladder.c slices_can_help), and the windows hold from then on (judged
  * after a warm-up of 2.5 s). */
 static void test_shallow_70_30(void **state)
 {

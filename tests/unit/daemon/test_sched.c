@@ -38,9 +38,9 @@ static void pair(struct sched_gpu *g, enum sched_mode mode, const struct sched_p
     assert_int_equal(sched_tenant_set(g, 1, p1), 0);
 }
 
-#define DRIFT_PERIODS_MIN 3 /* sched.c's DRIFT_PERIODS: no level changes sooner */
+#define DRIFT_PERIODS_MIN 3 /* sched_ladder.c's DRIFT_PERIODS: no level changes sooner */
 /* A tenant still short under the shares' slices takes windows once its slice is
- * trimmed up as far as it may go (slices_can_help in sched.c): ~10-18 periods of
+ * trimmed up as far as it may go (slices_can_help in sched_ladder.c): ~10-18 periods of
  * a lasting shortfall, where the windows used to come after DRIFT_PERIODS. */
 #define SLICES_SPENT_MAX 20
 #define WINDOWS_FROM_NATIVE_MAX (8 + SLICES_SPENT_MAX) /* the slices within 8, then that */
