@@ -25,7 +25,6 @@
 #include "daemon/time/sched_internal.h"
 #include "kairos/proto.h"
 
-#define DRIFT_ERR 0.02       /* 2 percentage points below target */
 #define LAG_GAIN 0.3         /* the weight of the last period in a tenant's shortfall */
 #define SWING_ERR 0.03       /* natively: 3 points short in one period, at least */
 #define DRIFT_PERIODS 3
