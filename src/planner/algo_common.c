@@ -596,7 +596,7 @@ static int algo_retime(const struct state *s, int i, int o)
         total += t;
         mem += s->in->workloads[w].mem_mib;
     }
-    return total <= st_cap(s, s->inst[i].n) && mem <= plan_option_mem(s->m, o) ? total : -1;
+    return total <= st_inst_cap(s, o, s->inst[i].n) && mem <= plan_option_mem(s->m, o) ? total : -1;
 }
 
 /* May instance i on its GPU become option o? A whole GPU only for a lone instance. */
