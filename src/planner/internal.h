@@ -112,6 +112,7 @@ long st_score(const struct state *s);
 int algo_smallest_option(const struct state *s, int w);      /* -1 if none */
 int algo_bestfit_option(const struct state *s, int w);       /* smallest at t = 100 % */
 int algo_area_option(const struct state *s, int w);          /* min compute x time */
+int algo_held_area_option(const struct state *s, int w);     /* ... x time it holds */
 int algo_whole_option(const struct state *s, int w);         /* the whole GPU, or -1 */
 /* One option per workload chosen by pick (-1 for workloads outside this pool); the
  * caller frees it. NULL when out of memory. */

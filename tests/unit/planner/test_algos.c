@@ -120,6 +120,33 @@ static void test_random_large(void **state)
     }
 }
 
+/* One workload per MIG instance: Kairos's start that counts a MIG instance as held whole
+ * mixes lone MIG instances with shared whole GPUs and beats Temporal on the scale inputs
+ * (H200, concave 0.7), below and above KAIROS_LARGE; without it Kairos's plan was
+ * Temporal's (204 and 623 GPUs). */
+static void test_held_mig_start(void **state)
+{
+    static const int sizes[] = {1000, 3000};
+    (void)state;
+    for (size_t k = 0; k < 2; k++) {
+        struct plan_gen_params g = {1, sizes[k], sizes[k] / 2, "H200-141GB", 0.7};
+        struct plan_input in;
+        struct plan p;
+        struct plan_metrics kairos, temporal;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        solve_checked(&in, PLAN_ALGO_KAIROS, 0, "scale input", &p);
+        plan_metrics_compute(&in, &p, &kairos);
+        plan_free(&p);
+        solve_checked(&in, PLAN_ALGO_TEMPORAL, 0, "scale input", &p);
+        plan_metrics_compute(&in, &p, &temporal);
+        plan_free(&p);
+        if (kairos.gpus * 100 > temporal.gpus * 95)
+            fail_msg("%d workloads: kairos %d GPUs, temporal %d", sizes[k], kairos.gpus,
+                     temporal.gpus);
+        plan_input_free(&in);
+    }
+}
+
 static int is_yaml(const struct dirent *d)
 {
     size_t n = strlen(d->d_name);
@@ -494,6 +521,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_random_large),
+        cmocka_unit_test(test_held_mig_start),
         cmocka_unit_test(test_paper_cases),
         cmocka_unit_test(test_infeasible_named),
         cmocka_unit_test(test_capacity_spill),
