@@ -129,6 +129,9 @@ enum plan_reader {
 
 struct plan_input {
     int interference;                  /* enum plan_interference (YAML 'interference') */
+    /* 0 (default): a MIG instance holds at most one workload, since kairosd enforces time
+     * shares per GPU only; 1 (--mig-time-sharing): several, shares left unenforced */
+    int mig_sharing;
     int reader;                        /* enum plan_reader: how the file was read */
     int n_pools;
     struct plan_pool pools[PLAN_MAX_POOLS];
@@ -234,6 +237,9 @@ double plan_interference_eff(int mode, int tenants);
  * their shares under the mode, each rounded up, still fit: PLAN_TIME_UNITS for one
  * tenant or no interference, else floor(eff(k) x (PLAN_TIME_UNITS - k)). */
 int plan_instance_capacity(int mode, int tenants);
+/* Whether `tenants` workloads may share an instance of option: always on the whole GPU
+ * (kairosd enforces the shares), on a MIG instance only with in->mig_sharing. */
+int plan_may_share(const struct plan_input *in, int option, int tenants);
 const char *plan_interference_name(int mode);
 int plan_interference_from_name(const char *name);   /* -1 if unknown */
 
@@ -353,7 +359,8 @@ int plan_emit_nodes(const struct plan *p, int gpus_per_node);
 /* mig-parted's configuration (version: v1, mig-configs: kairos-node<N>). */
 int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p, int gpus_per_node,
                          void *stream);
-/* The tenants of one node's kairosd.yaml (kairosd.conf(5)). */
+/* The tenants of one node's kairosd.yaml (kairosd.conf(5)); -ENOTSUP for a plan with
+ * several workloads in one MIG instance (kairosd could not enforce their shares). */
 int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpus_per_node,
                       int node, void *stream);
 /* Slurm gres.conf lines (and each node's slurm.conf Gres= as a comment). */

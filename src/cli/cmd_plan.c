@@ -52,6 +52,10 @@ static const char plan_usage_text[] =
     "      --pools MODE    Kairos with several GPU pools: best (default: joint, also\n"
     "                      started from the best plan pool by pool), joint (from its own\n"
     "                      starts only) or sequential (pool by pool, the planner before)\n"
+    "      --mig-time-sharing  let several workloads time-share one MIG instance (the\n"
+    "                      paper's model, for studies): kairosd enforces time shares on\n"
+    "                      whole GPUs only, so by default a MIG instance holds one\n"
+    "                      workload; refused with --emit\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 plan found for every workload, 1 runtime error or an infeasible\n"
@@ -62,6 +66,7 @@ struct plan_cli {
     int interference;                  /* -1: as the cluster file says */
     const char *emit;                  /* --emit DIR */
     int explain;
+    int mig_sharing;                   /* --mig-time-sharing */
     int per_node;
     int all, max_moves;
     enum plan_format fmt;
@@ -129,6 +134,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"emit", required_argument, NULL, 'e'}, {"explain", no_argument, NULL, 'x'},
         {"gpus-per-node", required_argument, NULL, 'n'},
         {"pools", required_argument, NULL, 'p'},
+        {"mig-time-sharing", no_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
@@ -171,6 +177,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
             break;
         case 'e': c->emit = optarg; break;
         case 'x': c->explain = 1; break;
+        case 'M': c->mig_sharing = 1; break;
         case 'n':
             if (plan_cli_count(optarg, 1, 1024, &c->per_node))
                 return snprintf(err, errlen, "--gpus-per-node takes a number of GPUs (1..1024), "
@@ -186,6 +193,10 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
     c->file = argv[optind];
     if (!!c->from != (c->add || c->remove) || (c->add && c->remove))
         return snprintf(err, errlen, "--from needs exactly one of --add or --remove"), -EINVAL;
+    if (c->emit && c->mig_sharing)
+        return snprintf(err, errlen, "--emit writes only plans that kairosd enforces, and kairosd "
+                        "cannot enforce time shares inside a MIG instance: drop "
+                        "--mig-time-sharing"), -EINVAL;
     if (c->from && c->explain)
         return snprintf(err, errlen, "--explain explains a plan computed from scratch, not an "
                         "online change (run it without --from)"), -EINVAL;
@@ -207,7 +218,10 @@ static int plan_emit_file(const char *dir, const char *name, plan_emit_fn fn, in
         rc = fn ? fn(in, p, per_node, f) : plan_emit_kairosd(in, p, per_node, node, f);
     if (f && fclose(f) && !rc)
         rc = -EIO;
-    if (rc)
+    if (rc == -ENOTSUP)
+        snprintf(err, errlen, "not writing %.200s: the plan time-shares a MIG instance, which "
+                 "kairosd cannot enforce", path);
+    else if (rc)
         snprintf(err, errlen, "cannot write %.200s: %s", path, strerror(-rc));
     return rc;
 }
@@ -458,6 +472,7 @@ int cmd_plan(int argc, char **argv)
         return plan_cli_error(c.fmt, err, 1);
     if (c.interference >= 0)
         in.interference = c.interference;
+    in.mig_sharing = c.mig_sharing;
     if (c.from)
         rc = plan_online(&in, &c);
     else if (c.all)

@@ -57,6 +57,9 @@ static int bench_is_dir(const struct dirent *d)
     return d->d_name[0] != '.' && d->d_type == DT_DIR;
 }
 
+/* --mig-time-sharing: plan with several workloads per MIG instance (the paper's model). */
+static int bench_mig_sharing;
+
 static int bench_run_case(const char *path, double limit, int no_exact, int interference,
                           struct bench_row *r, char *err, size_t errlen)
 {
@@ -66,6 +69,7 @@ static int bench_run_case(const char *path, double limit, int no_exact, int inte
         return rc;
     if (interference >= 0)
         in.interference = interference;
+    in.mig_sharing = bench_mig_sharing;
     r->checked_ok = 1;
     r->exact_optimal = 0;
     for (size_t a = 0; a < BENCH_N_ALGOS && !rc; a++) {
@@ -170,9 +174,10 @@ static int bench_group(const char *dir, const char *group, double limit, int no_
         return 0;
     }
     memset(&sum, 0, sizeof(sum));
-    printf("== %s: per-profile throughput model '%s' (data/planner/README.md), interference %s\n",
-           group, strchr(group, '-') ? strchr(group, '-') + 1 : group,
-           interference >= 0 ? plan_interference_name(interference) : "as in each case file");
+    printf("== %s: per-profile throughput model '%s' (data/planner/README.md), interference %s, "
+           "%s\n", group, strchr(group, '-') ? strchr(group, '-') + 1 : group,
+           interference >= 0 ? plan_interference_name(interference) : "as in each case file",
+           bench_mig_sharing ? "MIG time sharing (unenforced)" : "one workload per MIG instance");
     for (int i = 0; i < n; i++) {
         struct bench_row r;
         if (snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name) >= (int)sizeof(path))
@@ -237,6 +242,7 @@ static int bench_scale_one(enum plan_algo a, const char *path, FILE *sink)
         fprintf(stderr, "kairos plan bench: %s\n", err);
         return 1;
     }
+    in.mig_sharing = bench_mig_sharing;
     double load = bench_now() - c0, c1 = bench_now();
     if (plan_solve(&in, &o, &p)) {
         plan_input_free(&in);
@@ -325,7 +331,8 @@ int plan_bench(int argc, char **argv)
         {"cases", required_argument, NULL, 'c'}, {"exact-limit", required_argument, NULL, 't'},
         {"no-exact", no_argument, NULL, 'n'},    {"scale", optional_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},        {"interference", required_argument, NULL, 'i'},
-        {"write-scale", required_argument, NULL, 'w'}, {NULL, 0, NULL, 0},
+        {"write-scale", required_argument, NULL, 'w'},
+        {"mig-time-sharing", no_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
     };
     const char *root = "data/planner", *write_scale = NULL;
     double limit = 10;
@@ -344,6 +351,7 @@ int plan_bench(int argc, char **argv)
             break;
         case 'n': no_exact = 1; break;
         case 'w': write_scale = optarg; break;
+        case 'M': bench_mig_sharing = 1; break;
         case 'i':
             if ((interference = plan_interference_from_name(optarg)) < 0) {
                 fprintf(stderr, "kairos plan bench: --interference takes none, kairos or native, "
@@ -362,12 +370,12 @@ int plan_bench(int argc, char **argv)
         case 'h':
             printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
                    "                         [--interference none|kairos|native] "
-                   "[--scale=N --write-scale FILE]\n");
+                   "[--mig-time-sharing] [--scale=N --write-scale FILE]\n");
             return 0;
         default:
             fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n"
                    "                         [--interference none|kairos|native] "
-                   "[--scale=N --write-scale FILE]\n");
+                   "[--mig-time-sharing] [--scale=N --write-scale FILE]\n");
             return 2;
         }
     }

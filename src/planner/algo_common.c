@@ -55,6 +55,24 @@ int algo_area_option(const struct state *s, int w)
     return best;
 }
 
+/* The same with what w holds: all of an instance it may not share (a MIG instance
+ * unless in->mig_sharing), its time share of one it may. */
+int algo_held_area_option(const struct state *s, int w)
+{
+    int best = -1;
+    long best_area = 0;
+    for (int k = 0; k < s->n_options; k++) {
+        int o = s->order[k], t = st_need(s, w, o);
+        int held = plan_may_share(s->in, o, 2) ? t : PLAN_TIME_UNITS;
+        long area = (long)held * plan_option_compute(s->m, o);
+        if (t >= 0 && (best < 0 || area < best_area)) {
+            best = o;
+            best_area = area;
+        }
+    }
+    return best;
+}
+
 /* ---- sorting helpers (qsort with a context-free key array) ---- */
 
 struct algo_key {
@@ -596,7 +614,7 @@ static int algo_retime(const struct state *s, int i, int o)
         total += t;
         mem += s->in->workloads[w].mem_mib;
     }
-    return total <= st_cap(s, s->inst[i].n) && mem <= plan_option_mem(s->m, o) ? total : -1;
+    return total <= st_inst_cap(s, o, s->inst[i].n) && mem <= plan_option_mem(s->m, o) ? total : -1;
 }
 
 /* May instance i on its GPU become option o? A whole GPU only for a lone instance. */

@@ -3,7 +3,9 @@
  * 1. A portfolio of starting points, each a full instance multiset: the seed's
  *    (smallest instance, fuse, migrate up), a cost-aware one (least compute x time
  *    per workload, fuse, migrate up), and the three baselines' own constructions with
- *    exact time shares (so Kairos is never worse than any baseline by construction).
+ *    exact time shares (so Kairos is never worse than any baseline by construction);
+ *    with one workload per MIG instance (the default) also a cost-aware start that
+ *    counts a MIG instance as held whole (least compute x time it holds).
  *    Up to KAIROS_LARGE workloads each fused start is built twice: equal times fused in
  *    input order (as the baselines do) and larger memory first.
  * 2. Two packers per starting point: the seed's first-fit decreasing and a layout
@@ -39,6 +41,8 @@ static const struct kairos_start kairos_starts[] = {
     {algo_area_option, 1, 0, 0},       /* GPUlet-MIG's multiset */
     {algo_bestfit_option, 0, 0, 0},    /* Best-fit-MIG's multiset */
     {algo_whole_option, 1, 0, 0},      /* Temporal's multiset */
+    {algo_held_area_option, 1, 1, 1},  /* cost-aware, a MIG instance held whole (default
+                                        * only: with mig_sharing it is the second start) */
 };
 
 #define KAIROS_N_STARTS (sizeof(kairos_starts) / sizeof(kairos_starts[0]))
@@ -140,6 +144,8 @@ int algo_kairos(struct state *s)
         size_t k = run % KAIROS_N_STARTS;
         int mem_ties = run >= KAIROS_N_STARTS;
         if (mem_ties && (large || !kairos_starts[k].fuse))
+            continue;
+        if (kairos_starts[k].choose == algo_held_area_option && s->in->mig_sharing)
             continue;
         if ((rc = st_copy(&built, s)))
             break;

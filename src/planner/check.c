@@ -6,6 +6,7 @@
  * by planner and checker is unlikely. Checks: GPUs exist in their pools; MIG layouts
  * are legal (allowed starts, no overlap, <= 7 compute slices; whole mode holds one
  * instance); per instance the time shares sum to at most 100 % and the memory fits;
+ * a MIG instance holds one workload unless the input allows MIG time sharing;
  * per workload Thr(s, 100 %) x t >= target and m >= its memory; every workload is
  * placed exactly once or reported infeasible with a true reason.
  */
@@ -215,6 +216,18 @@ static int check_coverage(struct check_ctx *c)
     return rc;
 }
 
+/* kairosd enforces time shares per GPU, so a MIG instance holds one workload unless the
+ * input opted out (mig_sharing). */
+static int check_sharing(struct check_ctx *c, const int *tenants)
+{
+    for (int i = 0; !c->in->mig_sharing && i < c->p->n_instances; i++)
+        if (c->p->instances[i].option != 0 && tenants[i] > 1)
+            return check_fail(c, "instance %d on gpu %d: %d workloads share a MIG instance, whose "
+                              "time shares kairosd cannot enforce (--mig-time-sharing allows it)",
+                              i, c->p->instances[i].gpu, tenants[i]);
+    return 0;
+}
+
 static int check_assigns(struct check_ctx *c)
 {
     long *time = calloc((size_t)c->p->n_instances + 1, sizeof(long));
@@ -226,6 +239,7 @@ static int check_assigns(struct check_ctx *c)
         if (i >= 0 && i < c->p->n_instances)
             tenants[i]++;
     }
+    rc = rc ? rc : check_sharing(c, tenants);
     for (int a = 0; !rc && a < c->p->n_assigns; a++)
         rc = check_assign(c, &c->p->assigns[a], tenants, time, mem);
     free(tenants);

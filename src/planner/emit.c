@@ -4,8 +4,9 @@
  *
  * Nodes: GPU g of the plan is device g % gpus_per_node of node g / gpus_per_node.
  * kairosd keys quotas and compute policies by GPU index (or GPU UUID), not by MIG
- * instance, so a tenant in a MIG instance gets its memory quota on the GPU's index and
- * no compute policy (the instance isolates it; its time share is kept in a comment).
+ * instance, so a MIG instance may hold one tenant only (its memory quota on the GPU's
+ * index, no compute policy: the instance isolates it); a plan with a shared MIG
+ * instance is refused (-ENOTSUP), since its time shares could not be enforced.
  * A tenant sharing a MIG-off GPU gets share = its time share, priority normal.
  * mig-parted places the instances itself; the plan's starts are one legal placement.
  * gres.conf: a node without MIG names each GPU's device file; a node with MIG instances
@@ -86,6 +87,11 @@ int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpu
         free(tenants);
         return gpus_per_node < 1 ? -EINVAL : -ENOMEM;
     }
+    for (int i = 0; i < p->n_instances; i++)
+        if (p->instances[i].option != PLAN_OPTION_WHOLE && tenants[i] > 1) {
+            free(tenants);
+            return -ENOTSUP;   /* kairosd has no compute policy per MIG instance */
+        }
     fprintf(f, "# kairosd.yaml tenants of node %d, written by kairos plan (%s, interference %s);\n"
             "# see kairosd.conf(5). Add socket, admins, audit and the rest as the node needs.\n"
             "tenants:\n", node, p->algo, plan_interference_name(in->interference));
@@ -100,9 +106,8 @@ int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpu
         emit_tenant_name(in->workloads[as->workload].name, as->workload, name, sizeof(name));
         fprintf(f, "  - name: %s\n    memory: { %d: %lldMiB }\n", name, d, (long long)as->mem_mib);
         if (p->gpus[pi->gpu].mig)
-            fprintf(f, "    # MIG %s at slice %d, time share %.1f%% of it (kairosd has no "
-                    "compute policy per MIG instance)\n", plan_option_name(m, pi->option),
-                    pi->start, as->time * 100.0 / PLAN_TIME_UNITS);
+            fprintf(f, "    # MIG %s at slice %d, its only tenant\n",
+                    plan_option_name(m, pi->option), pi->start);
         else if (tenants[as->instance] > 1)
             fprintf(f, "    compute: { %d: { share: %.1f%%, priority: normal } }\n", d,
                     as->time * 100.0 / PLAN_TIME_UNITS);

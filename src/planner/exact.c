@@ -6,6 +6,7 @@
  * for every profile the slots used are at most sum_L c_L x count(L, profile).
  *   min  sum_L c_L + c_whole  (integral, so GLPK can round its bound up)
  *   s.t. each workload in exactly one slot; per slot time <= 100 % and memory fits;
+ *        per MIG slot at most one workload unless in->mig_sharing;
  *        a[o][k] >= a[o][k+1]; x <= a; instances of o <= layout capacity for o;
  *        GPUs <= Kairos's count - 1. Infeasible means Kairos's plan is optimal; a
  *        solution is the optimum (and beats Kairos).
@@ -128,6 +129,11 @@ static void exact_rows_slots(struct exact_model *e)
             vm[lt] = -1;
             exact_add_row(e->lp, lt, it, vt, GLP_UP, 0, 0);
             exact_add_row(e->lp, lt, im, vm, GLP_UP, 0, 0);
+            if (!plan_may_share(s->in, o, 2)) {   /* one workload per MIG instance */
+                for (int q = 1; q < lt; q++)
+                    vt[q] = 1;
+                exact_add_row(e->lp, lt, it, vt, GLP_UP, 0, 0);
+            }
             if (k + 1 < e->n_slots[o]) {
                 int pair[3] = {0, a + 1, a};
                 double coef[3] = {0, 1, -1};

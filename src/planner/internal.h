@@ -81,10 +81,16 @@ static inline int st_cap(const struct state *s, int tenants)
 {
     return plan_instance_capacity(s->in->interference, tenants);
 }
+/* The same for an instance of `option`: 0 where the tenants may not share it (a MIG
+ * instance unless in->mig_sharing), so that no workload (t >= 1) joins one. */
+static inline int st_inst_cap(const struct state *s, int option, int tenants)
+{
+    return plan_may_share(s->in, option, tenants) ? st_cap(s, tenants) : 0;
+}
 /* Time one more workload may take in instance i (may be negative when it is full). */
 static inline int st_free_time(const struct state *s, int i)
 {
-    return st_cap(s, s->inst[i].n + 1) - s->inst[i].time;
+    return st_inst_cap(s, s->inst[i].option, s->inst[i].n + 1) - s->inst[i].time;
 }
 int st_new_inst(struct state *s, int option);
 int st_new_gpu(struct state *s, int whole);
@@ -106,6 +112,7 @@ long st_score(const struct state *s);
 int algo_smallest_option(const struct state *s, int w);      /* -1 if none */
 int algo_bestfit_option(const struct state *s, int w);       /* smallest at t = 100 % */
 int algo_area_option(const struct state *s, int w);          /* min compute x time */
+int algo_held_area_option(const struct state *s, int w);     /* ... x time it holds */
 int algo_whole_option(const struct state *s, int w);         /* the whole GPU, or -1 */
 /* One option per workload chosen by pick (-1 for workloads outside this pool); the
  * caller frees it. NULL when out of memory. */

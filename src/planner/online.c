@@ -103,10 +103,13 @@ static int online_fits(const struct online *o, int i, int w, int skip_a)
                   - (skip_a >= 0 ? o->p->assigns[skip_a].mem_mib : 0);
     if (mem > plan_option_mem(m, pi->option))
         return -1;
+    /* every tenant's time is >= 1, so time left by others means another tenant */
+    long others = o->time[i] - (skip_a >= 0 ? o->p->assigns[skip_a].time : 0);
+    if (others > 0 && !plan_may_share(o->in, pi->option, 2))
+        return -1;
     if (mode == PLAN_INTERF_NONE) {
         int t = online_need(o, w, pi->gpu, pi->option);
-        long used = o->time[i] - (skip_a >= 0 ? o->p->assigns[skip_a].time : 0);
-        return t < 0 || used + t > PLAN_TIME_UNITS ? -1 : t;
+        return t < 0 || others + t > PLAN_TIME_UNITS ? -1 : t;
     }
     int k = 1;
     for (int a = 0; a < o->p->n_assigns; a++)

@@ -140,6 +140,11 @@ int plan_instance_capacity(int mode, int tenants)
     return (int)floor(plan_interference_eff(mode, tenants) * (PLAN_TIME_UNITS - tenants));
 }
 
+int plan_may_share(const struct plan_input *in, int option, int tenants)
+{
+    return tenants <= 1 || option == PLAN_OPTION_WHOLE || in->mig_sharing;
+}
+
 const char *plan_interference_name(int mode)
 {
     return mode >= 0 && mode < PLAN_INTERF_COUNT ? interf_names[mode] : "?";

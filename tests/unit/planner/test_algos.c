@@ -1,6 +1,8 @@
 /* test_algos.c - property tests of the algorithms: on the paper cases and on random
- * instances every plan passes the checker; Kairos never uses more GPUs than any
- * baseline or the seed; no heuristic beats a proven exact optimum. */
+ * instances every plan passes the checker; by default no plan (exact one included) puts
+ * two workloads in one MIG instance, and with mig_sharing (--mig-time-sharing) some do;
+ * Kairos never uses more GPUs than any baseline or the seed; no heuristic beats a proven
+ * exact optimum. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -16,7 +18,23 @@
 
 static const char *data_dir = "data/planner";
 
-/* Plan with algorithm a (exact: 2 s at most) and insist that the checker accepts it. */
+/* MIG instances of p holding more than one workload (counted without the checker). */
+static int shared_mig_instances(const struct plan *p)
+{
+    int shared = 0, *n = calloc((size_t)p->n_instances + 1, sizeof(int));
+    assert_non_null(n);
+    for (int a = 0; a < p->n_assigns; a++)
+        n[p->assigns[a].instance]++;
+    for (int i = 0; i < p->n_instances; i++)
+        shared += p->instances[i].option != PLAN_OPTION_WHOLE && n[i] > 1;
+    free(n);
+    return shared;
+}
+
+static int shared_total;   /* shared MIG instances over the plans solve_checked made */
+
+/* Plan with algorithm a (exact: 2 s at most) and insist that the checker accepts it and,
+ * unless the input allows MIG time sharing, that no MIG instance holds two workloads. */
 static void solve_checked(const struct plan_input *in, int a, int with_exact, const char *what,
                           struct plan *p)
 {
@@ -30,6 +48,10 @@ static void solve_checked(const struct plan_input *in, int a, int with_exact, co
     assert_int_equal(plan_solve(in, &o, p), 0);
     if (plan_check(in, p, err, sizeof(err)))
         fail_msg("%s: %s plan fails the checker: %s", what, plan_algo_name(a), err);
+    int shared = shared_mig_instances(p);
+    if (shared && !in->mig_sharing)
+        fail_msg("%s: %s plan time-shares %d MIG instances", what, plan_algo_name(a), shared);
+    shared_total += shared;
 }
 
 static void solve_all(const struct plan_input *in, const char *what, int with_exact, int *gpus)
@@ -57,20 +79,31 @@ static void solve_all(const struct plan_input *in, const char *what, int with_ex
     }
 }
 
+/* Random instances, planned by default and with mig_sharing: the same properties in
+ * both; MIG time sharing happens only when allowed, and then does happen. */
 static void test_random(void **state)
 {
     static const char *const models[] = {"A100-40GB", "A100-40GB+1g.10gb", "H200-141GB"};
     (void)state;
-    for (uint64_t seed = 1; seed <= 60; seed++) {
-        struct plan_gen_params g = {seed, 4 + (int)(seed % 9), 64, models[seed % 3],
-                                    seed % 2 ? 1.0 : 0.6};
-        struct plan_input in;
-        int gpus[PLAN_ALGO_COUNT];
-        char what[64];
-        assert_int_equal(plan_gen(&g, &in), 0);
-        snprintf(what, sizeof(what), "random seed %llu", (unsigned long long)seed);
-        solve_all(&in, what, 1, gpus);
-        plan_input_free(&in);
+    for (int sharing = 0; sharing <= 1; sharing++) {
+        shared_total = 0;
+        for (uint64_t seed = 1; seed <= 60; seed++) {
+            struct plan_gen_params g = {seed, 4 + (int)(seed % 9), 64, models[seed % 3],
+                                        seed % 2 ? 1.0 : 0.6};
+            struct plan_input in;
+            int gpus[PLAN_ALGO_COUNT];
+            char what[64];
+            assert_int_equal(plan_gen(&g, &in), 0);
+            in.mig_sharing = sharing;
+            snprintf(what, sizeof(what), "random seed %llu%s", (unsigned long long)seed,
+                     sharing ? " (MIG time sharing)" : "");
+            solve_all(&in, what, 1, gpus);
+            plan_input_free(&in);
+        }
+        if (sharing)
+            assert_true(shared_total > 0);
+        else
+            assert_int_equal(shared_total, 0);
     }
 }
 
@@ -83,6 +116,33 @@ static void test_random_large(void **state)
         int gpus[PLAN_ALGO_COUNT];
         assert_int_equal(plan_gen(&g, &in), 0);
         solve_all(&in, "large random", 0, gpus);
+        plan_input_free(&in);
+    }
+}
+
+/* One workload per MIG instance: Kairos's start that counts a MIG instance as held whole
+ * mixes lone MIG instances with shared whole GPUs and beats Temporal on the scale inputs
+ * (H200, concave 0.7), below and above KAIROS_LARGE; without it Kairos's plan was
+ * Temporal's (204 and 623 GPUs). */
+static void test_held_mig_start(void **state)
+{
+    static const int sizes[] = {1000, 3000};
+    (void)state;
+    for (size_t k = 0; k < 2; k++) {
+        struct plan_gen_params g = {1, sizes[k], sizes[k] / 2, "H200-141GB", 0.7};
+        struct plan_input in;
+        struct plan p;
+        struct plan_metrics kairos, temporal;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        solve_checked(&in, PLAN_ALGO_KAIROS, 0, "scale input", &p);
+        plan_metrics_compute(&in, &p, &kairos);
+        plan_free(&p);
+        solve_checked(&in, PLAN_ALGO_TEMPORAL, 0, "scale input", &p);
+        plan_metrics_compute(&in, &p, &temporal);
+        plan_free(&p);
+        if (kairos.gpus * 100 > temporal.gpus * 95)
+            fail_msg("%d workloads: kairos %d GPUs, temporal %d", sizes[k], kairos.gpus,
+                     temporal.gpus);
         plan_input_free(&in);
     }
 }
@@ -461,6 +521,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_random_large),
+        cmocka_unit_test(test_held_mig_start),
         cmocka_unit_test(test_paper_cases),
         cmocka_unit_test(test_infeasible_named),
         cmocka_unit_test(test_capacity_spill),

@@ -1,6 +1,7 @@
 /* test_check.c - the independent checker accepts a valid plan and rejects every kind
  * of broken plan: time, memory, target, quota, placement, overlap, compute, whole-GPU
- * mode, coverage, false infeasibility claims, pool size. */
+ * mode, coverage, false infeasibility claims, pool size; and, unless the input opts
+ * into MIG time sharing, two workloads in one MIG instance (kairosd cannot enforce it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +39,7 @@ static void setup_input(struct plan_input *in)
     m->profiles[0] = (struct plan_profile){"4g.tiny", 4, 1, 50, 1000, 0xffu};
     in->pools[1].count = 1;
     in->n_pools = 2;
+    in->mig_sharing = 1;   /* setup_plan time-shares a MIG instance; test_mig_one_workload */
     struct plan_workload a = wl("a", 10), b = wl("b", 10);
     plan_input_add_workload(in, &a);
     plan_input_add_workload(in, &b);
@@ -138,6 +140,37 @@ static void test_broken(void **state)
     plan_input_free(&in);
 }
 
+/* Without mig_sharing (the default) a MIG instance holds one workload; sharing a whole
+ * GPU, or each workload alone in its MIG instance, is accepted. */
+static void test_mig_one_workload(void **state)
+{
+    struct plan_input in;
+    struct plan p;
+    char err[300];
+    (void)state;
+    setup_input(&in);
+    in.mig_sharing = 0;
+    setup_plan(&p);
+    expect_reject(&in, &p, "2 workloads share a MIG instance");
+    plan_free(&p);
+    plan_init(&p);   /* a and b time-share a MIG-off GPU */
+    plan_add_gpu(&p, 0, 0);
+    plan_add_instance(&p, 0, PLAN_OPTION_WHOLE, 0);
+    plan_add_assign(&p, 0, 0, 250, 1000);
+    plan_add_assign(&p, 1, 0, 250, 1000);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    plan_free(&p);
+    plan_init(&p);   /* each alone in a 2g.10gb */
+    plan_add_gpu(&p, 0, 1);
+    plan_add_instance(&p, 0, 2, 0);
+    plan_add_instance(&p, 0, 2, 2);
+    plan_add_assign(&p, 0, 0, 250, 1000);
+    plan_add_assign(&p, 1, 1, 250, 1000);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
 static void test_true_infeasible(void **state)
 {
     struct plan_input in;
@@ -162,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_broken),
         cmocka_unit_test(test_true_infeasible),
+        cmocka_unit_test(test_mig_one_workload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 """`kairos plan` from the command line: bad option values are usage errors (exit 2),
 a --from plan that does not fit the cluster is refused with what is wrong (never an
 "internal error"), --add reads a file with 'workloads' only, and --remove spends one
-move budget for the whole command.
+move budget for the whole command; by default no MIG instance holds two workloads,
+--mig-time-sharing lets them share one again and is refused together with --emit.
 Usage: test_cli.py KAIROS_BINARY"""
 import json
 import os
@@ -110,6 +111,29 @@ class PlanCli(unittest.TestCase):
         r = self.run_plan("--from", plan, "--remove", "x0,nope", self.cluster)
         self.assertEqual(r.returncode, 1)
         self.assertIn("'nope' is not in the cluster file", r.stderr)
+
+    def test_mig_time_sharing_opt_out(self):
+        # eight small workloads that one 1g.5gb could time-share (3 / 20 = 15 % each)
+        cluster = self.write("mig.yaml", CLUSTER.replace("count: 8", "count: 2") + "".join(
+            f"  - name: m{i}\n    memory_mib: 1000\n    target: 3\n    throughput:\n"
+            f"      whole: 100\n      1g.5gb: 20\n" for i in range(8)))
+
+        def most_per_mig_instance(*args):
+            r = self.run_plan("--json", *args, cluster)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            gpus = json.loads(r.stdout)["gpus"]
+            return max([len(i["workloads"]) for g in gpus if g["mig"]
+                        for i in g["instances"]] + [0])
+        for algo in ("kairos", "seed", "gpulet", "exact"):
+            self.assertLessEqual(most_per_mig_instance("--algo", algo), 1, algo)
+        self.assertGreater(most_per_mig_instance("--algo", "seed", "--mig-time-sharing"), 1)
+        out = os.path.join(self.dir.name, "emit-refused")
+        r = self.run_plan("--mig-time-sharing", "--emit", out, cluster)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("kairosd cannot enforce time shares inside a MIG instance", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        r = self.run_plan("--help")
+        self.assertIn("--mig-time-sharing", r.stdout)
 
     def test_explain_and_emit(self):
         out = os.path.join(self.dir.name, "emit")

@@ -1,7 +1,12 @@
 /* test_emit.c - what `kairos plan --emit` writes is what the cluster's tools accept:
  * kairosd's own configuration parser takes every node's tenants (and their shares of a
- * GPU add up to at most 100 %), mig-parted's file has one config per node whose
- * mig-devices count the plan's instances, and the Slurm lines count every instance. */
+ * GPU add up to at most 100 %), every time share of the plan is a compute policy kairosd
+ * parsed (none left as a comment: a MIG instance holds one tenant), a plan that
+ * time-shares a MIG instance is refused, mig-parted's file has one config per node
+ * whose mig-devices count the plan's instances, and the Slurm lines count every
+ * instance. */
+#include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +71,110 @@ static void test_kairosd_accepts_tenants(void **state)
         plan_free(&p);
         plan_input_free(&in);
     }
+}
+
+/* The policy kairosd parsed for the tenant of assignment as (tenant t of node file c):
+ * its memory quota on the plan's device; if it shares its instance, that instance is a
+ * MIG-off GPU and the tenant has share = its time share there; alone, no policy. */
+static void check_tenant(const struct plan *p, const int *tenants, const struct plan_assign *as,
+                         const struct config_tenant *t, int per_node, int *shared, int *mig)
+{
+    const struct plan_instance *pi = &p->instances[as->instance];
+    unsigned d = (unsigned)(pi->gpu % per_node);
+    assert_int_equal(t->n_quotas, 1);
+    assert_int_equal(t->quotas[0].index, (int)d);
+    if (tenants[as->instance] == 1) {
+        assert_int_equal(t->n_compute, 0);
+        *mig += pi->option != PLAN_OPTION_WHOLE;
+        return;
+    }
+    if (pi->option != PLAN_OPTION_WHOLE || p->gpus[pi->gpu].mig)
+        fail_msg("%s: %d tenants time-share a MIG instance", t->name, tenants[as->instance]);
+    assert_int_equal(t->n_compute, 1);
+    assert_int_equal(t->compute[0].gpu, d);
+    double want = as->time / (double)PLAN_TIME_UNITS, got = t->compute[0].pol.share;
+    if (got > 1.0 + 1e-9)
+        got /= 100;   /* whichever unit policy.h keeps, the share is the plan's */
+    if (fabs(got - want) > 0.0005 + 1e-9)
+        fail_msg("%s: kairosd share %.4f, plan %.4f", t->name, got, want);
+    (*shared)++;
+}
+
+/* Every tenant's policy, applied through kairosd's parser, is what the plan says, for
+ * plans of every algorithm that time-shares (default: one workload per MIG instance). */
+static void test_kairosd_enforces_every_share(void **state)
+{
+    static const enum plan_algo algos[] = {PLAN_ALGO_KAIROS, PLAN_ALGO_SEED, PLAN_ALGO_GPULET,
+                                           PLAN_ALGO_TEMPORAL};
+    int shared = 0, mig = 0;
+    (void)state;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+            struct plan_input in;
+            struct plan p;
+            plan_for(&in, &p, seed, algos[a]);
+            int *tenants = plan_tenants(&p);
+            assert_non_null(tenants);
+            for (int n = 0; n < plan_emit_nodes(&p, 4); n++) {
+                struct config c;
+                char err[512];
+                char *text = emit_text(NULL, &in, &p, 4, n);
+                if (config_parse("kairosd.yaml", text, strlen(text), &c, err, sizeof(err)))
+                    fail_msg("kairosd refuses node %d: %s\n%s", n, err, text);
+                assert_null(strstr(text, "time share"));   /* no share left unenforced */
+                size_t k = 0;
+                for (int i = 0; i < p.n_assigns; i++)
+                    if (p.instances[p.assigns[i].instance].gpu / 4 == n) {
+                        assert_true(k < c.n_tenants);
+                        check_tenant(&p, tenants, &p.assigns[i], &c.tenants[k++], 4, &shared,
+                                     &mig);
+                    }
+                assert_int_equal(k, c.n_tenants);
+                config_free(&c);
+                free(text);
+            }
+            free(tenants);
+            plan_free(&p);
+            plan_input_free(&in);
+        }
+    }
+    assert_true(shared > 0 && mig > 0);   /* both kinds of tenant were checked */
+}
+
+/* A plan made with MIG time sharing (--mig-time-sharing) that time-shares a MIG
+ * instance: kairosd could not enforce it, so no kairosd.yaml is written for it. */
+static void test_refuses_shared_mig(void **state)
+{
+    int refused = 0;
+    (void)state;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        struct plan_gen_params g = {seed, 60, 64, seed % 2 ? "H200-141GB" : "A100-40GB", 0.7};
+        struct plan_input in;
+        struct plan_options o;
+        struct plan p;
+        char *buf = NULL;
+        size_t len = 0;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        in.mig_sharing = 1;
+        plan_options_default(&o);
+        o.algo = PLAN_ALGO_SEED;
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        int *tenants = plan_tenants(&p), shared = 0;
+        assert_non_null(tenants);
+        for (int i = 0; i < p.n_instances; i++)
+            shared |= p.instances[i].option != PLAN_OPTION_WHOLE && tenants[i] > 1;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        int rc = plan_emit_kairosd(&in, &p, 8, 0, f);
+        fclose(f);
+        assert_int_equal(rc, shared ? -ENOTSUP : 0);
+        refused += shared;
+        free(buf);
+        free(tenants);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+    assert_true(refused > 0);
 }
 
 /* Sum of the mig-devices counts in mig-parted's file (and the config count). */
@@ -211,6 +320,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kairosd_accepts_tenants),
+        cmocka_unit_test(test_kairosd_enforces_every_share),
+        cmocka_unit_test(test_refuses_shared_mig),
         cmocka_unit_test(test_mig_parted),
         cmocka_unit_test(test_slurm_gres),
     };

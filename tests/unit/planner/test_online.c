@@ -1,6 +1,7 @@
 /* test_online.c - online changes: adding a workload that fits in idle time moves
  * nobody; adding beyond the free room opens a GPU or moves one workload; removing
- * can release a GPU within the move budget; every changed plan checks. */
+ * can release a GPU within the move budget; every changed plan checks; idle time in a
+ * MIG instance is taken only with MIG time sharing (mig_sharing). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,6 +104,40 @@ static void test_add_into_idle_time(void **state)
     assert_int_equal(mv.n, 1);                    /* only the new workload */
     assert_int_equal(mv.moves[0].from_gpu, -1);
     free_all(&in, &p, &q, &mv);
+}
+
+/* One A100 as a 7g.40gb holding a at about 50 %; d fits in the idle time. By default
+ * (one workload per MIG instance) d does not join a, and with one GPU and no free slice
+ * it cannot be placed; with mig_sharing it joins a's instance without a move. */
+static int add_beside_mig_tenant(int mig_sharing)
+{
+    struct plan_input in;
+    struct plan p, q;
+    struct plan_moves mv;
+    a100_pool(&in, 1);
+    in.mig_sharing = mig_sharing;
+    add_wl(&in, "a", 45, 1000);
+    plan_init(&p);
+    plan_add_gpu(&p, 0, 1);
+    plan_add_instance(&p, 0, 5, 0);
+    plan_add_assign(&p, 0, 0, plan_time_needed(&in.workloads[0], 0, &in.pools[0].model, 5),
+                    1000);
+    add_wl(&in, "d", 20, 500);
+    assert_int_equal(plan_online_add(&in, &p, 1, &q, &mv), 0);
+    assert_checks(&in, &q);
+    int d_inst = -1;
+    for (int a = 0; a < q.n_assigns; a++)
+        if (q.assigns[a].workload == 1)
+            d_inst = q.assigns[a].instance;
+    free_all(&in, &p, &q, &mv);
+    return d_inst;
+}
+
+static void test_add_mig_alone(void **state)
+{
+    (void)state;
+    assert_int_equal(add_beside_mig_tenant(0), -1);
+    assert_int_equal(add_beside_mig_tenant(1), 0);
 }
 
 static void test_add_many(void **state)
@@ -239,6 +274,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_into_idle_time),
+        cmocka_unit_test(test_add_mig_alone),
         cmocka_unit_test(test_add_many),
         cmocka_unit_test(test_remove_releases_gpu),
         cmocka_unit_test(test_remove_never_refills_emptied_gpu),
