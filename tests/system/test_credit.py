@@ -43,13 +43,15 @@ class Credit(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
             p.wait(10)
-            for f in (p.stdout, p.stderr):
+            for f in (p.stdin, p.stdout, p.stderr):
                 f.close()
         self.d.stop()
 
     def run_tenant(self, *args, tenant="team", **extra):
+        """fakeapp in tenant; its stdin a pipe, which ends a -W hold when closed."""
         p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
                              env=env(**extra, **self.d.shim_env()))
         self.procs.append(p)
         return p
@@ -84,7 +86,8 @@ class Credit(unittest.TestCase):
 
     def last_line(self, p):
         """The final counts line (read line by line: after readline(), communicate()
-        would miss what the buffer already holds)."""
+        would miss what the buffer already holds); ends a -W hold first."""
+        p.stdin.close()
         line = p.stdout.readline()
         self.assertEqual(p.wait(60), 0, p.stderr.read())
         return line_counts(line)
@@ -277,20 +280,27 @@ class Credit(unittest.TestCase):
         left) and allocates and frees the last 2 MiB ten times with kairosd stopped
         (SIGSTOP): alone near the quota it was granted all the room left and keeps
         it, so not one allocation asks kairosd (one that did would wait 5 s and be
-        refused, fail-closed)."""
-        a = self.run_tenant("-n", "30", "-s", str(PAGE), "-c", str(PAGE), "-w", "1",
-                            "-R", "10")
-        ca = self.holding(a)
-        self.assertEqual(ca["vidmem_bytes"], 62 * MiB)
-        self.assertTrue(wait_for(lambda: self.held() == 62 * MiB, step=0.002), self.held())
-        self.d.proc.send_signal(signal.SIGSTOP)
-        try:
-            r = self.rounds(a)
-        finally:
-            self.d.proc.send_signal(signal.SIGCONT)
-        self.assertEqual((r["failed"], r["n"]), (0, 10))
-        self.last_line(a)
-        self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
+        refused, fail-closed). Played with fast allocations and with slow ones (20 ms
+        each in the driver, as on a loaded machine): then its reports are answered
+        between two allocations, and one answered ALL while 2 MiB of room was still
+        ungranted left the last allocation without credit (a loaded CI run)."""
+        for delay_ms in (0, 20):
+            with self.subTest(alloc_delay_ms=delay_ms):
+                a = self.run_tenant("-n", "30", "-s", str(PAGE), "-c", str(PAGE), "-W",
+                                    "-R", "10", FAKEDRV_ALLOC_DELAY_MS=str(delay_ms))
+                ca = self.holding(a)
+                self.assertEqual(ca["vidmem_bytes"], 62 * MiB)
+                self.assertTrue(wait_for(lambda: self.held() == 62 * MiB, timeout=30,
+                                         step=0.002), self.held())
+                self.d.proc.send_signal(signal.SIGSTOP)
+                try:
+                    a.stdin.close()  # the rounds begin once kairosd is stopped
+                    r = self.rounds(a)
+                finally:
+                    self.d.proc.send_signal(signal.SIGCONT)
+                self.assertEqual((r["failed"], r["n"]), (0, 10))
+                self.last_line(a)
+                self.assertTrue(wait_for(lambda: self.held() == 0, timeout=30), self.held())
 
     def test_two_members_near_the_quota_both_get_their_allocations(self):
         """A holds 58 MiB and is granted the 6 left; B starts and its context (2 MiB)
