@@ -83,10 +83,15 @@ class WithDaemon(unittest.TestCase):
     def tearDown(self):
         self.d.stop()
 
-    def run_tenant(self, *args, tenant="team"):
-        return subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env(**self.d.shim_env()))
+    def run_tenant(self, *args, tenant="team", held=False):
+        """fakeapp in tenant; held: its stdin a pipe, whose end (communicate) ends its
+        -W hold (killed at the test's end if still running)."""
+        p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
+                             stdin=subprocess.PIPE if held else None, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env(**self.d.shim_env()))
+        if held:
+            self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        return p
 
     def ps(self):
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
@@ -104,15 +109,17 @@ class WithDaemon(unittest.TestCase):
         return counts(line, "fakeapp: holding")
 
     def test_processes_of_a_tenant_share_its_quota(self):
-        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "3")
+        # both hold until the ledger was read (-W), not for a time: B's 0.2 s ran out
+        # before a loaded run's first kairos ps answered (B had left, held never 64)
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-W", held=True)
         ca = self.holding(a)
         self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)        # context + 20 allocations
-        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.2")
+        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-W", held=True)
         cb = self.holding(b)
         self.assertEqual(cb["vidmem_bytes"], 64 * MiB - 21 * PAGE)  # the rest, to the byte
         self.assertGreater(cb["failed"], 0)
         # the shims report what they hold within milliseconds (docs/memory.md, credit)
-        self.assertTrue(wait_for(lambda: self.held() == 64 * MiB), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 64 * MiB, timeout=30), self.ps())
         outs = {}
         for name, p in (("a", a), ("b", b)):
             out, err = p.communicate(timeout=30)
@@ -121,7 +128,7 @@ class WithDaemon(unittest.TestCase):
         # B sees the tenant's quota as its GPU, and nothing free: A and B hold it all
         self.assertEqual(outs["b"]["fb_total_kib"], 64 * 1024)
         self.assertEqual(outs["b"]["fb_free_after_kib"], 0)
-        self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=30), self.ps())
         self.assertGreater(sum(g["refusals"] for g in self.ps()["team"]["gpus"]), 0)
 
     def test_a_flood_of_refusals_is_logged_once_per_tenant(self):
