@@ -37,8 +37,12 @@
  * handshake: ERRNO-TEXT" and exits 1.
  *
  * usage: fakeapp [-t threads] [-n allocs per thread] [-s bytes] [-c context bytes] [-k]
- *                [-w seconds to hold the allocations before freeing] [-u PHASES]
+ *                [-w seconds to hold the allocations before freeing] [-W] [-u PHASES]
  *                [-d CUDA device] [-F] [-L] [-M bytes] [-R rounds]
+ *
+ * -W holds the allocations until stdin ends (the test closes it), after the holding
+ * line -w prints (printed with -W alone too): a hold that ends on the test's word, not
+ * on the clock; -w's seconds follow it.
  *
  * -L prints the time each device-memory allocation took, all threads together:
  * "fakeapp: latency n=N p50_ns=.. p99_ns=.. max_ns=..".
@@ -641,6 +645,7 @@ int main(int argc, char **argv)
     uint64_t ctx_size = 8u << 20;
     bool keep = false;
     int hold_ms = 0; /* -w: hold the allocations this long before freeing */
+    bool hold_stdin = false; /* -W: hold them until stdin ends, first */
     const char *phases = NULL; /* -u: work phases on a sensed channel */
     int logical = 0;           /* -d: the CUDA device number */
     bool forge = false;
@@ -656,7 +661,7 @@ int main(int argc, char **argv)
     bool handshake = false;    /* -V: the version handshake first */
     int rounds = 0;            /* -R: allocate-and-free rounds after the hold */
     long retries = 0;          /* -Y: attempts at one allocation after them */
-    while ((opt = getopt(argc, argv, "t:n:s:c:kw:u:d:FM:Lf:x:p:S:ER:Y:PVB")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:c:kw:Wu:d:FM:Lf:x:p:S:ER:Y:PVB")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -675,6 +680,9 @@ int main(int argc, char **argv)
             break;
         case 'w':
             hold_ms = (int)(atof(optarg) * 1000);
+            break;
+        case 'W':
+            hold_stdin = true;
             break;
         case 'u':
             phases = optarg;
@@ -723,7 +731,7 @@ int main(int argc, char **argv)
             break;
         default:
             fprintf(stderr, "usage: fakeapp [-t threads] [-n allocs] [-s bytes] [-c bytes] [-k] "
-                            "[-w seconds] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
+                            "[-w seconds] [-W] [-u idle:S,busy:S,...] [-d CUDA device] [-F] [-L] "
                             "[-M bytes] [-f seconds] [-x command] [-p command] [-S socket] "
                             "[-E] [-R rounds] [-P] [-Y attempts] [-V]\n");
             return 2;
@@ -899,11 +907,14 @@ int main(int argc, char **argv)
         execl("/bin/sh", "sh", "-c", exec_cmd, (char *)NULL);
         must(1, "exec");
     }
-    if (hold_ms > 0) {
+    if (hold_ms > 0 || hold_stdin) {
         printf("fakeapp: holding allocs=%d failed=%d vidmem_bytes=%llu managed_bytes=%llu "
                "managed_errno=%d\n", allocs, failed, (unsigned long long)vidmem,
                (unsigned long long)managed_bytes, managed_errno);
         fflush(stdout);
+        char buf[64];
+        while (hold_stdin && read(0, buf, sizeof buf) > 0)
+            ;
         usleep((useconds_t)hold_ms * 1000);
     }
     if (rounds > 0)

@@ -83,10 +83,15 @@ class WithDaemon(unittest.TestCase):
     def tearDown(self):
         self.d.stop()
 
-    def run_tenant(self, *args, tenant="team"):
-        return subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env(**self.d.shim_env()))
+    def run_tenant(self, *args, tenant="team", held=False):
+        """fakeapp in tenant; held: its stdin a pipe, whose end (communicate) ends its
+        -W hold (killed at the test's end if still running)."""
+        p = subprocess.Popen([KAIROS, "run", "--tenant", tenant, "--", FAKEAPP, *args],
+                             stdin=subprocess.PIPE if held else None, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env(**self.d.shim_env()))
+        if held:
+            self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        return p
 
     def ps(self):
         r = subprocess.run([KAIROS, "ps", "--json"], capture_output=True, text=True,
@@ -104,15 +109,17 @@ class WithDaemon(unittest.TestCase):
         return counts(line, "fakeapp: holding")
 
     def test_processes_of_a_tenant_share_its_quota(self):
-        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "3")
+        # both hold until the ledger was read (-W), not for a time: B's 0.2 s ran out
+        # before a loaded run's first kairos ps answered (B had left, held never 64)
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-W", held=True)
         ca = self.holding(a)
         self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)        # context + 20 allocations
-        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "0.2")
+        b = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-W", held=True)
         cb = self.holding(b)
         self.assertEqual(cb["vidmem_bytes"], 64 * MiB - 21 * PAGE)  # the rest, to the byte
         self.assertGreater(cb["failed"], 0)
         # the shims report what they hold within milliseconds (docs/memory.md, credit)
-        self.assertTrue(wait_for(lambda: self.held() == 64 * MiB), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 64 * MiB, timeout=30), self.ps())
         outs = {}
         for name, p in (("a", a), ("b", b)):
             out, err = p.communicate(timeout=30)
@@ -121,7 +128,7 @@ class WithDaemon(unittest.TestCase):
         # B sees the tenant's quota as its GPU, and nothing free: A and B hold it all
         self.assertEqual(outs["b"]["fb_total_kib"], 64 * 1024)
         self.assertEqual(outs["b"]["fb_free_after_kib"], 0)
-        self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 0, timeout=30), self.ps())
         self.assertGreater(sum(g["refusals"] for g in self.ps()["team"]["gpus"]), 0)
 
     def test_a_flood_of_refusals_is_logged_once_per_tenant(self):
@@ -159,14 +166,17 @@ class WithDaemon(unittest.TestCase):
         a.wait(10)
 
     def test_a_daemon_restart_loses_nothing(self):
-        a = self.run_tenant("-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-w", "4")
+        # it holds until the new ledger was read (-W), not 4 s a loaded restart can outlast
+        a = self.run_tenant("-n", "10", "-s", str(PAGE), "-c", str(PAGE), "-W", held=True)
         ca = self.holding(a)
-        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"]), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=30),
+                        self.ps())
         self.d.stop()
         self.d.start()
         # the shim notices the hang-up and reattaches with what it holds
-        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=5.0),
+        self.assertTrue(wait_for(lambda: self.held() == ca["vidmem_bytes"], timeout=30),
                         self.ps())
+        a.stdin.close()
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
         self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
@@ -177,18 +187,21 @@ class WithDaemon(unittest.TestCase):
         settles only the difference, so the new ledger counts it once; all of it is
         released at the end."""
         a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "1",
-                              "-s", str(PAGE), "-c", str(PAGE), "-w", "3"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              "-s", str(PAGE), "-c", str(PAGE), "-W"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
                              env=env(FAKEDRV_ALLOC_DELAY_MS="1500", **self.d.shim_env()))
+        self.addCleanup(lambda: a.poll() is None and (a.kill(), a.wait()))
         # the context's allocation is granted (reserved) and now in the driver
         self.assertTrue(wait_for(lambda: self.held() == PAGE, timeout=5.0), self.ps())
         self.d.stop()
         self.d.start()
         ca = self.holding(a)
         self.assertEqual(ca["vidmem_bytes"], 2 * PAGE)
-        self.assertTrue(wait_for(lambda: self.held() == 2 * PAGE, timeout=5.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 2 * PAGE, timeout=30), self.ps())
         hold_still(0.3, "nothing settles twice")
         assert_held(self, 2 * PAGE)
+        a.stdin.close()  # it held until then (-W), not 3 s
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
         self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
@@ -198,9 +211,11 @@ class WithDaemon(unittest.TestCase):
         block every 100 ms): its allocations wait for the new daemon instead of
         being refused, and the new ledger holds exactly what the process got."""
         a = subprocess.Popen([KAIROS, "run", "--tenant", "team", "--", FAKEAPP, "-n", "20",
-                              "-s", str(PAGE), "-c", str(PAGE), "-w", "2"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              "-s", str(PAGE), "-c", str(PAGE), "-W"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
                              env=env(FAKEDRV_ALLOC_DELAY_MS="100", **self.d.shim_env()))
+        self.addCleanup(lambda: a.poll() is None and (a.kill(), a.wait()))
         self.assertTrue(wait_for(lambda: self.held() >= 3 * PAGE, timeout=5.0), self.ps())
         self.d.stop()
         pass_time(1.0, "kairosd stays down while the tenant allocates")
@@ -208,7 +223,8 @@ class WithDaemon(unittest.TestCase):
         ca = self.holding(a)
         self.assertEqual(ca["failed"], 0)
         self.assertEqual(ca["vidmem_bytes"], 21 * PAGE)
-        self.assertTrue(wait_for(lambda: self.held() == 21 * PAGE, timeout=5.0), self.ps())
+        self.assertTrue(wait_for(lambda: self.held() == 21 * PAGE, timeout=30), self.ps())
+        a.stdin.close()  # it held until then (-W), not 2 s
         a.wait(30)
         self.assertEqual(a.returncode, 0, a.stderr.read())
         self.assertTrue(wait_for(lambda: self.held() == 0), self.ps())
@@ -487,7 +503,9 @@ class WithFakeGpu(unittest.TestCase):
         (memory.used: base plus what it holds); then the GPU stops listing it - with
         memory.used unchanged, or dropped by its memory when freed_with_the_list -
         and only then does the process exit: when it departs, no GPU lists it."""
-        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-w", "2", "-k")
+        # it exits when told (-W, communicate), not after 2 s a loaded run can spend
+        a = self.run_tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-W", "-k",
+                            held=True)
         held = self.holding(a)["vidmem_bytes"]
         pid = self.ps()["team"]["pids"][0]
         self.d.write_fake(self.GPU + f"status 0 {base + held} - - - -\nproc 0 {pid} {held}\n")

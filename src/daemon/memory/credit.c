@@ -240,9 +240,13 @@ void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint3
     if (c->flags & KAIROS_CREDIT_LAST)
         take_last(m, g, io);
     if (!c->need && !(c->flags & KAIROS_CREDIT_AHEAD)) { /* a report: answered at once */
+        /* ALL only once no room is left outside the members' credit: a shim told ALL
+         * asks nothing ahead, so room still ungranted would cost its next allocation
+         * a round trip (and fail it while kairosd is stopped); asked for ahead, that
+         * room is granted ALL (serve_one) */
         uint64_t room = credit_room(m->tenant, g);
         uint32_t flags = m->cr.revoked[g] || contended(l, m, g, now_ms) ? KAIROS_CREDIT_EXACT
-                         : room < credit_chunk(m->tenant->quota[g])     ? KAIROS_CREDIT_ALL
+                         : room == 0                                    ? KAIROS_CREDIT_ALL
                                                                         : 0;
         send_reply(m, g, seq, c->report, flags, 0, io);
         return;

@@ -77,14 +77,15 @@ static void on_timer(void *ctx, int fd, uint32_t events)
 }
 
 /* A change: saved HANDOVERS_SAVE_DELAY_MS from the first one not saved yet, so a
- * burst of forks costs one write. */
+ * burst of forks costs one write. Once (loop_timer_set would make it a period: the
+ * whole state rewritten every 100 ms for good, the loop serving nothing meanwhile). */
 static void on_change(void *ctx)
 {
     struct handovers *hs = ctx;
     if (hs->pending)
         return;
     hs->pending = true;
-    loop_timer_set(hs->w, HANDOVERS_SAVE_DELAY_MS * 1000ull);
+    loop_timer_after_ms(hs->w, HANDOVERS_SAVE_DELAY_MS);
 }
 
 int handovers_init(struct handovers **out, struct loop *loop, struct heirs *h,

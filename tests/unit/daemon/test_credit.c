@@ -147,6 +147,35 @@ static void test_ahead_far_exact_near(void **state)
     assert_within_quota();
 }
 
+/* Alone near the quota with room still ungranted (the CI run where system-credit's
+ * near-quota test failed): held 58 and 4 of credit after an ask ahead, 2 MiB of
+ * room left, less than a chunk. A report then (held 60) is not answered ALL: a shim
+ * told ALL asks nothing ahead, so those 2 MiB would cost its last allocation a round
+ * trip (refused after 5 s while kairosd is stopped). Its ask ahead once its credit
+ * runs out is answered ALL with the room; then reports say ALL. */
+static void test_all_only_once_the_room_is_granted(void **state)
+{
+    (void)state;
+    int a;
+    struct ledger_member *m = join(&a);
+    credit(m, 0, 0, 2 * MiB, 2 * MiB, KAIROS_CREDIT_AHEAD, 0); /* 6 MiB */
+    credit(m, 6 * MiB, 0, 48 * MiB, 48 * MiB, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 52 * MiB); /* far: its need and a chunk */
+    credit(m, 58 * MiB, 0, 0, 0, KAIROS_CREDIT_AHEAD, 0);
+    assert_int_equal(seen.last.need, 4 * MiB); /* a chunk ahead: 2 MiB of room left */
+    assert_false(seen.last.flags & KAIROS_CREDIT_ALL);
+    assert_int_equal(credit_room(T, 0), 2 * MiB);
+    credit(m, 60 * MiB, 0, 0, 0, 0, 0); /* a report, 2 MiB of credit left */
+    assert_int_equal(seen.last.need, 0);
+    assert_false(seen.last.flags & (KAIROS_CREDIT_ALL | KAIROS_CREDIT_EXACT));
+    credit(m, 62 * MiB, 0, 0, 0, KAIROS_CREDIT_AHEAD, 0); /* its credit ran out */
+    assert_int_equal(seen.last.need, 2 * MiB);
+    assert_true(seen.last.flags & KAIROS_CREDIT_ALL);
+    assert_int_equal(T->held[0] + T->credit[0], T->quota[0]);
+    credit(m, 62 * MiB, 0, 0, 0, 0, 0); /* no room left: reports keep it in ALL */
+    assert_true(seen.last.flags & KAIROS_CREDIT_ALL);
+}
+
 static void test_report_cannot_create_credit(void **state)
 {
     (void)state;
@@ -515,6 +544,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunk_sizes),
         cmocka_unit_test_setup_teardown(test_ahead_far_exact_near, setup, ledger_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_all_only_once_the_room_is_granted, setup,
+                                        ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_report_cannot_create_credit, setup,
                                         ledger_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recall_before_refusal, setup, ledger_fixture_teardown),
