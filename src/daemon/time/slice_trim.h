@@ -6,7 +6,9 @@
  * bench/results/2026-12-05-harm-3). Each tenant's slice is scaled by a trim that
  * follows the gap between its part of the targets and its part of what ran, the
  * trims of a GPU kept at a geometric mean of 1 so that the slices stay as long on
- * average as the shares' own.
+ * average as the shares' own. A gap within the noise of the tenants' progress moves
+ * nothing (launch-bound tenants' parts scatter by points from one period to the
+ * next; chasing that spread their slices apart).
  *
  * Pure: no I/O, no clock, no globals.
  */
@@ -29,6 +31,8 @@
 struct slice_trim {
     double trim; /* the factor on the tenant's slice (0: not yet set, read as 1) */
     double err;  /* its part of the targets less its part of what ran, smoothed */
+    double var;  /* how that gap scatters from period to period (its variance around
+                  * err, smoothed): a smoothed gap within its noise moves no trim */
 };
 
 /* Back to the shares' own slice. */
