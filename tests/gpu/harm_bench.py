@@ -30,11 +30,12 @@ The mixes (HARM_MIXES; the quick subset is the default):
                  ResNet-50 training (batch 256); kairos: inference priority latency,
                  training priority batch, share 50 % each; mps: CUDA_MPS_CLIENT_PRIORITY
                  0 for the inference, 1 for the training. Metrics p99_ms, p99_of_solo
-                 (the inference alone), aggregate_of_solo (the training's steps/s against
-                 its solo). Closed loop, a request after the gap that follows the last
-                 one's completion: a faster answer brings the next request sooner, so
-                 the inference does more work where its latency is lower, and the
-                 training has less of the GPU. latency-train-open: the same requests at
+                 (the inference alone), training_of_solo (the training's steps/s against
+                 its solo), aggregate_of_solo (that and the inference's requests/s
+                 against its solo, summed: the work both did). Closed loop, a request
+                 after the gap that follows the last one's completion: a faster answer
+                 brings the next request sooner, so the inference does more work where
+                 its latency is lower, and the training has less of the GPU. latency-train-open: the same requests at
                  seeded Poisson arrivals (a gap between arrivals, latency from arrival):
                  the same work in every configuration.
   train-pair     ResNet-50 training (batch 128, share 70 %) next to transformer-encoder
@@ -101,7 +102,7 @@ LONG_WORK = compute_bench.LONG_WORK * 7 // 6  # FMAs a thread: ~200 ms a kernel 
 QUICK = "infer4,latency-train,limit-long"
 TSV_CONFIGS = ("native", "mps", "kairos")
 FORMATS = {"aggregate_rps": ".1f", "aggregate_of_solo": ".4f", "p99_ms": ".3f",
-           "p99_of_solo": ".3f", "share_err_pp": ".2f"}
+           "p99_of_solo": ".3f", "share_err_pp": ".2f", "training_of_solo": ".4f"}
 CONFIG = re.compile(r"native$|mps$|kairos(?:-(windows|timeslices|auto|memory))?$")
 
 
@@ -208,7 +209,7 @@ class InferClosed(Mix):
 
 class LatencyTrain(Mix):
     """Requests next to saturating training, the latency section's pair."""
-    metrics_order = ("aggregate_of_solo", "p99_ms", "p99_of_solo")
+    metrics_order = ("aggregate_of_solo", "training_of_solo", "p99_ms", "p99_of_solo")
 
     def __init__(self, args, open_loop=False):
         infer = {"batch": 8, "gap_ms": 6.0, "requests": args.requests, "max_s": args.max_s,
@@ -220,10 +221,11 @@ class LatencyTrain(Mix):
 
     def metrics(self, figs, solo, config):
         p99 = figs["infer"].get("p99_ms")
-        return {"aggregate_of_solo": ratio(figs["train"].get("rate"),
-                                           pick(solo, "solo-train", "train", "rate")),
-                "p99_ms": p99, "p99_of_solo": ratio(p99, pick(solo, "solo-infer", "infer",
-                                                              "p99_ms"))}
+        train = ratio(figs["train"].get("rate"), pick(solo, "solo-train", "train", "rate"))
+        infer = ratio(figs["infer"].get("rate"), pick(solo, "solo-infer", "infer", "rate"))
+        return {"aggregate_of_solo": train + infer if real(train) and real(infer) else None,
+                "training_of_solo": train, "p99_ms": p99,
+                "p99_of_solo": ratio(p99, pick(solo, "solo-infer", "infer", "p99_ms"))}
 
 
 def shared_out(fractions, targets):

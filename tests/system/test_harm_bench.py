@@ -103,10 +103,16 @@ class Arithmetic(unittest.TestCase):
         m = hb.InferClosed(4, args).metrics(infer, {}, "native")
         self.assertEqual(set(m.values()), {None})
         lt = hb.LatencyTrain(args).metrics(
+            {"infer": {"p99_ms": 3.0, "rate": 90.0}, "train": {"rate": 4.0}},
+            {"solo-infer": {"infer": {"p99_ms": 1.5, "rate": 100.0}},
+             "solo-train": {"train": {"rate": 5.0}}}, "kairos")
+        self.assertEqual(lt, {"aggregate_of_solo": 0.8 + 0.9, "training_of_solo": 0.8,
+                              "p99_ms": 3.0, "p99_of_solo": 2.0})
+        lt = hb.LatencyTrain(args).metrics(  # no request rate: no aggregate, still training
             {"infer": {"p99_ms": 3.0}, "train": {"rate": 4.0}},
             {"solo-infer": {"infer": {"p99_ms": 1.5}}, "solo-train": {"train": {"rate": 5.0}}},
             "kairos")
-        self.assertEqual(lt, {"aggregate_of_solo": 0.8, "p99_ms": 3.0, "p99_of_solo": 2.0})
+        self.assertEqual((lt["aggregate_of_solo"], lt["training_of_solo"]), (None, 0.8))
         limit = hb.Limit(0.30, args)
         solo = {"native": {"capped": {"rate": 5.0}}}
         k = limit.metrics({"capped": {"rate": 1.6}}, solo, "kairos-windows")
@@ -195,8 +201,11 @@ def expected_medians(rec):
             put("p99_ms", c, worst)
             put("p99_of_solo", c, lambda rep: worst(rep) / fig[(rep, "solo")]["i0"]["p99_ms"])
         elif "train" in rec["policies"]:
-            put("aggregate_of_solo", c, lambda rep: fig[(rep, c)]["train"]["rate"]
-                / fig[(rep, "solo-train")]["train"]["rate"])
+            train = lambda rep: (fig[(rep, c)]["train"]["rate"]  # noqa: E731
+                                 / fig[(rep, "solo-train")]["train"]["rate"])
+            put("aggregate_of_solo", c, lambda rep: train(rep) + fig[(rep, c)]["infer"]["rate"]
+                / fig[(rep, "solo-infer")]["infer"]["rate"])
+            put("training_of_solo", c, train)
             put("p99_ms", c, lambda rep: fig[(rep, c)]["infer"]["p99_ms"])
             put("p99_of_solo", c, lambda rep: fig[(rep, c)]["infer"]["p99_ms"]
                 / fig[(rep, "solo-infer")]["infer"]["p99_ms"])
@@ -249,7 +258,7 @@ class DryRun(BenchRun):
         self.assertEqual([r[:2] for r in rows[1:]], [
             ["infer4", "aggregate_rps"], ["infer4", "aggregate_of_solo"], ["infer4", "p99_ms"],
             ["infer4", "p99_of_solo"], ["latency-train", "aggregate_of_solo"],
-            ["latency-train", "p99_ms"], ["latency-train", "p99_of_solo"],
+            ["latency-train", "training_of_solo"], ["latency-train", "p99_ms"], ["latency-train", "p99_of_solo"],
             ["limit-long", "aggregate_of_solo"], ["limit-long", "share_err_pp"]])
         for mix, rec in self.res["mixes"].items():
             want = expected_medians(rec)
@@ -365,7 +374,7 @@ class MoreMixes(BenchRun):
             ["lend", "aggregate_of_solo"], ["infer4-open", "aggregate_rps"],
             ["infer4-open", "aggregate_of_solo"], ["infer4-open", "p99_ms"],
             ["infer4-open", "p99_of_solo"], ["latency-train-open", "aggregate_of_solo"],
-            ["latency-train-open", "p99_ms"], ["latency-train-open", "p99_of_solo"]])
+            ["latency-train-open", "training_of_solo"], ["latency-train-open", "p99_ms"], ["latency-train-open", "p99_of_solo"]])
         for row in rows[1:]:  # every figure there for native and kairos (no MPS here)
             self.assertRegex(row[2], r"^\d+\.\d+$", row)
             self.assertEqual(row[3], "-", row)
@@ -483,7 +492,7 @@ class Failures(unittest.TestCase):
         self.assertEqual(load(self.out)["failures"], [
             "latency-train/kairos/infer: graphs=0 where native had 1 (CUDA graph capture "
             "failed in one of them)"])
-        self.assertEqual([row[4] for row in read_tsv(self.out)[1:]], ["-", "-", "-"])
+        self.assertEqual([row[4] for row in read_tsv(self.out)[1:]], ["-", "-", "-", "-"])
 
     def test_mps_skipped_where_the_machine_has_none(self):
         r = run_bench(self.out, "--mixes", "limit-long", "--reps", "1", "--configs", "native,mps",
