@@ -390,44 +390,26 @@ int algo_pack_cover(struct state *s)
 /* ---- Kairos's local search ---- */
 
 /* Place w in a new instance on a live MIG GPU other than skip_gpu (smallest option
- * first, fullest GPU first, then the lowest GPU index): one pass over the GPUs. */
-static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, const int *cand, int n_cand,
+ * first, fullest GPU first, then the lowest GPU index), found in x; notes the GPU's
+ * change in x. */
+static int algo_new_elsewhere(struct state *s, int w, int skip_gpu, struct room_index *x,
                               int *inst_out)
 {
-    int best_g[PLAN_MAX_OPTIONS], best_c[PLAN_MAX_OPTIONS], min_c = PLAN_COMPUTE_SLICES + 1;
-    unsigned want = 0;
-    for (int o = 1; o < s->n_options; o++) {
-        best_g[o] = -1;
-        best_c[o] = -1;
-        if (st_need(s, w, o) >= 0) {
-            want |= 1u << o;
-            min_c = plan_option_compute(s->m, o) < min_c ? plan_option_compute(s->m, o) : min_c;
-        }
-    }
-    for (int q = 0; want && q < n_cand; q++) {
-        int g = cand[q];
-        if (!s->gpu[g].alive || s->gpu[g].whole || g == skip_gpu)
-            continue;
-        int c = st_gpu_compute(s, g);
-        if (c + min_c > PLAN_COMPUTE_SLICES)
-            continue;
-        unsigned room = s->gpu[g].room & want;
-        for (int o = 1; room && o < s->n_options; o++)
-            if ((room >> o & 1u) && c > best_c[o]) {
-                best_g[o] = g;
-                best_c[o] = c;
-            }
-    }
     for (int k = 0; k < s->n_options; k++) {
         int o = s->order[k];
-        if (o == PLAN_OPTION_WHOLE || best_g[o] < 0)
+        if (o == PLAN_OPTION_WHOLE || st_need(s, w, o) < 0)
+            continue;
+        int g = room_index_best(x, s, o, skip_gpu);
+        if (g == -ENOMEM)
+            return g;
+        if (g < 0)
             continue;
         int in = st_new_inst(s, o);
         if (in < 0)
             return in;
-        st_gpu_attach(s, in, best_g[o]);
+        st_gpu_attach(s, in, g);
         *inst_out = in;
-        return 1;
+        return room_index_note(x, s, g) ? -ENOMEM : 1;
     }
     return 0;
 }
@@ -438,25 +420,30 @@ struct algo_created {
 };
 
 /* The instances of each GPU in index order, as they were when built (n0 instances);
- * instances created later are looked at one by one (there are few). */
+ * instances created later are looked at one by one (there are few). room: the MIG GPUs
+ * that can take a new instance (room_index.c), kept up to date by the local search. */
 struct algo_by_gpu {
     int *first, *next, n0;
-    int *room, n_room;   /* MIG GPUs with a free compute slice, ascending (a superset of
-                          * those that can take a new instance while the index lives) */
+    struct room_index room;
 };
 
 static int algo_by_gpu_build(const struct state *s, struct algo_by_gpu *b)
 {
     b->first = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
     b->next = malloc(((size_t)s->n_inst + 1) * sizeof(int));
-    b->room = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
+    int *room = malloc(((size_t)s->n_gpu + 1) * sizeof(int)), n_room = 0;
     b->n0 = s->n_inst;
-    b->n_room = 0;
-    if (!b->first || !b->next || !b->room)
+    if (!b->first || !b->next || !room) {
+        free(room);
         return -ENOMEM;
+    }
     for (int g = 0; g < s->n_gpu; g++)
         if (s->gpu[g].alive && !s->gpu[g].whole && st_gpu_compute(s, g) < PLAN_COMPUTE_SLICES)
-            b->room[b->n_room++] = g;
+            room[n_room++] = g;
+    int rc = room_index_init(&b->room, s, room, n_room);
+    free(room);
+    if (rc)
+        return rc;
     for (int g = 0; g < s->n_gpu; g++)
         b->first[g] = -1;
     for (int i = s->n_inst - 1; i >= 0; i--) {
@@ -470,12 +457,12 @@ static int algo_by_gpu_build(const struct state *s, struct algo_by_gpu *b)
 
 /* Empty instance i into other instances' idle time or new instances on other GPUs. */
 static int algo_evacuate_inst(struct state *s, struct algo_journal *j, struct algo_created *cr,
-                              const struct algo_by_gpu *b, int i, int g)
+                              struct algo_by_gpu *b, int i, int g)
 {
     while (s->inst[i].n) {
         int w = s->inst[i].head, t = 0, to = bf_best(s, w, 0, i, g, &t);
         if (to < 0) {
-            int rc = algo_new_elsewhere(s, w, g, b->room, b->n_room, &to);
+            int rc = algo_new_elsewhere(s, w, g, &b->room, &to);
             if (rc <= 0)
                 return rc;
             cr->inst[cr->n++] = to;
@@ -487,7 +474,7 @@ static int algo_evacuate_inst(struct state *s, struct algo_journal *j, struct al
 }
 
 static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct algo_created *cr,
-                             const struct algo_by_gpu *b, int g)
+                             struct algo_by_gpu *b, int g)
 {
     int rc = 1;
     for (int i = b->first[g]; rc > 0 && i >= 0; i = b->next[i])
@@ -507,13 +494,19 @@ static int algo_evacuate_gpu(struct state *s, struct algo_journal *j, struct alg
     return rc;
 }
 
-static void algo_undo_created(struct state *s, struct algo_created *cr)
+/* Detaches the instances an evacuation created that its undo left empty; their GPUs
+ * regain room (noted in x). */
+static int algo_undo_created(struct state *s, struct algo_created *cr, struct room_index *x)
 {
     while (cr->n > 0) {
-        int i = cr->inst[--cr->n];
-        if (!s->inst[i].n)
+        int i = cr->inst[--cr->n], g = s->inst[i].gpu;
+        if (!s->inst[i].n) {
             st_gpu_detach(s, i);
+            if (g >= 0 && room_index_note(x, s, g))
+                return -ENOMEM;
+        }
     }
+    return 0;
 }
 
 static int *algo_gpu_members(const struct state *s)
@@ -556,14 +549,17 @@ static int algo_drop_gpus(struct state *s, int budget)
             freed++;
         } else {
             algo_undo(s, &j);
-            algo_undo_created(s, &cr);
+            if (algo_undo_created(s, &cr, &by.room)) {
+                freed = -ENOMEM;
+                goto out;
+            }
         }
     }
 out:
     algo_journal_free(&j);
     free(by.first);
     free(by.next);
-    free(by.room);
+    room_index_free(&by.room);
     free(cr.inst);
     free(k);
     free(members);

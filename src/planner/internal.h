@@ -59,6 +59,23 @@ int fit_tree_init(struct fit_tree *t, int n);
 void fit_tree_free(struct fit_tree *t);
 void fit_tree_set(struct fit_tree *t, int slot, int time, int64_t mem, unsigned mask);
 int fit_tree_first(const struct fit_tree *t, int time, int64_t mem, unsigned bit);
+/* room_index.c: the live MIG GPUs that can take a new instance, by option and compute
+ * in use (each bucket a min-heap of GPU indices, stale entries dropped lazily). */
+struct room_heap {
+    int *v;
+    int n, cap;
+};
+struct room_index {
+    struct room_heap b[PLAN_MAX_OPTIONS][PLAN_COMPUTE_SLICES + 1];
+};
+/* From gpus (ascending). */
+int room_index_init(struct room_index *x, const struct state *s, const int *gpus, int n);
+void room_index_free(struct room_index *x);
+/* After a change to GPU g's instances. */
+int room_index_note(struct room_index *x, const struct state *s, int g);
+/* The fullest current GPU with room for option o other than skip_gpu, ties to the
+ * lowest index; -1 if none, -ENOMEM. */
+int room_index_best(struct room_index *x, const struct state *s, int o, int skip_gpu);
 int bf_attach(struct state *s);
 void bf_detach(struct state *s);
 int bf_update(struct state *s, int inst);

@@ -4,7 +4,9 @@
  * same generated inputs), and the duplicate-name check still refuses duplicates.
  * The fingerprints predate one workload per MIG instance, so the plans are made with
  * --mig-time-sharing (mig_sharing): this also checks that the opt-out restores the old
- * packing bit for bit. */
+ * packing bit for bit. Kairos's own plans in the default (one workload per MIG
+ * instance) are checked the same way against fingerprints recorded on c2903ba, before
+ * the room index (room_index.c) replaced the local search's pass over the GPUs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,6 +77,16 @@ static const struct {
     {7, 4, 0x9dca634e8e7ae930ull},
 };
 
+/* {seed, fingerprint on c2903ba} of Kairos's plan, default options. */
+static const struct {
+    int seed;
+    unsigned long long fp;
+} golden_kairos[] = {
+    {1, 0x6f4ac3cf58d8d2afull}, {2, 0x174ee1020b58be90ull}, {3, 0x95b8ebc4bf85747dull},
+    {4, 0x1f48a2755f51e785ull}, {5, 0x730f977e2d283193ull}, {6, 0xcd7206f318ef70efull},
+    {7, 0x1ce9f2319061d7b7ull},
+};
+
 static struct plan_gen_params gen_of(int s)
 {
     static const char *const models[] = {"A100-40GB", "H200-141GB", "A100-40GB+1g.10gb"};
@@ -98,6 +110,25 @@ static void test_same_plans_as_linear_scans(void **state)
         if (fingerprint(&p) != golden[k].fp)
             fail_msg("seed %d, %s: the plan differs from the one before the indexes",
                      golden[k].seed, plan_algo_name(o.algo));
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+}
+
+static void test_kairos_plans_unchanged_by_the_room_index(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof(golden_kairos) / sizeof(golden_kairos[0]); k++) {
+        struct plan_gen_params g = gen_of(golden_kairos[k].seed);
+        struct plan_input in;
+        struct plan_options o;
+        struct plan p;
+        assert_int_equal(plan_gen(&g, &in), 0);
+        plan_options_default(&o);
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        if (fingerprint(&p) != golden_kairos[k].fp)
+            fail_msg("seed %d: Kairos's plan differs from the one before the room index",
+                     golden_kairos[k].seed);
         plan_free(&p);
         plan_input_free(&in);
     }
@@ -130,6 +161,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_plans_as_linear_scans),
+        cmocka_unit_test(test_kairos_plans_unchanged_by_the_room_index),
         cmocka_unit_test(test_duplicate_names_still_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
