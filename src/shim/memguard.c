@@ -913,10 +913,14 @@ __attribute__((destructor)) static void report_at_exit(void)
             if (credit_last_message(&mg_credit[g], g, &msgs[n]))
                 n++;
     pthread_mutex_unlock(&mg_mu);
-    /* the watcher may hold the connection's mutex for a moment: 100 ms at most */
+    /* the watcher may hold the connection's mutex for a moment, or the socket be full
+     * for one (the sender's reports before this one): 100 ms at most for both */
     for (unsigned i = 0, tries = 0; i < n; i++)
-        while (agent_try_send_credit(&msgs[i]) == -EBUSY && tries++ < 100)
+        for (int rc; (rc = agent_try_send_credit(&msgs[i])) == -EBUSY || rc == -EAGAIN;) {
+            if (tries++ >= 100)
+                break;
             usleep(1000);
+        }
 }
 
 /* ---- introspection ------------------------------------------------------------------ */
