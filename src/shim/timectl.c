@@ -55,7 +55,8 @@ static pthread_cond_t tc_cv;
 static bool tc_cv_ready, tc_thread_running, tc_stop;
 static pthread_t tc_thread;
 static struct tc_gpu tc_gpus[KAIROS_MAX_GPUS];
-static _Atomic uint64_t st_turns, st_samples, st_reports, st_wake_reports; /* timectl_stats */
+static _Atomic uint64_t st_turns, st_samples, st_sample_ns, st_reports,
+    st_wake_reports; /* timectl_stats */
 
 static uint64_t mono_ns(void)
 {
@@ -179,6 +180,7 @@ static void sense_step(uint32_t mask, uint32_t quick, const uint64_t every_ns[KA
     }
     tc_sense_sample(now);
     atomic_fetch_add(&st_samples, 1);
+    atomic_fetch_add(&st_sample_ns, mono_ns() - now);
     bool owed = false;
     for (uint32_t g = 0; g < KAIROS_MAX_GPUS; g++) {
         if (!(mask & (1u << g))) {
@@ -314,17 +316,25 @@ void timectl_stats(struct timectl_stats *s)
     tc_pause_stats(s);
     s->turns = atomic_load(&st_turns);
     s->samples = atomic_load(&st_samples);
+    s->sample_ns = atomic_load(&st_sample_ns);
     s->reports = atomic_load(&st_reports);
     s->wake_reports = atomic_load(&st_wake_reports);
 }
 
-/* With KAIROS_LOG=stderr, a process that was paused says at exit how often and how
- * long the driver took to pause and resume it (the GPU suite reads this line). */
+/* With KAIROS_LOG=stderr, a process whose channels were sampled says at exit what the
+ * sensor cost it, and one that was paused how often and how long the driver took to
+ * pause and resume it (the GPU suite reads these lines). */
 __attribute__((destructor)) static void report_at_exit(void)
 {
     struct timectl_stats s;
     timectl_stats(&s);
-    if (!s.pauses || !settings_get()->log_stderr)
+    if (!settings_get()->log_stderr)
+        return;
+    if (s.samples)
+        dprintf(2, "kairos[%d]: time sensor: samples=%llu sample_mean_us=%.2f sample_ms=%.1f\n",
+                (int)getpid(), (unsigned long long)s.samples, s.sample_ns / 1e3 / s.samples,
+                s.sample_ns / 1e6);
+    if (!s.pauses)
         return;
     dprintf(2,
             "kairos[%d]: time control: pauses=%llu pause_mean_us=%.1f pause_max_us=%.1f "
@@ -357,6 +367,7 @@ static void forget_sense_schedule(void)
     memset(tc_next_report, 0, sizeof tc_next_report);
     atomic_store(&st_turns, 0);
     atomic_store(&st_samples, 0);
+    atomic_store(&st_sample_ns, 0);
     atomic_store(&st_reports, 0);
     atomic_store(&st_wake_reports, 0);
 }

@@ -91,6 +91,8 @@ struct timectl_stats {
     uint64_t resume_ns, resume_max_ns; /* the same for resumes */
     uint64_t turns;        /* the control thread's wakeups (returns from its wait) */
     uint64_t samples;      /* runnable sensor samples taken */
+    uint64_t sample_ns;    /* time in them (and in re-reading the channel table): the
+                            * sensor's own CPU cost in this process */
     uint64_t reports;      /* regular RUNNABLE reports made (once a period per GPU) */
     uint64_t wake_reports; /* KAIROS_RUNNABLE_WAKE reports made */
 };

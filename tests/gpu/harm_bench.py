@@ -363,11 +363,13 @@ class Tenant:
         self.proc = self.log = None
         self.placed = None
         self.earlier_pauses = 0  # the shim's pauses in logs of earlier processes
+        self.earlier_sensor_ms = 0.0  # and its sensor's CPU time
 
     def spawn(self, cmd, log_name):
         if self.log:
             self.log.close()
             self.earlier_pauses += stats.shim_pauses(self.log_text())
+            self.earlier_sensor_ms += stats.shim_sensor_ms(self.log_text())
         self.log = open(os.path.join(self.dir, log_name), "w")
         self.proc = subprocess.Popen(self.set.wrap(cmd, self.name), env=self.set.env(self),
                                      stdout=self.log, stderr=subprocess.STDOUT,
@@ -383,6 +385,10 @@ class Tenant:
     def pauses(self):
         """How often the shim paused the tenant's processes (their exit reports)."""
         return self.earlier_pauses + stats.shim_pauses(self.log_text())
+
+    def sensor_ms(self):
+        """The CPU time of the shim's runnable sensor in the processes (their exit lines)."""
+        return self.earlier_sensor_ms + stats.shim_sensor_ms(self.log_text())
 
     def log_text(self):
         try:
@@ -715,7 +721,9 @@ class TenantSet:
         return {"skipped": self.skipped, "failed": self.failed,
                 "placement": {t.name: t.placed for t in self.tenants.values()},
                 "pauses": {t.name: t.pauses() for t in self.tenants.values()} if self.daemon
-                else None}
+                else None,
+                "sensor_ms": {t.name: round(t.sensor_ms(), 1) for t in self.tenants.values()}
+                if self.daemon else None}
 
 
 # ---- the benchmark ---------------------------------------------------------------------

@@ -106,3 +106,12 @@ def shim_pauses(log_text):
     no such line (a process never paused writes none)."""
     found = re.findall(r"time control: pauses=(\d+)", log_text)
     return sum(int(n) for n in found)
+
+
+def shim_sensor_ms(log_text):
+    """The CPU time the shim's runnable sensor took in the process, in ms, from the line
+    it writes at exit under KAIROS_LOG=stderr ("kairos[PID]: time sensor: samples=N
+    sample_mean_us=X sample_ms=Y"), summed over the processes of the log; 0 without one."""
+    found = re.findall(r"time sensor: samples=\d+ sample_mean_us=[\d.]+ sample_ms=([\d.]+)",
+                       log_text)
+    return sum(float(n) for n in found)

@@ -177,11 +177,15 @@ class Statistics(unittest.TestCase):
             os.unlink(f.name)
         self.assertEqual(stats.read_stamps("/nonexistent/stamps"), [])
 
-    def test_pauses_read_from_the_shims_exit_report(self):
+    def test_pauses_and_sensor_time_read_from_the_shims_exit_report(self):
         log = ("step 1\nkairos[41]: time control: pauses=17 pause_mean_us=650.2 "
                "pause_max_us=900.0 resumes=17 resume_mean_us=400.1 resume_max_us=800.0\n")
         self.assertEqual(stats.shim_pauses(log), 17)
         self.assertEqual(stats.shim_pauses("role=infer units=300\n"), 0)
+        two = ("kairos[7]: time sensor: samples=900 sample_mean_us=1.50 sample_ms=1.4\n"
+               "kairos[8]: time sensor: samples=10 sample_mean_us=20.00 sample_ms=0.2\n")
+        self.assertAlmostEqual(stats.shim_sensor_ms(two), 1.6)
+        self.assertEqual(stats.shim_sensor_ms("role=infer units=300\n"), 0)
 
     def test_goal_verdict_uses_the_interval(self):
         self.assertEqual(stats.goal_verdict(1.02, (0.97, 1.08), 1.1), "met")
