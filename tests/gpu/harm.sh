@@ -15,7 +15,8 @@
 # infer8, infer4-tf, infer4-open, infer8-open, train-pair, deep2, deep4, deep8,
 # deep4-uneq, lend),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
-# kairosd in that time_mode, kairos-memory one with memory quotas only), HARM_REPS
+# kairosd in that time_mode, kairos-memory one with memory quotas only, shim-alone the
+# shim preloaded with KAIROS_MEM and no kairosd), HARM_REPS
 # (3), HARM_SECONDS (6, a closed-loop round), HARM_REQUESTS (800, latency-train's
 # requests a round), HARM_LONG_SECONDS (8, a limit-long run), HARM_LONG_WORK
 # (kernel_stream --work), HARM_TRAIN_SECONDS (8, a train-pair or lend round),

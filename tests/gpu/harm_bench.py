@@ -60,9 +60,10 @@ Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x nativ
 the worst p99 <= 1.05x native, and Kairos's share_err_pp <= 1; a limit mix lands within
 0.30 +- 0.02 of solo. Configuration kairos-memory (not in the default list): a kairosd
 whose tenants have only their memory quotas, which tells what the time control itself
-costs next to the kairos column.
+costs next to the kairos column; shim-alone: the shim preloaded on its own (KAIROS_MEM,
+no kairosd, no `kairos run`), which tells what its interposition costs next to native.
 A tenant that fails, hangs (not done --round-grace-s after its round should have ended),
-runs outside the shim under Kairos (under it elsewhere), without this benchmark's MPS
+runs outside the shim under Kairos or shim-alone (under it elsewhere), without this benchmark's MPS
 pipe under MPS (with one elsewhere), or serves its requests with a CUDA graph where
 native had none (or the reverse) fails its configuration for the rest of the mix: its
 processes are killed, it is listed in "failures", its column reads "-", and the exit
@@ -103,7 +104,7 @@ QUICK = "infer4,latency-train,limit-long"
 TSV_CONFIGS = ("native", "mps", "kairos")
 FORMATS = {"aggregate_rps": ".1f", "aggregate_of_solo": ".4f", "p99_ms": ".3f",
            "p99_of_solo": ".3f", "share_err_pp": ".2f", "training_of_solo": ".4f"}
-CONFIG = re.compile(r"native$|mps$|kairos(?:-(windows|timeslices|auto|memory))?$")
+CONFIG = re.compile(r"native$|mps$|shim-alone$|kairos(?:-(windows|timeslices|auto|memory))?$")
 
 
 def real(x):
@@ -570,6 +571,9 @@ class TenantSet:
                 self.mps = None
                 self.skipped = "MPS did not start"
                 return
+        elif self.config == "shim-alone":  # no kairosd: an empty shim.conf
+            os.makedirs(self.work, exist_ok=True)
+            write_file(os.path.join(self.work, "shim-alone.conf"), "")
         elif self.config != "native":
             mode = CONFIG.match(self.config).group(1)
             quota = f"{max(4, 120 // len(self.tenants))}G"
@@ -591,6 +595,11 @@ class TenantSet:
                 env["CUDA_MPS_CLIENT_PRIORITY"] = str(tenant.opts["mps_priority"])
         if self.daemon:  # the shim says at exit how often it paused (in the log)
             env.update(KAIROS_SHIM_CONF=self.daemon.shim_conf, KAIROS_LOG="stderr")
+        if self.config == "shim-alone":  # the shim on its own, as memory.sh's standalone
+            env.update(LD_PRELOAD=" ".join(p for p in (env.get("LD_PRELOAD"),
+                                                       os.environ.get("KAIROS_SHIM")) if p),
+                       KAIROS_MEM="100G", KAIROS_LOG="stderr",
+                       KAIROS_SHIM_CONF=os.path.join(self.work, "shim-alone.conf"))
         return env
 
     def wrap(self, cmd, name):
@@ -614,8 +623,9 @@ class TenantSet:
                                      "before its placement could be read")
         tenant.placed = p
         pipe = self.mps.env["CUDA_MPS_PIPE_DIRECTORY"] if self.mps else None
-        if p["shim"] != bool(self.daemon):
-            return self.fail(tenant, f"{'outside' if self.daemon else 'under'} the shim in "
+        shimmed = bool(self.daemon) or self.config == "shim-alone"
+        if p["shim"] != shimmed:
+            return self.fail(tenant, f"{'outside' if shimmed else 'under'} the shim in "
                                      f"configuration {self.config}")
         if p["mps_pipe"] != pipe:
             return self.fail(tenant, f"MPS pipe {p['mps_pipe']} in configuration {self.config}"
@@ -1013,7 +1023,8 @@ def parse_args(argv=None):
     if bad or "native" not in configs or len(set(configs)) != len(configs):
         ap.error(f"--configs {args.configs} --mixes {args.mixes}: unknown {','.join(bad) or '-'};"
                  " configurations: native (needed: the baseline of every ratio), mps, kairos, "
-                 "kairos-windows, kairos-timeslices, kairos-auto, kairos-memory; mixes: "
+                 "kairos-windows, kairos-timeslices, kairos-auto, kairos-memory, shim-alone; "
+                 "mixes: "
                  f"{','.join(MIXES)}")
     return args
 

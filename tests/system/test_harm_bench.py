@@ -359,10 +359,11 @@ class DryRun(BenchRun):
 
 
 class MoreMixes(BenchRun):
-    """The other mixes of the issue, with configuration kairos-memory, once."""
+    """The other mixes of the issue, with configurations kairos-memory and shim-alone, once."""
     MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open", "latency-train-open"]
     ARGS = ("--mixes", ",".join(MIXES), "--reps", "1", "--configs",
-            "native,kairos,kairos-memory", "--train-seconds", "0.6", "--seconds", "0.8")
+            "native,kairos,kairos-memory,shim-alone", "--train-seconds", "0.6", "--seconds",
+            "0.8")
 
     def test_runs_clean_with_every_metric(self):
         self.assertEqual(self.r.returncode, 0, self.r.stdout + self.r.stderr)
@@ -374,7 +375,8 @@ class MoreMixes(BenchRun):
             ["lend", "aggregate_of_solo"], ["infer4-open", "aggregate_rps"],
             ["infer4-open", "aggregate_of_solo"], ["infer4-open", "p99_ms"],
             ["infer4-open", "p99_of_solo"], ["latency-train-open", "aggregate_of_solo"],
-            ["latency-train-open", "training_of_solo"], ["latency-train-open", "p99_ms"], ["latency-train-open", "p99_of_solo"]])
+            ["latency-train-open", "training_of_solo"], ["latency-train-open", "p99_ms"],
+            ["latency-train-open", "p99_of_solo"]])
         for row in rows[1:]:  # every figure there for native and kairos (no MPS here)
             self.assertRegex(row[2], r"^\d+\.\d+$", row)
             self.assertEqual(row[3], "-", row)
@@ -386,15 +388,18 @@ class MoreMixes(BenchRun):
     def test_rounds_and_who_runs_them(self):
         rounds = {m: [r["round"] for r in self.res["mixes"][m]["rounds"]] for m in self.MIXES}
         self.assertEqual(rounds["train-pair"], ["solo-cnn", "solo-tf", "native", "kairos",
-                                                "kairos-memory"])
-        self.assertEqual(rounds["deep4-uneq"], ["solo-s0", "native", "kairos", "kairos-memory"])
-        self.assertEqual(rounds["lend"], ["native", "kairos", "kairos-memory"])
+                                                "kairos-memory", "shim-alone"])
+        self.assertEqual(rounds["deep4-uneq"], ["solo-s0", "native", "kairos", "kairos-memory",
+                                                "shim-alone"])
+        self.assertEqual(rounds["lend"], ["native", "kairos", "kairos-memory", "shim-alone"])
         for r in self.res["mixes"]["lend"]["rounds"]:  # the idle tenant lives, never works
             self.assertEqual(list(r["figures"]), ["busy"])
         for c in ("native", "kairos", "kairos-memory"):
             self.assertRegex(self.archived(f"lend/{c}/idle/idle.ready"), r"pid=\d+")
-        self.assertEqual(self.res["mixes"]["lend"]["sets"]["kairos"]["placement"]["idle"][
-            "shim"], True)
+        sets = self.res["mixes"]["lend"]["sets"]
+        for c, shim in (("native", False), ("kairos", True), ("shim-alone", True)):
+            self.assertEqual(sets[c]["placement"]["idle"]["shim"], shim, c)
+        self.assertIsNone(sets["shim-alone"]["pauses"])  # no kairosd: none to pause it
         for c in ("native", "kairos"):  # requests at arrivals, not after completions
             self.assertIn("open_loop=1", self.archived(f"latency-train-open/{c}/infer/infer.ready"))
 
