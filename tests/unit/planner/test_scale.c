@@ -94,44 +94,41 @@ static struct plan_gen_params gen_of(int s)
                                     models[s % 3], s % 2 ? 0.7 : 1.0};
 }
 
+/* The fingerprint of the plan algo makes of gen_of(seed) (mig_sharing: the opt-out). */
+static unsigned long long plan_fingerprint(int seed, int algo, int mig_sharing)
+{
+    struct plan_gen_params g = gen_of(seed);
+    struct plan_input in;
+    struct plan_options o;
+    struct plan p;
+    assert_int_equal(plan_gen(&g, &in), 0);
+    in.mig_sharing = mig_sharing;
+    plan_options_default(&o);
+    if (algo >= 0)
+        o.algo = algo;
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    unsigned long long fp = fingerprint(&p);
+    plan_free(&p);
+    plan_input_free(&in);
+    return fp;
+}
+
 static void test_same_plans_as_linear_scans(void **state)
 {
     (void)state;
-    for (size_t k = 0; k < sizeof(golden) / sizeof(golden[0]); k++) {
-        struct plan_gen_params g = gen_of(golden[k].seed);
-        struct plan_input in;
-        struct plan_options o;
-        struct plan p;
-        assert_int_equal(plan_gen(&g, &in), 0);
-        in.mig_sharing = 1;
-        plan_options_default(&o);
-        o.algo = golden[k].algo;
-        assert_int_equal(plan_solve(&in, &o, &p), 0);
-        if (fingerprint(&p) != golden[k].fp)
+    for (size_t k = 0; k < sizeof(golden) / sizeof(golden[0]); k++)
+        if (plan_fingerprint(golden[k].seed, golden[k].algo, 1) != golden[k].fp)
             fail_msg("seed %d, %s: the plan differs from the one before the indexes",
-                     golden[k].seed, plan_algo_name(o.algo));
-        plan_free(&p);
-        plan_input_free(&in);
-    }
+                     golden[k].seed, plan_algo_name(golden[k].algo));
 }
 
 static void test_kairos_plans_unchanged_by_the_room_index(void **state)
 {
     (void)state;
-    for (size_t k = 0; k < sizeof(golden_kairos) / sizeof(golden_kairos[0]); k++) {
-        struct plan_gen_params g = gen_of(golden_kairos[k].seed);
-        struct plan_input in;
-        struct plan_options o;
-        struct plan p;
-        assert_int_equal(plan_gen(&g, &in), 0);
-        plan_options_default(&o);
-        assert_int_equal(plan_solve(&in, &o, &p), 0);
-        if (fingerprint(&p) != golden_kairos[k].fp)
+    for (size_t k = 0; k < sizeof(golden_kairos) / sizeof(golden_kairos[0]); k++)
+        if (plan_fingerprint(golden_kairos[k].seed, -1, 0) != golden_kairos[k].fp)
             fail_msg("seed %d: Kairos's plan differs from the one before the room index",
                      golden_kairos[k].seed);
-        plan_free(&p);
-        plan_input_free(&in);
-    }
 }
 
 static void test_duplicate_names_still_refused(void **state)

@@ -117,15 +117,24 @@ static void daemon_start(struct daemon *d, enum script after_hello, enum script 
     assert_int_equal(pthread_create(&d->thread, NULL, serve, d), 0);
 }
 
+/* The agent's descriptor, or -1. */
+static int agent_fd_now(void)
+{
+    for (int fd = 0; fd < 4096; fd++)
+        if (agent_owns_fd(fd))
+            return fd;
+    return -1;
+}
+
 /* The application's side hangs up (as when it closes the agent's descriptor), and the
  * stand-in daemon's connection ends. */
 static void daemon_stop(struct daemon *d)
 {
-    for (int fd = 0; fd < 4096; fd++)
-        if (agent_owns_fd(fd)) {
-            agent_forget();
-            close(fd);
-        }
+    int fd = agent_fd_now();
+    if (fd >= 0) {
+        agent_forget();
+        close(fd);
+    }
     pthread_join(d->thread, NULL);
     close(d->listen_fd);
     unlink(d->path);
@@ -153,10 +162,7 @@ static void test_hello_welcome_and_a_high_cloexec_descriptor(void **state)
     assert_int_equal(q.quota[0], 1 << 30);
     assert_string_equal(d.hello.tenant, "t1");
     assert_int_equal(d.hello.pid, (uint32_t)getpid());
-    int fd = -1;
-    for (int k = 0; k < 4096 && fd < 0; k++)
-        if (agent_owns_fd(k))
-            fd = k;
+    int fd = agent_fd_now();
     assert_true(fd >= 700); /* out of the application's usual numbers */
     assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
     daemon_stop(&d);
