@@ -431,19 +431,14 @@ static int algo_by_gpu_build(const struct state *s, struct algo_by_gpu *b)
 {
     b->first = malloc(((size_t)s->n_gpu + 1) * sizeof(int));
     b->next = malloc(((size_t)s->n_inst + 1) * sizeof(int));
-    int *room = malloc(((size_t)s->n_gpu + 1) * sizeof(int)), n_room = 0;
     b->n0 = s->n_inst;
-    if (!b->first || !b->next || !room) {
-        free(room);
+    b->room = (struct room_index){0};
+    if (!b->first || !b->next)
         return -ENOMEM;
-    }
     for (int g = 0; g < s->n_gpu; g++)
-        if (s->gpu[g].alive && !s->gpu[g].whole && st_gpu_compute(s, g) < PLAN_COMPUTE_SLICES)
-            room[n_room++] = g;
-    int rc = room_index_init(&b->room, s, room, n_room);
-    free(room);
-    if (rc)
-        return rc;
+        if (s->gpu[g].alive && !s->gpu[g].whole && st_gpu_compute(s, g) < PLAN_COMPUTE_SLICES &&
+            room_index_note(&b->room, s, g))
+            return -ENOMEM;
     for (int g = 0; g < s->n_gpu; g++)
         b->first[g] = -1;
     for (int i = s->n_inst - 1; i >= 0; i--) {

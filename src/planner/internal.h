@@ -68,10 +68,9 @@ struct room_heap {
 struct room_index {
     struct room_heap b[PLAN_MAX_OPTIONS][PLAN_COMPUTE_SLICES + 1];
 };
-/* From gpus (ascending). */
-int room_index_init(struct room_index *x, const struct state *s, const int *gpus, int n);
 void room_index_free(struct room_index *x);
-/* After a change to GPU g's instances. */
+/* GPU g in the index (a zeroed index is empty), or again after a change to its
+ * instances. */
 int room_index_note(struct room_index *x, const struct state *s, int g);
 /* The fullest current GPU with room for option o other than skip_gpu, ties to the
  * lowest index; -1 if none, -ENOMEM. */

@@ -7,9 +7,10 @@
  *
  * Each bucket (option, compute) is a min-heap of GPU indices with lazy deletion: an
  * entry is current while its GPU is alive, not whole, has the option's room bit and
- * that compute; stale entries are dropped when they reach the top. The owner calls
- * room_index_note(g) after each change to g's instances, which adds g where it now
- * belongs. Gives the same answers as the linear pass (tests/unit/planner/test_scale.c).
+ * that compute; stale entries are dropped when they reach the top. A zeroed index is
+ * empty; the owner notes each GPU once to fill it (in ascending order, each push stays
+ * at the bottom of its heap) and again after each change to its instances, which adds
+ * it where it now belongs. Gives the same answers as the linear pass (tests/unit/planner/test_scale.c).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -73,17 +74,6 @@ int room_index_note(struct room_index *x, const struct state *s, int g)
     for (int o = 1; o < s->n_options; o++)
         if ((gpu->room >> o & 1u) && heap_push(bucket(x, o, gpu->compute), g))
             return -ENOMEM;
-    return 0;
-}
-
-int room_index_init(struct room_index *x, const struct state *s, const int *gpus, int n)
-{
-    *x = (struct room_index){0};
-    for (int q = 0; q < n; q++) /* ascending: each push stays at the bottom */
-        if (room_index_note(x, s, gpus[q])) {
-            room_index_free(x);
-            return -ENOMEM;
-        }
     return 0;
 }
 
