@@ -10,7 +10,8 @@
  * that compute; stale entries are dropped when they reach the top. A zeroed index is
  * empty; the owner notes each GPU once to fill it (in ascending order, each push stays
  * at the bottom of its heap) and again after each change to its instances, which adds
- * it where it now belongs. Gives the same answers as the linear pass (tests/unit/planner/test_scale.c).
+ * it where it now belongs. Gives the same answers as the linear pass it replaced
+ * (tests/unit/planner/test_room_index.c; the plans: test_scale.c).
  */
 #include <errno.h>
 #include <stdbool.h>

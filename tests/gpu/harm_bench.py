@@ -35,8 +35,9 @@ The mixes (HARM_MIXES; the quick subset is the default):
                  against its solo, summed: the work both did). Closed loop, a request
                  after the gap that follows the last one's completion: a faster answer
                  brings the next request sooner, so the inference does more work where
-                 its latency is lower, and the training has less of the GPU. latency-train-open: the same requests at
-                 seeded Poisson arrivals (a gap between arrivals, latency from arrival):
+                 its latency is lower, and the training has less of the GPU.
+                 latency-train-open: the same requests at seeded Poisson arrivals (a
+                 gap between arrivals, latency from arrival):
                  the same work in every configuration.
   train-pair     ResNet-50 training (batch 128, share 70 %) next to transformer-encoder
                  training (batch 128, share 30 %), --train-seconds a round. Metrics
