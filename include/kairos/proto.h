@@ -187,6 +187,17 @@
  *             - ROOM (26, daemon -> shim, unsolicited, no reply): the notice.
  *             - metrics: kairos_tenant_grant_requests_total (CREDIT requests and
  *               CHARGEs a tenant's processes made).
+ *   3, compatible additions (issue 24, space mode): the number stays 3; a shim and a
+ *             kairosd of before and after work together:
+ *             - HELLO flag KAIROS_HELLO_SPACE: the shim will ask ROUTE. A kairosd of
+ *               before refuses the flag (KAIROS_ERR_INVALID); the shim then says HELLO
+ *               again without its new flags and runs its processes as time tenants.
+ *             - ROUTE (27, shim -> daemon, members only, reply ROUTED or ERROR): how
+ *               this process reaches the GPU: time sharing, or as an MPS client of its
+ *               tenant's fault domain (the pipe folder of the domain's control daemon,
+ *               which kairosd starts if needed, the active thread percentage and the
+ *               client priority). An ERROR (MPS unavailable, a bound) refuses the
+ *               process the GPU with its sentence.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -229,6 +240,7 @@ enum kairos_msg_type {
                                    * holds (a push); see struct kairos_fork_tickets */
     KAIROS_MSG_ROOM = 26,       /* daemon -> shim, unsolicited, no reply: a refusal may
                                  * fit now (a later addition to 3) */
+    KAIROS_MSG_ROUTE = 27,      /* shim: how does this process reach the GPU? (space mode) */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -236,6 +248,7 @@ enum kairos_msg_type {
     KAIROS_MSG_GRANT = 35,      /* reply to CHARGE */
     KAIROS_MSG_PS_REPLY = 36,   /* one tenant per message; the last has KAIROS_PS_LAST */
     KAIROS_MSG_TIME_POLICY = 37, /* daemon -> shim, unsolicited, no reply: time control */
+    KAIROS_MSG_ROUTED = 39,     /* reply to ROUTE */
 };
 
 struct kairos_hdr {
@@ -267,6 +280,7 @@ struct kairos_error {
 #define KAIROS_HELLO_PLACE 0x2u    /* tenant "": kairosd places the process (admission,
                                     * cgroups rule) or refuses it (protocol 2) */
 #define KAIROS_HELLO_FORK_TICKETS 0x4u /* send fork tickets (FORK_TICKETS) after WELCOME */
+#define KAIROS_HELLO_SPACE 0x8u        /* the shim asks ROUTE after WELCOME (space mode) */
 
 struct kairos_hello {
     uint32_t flags;
@@ -817,7 +831,30 @@ struct kairos_runnable {
 static_assert(sizeof(struct kairos_hdr) == 16, "header");
 static_assert(sizeof(struct kairos_runnable) == 48, "runnable");
 static_assert(sizeof(struct kairos_time_policy) == 48, "time policy");
+/* ROUTE (flags and pad 0) and its reply ROUTED. mode KAIROS_ROUTE_TIME: no MPS of
+ * kairosd's (pipe_dir: the folder of the domains' daemons, "" when none, where the
+ * process must not go; the other fields 0); KAIROS_ROUTE_MPS: an MPS client of the control daemon
+ * listening in pipe_dir, for fault domain domain, with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+ * thread_pct (1-100) and CUDA_MPS_CLIENT_PRIORITY priority (0 normal, 1 below). */
+#define KAIROS_ROUTE_TIME 0u
+#define KAIROS_ROUTE_MPS 1u
+#define KAIROS_ROUTE_PATH_MAX 256
+struct kairos_route {
+    uint32_t flags;
+    uint32_t pad;
+};
+struct kairos_routed {
+    uint32_t mode;
+    uint32_t thread_pct;
+    uint32_t priority;
+    uint32_t pad;
+    char domain[KAIROS_NAME_MAX];
+    char pipe_dir[KAIROS_ROUTE_PATH_MAX];
+};
+
 static_assert(sizeof(struct kairos_charge) == 24, "charge");
+static_assert(sizeof(struct kairos_route) == 8, "route");
+static_assert(sizeof(struct kairos_routed) == 336, "routed");
 static_assert(sizeof(struct kairos_commit) == 32, "commit");
 static_assert(sizeof(struct kairos_hello) == 200, "hello");
 static_assert(sizeof(struct kairos_welcome) == 136, "welcome");

@@ -30,6 +30,7 @@
 #include "daemon/gpu/gpu.h"
 #include "daemon/memory/handovers.h"
 #include "daemon/memory/heirs.h"
+#include "daemon/space/mps_domains.h"
 #include "daemon/memory/imports.h"
 #include "daemon/memory/linger.h"
 #include "daemon/gpu/gpu_numbering.h"
@@ -77,6 +78,8 @@ struct daemon {
     struct heirs heirs;
     struct handovers *handovers;
     struct imports imports; /* legacy CUDA IPC (imports.h) */
+    struct mps_domains mps; /* space mode's MPS daemons (mps_domains.h) */
+    bool mps_open;
     struct timeshare *timeshare;
     struct chargeback *chargeback;
     struct service *service;
@@ -287,6 +290,35 @@ static int load_config(struct daemon *d, struct config *out)
     return 0;
 }
 
+/* Space mode's daemons under the socket's folder (ROOT/mps); without them a tenant
+ * in a fault domain is refused the GPU with the reason. */
+static void open_domains(struct daemon *d)
+{
+    char root[MPS_ROOT_MAX], why[512];
+    const char *slash = strrchr(d->cfg.socket, '/');
+    int len = slash ? (int)(slash - d->cfg.socket) : 1;
+    snprintf(root, sizeof root, "%.*s/mps", len, slash ? d->cfg.socket : ".");
+    if (mps_domains_open(&d->mps, root, d->loop, &d->cfg.space, why, sizeof why)) {
+        log_warn("space mode is off: %s", why);
+        return;
+    }
+    d->mps_open = true;
+    server_set_mps(d->server, &d->mps);
+}
+
+/* The daemons of the domains no tenant names after a reload are asked to quit. */
+static void retire_domains(struct daemon *d)
+{
+    if (!d->mps_open)
+        return;
+    const char *named[LEDGER_MAX_TENANTS];
+    size_t n = 0;
+    for (size_t i = 0; i < d->ts.ledger.n_tenants && n < LEDGER_MAX_TENANTS; i++)
+        if (d->ts.ledger.tenants[i]->fault_domain[0])
+            named[n++] = d->ts.ledger.tenants[i]->fault_domain;
+    mps_domains_retire(&d->mps, named, n);
+}
+
 static void reload_config(struct daemon *d)
 {
     struct config next;
@@ -317,6 +349,7 @@ static void reload_config(struct daemon *d)
     d->cfg = next; /* server and audit read it through their pointer */
     audit_reconfigure(d->audit);
     timeshare_reconfigure(d->timeshare);
+    retire_domains(d);
     log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
 }
 
@@ -471,6 +504,7 @@ int main(int argc, char **argv)
     if (server_init(&d.server, d.loop, &d.ts, &d.cfg, d.cfg.socket))
         goto out;
     server_watch_owners(d.server);
+    open_domains(&d);
     if ((rc = linger_init(&d.linger, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts))) {
         log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
         goto out;
@@ -535,6 +569,8 @@ out:
         server_set_linger(d.server, NULL);
     linger_fini(d.linger);
     server_fini(d.server);
+    if (d.mps_open)
+        mps_domains_close(&d.mps); /* the daemons run on: their clients keep working */
     imports_fini(&d.imports);
     heirs_fini(&d.heirs);
     if (d.sw)

@@ -301,12 +301,28 @@ static int open_socket(const struct shim_real *r, const char *path)
     return fd;
 }
 
-/* One connection and HELLO (agent_mu held); tickets: ask for fork tickets. */
+/* ROUTE after WELCOME (agent_mu held): kairosd's answer into q. */
+static int route_locked(struct agent_quota *q, char *err, size_t err_len)
+{
+    struct kairos_route ask = {0};
+    int rc = exchange_locked(KAIROS_MSG_ROUTE, &ask, sizeof ask, KAIROS_MSG_ROUTED, &q->route,
+                             sizeof q->route, err, err_len);
+    if (rc == 0) {
+        q->route.domain[sizeof q->route.domain - 1] = 0;
+        q->route.pipe_dir[sizeof q->route.pipe_dir - 1] = 0;
+        q->routed = true;
+    }
+    return rc;
+}
+
+/* One connection and HELLO (agent_mu held); news: ask for fork tickets, and ROUTE on a
+ * first registration (flags a kairosd of before refuses). */
 static int connect_locked(const struct shim_real *r, const char *socket_path,
                           const char *tenant, const uint64_t held[KAIROS_MAX_GPUS],
-                          bool reattach, bool tickets, struct agent_quota *q, char *err,
+                          bool reattach, bool news, struct agent_quota *q, char *err,
                           size_t err_len)
 {
+    bool tickets = news;
     drop_locked();
     agent_refusal = 0;
     int fd = open_socket(r, socket_path);
@@ -315,7 +331,8 @@ static int connect_locked(const struct shim_real *r, const char *socket_path,
         atomic_store(&agent_fd, fd);
         struct kairos_hello hello = {.flags = (reattach ? KAIROS_HELLO_REATTACH : 0) |
                                               (tenant[0] ? 0 : KAIROS_HELLO_PLACE) |
-                                              (tickets ? KAIROS_HELLO_FORK_TICKETS : 0),
+                                              (news ? KAIROS_HELLO_FORK_TICKETS |
+                                                          KAIROS_HELLO_SPACE : 0),
                                      .pid = (uint32_t)getpid()};
         snprintf(hello.tenant, sizeof hello.tenant, "%s", tenant);
         if (held)
@@ -330,9 +347,12 @@ static int connect_locked(const struct shim_real *r, const char *socket_path,
             pthread_mutex_lock(&tk_mu);
             tickets_reset_locked(tickets); /* its FORK_TICKETS push follows WELCOME */
             pthread_mutex_unlock(&tk_mu);
-        } else {
-            drop_locked();
+            q->routed = false;
+            if (news && !reattach)
+                rc = route_locked(q, err, err_len);
         }
+        if (rc)
+            drop_locked();
     }
     return rc;
 }

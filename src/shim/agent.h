@@ -30,11 +30,15 @@ struct agent_quota {
     uint32_t tenant_id;
     uint32_t n_gpus;
     uint64_t quota[KAIROS_MAX_GPUS];
+    bool routed;                /* route holds kairosd's ROUTED (a first HELLO to a kairosd
+                                 * that knows space mode) */
+    struct kairos_routed route; /* how this process reaches the GPU (space_route.h) */
 };
 
 /* Connects and registers as a member of tenant ("": wherever kairosd places this
  * process, KAIROS_HELLO_PLACE). held is what this process holds
- * (sent with reattach). Returns 0; -ENOENT/-ECONNREFUSED/-ETIMEDOUT when the daemon
+ * (sent with reattach). A first registration (not reattach) also asks ROUTE where
+ * kairosd knows it (KAIROS_HELLO_SPACE), and a refused ROUTE is a refusal. Returns 0; -ENOENT/-ECONNREFUSED/-ETIMEDOUT when the daemon
  * cannot be reached; -EPERM when it refused us (err says why). */
 int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,
                   const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,

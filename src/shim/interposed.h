@@ -68,4 +68,10 @@
     X(void *, dlopen, (const char *file, int mode))                                           \
     X(void *, dlmopen, (Lmid_t nsid, const char *file, int mode))
 
+/* SHIM_OWN(X): entry points the shim implements itself, with no real function below
+ * (env_hooks.c: getenv read from environ, space_route.h). */
+#define SHIM_OWN(X)                                                                           \
+    X(char *, getenv, (const char *name))                                                     \
+    X(char *, secure_getenv, (const char *name))
+
 #endif /* KAIROS_SHIM_INTERPOSED_H */

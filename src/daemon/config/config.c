@@ -489,9 +489,15 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
                                  "cudaMallocManaged, refused: the default) nor charge (allowed, "
                                  "each range charged in full against the quota)", scalar(v));
             t->managed_charge = !strcmp(scalar(v), "charge");
+        } else if (!strcmp(scalar(k), "fault_domain")) {
+            if (want(p, v, YAML_SCALAR_NODE, "fault_domain: NAME") ||
+                strlen(scalar(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(scalar(v)))
+                return ydoc_fail(p, v, "fault_domain: '%s' must be 1-63 characters of A-Z a-z "
+                                 "0-9 . _ - (not starting with . or -)", scalar(v));
+            snprintf(t->fault_domain, sizeof t->fault_domain, "%s", scalar(v));
         } else {
             return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory, compute, "
-                             "members or managed)", scalar(k));
+                             "members, managed or fault_domain)", scalar(k));
         }
     }
     if (!t->name[0])
@@ -564,6 +570,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             c->gpus = (unsigned)ul;
         } else if (!strcmp(key, "metrics")) {
             rc = parse_metrics(p, v, &c->metrics);
+        } else if (!strcmp(key, "space")) {
+            rc = space_config_parse(p, v, &c->space);
         } else if (!strcmp(key, "time_mode")) {
             rc = parse_time_mode(p, v, &c->time_mode);
         } else if (!strcmp(key, "latency_yield_us")) {
@@ -599,7 +607,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
                       "unprivileged_cgroups, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
                       "register_timeout_ms, usage_save_interval_ms, metrics, time_mode, "
-                      "latency_yield_us or tenants)",
+                      "latency_yield_us, space or tenants)",
                       key);
         if (rc)
             return rc;
@@ -629,6 +637,7 @@ void config_defaults(struct config *c)
     c->usage_save_interval_ms = 60000; /* a crash loses at most a minute of counting */
     c->time_mode = SCHED_MODE_AUTO; /* do no harm: docs/scheduler.md, "The rule" */
     c->latency_yield_us = SCHED_YIELD_US;
+    space_config_defaults(&c->space);
 }
 
 void config_free(struct config *c)

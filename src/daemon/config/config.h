@@ -19,6 +19,7 @@
 
 #include "daemon/tenants/members.h"
 #include "daemon/config/metrics_addr.h"
+#include "daemon/config/space_config.h"
 #include "daemon/time/sched.h"
 #include "kairos/proto.h"
 
@@ -51,6 +52,7 @@ struct config_tenant {
     size_t n_compute;
     struct member_rules members;   /* members: {users, groups, cgroups} */
     bool managed_charge;           /* managed: charge (else refuse, the default) */
+    char fault_domain[KAIROS_NAME_MAX]; /* fault_domain: NAME (space mode); "" none */
     unsigned line, column;
 };
 
@@ -91,6 +93,7 @@ struct config {
     enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
     unsigned latency_yield_us;   /* the others' slice beside a latency tenant (sched_set_yield) */
     struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
+    struct space_config space;   /* space: { mps_control, domains } (space_config.h) */
     struct config_tenant *tenants;
     size_t n_tenants;
     bool tenants_given;          /* the file has a tenants: list (maybe tenants: []) */
@@ -101,7 +104,7 @@ struct config {
  * (overhead 1 GiB, leave grace 2000 ms, the built-in exemptions), 0 GPUs, 4096
  * connections of which 16 for administrators and 512 per user, 5000 ms to register,
  * time_mode auto, latency_yield_us SCHED_YIELD_US, no metrics endpoint, no admins but
- * root, no tenants. */
+ * root, no tenants, space's defaults (space_config.h). */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

@@ -134,6 +134,16 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
                  "configuration's (%s)", t->name, t->managed_charge ? "charge" : "refuse",
                  ct->managed_charge ? "charge" : "refuse");
     registry_set_managed(t, ct->managed_charge, SETTING_CONFIG);
+    if (strcmp(t->fault_domain, ct->fault_domain))
+        log_info("tenant %s: fault domain %s (was %s); processes started from now on use it",
+                 t->name, ct->fault_domain[0] ? ct->fault_domain : "none",
+                 t->fault_domain[0] ? t->fault_domain : "none");
+    registry_set_fault_domain(t, ct->fault_domain);
+}
+
+void registry_set_fault_domain(struct ledger_tenant *t, const char *domain)
+{
+    snprintf(t->fault_domain, sizeof t->fault_domain, "%s", domain ? domain : "");
 }
 
 void registry_undeclared(struct ledger_tenant *t)
@@ -148,4 +158,5 @@ void registry_undeclared(struct ledger_tenant *t)
         t->src.members = SETTING_RUNTIME;
     if (t->src.managed == SETTING_CONFIG)
         t->src.managed = SETTING_RUNTIME;
+    registry_set_fault_domain(t, NULL);
 }

@@ -1,8 +1,9 @@
 /* registry.h - the one home of a tenant's settings, whatever set them.
  *
  * A tenant's settings are its memory quota on each GPU, its compute policy on each
- * GPU, its members rules (who may join: members.h) and its managed-memory policy
- * (refuse or charge: docs/memory.md). They live in the tenant's
+ * GPU, its members rules (who may join: members.h), its managed-memory policy
+ * (refuse or charge: docs/memory.md) and its fault domain (space mode, docs/space.md:
+ * the configuration's only; a tenant the configuration no longer declares has none). They live in the tenant's
  * record (struct ledger_tenant: quota, has_compute/compute, members), each with its
  * source (struct tenant_sources, beside them): the configuration file, or run time
  * (an administrator's TENANT_SET or TENANT_MEMBERS, from `kairos run` or `kairos
@@ -74,6 +75,8 @@ int registry_set_quota(struct ledger *l, struct ledger_tenant *t, unsigned gpu, 
  * from source s (a clear leaves SETTING_UNSET). pol is checked by the caller. */
 void registry_set_compute(struct ledger_tenant *t, unsigned gpu, const struct sched_policy *pol,
                           enum setting_source s);
+/* Sets t's fault domain ("" or NULL: none); the configuration is its only source. */
+void registry_set_fault_domain(struct ledger_tenant *t, const char *domain);
 /* Sets t's members rules (r NULL: none) from source s. */
 void registry_set_members(struct ledger_tenant *t, const struct member_rules *r,
                           enum setting_source s);

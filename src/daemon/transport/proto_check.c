@@ -46,6 +46,8 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, NO_OLD},
     {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, NO_OLD},
     {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false, NO_OLD},
+    {KAIROS_MSG_ROUTE, "ROUTE", sizeof(struct kairos_route), true, NO_OLD},
+    {KAIROS_MSG_ROUTED, "ROUTED", sizeof(struct kairos_routed), false, NO_OLD},
     {KAIROS_MSG_ROOM, "ROOM", sizeof(struct kairos_room), false, NO_OLD},
     {KAIROS_MSG_OK, "OK", 0, false, NO_OLD},
     {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, NO_OLD},
@@ -284,7 +286,8 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
     case KAIROS_MSG_HELLO: {
         const struct kairos_hello *h = &r->body.hello;
         const uint32_t known =
-            KAIROS_HELLO_REATTACH | KAIROS_HELLO_PLACE | KAIROS_HELLO_FORK_TICKETS;
+            KAIROS_HELLO_REATTACH | KAIROS_HELLO_PLACE | KAIROS_HELLO_FORK_TICKETS |
+            KAIROS_HELLO_SPACE;
         if (h->flags & ~known)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "HELLO has unknown flags 0x%x",
                           h->flags & ~known);
@@ -345,6 +348,10 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         return check_shared(&r->body.shared, why, why_len);
     case KAIROS_MSG_IMPORTED:
         return check_imported(&r->body.imported, why, why_len);
+    case KAIROS_MSG_ROUTE:
+        if (r->body.route.flags || r->body.route.pad)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "ROUTE's flags and pad must be 0");
+        return 0;
     case KAIROS_MSG_RUNNABLE: {
         const struct kairos_runnable *u = &r->body.runnable;
         if ((rc = check_gpu(u->gpu, why, why_len)))

@@ -41,6 +41,7 @@ struct proto_request {
         struct kairos_tenant_del tenant_del;
         struct kairos_tenant_members tenant_members;
         struct kairos_tenant_admit tenant_admit;
+        struct kairos_route route;
     } body;
 };
 

@@ -10,6 +10,7 @@
 #include "daemon/transport/handle_members.h"
 #include "daemon/transport/handle_memory.h"
 #include "daemon/transport/handle_ps.h"
+#include "daemon/transport/handle_space.h"
 #include "daemon/transport/handle_time.h"
 
 static const struct request_type requests[] = {
@@ -27,6 +28,7 @@ static const struct request_type requests[] = {
     {KAIROS_MSG_TENANT_SET, REQUEST_ADMIN, true, handle_members_tenant_set},
     {KAIROS_MSG_TENANT_DEL, REQUEST_ADMIN, true, handle_members_tenant_del},
     {KAIROS_MSG_PS, REQUEST_ANYONE, false, handle_ps},
+    {KAIROS_MSG_ROUTE, REQUEST_MEMBER, false, handle_space_route},
     {KAIROS_MSG_TENANT_MEMBERS, REQUEST_ADMIN, false, handle_members_membership},
     {KAIROS_MSG_TENANT_ADMIT, REQUEST_ANYONE, false, handle_members_membership},
 };

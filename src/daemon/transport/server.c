@@ -670,6 +670,11 @@ void server_set_imports(struct server *s, struct imports *im)
     s->sv.imports = im;
 }
 
+void server_set_mps(struct server *s, struct mps_domains *m)
+{
+    s->sv.mps = m;
+}
+
 void server_set_linger(struct server *s, struct linger_set *lg)
 {
     s->sv.linger = lg;

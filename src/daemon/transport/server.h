@@ -41,6 +41,11 @@ struct imports;
 /* Where SHARED and IMPORTED go (imports.h); NULL: they are refused. */
 void server_set_imports(struct server *s, struct imports *im);
 
+struct mps_domains;
+/* Where ROUTE finds the fault domains' MPS daemons (mps_domains.h); NULL: a tenant in
+ * a fault domain is refused the GPU. */
+void server_set_mps(struct server *s, struct mps_domains *m);
+
 /* Connections open now (shims, kairos commands), for the metrics. */
 unsigned server_connections(const struct server *s);
 

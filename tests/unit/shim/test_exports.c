@@ -24,6 +24,7 @@ static const char *lib_path;
 static const char *const expected[] = {
 #define NAME(ret, name, params) #name,
     SHIM_INTERPOSED(NAME)
+    SHIM_OWN(NAME)
 #ifndef KAIROS_NO_LOADER_STUB
     SHIM_LOADER(NAME)
 #endif

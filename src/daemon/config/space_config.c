@@ -1,0 +1,108 @@
+/* space_config.c - reading the space block of the configuration (see space_config.h). */
+#include "daemon/config/space_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/tenant_name.h"
+
+static const char *text(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+void space_config_defaults(struct space_config *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->mps_control, sizeof s->mps_control, "%s", SPACE_DEFAULT_MPS_CONTROL);
+}
+
+static int parse_mps_control(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
+{
+    if (v->type != YAML_SCALAR_NODE || text(v)[0] != '/')
+        return ydoc_fail(p, v, "mps_control: expected the absolute path of "
+                         "nvidia-cuda-mps-control, e.g. /usr/bin/nvidia-cuda-mps-control");
+    if (strlen(text(v)) >= sizeof s->mps_control)
+        return ydoc_fail(p, v, "mps_control: the path is too long");
+    snprintf(s->mps_control, sizeof s->mps_control, "%s", text(v));
+    return 0;
+}
+
+static int parse_domain(struct ydoc *p, const yaml_node_t *k, const yaml_node_t *v,
+                        struct space_config *s)
+{
+    if (k->type != YAML_SCALAR_NODE || !tenant_name_valid(text(k)))
+        return ydoc_fail(p, k, "a fault domain's name must be 1-63 characters of A-Z a-z 0-9 "
+                         ". _ - (not starting with . or -)");
+    if (s->n_domains >= SPACE_MAX_DOMAINS)
+        return ydoc_fail(p, k, "at most %d fault domains", SPACE_MAX_DOMAINS);
+    struct space_domain_config *d = &s->domains[s->n_domains++];
+    snprintf(d->name, sizeof d->name, "%s", text(k));
+    if (v->type == YAML_SCALAR_NODE && !text(v)[0])
+        return 0; /* "inference-a:" with nothing: the defaults */
+    if (v->type != YAML_MAPPING_NODE)
+        return ydoc_fail(p, v, "fault domain '%s': expected { shared_uids: true|false }",
+                         d->name);
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *dk = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *dv = yaml_document_get_node(p->doc, pr->value);
+        if (dk->type != YAML_SCALAR_NODE || strcmp(text(dk), "shared_uids"))
+            return ydoc_fail(p, dk, "unknown key in fault domain '%s' (expected shared_uids)",
+                             d->name);
+        if (dv->type != YAML_SCALAR_NODE ||
+            (strcmp(text(dv), "true") && strcmp(text(dv), "false")))
+            return ydoc_fail(p, dv, "shared_uids: expected true (the domain's users share one "
+                             "multi-user MPS server and its fate) or false (one server per "
+                             "user, the default)");
+        d->shared_uids = !strcmp(text(dv), "true");
+    }
+    return 0;
+}
+
+static int parse_domains(struct ydoc *p, const yaml_node_t *n, struct space_config *s)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return ydoc_fail(p, n, "domains: expected a mapping of fault domain names, e.g. "
+                         "{ inference-a: { shared_uids: false } }");
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        int rc = parse_domain(p, yaml_document_get_node(p->doc, pr->key),
+                              yaml_document_get_node(p->doc, pr->value), s);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config *s)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return ydoc_fail(p, n, "space: expected a mapping { mps_control: PATH, domains: "
+                         "{...} }");
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
+        int rc;
+        if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "mps_control"))
+            rc = parse_mps_control(p, v, s);
+        else if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "domains"))
+            rc = parse_domains(p, v, s);
+        else
+            rc = ydoc_fail(p, k, "unknown key in space (expected mps_control or domains)");
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+const struct space_domain_config *space_config_domain(const struct space_config *s,
+                                                      const char *name)
+{
+    for (size_t i = 0; i < s->n_domains; i++)
+        if (!strcmp(s->domains[i].name, name))
+            return &s->domains[i];
+    return NULL;
+}

@@ -1,0 +1,83 @@
+/* mps_domains.h - the MPS control daemons kairosd runs for space mode (docs/space.md).
+ *
+ * One nvidia-cuda-mps-control per fault domain and uid (per domain with
+ * shared_uids: one multi-user daemon, -M), started when the domain's first process
+ * of that uid registers, in the foreground of a session of its own, as root, with
+ * private folders under kairosd's runtime directory:
+ *   ROOT/DOMAIN@UID/pipe      CUDA_MPS_PIPE_DIRECTORY (owned by UID, mode 0700: no
+ *                             other user reaches the daemon; @all: 0755)
+ *   ROOT/DOMAIN@UID/log       CUDA_MPS_LOG_DIRECTORY (root, 0755)
+ *   ROOT/DOMAIN@UID/control.pid  its pid, for the next kairosd
+ * kairosd notices a daemon's exit at once (a pidfd in the loop), logs it, and starts
+ * it again at the domain's next process. A kairosd that stops leaves its daemons
+ * running (their clients keep working); the next one adopts those whose pid file
+ * names a live process of the same program. A daemon whose domain no tenant names
+ * any more is asked to quit (the `quit` command: it waits for its clients to end).
+ * No other MPS daemon on the node is touched.
+ *
+ * Bounds: MPS_DOMAINS_MAX daemons in all and MPS_DOMAIN_UIDS_MAX uids per domain;
+ * beyond them a process is refused with a sentence saying which bound.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_MPS_DOMAINS_H
+#define KAIROS_DAEMON_MPS_DOMAINS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/config/space_config.h"
+
+#define MPS_DOMAINS_MAX 256
+#define MPS_DOMAIN_UIDS_MAX 32
+#define MPS_SHARED_UID UINT32_MAX /* the daemon of a shared_uids domain */
+#define MPS_ROOT_MAX 200          /* the folder of the daemons' folders */
+#define MPS_DIR_MAX 300
+
+struct loop;
+struct loop_watch;
+
+struct mps_daemon {
+    char domain[KAIROS_NAME_MAX];
+    uint32_t uid;             /* MPS_SHARED_UID: multi-user */
+    char dir[MPS_DIR_MAX];    /* ROOT/DOMAIN@UID */
+    pid_t pid;                /* 0: not running */
+    int pidfd;                /* -1 when not running */
+    struct loop_watch *watch;
+    unsigned starts;          /* by this kairosd */
+    bool adopted;             /* found running at start */
+    struct mps_domains *owner;
+};
+
+struct mps_domains {
+    char root[MPS_ROOT_MAX];
+    const struct space_config *cfg; /* the configuration in force (replaced at reload) */
+    struct loop *loop;              /* NULL: no exit watch (tests) */
+    struct mps_daemon *v[MPS_DOMAINS_MAX];
+    size_t n;
+};
+
+/* Makes root (0711; shorter than MPS_ROOT_MAX) and adopts the daemons a previous kairosd left there. 0, or
+ * -errno with why. */
+int mps_domains_open(struct mps_domains *m, const char *root, struct loop *loop,
+                     const struct space_config *cfg, char *why, size_t why_len);
+/* Stops watching; leaves every daemon running. */
+void mps_domains_close(struct mps_domains *m);
+
+/* The pipe folder of domain's daemon for uid (shared: the domain's multi-user one),
+ * started if it does not run. 0, or -errno with a sentence for the process in why
+ * (MPS not installed, a bound reached, a start that failed). */
+int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, char *pipe_dir,
+                      size_t cap, char *why, size_t why_len);
+
+/* Asks the daemons of every domain not in named[0..n) to quit. */
+void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t n);
+
+/* The daemon of domain and uid as known now (NULL: none). */
+const struct mps_daemon *mps_domains_find(const struct mps_domains *m, const char *domain,
+                                          uint32_t uid);
+
+#endif /* KAIROS_DAEMON_MPS_DOMAINS_H */

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Space mode's routing and its MPS control daemons, with the stand-in control daemon
+(tests/stand-ins/nvidia-cuda-mps-control) and the real kairosd and libkairos.so.
+
+A tenant's process asks getenv for CUDA_MPS_* as libcuda does (through ctypes, so the
+shim's exported getenv answers): a process of a fault domain gets its domain's pipe
+folder and the client priority kairosd derives from the domain's priorities, whatever
+its environment says; a process of no domain that names a domain's pipe folder gets
+none; a domain whose MPS cannot run refuses the process with the reason; a control
+daemon that dies is noticed and started again, and one left by a stopped kairosd is
+adopted by the next.
+Usage: test_space.py KAIROSD SHIM"""
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kairos_proto as kp  # noqa: E402
+
+KAIROSD, SHIM = sys.argv[1:3]
+ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
+STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stand-ins",
+                        "nvidia-cuda-mps-control")
+TENANTS = """  - name: train
+    memory: { 0: 64M }
+    fault_domain: infer
+    compute: { 0: { priority: batch } }
+  - name: serve
+    memory: { 0: 64M }
+    fault_domain: infer
+    compute: { 0: { priority: latency } }
+  - name: plain
+    memory: { 0: 64M }
+"""
+ASK = ("import ctypes; g = ctypes.CDLL(None).getenv; g.restype = ctypes.c_char_p\n"
+       "for n in (b'CUDA_MPS_PIPE_DIRECTORY', b'CUDA_MPS_CLIENT_PRIORITY',"
+       " b'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'):\n"
+       "    v = g(n); print(v.decode() if v is not None else 'None')\n")
+
+
+def wait_for(cond, what, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Space(unittest.TestCase):
+    def start(self, control=os.path.abspath(STAND_IN)):
+        self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
+                           extra=f"space:\n  mps_control: {control}\n").start()
+        self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
+
+    def tearDown(self):
+        self.assertEqual(self.d.stop(), 0)
+        for entry in os.listdir(self.root) if os.path.isdir(self.root) else []:
+            self.control_pid(entry, kill=True)
+
+    def control_pid(self, entry, kill=False):
+        try:
+            pid = int(open(os.path.join(self.root, entry, "control.pid")).read())
+        except (OSError, ValueError):
+            return None
+        if kill:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pid
+
+    def ask(self, tenant, **env_extra):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith("KAIROS_") and not k.startswith("CUDA_MPS_")}
+        e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM) if p)
+        e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+        e.update(self.d.shim_env())
+        e.update(KAIROS_TENANT=tenant, KAIROS_LOG="stderr", **env_extra)
+        r = subprocess.run([sys.executable, "-c", ASK], capture_output=True, text=True,
+                           env=e, timeout=60)
+        return r, r.stdout.split()
+
+    def log(self):
+        return open(self.d.log).read()
+
+    def test_domain_members_get_their_domain_whatever_their_environment(self):
+        self.start()
+        pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
+        forged = {"CUDA_MPS_PIPE_DIRECTORY": "/tmp/elsewhere", "CUDA_MPS_CLIENT_PRIORITY": "0",
+                  "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "5"}
+        r, (got_pipe, prio, pct) = self.ask("train", **forged)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual((got_pipe, prio, pct), (pipe, "1", "100"))  # batch below latency
+        self.assertIn("space: fault domain infer, MPS pipe " + pipe, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(pipe, "control")))
+        r, (got_pipe, prio, _) = self.ask("serve")
+        self.assertEqual((got_pipe, prio), (pipe, "0"))
+        self.assertEqual(self.log().count("started the MPS control daemon"), 1)  # one daemon
+
+    def test_a_process_of_no_domain_is_kept_out_of_the_domains(self):
+        self.start()
+        self.ask("serve")  # the domain's daemon runs
+        inside = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
+        r, (got_pipe, prio, _) = self.ask("plain", CUDA_MPS_PIPE_DIRECTORY=inside,
+                                          CUDA_MPS_CLIENT_PRIORITY="1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(got_pipe, "None")  # not another domain's server
+        self.assertEqual(prio, "1")         # its own MPS settings stand otherwise
+        self.assertNotIn("space:", r.stderr)
+        r, (got_pipe, _, _) = self.ask("plain", CUDA_MPS_PIPE_DIRECTORY="/tmp/own-mps")
+        self.assertEqual(got_pipe, "/tmp/own-mps")  # an MPS of its own is its business
+
+    def test_no_mps_on_the_node_refuses_the_process_with_the_reason(self):
+        self.start(control="/nonexistent/nvidia-cuda-mps-control")
+        r, _ = self.ask("train")
+        self.assertIn("GPU access refused", r.stderr)
+        self.assertIn("fault domain infer needs NVIDIA MPS", r.stderr)
+        r, (got_pipe, _, _) = self.ask("plain")  # a tenant of no domain is not affected
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("refused", r.stderr)
+
+    def test_a_dead_daemon_is_started_again_and_a_live_one_adopted(self):
+        self.start()
+        self.ask("train")
+        entry = f"infer@{os.getuid()}"
+        first = self.control_pid(entry)
+        os.kill(first, signal.SIGKILL)
+        wait_for(lambda: "was killed by signal 9" in self.log(), "kairosd to notice the exit")
+        self.ask("serve")
+        second = wait_for(lambda: self.control_pid(entry), "a new control daemon")
+        self.assertNotEqual(first, second)
+        self.assertEqual(self.d.stop(), 0)
+        os.kill(second, 0)  # left running for its clients
+        self.d.start()
+        wait_for(lambda: f"adopted the MPS control daemon of fault domain infer (pid {second})"
+                 in self.log(), "the adoption")
+        self.ask("train")
+        self.assertEqual(self.control_pid(entry), second)  # no second daemon
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
