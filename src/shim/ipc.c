@@ -191,9 +191,9 @@ static bool import_allowed(int rc, const char *err, uint8_t *arg)
 {
     if (rc == 0)
         return true;
-    /* An import from an MPS server (memory no member of a tenant shared) is refused
-     * here too. It is legitimate: when the space issue answers those, kairosd admits
-     * them, or this is where the shim would let them through (issue 25, item 2). */
+    /* An MPS client's import from its server (memory no member of a tenant shared)
+     * is admitted by kairosd when an MPS server runs as this uid or as root
+     * (imports.h); a refusal here is one kairosd meant. */
     if (rc == -EPERM || rc == -EACCES) { /* kairosd's refusal, or GPU use refused */
         refuse_dup(arg, err[0] ? err : "GPU use is refused to this process");
         return false;

@@ -292,13 +292,21 @@ static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node
         if (units_parse_size(scalar(v), 0, &c->audit_process_overhead, why, sizeof why))
             return ydoc_fail(p, v, "audit process_overhead: %s", why);
         bare_size_warning(p, v, "audit process_overhead");
+    } else if (!strcmp(key, "mps_server_max")) {
+        char why[128];
+        if (want(p, v, YAML_SCALAR_NODE, "audit mps_server_max as a size (e.g. 1G)"))
+            return -EINVAL;
+        if (units_parse_size(scalar(v), 0, &c->audit_mps_server_max, why, sizeof why))
+            return ydoc_fail(p, v, "audit mps_server_max: %s", why);
+        bare_size_warning(p, v, "audit mps_server_max");
     } else if (!strcmp(key, "leave_grace_ms")) {
         if (parse_uint(p, v, "audit leave_grace_ms", 600000, &ul))
             return -EINVAL;
         c->audit_leave_grace_ms = (unsigned)ul;
     } else {
         return ydoc_fail(p, k, "unknown key '%s' in audit (expected interval_ms, action, exempt, "
-                               "overhead, process_overhead, leave_grace_ms or kill)", key);
+                               "overhead, process_overhead, mps_server_max, leave_grace_ms or "
+                               "kill)", key);
     }
     return 0;
 }
@@ -625,6 +633,7 @@ void config_defaults(struct config *c)
     snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
     c->audit_interval_ms = 1000;
     c->audit_overhead = 1ull << 30;
+    c->audit_mps_server_max = 1ull << 30;
     c->audit_leave_grace_ms = 2000;
     /* A connection costs kairosd about 2 KiB and two descriptors, the kernel a few KiB
      * more (scripts/bench-connections), and 128 KiB of send buffer at worst (a peer that

@@ -82,6 +82,7 @@ struct config {
     bool audit_exempt_given;
     uint64_t audit_overhead;     /* memory.used the driver may hold beyond processes */
     uint64_t audit_process_overhead; /* per process of a tenant, beyond its quota */
+    uint64_t audit_mps_server_max; /* an MPS server's own memory beyond this is reported */
     unsigned audit_leave_grace_ms; /* a member that just left is not an intruder */
     unsigned gpus;               /* used only without a GPU backend */
     unsigned max_connections;

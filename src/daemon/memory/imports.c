@@ -19,6 +19,8 @@ void imports_init(struct imports *im, const char *proc, struct heirs *heirs)
     im->heirs = heirs;
     im->max_shares = KAIROS_SHARED_MAX;
     im->max_imports = KAIROS_IMPORTS_MAX;
+    im->mps_owner = MPS_SERVER_OWNER;
+    im->mps_rescan_ms = IMPORTS_MPS_RESCAN_MS;
 }
 
 void imports_set_ledger(struct imports *im, struct ledger *ledger)
@@ -76,7 +78,8 @@ static bool scope_admits(const struct kairos_shared *what, uint32_t sharer_uid, 
 static bool import_of(const struct ipc_import *v, uint32_t pid, uint64_t start, uint32_t uid,
                       const struct kairos_shared *what)
 {
-    return v->h_client_src == what->h_client && v->h_object_src == what->h_object &&
+    return (v->verified || !v->mps) && /* an MPS client's holds no member's charge */
+           v->h_client_src == what->h_client && v->h_object_src == what->h_object &&
            !(v->pid == pid && v->start == start) &&
            scope_admits(what, uid, v->pid, v->uid, v->h_client);
 }
@@ -125,10 +128,10 @@ static bool departed_holds(struct imports *im, uint32_t pid, struct holds_memo *
 /* An import lives while its importer is connected, or after its departure while
  * it, or a process it handed its files to, holds a driver file. One taken
  * provisionally (after a restart) lives until its deadline, unless a share that
- * admits it has arrived by then. */
+ * admits it has arrived by then; an MPS client's lives on unverified once past it. */
 static bool import_lives(struct imports *im, struct ipc_import *i, struct holds_memo *memo)
 {
-    if (!i->verified) {
+    if (!i->verified && (!i->mps || now_ms() < i->provisional_until_ms)) {
         bool shared, own;
         const struct ipc_share *by = admitting_share(im, i->pid, i->uid, i->h_client_src,
                                                      i->h_object_src, i->h_client, &shared,
@@ -382,6 +385,22 @@ static int refuse_begin(const struct kairos_imported *m, uint32_t pid, uint32_t 
     return own ? KAIROS_ERR_INVALID : KAIROS_ERR_PERMISSION;
 }
 
+/* Whether an MPS server runs as uid or as root, from a scan of /proc at most
+ * mps_rescan_ms old. */
+static bool mps_serves(struct imports *im, uint32_t uid)
+{
+    uint64_t now = now_ms();
+    if (!im->mps_scanned_ms || now - im->mps_scanned_ms >= im->mps_rescan_ms) {
+        int rc = mps_server_scan(im->proc, im->mps_owner, &im->mps);
+        if (rc)
+            log_debug("cannot scan %s for MPS servers: %s", im->proc, strerror(-rc));
+        else if (im->mps.cut)
+            log_debug("MPS servers of more than %d uids run: some are not seen", MPS_SERVERS_MAX);
+        im->mps_scanned_ms = now ? now : 1;
+    }
+    return mps_server_serves(&im->mps, uid);
+}
+
 /* pid's live import of m's object (any destination) begun after the share by (one
  * object: a new one under the same handle is shared anew), or not verified yet;
  * NULL when none. */
@@ -400,9 +419,10 @@ static struct ipc_import *same_import(struct imports *im, uint32_t pid, uint64_t
 }
 
 /* A BEGIN of an object pid imports already: one entry, one more BEGIN to end. */
-static void begin_again(struct ipc_import *v, const struct ipc_share *by)
+static void begin_again(struct ipc_import *v, const struct ipc_share *by, bool mps)
 {
     v->begun += v->begun < UINT32_MAX;
+    v->mps |= mps;
     if (!v->verified && by) {
         v->verified = true;
         v->exporter_pid = by->pid;
@@ -417,7 +437,9 @@ static int begin(struct imports *im, const struct ipc_sender *who,
     bool own, shared;
     const struct ipc_share *by = admitting_share(im, who->pid, who->uid, m->h_client_src,
                                                  m->h_object_src, m->h_client, &shared, &own);
-    if (!by && (shared || !provisional_ms))
+    /* no member shared it: maybe an MPS client's dup of its server's object */
+    bool mps = !by && !shared && mps_serves(im, who->uid);
+    if (!by && !mps && (shared || !provisional_ms))
         return refuse_begin(m, who->pid, who->uid, own, shared, why, why_len);
     uint32_t ppid;
     uint64_t start;
@@ -426,10 +448,10 @@ static int begin(struct imports *im, const struct ipc_sender *who,
         return KAIROS_ERR_INVALID;
     }
     if (exporter)
-        *exporter = by ? by->pid : 0;
+        *exporter = by ? by->pid : mps ? IMPORTS_FROM_MPS : 0;
     struct ipc_import *v = same_import(im, who->pid, start, m, by);
     if (v) {
-        begin_again(v, by);
+        begin_again(v, by, mps);
         return 0;
     }
     int code = room(im, who, start, false, why, why_len);
@@ -445,7 +467,7 @@ static int begin(struct imports *im, const struct ipc_sender *who,
                                          .exporter_pid = by ? by->pid : 0,
                                          .exporter_start = by ? by->start : 0,
                                          .seq = ++im->seq,
-                                         .verified = by != NULL,
+                                         .verified = by != NULL, .mps = mps,
                                          .provisional_until_ms = now_ms() + provisional_ms,
                                          .h_client_src = m->h_client_src,
                                          .h_object_src = m->h_object_src,
@@ -473,8 +495,8 @@ static ptrdiff_t ended_import(const struct imports *im, uint32_t pid,
 
 /* An END ends one BEGIN of that object by pid (the BEGINs of one object are one
  * entry, whatever their destination); the last one ends the import. */
-static int end(struct imports *im, uint32_t pid, const struct kairos_imported *m, char *why,
-               size_t why_len)
+static int end(struct imports *im, uint32_t pid, const struct kairos_imported *m,
+               uint32_t *exporter, char *why, size_t why_len)
 {
     ptrdiff_t i = ended_import(im, pid, m);
     if (i < 0) {
@@ -482,6 +504,9 @@ static int end(struct imports *im, uint32_t pid, const struct kairos_imported *m
                  "0x%x", pid, m->h_object_src, m->h_client_src, m->h_client);
         return KAIROS_ERR_INVALID;
     }
+    if (exporter)
+        *exporter = im->v[i].mps && !im->v[i].verified ? IMPORTS_FROM_MPS
+                                                       : im->v[i].exporter_pid;
     if (--im->v[i].begun)
         return 0;
     im->v[i] = im->v[--im->n];
@@ -495,7 +520,7 @@ int imports_imported(struct imports *im, const struct ipc_sender *who,
 {
     if (m->flags == KAIROS_IMPORT_BEGIN)
         return begin(im, who, m, provisional_ms, exporter, why, why_len);
-    return end(im, who->pid, m, why, why_len);
+    return end(im, who->pid, m, exporter, why, why_len);
 }
 
 void imports_member_left(struct imports *im, uint32_t pid)

@@ -24,11 +24,21 @@
  * object with no device memory, which can admit imports but never keeps a charge).
  * It only ever keeps the sender's own tenant charged; its FREED keeps at most the
  * bytes its share named, and only for imports of the sender's own share.
- * IMPORTED BEGIN is accepted only for an object a live member reported SHARED, with
+ * IMPORTED BEGIN is accepted for an object a live member reported SHARED, with
  * a scope that admits the sender (the same euid, its client, its pid); never for
  * the sender's own object. An import never charges the importer and never moves a
  * charge to another tenant: it only keeps the charge of an exporter whose share
- * admits it (whoever else claims to share the object). An import ends with
+ * admits it (whoever else claims to share the object).
+ * An NVIDIA MPS client dups objects of its MPS server, which is no member and
+ * shares nothing: a BEGIN of an object no live member reported SHARED is accepted
+ * too when an MPS server (mps_server.h: root's binary) runs as the sender's uid or
+ * as root (a multi-user server). Such an import (struct ipc_import's mps) keeps no
+ * charge and moves none; it is recorded only so that its END is taken and the
+ * bounds below count it, and no member's later share makes it keep a charge (but
+ * one that arrives within a restart's provisional window, as for any BEGIN). uid
+ * B's client cannot ride on uid A's server; what kairosd cannot tell about servers
+ * is in docs/security.md. /proc is scanned for servers at most every
+ * IMPORTS_MPS_RESCAN_MS. An import ends with
  * IMPORTED END, or when its importer departs and no process it handed its files to
  * (heirs.h) holds a driver file.
  *
@@ -38,7 +48,8 @@
  * node KAIROS_SHARED_MAX / KAIROS_IMPORTS_MAX, beyond which a tenant that has fewer
  * than KAIROS_IPC_RESERVED still gets them: a full table refuses the tenant (or uid)
  * that filled it, not another. A BEGIN of an object the sender imports already is
- * one entry (counted: as many ENDs end it). A refusal is a refusal in the shim: the
+ * one entry (counted: as many ENDs end it); MPS clients' imports count as any. A
+ * refusal is a refusal in the shim: the
  * import fails (src/shim/ipc.c), so no memory outlives its exporter's charge
  * because a table was full.
  *
@@ -58,6 +69,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/base/mps_server.h"
 #include "daemon/memory/heirs.h"
 #include "daemon/memory/ledger.h"
 #include "kairos/proto.h"
@@ -65,6 +77,15 @@
 /* How long a BEGIN that no share explains yet is kept when its importer reattached
  * after a kairosd restart (its exporter reattaches about as soon). */
 #define IMPORTS_PROVISIONAL_MS 3000
+
+/* How long a scan of /proc for MPS servers answers BEGINs no share explains: a
+ * tenant's stream of such BEGINs costs one scan per interval, not one each. A
+ * server exec'd since the last scan is missed for at most that long, while its
+ * clients wait for it to create its CUDA contexts (longer) before they dup. */
+#define IMPORTS_MPS_RESCAN_MS 100
+
+/* *exporter after a BEGIN taken as an MPS client's import (no pid is this). */
+#define IMPORTS_FROM_MPS UINT32_MAX
 
 /* Who sends a SHARED or IMPORTED: a member of a tenant. */
 struct ipc_sender {
@@ -89,6 +110,7 @@ struct ipc_import {
     uint64_t exporter_start;
     uint64_t seq;                 /* when it began (imports' counter) */
     bool verified;                /* a share admitting it was found */
+    bool mps;                     /* taken as an MPS client's: lives unverified, no charge */
     uint64_t provisional_until_ms; /* unverified: dropped after (CLOCK_MONOTONIC) */
     bool departed;                /* its connection hung up */
     bool heirs_hold;              /* departed: its files lived on then (heirs_hold) */
@@ -118,6 +140,10 @@ struct imports {
     struct ledger *ledger;        /* where kept charges go (NULL: none are kept) */
     uint64_t seq;                 /* counts BEGINs and FREEDs */
     size_t max_shares, max_imports; /* the node's bounds: KAIROS_*_MAX (tests: fewer) */
+    uint32_t mps_owner;           /* who owns the MPS server's binary: root (tests: theirs) */
+    unsigned mps_rescan_ms;       /* IMPORTS_MPS_RESCAN_MS (tests: 0, every BEGIN) */
+    uint64_t mps_scanned_ms;      /* the last scan (CLOCK_MONOTONIC; 0: none yet) */
+    struct mps_servers mps;       /* what it found */
     struct ipc_kept *kept;
     size_t n_kept, cap_kept;
     struct ipc_share *shares;
@@ -134,12 +160,13 @@ void imports_fini(struct imports *im);
 int imports_shared(struct imports *im, const struct ipc_sender *who,
                    const struct kairos_shared *m, char *why, size_t why_len);
 /* IMPORTED from a member: 0, or a KAIROS_ERR_* code with why filled.
- * For BEGIN, *exporter (may be NULL) is set to the exporter's pid (0: not known
- * yet). provisional_ms: after a kairosd restart (the reattach window), when the
- * shims report again what they share and import in no particular order, a BEGIN
- * naming an object nobody reported shared yet is kept that many ms, as if
- * verified, for its exporter's SHARED to arrive (then checked as any BEGIN);
- * 0: refused at once. */
+ * *exporter (may be NULL) is set to the exporter's pid (0: not known yet;
+ * IMPORTS_FROM_MPS: taken as an MPS client's import), for END the ended import's.
+ * provisional_ms: after a kairosd restart (the reattach window), when the shims
+ * report again what they share and import in no particular order, a BEGIN naming
+ * an object nobody reported shared yet is kept that many ms, as if verified, for
+ * its exporter's SHARED to arrive (then checked as any BEGIN); 0: refused at once,
+ * unless an MPS server serves the sender's uid (above). */
 int imports_imported(struct imports *im, const struct ipc_sender *who,
                      const struct kairos_imported *m, uint64_t provisional_ms,
                      uint32_t *exporter, char *why, size_t why_len);

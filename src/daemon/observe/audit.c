@@ -15,6 +15,7 @@
 #include "daemon/memory/heirs.h"
 #include "daemon/memory/linger.h"
 #include "daemon/base/log.h"
+#include "daemon/base/mps_server.h"
 #include "daemon/base/procscan.h"
 #include "daemon/observe/audit_action.h"
 
@@ -28,6 +29,9 @@ enum audit_kind {
     AUDIT_OPENER,           /* a device node open, not a member, not listed */
     AUDIT_UNEXPLAINED,      /* memory.used above what is known (who: 0) */
     AUDIT_HOLDER,           /* an opener named as a holder of unexplained memory */
+    AUDIT_MPS_SERVER,       /* an MPS server the backend lists (noted, no finding) */
+    AUDIT_MPS_OPENER,       /* an MPS server seen by the /proc scan only (noted) */
+    AUDIT_MPS_OVER,         /* an MPS server above audit mps_server_max */
 };
 
 /* A finding: (who, gpu, kind), who a pid or a tenant id; reported once it has lasted
@@ -67,6 +71,7 @@ struct audit {
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
     const char *proc; /* "/proc" (tests: another root) */
+    uint32_t mps_owner; /* who owns the MPS server's binary: root (tests: their uid) */
     uint64_t (*clock)(void *ctx); /* CLOCK_MONOTONIC ms (monotonic_ms), or the tests' */
     void *clock_ctx;
     uint64_t now_ms;
@@ -335,6 +340,34 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
     }
 }
 
+/* Whether pid is an MPS server (mps_server.h): its clients are members charged for
+ * what they allocate, it is not an intruder. */
+static bool mps_server(const struct audit *a, const struct procscan_proc *p)
+{
+    return p->exists && mps_server_is(a->proc, p->pid, a->mps_owner, NULL);
+}
+
+/* An MPS server the backend lists on g: noted once (while it stays); its own memory
+ * is reported when above audit mps_server_max, since it is outside every quota, but
+ * the server is never killed: its clients' work would end with it. */
+static void check_mps_server(struct audit *a, unsigned g, const struct gpu_proc *gp,
+                             const struct procscan_proc *p)
+{
+    char x[32], y[32];
+    const char *used = gp->used_valid ? tenants_size(gp->used, x, sizeof x) : "unknown";
+    if (due(a, p->pid, g, AUDIT_MPS_SERVER, 0))
+        log_info("audit: pid %u (uid %u) is an MPS server (%s, root's binary) on GPU %u: its "
+                 "own memory %s is charged to no tenant; its clients' allocations are charged "
+                 "to their tenants", p->pid, p->uid, MPS_SERVER_EXE, g, used);
+    if (!gp->used_valid || gp->used <= a->cfg->audit_mps_server_max ||
+        !due(a, p->pid, g, AUDIT_MPS_OVER, 0))
+        return;
+    audit_warn(NULL, p->pid, (int)g, "audit: pid %u (%s) uid %u, an MPS server, uses %s on GPU "
+               "%u, above audit mps_server_max (%s): memory outside every tenant's quota; not "
+               "killed (its clients' work would end with it)", p->pid, p->comm, p->uid, used, g,
+               tenants_size(a->cfg->audit_mps_server_max, y, sizeof y));
+}
+
 /* A process the backend lists that is no member. */
 static void check_unregistered(struct audit *a, unsigned g, const struct gpu_proc *gp)
 {
@@ -347,6 +380,10 @@ static void check_unregistered(struct audit *a, unsigned g, const struct gpu_pro
         log_debug("audit: pid %u left tenant %s and exited; GPU %u still lists it because "
                   "another process holds its files; its memory stays charged to %s", gp->pid,
                   gone->tenant->name, g, gone->tenant->name);
+        return;
+    }
+    if (mps_server(a, &p)) {
+        check_mps_server(a, g, gp, &p);
         return;
     }
     /* not in /proc: exited while the driver frees, or of another pid namespace: only
@@ -458,6 +495,13 @@ static void check_openers(struct audit *a)
             g++;
         if (g == a->nodes.n)
             g = AUDIT_NO_GPU;
+        if (mps_server(a, &o->proc)) {
+            if (due(a, o->proc.pid, g, AUDIT_MPS_OPENER, 0))
+                log_info("audit: pid %u (uid %u) is an MPS server (%s, root's binary) with the "
+                         "driver's nodes open; the GPU backend does not list it", o->proc.pid,
+                         o->proc.uid, MPS_SERVER_EXE);
+            continue;
+        }
         if (leaving(a, &o->proc, g) ||
             !due(a, o->proc.pid, g, AUDIT_OPENER, child_of_member_delay(a, &o->proc)))
             continue;
@@ -564,10 +608,15 @@ static void name_holders(struct audit *a, unsigned g)
             continue;
         char what[256], note[KAIROS_NAME_MAX + 32];
         const struct ledger_tenant *t = member_tenant(a, p->pid);
+        bool mps = !t && mps_server(a, p);
         snprintf(what, sizeof what, "holds %s open while GPU %u has %s unexplained%s",
                  a->scan.v[i].gpus & (1u << g) ? a->nodes.node[g] : "the driver's nodes", g, x,
-                 member_note(a, p->pid, note, sizeof note));
-        audit_act(a->cfg, p, t ? t->name : NULL, (int)g, what, true);
+                 mps ? ", an MPS server" : member_note(a, p->pid, note, sizeof note));
+        if (mps) /* reported, never killed: its clients' work would end with it */
+            audit_warn(NULL, p->pid, (int)g, "audit: pid %u (%s) %s, uid %u; not killed (an "
+                       "MPS server)", p->pid, p->comm, what, p->uid);
+        else
+            audit_act(a->cfg, p, t ? t->name : NULL, (int)g, what, true);
     }
 }
 
@@ -634,7 +683,8 @@ void audit_tick(struct audit *a)
     size_t k = 0;
     for (size_t i = 0; i < a->n_seen; i++) {
         enum audit_kind kind = a->seen[i].kind;
-        if (a->seen[i].still || (!scanned && (kind == AUDIT_OPENER || kind == AUDIT_HOLDER)))
+        bool scan_only = kind == AUDIT_OPENER || kind == AUDIT_HOLDER || kind == AUDIT_MPS_OPENER;
+        if (a->seen[i].still || (!scanned && scan_only))
             a->seen[k++] = a->seen[i];
     }
     a->n_seen = k;
@@ -656,6 +706,11 @@ void audit_set_heirs(struct audit *a, struct heirs *h)
 void audit_set_linger(struct audit *a, const struct linger_set *lg)
 {
     a->linger = lg;
+}
+
+void audit_set_mps_owner(struct audit *a, uint32_t owner)
+{
+    a->mps_owner = owner;
 }
 
 void audit_set_clock(struct audit *a, uint64_t (*clock)(void *ctx), void *ctx)
@@ -698,6 +753,7 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     a->ts = ts;
     a->cfg = cfg;
     a->proc = proc_root ? proc_root : "/proc";
+    a->mps_owner = MPS_SERVER_OWNER;
     a->clock = monotonic_ms;
     if (!(a->w = loop_add_timer(loop, 0, on_timer, a))) {
         int rc = -errno;

@@ -10,6 +10,10 @@
  *    AUDIT_SCAN_EVERY intervals, and at once when memory is unexplained: an opener
  *    that is neither a member nor listed is reported; they are the holders named.
  *    Without a GPU backend this scan is all the audit does, and it says so.
+ *  - An NVIDIA MPS server (mps_server.h: root's binary, whatever its uid) is no
+ *    intruder: its clients make their own allocations and are members charged for
+ *    them. It is noted once; its own memory, outside every quota, is reported when
+ *    above mps_server_max; it is never killed (its clients' work would end with it).
  *  - A member whose connection just closed still holds memory in the driver for a
  *    few hundred ms: for leave_grace_ms after it left (and while it is exiting) it
  *    is not taken for an intruder.
@@ -48,6 +52,9 @@ struct heirs;
 void audit_set_heirs(struct audit *a, struct heirs *h);
 /* Re-reads cfg's interval (after a reload). */
 void audit_reconfigure(struct audit *a);
+/* Who must own an MPS server's binary and its folder (mps_server.h): root
+ * (MPS_SERVER_OWNER) until set. For tests; kairosd never sets it. */
+void audit_set_mps_owner(struct audit *a, uint32_t owner);
 /* The clock findings are timed by: clock(ctx) in ms, CLOCK_MONOTONIC until set
  * (NULL: back to it). For tests; kairosd never sets it. */
 void audit_set_clock(struct audit *a, uint64_t (*clock)(void *ctx), void *ctx);

@@ -182,6 +182,11 @@ bool handle_handovers_ipc(struct peer *p, const struct proto_request *r)
     if (shared)
         log_debug("pid %u shared object 0x%x of client 0x%x (scope %u)", p->pid,
                   r->body.shared.h_object, r->body.shared.h_client, r->body.shared.share_type);
+    else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN && exporter == IMPORTS_FROM_MPS)
+        log_debug("pid %u (uid %u) imports object 0x%x of client 0x%x, which no member shared, "
+                  "while an MPS server serves its uid: taken as an MPS client's, charging no "
+                  "one", p->pid, p->uid, r->body.imported.h_object_src,
+                  r->body.imported.h_client_src);
     else if (r->body.imported.flags == KAIROS_IMPORT_BEGIN && !exporter)
         log_info("pid %u imports object 0x%x of client 0x%x (CUDA IPC), reported again after "
                  "a restart: kept while its exporter reattaches", p->pid,
@@ -190,6 +195,9 @@ bool handle_handovers_ipc(struct peer *p, const struct proto_request *r)
         log_info("pid %u imports object 0x%x of client 0x%x shared by pid %u (CUDA IPC): "
                  "pid %u stays charged while it lives", p->pid, r->body.imported.h_object_src,
                  r->body.imported.h_client_src, exporter, exporter);
+    else if (exporter == IMPORTS_FROM_MPS)
+        log_debug("pid %u: its import of object 0x%x of client 0x%x (an MPS client's) ended",
+                  p->pid, r->body.imported.h_object_src, r->body.imported.h_client_src);
     else
         log_info("pid %u: its import of object 0x%x of client 0x%x ended", p->pid,
                  r->body.imported.h_object_src, r->body.imported.h_client_src);

@@ -1,5 +1,5 @@
-/* fake_proc.c - the temporary /proc of the heirs, imports and audit tests (see
- * fake_proc.h). */
+/* fake_proc.c - the temporary /proc of the heirs, imports, audit and MPS server tests
+ * (see fake_proc.h). */
 #include "fake_proc.h"
 
 #include <setjmp.h>
@@ -55,6 +55,33 @@ void fake_proc_fd(uint32_t pid, int fd, const char *target)
     snprintf(path, sizeof path, "%s/%u/fd/%d", fake_proc_root, pid, fd);
     unlink(path);
     assert_int_equal(symlink(target, path), 0);
+}
+
+void fake_proc_exe(uint32_t pid, const char *target)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%u/exe", fake_proc_root, pid);
+    unlink(path);
+    assert_int_equal(symlink(target, path), 0);
+    snprintf(path, sizeof path, "%s/%u/root", fake_proc_root, pid);
+    unlink(path);
+    assert_int_equal(symlink("/", path), 0);
+}
+
+const char *fake_proc_mps_binary(void)
+{
+    static char path[128];
+    char dir[96];
+    snprintf(dir, sizeof dir, "%s/bin", fake_proc_root);
+    mkdir(dir, 0755);
+    assert_int_equal(chmod(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/nvidia-cuda-mps-server", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#!/bin/false\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0755), 0);
+    return path;
 }
 
 int fake_proc_setup(void **state)

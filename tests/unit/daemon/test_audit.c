@@ -8,7 +8,10 @@
  * child after the grace, found by the scan every tenth pass; kills only of what
  * holds memory and is not exempt (built-in list or the configured one); malformed
  * /proc entries and thousands of intruders; the /proc scan alone without a backend;
- * a lingering member's process judged as one that left. */
+ * a lingering member's process judged as one that left; an MPS server (its binary
+ * the expected owner's) noted once and never killed, listed or only an opener, its
+ * own memory reported above mps_server_max, while a process of the same command run
+ * from a copy in a folder anyone may write is killed as any intruder. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -493,6 +496,110 @@ static void test_a_lingering_members_process_is_judged_as_one_that_left(void **s
     linger_fini(lg);
 }
 
+/* A real process (child()) whose /proc entry runs an MPS server binary the audit
+ * takes for root's (the test's own, audit_set_mps_owner), with fd3 open. */
+static pid_t mps_server(const char *fd3)
+{
+    audit_set_mps_owner(au, getuid());
+    pid_t pid = child();
+    proc((uint32_t)pid, 1, "nvidia-cuda-mps", 1000, fd3);
+    fake_proc_exe((uint32_t)pid, fake_proc_mps_binary());
+    return pid;
+}
+
+/* A real process running a copy of the server's binary from a folder anyone may
+ * write (a user's copy in /tmp). */
+static pid_t mps_impostor(void)
+{
+    char dir[96], bin[128];
+    snprintf(dir, sizeof dir, "%s/tmp", fake_proc_root);
+    assert_int_equal(mkdir(dir, 01777), 0);
+    assert_int_equal(chmod(dir, 01777), 0);
+    snprintf(bin, sizeof bin, "%s/nvidia-cuda-mps-server", dir);
+    FILE *f = fopen(bin, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(chmod(bin, 0755), 0);
+    pid_t pid = child();
+    proc((uint32_t)pid, 1, "nvidia-cuda-mps", 1000, NULL);
+    fake_proc_exe((uint32_t)pid, bin);
+    return pid;
+}
+
+static void test_an_mps_server_is_noted_once_and_never_killed(void **state)
+{
+    (void)state;
+    cfg.audit_kill = true;
+    pid_t server = mps_server("/dev/nvidia0"), impostor = mps_impostor();
+    fake_gpu_list(0, (uint32_t)server, 66 * MiB);
+    fake_gpu_list(0, (uint32_t)impostor, 500 * MiB);
+    fake_gpus[0].used = 566 * MiB;
+    tick();
+    char who[256];
+    snprintf(who, sizeof who, "audit: pid %d (uid 1000) is an MPS server (nvidia-cuda-mps-server, "
+             "root's binary) on GPU 0: its own memory 66.0 MiB is charged to no tenant; its "
+             "clients' allocations are charged to their tenants", (int)server);
+    assert_int_equal(log_count(who, NULL), 1);
+    snprintf(who, sizeof who, "pid %d (nvidia-cuda-mps) uses GPU 0 (500.0 MiB)", (int)impostor);
+    assert_int_equal(log_count(who, "killed (audit action kill)", NULL), 1);
+    assert_true(killed(impostor));
+    assert_int_equal(log_count("warn", NULL), 1); /* the impostor's line only */
+    for (int i = 0; i < 10; i++) { /* a /proc scan among them: no opener finding either */
+        fake_now += 100;
+        tick();
+        assert_int_equal(log_count("audit:", NULL), 0);
+    }
+    assert_true(alive(server));
+}
+
+static void test_an_mps_servers_memory_above_mps_server_max_is_reported(void **state)
+{
+    (void)state;
+    cfg.audit_kill = true;
+    cfg.audit_mps_server_max = 64 * MiB;
+    pid_t server = mps_server(NULL);
+    fake_gpu_list(1, (uint32_t)server, 100 * MiB);
+    fake_gpus[1].used = 100 * MiB;
+    tick();
+    char who[96];
+    snprintf(who, sizeof who, "audit: pid %d (nvidia-cuda-mps) uid 1000, an MPS server, uses "
+             "100.0 MiB on GPU 1", (int)server);
+    assert_int_equal(log_count("warn", who, "above audit mps_server_max (64.0 MiB): memory "
+                               "outside every tenant's quota; not killed", NULL), 1);
+    fake_now += 1000;
+    tick();
+    assert_int_equal(log_count("audit:", NULL), 0);
+    assert_true(alive(server));
+}
+
+static void test_an_mps_server_the_backend_does_not_list_is_never_killed(void **state)
+{
+    (void)state;
+    cfg.audit_kill = true;
+    pid_t server = mps_server("/dev/nvidia0");
+    fake_gpus[0].used = GiB;
+    tick();
+    char who[256];
+    snprintf(who, sizeof who, "audit: pid %d (uid 1000) is an MPS server (nvidia-cuda-mps-server, "
+             "root's binary) with the driver's nodes open", (int)server);
+    assert_int_equal(log_count(who, NULL), 1);
+    assert_int_equal(log_count("without being a registered tenant", NULL), 0);
+    fake_now += GRACE;
+    tick();
+    assert_int_equal(log_count("audit: GPU 0: 1.00 GiB of memory.used unexplained", NULL), 1);
+    snprintf(who, sizeof who, "audit: pid %d (nvidia-cuda-mps) holds /dev/nvidia0 open while GPU 0 "
+             "has 1.00 GiB unexplained, an MPS server, uid 1000; not killed (an MPS server)",
+             (int)server);
+    assert_int_equal(log_count(who, NULL), 1);
+    assert_int_equal(log_count("killed (audit action kill)", NULL), 0);
+    for (int i = 0; i < 10; i++) { /* the next /proc scan among them: noted once */
+        fake_now += 100;
+        tick();
+        assert_int_equal(log_count("audit:", NULL), 0);
+    }
+    assert_true(alive(server));
+}
+
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -511,6 +618,9 @@ int main(void)
         TEST(test_malformed_proc_entries_and_thousands_of_intruders),
         TEST(test_without_a_backend_only_openers_are_reported),
         TEST(test_a_lingering_members_process_is_judged_as_one_that_left),
+        TEST(test_an_mps_server_is_noted_once_and_never_killed),
+        TEST(test_an_mps_servers_memory_above_mps_server_max_is_reported),
+        TEST(test_an_mps_server_the_backend_does_not_list_is_never_killed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

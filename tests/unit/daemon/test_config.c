@@ -15,7 +15,7 @@ static const char good[] =
     "socket: /tmp/k/kairosd.sock\n"
     "state: /tmp/k/state.json\n"
     "admins: [0, 1234, root]\n"
-    "audit: { interval_ms: 500, kill: true }\n"
+    "audit: { interval_ms: 500, kill: true, mps_server_max: 256M }\n"
     "gpus: 2\n"
     "max_connections: 64\n"
     "tenants:\n"
@@ -43,6 +43,7 @@ static void test_good(void **state)
     assert_int_equal(c.n_unprivileged_cgroups, 0);
     assert_int_equal(c.audit_interval_ms, 500);
     assert_true(c.audit_kill);
+    assert_int_equal(c.audit_mps_server_max, 256ull << 20);
     assert_int_equal(c.gpus, 2);
     assert_int_equal(c.max_connections, 64);
     assert_int_equal(c.n_tenants, 3);
@@ -59,6 +60,7 @@ static void test_good(void **state)
     assert_int_equal(config_parse("e.yaml", "", 0, &c, err, sizeof err), 0);
     assert_string_equal(c.socket, KAIROS_DEFAULT_SOCKET);
     assert_int_equal(c.audit_interval_ms, 1000);
+    assert_int_equal(c.audit_mps_server_max, 1ull << 30);
     assert_int_equal(c.time_mode, SCHED_MODE_AUTO); /* do no harm */
     assert_int_equal(c.latency_yield_us, SCHED_YIELD_US);
     config_free(&c);
@@ -103,6 +105,7 @@ static void test_bad(void **state)
     bad("unprivileged_cgroups: [kubepods]\n", "bad.yaml:1:24:", "beginning with '/'");
     bad("admins: [nosuchuser-kairos]\n", "bad.yaml:1:10:", "neither a uid nor a known user");
     bad("audit: { interval_ms: 5 }\n", "bad.yaml:1:23:", "at least 100");
+    bad("audit: { mps_server_max: [1G] }\n", "bad.yaml:1:26:", "mps_server_max as a size");
     bad("audit: { kill: maybe }\n", "bad.yaml:1:16:", "true or false");
     bad("audit: { every: 5 }\n", "bad.yaml:1:10:", "unknown key 'every'");
     bad("tenants: { a: b }\n", "bad.yaml:1:10:", "list of");

@@ -5,7 +5,10 @@
  * a reused pid is not the process that shared, and after a restart an import
  * reported before its share waits for it a while. The exporter's free of a shared
  * object (SHARED FREED) keeps its bytes on the exporter's tenant only while a
- * verified import of that object lives. */
+ * verified import of that object lives. An import of an object no member shared is
+ * an MPS client's when an MPS server (root's binary) runs as the importer's uid or as
+ * root: taken, keeping no charge, counted in the bounds, ended by END; not on another
+ * uid's server nor on an impostor's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,7 +28,7 @@
 #define root fake_proc_root
 static char why[KAIROS_MSG_MAX];
 
-enum { EXPORTER = 100, IMPORTER = 200, OTHER = 300 };
+enum { EXPORTER = 100, IMPORTER = 200, OTHER = 300, SERVER = 400 };
 #define CLIENT 0xc1d00001u
 #define OBJECT 0x5c000096u
 #define DST 0xc1d00002u
@@ -63,6 +66,134 @@ static int claim(struct imports *im, uint32_t pid, uint32_t uid, uint32_t flags)
     struct kairos_imported m = {.flags = flags, .h_client_src = CLIENT, .h_object_src = OBJECT,
                                 .h_client = DST, .h_object = OBJECT};
     return imports_imported(im, who(pid, uid), &m, 0, NULL, why, sizeof why);
+}
+
+/* Process pid of uid runs exe. */
+static void running(uint32_t pid, uint32_t uid, const char *exe)
+{
+    char text[96];
+    fake_proc_add(pid, 1, 5, NULL);
+    snprintf(text, sizeof text, "Name:\tnvidia-cuda-mps\nUid:\t%u\t%u\t%u\t%u\n", uid, uid, uid,
+             uid);
+    fake_proc_file(pid, "status", text);
+    fake_proc_exe(pid, exe);
+}
+
+/* An MPS server of uid runs as pid, its binary the test's, which im takes for root's;
+ * im scans /proc at each BEGIN no share explains. */
+static void mps_server(struct imports *im, uint32_t pid, uint32_t uid)
+{
+    im->mps_owner = getuid();
+    im->mps_rescan_ms = 0;
+    running(pid, uid, fake_proc_mps_binary());
+}
+
+/* A BEGIN (or END) of object OBJECT + k into DST: the code, *exporter set. */
+static int import_k(struct imports *im, uint32_t uid, uint32_t flags, uint32_t k,
+                    uint64_t provisional_ms, uint32_t *exporter)
+{
+    struct kairos_imported m = {.flags = flags, .h_client_src = CLIENT,
+                                .h_object_src = OBJECT + k, .h_client = DST};
+    return imports_imported(im, who(IMPORTER, uid), &m, provisional_ms, exporter, why,
+                            sizeof why);
+}
+
+static void test_an_unshared_object_is_imported_from_an_mps_server_of_the_uid(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
+    uint32_t exporter = 0;
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, 0, 0, &exporter),
+                     KAIROS_ERR_PERMISSION); /* no server: refused as before */
+    assert_non_null(strstr(why, "no live member of a tenant reported"));
+    mps_server(&im, SERVER, 1000);
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, 0, 0, &exporter), 0);
+    assert_int_equal(exporter, IMPORTS_FROM_MPS);
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, 0, 0, NULL), 0);
+    assert_int_equal(imports_count(&im), 1); /* one entry, two BEGINs */
+    /* a member claiming those handles later: the import keeps no charge of its */
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, who(EXPORTER, 1000), &s, why, sizeof why), 0);
+    assert_false(imports_hold(&im, EXPORTER));
+    exporter = 0;
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_END, 0, 0, &exporter), 0);
+    assert_int_equal(exporter, IMPORTS_FROM_MPS); /* ended quietly */
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_END, 0, 0, NULL), 0);
+    assert_int_equal(imports_count(&im), 0);
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_END, 0, 0, NULL), KAIROS_ERR_INVALID);
+    imports_fini(&im);
+}
+
+/* The attacker: uid 2000's client rides neither on uid 1000's server nor on a server
+ * of its own run from a copy in a folder anyone may write; root's serves every uid. */
+static void test_another_uids_or_an_impostors_server_admits_no_import(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
+    mps_server(&im, SERVER, 1000);
+    assert_int_equal(import_k(&im, 2000, KAIROS_IMPORT_BEGIN, 0, 0, NULL),
+                     KAIROS_ERR_PERMISSION);
+    char dir[96], bin[128];
+    snprintf(dir, sizeof dir, "%s/tmp", root);
+    assert_int_equal(mkdir(dir, 01777), 0);
+    assert_int_equal(chmod(dir, 01777), 0);
+    snprintf(bin, sizeof bin, "%s/nvidia-cuda-mps-server", dir);
+    FILE *f = fopen(bin, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(chmod(bin, 0755), 0);
+    running(SERVER + 1, 2000, bin);
+    assert_int_equal(import_k(&im, 2000, KAIROS_IMPORT_BEGIN, 0, 0, NULL),
+                     KAIROS_ERR_PERMISSION);
+    assert_int_equal(imports_count(&im), 0);
+    mps_server(&im, SERVER + 2, 0); /* a multi-user server, root's */
+    assert_int_equal(import_k(&im, 2000, KAIROS_IMPORT_BEGIN, 0, 0, NULL), 0);
+    imports_fini(&im);
+}
+
+static void test_an_mps_clients_imports_are_bounded_per_process(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
+    mps_server(&im, SERVER, 1000);
+    im.mps_rescan_ms = 60000; /* one scan answers them all */
+    for (uint32_t k = 0; k < KAIROS_IMPORTS_PER_PROCESS; k++)
+        assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, k, 0, NULL), 0);
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, KAIROS_IMPORTS_PER_PROCESS, 0,
+                              NULL), KAIROS_ERR_INVALID);
+    assert_non_null(strstr(why, "the most kairosd follows per process"));
+    imports_member_left(&im, IMPORTER); /* no heirs: its imports end */
+    assert_int_equal(imports_count(&im), 0);
+    imports_fini(&im);
+}
+
+/* After a restart an MPS client's import may be a legacy IPC import whose exporter
+ * reattaches later: verified when its share comes within the window, and an MPS
+ * client's one (living on, keeping nothing) past it. */
+static void test_after_a_restart_an_mps_clients_import_outlives_the_window(void **state)
+{
+    (void)state;
+    struct imports im;
+    imports_init(&im, root, NULL);
+    fake_proc_add(EXPORTER, 1, 10, NULL);
+    fake_proc_add(IMPORTER, 1, 20, NULL);
+    mps_server(&im, SERVER, 1000);
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, 0, 200, NULL), 0);
+    assert_int_equal(import_k(&im, 1000, KAIROS_IMPORT_BEGIN, 1, 200, NULL), 0);
+    struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
+    assert_int_equal(imports_shared(&im, who(EXPORTER, 1000), &s, why, sizeof why), 0);
+    assert_true(imports_hold(&im, EXPORTER));
+    usleep(300 * 1000);
+    assert_int_equal(imports_count(&im), 2);
+    assert_true(imports_hold(&im, EXPORTER));
+    imports_fini(&im);
 }
 
 static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
@@ -614,6 +745,17 @@ int main(void)
                                         fake_proc_setup, fake_proc_teardown),
         cmocka_unit_test_setup_teardown(test_a_false_sharer_does_not_take_the_exporters_imports,
                                         fake_proc_setup, fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_an_unshared_object_is_imported_from_an_mps_server_of_the_uid, fake_proc_setup,
+            fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_another_uids_or_an_impostors_server_admits_no_import, fake_proc_setup,
+            fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(test_an_mps_clients_imports_are_bounded_per_process,
+                                        fake_proc_setup, fake_proc_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_after_a_restart_an_mps_clients_import_outlives_the_window, fake_proc_setup,
+            fake_proc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
