@@ -709,6 +709,8 @@ class TenantSet:
         waiting = [t for t in self.tenants.values() if isinstance(t, TorchTenant)]
         while self.usable() and waiting:
             for t in list(waiting):
+                if not self.usable():  # one failed it: the others were killed, not failing
+                    break
                 if t.ready_info() is not None:
                     waiting.remove(t)
                     self.check(t)
