@@ -11,9 +11,11 @@
 # kairos) and $OUT/harm-runs.tar.gz; prints its table last (kairos/native and a verdict
 # against the goals). 377 s on the H200 (2026-12-04; 493 s with infer8
 # added); docs/scheduler.md, "The harm benchmark".
-# Knobs: HARM_MIXES (infer4,latency-train,limit-long; also latency-train-open, infer2,
-# infer8, infer4-tf, infer4-open, infer8-open, train-pair, deep2, deep4, deep8,
-# deep4-uneq, lend),
+# Knobs: HARM_MIXES (infer4,latency-train,limit-long, the group quick; also
+# latency-train-open, infer2, infer8, infer4-tf, infer4-open, infer8-open, train-pair,
+# deep2, deep4, deep8, deep4-uneq, lend; space-infer2, space-infer4, space-infer8,
+# space-latency-train, space-pair, the group space: kairosd's space mode, judged
+# against MPS),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
 # kairosd in that time_mode, kairos-memory one with memory quotas only, shim-alone the
 # shim preloaded with KAIROS_MEM and no kairosd), HARM_REPS

@@ -17,7 +17,8 @@ process takes ~14 s to import torch and warm up on the H200, too long to pay eac
 kernel_stream tenants start afresh each round (~1 s). Solo rounds run the native
 configuration's tenants alone (the others alive and idle).
 
-The mixes (HARM_MIXES; the quick subset is the default):
+The mixes (HARM_MIXES: names, or the groups quick, the default, and space, the five
+space- mixes):
   infer4         4 processes of ResNet-50 batch 1 eager inference (launch-bound on
                  purpose), closed loop; kairos: share 25 % each, no limit. Metrics
                  aggregate_rps, aggregate_of_solo (against one process alone), p99_ms
@@ -57,18 +58,33 @@ The mixes (HARM_MIXES; the quick subset is the default):
                  aggregate_of_solo is 1 by definition; native and MPS have no limit, so
                  theirs is only what they do alone). Metrics aggregate_of_solo, and
                  share_err_pp under Kairos: |aggregate_of_solo - 0.30| in points.
+  space-infer2, space-infer4, space-infer8, space-latency-train, space-pair
+                 space mode (issue 24): under Kairos every tenant of the mix has
+                 fault_domain (infer, serve, pair), so it runs as a client of the MPS
+                 control daemon kairosd runs for that domain (kairosd.yaml's space:
+                 mps_control: in a dry run the stand-in tests/stand-ins/
+                 nvidia-cuda-mps-control, else --mps-control where found). The tenants and
+                 metrics of infer2, infer4, infer8 (no shares), latency-train (priorities
+                 latency and batch, no shares; kairosd alone sets the MPS client
+                 priorities, from them) and train-pair (at 75 %/25 %); mps: plain MPS, or
+                 latency-train's client priorities. kairos-memory has no domain.
 Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x native and
 the worst p99 <= 1.05x native, and Kairos's share_err_pp <= 1; a limit mix lands within
-0.30 +- 0.02 of solo. Configuration kairos-memory (not in the default list): a kairosd
-whose tenants have only their memory quotas, which tells what the time control itself
-costs next to the kairos column; shim-alone: the shim preloaded on its own (KAIROS_MEM,
-no kairosd, no `kairos run`), which tells what its interposition costs next to native.
+0.30 +- 0.02 of solo; a space- mix is judged against the mps column (as
+shared/hooks/harm-check): aggregate >= 0.98x MPS, p99 <= 1.05x MPS, share_err_pp <= 2;
+the table shows kairos/native and kairos/mps. Configuration kairos-memory (not in the
+default list): a kairosd whose tenants have only their memory quotas, which tells what
+the time control itself costs next to the kairos column; shim-alone: the shim preloaded
+on its own (KAIROS_MEM, no kairosd, no `kairos run`), which tells what its interposition
+costs next to native.
 A tenant that fails, hangs (not done --round-grace-s after its round should have ended),
-runs outside the shim under Kairos or shim-alone (under it elsewhere), without this benchmark's MPS
-pipe under MPS (with one elsewhere), or serves its requests with a CUDA graph where
-native had none (or the reverse) fails its configuration for the rest of the mix: its
-processes are killed, it is listed in "failures", its column reads "-", and the exit
-status is 1; the other configurations and mixes are still measured and written.
+runs outside the shim under Kairos or shim-alone (under it elsewhere), without this
+benchmark's MPS pipe under MPS (with one elsewhere; a space mix's Kairos tenant: without
+the shim's line "kairos[PID]: space: fault domain NAME, ..." naming the mix's domain
+in its log), or serves its requests with a CUDA graph where native had none (or the
+reverse) fails its configuration for the rest of the mix: its processes are killed, it
+is listed in "failures", its column reads "-", and the exit status is 1; the other
+configurations and mixes are still measured and written.
 Writes OUT/harm-results.json (every round's raw figures in the order they ran),
 OUT/harm.tsv (both rewritten after each mix: a run cut short keeps the mixes it
 finished) and OUT/harm-runs.tar.gz (kairosd logs, tenant logs, stamps); prints its
@@ -99,9 +115,15 @@ import latency_bench  # noqa: E402
 import latency_stats as stats  # noqa: E402
 
 AGG_FLOOR, P99_CEIL, LIMIT_TOL, SHARE_TOL_PP = 0.97, 1.05, 0.02, 1.0
+SPACE_AGG_FLOOR, SPACE_SHARE_TOL_PP = 0.98, 2.0  # a space mix, against MPS at its best
+# the control daemon kairosd runs for a fault domain in a dry run (no MPS there)
+SPACE_STAND_IN = os.path.normpath(os.path.join(HERE, "..", "stand-ins",
+                                               "nvidia-cuda-mps-control"))
 SOLO_LEAD_S = 0.3  # requests start this long into a round without neighbours to settle
 LONG_WORK = compute_bench.LONG_WORK * 7 // 6  # FMAs a thread: ~200 ms a kernel on the H200
 QUICK = "infer4,latency-train,limit-long"
+SPACE = "space-infer2,space-infer4,space-infer8,space-latency-train,space-pair"
+GROUPS = {"quick": QUICK, "space": SPACE}  # names HARM_MIXES may use for several mixes
 TSV_CONFIGS = ("native", "mps", "kairos")
 FORMATS = {"aggregate_rps": ".1f", "aggregate_of_solo": ".4f", "p99_ms": ".3f",
            "p99_of_solo": ".3f", "share_err_pp": ".2f", "training_of_solo": ".4f"}
@@ -169,9 +191,11 @@ class Mix:
     """A mix: its tenants [(name, kind, opts)] (kind infer or train: latency_tenant.py;
     stream: kernel_stream), their kairosd policies, the solo rounds of each repetition
     [(label, [names])] (none: a lone tenant, whose native run is its solo), its limit
-    (None: judged against native) and its metrics, in harm.tsv's order."""
+    (None: judged against native) and its metrics, in harm.tsv's order; domain: the
+    fault domain of its Kairos tenants (a space mix, judged against MPS; None: none)."""
     metrics_order = ()
     limit = None
+    domain = None
     round_s = None  # a round of tenants that run until told: None, --train-solo-s
 
     def __init__(self, tenants, policies, solo):
@@ -267,11 +291,11 @@ class TrainPair(Shares):
     encoder did not fill the H200: it kept 1.0 of its solo speed next to ResNet-50
     natively, so parts of the work done said nothing of shares: 2026-12-05-harm-3.)"""
 
-    def __init__(self, args):
+    def __init__(self, args, cnn=0.70):
         self.round_s = args.train_seconds
         super().__init__([("cnn", "train", {"batch": 128}),
                           ("tf", "train", {"batch": 128, "model": "transformer"})],
-                         {"cnn": 0.70, "tf": 0.30}, {"cnn": "cnn", "tf": "tf"})
+                         {"cnn": cnn, "tf": round(1 - cnn, 4)}, {"cnn": "cnn", "tf": "tf"})
 
 
 class Deep(Shares):
@@ -323,6 +347,15 @@ class Limit(Mix):
                 "share_err_pp": abs(of_solo - self.limit) * 100 if under_limit else None}
 
 
+def in_space(mix, domain, keep):
+    """mix as a space mix: under Kairos all its tenants in fault domain `domain`, their
+    policies cut to the keys in keep (no shares: the SMs are shared side by side)."""
+    mix.domain = domain
+    mix.policies = {n: {k: v for k, v in p.items() if k in keep}
+                    for n, p in mix.policies.items()}
+    return mix
+
+
 # name -> the mix, made from the arguments.
 MIXES = {
     "infer2": lambda a: InferClosed(2, a),
@@ -340,6 +373,11 @@ MIXES = {
     "deep4-uneq": lambda a: Deep([0.4, 0.3, 0.2, 0.1], a),
     "lend": Lend,
     "limit-long": lambda a: Limit(0.30, a),
+    "space-infer2": lambda a: in_space(InferClosed(2, a), "infer", ()),
+    "space-infer4": lambda a: in_space(InferClosed(4, a), "infer", ()),
+    "space-infer8": lambda a: in_space(InferClosed(8, a), "infer", ()),
+    "space-latency-train": lambda a: in_space(LatencyTrain(a), "serve", ("priority",)),
+    "space-pair": lambda a: in_space(TrainPair(a, cnn=0.75), "pair", ("share",)),
 }
 
 
@@ -548,7 +586,7 @@ class TenantSet:
         self.work = os.path.join(bench.work, mix_name)
         self.dir = os.path.join(self.work, config)
         os.makedirs(self.dir)
-        self.mps = self.daemon = None
+        self.mps = self.daemon = self.domain = None  # domain: its tenants' fault domain
         self.failed = self.skipped = None
         self.tenants = {name: (StreamTenant if kind == "stream" else TorchTenant)(
             self, name, kind, opts) for name, kind, opts in mix.tenants}
@@ -580,13 +618,25 @@ class TenantSet:
             quota = f"{max(4, 120 // len(self.tenants))}G"
             policies = ({n: {} for n in self.mix.policies} if mode == "memory"
                         else self.mix.policies)  # kairos-memory: quotas only
+            self.domain = None if mode == "memory" else self.mix.domain
+            lines = (["gpus: 1"] if a.dry_run else []) + self.space_lines()
             self.daemon = latency_bench.Daemon(self.work, self.config, policies,
                                                None if mode == "memory" else mode,
-                                               ["gpus: 1"] if a.dry_run else [], quota)
+                                               lines, quota, self.domain)
             if not self.daemon.start(self.bench.kairosd, a.kairosd_arg):
                 return self.fail(None, f"kairosd did not start (see {self.daemon.log_path})")
         for t in self.tenants.values():
             t.start()
+
+    def space_lines(self):
+        """kairosd.yaml's space block where its tenants have a fault domain: the control
+        daemon kairosd runs for it (a dry run: the stand-in; else --mps-control, where
+        found, or none: kairosd's own default)."""
+        if not self.domain:
+            return []
+        a = self.bench.args
+        control = SPACE_STAND_IN if a.dry_run else shutil.which(a.mps_control)
+        return [f"space: {{ mps_control: {control} }}"] if control else []
 
     def env(self, tenant):
         env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_MPS_")}
@@ -628,9 +678,30 @@ class TenantSet:
         if p["shim"] != shimmed:
             return self.fail(tenant, f"{'outside' if shimmed else 'under'} the shim in "
                                      f"configuration {self.config}")
+        if self.domain:  # the shim routes it to kairosd's MPS, whatever its environment
+            return self.check_space(tenant)
         if p["mps_pipe"] != pipe:
             return self.fail(tenant, f"MPS pipe {p['mps_pipe']} in configuration {self.config}"
                                      f" (wanted {pipe})")
+        return True
+
+    def check_space(self, tenant):
+        """Fails the configuration unless the shim said it routed the tenant's process to
+        the mix's fault domain (its space line in the tenant's log, 10 s at most after
+        the check began); keeps what it said in the placement."""
+        deadline = time.time() + 10
+        while True:
+            said = space_route(tenant.log_text(), tenant.proc.pid)
+            if said or not tenant.running() or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        tenant.placed["space"] = said
+        if not said:
+            return self.fail(tenant, f"no 'space: fault domain' line of pid {tenant.proc.pid}"
+                                     f" in its log in configuration {self.config}")
+        if said["domain"] != self.domain:
+            return self.fail(tenant, f"fault domain {said['domain']} in configuration "
+                                     f"{self.config} (wanted {self.domain})")
         return True
 
     def wait_ready(self, deadline):
@@ -638,6 +709,8 @@ class TenantSet:
         waiting = [t for t in self.tenants.values() if isinstance(t, TorchTenant)]
         while self.usable() and waiting:
             for t in list(waiting):
+                if not self.usable():  # one failed it: the others were killed, not failing
+                    break
                 if t.ready_info() is not None:
                     waiting.remove(t)
                     self.check(t)
@@ -737,6 +810,20 @@ class TenantSet:
                 if self.daemon else None}
 
 
+# the line the shim of a space tenant's process logs (KAIROS_LOG=stderr) once it routes it
+SPACE_LINE = re.compile(r"^kairos\[(\d+)\]: space: fault domain (\S+), MPS pipe (.*), "
+                        r"active thread percentage (\S+), priority (\S+)$", re.M)
+
+
+def space_route(log, pid):
+    """What the shim said of process pid's routing in a log ({"domain", "pipe",
+    "percentage", "priority"}, its last such line), or None where it said nothing."""
+    said = [m for m in SPACE_LINE.finditer(log) if int(m.group(1)) == pid]
+    if not said:
+        return None
+    return dict(zip(("domain", "pipe", "percentage", "priority"), said[-1].groups()[1:]))
+
+
 # ---- the benchmark ---------------------------------------------------------------------
 
 def medians(per_rep, order):
@@ -780,7 +867,9 @@ class Bench:
             "seconds": args.seconds, "requests": args.requests, "lead_s": args.lead_s,
             "long_seconds": args.long_seconds, "long_work": args.long_work,
             "goals": {"aggregate_floor": AGG_FLOOR, "p99_ceiling": P99_CEIL,
-                      "limit_tolerance": LIMIT_TOL, "share_tolerance_pp": SHARE_TOL_PP},
+                      "limit_tolerance": LIMIT_TOL, "share_tolerance_pp": SHARE_TOL_PP,
+                      "space_aggregate_floor": SPACE_AGG_FLOOR,
+                      "space_share_tolerance_pp": SPACE_SHARE_TOL_PP},
             "mixes": {}, "failures": []}
 
     def run_mix(self, name):
@@ -789,6 +878,7 @@ class Bench:
         mix = MIXES[name](self.args)
         rec = self.results["mixes"][name] = {
             "tenants": mix.tenants, "policies": mix.policies, "limit": mix.limit,
+            "domain": mix.domain,
             "metrics_order": list(mix.metrics_order), "rounds": [], "metrics": {},
             "medians": {}, "sets": {}}
         t0 = time.time()
@@ -878,27 +968,37 @@ def tsv_rows(r):
     return rows
 
 
-def verdict(rec, metric, native, kairos):
-    """ok, or HARM (below native's aggregate, above its p99) or MISSED (a limit, a share),
-    or n/a; empty for the metrics without a goal."""
+def goals(rec):
+    """(the column a mix is judged against, its aggregate floor, its share tolerance in
+    points): a space mix against MPS at its best, the others against native."""
+    if rec.get("domain"):
+        return "mps", SPACE_AGG_FLOOR, SPACE_SHARE_TOL_PP
+    return "native", AGG_FLOOR, SHARE_TOL_PP
+
+
+def verdict(rec, metric, base, kairos):
+    """ok, or HARM (below the base's aggregate, above its p99: native's, a space mix's
+    MPS's) or MISSED (a limit, a share), or n/a; empty for the metrics without a goal."""
     limit = rec.get("limit")
+    _, floor, share_tol = goals(rec)
     if limit is None and metric == "share_err_pp":  # target shares: Kairos's own figure
-        goal, bad, x = (lambda k: k <= SHARE_TOL_PP + 1e-9), "MISSED", kairos
+        goal, bad, x = (lambda k: k <= share_tol + 1e-9), "MISSED", kairos
     elif limit is not None:
         goal = {"aggregate_of_solo": lambda k: abs(k - limit) <= LIMIT_TOL + 1e-9,
                 "share_err_pp": lambda k: k <= LIMIT_TOL * 100 + 1e-9}.get(metric)
         bad, x = "MISSED", kairos
     else:
-        goal = {"aggregate_rps": lambda q: q >= AGG_FLOOR, "aggregate_of_solo":
-                lambda q: q >= AGG_FLOOR, "p99_ms": lambda q: q <= P99_CEIL}.get(metric)
-        bad, x = "HARM", ratio(kairos, native)
+        goal = {"aggregate_rps": lambda q: q >= floor, "aggregate_of_solo":
+                lambda q: q >= floor, "p99_ms": lambda q: q <= P99_CEIL}.get(metric)
+        bad, x = "HARM", ratio(kairos, base)
     if goal is None:
         return ""
     return "n/a" if not real(x) else "ok" if goal(x) else bad
 
 
 def table(r):
-    """The table printed last: medians, kairos/native and the verdict against the goals."""
+    """The table printed last: medians, kairos/native, kairos/mps and the verdict against
+    the goals (a space mix's against MPS)."""
     extra = [c for c in r["configs"] if c not in TSV_CONFIGS]
     cols = [*TSV_CONFIGS, *extra]
     lines = [f"=== do no harm: medians of {r['reps']} interleaved repetitions; {r['gpu']}, "
@@ -906,20 +1006,21 @@ def table(r):
              + ("; DRY RUN (no GPU)" if r["dry_run"] else ""),
              f"goals: without a limit, kairos aggregate >= {AGG_FLOOR}x native and p99 <= "
              f"{P99_CEIL}x native, shares within {SHARE_TOL_PP:g} pp; a limit mix within "
-             f"+-{LIMIT_TOL} of its limit",
-             f"{'mix':14s} {'metric':18s}" + "".join(f" {c:>10s}" for c in cols)
-             + f" {'kairos/nat':>10s} verdict"]
+             f"+-{LIMIT_TOL} of its limit; space- mixes: aggregate >= {SPACE_AGG_FLOOR}x mps, "
+             f"p99 <= {P99_CEIL}x mps, shares within {SPACE_SHARE_TOL_PP:g} pp",
+             f"{'mix':19s} {'metric':18s}" + "".join(f" {c:>10s}" for c in cols)
+             + f" {'kairos/nat':>10s} {'kairos/mps':>10s} verdict"]
     for name, rec in r["mixes"].items():
         for metric in rec["metrics_order"]:
             med = {c: (rec["medians"].get(c) or {}).get(metric) for c in cols}
-            q = ratio(med["kairos"], med["native"])
-            lines.append(f"{name:14s} {metric:18s}" + "".join(
+            qs = [ratio(med["kairos"], med[c]) for c in ("native", "mps")]
+            lines.append(f"{name:19s} {metric:18s}" + "".join(
                 f" {cell(rec['medians'].get(c), metric):>10s}" for c in cols)
-                + f" {format(q, '.3f') if q is not None else '-':>10s} "
-                + verdict(rec, metric, med["native"], med["kairos"]))
+                + "".join(f" {format(q, '.3f') if q is not None else '-':>10s}" for q in qs)
+                + " " + verdict(rec, metric, med[goals(rec)[0]], med["kairos"]))
         for c, x in rec["sets"].items():
             if x["skipped"]:
-                lines.append(f"{name:14s} {c} skipped: {x['skipped']}")
+                lines.append(f"{name:19s} {c} skipped: {x['skipped']}")
     fails = r["failures"]
     lines.append(f"failures (their columns read -): {len(fails)}"
                  + "".join(f"\n  {f}" for f in fails))
@@ -999,7 +1100,8 @@ def parse_args(argv=None):
     ap.add_argument("--out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--mixes", default=os.environ.get("HARM_MIXES") or QUICK,
-                    help=f"of {','.join(MIXES)} (env HARM_MIXES)")
+                    help=f"of {','.join(MIXES)}, or a group: {', '.join(GROUPS)} "
+                         "(env HARM_MIXES)")
     ap.add_argument("--configs", default=os.environ.get("HARM_CONFIGS") or "native,mps,kairos",
                     help="native,mps,kairos,kairos-windows|timeslices|auto|memory "
                          "(env HARM_CONFIGS)")
@@ -1018,6 +1120,7 @@ def parse_args(argv=None):
         return args
     if not (args.bin and args.out):
         ap.error("--bin and --out are needed (or --save DIR)")
+    args.mixes = ",".join(GROUPS.get(m, m) for m in args.mixes.split(","))
     configs = args.configs.split(",")
     bad = [c for c in configs if not CONFIG.match(c)] + [m for m in args.mixes.split(",")
                                                          if m not in MIXES]

@@ -195,9 +195,11 @@ class Run:
 class Daemon:
     """A private kairosd for one configuration, and the shim.conf that names it
     (tests/gpu/harm_bench.py's too). time_mode None: no time_mode line, kairosd's
-    default; quota: each tenant's memory on GPU 0; a tenant with no policy gets only it."""
+    default; quota: each tenant's memory on GPU 0; a tenant with no policy gets only it;
+    domain: every tenant's fault_domain (space mode; None: no such line)."""
 
-    def __init__(self, work, label, policies, time_mode, more_lines, quota="60G"):
+    def __init__(self, work, label, policies, time_mode, more_lines, quota="60G",
+                 domain=None):
         d = os.path.join(work, f"kd-{label}")
         os.makedirs(d, exist_ok=True)
         self.sock = os.path.join(d, "kairosd.sock")
@@ -209,6 +211,7 @@ class Daemon:
         for name, pol in policies.items():
             comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
             lines += [f"  - name: {name}", f"    memory: {{ 0: {quota} }}"]
+            lines += [f"    fault_domain: {domain}"] if domain else []
             lines += [f"    compute: {{ 0: {{ {comp} }} }}"] if pol else []  # none: quota only
         self.config = os.path.join(d, "kairosd.yaml")
         with open(self.config, "w") as f:

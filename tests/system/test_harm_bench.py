@@ -8,7 +8,9 @@ measured in every configuration, the repetitions interleaved, harm.tsv holding t
 medians of the rounds' own figures, MPS started on a private pipe and quit, the tenants
 of the Kairos configuration admitted by its kairosd under the mix's policies, and a
 tenant that fails, hangs or escapes the shim failing its configuration (exit 1) while
-the rest is still written. Usage: test_harm_bench.py KAIROSD KAIROS SHIM GPU_TESTS_DIR"""
+the rest is still written; the space- mixes (space mode, issue 24): their Kairos tenants in
+one fault domain of the kairosd.yaml, placed there by the shim's word, judged against MPS.
+Usage: test_harm_bench.py KAIROSD KAIROS SHIM GPU_TESTS_DIR"""
 import json
 import os
 import re
@@ -174,6 +176,61 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(hb.verdict(free, "share_err_pp", 20.0, 0.9), "ok")
         self.assertEqual(hb.verdict(free, "share_err_pp", 0.5, 1.2), "MISSED")
 
+    def test_space_mixes_judged_against_mps(self):
+        space = {"limit": None, "domain": "infer"}
+        self.assertEqual(hb.goals(space), ("mps", 0.98, 2.0))
+        self.assertEqual(hb.goals({"limit": None, "domain": None}), ("native", 0.97, 1.0))
+        self.assertEqual(hb.verdict(space, "aggregate_rps", 100.0, 98.0), "ok")
+        self.assertEqual(hb.verdict(space, "aggregate_rps", 100.0, 97.5), "HARM")  # ok vs native
+        self.assertEqual(hb.verdict(space, "p99_ms", 4.0, 4.2), "ok")
+        self.assertEqual(hb.verdict(space, "p99_ms", 4.0, 4.3), "HARM")
+        self.assertEqual(hb.verdict(space, "share_err_pp", 0.0, 1.9), "ok")  # 2 points
+        self.assertEqual(hb.verdict(space, "share_err_pp", 0.0, 2.1), "MISSED")
+        # the table: a space mix's verdict from its mps column, both ratios shown
+        rec = {"limit": None, "domain": "infer", "metrics_order": ["aggregate_rps"],
+               "medians": {"native": {"aggregate_rps": 90.0}, "mps": {"aggregate_rps": 100.0},
+                           "kairos": {"aggregate_rps": 95.0}}, "sets": {}}
+        r = {"reps": 1, "gpu": "g", "driver": "d", "torch": "t", "started_utc": "u",
+             "dry_run": False, "configs": ["native", "mps", "kairos"], "failures": [],
+             "mixes": {"space-infer2": rec}}
+        self.assertEqual(hb.table(r).splitlines()[3].split(),
+                         ["space-infer2", "aggregate_rps", "90.0", "100.0", "95.0", "1.056",
+                          "0.950", "HARM"])
+
+    def test_space_mixes_are_their_plain_mixes_in_one_domain(self):
+        args = hb.parse_args(["--bin", "b", "--out", "o", "--mixes", "space,infer2"])
+        self.assertEqual(args.mixes.split(","), ["space-infer2", "space-infer4", "space-infer8",
+                                                 "space-latency-train", "space-pair", "infer2"])
+        self.assertEqual(hb.parse_args(["--bin", "b", "--out", "o", "--mixes", "quick"]).mixes,
+                         "infer4,latency-train,limit-long")
+        mixes = {m: hb.MIXES[m](args) for m in args.mixes.split(",")}
+        for n in (2, 4, 8):  # no shares; plain MPS
+            mix, plain = mixes[f"space-infer{n}"], hb.MIXES[f"infer{n}"](args)
+            self.assertEqual((mix.domain, mix.tenants, mix.solo), ("infer", plain.tenants,
+                                                                    plain.solo))
+            self.assertEqual(mix.policies, {f"i{k}": {} for k in range(n)})
+            self.assertIsNone(plain.domain)
+        lt = mixes["space-latency-train"]
+        self.assertEqual(lt.domain, "serve")
+        self.assertEqual(lt.policies, {"infer": {"priority": "latency"},
+                                       "train": {"priority": "batch"}})
+        self.assertEqual([t[2]["mps_priority"] for t in lt.tenants], [0, 1])  # MPS at its best
+        pair = mixes["space-pair"]
+        self.assertEqual((pair.domain, pair.targets), ("pair", {"cnn": 0.75, "tf": 0.25}))
+        self.assertEqual(pair.policies, {"cnn": {"share": "75%"}, "tf": {"share": "25%"}})
+        self.assertEqual(pair.metrics_order, ("aggregate_of_solo", "share_err_pp"))
+        self.assertEqual(hb.MIXES["train-pair"](args).policies["cnn"], {"share": "70%"})
+
+    def test_space_line_of_the_shim(self):
+        log = ("kairos[7]: space: fault domain infer, MPS pipe /run/a b, active thread "
+               "percentage 100, priority 1\nkairos[8]: space: fault domain other, MPS pipe "
+               "/x, active thread percentage 50, priority 0\nkairos[70]: space: nothing\n")
+        self.assertEqual(hb.space_route(log, 7), {"domain": "infer", "pipe": "/run/a b",
+                                                  "percentage": "100", "priority": "1"})
+        self.assertEqual(hb.space_route(log, 8)["domain"], "other")
+        self.assertIsNone(hb.space_route(log, 70))  # not a routing line
+        self.assertIsNone(hb.space_route(log, 9))  # another process's
+
     def test_tsv_rows(self):
         r = {"mixes": {"infer4": {"metrics_order": ["aggregate_rps", "p99_ms"], "medians": {
             "native": {"aggregate_rps": 600.04, "p99_ms": 6.1234},
@@ -258,7 +315,8 @@ class DryRun(BenchRun):
         self.assertEqual([r[:2] for r in rows[1:]], [
             ["infer4", "aggregate_rps"], ["infer4", "aggregate_of_solo"], ["infer4", "p99_ms"],
             ["infer4", "p99_of_solo"], ["latency-train", "aggregate_of_solo"],
-            ["latency-train", "training_of_solo"], ["latency-train", "p99_ms"], ["latency-train", "p99_of_solo"],
+            ["latency-train", "training_of_solo"], ["latency-train", "p99_ms"],
+            ["latency-train", "p99_of_solo"],
             ["limit-long", "aggregate_of_solo"], ["limit-long", "share_err_pp"]])
         for mix, rec in self.res["mixes"].items():
             want = expected_medians(rec)
@@ -336,11 +394,11 @@ class DryRun(BenchRun):
         at = next(i for i, ln in enumerate(lines) if ln.startswith("=== do no harm"))
         self.assertIn("DRY RUN", lines[at])
         self.assertEqual(lines[at + 2].split(), ["mix", "metric", "native", "mps", "kairos",
-                                                 "kairos/nat", "verdict"])
+                                                 "kairos/nat", "kairos/mps", "verdict"])
         rows = [ln.split() for ln in lines[at + 3:-1]]
         self.assertEqual([r[:2] for r in rows], [r[:2] for r in read_tsv(self.out)[1:]])
         self.assertIn(rows[0][-1], ("ok", "HARM"))
-        self.assertEqual(len(rows[3]), 6, rows[3])  # p99_of_solo: no goal, no verdict
+        self.assertEqual(len(rows[3]), 7, rows[3])  # p99_of_solo: no goal, no verdict
         self.assertEqual(lines[-1], "failures (their columns read -): 0")
 
     def test_save_copies_into_bench_results(self):
@@ -422,6 +480,80 @@ class MoreMixes(BenchRun):
             self.assertRegex(conf, r"memory: \{ 0: \d+G \}")
 
 
+# kairosd runs this for a fault domain in a dry run; the lead's space mode (issue 24) brings
+# it with kairosd's space block and the shim's space line: until then these tests wait
+SPACE_READY = os.path.exists(hb.SPACE_STAND_IN)
+SPACE_WHY = f"space mode not here yet: no {hb.SPACE_STAND_IN}"
+
+
+@unittest.skipUnless(SPACE_READY, SPACE_WHY)
+class SpaceDryRun(BenchRun):
+    """Two space- mixes in native, mps and kairos, once: the Kairos tenants in one fault
+    domain, placed there by the shim, the mixes judged against MPS."""
+    MIXES = {"space-infer2": "infer", "space-latency-train": "serve"}
+    ARGS = ("--mixes", ",".join(MIXES), "--reps", "1")
+
+    def test_runs_clean_with_every_figure(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stdout + self.r.stderr)
+        self.assertEqual(self.res["failures"], [])
+        rows = read_tsv(self.out)
+        self.assertEqual([r[:2] for r in rows[1:]], [
+            ["space-infer2", "aggregate_rps"], ["space-infer2", "aggregate_of_solo"],
+            ["space-infer2", "p99_ms"], ["space-infer2", "p99_of_solo"],
+            ["space-latency-train", "aggregate_of_solo"],
+            ["space-latency-train", "training_of_solo"], ["space-latency-train", "p99_ms"],
+            ["space-latency-train", "p99_of_solo"]])
+        for row in rows[1:]:  # native, mps and kairos all measured
+            for text in row[2:]:
+                self.assertRegex(text, r"^\d+\.\d+$", row)
+        for mix, rec in self.res["mixes"].items():  # the medians of the rounds' figures
+            want = expected_medians(rec)
+            for row in (r for r in rows if r[0] == mix):
+                self.assertEqual(row[2:], [format(want[(row[1], c)], hb.FORMATS[row[1]])
+                                           for c in ("native", "mps", "kairos")], row)
+
+    def test_kairos_tenants_placed_in_the_domain(self):
+        for mix, domain in self.MIXES.items():
+            conf = self.archived(f"{mix}/kd-kairos/kairosd.yaml")
+            names = list(self.res["mixes"][mix]["policies"])
+            self.assertEqual(re.findall(r"^ +fault_domain: (\S+)$", conf, re.M),
+                             [domain] * len(names))
+            self.assertIn(f"space: {{ mps_control: {hb.SPACE_STAND_IN} }}", conf)
+            log = self.archived(f"{mix}/kairosd-kairos.log")
+            sets = self.res["mixes"][mix]["sets"]
+            for name in names:
+                self.assertRegex(log, rf"tenant {name}: pid \d+ .*admitted")
+                said = sets["kairos"]["placement"][name]["space"]
+                self.assertEqual(said["domain"], domain, (mix, name))
+                pid = re.search(r"pid=(\d+)", self.archived(f"{mix}/kairos/{name}/{name}.ready"))
+                self.assertIn(f"kairos[{pid.group(1)}]: space: fault domain {domain}, ",
+                              self.archived(f"{mix}/kairos/{name}/tenant.log"))
+                for c in ("native", "mps"):  # no domain outside Kairos
+                    self.assertNotIn("space", sets[c]["placement"][name])
+        # no shares in the domain; the priorities kairosd turns into MPS client priorities
+        self.assertNotIn("compute", self.archived("space-infer2/kd-kairos/kairosd.yaml"))
+        conf = self.archived("space-latency-train/kd-kairos/kairosd.yaml")
+        self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf),
+                         ["priority: latency", "priority: batch"])
+        place = self.res["mixes"]["space-latency-train"]["sets"]
+        self.assertEqual([place["kairos"]["placement"][n]["space"]["priority"]
+                          for n in ("infer", "train")], ["0", "1"])
+        self.assertEqual([place["mps"]["placement"][n]["mps_priority"]
+                          for n in ("infer", "train")], ["0", "1"])  # MPS at its best
+
+    def test_table_judges_against_mps(self):
+        lines = self.r.stdout.strip().splitlines()
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("=== do no harm"))
+        for ln in lines[at + 3:-1]:
+            row = ln.split()
+            med = {c: self.res["mixes"][row[0]]["medians"][c][row[1]]
+                   for c in ("native", "mps", "kairos")}
+            self.assertEqual(row[6], format(med["kairos"] / med["mps"], ".3f"), row)
+            self.assertEqual(row[7:], [hb.verdict(self.res["mixes"][row[0]], row[1],
+                                                  med["mps"], med["kairos"])] if len(row) > 7
+                             else [], row)
+
+
 class Failures(unittest.TestCase):
     def setUp(self):
         self.dir, self.out, self.fakebin = scratch()
@@ -485,6 +617,25 @@ class Failures(unittest.TestCase):
                          ["limit-long/kairos/capped: outside the shim in configuration kairos"])
         self.assertEqual(read_tsv(self.out)[1], ["limit-long", "aggregate_of_solo", "1.0000",
                                                  "-", "-"])
+
+    @unittest.skipUnless(SPACE_READY, SPACE_WHY)
+    def test_space_tenants_outside_their_domain_are_not_counted(self):
+        """Without the shim's space line (KAIROS_LOG unset under `kairos run`), or with one
+        that names another domain, a space mix's Kairos tenant fails its configuration."""
+        fake = os.path.join(self.fakebin, "kairos")
+        for said, why in (("", "no 'space: fault domain' line of pid "),
+                          ('echo "kairos[$$]: space: fault domain elsewhere, MPS pipe /p, '
+                           'active thread percentage 100, priority 0" >&2\n',
+                           "fault domain elsewhere in configuration kairos (wanted infer)")):
+            tlb.write_exec(fake, f"#!/bin/sh\nunset KAIROS_LOG\n{said}exec {KAIROS} \"$@\"\n")
+            r = run_bench(self.out, "--mixes", "space-infer2", "--reps", "1", "--configs",
+                          "native,kairos", kairos=fake)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            fails = load(self.out)["failures"]
+            self.assertEqual(len(fails), 1, fails)
+            self.assertRegex(fails[0], r"^space-infer2/kairos/i[01]: ")
+            self.assertIn(why, fails[0])
+            self.assertEqual([row[4] for row in read_tsv(self.out)[1:]], ["-"] * 4)
 
     def test_requests_unlike_natives_are_not_compared(self):
         """A CUDA graph captured natively but not under Kairos (LATENCY_GRAPHS=0 as a
