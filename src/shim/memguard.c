@@ -126,6 +126,8 @@ static void after_fork_in_child(void)
     memset(mg_credit, 0, sizeof mg_credit);
 }
 
+static int register_for_route(void);
+
 void memguard_init(void)
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -135,6 +137,7 @@ void memguard_init(void)
         dprintf(2, "kairos[%d]: %s\n", (int)getpid(), s->problem);
     set_all_quotas(s->mode == SETTINGS_STANDALONE ? s->standalone_quota : UNLIMITED);
     atomic_store(&mg_active, s->mode != SETTINGS_OFF);
+    space_route_set_registrar(register_for_route);
 }
 
 bool memguard_active(void)
@@ -375,6 +378,14 @@ static void start_threads(void)
         start_thread(send_credit);
         start_thread(watch_daemon);
     }
+}
+
+/* space_route.h's registrar: a tenant's process registers at libcuda's question. */
+static int register_for_route(void)
+{
+    if (!memguard_active() || settings_get()->mode != SETTINGS_TENANT)
+        return -1;
+    return memguard_first_gpu_use(shim_real_get());
 }
 
 int memguard_first_gpu_use(const struct shim_real *r)

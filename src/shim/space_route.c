@@ -10,8 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/memguard.h"
-#include "shim/real.h"
 #include "shim/settings.h"
 
 extern char **environ;
@@ -20,6 +18,12 @@ static struct kairos_routed sr_route;
 static atomic_bool sr_ready;
 static atomic_bool sr_said;
 static char sr_pct[12], sr_prio[12];
+static _Atomic(space_route_registrar *) sr_register;
+
+void space_route_set_registrar(space_route_registrar *fn)
+{
+    atomic_store(&sr_register, fn);
+}
 
 void space_route_set(const struct kairos_routed *r)
 {
@@ -63,11 +67,11 @@ static const char *mps_answer(const char *name, const char *env)
 
 const char *space_route_answer(const char *name, const char *env)
 {
-    if (!memguard_active() || settings_get()->mode != SETTINGS_TENANT)
-        return env;
-    if (!atomic_load_explicit(&sr_ready, memory_order_acquire) &&
-        memguard_first_gpu_use(shim_real_get()) < 0)
-        return env; /* refused: the driver's files are refused too */
+    space_route_registrar *reg = atomic_load(&sr_register);
+    if (!reg)
+        return env; /* not loaded as a tenant's shim */
+    if (!atomic_load_explicit(&sr_ready, memory_order_acquire) && reg() < 0)
+        return env; /* no tenant's process, or refused (the driver's files are too) */
     if (!atomic_load_explicit(&sr_ready, memory_order_acquire))
         return env; /* a kairosd of before, or down with on_daemon_down: open */
     if (sr_route.mode == KAIROS_ROUTE_MPS)

@@ -9,7 +9,7 @@
  * and says so once under KAIROS_LOG=stderr ("space: fault domain ..."); a process of
  * no domain keeps its environment's MPS, except a pipe folder inside kairosd's
  * domains' folder, which it does not get. The question registers the process with
- * kairosd first when it has not yet (memguard_first_gpu_use). Other names, and
+ * kairosd first when it has not yet (the registrar memguard.c sets). Other names, and
  * processes that are no tenant's, get the environment's value.
  *
  * Thread rules: the route is set once, at the first registration, before it is read
@@ -21,6 +21,11 @@
 #include "kairos/proto.h"
 
 #define SPACE_ROUTE_WAIT_MS 5000
+
+/* Registers this tenant's process with kairosd if it has not yet: 0, or < 0 where
+ * no route is to be had (not a tenant's process, refused). */
+typedef int space_route_registrar(void);
+void space_route_set_registrar(space_route_registrar *fn);
 
 /* kairosd's answer to this process's ROUTE (memguard.c, at the first registration). */
 void space_route_set(const struct kairos_routed *r);

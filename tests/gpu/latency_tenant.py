@@ -38,6 +38,7 @@ tests/system/test_latency_bench.py runs the benchmark's whole logic on a CPU
 --dry-hang: it stops answering half way, a hang the benchmark must report).
 """
 import argparse
+import ctypes
 import itertools
 import os
 import sys
@@ -84,11 +85,15 @@ def want_graphs(args):
 
 
 class DryWork:
-    """Stand-ins with no GPU: sleeps of a fixed length."""
+    """Stand-ins with no GPU: sleeps of a fixed length. They ask getenv for the MPS pipe
+    folder as libcuda does when it starts, so that a preloaded shim routes them."""
 
     def __init__(self, args):
         self.service = args.dry_service_ms / 1000
         self.info = {"model": "dry", "graphs": int(want_graphs(args))}
+        getenv = ctypes.CDLL(None).getenv
+        getenv.restype = ctypes.c_char_p
+        getenv(b"CUDA_MPS_PIPE_DIRECTORY")
 
     def request(self):
         time.sleep(self.service)

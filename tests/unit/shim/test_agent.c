@@ -26,8 +26,10 @@
 
 /* What the stand-in daemon does after reading a request. */
 enum script {
-    WELCOME,         /* HELLO: WELCOME with a quota */
+    WELCOME,         /* HELLO: WELCOME with a quota; ROUTE: ROUTED (an MPS client) */
     REFUSE,          /* HELLO: ERROR with a message */
+    ROUTE_REFUSED,   /* HELLO: WELCOME; ROUTE: ERROR with a message */
+    OLD_DAEMON,      /* HELLO with KAIROS_HELLO_SPACE: ERROR INVALID (a kairosd of before) */
     PUSH_THEN_GRANT, /* CHARGE: a TIME_POLICY push, then the GRANT */
     WRONG_SEQ,       /* CHARGE: a GRANT numbered for another request */
     SLOW_GRANT,      /* CHARGE: the GRANT after a while (hold_ms) */
@@ -38,6 +40,7 @@ struct daemon {
     int listen_fd, conn_fd;
     pthread_t thread;
     enum script after_hello, after_charge;
+    int routes; /* ROUTE requests read */
     unsigned hold_ms;
     struct kairos_hello hello; /* what the shim said */
     int runnables;             /* RUNNABLE reports read */
@@ -71,10 +74,23 @@ static void answer_charge(struct daemon *d, uint32_t seq)
             sizeof g);
 }
 
-/* Serves one connection until the shim hangs up. */
-static void *serve(void *arg)
+static void answer_route(struct daemon *d, uint32_t seq)
 {
-    struct daemon *d = arg;
+    if (d->after_hello == ROUTE_REFUSED) {
+        struct kairos_error e = {.code = KAIROS_ERR_PERMISSION};
+        snprintf(e.message, sizeof e.message, "fault domain d1 needs NVIDIA MPS");
+        send_to(d->conn_fd, KAIROS_MSG_ERROR, seq, &e, sizeof e);
+        return;
+    }
+    struct kairos_routed r = {.mode = KAIROS_ROUTE_MPS, .thread_pct = 100, .priority = 1};
+    snprintf(r.domain, sizeof r.domain, "d1");
+    snprintf(r.pipe_dir, sizeof r.pipe_dir, "/run/kairos/mps/d1@0/pipe");
+    send_to(d->conn_fd, KAIROS_MSG_ROUTED, seq, &r, sizeof r);
+}
+
+/* Serves one connection until the shim hangs up. */
+static void serve_one(struct daemon *d)
+{
     d->conn_fd = accept(d->listen_fd, NULL, NULL);
     unsigned char buf[sizeof(struct kairos_hdr) + 1024];
     ssize_t n;
@@ -83,7 +99,11 @@ static void *serve(void *arg)
         memcpy(&h, buf, sizeof h);
         if (h.type == KAIROS_MSG_HELLO) {
             memcpy(&d->hello, buf + sizeof h, sizeof d->hello);
-            if (d->after_hello == REFUSE) {
+            if (d->after_hello == OLD_DAEMON && (d->hello.flags & KAIROS_HELLO_SPACE)) {
+                struct kairos_error e = {.code = KAIROS_ERR_INVALID};
+                snprintf(e.message, sizeof e.message, "HELLO has unknown flags");
+                send_to(d->conn_fd, KAIROS_MSG_ERROR, h.seq, &e, sizeof e);
+            } else if (d->after_hello == REFUSE) {
                 struct kairos_error e = {.code = KAIROS_ERR_NO_TENANT};
                 snprintf(e.message, sizeof e.message, "no tenant 'ghost': ask the admin");
                 send_to(d->conn_fd, KAIROS_MSG_ERROR, h.seq, &e, sizeof e);
@@ -91,6 +111,9 @@ static void *serve(void *arg)
                 struct kairos_welcome w = {.tenant_id = 5, .n_gpus = 1, .quota = {1 << 30}};
                 send_to(d->conn_fd, KAIROS_MSG_WELCOME, h.seq, &w, sizeof w);
             }
+        } else if (h.type == KAIROS_MSG_ROUTE) {
+            d->routes++;
+            answer_route(d, h.seq);
         } else if (h.type == KAIROS_MSG_CHARGE) {
             answer_charge(d, h.seq);
         } else if (h.type == KAIROS_MSG_RUNNABLE) {
@@ -98,6 +121,15 @@ static void *serve(void *arg)
         }
     }
     close(d->conn_fd);
+}
+
+/* One connection; two for a kairosd of before (the shim comes back without its flags). */
+static void *serve(void *arg)
+{
+    struct daemon *d = arg;
+    serve_one(d);
+    if (d->after_hello == OLD_DAEMON)
+        serve_one(d);
     return NULL;
 }
 
@@ -162,11 +194,48 @@ static void test_hello_welcome_and_a_high_cloexec_descriptor(void **state)
     assert_int_equal(q.quota[0], 1 << 30);
     assert_string_equal(d.hello.tenant, "t1");
     assert_int_equal(d.hello.pid, (uint32_t)getpid());
+    assert_true(q.routed); /* a first HELLO asks ROUTE: kairosd's answer, kept */
+    assert_int_equal(d.routes, 1);
+    assert_int_equal(q.route.mode, KAIROS_ROUTE_MPS);
+    assert_int_equal(q.route.priority, 1);
+    assert_string_equal(q.route.domain, "d1");
+    assert_string_equal(q.route.pipe_dir, "/run/kairos/mps/d1@0/pipe");
     int fd = agent_fd_now();
     assert_true(fd >= 700); /* out of the application's usual numbers */
     assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
     daemon_stop(&d);
     assert_false(agent_connected());
+}
+
+/* A refused ROUTE refuses the registration with kairosd's sentence (the process gets
+ * no GPU), and is not taken for a kairosd of before (no HELLO again without it). */
+static void test_a_refused_route_refuses_the_process(void **state)
+{
+    (void)state;
+    struct daemon d;
+    daemon_start(&d, ROUTE_REFUSED, PUSH_THEN_GRANT);
+    struct agent_quota q;
+    char err[200] = "";
+    assert_int_equal(connect_to(&d, "t1", &q, err, sizeof err), -EPERM);
+    assert_string_equal(err, "fault domain d1 needs NVIDIA MPS");
+    assert_false(agent_connected());
+    daemon_stop(&d);
+}
+
+/* A kairosd of before refuses the new HELLO flags: the shim says HELLO again without
+ * them and asks no ROUTE (its processes run as time tenants). */
+static void test_a_kairosd_of_before_gets_no_route_request(void **state)
+{
+    (void)state;
+    struct daemon d;
+    daemon_start(&d, OLD_DAEMON, PUSH_THEN_GRANT);
+    struct agent_quota q;
+    char err[200] = "";
+    assert_int_equal(connect_to(&d, "t1", &q, err, sizeof err), 0);
+    assert_false(q.routed);
+    assert_false(d.hello.flags & KAIROS_HELLO_SPACE);
+    assert_int_equal(d.routes, 0);
+    daemon_stop(&d);
 }
 
 static void test_a_refusal_says_why(void **state)
@@ -270,6 +339,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello_welcome_and_a_high_cloexec_descriptor),
         cmocka_unit_test(test_a_refusal_says_why),
+        cmocka_unit_test(test_a_refused_route_refuses_the_process),
+        cmocka_unit_test(test_a_kairosd_of_before_gets_no_route_request),
         cmocka_unit_test(test_a_push_before_the_reply_is_dispatched),
         cmocka_unit_test(test_a_reply_to_another_request_drops_the_link),
         cmocka_unit_test(test_a_report_never_waits_for_a_requester),
