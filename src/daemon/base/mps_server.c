@@ -1,6 +1,7 @@
 /* mps_server.c - NVIDIA MPS servers told from /proc by their executable's name, owner
  * and mode, and its folder's (see mps_server.h). */
 #include "daemon/base/mps_server.h"
+#include "daemon/base/proc_stat.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,16 +93,6 @@ static void note_uid(struct mps_servers *out, uint32_t uid)
         out->cut = true;
 }
 
-static bool all_digits(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
 int mps_server_scan(const char *proc_root, uint32_t owner, struct mps_servers *out)
 {
     *out = (struct mps_servers){.n = 0};
@@ -110,7 +101,7 @@ int mps_server_scan(const char *proc_root, uint32_t owner, struct mps_servers *o
         return -errno;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (!all_digits(e->d_name))
+        if (!proc_stat_is_pid(e->d_name))
             continue;
         int piddir = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (piddir < 0)

@@ -34,3 +34,13 @@ bool proc_stat_alive(const char *proc, uint32_t pid, uint64_t start)
     uint64_t now;
     return proc_stat_read(proc, pid, &ppid, &now) == 0 && now == start;
 }
+
+bool proc_stat_is_pid(const char *name)
+{
+    if (!*name)
+        return false;
+    for (; *name; name++)
+        if (*name < '0' || *name > '9')
+            return false;
+    return true;
+}

@@ -1,4 +1,5 @@
-/* proc_stat.h - a process's parent and start time, from <proc>/<pid>/stat.
+/* proc_stat.h - a process's parent and start time, from <proc>/<pid>/stat, and
+ * which names of a /proc folder are processes.
  *
  * The start time (field 22, clock ticks since boot) tells a process from a later
  * one that reuses its pid: the membership's admissions and the hand-overs of
@@ -18,5 +19,8 @@ int proc_stat_read(const char *proc, uint32_t pid, uint32_t *ppid, uint64_t *sta
 
 /* Whether pid is still the process that started at start. */
 bool proc_stat_alive(const char *proc, uint32_t pid, uint64_t start);
+
+/* Whether an entry of a /proc folder names a process (all digits, not empty). */
+bool proc_stat_is_pid(const char *name);
 
 #endif /* KAIROS_DAEMON_PROC_STAT_H */

@@ -11,19 +11,10 @@
 #include <unistd.h>
 
 #include "core/grow.h"
+#include "daemon/base/proc_stat.h"
 
 #define PF_EXITING 0x00000004u /* include/linux/sched.h */
 #define KCMP_FILES 2           /* include/uapi/linux/kcmp.h */
-
-static bool all_digits(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
 
 /* Reads a small file under dirfd into buf (NUL-terminated); length or -1. */
 static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
@@ -149,7 +140,7 @@ static void scan_threads(int piddir, uint32_t pid, const struct procscan_nodes *
     }
     struct dirent *e;
     while (!*cut && (e = readdir(d))) {
-        if (!all_digits(e->d_name))
+        if (!proc_stat_is_pid(e->d_name))
             continue;
         long tid = strtol(e->d_name, NULL, 10);
         if ((uint32_t)tid == pid || syscall(SYS_kcmp, (pid_t)pid, (pid_t)tid, KCMP_FILES, 0, 0) <= 0)
@@ -174,7 +165,7 @@ int procscan_run(struct procscan *s, const char *proc_root, const struct procsca
     int rc = 0;
     struct dirent *e;
     while (!rc && !s->cut && (e = readdir(d))) {
-        if (!all_digits(e->d_name))
+        if (!proc_stat_is_pid(e->d_name))
             continue;
         int piddir = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (piddir < 0)

@@ -256,6 +256,22 @@ static void bare_size_warning(const struct ydoc *p, const yaml_node_t *v, const 
                  (unsigned long)v->start_mark.line + 1, (unsigned long)v->start_mark.column + 1,
                  what, scalar(v), scalar(v), scalar(v));
 }
+
+/* audit: NAME: SIZE ("audit NAME" in messages, example as the hint). */
+static int parse_audit_size(struct ydoc *p, const yaml_node_t *v, const char *name,
+                            const char *example, uint64_t *out)
+{
+    char what[64], shape[96], why[128];
+    snprintf(what, sizeof what, "audit %s", name);
+    snprintf(shape, sizeof shape, "%s as a size (e.g. %s)", what, example);
+    if (want(p, v, YAML_SCALAR_NODE, shape))
+        return -EINVAL;
+    if (units_parse_size(scalar(v), 0, out, why, sizeof why))
+        return ydoc_fail(p, v, "%s: %s", what, why);
+    bare_size_warning(p, v, what);
+    return 0;
+}
+
 static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node_t *v,
                            struct config *c)
 {
@@ -279,26 +295,11 @@ static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node
     } else if (!strcmp(key, "exempt")) {
         return parse_exempt(p, v, c);
     } else if (!strcmp(key, "overhead")) {
-        char why[128];
-        if (want(p, v, YAML_SCALAR_NODE, "audit overhead as a size (e.g. 1G)"))
-            return -EINVAL;
-        if (units_parse_size(scalar(v), 0, &c->audit_overhead, why, sizeof why))
-            return ydoc_fail(p, v, "audit overhead: %s", why);
-        bare_size_warning(p, v, "audit overhead");
+        return parse_audit_size(p, v, "overhead", "1G", &c->audit_overhead);
     } else if (!strcmp(key, "process_overhead")) {
-        char why[128];
-        if (want(p, v, YAML_SCALAR_NODE, "audit process_overhead as a size (e.g. 64M)"))
-            return -EINVAL;
-        if (units_parse_size(scalar(v), 0, &c->audit_process_overhead, why, sizeof why))
-            return ydoc_fail(p, v, "audit process_overhead: %s", why);
-        bare_size_warning(p, v, "audit process_overhead");
+        return parse_audit_size(p, v, "process_overhead", "64M", &c->audit_process_overhead);
     } else if (!strcmp(key, "mps_server_max")) {
-        char why[128];
-        if (want(p, v, YAML_SCALAR_NODE, "audit mps_server_max as a size (e.g. 1G)"))
-            return -EINVAL;
-        if (units_parse_size(scalar(v), 0, &c->audit_mps_server_max, why, sizeof why))
-            return ydoc_fail(p, v, "audit mps_server_max: %s", why);
-        bare_size_warning(p, v, "audit mps_server_max");
+        return parse_audit_size(p, v, "mps_server_max", "1G", &c->audit_mps_server_max);
     } else if (!strcmp(key, "leave_grace_ms")) {
         if (parse_uint(p, v, "audit leave_grace_ms", 600000, &ul))
             return -EINVAL;

@@ -26,6 +26,48 @@ static const char good[] =
     "      GPU-12345678-aaaa-bbbb-cccc-1234567890ab: 512MiB\n"
     "  - name: empty\n";
 
+/* Space mode: a tenant's fault domain, the control program, a domain's shared_uids;
+ * a name that is not one, an unknown key and a relative program are refused. */
+static void test_space(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "space:\n"
+        "  mps_control: /opt/nv/nvidia-cuda-mps-control\n"
+        "  domains: { inference-a: { shared_uids: true }, b: }\n"
+        "tenants:\n"
+        "  - name: web\n"
+        "    fault_domain: inference-a\n"
+        "  - name: plain\n";
+    struct config c;
+    char err[512] = "";
+    if (config_parse("s.yaml", text, strlen(text), &c, err, sizeof err))
+        fail_msg("%s", err);
+    assert_string_equal(c.space.mps_control, "/opt/nv/nvidia-cuda-mps-control");
+    assert_string_equal(c.tenants[0].fault_domain, "inference-a");
+    assert_string_equal(c.tenants[1].fault_domain, "");
+    assert_true(space_config_domain(&c.space, "inference-a")->shared_uids);
+    assert_false(space_config_domain(&c.space, "b")->shared_uids);
+    assert_null(space_config_domain(&c.space, "web"));
+    config_free(&c);
+    assert_int_equal(config_parse("e.yaml", "", 0, &c, err, sizeof err), 0);
+    assert_string_equal(c.space.mps_control, "nvidia-cuda-mps-control");
+    config_free(&c);
+    static const char *const bad[][2] = {
+        {"tenants:\n  - name: a\n    fault_domain: ../x\n", "fault_domain: '../x' must be"},
+        {"space: { mps_control: nvidia-cuda-mps-control }\n", "absolute path"},
+        {"space: { domains: { a: { shared: true } } }\n", "expected shared_uids"},
+        {"space: { domains: { a: { shared_uids: maybe } } }\n", "shared_uids: expected true"},
+        {"space: { pipes: /tmp }\n", "unknown key in space"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(config_parse("b.yaml", bad[i][0], strlen(bad[i][0]), &c, err,
+                                      sizeof err), -EINVAL);
+        if (!strstr(err, bad[i][1]))
+            fail_msg("%s: %s", bad[i][1], err);
+    }
+}
+
 static void test_good(void **state)
 {
     (void)state;
@@ -320,6 +362,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
+        cmocka_unit_test(test_space),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_compute),
         cmocka_unit_test(test_members),
