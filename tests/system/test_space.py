@@ -14,10 +14,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import kairos_proto as kp  # noqa: E402
 
 KAIROSD, SHIM = sys.argv[1:3]
@@ -42,13 +42,11 @@ ASK = ("import ctypes; g = ctypes.CDLL(None).getenv; g.restype = ctypes.c_char_p
 
 
 def wait_for(cond, what, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """cond's value once true (harness.wait_for polls it), or a failure naming what."""
+    found = []
+    if not harness.wait_for(lambda: found.append(cond()) or found[-1], timeout=timeout):
+        raise AssertionError(f"timed out waiting for {what}")
+    return found[-1]
 
 
 class Space(unittest.TestCase):

@@ -59,6 +59,8 @@ class FakeDaemon(threading.Thread):
                 self.conn.send(pack(WELCOME, kp.body("welcome", tenant_id=1, n_gpus=1,
                                                      quota=[1 << 40]), seq))
                 self.ready.set()
+            elif type_ == kp._C["KAIROS_MSG_ROUTE"]:  # a time tenant: no MPS
+                self.conn.send(pack(kp._C["KAIROS_MSG_ROUTED"], kp.body("routed"), seq))
             elif type_ == CHARGE:
                 nbytes = kp.fields("charge", data[HDR.size:])["bytes"]
                 if not pushed:
