@@ -322,7 +322,6 @@ static int connect_locked(const struct shim_real *r, const char *socket_path,
                           bool reattach, bool news, struct agent_quota *q, char *err,
                           size_t err_len)
 {
-    bool tickets = news;
     drop_locked();
     agent_refusal = 0;
     int fd = open_socket(r, socket_path);
@@ -345,7 +344,7 @@ static int connect_locked(const struct shim_real *r, const char *socket_path,
             q->n_gpus = w.n_gpus < KAIROS_MAX_GPUS ? w.n_gpus : KAIROS_MAX_GPUS;
             memcpy(q->quota, w.quota, sizeof q->quota);
             pthread_mutex_lock(&tk_mu);
-            tickets_reset_locked(tickets); /* its FORK_TICKETS push follows WELCOME */
+            tickets_reset_locked(news); /* its FORK_TICKETS push follows WELCOME */
             pthread_mutex_unlock(&tk_mu);
             q->routed = false;
             if (news && !reattach)

@@ -38,8 +38,9 @@ struct agent_quota {
 /* Connects and registers as a member of tenant ("": wherever kairosd places this
  * process, KAIROS_HELLO_PLACE). held is what this process holds
  * (sent with reattach). A first registration (not reattach) also asks ROUTE where
- * kairosd knows it (KAIROS_HELLO_SPACE), and a refused ROUTE is a refusal. Returns 0; -ENOENT/-ECONNREFUSED/-ETIMEDOUT when the daemon
- * cannot be reached; -EPERM when it refused us (err says why). */
+ * kairosd knows it (KAIROS_HELLO_SPACE), and a refused ROUTE is a refusal. Returns 0;
+ * -ENOENT/-ECONNREFUSED/-ETIMEDOUT when the daemon cannot be reached; -EPERM when it
+ * refused us (err says why). */
 int agent_connect(const struct shim_real *r, const char *socket_path, const char *tenant,
                   const uint64_t held[KAIROS_MAX_GPUS], bool reattach, struct agent_quota *q,
                   char *err, size_t err_len);

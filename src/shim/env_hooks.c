@@ -9,7 +9,6 @@
 
 extern char **environ;
 
-
 static char *from_environ(const char *name)
 {
     size_t n = strlen(name);

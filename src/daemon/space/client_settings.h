@@ -8,7 +8,8 @@
  * the first call on the SMs, and tenants of one class are equal. A tenant's class is
  * that of its policy on the lowest-numbered GPU it has one on (normal without any):
  * MPS sets a client's priority once, for all its devices. The thread percentage is
- * 100: a cap on SMs made both sides of the measured mix slower (docs/space.md); shares and limits are the time control's.
+ * 100: a cap on SMs made both sides of the measured mix slower (docs/space.md);
+ * shares and limits are the time control's.
  *
  * Pure: reads the ledger, no I/O. Thread rules: the loop thread only.
  */

@@ -60,8 +60,8 @@ struct mps_domains {
     size_t n;
 };
 
-/* Makes root (0711; shorter than MPS_ROOT_MAX) and adopts the daemons a previous kairosd left there. 0, or
- * -errno with why. */
+/* Makes root (0711; shorter than MPS_ROOT_MAX) and adopts the daemons a previous
+ * kairosd left there. 0, or -errno with why. */
 int mps_domains_open(struct mps_domains *m, const char *root, struct loop *loop,
                      const struct space_config *cfg, char *why, size_t why_len);
 /* Stops watching; leaves every daemon running. */

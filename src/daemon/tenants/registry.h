@@ -3,8 +3,9 @@
  * A tenant's settings are its memory quota on each GPU, its compute policy on each
  * GPU, its members rules (who may join: members.h), its managed-memory policy
  * (refuse or charge: docs/memory.md) and its fault domain (space mode, docs/space.md:
- * the configuration's only; a tenant the configuration no longer declares has none). They live in the tenant's
- * record (struct ledger_tenant: quota, has_compute/compute, members), each with its
+ * the configuration's only; a tenant the configuration no longer declares has none).
+ * They live in the tenant's record (struct ledger_tenant: quota, has_compute/compute,
+ * members, fault_domain), each but the fault domain with its
  * source (struct tenant_sources, beside them): the configuration file, or run time
  * (an administrator's TENANT_SET or TENANT_MEMBERS, from `kairos run` or `kairos
  * tenant`, and the state file that keeps them across a restart). This module is the
