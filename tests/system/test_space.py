@@ -34,7 +34,19 @@ TENANTS = """  - name: train
     compute: { 0: { priority: latency } }
   - name: plain
     memory: { 0: 64M }
+  - name: visitor
+    memory: { 0: 64M }
+    fault_domain: infer
+    members: { users: [65534] }
 """
+NOBODY = 65534
+
+
+def as_nobody():
+    """preexec_fn: the process runs as nobody."""
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
 ASK = ("import ctypes; g = ctypes.CDLL(None).getenv; g.restype = ctypes.c_char_p\n"
        "for n in (b'CUDA_MPS_PIPE_DIRECTORY', b'CUDA_MPS_CLIENT_PRIORITY',"
        " b'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'):\n"
@@ -72,15 +84,16 @@ class Space(unittest.TestCase):
                 pass
         return pid
 
-    def ask(self, tenant, **env_extra):
+    def ask(self, tenant, preexec_fn=None, **env_extra):
         e = {k: v for k, v in os.environ.items()
              if not k.startswith("KAIROS_") and not k.startswith("CUDA_MPS_")}
         e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM) if p)
         e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
         e.update(self.d.shim_env())
         e.update(KAIROS_TENANT=tenant, KAIROS_LOG="stderr", **env_extra)
-        r = subprocess.run([sys.executable, "-c", ASK], capture_output=True, text=True,
-                           env=e, timeout=60)
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        r = subprocess.run([python, "-c", ASK], capture_output=True, text=True,
+                           env=e, timeout=60, preexec_fn=preexec_fn)
         return r, r.stdout.split()
 
     def log(self):
@@ -99,6 +112,22 @@ class Space(unittest.TestCase):
         r, (got_pipe, prio, _) = self.ask("serve")
         self.assertEqual((got_pipe, prio), (pipe, "0"))
         self.assertEqual(self.log().count("started the MPS control daemon"), 1)  # one daemon
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to start a process as nobody")
+    def test_another_users_daemon_runs_as_that_user_in_folders_of_its_own(self):
+        """Nothing of root's opens a file in a folder the user owns: the daemon of
+        nobody's processes runs as nobody (a symlink planted there is nobody's)."""
+        self.start()
+        r, (got_pipe, _, _) = self.ask("visitor", preexec_fn=as_nobody)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entry = f"infer@{NOBODY}"
+        self.assertEqual(got_pipe, os.path.join(self.root, entry, "pipe"))
+        for leaf, mode in (("pipe", 0o700), ("log", 0o755)):
+            st = os.stat(os.path.join(self.root, entry, leaf))
+            self.assertEqual((st.st_uid, st.st_mode & 0o777), (NOBODY, mode), leaf)
+        pid = self.control_pid(entry)
+        uids = [line for line in open(f"/proc/{pid}/status") if line.startswith("Uid:")][0]
+        self.assertEqual(uids.split()[1:], [str(NOBODY)] * 4)
 
     def test_a_process_of_no_domain_is_kept_out_of_the_domains(self):
         self.start()

@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +130,20 @@ static void write_pidfile(const struct mps_daemon *d)
     fclose(f);
 }
 
+/* In a child about to exec: a per-uid daemon, and the client that talks to it, run as
+ * that uid, so that nothing running as root opens a file in a folder the user owns (a
+ * symlink planted there would be followed as root). A multi-user daemon stays root's,
+ * its folders root's. */
+static void become(uint32_t uid)
+{
+    if (uid == MPS_SHARED_UID || uid == geteuid())
+        return;
+    struct passwd *pw = getpwuid(uid); /* kairosd is single-threaded: safe after fork */
+    gid_t gid = pw ? pw->pw_gid : (gid_t)uid;
+    if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+        _exit(126);
+}
+
 /* The child: a session of its own (kairosd's signals and its unit's stop do not reach
  * it through the process group), the pipe and log folders, nothing else inherited. */
 static void exec_control(const struct mps_daemon *d, const char *control, bool multi)
@@ -136,6 +152,7 @@ static void exec_control(const struct mps_daemon *d, const char *control, bool m
     sub(d, "pipe", pipe, sizeof pipe);
     sub(d, "log", logd, sizeof logd);
     setsid();
+    become(d->uid);
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
@@ -168,7 +185,8 @@ static int start(struct mps_domains *m, struct mps_daemon *d, char *why, size_t 
     sub(d, "pipe", pipe, sizeof pipe);
     sub(d, "log", logd, sizeof logd);
     bool multi = d->uid == MPS_SHARED_UID;
-    if ((rc = make_dir(d->dir, 0, 0711)) || (rc = make_dir(logd, 0, 0755)) ||
+    if ((rc = make_dir(d->dir, 0, 0711)) ||
+        (rc = make_dir(logd, multi ? 0 : d->uid, 0755)) ||
         (rc = make_dir(pipe, multi ? 0 : d->uid, multi ? 0755 : 0700))) {
         snprintf(why, why_len, "kairosd cannot prepare %s for fault domain %s: %s", d->dir,
                  d->domain, strerror(-rc));
@@ -271,6 +289,7 @@ static void send_quit(const struct mps_domains *m, const struct mps_daemon *d)
     if (pid == 0) { /* a grandchild does it, so that nothing waits for it */
         if (fork() != 0)
             _exit(0);
+        become(d->uid);
         dup2(in[0], 0);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) {

@@ -1,12 +1,13 @@
 /* mps_domains.h - the MPS control daemons kairosd runs for space mode (docs/space.md).
  *
  * One nvidia-cuda-mps-control per fault domain and uid (per domain with
- * shared_uids: one multi-user daemon, -M), started when the domain's first process
- * of that uid registers, in the foreground of a session of its own, as root, with
- * private folders under kairosd's runtime directory:
+ * shared_uids: one multi-user daemon, -M, as root), started when the domain's first
+ * process of that uid registers, in the foreground of a session of its own, as that
+ * uid (nothing of root's opens a file in a folder the user owns), with private
+ * folders under kairosd's runtime directory:
  *   ROOT/DOMAIN@UID/pipe      CUDA_MPS_PIPE_DIRECTORY (owned by UID, mode 0700: no
- *                             other user reaches the daemon; @all: 0755)
- *   ROOT/DOMAIN@UID/log       CUDA_MPS_LOG_DIRECTORY (root, 0755)
+ *                             other user reaches the daemon; @all: root's, 0755)
+ *   ROOT/DOMAIN@UID/log       CUDA_MPS_LOG_DIRECTORY (owned by UID; @all: root's)
  *   ROOT/DOMAIN@UID/control.pid  its pid, for the next kairosd
  * kairosd notices a daemon's exit at once (a pidfd in the loop), logs it, and starts
  * it again at the domain's next process. A kairosd that stops leaves its daemons
