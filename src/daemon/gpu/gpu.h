@@ -43,6 +43,11 @@ struct gpu_status {
     unsigned power_mw;
 };
 
+/* A PCI address as the kernel writes it: domain:bus:device (the function is 0). */
+struct gpu_pci {
+    uint32_t domain, bus, device;
+};
+
 struct gpu_backend;
 
 struct gpu_ops {
@@ -82,6 +87,9 @@ struct gpu_ops {
      * knows its own kind of driver file (the fake driver's sockets): 0 with *is set;
      * -ENOTSUP where the device node says it (heirs.c: its major). May be NULL. */
     int (*driver_fd)(struct gpu_backend *b, uint32_t pid, int fd, bool *is);
+    /* GPU index's PCI address (the driver's Xid lines name a GPU by it): 0, or
+     * -ENOTSUP when the backend cannot tell. May be NULL. */
+    int (*pci_address)(struct gpu_backend *b, unsigned index, struct gpu_pci *out);
 };
 
 struct gpu_backend {
@@ -102,5 +110,9 @@ void gpu_fini(struct gpu_backend *b);
  * many the backend lists; *n set. 0 or -errno (-EAGAIN: the list kept growing). */
 int gpu_processes_all(struct gpu_backend *b, unsigned index, struct gpu_proc **buf,
                       size_t *cap, size_t *n);
+/* The index of the GPU of n_gpus at PCI address a: 0 with *index, -ENOENT when none
+ * is there, -ENOTSUP when the backend cannot tell (b may have no backend). */
+int gpu_index_at(struct gpu_backend *b, unsigned n_gpus, const struct gpu_pci *a,
+                 unsigned *index);
 
 #endif /* KAIROS_DAEMON_GPU_H */

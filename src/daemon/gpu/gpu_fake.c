@@ -12,6 +12,8 @@
  *                                  memory.used by anyone; "-" for unknown)
  *   devdir PATH                    (the device nodes: PATH/nvidiaINDEX; /dev when absent)
  *   driver VERSION                 (the NVIDIA driver's release; unknown when absent)
+ *   pci INDEX DOMAIN:BUS:DEVICE    (its PCI address in hex, as the kernel log writes it;
+ *                                  unknown when absent)
  *
  * Write it atomically (temp file + rename) to avoid half-read scripts.
  *
@@ -108,6 +110,14 @@ static int fake_device_path(struct gpu_backend *b, unsigned index, char *out, si
 static int fake_driver_version(struct gpu_backend *b, char *out, size_t cap)
 {
     return fake_value(b, "driver", -1, out, cap) ? -ENOTSUP : 0;
+}
+
+static int fake_pci_address(struct gpu_backend *b, unsigned index, struct gpu_pci *out)
+{
+    char text[64];
+    if (fake_value(b, "pci", (int)index, text, sizeof text))
+        return -ENOTSUP;
+    return sscanf(text, "%x:%x:%x", &out->domain, &out->bus, &out->device) == 3 ? 0 : -ENOTSUP;
 }
 
 static int fake_init(struct gpu_backend *b)
@@ -314,7 +324,27 @@ const struct gpu_ops gpu_fake_ops = {
     .driver_file_open = fake_driver_file_open,
     .driver_version = fake_driver_version,
     .driver_fd = fake_driver_fd,
+    .pci_address = fake_pci_address,
 };
+
+int gpu_index_at(struct gpu_backend *b, unsigned n_gpus, const struct gpu_pci *a,
+                 unsigned *index)
+{
+    if (!b || !b->ops || !b->ops->pci_address)
+        return -ENOTSUP;
+    bool told = false;
+    for (unsigned g = 0; g < n_gpus; g++) {
+        struct gpu_pci p;
+        if (b->ops->pci_address(b, g, &p))
+            continue;
+        told = true;
+        if (p.domain == a->domain && p.bus == a->bus && p.device == a->device) {
+            *index = g;
+            return 0;
+        }
+    }
+    return told ? -ENOENT : -ENOTSUP;
+}
 
 int gpu_init(struct gpu_backend *b, const char *fake_path)
 {

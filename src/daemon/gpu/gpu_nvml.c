@@ -40,6 +40,12 @@ struct nvml_util_sample {               /* nvmlProcessUtilizationSample_t */
     unsigned smUtil, memUtil, encUtil, decUtil;
 };
 
+struct nvml_pci_info {                   /* nvmlPciInfo_t (nvmlDeviceGetPciInfo_v3) */
+    char bus_id_legacy[16];
+    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+};
+
 struct nvml {
     void *lib;
     nvml_return_t (*init)(void);
@@ -58,6 +64,7 @@ struct nvml {
     nvml_return_t (*power)(nvml_device_t, unsigned *);
     nvml_return_t (*minor)(nvml_device_t, unsigned *); /* optional */
     nvml_return_t (*driver)(char *, unsigned);         /* optional */
+    nvml_return_t (*pci)(nvml_device_t, struct nvml_pci_info *); /* optional */
 };
 
 static void *sym(void *lib, const char *const *names)
@@ -113,6 +120,8 @@ static int nvml_init(struct gpu_backend *b)
     *(void **)&n->minor = sym(n->lib, s_minor);
     static const char *const s_driver[] = {"nvmlSystemGetDriverVersion", NULL};
     *(void **)&n->driver = sym(n->lib, s_driver);
+    static const char *const s_pci[] = {"nvmlDeviceGetPciInfo_v3", NULL};
+    *(void **)&n->pci = sym(n->lib, s_pci);
     if (!n->init || !n->shutdown || !n->count || !n->handle || !n->uuid || !n->memory ||
         !n->procs) {
         snprintf(b->why, sizeof b->why, "libnvidia-ml.so.1 lacks a symbol kairosd needs "
@@ -332,6 +341,19 @@ static int nvml_status(struct gpu_backend *b, unsigned index, struct gpu_status 
     return 0;
 }
 
+static int nvml_pci_address(struct gpu_backend *b, unsigned index, struct gpu_pci *out)
+{
+    struct nvml *n = b->priv;
+    nvml_device_t d;
+    struct nvml_pci_info p;
+    if (!n->pci)
+        return -ENOTSUP;
+    if (nvml_device(b, index, &d) || n->pci(d, &p))
+        return -EIO;
+    *out = (struct gpu_pci){.domain = p.domain, .bus = p.bus, .device = p.device};
+    return 0;
+}
+
 const struct gpu_ops gpu_nvml_ops = {
     .name = "nvml",
     .init = nvml_init,
@@ -345,4 +367,5 @@ const struct gpu_ops gpu_nvml_ops = {
     .status = nvml_status,
     .device_path = nvml_device_path,
     .driver_version = nvml_driver_version,
+    .pci_address = nvml_pci_address,
 };
