@@ -30,6 +30,8 @@
 #include "daemon/gpu/gpu.h"
 #include "daemon/memory/handovers.h"
 #include "daemon/memory/heirs.h"
+#include "daemon/space/fault_watch.h"
+#include "daemon/space/faults.h"
 #include "daemon/space/mps_domains.h"
 #include "daemon/memory/imports.h"
 #include "daemon/memory/linger.h"
@@ -80,6 +82,8 @@ struct daemon {
     struct imports imports; /* legacy CUDA IPC (imports.h) */
     struct mps_domains mps; /* space mode's MPS daemons (mps_domains.h) */
     bool mps_open;
+    struct faults faults;   /* GPU faults per tenant (faults.h) */
+    struct fault_watch *fault_watch; /* the kernel log's Xid reports, or NULL */
     struct timeshare *timeshare;
     struct chargeback *chargeback;
     struct service *service;
@@ -306,6 +310,26 @@ static void open_domains(struct daemon *d)
     server_set_mps(d->server, &d->mps);
 }
 
+/* The driver's fault reports from the kernel log; without them faults are not
+ * attributed (kairosd runs on). */
+static void open_fault_watch(struct daemon *d)
+{
+    faults_init(&d->faults);
+    server_set_faults(d->server, &d->faults);
+    if (!d->cfg.kernel_log[0])
+        return; /* kernel_log: none */
+    struct fault_watch_deps deps = {.loop = d->loop, .gpu = d->have_gpu ? &d->gpu : NULL,
+                                    .ledger = &d->ts.ledger,
+                                    .mps = d->mps_open ? &d->mps : NULL,
+                                    .faults = &d->faults};
+    int rc = fault_watch_open(&d->fault_watch, d->cfg.kernel_log, &deps);
+    if (rc)
+        log_warn("GPU faults are not attributed to tenants: cannot read %s (%s); kairosd "
+                 "needs CAP_SYSLOG where kernel.dmesg_restrict is 1 and the kernel log not "
+                 "hidden from it (systemd: ProtectKernelLogs=no)", d->cfg.kernel_log,
+                 strerror(-rc));
+}
+
 /* The daemons of the domains no tenant names after a reload are asked to quit. */
 static void retire_domains(struct daemon *d)
 {
@@ -431,6 +455,7 @@ static int setup_metrics(struct daemon *d, double start_time)
         .start_time = start_time,
         .version = KAIROS_VERSION,
         .driver = &d->driver,
+        .faults = &d->faults,
     };
     int rc = metrics_http_start(&d->metrics, d->loop, a, &src);
     if (rc) {
@@ -505,6 +530,7 @@ int main(int argc, char **argv)
         goto out;
     server_watch_owners(d.server);
     open_domains(&d);
+    open_fault_watch(&d);
     if ((rc = linger_init(&d.linger, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts))) {
         log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
         goto out;
@@ -568,7 +594,9 @@ out:
     if (d.server)
         server_set_linger(d.server, NULL);
     linger_fini(d.linger);
+    fault_watch_close(d.fault_watch);
     server_fini(d.server);
+    faults_fini(&d.faults);
     if (d.mps_open)
         mps_domains_close(&d.mps); /* the daemons run on: their clients keep working */
     imports_fini(&d.imports);

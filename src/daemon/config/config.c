@@ -87,6 +87,16 @@ static int parse_path(struct ydoc *p, const yaml_node_t *n, const char *what, ch
     return 0;
 }
 
+/* kernel_log: PATH | none (faults: the driver's Xid reports are not read). */
+static int parse_kernel_log(struct ydoc *p, const yaml_node_t *n, char *out, size_t cap)
+{
+    if (n->type == YAML_SCALAR_NODE && !strcmp(scalar(n), "none")) {
+        out[0] = 0;
+        return 0;
+    }
+    return parse_path(p, n, "kernel_log (a path such as /dev/kmsg, or none)", out, cap);
+}
+
 /* unprivileged_cgroups: [/kubepods.slice, ...]: cgroup v2 path patterns. */
 static int parse_unprivileged(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
@@ -581,6 +591,8 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             rc = parse_metrics(p, v, &c->metrics);
         } else if (!strcmp(key, "space")) {
             rc = space_config_parse(p, v, &c->space);
+        } else if (!strcmp(key, "kernel_log")) {
+            rc = parse_kernel_log(p, v, c->kernel_log, sizeof c->kernel_log);
         } else if (!strcmp(key, "time_mode")) {
             rc = parse_time_mode(p, v, &c->time_mode);
         } else if (!strcmp(key, "latency_yield_us")) {
@@ -616,7 +628,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
                       "unprivileged_cgroups, audit, gpus, "
                       "max_connections, max_connections_per_user, admin_reserve, "
                       "register_timeout_ms, usage_save_interval_ms, metrics, time_mode, "
-                      "latency_yield_us, space or tenants)",
+                      "latency_yield_us, space, kernel_log or tenants)",
                       key);
         if (rc)
             return rc;
@@ -632,6 +644,7 @@ void config_defaults(struct config *c)
     memset(c, 0, sizeof *c);
     snprintf(c->socket, sizeof c->socket, "%s", KAIROS_DEFAULT_SOCKET);
     snprintf(c->state, sizeof c->state, "%s", CONFIG_DEFAULT_STATE);
+    snprintf(c->kernel_log, sizeof c->kernel_log, "%s", CONFIG_DEFAULT_KERNEL_LOG);
     c->audit_interval_ms = 1000;
     c->audit_overhead = 1ull << 30;
     c->audit_mps_server_max = 1ull << 30;

@@ -27,6 +27,7 @@ struct yaml_document_s;
 struct yaml_node_s;
 
 #define CONFIG_DEFAULT_STATE "/var/lib/kairos/state.json"
+#define CONFIG_DEFAULT_KERNEL_LOG "/dev/kmsg" /* the driver's Xid reports (space/faults.h) */
 #define CONFIG_SOCKET_MAX 108 /* sun_path */
 #define CONFIG_MAX_UNPRIVILEGED_CGROUPS 8
 
@@ -95,6 +96,7 @@ struct config {
     unsigned latency_yield_us;   /* the others' slice beside a latency tenant (sched_set_yield) */
     struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct space_config space;   /* space: { mps_control, domains } (space_config.h) */
+    char kernel_log[PATH_MAX];   /* where the driver's Xid reports are read; "": not read */
     struct config_tenant *tenants;
     size_t n_tenants;
     bool tenants_given;          /* the file has a tenants: list (maybe tenants: []) */
@@ -105,7 +107,7 @@ struct config {
  * (overhead 1 GiB, leave grace 2000 ms, the built-in exemptions), 0 GPUs, 4096
  * connections of which 16 for administrators and 512 per user, 5000 ms to register,
  * time_mode auto, latency_yield_us SCHED_YIELD_US, no metrics endpoint, no admins but
- * root, no tenants, space's defaults (space_config.h). */
+ * root, no tenants, space's defaults (space_config.h), kernel_log /dev/kmsg. */
 void config_defaults(struct config *c);
 
 /* Parses YAML text; name is used in messages. Returns 0, or -EINVAL with

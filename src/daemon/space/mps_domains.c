@@ -19,6 +19,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/base/loop.h"
+#include "daemon/base/proc_stat.h"
 
 /* ---- paths ------------------------------------------------------------------------- */
 
@@ -443,4 +444,19 @@ void mps_domains_close(struct mps_domains *m)
         free(d);
     }
     m->n = 0;
+}
+
+bool mps_domains_server_domain(const struct mps_domains *m, const char *proc, uint32_t pid,
+                               char *domain, size_t cap)
+{
+    uint32_t ppid;
+    uint64_t start;
+    if (proc_stat_read(proc, pid, &ppid, &start))
+        return false;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i]->pid > 0 && (uint32_t)m->v[i]->pid == ppid) {
+            snprintf(domain, cap, "%s", m->v[i]->domain);
+            return true;
+        }
+    return false;
 }

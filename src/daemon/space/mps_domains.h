@@ -81,4 +81,9 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
 const struct mps_daemon *mps_domains_find(const struct mps_domains *m, const char *domain,
                                           uint32_t uid);
 
+/* Whether pid (under proc: "/proc" or a test's copy) is a child of one of these
+ * daemons (an MPS server they started); its domain into domain when it is. */
+bool mps_domains_server_domain(const struct mps_domains *m, const char *proc, uint32_t pid,
+                               char *domain, size_t cap);
+
 #endif /* KAIROS_DAEMON_MPS_DOMAINS_H */

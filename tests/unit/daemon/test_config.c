@@ -52,8 +52,18 @@ static void test_space(void **state)
     config_free(&c);
     assert_int_equal(config_parse("e.yaml", "", 0, &c, err, sizeof err), 0);
     assert_string_equal(c.space.mps_control, "nvidia-cuda-mps-control");
+    assert_string_equal(c.kernel_log, "/dev/kmsg"); /* the Xid reports, by default */
+    config_free(&c);
+    assert_int_equal(config_parse("n.yaml", "kernel_log: none\n", 17, &c, err, sizeof err), 0);
+    assert_string_equal(c.kernel_log, "");
+    config_free(&c);
+    assert_int_equal(config_parse("k.yaml", "kernel_log: /run/k/fifo\n", 24, &c, err,
+                                  sizeof err), 0);
+    assert_string_equal(c.kernel_log, "/run/k/fifo");
     config_free(&c);
     static const char *const bad[][2] = {
+        {"kernel_log: kmsg\n", "kernel_log (a path such as /dev/kmsg, or none)"},
+        {"kernel_log: [a]\n", "kernel_log"},
         {"tenants:\n  - name: a\n    fault_domain: ../x\n", "fault_domain: '../x' must be"},
         {"space: { mps_control: nvidia-cuda-mps-control }\n", "absolute path"},
         {"space: { domains: { a: { shared: true } } }\n", "expected shared_uids"},

@@ -1,0 +1,198 @@
+/* faults.c - attributing the driver's Xid reports to tenants (see faults.h). */
+#include "daemon/space/faults.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/memory/ledger.h"
+#include "daemon/space/mps_domains.h"
+
+void faults_init(struct faults *f)
+{
+    memset(f, 0, sizeof *f);
+}
+
+void faults_fini(struct faults *f)
+{
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+const struct fault_record *faults_find(const struct faults *f, const char *tenant)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->v[i].tenant, tenant))
+            return &f->v[i];
+    return NULL;
+}
+
+/* Drops the records of tenants the ledger no longer has. */
+static void prune(struct faults *f, const struct ledger *l)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (ledger_tenant_find(l, f->v[i].tenant))
+            f->v[kept++] = f->v[i];
+    f->n = kept;
+}
+
+/* t's record, made when it has none (NULL: no memory). At most one per tenant. */
+static struct fault_record *record_of(struct faults *f, const struct ledger *l,
+                                      const struct ledger_tenant *t)
+{
+    struct fault_record *r = (struct fault_record *)faults_find(f, t->name);
+    if (r)
+        return r;
+    if (f->n == f->cap) {
+        prune(f, l);
+        if (f->n == f->cap) {
+            size_t cap = f->cap ? f->cap * 2 : 8;
+            struct fault_record *v = realloc(f->v, cap * sizeof *v);
+            if (!v)
+                return NULL;
+            f->v = v;
+            f->cap = cap;
+        }
+    }
+    r = &f->v[f->n++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->tenant, sizeof r->tenant, "%s", t->name);
+    return r;
+}
+
+static void count(struct faults *f, const struct ledger *l, const struct ledger_tenant *t,
+                  bool caused, const struct xid_report *x, const struct fault_context *c)
+{
+    struct fault_record *r = record_of(f, l, t);
+    if (!r)
+        return;
+    if (caused)
+        r->caused++;
+    else
+        r->lost++;
+    r->last_xid = x->xid;
+    r->last_gpu = c->gpu;
+    r->last_unix_ms = c->unix_ms;
+    r->last_caused = caused;
+}
+
+static const struct ledger_member *member_of(const struct ledger *l, uint32_t pid)
+{
+    if (!pid)
+        return NULL;
+    for (const struct ledger_member *m = l->members; m; m = m->next)
+        if (m->pid == pid)
+            return m;
+    return NULL;
+}
+
+/* Whether the same domain had an event on this GPU within FAULTS_SAME_EVENT_MS; this
+ * one is remembered either way. */
+static bool same_event(struct faults *f, const char *domain, uint32_t gpu, uint64_t now_ms)
+{
+    bool same = false;
+    for (size_t i = 0; i < sizeof f->recent / sizeof f->recent[0]; i++) {
+        struct fault_event *e = &f->recent[i];
+        if (e->domain[0] && !strcmp(e->domain, domain) && e->gpu == gpu &&
+            now_ms - e->mono_ms < FAULTS_SAME_EVENT_MS) {
+            e->mono_ms = now_ms;
+            same = true;
+        }
+    }
+    if (!same) {
+        struct fault_event *e = &f->recent[f->next_recent++ % (sizeof f->recent /
+                                                               sizeof f->recent[0])];
+        snprintf(e->domain, sizeof e->domain, "%s", domain);
+        e->gpu = gpu;
+        e->mono_ms = now_ms;
+    }
+    return same;
+}
+
+/* Whether member m's process had memory on gpu (any GPU when the GPU is unknown). */
+static bool on_gpu(const struct ledger *l, const struct ledger_member *m, uint32_t gpu)
+{
+    if (gpu != FAULTS_GPU_UNKNOWN)
+        return gpu < l->n_gpus && m->held[gpu] > 0;
+    for (unsigned g = 0; g < l->n_gpus; g++)
+        if (m->held[g])
+            return true;
+    return false;
+}
+
+/* Counts a lost-work fault for every tenant of domain with a process on the GPU, but
+ * skip (the culprit's); their names go into names. Returns how many. */
+static unsigned count_losers(struct faults *f, const struct ledger *l, const char *domain,
+                             const struct ledger_tenant *skip, const struct xid_report *x,
+                             const struct fault_context *c, char *names, size_t cap)
+{
+    unsigned n = 0;
+    names[0] = 0;
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        const struct ledger_tenant *t = l->tenants[i];
+        if (t == skip || strcmp(t->fault_domain, domain))
+            continue;
+        bool there = false;
+        for (const struct ledger_member *m = l->members; m && !there; m = m->next)
+            there = m->tenant == t && on_gpu(l, m, c->gpu);
+        if (!there)
+            continue;
+        count(f, l, t, false, x, c);
+        size_t used = strlen(names);
+        snprintf(names + used, cap - used, "%s%s", n ? ", " : "", t->name);
+        n++;
+    }
+    return n;
+}
+
+static void gpu_text(const struct xid_report *x, uint32_t gpu, char *out, size_t cap)
+{
+    if (gpu == FAULTS_GPU_UNKNOWN)
+        snprintf(out, cap, "the GPU at PCI %04x:%02x:%02x (none of kairosd's)", x->pci.domain,
+                 x->pci.bus, x->pci.device);
+    else
+        snprintf(out, cap, "GPU %u", gpu);
+}
+
+void faults_on_xid(struct faults *f, const struct ledger *l, const struct mps_domains *m,
+                   const struct xid_report *x, const struct fault_context *c, char *line,
+                   size_t cap)
+{
+    f->total++;
+    char where[96], losers[512] = "", domain[KAIROS_NAME_MAX] = "";
+    gpu_text(x, c->gpu, where, sizeof where);
+    const struct ledger_member *culprit = member_of(l, x->pid);
+    bool server = !culprit && x->pid && m &&
+                  mps_domains_server_domain(m, c->proc, x->pid, domain, sizeof domain);
+    if (culprit)
+        snprintf(domain, sizeof domain, "%s", culprit->tenant->fault_domain);
+    bool follow_up = domain[0] && same_event(f, domain, c->gpu, c->mono_ms);
+    if (culprit)
+        count(f, l, culprit->tenant, !follow_up, x, c);
+    unsigned n_losers = domain[0] && !follow_up
+                            ? count_losers(f, l, domain, culprit ? culprit->tenant : NULL, x,
+                                           c, losers, sizeof losers)
+                            : 0;
+    int len;
+    if (culprit)
+        len = snprintf(line, cap, "fault: Xid %u on %s: process %u (%s) of tenant %s %s", x->xid,
+                       where, x->pid, x->name, culprit->tenant->name,
+                       follow_up ? "lost its work to it" : "caused it");
+    else if (server)
+        len = snprintf(line, cap, "fault: Xid %u on %s in the MPS server of fault domain %s "
+                       "(pid %u): the driver does not say which of its clients caused it",
+                       x->xid, where, domain, x->pid);
+    else {
+        f->outside++;
+        len = x->pid ? snprintf(line, cap, "fault: Xid %u on %s: process %u (%s) is in no "
+                                "tenant", x->xid, where, x->pid, x->name)
+                     : snprintf(line, cap, "fault: Xid %u on %s: the driver named no process",
+                                x->xid, where);
+    }
+    if (len >= 0 && (size_t)len < cap && n_losers)
+        snprintf(line + len, cap - (size_t)len, "; fault domain %s: %s lost %s work",
+                 domain, losers, n_losers > 1 ? "their" : "its");
+    if (len >= 0 && (size_t)len < cap && x->detail[0])
+        snprintf(line + strlen(line), cap - strlen(line), " (%s)", x->detail);
+}

@@ -1,0 +1,84 @@
+/* faults.h - which tenant a GPU fault came from and which tenants lost work to it,
+ * from the driver's Xid reports (gpu/xid.h) and what kairosd knows of its members and
+ * its MPS daemons; counted per tenant for kairos ps and the metrics.
+ *
+ * The rule (docs/space.md, "Faults"):
+ *  - the Xid names a member of a tenant: that tenant caused it;
+ *  - it names the MPS server of one of kairosd's fault domains: the culprit is one of
+ *    the domain's clients on that GPU, which the driver does not say; "unknown";
+ *  - it names no process, or one outside every tenant: nobody of Kairos's caused it.
+ * A fault inside a fault domain ends the work of every client of that domain's server
+ * on that GPU: every other tenant of the domain with a process holding memory there
+ * lost work. Further Xid lines of the same domain and GPU within FAULTS_SAME_EVENT_MS
+ * of the first are the same event (the driver reports each affected channel): their
+ * tenants lost work; they did not cause it.
+ *
+ * Records are kept per tenant name, at most one per tenant of the ledger (those of
+ * tenants that are gone are dropped when room is needed).
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_FAULTS_H
+#define KAIROS_DAEMON_FAULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/gpu/xid.h"
+#include "kairos/proto.h"
+
+#define FAULTS_SAME_EVENT_MS 1000
+#define FAULTS_GPU_UNKNOWN UINT32_MAX
+
+struct ledger;
+struct mps_domains;
+
+struct fault_record {
+    char tenant[KAIROS_NAME_MAX];
+    uint64_t caused;       /* faults one of its processes caused */
+    uint64_t lost;         /* faults in its domain, of another or unknown, that ended its work */
+    unsigned last_xid;
+    uint32_t last_gpu;     /* FAULTS_GPU_UNKNOWN: the Xid's GPU is none kairosd knows */
+    uint64_t last_unix_ms;
+    bool last_caused;      /* the last one: caused (else lost) */
+};
+
+/* The last fault event of a domain on a GPU, for FAULTS_SAME_EVENT_MS. */
+struct fault_event {
+    char domain[KAIROS_NAME_MAX];
+    uint32_t gpu;
+    uint64_t mono_ms;
+};
+
+struct faults {
+    struct fault_record *v;
+    size_t n, cap;
+    struct fault_event recent[8]; /* the latest events, oldest overwritten */
+    size_t next_recent;
+    uint64_t outside;             /* Xid lines of no tenant's process */
+    uint64_t total;               /* every Xid line read */
+};
+
+/* What the caller knows of the Xid's context: its GPU (FAULTS_GPU_UNKNOWN when the PCI
+ * address is none of the node's), the clocks, and proc ("/proc" or a test's copy) for
+ * an MPS server's parent. */
+struct fault_context {
+    uint32_t gpu;
+    uint64_t mono_ms, unix_ms;
+    const char *proc;
+};
+
+void faults_init(struct faults *f);
+void faults_fini(struct faults *f);
+
+/* Attributes x (see the rule above), counts it, and writes the sentence kairosd logs
+ * into line. */
+void faults_on_xid(struct faults *f, const struct ledger *l, const struct mps_domains *m,
+                   const struct xid_report *x, const struct fault_context *c, char *line,
+                   size_t cap);
+
+/* tenant's record, or NULL when it has had no fault. */
+const struct fault_record *faults_find(const struct faults *f, const char *tenant);
+
+#endif /* KAIROS_DAEMON_FAULTS_H */

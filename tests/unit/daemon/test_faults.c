@@ -1,0 +1,219 @@
+/* test_faults.c - who caused a GPU fault and who lost work to it (space/faults.h): an
+ * Xid naming a tenant's process blames that tenant and costs the other tenants of its
+ * fault domain with memory on that GPU their work, and nobody else; one naming a
+ * domain's MPS server blames nobody by name; one naming a process outside every tenant,
+ * or none, counts for no tenant; the driver's further lines of the same event are not
+ * counted as more culprits; a tenant that is gone loses its record when room is
+ * needed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_proc.h"
+
+#include "daemon/memory/ledger.h"
+#include "daemon/space/faults.h"
+#include "daemon/space/mps_domains.h"
+
+struct fixture {
+    struct ledger l;
+    struct faults f;
+    struct mps_domains m;
+    struct mps_daemon d;
+    struct ledger_tenant *a, *b, *c, *solo;
+};
+
+static struct fixture fx;
+
+/* Tenant name in domain (""), with member pid holding bytes on GPU gpu. */
+static struct ledger_tenant *tenant(const char *name, const char *domain, uint32_t pid,
+                                    unsigned gpu, uint64_t bytes)
+{
+    uint64_t quota[KAIROS_MAX_GPUS] = {1ull << 30, 1ull << 30};
+    struct ledger_tenant *t;
+    assert_int_equal(ledger_tenant_add(&fx.l, name, quota, 0, &t), 0);
+    snprintf(t->fault_domain, sizeof t->fault_domain, "%s", domain);
+    uint64_t held[KAIROS_MAX_GPUS] = {0};
+    held[gpu] = bytes;
+    struct ledger_member *m;
+    assert_int_equal(ledger_join(&fx.l, t, pid, held, &m), 0);
+    return t;
+}
+
+static int setup(void **state)
+{
+    fake_proc_setup(state);
+    memset(&fx, 0, sizeof fx);
+    assert_int_equal(ledger_init(&fx.l, 2), 0);
+    faults_init(&fx.f);
+    fx.a = tenant("a", "inf", 101, 0, 1 << 20);
+    fx.b = tenant("b", "inf", 102, 0, 1 << 20);
+    fx.c = tenant("c", "inf", 103, 1, 1 << 20);   /* the same domain, the other GPU */
+    fx.solo = tenant("solo", "", 104, 0, 1 << 20); /* time sharing on GPU 0 */
+    snprintf(fx.d.domain, sizeof fx.d.domain, "inf");
+    fx.d.pid = 500;
+    fx.d.pidfd = -1;
+    fx.m.v[0] = &fx.d;
+    fx.m.n = 1;
+    fake_proc_add(600, 500, 10, NULL); /* the MPS server of domain inf */
+    fake_proc_add(700, 1, 10, NULL);   /* a process of no tenant */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    faults_fini(&fx.f);
+    while (fx.l.members) {
+        struct ledger_member *m = fx.l.members;
+        ledger_leave(&fx.l, m, NULL);
+    }
+    ledger_fini(&fx.l);
+    return fake_proc_teardown(state);
+}
+
+static char line[1024];
+
+static void xid(unsigned code, uint32_t pid, uint32_t gpu, uint64_t mono_ms)
+{
+    struct xid_report x = {.xid = code, .pid = pid};
+    snprintf(x.name, sizeof x.name, "python3");
+    struct fault_context c = {.gpu = gpu, .mono_ms = mono_ms, .unix_ms = 1700000000000ull + mono_ms,
+                              .proc = fake_proc_root};
+    faults_on_xid(&fx.f, &fx.l, &fx.m, &x, &c, line, sizeof line);
+}
+
+static uint64_t caused(const char *t)
+{
+    const struct fault_record *r = faults_find(&fx.f, t);
+    return r ? r->caused : 0;
+}
+
+static uint64_t lost(const char *t)
+{
+    const struct fault_record *r = faults_find(&fx.f, t);
+    return r ? r->lost : 0;
+}
+
+static void test_a_member_caused_it_and_its_domain_lost_work(void **state)
+{
+    (void)state;
+    xid(13, 101, 0, 1000);
+    assert_int_equal(caused("a"), 1);
+    assert_int_equal(lost("a"), 0);
+    assert_int_equal(lost("b"), 1);      /* the same server on GPU 0 */
+    assert_int_equal(lost("c"), 0);      /* its process is on GPU 1 */
+    assert_null(faults_find(&fx.f, "solo")); /* no domain: not its server */
+    assert_non_null(strstr(line, "process 101 (python3) of tenant a caused it"));
+    assert_non_null(strstr(line, "fault domain inf: b lost its work"));
+    const struct fault_record *r = faults_find(&fx.f, "b");
+    assert_int_equal(r->last_xid, 13);
+    assert_int_equal(r->last_gpu, 0);
+    assert_false(r->last_caused);
+    assert_int_equal(fx.f.outside, 0);
+}
+
+/* The driver reports each channel the fault ended: the lines after the first, within
+ * FAULTS_SAME_EVENT_MS, name the victims, who did not cause it. */
+static void test_the_same_events_further_lines_blame_nobody_more(void **state)
+{
+    (void)state;
+    xid(13, 101, 0, 1000);
+    xid(43, 102, 0, 1000 + FAULTS_SAME_EVENT_MS / 2);
+    assert_int_equal(caused("a"), 1);
+    assert_int_equal(caused("b"), 0);
+    assert_int_equal(lost("b"), 2); /* told once by the rule, once by its own line */
+    assert_non_null(strstr(line, "of tenant b lost its work to it"));
+    /* later, a new event: b's process caused this one */
+    xid(13, 102, 0, 1000 + 3 * FAULTS_SAME_EVENT_MS);
+    assert_int_equal(caused("b"), 1);
+    assert_int_equal(lost("a"), 1);
+}
+
+static void test_an_mps_server_names_no_culprit(void **state)
+{
+    (void)state;
+    xid(31, 600, 0, 1000);
+    assert_int_equal(caused("a") + caused("b") + caused("c"), 0);
+    assert_int_equal(lost("a"), 1);
+    assert_int_equal(lost("b"), 1);
+    assert_int_equal(lost("c"), 0);
+    assert_non_null(strstr(line, "MPS server of fault domain inf (pid 600): the driver does "
+                                 "not say which of its clients caused it"));
+    assert_non_null(strstr(line, "a, b lost their work"));
+}
+
+static void test_a_time_tenant_costs_nobody_else(void **state)
+{
+    (void)state;
+    xid(13, 104, 0, 1000);
+    assert_int_equal(caused("solo"), 1);
+    assert_int_equal(lost("a") + lost("b") + lost("c"), 0);
+}
+
+static void test_outside_every_tenant(void **state)
+{
+    (void)state;
+    xid(13, 700, 0, 1000);
+    assert_non_null(strstr(line, "process 700 (python3) is in no tenant"));
+    xid(79, 0, FAULTS_GPU_UNKNOWN, 5000);
+    assert_non_null(strstr(line, "the driver named no process"));
+    assert_int_equal(fx.f.outside, 2);
+    assert_int_equal(fx.f.total, 2);
+    assert_int_equal(fx.f.n, 0);
+}
+
+/* An unknown GPU: every domain member with memory anywhere lost work. */
+static void test_an_unknown_gpu_counts_every_gpu(void **state)
+{
+    (void)state;
+    xid(13, 101, FAULTS_GPU_UNKNOWN, 1000);
+    assert_int_equal(lost("b"), 1);
+    assert_int_equal(lost("c"), 1);
+}
+
+static void test_records_of_gone_tenants_make_room(void **state)
+{
+    (void)state;
+    xid(13, 104, 0, 1000); /* solo's record */
+    struct ledger_member *m = fx.l.members;
+    while (m && m->pid != 104)
+        m = m->next;
+    assert_non_null(m);
+    ledger_leave(&fx.l, m, NULL);
+    assert_int_equal(ledger_tenant_remove(&fx.l, fx.solo), 0);
+    /* fill the records' room with others until it must grow: solo's goes */
+    size_t cap = fx.f.cap;
+    char name[16];
+    for (size_t i = 0; fx.f.n < cap; i++) {
+        snprintf(name, sizeof name, "t%zu", i);
+        tenant(name, "", (uint32_t)(2000 + i), 0, 1);
+        xid(13, (uint32_t)(2000 + i), 0, 1000);
+    }
+    tenant("last", "", 3000, 0, 1);
+    xid(13, 3000, 0, 1000);
+    assert_null(faults_find(&fx.f, "solo"));
+    assert_int_equal(caused("last"), 1);
+    assert_true(fx.f.n <= fx.l.n_tenants);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_member_caused_it_and_its_domain_lost_work,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_same_events_further_lines_blame_nobody_more,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_mps_server_names_no_culprit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_time_tenant_costs_nobody_else, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outside_every_tenant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_unknown_gpu_counts_every_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_of_gone_tenants_make_room, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
