@@ -198,6 +198,13 @@
  *               which kairosd starts if needed, the active thread percentage and the
  *               client priority). An ERROR (MPS unavailable, a bound) refuses the
  *               process the GPU with its sentence.
+ *   3, compatible additions (issue 24, faults): the number stays 3:
+ *             - PS flag KAIROS_PS_FAULTS (with KAIROS_PS_HOLDS): every PS_REPLY is the
+ *               whole struct kairos_ps_reply, the 3024 bytes of before
+ *               (KAIROS_PS_REPLY_SIZE_V2) then the tenant's fault domain and the GPU
+ *               faults kairosd attributed to it (caused, lost work, the last). A
+ *               kairosd of before refuses the flag (KAIROS_ERR_INVALID); kairos asks
+ *               again with KAIROS_PS_HOLDS alone and shows no faults.
  */
 #ifndef KAIROS_PROTO_H
 #define KAIROS_PROTO_H
@@ -671,14 +678,17 @@ struct kairos_tenant_admit {
 /* PS -> one PS_REPLY per tenant, the last with KAIROS_PS_LAST; n_gpus is the node's
  * GPU count. No tenants: one PS_REPLY with tenant "" (see history). The body is
  * struct kairos_ps, or empty (a kairos of before: as if flags were 0). flags
- * KAIROS_PS_HOLDS: every PS_REPLY is the whole struct kairos_ps_reply; without it
- * each is its first KAIROS_PS_REPLY_SIZE_V1 bytes (up to pauses[]). pad 0. */
+ * KAIROS_PS_HOLDS: every PS_REPLY is its first KAIROS_PS_REPLY_SIZE_V2 bytes (up to
+ * the faults), with KAIROS_PS_FAULTS too the whole struct kairos_ps_reply; without
+ * them each is its first KAIROS_PS_REPLY_SIZE_V1 bytes (up to pauses[]). pad 0. */
 #define KAIROS_PS_HOLDS 0x1u
+#define KAIROS_PS_FAULTS 0x2u /* with HOLDS: replies carry the faults (a later addition to 3) */
 struct kairos_ps {
     uint32_t flags;
     uint32_t pad;
 };
 #define KAIROS_PS_REPLY_SIZE_V1 1424u
+#define KAIROS_PS_REPLY_SIZE_V2 3024u
 #define KAIROS_PS_LAST 0x1u
 #define KAIROS_PS_REMOVED 0x2u /* the tenant is no longer in the configuration: it goes once
                                 * its processes leave and the GPU frees its memory, and no
@@ -747,6 +757,15 @@ struct kairos_ps_reply {
     uint32_t hold_time_ppm[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
     uint64_t hold_periods[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
     uint64_t hold_time_us[KAIROS_MAX_GPUS][KAIROS_HOLD_REASONS];
+    /* KAIROS_PS_REPLY_SIZE_V2 ends here; the rest only with KAIROS_PS_FAULTS: */
+    char fault_domain[KAIROS_NAME_MAX]; /* "" when the tenant is in none */
+    uint64_t faults_caused;           /* GPU faults one of its processes caused */
+    uint64_t faults_lost;             /* faults in its domain that ended its work */
+    uint32_t last_fault_xid;          /* the last of either (0: none): its Xid, */
+    uint32_t last_fault_gpu;          /* its GPU (UINT32_MAX: none of the node's), */
+    uint64_t last_fault_unix_ms;      /* when (ms since 1970), */
+    uint32_t last_fault_caused;       /* 1: it caused it, 0: it lost work */
+    uint32_t fault_pad;               /* 0 */
 };
 
 /* TIME_POLICY: what a process does with its channel groups on one GPU.
@@ -870,7 +889,9 @@ static_assert(offsetof(struct kairos_tenant_set, compute) == KAIROS_TENANT_SET_S
               "tenant_set: compute[] follows the version-0 body");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
 static_assert(sizeof(struct kairos_ps) == 8, "ps");
-static_assert(sizeof(struct kairos_ps_reply) == 3024, "ps_reply");
+static_assert(sizeof(struct kairos_ps_reply) == 3128, "ps_reply");
+static_assert(offsetof(struct kairos_ps_reply, fault_domain) == KAIROS_PS_REPLY_SIZE_V2,
+              "ps_reply: the faults follow the holds");
 static_assert(offsetof(struct kairos_ps_reply, hold) == KAIROS_PS_REPLY_SIZE_V1,
               "ps_reply: the holds follow the body of before");
 static_assert(sizeof(struct kairos_tenant_members) == 720, "tenant_members");

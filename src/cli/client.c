@@ -117,12 +117,13 @@ static size_t expected_size(uint16_t type)
     }
 }
 
-/* The body sizes kairosd may send with type: its own, and for PS_REPLY the body of
- * before (a PS without KAIROS_PS_HOLDS, proto.h). */
+/* The body sizes kairosd may send with type: its own, and for PS_REPLY the bodies of
+ * before (a PS without KAIROS_PS_HOLDS, or without KAIROS_PS_FAULTS, proto.h). */
 static bool size_ok(uint16_t type, size_t size)
 {
     return size == expected_size(type) ||
-           (type == KAIROS_MSG_PS_REPLY && size == KAIROS_PS_REPLY_SIZE_V1);
+           (type == KAIROS_MSG_PS_REPLY &&
+            (size == KAIROS_PS_REPLY_SIZE_V1 || size == KAIROS_PS_REPLY_SIZE_V2));
 }
 
 int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size_t cap,
@@ -177,7 +178,8 @@ int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size
 }
 
 /* The next PS_REPLY into r (what a reply of before lacks left 0); -ENOTSUP for the
- * refusal of a kairosd that knows no PS body. */
+ * refusal of a kairosd that knows no PS body, -ENOPROTOOPT for that of one that knows
+ * no KAIROS_PS_FAULTS. */
 static int ps_reply(struct client *c, int seq, uint32_t flags, struct kairos_ps_reply *r,
                     char *err, size_t err_len)
 {
@@ -187,13 +189,15 @@ static int ps_reply(struct client *c, int seq, uint32_t flags, struct kairos_ps_
     int rc = client_recv(c, (uint32_t)seq, &type, r, sizeof *r, &code, err, err_len);
     if (rc == -EREMOTEIO && code == KAIROS_ERR_PROTOCOL && flags)
         return -ENOTSUP;
+    if (rc == -EREMOTEIO && code == KAIROS_ERR_INVALID && (flags & KAIROS_PS_FAULTS))
+        return -ENOPROTOOPT; /* a kairosd of before the faults */
     if (rc)
         return rc;
     if (type != KAIROS_MSG_PS_REPLY) {
         snprintf(err, err_len, "kairosd answered PS with message type %u", type);
         return -EPROTO;
     }
-    if (c->last_size < sizeof *r) /* the body of before: no hold figures */
+    if (c->last_size < KAIROS_PS_REPLY_SIZE_V2) /* the body of before: no hold figures */
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
             r->compute_flags[g] &= ~KAIROS_PS_COMPUTE_HOLDS;
     return 0;

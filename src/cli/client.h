@@ -37,12 +37,13 @@ int client_send(struct client *c, uint16_t type, const void *body, size_t len);
 int client_recv(struct client *c, uint32_t seq, uint16_t *type, void *body, size_t cap,
                 uint32_t *code, char *err, size_t err_len);
 
-/* PS with flags (KAIROS_PS_HOLDS, or 0: the request of before): every tenant
- * (malloc'd array in *out, *n entries, empty names dropped) and the node's GPU
- * count; in a reply without the hold figures they are 0 and compute_flags lacks
- * KAIROS_PS_COMPUTE_HOLDS. 0 or -errno with err set; -ENOTSUP when kairosd refused
- * the flags as a kairosd of before does (it closed the connection: ask again
- * without them on a new one). */
+/* PS with flags (KAIROS_PS_HOLDS, with KAIROS_PS_FAULTS, or 0: the request of
+ * before): every tenant (malloc'd array in *out, *n entries, empty names dropped) and
+ * the node's GPU count; in a reply without the hold figures or the faults they are 0
+ * and compute_flags lacks KAIROS_PS_COMPUTE_HOLDS. 0 or -errno with err set; -ENOTSUP
+ * when kairosd refused the flags as a kairosd of before the holds does (it closed the
+ * connection: ask again without them on a new one); -ENOPROTOOPT when it refused
+ * KAIROS_PS_FAULTS as one of before the faults does (ask again with HOLDS alone). */
 int client_ps(struct client *c, uint32_t flags, struct kairos_ps_reply **out, size_t *n,
               unsigned *n_gpus, char *err, size_t err_len);
 

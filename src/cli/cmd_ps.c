@@ -29,13 +29,15 @@ static void usage(FILE *out)
             "how many allocations were refused, and for tenants with a compute policy\n"
             "their time share: policy, target, what they got over the last 100 ms and\n"
             "the last minute, pause window and pauses, and the part of the last minute\n"
-            "they were held back and why (--wide, or hold,why in --columns).\n"
+            "they were held back and why (--wide, or hold,why in --columns); in space\n"
+            "mode each tenant's fault domain and GPU faults (caused/lost work).\n"
             "\n"
             "options:\n"
             "  -j, --json          one JSON document (errors as {\"error\": ...})\n"
             "  -o, --columns LIST  the columns to show, comma separated (default:\n"
             "                      " COLUMNS_PS_DEFAULT ",\n"
             "                      the compute ones only when a tenant has a compute policy,\n"
+            "                      domain,faults when a tenant has a fault domain or fault,\n"
             "                      PIDS cut to fit 80 columns)\n"
             "  -w, --wide          every column, PIDS uncut\n"
             "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
@@ -121,6 +123,20 @@ static json_t *gpu_json(const struct kairos_ps_reply *r, unsigned g)
     return o;
 }
 
+/* The GPU faults kairosd attributed to the tenant, the last one null when none. */
+static json_t *faults_json(const struct kairos_ps_reply *r)
+{
+    json_t *last = json_null();
+    if (r->last_fault_xid)
+        last = json_pack("{s:I, s:o, s:I, s:b}", "xid", (json_int_t)r->last_fault_xid, "gpu",
+                         r->last_fault_gpu == UINT32_MAX ? json_null()
+                                                         : json_integer(r->last_fault_gpu),
+                         "unix_ms", (json_int_t)r->last_fault_unix_ms, "caused",
+                         r->last_fault_caused != 0);
+    return json_pack("{s:I, s:I, s:o}", "caused", (json_int_t)r->faults_caused, "lost_work",
+                     (json_int_t)r->faults_lost, "last", last);
+}
+
 static void print_json(const struct ps_snapshot *s)
 {
     json_t *root = json_object(), *tenants = json_array();
@@ -131,10 +147,15 @@ static void print_json(const struct ps_snapshot *s)
             json_array_append_new(pids, json_integer(r->pids[k]));
         for (unsigned g = 0; g < s->n_gpus; g++)
             json_array_append_new(gpus, gpu_json(r, g));
-        json_array_append_new(tenants, json_pack("{s:s, s:b, s:i, s:o, s:o}", "name", r->tenant,
-                                                 "removed", (r->flags & KAIROS_PS_REMOVED) != 0,
-                                                 "processes", (int)r->n_pids, "pids", pids,
-                                                 "gpus", gpus));
+        json_t *t = json_pack("{s:s, s:b, s:i, s:o, s:o}", "name", r->tenant, "removed",
+                              (r->flags & KAIROS_PS_REMOVED) != 0, "processes", (int)r->n_pids,
+                              "pids", pids, "gpus", gpus);
+        if (s->faults) {
+            json_object_set_new(t, "fault_domain",
+                                r->fault_domain[0] ? json_string(r->fault_domain) : json_null());
+            json_object_set_new(t, "faults", faults_json(r));
+        }
+        json_array_append_new(tenants, t);
     }
     json_object_set_new(root, "gpus", json_integer(s->n_gpus));
     json_object_set_new(root, "tenants", tenants);
@@ -153,6 +174,8 @@ static void print_table(const struct ps_snapshot *s, struct columns *cols, bool 
     }
     if (!chosen && !ps_any_compute(s))
         columns_drop_compute(cols);
+    if (!chosen && ps_any_space(s))
+        columns_add_space(cols);
     columns_fit_names(cols, s);
     columns_header(stdout, cols, "");
     for (size_t i = 0; i < s->n; i++) {

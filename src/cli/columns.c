@@ -9,6 +9,8 @@
 
 typedef void (*cell_fn)(const struct columns_row *row, char *out, size_t cap);
 
+static const struct column *find(const char *name, size_t len);
+
 struct column {
     const char *name;   /* for -o */
     const char *header;
@@ -30,6 +32,29 @@ static void cell_tenant(const struct columns_row *row, char *out, size_t cap)
 {
     snprintf(out, cap, "%.*s%s", KAIROS_NAME_MAX, row->first ? row->r->tenant : "",
              row->first && (row->r->flags & KAIROS_PS_REMOVED) ? REMOVED_MARK : "");
+}
+
+/* The tenant's fault domain, on its first row ("-": none, or a kairosd of before). */
+static void cell_domain(const struct columns_row *row, char *out, size_t cap)
+{
+    if (!row->first)
+        snprintf(out, cap, "%s", "");
+    else
+        snprintf(out, cap, "%.*s", KAIROS_NAME_MAX,
+                 row->r->fault_domain[0] ? row->r->fault_domain : "-");
+}
+
+/* GPU faults on its first row: CAUSED/LOST ("-": none). */
+static void cell_faults(const struct columns_row *row, char *out, size_t cap)
+{
+    const struct kairos_ps_reply *r = row->r;
+    if (!row->first)
+        snprintf(out, cap, "%s", "");
+    else if (!r->faults_caused && !r->faults_lost)
+        snprintf(out, cap, "-");
+    else
+        snprintf(out, cap, "%llu/%llu", (unsigned long long)r->faults_caused,
+                 (unsigned long long)r->faults_lost);
 }
 
 static void cell_gpu(const struct columns_row *row, char *out, size_t cap)
@@ -148,16 +173,33 @@ static const struct column table[] = {
     {"pauses", "PAUSES", 7, false, true, cell_pauses},
     {"hold", "HOLD", 6, false, true, cell_hold},
     {"why", "WHY", 5, true, true, cell_why},
+    {"domain", "DOMAIN", 8, true, false, cell_domain},
+    {"faults", "FAULTS", 6, false, false, cell_faults},
     {"procs", "PROCS", 5, false, false, cell_procs},
     {"pids", "PIDS", 4, true, false, cell_pids},
 };
 
 #define N_TABLE (sizeof table / sizeof table[0])
 
+void columns_add_space(struct columns *c)
+{
+    const struct column *domain = find("domain", 6), *faults = find("faults", 6);
+    for (size_t i = 0; i < c->n; i++)
+        if (c->col[i] == domain || c->col[i] == faults)
+            return; /* chosen already */
+    size_t at = c->n && !strcmp(c->col[c->n - 1]->name, "pids") ? c->n - 1 : c->n;
+    if (c->n + 2 > COLUMNS_MAX)
+        return;
+    memmove(&c->col[at + 2], &c->col[at], (c->n - at) * sizeof c->col[0]);
+    c->col[at] = domain;
+    c->col[at + 1] = faults;
+    c->n += 2;
+}
+
 const char *columns_known(void)
 {
     return "tenant, gpu, held, quota, memory, refused, share, limit, prio, target, 100ms, "
-           "1min, window, pauses, hold, why, procs, pids";
+           "1min, window, pauses, hold, why, domain, faults, procs, pids";
 }
 
 void columns_print_known(FILE *out, int indent)

@@ -29,11 +29,26 @@ int ps_fetch(const char *socket_path, bool holds, struct ps_snapshot *s, char *e
     s->n = 0;
     s->n_gpus = 0;
     s->holds = holds;
-    int rc = fetch_once(socket_path, holds ? KAIROS_PS_HOLDS : 0, s, err, err_len);
+    s->faults = holds;
+    int rc = fetch_once(socket_path, holds ? KAIROS_PS_HOLDS | KAIROS_PS_FAULTS : 0, s, err,
+                        err_len);
+    if (!rc)
+        return 0;
+    s->faults = false;
+    if (rc == -ENOPROTOOPT) /* a kairosd of before the faults: it refused the flag */
+        rc = fetch_once(socket_path, KAIROS_PS_HOLDS, s, err, err_len);
     if (rc != -ENOTSUP)
         return rc;
-    s->holds = false; /* a kairosd of before: it closed that connection */
+    s->holds = false; /* a kairosd of before the holds: it closed that connection */
     return fetch_once(socket_path, 0, s, err, err_len);
+}
+
+bool ps_any_space(const struct ps_snapshot *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->list[i].fault_domain[0] || s->list[i].faults_caused || s->list[i].faults_lost)
+            return true;
+    return false;
 }
 
 void ps_snapshot_free(struct ps_snapshot *s)

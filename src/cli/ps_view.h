@@ -21,15 +21,19 @@ struct ps_snapshot {
     size_t n;
     unsigned n_gpus;
     bool holds; /* asked for the hold figures, and kairosd knows them */
+    bool faults; /* the same for the fault domains and faults (KAIROS_PS_FAULTS) */
 };
 
-/* Connects to socket_path, asks PS, closes. holds: with the hold figures
- * (KAIROS_PS_HOLDS); a kairosd of before refuses that and is asked again without
- * (s->holds false then; a caller that asks again need not ask it for them). 0 or
- * -errno with err set. */
+/* Connects to socket_path, asks PS, closes. holds: with the hold figures, the fault
+ * domains and the faults (KAIROS_PS_HOLDS | KAIROS_PS_FAULTS); a kairosd of before
+ * refuses that and is asked again without the faults, then without the holds
+ * (s->faults, s->holds false then; a caller that asks again need not ask it for
+ * them). 0 or -errno with err set. */
 int ps_fetch(const char *socket_path, bool holds, struct ps_snapshot *s, char *err,
              size_t err_len);
 void ps_snapshot_free(struct ps_snapshot *s);
+/* Whether a tenant of s has a fault domain or a GPU fault. */
+bool ps_any_space(const struct ps_snapshot *s);
 
 /* What held a tenant back on one GPU from running as it would natively, by reason
  * (KAIROS_HOLD_*, the index of each array). */

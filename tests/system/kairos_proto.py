@@ -53,7 +53,11 @@ assert PS_REPLY_FMT.size == PS_REPLY_SIZE_V1
 # with PS_HOLDS (struct kairos_ps flags) the reply goes on: per GPU hold, then per GPU
 # and reason hold_period_ppm, hold_time_ppm, hold_periods, hold_time_us
 PS_HOLDS = _C["KAIROS_PS_HOLDS"]
-PS_HOLDS_FMT = _S["kairos_ps_reply"].part(first="hold")
+PS_HOLDS_FMT = _S["kairos_ps_reply"].part(first="hold", stop="fault_domain")
+assert PS_REPLY_FMT.size + PS_HOLDS_FMT.size == _C["KAIROS_PS_REPLY_SIZE_V2"]
+# with PS_FAULTS too: the fault domain, faults caused and lost, the last fault
+PS_FAULTS = _C["KAIROS_PS_FAULTS"]
+PS_FAULTS_FMT = _S["kairos_ps_reply"].part(first="fault_domain")
 PS_COMPUTE_POLICY, PS_COMPUTE_MEASURED, PS_COMPUTE_HOLDS = (
     _C["KAIROS_PS_COMPUTE_" + n] for n in ("POLICY", "MEASURED", "HOLDS"))
 PS_LAST, PS_REMOVED = _C["KAIROS_PS_LAST"], _C["KAIROS_PS_REMOVED"]
@@ -147,7 +151,7 @@ def ps_compute(f, n):
 def ps_holds(tail, flags, n):
     """The hold figures of a whole PS_REPLY's tail, per GPU: None where compute_flags
     lacks PS_COMPUTE_HOLDS, else a dict (reason names as keys; ppm, periods, us)."""
-    h = _S["kairos_ps_reply"].values(tail, first="hold")
+    h = _S["kairos_ps_reply"].values(tail, first="hold", stop="fault_domain")
     r = len(HOLD_NAMES)
     per = lambda key, g: dict(zip(HOLD_NAMES, h[key][r * g:r * g + r]))
     return [{"now": HOLD_NAMES[h["hold"][g]], "period_ppm": per("hold_period_ppm", g),
@@ -248,15 +252,19 @@ class Client:
         t, _ = self.request(TENANT_ADMIT, _S["kairos_tenant_admit"].pack(tenant=tenant, pid=pid))
         assert t == OK
 
-    def ps(self, holds=False):
+    def ps(self, holds=False, faults=False):
         """PS as a kairos of before asks it (no body: 1424-byte replies), or with
-        PS_HOLDS (whole replies: each tenant's "holds" per GPU, ps_holds)."""
-        seq = self.send(PS, _S["kairos_ps"].pack(flags=PS_HOLDS) if holds else b"")
+        PS_HOLDS (each tenant's "holds" per GPU, ps_holds), and with PS_FAULTS too
+        (whole replies: each tenant's "faults", a dict of the reply's fault fields)."""
+        flags = (PS_HOLDS if holds or faults else 0) | (PS_FAULTS if faults else 0)
+        holds = holds or faults
+        seq = self.send(PS, _S["kairos_ps"].pack(flags=flags) if flags else b"")
         out = {}
         while True:
             t, rseq, body = self.reply()
             assert t == PS_REPLY and rseq == seq
-            assert len(body) == PS_REPLY_FMT.size + (PS_HOLDS_FMT.size if holds else 0)
+            assert len(body) == (PS_REPLY_FMT.size + (PS_HOLDS_FMT.size if holds else 0) +
+                                 (PS_FAULTS_FMT.size if faults else 0))
             f = _S["kairos_ps_reply"].values(body[:PS_REPLY_FMT.size], stop="hold")
             flags, n = f["flags"], f["n_gpus"]
             name = f["tenant"].split(b"\0")[0].decode()
@@ -267,8 +275,13 @@ class Client:
                              "pids": sorted(f["pids"][:min(f["n_pids"], len(f["pids"]))]),
                              "compute": ps_compute(f, n)}
                 if holds:
-                    out[name]["holds"] = ps_holds(body[PS_REPLY_FMT.size:],
-                                                  f["compute_flags"], n)
+                    tail = body[PS_REPLY_FMT.size:PS_REPLY_FMT.size + PS_HOLDS_FMT.size]
+                    out[name]["holds"] = ps_holds(tail, f["compute_flags"], n)
+                if faults:
+                    v = _S["kairos_ps_reply"].values(
+                        body[PS_REPLY_FMT.size + PS_HOLDS_FMT.size:], first="fault_domain")
+                    v["fault_domain"] = v["fault_domain"].split(b"\0")[0].decode()
+                    out[name]["faults"] = v
             if flags & PS_LAST:
                 return out
 

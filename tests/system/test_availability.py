@@ -335,7 +335,7 @@ class ManyTenants(Case):
         kairos ps said 'kairosd closed the connection'."""
         def held_back():
             c = kp.Client(self.d.socket)
-            c.send(kp.PS, kp.body("ps", flags=kp.PS_HOLDS))
+            c.send(kp.PS, kp.body("ps", flags=kp.PS_HOLDS | kp.PS_FAULTS))
             got = 0
             while True:
                 _, _, body = c.reply()

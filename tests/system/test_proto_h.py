@@ -75,7 +75,7 @@ class ProtoH(unittest.TestCase):
         self.assertEqual(kp.CREDIT_FMT, s["kairos_credit"].fmt)
         self.assertEqual(kp.TENANT_SET_FMT.size, 392)
         self.assertEqual(kp.PS_REPLY_FMT.size, kp.PS_REPLY_SIZE_V1)
-        self.assertEqual(kp.PS_REPLY_FMT.size + kp.PS_HOLDS_FMT.size,
+        self.assertEqual(kp.PS_REPLY_FMT.size + kp.PS_HOLDS_FMT.size + kp.PS_FAULTS_FMT.size,
                          s["kairos_ps_reply"].size)
         self.assertEqual((kp.MAGIC, kp.VERSION, kp.IMPORTED, kp.TIME_POLICY),
                          (0x4b524f53, 3, 23, 37))  # a few, by hand, against the reader

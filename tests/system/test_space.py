@@ -8,19 +8,24 @@ folder and the client priority kairosd derives from the domain's priorities, wha
 its environment says; a process of no domain that names a domain's pipe folder gets
 none; a domain whose MPS cannot run refuses the process with the reason; a control
 daemon that dies is noticed and started again, and one left by a stopped kairosd is
-adopted by the next.
-Usage: test_space.py KAIROSD SHIM"""
+adopted by the next. GPU faults, as the driver's Xid lines in the kernel log (here a
+FIFO kairosd reads instead of /dev/kmsg), are blamed on the tenant whose process the
+line names, cost the other tenants of its fault domain on that GPU their work and
+nobody else, and show in kairos ps and the metrics' counters.
+Usage: test_space.py KAIROSD SHIM KAIROS"""
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import kairos_proto as kp  # noqa: E402
 
-KAIROSD, SHIM = sys.argv[1:3]
+KAIROSD, SHIM, KAIROS = sys.argv[1:4]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stand-ins",
                         "nvidia-cuda-mps-control")
@@ -168,6 +173,113 @@ class Space(unittest.TestCase):
                  in self.log(), "the adoption")
         self.ask("train")
         self.assertEqual(self.control_pid(entry), second)  # no second daemon
+
+
+# A member of tenant argv[2] holding 1 MiB on GPU 0 until its stdin closes.
+MEMBER = r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+import kairos_proto as kp
+c = kp.Client(sys.argv[1])
+c.hello(sys.argv[2])
+assert c.charge(0, 1 << 20, 1)[0]
+c.commit(0, 1, True, 1 << 20, 1 << 20)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+class Faults(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="kairos-faults-")
+        self.fifo = os.path.join(self.tmp, "kmsg")
+        os.mkfifo(self.fifo, 0o600)
+        self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
+                           fake="gpu 0 GPU-fake-0000 85899345920\npci 0 0000:65:00\n",
+                           extra=f"space:\n  mps_control: {os.path.abspath(STAND_IN)}\n"
+                                 f"kernel_log: {self.fifo}\n").start()
+        self.members = {}
+        self.writer = os.open(self.fifo, os.O_WRONLY)
+
+    def tearDown(self):
+        for p in self.members.values():
+            p.stdin.close()
+            p.wait(10)
+        os.close(self.writer)
+        self.assertEqual(self.d.stop(), 0)
+        root = os.path.join(os.path.dirname(self.d.socket), "mps")
+        for entry in os.listdir(root) if os.path.isdir(root) else []:
+            Space.control_pid(self, entry, kill=True)
+
+    def member(self, tenant):
+        here = os.path.dirname(os.path.abspath(__file__))
+        p = subprocess.Popen([sys.executable, "-c", MEMBER, self.d.socket, tenant, here],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.members[tenant] = p
+        return p.pid
+
+    def xid(self, text):
+        os.write(self.writer, (text + "\n").encode())
+
+    def faults(self):
+        c = self.d.client()
+        try:
+            return {n: t["faults"] for n, t in c.ps(faults=True).items()}
+        finally:
+            c.close()
+
+    def test_the_culprit_is_named_and_its_domain_lost_work(self):
+        train, serve = self.member("train"), self.member("serve")
+        self.member("plain")
+        self.xid(f"NVRM: Xid (PCI:0000:65:00): 13, pid={train}, name=python3, Graphics SM "
+                 "Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address")
+        f = wait_for(lambda: (lambda f: f if f["train"]["faults_caused"] else None)(
+            self.faults()), "kairosd to count the fault")
+        self.assertEqual((f["train"]["faults_caused"], f["train"]["faults_lost"]), (1, 0))
+        self.assertEqual((f["serve"]["faults_caused"], f["serve"]["faults_lost"]), (0, 1))
+        self.assertEqual((f["plain"]["faults_caused"], f["plain"]["faults_lost"]), (0, 0))
+        self.assertEqual(f["train"]["fault_domain"], "infer")
+        self.assertEqual(f["plain"]["fault_domain"], "")
+        self.assertEqual((f["serve"]["last_fault_xid"], f["serve"]["last_fault_gpu"],
+                          f["serve"]["last_fault_caused"]), (13, 0, 0))
+        self.assertIn(f"fault: Xid 13 on GPU 0: process {train} (python3) of tenant train "
+                      "caused it; fault domain infer: serve lost its work", self.d.read_log())
+        self.assertNotEqual(serve, train)
+        out = subprocess.run([KAIROS, "ps", "--socket", self.d.socket, "--json"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        tenants = {t["name"]: t for t in json.loads(out.stdout)["tenants"]}
+        self.assertEqual(tenants["train"]["faults"]["caused"], 1)
+        self.assertEqual(tenants["serve"]["faults"]["lost_work"], 1)
+        self.assertEqual(tenants["serve"]["faults"]["last"]["xid"], 13)
+        self.assertIsNone(tenants["plain"]["fault_domain"])
+        table = subprocess.run([KAIROS, "ps", "--socket", self.d.socket], capture_output=True,
+                               text=True, timeout=30).stdout.splitlines()
+        self.assertIn("DOMAIN", table[0].split())
+        self.assertIn("FAULTS", table[0].split())
+        row = next(l.split() for l in table if l.startswith("serve"))
+        self.assertIn("infer", row)
+        self.assertIn("0/1", row)  # caused/lost
+
+    def test_lines_that_are_no_report_of_ours_blame_nobody(self):
+        """A fault of another GPU, of a process in no tenant, a forged shape: nothing
+        counts against a tenant, and kairosd reads on."""
+        train = self.member("train")
+        self.xid(f"NVRM: Xid (PCI:0000:66:00): 13, pid={train}, name=python3, x")  # not ours
+        self.xid("NVRM: Xid (PCI:0000:65:00): 43, pid=1, name=init, Ch 00000010")
+        self.xid("NVRM: Xid (PCI:0000:65:00) 13, pid=%d, name=python3, x" % train)  # malformed
+        self.xid("x" * 5000)  # longer than a line
+        self.xid("NVRM: Xid (PCI:0000:65:00): 31, pid='<unknown>', name=<unknown>, MMU Fault")
+        wait_for(lambda: "the driver named no process" in self.d.read_log(), "the last line")
+        log = self.d.read_log()
+        self.assertIn("on the GPU at PCI 0000:66:00 (none of kairosd's): process "
+                      f"{train} (python3) of tenant train caused it", log)
+        self.assertIn("process 1 (init) is in no tenant", log)
+        f = self.faults()
+        self.assertEqual(f["train"]["faults_caused"], 1)  # the other GPU's line is its own
+        self.assertEqual(f["serve"]["faults_lost"], 0)    # serve has no process there
+        self.assertTrue(self.d.alive())
 
 
 if __name__ == "__main__":

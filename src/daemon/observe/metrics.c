@@ -15,6 +15,7 @@
 #include "daemon/config/config.h"
 #include "daemon/gpu/driver_release.h"
 #include "daemon/gpu/gpu.h"
+#include "daemon/space/faults.h"
 #include "daemon/transport/server.h"
 #include "daemon/tenants/tenants.h"
 #include "daemon/time/timeshare.h"
@@ -388,6 +389,41 @@ static void write_usage(FILE *f, const struct ledger *l, const struct kairos_ps_
         }
 }
 
+/* The fault domains and the GPU faults attributed to tenants (faults.h). */
+static void write_faults(FILE *f, const struct ledger *l, const struct faults *fs)
+{
+    family(f, "kairos_tenant_fault_domain_info", "gauge",
+           "The fault domain (space mode) the tenant's processes share an MPS server in, "
+           "always 1.");
+    for (size_t i = 0; i < l->n_tenants; i++)
+        if (l->tenants[i]->fault_domain[0]) {
+            fputs("kairos_tenant_fault_domain_info{tenant=\"", f);
+            metrics_write_label_value(f, l->tenants[i]->name);
+            fputs("\",domain=\"", f);
+            metrics_write_label_value(f, l->tenants[i]->fault_domain);
+            fputs("\"} 1\n", f);
+        }
+    family(f, "kairos_tenant_gpu_faults_total", "counter",
+           "GPU faults (the driver's Xid reports) of the tenant: caused by one of its "
+           "processes, or lost_work: another's in its fault domain ended its work.");
+    for (size_t i = 0; fs && i < l->n_tenants; i++) {
+        const struct fault_record *r = faults_find(fs, l->tenants[i]->name);
+        for (int role = 0; r && role < 2; role++) {
+            fputs("kairos_tenant_gpu_faults_total{tenant=\"", f);
+            metrics_write_label_value(f, r->tenant);
+            fprintf(f, "\",role=\"%s\"} %" PRIu64 "\n", role ? "lost_work" : "caused",
+                    role ? r->lost : r->caused);
+        }
+    }
+    family(f, "kairos_gpu_faults_total", "counter",
+           "Xid reports of the driver kairosd read, and of them those of no tenant's process "
+           "(outside: no process named, or one outside every tenant).");
+    if (fs) {
+        fprintf(f, "kairos_gpu_faults_total{of=\"all\"} %" PRIu64 "\n", fs->total);
+        fprintf(f, "kairos_gpu_faults_total{of=\"outside\"} %" PRIu64 "\n", fs->outside);
+    }
+}
+
 static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
 {
     family(f, "kairos_tenant_members", "gauge",
@@ -578,6 +614,7 @@ int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_
     write_daemon(f, src);
     write_gpus(f, src, gs);
     write_tenant(f, l, figs);
+    write_faults(f, l, src->faults);
     const struct figures all = {figs, l->n_tenants, l->n_gpus};
     write_tenant_gpu(f, &all);
     write_reasons(f, &all);

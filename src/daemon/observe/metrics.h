@@ -29,6 +29,8 @@ struct gpu_backend;
 struct server;
 struct config;
 
+struct faults;
+
 struct metrics_sources {
     const struct tenants *ts;
     const struct timeshare *timeshare; /* NULL: no compute figures */
@@ -38,6 +40,7 @@ struct metrics_sources {
     double start_time;                 /* kairosd's start, seconds since the epoch */
     const char *version;
     const struct driver_release *driver; /* NULL or not known: no driver figure */
+    const struct faults *faults;       /* NULL: no fault figures */
 };
 
 /* What the GPU backend reports on each GPU, read before a render. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/memory/imports.h"
+#include "daemon/space/faults.h"
 #include "daemon/time/timeshare.h"
 
 /* The first tenant whose id is at least id (ids grow in the ledger's order). */
@@ -19,6 +20,22 @@ static size_t tenant_from(const struct ledger *l, uint32_t id)
             hi = mid;
     }
     return lo;
+}
+
+/* The tenant's fault domain and the GPU faults kairosd attributed to it. */
+static void ps_fill_faults(const struct services *sv, const struct ledger_tenant *t,
+                           struct kairos_ps_reply *p)
+{
+    memcpy(p->fault_domain, t->fault_domain, sizeof p->fault_domain);
+    const struct fault_record *r = sv->faults ? faults_find(sv->faults, t->name) : NULL;
+    if (!r)
+        return;
+    p->faults_caused = r->caused;
+    p->faults_lost = r->lost;
+    p->last_fault_xid = r->last_xid;
+    p->last_fault_gpu = r->last_gpu;
+    p->last_fault_unix_ms = r->last_unix_ms;
+    p->last_fault_caused = r->last_caused;
 }
 
 /* One tenant's reply; its processes' pids only for administrators and for the
@@ -37,6 +54,7 @@ static void ps_fill(struct services *sv, const struct ledger_tenant *t,
         p->refusals[g] = t->refusals[g];
     }
     timeshare_ps(sv->timeshare, t->name, l->n_gpus, p);
+    ps_fill_faults(sv, t, p);
     for (const struct peer *m = sv->peers; m; m = m->next)
         if (m->member && m->member->tenant == t && (admin || m->uid == uid)) {
             if (p->n_pids < KAIROS_PS_MAX_PIDS)
@@ -59,7 +77,7 @@ bool handle_ps_pump(struct peer *c)
             ps_fill(sv, l->tenants[i], &p, admin, c->uid);
             c->ps_next_id = l->tenants[i]->id + 1;
         }
-        if (c->ps_size < sizeof p) /* the reply of before: no hold figures follow */
+        if (c->ps_size < KAIROS_PS_REPLY_SIZE_V2) /* the reply of before: no holds follow */
             for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
                 p.compute_flags[g] &= ~KAIROS_PS_COMPUTE_HOLDS;
         c->ps_active = !(p.flags & KAIROS_PS_LAST);
@@ -73,9 +91,12 @@ bool handle_ps(struct peer *c, const struct proto_request *r)
 {
     c->ps_active = true;
     c->ps_seq = r->seq;
-    /* a kairos of before (no body: flags 0) reads replies of the size it knows */
-    c->ps_size = r->body.ps.flags & KAIROS_PS_HOLDS ? sizeof(struct kairos_ps_reply)
-                                                   : KAIROS_PS_REPLY_SIZE_V1;
+    /* a kairos of before (no body: flags 0; HOLDS alone) reads replies of the size it
+     * knows */
+    uint32_t flags = r->body.ps.flags;
+    c->ps_size = !(flags & KAIROS_PS_HOLDS)  ? KAIROS_PS_REPLY_SIZE_V1
+                 : !(flags & KAIROS_PS_FAULTS) ? KAIROS_PS_REPLY_SIZE_V2
+                                               : sizeof(struct kairos_ps_reply);
     c->ps_next_id = 0;
     return handle_ps_pump(c);
 }

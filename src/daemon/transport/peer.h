@@ -27,6 +27,7 @@ struct timeshare;
 struct linger_set;
 struct imports;
 struct mps_domains;
+struct faults;
 struct gpu_backend;
 
 /* What the transport does for the handlers. */
@@ -58,6 +59,7 @@ struct services {
     struct heirs *heirs;          /* who else holds a process's NVIDIA files, or NULL */
     struct imports *imports;      /* legacy CUDA IPC: shared objects, imports, or NULL */
     struct mps_domains *mps;      /* space mode's MPS daemons (mps_domains.h), or NULL */
+    const struct faults *faults;  /* GPU faults per tenant (faults.h), or NULL */
     struct reattach_window window;    /* after a restart: no grant until members are back */
     struct ratelog handover_refusals; /* FORKED/INHERITED refused: logged once per interval */
     bool stopping; /* kairosd is exiting: members keep their holdings for the restart */

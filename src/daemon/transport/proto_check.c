@@ -407,9 +407,12 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
         return check_compute(s, why, why_len);
     }
     case KAIROS_MSG_PS:
-        if (r->body.ps.flags & ~KAIROS_PS_HOLDS)
+        if (r->body.ps.flags & ~(KAIROS_PS_HOLDS | KAIROS_PS_FAULTS))
             return refuse(KAIROS_ERR_INVALID, why, why_len, "PS has unknown flags 0x%x",
-                          r->body.ps.flags & ~KAIROS_PS_HOLDS);
+                          r->body.ps.flags & ~(KAIROS_PS_HOLDS | KAIROS_PS_FAULTS));
+        if ((r->body.ps.flags & KAIROS_PS_FAULTS) && !(r->body.ps.flags & KAIROS_PS_HOLDS))
+            return refuse(KAIROS_ERR_INVALID, why, why_len,
+                          "PS flag KAIROS_PS_FAULTS needs KAIROS_PS_HOLDS too");
         if (r->body.ps.pad)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "PS pad must be 0");
         return 0;

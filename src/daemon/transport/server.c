@@ -675,6 +675,11 @@ void server_set_mps(struct server *s, struct mps_domains *m)
     s->sv.mps = m;
 }
 
+void server_set_faults(struct server *s, const struct faults *f)
+{
+    s->sv.faults = f;
+}
+
 void server_set_linger(struct server *s, struct linger_set *lg)
 {
     s->sv.linger = lg;

@@ -45,6 +45,9 @@ struct mps_domains;
 /* Where ROUTE finds the fault domains' MPS daemons (mps_domains.h); NULL: a tenant in
  * a fault domain is refused the GPU. */
 void server_set_mps(struct server *s, struct mps_domains *m);
+struct faults;
+/* Where PS finds the tenants' GPU faults (faults.h); NULL: none shown. */
+void server_set_faults(struct server *s, const struct faults *f);
 
 /* Connections open now (shims, kairos commands), for the metrics. */
 unsigned server_connections(const struct server *s);

@@ -305,7 +305,8 @@ static void test_size_refusals(void **state)
 }
 
 /* PS: without a body as a kairos of before sends it (read as flags 0), or with
- * struct kairos_ps asking for the hold figures; other flags and pad refused. */
+ * struct kairos_ps asking for the hold figures, and the faults with them; the faults
+ * alone, other flags and pad refused. */
 static void test_ps_body(void **state)
 {
     (void)state;
@@ -316,8 +317,14 @@ static void test_ps_body(void **state)
     assert_int_equal(r.body.ps.flags, KAIROS_PS_HOLDS);
     assert_int_equal(proto_check(buf, pack(KAIROS_MSG_PS, NULL, 0), &r, NULL, 0), 0);
     assert_int_equal(r.body.ps.flags, 0);
-    ps.flags = 0x2;
-    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_PS, &ps, sizeof ps), "PS has unknown flags 0x2");
+    ps.flags = KAIROS_PS_HOLDS | KAIROS_PS_FAULTS;
+    assert_int_equal(proto_check(buf, pack(KAIROS_MSG_PS, &ps, sizeof ps), &r, NULL, 0), 0);
+    assert_int_equal(r.body.ps.flags, KAIROS_PS_HOLDS | KAIROS_PS_FAULTS);
+    ps.flags = KAIROS_PS_FAULTS;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_PS, &ps, sizeof ps),
+           "KAIROS_PS_FAULTS needs KAIROS_PS_HOLDS");
+    ps.flags = 0x4;
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_PS, &ps, sizeof ps), "PS has unknown flags 0x4");
     ps = (struct kairos_ps){.pad = 1};
     expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_PS, &ps, sizeof ps), "PS pad must be 0");
 }

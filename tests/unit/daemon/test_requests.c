@@ -237,7 +237,7 @@ static void expect_ps_reply(struct fx *f, unsigned i, uint32_t seq, const char *
     assert_int_equal(f->sent[i].type, KAIROS_MSG_PS_REPLY);
     assert_int_equal(f->sent[i].seq, seq);
     struct kairos_ps_reply r;
-    assert_int_equal(f->sent[i].len, sizeof r); /* asked with KAIROS_PS_HOLDS: whole */
+    assert_int_equal(f->sent[i].len, sizeof r); /* asked with HOLDS and FAULTS: whole */
     memcpy(&r, f->sent[i].body, sizeof r);
     assert_string_equal(r.tenant, tenant);
     assert_int_equal(r.quota[0], quota);
@@ -250,7 +250,7 @@ static void test_ps_pages_behind_the_outbox(void **state)
 {
     struct fx *f = *state;
     f->hold_outbox = true;
-    struct kairos_ps ps = {.flags = KAIROS_PS_HOLDS};
+    struct kairos_ps ps = {.flags = KAIROS_PS_HOLDS | KAIROS_PS_FAULTS};
     assert_true(request(f, KAIROS_MSG_PS, 4, &ps, sizeof ps));
     assert_int_equal(f->n_sent, 1);
     expect_ps_reply(f, 0, 4, "a", 1ull << 30, false);

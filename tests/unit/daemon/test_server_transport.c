@@ -225,14 +225,15 @@ static unsigned members_of_a(struct fx *f)
 
 /* --- whole messages --- */
 
-/* A PS (with its body, and the body-less one of an older kairos): one reply each,
- * echoing its seq, of the size the asker reads; the connection stays. */
+/* A PS (with its body asking for the faults too, for the holds alone, and the
+ * body-less one of an older kairos): one reply each, echoing its seq, of the size the
+ * asker reads; the connection stays. */
 static void test_whole_message_handled_once(void **state)
 {
     struct fx *f = *state;
     int fd = peer(f);
     assert_int_equal(server_connections(f->srv), 1);
-    struct kairos_ps ps = {.flags = KAIROS_PS_HOLDS};
+    struct kairos_ps ps = {.flags = KAIROS_PS_HOLDS | KAIROS_PS_FAULTS};
     send_msg(fd, KAIROS_MSG_PS, 7, &ps, sizeof ps);
     struct kairos_hdr h;
     static struct kairos_ps_reply r;
@@ -240,6 +241,11 @@ static void test_whole_message_handled_once(void **state)
     assert_int_equal(h.seq, 7);
     assert_string_equal(r.tenant, "a");
     assert_true(r.flags & KAIROS_PS_LAST);
+    expect_quiet(f, fd);
+    ps.flags = KAIROS_PS_HOLDS;
+    send_msg(fd, KAIROS_MSG_PS, 6, &ps, sizeof ps);
+    expect_msg(f, fd, KAIROS_MSG_PS_REPLY, &h, &r, KAIROS_PS_REPLY_SIZE_V2);
+    assert_int_equal(h.seq, 6);
     expect_quiet(f, fd);
     send_msg(fd, KAIROS_MSG_PS, 8, NULL, 0);
     expect_msg(f, fd, KAIROS_MSG_PS_REPLY, &h, &r, KAIROS_PS_REPLY_SIZE_V1);
