@@ -549,7 +549,7 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
         return KAIROS_ERR_INVALID;
     bool has[KAIROS_MAX_GPUS], changed;
     struct sched_policy pol[KAIROS_MAX_GPUS];
-    bool moved;
+    bool moved = false;
     int code = next_compute(ts, c, t, m, has, pol, &changed, msg, msg_len);
     if (!code)
         code = next_domain(c, t, domain, &moved, msg, msg_len);
