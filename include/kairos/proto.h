@@ -198,6 +198,18 @@
  *               which kairosd starts if needed, the active thread percentage and the
  *               client priority). An ERROR (MPS unavailable, a bound) refuses the
  *               process the GPU with its sentence.
+ *   3, compatible additions (issue 24, kairos run --fault-domain): the number stays 3; a
+ *             kairos and a kairosd of before and after work together but for the new
+ *             option:
+ *             - TENANT_SET grew fault_domain[KAIROS_NAME_MAX] after compute[] (from 392
+ *               to 456 bytes): the tenant's fault domain (space mode), "" for none, for
+ *               tenants created at run time, and only a domain the configuration
+ *               declares (space: domains:). The 392-byte body
+ *               (KAIROS_TENANT_SET_SIZE_V1) and the 200-byte one are still accepted and
+ *               leave the domain as it is. A kairosd of before refuses the 456-byte
+ *               body by its size (ERROR KAIROS_ERR_PROTOCOL, connection closed): kairos
+ *               sends it only for --fault-domain, and then says that this kairosd is
+ *               too old for the option.
  *   3, compatible additions (issue 24, faults): the number stays 3:
  *             - PS flag KAIROS_PS_FAULTS (with KAIROS_PS_HOLDS): every PS_REPLY is the
  *               whole struct kairos_ps_reply, the 3024 bytes of before
@@ -616,9 +628,14 @@ struct kairos_compute {
 
 /* TENANT_SET: quota[i] in bytes, or KAIROS_QUOTA_KEEP to leave it, or 0 for none;
  * compute[i] as above. Entries at or beyond n_gpus: quota ignored, compute all 0.
+ * fault_domain: the tenant's fault domain (space mode, docs/space.md), NUL-terminated,
+ * "" for none; a domain the configuration does not declare under space: domains: is
+ * refused (KAIROS_ERR_INVALID), and so is a change of domain while the tenant has
+ * processes (KAIROS_ERR_BUSY: they are routed already). A body of an earlier size
+ * (KAIROS_TENANT_SET_SIZE_V0, _V1) leaves the domain as it is.
  * Reply: OK (empty body) or ERROR. A new tenant's KEEP quotas are 0 and it has no
  * compute policy but those SET. A tenant of the configuration takes no compute
- * policy here (its own is in the configuration). */
+ * policy and no fault domain here (its own are in the configuration). */
 #define KAIROS_QUOTA_KEEP UINT64_MAX
 /* quota[i] = KAIROS_QUOTA_PERCENT | ppm: ppm parts per million (1..KAIROS_PPM) of that
  * GPU's memory, resolved by kairosd with the GPU's total (NVML); refused
@@ -630,12 +647,15 @@ struct kairos_compute {
                                            * (a new tenant's is refuse); both: invalid */
 #define KAIROS_TENANT_SET_SIZE_V0 200u /* the body before compute[]: still accepted, as
                                         * if every compute[i] were 0 */
+#define KAIROS_TENANT_SET_SIZE_V1 392u /* the body before fault_domain: still accepted, the
+                                        * domain left as it is */
 struct kairos_tenant_set {
     char tenant[KAIROS_NAME_MAX];
     uint32_t n_gpus;
     uint32_t flags;                   /* KAIROS_TENANT_*; was pad (0) */
     uint64_t quota[KAIROS_MAX_GPUS];
     struct kairos_compute compute[KAIROS_MAX_GPUS];
+    char fault_domain[KAIROS_NAME_MAX]; /* "" none; absent from a body of before */
 };
 
 struct kairos_tenant_del {
@@ -884,9 +904,12 @@ static_assert(sizeof(struct kairos_fork_tickets) == 16, "fork_tickets");
 static_assert(sizeof(struct kairos_inherited) == 80, "inherited");
 static_assert(sizeof(struct kairos_error) == 260, "error");
 static_assert(sizeof(struct kairos_compute) == 12, "compute");
-static_assert(sizeof(struct kairos_tenant_set) == 392, "tenant_set");
+static_assert(sizeof(struct kairos_tenant_set) == 456, "tenant_set");
 static_assert(offsetof(struct kairos_tenant_set, compute) == KAIROS_TENANT_SET_SIZE_V0,
               "tenant_set: compute[] follows the version-0 body");
+static_assert(KAIROS_TENANT_SET_SIZE_V1 == 392 &&
+              offsetof(struct kairos_tenant_set, fault_domain) == KAIROS_TENANT_SET_SIZE_V1,
+              "tenant_set: fault_domain follows the 392-byte body of before");
 static_assert(sizeof(struct kairos_tenant_del) == 64, "tenant_del");
 static_assert(sizeof(struct kairos_ps) == 8, "ps");
 static_assert(sizeof(struct kairos_ps_reply) == 3128, "ps_reply");

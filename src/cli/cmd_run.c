@@ -2,20 +2,24 @@
  *
  *   kairos run [--tenant NAME] [--mem SIZE] [--share PCT] [--limit PCT|none]
  *              [--priority latency|normal|batch] [--managed refuse|charge]
- *              [--gpus LIST] [--user NAME] [--socket PATH] -- CMD [ARGS]
+ *              [--fault-domain NAME] [--gpus LIST] [--user NAME] [--socket PATH]
+ *              -- CMD [ARGS]
  *
  * With --mem (root or an administrator), the tenant is created or its quota set
  * first (a generated name when --tenant is absent: such a tenant is ephemeral and
  * goes away with its command). --share, --limit and --priority (administrators
- * too) set the tenant's compute policy on each GPU (of --gpus), and --managed its
- * managed-memory policy, in the same TENANT_SET; without --mem the tenant must exist already. Without any of them,
- * the tenant must exist. Then kairosd is asked to admit this process (TENANT_ADMIT:
- * kairosd decides; CMD keeps this pid, its descendants follow it), the user CMD
- * runs as is taken (run_user.h: under sudo, the invoking user), the
- * environment is prepared (KAIROS_TENANT, LD_PRELOAD of libkairos.so,
- * CUDA_VISIBLE_DEVICES for --gpus) and CMD is exec'd in place of kairos, so its
- * signals, pid and exit status are its own; the daemon knows this pid as the owner
- * of an ephemeral tenant.
+ * too) set the tenant's compute policy on each GPU (of --gpus), --managed its
+ * managed-memory policy and --fault-domain its fault domain (space mode), in the
+ * same TENANT_SET; without --mem the tenant must exist already. Without any of
+ * them, the tenant must exist. TENANT_SET carries fault_domain only for
+ * --fault-domain (a kairosd of before refuses the longer body, and is told to be too
+ * old for the option); otherwise it is the body of before (KAIROS_TENANT_SET_SIZE_V1).
+ * Then kairosd is asked to admit this process (TENANT_ADMIT: kairosd decides; CMD
+ * keeps this pid, its descendants follow it), the user CMD runs as is taken
+ * (run_user.h: under sudo, the invoking user), the environment is prepared
+ * (KAIROS_TENANT, LD_PRELOAD of libkairos.so, CUDA_VISIBLE_DEVICES for --gpus) and
+ * CMD is exec'd in place of kairos, so its signals, pid and exit status are its own;
+ * the daemon knows this pid as the owner of an ephemeral tenant.
  *
  * Which kairosd: CMD's shim registers with the daemon the node's shim settings
  * name (core/shim_conf.h), whatever kairos run is told. So kairos run talks to that
@@ -36,8 +40,9 @@
 #include "cli/commands.h"
 #include "cli/run_user.h"
 #include "cli/shim_path.h"
-#include "core/units.h"
 #include "core/policy.h"
+#include "core/tenant_name.h"
+#include "core/units.h"
 
 struct run_opts {
     const char *tenant;
@@ -48,11 +53,12 @@ struct run_opts {
     bool set_only;             /* kairos tenant set: the tenant's settings, no command */
     bool compute;              /* --share, --limit or --priority given */
     uint32_t managed;          /* --managed: KAIROS_TENANT_MANAGED_* (0: not given) */
+    const char *fault_domain;  /* --fault-domain ("": none; NULL: not given) */
     struct sched_policy pol;   /* what they say (unsaid: 0 %, none, normal) */
     char **command;
 };
 
-enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER, OPT_MANAGED };
+enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER, OPT_MANAGED, OPT_FAULT_DOMAIN };
 
 /* How messages begin: "kairos run", or "kairos tenant set" (cmd_run_tenant_set). */
 static const char *run_prog = "kairos run";
@@ -83,6 +89,12 @@ static void usage(FILE *out)
             "                      policy (replacing the one it had there); root or an\n"
             "                      administrator only; the tenant must exist or be created\n"
             "                      by --mem; the shares of one GPU add up to at most 100%%\n"
+            "      --fault-domain NAME\n"
+            "                      the tenant's fault domain (space mode): its processes run\n"
+            "                      beside the domain's others on the SMs, as clients of one\n"
+            "                      MPS server, and share its fate; a domain declared under\n"
+            "                      space: domains: in kairosd.yaml ('' for none); root or an\n"
+            "                      administrator only, for a tenant without processes\n"
             "  -g, --gpus LIST     only these GPU indexes, e.g. 0,2 (quota 0 elsewhere, the\n"
             "                      compute policy there only); sets CUDA_VISIBLE_DEVICES\n"
             "      --user NAME     run CMD as NAME (root only; --user root to run it as\n"
@@ -125,6 +137,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
         {"priority", required_argument, NULL, OPT_PRIORITY},
         {"user", required_argument, NULL, OPT_USER},
         {"managed", required_argument, NULL, OPT_MANAGED},
+        {"fault-domain", required_argument, NULL, OPT_FAULT_DOMAIN},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -151,6 +164,15 @@ static int parse_args(int argc, char **argv, struct run_opts *o, bool set_only)
             }
             o->managed = !strcmp(optarg, "charge") ? KAIROS_TENANT_MANAGED_CHARGE
                                                    : KAIROS_TENANT_MANAGED_REFUSE;
+            break;
+        case OPT_FAULT_DOMAIN:
+            if (optarg[0] && (strlen(optarg) >= KAIROS_NAME_MAX || !tenant_name_valid(optarg))) {
+                fprintf(stderr, "%s: --fault-domain '%s': a fault domain's name is 1-63 "
+                                "characters of A-Z a-z 0-9 . _ - (not starting with . or -), "
+                                "or '' for none\n", run_prog, optarg);
+                return 2;
+            }
+            o->fault_domain = optarg;
             break;
         case 't':
             o->tenant = optarg;
@@ -337,6 +359,27 @@ static void report_set(const struct run_opts *o, const char *name, unsigned n_gp
                 policy_describe(&o->pol, what, sizeof what), o->gpus ? "GPUs " : "each GPU",
                 o->gpus ? o->gpus : "");
     }
+    if (o->fault_domain && o->fault_domain[0])
+        fprintf(stderr, "%s: tenant %s: fault domain %s (its processes are clients of the "
+                        "domain's MPS server and share its fate)\n", run_prog, name,
+                o->fault_domain);
+    else if (o->fault_domain)
+        fprintf(stderr, "%s: tenant %s: in no fault domain (time sharing)\n", run_prog, name);
+}
+
+/* kairosd's refusal of set_tenant's TENANT_SET, on stderr. */
+static void report_refused(const struct run_opts *o, uint32_t code, const char *err)
+{
+    if (code == KAIROS_ERR_PROTOCOL && o->fault_domain) /* its exact-size rule: proto.h */
+        fprintf(stderr, "%s: this kairosd is too old for --fault-domain (it refused the "
+                        "longer TENANT_SET: %s); upgrade kairosd, or leave out "
+                        "--fault-domain\n", run_prog, err);
+    else if (code == KAIROS_ERR_PERMISSION)
+        fprintf(stderr, "%s: %s; without --mem, --share, --limit, --priority, --managed and "
+                        "--fault-domain you can join an existing tenant with --tenant NAME\n",
+                run_prog, err);
+    else
+        run_error("", err);
 }
 
 /* TENANT_ADMIT of this process (CMD once exec'd) and its descendants. 0, or the
@@ -366,6 +409,11 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
                                              o->managed};
     char err[512];
     memcpy(set.tenant, name, sizeof set.tenant);
+    size_t len = KAIROS_TENANT_SET_SIZE_V1; /* a kairosd of before takes it */
+    if (o->fault_domain) {
+        snprintf(set.fault_domain, sizeof set.fault_domain, "%s", o->fault_domain);
+        len = sizeof set;
+    }
     if (o->mem && mem_quota(o->mem, n_gpus, mask, set.quota))
         return 2;
     for (unsigned g = 0; g < n_gpus; g++) {
@@ -374,17 +422,13 @@ static int set_tenant(struct client *cl, const struct run_opts *o, const char *n
         if (o->compute && (mask & (1u << g)))
             policy_to_wire(&o->pol, &set.compute[g]);
     }
-    int seq = client_send(cl, KAIROS_MSG_TENANT_SET, &set, sizeof set);
+    int seq = client_send(cl, KAIROS_MSG_TENANT_SET, &set, len);
     uint16_t type;
     uint32_t code = 0;
     if (seq < 0)
         return run_error("cannot send to kairosd: ", strerror(-seq));
     if (client_recv(cl, (uint32_t)seq, &type, NULL, 0, &code, err, sizeof err)) {
-        if (code == KAIROS_ERR_PERMISSION)
-            fprintf(stderr, "%s: %s; without --mem, --share, --limit, --priority and --managed you "
-                            "can join an existing tenant with --tenant NAME\n", run_prog, err);
-        else
-            run_error("", err);
+        report_refused(o, code, err);
         return 1;
     }
     report_set(o, name, n_gpus, mask, &set);
@@ -400,9 +444,10 @@ static int run_main(int argc, char **argv, bool set_only)
     int rc = parse_args(argc, argv, &o, set_only);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (set_only && !o.mem && !o.compute && !o.managed) {
+    bool settings = o.mem || o.compute || o.managed || o.fault_domain;
+    if (set_only && !settings) {
         fprintf(stderr, "kairos tenant set: give --mem SIZE and/or --share, --limit, "
-                        "--priority, --managed\n");
+                        "--priority, --managed, --fault-domain\n");
         return 2;
     }
     char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
@@ -448,7 +493,7 @@ static int run_main(int argc, char **argv, bool set_only)
             before = &list[i];
     bool found = before != NULL;
     if (!found && !o.mem) {
-        if (o.compute || o.managed)
+        if (settings)
             fprintf(stderr, "%s: unknown tenant '%s'; add --mem SIZE to create it with "
                             "its policies (a tenant needs a memory quota to use a GPU)\n",
                     run_prog, name);
@@ -458,7 +503,7 @@ static int run_main(int argc, char **argv, bool set_only)
                             "SIZE' or in the configuration\n", run_prog, name, name);
         goto out;
     }
-    if ((o.mem || o.compute || o.managed) && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask, before)))
+    if (settings && (exit_code = set_tenant(&cl, &o, name, n_gpus, mask, before)))
         goto out;
     if (set_only)
         goto out; /* exit_code 0 */

@@ -3,8 +3,8 @@
  * plugin call these).
  *
  *   kairos tenant set NAME [--mem SIZE] [--share PCT] [--limit PCT|none]
- *                          [--priority P] [--managed refuse|charge] [--gpus LIST]
- *                          [--socket PATH]
+ *                          [--priority P] [--managed refuse|charge]
+ *                          [--fault-domain NAME] [--gpus LIST] [--socket PATH]
  *   kairos tenant admit NAME PID [--socket PATH]
  *   kairos tenant members NAME [--users LIST] [--groups LIST] [--cgroups LIST]
  *                              [--socket PATH]
@@ -32,14 +32,14 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: kairos tenant set NAME [--mem SIZE] [--share PCT] [--limit PCT|none]\n"
             "                     [--priority latency|normal|batch] [--managed refuse|charge]\n"
-            "                     [--gpus LIST]\n"
+            "                     [--fault-domain NAME] [--gpus LIST]\n"
             "       kairos tenant admit NAME PID\n"
             "       kairos tenant members NAME [--users LIST] [--groups LIST] [--cgroups LIST]\n"
             "       kairos tenant del NAME\n"
             "\n"
             "A tenant's settings and membership, for administrators and cluster integrations:\n"
-            "  set      create the tenant or change its quota, compute policy and managed-\n"
-            "           memory policy (options as kairos run's)\n"
+            "  set      create the tenant or change its quota, compute policy, managed-\n"
+            "           memory policy and fault domain (options as kairos run's)\n"
             "  admit    let process PID and its descendants join the tenant (whatever tenant\n"
             "           they ask for)\n"
             "  members  who may join a tenant created at run time: users and groups (names\n"

@@ -1,12 +1,13 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
  * proto_check without a crash, and whatever it accepts has an exact size (or
- * TENANT_SET's earlier one, or none for PS), for PS known flags only, a
+ * TENANT_SET's earlier ones, or none for PS), for PS known flags only, a
  * terminated, valid name (or, for a HELLO that asks kairosd to place it, none),
- * valid compute policies, for FORKED and INHERITED a
- * pid, one flag and exactly n_fds descriptors (>= 0, zeros after), and for CREDIT a
- * shim's flags only, bounded byte counts and least within need; for SHARED handles
- * and a known scope with its argument, for IMPORTED one flag and two distinct
- * clients; CREDIT_RECALL (sent by kairosd) is never accepted from a peer. */
+ * valid compute policies and a fault domain that is none or a valid name (none in a
+ * TENANT_SET of before), for FORKED and INHERITED a pid, one flag and exactly n_fds
+ * descriptors (>= 0, zeros after), and for CREDIT a shim's flags only, bounded byte
+ * counts and least within need; for SHARED handles and a known scope with its
+ * argument, for IMPORTED one flag and two distinct clients; CREDIT_RECALL (sent by
+ * kairosd) is never accepted from a peer. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t body = size - sizeof(struct kairos_hdr);
     if (body != (size_t)proto_body_size(r.type) &&
-        !(r.type == KAIROS_MSG_TENANT_SET && body == KAIROS_TENANT_SET_SIZE_V0) &&
+        !(r.type == KAIROS_MSG_TENANT_SET &&
+          (body == KAIROS_TENANT_SET_SIZE_V0 || body == KAIROS_TENANT_SET_SIZE_V1)) &&
         !(r.type == KAIROS_MSG_PS && body == 0))
         abort();
     if (r.type == KAIROS_MSG_PS && ((r.body.ps.flags & ~KAIROS_PS_HOLDS) || r.body.ps.pad))
@@ -64,6 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             m->h_client_src == m->h_client)
             abort();
     }
+    if (r.type == KAIROS_MSG_TENANT_SET && (r.body_len != body ||
+                                            (r.body_len < sizeof r.body.tenant_set &&
+                                             r.body.tenant_set.fault_domain[0])))
+        abort(); /* a body of before sets no domain */
+    if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.fault_domain[0] &&
+        !ledger_name_valid(r.body.tenant_set.fault_domain))
+        abort();
     if (r.type == KAIROS_MSG_TENANT_SET && r.body.tenant_set.n_gpus > KAIROS_MAX_GPUS)
         abort();
     if (r.type == KAIROS_MSG_CREDIT_RECALL)

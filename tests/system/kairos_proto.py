@@ -70,8 +70,10 @@ COMPUTE_SET, COMPUTE_CLEAR = _C["KAIROS_COMPUTE_SET"], _C["KAIROS_COMPUTE_CLEAR"
 PRIORITY = {n: i for i, n in enumerate(PRIO_NAMES)}
 PPM = _C["KAIROS_PPM"]
 COMPUTE_FMT = _S["kairos_compute"].struct
-TENANT_SET_FMT = _S["kairos_tenant_set"].struct
+TENANT_SET_FMT = _S["kairos_tenant_set"].part(stop="fault_domain")  # without the domain
 TENANT_SET_SIZE_V0 = _C["KAIROS_TENANT_SET_SIZE_V0"]  # the body before compute[], accepted
+TENANT_SET_SIZE_V1 = _C["KAIROS_TENANT_SET_SIZE_V1"]  # the body before fault_domain
+assert TENANT_SET_FMT.size == TENANT_SET_SIZE_V1
 for _name, _value in _C.items():  # and every other KAIROS_X as X (KAIROS_CREDIT_AHEAD)
     globals().setdefault(_name[len("KAIROS_"):], _value)
 LAYOUTS = _S  # every struct of proto.h by name ("kairos_inherited")
@@ -110,16 +112,18 @@ def compute_fields(policy):
             PRIORITY[policy.get("priority", "normal")], COMPUTE_SET, 0)
 
 
-def tenant_set_body(tenant, quotas, flags=0, compute=None):
+def tenant_set_body(tenant, quotas, flags=0, compute=None, fault_domain=None):
     """TENANT_SET: quotas per GPU (KEEP beyond them); compute maps a GPU index to a
-    policy as compute_fields takes it. n_gpus covers both."""
+    policy as compute_fields takes it. n_gpus covers both. fault_domain None: the
+    body without it (TENANT_SET_SIZE_V1, the domain unchanged); "" none."""
     compute = compute or {}
     n = max([len(quotas)] + [g + 1 for g in compute])
     q = list(quotas) + [KEEP] * (MAX_GPUS - len(quotas))
     c = []
     for g in range(MAX_GPUS):
         c += compute_fields(compute.get(g))
-    return TENANT_SET_FMT.pack(name64(tenant), n, flags, *q, *c)
+    body = TENANT_SET_FMT.pack(name64(tenant), n, flags, *q, *c)
+    return body if fault_domain is None else body + name64(fault_domain)
 
 
 def time_policy(body):
@@ -235,8 +239,9 @@ class Client:
     def release(self, gpu, nbytes):
         self.send(RELEASE, _S["kairos_release"].pack(gpu=gpu, bytes=nbytes))
 
-    def tenant_set(self, tenant, quotas, flags=0, compute=None):
-        t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags, compute))
+    def tenant_set(self, tenant, quotas, flags=0, compute=None, fault_domain=None):
+        t, _ = self.request(TENANT_SET, tenant_set_body(tenant, quotas, flags, compute,
+                                                        fault_domain))
         assert t == OK
 
     def tenant_members(self, tenant, users=(), groups=(), cgroups=()):

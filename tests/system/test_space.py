@@ -8,17 +8,24 @@ folder and the client priority kairosd derives from the domain's priorities, wha
 its environment says; a process of no domain that names a domain's pipe folder gets
 none; a domain whose MPS cannot run refuses the process with the reason; a control
 daemon that dies is noticed and started again, and one left by a stopped kairosd is
-adopted by the next. GPU faults, as the driver's Xid lines in the kernel log (here a
-FIFO kairosd reads instead of /dev/kmsg), are blamed on the tenant whose process the
-line names, cost the other tenants of its fault domain on that GPU their work and
-nobody else, and show in kairos ps and the metrics' counters.
+adopted by the next. kairos run --fault-domain (and kairos tenant set's): an
+administrator's ad-hoc tenant is routed into a declared domain, an undeclared one is
+refused with what to do, nobody else may set one, a tenant with a process keeps its
+domain, the domain survives a restart of kairosd (the state file), and a kairosd of
+before that refuses the longer TENANT_SET is said to be too old for the option. GPU
+faults, as the driver's Xid lines in the kernel log (here a FIFO kairosd reads instead
+of /dev/kmsg), are blamed on the tenant whose process the line names, cost the other
+tenants of its fault domain on that GPU their work and nobody else, and show in kairos
+ps and the metrics' counters.
 Usage: test_space.py KAIROSD SHIM KAIROS"""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -45,6 +52,8 @@ TENANTS = """  - name: train
     members: { users: [65534] }
 """
 NOBODY = 65534
+DOMAIN = "inference-a"  # declared under space: domains: (the docs' example)
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
 def as_nobody():
@@ -69,7 +78,8 @@ def wait_for(cond, what, timeout=10):
 class Space(unittest.TestCase):
     def start(self, control=os.path.abspath(STAND_IN)):
         self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
-                           extra=f"space:\n  mps_control: {control}\n").start()
+                           extra=f"space:\n  mps_control: {control}\n"
+                                 f"  domains:\n    {DOMAIN}: {{ shared_uids: false }}\n").start()
         self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
 
     def tearDown(self):
@@ -89,17 +99,31 @@ class Space(unittest.TestCase):
                 pass
         return pid
 
-    def ask(self, tenant, preexec_fn=None, **env_extra):
+    def env(self, **extra):
         e = {k: v for k, v in os.environ.items()
-             if not k.startswith("KAIROS_") and not k.startswith("CUDA_MPS_")}
+             if not k.startswith(("KAIROS_", "CUDA_MPS_", "SUDO_"))}
         e["LD_PRELOAD"] = " ".join(p for p in (ASAN_FIRST, SHIM) if p)
         e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
         e.update(self.d.shim_env())
-        e.update(KAIROS_TENANT=tenant, KAIROS_LOG="stderr", **env_extra)
-        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-        r = subprocess.run([python, "-c", ASK], capture_output=True, text=True,
-                           env=e, timeout=60, preexec_fn=preexec_fn)
+        e.update(KAIROS_LOG="stderr", **extra)
+        return e
+
+    def ask(self, tenant, preexec_fn=None, **env_extra):
+        r = subprocess.run([PYTHON, "-c", ASK], capture_output=True, text=True,
+                           env=self.env(KAIROS_TENANT=tenant, **env_extra), timeout=60,
+                           preexec_fn=preexec_fn)
         return r, r.stdout.split()
+
+    def kairos(self, *args, preexec_fn=None):
+        """The kairos CLI, talking to this kairosd; kairos run preloads the shim itself
+        (KAIROS_SHIM)."""
+        e = self.env(KAIROS_SHIM=SHIM, KAIROS_SOCKET=self.d.socket)
+        e["LD_PRELOAD"] = ASAN_FIRST
+        return subprocess.run([KAIROS, *args], capture_output=True, text=True, env=e,
+                              timeout=60, preexec_fn=preexec_fn)
+
+    def pipe(self, domain, uid=None):
+        return os.path.join(self.root, f"{domain}@{os.getuid() if uid is None else uid}", "pipe")
 
     def log(self):
         return open(self.d.log).read()
@@ -173,6 +197,143 @@ class Space(unittest.TestCase):
                  in self.log(), "the adoption")
         self.ask("train")
         self.assertEqual(self.control_pid(entry), second)  # no second daemon
+
+    def test_kairos_run_puts_an_ad_hoc_tenant_in_a_declared_domain(self):
+        self.start()
+        r = self.kairos("run", "--mem", "64M", "--fault-domain", DOMAIN, "--", PYTHON, "-c", ASK)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got_pipe, prio, pct = r.stdout.split()
+        self.assertEqual((got_pipe, prio, pct), (self.pipe(DOMAIN), "0", "100"))
+        self.assertIn(f"fault domain {DOMAIN} (its processes are clients", r.stderr)
+        self.assertIn(f"space: fault domain {DOMAIN}, MPS pipe {self.pipe(DOMAIN)}", r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.pipe(DOMAIN), "control")))
+        # a domain the configuration does not declare (infer is only named by tenants):
+        # refused, saying what to do; the tenant is not created
+        for domain in ("nowhere", "infer"):
+            r = self.kairos("run", "--tenant", "adhoc", "--mem", "64M", "--fault-domain", domain,
+                            "--", "true")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(f"fault domain '{domain}' is not declared in {self.d.config}",
+                          r.stderr)
+            self.assertIn("add it under space: domains: and reload kairosd", r.stderr)
+            self.assertNotIn("adhoc", self.d.ps())
+        r = self.kairos("run", "--mem", "64M", "--fault-domain", "-x", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("a fault domain's name is 1-63 characters", r.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to run kairos as nobody")
+    def test_only_an_administrator_sets_a_fault_domain(self):
+        self.start()
+        r = self.kairos("tenant", "set", "job", "--mem", "64M")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for args in (["tenant", "set", "job", "--fault-domain", DOMAIN],
+                     ["run", "--tenant", "job", "--fault-domain", DOMAIN, "--", "true"],
+                     ["run", "--mem", "64M", "--fault-domain", DOMAIN, "--", "true"]):
+            r = self.kairos(*args, preexec_fn=as_nobody)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn("permission denied: only root or an administrator", r.stderr)
+        self.assertEqual(sorted(self.d.ps()), ["job", "plain", "serve", "train", "visitor"])
+        r, (got_pipe, _, _) = self.ask("job")  # still in no domain
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(got_pipe, "None")
+
+    def test_a_run_time_domain_survives_a_restart(self):
+        """Kept in the state file; kept too while a process of the tenant runs (its
+        route is decided); then taken out with --fault-domain ''."""
+        self.start()
+        r = self.kairos("tenant", "set", "keep", "--mem", "64M", "--fault-domain", DOMAIN)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f'"fault_domain": "{DOMAIN}"', open(self.d.state).read())
+        self.assertEqual(self.d.stop(), 0)
+        self.d.start()
+        r, (got_pipe, _, _) = self.ask("keep")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(got_pipe, self.pipe(DOMAIN))
+        # a process of the tenant runs: its route is decided, the domain stays
+        held = subprocess.Popen([PYTHON, "-u", "-c", ASK + "import sys; sys.stdin.read()\n"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=self.env(KAIROS_TENANT="keep"))
+        try:
+            self.assertEqual(held.stdout.readline().strip(), self.pipe(DOMAIN))
+            r = self.kairos("tenant", "set", "keep", "--fault-domain", "")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(f"has 1 process(es), already routed (fault domain {DOMAIN})", r.stderr)
+            self.assertIn("stop them first", r.stderr)
+        finally:
+            held.communicate("", timeout=60)
+        wait_for(lambda: not self.d.ps()["keep"]["pids"], "the process to leave")
+        r = self.kairos("tenant", "set", "keep", "--fault-domain", "")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tenant keep: in no fault domain", r.stderr)
+        r, (got_pipe, _, _) = self.ask("keep")
+        self.assertEqual(got_pipe, "None")
+        self.assertNotIn("fault_domain", open(self.d.state).read())
+
+    def test_a_configured_tenant_keeps_the_configurations_domain(self):
+        self.start()
+        r = self.kairos("tenant", "set", "plain", "--fault-domain", DOMAIN)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("tenant 'plain' is declared in the configuration, which sets its fault "
+                      "domain", r.stderr)
+        r, (got_pipe, _, _) = self.ask("plain")
+        self.assertEqual(got_pipe, "None")
+
+
+class OldKairosd(unittest.TestCase):
+    """A kairosd of before --fault-domain: its exact-size rule refuses the 456-byte
+    TENANT_SET (ERROR PROTOCOL, the connection closed) and takes the 392-byte one."""
+
+    def serve(self, path, sizes):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(path)
+        listener.listen(4)
+        listener.settimeout(30)
+        ps = kp.LAYOUTS["kairos_ps_reply"].pack(stop="hold", flags=kp.PS_LAST, n_gpus=1)
+
+        def run():
+            with listener:
+                conn, _ = listener.accept()
+                with conn:
+                    while True:
+                        data = conn.recv(8192)
+                        if not data:
+                            return
+                        _, _, type_, size, seq = kp.HDR.unpack_from(data)
+                        if type_ == kp.PS:
+                            conn.send(kp.pack(kp.PS_REPLY, ps, seq))
+                        elif size == kp.TENANT_SET_SIZE_V1:
+                            sizes.append(size)
+                            conn.send(kp.pack(kp.OK, b"", seq))
+                        else:
+                            sizes.append(size)
+                            why = (f"TENANT_SET body is {size} bytes (header says {size}); "
+                                   f"it must be exactly {kp.TENANT_SET_SIZE_V1}")
+                            conn.send(kp.pack(kp.ERROR, kp.body(
+                                "error", code=kp.ERR_PROTOCOL, message=why), seq))
+                            return
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    def test_too_old_for_the_option_and_fine_without_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            sizes = []
+            for n, args in enumerate((["--fault-domain", DOMAIN], [])):
+                path = os.path.join(d, f"old{n}.sock")
+                t = self.serve(path, sizes)
+                r = subprocess.run([KAIROS, "tenant", "set", "job", "--mem", "64M", *args,
+                                    "--socket", path], capture_output=True, text=True,
+                                   timeout=60)
+                t.join(30)
+                if args:
+                    self.assertEqual(r.returncode, 1)
+                    self.assertIn("this kairosd is too old for --fault-domain", r.stderr)
+                    self.assertIn("upgrade kairosd, or leave out --fault-domain", r.stderr)
+                else:
+                    self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sizes, [kp.LAYOUTS["kairos_tenant_set"].size,
+                                     kp.TENANT_SET_SIZE_V1])
 
 
 # A member of tenant argv[2] holding 1 MiB on GPU 0 until its stdin closes.

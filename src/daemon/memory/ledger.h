@@ -80,7 +80,7 @@ struct ledger_tenant {
     struct member_rules members;  /* who may join (members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
-    struct tenant_sources src;    /* where quota, compute, members, managed came from (registry.h) */
+    struct tenant_sources src;    /* where each setting came from (registry.h) */
     struct usage usage;           /* its chargeback counters (usage.h, usage_state.h) */
 };
 

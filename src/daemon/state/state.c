@@ -107,6 +107,8 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
             json_object_set_new(jt, "members", members);
         if (t->managed_charge && t->src.managed != SETTING_CONFIG) /* absent: refuse */
             json_object_set_new(jt, "managed", json_string("charge"));
+        if (t->fault_domain[0] && t->src.fault_domain == SETTING_RUNTIME) /* absent: none */
+            json_object_set_new(jt, "fault_domain", json_string(t->fault_domain));
         json_array_append_new(list, jt);
     }
     json_object_set_new(root, "tenants", list);
@@ -439,6 +441,29 @@ static void load_members(json_t *jt, struct ledger_tenant *t, state_warn_fn warn
     registry_set_members(t, &r, SETTING_RUNTIME);
 }
 
+/* The tenant's "fault_domain" (set at run time): a name by the configuration's rule,
+ * else refused alone (warn) and the tenant kept in no domain (time sharing, so it
+ * shares no MPS server's fate with anyone). */
+static void load_fault_domain(json_t *jt, struct ledger_tenant *t, state_warn_fn warn,
+                              void *warn_ctx)
+{
+    json_t *d = json_object_get(jt, "fault_domain");
+    if (!d)
+        return;
+    const char *name = json_string_value(d);
+    if (name && strlen(name) == json_string_length(d) && strlen(name) < KAIROS_NAME_MAX &&
+        ledger_name_valid(name)) {
+        registry_set_fault_domain(t, name, SETTING_RUNTIME);
+        return;
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "tenant '%s': \"fault_domain\" is not a fault domain's name (1-63 "
+             "characters of A-Z a-z 0-9 . _ -); refused, the tenant is kept in no fault domain "
+             "(set it again with kairos tenant set %s --fault-domain NAME)", t->name, t->name);
+    if (warn)
+        warn(warn_ctx, msg);
+}
+
 /* An entry kept out of the ledger: told to warn, and copied to aside (when given)
  * for the administrator. */
 static void put_aside(json_t *jt, json_t *aside, state_warn_fn warn, void *warn_ctx,
@@ -467,17 +492,20 @@ static void load_quota(json_t *jt, struct ledger *l, struct ledger_tenant *t)
 }
 
 /* An entry for a tenant the configuration declares: what was set at run time and the
- * configuration does not own (registry.h) is taken; its compute policies and members
- * rules, the configuration's as a whole, are not (told to warn). 0: no tenant added. */
+ * configuration does not own (registry.h) is taken; its compute policies, members
+ * rules and fault domain, the configuration's, are not (told to warn). 0: no tenant
+ * added. */
 static int load_into_configured(json_t *jt, struct ledger *l, struct ledger_tenant *t,
                                 state_warn_fn warn, void *warn_ctx)
 {
     load_quota(jt, l, t);
-    if ((json_object_get(jt, "compute") || json_object_get(jt, "members")) && warn) {
+    if ((json_object_get(jt, "compute") || json_object_get(jt, "members") ||
+         json_object_get(jt, "fault_domain")) && warn) {
         char msg[512];
         snprintf(msg, sizeof msg, "tenant '%s' is declared in the configuration, which sets its "
-                 "compute policies and members rules: those of the state file are dropped (its "
-                 "quotas on GPUs the configuration does not declare are kept)", t->name);
+                 "compute policies, members rules and fault domain: those of the state file "
+                 "are dropped (its quotas on GPUs the configuration does not declare are kept)",
+                 t->name);
         warn(warn_ctx, msg);
     }
     return 0;
@@ -521,6 +549,7 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
     const char *managed = json_string_value(json_object_get(jt, "managed"));
     if (managed && !strcmp(managed, "charge")) /* anything else: refuse, the default */
         registry_set_managed(t, true, SETTING_RUNTIME);
+    load_fault_domain(jt, t, warn, warn_ctx);
     return 1;
 }
 

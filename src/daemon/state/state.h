@@ -11,8 +11,9 @@
  *
  * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
  * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,
- * "limit_ppm": 500000, "priority": "latency"}}}]} ("compute" only for a tenant
- * with compute policies; limit_ppm 0: none). Written atomically (temp file, fsync,
+ * "limit_ppm": 500000, "priority": "latency"}}, "fault_domain": "infer"}]} ("compute"
+ * only for a tenant with compute policies, limit_ppm 0: none; "fault_domain" only for
+ * one set at run time, absent: none). Written atomically (temp file, fsync,
  * rename, fsync of the directory); a write that fails leaves the previous file, and
  * the caller undoes the change it meant to record. A file that cannot be read as
  * such (not JSON, another version, larger than STATE_MAX_BYTES, not a regular
@@ -22,9 +23,11 @@
  * alone, logged and written to PATH.set-aside-<unix time> (a state file of its
  * own); the other entries are loaded. An entry for a tenant the configuration
  * declares gives it its quotas on the GPUs the configuration does not declare; its
- * compute policies and members rules, the configuration's, are dropped (warned). A
- * bad compute policy (malformed, out of range, share above limit, a GPU the node
- * lacks) is refused alone: the tenant and the rest of the file are kept.
+ * compute policies, members rules and fault domain, the configuration's, are dropped
+ * (warned). A bad compute policy (malformed, out of range, share above limit, a GPU
+ * the node lacks), members rules or fault domain (not a string, not a valid name,
+ * too long) is refused alone: the tenant (in no fault domain) and the rest of the
+ * file are kept.
  *
  * Thread rules: the loop thread only.
  */

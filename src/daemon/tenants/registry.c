@@ -67,7 +67,8 @@ bool registry_policy(const struct ledger_tenant *t, unsigned gpu, struct sched_p
 
 bool registry_has_runtime(const struct ledger_tenant *t, unsigned n_gpus)
 {
-    if (t->src.members == SETTING_RUNTIME || t->src.managed == SETTING_RUNTIME)
+    if (t->src.members == SETTING_RUNTIME || t->src.managed == SETTING_RUNTIME ||
+        t->src.fault_domain == SETTING_RUNTIME)
         return true;
     for (unsigned g = 0; g < n_gpus && g < KAIROS_MAX_GPUS; g++)
         if (t->src.quota[g] == SETTING_RUNTIME || t->src.compute[g] == SETTING_RUNTIME)
@@ -135,15 +136,20 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
                  ct->managed_charge ? "charge" : "refuse");
     registry_set_managed(t, ct->managed_charge, SETTING_CONFIG);
     if (strcmp(t->fault_domain, ct->fault_domain))
-        log_info("tenant %s: fault domain %s (was %s); processes started from now on use it",
+        log_info("tenant %s: fault domain %s (was %s%s); processes started from now on use it",
                  t->name, ct->fault_domain[0] ? ct->fault_domain : "none",
-                 t->fault_domain[0] ? t->fault_domain : "none");
-    registry_set_fault_domain(t, ct->fault_domain);
+                 t->fault_domain[0] ? t->fault_domain : "none",
+                 t->src.fault_domain == SETTING_RUNTIME ? ", set at run time: the "
+                                                          "configuration's replaces it" : "");
+    registry_set_fault_domain(t, ct->fault_domain, SETTING_CONFIG);
 }
 
-void registry_set_fault_domain(struct ledger_tenant *t, const char *domain)
+void registry_set_fault_domain(struct ledger_tenant *t, const char *domain,
+                               enum setting_source s)
 {
-    snprintf(t->fault_domain, sizeof t->fault_domain, "%s", domain ? domain : "");
+    bool none = !domain || !domain[0];
+    snprintf(t->fault_domain, sizeof t->fault_domain, "%s", none ? "" : domain);
+    t->src.fault_domain = (uint8_t)(none ? SETTING_UNSET : s);
 }
 
 void registry_undeclared(struct ledger_tenant *t)
@@ -158,5 +164,6 @@ void registry_undeclared(struct ledger_tenant *t)
         t->src.members = SETTING_RUNTIME;
     if (t->src.managed == SETTING_CONFIG)
         t->src.managed = SETTING_RUNTIME;
-    registry_set_fault_domain(t, NULL);
+    if (t->src.fault_domain == SETTING_CONFIG)
+        registry_set_fault_domain(t, NULL, SETTING_UNSET);
 }

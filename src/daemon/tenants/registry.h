@@ -2,10 +2,9 @@
  *
  * A tenant's settings are its memory quota on each GPU, its compute policy on each
  * GPU, its members rules (who may join: members.h), its managed-memory policy
- * (refuse or charge: docs/memory.md) and its fault domain (space mode, docs/space.md:
- * the configuration's only; a tenant the configuration no longer declares has none).
+ * (refuse or charge: docs/memory.md) and its fault domain (space mode, docs/space.md).
  * They live in the tenant's record (struct ledger_tenant: quota, has_compute/compute,
- * members, fault_domain), each but the fault domain with its
+ * members, fault_domain), each with its
  * source (struct tenant_sources, beside them): the configuration file, or run time
  * (an administrator's TENANT_SET or TENANT_MEMBERS, from `kairos run` or `kairos
  * tenant`, and the state file that keeps them across a restart). This module is the
@@ -22,7 +21,11 @@
  * does not declare is kept (and kept in the state file, so a restart finds it as a
  * reload does). A configured tenant's compute policies and members rules are the
  * configuration's as a whole (TENANT_SET's compute and TENANT_MEMBERS are refused
- * for it); its quotas may be changed at run time GPU by GPU.
+ * for it); its quotas may be changed at run time GPU by GPU. A fault domain is
+ * set at run time for tenants created at run time only (TENANT_SET refuses one for
+ * a configured tenant, whose domain is the configuration's: none when it names
+ * none); a reload leaves a run-time tenant's domain as it is, and a run-time
+ * tenant the configuration comes to declare takes the configuration's.
  *
  * Adding a setting (say "managed"): a field in struct ledger_tenant and its source in
  * struct tenant_sources; a registry_set_<x>() here; its line in
@@ -62,6 +65,7 @@ struct tenant_sources {
     uint8_t compute[KAIROS_MAX_GPUS];
     uint8_t members;
     uint8_t managed;
+    uint8_t fault_domain;
 };
 
 /* "unset", "configuration", "run time". */
@@ -76,8 +80,10 @@ int registry_set_quota(struct ledger *l, struct ledger_tenant *t, unsigned gpu, 
  * from source s (a clear leaves SETTING_UNSET). pol is checked by the caller. */
 void registry_set_compute(struct ledger_tenant *t, unsigned gpu, const struct sched_policy *pol,
                           enum setting_source s);
-/* Sets t's fault domain ("" or NULL: none); the configuration is its only source. */
-void registry_set_fault_domain(struct ledger_tenant *t, const char *domain);
+/* Sets t's fault domain ("" or NULL: none, SETTING_UNSET) from source s; domain is a
+ * valid name (checked by the caller). */
+void registry_set_fault_domain(struct ledger_tenant *t, const char *domain,
+                               enum setting_source s);
 /* Sets t's members rules (r NULL: none) from source s. */
 void registry_set_members(struct ledger_tenant *t, const struct member_rules *r,
                           enum setting_source s);
@@ -91,11 +97,11 @@ bool registry_has_runtime(const struct ledger_tenant *t, unsigned n_gpus);
 
 /* Applies one tenant's declaration in the configuration to its record, by the
  * precedence above: quota[g] for each GPU where declared[g] (resolved by
- * tenants.c), the declaration's compute policies and members rules. Settings the
- * configuration owned and no longer declares are cleared; run-time quotas on GPUs
- * it does not declare are kept; run-time compute policies and members rules give
- * way to the configuration's (logged). The caller says where a quota is now below
- * what t holds. */
+ * tenants.c), the declaration's compute policies, members rules and fault domain.
+ * Settings the configuration owned and no longer declares are cleared; run-time
+ * quotas on GPUs it does not declare are kept; run-time compute policies, members
+ * rules and fault domain give way to the configuration's (logged). The caller says
+ * where a quota is now below what t holds. */
 void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
                            const struct config_tenant *ct, const uint64_t *quota,
                            const bool *declared);
@@ -103,7 +109,7 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
 /* The configuration no longer declares t, which stays until its members leave:
  * its quotas and members rules stay, now as if set at run time (the state file
  * keeps them); its compute policies go, as the configuration's shares no longer
- * count them. */
+ * count them, and so does the fault domain the configuration gave it. */
 void registry_undeclared(struct ledger_tenant *t);
 
 #endif /* KAIROS_DAEMON_REGISTRY_H */

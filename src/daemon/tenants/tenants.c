@@ -195,6 +195,23 @@ static bool undeclare(struct tenants *ts, const struct config *c)
     return changed;
 }
 
+/* The run-time tenants whose fault domain c does not declare (a reload dropped it, or
+ * the state file names it): kept, with an undeclared domain's defaults, and warned. */
+static void warn_undeclared_domains(const struct tenants *ts, const struct config *c)
+{
+    for (size_t i = 0; c && i < ts->ledger.n_tenants; i++) {
+        const struct ledger_tenant *t = ts->ledger.tenants[i];
+        if (t->src.fault_domain != SETTING_RUNTIME ||
+            space_config_domain(&c->space, t->fault_domain))
+            continue;
+        log_warn("tenant %s: its fault domain %s, set at run time, is not declared under "
+                 "space: domains: in %s; kept, with the defaults (one MPS server per uid). "
+                 "Declare it, or take the tenant out of it (kairos tenant set %s "
+                 "--fault-domain '')", t->name, t->fault_domain,
+                 c->path[0] ? c->path : "the configuration", t->name);
+    }
+}
+
 int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, size_t err_len)
 {
     int rc = 0;
@@ -255,6 +272,7 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
     }
     if (changed) /* what a restart finds: the removed tenants, not those gone */
         tenants_save_state(ts, NULL, why, sizeof why);
+    warn_undeclared_domains(ts, c);
 out:
     free(quotas);
     free(given);
@@ -303,7 +321,7 @@ static void admit_loaded_compute(struct tenants *ts)
 
 void tenants_load_state(struct tenants *ts, const struct config *c)
 {
-    (void)c; /* its tenants are in the ledger already, with their sources */
+    /* c's tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
     int rc = state_load_all(ts->state_path, &ts->ledger, &ts->saved_handovers, on_state_refusal,
                             ts, err, sizeof err, aside, sizeof aside);
@@ -314,6 +332,7 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
         log_info("state %s: %d tenant(s) created at run time restored", ts->state_path, rc);
     if (rc > 0)
         admit_loaded_compute(ts);
+    warn_undeclared_domains(ts, c);
 }
 
 int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, char *err,
@@ -420,6 +439,39 @@ static int next_compute(const struct tenants *ts, const struct config *c,
     return 0;
 }
 
+/* Whether domain (NULL: not asked) changes t's fault domain (t NULL: a new tenant's,
+ * none); refused (KAIROS_ERR_*, msg) for a configuration tenant, a domain the
+ * configuration does not declare (a domain needs its MPS settings), or a tenant with
+ * processes (they are routed already). */
+static int next_domain(const struct config *c, const struct ledger_tenant *t,
+                       const char *domain, bool *changed, char *msg, size_t msg_len)
+{
+    const char *path = c && c->path[0] ? c->path : "kairosd.yaml";
+    *changed = domain && strcmp(t ? t->fault_domain : "", domain);
+    if (!*changed)
+        return 0;
+    if (t && (t->flags & LEDGER_TENANT_CONFIG)) {
+        snprintf(msg, msg_len, "tenant '%s' is declared in the configuration, which sets its "
+                 "fault domain (fault_domain: in %s); change it there and reload kairosd "
+                 "(SIGHUP)", t->name, path);
+        return KAIROS_ERR_INVALID;
+    }
+    if (domain[0] && !(c && space_config_domain(&c->space, domain))) {
+        snprintf(msg, msg_len, "fault domain '%s' is not declared in %s: a domain needs its "
+                 "MPS settings; add it under space: domains: and reload kairosd (SIGHUP), or "
+                 "name a declared one", domain, path);
+        return KAIROS_ERR_INVALID;
+    }
+    if (t && t->n_members) {
+        snprintf(msg, msg_len, "tenant '%s' has %u process(es), already routed (%s%s); its "
+                 "fault domain changes only while it has none: stop them first", t->name,
+                 t->n_members, t->fault_domain[0] ? "fault domain " : "time sharing",
+                 t->fault_domain);
+        return KAIROS_ERR_BUSY;
+    }
+    return 0;
+}
+
 /* Logs how the tenant's compute policies (those of t) became has/pol. */
 static void log_compute(const struct ledger_tenant *t, const bool *has,
                         const struct sched_policy *pol, uint32_t uid)
@@ -477,8 +529,8 @@ static int resolve_quotas(const struct tenants *ts, const struct kairos_tenant_s
 }
 
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,
-                uint32_t uid, uint32_t owner_pid, bool *compute_changed, char *msg,
-                size_t msg_len)
+                const char *domain, uint32_t uid, uint32_t owner_pid, bool *compute_changed,
+                char *msg, size_t msg_len)
 {
     const char *name = m->tenant;
     *compute_changed = false;
@@ -497,7 +549,10 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
         return KAIROS_ERR_INVALID;
     bool has[KAIROS_MAX_GPUS], changed;
     struct sched_policy pol[KAIROS_MAX_GPUS];
+    bool moved = false;
     int code = next_compute(ts, c, t, m, has, pol, &changed, msg, msg_len);
+    if (!code)
+        code = next_domain(c, t, domain, &moved, msg, msg_len);
     if (code)
         return code;
     bool created = false;
@@ -531,6 +586,8 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     struct ledger_tenant previous = *t; /* the policies, for the log once saved */
     for (unsigned g = 0; changed && g < KAIROS_MAX_GPUS; g++)
         registry_set_compute(t, g, has[g] ? &pol[g] : NULL, SETTING_RUNTIME);
+    if (moved)
+        registry_set_fault_domain(t, domain, SETTING_RUNTIME);
     char why[512];
     int rc = tenants_save_state(ts, NULL, why, sizeof why);
     if (rc) {
@@ -542,9 +599,10 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     }
     char q[256];
     describe_quota(ts, t, q, sizeof q);
-    snprintf(msg, msg_len, "tenant %s %s: %s; managed memory %s%s", name,
+    snprintf(msg, msg_len, "tenant %s %s: %s; managed memory %s%s%s%s", name,
              created ? "created" : "updated", q,
              t->managed_charge ? "charged in full" : "refused",
+             t->fault_domain[0] ? "; fault domain " : "", t->fault_domain,
              over ? "; it holds more than its new quota, so its allocations are refused until "
                     "it frees memory"
                   : "");
@@ -555,6 +613,10 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
                                                : "");
     if (changed)
         log_compute(&previous, has, pol, uid);
+    if (moved)
+        log_info("tenant %s: fault domain %s (was %s; by uid %u): its processes started from "
+                 "now on use it", name, t->fault_domain[0] ? t->fault_domain : "none",
+                 previous.fault_domain[0] ? previous.fault_domain : "none", uid);
     *compute_changed = changed;
     return 0;
 }

@@ -58,7 +58,9 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
  * ones (those the configuration does not own: registry.h); a corrupt file is set
  * aside and reported. A run-time tenant's compute policy that
  * is malformed, or would take one GPU's shares above 100 % with c's (and those
- * loaded before it), is dropped and logged; the tenant stays. Logs what it did. */
+ * loaded before it), is dropped and logged; the tenant stays. A run-time fault domain
+ * c does not declare is kept with a warning (so is one a reload stops declaring:
+ * tenants_apply_config). Logs what it did. */
 void tenants_load_state(struct tenants *ts, const struct config *c);
 /* Writes the state file, without skip (may be NULL: a tenant about to go); logs a
  * failure. 0 or -errno (err says why). */
@@ -66,7 +68,11 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
                        size_t err_len);
 
 /* TENANT_SET (checked by proto_check) / TENANT_DEL from uid (already checked as
- * admin). Return 0 or a KAIROS_ERR_* code; msg says what happened or what to do. An
+ * admin). Return 0 or a KAIROS_ERR_* code; msg says what happened or what to do.
+ * domain: the fault domain m carries (NULL for a body of before: unchanged; "" none),
+ * taken for a tenant created at run time, refused for a configured one whose own it
+ * is not, for a domain c does not declare under space: domains:, and (KAIROS_ERR_BUSY)
+ * while the tenant has processes, whose routes are decided already. An
  * ephemeral tenant records owner_pid (the sender: kairos run, which then execs the
  * command) and is removed once that process and all members are gone. Compute
  * policies are taken for tenants created at run time only (a configured tenant's
@@ -79,8 +85,8 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
  * refused (KAIROS_ERR_BUSY, msg says why), and so is a TENANT_DEL: what kairosd
  * answers is what a restart finds. */
 int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_tenant_set *m,
-                uint32_t uid, uint32_t owner_pid, bool *compute_changed, char *msg,
-                size_t msg_len);
+                const char *domain, uint32_t uid, uint32_t owner_pid, bool *compute_changed,
+                char *msg, size_t msg_len);
 int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, size_t msg_len);
 
 /* After a member or the owner left: removes an ephemeral tenant left empty, or a

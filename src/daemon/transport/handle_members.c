@@ -138,7 +138,10 @@ bool handle_members_tenant_set(struct peer *p, const struct proto_request *r)
     const struct kairos_tenant_set *m = &r->body.tenant_set;
     char msg[KAIROS_MSG_MAX];
     bool existed = ledger_tenant_find(&sv->ts->ledger, m->tenant) != NULL, changed;
-    int code = tenants_set(sv->ts, sv->cfg, m, p->uid, p->pid, &changed, msg, sizeof msg);
+    /* a body of before (proto.h: no fault_domain) leaves the domain as it is */
+    const char *domain = r->body_len == sizeof *m ? m->fault_domain : NULL;
+    int code = tenants_set(sv->ts, sv->cfg, m, domain, p->uid, p->pid, &changed, msg,
+                           sizeof msg);
     if (code) {
         log_warn("uid %u (pid %u): TENANT_SET %s refused: %s", p->uid, p->pid, m->tenant, msg);
         return peer_error(p, r->seq, (uint32_t)code, msg);

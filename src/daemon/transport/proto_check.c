@@ -20,40 +20,42 @@ struct proto_type {
     const char *name;
     size_t size;
     bool request;    /* a peer may send it to the daemon */
-    size_t old_size; /* a shorter body of an earlier revision, still accepted and read as
-                      * if the rest were 0 (proto.h's history); NO_OLD: none */
+    size_t old_size[2]; /* shorter bodies of earlier revisions, still accepted and read
+                         * as if the rest were 0 (proto.h's history); NO_OLD: none */
 };
 
 #define NO_OLD SIZE_MAX
+#define NO_OLDS {NO_OLD, NO_OLD}
 
 static const struct proto_type proto_types[] = {
-    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true, NO_OLD},
-    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true, NO_OLD},
-    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, NO_OLD},
-    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, NO_OLD},
-    {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, NO_OLD},
-    {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, NO_OLD},
-    {KAIROS_MSG_FORK_TICKETS, "FORK_TICKETS", sizeof(struct kairos_fork_tickets), true, NO_OLD},
-    {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, NO_OLD},
-    {KAIROS_MSG_IMPORTED, "IMPORTED", sizeof(struct kairos_imported), true, NO_OLD},
-    {KAIROS_MSG_SHARED, "SHARED", sizeof(struct kairos_shared), true, NO_OLD},
+    {KAIROS_MSG_HELLO, "HELLO", sizeof(struct kairos_hello), true, NO_OLDS},
+    {KAIROS_MSG_CHARGE, "CHARGE", sizeof(struct kairos_charge), true, NO_OLDS},
+    {KAIROS_MSG_COMMIT, "COMMIT", sizeof(struct kairos_commit), true, NO_OLDS},
+    {KAIROS_MSG_RELEASE, "RELEASE", sizeof(struct kairos_release), true, NO_OLDS},
+    {KAIROS_MSG_RUNNABLE, "RUNNABLE", sizeof(struct kairos_runnable), true, NO_OLDS},
+    {KAIROS_MSG_FORKED, "FORKED", sizeof(struct kairos_forked), true, NO_OLDS},
+    {KAIROS_MSG_FORK_TICKETS, "FORK_TICKETS", sizeof(struct kairos_fork_tickets), true, NO_OLDS},
+    {KAIROS_MSG_INHERITED, "INHERITED", sizeof(struct kairos_inherited), true, NO_OLDS},
+    {KAIROS_MSG_IMPORTED, "IMPORTED", sizeof(struct kairos_imported), true, NO_OLDS},
+    {KAIROS_MSG_SHARED, "SHARED", sizeof(struct kairos_shared), true, NO_OLDS},
     {KAIROS_MSG_TENANT_SET, "TENANT_SET", sizeof(struct kairos_tenant_set), true,
-     KAIROS_TENANT_SET_SIZE_V0},
-    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, NO_OLD},
-    {KAIROS_MSG_PS, "PS", sizeof(struct kairos_ps), true, 0}, /* empty: as before */
+     {KAIROS_TENANT_SET_SIZE_V0, KAIROS_TENANT_SET_SIZE_V1}},
+    {KAIROS_MSG_TENANT_DEL, "TENANT_DEL", sizeof(struct kairos_tenant_del), true, NO_OLDS},
+    {KAIROS_MSG_PS, "PS", sizeof(struct kairos_ps), true, {0, NO_OLD}}, /* empty: before */
     {KAIROS_MSG_TENANT_MEMBERS, "TENANT_MEMBERS", sizeof(struct kairos_tenant_members), true,
-     NO_OLD},
-    {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, NO_OLD},
-    {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, NO_OLD},
-    {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false, NO_OLD},
-    {KAIROS_MSG_ROUTE, "ROUTE", sizeof(struct kairos_route), true, NO_OLD},
-    {KAIROS_MSG_ROUTED, "ROUTED", sizeof(struct kairos_routed), false, NO_OLD},
-    {KAIROS_MSG_ROOM, "ROOM", sizeof(struct kairos_room), false, NO_OLD},
-    {KAIROS_MSG_OK, "OK", 0, false, NO_OLD},
-    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, NO_OLD},
-    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, NO_OLD},
-    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false, NO_OLD},
-    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false, NO_OLD},
+     NO_OLDS},
+    {KAIROS_MSG_TENANT_ADMIT, "TENANT_ADMIT", sizeof(struct kairos_tenant_admit), true, NO_OLDS},
+    {KAIROS_MSG_CREDIT, "CREDIT", sizeof(struct kairos_credit), true, NO_OLDS},
+    {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false,
+     NO_OLDS},
+    {KAIROS_MSG_ROUTE, "ROUTE", sizeof(struct kairos_route), true, NO_OLDS},
+    {KAIROS_MSG_ROUTED, "ROUTED", sizeof(struct kairos_routed), false, NO_OLDS},
+    {KAIROS_MSG_ROOM, "ROOM", sizeof(struct kairos_room), false, NO_OLDS},
+    {KAIROS_MSG_OK, "OK", 0, false, NO_OLDS},
+    {KAIROS_MSG_ERROR, "ERROR", sizeof(struct kairos_error), false, NO_OLDS},
+    {KAIROS_MSG_WELCOME, "WELCOME", sizeof(struct kairos_welcome), false, NO_OLDS},
+    {KAIROS_MSG_GRANT, "GRANT", sizeof(struct kairos_grant), false, NO_OLDS},
+    {KAIROS_MSG_PS_REPLY, "PS_REPLY", sizeof(struct kairos_ps_reply), false, NO_OLDS},
 };
 
 static const struct proto_type *find_type(uint16_t type)
@@ -103,6 +105,20 @@ static int check_name(const char *name, const char *what, char *why, size_t why_
         return refuse(KAIROS_ERR_INVALID, why, why_len,
                       "%s name must be 1-63 characters of A-Z a-z 0-9 . _ - (not starting "
                       "with . or -)", what);
+    return 0;
+}
+
+/* TENANT_SET's fault_domain: terminated, and "" (none) or a name by the rule of the
+ * configuration's fault_domain: (config.c). */
+static int check_domain(const char *domain, char *why, size_t why_len)
+{
+    if (!memchr(domain, 0, KAIROS_NAME_MAX))
+        return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
+                      "TENANT_SET fault_domain is not NUL-terminated");
+    if (domain[0] && !ledger_name_valid(domain))
+        return refuse(KAIROS_ERR_INVALID, why, why_len,
+                      "fault domain '%s' must be 1-63 characters of A-Z a-z 0-9 . _ - (not "
+                      "starting with . or -), or empty for none", domain);
     return 0;
 }
 
@@ -404,7 +420,9 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
             if (!(q & KAIROS_QUOTA_PERCENT) && (rc = check_bytes(q, "quota", why, why_len)))
                 return rc;
         }
-        return check_compute(s, why, why_len);
+        if ((rc = check_compute(s, why, why_len)))
+            return rc;
+        return r->body_len == sizeof *s ? check_domain(s->fault_domain, why, why_len) : 0;
     }
     case KAIROS_MSG_PS:
         if (r->body.ps.flags & ~(KAIROS_PS_HOLDS | KAIROS_PS_FAULTS))
@@ -458,12 +476,14 @@ int proto_check(const void *msg, size_t len, struct proto_request *out, char *wh
     if (!t->request)
         return refuse(KAIROS_ERR_PROTOCOL, why, why_len, "%s is sent by the daemon, not to it",
                       t->name);
-    bool old = t->old_size != NO_OLD && h.size == t->old_size && len - sizeof h == t->old_size;
-    if (!old && (h.size != t->size || len - sizeof h != t->size))
+    size_t body = len - sizeof h;
+    bool old = h.size == body && (body == t->old_size[0] || body == t->old_size[1]);
+    if (!old && (h.size != t->size || body != t->size))
         return refuse(KAIROS_ERR_PROTOCOL, why, why_len,
                       "%s body is %zu bytes (header says %u); it must be exactly %zu", t->name,
-                      len - sizeof h, h.size, t->size);
-    memcpy(&out->body, (const char *)msg + sizeof h, old ? t->old_size : t->size);
+                      body, h.size, t->size);
+    memcpy(&out->body, (const char *)msg + sizeof h, body);
+    out->body_len = (uint32_t)body;
     return check_body(out, why, why_len);
 }
 

@@ -24,6 +24,8 @@
 struct proto_request {
     uint16_t type;
     uint32_t seq;
+    uint32_t body_len; /* as received: a body of an earlier revision is shorter, the rest
+                        * of body 0 (proto.h; a TENANT_SET of before changes no domain) */
     union {
         struct kairos_hello hello;
         struct kairos_charge charge;
@@ -52,7 +54,7 @@ int proto_check(const void *msg, size_t len, struct proto_request *out, char *wh
                 size_t why_len);
 
 /* Expected body size of a message type, or -1 when the type is unknown. (A
- * TENANT_SET of KAIROS_TENANT_SET_SIZE_V0 bytes and a PS without a body are
+ * TENANT_SET of KAIROS_TENANT_SET_SIZE_V0 or _V1 bytes and a PS without a body are
  * accepted too: proto.h.) */
 long proto_body_size(uint16_t type);
 /* Whether a peer may send the type to the daemon (proto_check refuses the others);

@@ -1,8 +1,10 @@
 /* test_proto.c - proto_check refuses what a hostile or broken peer may send: wrong
  * magic, version, size, type, unterminated names, absurd values, bad compute
  * policies, a CREDIT out of its rules (a LAST one that asks), a CREDIT_RECALL from
- * a peer; accepts the rest, and TENANT_SET's earlier, shorter body; PS with or
- * without its body (flags KAIROS_PS_HOLDS, nothing else). */
+ * a peer; accepts the rest, and TENANT_SET's earlier, shorter bodies (without
+ * compute[], without fault_domain: body_len says which); a TENANT_SET's fault domain
+ * terminated and none or a valid name; PS with or without its body (flags
+ * KAIROS_PS_HOLDS, nothing else). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -462,7 +464,45 @@ static void test_tenant_set_compute(void **state)
     assert_int_equal(r.body.tenant_set.compute[0].flags, 0);
     assert_int_equal(r.body.tenant_set.compute[0].share_ppm, 0);
     expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_SET, &s, KAIROS_TENANT_SET_SIZE_V0 + 12),
-           "must be exactly 392");
+           "must be exactly 456");
+}
+
+/* fault_domain: read only from the whole body; terminated; none or a valid name. */
+static void test_tenant_set_fault_domain(void **state)
+{
+    (void)state;
+    struct kairos_tenant_set s = {.n_gpus = 1, .quota = {KAIROS_QUOTA_KEEP}};
+    strcpy(s.tenant, "job");
+    strcpy(s.fault_domain, "infer");
+    struct proto_request r;
+    assert_int_equal(proto_check(buf, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), &r, why,
+                                 sizeof why), 0);
+    assert_int_equal(r.body_len, sizeof s);
+    assert_string_equal(r.body.tenant_set.fault_domain, "infer");
+    /* the body of before (compute[], no domain): the domain left 0, body_len says so */
+    memset(&r, 0xff, sizeof r);
+    assert_int_equal(proto_check(buf, pack(KAIROS_MSG_TENANT_SET, &s, KAIROS_TENANT_SET_SIZE_V1),
+                                 &r, why, sizeof why), 0);
+    assert_int_equal(r.body_len, KAIROS_TENANT_SET_SIZE_V1);
+    assert_int_equal(r.body.tenant_set.fault_domain[0], 0);
+    assert_int_equal(proto_check(buf, pack(KAIROS_MSG_TENANT_SET, &s, KAIROS_TENANT_SET_SIZE_V0),
+                                 &r, why, sizeof why), 0);
+    assert_int_equal(r.body_len, KAIROS_TENANT_SET_SIZE_V0);
+    /* "" is none */
+    s.fault_domain[0] = 0;
+    assert_int_equal(check(pack(KAIROS_MSG_TENANT_SET, &s, sizeof s)), 0);
+    /* refusals */
+    strcpy(s.fault_domain, "-x");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s),
+           "fault domain '-x' must be 1-63 characters");
+    strcpy(s.fault_domain, "a b");
+    expect(KAIROS_ERR_INVALID, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s), "or empty for none");
+    memset(s.fault_domain, 'a', sizeof s.fault_domain);
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_SET, &s, sizeof s),
+           "fault_domain is not NUL-terminated");
+    /* between the sizes: refused */
+    expect(KAIROS_ERR_PROTOCOL, pack(KAIROS_MSG_TENANT_SET, &s, KAIROS_TENANT_SET_SIZE_V1 + 8),
+           "must be exactly 456");
 }
 
 static void test_table(void **state)
@@ -488,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_ps_body),
         cmocka_unit_test(test_field_refusals),
         cmocka_unit_test(test_tenant_set_compute),
+        cmocka_unit_test(test_tenant_set_fault_domain),
         cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,10 @@
  * lost, a restart agreeing with a reload); every setting makes the round trip
  * through the state file with its source; a reload that removes a tenant with
  * members keeps it, its quota still enforced, until its last member leaves; a
- * run-time tenant the configuration comes to declare. */
+ * run-time tenant the configuration comes to declare; a run-time fault domain (kairos
+ * run --fault-domain): only a declared domain, only for a tenant without processes and
+ * not for a configured one, kept by a reload and a restart, taken over by the
+ * configuration once it declares the tenant. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,12 +33,20 @@
 #define setup state_dir_setup
 #define teardown state_dir_teardown
 
-static void parse(struct config *c, const char *tenants_yaml)
+/* The space block of the fault domain tests: domain infer declared, "plain" not. */
+#define SPACE "space:\n  domains:\n    infer: { shared_uids: false }\n"
+
+static void parse_with(struct config *c, const char *head, const char *tenants_yaml)
 {
     char text[2048], err[512];
-    snprintf(text, sizeof text, "gpus: 2\ntenants:\n%s", tenants_yaml);
+    snprintf(text, sizeof text, "gpus: 2\n%stenants:\n%s", head, tenants_yaml);
     if (config_parse("test.yaml", text, strlen(text), c, err, sizeof err))
         fail_msg("%s", err);
+}
+
+static void parse(struct config *c, const char *tenants_yaml)
+{
+    parse_with(c, "", tenants_yaml);
 }
 
 /* kairosd's start: the configuration, then the state file. */
@@ -48,13 +59,19 @@ static void start(struct tenants *ts, struct config *c)
     tenants_load_state(ts, c);
 }
 
-static void reload(struct tenants *ts, struct config *c, const char *tenants_yaml)
+static void reload_with(struct tenants *ts, struct config *c, const char *head,
+                        const char *tenants_yaml)
 {
     char err[512];
     config_free(c);
-    parse(c, tenants_yaml);
+    parse_with(c, head, tenants_yaml);
     if (tenants_apply_config(ts, c, err, sizeof err))
         fail_msg("%s", err);
+}
+
+static void reload(struct tenants *ts, struct config *c, const char *tenants_yaml)
+{
+    reload_with(ts, c, "", tenants_yaml);
 }
 
 /* TENANT_SET by an administrator; the KAIROS_ERR_* code. */
@@ -75,7 +92,7 @@ static int tenant_set(struct tenants *ts, const struct config *c, const char *na
     }
     bool changed;
     char msg[512];
-    return tenants_set(ts, c, &m, 0, 0, &changed, msg, sizeof msg);
+    return tenants_set(ts, c, &m, NULL, 0, 0, &changed, msg, sizeof msg);
 }
 
 static struct ledger_tenant *find(struct tenants *ts, const char *name)
@@ -295,6 +312,113 @@ static void test_a_runtime_tenant_the_configuration_comes_to_declare(void **stat
     config_free(&c);
 }
 
+/* TENANT_SET of a fault domain (with a quota of 1 GiB on GPU 0 for a new tenant);
+ * the KAIROS_ERR_* code, kairosd's sentence in msg (256 bytes). */
+static int set_domain(struct tenants *ts, const struct config *c, const char *name,
+                      const char *domain, char *msg)
+{
+    struct kairos_tenant_set m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.tenant, sizeof m.tenant, "%s", name);
+    m.n_gpus = 2;
+    m.quota[0] = ledger_tenant_find(&ts->ledger, name) ? KEEP : GiB;
+    m.quota[1] = KEEP;
+    bool changed;
+    return tenants_set(ts, c, &m, domain, 0, 0, &changed, msg, 256);
+}
+
+static void expect_in(const char *msg, const char *part)
+{
+    if (!strstr(msg, part))
+        fail_msg("expected '%s' in '%s'", part, msg);
+}
+
+#define WEB "  - name: web\n    memory: { 0: 1G }\n"
+
+static void test_fault_domain_set_at_run_time(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    char msg[256];
+    parse_with(&c, SPACE, WEB "    fault_domain: infer\n");
+    start(&ts, &c);
+    /* a declared domain, for a new tenant: set, from run time */
+    assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0);
+    struct ledger_tenant *t = find(&ts, "job");
+    assert_string_equal(t->fault_domain, "infer");
+    assert_int_equal(t->src.fault_domain, SETTING_RUNTIME);
+    expect_in(msg, "fault domain infer");
+    /* a body of before (domain NULL) changes nothing */
+    assert_int_equal(set_domain(&ts, &c, "job", NULL, msg), 0);
+    assert_string_equal(t->fault_domain, "infer");
+    /* a domain the configuration does not declare: refused, saying what to do */
+    assert_int_equal(set_domain(&ts, &c, "job", "plain", msg), KAIROS_ERR_INVALID);
+    expect_in(msg, "fault domain 'plain' is not declared in test.yaml");
+    expect_in(msg, "add it under space: domains: and reload kairosd");
+    assert_string_equal(t->fault_domain, "infer");
+    assert_int_equal(set_domain(&ts, &c, "new", "plain", msg), KAIROS_ERR_INVALID);
+    assert_null(ledger_tenant_find(&ts.ledger, "new")); /* not created either */
+    /* a configured tenant's domain is the configuration's; its own again is no change */
+    assert_int_equal(set_domain(&ts, &c, "web", "", msg), KAIROS_ERR_INVALID);
+    expect_in(msg, "which sets its fault domain");
+    assert_string_equal(find(&ts, "web")->fault_domain, "infer");
+    assert_int_equal(set_domain(&ts, &c, "web", "infer", msg), 0);
+    /* a tenant with a process: its route is decided, so its domain stays */
+    struct ledger_member *m;
+    assert_int_equal(ledger_join(&ts.ledger, t, 77, NULL, &m), 0);
+    assert_int_equal(set_domain(&ts, &c, "job", "", msg), KAIROS_ERR_BUSY);
+    expect_in(msg, "tenant 'job' has 1 process(es), already routed (fault domain infer)");
+    expect_in(msg, "stop them first");
+    assert_string_equal(t->fault_domain, "infer");
+    assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0); /* no change: fine */
+    ledger_leave(&ts.ledger, m, NULL);
+    /* none ("") takes it out, and back in */
+    assert_int_equal(set_domain(&ts, &c, "job", "", msg), 0);
+    assert_string_equal(t->fault_domain, "");
+    assert_int_equal(t->src.fault_domain, SETTING_UNSET);
+    assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
+static void test_fault_domain_kept_by_reload_and_restart(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    char msg[256];
+    parse_with(&c, SPACE, WEB);
+    start(&ts, &c);
+    assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0);
+    /* a reload of the same file, then one that no longer declares the domain: kept */
+    reload_with(&ts, &c, SPACE, WEB);
+    assert_string_equal(find(&ts, "job")->fault_domain, "infer");
+    reload_with(&ts, &c, "", WEB);
+    assert_string_equal(find(&ts, "job")->fault_domain, "infer");
+    assert_int_equal(find(&ts, "job")->src.fault_domain, SETTING_RUNTIME);
+    /* a restart finds it in the state file */
+    tenants_fini(&ts);
+    config_free(&c);
+    parse_with(&c, SPACE, WEB);
+    start(&ts, &c);
+    struct ledger_tenant *t = find(&ts, "job");
+    assert_string_equal(t->fault_domain, "infer");
+    assert_int_equal(t->src.fault_domain, SETTING_RUNTIME);
+    assert_string_equal(find(&ts, "web")->fault_domain, "");
+    /* the configuration comes to declare the tenant: its domain (none) replaces it */
+    reload_with(&ts, &c, SPACE, "  - name: job\n    memory: { 0: 1G }\n");
+    assert_string_equal(t->fault_domain, "");
+    assert_int_equal(t->src.fault_domain, SETTING_UNSET);
+    /* a configured tenant's domain is the configuration's, never one set at run time */
+    reload_with(&ts, &c, SPACE, "  - name: job\n    memory: { 0: 1G }\n"
+                                "    fault_domain: infer\n");
+    assert_string_equal(t->fault_domain, "infer");
+    assert_int_equal(t->src.fault_domain, SETTING_CONFIG);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +429,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_runtime_tenant_the_configuration_comes_to_declare,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_removed_tenant_declared_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_domain_set_at_run_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_domain_kept_by_reload_and_restart, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

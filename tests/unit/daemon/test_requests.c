@@ -7,7 +7,9 @@
  * the peer a member whose exit the transport is asked to watch; a malformed message:
  * the ERROR of proto_check and the disconnection; PS paged behind the outbox, one
  * tenant per reply; the table's types are exactly the
- * requests proto_check accepts. */
+ * requests proto_check accepts; TENANT_SET's fault domain set by its whole body only
+ * (one of before leaves it), refused for a domain the configuration does not declare
+ * and for anyone but an administrator. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +104,7 @@ static int setup(void **state)
     char text[512], err[256];
     snprintf(text, sizeof text,
              "state: %s\nadmins: [%u]\ngpus: 1\n"
+             "space:\n  domains:\n    infer: { shared_uids: false }\n"
              "tenants:\n  - name: a\n    memory: { 0: 1G }\n    members: { users: [%u] }\n"
              "  - name: b\n    memory: { 0: 2G }\n",
              f->state, ADMIN_UID, OTHER_UID);
@@ -283,6 +286,44 @@ static void test_malformed_message(void **state)
     assert_int_equal(f->n_joined, 0);
 }
 
+/* TENANT_SET "job" of 1 GiB with fault_domain domain, len bytes of it; the first
+ * message handed to the transport is its answer. */
+static void set_job(struct fx *f, uint32_t seq, const char *domain, size_t len)
+{
+    struct kairos_tenant_set m = {.n_gpus = 1, .quota = {1ull << 30}};
+    strcpy(m.tenant, "job");
+    snprintf(m.fault_domain, sizeof m.fault_domain, "%s", domain);
+    f->n_sent = 0;
+    assert_true(request(f, KAIROS_MSG_TENANT_SET, seq, &m, len));
+}
+
+static void test_tenant_set_fault_domain(void **state)
+{
+    struct fx *f = *state;
+    f->p.uid = ADMIN_UID;
+    set_job(f, 1, "infer", sizeof(struct kairos_tenant_set));
+    assert_int_equal(f->sent[0].type, KAIROS_MSG_OK);
+    struct ledger_tenant *t = ledger_tenant_find(&f->ts.ledger, "job");
+    assert_string_equal(t->fault_domain, "infer");
+    /* the body of before, without the domain: the domain stays */
+    set_job(f, 2, "", KAIROS_TENANT_SET_SIZE_V1);
+    assert_int_equal(f->sent[0].type, KAIROS_MSG_OK);
+    assert_string_equal(t->fault_domain, "infer");
+    /* a domain the configuration does not declare: refused, and why */
+    set_job(f, 3, "nowhere", sizeof(struct kairos_tenant_set));
+    expect_one_error(f, KAIROS_ERR_INVALID, 3, "fault domain 'nowhere' is not declared");
+    assert_string_equal(t->fault_domain, "infer");
+    /* the whole body with "": none */
+    set_job(f, 4, "", sizeof(struct kairos_tenant_set));
+    assert_int_equal(f->sent[0].type, KAIROS_MSG_OK);
+    assert_string_equal(t->fault_domain, "");
+    /* anyone else: refused before the handler runs */
+    f->p.uid = OTHER_UID;
+    set_job(f, 5, "infer", sizeof(struct kairos_tenant_set));
+    expect_one_error(f, KAIROS_ERR_PERMISSION, 5, "permission denied");
+    assert_string_equal(t->fault_domain, "");
+}
+
 /* requests.c's table and proto_check.c's agree: every type a peer may send has its
  * entry (else requests_handle aborts), and no other type has one. */
 static void test_table_matches_proto_check(void **state)
@@ -313,6 +354,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hello_welcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ps_pages_behind_the_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_set_fault_domain, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,10 @@
  * policies and managed-memory policy (config tenants without settings made at run time are not written); corrupt, truncated, garbage, oversized
  * files set aside without touching the tenants already known; one bad entry (a GPU
  * the node lacks, a tenant beyond the limit) set aside alone; a bad compute policy
- * refused alone, its tenant and the other policies kept; a failed write leaves the
+ * refused alone, its tenant and the other policies kept; a run-time fault domain
+ * written and read back (a file of before, without one: none), a bad one (not a
+ * name, too long) refused alone, its tenant kept in no domain, and a
+ * configured tenant's never taken from the file; a failed write leaves the
  * previous file; the hand-overs' section (handovers_state.h) read back as written,
  * each malformed entry refused alone, a malformed section refused whole without
  * losing the tenants. */
@@ -26,6 +29,7 @@
 
 #include "daemon/state/handovers_state.h"
 #include "daemon/state/state.h"
+#include "daemon/tenants/registry.h"
 
 /* setup and teardown: a fresh temporary directory, the state file at path */
 #define setup state_dir_setup
@@ -350,6 +354,108 @@ static void test_bad_compute(void **state)
     ledger_fini(&l);
 }
 
+/* A run-time fault domain is written and read back; a configured tenant's (the
+ * configuration's) is not written; an entry of before, without one, loads as none. */
+static void test_fault_domain_round_trip(void **state)
+{
+    (void)state;
+    struct ledger a, b;
+    char err[512], aside[512];
+    uint64_t q[KAIROS_MAX_GPUS] = {1ull << 30};
+    ledger_init(&a, 1);
+    struct ledger_tenant *t, *cfg;
+    assert_int_equal(ledger_tenant_add(&a, "job", q, 0, &t), 0);
+    registry_set_fault_domain(t, "infer", SETTING_RUNTIME);
+    assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
+    assert_int_equal(ledger_tenant_add(&a, "cfg", q, LEDGER_TENANT_CONFIG, &cfg), 0);
+    registry_set_fault_domain(cfg, "other", SETTING_CONFIG);
+    registry_set_quota(&a, cfg, 0, 5, SETTING_RUNTIME); /* so that cfg is written */
+    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    const char *text = read_file(path);
+    assert_non_null(strstr(text, "\"fault_domain\": \"infer\""));
+    assert_null(strstr(text, "other"));
+    assert_non_null(strstr(text, "\"cfg\""));
+    ledger_init(&b, 1);
+    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 3);
+    const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
+    assert_string_equal(job->fault_domain, "infer");
+    assert_int_equal(job->src.fault_domain, SETTING_RUNTIME);
+    assert_string_equal(ledger_tenant_find(&b, "plain")->fault_domain, "");
+    assert_string_equal(ledger_tenant_find(&b, "cfg")->fault_domain, "");
+    ledger_fini(&a);
+    ledger_fini(&b);
+    /* a state file of before: no "fault_domain" anywhere */
+    write_file("{\"version\": 1, \"tenants\": [{\"name\": \"old\", \"ephemeral\": false, "
+               "\"quota\": {\"0\": 4096}}]}");
+    ledger_init(&b, 1);
+    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_string_equal(ledger_tenant_find(&b, "old")->fault_domain, "");
+    assert_int_equal(ledger_tenant_find(&b, "old")->src.fault_domain, SETTING_UNSET);
+    ledger_fini(&b);
+}
+
+/* One file, one tenant with a bad "fault_domain": refused alone, warned, the tenant
+ * kept (its quota) in no domain, nothing set aside. */
+static void bad_domain(const char *domain)
+{
+    struct ledger l;
+    char err[512], aside[512], text[1024];
+    snprintf(text, sizeof text, "{\"version\": 1, \"tenants\": [{\"name\": \"job\", "
+             "\"quota\": {\"0\": 4096}, \"fault_domain\": %s}]}", domain);
+    write_file(text);
+    n_warned = 0;
+    ledger_init(&l, 1);
+    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_string_equal(aside, "");
+    const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
+    assert_non_null(t);
+    assert_int_equal(t->quota[0], 4096);
+    assert_string_equal(t->fault_domain, "");
+    assert_int_equal(t->src.fault_domain, SETTING_UNSET);
+    assert_int_equal(n_warned, 1);
+    if (!strstr(warned[0], "tenant 'job': \"fault_domain\" is not a fault domain's name") ||
+        !strstr(warned[0], "kept in no fault domain"))
+        fail_msg("for %s: '%s'", domain, warned[0]);
+    ledger_fini(&l);
+}
+
+static void test_bad_fault_domain(void **state)
+{
+    (void)state;
+    char long_name[200];
+    memset(long_name, 'a', sizeof long_name);
+    long_name[0] = '"';
+    long_name[sizeof long_name - 2] = '"';
+    long_name[sizeof long_name - 1] = 0;
+    bad_domain(long_name); /* 197 characters: beyond KAIROS_NAME_MAX */
+    memset(long_name + 1, 'b', KAIROS_NAME_MAX);
+    long_name[KAIROS_NAME_MAX + 1] = '"';
+    long_name[KAIROS_NAME_MAX + 2] = 0;
+    bad_domain(long_name); /* exactly 64: one too many */
+    bad_domain("7");
+    bad_domain("\"\"");
+    bad_domain("\"-x\"");
+    bad_domain("\"a/../b\"");
+    bad_domain("[\"infer\"]");
+    bad_domain("null");
+    /* a configured tenant's entry: its domain is the configuration's, the file's dropped */
+    struct ledger l;
+    char err[512], aside[512];
+    write_file("{\"version\": 1, \"tenants\": [{\"name\": \"cfg\", \"quota\": {\"0\": 7}, "
+               "\"fault_domain\": \"mine\"}]}");
+    ledger_init(&l, 1);
+    struct ledger_tenant *cfg;
+    assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
+    registry_set_fault_domain(cfg, "infer", SETTING_CONFIG);
+    n_warned = 0;
+    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 0);
+    assert_string_equal(cfg->fault_domain, "infer");
+    assert_int_equal(cfg->src.fault_domain, SETTING_CONFIG);
+    assert_int_equal(n_warned, 1);
+    assert_non_null(strstr(warned[0], "fault domain: those of the state file are dropped"));
+    ledger_fini(&l);
+}
+
 static void count_warning(void *ctx, const char *msg)
 {
     (void)msg;
@@ -440,6 +546,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compute_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_compute, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_domain_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_fault_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many_tenants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized_file, setup, teardown),
