@@ -558,6 +558,7 @@ int main(int argc, char **argv)
     }
     audit_set_linger(d.audit, d.linger);
     audit_set_heirs(d.audit, &d.heirs);
+    audit_set_mps(d.audit, d.mps_open ? &d.mps : NULL);
     if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
                              server_send_time_policy, d.server))) {
         log_error("cannot start the time-share scheduler: %s", strerror(-rc));

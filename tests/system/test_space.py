@@ -443,5 +443,65 @@ class Faults(unittest.TestCase):
         self.assertTrue(self.d.alive())
 
 
+# A member of tenant argv[2] that asks its route (kairosd starts its domain's daemon),
+# then waits for its stdin to close.
+ROUTED_MEMBER = r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+import kairos_proto as kp
+c = kp.Client(sys.argv[1])
+c.request(kp.HELLO, kp.hello_body(sys.argv[2], __import__("os").getpid(), None,
+                                  kp._C["KAIROS_HELLO_SPACE"]))
+t, _ = c.request(kp._C["KAIROS_MSG_ROUTE"], kp.body("route"))
+assert t == kp._C["KAIROS_MSG_ROUTED"], t
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+class AuditKill(unittest.TestCase):
+    """The audit kills a member of a fault domain (audit: { kill: true }, beyond its
+    quota on the GPU): its MPS client is ended first with terminate_client to its
+    domain's control daemon, naming the daemon's server and the member, so that the
+    kill cannot fault the domain's other clients."""
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1, fake="gpu 0 GPU-fake-0000 85899345920\n",
+                           extra=f"space:\n  mps_control: {os.path.abspath(STAND_IN)}\n"
+                                 "audit: { interval_ms: 100, kill: true }\n").start()
+        self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
+
+    def tearDown(self):
+        self.assertEqual(self.d.stop(), 0)
+        for entry in os.listdir(self.root) if os.path.isdir(self.root) else []:
+            Space.control_pid(self, entry, kill=True)
+
+    def test_terminate_client_before_the_kill(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        p = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train", here],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        control_log = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
+        def server_pid():
+            try:
+                with open(control_log) as f:
+                    return next((l.split()[-1] for l in f if "server pid" in l), None)
+            except FileNotFoundError:
+                return None
+        server = wait_for(server_pid, "the stand-in's server")
+        self.d.write_fake(f"gpu 0 GPU-fake-0000 85899345920\nproc 0 {p.pid} {4 << 30}\n")
+        self.assertEqual(p.wait(10), -signal.SIGKILL)
+        with open(control_log) as f:
+            self.assertIn(f"command: terminate_client {server} {p.pid}", f.read())
+        log = self.d.read_log()
+        self.assertIn(f"audit: pid {p.pid} of tenant train: its MPS client was ended first "
+                      "(terminate_client), so that the kill spares fault domain infer", log)
+        self.assertIn("killed (audit action kill)", log)
+        # the notice comes before the kill's line
+        self.assertLess(log.index("its MPS client was ended first"),
+                        log.index("killed (audit action kill)"))
+        p.stdin.close()
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])

@@ -18,6 +18,7 @@
 #include "daemon/base/mps_server.h"
 #include "daemon/base/procscan.h"
 #include "daemon/observe/audit_action.h"
+#include "daemon/space/mps_domains.h"
 
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
 #define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
@@ -68,6 +69,7 @@ struct audit {
     struct tenants *ts;
     const struct linger_set *linger; /* departed members whose charge lingers */
     struct heirs *heirs;             /* who holds members' files, or NULL */
+    struct mps_domains *mps;         /* space mode's MPS daemons, or NULL */
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
     const char *proc; /* "/proc" (tests: another root) */
@@ -95,6 +97,26 @@ struct audit {
     uint32_t *listed_on;    /* per opener of a->scan: bit g when the backend lists it on g */
     bool scan_ok;
 };
+
+/* A member of a fault domain that the audit is about to kill: its MPS client is ended
+ * first (terminate_client), so that the kill cannot fault the domain's other clients
+ * (a signal to a client with work in flight may: docs/space.md). */
+static void end_mps_client_first(struct audit *a, const struct procscan_proc *p,
+                                 const struct ledger_tenant *t, int gpu, bool killable)
+{
+    if (!a->mps || !t || !t->fault_domain[0] || !audit_would_kill(a->cfg, p, killable))
+        return;
+    char why[256];
+    if (mps_domains_terminate_client(a->mps, a->proc, t->fault_domain, p->uid, p->pid, why,
+                                     sizeof why))
+        audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client could not "
+                   "be ended first (%s); the kill may end the work of fault domain %s",
+                   p->pid, t->name, why, t->fault_domain);
+    else
+        audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client was ended "
+                   "first (terminate_client), so that the kill spares fault domain %s",
+                   p->pid, t->name, t->fault_domain);
+}
 
 static uint64_t monotonic_ms(void *ctx)
 {
@@ -335,6 +357,7 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
         snprintf(what, sizeof what, "of tenant %s uses %s on GPU %u, where the tenant is above "
                  "its quota of %s", t->name, tenants_size(mine[i]->used, x, sizeof x), gpu,
                  tenants_size(quota, y, sizeof y));
+        end_mps_client_first(a, &p, t, (int)gpu, p.exists);
         audit_act(a->cfg, &p, t->name, (int)gpu, what, p.exists); /* gone: its pid may be reused */
         left -= mine[i]->used;
     }
@@ -615,8 +638,10 @@ static void name_holders(struct audit *a, unsigned g)
         if (mps) /* reported, never killed: its clients' work would end with it */
             audit_warn(NULL, p->pid, (int)g, "audit: pid %u (%s) %s, uid %u; not killed (an "
                        "MPS server)", p->pid, p->comm, what, p->uid);
-        else
+        else {
+            end_mps_client_first(a, p, t, (int)g, true);
             audit_act(a->cfg, p, t ? t->name : NULL, (int)g, what, true);
+        }
     }
 }
 
@@ -695,6 +720,12 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     uint64_t expirations;
     (void)!read(fd, &expirations, sizeof expirations);
     audit_tick(ctx);
+}
+
+void audit_set_mps(struct audit *a, struct mps_domains *m)
+{
+    if (a)
+        a->mps = m;
 }
 
 void audit_set_heirs(struct audit *a, struct heirs *h)

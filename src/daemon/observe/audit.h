@@ -50,6 +50,10 @@ struct heirs;
  * (a forked child, a verified receiver) is no intruder while that member, live or
  * lingering, is charged for them. NULL: none. */
 void audit_set_heirs(struct audit *a, struct heirs *h);
+struct mps_domains;
+/* Space mode's MPS daemons (NULL: none): a member of a fault domain the audit kills
+ * has its MPS client ended by terminate_client first. */
+void audit_set_mps(struct audit *a, struct mps_domains *m);
 /* Re-reads cfg's interval (after a reload). */
 void audit_reconfigure(struct audit *a);
 /* Who must own an MPS server's binary and its folder (mps_server.h): root

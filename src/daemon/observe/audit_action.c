@@ -36,6 +36,27 @@ static bool is_exempt(const struct config *cfg, const struct procscan_proc *p)
     return false;
 }
 
+/* Why p is not killed (NULL: it is, by policy). */
+static const char *spared(const struct config *cfg, const struct procscan_proc *p, bool killable)
+{
+    if (!cfg->audit_kill)
+        return "not killed (audit action is report)";
+    if (!p->exists)
+        return "not killed (not in /proc)";
+    if (!killable)
+        return "not killed (no GPU memory of it is seen)";
+    if (p->pid <= 1 || p->pid == (uint32_t)getpid())
+        return "never killed (pid 1 or kairosd)";
+    if (is_exempt(cfg, p))
+        return "not killed: exempt (audit exempt)";
+    return NULL;
+}
+
+bool audit_would_kill(const struct config *cfg, const struct procscan_proc *p, bool killable)
+{
+    return spared(cfg, p, killable) == NULL;
+}
+
 /* Reports what pid did (about tenant, NULL: none, and gpu, < 0: none) and, by
  * policy, kills it. killable: the finding is GPU memory the process holds (an opener
  * seen holding none is only reported). */
@@ -47,21 +68,11 @@ void audit_act(const struct config *cfg, const struct procscan_proc *p, const ch
     char uid[24] = "uid ?";
     if (p->uid != UINT32_MAX)
         snprintf(uid, sizeof uid, "uid %u", p->uid);
-    const char *outcome = NULL;
-    if (!cfg->audit_kill)
-        outcome = "not killed (audit action is report)";
-    else if (!p->exists)
-        outcome = "not killed (not in /proc)";
-    else if (!killable)
-        outcome = "not killed (no GPU memory of it is seen)";
-    else if (p->pid <= 1 || p->pid == (uint32_t)getpid())
-        outcome = "never killed (pid 1 or kairosd)";
-    else if (is_exempt(cfg, p))
-        outcome = "not killed: exempt (audit exempt)";
-    else if (kill((pid_t)p->pid, SIGKILL))
+    const char *outcome = spared(cfg, p, killable);
+    if (!outcome && kill((pid_t)p->pid, SIGKILL))
         audit_error(tenant, p->pid, gpu, "audit: %s %s, %s; kill failed: %s", who, what, uid,
                     strerror(errno));
-    else
+    else if (!outcome)
         outcome = "killed (audit action kill)";
     if (outcome)
         audit_warn(tenant, p->pid, gpu, "audit: %s %s, %s; %s", who, what, uid, outcome);

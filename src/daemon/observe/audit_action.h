@@ -24,5 +24,7 @@
  * opener seen holding none is only reported). */
 void audit_act(const struct config *cfg, const struct procscan_proc *p, const char *tenant,
                int gpu, const char *what, bool killable);
+/* Whether audit_act would kill p (the policy, its exemptions, pid 1 and kairosd). */
+bool audit_would_kill(const struct config *cfg, const struct procscan_proc *p, bool killable);
 
 #endif /* KAIROS_DAEMON_AUDIT_ACTION_H */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -324,6 +325,98 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
                  "(pid %d) is asked to quit once its clients end", d->domain, (int)d->pid);
         send_quit(m, d);
     }
+}
+
+/* ---- terminate_client: one client's contexts ended, its server and neighbours spared -- */
+
+/* The MPS server daemon d started: its child (0: none found under proc). */
+static uint32_t server_of(const struct mps_daemon *d, const char *proc)
+{
+    DIR *dir = opendir(proc);
+    uint32_t found = 0;
+    for (struct dirent *e = dir ? readdir(dir) : NULL; e && !found; e = readdir(dir)) {
+        uint32_t ppid;
+        uint64_t start;
+        if (!proc_stat_is_pid(e->d_name))
+            continue;
+        uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
+        if (!proc_stat_read(proc, pid, &ppid, &start) && d->pid > 0 && ppid == (uint32_t)d->pid)
+            found = pid;
+    }
+    if (dir)
+        closedir(dir);
+    return found;
+}
+
+/* Runs d's control client (as d's uid) with command on its stdin; waits up to
+ * timeout_ms for it. 0 when it exited 0 in time. */
+static int run_command(const struct mps_domains *m, const struct mps_daemon *d,
+                       const char *command, int timeout_ms)
+{
+    char control[PATH_MAX], pipe[MPS_DIR_MAX + 16];
+    int in[2];
+    if (resolve_control(m->cfg, control, sizeof control) || pipe2(in, O_CLOEXEC))
+        return -ENOENT;
+    sub(d, "pipe", pipe, sizeof pipe);
+    pid_t pid = fork();
+    if (pid == 0) {
+        become(d->uid);
+        dup2(in[0], 0);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        syscall(SYS_close_range, 3, ~0u, 0);
+        setenv("CUDA_MPS_PIPE_DIRECTORY", pipe, 1);
+        char *argv[] = {"nvidia-cuda-mps-control", NULL};
+        execv(control, argv);
+        _exit(127);
+    }
+    close(in[0]);
+    if (pid < 0) {
+        close(in[1]);
+        return -errno;
+    }
+    (void)!write(in[1], command, strlen(command));
+    close(in[1]);
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    bool done = pidfd >= 0 && poll(&p, 1, timeout_ms) == 1;
+    if (!done)
+        kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (pidfd >= 0)
+        close(pidfd);
+    return done && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ETIMEDOUT;
+}
+
+int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const char *domain,
+                                 uint32_t uid, uint32_t client, char *why, size_t why_len)
+{
+    const struct mps_daemon *d = mps_domains_find(m, domain, uid);
+    if (!d)
+        d = mps_domains_find(m, domain, MPS_SHARED_UID);
+    if (!d || d->pid <= 0) {
+        snprintf(why, why_len, "no MPS control daemon of fault domain %s runs for uid %u",
+                 domain, uid);
+        return -ENOENT;
+    }
+    uint32_t server = server_of(d, proc);
+    if (!server) {
+        snprintf(why, why_len, "the MPS control daemon of fault domain %s (pid %d) runs no "
+                 "server", domain, (int)d->pid);
+        return -ESRCH;
+    }
+    char command[64];
+    snprintf(command, sizeof command, "terminate_client %u %u\n", server, client);
+    int rc = run_command(m, d, command, MPS_TERMINATE_WAIT_MS);
+    if (rc)
+        snprintf(why, why_len, "terminate_client %u %u to the MPS control daemon of fault "
+                 "domain %s did not answer within %d ms", server, client, domain,
+                 MPS_TERMINATE_WAIT_MS);
+    return rc;
 }
 
 /* ---- open: adopting what a previous kairosd left running ------------------------------ */

@@ -86,4 +86,13 @@ const struct mps_daemon *mps_domains_find(const struct mps_domains *m, const cha
 bool mps_domains_server_domain(const struct mps_domains *m, const char *proc, uint32_t pid,
                                char *domain, size_t cap);
 
+/* Ends MPS client pid's contexts through its domain's control daemon (for uid, else the
+ * domain's multi-user one): `terminate_client SERVER PID`, SERVER the daemon's child
+ * under proc, as MPS documents for ending one client without harming the server or
+ * its other clients (a signal to a client with work in flight may fault them all).
+ * Waits up to MPS_TERMINATE_WAIT_MS for the control client. 0, or -errno with why. */
+#define MPS_TERMINATE_WAIT_MS 2000
+int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const char *domain,
+                                 uint32_t uid, uint32_t client, char *why, size_t why_len);
+
 #endif /* KAIROS_DAEMON_MPS_DOMAINS_H */
