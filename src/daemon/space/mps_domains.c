@@ -278,6 +278,24 @@ int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, c
 
 /* ---- retire: the daemon's own quit, sent by its client program ---------------------- */
 
+/* The child: d's control client, as d's uid, reading its commands from in_fd. */
+static _Noreturn void exec_client(const struct mps_daemon *d, const char *control,
+                                  const char *pipe, int in_fd)
+{
+    become(d->uid);
+    dup2(in_fd, 0);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    syscall(SYS_close_range, 3, ~0u, 0);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", pipe, 1);
+    char *argv[] = {"nvidia-cuda-mps-control", NULL};
+    execv(control, argv);
+    _exit(127);
+}
+
 static void send_quit(const struct mps_domains *m, const struct mps_daemon *d)
 {
     char control[PATH_MAX], pipe[MPS_DIR_MAX + 16];
@@ -291,18 +309,7 @@ static void send_quit(const struct mps_domains *m, const struct mps_daemon *d)
     if (pid == 0) { /* a grandchild does it, so that nothing waits for it */
         if (fork() != 0)
             _exit(0);
-        become(d->uid);
-        dup2(in[0], 0);
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        syscall(SYS_close_range, 3, ~0u, 0);
-        setenv("CUDA_MPS_PIPE_DIRECTORY", pipe, 1);
-        char *argv[] = {"nvidia-cuda-mps-control", NULL};
-        execv(control, argv);
-        _exit(127);
+        exec_client(d, control, pipe, in[0]);
     }
     close(in[0]);
     if (pid > 0) {
@@ -359,20 +366,8 @@ static int run_command(const struct mps_domains *m, const struct mps_daemon *d,
         return -ENOENT;
     sub(d, "pipe", pipe, sizeof pipe);
     pid_t pid = fork();
-    if (pid == 0) {
-        become(d->uid);
-        dup2(in[0], 0);
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        syscall(SYS_close_range, 3, ~0u, 0);
-        setenv("CUDA_MPS_PIPE_DIRECTORY", pipe, 1);
-        char *argv[] = {"nvidia-cuda-mps-control", NULL};
-        execv(control, argv);
-        _exit(127);
-    }
+    if (pid == 0)
+        exec_client(d, control, pipe, in[0]);
     close(in[0]);
     if (pid < 0) {
         close(in[1]);
