@@ -31,6 +31,7 @@
 #include "daemon/memory/handovers.h"
 #include "daemon/memory/heirs.h"
 #include "daemon/space/fault_watch.h"
+#include "daemon/space/mps_clients.h"
 #include "daemon/space/faults.h"
 #include "daemon/space/mps_domains.h"
 #include "daemon/memory/imports.h"
@@ -84,6 +85,7 @@ struct daemon {
     bool mps_open;
     struct faults faults;   /* GPU faults per tenant (faults.h) */
     struct fault_watch *fault_watch; /* the kernel log's Xid reports, or NULL */
+    struct mps_clients *mps_clients; /* the MPS servers' clients checked, or NULL */
     struct timeshare *timeshare;
     struct chargeback *chargeback;
     struct service *service;
@@ -308,6 +310,12 @@ static void open_domains(struct daemon *d)
     }
     d->mps_open = true;
     server_set_mps(d->server, &d->mps);
+    struct mps_clients_deps deps = {.loop = d->loop, .mps = &d->mps, .ledger = &d->ts.ledger,
+                                    .proc = "/proc",
+                                    .interval_ms = d->cfg.space.client_check_ms};
+    int rc = mps_clients_open(&d->mps_clients, &deps);
+    if (rc)
+        log_warn("space: the MPS servers' clients will not be checked: %s", strerror(-rc));
 }
 
 /* The driver's fault reports from the kernel log; without them faults are not
@@ -598,6 +606,7 @@ out:
     fault_watch_close(d.fault_watch);
     server_fini(d.server);
     faults_fini(&d.faults);
+    mps_clients_close(d.mps_clients);
     if (d.mps_open)
         mps_domains_close(&d.mps); /* the daemons run on: their clients keep working */
     imports_fini(&d.imports);

@@ -503,5 +503,53 @@ class AuditKill(unittest.TestCase):
         p.stdin.close()
 
 
+
+class Strangers(unittest.TestCase):
+    """A client of a domain's MPS server that is no member of the domain (it reached the
+    server around the shim's routing) is reported, once; the domain's members are not."""
+
+    def setUp(self):
+        self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
+                           extra=f"space:\n  mps_control: {os.path.abspath(STAND_IN)}\n"
+                                 "  client_check_ms: 100\n").start()
+        self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.assertEqual(self.d.stop(), 0)
+        for entry in os.listdir(self.root) if os.path.isdir(self.root) else []:
+            Space.control_pid(self, entry, kill=True)
+
+    def test_a_stranger_among_the_clients_is_reported_once(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        member = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train",
+                                   here], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        self.procs.append(member)
+        self.assertEqual(member.stdout.readline().strip(), "ready")
+        plain = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "plain",
+                                  here], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)  # a member, of another tenant and no domain
+        self.procs.append(plain)
+        self.assertEqual(plain.stdout.readline().strip(), "ready")
+        stranger = subprocess.Popen(["sleep", "60"])
+        self.procs.append(stranger)
+        pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
+        with open(os.path.join(pipe, "clients"), "w") as f:
+            f.write(f"{member.pid}\n{plain.pid}\n{stranger.pid}\nnot-a-pid\n")
+        wait_for(lambda: f"pid {stranger.pid} (sleep) is a client of the MPS server of fault "
+                 "domain infer but no member of the domain" in self.d.read_log(),
+                 "kairosd to report the stranger")
+        harness.pass_time(0.5, "a few more checks (client_check_ms 100): reported once only")
+        log = self.d.read_log()
+        self.assertEqual(log.count(f"pid {stranger.pid} (sleep) is a client"), 1)
+        reports = [l for l in log.splitlines() if "is a client of the MPS server" in l]
+        self.assertTrue(any(f"pid {plain.pid} (" in l for l in reports))  # no domain's
+        self.assertFalse(any(f"pid {member.pid} (" in l for l in reports))  # the domain's
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])

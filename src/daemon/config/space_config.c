@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/tenant_name.h"
@@ -16,6 +17,7 @@ void space_config_defaults(struct space_config *s)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->mps_control, sizeof s->mps_control, "%s", SPACE_DEFAULT_MPS_CONTROL);
+    s->client_check_ms = SPACE_DEFAULT_CLIENT_CHECK_MS;
 }
 
 static int parse_mps_control(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
@@ -76,6 +78,19 @@ static int parse_domains(struct ydoc *p, const yaml_node_t *n, struct space_conf
     return 0;
 }
 
+/* client_check_ms: N (0: never; else at least SPACE_MIN_CLIENT_CHECK_MS). */
+static int parse_client_check(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
+{
+    char *end = NULL;
+    unsigned long ms = v->type == YAML_SCALAR_NODE ? strtoul(text(v), &end, 10) : 0;
+    if (!end || end == text(v) || *end || text(v)[0] == '-' || ms > 3600000 ||
+        (ms && ms < SPACE_MIN_CLIENT_CHECK_MS))
+        return ydoc_fail(p, v, "client_check_ms: expected 0 (never) or milliseconds from %d "
+                         "to 3600000", SPACE_MIN_CLIENT_CHECK_MS);
+    s->client_check_ms = (unsigned)ms;
+    return 0;
+}
+
 int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config *s)
 {
     if (n->type != YAML_MAPPING_NODE)
@@ -90,8 +105,11 @@ int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config
             rc = parse_mps_control(p, v, s);
         else if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "domains"))
             rc = parse_domains(p, v, s);
+        else if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "client_check_ms"))
+            rc = parse_client_check(p, v, s);
         else
-            rc = ydoc_fail(p, k, "unknown key in space (expected mps_control or domains)");
+            rc = ydoc_fail(p, k, "unknown key in space (expected mps_control, domains or "
+                           "client_check_ms)");
         if (rc)
             return rc;
     }

@@ -4,6 +4,7 @@
  *     mps_control: /usr/bin/nvidia-cuda-mps-control   # default: found on kairosd's PATH
  *     domains:
  *       inference-a: { shared_uids: true }            # one multi-user server (-M)
+ *     client_check_ms: 5000   # how often the servers' clients are checked (mps_clients.h)
  *
  * A tenant joins a fault domain with fault_domain: NAME (config.c); a domain no
  * tenant names is allowed (it is started for nobody), and one that is named but not
@@ -23,6 +24,8 @@
 
 #define SPACE_DEFAULT_MPS_CONTROL "nvidia-cuda-mps-control"
 #define SPACE_MAX_DOMAINS 64
+#define SPACE_DEFAULT_CLIENT_CHECK_MS 5000
+#define SPACE_MIN_CLIENT_CHECK_MS 100
 
 struct space_domain_config {
     char name[KAIROS_NAME_MAX];
@@ -33,6 +36,7 @@ struct space_config {
     char mps_control[PATH_MAX]; /* absolute, or a name looked up on kairosd's PATH */
     struct space_domain_config domains[SPACE_MAX_DOMAINS];
     size_t n_domains;
+    unsigned client_check_ms; /* 0: never */
 };
 
 void space_config_defaults(struct space_config *s);

@@ -278,15 +278,16 @@ int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, c
 
 /* ---- retire: the daemon's own quit, sent by its client program ---------------------- */
 
-/* The child: d's control client, as d's uid, reading its commands from in_fd. */
+/* The child: d's control client, as d's uid, reading its commands from in_fd, its
+ * answers to out_fd (-1: none kept). */
 static _Noreturn void exec_client(const struct mps_daemon *d, const char *control,
-                                  const char *pipe, int in_fd)
+                                  const char *pipe, int in_fd, int out_fd)
 {
     become(d->uid);
     dup2(in_fd, 0);
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
-        dup2(null, 1);
+        dup2(out_fd >= 0 ? out_fd : null, 1);
         dup2(null, 2);
     }
     syscall(SYS_close_range, 3, ~0u, 0);
@@ -309,7 +310,7 @@ static void send_quit(const struct mps_domains *m, const struct mps_daemon *d)
     if (pid == 0) { /* a grandchild does it, so that nothing waits for it */
         if (fork() != 0)
             _exit(0);
-        exec_client(d, control, pipe, in[0]);
+        exec_client(d, control, pipe, in[0], -1);
     }
     close(in[0]);
     if (pid > 0) {
@@ -336,8 +337,7 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
 
 /* ---- terminate_client: one client's contexts ended, its server and neighbours spared -- */
 
-/* The MPS server daemon d started: its child (0: none found under proc). */
-static uint32_t server_of(const struct mps_daemon *d, const char *proc)
+uint32_t mps_domains_server(const struct mps_daemon *d, const char *proc)
 {
     DIR *dir = opendir(proc);
     uint32_t found = 0;
@@ -367,7 +367,7 @@ static int run_command(const struct mps_domains *m, const struct mps_daemon *d,
     sub(d, "pipe", pipe, sizeof pipe);
     pid_t pid = fork();
     if (pid == 0)
-        exec_client(d, control, pipe, in[0]);
+        exec_client(d, control, pipe, in[0], -1);
     close(in[0]);
     if (pid < 0) {
         close(in[1]);
@@ -387,6 +387,39 @@ static int run_command(const struct mps_domains *m, const struct mps_daemon *d,
     return done && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ETIMEDOUT;
 }
 
+pid_t mps_domains_ask(const struct mps_domains *m, const struct mps_daemon *d,
+                      const char *command, int *answer_fd)
+{
+    char control[PATH_MAX], pipe[MPS_DIR_MAX + 16];
+    int in[2], out[2];
+    if (resolve_control(m->cfg, control, sizeof control))
+        return -ENOENT;
+    if (pipe2(in, O_CLOEXEC))
+        return -errno;
+    if (pipe2(out, O_CLOEXEC | O_NONBLOCK)) {
+        int rc = -errno;
+        close(in[0]);
+        close(in[1]);
+        return rc;
+    }
+    sub(d, "pipe", pipe, sizeof pipe);
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_client(d, control, pipe, in[0], out[1]);
+    int rc = pid < 0 ? -errno : 0;
+    close(in[0]);
+    close(out[1]);
+    if (!rc)
+        (void)!write(in[1], command, strlen(command)); /* a pipe holds far more */
+    close(in[1]);
+    if (rc) {
+        close(out[0]);
+        return rc;
+    }
+    *answer_fd = out[0];
+    return pid;
+}
+
 int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const char *domain,
                                  uint32_t uid, uint32_t client, char *why, size_t why_len)
 {
@@ -398,7 +431,7 @@ int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const 
                  domain, uid);
         return -ENOENT;
     }
-    uint32_t server = server_of(d, proc);
+    uint32_t server = mps_domains_server(d, proc);
     if (!server) {
         snprintf(why, why_len, "the MPS control daemon of fault domain %s (pid %d) runs no "
                  "server", domain, (int)d->pid);

@@ -86,6 +86,16 @@ const struct mps_daemon *mps_domains_find(const struct mps_domains *m, const cha
 bool mps_domains_server_domain(const struct mps_domains *m, const char *proc, uint32_t pid,
                                char *domain, size_t cap);
 
+/* The MPS server daemon d started (its child under proc, "/proc" or a test's copy);
+ * 0 when it runs none. */
+uint32_t mps_domains_server(const struct mps_daemon *d, const char *proc);
+
+/* Starts d's control client (as d's uid) with command on its stdin; its answer comes on
+ * *answer_fd (nonblocking; ends when the client exits). The client's pid (the caller
+ * reaps it), or -errno. */
+pid_t mps_domains_ask(const struct mps_domains *m, const struct mps_daemon *d,
+                      const char *command, int *answer_fd);
+
 /* Ends MPS client pid's contexts through its domain's control daemon (for uid, else the
  * domain's multi-user one): `terminate_client SERVER PID`, SERVER the daemon's child
  * under proc, as MPS documents for ending one client without harming the server or

@@ -53,6 +53,7 @@ static void test_space(void **state)
     assert_int_equal(config_parse("e.yaml", "", 0, &c, err, sizeof err), 0);
     assert_string_equal(c.space.mps_control, "nvidia-cuda-mps-control");
     assert_string_equal(c.kernel_log, "/dev/kmsg"); /* the Xid reports, by default */
+    assert_int_equal(c.space.client_check_ms, 5000);
     config_free(&c);
     assert_int_equal(config_parse("n.yaml", "kernel_log: none\n", 17, &c, err, sizeof err), 0);
     assert_string_equal(c.kernel_log, "");
@@ -69,6 +70,9 @@ static void test_space(void **state)
         {"space: { domains: { a: { shared: true } } }\n", "expected shared_uids"},
         {"space: { domains: { a: { shared_uids: maybe } } }\n", "shared_uids: expected true"},
         {"space: { pipes: /tmp }\n", "unknown key in space"},
+        {"space: { client_check_ms: 50 }\n", "client_check_ms: expected 0 (never)"},
+        {"space: { client_check_ms: -1 }\n", "client_check_ms: expected 0 (never)"},
+        {"space: { client_check_ms: 5s }\n", "client_check_ms: expected 0 (never)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(config_parse("b.yaml", bad[i][0], strlen(bad[i][0]), &c, err,

@@ -1,0 +1,221 @@
+/* mps_clients.c - the MPS servers' clients against the fault domains' members (see
+ * mps_clients.h). */
+#include "daemon/space/mps_clients.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/base/log.h"
+#include "daemon/base/loop.h"
+#include "daemon/memory/ledger.h"
+#include "daemon/space/mps_domains.h"
+
+/* One question in flight to a daemon. */
+struct question {
+    struct mps_clients *owner;
+    char domain[KAIROS_NAME_MAX];
+    uint32_t uid;
+    pid_t client;              /* the control client; 0: none in flight */
+    int fd;
+    struct loop_watch *watch;
+    char answer[MPS_CLIENTS_ANSWER_MAX];
+    size_t len;
+};
+
+struct mps_clients {
+    struct mps_clients_deps deps;
+    struct loop_watch *timer;
+    struct question q[MPS_DOMAINS_MAX];
+    uint32_t reported[MPS_CLIENTS_REPORTED_MAX];
+    size_t next_reported;
+};
+
+static bool is_member_of(const struct ledger *l, uint32_t pid, const char *domain)
+{
+    for (const struct ledger_member *m = l->members; m; m = m->next)
+        if (m->pid == pid)
+            return !strcmp(m->tenant->fault_domain, domain);
+    return false;
+}
+
+size_t mps_clients_strangers(const struct ledger *l, const char *domain, const char *answer,
+                             uint32_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = answer; *p;) {
+        char *end = (char *)p;
+        unsigned long pid = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 0;
+        bool whole = end != p && (*end == '\n' || *end == 0) && pid > 0 && pid <= UINT32_MAX;
+        if (whole && !is_member_of(l, (uint32_t)pid, domain)) {
+            if (n < cap)
+                out[n] = (uint32_t)pid;
+            n++;
+        }
+        p = end + strcspn(end, "\n");
+        if (*p)
+            p++;
+    }
+    return n;
+}
+
+/* Whether pid was reported already (else it is remembered as reported now). */
+static bool reported_before(struct mps_clients *c, uint32_t pid)
+{
+    for (size_t i = 0; i < MPS_CLIENTS_REPORTED_MAX; i++)
+        if (c->reported[i] == pid)
+            return true;
+    c->reported[c->next_reported++ % MPS_CLIENTS_REPORTED_MAX] = pid;
+    return false;
+}
+
+static void report(struct mps_clients *c, const struct question *q)
+{
+    uint32_t strangers[64];
+    size_t n = mps_clients_strangers(c->deps.ledger, q->domain, q->answer, strangers, 64);
+    for (size_t i = 0; i < n && i < 64; i++) {
+        if (reported_before(c, strangers[i]))
+            continue;
+        char path[64], comm[32] = "?";
+        snprintf(path, sizeof path, "%s/%u/comm", c->deps.proc, strangers[i]);
+        FILE *f = fopen(path, "re");
+        if (f && fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = 0;
+        if (f)
+            fclose(f);
+        log_warn("space: pid %u (%s) is a client of the MPS server of fault domain %s but no "
+                 "member of the domain: it reached the server around kairosd's routing "
+                 "(docs/security.md); it shares that domain's fate", strangers[i], comm,
+                 q->domain);
+    }
+}
+
+/* Ends q's question: the watch, the descriptor, the control client (killed when it
+ * has not exited: a question outlived its time). */
+static void end_question(struct mps_clients *c, struct question *q, bool answered)
+{
+    if (q->watch)
+        loop_del(c->deps.loop, q->watch);
+    q->watch = NULL;
+    if (q->fd >= 0)
+        close(q->fd);
+    q->fd = -1;
+    if (!answered)
+        kill(q->client, SIGKILL);
+    waitpid(q->client, NULL, 0);
+    q->client = 0;
+}
+
+static void on_answer(void *ctx, int fd, uint32_t events)
+{
+    (void)events;
+    struct question *q = ctx;
+    for (;;) {
+        size_t room = sizeof q->answer - 1 - q->len;
+        ssize_t n = room ? read(fd, q->answer + q->len, room) : 0;
+        if (n > 0) {
+            q->len += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return; /* more to come */
+        break;      /* the end (or a full buffer, or an error): what came is the answer */
+    }
+    q->answer[q->len] = 0;
+    bool whole = q->len < sizeof q->answer - 1;
+    end_question(q->owner, q, whole);
+    report(q->owner, q);
+}
+
+static struct question *question_for(struct mps_clients *c, const struct mps_daemon *d)
+{
+    struct question *free_q = NULL;
+    for (size_t i = 0; i < MPS_DOMAINS_MAX; i++) {
+        struct question *q = &c->q[i];
+        if (q->domain[0] && q->uid == d->uid && !strcmp(q->domain, d->domain))
+            return q;
+        if (!q->domain[0] && !free_q)
+            free_q = q;
+    }
+    if (free_q) {
+        snprintf(free_q->domain, sizeof free_q->domain, "%s", d->domain);
+        free_q->uid = d->uid;
+    }
+    return free_q;
+}
+
+static void ask(struct mps_clients *c, const struct mps_daemon *d)
+{
+    struct question *q = question_for(c, d);
+    if (!q)
+        return;
+    if (q->client)
+        end_question(c, q, false); /* no answer since the last check: given up */
+    uint32_t server = mps_domains_server(d, c->deps.proc);
+    if (!server)
+        return; /* no client yet: the server starts with the first */
+    char command[48];
+    snprintf(command, sizeof command, "get_client_list %u\n", server);
+    int fd = -1;
+    pid_t pid = mps_domains_ask(c->deps.mps, d, command, &fd);
+    if (pid < 0)
+        return;
+    q->owner = c;
+    q->client = pid;
+    q->fd = fd;
+    q->len = 0;
+    q->watch = loop_add(c->deps.loop, fd, EPOLLIN, on_answer, q);
+    if (!q->watch)
+        end_question(c, q, false);
+}
+
+static void on_tick(void *ctx, int fd, uint32_t events)
+{
+    (void)events;
+    struct mps_clients *c = ctx;
+    uint64_t expirations;
+    (void)!read(fd, &expirations, sizeof expirations);
+    const struct mps_domains *m = c->deps.mps;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i]->pid > 0)
+            ask(c, m->v[i]);
+}
+
+int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *deps)
+{
+    *out = NULL;
+    if (!deps->interval_ms)
+        return 0;
+    struct mps_clients *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->deps = *deps;
+    for (size_t i = 0; i < MPS_DOMAINS_MAX; i++)
+        c->q[i].fd = -1;
+    c->timer = loop_add_timer(deps->loop, (uint64_t)deps->interval_ms * 1000, on_tick, c);
+    if (!c->timer) {
+        int rc = -errno;
+        free(c);
+        return rc ? rc : -ENOMEM;
+    }
+    *out = c;
+    return 0;
+}
+
+void mps_clients_close(struct mps_clients *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < MPS_DOMAINS_MAX; i++)
+        if (c->q[i].client)
+            end_question(c, &c->q[i], false);
+    loop_del_close(c->deps.loop, c->timer);
+    free(c);
+}

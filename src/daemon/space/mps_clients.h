@@ -1,0 +1,47 @@
+/* mps_clients.h - who the MPS servers of kairosd's fault domains serve, checked against
+ * the domains' members. A client that is no member of the server's domain reached it
+ * around kairosd's routing (a getenv of its own preloaded before the shim's, or a
+ * libcuda that reads its environment another way): user space cannot stop that, since
+ * the pipe folder is the uid's, so kairosd reports each such client, once
+ * (docs/security.md).
+ *
+ * Every space: client_check_ms (default 5 s), each running daemon is asked
+ * `get_client_list SERVER` for the server it started, asynchronously, one question in
+ * flight per daemon, the answer bounded (MPS_CLIENTS_ANSWER_MAX) and given until the
+ * next check to come.
+ *
+ * Thread rules: the loop thread only.
+ */
+#ifndef KAIROS_DAEMON_MPS_CLIENTS_H
+#define KAIROS_DAEMON_MPS_CLIENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPS_CLIENTS_ANSWER_MAX 16384
+#define MPS_CLIENTS_REPORTED_MAX 256 /* the strangers remembered as reported */
+
+struct loop;
+struct ledger;
+struct mps_domains;
+struct mps_clients;
+
+struct mps_clients_deps {
+    struct loop *loop;
+    struct mps_domains *mps;
+    const struct ledger *ledger;
+    const char *proc;          /* "/proc", or a test's copy */
+    unsigned interval_ms;      /* 0: no check */
+};
+
+/* The pids of answer (get_client_list's, one per line) that are no member of a tenant
+ * of domain, into out (at most cap); returns how many there are. Anything in answer
+ * that is not a pid is skipped. */
+size_t mps_clients_strangers(const struct ledger *l, const char *domain, const char *answer,
+                             uint32_t *out, size_t cap);
+
+/* Starts the checks (none when interval_ms is 0: *out NULL). 0, or -errno. */
+int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *deps);
+void mps_clients_close(struct mps_clients *c);
+
+#endif /* KAIROS_DAEMON_MPS_CLIENTS_H */
