@@ -64,7 +64,7 @@ static int drain_kmsg(struct kernel_log *k, void (*line)(void *, const char *), 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return errno == EAGAIN ? 0 : -errno;
+            return errno == EAGAIN ? 0 : -errno; /* EINVAL: a record beyond the buffer */
         if (n == 0)
             return 0;
         k->buf[n] = 0;

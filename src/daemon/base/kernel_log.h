@@ -12,7 +12,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define KERNEL_LOG_LINE_MAX 1024 /* longer lines are cut */
+/* A /dev/kmsg read must hold a whole record with its dictionary (the kernel's
+ * CONSOLE_EXT_LOG_MAX), or it fails with EINVAL and the record stays unread; plain
+ * lines longer than this are cut. */
+#define KERNEL_LOG_LINE_MAX 8192
 
 struct kernel_log {
     int fd;

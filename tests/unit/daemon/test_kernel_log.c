@@ -61,7 +61,7 @@ static void test_a_fifo_of_lines(void **state)
     assert_false(k.kmsg);
     int w = open(path, O_WRONLY | O_CLOEXEC);
     assert_true(w >= 0);
-    struct seen s = {0};
+    static struct seen s;
     assert_int_equal(write(w, "one\ntw", 6), 6);
     assert_int_equal(kernel_log_drain(&k, collect, &s), 0);
     assert_int_equal(s.n, 1);
