@@ -1,6 +1,7 @@
 /* fuzz_proto.c - libFuzzer target: any bytes a peer may send to kairosd go through
  * proto_check without a crash, and whatever it accepts has an exact size (or
- * TENANT_SET's earlier ones, or none for PS), for PS known flags only, a
+ * TENANT_SET's earlier ones, or none for PS), for PS known flags only (the faults
+ * only with the holds), a
  * terminated, valid name (or, for a HELLO that asks kairosd to place it, none),
  * valid compute policies and a fault domain that is none or a valid name (none in a
  * TENANT_SET of before), for FORKED and INHERITED a pid, one flag and exactly n_fds
@@ -32,7 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
           (body == KAIROS_TENANT_SET_SIZE_V0 || body == KAIROS_TENANT_SET_SIZE_V1)) &&
         !(r.type == KAIROS_MSG_PS && body == 0))
         abort();
-    if (r.type == KAIROS_MSG_PS && ((r.body.ps.flags & ~KAIROS_PS_HOLDS) || r.body.ps.pad))
+    if (r.type == KAIROS_MSG_PS &&
+        ((r.body.ps.flags & ~(KAIROS_PS_HOLDS | KAIROS_PS_FAULTS)) || r.body.ps.pad ||
+         ((r.body.ps.flags & KAIROS_PS_FAULTS) && !(r.body.ps.flags & KAIROS_PS_HOLDS))))
         abort();
     if (r.type == KAIROS_MSG_HELLO) {
         const struct kairos_hello *h = &r.body.hello;
