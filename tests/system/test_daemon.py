@@ -583,7 +583,9 @@ class AuditKill(DaemonCase):
         try:
             self.d.write_fake(FAKE_GPUS + f"proc 0 {victim.pid} 1073741824\n")
             self.assertEqual(victim.wait(timeout=5), -signal.SIGKILL)
-            self.assertIn("killed (audit action kill)", self.d.read_log())
+            # kairosd logs the kill just after it: the victim may be reaped first
+            self.assertTrue(wait_for(lambda: "killed (audit action kill)" in self.d.read_log(),
+                                     timeout=5), self.d.read_log())
         finally:
             if victim.poll() is None:
                 victim.kill()
