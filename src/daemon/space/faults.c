@@ -77,16 +77,6 @@ static void count(struct faults *f, const struct ledger *l, const struct ledger_
     r->last_caused = caused;
 }
 
-static const struct ledger_member *member_of(const struct ledger *l, uint32_t pid)
-{
-    if (!pid)
-        return NULL;
-    for (const struct ledger_member *m = l->members; m; m = m->next)
-        if (m->pid == pid)
-            return m;
-    return NULL;
-}
-
 /* Whether the same domain had an event on this GPU within FAULTS_SAME_EVENT_MS; this
  * one is remembered either way. */
 static bool same_event(struct faults *f, const char *domain, uint32_t gpu, uint64_t now_ms)
@@ -162,7 +152,7 @@ void faults_on_xid(struct faults *f, const struct ledger *l, const struct mps_do
     f->total++;
     char where[96], losers[512] = "", domain[KAIROS_NAME_MAX] = "";
     gpu_text(x, c->gpu, where, sizeof where);
-    const struct ledger_member *culprit = member_of(l, x->pid);
+    const struct ledger_member *culprit = x->pid ? ledger_find_pid(l, x->pid) : NULL;
     bool server = !culprit && x->pid && m &&
                   mps_domains_server_domain(m, c->proc, x->pid, domain, sizeof domain);
     if (culprit)

@@ -38,10 +38,8 @@ struct mps_clients {
 
 static bool is_member_of(const struct ledger *l, uint32_t pid, const char *domain)
 {
-    for (const struct ledger_member *m = l->members; m; m = m->next)
-        if (m->pid == pid)
-            return !strcmp(m->tenant->fault_domain, domain);
-    return false;
+    const struct ledger_member *m = ledger_find_pid(l, pid);
+    return m && !strcmp(m->tenant->fault_domain, domain);
 }
 
 size_t mps_clients_strangers(const struct ledger *l, const char *domain, const char *answer,
