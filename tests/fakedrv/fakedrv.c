@@ -117,6 +117,7 @@ static atomic_ulong n_ioctls;
 static void (*_Atomic reply_hook)(void *ctx);
 static void *_Atomic reply_hook_ctx;
 static atomic_ulong n_fetched;
+static atomic_ulong n_engine_passes;
 #define FK_CTL_LOG_MAX 4096
 static struct fakedrv_ctl_rec ctl_log[FK_CTL_LOG_MAX];
 static size_t n_ctl_log;
@@ -1649,6 +1650,7 @@ static void *engine_main(void *unused)
         pthread_mutex_lock(&mu);
         fetch_locked();
         pthread_mutex_unlock(&mu);
+        atomic_fetch_add(&n_engine_passes, 1);
     }
     return NULL;
 }
@@ -1671,6 +1673,11 @@ static void start_engine_locked(void)
 uint64_t fakedrv_fetches(void)
 {
     return atomic_load(&n_fetched);
+}
+
+uint64_t fakedrv_engine_passes(void)
+{
+    return atomic_load(&n_engine_passes);
 }
 
 void *fakedrv_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -142,6 +142,7 @@ uint32_t fakedrv_live_objects(void);
 uint32_t fakedrv_live_clients(void);
 uint64_t fakedrv_ioctls(void); /* ioctls served on fake descriptors */
 uint64_t fakedrv_fetches(void); /* channel fetches the engine made (GPGet moved) */
+uint64_t fakedrv_engine_passes(void); /* passes the engine finished over all channels */
 /* UVM: bytes of the live managed ranges, each rounded up to 2 MiB (what UVM may
  * make resident on the GPU as it touches them), and how many there are. */
 uint64_t fakedrv_managed_bytes(void);
