@@ -56,8 +56,11 @@ class App:
 
     def line(self, prefix):
         line = self.p.stdout.readline()
+        if not line:  # its output ended: it is exiting; say how, with what it wrote
+            self.p.wait(timeout=30)
         self.case.assertTrue(line.startswith(prefix),
-                             (line, self.p.stderr.read() if self.p.poll() is not None else ""))
+                             (line, self.p.returncode if self.p.poll() is not None else "running",
+                              self.p.stderr.read() if self.p.poll() is not None else ""))
         return fields(line)
 
     def command(self, what, prefix=None):
