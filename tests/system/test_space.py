@@ -476,19 +476,23 @@ class AuditKill(unittest.TestCase):
         for entry in os.listdir(self.root) if os.path.isdir(self.root) else []:
             Space.control_pid(self, entry, kill=True)
 
+    def server_pid(self):
+        """The pid of the stand-in server of domain infer's daemon for this uid, once it
+        has one."""
+        control_log = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
+        try:
+            with open(control_log) as f:
+                return next((l.split()[-1] for l in f if "server pid" in l), None)
+        except FileNotFoundError:
+            return None
+
     def test_terminate_client_before_the_kill(self):
         here = os.path.dirname(os.path.abspath(__file__))
         p = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train", here],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.assertEqual(p.stdout.readline().strip(), "ready")
         control_log = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
-        def server_pid():
-            try:
-                with open(control_log) as f:
-                    return next((l.split()[-1] for l in f if "server pid" in l), None)
-            except FileNotFoundError:
-                return None
-        server = wait_for(server_pid, "the stand-in's server")
+        server = wait_for(self.server_pid, "the stand-in's server")
         self.d.write_fake(f"gpu 0 GPU-fake-0000 85899345920\nproc 0 {p.pid} {4 << 30}\n")
         self.assertEqual(p.wait(10), -signal.SIGKILL)
         with open(control_log) as f:
@@ -503,6 +507,63 @@ class AuditKill(unittest.TestCase):
                         log.index("killed (audit action kill)"))
         p.stdin.close()
 
+    def test_a_control_daemon_that_never_answers_holds_up_nothing_but_its_kill(self):
+        """The member's uid owns its domain's control daemon and stops it (SIGSTOP): the
+        terminate_client before the kill gets no answer. kairosd serves everyone while
+        it waits (a `kairos ps` is answered before the member dies), then kills the
+        member anyway, saying that its MPS client could not be ended first."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        p = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train", here],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        wait_for(self.server_pid, "the stand-in's server")
+        control = Space.control_pid(self, f"infer@{os.getuid()}")
+        os.kill(control, signal.SIGSTOP)
+        self.addCleanup(lambda: os.kill(control, signal.SIGCONT))
+        self.d.write_fake(f"gpu 0 GPU-fake-0000 85899345920\nproc 0 {p.pid} {4 << 30}\n")
+        wait_for(lambda: "to be killed once its MPS client is ended" in self.d.read_log(),
+                 "the audit's decision")
+        ps = subprocess.run([KAIROS, "ps"], capture_output=True, text=True, timeout=30,
+                            env={**os.environ, "KAIROS_SOCKET": self.d.socket})
+        self.assertEqual(ps.returncode, 0, ps.stderr)
+        self.assertIsNone(p.poll(), "kairosd answered only after the kill: its loop waited")
+        self.assertEqual(p.wait(10), -signal.SIGKILL)
+        log = wait_for(lambda: (lambda t: t if "killed (audit action kill)" in t else None)(
+            self.d.read_log()), "the kill's line")
+        self.assertIn(f"audit: pid {p.pid} of tenant train: its MPS client could not be ended "
+                      "first (terminate_client to the control daemon of fault domain infer: no "
+                      "answer within 2000 ms)", log)
+        p.stdin.close()
+
+    def test_a_tenant_that_stalls_its_daemon_holds_at_most_8_kills_waiting(self):
+        """Nine members over the quota, their domain's control daemon stopped by their
+        own user: eight kills wait for terminate_client, the ninth is at once (the bound
+        per tenant, so that one tenant cannot take every waiting slot), and all nine
+        end."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        procs = []
+        for _ in range(9):
+            p = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train",
+                                  here], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+            self.addCleanup(p.kill)
+            procs.append(p)
+            self.assertEqual(p.stdout.readline().strip(), "ready")
+        wait_for(self.server_pid, "the stand-in's server")
+        control = Space.control_pid(self, f"infer@{os.getuid()}")
+        os.kill(control, signal.SIGSTOP)
+        self.addCleanup(lambda: os.kill(control, signal.SIGCONT))
+        self.d.write_fake("gpu 0 GPU-fake-0000 85899345920\n" +
+                          "".join(f"proc 0 {p.pid} {4 << 30}\n" for p in procs))
+        for p in procs:
+            self.assertEqual(p.wait(10), -signal.SIGKILL)
+        log = self.d.read_log()
+        self.assertEqual(log.count("to be killed once its MPS client is ended"), 8)
+        self.assertEqual(log.count("could not be ended first (8 kills of tenant train wait for "
+                                   "their MPS clients already)"), 1)
+        for p in procs:
+            p.stdin.close()
 
 
 class Strangers(unittest.TestCase):

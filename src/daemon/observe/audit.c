@@ -18,6 +18,7 @@
 #include "daemon/base/mps_server.h"
 #include "daemon/base/procscan.h"
 #include "daemon/observe/audit_action.h"
+#include "daemon/observe/audit_mps_kill.h"
 #include "daemon/space/mps_domains.h"
 
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
@@ -70,6 +71,7 @@ struct audit {
     const struct linger_set *linger; /* departed members whose charge lingers */
     struct heirs *heirs;             /* who holds members' files, or NULL */
     struct mps_domains *mps;         /* space mode's MPS daemons, or NULL */
+    struct audit_mps_kills *mps_kills; /* kills waiting for an MPS client's end */
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
     const char *proc; /* "/proc" (tests: another root) */
@@ -98,24 +100,34 @@ struct audit {
     bool scan_ok;
 };
 
-/* A member of a fault domain that the audit is about to kill: its MPS client is ended
- * first (terminate_client), so that the kill cannot fault the domain's other clients
- * (a signal to a client with work in flight may: docs/space.md). */
-static void end_mps_client_first(struct audit *a, const struct procscan_proc *p,
-                                 const struct ledger_tenant *t, int gpu, bool killable)
+/* What the finding what about p (a member of t, NULL: none) leads to (audit_act). A
+ * member of a fault domain that is to be killed has its MPS client ended first
+ * (terminate_client), so that the kill cannot fault the domain's other clients (a
+ * signal to a client with work in flight may: docs/space.md); the kill follows
+ * without holding up the loop (audit_mps_kill.h), once per process. */
+static void act(struct audit *a, const struct procscan_proc *p, const struct ledger_tenant *t,
+                int gpu, const char *what, bool killable)
 {
-    if (!a->mps || !t || !t->fault_domain[0] || !audit_would_kill(a->cfg, p, killable))
+    const char *name = t ? t->name : NULL;
+    if (!a->mps || !t || !t->fault_domain[0] || !audit_would_kill(a->cfg, p, killable)) {
+        audit_act(a->cfg, p, name, gpu, what, killable);
         return;
+    }
+    if (audit_mps_kills_pending(a->mps_kills, p->pid))
+        return; /* on its way */
     char why[256];
-    if (mps_domains_terminate_client(a->mps, a->proc, t->fault_domain, p->uid, p->pid, why,
-                                     sizeof why))
-        audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client could not "
-                   "be ended first (%s); the kill may end the work of fault domain %s",
-                   p->pid, t->name, why, t->fault_domain);
-    else
-        audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client was ended "
-                   "first (terminate_client), so that the kill spares fault domain %s",
-                   p->pid, t->name, t->fault_domain);
+    if (!audit_mps_kills_start(a->mps_kills, a->mps, a->proc, p, t->name, t->fault_domain, gpu,
+                               what, why, sizeof why)) {
+        audit_warn(t->name, p->pid, gpu, "audit: pid %u (%s) %s; to be killed once its MPS "
+                   "client is ended (terminate_client to fault domain %s's control daemon), "
+                   "within %d ms", p->pid, p->comm, what, t->fault_domain,
+                   AUDIT_MPS_KILL_WAIT_MS);
+        return;
+    }
+    audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client could not be "
+               "ended first (%s); the kill may end the work of fault domain %s", p->pid, t->name,
+               why, t->fault_domain);
+    audit_act(a->cfg, p, name, gpu, what, killable);
 }
 
 static uint64_t monotonic_ms(void *ctx)
@@ -357,8 +369,7 @@ static void check_tenant_sum(struct audit *a, unsigned gpu, struct audit_sum *s)
         snprintf(what, sizeof what, "of tenant %s uses %s on GPU %u, where the tenant is above "
                  "its quota of %s", t->name, tenants_size(mine[i]->used, x, sizeof x), gpu,
                  tenants_size(quota, y, sizeof y));
-        end_mps_client_first(a, &p, t, (int)gpu, p.exists);
-        audit_act(a->cfg, &p, t->name, (int)gpu, what, p.exists); /* gone: its pid may be reused */
+        act(a, &p, t, (int)gpu, what, p.exists); /* gone: its pid may be reused */
         left -= mine[i]->used;
     }
 }
@@ -638,10 +649,8 @@ static void name_holders(struct audit *a, unsigned g)
         if (mps) /* reported, never killed: its clients' work would end with it */
             audit_warn(NULL, p->pid, (int)g, "audit: pid %u (%s) %s, uid %u; not killed (an "
                        "MPS server)", p->pid, p->comm, what, p->uid);
-        else {
-            end_mps_client_first(a, p, t, (int)g, true);
-            audit_act(a->cfg, p, t ? t->name : NULL, (int)g, what, true);
-        }
+        else
+            act(a, p, t, (int)g, what, true);
     }
 }
 
@@ -786,8 +795,10 @@ int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
     a->proc = proc_root ? proc_root : "/proc";
     a->mps_owner = MPS_SERVER_OWNER;
     a->clock = monotonic_ms;
-    if (!(a->w = loop_add_timer(loop, 0, on_timer, a))) {
-        int rc = -errno;
+    int rc = audit_mps_kills_init(&a->mps_kills, loop);
+    if (rc || !(a->w = loop_add_timer(loop, 0, on_timer, a))) {
+        rc = rc ? rc : -errno;
+        audit_mps_kills_fini(a->mps_kills);
         free(a);
         return rc;
     }
@@ -815,6 +826,7 @@ void audit_fini(struct audit *a)
     if (!a)
         return;
     loop_del_close(a->loop, a->w);
+    audit_mps_kills_fini(a->mps_kills);
     procscan_fini(&a->scan);
     free(a->seen);
     free(a->known);

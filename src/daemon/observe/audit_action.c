@@ -57,23 +57,43 @@ bool audit_would_kill(const struct config *cfg, const struct procscan_proc *p, b
     return spared(cfg, p, killable) == NULL;
 }
 
+/* "pid P (comm)" into who, "uid U" (or "uid ?") into uid. */
+static void name(const struct procscan_proc *p, char who[static 96], char uid[static 24])
+{
+    snprintf(who, 96, "pid %u (%s)", p->pid, p->comm);
+    if (p->uid != UINT32_MAX)
+        snprintf(uid, 24, "uid %u", p->uid);
+    else
+        snprintf(uid, 24, "uid ?");
+}
+
 /* Reports what pid did (about tenant, NULL: none, and gpu, < 0: none) and, by
  * policy, kills it. killable: the finding is GPU memory the process holds (an opener
  * seen holding none is only reported). */
 void audit_act(const struct config *cfg, const struct procscan_proc *p, const char *tenant,
                int gpu, const char *what, bool killable)
 {
-    char who[96];
-    snprintf(who, sizeof who, "pid %u (%s)", p->pid, p->comm);
-    char uid[24] = "uid ?";
-    if (p->uid != UINT32_MAX)
-        snprintf(uid, sizeof uid, "uid %u", p->uid);
+    char who[96], uid[24];
+    name(p, who, uid);
     const char *outcome = spared(cfg, p, killable);
-    if (!outcome && kill((pid_t)p->pid, SIGKILL))
-        audit_error(tenant, p->pid, gpu, "audit: %s %s, %s; kill failed: %s", who, what, uid,
-                    strerror(errno));
-    else if (!outcome)
-        outcome = "killed (audit action kill)";
     if (outcome)
         audit_warn(tenant, p->pid, gpu, "audit: %s %s, %s; %s", who, what, uid, outcome);
+    else
+        audit_killed(p, tenant, gpu, what, kill((pid_t)p->pid, SIGKILL) ? errno : 0);
+}
+
+void audit_killed(const struct procscan_proc *p, const char *tenant, int gpu, const char *what,
+                  int err)
+{
+    char who[96], uid[24];
+    name(p, who, uid);
+    if (err == ESRCH)
+        audit_warn(tenant, p->pid, gpu, "audit: %s %s, %s; it had exited before the kill", who,
+                   what, uid);
+    else if (err)
+        audit_error(tenant, p->pid, gpu, "audit: %s %s, %s; kill failed: %s", who, what, uid,
+                    strerror(err));
+    else
+        audit_warn(tenant, p->pid, gpu, "audit: %s %s, %s; killed (audit action kill)", who,
+                   what, uid);
 }

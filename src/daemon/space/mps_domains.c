@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -355,38 +354,6 @@ uint32_t mps_domains_server(const struct mps_daemon *d, const char *proc)
     return found;
 }
 
-/* Runs d's control client (as d's uid) with command on its stdin; waits up to
- * timeout_ms for it. 0 when it exited 0 in time. */
-static int run_command(const struct mps_domains *m, const struct mps_daemon *d,
-                       const char *command, int timeout_ms)
-{
-    char control[PATH_MAX], pipe[MPS_DIR_MAX + 16];
-    int in[2];
-    if (resolve_control(m->cfg, control, sizeof control) || pipe2(in, O_CLOEXEC))
-        return -ENOENT;
-    sub(d, "pipe", pipe, sizeof pipe);
-    pid_t pid = fork();
-    if (pid == 0)
-        exec_client(d, control, pipe, in[0], -1);
-    close(in[0]);
-    if (pid < 0) {
-        close(in[1]);
-        return -errno;
-    }
-    (void)!write(in[1], command, strlen(command));
-    close(in[1]);
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    bool done = pidfd >= 0 && poll(&p, 1, timeout_ms) == 1;
-    if (!done)
-        kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (pidfd >= 0)
-        close(pidfd);
-    return done && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ETIMEDOUT;
-}
-
 pid_t mps_domains_ask(const struct mps_domains *m, const struct mps_daemon *d,
                       const char *command, int *answer_fd)
 {
@@ -420,8 +387,9 @@ pid_t mps_domains_ask(const struct mps_domains *m, const struct mps_daemon *d,
     return pid;
 }
 
-int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const char *domain,
-                                 uint32_t uid, uint32_t client, char *why, size_t why_len)
+pid_t mps_domains_terminate_client(const struct mps_domains *m, const char *proc,
+                                   const char *domain, uint32_t uid, uint32_t client,
+                                   int *answer_fd, char *why, size_t why_len)
 {
     const struct mps_daemon *d = mps_domains_find(m, domain, uid);
     if (!d)
@@ -439,12 +407,11 @@ int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const 
     }
     char command[64];
     snprintf(command, sizeof command, "terminate_client %u %u\n", server, client);
-    int rc = run_command(m, d, command, MPS_TERMINATE_WAIT_MS);
-    if (rc)
-        snprintf(why, why_len, "terminate_client %u %u to the MPS control daemon of fault "
-                 "domain %s did not answer within %d ms", server, client, domain,
-                 MPS_TERMINATE_WAIT_MS);
-    return rc;
+    pid_t pid = mps_domains_ask(m, d, command, answer_fd);
+    if (pid < 0)
+        snprintf(why, why_len, "the MPS control client of fault domain %s could not be "
+                 "started: %s", domain, strerror((int)-pid));
+    return pid;
 }
 
 /* ---- open: adopting what a previous kairosd left running ------------------------------ */

@@ -96,13 +96,14 @@ uint32_t mps_domains_server(const struct mps_daemon *d, const char *proc);
 pid_t mps_domains_ask(const struct mps_domains *m, const struct mps_daemon *d,
                       const char *command, int *answer_fd);
 
-/* Ends MPS client pid's contexts through its domain's control daemon (for uid, else the
- * domain's multi-user one): `terminate_client SERVER PID`, SERVER the daemon's child
- * under proc, as MPS documents for ending one client without harming the server or
- * its other clients (a signal to a client with work in flight may fault them all).
- * Waits up to MPS_TERMINATE_WAIT_MS for the control client. 0, or -errno with why. */
-#define MPS_TERMINATE_WAIT_MS 2000
-int mps_domains_terminate_client(struct mps_domains *m, const char *proc, const char *domain,
-                                 uint32_t uid, uint32_t client, char *why, size_t why_len);
+/* Starts ending MPS client pid's contexts through its domain's control daemon (for
+ * uid, else the domain's multi-user one): `terminate_client SERVER PID`, SERVER the
+ * daemon's child under proc, as MPS documents for ending one client without harming
+ * the server or its other clients (a signal to a client with work in flight may fault
+ * them all). Does not wait: the control client's pid (the caller reaps it; its answer
+ * on *answer_fd ends when it exits), or -errno with why. */
+pid_t mps_domains_terminate_client(const struct mps_domains *m, const char *proc,
+                                   const char *domain, uint32_t uid, uint32_t client,
+                                   int *answer_fd, char *why, size_t why_len);
 
 #endif /* KAIROS_DAEMON_MPS_DOMAINS_H */
