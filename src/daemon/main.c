@@ -338,19 +338,6 @@ static void open_fault_watch(struct daemon *d)
                  strerror(-rc));
 }
 
-/* The daemons of the domains no tenant names after a reload are asked to quit. */
-static void retire_domains(struct daemon *d)
-{
-    if (!d->mps_open)
-        return;
-    const char *named[LEDGER_MAX_TENANTS];
-    size_t n = 0;
-    for (size_t i = 0; i < d->ts.ledger.n_tenants && n < LEDGER_MAX_TENANTS; i++)
-        if (d->ts.ledger.tenants[i]->fault_domain[0])
-            named[n++] = d->ts.ledger.tenants[i]->fault_domain;
-    mps_domains_retire(&d->mps, named, n);
-}
-
 static void reload_config(struct daemon *d)
 {
     struct config next;
@@ -381,7 +368,8 @@ static void reload_config(struct daemon *d)
     d->cfg = next; /* server and audit read it through their pointer */
     audit_reconfigure(d->audit);
     timeshare_reconfigure(d->timeshare);
-    retire_domains(d);
+    if (d->mps_open) /* the daemons of the domains no tenant names now are asked to quit */
+        mps_domains_retire_unnamed(&d->mps, &d->ts.ledger);
     log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
 }
 

@@ -128,6 +128,23 @@ class Space(unittest.TestCase):
     def log(self):
         return open(self.d.log).read()
 
+    def assert_retired(self, domain):
+        """domain's daemon for this uid, named by no tenant now, is asked to quit at once
+        (not at the next reload) and exits."""
+        wait_for(lambda: f"space: fault domain {domain} is named by no tenant now" in self.log(),
+                 f"kairosd to retire {domain}")
+        control_log = os.path.join(self.root, f"{domain}@{os.getuid()}", "log", "control.log")
+        wait_for(lambda: "command: quit" in open(control_log).read(), "the quit command")
+        pid = self.control_pid(f"{domain}@{os.getuid()}")
+
+        def exited():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except FileNotFoundError:
+                return True
+        wait_for(exited, "the daemon's exit")
+
     def test_domain_members_get_their_domain_whatever_their_environment(self):
         self.start()
         pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
@@ -207,6 +224,7 @@ class Space(unittest.TestCase):
         self.assertIn(f"fault domain {DOMAIN} (its processes are clients", r.stderr)
         self.assertIn(f"space: fault domain {DOMAIN}, MPS pipe {self.pipe(DOMAIN)}", r.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.pipe(DOMAIN), "control")))
+        self.assert_retired(DOMAIN)  # the ad hoc tenant went with its command
         # a domain the configuration does not declare (infer is only named by tenants):
         # refused, saying what to do; the tenant is not created
         for domain in ("nowhere", "infer"):
@@ -266,6 +284,7 @@ class Space(unittest.TestCase):
         r = self.kairos("tenant", "set", "keep", "--fault-domain", "")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("tenant keep: in no fault domain", r.stderr)
+        self.assert_retired(DOMAIN)  # keep was the last tenant to name it
         r, (got_pipe, _, _) = self.ask("keep")
         self.assertEqual(got_pipe, "None")
         self.assertNotIn("fault_domain", open(self.d.state).read())

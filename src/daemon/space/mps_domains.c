@@ -20,6 +20,7 @@
 #include "daemon/base/log.h"
 #include "daemon/base/loop.h"
 #include "daemon/base/proc_stat.h"
+#include "daemon/memory/ledger.h"
 
 /* ---- paths ------------------------------------------------------------------------- */
 
@@ -332,6 +333,16 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
                  "(pid %d) is asked to quit once its clients end", d->domain, (int)d->pid);
         send_quit(m, d);
     }
+}
+
+void mps_domains_retire_unnamed(struct mps_domains *m, const struct ledger *l)
+{
+    const char *named[LEDGER_MAX_TENANTS];
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_tenants && n < LEDGER_MAX_TENANTS; i++)
+        if (l->tenants[i]->fault_domain[0])
+            named[n++] = l->tenants[i]->fault_domain;
+    mps_domains_retire(m, named, n);
 }
 
 /* ---- terminate_client: one client's contexts ended, its server and neighbours spared -- */

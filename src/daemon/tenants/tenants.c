@@ -617,7 +617,7 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
         log_info("tenant %s: fault domain %s (was %s; by uid %u): its processes started from "
                  "now on use it", name, t->fault_domain[0] ? t->fault_domain : "none",
                  previous.fault_domain[0] ? previous.fault_domain : "none", uid);
-    *compute_changed = changed;
+    *compute_changed = changed || moved;
     return 0;
 }
 

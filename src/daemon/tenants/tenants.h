@@ -78,8 +78,9 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
  * policies are taken for tenants created at run time only (a configured tenant's
  * quotas may change, each recorded as set at run time), and refused (nothing
  * changes) when one GPU's shares, with c's and the other run-time tenants', would
- * add up above 100 %; compute_changed says whether the tenant's changed (then the
- * time-share scheduler must be told: timeshare_reconfigure). A change that the
+ * add up above 100 %; compute_changed says whether the tenant's or its fault domain
+ * changed (then the time-share scheduler must be told, timeshare_reconfigure, and a
+ * domain no tenant names any more retired). A change that the
  * state file cannot record (disk full, read-only: a configured tenant's quota
  * included, the state file keeping it) is undone and
  * refused (KAIROS_ERR_BUSY, msg says why), and so is a TENANT_DEL: what kairosd

@@ -13,6 +13,7 @@
 #include "daemon/memory/heirs.h"
 #include "daemon/memory/imports.h"
 #include "daemon/memory/linger.h"
+#include "daemon/space/mps_domains.h"
 #include "daemon/time/timeshare.h"
 #include "daemon/transport/handle_handovers.h"
 #include "daemon/transport/handle_memory.h"
@@ -21,12 +22,12 @@
 
 #define FORK_TICKETS_AT_HELLO 8 /* fork tickets reserved for a member that asks at HELLO */
 
-/* The compute policies of tenants created at run time changed: the scheduler takes
- * them again (and tells the member processes whose policy changed). */
-static void compute_changed(struct services *sv)
+void handle_members_tenants_changed(struct services *sv)
 {
     if (sv->timeshare)
         timeshare_reconfigure(sv->timeshare);
+    if (sv->mps)
+        mps_domains_retire_unnamed(sv->mps, &sv->ts->ledger);
 }
 
 /* What a reattaching process claimed on each GPU and what was counted (logged). */
@@ -150,7 +151,7 @@ bool handle_members_tenant_set(struct peer *p, const struct proto_request *r)
     if (!existed && t && (t->flags & LEDGER_TENANT_EPHEMERAL) && t->owner_pid)
         owners_watch(sv->owners, t);
     if (changed)
-        compute_changed(sv);
+        handle_members_tenants_changed(sv);
     return peer_send(p, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 
@@ -161,7 +162,7 @@ bool handle_members_tenant_del(struct peer *p, const struct proto_request *r)
     if (code)
         return peer_error(p, r->seq, (uint32_t)code, msg);
     membership_tenant_removed(&p->sv->membership, r->body.tenant_del.tenant);
-    compute_changed(p->sv); /* its policies, if it had any, are gone */
+    handle_members_tenants_changed(p->sv); /* its policies and domain, if any, are gone */
     return peer_send(p, KAIROS_MSG_OK, r->seq, NULL, 0);
 }
 

@@ -30,5 +30,10 @@ void handle_members_left(struct peer *p);
 
 /* Every tick of the server: removed tenants whose memory drained go. */
 void handle_members_tick(struct services *sv, uint64_t now);
+/* Tenants changed (a run-time tenant's compute policy or fault domain, a tenant
+ * removed): the scheduler takes the policies again (and tells the member processes
+ * whose policy changed), and the MPS daemons of domains no tenant names any more are
+ * asked to quit (mps_domains.h). */
+void handle_members_tenants_changed(struct services *sv);
 
 #endif /* KAIROS_DAEMON_HANDLE_MEMBERS_H */

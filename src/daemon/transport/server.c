@@ -23,7 +23,6 @@
 
 #include "daemon/base/log.h"
 #include "daemon/memory/linger.h"
-#include "daemon/time/timeshare.h"
 #include "daemon/transport/conn_limits.h"
 #include "daemon/transport/handle_members.h"
 #include "daemon/transport/handle_memory.h"
@@ -188,16 +187,8 @@ static bool send_error(struct conn *c, uint32_t seq, uint32_t code, const char *
     return send_msg(c, KAIROS_MSG_ERROR, seq, &e, sizeof e);
 }
 
-/* The compute policies of tenants created at run time changed: the scheduler takes
- * them again (and tells the member processes whose policy changed). */
-static void compute_changed(struct server *s)
-{
-    if (s->sv.timeshare)
-        timeshare_reconfigure(s->sv.timeshare);
-}
-
-/* The same once back in the loop, for a tenant removed while closing a connection:
- * conn_close may run inside server_send_time_policy's walk over the connections,
+/* handle_members_tenants_changed once back in the loop, for a tenant removed while
+ * closing a connection: conn_close may run inside server_send_time_policy's walk over the connections,
  * which a reconfiguration (sending, and closing who cannot take it) must not
  * change under its feet. */
 static void compute_changed_later(struct services *sv)
@@ -213,7 +204,7 @@ static void on_compute_changed(void *ctx, int fd, uint32_t events)
 {
     eventfd_t n;
     if (eventfd_read(fd, &n) == 0)
-        compute_changed(ctx);
+        handle_members_tenants_changed(&((struct server *)ctx)->sv);
 }
 
 /* What a peer sent and kairosd will not read is dropped before its socket is closed:
