@@ -37,6 +37,7 @@
 #include "daemon/memory/imports.h"
 #include "daemon/memory/linger.h"
 #include "daemon/gpu/gpu_numbering.h"
+#include "daemon/base/folders.h"
 #include "daemon/base/log.h"
 #include "daemon/base/loop.h"
 #include "daemon/observe/metrics_http.h"
@@ -304,16 +305,20 @@ static void open_domains(struct daemon *d)
     const char *slash = strrchr(d->cfg.socket, '/');
     int len = slash ? (int)(slash - d->cfg.socket) : 1;
     snprintf(root, sizeof root, "%.*s/mps", len, slash ? d->cfg.socket : ".");
+    int rc = folders_make_parents(root); /* the socket's folder, before the server makes it */
+    if (rc) {
+        log_warn("space mode is off: cannot make the folder of %s: %s", root, strerror(-rc));
+        return;
+    }
     if (mps_domains_open(&d->mps, root, d->loop, &d->cfg.space, why, sizeof why)) {
         log_warn("space mode is off: %s", why);
         return;
     }
     d->mps_open = true;
-    server_set_mps(d->server, &d->mps);
     struct mps_clients_deps deps = {.loop = d->loop, .mps = &d->mps, .ledger = &d->ts.ledger,
                                     .proc = "/proc",
                                     .interval_ms = d->cfg.space.client_check_ms};
-    int rc = mps_clients_open(&d->mps_clients, &deps);
+    rc = mps_clients_open(&d->mps_clients, &deps);
     if (rc)
         log_warn("space: the MPS servers' clients will not be checked: %s", strerror(-rc));
 }
@@ -323,7 +328,6 @@ static void open_domains(struct daemon *d)
 static void open_fault_watch(struct daemon *d)
 {
     faults_init(&d->faults);
-    server_set_faults(d->server, &d->faults);
     if (!d->cfg.kernel_log[0])
         return; /* kernel_log: none */
     struct fault_watch_deps deps = {.loop = d->loop, .gpu = d->have_gpu ? &d->gpu : NULL,
@@ -522,21 +526,23 @@ int main(int argc, char **argv)
         log_error("cannot set up the event loop: %s", strerror(-rc));
         goto out;
     }
-    if (server_init(&d.server, d.loop, &d.ts, &d.cfg, d.cfg.socket))
-        goto out;
-    server_watch_owners(d.server);
     open_domains(&d);
     open_fault_watch(&d);
     if ((rc = linger_init(&d.linger, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts))) {
         log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
         goto out;
     }
-    server_set_linger(d.server, d.linger);
     heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
     imports_init(&d.imports, NULL, &d.heirs);
     imports_set_ledger(&d.imports, &d.ts.ledger);
     linger_set_holder_check(d.linger, imports_holder_cb, &d.imports);
-    server_set_heirs(d.server, &d.heirs);
+    struct server_deps sdeps = {
+        .loop = d.loop, .ts = &d.ts, .cfg = &d.cfg, .socket_path = d.cfg.socket,
+        .gpu = d.have_gpu ? &d.gpu : NULL, .linger = d.linger, .heirs = &d.heirs,
+        .imports = &d.imports, .mps = d.mps_open ? &d.mps : NULL, .faults = &d.faults};
+    if (server_init(&d.server, &sdeps))
+        goto out;
+    server_watch_owners(d.server);
     if ((rc = handovers_init(&d.handovers, d.loop, &d.heirs, d.linger, &d.ts, NULL))) {
         log_error("cannot keep hand-overs across restarts: %s", strerror(-rc));
         goto out;
@@ -546,22 +552,19 @@ int main(int argc, char **argv)
         log_error("cannot start the chargeback counters: %s", strerror(-rc));
         goto out;
     }
-    server_set_imports(d.server, &d.imports);
-    if ((rc = audit_init(&d.audit, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
-                         NULL))) {
+    struct audit_deps adeps = {.loop = d.loop, .gpu = d.have_gpu ? &d.gpu : NULL, .ts = &d.ts,
+                               .cfg = &d.cfg, .linger = d.linger, .heirs = &d.heirs,
+                               .mps = d.mps_open ? &d.mps : NULL};
+    if ((rc = audit_init(&d.audit, &adeps))) {
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
-    audit_set_linger(d.audit, d.linger);
-    audit_set_heirs(d.audit, &d.heirs);
-    audit_set_mps(d.audit, d.mps_open ? &d.mps : NULL);
     if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
                              server_send_time_policy, d.server))) {
         log_error("cannot start the time-share scheduler: %s", strerror(-rc));
         goto out;
     }
     server_set_timeshare(d.server, d.timeshare);
-    server_set_gpu(d.server, d.have_gpu ? &d.gpu : NULL);
     timeshare_reconfigure(d.timeshare);
     if (setup_metrics(&d, (double)started.tv_sec + started.tv_nsec / 1e9))
         goto out;
@@ -588,11 +591,9 @@ out:
     audit_fini(d.audit);
     chargeback_fini(d.chargeback); /* the counters up to now, saved with the state */
     handovers_fini(d.handovers); /* a change not saved yet is written now */
-    if (d.server)
-        server_set_linger(d.server, NULL);
+    server_fini(d.server); /* before what it hands requests to */
     linger_fini(d.linger);
     fault_watch_close(d.fault_watch);
-    server_fini(d.server);
     faults_fini(&d.faults);
     mps_clients_close(d.mps_clients);
     if (d.mps_open)

@@ -70,7 +70,7 @@ struct audit {
     struct tenants *ts;
     const struct linger_set *linger; /* departed members whose charge lingers */
     struct heirs *heirs;             /* who holds members' files, or NULL */
-    struct mps_domains *mps;         /* space mode's MPS daemons, or NULL */
+    const struct mps_domains *mps;   /* space mode's MPS daemons, or NULL */
     struct audit_mps_kills *mps_kills; /* kills waiting for an MPS client's end */
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
@@ -731,23 +731,6 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     audit_tick(ctx);
 }
 
-void audit_set_mps(struct audit *a, struct mps_domains *m)
-{
-    if (a)
-        a->mps = m;
-}
-
-void audit_set_heirs(struct audit *a, struct heirs *h)
-{
-    if (a)
-        a->heirs = h;
-}
-
-void audit_set_linger(struct audit *a, const struct linger_set *lg)
-{
-    a->linger = lg;
-}
-
 void audit_set_mps_owner(struct audit *a, uint32_t owner)
 {
     a->mps_owner = owner;
@@ -782,17 +765,22 @@ static void find_nodes(struct audit *a)
     snprintf(a->nodes.prefix, sizeof a->nodes.prefix, "%.*s/nvidia", len, dir);
 }
 
-int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
-               struct tenants *ts, const struct config *cfg, const char *proc_root)
+int audit_init(struct audit **out, const struct audit_deps *deps)
 {
     struct audit *a = calloc(1, sizeof *a);
     if (!a)
         return -ENOMEM;
+    struct loop *loop = deps->loop;
+    struct gpu_backend *gpu = deps->gpu;
+    const struct config *cfg = deps->cfg;
     a->loop = loop;
     a->gpu = gpu && gpu->ops ? gpu : NULL;
-    a->ts = ts;
+    a->ts = deps->ts;
     a->cfg = cfg;
-    a->proc = proc_root ? proc_root : "/proc";
+    a->proc = deps->proc_root ? deps->proc_root : "/proc";
+    a->linger = deps->linger;
+    a->heirs = deps->heirs;
+    a->mps = deps->mps;
     a->mps_owner = MPS_SERVER_OWNER;
     a->clock = monotonic_ms;
     int rc = audit_mps_kills_init(&a->mps_kills, loop);

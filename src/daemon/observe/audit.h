@@ -33,27 +33,33 @@
 #include "daemon/tenants/tenants.h"
 
 struct audit;
-
-/* gpu may be NULL (no backend): the audit then scans /proc only. proc_root: where
- * processes are looked up and scanned (NULL: "/proc"; tests: a directory of files,
- * kept by the caller). */
-int audit_init(struct audit **out, struct loop *loop, struct gpu_backend *gpu,
-               struct tenants *ts, const struct config *cfg, const char *proc_root);
-void audit_fini(struct audit *a);
-struct linger_set;
-/* Departed members whose charge lingers (linger.h) are no members for the audit:
- * their memory stays explained by the charge, but a process still on the GPU after
- * audit leave_grace_ms is reported like any member that left. NULL: none. */
-void audit_set_linger(struct audit *a, const struct linger_set *lg);
 struct heirs;
-/* Who holds members' NVIDIA files (heirs.h): an opener that holds a member's files
- * (a forked child, a verified receiver) is no intruder while that member, live or
- * lingering, is charged for them. NULL: none. */
-void audit_set_heirs(struct audit *a, struct heirs *h);
+struct linger_set;
 struct mps_domains;
-/* Space mode's MPS daemons (NULL: none): a member of a fault domain the audit kills
- * has its MPS client ended by terminate_client first. */
-void audit_set_mps(struct audit *a, struct mps_domains *m);
+
+/* What the audit reads, given at init. */
+struct audit_deps {
+    struct loop *loop;
+    struct gpu_backend *gpu;  /* NULL (no backend): the audit scans /proc only */
+    struct tenants *ts;
+    const struct config *cfg;
+    const char *proc_root;    /* where processes are looked up and scanned (NULL:
+                               * "/proc"; tests: a directory of files, kept by the caller) */
+    /* Departed members whose charge lingers (linger.h) are no members for the audit:
+     * their memory stays explained by the charge, but a process still on the GPU
+     * after audit leave_grace_ms is reported like any member that left. NULL: none. */
+    const struct linger_set *linger;
+    /* Who holds members' NVIDIA files (heirs.h): an opener that holds a member's files
+     * (a forked child, a verified receiver) is no intruder while that member, live or
+     * lingering, is charged for them. NULL: none. */
+    struct heirs *heirs;
+    /* Space mode's MPS daemons (NULL: none): a member of a fault domain the audit
+     * kills has its MPS client ended by terminate_client first (audit_mps_kill.h). */
+    const struct mps_domains *mps;
+};
+
+int audit_init(struct audit **out, const struct audit_deps *deps);
+void audit_fini(struct audit *a);
 /* Re-reads cfg's interval (after a reload). */
 void audit_reconfigure(struct audit *a);
 /* Who must own an MPS server's binary and its folder (mps_server.h): root

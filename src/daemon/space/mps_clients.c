@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/base/log.h"
@@ -22,6 +23,7 @@ struct question {
     char domain[KAIROS_NAME_MAX];
     uint32_t uid;
     pid_t client;              /* the control client; 0: none in flight */
+    uint64_t asked_ms;         /* when it was started (CLOCK_MONOTONIC) */
     int fd;
     struct loop_watch *watch;
     char answer[MPS_CLIENTS_ANSWER_MAX];
@@ -149,13 +151,22 @@ static struct question *question_for(struct mps_clients *c, const struct mps_dae
     return free_q;
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void ask(struct mps_clients *c, const struct mps_daemon *d)
 {
     struct question *q = question_for(c, d);
     if (!q)
         return;
+    if (q->client && now_ms() - q->asked_ms < MPS_CLIENTS_ANSWER_WAIT_MS)
+        return; /* still answering (a loaded machine, a slow control client) */
     if (q->client)
-        end_question(c, q, false); /* no answer since the last check: given up */
+        end_question(c, q, false); /* no answer in time: given up */
     uint32_t server = mps_domains_server(d, c->deps.proc);
     if (!server)
         return; /* no client yet: the server starts with the first */
@@ -167,6 +178,7 @@ static void ask(struct mps_clients *c, const struct mps_daemon *d)
         return;
     q->owner = c;
     q->client = pid;
+    q->asked_ms = now_ms();
     q->fd = fd;
     q->len = 0;
     q->watch = loop_add(c->deps.loop, fd, EPOLLIN, on_answer, q);

@@ -7,8 +7,9 @@
  *
  * Every space: client_check_ms (default 5 s), each running daemon is asked
  * `get_client_list SERVER` for the server it started, asynchronously, one question in
- * flight per daemon, the answer bounded (MPS_CLIENTS_ANSWER_MAX) and given until the
- * next check to come.
+ * flight per daemon (a check finds one in flight: no new one), the answer bounded
+ * (MPS_CLIENTS_ANSWER_MAX) and given MPS_CLIENTS_ANSWER_WAIT_MS to come, after which
+ * the next check kills its control client and asks again.
  *
  * Thread rules: the loop thread only.
  */
@@ -20,6 +21,7 @@
 
 #define MPS_CLIENTS_ANSWER_MAX 16384
 #define MPS_CLIENTS_REPORTED_MAX 256 /* the strangers remembered as reported */
+#define MPS_CLIENTS_ANSWER_WAIT_MS 2000 /* a question unanswered for longer is given up */
 
 struct loop;
 struct ledger;

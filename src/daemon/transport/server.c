@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/base/folders.h"
 #include "daemon/base/log.h"
 #include "daemon/memory/linger.h"
 #include "daemon/transport/conn_limits.h"
@@ -485,34 +485,28 @@ static void on_tick(void *ctx, int fd, uint32_t events)
         log_debug("closed %u idle connection(s) that did not register", closed);
 }
 
-static int make_dirs(const char *path)
-{
-    char dir[CONFIG_SOCKET_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *d = dirname(dir);
-    for (char *p = d + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(d, 0755) && errno != EEXIST)
-                return -errno;
-            *p = '/';
-        }
-    if (mkdir(d, 0755) && errno != EEXIST)
-        return -errno;
-    return 0;
-}
+static void linger_removed_tenant(void *ctx);
 
-int server_init(struct server **out, struct loop *loop, struct tenants *ts,
-                const struct config *cfg, const char *socket_path)
+int server_init(struct server **out, const struct server_deps *deps)
 {
     int rc = 0;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct server *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
+    struct loop *loop = deps->loop;
+    struct tenants *ts = deps->ts;
+    const struct config *cfg = deps->cfg;
+    const char *socket_path = deps->socket_path;
     s->loop = loop;
     s->sv.ts = ts;
     s->sv.cfg = cfg;
+    s->sv.gpu = deps->gpu;
+    s->sv.linger = deps->linger;
+    s->sv.heirs = deps->heirs;
+    s->sv.imports = deps->imports;
+    s->sv.mps = deps->mps;
+    s->sv.faults = deps->faults;
     s->sv.io = &server_io;
     s->sv.owners = &s->owners;
     s->listen_fd = -1;
@@ -540,7 +534,7 @@ int server_init(struct server **out, struct loop *loop, struct tenants *ts,
     }
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket_path);
     snprintf(s->path, sizeof s->path, "%s", socket_path);
-    if ((rc = make_dirs(socket_path))) {
+    if ((rc = folders_make_parents(socket_path))) {
         log_error("cannot create the directory of %s: %s", socket_path, strerror(-rc));
         goto out;
     }
@@ -597,6 +591,7 @@ out:
         free(s);
         return rc;
     }
+    linger_set_removed_hook(s->sv.linger, linger_removed_tenant, s);
     *out = s;
     return 0;
 }
@@ -604,11 +599,6 @@ out:
 void server_set_timeshare(struct server *s, struct timeshare *t)
 {
     s->sv.timeshare = t;
-}
-
-void server_set_gpu(struct server *s, struct gpu_backend *gpu)
-{
-    s->sv.gpu = gpu;
 }
 
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p)
@@ -628,6 +618,8 @@ void server_fini(struct server *s)
     if (!s)
         return;
     s->sv.stopping = true;
+    linger_set_removed_hook(s->sv.linger, NULL, NULL);
+    s->sv.linger = NULL; /* what the closed connections held is released, not lingered */
     if (s->n_conns)
         log_info("%u connection(s) closed; their processes reattach when kairosd is back",
                  s->n_conns);
@@ -649,32 +641,6 @@ static void linger_removed_tenant(void *ctx)
 {
     struct server *s = ctx;
     compute_changed_later(&s->sv);
-}
-
-void server_set_heirs(struct server *s, struct heirs *h)
-{
-    s->sv.heirs = h;
-}
-
-void server_set_imports(struct server *s, struct imports *im)
-{
-    s->sv.imports = im;
-}
-
-void server_set_mps(struct server *s, struct mps_domains *m)
-{
-    s->sv.mps = m;
-}
-
-void server_set_faults(struct server *s, const struct faults *f)
-{
-    s->sv.faults = f;
-}
-
-void server_set_linger(struct server *s, struct linger_set *lg)
-{
-    s->sv.linger = lg;
-    linger_set_removed_hook(lg, linger_removed_tenant, s);
 }
 
 unsigned server_connections(const struct server *s)

@@ -19,46 +19,49 @@
 #include "daemon/tenants/tenants.h"
 
 struct server;
+struct faults;
+struct gpu_backend;
+struct heirs;
+struct imports;
+struct linger_set;
+struct mps_domains;
 
-/* cfg is read at each use (admins, max_connections), so a reload applies at once. */
-int server_init(struct server **out, struct loop *loop, struct tenants *ts,
-                const struct config *cfg, const char *socket_path);
+/* What the server hands requests to, given at init. A NULL service is off, as said. */
+struct server_deps {
+    struct loop *loop;
+    struct tenants *ts;
+    const struct config *cfg;     /* read at each use (admins, max_connections): a reload
+                                   * applies at once */
+    const char *socket_path;
+    struct gpu_backend *gpu;      /* REATTACH claims are checked against it (reattach.h) */
+    struct linger_set *linger;    /* departed members whose memory the GPU still holds
+                                   * linger there (linger.h); NULL: released at once */
+    struct heirs *heirs;          /* where FORKED and INHERITED go (heirs.h); NULL: refused */
+    struct imports *imports;      /* where SHARED and IMPORTED go (imports.h); NULL: refused */
+    struct mps_domains *mps;      /* where ROUTE finds the fault domains' MPS daemons
+                                   * (mps_domains.h); NULL: a tenant in a fault domain is
+                                   * refused the GPU */
+    const struct faults *faults;  /* where PS finds the tenants' GPU faults (faults.h);
+                                   * NULL: none shown */
+};
+
+int server_init(struct server **out, const struct server_deps *deps);
+/* Closes every connection (their processes reattach when kairosd is back: nothing
+ * they held lingers) and the socket. */
 void server_fini(struct server *s);
 
 /* Watches the owners of ephemeral tenants loaded from the state file. */
 void server_watch_owners(struct server *s);
-
-struct linger_set;
-/* Departed members whose memory the GPU still holds linger there (linger.h);
- * NULL: every departure releases at once. */
-void server_set_linger(struct server *s, struct linger_set *lg);
-
-struct heirs;
-/* Where FORKED and INHERITED go (heirs.h); NULL: they are refused. */
-void server_set_heirs(struct server *s, struct heirs *h);
-
-struct imports;
-/* Where SHARED and IMPORTED go (imports.h); NULL: they are refused. */
-void server_set_imports(struct server *s, struct imports *im);
-
-struct mps_domains;
-/* Where ROUTE finds the fault domains' MPS daemons (mps_domains.h); NULL: a tenant in
- * a fault domain is refused the GPU. */
-void server_set_mps(struct server *s, struct mps_domains *m);
-struct faults;
-/* Where PS finds the tenants' GPU faults (faults.h); NULL: none shown. */
-void server_set_faults(struct server *s, const struct faults *f);
 
 /* Connections open now (shims, kairos commands), for the metrics. */
 unsigned server_connections(const struct server *s);
 
 struct timeshare;
 struct kairos_time_policy;
-/* New members get the time policies in force right after WELCOME. */
+/* New members get the time policies in force right after WELCOME. The one service
+ * set after init: the time-share scheduler sends through the server, so it is made
+ * after it (NULL before it goes: nothing is sent to it any more). */
 void server_set_timeshare(struct server *s, struct timeshare *t);
-struct gpu_backend;
-/* The GPU backend REATTACH claims are checked against (reattach.h), or NULL. */
-void server_set_gpu(struct server *s, struct gpu_backend *gpu);
 /* A timeshare_send_fn (ctx: the server): TIME_POLICY to every member process of
  * tenant; a process that cannot take it is disconnected. */
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p);

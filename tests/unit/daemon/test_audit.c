@@ -52,6 +52,14 @@ static struct ledger_tenant *T; /* tenant "a", 1 GiB on each of 2 GPUs */
 static pid_t kids[MAX_KIDS];    /* killed and reaped at teardown, also after a failure */
 static int n_kids;
 
+/* The audit under test, with gpu (NULL: none) and lg's lingering members (NULL: none). */
+static int start_audit(struct gpu_backend *gpu, const struct linger_set *lg)
+{
+    struct audit_deps deps = {.loop = loop, .gpu = gpu, .ts = &ts, .cfg = &cfg,
+                              .proc_root = fake_proc_root, .linger = lg};
+    return audit_init(&au, &deps);
+}
+
 static int setup(void **state)
 {
     assert_int_equal(fake_proc_setup(state), 0);
@@ -67,7 +75,7 @@ static int setup(void **state)
     cfg.audit_process_overhead = 0;
     cfg.audit_leave_grace_ms = GRACE;
     assert_int_equal(loop_init(&loop), 0);
-    assert_int_equal(audit_init(&au, loop, &fake_gpu_backend, &ts, &cfg, fake_proc_root), 0);
+    assert_int_equal(start_audit(&fake_gpu_backend, NULL), 0);
     audit_set_clock(au, fake_clock, NULL);
     return 0;
 }
@@ -448,7 +456,7 @@ static void test_without_a_backend_only_openers_are_reported(void **state)
     unsetenv("KAIROS_AUDIT_DEVDIR");
     cfg.audit_kill = true;
     log_capture_begin();
-    assert_int_equal(audit_init(&au, loop, NULL, &ts, &cfg, fake_proc_root), 0);
+    assert_int_equal(start_audit(NULL, NULL), 0);
     log_capture_end();
     assert_int_equal(log_count("warn", "without a GPU backend: only the /proc scan of "
                                "/dev/nvidia* runs", NULL), 1);
@@ -468,7 +476,9 @@ static void test_a_lingering_members_process_is_judged_as_one_that_left(void **s
     struct linger_set *lg = NULL;
     assert_int_equal(linger_init(&lg, loop, &fake_gpu_backend, &ts), 0);
     linger_set_clock(lg, fake_clock, NULL);
-    audit_set_linger(au, lg);
+    audit_fini(au);
+    assert_int_equal(start_audit(&fake_gpu_backend, lg), 0);
+    audit_set_clock(au, fake_clock, NULL);
     proc(5001070, 1, "trainer", 1000, NULL);
     proc(5001071, 1, "parent", 1000, NULL);
     struct ledger_member *stays = join(5001070, 256 * MiB), *exits = join(5001071, 256 * MiB);
@@ -492,7 +502,8 @@ static void test_a_lingering_members_process_is_judged_as_one_that_left(void **s
     fake_now += 10 * GRACE; /* not in /proc for longer than the grace: still charged */
     tick();
     assert_int_equal(log_count("pid 5001071", NULL), 0);
-    audit_set_linger(au, NULL);
+    audit_fini(au); /* teardown's audit, without lg */
+    assert_int_equal(start_audit(&fake_gpu_backend, NULL), 0);
     linger_fini(lg);
 }
 

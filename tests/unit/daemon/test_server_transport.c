@@ -89,7 +89,9 @@ static int start(void **state, unsigned max_connections)
         fail_msg("%s", err);
     assert_int_equal(loop_init(&f->loop), 0);
     assert_non_null(f->stop = loop_add_timer(f->loop, 0, on_stop, f->loop));
-    assert_int_equal(server_init(&f->srv, f->loop, &f->ts, &f->cfg, f->sock), 0);
+    struct server_deps deps = {.loop = f->loop, .ts = &f->ts, .cfg = &f->cfg,
+                               .socket_path = f->sock};
+    assert_int_equal(server_init(&f->srv, &deps), 0);
     *state = f;
     return 0;
 }
