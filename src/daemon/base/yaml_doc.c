@@ -1,7 +1,8 @@
-/* yaml_doc.c - what kairosd's YAML readers share: error messages with positions,
- * the refusal of duplicate keys in any mapping (libyaml keeps them all, and a
- * reader that looks keys up would take one silently), and the refusal of a second
- * document in a file meant to hold one. */
+/* yaml_doc.c - what kairosd's YAML readers share: error messages with positions, a
+ * value's checks (its kind, a whole number, a yes or no), the refusal of duplicate
+ * keys in any mapping (libyaml keeps them all, and a reader that looks keys up would
+ * take one silently), and the refusal of a second document in a file meant to hold
+ * one. */
 #include "daemon/base/yaml_doc.h"
 
 #include <errno.h>
@@ -32,7 +33,8 @@ static int key_order(const void *a, const void *b)
     int c = memcmp(x->data.scalar.value, y->data.scalar.value, lx < ly ? lx : ly);
     if (c || lx != ly)
         return c ? c : (lx < ly ? -1 : 1);
-    return x->start_mark.index < y->start_mark.index ? -1 : x->start_mark.index > y->start_mark.index;
+    return x->start_mark.index < y->start_mark.index ? -1
+                                                     : x->start_mark.index > y->start_mark.index;
 }
 
 static int unique_keys(struct ydoc *p, const yaml_node_t *map, const yaml_node_t **keys)
@@ -87,4 +89,60 @@ int ydoc_refuse_more(struct ydoc *p, yaml_parser_t *parser)
                        "'---' and what follows, or merge it into the first", p->name);
     yaml_document_delete(&next);
     return rc;
+}
+
+static const char *kind_name(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return "a value";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
+    }
+}
+
+const char *ydoc_text(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+int ydoc_want(struct ydoc *p, const yaml_node_t *n, yaml_node_type_t type, const char *what)
+{
+    if (n->type != type)
+        return ydoc_fail(p, n, "expected %s, found %s", what, kind_name(n));
+    return 0;
+}
+
+int ydoc_uint(struct ydoc *p, const yaml_node_t *n, const char *what, unsigned long max,
+                      unsigned long *out)
+{
+    if (ydoc_want(p, n, YAML_SCALAR_NODE, what))
+        return -EINVAL;
+    const char *s = ydoc_text(n);
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v > max)
+        return ydoc_fail(p, n, "expected %s (a whole number from 0 to %lu), found '%s'", what,
+                         max, s);
+    *out = v;
+    return 0;
+}
+
+int ydoc_bool(struct ydoc *p, const yaml_node_t *n, const char *what, bool *out)
+{
+    if (ydoc_want(p, n, YAML_SCALAR_NODE, what))
+        return -EINVAL;
+    const char *s = ydoc_text(n);
+    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on"))
+        *out = true;
+    else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off"))
+        *out = false;
+    else
+        return ydoc_fail(p, n, "expected %s (true or false), found '%s'", what, s);
+    return 0;
 }

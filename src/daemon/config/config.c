@@ -18,67 +18,12 @@
 #include "daemon/base/yaml_doc.h"
 #include "core/units.h"
 
-static const char *kind_name(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return "a value";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "nothing";
-    }
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return (const char *)n->data.scalar.value;
-}
-
-static int want(struct ydoc *p, const yaml_node_t *n, yaml_node_type_t type, const char *what)
-{
-    if (n->type != type)
-        return ydoc_fail(p, n, "expected %s, found %s", what, kind_name(n));
-    return 0;
-}
-
-static int parse_uint(struct ydoc *p, const yaml_node_t *n, const char *what, unsigned long max,
-                      unsigned long *out)
-{
-    if (want(p, n, YAML_SCALAR_NODE, what))
-        return -EINVAL;
-    const char *s = scalar(n);
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-' || v > max)
-        return ydoc_fail(p, n, "expected %s (a whole number from 0 to %lu), found '%s'", what, max, s);
-    *out = v;
-    return 0;
-}
-
-static int parse_bool(struct ydoc *p, const yaml_node_t *n, const char *what, bool *out)
-{
-    if (want(p, n, YAML_SCALAR_NODE, what))
-        return -EINVAL;
-    const char *s = scalar(n);
-    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on"))
-        *out = true;
-    else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off"))
-        *out = false;
-    else
-        return ydoc_fail(p, n, "expected %s (true or false), found '%s'", what, s);
-    return 0;
-}
-
 static int parse_path(struct ydoc *p, const yaml_node_t *n, const char *what, char *out,
                       size_t cap)
 {
-    if (want(p, n, YAML_SCALAR_NODE, what))
+    if (ydoc_want(p, n, YAML_SCALAR_NODE, what))
         return -EINVAL;
-    const char *s = scalar(n);
+    const char *s = ydoc_text(n);
     if (s[0] != '/')
         return ydoc_fail(p, n, "expected %s as an absolute path, found '%s'", what, s);
     if (strlen(s) >= cap)
@@ -90,7 +35,7 @@ static int parse_path(struct ydoc *p, const yaml_node_t *n, const char *what, ch
 /* kernel_log: PATH | none (faults: the driver's Xid reports are not read). */
 static int parse_kernel_log(struct ydoc *p, const yaml_node_t *n, char *out, size_t cap)
 {
-    if (n->type == YAML_SCALAR_NODE && !strcmp(scalar(n), "none")) {
+    if (n->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(n), "none")) {
         out[0] = 0;
         return 0;
     }
@@ -100,7 +45,7 @@ static int parse_kernel_log(struct ydoc *p, const yaml_node_t *n, char *out, siz
 /* unprivileged_cgroups: [/kubepods.slice, ...]: cgroup v2 path patterns. */
 static int parse_unprivileged(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_SEQUENCE_NODE, "unprivileged_cgroups as a list of cgroup patterns, "
+    if (ydoc_want(p, n, YAML_SEQUENCE_NODE, "unprivileged_cgroups as a list of cgroup patterns, "
              "e.g. [/kubepods.slice, /kubepods]"))
         return -EINVAL;
     for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
@@ -109,20 +54,20 @@ static int parse_unprivileged(struct ydoc *p, const yaml_node_t *n, struct confi
         if (c->n_unprivileged_cgroups >= CONFIG_MAX_UNPRIVILEGED_CGROUPS)
             return ydoc_fail(p, item, "at most %d unprivileged_cgroups",
                              CONFIG_MAX_UNPRIVILEGED_CGROUPS);
-        if (item->type != YAML_SCALAR_NODE || scalar(item)[0] != '/' ||
-            strlen(scalar(item)) >= KAIROS_CGROUP_MAX)
+        if (item->type != YAML_SCALAR_NODE || ydoc_text(item)[0] != '/' ||
+            strlen(ydoc_text(item)) >= KAIROS_CGROUP_MAX)
             return ydoc_fail(p, item, "expected a cgroup path pattern beginning with '/' "
                              "(at most %d characters), e.g. /kubepods.slice",
                              KAIROS_CGROUP_MAX - 1);
         snprintf(c->unprivileged_cgroups[c->n_unprivileged_cgroups++], KAIROS_CGROUP_MAX, "%s",
-                 scalar(item));
+                 ydoc_text(item));
     }
     return 0;
 }
 
 static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_SEQUENCE_NODE, "admins as a list of uids or user names"))
+    if (ydoc_want(p, n, YAML_SEQUENCE_NODE, "admins as a list of uids or user names"))
         return -EINVAL;
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     c->admins = calloc(count ? count : 1, sizeof *c->admins);
@@ -131,9 +76,9 @@ static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
     for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
          it++) {
         yaml_node_t *item = yaml_document_get_node(p->doc, *it);
-        if (want(p, item, YAML_SCALAR_NODE, "a uid or user name"))
+        if (ydoc_want(p, item, YAML_SCALAR_NODE, "a uid or user name"))
             return -EINVAL;
-        const char *s = scalar(item);
+        const char *s = ydoc_text(item);
         char *end;
         errno = 0;
         unsigned long v = strtoul(s, &end, 10);
@@ -152,7 +97,7 @@ static int parse_admins(struct ydoc *p, const yaml_node_t *n, struct config *c)
 
 static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode *mode)
 {
-    if (n && n->type == YAML_SCALAR_NODE && sched_mode_parse(scalar(n), mode))
+    if (n && n->type == YAML_SCALAR_NODE && sched_mode_parse(ydoc_text(n), mode))
         return 0;
     return ydoc_fail(p, n, "time_mode must be windows (strict windows while tenants compete), "
                            "timeslices (hardware timeslices only) or auto");
@@ -161,7 +106,7 @@ static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode
 static int parse_latency_yield(struct ydoc *p, const yaml_node_t *n, unsigned *out)
 {
     unsigned long ul;
-    if (parse_uint(p, n, "latency_yield_us", SCHED_TS_UNIT_US, &ul))
+    if (ydoc_uint(p, n, "latency_yield_us", SCHED_TS_UNIT_US, &ul))
         return -EINVAL;
     if (ul && ul < SCHED_YIELD_MIN_US)
         return ydoc_fail(p, n, "latency_yield_us must be 0 (no rule: the slices of the shares) "
@@ -173,9 +118,9 @@ static int parse_latency_yield(struct ydoc *p, const yaml_node_t *n, unsigned *o
 static int parse_metrics(struct ydoc *p, const yaml_node_t *n, struct metrics_addr *out)
 {
     char why[256];
-    if (want(p, n, YAML_SCALAR_NODE, "metrics as an address such as 127.0.0.1:9494, or off"))
+    if (ydoc_want(p, n, YAML_SCALAR_NODE, "metrics as an address such as 127.0.0.1:9494, or off"))
         return -EINVAL;
-    if (metrics_addr_parse(scalar(n), out, why, sizeof why))
+    if (metrics_addr_parse(ydoc_text(n), out, why, sizeof why))
         return ydoc_fail(p, n, "%s", why);
     return 0;
 }
@@ -191,9 +136,9 @@ static int parse_exempt_item(struct ydoc *p, const yaml_node_t *n, struct config
              pr++) {
             yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
             yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
-            if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), "command") && !cmd)
+            if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "command") && !cmd)
                 cmd = v;
-            else if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), "user") && !user)
+            else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "user") && !user)
                 user = v;
             else
                 return ydoc_fail(p, k, "expected command or user (once each) in an audit "
@@ -203,21 +148,21 @@ static int parse_exempt_item(struct ydoc *p, const yaml_node_t *n, struct config
             return ydoc_fail(p, n, "an audit exemption needs a command, a user, or both");
     }
     if (cmd) {
-        if (want(p, cmd, YAML_SCALAR_NODE, "a command name (as in /proc/PID/comm)"))
+        if (ydoc_want(p, cmd, YAML_SCALAR_NODE, "a command name (as in /proc/PID/comm)"))
             return -EINVAL;
-        size_t len = strlen(scalar(cmd));
-        if (!len || len > 255 || strchr(scalar(cmd), '/'))
+        size_t len = strlen(ydoc_text(cmd));
+        if (!len || len > 255 || strchr(ydoc_text(cmd), '/'))
             return ydoc_fail(p, cmd, "audit exemption '%s': expected a command name without "
-                                     "'/' (as in /proc/PID/comm)", scalar(cmd));
+                                     "'/' (as in /proc/PID/comm)", ydoc_text(cmd));
         /* the kernel keeps the first 15 characters (nvidia-persistenced: nvidia-persiste) */
         len = len < sizeof e->command ? len : sizeof e->command - 1;
-        memcpy(e->command, scalar(cmd), len);
+        memcpy(e->command, ydoc_text(cmd), len);
         e->command[len] = 0;
     }
     if (user) {
-        if (want(p, user, YAML_SCALAR_NODE, "a user name or uid"))
+        if (ydoc_want(p, user, YAML_SCALAR_NODE, "a user name or uid"))
             return -EINVAL;
-        const char *s = scalar(user);
+        const char *s = ydoc_text(user);
         char *end;
         errno = 0;
         unsigned long v = strtoul(s, &end, 10);
@@ -237,7 +182,7 @@ static int parse_exempt_item(struct ydoc *p, const yaml_node_t *n, struct config
 
 static int parse_exempt(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_SEQUENCE_NODE, "audit exempt as a list of command names or "
+    if (ydoc_want(p, n, YAML_SEQUENCE_NODE, "audit exempt as a list of command names or "
                                        "{ command: NAME, user: USER }"))
         return -EINVAL;
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
@@ -260,11 +205,11 @@ static int parse_exempt(struct ydoc *p, const yaml_node_t *n, struct config *c)
  * "1" there is more likely a slip than one byte. */
 static void bare_size_warning(const struct ydoc *p, const yaml_node_t *v, const char *what)
 {
-    if (units_size_is_bare(scalar(v)))
+    if (units_size_is_bare(ydoc_text(v)))
         log_warn("%s:%lu:%lu: %s '%s' has no unit and is read as %s bytes, as documented; "
                  "add one (%sB for bytes, or G, MiB...)", p->name,
                  (unsigned long)v->start_mark.line + 1, (unsigned long)v->start_mark.column + 1,
-                 what, scalar(v), scalar(v), scalar(v));
+                 what, ydoc_text(v), ydoc_text(v), ydoc_text(v));
 }
 
 /* audit: NAME: SIZE ("audit NAME" in messages, example as the hint). */
@@ -274,9 +219,9 @@ static int parse_audit_size(struct ydoc *p, const yaml_node_t *v, const char *na
     char what[64], shape[96], why[128];
     snprintf(what, sizeof what, "audit %s", name);
     snprintf(shape, sizeof shape, "%s as a size (e.g. %s)", what, example);
-    if (want(p, v, YAML_SCALAR_NODE, shape))
+    if (ydoc_want(p, v, YAML_SCALAR_NODE, shape))
         return -EINVAL;
-    if (units_parse_size(scalar(v), 0, out, why, sizeof why))
+    if (units_parse_size(ydoc_text(v), 0, out, why, sizeof why))
         return ydoc_fail(p, v, "%s: %s", what, why);
     bare_size_warning(p, v, what);
     return 0;
@@ -285,23 +230,23 @@ static int parse_audit_size(struct ydoc *p, const yaml_node_t *v, const char *na
 static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node_t *v,
                            struct config *c)
 {
-    const char *key = scalar(k);
+    const char *key = ydoc_text(k);
     unsigned long ul;
     if (!strcmp(key, "interval_ms")) {
-        if (parse_uint(p, v, "audit interval_ms", 3600000, &ul))
+        if (ydoc_uint(p, v, "audit interval_ms", 3600000, &ul))
             return -EINVAL;
         if (ul && ul < 100)
             return ydoc_fail(p, v, "audit interval_ms must be 0 (off) or at least 100");
         c->audit_interval_ms = (unsigned)ul;
     } else if (!strcmp(key, "kill")) {
-        if (parse_bool(p, v, "audit kill", &c->audit_kill))
+        if (ydoc_bool(p, v, "audit kill", &c->audit_kill))
             return -EINVAL;
     } else if (!strcmp(key, "action")) {
         if (v->type != YAML_SCALAR_NODE ||
-            (strcmp(scalar(v), "report") && strcmp(scalar(v), "kill")))
+            (strcmp(ydoc_text(v), "report") && strcmp(ydoc_text(v), "kill")))
             return ydoc_fail(p, v, "audit action must be report (log what is found) or kill "
                                    "(also kill the processes found, but the exempt)");
-        c->audit_kill = !strcmp(scalar(v), "kill");
+        c->audit_kill = !strcmp(ydoc_text(v), "kill");
     } else if (!strcmp(key, "exempt")) {
         return parse_exempt(p, v, c);
     } else if (!strcmp(key, "overhead")) {
@@ -311,7 +256,7 @@ static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node
     } else if (!strcmp(key, "mps_server_max")) {
         return parse_audit_size(p, v, "mps_server_max", "1G", &c->audit_mps_server_max);
     } else if (!strcmp(key, "leave_grace_ms")) {
-        if (parse_uint(p, v, "audit leave_grace_ms", 600000, &ul))
+        if (ydoc_uint(p, v, "audit leave_grace_ms", 600000, &ul))
             return -EINVAL;
         c->audit_leave_grace_ms = (unsigned)ul;
     } else {
@@ -324,14 +269,14 @@ static int parse_audit_key(struct ydoc *p, const yaml_node_t *k, const yaml_node
 
 static int parse_audit(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, action: report|kill, "
-                                      "exempt: [...] }"))
+    if (ydoc_want(p, n, YAML_MAPPING_NODE, "audit as a mapping { interval_ms: N, action: "
+                                           "report|kill, exempt: [...] }"))
         return -EINVAL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
-        if (want(p, k, YAML_SCALAR_NODE, "a key") || parse_audit_key(p, k, v, c))
+        if (ydoc_want(p, k, YAML_SCALAR_NODE, "a key") || parse_audit_key(p, k, v, c))
             return -EINVAL;
     }
     return 0;
@@ -339,7 +284,7 @@ static int parse_audit(struct ydoc *p, const yaml_node_t *n, struct config *c)
 
 static int parse_memory(struct ydoc *p, const yaml_node_t *n, struct config_tenant *t)
 {
-    if (want(p, n, YAML_MAPPING_NODE,
+    if (ydoc_want(p, n, YAML_MAPPING_NODE,
              "memory as a mapping of GPU (index or GPU-uuid) to size, e.g. { 0: 40G, 1: 50% }"))
         return -EINVAL;
     size_t count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
@@ -351,9 +296,9 @@ static int parse_memory(struct ydoc *p, const yaml_node_t *n, struct config_tena
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
         struct config_quota *q = &t->quotas[t->n_quotas];
-        if (want(p, k, YAML_SCALAR_NODE, "a GPU index or GPU-uuid"))
+        if (ydoc_want(p, k, YAML_SCALAR_NODE, "a GPU index or GPU-uuid"))
             return -EINVAL;
-        const char *key = scalar(k);
+        const char *key = ydoc_text(k);
         if (!strncmp(key, "GPU-", 4) || !strncmp(key, "MIG-", 4)) {
             if (strlen(key) >= sizeof q->uuid)
                 return ydoc_fail(p, k, "GPU uuid '%s' is too long", key);
@@ -361,19 +306,19 @@ static int parse_memory(struct ydoc *p, const yaml_node_t *n, struct config_tena
             snprintf(q->uuid, sizeof q->uuid, "%s", key);
         } else {
             unsigned long idx;
-            if (parse_uint(p, k, "a GPU index or GPU-uuid", KAIROS_MAX_GPUS - 1, &idx))
+            if (ydoc_uint(p, k, "a GPU index or GPU-uuid", KAIROS_MAX_GPUS - 1, &idx))
                 return -EINVAL;
             q->index = (int)idx;
         }
         for (size_t i = 0; i < t->n_quotas; i++)
             if (t->quotas[i].index == q->index && !strcmp(t->quotas[i].uuid, q->uuid))
                 return ydoc_fail(p, k, "GPU '%s' appears twice in tenant '%s'", key, t->name);
-        if (want(p, v, YAML_SCALAR_NODE, "a size such as 40G, 512MiB or 50%"))
+        if (ydoc_want(p, v, YAML_SCALAR_NODE, "a size such as 40G, 512MiB or 50%"))
             return -EINVAL;
-        if (strlen(scalar(v)) >= sizeof q->value || !*scalar(v))
+        if (strlen(ydoc_text(v)) >= sizeof q->value || !*ydoc_text(v))
             return ydoc_fail(p, v, "expected a size such as 40G, 512MiB or 50%%, found '%s'",
-                        scalar(v));
-        snprintf(q->value, sizeof q->value, "%s", scalar(v));
+                        ydoc_text(v));
+        snprintf(q->value, sizeof q->value, "%s", ydoc_text(v));
         q->line = (unsigned)v->start_mark.line + 1;
         q->column = (unsigned)v->start_mark.column + 1;
         t->n_quotas++;
@@ -383,7 +328,7 @@ static int parse_memory(struct ydoc *p, const yaml_node_t *n, struct config_tena
 
 static int parse_policy(struct ydoc *p, const yaml_node_t *n, struct sched_policy *pol)
 {
-    if (want(p, n, YAML_MAPPING_NODE,
+    if (ydoc_want(p, n, YAML_MAPPING_NODE,
              "a compute policy { share: 40%, limit: 60%, priority: latency|normal|batch }"))
         return -EINVAL;
     memset(pol, 0, sizeof *pol);
@@ -393,23 +338,23 @@ static int parse_policy(struct ydoc *p, const yaml_node_t *n, struct sched_polic
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
-        if (want(p, k, YAML_SCALAR_NODE, "a key"))
+        if (ydoc_want(p, k, YAML_SCALAR_NODE, "a key"))
             return -EINVAL;
-        const char *key = scalar(k);
+        const char *key = ydoc_text(k);
         int rc;
         if (!strcmp(key, "share")) {
-            if (want(p, v, YAML_SCALAR_NODE, "share"))
+            if (ydoc_want(p, v, YAML_SCALAR_NODE, "share"))
                 return -EINVAL;
-            rc = policy_parse_percent("share", scalar(v), &pol->share, why, sizeof why);
+            rc = policy_parse_percent("share", ydoc_text(v), &pol->share, why, sizeof why);
             share = v;
         } else if (!strcmp(key, "limit")) {
-            if (want(p, v, YAML_SCALAR_NODE, "limit"))
+            if (ydoc_want(p, v, YAML_SCALAR_NODE, "limit"))
                 return -EINVAL;
-            rc = policy_parse_limit(scalar(v), &pol->limit, why, sizeof why);
+            rc = policy_parse_limit(ydoc_text(v), &pol->limit, why, sizeof why);
         } else if (!strcmp(key, "priority")) {
-            if (want(p, v, YAML_SCALAR_NODE, "priority"))
+            if (ydoc_want(p, v, YAML_SCALAR_NODE, "priority"))
                 return -EINVAL;
-            rc = policy_parse_priority(scalar(v), &pol->prio, why, sizeof why);
+            rc = policy_parse_priority(ydoc_text(v), &pol->prio, why, sizeof why);
         } else {
             return ydoc_fail(p, k, "unknown key '%s' in a compute policy (expected share, limit or "
                               "priority)", key);
@@ -431,7 +376,7 @@ int config_parse_policy(const char *name, struct yaml_document_s *doc, struct ya
 
 static int parse_compute(struct ydoc *p, const yaml_node_t *n, struct config_tenant *t)
 {
-    if (want(p, n, YAML_MAPPING_NODE,
+    if (ydoc_want(p, n, YAML_MAPPING_NODE,
              "compute as a mapping of GPU index to policy, e.g. { 0: { share: 40% } }"))
         return -EINVAL;
     size_t count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
@@ -444,11 +389,12 @@ static int parse_compute(struct ydoc *p, const yaml_node_t *n, struct config_ten
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
         struct config_compute *c = &t->compute[t->n_compute];
         unsigned long idx;
-        if (parse_uint(p, k, "a GPU index", KAIROS_MAX_GPUS - 1, &idx))
+        if (ydoc_uint(p, k, "a GPU index", KAIROS_MAX_GPUS - 1, &idx))
             return -EINVAL;
         for (size_t i = 0; i < t->n_compute; i++)
             if (t->compute[i].gpu == idx)
-                return ydoc_fail(p, k, "GPU %lu appears twice in tenant '%s' compute", idx, t->name);
+                return ydoc_fail(p, k, "GPU %lu appears twice in tenant '%s' compute", idx,
+                                 t->name);
         c->gpu = (unsigned)idx;
         if (parse_policy(p, v, &c->pol))
             return -EINVAL;
@@ -473,7 +419,7 @@ static int check_shares(struct ydoc *p, const yaml_node_t *n, const struct confi
 
 static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_MAPPING_NODE, "a tenant as a mapping { name: NAME, memory: {...} }"))
+    if (ydoc_want(p, n, YAML_MAPPING_NODE, "a tenant as a mapping { name: NAME, memory: {...} }"))
         return -EINVAL;
     struct config_tenant *t = &c->tenants[c->n_tenants++];
     t->line = (unsigned)n->start_mark.line + 1;
@@ -483,40 +429,40 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
-        if (want(p, k, YAML_SCALAR_NODE, "a key"))
+        if (ydoc_want(p, k, YAML_SCALAR_NODE, "a key"))
             return -EINVAL;
-        if (!strcmp(scalar(k), "name")) {
-            if (want(p, v, YAML_SCALAR_NODE, "a tenant name"))
+        if (!strcmp(ydoc_text(k), "name")) {
+            if (ydoc_want(p, v, YAML_SCALAR_NODE, "a tenant name"))
                 return -EINVAL;
-            if (strlen(scalar(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(scalar(v)))
+            if (strlen(ydoc_text(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(ydoc_text(v)))
                 return ydoc_fail(p, v,
                             "tenant name '%s' must be 1-63 characters of A-Z a-z 0-9 . _ - "
-                            "(not starting with . or -)", scalar(v));
-            snprintf(t->name, sizeof t->name, "%s", scalar(v));
-        } else if (!strcmp(scalar(k), "memory")) {
+                            "(not starting with . or -)", ydoc_text(v));
+            snprintf(t->name, sizeof t->name, "%s", ydoc_text(v));
+        } else if (!strcmp(ydoc_text(k), "memory")) {
             memory = v;
-        } else if (!strcmp(scalar(k), "compute")) {
+        } else if (!strcmp(ydoc_text(k), "compute")) {
             compute = v;
-        } else if (!strcmp(scalar(k), "members")) {
+        } else if (!strcmp(ydoc_text(k), "members")) {
             if (members_config_parse(p, v, &t->members))
                 return -EINVAL;
-        } else if (!strcmp(scalar(k), "managed")) {
-            if (want(p, v, YAML_SCALAR_NODE, "managed: refuse or managed: charge"))
+        } else if (!strcmp(ydoc_text(k), "managed")) {
+            if (ydoc_want(p, v, YAML_SCALAR_NODE, "managed: refuse or managed: charge"))
                 return -EINVAL;
-            if (strcmp(scalar(v), "refuse") && strcmp(scalar(v), "charge"))
+            if (strcmp(ydoc_text(v), "refuse") && strcmp(ydoc_text(v), "charge"))
                 return ydoc_fail(p, v, "managed: '%s' is neither refuse (managed memory, "
                                  "cudaMallocManaged, refused: the default) nor charge (allowed, "
-                                 "each range charged in full against the quota)", scalar(v));
-            t->managed_charge = !strcmp(scalar(v), "charge");
-        } else if (!strcmp(scalar(k), "fault_domain")) {
-            if (want(p, v, YAML_SCALAR_NODE, "fault_domain: NAME") ||
-                strlen(scalar(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(scalar(v)))
+                                 "each range charged in full against the quota)", ydoc_text(v));
+            t->managed_charge = !strcmp(ydoc_text(v), "charge");
+        } else if (!strcmp(ydoc_text(k), "fault_domain")) {
+            if (ydoc_want(p, v, YAML_SCALAR_NODE, "fault_domain: NAME") ||
+                strlen(ydoc_text(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(ydoc_text(v)))
                 return ydoc_fail(p, v, "fault_domain: '%s' must be 1-63 characters of A-Z a-z "
-                                 "0-9 . _ - (not starting with . or -)", scalar(v));
-            snprintf(t->fault_domain, sizeof t->fault_domain, "%s", scalar(v));
+                                 "0-9 . _ - (not starting with . or -)", ydoc_text(v));
+            snprintf(t->fault_domain, sizeof t->fault_domain, "%s", ydoc_text(v));
         } else {
             return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory, compute, "
-                             "members, managed or fault_domain)", scalar(k));
+                             "members, managed or fault_domain)", ydoc_text(k));
         }
     }
     if (!t->name[0])
@@ -535,7 +481,7 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
 
 static int parse_tenants(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
-    if (want(p, n, YAML_SEQUENCE_NODE, "tenants as a list of { name: ..., memory: ... }"))
+    if (ydoc_want(p, n, YAML_SEQUENCE_NODE, "tenants as a list of { name: ..., memory: ... }"))
         return -EINVAL;
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (count > LEDGER_MAX_TENANTS)
@@ -558,16 +504,17 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         c->empty = true;
         return 0; /* an empty file: all defaults */
     }
-    if (want(p, root, YAML_MAPPING_NODE, "a mapping of settings (socket, state, tenants, ...)"))
+    if (ydoc_want(p, root, YAML_MAPPING_NODE,
+                  "a mapping of settings (socket, state, tenants, ...)"))
         return -EINVAL;
     const yaml_node_t *reserve = NULL; /* admin_reserve, when given */
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
          pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
-        if (want(p, k, YAML_SCALAR_NODE, "a setting name"))
+        if (ydoc_want(p, k, YAML_SCALAR_NODE, "a setting name"))
             return -EINVAL;
-        const char *key = scalar(k); /* unique: ydoc_check_unique_keys */
+        const char *key = ydoc_text(k); /* unique: ydoc_check_unique_keys */
         unsigned long ul;
         int rc;
         if (!strcmp(key, "socket"))
@@ -585,7 +532,7 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
             c->tenants_given = true;
         }
         else if (!strcmp(key, "gpus")) {
-            rc = parse_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
+            rc = ydoc_uint(p, v, "gpus", KAIROS_MAX_GPUS, &ul);
             c->gpus = (unsigned)ul;
         } else if (!strcmp(key, "metrics")) {
             rc = parse_metrics(p, v, &c->metrics);
@@ -598,26 +545,26 @@ static int parse_root(struct ydoc *p, const yaml_node_t *root, struct config *c)
         } else if (!strcmp(key, "latency_yield_us")) {
             rc = parse_latency_yield(p, v, &c->latency_yield_us);
         } else if (!strcmp(key, "max_connections")) {
-            rc = parse_uint(p, v, "max_connections", 65536, &ul);
+            rc = ydoc_uint(p, v, "max_connections", 65536, &ul);
             if (!rc && ul == 0)
                 rc = ydoc_fail(p, v, "max_connections must be at least 1");
             c->max_connections = (unsigned)ul;
         } else if (!strcmp(key, "max_connections_per_user")) {
-            rc = parse_uint(p, v, "max_connections_per_user", 65536, &ul);
+            rc = ydoc_uint(p, v, "max_connections_per_user", 65536, &ul);
             if (!rc && ul == 0)
                 rc = ydoc_fail(p, v, "max_connections_per_user must be at least 1");
             c->max_connections_per_user = (unsigned)ul;
         } else if (!strcmp(key, "admin_reserve")) {
-            rc = parse_uint(p, v, "admin_reserve", 65535, &ul);
+            rc = ydoc_uint(p, v, "admin_reserve", 65535, &ul);
             c->admin_reserve = (unsigned)ul;
             reserve = v;
         } else if (!strcmp(key, "register_timeout_ms")) {
-            rc = parse_uint(p, v, "register_timeout_ms", 3600000, &ul);
+            rc = ydoc_uint(p, v, "register_timeout_ms", 3600000, &ul);
             if (!rc && ul < 100)
                 rc = ydoc_fail(p, v, "register_timeout_ms must be at least 100");
             c->register_timeout_ms = (unsigned)ul;
         } else if (!strcmp(key, "usage_save_interval_ms")) {
-            rc = parse_uint(p, v, "usage_save_interval_ms", 3600000, &ul);
+            rc = ydoc_uint(p, v, "usage_save_interval_ms", 3600000, &ul);
             if (!rc && ul < 1000)
                 rc = ydoc_fail(p, v, "usage_save_interval_ms must be at least 1000 (each save "
                                "writes the whole state file)");

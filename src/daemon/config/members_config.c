@@ -10,17 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *text(const yaml_node_t *n)
-{
-    return (const char *)n->data.scalar.value;
-}
-
 /* A number below UINT32_MAX, or a user (group) name resolved; 0 or -EINVAL. */
 static int parse_id(struct ydoc *p, const yaml_node_t *n, bool group, uint32_t *out)
 {
     if (n->type != YAML_SCALAR_NODE)
         return ydoc_fail(p, n, "expected a %s name or number", group ? "group" : "user");
-    const char *s = text(n);
+    const char *s = ydoc_text(n);
     char *end;
     errno = 0;
     unsigned long v = strtoul(s, &end, 10);
@@ -71,11 +66,11 @@ static int parse_cgroups(struct ydoc *p, const yaml_node_t *n, struct member_rul
         if (r->n_cgroups >= KAIROS_MEMBERS_MAX_CGROUPS)
             return ydoc_fail(p, item, "at most %u cgroups per tenant",
                              KAIROS_MEMBERS_MAX_CGROUPS);
-        if (item->type != YAML_SCALAR_NODE || text(item)[0] != '/' ||
-            strlen(text(item)) >= KAIROS_CGROUP_MAX)
+        if (item->type != YAML_SCALAR_NODE || ydoc_text(item)[0] != '/' ||
+            strlen(ydoc_text(item)) >= KAIROS_CGROUP_MAX)
             return ydoc_fail(p, item, "expected a cgroup path pattern beginning with '/' "
                              "(at most %d characters), e.g. /slurm/job_*", KAIROS_CGROUP_MAX - 1);
-        snprintf(r->cgroups[r->n_cgroups++], KAIROS_CGROUP_MAX, "%s", text(item));
+        snprintf(r->cgroups[r->n_cgroups++], KAIROS_CGROUP_MAX, "%s", ydoc_text(item));
     }
     return 0;
 }
@@ -93,7 +88,7 @@ int members_config_parse(struct ydoc *p, const yaml_node_t *n, struct member_rul
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
         if (k->type != YAML_SCALAR_NODE)
             return ydoc_fail(p, k, "expected users, groups or cgroups");
-        const char *key = text(k);
+        const char *key = ydoc_text(k);
         unsigned bit = !strcmp(key, "users") ? 1 : !strcmp(key, "groups") ? 2
                                                  : !strcmp(key, "cgroups") ? 4 : 0;
         if (!bit)

@@ -8,11 +8,6 @@
 
 #include "core/tenant_name.h"
 
-static const char *text(const yaml_node_t *n)
-{
-    return (const char *)n->data.scalar.value;
-}
-
 void space_config_defaults(struct space_config *s)
 {
     memset(s, 0, sizeof *s);
@@ -22,26 +17,26 @@ void space_config_defaults(struct space_config *s)
 
 static int parse_mps_control(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
 {
-    if (v->type != YAML_SCALAR_NODE || text(v)[0] != '/')
+    if (v->type != YAML_SCALAR_NODE || ydoc_text(v)[0] != '/')
         return ydoc_fail(p, v, "mps_control: expected the absolute path of "
                          "nvidia-cuda-mps-control, e.g. /usr/bin/nvidia-cuda-mps-control");
-    if (strlen(text(v)) >= sizeof s->mps_control)
+    if (strlen(ydoc_text(v)) >= sizeof s->mps_control)
         return ydoc_fail(p, v, "mps_control: the path is too long");
-    snprintf(s->mps_control, sizeof s->mps_control, "%s", text(v));
+    snprintf(s->mps_control, sizeof s->mps_control, "%s", ydoc_text(v));
     return 0;
 }
 
 static int parse_domain(struct ydoc *p, const yaml_node_t *k, const yaml_node_t *v,
                         struct space_config *s)
 {
-    if (k->type != YAML_SCALAR_NODE || !tenant_name_valid(text(k)))
+    if (k->type != YAML_SCALAR_NODE || !tenant_name_valid(ydoc_text(k)))
         return ydoc_fail(p, k, "a fault domain's name must be 1-63 characters of A-Z a-z 0-9 "
                          ". _ - (not starting with . or -)");
     if (s->n_domains >= SPACE_MAX_DOMAINS)
         return ydoc_fail(p, k, "at most %d fault domains", SPACE_MAX_DOMAINS);
     struct space_domain_config *d = &s->domains[s->n_domains++];
-    snprintf(d->name, sizeof d->name, "%s", text(k));
-    if (v->type == YAML_SCALAR_NODE && !text(v)[0])
+    snprintf(d->name, sizeof d->name, "%s", ydoc_text(k));
+    if (v->type == YAML_SCALAR_NODE && !ydoc_text(v)[0])
         return 0; /* "inference-a:" with nothing: the defaults */
     if (v->type != YAML_MAPPING_NODE)
         return ydoc_fail(p, v, "fault domain '%s': expected { shared_uids: true|false }",
@@ -50,15 +45,15 @@ static int parse_domain(struct ydoc *p, const yaml_node_t *k, const yaml_node_t 
          pr++) {
         yaml_node_t *dk = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *dv = yaml_document_get_node(p->doc, pr->value);
-        if (dk->type != YAML_SCALAR_NODE || strcmp(text(dk), "shared_uids"))
+        if (dk->type != YAML_SCALAR_NODE || strcmp(ydoc_text(dk), "shared_uids"))
             return ydoc_fail(p, dk, "unknown key in fault domain '%s' (expected shared_uids)",
                              d->name);
         if (dv->type != YAML_SCALAR_NODE ||
-            (strcmp(text(dv), "true") && strcmp(text(dv), "false")))
+            (strcmp(ydoc_text(dv), "true") && strcmp(ydoc_text(dv), "false")))
             return ydoc_fail(p, dv, "shared_uids: expected true (the domain's users share one "
                              "multi-user MPS server and its fate) or false (one server per "
                              "user, the default)");
-        d->shared_uids = !strcmp(text(dv), "true");
+        d->shared_uids = !strcmp(ydoc_text(dv), "true");
     }
     return 0;
 }
@@ -82,8 +77,8 @@ static int parse_domains(struct ydoc *p, const yaml_node_t *n, struct space_conf
 static int parse_client_check(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
 {
     char *end = NULL;
-    unsigned long ms = v->type == YAML_SCALAR_NODE ? strtoul(text(v), &end, 10) : 0;
-    if (!end || end == text(v) || *end || text(v)[0] == '-' || ms > 3600000 ||
+    unsigned long ms = v->type == YAML_SCALAR_NODE ? strtoul(ydoc_text(v), &end, 10) : 0;
+    if (!end || end == ydoc_text(v) || *end || ydoc_text(v)[0] == '-' || ms > 3600000 ||
         (ms && ms < SPACE_MIN_CLIENT_CHECK_MS))
         return ydoc_fail(p, v, "client_check_ms: expected 0 (never) or milliseconds from %d "
                          "to 3600000", SPACE_MIN_CLIENT_CHECK_MS);
@@ -101,11 +96,11 @@ int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pr->value);
         int rc;
-        if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "mps_control"))
+        if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "mps_control"))
             rc = parse_mps_control(p, v, s);
-        else if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "domains"))
+        else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "domains"))
             rc = parse_domains(p, v, s);
-        else if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), "client_check_ms"))
+        else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "client_check_ms"))
             rc = parse_client_check(p, v, s);
         else
             rc = ydoc_fail(p, k, "unknown key in space (expected mps_control, domains or "
