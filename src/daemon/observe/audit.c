@@ -18,34 +18,13 @@
 #include "daemon/base/mps_server.h"
 #include "daemon/base/procscan.h"
 #include "daemon/observe/audit_action.h"
+#include "daemon/observe/audit_findings.h"
 #include "daemon/observe/audit_mps_kill.h"
 #include "daemon/space/mps_domains.h"
 
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
 #define AUDIT_NO_GPU 0xffu           /* a finding about no GPU in particular */
 #define AUDIT_SCAN_EVERY 10u         /* intervals between /proc scans (sooner when needed) */
-
-enum audit_kind {
-    AUDIT_UNREGISTERED = 1, /* listed by the backend, not a member */
-    AUDIT_TENANT_OVER,      /* a tenant's processes above its quota (who: tenant id) */
-    AUDIT_OPENER,           /* a device node open, not a member, not listed */
-    AUDIT_UNEXPLAINED,      /* memory.used above what is known (who: 0) */
-    AUDIT_HOLDER,           /* an opener named as a holder of unexplained memory */
-    AUDIT_MPS_SERVER,       /* an MPS server the backend lists (noted, no finding) */
-    AUDIT_MPS_OPENER,       /* an MPS server seen by the /proc scan only (noted) */
-    AUDIT_MPS_OVER,         /* an MPS server above audit mps_server_max */
-};
-
-/* A finding: (who, gpu, kind), who a pid or a tenant id; reported once it has lasted
- * long enough, then not again while it stays. */
-struct audit_seen {
-    uint32_t who;
-    unsigned gpu;
-    enum audit_kind kind;
-    uint64_t since_ms;
-    bool reported;
-    bool still; /* seen in this pass */
-};
 
 /* A process the ledger knows: a member now (left_ms 0), or one that left within the
  * grace period (the driver may still hold its memory for a few hundred ms). */
@@ -79,8 +58,7 @@ struct audit {
     uint64_t (*clock)(void *ctx); /* CLOCK_MONOTONIC ms (monotonic_ms), or the tests' */
     void *clock_ctx;
     uint64_t now_ms;
-    struct audit_seen *seen;
-    size_t n_seen, cap_seen;
+    struct audit_findings findings;
     struct audit_known *known;
     size_t n_known, cap_known;
     struct gpu_proc *procs; /* the backend's list for one GPU, grown to what it reports */
@@ -138,44 +116,18 @@ static uint64_t monotonic_ms(void *ctx)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* --- findings --- */
+/* --- findings (audit_findings.h), at this pass's time --- */
 
-/* The finding (who, gpu, kind), recorded at first sight and marked as still there;
- * NULL when out of memory. */
 static struct audit_seen *finding(struct audit *a, uint32_t who, unsigned gpu,
                                   enum audit_kind kind)
 {
-    for (size_t i = 0; i < a->n_seen; i++)
-        if (a->seen[i].who == who && a->seen[i].gpu == gpu && a->seen[i].kind == kind) {
-            a->seen[i].still = true;
-            return &a->seen[i];
-        }
-    struct audit_seen *v = grow_for_one(a->seen, &a->cap_seen, a->n_seen, sizeof *v, 64);
-    if (!v)
-        return NULL;
-    a->seen = v;
-    struct audit_seen *s = &a->seen[a->n_seen++];
-    *s = (struct audit_seen){.who = who, .gpu = gpu, .kind = kind, .since_ms = a->now_ms,
-                             .still = true};
-    return s;
+    return audit_findings_get(&a->findings, who, gpu, kind, a->now_ms);
 }
 
-static bool lasted(const struct audit *a, const struct audit_seen *s, uint64_t delay_ms)
-{
-    return !s || a->now_ms - s->since_ms >= delay_ms;
-}
-
-/* true once, when the finding has lasted delay_ms (0: at first sight) */
 static bool due(struct audit *a, uint32_t who, unsigned gpu, enum audit_kind kind,
                 uint64_t delay_ms)
 {
-    struct audit_seen *s = finding(a, who, gpu, kind);
-    if (!s)
-        return delay_ms == 0; /* reported again next pass rather than never */
-    if (s->reported || !lasted(a, s, delay_ms))
-        return false;
-    s->reported = true;
-    return true;
+    return audit_findings_due(&a->findings, who, gpu, kind, a->now_ms, delay_ms);
 }
 
 /* --- who the ledger knows --- */
@@ -601,7 +553,8 @@ static bool measure(struct audit *a, unsigned g, size_t n_listed)
     a->gpu_known[g] = known;
     if (used <= known)
         return false;
-    return lasted(a, finding(a, 0, g, AUDIT_UNEXPLAINED), a->cfg->audit_leave_grace_ms);
+    return audit_findings_lasted(finding(a, 0, g, AUDIT_UNEXPLAINED), a->now_ms,
+                                 a->cfg->audit_leave_grace_ms);
 }
 
 /* GPU g's unexplained memory (measure() said so), after a fresh /proc scan: reported
@@ -687,8 +640,7 @@ static void scan_proc(struct audit *a)
 void audit_tick(struct audit *a)
 {
     a->now_ms = a->clock(a->clock_ctx);
-    for (size_t i = 0; i < a->n_seen; i++)
-        a->seen[i].still = false;
+    audit_findings_begin(&a->findings);
     update_known(a);
     uint32_t unexplained = 0; /* bit g: GPU g's memory is unexplained */
     for (unsigned g = 0; a->gpu && g < a->ts->n_gpus; g++) {
@@ -712,16 +664,7 @@ void audit_tick(struct audit *a)
             if (unexplained & (1u << g))
                 name_holders(a, g);
     }
-    /* forget what went away, so a reused pid (or a tenant over again) is reported
-     * again; what only a scan sees stays until the next scan */
-    size_t k = 0;
-    for (size_t i = 0; i < a->n_seen; i++) {
-        enum audit_kind kind = a->seen[i].kind;
-        bool scan_only = kind == AUDIT_OPENER || kind == AUDIT_HOLDER || kind == AUDIT_MPS_OPENER;
-        if (a->seen[i].still || (!scanned && scan_only))
-            a->seen[k++] = a->seen[i];
-    }
-    a->n_seen = k;
+    audit_findings_end(&a->findings, scanned); /* what went away is forgotten */
 }
 
 static void on_timer(void *ctx, int fd, uint32_t events)
@@ -816,7 +759,7 @@ void audit_fini(struct audit *a)
     loop_del_close(a->loop, a->w);
     audit_mps_kills_fini(a->mps_kills);
     procscan_fini(&a->scan);
-    free(a->seen);
+    audit_findings_free(&a->findings);
     free(a->known);
     free(a->procs);
     free(a->listed);
