@@ -297,6 +297,12 @@ static int load_config(struct daemon *d, struct config *out)
     return 0;
 }
 
+/* A lingering member released: its tenant goes when that was its last (linger.h). */
+static bool linger_after_leave(void *ctx, struct ledger_tenant *t)
+{
+    return tenants_after_leave(ctx, t);
+}
+
 /* Space mode's daemons under the socket's folder (ROOT/mps); without them a tenant
  * in a fault domain is refused the GPU with the reason. */
 static void open_domains(struct daemon *d)
@@ -528,7 +534,10 @@ int main(int argc, char **argv)
     }
     open_domains(&d);
     open_fault_watch(&d);
-    if ((rc = linger_init(&d.linger, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts))) {
+    struct linger_deps ldeps = {.loop = d.loop, .gpu = d.have_gpu ? &d.gpu : NULL,
+                                .ledger = &d.ts.ledger, .n_gpus = d.ts.n_gpus,
+                                .after_leave = linger_after_leave, .after_leave_ctx = &d.ts};
+    if ((rc = linger_init(&d.linger, &ldeps))) {
         log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
         goto out;
     }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/grow.h"
+#include "core/units.h"
 #include "daemon/base/log.h"
 
 /* One GPU's memory.used and what its process list attributes to processes, taken
@@ -60,7 +61,10 @@ struct baseline {
 struct linger_set {
     struct loop *loop;
     struct gpu_backend *gpu;
-    struct tenants *ts;
+    struct ledger *ledger;
+    unsigned n_gpus;
+    bool (*after_leave)(void *ctx, struct ledger_tenant *t);
+    void *after_leave_ctx;
     struct loop_watch *w; /* its check timer (loop_add_timer) */
     struct lingering *items;
     size_t n, cap;
@@ -142,7 +146,7 @@ static void tell_changed(struct linger_set *lg)
 /* Whether some GPU lists pid (with memory in use, or memory unknown). */
 static bool gpu_lists(struct linger_set *lg, uint32_t pid)
 {
-    for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
+    for (unsigned g = 0; lg->gpu && g < lg->n_gpus; g++) {
         size_t n = 0;
         if (gpu_processes_all(lg->gpu, g, &lg->procs, &lg->cap_procs, &n))
             continue;
@@ -207,9 +211,9 @@ static void baseline_record(struct baseline *b, const struct gpu_proc *procs, si
 static void baseline_refresh(struct linger_set *lg)
 {
     uint64_t now = now_ms(lg);
-    if (!lg->ts->ledger.members)
+    if (!lg->ledger->members)
         return;
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+    for (unsigned g = 0; g < lg->n_gpus; g++) {
         struct baseline *b = &lg->base[g];
         if (b->at_ms && now - b->at_ms < LINGER_BASELINE_MS - LINGER_CHECK_MS / 2)
             continue;
@@ -244,7 +248,7 @@ static void drain_start(struct linger_set *lg, struct ledger_tenant *t, uint32_t
     char a[32];
     log_info("tenant %s: GPU %u's memory.used still shows %s of departed pid %u; held back "
              "from the tenant's quota until it drops (at most %d ms)", t->name, g,
-             tenants_size(shown, a, sizeof a), pid, LINGER_DRAIN_MAX_MS);
+             units_format_size(shown, a, sizeof a), pid, LINGER_DRAIN_MAX_MS);
 }
 
 /* Ends drain i: its tenant's room comes back. */
@@ -262,7 +266,7 @@ static void drains_check(struct linger_set *lg)
     uint64_t now = now_ms(lg);
     for (size_t i = 0; i < lg->n_drains;) {
         struct drain *d = &lg->drains[i];
-        struct ledger_tenant *t = ledger_tenant_find(&lg->ts->ledger, d->tenant);
+        struct ledger_tenant *t = ledger_tenant_find(lg->ledger, d->tenant);
         if (!t || t->id != d->tenant_id) {
             drain_end(lg, i, NULL); /* the tenant went: nothing to hold back */
             continue;
@@ -274,7 +278,7 @@ static void drains_check(struct linger_set *lg)
             log_warn("tenant %s: GPU %u's memory.used still shows %s of departed pid %u after "
                      "%d ms; that memory is returned to the tenant's quota (the audit reports "
                      "what stays unexplained)", t->name, d->gpu,
-                     tenants_size(shown, a, sizeof a), d->pid, LINGER_DRAIN_MAX_MS);
+                     units_format_size(shown, a, sizeof a), d->pid, LINGER_DRAIN_MAX_MS);
             shown = 0;
         } else if (!shown) {
             log_info("tenant %s: GPU %u freed the memory of departed pid %u", t->name, d->gpu,
@@ -295,20 +299,20 @@ static void release(struct linger_set *lg, size_t i)
     struct lingering it = lg->items[i];
     lg->items[i] = lg->items[--lg->n];
     uint64_t freed[KAIROS_MAX_GPUS];
-    struct ledger_tenant *t = ledger_leave(&lg->ts->ledger, it.member, freed);
+    struct ledger_tenant *t = ledger_leave(lg->ledger, it.member, freed);
     uint64_t total = 0;
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++)
+    for (unsigned g = 0; g < lg->n_gpus; g++)
         total += freed[g];
     char a[32];
     log_info("tenant %s: the GPU no longer lists departed pid %u; released %s", t->name, it.pid,
-             tenants_size(total, a, sizeof a));
+             units_format_size(total, a, sizeof a));
     tell_changed(lg);
-    if (tenants_after_leave(lg->ts, t)) {
+    if (lg->after_leave && lg->after_leave(lg->after_leave_ctx, t)) {
         if (lg->removed)
             lg->removed(lg->removed_ctx);
         return; /* the tenant is gone: no room to hold back */
     }
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++)
+    for (unsigned g = 0; g < lg->n_gpus; g++)
         if (freed[g] && it.seen[g].valid)
             drain_start(lg, t, it.pid, g, freed[g], &it.seen[g]);
 }
@@ -319,7 +323,7 @@ static void release(struct linger_set *lg, size_t i)
 static void drain_unlisted(struct linger_set *lg, struct ledger_member *m, uint32_t pid)
 {
     uint64_t now = now_ms(lg);
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++) {
+    for (unsigned g = 0; g < lg->n_gpus; g++) {
         const struct listed *r = m->held[g] ? baseline_find(&lg->base[g], pid) : NULL;
         if (r && now - r->at_ms <= LINGER_BASELINE_MAX_AGE_MS)
             drain_start(lg, m->tenant, pid, g, m->held[g], &r->s);
@@ -330,11 +334,11 @@ static void drain_unlisted(struct linger_set *lg, struct ledger_member *m, uint3
 /* Samples the GPUs where it.member holds memory: its memory is known held now. */
 static void seen_now(struct linger_set *lg, struct lingering *it)
 {
-    for (unsigned g = 0; !lg->gpu && g < lg->ts->n_gpus; g++)
+    for (unsigned g = 0; !lg->gpu && g < lg->n_gpus; g++)
         it->seen[g] = (struct sample){0}; /* a holder alone keeps it: nothing to sample */
     if (!lg->gpu)
         return;
-    for (unsigned g = 0; g < lg->ts->n_gpus; g++)
+    for (unsigned g = 0; g < lg->n_gpus; g++)
         it->seen[g] = it->member->held[g] ? sample_gpu(lg, g) : (struct sample){0};
 }
 
@@ -345,7 +349,7 @@ static void seen_now(struct linger_set *lg, struct lingering *it)
  * reported (so only the credit's uncertainty is settled by the GPU's word). */
 static void reconcile(struct linger_set *lg, struct lingering *it)
 {
-    for (unsigned g = 0; lg->gpu && g < lg->ts->n_gpus; g++) {
+    for (unsigned g = 0; lg->gpu && g < lg->n_gpus; g++) {
         struct ledger_member *m = it->member;
         size_t n = 0;
         if (m->held[g] <= it->reported[g] ||
@@ -356,11 +360,11 @@ static void reconcile(struct linger_set *lg, struct lingering *it)
             if (p->pid != it->pid || !p->used_valid || p->used >= m->held[g])
                 continue;
             uint64_t keep = p->used > it->reported[g] ? p->used : it->reported[g], released;
-            ledger_release(&lg->ts->ledger, m, g, m->held[g] - keep, &released);
+            ledger_release(lg->ledger, m, g, m->held[g] - keep, &released);
             char a[32];
             log_info("tenant %s: departed pid %u's charge on GPU %u settled to %s, what the GPU "
                      "shows of it (its credit was not all taken)", m->tenant->name, it->pid, g,
-                     tenants_size(keep, a, sizeof a));
+                     units_format_size(keep, a, sizeof a));
             break;
         }
     }
@@ -391,15 +395,18 @@ static void on_timer(void *ctx, int fd, uint32_t events)
     linger_check(ctx);
 }
 
-int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
-                struct tenants *ts)
+int linger_init(struct linger_set **out, const struct linger_deps *deps)
 {
     struct linger_set *lg = calloc(1, sizeof *lg);
     if (!lg)
         return -ENOMEM;
+    struct loop *loop = deps->loop;
     lg->loop = loop;
-    lg->gpu = gpu && gpu->ops ? gpu : NULL;
-    lg->ts = ts;
+    lg->gpu = deps->gpu && deps->gpu->ops ? deps->gpu : NULL;
+    lg->ledger = deps->ledger;
+    lg->n_gpus = deps->n_gpus;
+    lg->after_leave = deps->after_leave;
+    lg->after_leave_ctx = deps->after_leave_ctx;
     lg->clock = monotonic_ms;
     if (!(lg->w = loop_add_timer(loop, lg->gpu ? LINGER_BASELINE_MS * 1000ull : 0, on_timer,
                                  lg))) {
@@ -430,7 +437,7 @@ void linger_fini(struct linger_set *lg)
  * folds the credit into its holdings when it lingers). */
 static bool holds_any(const struct linger_set *lg, const struct ledger_member *m)
 {
-    for (unsigned g = 0; g < lg->ts->n_gpus && g < KAIROS_MAX_GPUS; g++)
+    for (unsigned g = 0; g < lg->n_gpus && g < KAIROS_MAX_GPUS; g++)
         if (m->held[g] || m->credit[g])
             return true;
     return false;
@@ -457,10 +464,10 @@ bool linger_restore(struct linger_set *lg, struct ledger_tenant *t, uint32_t pid
 {
     struct ledger_member *m = NULL;
     if (!lg || linger_member_of(lg, pid) || (!vouched && !gpu_lists(lg, pid)) ||
-        ledger_join(&lg->ts->ledger, t, pid, held, &m))
+        ledger_join(lg->ledger, t, pid, held, &m))
         return false;
     if (!add_item(lg, m, pid)) {
-        ledger_leave(&lg->ts->ledger, m, NULL);
+        ledger_leave(lg->ledger, m, NULL);
         return false;
     }
     return true;

@@ -55,7 +55,6 @@
 #include "daemon/gpu/gpu.h"
 #include "daemon/memory/ledger.h"
 #include "daemon/base/loop.h"
-#include "daemon/tenants/tenants.h"
 
 #define LINGER_CHECK_MS 200
 #define LINGER_DRAIN_MAX_MS 2000  /* the longest a tenant waits for memory.used to drop */
@@ -65,9 +64,19 @@
 
 struct linger_set; /* not "struct linger": <sys/socket.h> has one (SO_LINGER) */
 
-/* gpu may be NULL: then only the holder check keeps a charge. */
-int linger_init(struct linger_set **out, struct loop *loop, struct gpu_backend *gpu,
-                struct tenants *ts);
+/* What linger works with, given at init. */
+struct linger_deps {
+    struct loop *loop;
+    struct gpu_backend *gpu;  /* NULL: only the holder check keeps a charge */
+    struct ledger *ledger;    /* the members that linger stay in it */
+    unsigned n_gpus;
+    /* After a lingering member's release: whether its tenant went with it (an ad hoc
+     * tenant without members, a removed one: tenants_after_leave). NULL: never. */
+    bool (*after_leave)(void *ctx, struct ledger_tenant *t);
+    void *after_leave_ctx;
+};
+
+int linger_init(struct linger_set **out, const struct linger_deps *deps);
 /* Forgets what lingers; the members stay in the ledger (kairosd is exiting). */
 void linger_fini(struct linger_set *lg);
 /* Member m (process pid) departed. True when m is charged something and the GPU

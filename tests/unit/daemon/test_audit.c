@@ -474,7 +474,9 @@ static void test_a_lingering_members_process_is_judged_as_one_that_left(void **s
 {
     (void)state;
     struct linger_set *lg = NULL;
-    assert_int_equal(linger_init(&lg, loop, &fake_gpu_backend, &ts), 0);
+    struct linger_deps ldeps = {.loop = loop, .gpu = &fake_gpu_backend, .ledger = &ts.ledger,
+                                .n_gpus = ts.n_gpus};
+    assert_int_equal(linger_init(&lg, &ldeps), 0);
     linger_set_clock(lg, fake_clock, NULL);
     audit_fini(au);
     assert_int_equal(start_audit(&fake_gpu_backend, lg), 0);

@@ -44,6 +44,20 @@ static void on_removed(void *ctx)
     removals++;
 }
 
+static bool after_leave(void *ctx, struct ledger_tenant *t)
+{
+    return tenants_after_leave(ctx, t);
+}
+
+/* linger over ts's ledger, with gpu (NULL: none). */
+static int start_linger(struct gpu_backend *gpu)
+{
+    struct linger_deps deps = {.loop = loop, .gpu = gpu, .ledger = &ts.ledger,
+                               .n_gpus = ts.n_gpus, .after_leave = after_leave,
+                               .after_leave_ctx = &ts};
+    return linger_init(&lg, &deps);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -54,7 +68,7 @@ static int setup(void **state)
     uint64_t quota[KAIROS_MAX_GPUS] = {4 * GiB, 4 * GiB};
     assert_int_equal(ledger_tenant_add(&ts.ledger, "a", quota, LEDGER_TENANT_CONFIG, &T), 0);
     assert_int_equal(loop_init(&loop), 0);
-    assert_int_equal(linger_init(&lg, loop, &fake_gpu_backend, &ts), 0);
+    assert_int_equal(start_linger(&fake_gpu_backend), 0);
     linger_set_clock(lg, fake_clock, NULL);
     linger_set_changed_hook(lg, on_changed, NULL);
     linger_set_removed_hook(lg, on_removed, NULL);
@@ -77,7 +91,7 @@ static int teardown(void **state)
 static void without_backend(void)
 {
     linger_fini(lg);
-    assert_int_equal(linger_init(&lg, loop, NULL, &ts), 0);
+    assert_int_equal(start_linger(NULL), 0);
     linger_set_clock(lg, fake_clock, NULL);
 }
 
