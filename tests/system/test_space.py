@@ -289,6 +289,45 @@ class Space(unittest.TestCase):
         self.assertEqual(got_pipe, "None")
         self.assertNotIn("fault_domain", open(self.d.state).read())
 
+    def test_a_daemon_asked_to_quit_is_asked_once_and_takes_no_new_process(self):
+        """The domain's daemon cannot act on its quit yet (stopped here; on a node, its
+        clients still run): more changes of tenants send no second quit, and a process
+        of a tenant that names the domain again is refused, saying why, rather than
+        routed to a server that takes no new client. Once the daemon is gone, the next
+        process starts a new one."""
+        self.start()
+        self.assertEqual(self.kairos("tenant", "set", "keep", "--mem", "64M", "--fault-domain",
+                                     DOMAIN).returncode, 0)
+        r, (got_pipe, _, _) = self.ask("keep")
+        self.assertEqual(got_pipe, self.pipe(DOMAIN))
+        wait_for(lambda: not self.d.ps()["keep"]["pids"], "the process to leave")
+        entry = f"{DOMAIN}@{os.getuid()}"
+        first = self.control_pid(entry)
+        os.kill(first, signal.SIGSTOP)
+        self.addCleanup(lambda: os.path.exists(f"/proc/{first}") and
+                        os.kill(first, signal.SIGCONT))
+        self.assertEqual(self.kairos("tenant", "set", "keep", "--fault-domain", "").returncode,
+                         0)
+        before = sorted(self.d.ps())
+        for _ in range(3):  # more changes of tenants: ad hoc tenants come and go
+            self.assertEqual(self.kairos("run", "--mem", "8M", "--", "true").returncode, 0)
+            wait_for(lambda: sorted(self.d.ps()) == before, "the ad hoc tenant to go")
+        self.assertEqual(self.log().count(f"space: fault domain {DOMAIN} is named by no "
+                                          "tenant now"), 1)
+        self.assertEqual(self.kairos("tenant", "set", "keep", "--fault-domain",
+                                     DOMAIN).returncode, 0)
+        r, (got_pipe, _, _) = self.ask("keep")
+        self.assertIn(f"the MPS control daemon of fault domain {DOMAIN} (pid {first}) is "
+                      "shutting down", r.stderr)
+        self.assertEqual(got_pipe, "None")
+        os.kill(first, signal.SIGCONT)  # it takes its quit and exits
+        wait_for(lambda: "command: quit" in open(
+            os.path.join(self.root, entry, "log", "control.log")).read(), "the quit")
+        wait_for(lambda: self.control_pid(entry) is None, "kairosd to see the daemon exit")
+        r, (got_pipe, _, _) = self.ask("keep")
+        self.assertEqual(got_pipe, self.pipe(DOMAIN), r.stderr)
+        self.assertNotEqual(self.control_pid(entry), first)
+
     def test_a_configured_tenant_keeps_the_configurations_domain(self):
         self.start()
         r = self.kairos("tenant", "set", "plain", "--fault-domain", DOMAIN)

@@ -84,6 +84,7 @@ static void stopped(struct mps_daemon *d, const char *how)
         close(d->pidfd);
     d->pidfd = -1;
     d->pid = 0;
+    d->quitting = false;
     char pidfile[MPS_DIR_MAX + 16];
     sub(d, "control.pid", pidfile, sizeof pidfile);
     unlink(pidfile);
@@ -270,6 +271,12 @@ int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, c
         snprintf(why, why_len, "kairosd is out of memory; try again");
         return -ENOMEM;
     }
+    if (d->pid && d->quitting) { /* MPS takes no new client once told to quit */
+        snprintf(why, why_len, "the MPS control daemon of fault domain %s (pid %d) is "
+                 "shutting down, since no tenant named the domain; start the process again "
+                 "once that daemon's clients have ended", domain, (int)d->pid);
+        return -EAGAIN;
+    }
     int rc = d->pid ? 0 : start(m, d, why, why_len);
     if (rc == 0)
         sub(d, "pipe", pipe_dir, cap);
@@ -327,8 +334,9 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
         bool still = false;
         for (size_t j = 0; j < n && !still; j++)
             still = !strcmp(named[j], d->domain);
-        if (still || !d->pid)
+        if (still || !d->pid || d->quitting)
             continue;
+        d->quitting = true; /* asked once: the next change of tenants does not ask again */
         log_info("space: fault domain %s is named by no tenant now: its MPS control daemon "
                  "(pid %d) is asked to quit once its clients end", d->domain, (int)d->pid);
         send_quit(m, d);

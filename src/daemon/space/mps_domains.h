@@ -50,6 +50,7 @@ struct mps_daemon {
     struct loop_watch *watch;
     unsigned starts;          /* by this kairosd */
     bool adopted;             /* found running at start */
+    bool quitting;            /* asked to quit (its domain named by no tenant) */
     struct mps_domains *owner;
 };
 
@@ -70,7 +71,8 @@ void mps_domains_close(struct mps_domains *m);
 
 /* The pipe folder of domain's daemon for uid (shared: the domain's multi-user one),
  * started if it does not run. 0, or -errno with a sentence for the process in why
- * (MPS not installed, a bound reached, a start that failed). */
+ * (MPS not installed, a bound reached, a start that failed, a daemon asked to quit
+ * that still waits for its clients: MPS takes no new client then). */
 int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, char *pipe_dir,
                       size_t cap, char *why, size_t why_len);
 
