@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "daemon/tenants/members.h"
+#include "daemon/config/members_config.h"
 #include "daemon/config/metrics_addr.h"
 #include "daemon/config/space_config.h"
 #include "daemon/time/sched.h"

@@ -37,9 +37,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/memory/credit.h"
-#include "daemon/tenants/members.h"
 #include "daemon/base/ratelog.h"
+#include "daemon/config/members_config.h"
+#include "daemon/memory/credit.h"
 #include "daemon/tenants/registry.h"
 #include "daemon/time/sched.h"
 #include "daemon/state/usage.h"
@@ -77,7 +77,7 @@ struct ledger_tenant {
     struct ratelog lie_log;      /* handle_memory.c: those logged once per interval */
     bool has_compute[KAIROS_MAX_GPUS];             /* a policy on that GPU */
     struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
-    struct member_rules members;  /* who may join (members.h) */
+    struct member_rules members;  /* who may join (members_config.h; decided by members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
     struct tenant_sources src;    /* where each setting came from (registry.h) */
@@ -136,8 +136,8 @@ int ledger_tenant_remove(struct ledger *l, struct ledger_tenant *t);
 int ledger_join(struct ledger *l, struct ledger_tenant *t, uint32_t pid, const uint64_t *held,
                 struct ledger_member **out);
 /* The member leaves (its process exited or hung up): everything it held is released
- * and reported in freed (may be NULL), its credit with it. The member is freed. Returns the tenant, which
- * the caller may remove if it is ephemeral and empty. */
+ * and reported in freed (may be NULL), its credit with it. The member is freed.
+ * Returns the tenant, which the caller may remove if it is ephemeral and empty. */
 struct ledger_tenant *ledger_leave(struct ledger *l, struct ledger_member *m, uint64_t *freed);
 
 /* 0 (see out->granted), -EINVAL (GPU out of range or 0 bytes), -ENOSPC (too many

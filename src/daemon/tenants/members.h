@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/config/members_config.h" /* struct member_rules */
 #include "kairos/proto.h"
 
 #define MEMBERS_MAX_ADMISSIONS 4096
@@ -34,13 +35,6 @@
 #define MEMBERS_MAX_DEPTH 64         /* ancestors looked at above a process */
 #define MEMBERS_MAX_GROUPS 64        /* supplementary groups looked at */
 #define MEMBERS_CGROUP_PATH_MAX 512
-
-struct member_rules {
-    uint32_t n_users, n_groups, n_cgroups;
-    uint32_t users[KAIROS_MEMBERS_MAX_IDS];
-    uint32_t groups[KAIROS_MEMBERS_MAX_IDS];
-    char cgroups[KAIROS_MEMBERS_MAX_CGROUPS][KAIROS_CGROUP_MAX];
-};
 
 /* What kairosd knows of a peer: SO_PEERCRED, then /proc. */
 struct member_peer {
