@@ -233,6 +233,7 @@
 #define KAIROS_UUID_MAX 48      /* "GPU-xxxxxxxx-..." */
 #define KAIROS_MSG_MAX 256      /* human-readable error text */
 #define KAIROS_MAX_GPUS 16
+#define KAIROS_MAX_TENANTS 4096 /* tenants one kairosd keeps, declared and made at run time */
 #define KAIROS_BYTES_MAX (1ull << 50) /* 1 PiB: any byte count above is refused as absurd */
 
 enum kairos_msg_type {

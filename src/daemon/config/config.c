@@ -11,11 +11,11 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "daemon/memory/ledger.h"
 #include "daemon/base/log.h"
 #include "daemon/config/members_config.h"
 #include "core/policy.h"
 #include "daemon/base/yaml_doc.h"
+#include "core/tenant_name.h"
 #include "core/units.h"
 
 static int parse_path(struct ydoc *p, const yaml_node_t *n, const char *what, char *out,
@@ -434,7 +434,7 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
         if (!strcmp(ydoc_text(k), "name")) {
             if (ydoc_want(p, v, YAML_SCALAR_NODE, "a tenant name"))
                 return -EINVAL;
-            if (strlen(ydoc_text(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(ydoc_text(v)))
+            if (strlen(ydoc_text(v)) >= KAIROS_NAME_MAX || !tenant_name_valid(ydoc_text(v)))
                 return ydoc_fail(p, v,
                             "tenant name '%s' must be 1-63 characters of A-Z a-z 0-9 . _ - "
                             "(not starting with . or -)", ydoc_text(v));
@@ -456,7 +456,7 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
             t->managed_charge = !strcmp(ydoc_text(v), "charge");
         } else if (!strcmp(ydoc_text(k), "fault_domain")) {
             if (ydoc_want(p, v, YAML_SCALAR_NODE, "fault_domain: NAME") ||
-                strlen(ydoc_text(v)) >= KAIROS_NAME_MAX || !ledger_name_valid(ydoc_text(v)))
+                strlen(ydoc_text(v)) >= KAIROS_NAME_MAX || !tenant_name_valid(ydoc_text(v)))
                 return ydoc_fail(p, v, "fault_domain: '%s' must be 1-63 characters of A-Z a-z "
                                  "0-9 . _ - (not starting with . or -)", ydoc_text(v));
             snprintf(t->fault_domain, sizeof t->fault_domain, "%s", ydoc_text(v));
@@ -484,8 +484,8 @@ static int parse_tenants(struct ydoc *p, const yaml_node_t *n, struct config *c)
     if (ydoc_want(p, n, YAML_SEQUENCE_NODE, "tenants as a list of { name: ..., memory: ... }"))
         return -EINVAL;
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-    if (count > LEDGER_MAX_TENANTS)
-        return ydoc_fail(p, n, "too many tenants (at most %d)", LEDGER_MAX_TENANTS);
+    if (count > KAIROS_MAX_TENANTS)
+        return ydoc_fail(p, n, "too many tenants (at most %d)", KAIROS_MAX_TENANTS);
     c->tenants = calloc(count ? count : 1, sizeof *c->tenants);
     if (!c->tenants)
         return -ENOMEM;
@@ -720,17 +720,6 @@ int config_shares(const struct config *c, struct policy_shares *out)
                 return rc;
         }
     return 0;
-}
-
-bool config_is_admin(const struct config *c, uid_t uid, const char *cgroup)
-{
-    bool listed = uid == 0;
-    for (size_t i = 0; !listed && i < c->n_admins; i++)
-        listed = c->admins[i] == uid;
-    if (!listed || !c->n_unprivileged_cgroups)
-        return listed;
-    return members_admin_cgroup(c->unprivileged_cgroups, c->n_unprivileged_cgroups, cgroup,
-                                members_self_cgroup());
 }
 
 int config_reload_check(const struct config *cur, const struct config *next, char *err,

@@ -129,11 +129,6 @@ struct policy_shares;
  * those of one GPU add up to at most 100 %. 0 or -ENOMEM. */
 int config_shares(const struct config *c, struct policy_shares *out);
 
-/* Whether a peer of this uid in this cgroup (its v2 path, "" when unknown) is an
- * administrator: root or one of admins:, unless unprivileged_cgroups holds its cgroup
- * (an unknown cgroup counts as held when the list is not empty). */
-bool config_is_admin(const struct config *c, uid_t uid, const char *cgroup);
-
 /* Whether next may replace cur at a reload (SIGHUP): a configuration that declares
  * no tenants while cur declares some is refused, as a file emptied or cut by
  * mistake, unless it says so with an explicit 'tenants: []'. 0, or -EINVAL with

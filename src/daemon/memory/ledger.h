@@ -50,7 +50,7 @@
 #define LEDGER_TENANT_REMOVED 0x4u   /* no longer in the configuration: kept while its members
                                       * (live or lingering) or its draining memory last, and
                                       * no process may join it (tenants.h) */
-#define LEDGER_MAX_TENANTS 4096
+#define LEDGER_MAX_TENANTS KAIROS_MAX_TENANTS
 #define LEDGER_MAX_RESERVATIONS 256  /* per member, CHARGEs awaiting their COMMIT */
 
 struct ledger_member;

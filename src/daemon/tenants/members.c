@@ -11,6 +11,7 @@
 
 #include "core/grow.h"
 #include "daemon/base/proc_stat.h"
+#include "daemon/config/config.h"
 
 void admissions_init(struct admissions *a, const char *proc_root)
 {
@@ -375,4 +376,15 @@ const char *members_may_join(const struct admissions *a, const struct member_rul
 bool members_rules_empty(const struct member_rules *r)
 {
     return !r->n_users && !r->n_groups && !r->n_cgroups;
+}
+
+bool members_is_admin(const struct config *c, uint32_t uid, const char *cgroup)
+{
+    bool listed = uid == 0;
+    for (size_t i = 0; !listed && i < c->n_admins; i++)
+        listed = c->admins[i] == uid;
+    if (!listed || !c->n_unprivileged_cgroups)
+        return listed;
+    return members_admin_cgroup(c->unprivileged_cgroups, c->n_unprivileged_cgroups, cgroup,
+                                members_self_cgroup());
 }

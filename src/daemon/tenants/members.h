@@ -123,6 +123,12 @@ const char *members_self_cgroup(void);
 bool members_admin_cgroup(const char (*unprivileged)[KAIROS_CGROUP_MAX], size_t n,
                           const char *cgroup, const char *self);
 
+struct config;
+/* Whether a peer of this uid in this cgroup (its v2 path, "" when unknown) is an
+ * administrator by c: root or one of admins:, unless unprivileged_cgroups holds its
+ * cgroup (an unknown cgroup counts as held when the list is not empty). */
+bool members_is_admin(const struct config *c, uint32_t uid, const char *cgroup);
+
 /* One cgroup pattern against a cgroup path and its ancestors. */
 bool members_cgroup_match(const char *pattern, const char *cgroup);
 

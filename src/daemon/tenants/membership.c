@@ -45,7 +45,7 @@ static bool may_join(struct membership *m, const struct peer_cred *p,
 {
     struct member_peer peer = {.pid = p->pid, .uid = p->uid, .gid = p->gid};
     const char *config = m->cfg->path[0] ? m->cfg->path : "the configuration";
-    bool admin = config_is_admin(m->cfg, p->uid, p->cgroup);
+    bool admin = members_is_admin(m->cfg, p->uid, p->cgroup);
     const char *reason = members_may_join(&m->admissions, &t->members, t->name,
                                           t->flags & LEDGER_TENANT_CONFIG, admin, &peer, config,
                                           msg, msg_len);
@@ -136,7 +136,7 @@ int membership_admit(struct membership *m, const struct peer_cred *p,
     }
     if (!tenants_joinable(t, m->cfg, msg, msg_len))
         return KAIROS_ERR_NO_TENANT;
-    bool admin = config_is_admin(m->cfg, p->uid, p->cgroup);
+    bool admin = members_is_admin(m->cfg, p->uid, p->cgroup);
     if (!admin && pid != p->pid) {
         snprintf(msg, msg_len, "permission denied: only root or an administrator admits "
                  "another process (pid %u) to a tenant; you may admit yourself (pid 0)", pid);

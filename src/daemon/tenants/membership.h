@@ -27,7 +27,7 @@ struct membership {
 /* The peer as SO_PEERCRED gave it. */
 struct peer_cred {
     uint32_t pid, uid, gid;
-    const char *cgroup;        /* its cgroup when it connected ("" unknown): config_is_admin */
+    const char *cgroup;        /* its cgroup when it connected ("" unknown): members_is_admin */
 };
 
 /* Loads the admissions kept from before a restart (logged). */

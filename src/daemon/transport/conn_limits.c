@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "core/grow.h"
+#include "daemon/tenants/members.h"
 
 void conn_limits_init(struct conn_limits *cl, const struct config *cfg, char *warn,
                       size_t warn_len)
@@ -68,7 +69,7 @@ int conn_limits_admit(const struct conn_limits *cl, const struct config *cfg, ui
                       char *msg, size_t msg_len)
 {
     unsigned max = conn_limits_max(cl, cfg);
-    if (config_is_admin(cfg, uid, cgroup)) {
+    if (members_is_admin(cfg, uid, cgroup)) {
         if (cl->total < max)
             return 0;
         snprintf(msg, msg_len, "kairosd has too many connections (%u, all of them, the "

@@ -46,7 +46,7 @@ void conn_limits_fini(struct conn_limits *cl);
  * descriptor limit says so. */
 unsigned conn_limits_max(const struct conn_limits *cl, const struct config *cfg);
 
-/* Whether a new connection from uid in cgroup (config_is_admin) may be taken: 0, or
+/* Whether a new connection from uid in cgroup (members_is_admin) may be taken: 0, or
  * -EBUSY with msg saying which limit and what to do (for the refused client and the
  * log). */
 int conn_limits_admit(const struct conn_limits *cl, const struct config *cfg, uid_t uid,

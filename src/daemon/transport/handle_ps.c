@@ -67,7 +67,7 @@ bool handle_ps_pump(struct peer *c)
 {
     struct services *sv = c->sv;
     const struct ledger *l = &sv->ts->ledger;
-    bool admin = config_is_admin(sv->cfg, c->uid, c->cgroup);
+    bool admin = members_is_admin(sv->cfg, c->uid, c->cgroup);
     while (c->ps_active && !sv->io->waiting(c)) {
         size_t i = tenant_from(l, c->ps_next_id);
         struct kairos_ps_reply p = {.n_gpus = l->n_gpus};

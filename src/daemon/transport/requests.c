@@ -50,7 +50,7 @@ static bool allowed(struct peer *p, const struct request_type *e, const struct p
                    "send HELLO with your tenant's name first");
         return false;
     }
-    if (e->who != REQUEST_ADMIN || config_is_admin(p->sv->cfg, p->uid, p->cgroup))
+    if (e->who != REQUEST_ADMIN || members_is_admin(p->sv->cfg, p->uid, p->cgroup))
         return true;
     char msg[KAIROS_MSG_MAX];
     peer_msgf(msg, sizeof msg, "permission denied: only root or an administrator listed "
@@ -79,7 +79,7 @@ bool requests_handle(struct peer *p, const unsigned char *buf, size_t len)
         abort();
     }
     if (e->registers)
-        p->registered |= config_is_admin(p->sv->cfg, p->uid, p->cgroup);
+        p->registered |= members_is_admin(p->sv->cfg, p->uid, p->cgroup);
     if (!allowed(p, e, &r))
         return e->who != REQUEST_MEMBER; /* an administrator's refusal keeps the peer */
     return e->handle(p, &r);

@@ -20,7 +20,7 @@
 enum request_who {
     REQUEST_ANYONE,  /* any peer (the handler refuses what it must) */
     REQUEST_MEMBER,  /* a tenant's member: before HELLO, an ERROR and a disconnection */
-    REQUEST_ADMIN,   /* root or an administrator (config_is_admin): others get an ERROR
+    REQUEST_ADMIN,   /* root or an administrator (members_is_admin): others get an ERROR
                       * (PERMISSION) and stay connected */
 };
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "daemon/config/config.h"
+#include "daemon/tenants/members.h"
 
 static const char good[] =
     "socket: /tmp/k/kairosd.sock\n"
@@ -93,9 +94,9 @@ static void test_good(void **state)
     assert_string_equal(c.socket, "/tmp/k/kairosd.sock");
     assert_string_equal(c.state, "/tmp/k/state.json");
     assert_int_equal(c.n_admins, 3);
-    assert_true(config_is_admin(&c, 1234, ""));
-    assert_true(config_is_admin(&c, 0, ""));
-    assert_false(config_is_admin(&c, 999, ""));
+    assert_true(members_is_admin(&c, 1234, ""));
+    assert_true(members_is_admin(&c, 0, ""));
+    assert_false(members_is_admin(&c, 999, ""));
     assert_int_equal(c.n_unprivileged_cgroups, 0);
     assert_int_equal(c.audit_interval_ms, 500);
     assert_true(c.audit_kill);
@@ -125,10 +126,10 @@ static void test_good(void **state)
     assert_int_equal(c.n_unprivileged_cgroups, 2);
     assert_string_equal(c.unprivileged_cgroups[1], "/kubepods");
     /* root in a pod (uid 0 on the node) is not an administrator; root on the node is */
-    assert_false(config_is_admin(&c, 0, "/kubepods.slice/kubepods-pod1.slice/cri-x.scope"));
-    assert_false(config_is_admin(&c, 0, "/kubepods/besteffort/pod1/x"));
-    assert_false(config_is_admin(&c, 0, "")); /* unknown: not trusted */
-    assert_true(config_is_admin(&c, 0, "/user.slice/user-0.slice/session-3.scope"));
+    assert_false(members_is_admin(&c, 0, "/kubepods.slice/kubepods-pod1.slice/cri-x.scope"));
+    assert_false(members_is_admin(&c, 0, "/kubepods/besteffort/pod1/x"));
+    assert_false(members_is_admin(&c, 0, "")); /* unknown: not trusted */
+    assert_true(members_is_admin(&c, 0, "/user.slice/user-0.slice/session-3.scope"));
     config_free(&c);
     static const char ts[] = "time_mode: timeslices\nlatency_yield_us: 0\n";
     assert_int_equal(config_parse("t.yaml", ts, sizeof ts - 1, &c, err, sizeof err), 0);
