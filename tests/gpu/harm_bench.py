@@ -537,6 +537,23 @@ class TorchTenant(Tenant):
     def stamps(self):
         return stats.read_stamps(os.path.join(self.dir, f"{self.name}.{self.k}.stamps"))
 
+    def cpu_use(self):
+        """What the round cost the process on the CPU, from its done file: {cpu_ms_per_unit,
+        stime_ms_per_unit, csw_per_unit, threads}; {} where the file says nothing of it."""
+        try:
+            with open(os.path.join(self.dir, f"{self.name}.{self.k}.done")) as f:
+                said = dict(w.split("=", 1) for w in f.read().split() if "=" in w)
+            units = int(said["units"])
+            user, system = float(said["utime_s"]), float(said["stime_s"])
+            switches = int(said["nvcsw"]) + int(said["nivcsw"])
+        except (OSError, KeyError, ValueError):
+            return {}
+        if units <= 0:
+            return {}
+        return {"cpu_ms_per_unit": round((user + system) * 1000 / units, 4),
+                "stime_ms_per_unit": round(system * 1000 / units, 4),
+                "csw_per_unit": round(switches / units, 3), "threads": int(said["threads"])}
+
     def quit(self):
         write_file(os.path.join(self.dir, "quit"), "quit")
 
@@ -771,6 +788,8 @@ class TenantSet:
         if span is None:  # training only: the time every one of them was stepping
             span = common_span([t.stamps() for t in tenants if t.kind == "train"])
         for t in tenants:
+            if t.kind == "infer" and isinstance(t, TorchTenant):
+                figs[t.name].update(t.cpu_use())  # where a difference comes from, not judged
             if t.kind == "train":
                 figs[t.name] = step_figures(t.stamps(), span)
             elif t.kind == "stream":

@@ -41,6 +41,7 @@ import argparse
 import ctypes
 import itertools
 import os
+import resource
 import sys
 import time
 
@@ -336,11 +337,25 @@ def main():
         run_round(args, work, paths, *go)
 
 
+def cpu_use(before):
+    """What the process spent on the CPU since before (a getrusage): user and system
+    seconds, voluntary and involuntary context switches, and its threads now; a
+    benchmark's figures of where a difference between configurations comes from."""
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    threads = sum(1 for _ in os.scandir("/proc/self/task")) if os.path.isdir(
+        "/proc/self/task") else 0
+    return (f"utime_s={now.ru_utime - before.ru_utime:.3f} "
+            f"stime_s={now.ru_stime - before.ru_stime:.3f} "
+            f"nvcsw={now.ru_nvcsw - before.ru_nvcsw} nivcsw={now.ru_nivcsw - before.ru_nivcsw} "
+            f"threads={threads}")
+
+
 def run_round(args, work, paths, start, opts):
     """One run of the work from the start time in the go file (lead_s= and max_s= in it
     override --lead-s and --max-s), then its stamps and the done file."""
     max_s = float(opts.get("max_s", args.max_s))
     out = []
+    before = resource.getrusage(resource.RUSAGE_SELF)
     if args.role == "infer":
         time.sleep(max(0.0, start + float(opts.get("lead_s", args.lead_s)) - time.time()))
         serve(args, work, out, max_s)
@@ -352,7 +367,7 @@ def run_round(args, work, paths, start, opts):
     with open(paths["stamps"], "w") as f:
         f.writelines(" ".join(str(v) for v in t) + "\n" for t in out)
     with open(paths["done"], "w") as f:
-        f.write(f"units={len(out)}\n")
+        f.write(f"units={len(out)} {cpu_use(before)}\n")
     print(f"role={args.role} units={len(out)}", flush=True)
 
 

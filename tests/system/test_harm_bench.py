@@ -337,6 +337,14 @@ class DryRun(BenchRun):
         for r in self.res["mixes"]["limit-long"]["rounds"]:  # 10.2 ms kernels
             self.assertTrue(20 < r["figures"]["capped"]["rate"] < 98.1, r)
 
+    def test_requests_carry_what_they_cost_the_cpu(self):
+        for r in self.res["mixes"]["infer4"]["rounds"]:
+            for name, f in r["figures"].items():  # sleeps of 0.5 ms: little CPU, some switches
+                self.assertLess(f["cpu_ms_per_unit"], 0.5, (name, f))
+                self.assertLessEqual(f["stime_ms_per_unit"], f["cpu_ms_per_unit"], (name, f))
+                self.assertGreater(f["csw_per_unit"], 0.5, (name, f))
+                self.assertGreaterEqual(f["threads"], 1, (name, f))
+
     def test_repetitions_interleaved(self):
         seq = []
         for mix, rec in self.res["mixes"].items():
