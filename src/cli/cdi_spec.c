@@ -17,8 +17,10 @@ bool cdi_name_valid(const char *name)
     return true;
 }
 
-const char *cdi_version_for(json_t *devices)
+const char *cdi_version_for(json_t *devices, bool host_paths)
 {
+    if (host_paths)
+        return CDI_VERSION_DIGIT_NAMES; /* the same version brought both */
     size_t i;
     json_t *d;
     json_array_foreach(devices, i, d) {
@@ -35,9 +37,15 @@ static json_t *bind_mount(const char *host, const char *in_container, const char
                      in_container, "options", mode, "nosuid", "nodev", "bind");
 }
 
-static json_t *node(const char *path)
+/* A device node at path in the container; on the host at the same path, or under the
+ * device root. */
+static json_t *node(const struct cdi_params *p, const char *path)
 {
-    return json_pack("{s:s}", "path", path);
+    if (!p->dev_root)
+        return json_pack("{s:s}", "path", path);
+    char host[4096 + 32];
+    snprintf(host, sizeof host, "%s%s", p->dev_root, path);
+    return json_pack("{s:s, s:s}", "path", path, "hostPath", host);
 }
 
 /* The edits every kairos device brings: shim, preload file, shim settings, socket,
@@ -52,8 +60,8 @@ static json_t *common_edits(const struct cdi_params *p)
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir)
         *slash = 0;
-    return json_pack("{s:[o, o], s:[o, o, o, o]}", "deviceNodes", node("/dev/nvidiactl"),
-                     node("/dev/nvidia-uvm"), "mounts",
+    return json_pack("{s:[o, o], s:[o, o, o, o]}", "deviceNodes", node(p, "/dev/nvidiactl"),
+                     node(p, "/dev/nvidia-uvm"), "mounts",
                      bind_mount(p->shim, CDI_SHIM_IN_CONTAINER, "ro"),
                      bind_mount(p->preload_file, CDI_PRELOAD_IN_CONTAINER, "ro"),
                      bind_mount(p->shim_conf, CDI_SHIM_CONF_IN_CONTAINER, "ro"),
@@ -74,7 +82,8 @@ static bool tenant_gpu(const struct kairos_ps_reply *r, unsigned n_gpus, unsigne
     return true;
 }
 
-static json_t *tenant_device(const struct kairos_ps_reply *r, unsigned n_gpus)
+static json_t *tenant_device(const struct cdi_params *p, const struct kairos_ps_reply *r,
+                             unsigned n_gpus)
 {
     char env[KAIROS_NAME_MAX + 16], path[32];
     json_t *nodes = json_array();
@@ -82,7 +91,7 @@ static json_t *tenant_device(const struct kairos_ps_reply *r, unsigned n_gpus)
         if (!tenant_gpu(r, n_gpus, g))
             continue;
         snprintf(path, sizeof path, "/dev/nvidia%u", g);
-        json_array_append_new(nodes, node(path));
+        json_array_append_new(nodes, node(p, path));
     }
     snprintf(env, sizeof env, "KAIROS_TENANT=%s", r->tenant);
     return json_pack("{s:s, s:{s:[s], s:o}}", "name", r->tenant, "containerEdits", "env", env,
@@ -130,7 +139,7 @@ json_t *cdi_spec_build(const struct cdi_params *p, const struct ps_snapshot *s,
                 skipped(r->tenant);
             continue;
         }
-        json_array_append_new(devices, tenant_device(r, s->n_gpus));
+        json_array_append_new(devices, tenant_device(p, r, s->n_gpus));
     }
     if (!json_array_size(devices)) {
         json_decref(devices);
@@ -138,6 +147,7 @@ json_t *cdi_spec_build(const struct cdi_params *p, const struct ps_snapshot *s,
                  "declare one in kairosd.conf(5) or create it with kairos run --mem");
         return NULL;
     }
-    return json_pack("{s:s, s:s, s:o, s:o}", "cdiVersion", cdi_version_for(devices), "kind", CDI_KIND,
+    return json_pack("{s:s, s:s, s:o, s:o}", "cdiVersion",
+                     cdi_version_for(devices, p->dev_root != NULL), "kind", CDI_KIND,
                      "devices", devices, "containerEdits", common_edits(p));
 }

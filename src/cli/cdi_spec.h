@@ -11,7 +11,9 @@
  *     on_daemon_down from there, never from the container's environment;
  *   - the NVIDIA device nodes: /dev/nvidiactl, /dev/nvidia-uvm, and /dev/nvidiaN
  *     for each GPU N of the tenant (those where it has a quota or a compute policy;
- *     every GPU when it has none);
+ *     every GPU when it has none), taken from DEV_ROOT/dev on the host where a
+ *     device root is given (a driver installed in a container, as NVIDIA's GPU
+ *     Operator does under /run/nvidia/driver; or stand-ins in a test);
  *   - KAIROS_TENANT=NAME: the tenant the container's processes ask kairosd to
  *     join (kairosd decides whether they may).
  * Pure: builds the document from kairosd's PS answer; cmd_cdi.c writes files.
@@ -28,8 +30,9 @@
 #include "cli/ps_view.h"
 
 /* The versions kairos writes: 0.3.0 is the oldest that runtimes still read; 0.5.0
- * allowed device names that begin with a digit. Nothing else kairos writes (no
- * annotations, no mount types, no hostPath on device nodes) needs a later one. */
+ * allowed device names that begin with a digit and a device node's hostPath (written
+ * only with a device root). Nothing else kairos writes (no annotations, no mount
+ * types) needs a later one. */
 #define CDI_VERSION_BASE "0.3.0"
 #define CDI_VERSION_DIGIT_NAMES "0.5.0"
 #define CDI_KIND "kairos.dev/tenant"
@@ -42,6 +45,8 @@ struct cdi_params {
     const char *preload_file;  /* the generated ld.so.preload on the host (absolute) */
     const char *socket;        /* kairosd's socket (absolute); its directory is mounted */
     const char *shim_conf;     /* the generated shim.conf on the host (absolute) */
+    const char *dev_root;      /* where the host's /dev/nvidia* are, under DEV_ROOT/dev
+                                * (absolute); NULL: at /dev itself */
 };
 
 /* A CDI device name: 1..63 of [A-Za-z0-9._-], beginning and ending with a letter or
@@ -49,8 +54,8 @@ struct cdi_params {
 bool cdi_name_valid(const char *name);
 
 /* The lowest cdiVersion for a specification with these devices (a JSON array of
- * objects with a "name"). */
-const char *cdi_version_for(json_t *devices);
+ * objects with a "name"), whose device nodes have a hostPath or not. */
+const char *cdi_version_for(json_t *devices, bool host_paths);
 
 /* The specification for the tenants of s whose names are in only[0..n_only) (all
  * when n_only is 0). NULL with err set when a tenant of only is unknown to kairosd

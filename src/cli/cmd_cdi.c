@@ -2,8 +2,8 @@
  * (cdi_spec.c), for Podman, containerd, CRI-O and Docker, and the ld.so.preload
  * file it mounts into containers.
  *
- *   kairos cdi [--output FILE] [--preload-file PATH] [--shim PATH] [--tenant NAME]...
- *              [--socket PATH]
+ *   kairos cdi [--output FILE] [--preload-file PATH] [--shim PATH] [--dev-root DIR]
+ *              [--tenant NAME]... [--socket PATH]
  *
  * Asks kairosd for its tenants (PS), writes the preload file (one line: the shim's
  * path in the container) and shim.conf beside it (the socket, the node's
@@ -30,12 +30,13 @@
 #define DEFAULT_PRELOAD "/var/lib/kairos/cdi/ld.so.preload"
 #define MAX_TENANTS 256
 
-enum { OPT_OUTPUT = 256, OPT_PRELOAD, OPT_SHIM };
+enum { OPT_OUTPUT = 256, OPT_PRELOAD, OPT_SHIM, OPT_DEV_ROOT };
 
 struct cdi_opts {
     const char *output;
     const char *preload;
     const char *shim;
+    const char *dev_root;
     const char *socket;
     const char *tenants[MAX_TENANTS];
     size_t n_tenants;
@@ -61,6 +62,10 @@ static void usage(FILE *out)
             "                           " DEFAULT_PRELOAD ")\n"
             "      --shim PATH          libkairos.so on the host (default: the one kairos\n"
             "                           finds, see KAIROS_SHIM)\n"
+            "      --dev-root DIR       the host's NVIDIA device nodes are under DIR/dev (a\n"
+            "                           driver installed in a container, such as\n"
+            "                           /run/nvidia/driver); writes cdiVersion "
+            CDI_VERSION_DIGIT_NAMES "\n"
             "  -t, --tenant NAME        only this tenant (repeatable; default: every tenant)\n"
             "  -s, --socket PATH        kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
@@ -73,6 +78,7 @@ static int parse_args(int argc, char **argv, struct cdi_opts *o)
         {"output", required_argument, NULL, OPT_OUTPUT},
         {"preload-file", required_argument, NULL, OPT_PRELOAD},
         {"shim", required_argument, NULL, OPT_SHIM},
+        {"dev-root", required_argument, NULL, OPT_DEV_ROOT},
         {"tenant", required_argument, NULL, 't'},
         {"socket", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
@@ -92,6 +98,9 @@ static int parse_args(int argc, char **argv, struct cdi_opts *o)
             break;
         case OPT_SHIM:
             o->shim = optarg;
+            break;
+        case OPT_DEV_ROOT:
+            o->dev_root = optarg;
             break;
         case 't':
             if (o->n_tenants == MAX_TENANTS) {
@@ -196,6 +205,28 @@ static int write_preload(const char *path)
     return write_atomically(path, CDI_SHIM_IN_CONTAINER "\n", 0644);
 }
 
+/* --dev-root DIR made absolute into out, once DIR/dev/nvidiactl is a character device
+ * (a runtime refuses a container whose device node is missing, so say it here). 0,
+ * or 1 after a message. */
+static int device_root(const char *dir, char *out, size_t cap)
+{
+    if (absolute("--dev-root", dir, true, out, cap))
+        return 1;
+    char ctl[PATH_MAX + 32];
+    struct stat st;
+    snprintf(ctl, sizeof ctl, "%s/dev/nvidiactl", out);
+    bool found = stat(ctl, &st) == 0;
+    if (!found || !S_ISCHR(st.st_mode)) {
+        fprintf(stderr, "kairos cdi: --dev-root %s: %s: %s; give the directory that holds "
+                "the driver's dev/ (NVIDIA's GPU Operator: /run/nvidia/driver)\n", dir, ctl,
+                found ? "not a character device" : strerror(errno));
+        return 1;
+    }
+    if (!strcmp(out, "/"))
+        out[0] = 0; /* hostPath /dev/...: the same as no root, but said */
+    return 0;
+}
+
 static void report_skipped(const char *tenant)
 {
     fprintf(stderr, "kairos cdi: tenant '%s' left out: a CDI device name begins and ends "
@@ -241,6 +272,7 @@ int cmd_cdi(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     char shim[PATH_MAX], preload[PATH_MAX], socket[PATH_MAX], shim_conf[PATH_MAX], err[512];
+    char dev_root[PATH_MAX];
     if (!o.shim && shim_path_find(shim, sizeof shim)) {
         fprintf(stderr, "kairos cdi: cannot find libkairos.so; give --shim PATH or set "
                         "KAIROS_SHIM\n");
@@ -248,7 +280,8 @@ int cmd_cdi(int argc, char **argv)
     }
     if (absolute("--shim", o.shim ? o.shim : shim, true, shim, sizeof shim) ||
         absolute("--preload-file", o.preload, false, preload, sizeof preload) ||
-        absolute("socket", client_socket_path(o.socket), false, socket, sizeof socket))
+        absolute("socket", client_socket_path(o.socket), false, socket, sizeof socket) ||
+        (o.dev_root && device_root(o.dev_root, dev_root, sizeof dev_root)))
         return 1;
     struct ps_snapshot snap;
     if (ps_fetch(socket, false, &snap, err, sizeof err)) {
@@ -256,7 +289,7 @@ int cmd_cdi(int argc, char **argv)
         return 1;
     }
     struct cdi_params p = {.shim = shim, .preload_file = preload, .socket = socket,
-                           .shim_conf = shim_conf};
+                           .shim_conf = shim_conf, .dev_root = o.dev_root ? dev_root : NULL};
     rc = write_preload(preload) ||
                  write_shim_conf(preload, shim, socket, shim_conf, sizeof shim_conf) ||
                  write_spec(&o, &p, &snap)

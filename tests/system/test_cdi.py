@@ -12,6 +12,7 @@ forbids (so that a pass means something).
 Usage: test_cdi.py KAIROSD_BINARY KAIROS_BINARY SCHEMA"""
 import json
 import os
+import stat
 import subprocess
 import sys
 import unittest
@@ -153,6 +154,38 @@ class Cdi(unittest.TestCase):
         self.assertIn("--shim no/such/libkairos.so", r.stderr)
         self.assertEqual(subprocess.run([KAIROS, "cdi", "extra"], capture_output=True,
                                         timeout=30).returncode, 2)
+
+    @unittest.skipIf(os.geteuid() != 0, "mknod of a character device needs root")
+    def test_device_nodes_under_a_device_root(self):
+        """--dev-root: every device node keeps its container path and takes its host
+        path under the root (cdiVersion 0.5.0 brought hostPath); a root without the
+        driver's control node is refused, with no specification left."""
+        root = os.path.join(self.d.dir, "driver")
+        os.makedirs(os.path.join(root, "dev"), exist_ok=True)
+        spec_path, preload = self.paths("rooted")
+        r = self.kairos_cdi("--output", spec_path, "--preload-file", preload, "--dev-root", root)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"--dev-root {root}: {root}/dev/nvidiactl: No such file", r.stderr)
+        self.assertFalse(os.path.exists(spec_path))
+        ctl = os.path.join(root, "dev", "nvidiactl")
+        with open(ctl, "w"):
+            pass
+        r = self.kairos_cdi("--output", spec_path, "--preload-file", preload, "--dev-root", root)
+        self.assertIn("not a character device", r.stderr)
+        os.unlink(ctl)
+        os.mknod(ctl, 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+        r = self.kairos_cdi("--output", spec_path, "--preload-file", preload, "--dev-root",
+                            root + "/", "--tenant", "bob")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(spec_path) as f:
+            spec = json.load(f)
+        self.assertEqual([e.message for e in self.schema.iter_errors(spec)], [])
+        self.assertEqual(spec["cdiVersion"], "0.5.0")
+        nodes = spec["containerEdits"]["deviceNodes"] + spec["devices"][0]["containerEdits"][
+            "deviceNodes"]
+        self.assertEqual([(n["path"], n["hostPath"]) for n in nodes],
+                         [(p, root + p) for p in ("/dev/nvidiactl", "/dev/nvidia-uvm",
+                                                  "/dev/nvidia1")])
 
     def test_the_schema_refuses_what_the_spec_forbids(self):
         _, preload = self.paths("good")
