@@ -111,6 +111,8 @@ struct plan_workload {
     /* thr[p][o]: throughput at t = 100 % on option o of pool p; 0 = unknown/unusable */
     double thr[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS];
     int line;                          /* where it was defined, for messages */
+    double drain_s;                    /* seconds a move of it costs ('drain_seconds');
+                                        * 0: the trace's default (traces only) */
 };
 
 /* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
@@ -333,6 +335,86 @@ int plan_online_add(const struct plan_input *in, const struct plan *old, int fir
  * indices in `out` stay those of `in` (the removed ones are simply unplaced). */
 int plan_online_remove(const struct plan_input *in, const struct plan *old, const int *ws,
                        int n_ws, int max_moves, struct plan *out, struct plan_moves *moves);
+/* Place only workloads ws[0..n_ws) (not in `old`) the way plan_online_add does; the
+ * others of `in` that `old` does not place are left out (neither placed nor infeasible). */
+int plan_online_add_list(const struct plan_input *in, const struct plan *old, const int *ws,
+                         int n_ws, struct plan *out, struct plan_moves *moves);
+
+/* ---- Arrival and departure traces (input.c reads them, trace.c replays them) ---- */
+
+enum plan_trace_kind { PLAN_TRACE_ARRIVE, PLAN_TRACE_DEPART };
+
+struct plan_trace_event {
+    double at;                         /* seconds from the start of the trace */
+    int kind;                          /* enum plan_trace_kind */
+    int workload;                      /* index in the cluster input (arrivals appended) */
+    int line;                          /* where the event is, for messages */
+};
+
+struct plan_trace {
+    double drain_s;                    /* default seconds a moved workload drains */
+    double end_s;                      /* GPU-hours are counted up to here */
+    int n_initial;                     /* the cluster file's own workloads: [0, n_initial) */
+    int n_events;
+    struct plan_trace_event *events;
+};
+
+#define PLAN_TRACE_DRAIN_DEFAULT 60.0
+/* Reads a trace file: its arriving workloads are appended to `cluster` (same fields as
+ * the cluster file's workloads, throughput keys naming the cluster's GPU models), its
+ * departures must name a workload present at that time. -EINVAL with file:line: what. */
+int plan_trace_load(const char *path, struct plan_input *cluster, struct plan_trace *t,
+                    char *err, size_t errlen);
+int plan_trace_parse(const char *text, size_t len, const char *name, struct plan_input *cluster,
+                     struct plan_trace *t, char *err, size_t errlen);
+void plan_trace_free(struct plan_trace *t);
+
+enum plan_trace_policy {
+    PLAN_TRACE_ONLINE,                 /* online adds and removes only, never a replan */
+    PLAN_TRACE_REPLAN,                 /* a plan from scratch at every event, drains ignored */
+    PLAN_TRACE_DRAIN_AWARE,            /* online, and a replan where GPU-seconds saved until
+                                        * the horizon exceed the drain seconds it adds */
+    PLAN_TRACE_POLICIES
+};
+
+struct plan_trace_options {
+    int policy;                        /* enum plan_trace_policy */
+    int max_moves;                     /* a departure's move budget (plan_online_remove) */
+    double horizon_s;                  /* how long a replan's saving counts; 0: until the
+                                        * next event */
+    struct plan_options plan;          /* the replans' algorithm */
+};
+
+/* One event's outcome (event -1: the plan of the cluster file's workloads at time 0). */
+struct plan_trace_step {
+    double at;
+    int event;
+    int gpus;                          /* GPUs in use after it */
+    int moves;                         /* placed workloads that had to move (drain) */
+    double drain_s;                    /* their drain seconds */
+    int unplaced;                      /* workloads this event could not place */
+    int replanned;                     /* 1: the plan from scratch was taken */
+    int replan_gpus;                   /* GPUs of the plan from scratch considered, or -1 */
+    double replan_drain_s;             /* its drain seconds, -1 if none was considered */
+};
+
+struct plan_trace_result {
+    int n_steps;
+    struct plan_trace_step *steps;
+    double gpu_hours;                  /* sum of GPUs in use x time, up to the trace's end */
+    double drain_s;
+    int moves, unplaced, replans, max_gpus;
+};
+
+void plan_trace_options_default(struct plan_trace_options *o);
+const char *plan_trace_policy_name(int policy);
+/* Replays t against `in` (the cluster with the trace's arrivals appended by
+ * plan_trace_load) under one policy; every plan taken is verified by plan_check.
+ * -EINVAL with the checker's message in err if one fails, -ENOMEM. */
+int plan_trace_replay(const struct plan_input *in, const struct plan_trace *t,
+                      const struct plan_trace_options *o, struct plan_trace_result *r,
+                      char *err, size_t errlen);
+void plan_trace_result_free(struct plan_trace_result *r);
 
 /* ---- Output (output.c) ---- */
 

@@ -8,6 +8,7 @@
  * Removing drops the workloads, then releases GPUs, least loaded first, whose workloads
  * fit elsewhere, all within one budget of max_moves moves for the whole command; a GPU
  * emptied in the command never receives a workload, and no workload moves twice.
+ * plan_online_add_list adds only the workloads it is given (trace replay, trace.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -427,6 +428,18 @@ int plan_online_add(const struct plan_input *in, const struct plan *old, int fir
             rc = online_add_one(&o, w);
     rc = rc ? rc : online_compact(&o);
     free(placed);
+    online_free(&o);
+    return rc;
+}
+
+int plan_online_add_list(const struct plan_input *in, const struct plan *old, const int *ws,
+                         int n_ws, struct plan *out, struct plan_moves *moves)
+{
+    struct online o;
+    int rc = online_init(&o, in, old, out, moves);
+    for (int k = 0; !rc && k < n_ws; k++)
+        rc = online_add_one(&o, ws[k]);
+    rc = rc ? rc : online_compact(&o);
     online_free(&o);
     return rc;
 }
