@@ -201,6 +201,13 @@ class PlanCli(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn("--horizon", r.stdout)
 
+    def test_bench_traces(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+        r = self.run_plan("bench", "--traces=" + os.path.join(root, "data", "planner", "traces"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = re.findall(r"^small\s+(\S+)\s+37\s", r.stdout, re.M)
+        self.assertEqual(rows, ["online", "replan", "drain-aware"], r.stdout)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
