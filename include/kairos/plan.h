@@ -104,6 +104,12 @@ struct plan_pool {
     int count;                         /* GPUs of this model available */
 };
 
+/* Solo p99 latency of one workload per option (ms; 0 = not given), from 'solo_p99_ms' or
+ * the p99_ms of its profile table; owned by the plan_input that read it. */
+struct plan_latency {
+    double solo_p99_ms[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS];
+};
+
 struct plan_workload {
     char name[PLAN_NAME_MAX];
     int64_t mem_mib;
@@ -113,6 +119,8 @@ struct plan_workload {
     int line;                          /* where it was defined, for messages */
     double drain_s;                    /* seconds a move of it costs ('drain_seconds');
                                         * 0: the trace's default (traces only) */
+    double p99_ms;                     /* p99 latency target ('p99_ms'), 0: none */
+    const struct plan_latency *lat;    /* its solo p99 per option, NULL: none given */
 };
 
 /* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
@@ -139,6 +147,8 @@ struct plan_input {
     struct plan_pool pools[PLAN_MAX_POOLS];
     int n_workloads;
     struct plan_workload *workloads;   /* replicas already expanded */
+    int n_lat;
+    struct plan_latency **lat;         /* the workloads' solo p99 tables (freed with it) */
 };
 
 /* Parse a YAML cluster description. On error returns -EINVAL (or -ENOMEM/-errno) and
@@ -189,6 +199,7 @@ enum plan_reason {
     PLAN_TOO_BIG_MEM,    /* memory exceeds every option */
     PLAN_TOO_SLOW,       /* no option reaches the target at t = 100 % */
     PLAN_NO_CAPACITY,    /* feasible, but the cluster has too few GPUs */
+    PLAN_P99_TOO_SLOW,   /* no option meets its p99 target, even alone */
 };
 
 struct plan_infeasible {
@@ -213,6 +224,7 @@ struct plan {
 #define PLAN_EXACT_OPTIMAL 1      /* proven optimal */
 #define PLAN_EXACT_CAPPED 2       /* too few GPUs for every workload: nothing proven */
 #define PLAN_EXACT_NO_MODEL 3     /* an interference model the integer program lacks */
+#define PLAN_EXACT_NO_LATENCY 4   /* p99 targets, which the integer program does not model */
 
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
@@ -239,6 +251,22 @@ double plan_interference_eff(int mode, int tenants);
  * their shares under the mode, each rounded up, still fit: PLAN_TIME_UNITS for one
  * tenant or no interference, else floor(eff(k) x (PLAN_TIME_UNITS - k)). */
 int plan_instance_capacity(int mode, int tenants);
+/* p99 latency under time sharing (docs/planner.md, "p99 latency targets"): alone in its
+ * instance a workload keeps its solo p99; time-sharing a whole GPU as its one tenant at
+ * kairosd's `priority: latency` its p99 is solo x PLAN_P99_LATENCY; any other tenant of
+ * k (latency priority elsewhere, or none, or a shared MIG instance, which has no
+ * priority) gets solo x plan_p99_factor(0, k). */
+#define PLAN_P99_LATENCY 1.305
+#define PLAN_P99_NATIVE_2 6.086
+double plan_p99_factor(int latency_tenant, int tenants);
+/* The workload's solo p99 on option o of pool (0 when not given). */
+double plan_solo_p99(const struct plan_workload *w, int pool, int option);
+/* Per instance: the workload that gets `priority: latency` (the p99 workload of a shared
+ * whole GPU with the tightest target over solo p99, ties to the lowest index), or -1.
+ * The caller frees it; NULL when out of memory. */
+int *plan_latency_tenants(const struct plan_input *in, const struct plan *p);
+/* 1 if a workload of the input has a p99 target. */
+int plan_input_has_p99(const struct plan_input *in);
 /* Whether `tenants` workloads may share an instance of option: always on the whole GPU
  * (kairosd enforces the shares), on a MIG instance only with in->mig_sharing. */
 int plan_may_share(const struct plan_input *in, int option, int tenants);
@@ -460,6 +488,7 @@ struct plan_profile_table {
     int n;
     char option[PLAN_MAX_OPTIONS][PLAN_NAME_MAX];
     double thr[PLAN_MAX_OPTIONS];      /* at t = 100 % */
+    double p99_ms[PLAN_MAX_OPTIONS];   /* solo p99 latency per option, 0: not measured */
 };
 
 /* MPS active-thread percentages to measure for model m (one per distinct SM share);

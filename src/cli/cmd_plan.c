@@ -448,6 +448,19 @@ int plan_report_online(const struct plan_input *in, const struct plan *p,
     return rc;
 }
 
+/* p99 targets rest on kairosd's latency priority, which a shared MIG instance lacks. */
+static int plan_refuse_p99_sharing(const struct plan_input *in, const struct plan_cli *c)
+{
+    char msg[300];
+    int w = 0;
+    while (!(in->workloads[w].p99_ms > 0))
+        w++;
+    snprintf(msg, sizeof(msg), "workload '%s' has a p99 target, and --mig-time-sharing would "
+             "time-share MIG instances without kairosd's latency priority: drop "
+             "--mig-time-sharing (or the p99 targets)", in->workloads[w].name);
+    return plan_usage_error(c, msg);
+}
+
 int cmd_plan(int argc, char **argv)
 {
     struct plan_cli c = {0};
@@ -477,7 +490,9 @@ int cmd_plan(int argc, char **argv)
     if (c.interference >= 0)
         in.interference = c.interference;
     in.mig_sharing = c.mig_sharing;
-    if (c.from)
+    if (c.mig_sharing && plan_input_has_p99(&in))
+        rc = plan_refuse_p99_sharing(&in, &c);
+    else if (c.from)
         rc = plan_online(&in, &c);
     else if (c.all)
         rc = plan_compare(&in, &c);

@@ -356,7 +356,7 @@ static int input_pools(struct input_ctx *c, yaml_node_t *seq)
 /* ---- workloads ---- */
 
 struct input_thr_arg {
-    struct plan_workload *w;
+    double (*table)[PLAN_MAX_OPTIONS];   /* [pool][option]: throughput or solo p99 */
     int pool;          /* -1: flat mapping applying to every pool */
 };
 
@@ -375,7 +375,7 @@ static int input_thr_pair(struct input_ctx *c, const char *key, yaml_node_t *kn,
         int o = plan_option_find(&c->in->pools[p].model, key);
         if (o < 0)
             continue;
-        a->w->thr[p][o] = thr;
+        a->table[p][o] = thr;
         matched = 1;
     }
     if (!matched)
@@ -394,26 +394,89 @@ static int input_pool_index(struct input_ctx *c, const char *name)
 static int input_thr_model_pair(struct input_ctx *c, const char *key, yaml_node_t *kn,
                                 yaml_node_t *v, void *arg)
 {
-    struct input_thr_arg a = {arg, input_pool_index(c, key)};
+    struct input_thr_arg a = {((struct input_thr_arg *)arg)->table, input_pool_index(c, key)};
     if (a.pool < 0)
         return input_fail(c, kn, "'%s' is not a GPU model of 'gpus'", key);
     int rc = input_expect(c, v, YAML_MAPPING_NODE, "a mapping of spatial option to throughput");
     return rc ? rc : input_each_pair(c, v, input_thr_pair, &a);
 }
 
-static int input_throughput(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
+/* 'throughput' or 'solo_p99_ms': option -> number, or model -> (option -> number). */
+static int input_option_table(struct input_ctx *c, yaml_node_t *n,
+                              double (*table)[PLAN_MAX_OPTIONS], const char *what)
 {
-    int rc = input_expect(c, n, YAML_MAPPING_NODE,
-                          "a mapping of spatial option (whole, 1g.5gb, ...) to throughput");
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, what);
     if (rc)
         return rc;
     if (n->data.mapping.pairs.start == n->data.mapping.pairs.top)
-        return input_fail(c, n, "expected at least one throughput");
+        return input_fail(c, n, "expected at least one entry in %s", what);
     yaml_node_t *first = input_node(c, n->data.mapping.pairs.start->value);
+    struct input_thr_arg a = {table, -1};
     if (first->type == YAML_MAPPING_NODE)
-        return input_each_pair(c, n, input_thr_model_pair, w);
-    struct input_thr_arg a = {w, -1};
+        return input_each_pair(c, n, input_thr_model_pair, &a);
     return input_each_pair(c, n, input_thr_pair, &a);
+}
+
+static int input_throughput(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
+{
+    return input_option_table(c, n, w->thr, "a mapping of spatial option (whole, 1g.5gb, ...) "
+                              "to throughput");
+}
+
+/* A solo p99 table owned by the input (workloads point at it; replicas share it). */
+static struct plan_latency *input_lat_new(struct plan_input *in)
+{
+    struct plan_latency *t = calloc(1, sizeof(*t));
+    struct plan_latency **nl = t ? realloc(in->lat, ((size_t)in->n_lat + 1) * sizeof(*nl)) : NULL;
+    if (!nl) {
+        free(t);
+        return NULL;
+    }
+    in->lat = nl;
+    in->lat[in->n_lat++] = t;
+    return t;
+}
+
+/* A workload with 'p99_ms' needs its solo p99 on every option it has a throughput for. */
+static int input_p99_complete(struct input_ctx *c, yaml_node_t *n, const struct plan_workload *w)
+{
+    for (int p = 0; p < c->in->n_pools; p++) {
+        const struct plan_gpu_model *m = &c->in->pools[p].model;
+        for (int o = 0; o < plan_option_count(m); o++)
+            if (w->thr[p][o] > 0 && !(plan_solo_p99(w, p, o) > 0))
+                return input_fail(c, n, "workload '%s' has a p99 target (p99_ms) but no solo "
+                                  "p99 on %s of %s, so the target cannot be checked there: add "
+                                  "it under 'solo_p99_ms' (or as 'p99_ms' in its profile "
+                                  "table), or drop that option's throughput", w->name,
+                                  plan_option_name(m, o), m->name);
+    }
+    return 0;
+}
+
+/* 'p99_ms' (the target) and 'solo_p99_ms' (per option, like 'throughput'); a profile
+ * table's p99_ms has already been put in *lat. */
+static int input_latency(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w,
+                         struct plan_latency *lat)
+{
+    yaml_node_t *vt = input_get(c, n, "p99_ms"), *vs = input_get(c, n, "solo_p99_ms");
+    int rc = vt ? input_positive(c, vt, "p99_ms", &w->p99_ms) : 0;
+    if (!rc && vs)
+        rc = input_option_table(c, vs, lat->solo_p99_ms, "a mapping of spatial option (whole, "
+                                "1g.5gb, ...) to solo p99 latency in ms");
+    if (rc)
+        return rc;
+    int any = 0;
+    for (int p = 0; p < PLAN_MAX_POOLS; p++)
+        for (int o = 0; o < PLAN_MAX_OPTIONS; o++)
+            any |= lat->solo_p99_ms[p][o] > 0;
+    if (any) {
+        struct plan_latency *t = input_lat_new(c->in);
+        if (!t)
+            return -ENOMEM;
+        *t = *lat;
+        w->lat = t;
+    }
+    return w->p99_ms > 0 ? input_p99_complete(c, n, w) : 0;
 }
 
 static int input_target(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
@@ -470,7 +533,7 @@ static int input_replicas(struct input_ctx *c, yaml_node_t *n, struct plan_workl
 /* 'profile: FILE' (relative to the cluster file): a table written by kairos profile
  * gives the throughput on its GPU model's options and, unless set, the memory. */
 static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w,
-                               long *mem)
+                               long *mem, struct plan_latency *lat)
 {
     struct plan_profile_table t;
     char path[4096], why[512];
@@ -492,7 +555,10 @@ static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_
         if (o < 0)
             return input_fail(c, n, "profile table %s: '%s' is not an option of %s", file,
                               t.option[k], t.model);
-        w->thr[pool][o] = t.thr[k];
+        if (t.thr[k] > 0)
+            w->thr[pool][o] = t.thr[k];
+        if (t.p99_ms[k] > 0)
+            lat->solo_p99_ms[pool][o] = t.p99_ms[k];
     }
     if (*mem <= 0 && t.mem_mib <= 0)
         return input_fail(c, n, "profile table %s has no memory_mib; give 'memory_mib'", file);
@@ -515,11 +581,13 @@ static int input_workload(struct input_ctx *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"name", "memory_mib", "throughput", "target",
                                        "target_fraction", "count", "profile",
-                                       "drain_seconds", NULL};
+                                       "drain_seconds", "p99_ms", "solo_p99_ms", NULL};
     struct plan_workload w;
+    struct plan_latency lat;
     yaml_node_t *vn, *vm, *vt, *vc, *vp;
     long mem = 0, count = 1;
     memset(&w, 0, sizeof(w));
+    memset(&lat, 0, sizeof(lat));
     int rc = input_expect(c, n, YAML_MAPPING_NODE, "a workload mapping (name, memory_mib, throughput, target)");
     rc = rc ? rc : input_only_keys(c, n, keys);
     rc = rc ? rc : input_require(c, n, "name", &vn);
@@ -535,7 +603,7 @@ static int input_workload(struct input_ctx *c, yaml_node_t *n)
     if (!rc && vm)
         rc = input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
     if (!rc && vp)
-        rc = input_profile_table(c, vp, &w, &mem);
+        rc = input_profile_table(c, vp, &w, &mem, &lat);
     if (!rc && vt)
         rc = input_throughput(c, vt, &w);
     rc = rc ? rc : input_target(c, n, &w);
@@ -545,6 +613,7 @@ static int input_workload(struct input_ctx *c, yaml_node_t *n)
     vc = input_get(c, n, "drain_seconds");
     if (!rc && vc)
         rc = input_drain(c, vc, &w.drain_s);
+    rc = rc ? rc : input_latency(c, n, &w, &lat);
     if (rc)
         return rc;
     w.mem_mib = mem;
@@ -855,6 +924,27 @@ void plan_input_free(struct plan_input *in)
     free(in->workloads);
     in->workloads = NULL;
     in->n_workloads = 0;
+    for (int k = 0; k < in->n_lat; k++)
+        free(in->lat[k]);
+    free(in->lat);
+    in->lat = NULL;
+    in->n_lat = 0;
+}
+
+/* extra's solo p99 table of wl, as a table of `in` with extra's pools mapped onto in's. */
+static int input_merge_lat(struct plan_input *in, const struct plan_input *extra,
+                           struct plan_workload *wl)
+{
+    const struct plan_latency *src = wl->lat;
+    struct plan_latency *t = src ? input_lat_new(in) : NULL;
+    if (src && !t)
+        return -ENOMEM;
+    for (int p = 0; src && p < extra->n_pools; p++)
+        for (int q = 0; q < in->n_pools; q++)
+            if (!strcmp(extra->pools[p].model.name, in->pools[q].model.name))
+                memcpy(t->solo_p99_ms[q], src->solo_p99_ms[p], sizeof(t->solo_p99_ms[q]));
+    wl->lat = t;
+    return 0;
 }
 
 int plan_input_merge(struct plan_input *in, const struct plan_input *extra, const char *path,
@@ -880,7 +970,8 @@ int plan_input_merge(struct plan_input *in, const struct plan_input *extra, cons
                      "give it another name", path, wl.line, wl.name, in->workloads[dup].line);
             rc = -EINVAL;
         } else {
-            rc = plan_input_add_workload(in, &wl);
+            rc = input_merge_lat(in, extra, &wl);
+            rc = rc ? rc : plan_input_add_workload(in, &wl);
         }
     }
     free(names.slot);

@@ -92,9 +92,22 @@ static int online_record(struct online *o, int w, int from_gpu, int from_opt, in
     return 0;
 }
 
+/* Whether instance i holds a workload with a p99 target (besides assignment skip_a). */
+static int online_has_lat(const struct online *o, int i, int skip_a)
+{
+    for (int a = 0; a < o->p->n_assigns; a++) {
+        const struct plan_assign *as = &o->p->assigns[a];
+        if (a != skip_a && as->workload >= 0 && as->instance == i &&
+            o->in->workloads[as->workload].p99_ms > 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Time w would take joining instance i (with assignment skip_a gone, -1: none), or -1
  * when it does not fit. Under interference every tenant then needs the share for one
- * more tenant, so the instance's members are summed again. */
+ * more tenant, so the instance's members are summed again. A workload with a p99 target
+ * joins no instance that has one (one latency tenant per GPU). */
 static int online_fits(const struct online *o, int i, int w, int skip_a)
 {
     const struct plan_instance *pi = &o->p->instances[i];
@@ -107,6 +120,8 @@ static int online_fits(const struct online *o, int i, int w, int skip_a)
     /* every tenant's time is >= 1, so time left by others means another tenant */
     long others = o->time[i] - (skip_a >= 0 ? o->p->assigns[skip_a].time : 0);
     if (others > 0 && !plan_may_share(o->in, pi->option, 2))
+        return -1;
+    if (others > 0 && o->in->workloads[w].p99_ms > 0 && online_has_lat(o, i, skip_a))
         return -1;
     if (mode == PLAN_INTERF_NONE) {
         int t = online_need(o, w, pi->gpu, pi->option);
