@@ -201,6 +201,16 @@ class PlanCli(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn("--horizon", r.stdout)
 
+    def test_p99_refused_with_mig_time_sharing(self):
+        cluster = self.write("p99.yaml", CLUSTER + "  - {name: serve, memory_mib: 100, target: 20, "
+                             "throughput: {whole: 100}, p99_ms: 6, solo_p99_ms: {whole: 4}}\n")
+        r = self.run_plan("--mig-time-sharing", cluster)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("workload 'serve' has a p99 target", r.stderr)
+        self.assertIn("drop --mig-time-sharing", r.stderr)
+        r = self.run_plan("--json", cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_bench_traces(self):
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
         r = self.run_plan("bench", "--traces=" + os.path.join(root, "data", "planner", "traces"))
