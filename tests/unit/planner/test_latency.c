@@ -3,7 +3,8 @@
  * it could run on names the workload and what to add); the model's factors; the time a
  * p99 workload needs (unusable where solo misses, alone where even the latency tenant
  * would miss); every algorithm keeps one p99 workload per shared GPU and meets every
- * target; the checker refuses two latency tenants, a missed target and a false reason. */
+ * target; the checker refuses two latency tenants, a missed target and a false reason;
+ * the writer of cluster files keeps the new keys. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +274,30 @@ static void test_checker_refusals(void **state)
     plan_input_free(&in);
 }
 
+/* plan_input_write_yaml writes p99_ms, solo_p99_ms and drain_seconds back. */
+static void test_write_back(void **state)
+{
+    struct plan_input in, again;
+    char err[512], *buf = NULL;
+    size_t len = 0;
+    (void)state;
+    assert_int_equal(parse("gpus: [{model: H200-141GB, count: 2}]\nworkloads:\n"
+                           "  - {name: a, memory_mib: 10, target: 1, drain_seconds: 30,\n"
+                           "     throughput: {whole: 100, 1g.18gb: 20}, p99_ms: 8,\n"
+                           "     solo_p99_ms: {whole: 2, 1g.18gb: 7}}\n", &in, err, sizeof(err)),
+                     0);
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(plan_input_write_yaml(&in, f), 0);
+    fclose(f);
+    if (plan_input_parse(buf, len, "again.yaml", &again, err, sizeof(err)))
+        fail_msg("%s\n%s", err, buf);
+    assert_true(again.workloads[0].p99_ms == 8 && again.workloads[0].drain_s == 30);
+    assert_true(plan_solo_p99(&again.workloads[0], 0, 1) == 7);
+    plan_input_free(&again);
+    plan_input_free(&in);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_algorithms_respect_targets),
         cmocka_unit_test(test_tight_targets_hold_a_gpu),
         cmocka_unit_test(test_checker_refusals),
+        cmocka_unit_test(test_write_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
