@@ -4,7 +4,10 @@
  * every error names file:line:column and what was expected. Unknown keys are errors
  * (a typo must not silently change a plan). Replicas (count) are expanded here, and
  * target_fraction is resolved to an absolute target here, so the algorithms only ever
- * see absolute targets. The format is documented in man/kairos-plan.1.
+ * see absolute targets. A workload's p99 target (p99_ms) is refused without its solo p99
+ * on every option it could run on. Trace files (timed arrivals and departures, replayed
+ * by trace.c) are read here too, their arrivals with the same workload rules. The
+ * formats are documented in man/kairos-plan.1.
  */
 #include <errno.h>
 #include <math.h>

@@ -215,6 +215,7 @@ static void test_tight_targets_hold_a_gpu(void **state)
     plan_metrics_compute(&in, &p, &met);
     assert_int_equal(met.gpus, 3 + 2);   /* 3 alone, 9 x 20 % on two more */
     plan_free(&p);
+    plan_input_free(&in);
     mix(&in, 0, 0);
     assert_int_equal(plan_solve(&in, &o, &p), 0);
     plan_metrics_compute(&in, &p, &met);
