@@ -117,7 +117,8 @@ static int profile_copy(char *dst, const char *src)
 static int profile_p99(yaml_document_t *d, yaml_node_t *map, struct plan_profile_table *t,
                        const char *path, char *err, size_t errlen)
 {
-    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < map->data.mapping.pairs.top; q++) {
+    yaml_node_pair_t *end_pair = map->data.mapping.pairs.top;
+    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < end_pair; q++) {
         yaml_node_t *kn = yaml_document_get_node(d, q->key);
         const char *o = profile_scalar(d, kn);
         const char *x = profile_scalar(d, yaml_document_get_node(d, q->value));
