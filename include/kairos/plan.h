@@ -104,6 +104,12 @@ struct plan_pool {
     int count;                         /* GPUs of this model available */
 };
 
+/* Solo p99 latency of one workload per option (ms; 0 = not given), from 'solo_p99_ms' or
+ * the p99_ms of its profile table; owned by the plan_input that read it. */
+struct plan_latency {
+    double solo_p99_ms[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS];
+};
+
 struct plan_workload {
     char name[PLAN_NAME_MAX];
     int64_t mem_mib;
@@ -111,6 +117,10 @@ struct plan_workload {
     /* thr[p][o]: throughput at t = 100 % on option o of pool p; 0 = unknown/unusable */
     double thr[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS];
     int line;                          /* where it was defined, for messages */
+    double drain_s;                    /* seconds a move of it costs ('drain_seconds');
+                                        * 0: the trace's default (traces only) */
+    double p99_ms;                     /* p99 latency target ('p99_ms'), 0: none */
+    const struct plan_latency *lat;    /* its solo p99 per option, NULL: none given */
 };
 
 /* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
@@ -137,6 +147,8 @@ struct plan_input {
     struct plan_pool pools[PLAN_MAX_POOLS];
     int n_workloads;
     struct plan_workload *workloads;   /* replicas already expanded */
+    int n_lat;
+    struct plan_latency **lat;         /* the workloads' solo p99 tables (freed with it) */
 };
 
 /* Parse a YAML cluster description. On error returns -EINVAL (or -ENOMEM/-errno) and
@@ -187,6 +199,7 @@ enum plan_reason {
     PLAN_TOO_BIG_MEM,    /* memory exceeds every option */
     PLAN_TOO_SLOW,       /* no option reaches the target at t = 100 % */
     PLAN_NO_CAPACITY,    /* feasible, but the cluster has too few GPUs */
+    PLAN_P99_TOO_SLOW,   /* no option meets its p99 target, even alone */
 };
 
 struct plan_infeasible {
@@ -211,6 +224,7 @@ struct plan {
 #define PLAN_EXACT_OPTIMAL 1      /* proven optimal */
 #define PLAN_EXACT_CAPPED 2       /* too few GPUs for every workload: nothing proven */
 #define PLAN_EXACT_NO_MODEL 3     /* an interference model the integer program lacks */
+#define PLAN_EXACT_NO_LATENCY 4   /* p99 targets, which the integer program does not model */
 
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
@@ -237,6 +251,22 @@ double plan_interference_eff(int mode, int tenants);
  * their shares under the mode, each rounded up, still fit: PLAN_TIME_UNITS for one
  * tenant or no interference, else floor(eff(k) x (PLAN_TIME_UNITS - k)). */
 int plan_instance_capacity(int mode, int tenants);
+/* p99 latency under time sharing (docs/planner.md, "p99 latency targets"): alone in its
+ * instance a workload keeps its solo p99; time-sharing a whole GPU as its one tenant at
+ * kairosd's `priority: latency` its p99 is solo x PLAN_P99_LATENCY; any other tenant of
+ * k (latency priority elsewhere, or none, or a shared MIG instance, which has no
+ * priority) gets solo x plan_p99_factor(0, k). */
+#define PLAN_P99_LATENCY 1.305
+#define PLAN_P99_NATIVE_2 6.086
+double plan_p99_factor(int latency_tenant, int tenants);
+/* The workload's solo p99 on option o of pool (0 when not given). */
+double plan_solo_p99(const struct plan_workload *w, int pool, int option);
+/* Per instance: the workload that gets `priority: latency` (the p99 workload of a shared
+ * whole GPU with the tightest target over solo p99, ties to the lowest index), or -1.
+ * The caller frees it; NULL when out of memory. */
+int *plan_latency_tenants(const struct plan_input *in, const struct plan *p);
+/* 1 if a workload of the input has a p99 target. */
+int plan_input_has_p99(const struct plan_input *in);
 /* Whether `tenants` workloads may share an instance of option: always on the whole GPU
  * (kairosd enforces the shares), on a MIG instance only with in->mig_sharing. */
 int plan_may_share(const struct plan_input *in, int option, int tenants);
@@ -333,6 +363,86 @@ int plan_online_add(const struct plan_input *in, const struct plan *old, int fir
  * indices in `out` stay those of `in` (the removed ones are simply unplaced). */
 int plan_online_remove(const struct plan_input *in, const struct plan *old, const int *ws,
                        int n_ws, int max_moves, struct plan *out, struct plan_moves *moves);
+/* Place only workloads ws[0..n_ws) (not in `old`) the way plan_online_add does; the
+ * others of `in` that `old` does not place are left out (neither placed nor infeasible). */
+int plan_online_add_list(const struct plan_input *in, const struct plan *old, const int *ws,
+                         int n_ws, struct plan *out, struct plan_moves *moves);
+
+/* ---- Arrival and departure traces (input.c reads them, trace.c replays them) ---- */
+
+enum plan_trace_kind { PLAN_TRACE_ARRIVE, PLAN_TRACE_DEPART };
+
+struct plan_trace_event {
+    double at;                         /* seconds from the start of the trace */
+    int kind;                          /* enum plan_trace_kind */
+    int workload;                      /* index in the cluster input (arrivals appended) */
+    int line;                          /* where the event is, for messages */
+};
+
+struct plan_trace {
+    double drain_s;                    /* default seconds a moved workload drains */
+    double end_s;                      /* GPU-hours are counted up to here */
+    int n_initial;                     /* the cluster file's own workloads: [0, n_initial) */
+    int n_events;
+    struct plan_trace_event *events;
+};
+
+#define PLAN_TRACE_DRAIN_DEFAULT 60.0
+/* Reads a trace file: its arriving workloads are appended to `cluster` (same fields as
+ * the cluster file's workloads, throughput keys naming the cluster's GPU models), its
+ * departures must name a workload present at that time. -EINVAL with file:line: what. */
+int plan_trace_load(const char *path, struct plan_input *cluster, struct plan_trace *t,
+                    char *err, size_t errlen);
+int plan_trace_parse(const char *text, size_t len, const char *name, struct plan_input *cluster,
+                     struct plan_trace *t, char *err, size_t errlen);
+void plan_trace_free(struct plan_trace *t);
+
+enum plan_trace_policy {
+    PLAN_TRACE_ONLINE,                 /* online adds and removes only, never a replan */
+    PLAN_TRACE_REPLAN,                 /* a plan from scratch at every event, drains ignored */
+    PLAN_TRACE_DRAIN_AWARE,            /* online, and a replan where GPU-seconds saved until
+                                        * the horizon exceed the drain seconds it adds */
+    PLAN_TRACE_POLICIES
+};
+
+struct plan_trace_options {
+    int policy;                        /* enum plan_trace_policy */
+    int max_moves;                     /* a departure's move budget (plan_online_remove) */
+    double horizon_s;                  /* how long a replan's saving counts; 0: until the
+                                        * next event */
+    struct plan_options plan;          /* the replans' algorithm */
+};
+
+/* One event's outcome (event -1: the plan of the cluster file's workloads at time 0). */
+struct plan_trace_step {
+    double at;
+    int event;
+    int gpus;                          /* GPUs in use after it */
+    int moves;                         /* placed workloads that had to move (drain) */
+    double drain_s;                    /* their drain seconds */
+    int unplaced;                      /* workloads this event could not place */
+    int replanned;                     /* 1: the plan from scratch was taken */
+    int replan_gpus;                   /* GPUs of the plan from scratch considered, or -1 */
+    double replan_drain_s;             /* its drain seconds, -1 if none was considered */
+};
+
+struct plan_trace_result {
+    int n_steps;
+    struct plan_trace_step *steps;
+    double gpu_hours;                  /* sum of GPUs in use x time, up to the trace's end */
+    double drain_s;
+    int moves, unplaced, replans, max_gpus;
+};
+
+void plan_trace_options_default(struct plan_trace_options *o);
+const char *plan_trace_policy_name(int policy);
+/* Replays t against `in` (the cluster with the trace's arrivals appended by
+ * plan_trace_load) under one policy; every plan taken is verified by plan_check.
+ * -EINVAL with the checker's message in err if one fails, -ENOMEM. */
+int plan_trace_replay(const struct plan_input *in, const struct plan_trace *t,
+                      const struct plan_trace_options *o, struct plan_trace_result *r,
+                      char *err, size_t errlen);
+void plan_trace_result_free(struct plan_trace_result *r);
 
 /* ---- Output (output.c) ---- */
 
@@ -378,6 +488,7 @@ struct plan_profile_table {
     int n;
     char option[PLAN_MAX_OPTIONS][PLAN_NAME_MAX];
     double thr[PLAN_MAX_OPTIONS];      /* at t = 100 % */
+    double p99_ms[PLAN_MAX_OPTIONS];   /* solo p99 latency per option, 0: not measured */
 };
 
 /* MPS active-thread percentages to measure for model m (one per distinct SM share);

@@ -4,7 +4,7 @@
  * run the chosen algorithm(s), verify every plan with the independent checker before
  * printing it, and map outcomes to exit codes (0 ok, 1 runtime error or infeasible
  * workload, 2 usage). Under --json every error is {"error": "..."} on stdout.
- * The benchmark lives in cmd_plan_bench.c.
+ * The benchmark lives in cmd_plan_bench.c, the trace replay in cmd_plan_trace.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +26,8 @@ static const char plan_usage_text[] =
     "       kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
     "                         [--interference MODE]\n"
     "       kairos plan bench [--scale=N] --write-scale FILE\n"
+    "       kairos plan trace [--policy P] [--drain S] [--horizon S] [--json] CLUSTER.yaml\n"
+    "                         TRACE.yaml   (kairos plan trace --help)\n"
     "\n"
     "Decide the MIG layout of every GPU and the IGPU(s, t, m) of every workload so that\n"
     "each workload meets its target on the fewest GPUs. Every plan is verified by an\n"
@@ -446,6 +448,19 @@ int plan_report_online(const struct plan_input *in, const struct plan *p,
     return rc;
 }
 
+/* p99 targets rest on kairosd's latency priority, which a shared MIG instance lacks. */
+static int plan_refuse_p99_sharing(const struct plan_input *in, const struct plan_cli *c)
+{
+    char msg[300];
+    int w = 0;
+    while (!(in->workloads[w].p99_ms > 0))
+        w++;
+    snprintf(msg, sizeof(msg), "workload '%s' has a p99 target, and --mig-time-sharing would "
+             "time-share MIG instances without kairosd's latency priority: drop "
+             "--mig-time-sharing (or the p99 targets)", in->workloads[w].name);
+    return plan_usage_error(c, msg);
+}
+
 int cmd_plan(int argc, char **argv)
 {
     struct plan_cli c = {0};
@@ -458,6 +473,8 @@ int cmd_plan(int argc, char **argv)
     plan_options_default(&c.opt);
     if (argc >= 2 && !strcmp(argv[1], "bench"))
         return plan_bench(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "trace"))
+        return plan_trace_cmd(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
             c.fmt = PLAN_FMT_JSON;
@@ -473,7 +490,9 @@ int cmd_plan(int argc, char **argv)
     if (c.interference >= 0)
         in.interference = c.interference;
     in.mig_sharing = c.mig_sharing;
-    if (c.from)
+    if (c.mig_sharing && plan_input_has_p99(&in))
+        rc = plan_refuse_p99_sharing(&in, &c);
+    else if (c.from)
         rc = plan_online(&in, &c);
     else if (c.all)
         rc = plan_compare(&in, &c);

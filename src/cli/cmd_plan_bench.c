@@ -6,6 +6,7 @@
  * normalized throughput. Nothing is hard-coded: every number is computed here.
  * --scale[=N] times every heuristic end to end (cluster file in, JSON plan out) on 10,000
  * and 100,000 generated workloads (or N) with a pool large enough for all of them.
+ * --traces[=DIR] replays the arrival and departure traces of DIR (cmd_plan_trace.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -332,9 +333,10 @@ int plan_bench(int argc, char **argv)
         {"no-exact", no_argument, NULL, 'n'},    {"scale", optional_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},        {"interference", required_argument, NULL, 'i'},
         {"write-scale", required_argument, NULL, 'w'},
-        {"mig-time-sharing", no_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
+        {"mig-time-sharing", no_argument, NULL, 'M'},
+        {"traces", optional_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
     };
-    const char *root = "data/planner", *write_scale = NULL;
+    const char *root = "data/planner", *write_scale = NULL, *traces = NULL;
     double limit = 10;
     int no_exact = 0, scale = 0, cases = 0, ch, rc = 0, scale_n = 0, interference = -1;
     optind = 1;
@@ -352,6 +354,7 @@ int plan_bench(int argc, char **argv)
         case 'n': no_exact = 1; break;
         case 'w': write_scale = optarg; break;
         case 'M': bench_mig_sharing = 1; break;
+        case 'T': traces = optarg ? optarg : "data/planner/traces"; break;
         case 'i':
             if ((interference = plan_interference_from_name(optarg)) < 0) {
                 fprintf(stderr, "kairos plan bench: --interference takes none, kairos or native, "
@@ -370,7 +373,8 @@ int plan_bench(int argc, char **argv)
         case 'h':
             printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
                    "                         [--interference none|kairos|native] "
-                   "[--mig-time-sharing] [--scale=N --write-scale FILE]\n");
+                   "[--mig-time-sharing] [--scale=N --write-scale FILE]\n"
+                   "       kairos plan bench --traces[=DIR]   (default data/planner/traces)\n");
             return 0;
         default:
             fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n"
@@ -385,8 +389,12 @@ int plan_bench(int argc, char **argv)
     }
     if (write_scale)
         return bench_write_scale(scale_n ? scale_n : 100000, write_scale) ? 1 : 0;
+    if (traces && !scale && !cases)   /* --traces alone: only the traces */
+        return plan_trace_bench(traces) ? 1 : 0;
+    if (traces)
+        rc = plan_trace_bench(traces);
     if (!scale || cases)
-        rc = bench_cases(root, limit, no_exact, interference);
+        rc |= bench_cases(root, limit, no_exact, interference);
     if (scale && scale_n)
         rc |= bench_scale(scale_n);
     else if (scale)

@@ -132,12 +132,14 @@ int algo_alone(struct state *s, const int *choice, int full_time)
 }
 
 /* First-fit decreasing in time among the instances of one option: the instances are
- * slots of a fit tree in creation order, marked with their option's bit. */
+ * slots of a fit tree in creation order, marked with their option's bit and, while no
+ * member has a p99 target, ALGO_NO_LAT (a workload with one asks for both). */
+#define ALGO_NO_LAT (1u << 31)
 static void algo_fuse_slot(struct fit_tree *t, const struct state *s, int slot, int i)
 {
     const struct st_inst *in = &s->inst[i];
     fit_tree_set(t, slot, st_free_time(s, i), plan_option_mem(s->m, in->option) - in->mem,
-                 1u << in->option);
+                 1u << in->option | (in->lat ? 0 : ALGO_NO_LAT));
 }
 
 int algo_fuse(struct state *s, const int *choice, int mem_ties)
@@ -153,7 +155,8 @@ int algo_fuse(struct state *s, const int *choice, int mem_ties)
     }
     for (int j = 0; j < n; j++) {
         int w = k[j].id, o = choice[w], t_w = st_need(s, w, o);
-        int q = fit_tree_first(&t, t_w, s->in->workloads[w].mem_mib, 1u << o);
+        int q = fit_tree_first(&t, t_w, s->in->workloads[w].mem_mib,
+                               1u << o | (st_is_lat(s, w) ? ALGO_NO_LAT : 0));
         int in = q >= 0 ? open[q] : st_new_inst(s, o);
         if (in < 0) {
             rc = in;

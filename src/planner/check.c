@@ -7,7 +7,8 @@
  * are legal (allowed starts, no overlap, <= 7 compute slices; whole mode holds one
  * instance); per instance the time shares sum to at most 100 % and the memory fits;
  * a MIG instance holds one workload unless the input allows MIG time sharing;
- * per workload Thr(s, 100 %) x t >= target and m >= its memory; every workload is
+ * per workload Thr(s, 100 %) x t >= target and m >= its memory; a p99 target against
+ * the p99 model (its own choice of each shared GPU's latency tenant); every workload is
  * placed exactly once or reported infeasible with a true reason.
  */
 #include <errno.h>
@@ -173,22 +174,26 @@ static int check_capacity(struct check_ctx *c, const long *time, const int64_t *
 static int check_reason(struct check_ctx *c, const struct plan_infeasible *f)
 {
     const struct plan_workload *w = &c->in->workloads[f->workload];
-    int data = 0, mem = 0, fast = 0;
+    int data = 0, mem = 0, fast = 0, lat = 0;
     for (int p = 0; p < c->in->n_pools; p++) {
         const struct plan_gpu_model *m = &c->in->pools[p].model;
         for (int o = 0; o <= m->n_profiles; o++) {
             int64_t om = o == 0 ? m->whole_mem_mib : m->profiles[o - 1].mem_mib;
+            double solo = w->lat ? w->lat->solo_p99_ms[p][o] : 0;
             if (!(w->thr[p][o] > 0))
                 continue;
             data = 1;
             mem |= w->mem_mib <= om;
-            fast |= w->mem_mib <= om && w->thr[p][o] >= w->target * (1 - CHECK_TOL);
+            int ok = w->mem_mib <= om && w->thr[p][o] >= w->target * (1 - CHECK_TOL);
+            fast |= ok;
+            lat |= ok && (!(w->p99_ms > 0) || (solo > 0 && solo <= w->p99_ms * (1 + CHECK_TOL)));
         }
     }
     int ok = f->reason == PLAN_NO_DATA ? !data
            : f->reason == PLAN_TOO_BIG_MEM ? data && !mem
            : f->reason == PLAN_TOO_SLOW ? mem && !fast
-           : f->reason == PLAN_NO_CAPACITY ? fast : 0;
+           : f->reason == PLAN_P99_TOO_SLOW ? fast && !lat
+           : f->reason == PLAN_NO_CAPACITY ? lat : 0;
     if (!ok)
         return check_fail(c, "workload %s is reported infeasible (%s), which is not true", w->name,
                           plan_reason_text(f->reason));
@@ -228,6 +233,69 @@ static int check_sharing(struct check_ctx *c, const int *tenants)
     return 0;
 }
 
+/* Solo p99 of the workload of assignment a on its instance's option (0: none given). */
+static double check_solo_p99(struct check_ctx *c, const struct plan_assign *a)
+{
+    const struct plan_workload *w = &c->in->workloads[a->workload];
+    const struct plan_instance *pi = &c->p->instances[a->instance];
+    return w->lat ? w->lat->solo_p99_ms[c->p->gpus[pi->gpu].pool][pi->option] : 0;
+}
+
+/* Per instance: the assignment whose workload gets `priority: latency` (a shared whole
+ * GPU's p99 workload with the least target over solo p99, ties to the lower workload
+ * index), or -1. */
+static void check_latency_tenants(struct check_ctx *c, const int *tenants, int *lat)
+{
+    for (int i = 0; i < c->p->n_instances; i++)
+        lat[i] = -1;
+    for (int a = 0; a < c->p->n_assigns; a++) {
+        const struct plan_assign *as = &c->p->assigns[a];
+        const struct plan_workload *w = &c->in->workloads[as->workload];
+        double solo = check_solo_p99(c, as);
+        int i = as->instance, b = lat[i];
+        if (!(w->p99_ms > 0) || !(solo > 0) || tenants[i] < 2 || c->p->instances[i].option)
+            continue;
+        if (b >= 0) {
+            const struct plan_assign *bs = &c->p->assigns[b];
+            double rb = c->in->workloads[bs->workload].p99_ms / check_solo_p99(c, bs);
+            double ra = w->p99_ms / solo;
+            if (ra > rb || (ra == rb && as->workload > bs->workload))
+                continue;
+        }
+        lat[i] = a;
+    }
+}
+
+/* Every p99 target against the model (plan_p99_factor): solo alone, x 1.305 for the
+ * latency tenant of a shared whole GPU, x the native factor for any other tenant. */
+static int check_latency(struct check_ctx *c, const int *tenants)
+{
+    int *lat = malloc(((size_t)c->p->n_instances + 1) * sizeof(int)), rc = lat ? 0 : -ENOMEM;
+    if (!rc)
+        check_latency_tenants(c, tenants, lat);
+    for (int a = 0; !rc && a < c->p->n_assigns; a++) {
+        const struct plan_assign *as = &c->p->assigns[a];
+        const struct plan_workload *w = &c->in->workloads[as->workload];
+        const struct plan_instance *pi = &c->p->instances[as->instance];
+        int k = tenants[as->instance], first = lat[as->instance] == a;
+        double solo = check_solo_p99(c, as), f = plan_p99_factor(first, k);
+        if (!(w->p99_ms > 0))
+            continue;
+        if (!(solo > 0))
+            rc = check_fail(c, "workload %s has a p99 target but no solo p99 on %s, so it cannot "
+                            "be checked", w->name, plan_option_name(check_model(c, pi->gpu),
+                                                                    pi->option));
+        else if (solo * f > w->p99_ms * (1 + CHECK_TOL))
+            rc = check_fail(c, "workload %s: modelled p99 %.4g ms (solo %.4g ms on %s x %.3f, %s "
+                            "of %d tenants) misses its p99 target %.4g ms", w->name, solo * f,
+                            solo, plan_option_name(check_model(c, pi->gpu), pi->option), f,
+                            k < 2 ? "alone" : first ? "the latency tenant" : "a tenant without "
+                            "latency priority", k, w->p99_ms);
+    }
+    free(lat);
+    return rc;
+}
+
 static int check_assigns(struct check_ctx *c)
 {
     long *time = calloc((size_t)c->p->n_instances + 1, sizeof(long));
@@ -242,6 +310,7 @@ static int check_assigns(struct check_ctx *c)
     rc = rc ? rc : check_sharing(c, tenants);
     for (int a = 0; !rc && a < c->p->n_assigns; a++)
         rc = check_assign(c, &c->p->assigns[a], tenants, time, mem);
+    rc = rc ? rc : check_latency(c, tenants);
     free(tenants);
     rc = rc ? rc : check_capacity(c, time, mem);
     free(time);

@@ -7,7 +7,8 @@
  * instance, so a MIG instance may hold one tenant only (its memory quota on the GPU's
  * index, no compute policy: the instance isolates it); a plan with a shared MIG
  * instance is refused (-ENOTSUP), since its time shares could not be enforced.
- * A tenant sharing a MIG-off GPU gets share = its time share, priority normal.
+ * A tenant sharing a MIG-off GPU gets share = its time share, priority normal, but for
+ * the one workload with a p99 target there (plan_latency_tenants): priority latency.
  * mig-parted places the instances itself; the plan's starts are one legal placement.
  * gres.conf: a node without MIG names each GPU's device file; a node with MIG instances
  * leaves the devices to Slurm's NVML detection (MIG device files exist only once created).
@@ -82,14 +83,16 @@ int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpu
                       int node, void *stream)
 {
     FILE *f = stream;
-    int *tenants = plan_tenants(p);
-    if (!tenants || gpus_per_node < 1) {
+    int *tenants = plan_tenants(p), *lat = plan_latency_tenants(in, p);
+    if (!tenants || !lat || gpus_per_node < 1) {
         free(tenants);
+        free(lat);
         return gpus_per_node < 1 ? -EINVAL : -ENOMEM;
     }
     for (int i = 0; i < p->n_instances; i++)
         if (p->instances[i].option != PLAN_OPTION_WHOLE && tenants[i] > 1) {
             free(tenants);
+            free(lat);
             return -ENOTSUP;   /* kairosd has no compute policy per MIG instance */
         }
     fprintf(f, "# kairosd.yaml tenants of node %d, written by kairos plan (%s, interference %s);\n"
@@ -109,10 +112,12 @@ int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpu
             fprintf(f, "    # MIG %s at slice %d, its only tenant\n",
                     plan_option_name(m, pi->option), pi->start);
         else if (tenants[as->instance] > 1)
-            fprintf(f, "    compute: { %d: { share: %.1f%%, priority: normal } }\n", d,
-                    as->time * 100.0 / PLAN_TIME_UNITS);
+            fprintf(f, "    compute: { %d: { share: %.1f%%, priority: %s } }\n", d,
+                    as->time * 100.0 / PLAN_TIME_UNITS,
+                    lat[as->instance] == as->workload ? "latency" : "normal");
     }
     free(tenants);
+    free(lat);
     return ferror(f) ? -EIO : 0;
 }
 

@@ -15,7 +15,8 @@
  * Kairos's plan, with exact_status = 0; when the pool is
  * too small for every workload, PLAN_EXACT_CAPPED (the model cannot say anything).
  * One pool only (a heterogeneous exact model is left out), and no interference model
- * (its capacity per instance depends on the tenant count: PLAN_EXACT_NO_MODEL).
+ * (its capacity per instance depends on the tenant count: PLAN_EXACT_NO_MODEL), nor p99
+ * latency targets (PLAN_EXACT_NO_LATENCY).
  */
 #include <errno.h>
 #include <glpk.h>
@@ -346,10 +347,11 @@ int exact_solve(const struct plan_input *in, const struct plan_options *opt, str
     double bound = 0;
     int rc = wl ? 0 : -ENOMEM;
     if (!rc && (in->n_pools != 1 || in->n_workloads > opt->exact_max_workloads
-                || in->interference != PLAN_INTERF_NONE)) {
+                || in->interference != PLAN_INTERF_NONE || plan_input_has_p99(in))) {
         free(wl);
         return exact_fallback(in, p, 0, in->interference != PLAN_INTERF_NONE
-                              ? PLAN_EXACT_NO_MODEL : PLAN_EXACT_NOT_SOLVED);
+                              ? PLAN_EXACT_NO_MODEL : plan_input_has_p99(in)
+                              ? PLAN_EXACT_NO_LATENCY : PLAN_EXACT_NOT_SOLVED);
     }
     rc = rc ? rc : exact_heuristic_gpus(in, &ub, &capped);
     if (!rc && capped) {

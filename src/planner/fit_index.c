@@ -53,9 +53,11 @@ void fit_tree_set(struct fit_tree *t, int slot, int time, int64_t mem, unsigned 
     }
 }
 
+/* bit may hold several bits, all wanted (a node's mask is the OR of its leaves', so a
+ * node that lacks one has no leaf with all). */
 static int fit_tree_ok(const struct fit_tree *t, size_t x, int time, int64_t mem, unsigned bit)
 {
-    return t->time[x] >= time && t->mem[x] >= mem && (t->mask[x] & bit);
+    return t->time[x] >= time && t->mem[x] >= mem && (t->mask[x] & bit) == bit;
 }
 
 /* Leftmost slot under node x that satisfies all three; -1 if none. */
@@ -230,11 +232,12 @@ static int bf_next_busy(const struct bf_index *b, int o, int v)
     return -1;
 }
 
-static int bf_may_join(const struct state *s, int i, int64_t wm, int skip_inst, int skip_gpu)
+static int bf_may_join(const struct state *s, int i, int64_t wm, int lat, int skip_inst,
+                       int skip_gpu)
 {
     const struct st_inst *in = &s->inst[i];
     return i != skip_inst && !(skip_gpu >= 0 && in->gpu == skip_gpu)
-        && in->mem + wm <= s->bf->opt_mem[in->option];
+        && in->mem + wm <= s->bf->opt_mem[in->option] && !(lat && in->lat);
 }
 
 /* Lowest-index instance of bucket k that w may join (memory, skips); -1 if none. The
@@ -243,11 +246,12 @@ static int bf_bucket_best(const struct state *s, int k, int w, int skip_inst, in
 {
     const struct bf_heap *h = &s->bf->bucket[k];
     int64_t wm = s->in->workloads[w].mem_mib;
-    if (bf_may_join(s, h->a[0], wm, skip_inst, skip_gpu))
+    int lat = st_is_lat(s, w);
+    if (bf_may_join(s, h->a[0], wm, lat, skip_inst, skip_gpu))
         return h->a[0];
     int best = -1;
     for (int j = 1; j < h->n; j++)
-        if ((best < 0 || h->a[j] < best) && bf_may_join(s, h->a[j], wm, skip_inst, skip_gpu))
+        if ((best < 0 || h->a[j] < best) && bf_may_join(s, h->a[j], wm, lat, skip_inst, skip_gpu))
             best = h->a[j];
     return best;
 }

@@ -72,6 +72,34 @@ int plan_gen(const struct plan_gen_params *g, struct plan_input *in)
     return rc;
 }
 
+/* One option table (throughput or solo p99) of a workload, per model with several pools. */
+static void gen_write_table(const struct plan_input *in, const double (*table)[PLAN_MAX_OPTIONS],
+                            FILE *f)
+{
+    for (int p = 0; p < in->n_pools; p++) {
+        const struct plan_gpu_model *m = &in->pools[p].model;
+        if (in->n_pools > 1)
+            fprintf(f, "      %s:\n", m->name);
+        for (int o = 0; o < plan_option_count(m); o++)
+            if (table[p][o] > 0)
+                fprintf(f, "%s      %s: %.17g\n", in->n_pools > 1 ? "  " : "",
+                        plan_option_name(m, o), table[p][o]);
+    }
+}
+
+/* The optional keys, only when set (a file without them is written as before). */
+static void gen_write_extras(const struct plan_input *in, const struct plan_workload *wl, FILE *f)
+{
+    if (wl->drain_s > 0)
+        fprintf(f, "    drain_seconds: %.17g\n", wl->drain_s);
+    if (wl->p99_ms > 0)
+        fprintf(f, "    p99_ms: %.17g\n", wl->p99_ms);
+    if (wl->lat) {
+        fprintf(f, "    solo_p99_ms:\n");
+        gen_write_table(in, wl->lat->solo_p99_ms, f);
+    }
+}
+
 int plan_input_write_yaml(const struct plan_input *in, void *stream)
 {
     FILE *f = stream;
@@ -83,15 +111,8 @@ int plan_input_write_yaml(const struct plan_input *in, void *stream)
         const struct plan_workload *wl = &in->workloads[w];
         fprintf(f, "  - name: %s\n    memory_mib: %lld\n    target: %.17g\n    throughput:\n",
                 wl->name, (long long)wl->mem_mib, wl->target);
-        for (int p = 0; p < in->n_pools; p++) {
-            const struct plan_gpu_model *m = &in->pools[p].model;
-            if (in->n_pools > 1)
-                fprintf(f, "      %s:\n", m->name);
-            for (int o = 0; o < plan_option_count(m); o++)
-                if (wl->thr[p][o] > 0)
-                    fprintf(f, "%s      %s: %.17g\n", in->n_pools > 1 ? "  " : "",
-                            plan_option_name(m, o), wl->thr[p][o]);
-        }
+        gen_write_table(in, (const double (*)[PLAN_MAX_OPTIONS])wl->thr, f);
+        gen_write_extras(in, wl, f);
     }
     return ferror(f) ? -EIO : 0;
 }

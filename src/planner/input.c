@@ -4,7 +4,10 @@
  * every error names file:line:column and what was expected. Unknown keys are errors
  * (a typo must not silently change a plan). Replicas (count) are expanded here, and
  * target_fraction is resolved to an absolute target here, so the algorithms only ever
- * see absolute targets. The format is documented in man/kairos-plan.1.
+ * see absolute targets. A workload's p99 target (p99_ms) is refused without its solo p99
+ * on every option it could run on. Trace files (timed arrivals and departures, replayed
+ * by trace.c) are read here too, their arrivals with the same workload rules. The
+ * formats are documented in man/kairos-plan.1.
  */
 #include <errno.h>
 #include <math.h>
@@ -356,7 +359,7 @@ static int input_pools(struct input_ctx *c, yaml_node_t *seq)
 /* ---- workloads ---- */
 
 struct input_thr_arg {
-    struct plan_workload *w;
+    double (*table)[PLAN_MAX_OPTIONS];   /* [pool][option]: throughput or solo p99 */
     int pool;          /* -1: flat mapping applying to every pool */
 };
 
@@ -375,7 +378,7 @@ static int input_thr_pair(struct input_ctx *c, const char *key, yaml_node_t *kn,
         int o = plan_option_find(&c->in->pools[p].model, key);
         if (o < 0)
             continue;
-        a->w->thr[p][o] = thr;
+        a->table[p][o] = thr;
         matched = 1;
     }
     if (!matched)
@@ -394,26 +397,89 @@ static int input_pool_index(struct input_ctx *c, const char *name)
 static int input_thr_model_pair(struct input_ctx *c, const char *key, yaml_node_t *kn,
                                 yaml_node_t *v, void *arg)
 {
-    struct input_thr_arg a = {arg, input_pool_index(c, key)};
+    struct input_thr_arg a = {((struct input_thr_arg *)arg)->table, input_pool_index(c, key)};
     if (a.pool < 0)
         return input_fail(c, kn, "'%s' is not a GPU model of 'gpus'", key);
     int rc = input_expect(c, v, YAML_MAPPING_NODE, "a mapping of spatial option to throughput");
     return rc ? rc : input_each_pair(c, v, input_thr_pair, &a);
 }
 
-static int input_throughput(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
+/* 'throughput' or 'solo_p99_ms': option -> number, or model -> (option -> number). */
+static int input_option_table(struct input_ctx *c, yaml_node_t *n,
+                              double (*table)[PLAN_MAX_OPTIONS], const char *what)
 {
-    int rc = input_expect(c, n, YAML_MAPPING_NODE,
-                          "a mapping of spatial option (whole, 1g.5gb, ...) to throughput");
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, what);
     if (rc)
         return rc;
     if (n->data.mapping.pairs.start == n->data.mapping.pairs.top)
-        return input_fail(c, n, "expected at least one throughput");
+        return input_fail(c, n, "expected at least one entry in %s", what);
     yaml_node_t *first = input_node(c, n->data.mapping.pairs.start->value);
+    struct input_thr_arg a = {table, -1};
     if (first->type == YAML_MAPPING_NODE)
-        return input_each_pair(c, n, input_thr_model_pair, w);
-    struct input_thr_arg a = {w, -1};
+        return input_each_pair(c, n, input_thr_model_pair, &a);
     return input_each_pair(c, n, input_thr_pair, &a);
+}
+
+static int input_throughput(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
+{
+    return input_option_table(c, n, w->thr, "a mapping of spatial option (whole, 1g.5gb, ...) "
+                              "to throughput");
+}
+
+/* A solo p99 table owned by the input (workloads point at it; replicas share it). */
+static struct plan_latency *input_lat_new(struct plan_input *in)
+{
+    struct plan_latency *t = calloc(1, sizeof(*t));
+    struct plan_latency **nl = t ? realloc(in->lat, ((size_t)in->n_lat + 1) * sizeof(*nl)) : NULL;
+    if (!nl) {
+        free(t);
+        return NULL;
+    }
+    in->lat = nl;
+    in->lat[in->n_lat++] = t;
+    return t;
+}
+
+/* A workload with 'p99_ms' needs its solo p99 on every option it has a throughput for. */
+static int input_p99_complete(struct input_ctx *c, yaml_node_t *n, const struct plan_workload *w)
+{
+    for (int p = 0; p < c->in->n_pools; p++) {
+        const struct plan_gpu_model *m = &c->in->pools[p].model;
+        for (int o = 0; o < plan_option_count(m); o++)
+            if (w->thr[p][o] > 0 && !(plan_solo_p99(w, p, o) > 0))
+                return input_fail(c, n, "workload '%s' has a p99 target (p99_ms) but no solo "
+                                  "p99 on %s of %s, so the target cannot be checked there: add "
+                                  "it under 'solo_p99_ms' (or as 'p99_ms' in its profile "
+                                  "table), or drop that option's throughput", w->name,
+                                  plan_option_name(m, o), m->name);
+    }
+    return 0;
+}
+
+/* 'p99_ms' (the target) and 'solo_p99_ms' (per option, like 'throughput'); a profile
+ * table's p99_ms has already been put in *lat. */
+static int input_latency(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w,
+                         struct plan_latency *lat)
+{
+    yaml_node_t *vt = input_get(c, n, "p99_ms"), *vs = input_get(c, n, "solo_p99_ms");
+    int rc = vt ? input_positive(c, vt, "p99_ms", &w->p99_ms) : 0;
+    if (!rc && vs)
+        rc = input_option_table(c, vs, lat->solo_p99_ms, "a mapping of spatial option (whole, "
+                                "1g.5gb, ...) to solo p99 latency in ms");
+    if (rc)
+        return rc;
+    int any = 0;
+    for (int p = 0; p < PLAN_MAX_POOLS; p++)
+        for (int o = 0; o < PLAN_MAX_OPTIONS; o++)
+            any |= lat->solo_p99_ms[p][o] > 0;
+    if (any) {
+        struct plan_latency *t = input_lat_new(c->in);
+        if (!t)
+            return -ENOMEM;
+        *t = *lat;
+        w->lat = t;
+    }
+    return w->p99_ms > 0 ? input_p99_complete(c, n, w) : 0;
 }
 
 static int input_target(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w)
@@ -470,7 +536,7 @@ static int input_replicas(struct input_ctx *c, yaml_node_t *n, struct plan_workl
 /* 'profile: FILE' (relative to the cluster file): a table written by kairos profile
  * gives the throughput on its GPU model's options and, unless set, the memory. */
 static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_workload *w,
-                               long *mem)
+                               long *mem, struct plan_latency *lat)
 {
     struct plan_profile_table t;
     char path[4096], why[512];
@@ -492,7 +558,10 @@ static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_
         if (o < 0)
             return input_fail(c, n, "profile table %s: '%s' is not an option of %s", file,
                               t.option[k], t.model);
-        w->thr[pool][o] = t.thr[k];
+        if (t.thr[k] > 0)
+            w->thr[pool][o] = t.thr[k];
+        if (t.p99_ms[k] > 0)
+            lat->solo_p99_ms[pool][o] = t.p99_ms[k];
     }
     if (*mem <= 0 && t.mem_mib <= 0)
         return input_fail(c, n, "profile table %s has no memory_mib; give 'memory_mib'", file);
@@ -501,14 +570,27 @@ static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_
     return 0;
 }
 
+/* 'drain_seconds': what moving the workload costs (traces), more than 0, at most a week
+ * (0 in struct plan_workload means "the trace's default"). */
+static int input_drain(struct input_ctx *c, const yaml_node_t *n, double *out)
+{
+    int rc = input_positive(c, n, "drain_seconds", out);
+    if (!rc && *out > 604800)
+        return input_fail(c, n, "'drain_seconds' must be at most 604800 (a week), got %g", *out);
+    return rc;
+}
+
 static int input_workload(struct input_ctx *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"name", "memory_mib", "throughput", "target",
-                                       "target_fraction", "count", "profile", NULL};
+                                       "target_fraction", "count", "profile",
+                                       "drain_seconds", "p99_ms", "solo_p99_ms", NULL};
     struct plan_workload w;
+    struct plan_latency lat;
     yaml_node_t *vn, *vm, *vt, *vc, *vp;
     long mem = 0, count = 1;
     memset(&w, 0, sizeof(w));
+    memset(&lat, 0, sizeof(lat));
     int rc = input_expect(c, n, YAML_MAPPING_NODE, "a workload mapping (name, memory_mib, throughput, target)");
     rc = rc ? rc : input_only_keys(c, n, keys);
     rc = rc ? rc : input_require(c, n, "name", &vn);
@@ -524,13 +606,17 @@ static int input_workload(struct input_ctx *c, yaml_node_t *n)
     if (!rc && vm)
         rc = input_int(c, vm, "memory_mib", 1, 1L << 40, &mem);
     if (!rc && vp)
-        rc = input_profile_table(c, vp, &w, &mem);
+        rc = input_profile_table(c, vp, &w, &mem, &lat);
     if (!rc && vt)
         rc = input_throughput(c, vt, &w);
     rc = rc ? rc : input_target(c, n, &w);
     vc = input_get(c, n, "count");
     if (!rc && vc)
         rc = input_int(c, vc, "count", 1, INPUT_MAX_COUNT, &count);
+    vc = input_get(c, n, "drain_seconds");
+    if (!rc && vc)
+        rc = input_drain(c, vc, &w.drain_s);
+    rc = rc ? rc : input_latency(c, n, &w, &lat);
     if (rc)
         return rc;
     w.mem_mib = mem;
@@ -841,6 +927,27 @@ void plan_input_free(struct plan_input *in)
     free(in->workloads);
     in->workloads = NULL;
     in->n_workloads = 0;
+    for (int k = 0; k < in->n_lat; k++)
+        free(in->lat[k]);
+    free(in->lat);
+    in->lat = NULL;
+    in->n_lat = 0;
+}
+
+/* extra's solo p99 table of wl, as a table of `in` with extra's pools mapped onto in's. */
+static int input_merge_lat(struct plan_input *in, const struct plan_input *extra,
+                           struct plan_workload *wl)
+{
+    const struct plan_latency *src = wl->lat;
+    struct plan_latency *t = src ? input_lat_new(in) : NULL;
+    if (src && !t)
+        return -ENOMEM;
+    for (int p = 0; src && p < extra->n_pools; p++)
+        for (int q = 0; q < in->n_pools; q++)
+            if (!strcmp(extra->pools[p].model.name, in->pools[q].model.name))
+                memcpy(t->solo_p99_ms[q], src->solo_p99_ms[p], sizeof(t->solo_p99_ms[q]));
+    wl->lat = t;
+    return 0;
 }
 
 int plan_input_merge(struct plan_input *in, const struct plan_input *extra, const char *path,
@@ -866,7 +973,8 @@ int plan_input_merge(struct plan_input *in, const struct plan_input *extra, cons
                      "give it another name", path, wl.line, wl.name, in->workloads[dup].line);
             rc = -EINVAL;
         } else {
-            rc = plan_input_add_workload(in, &wl);
+            rc = input_merge_lat(in, extra, &wl);
+            rc = rc ? rc : plan_input_add_workload(in, &wl);
         }
     }
     free(names.slot);
@@ -879,4 +987,189 @@ int plan_input_find(const struct plan_input *in, const char *name)
         if (!strcmp(in->workloads[w].name, name))
             return w;
     return -1;
+}
+
+/* ---- traces: timed arrivals and departures (replayed by trace.c) ---- */
+
+struct input_trace {
+    struct plan_trace *t;
+    char (*depart)[PLAN_NAME_MAX];     /* per event: the departing workload's name */
+    int cap;
+};
+
+static int input_trace_event(struct input_trace *x, double at, int kind, int w, int line,
+                             const char *name)
+{
+    struct plan_trace *t = x->t;
+    if (t->n_events == x->cap) {
+        int cap = x->cap ? x->cap * 2 : 16;
+        struct plan_trace_event *ne = realloc(t->events, (size_t)cap * sizeof(*ne));
+        if (ne)
+            t->events = ne;
+        char (*nd)[PLAN_NAME_MAX] = realloc(x->depart, (size_t)cap * sizeof(*nd));
+        if (nd)
+            x->depart = nd;
+        if (!ne || !nd)
+            return -ENOMEM;
+        x->cap = cap;
+    }
+    snprintf(x->depart[t->n_events], PLAN_NAME_MAX, "%s", name ? name : "");
+    t->events[t->n_events++] = (struct plan_trace_event){at, kind, w, line};
+    return 0;
+}
+
+/* One event: 'at' and exactly one of 'arrive' (a workload, as in a cluster file; its
+ * replicas each arrive) or 'depart' (a workload's name). */
+static int input_trace_item(struct input_ctx *c, yaml_node_t *n, struct input_trace *x)
+{
+    static const char *const keys[] = {"at", "arrive", "depart", NULL};
+    yaml_node_t *vat, *va, *vd;
+    double at = 0;
+    char name[PLAN_NAME_MAX];
+    int rc = input_expect(c, n, YAML_MAPPING_NODE, "an event mapping ('at' and 'arrive' or "
+                          "'depart')");
+    rc = rc ? rc : input_only_keys(c, n, keys);
+    rc = rc ? rc : input_require(c, n, "at", &vat);
+    rc = rc ? rc : input_number(c, vat, "at", &at);
+    if (!rc && !(at >= 0))
+        rc = input_fail(c, vat, "'at' must be 0 or more seconds, got %g", at);
+    if (!rc && x->t->n_events && at < x->t->events[x->t->n_events - 1].at)
+        rc = input_fail(c, vat, "events must be in time order: at %g comes after %g", at,
+                        x->t->events[x->t->n_events - 1].at);
+    va = rc ? NULL : input_get(c, n, "arrive");
+    vd = rc ? NULL : input_get(c, n, "depart");
+    if (!rc && !!va == !!vd)
+        rc = input_fail(c, n, "an event has exactly one of 'arrive' (a workload) or 'depart' "
+                        "(a workload's name)");
+    if (rc)
+        return rc;
+    int line = (int)n->start_mark.line + 1, first = c->in->n_workloads;
+    if (vd)
+        return input_name(c, vd, "depart", name) ? -EINVAL
+               : input_trace_event(x, at, PLAN_TRACE_DEPART, -1, line, name);
+    rc = input_workload(c, va);
+    for (int w = first; !rc && w < c->in->n_workloads; w++)
+        rc = input_trace_event(x, at, PLAN_TRACE_ARRIVE, w, line, NULL);
+    return rc;
+}
+
+static int input_trace_root(struct input_ctx *c, yaml_node_t *root, struct input_trace *x)
+{
+    static const char *const keys[] = {"drain_seconds", "end", "events", NULL};
+    yaml_node_t *ev, *v;
+    int rc = input_expect(c, root, YAML_MAPPING_NODE, "a trace mapping with 'events'");
+    rc = rc ? rc : input_only_keys(c, root, keys);
+    rc = rc ? rc : input_require(c, root, "events", &ev);
+    rc = rc ? rc : input_expect(c, ev, YAML_SEQUENCE_NODE, "a list of events");
+    if (!rc && (v = input_get(c, root, "drain_seconds")))
+        rc = input_drain(c, v, &x->t->drain_s);
+    x->t->end_s = -1;
+    if (!rc && (v = input_get(c, root, "end")) && !(rc = input_number(c, v, "end", &x->t->end_s))
+        && !(x->t->end_s >= 0))
+        rc = input_fail(c, v, "'end' must be 0 or more seconds");
+    for (yaml_node_item_t *i = rc ? NULL : ev->data.sequence.items.start;
+         i && i < ev->data.sequence.items.top && !rc; i++)
+        rc = input_trace_item(c, input_node(c, *i), x);
+    if (!rc && x->t->n_events && x->t->end_s >= 0 &&
+        x->t->end_s < x->t->events[x->t->n_events - 1].at)
+        rc = input_fail(c, v ? v : root, "'end' (%g) comes before the last event (at %g)",
+                        x->t->end_s, x->t->events[x->t->n_events - 1].at);
+    return rc;
+}
+
+/* Departures name a workload present at their time; arrivals' indices become the
+ * cluster's (the trace's workloads were appended after its n_initial own). */
+static int input_trace_resolve(const char *path, struct plan_input *cluster, struct input_trace *x,
+                               char *err, size_t errlen)
+{
+    struct plan_trace *t = x->t;
+    char *present = calloc((size_t)cluster->n_workloads + 1, 1);
+    int rc = present ? 0 : -ENOMEM;
+    for (int w = 0; present && w < t->n_initial; w++)
+        present[w] = 1;
+    for (int e = 0; !rc && e < t->n_events; e++) {
+        struct plan_trace_event *ev = &t->events[e];
+        if (ev->kind == PLAN_TRACE_ARRIVE) {
+            ev->workload += t->n_initial;
+            present[ev->workload] = 1;
+            continue;
+        }
+        ev->workload = plan_input_find(cluster, x->depart[e]);
+        if (ev->workload < 0 || !present[ev->workload]) {
+            snprintf(err, errlen, "%s:%d: '%s' departs at %g s but %s", path, ev->line,
+                     x->depart[e], ev->at, ev->workload < 0 ? "no workload of the cluster file "
+                     "or the trace has that name" : "is not there then (it arrives later, or "
+                     "departed already)");
+            rc = -EINVAL;
+        } else {
+            present[ev->workload] = 0;
+        }
+    }
+    free(present);
+    return rc;
+}
+
+int plan_trace_parse(const char *text, size_t len, const char *name, struct plan_input *cluster,
+                     struct plan_trace *t, char *err, size_t errlen)
+{
+    struct plan_input arr;
+    struct input_trace x = {t, NULL, 0};
+    struct input_ctx c;
+    yaml_document_t doc;
+    int rc;
+    memset(t, 0, sizeof(*t));
+    memset(&arr, 0, sizeof(arr));
+    memset(&c, 0, sizeof(c));
+    t->drain_s = PLAN_TRACE_DRAIN_DEFAULT;
+    t->n_initial = cluster->n_workloads;
+    arr.n_pools = cluster->n_pools;
+    memcpy(arr.pools, cluster->pools, sizeof(arr.pools));
+    arr.interference = cluster->interference;
+    c = (struct input_ctx){.file = name, .err = err, .errlen = errlen, .in = &arr, .doc = &doc,
+                           .base = cluster};
+    yaml_node_t *root = input_load_doc(&c, text, len, &rc);
+    if (root) {
+        rc = input_trace_root(&c, root, &x);
+        yaml_document_delete(&doc);
+    }
+    rc = rc ? rc : plan_input_merge(cluster, &arr, name, err, errlen);
+    rc = rc ? rc : input_trace_resolve(name, cluster, &x, err, errlen);
+    if (!rc && t->end_s < 0)
+        t->end_s = t->n_events ? t->events[t->n_events - 1].at : 0;
+    free(c.names.slot);
+    free(x.depart);
+    plan_input_free(&arr);
+    if (rc)
+        plan_trace_free(t);
+    return rc;
+}
+
+void plan_trace_free(struct plan_trace *t)
+{
+    free(t->events);
+    t->events = NULL;
+    t->n_events = 0;
+}
+
+int plan_trace_load(const char *path, struct plan_input *cluster, struct plan_trace *t,
+                    char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+    memset(t, 0, sizeof(*t));
+    if (!f) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return rc;
+    }
+    rc = input_read_all(f, &buf, &len);
+    fclose(f);
+    if (rc)
+        snprintf(err, errlen, "%s: %s", path, rc == -EIO ? "read error" : strerror(-rc));
+    else
+        rc = plan_trace_parse(buf, len, path, cluster, t, err, errlen);
+    free(buf);
+    return rc;
 }

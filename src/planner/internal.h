@@ -17,6 +17,7 @@ struct st_inst {
     int64_t mem;             /* used memory */
     int head;                /* first member workload, -1 if empty */
     int n;                   /* members */
+    int lat;                 /* members with a p99 target: at most one shares (latency) */
 };
 
 struct st_gpu {
@@ -107,6 +108,12 @@ static inline int st_inst_cap(const struct state *s, int option, int tenants)
 static inline int st_free_time(const struct state *s, int i)
 {
     return st_inst_cap(s, s->inst[i].option, s->inst[i].n + 1) - s->inst[i].time;
+}
+/* Whether w has a p99 target: it joins only an instance without such a member, since
+ * kairosd gives one tenant per GPU the latency priority (plan_p99_factor). */
+static inline int st_is_lat(const struct state *s, int w)
+{
+    return s->in->workloads[w].p99_ms > 0;
 }
 int st_new_inst(struct state *s, int option);
 int st_new_gpu(struct state *s, int whole);

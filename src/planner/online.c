@@ -8,6 +8,7 @@
  * Removing drops the workloads, then releases GPUs, least loaded first, whose workloads
  * fit elsewhere, all within one budget of max_moves moves for the whole command; a GPU
  * emptied in the command never receives a workload, and no workload moves twice.
+ * plan_online_add_list adds only the workloads it is given (trace replay, trace.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -91,9 +92,22 @@ static int online_record(struct online *o, int w, int from_gpu, int from_opt, in
     return 0;
 }
 
+/* Whether instance i holds a workload with a p99 target (besides assignment skip_a). */
+static int online_has_lat(const struct online *o, int i, int skip_a)
+{
+    for (int a = 0; a < o->p->n_assigns; a++) {
+        const struct plan_assign *as = &o->p->assigns[a];
+        if (a != skip_a && as->workload >= 0 && as->instance == i &&
+            o->in->workloads[as->workload].p99_ms > 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Time w would take joining instance i (with assignment skip_a gone, -1: none), or -1
  * when it does not fit. Under interference every tenant then needs the share for one
- * more tenant, so the instance's members are summed again. */
+ * more tenant, so the instance's members are summed again. A workload with a p99 target
+ * joins no instance that has one (one latency tenant per GPU). */
 static int online_fits(const struct online *o, int i, int w, int skip_a)
 {
     const struct plan_instance *pi = &o->p->instances[i];
@@ -106,6 +120,8 @@ static int online_fits(const struct online *o, int i, int w, int skip_a)
     /* every tenant's time is >= 1, so time left by others means another tenant */
     long others = o->time[i] - (skip_a >= 0 ? o->p->assigns[skip_a].time : 0);
     if (others > 0 && !plan_may_share(o->in, pi->option, 2))
+        return -1;
+    if (others > 0 && o->in->workloads[w].p99_ms > 0 && online_has_lat(o, i, skip_a))
         return -1;
     if (mode == PLAN_INTERF_NONE) {
         int t = online_need(o, w, pi->gpu, pi->option);
@@ -427,6 +443,18 @@ int plan_online_add(const struct plan_input *in, const struct plan *old, int fir
             rc = online_add_one(&o, w);
     rc = rc ? rc : online_compact(&o);
     free(placed);
+    online_free(&o);
+    return rc;
+}
+
+int plan_online_add_list(const struct plan_input *in, const struct plan *old, const int *ws,
+                         int n_ws, struct plan *out, struct plan_moves *moves)
+{
+    struct online o;
+    int rc = online_init(&o, in, old, out, moves);
+    for (int k = 0; !rc && k < n_ws; k++)
+        rc = online_add_one(&o, ws[k]);
+    rc = rc ? rc : online_compact(&o);
     online_free(&o);
     return rc;
 }

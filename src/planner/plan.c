@@ -1,7 +1,8 @@
 /* plan.c - the plan object (growable arrays), time arithmetic, names and metrics.
  *
  * The one place that turns a throughput target into a time share: t is the smallest
- * number of PLAN_TIME_UNITS with Thr(s, 100 %) x t >= target (KRYPTON's linear model).
+ * number of PLAN_TIME_UNITS with Thr(s, 100 %) x t >= target (KRYPTON's linear model),
+ * and where a p99 latency target restricts it (the p99 model, plan_p99_factor).
  */
 #include <errno.h>
 #include <math.h>
@@ -105,6 +106,8 @@ const char *plan_reason_text(enum plan_reason r)
     case PLAN_TOO_BIG_MEM: return "needs more memory than any spatial option offers";
     case PLAN_TOO_SLOW: return "no spatial option reaches the target even at t = 100 %";
     case PLAN_NO_CAPACITY: return "not enough GPUs in the cluster for this algorithm";
+    case PLAN_P99_TOO_SLOW: return "no spatial option meets its p99 target, even alone (its solo "
+                                   "p99 is above the target everywhere)";
     }
     return "unknown";
 }
@@ -164,6 +167,41 @@ int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_
     return plan_time_needed_shared(w, pool, m, option, PLAN_INTERF_NONE, 1);
 }
 
+double plan_solo_p99(const struct plan_workload *w, int pool, int option)
+{
+    return w->lat ? w->lat->solo_p99_ms[pool][option] : 0;
+}
+
+/* The model's factor on solo p99: 1.305 for the one latency tenant (the largest of
+ * latency-train-open under Kairos: 1.305 on the H200, bench/results/2026-12-06-harm-2;
+ * 1.248 on an H100, 2026-12-06-harm-4); 6.086 for a tenant without latency priority
+ * beside one busy neighbour (the same mix natively, H200; 5.479 on the H100), one more
+ * neighbour's turn (+5.086) per further tenant (an assumption: measured at two only). */
+double plan_p99_factor(int latency_tenant, int tenants)
+{
+    if (tenants <= 1)
+        return 1.0;
+    if (latency_tenant)
+        return PLAN_P99_LATENCY;
+    return 1.0 + (PLAN_P99_NATIVE_2 - 1.0) * (tenants - 1);
+}
+
+/* A workload with a p99 target, for the heuristics (which keep one latency tenant per
+ * instance): -1 where its solo p99 misses the target; on a MIG instance, or on a whole
+ * GPU where even the latency tenant's p99 would miss it, it holds the instance alone
+ * (the whole time: nobody joins it); else t. */
+static int plan_p99_time(const struct plan_workload *w, int pool, int option, int tenants, int t)
+{
+    double solo = plan_solo_p99(w, pool, option);
+    if (!(solo > 0) || solo > w->p99_ms * (1 + 1e-9))
+        return -1;
+    int alone = option != PLAN_OPTION_WHOLE ||
+                solo * PLAN_P99_LATENCY > w->p99_ms * (1 + 1e-9);
+    if (alone)
+        return tenants > 1 ? -1 : PLAN_TIME_UNITS;
+    return t;
+}
+
 int plan_time_needed_shared(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                             int option, int mode, int tenants)
 {
@@ -173,7 +211,55 @@ int plan_time_needed_shared(const struct plan_workload *w, int pool, const struc
     double t = ceil(w->target * PLAN_TIME_UNITS / thr - 1e-9);
     if (t > PLAN_TIME_UNITS)
         return -1;
-    return t < 1 ? 1 : (int)t;
+    int ti = t < 1 ? 1 : (int)t;
+    return w->p99_ms > 0 ? plan_p99_time(w, pool, option, tenants, ti) : ti;
+}
+
+int plan_input_has_p99(const struct plan_input *in)
+{
+    for (int w = 0; w < in->n_workloads; w++)
+        if (in->workloads[w].p99_ms > 0)
+            return 1;
+    return 0;
+}
+
+/* Tightest first: the smaller target over solo p99, then the lower index. */
+static int plan_latency_before(const struct plan_input *in, const struct plan *p, int a, int b)
+{
+    const struct plan_workload *x = &in->workloads[p->assigns[a].workload];
+    const struct plan_workload *y = &in->workloads[p->assigns[b].workload];
+    const struct plan_instance *pi = &p->instances[p->assigns[a].instance];
+    int pool = p->gpus[pi->gpu].pool;
+    double rx = x->p99_ms / plan_solo_p99(x, pool, pi->option);
+    double ry = y->p99_ms / plan_solo_p99(y, pool, pi->option);
+    return rx != ry ? rx < ry : p->assigns[a].workload < p->assigns[b].workload;
+}
+
+int *plan_latency_tenants(const struct plan_input *in, const struct plan *p)
+{
+    int *tenants = plan_tenants(p), *best = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    int *lat = malloc(((size_t)p->n_instances + 1) * sizeof(int));
+    if (!tenants || !best || !lat) {
+        free(tenants);
+        free(best);
+        free(lat);
+        return NULL;
+    }
+    for (int i = 0; i < p->n_instances; i++)
+        best[i] = -1;
+    for (int a = 0; a < p->n_assigns; a++) {
+        int i = p->assigns[a].instance;
+        const struct plan_workload *w = &in->workloads[p->assigns[a].workload];
+        if (w->p99_ms > 0 && p->instances[i].option == PLAN_OPTION_WHOLE && tenants[i] > 1 &&
+            plan_solo_p99(w, p->gpus[p->instances[i].gpu].pool, PLAN_OPTION_WHOLE) > 0 &&
+            (best[i] < 0 || plan_latency_before(in, p, a, best[i])))
+            best[i] = a;
+    }
+    for (int i = 0; i < p->n_instances; i++)
+        lat[i] = best[i] < 0 ? -1 : p->assigns[best[i]].workload;
+    free(tenants);
+    free(best);
+    return lat;
 }
 
 static const char *const algo_names[PLAN_ALGO_COUNT] = {
@@ -272,6 +358,8 @@ const char *plan_exact_status_text(int status)
     case PLAN_EXACT_NO_MODEL: return "not solved: the exact model has no interference "
                                      "(showing kairos)";
     case PLAN_EXACT_NOT_SOLVED: return "not solved within the limits (showing kairos)";
+    case PLAN_EXACT_NO_LATENCY: return "not solved: the exact model has no p99 targets "
+                                       "(showing kairos)";
     }
     return "n/a";
 }

@@ -11,6 +11,8 @@
  *   method: mps            # or mig
  *   memory_mib: 1834
  *   throughput: {whole: 1200.5, 1g.18gb: 210.2, ...}
+ *   p99_ms: {whole: 4.1, 1g.18gb: 9.8, ...}   # optional: solo p99 latency per option
+ * kairos profile does not measure p99 (a workload with a p99 target needs it added).
  */
 #include <errno.h>
 #include <math.h>
@@ -80,6 +82,14 @@ int plan_profile_write(const struct plan_profile_table *t, void *stream)
     for (int k = 0; k < t->n; k++)
         if (t->thr[k] > 0)
             fprintf(f, "  %s: %.6g\n", t->option[k], t->thr[k]);
+    int lat = 0;
+    for (int k = 0; k < t->n; k++)
+        lat |= t->p99_ms[k] > 0;
+    if (lat)
+        fprintf(f, "p99_ms:\n");
+    for (int k = 0; lat && k < t->n; k++)
+        if (t->thr[k] > 0 && t->p99_ms[k] > 0)
+            fprintf(f, "  %s: %.6g\n", t->option[k], t->p99_ms[k]);
     return ferror(f) ? -EIO : 0;
 }
 
@@ -103,6 +113,30 @@ static int profile_copy(char *dst, const char *src)
     return 0;
 }
 
+/* 'p99_ms': option -> solo p99 (ms), for options of 'throughput' (which may come after). */
+static int profile_p99(yaml_document_t *d, yaml_node_t *map, struct plan_profile_table *t,
+                       const char *path, char *err, size_t errlen)
+{
+    yaml_node_pair_t *end_pair = map->data.mapping.pairs.top;
+    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < end_pair; q++) {
+        yaml_node_t *kn = yaml_document_get_node(d, q->key);
+        const char *o = profile_scalar(d, kn);
+        const char *x = profile_scalar(d, yaml_document_get_node(d, q->value));
+        char *end = NULL;
+        double v = x ? strtod(x, &end) : -1;
+        if (!o || !x || *end || !(v > 0) || !isfinite(v))
+            return profile_fail(err, errlen, path, kn, "expected 'option: p99 in ms' (a number "
+                                "> 0)");
+        int k = 0;
+        while (k < t->n && strcmp(t->option[k], o))
+            k++;
+        if (k == t->n && (t->n == PLAN_MAX_OPTIONS || profile_copy(t->option[t->n++], o)))
+            return profile_fail(err, errlen, path, kn, "too many options or a bad option name");
+        t->p99_ms[k] = v;
+    }
+    return 0;
+}
+
 static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profile_table *t,
                          const char *path, char *err, size_t errlen)
 {
@@ -115,12 +149,19 @@ static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profi
                 const char *o = profile_scalar(d, yaml_document_get_node(d, q->key));
                 const char *x = profile_scalar(d, yaml_document_get_node(d, q->value));
                 double thr = x ? strtod(x, &end) : -1;
-                if (t->n == PLAN_MAX_OPTIONS || profile_copy(t->option[t->n], o) || !x || *end
-                    || !(thr > 0) || !isfinite(thr))
+                int at = 0;
+                while (o && at < t->n && strcmp(t->option[at], o))
+                    at++;   /* an option p99_ms named first */
+                if ((at == t->n && (t->n == PLAN_MAX_OPTIONS || profile_copy(t->option[t->n], o)))
+                    || !x || *end || !(thr > 0) || !isfinite(thr))
                     return profile_fail(err, errlen, path, yaml_document_get_node(d, q->key),
                                         "expected 'option: throughput' (a number > 0)");
-                t->thr[t->n++] = thr;
+                t->n += at == t->n;
+                t->thr[at] = thr;
             }
+        } else if (k && !strcmp(k, "p99_ms") && vn->type == YAML_MAPPING_NODE) {
+            if (profile_p99(d, vn, t, path, err, errlen))
+                return -EINVAL;
         } else if (k && v && !strcmp(k, "model") && !profile_copy(t->model, v)) {
         } else if (k && v && !strcmp(k, "workload") && !profile_copy(t->workload, v)) {
         } else if (k && v && !strcmp(k, "method") && !profile_copy(t->method, v)) {
@@ -131,10 +172,13 @@ static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profi
             t->mem_mib = mem;
         } else {
             return profile_fail(err, errlen, path, kn, "unknown key or bad value (expected model, "
-                                "workload, method, memory_mib, throughput)");
+                                "workload, method, memory_mib, throughput, p99_ms)");
         }
     }
-    if (!t->model[0] || !t->n)
+    int thr = 0;
+    for (int k = 0; k < t->n; k++)
+        thr |= t->thr[k] > 0;
+    if (!t->model[0] || !thr)
         return profile_fail(err, errlen, path, map, "a table needs 'model' and 'throughput'");
     return 0;
 }

@@ -71,7 +71,9 @@ static int solve_cap(struct state *s, int count)
 enum plan_reason solve_reason_of(const struct plan_input *in, int w)
 {
     const struct plan_workload *wl = &in->workloads[w];
-    int data = 0, mem = 0, fast = 0;
+    struct plan_workload thr_only = *wl;
+    int data = 0, mem = 0, fast = 0, lat = 0;
+    thr_only.p99_ms = 0;
     for (int p = 0; p < in->n_pools; p++) {
         const struct plan_gpu_model *m = &in->pools[p].model;
         for (int o = 0; o < plan_option_count(m); o++) {
@@ -79,7 +81,8 @@ enum plan_reason solve_reason_of(const struct plan_input *in, int w)
                 continue;
             data = 1;
             mem |= wl->mem_mib <= plan_option_mem(m, o);
-            fast |= plan_time_needed(wl, p, m, o) >= 0;
+            fast |= plan_time_needed(&thr_only, p, m, o) >= 0;
+            lat |= plan_time_needed(wl, p, m, o) >= 0;
         }
     }
     if (!data)
@@ -88,6 +91,8 @@ enum plan_reason solve_reason_of(const struct plan_input *in, int w)
         return PLAN_TOO_BIG_MEM;
     if (!fast)
         return PLAN_TOO_SLOW;
+    if (!lat)
+        return PLAN_P99_TOO_SLOW;
     return PLAN_NO_CAPACITY;
 }
 

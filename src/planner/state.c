@@ -125,7 +125,7 @@ int st_new_inst(struct state *s, int option)
         s->inst = ni;
         s->cap_inst = cap;
     }
-    s->inst[s->n_inst] = (struct st_inst){option, -1, 0, 0, -1, 0};
+    s->inst[s->n_inst] = (struct st_inst){option, -1, 0, 0, -1, 0, 0};
     if (bf_update(s, s->n_inst))   /* grows the attached index so st_put never has to */
         return -ENOMEM;
     return s->n_inst++;
@@ -154,6 +154,7 @@ void st_put(struct state *s, int w, int i, int time)
     s->next[w] = in->head;
     in->head = w;
     in->n++;
+    in->lat += st_is_lat(s, w);
     in->time += time;
     in->mem += s->in->workloads[w].mem_mib;
     bf_update(s, i);
@@ -167,6 +168,7 @@ void st_take(struct state *s, int w)
         link = &s->next[*link];
     *link = s->next[w];
     in->n--;
+    in->lat -= st_is_lat(s, w);
     in->time -= s->time[w];
     in->mem -= s->in->workloads[w].mem_mib;
     s->where[w] = -1;
@@ -178,7 +180,7 @@ int st_fits(const struct state *s, int w, int i)
 {
     const struct st_inst *in = &s->inst[i];
     int t = st_need(s, w, in->option);
-    if (t < 0 || t > st_free_time(s, i))
+    if (t < 0 || t > st_free_time(s, i) || (in->lat && st_is_lat(s, w)))
         return -1;
     if (in->mem + s->in->workloads[w].mem_mib > plan_option_mem(s->m, in->option))
         return -1;

@@ -53,6 +53,7 @@ class Docs(unittest.TestCase):
 
         helps = [(f"kairos {n}", run(n, "--help").stdout) for n in commands()]
         helps.append(("kairos plan bench", run("plan", "bench", "--help").stdout))
+        helps.append(("kairos plan trace", run("plan", "trace", "--help").stdout))
         helps.append(("kairosd", subprocess.run([KAIROSD, "--help"], capture_output=True,
                                                 text=True, timeout=30).stdout))
         for where, text in helps:

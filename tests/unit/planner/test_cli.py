@@ -3,7 +3,9 @@
 a --from plan that does not fit the cluster is refused with what is wrong (never an
 "internal error"), --add reads a file with 'workloads' only, and --remove spends one
 move budget for the whole command; by default no MIG instance holds two workloads,
---mig-time-sharing lets them share one again and is refused together with --emit.
+--mig-time-sharing lets them share one again and is refused together with --emit;
+`kairos plan trace` replays a trace under its three policies (usage errors exit 2, a bad
+trace names its line, the totals of every policy come back under --json).
 Usage: test_cli.py KAIROS_BINARY"""
 import json
 import os
@@ -163,6 +165,58 @@ class PlanCli(unittest.TestCase):
         self.assertNotIn("name: x4", tenants)
         r = self.run_plan("--from", plan, "--remove", "x4", "--explain", self.cluster)
         self.assertEqual(r.returncode, 2)
+
+    def test_trace(self):
+        trace = self.write("trace.yaml", "end: 100\nevents:\n  - at: 10\n    arrive:\n"
+                           "      {name: late, memory_mib: 1000, target: 30, "
+                           "throughput: {whole: 100}}\n"
+                           "  - {at: 20, depart: x0}\n  - {at: 30, depart: late}\n")
+        r = self.run_plan("trace", "--json", self.cluster, trace)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["policy"], "drain-aware")
+        self.assertEqual([e["event"] for e in out["events"]],
+                         ["start", "arrive", "depart", "depart"])
+        self.assertEqual(out["events"][1]["workload"], "late")
+        for p in ("online", "replan", "drain-aware"):
+            self.assertGreater(out["totals"][p]["gpu_hours"], 0, p)
+            self.assertEqual(out["totals"][p]["unplaced"], 0, p)
+        r = self.run_plan("trace", "--policy", "online", self.cluster, trace)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("events under online", r.stdout)
+        self.assertIn("+late", r.stdout)
+        for args in (["--policy", "sometimes"], ["--drain", "0"], ["--horizon", "x"],
+                     ["--max-moves", "-1"]):
+            r = self.run_plan("trace", *args, self.cluster, trace)
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+            self.assertIn(args[0], r.stderr)
+        r = self.run_plan("trace", self.cluster)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("expected CLUSTER.yaml and TRACE.yaml", r.stderr)
+        bad = self.write("bad.yaml", "events:\n  - {at: 5, depart: nobody}\n")
+        r = self.run_plan("trace", "--json", self.cluster, bad)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("'nobody' departs at 5 s but no workload", json.loads(r.stdout)["error"])
+        r = self.run_plan("trace", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--horizon", r.stdout)
+
+    def test_p99_refused_with_mig_time_sharing(self):
+        cluster = self.write("p99.yaml", CLUSTER + "  - {name: serve, memory_mib: 100, target: 20, "
+                             "throughput: {whole: 100}, p99_ms: 6, solo_p99_ms: {whole: 4}}\n")
+        r = self.run_plan("--mig-time-sharing", cluster)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("workload 'serve' has a p99 target", r.stderr)
+        self.assertIn("drop --mig-time-sharing", r.stderr)
+        r = self.run_plan("--json", cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_bench_traces(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+        r = self.run_plan("bench", "--traces=" + os.path.join(root, "data", "planner", "traces"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = re.findall(r"^small\s+(\S+)\s+37\s", r.stdout, re.M)
+        self.assertEqual(rows, ["online", "replan", "drain-aware"], r.stdout)
 
 
 if __name__ == "__main__":

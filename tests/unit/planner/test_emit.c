@@ -4,7 +4,7 @@
  * parsed (none left as a comment: a MIG instance holds one tenant), a plan that
  * time-shares a MIG instance is refused, mig-parted's file has one config per node
  * whose mig-devices count the plan's instances, and the Slurm lines count every
- * instance. */
+ * instance; a p99 workload sharing a GPU is its tenant at priority latency. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -316,6 +316,49 @@ static void test_slurm_gres(void **state)
     assert_true(file_nodes > 0 && nvml_nodes > 0);   /* both forms were checked */
 }
 
+/* A GPU shared by a p99 workload (its one latency tenant) and two others: kairosd parses
+ * priority latency for it, normal for the others; without a p99 target all are normal. */
+static void test_latency_tenant_priority(void **state)
+{
+    static const char text[] =
+        "gpus: [{model: H200-141GB, count: 1}]\nworkloads:\n"
+        "  - {name: serve, memory_mib: 100, target: 20, throughput: {whole: 100},\n"
+        "     p99_ms: 6, solo_p99_ms: {whole: 4}}\n"
+        "  - {name: train, memory_mib: 100, target: 40, throughput: {whole: 100}}\n"
+        "  - {name: batch, memory_mib: 100, target: 30, throughput: {whole: 100}}\n";
+    struct plan_input in;
+    struct plan p;
+    struct plan_options o;
+    struct config c;
+    char err[512];
+    (void)state;
+    assert_int_equal(plan_input_parse(text, strlen(text), "c.yaml", &in, err, sizeof(err)), 0);
+    plan_options_default(&o);
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.n_gpus, 1);
+    char *out = emit_text(NULL, &in, &p, 8, 0);
+    if (config_parse("kairosd.yaml", out, strlen(out), &c, err, sizeof(err)))
+        fail_msg("kairosd refuses: %s\n%s", err, out);
+    assert_int_equal(c.n_tenants, 3);
+    for (size_t t = 0; t < c.n_tenants; t++) {
+        assert_int_equal(c.tenants[t].n_compute, 1);
+        assert_int_equal(c.tenants[t].compute[0].pol.prio, !strcmp(c.tenants[t].name, "serve")
+                         ? SCHED_PRIO_LATENCY : SCHED_PRIO_NORMAL);
+    }
+    assert_non_null(strstr(out, "share: 20.0%, priority: latency"));
+    config_free(&c);
+    free(out);
+    plan_free(&p);
+    in.workloads[0].p99_ms = 0;   /* no target: the line it had before */
+    assert_int_equal(plan_solve(&in, &o, &p), 0);
+    out = emit_text(NULL, &in, &p, 8, 0);
+    assert_null(strstr(out, "latency"));
+    free(out);
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_refuses_shared_mig),
         cmocka_unit_test(test_mig_parted),
         cmocka_unit_test(test_slurm_gres),
+        cmocka_unit_test(test_latency_tenant_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
