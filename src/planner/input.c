@@ -5,9 +5,9 @@
  * (a typo must not silently change a plan). Replicas (count) are expanded here, and
  * target_fraction is resolved to an absolute target here, so the algorithms only ever
  * see absolute targets. A workload's p99 target (p99_ms) is refused without its solo p99
- * on every option it could run on. Trace files (timed arrivals and departures, replayed
- * by trace.c) are read here too, their arrivals with the same workload rules. The
- * formats are documented in man/kairos-plan.1.
+ * on every option it could run on. Trace files (input_trace.c) read their arrivals with
+ * the same workload rules, through input_internal.h. The formats are documented in
+ * man/kairos-plan.1.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,28 +21,11 @@
 
 #include "kairos/plan.h"
 #include "planner/input_block.h"
+#include "planner/input_internal.h"
 
 #define INPUT_MAX_WORKLOADS 2000000
 #define INPUT_MAX_COUNT 100000
 
-/* Workload names -> index, open addressing (the duplicate check must stay linear). */
-struct input_names {
-    int *slot;          /* workload index + 1, 0 = empty */
-    size_t mask;
-};
-
-struct input_ctx {
-    struct input_names names;
-    yaml_document_t *doc;
-    const char *file;
-    char *err;
-    size_t errlen;
-    struct plan_input *in;
-    const struct plan_input *base;   /* workloads-only files: the cluster's pools */
-    struct plan_gpu_model custom[PLAN_MAX_POOLS];
-    int n_custom;
-    struct input_block *block;       /* the workload list read item by item, or NULL */
-};
 
 static uint64_t input_name_hash(const char *name)
 {
@@ -85,10 +68,7 @@ static int input_names_find(struct input_names *t, const struct plan_input *in, 
     return -1;
 }
 
-static int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt, ...)
+int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt, ...)
 {
     char what[256];
     va_list ap;
@@ -100,7 +80,7 @@ static int input_fail(struct input_ctx *c, const yaml_node_t *n, const char *fmt
     return -EINVAL;
 }
 
-static yaml_node_t *input_node(struct input_ctx *c, int id)
+yaml_node_t *input_node(struct input_ctx *c, int id)
 {
     return yaml_document_get_node(c->doc, id);
 }
@@ -110,7 +90,7 @@ static const char *input_scalar(const yaml_node_t *n)
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-static int input_expect(struct input_ctx *c, const yaml_node_t *n, yaml_node_type_t t,
+int input_expect(struct input_ctx *c, const yaml_node_t *n, yaml_node_type_t t,
                         const char *what)
 {
     if (n->type == t)
@@ -118,7 +98,7 @@ static int input_expect(struct input_ctx *c, const yaml_node_t *n, yaml_node_typ
     return input_fail(c, n, "expected %s", what);
 }
 
-static int input_number(struct input_ctx *c, const yaml_node_t *n, const char *key, double *out)
+int input_number(struct input_ctx *c, const yaml_node_t *n, const char *key, double *out)
 {
     const char *s = input_scalar(n);
     char *end = NULL;
@@ -157,7 +137,7 @@ static int input_int(struct input_ctx *c, const yaml_node_t *n, const char *key,
     return 0;
 }
 
-static int input_name(struct input_ctx *c, const yaml_node_t *n, const char *key, char *out)
+int input_name(struct input_ctx *c, const yaml_node_t *n, const char *key, char *out)
 {
     const char *s = input_scalar(n);
     if (!s || !*s)
@@ -186,7 +166,7 @@ static int input_each_pair(struct input_ctx *c, yaml_node_t *map, input_pair_fn 
     return 0;
 }
 
-static yaml_node_t *input_get(struct input_ctx *c, yaml_node_t *map, const char *key)
+yaml_node_t *input_get(struct input_ctx *c, yaml_node_t *map, const char *key)
 {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         const char *ks = input_scalar(input_node(c, p->key));
@@ -196,7 +176,7 @@ static yaml_node_t *input_get(struct input_ctx *c, yaml_node_t *map, const char 
     return NULL;
 }
 
-static int input_only_keys(struct input_ctx *c, yaml_node_t *map, const char *const *keys)
+int input_only_keys(struct input_ctx *c, yaml_node_t *map, const char *const *keys)
 {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *k = input_node(c, p->key);
@@ -215,7 +195,7 @@ static int input_only_keys(struct input_ctx *c, yaml_node_t *map, const char *co
     return 0;
 }
 
-static int input_require(struct input_ctx *c, yaml_node_t *map, const char *key, yaml_node_t **out)
+int input_require(struct input_ctx *c, yaml_node_t *map, const char *key, yaml_node_t **out)
 {
     *out = input_get(c, map, key);
     if (!*out)
@@ -572,7 +552,7 @@ static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_
 
 /* 'drain_seconds': what moving the workload costs (traces), more than 0, at most a week
  * (0 in struct plan_workload means "the trace's default"). */
-static int input_drain(struct input_ctx *c, const yaml_node_t *n, double *out)
+int input_drain(struct input_ctx *c, const yaml_node_t *n, double *out)
 {
     int rc = input_positive(c, n, "drain_seconds", out);
     if (!rc && *out > 604800)
@@ -580,7 +560,7 @@ static int input_drain(struct input_ctx *c, const yaml_node_t *n, double *out)
     return rc;
 }
 
-static int input_workload(struct input_ctx *c, yaml_node_t *n)
+int input_workload(struct input_ctx *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"name", "memory_mib", "throughput", "target",
                                        "target_fraction", "count", "profile",
@@ -715,7 +695,7 @@ int plan_input_parse_document(const char *text, size_t len, const char *name,
 }
 
 /* Parses text with libyaml into doc; the root node, or NULL with the error written. */
-static yaml_node_t *input_load_doc(struct input_ctx *c, const char *text, size_t len, int *rc)
+yaml_node_t *input_load_doc(struct input_ctx *c, const char *text, size_t len, int *rc)
 {
     yaml_parser_t ps;
     yaml_node_t *root = NULL;
@@ -853,7 +833,7 @@ int plan_input_load_extra(const char *path, const struct plan_input *base,
 }
 
 /* Reads a stream that cannot be mapped (a pipe) into *buf. */
-static int input_read_all(FILE *f, char **buf, size_t *len)
+int input_read_all(FILE *f, char **buf, size_t *len)
 {
     size_t cap = 0;
     *buf = NULL;
@@ -990,186 +970,3 @@ int plan_input_find(const struct plan_input *in, const char *name)
 }
 
 /* ---- traces: timed arrivals and departures (replayed by trace.c) ---- */
-
-struct input_trace {
-    struct plan_trace *t;
-    char (*depart)[PLAN_NAME_MAX];     /* per event: the departing workload's name */
-    int cap;
-};
-
-static int input_trace_event(struct input_trace *x, double at, int kind, int w, int line,
-                             const char *name)
-{
-    struct plan_trace *t = x->t;
-    if (t->n_events == x->cap) {
-        int cap = x->cap ? x->cap * 2 : 16;
-        struct plan_trace_event *ne = realloc(t->events, (size_t)cap * sizeof(*ne));
-        if (ne)
-            t->events = ne;
-        char (*nd)[PLAN_NAME_MAX] = realloc(x->depart, (size_t)cap * sizeof(*nd));
-        if (nd)
-            x->depart = nd;
-        if (!ne || !nd)
-            return -ENOMEM;
-        x->cap = cap;
-    }
-    snprintf(x->depart[t->n_events], PLAN_NAME_MAX, "%s", name ? name : "");
-    t->events[t->n_events++] = (struct plan_trace_event){at, kind, w, line};
-    return 0;
-}
-
-/* One event: 'at' and exactly one of 'arrive' (a workload, as in a cluster file; its
- * replicas each arrive) or 'depart' (a workload's name). */
-static int input_trace_item(struct input_ctx *c, yaml_node_t *n, struct input_trace *x)
-{
-    static const char *const keys[] = {"at", "arrive", "depart", NULL};
-    yaml_node_t *vat, *va, *vd;
-    double at = 0;
-    char name[PLAN_NAME_MAX];
-    int rc = input_expect(c, n, YAML_MAPPING_NODE, "an event mapping ('at' and 'arrive' or "
-                          "'depart')");
-    rc = rc ? rc : input_only_keys(c, n, keys);
-    rc = rc ? rc : input_require(c, n, "at", &vat);
-    rc = rc ? rc : input_number(c, vat, "at", &at);
-    if (!rc && !(at >= 0))
-        rc = input_fail(c, vat, "'at' must be 0 or more seconds, got %g", at);
-    if (!rc && x->t->n_events && at < x->t->events[x->t->n_events - 1].at)
-        rc = input_fail(c, vat, "events must be in time order: at %g comes after %g", at,
-                        x->t->events[x->t->n_events - 1].at);
-    va = rc ? NULL : input_get(c, n, "arrive");
-    vd = rc ? NULL : input_get(c, n, "depart");
-    if (!rc && !!va == !!vd)
-        rc = input_fail(c, n, "an event has exactly one of 'arrive' (a workload) or 'depart' "
-                        "(a workload's name)");
-    if (rc)
-        return rc;
-    int line = (int)n->start_mark.line + 1, first = c->in->n_workloads;
-    if (vd)
-        return input_name(c, vd, "depart", name) ? -EINVAL
-               : input_trace_event(x, at, PLAN_TRACE_DEPART, -1, line, name);
-    rc = input_workload(c, va);
-    for (int w = first; !rc && w < c->in->n_workloads; w++)
-        rc = input_trace_event(x, at, PLAN_TRACE_ARRIVE, w, line, NULL);
-    return rc;
-}
-
-static int input_trace_root(struct input_ctx *c, yaml_node_t *root, struct input_trace *x)
-{
-    static const char *const keys[] = {"drain_seconds", "end", "events", NULL};
-    yaml_node_t *ev, *v;
-    int rc = input_expect(c, root, YAML_MAPPING_NODE, "a trace mapping with 'events'");
-    rc = rc ? rc : input_only_keys(c, root, keys);
-    rc = rc ? rc : input_require(c, root, "events", &ev);
-    rc = rc ? rc : input_expect(c, ev, YAML_SEQUENCE_NODE, "a list of events");
-    if (!rc && (v = input_get(c, root, "drain_seconds")))
-        rc = input_drain(c, v, &x->t->drain_s);
-    x->t->end_s = -1;
-    if (!rc && (v = input_get(c, root, "end")) && !(rc = input_number(c, v, "end", &x->t->end_s))
-        && !(x->t->end_s >= 0))
-        rc = input_fail(c, v, "'end' must be 0 or more seconds");
-    for (yaml_node_item_t *i = rc ? NULL : ev->data.sequence.items.start;
-         i && i < ev->data.sequence.items.top && !rc; i++)
-        rc = input_trace_item(c, input_node(c, *i), x);
-    if (!rc && x->t->n_events && x->t->end_s >= 0 &&
-        x->t->end_s < x->t->events[x->t->n_events - 1].at)
-        rc = input_fail(c, v ? v : root, "'end' (%g) comes before the last event (at %g)",
-                        x->t->end_s, x->t->events[x->t->n_events - 1].at);
-    return rc;
-}
-
-/* Departures name a workload present at their time; arrivals' indices become the
- * cluster's (the trace's workloads were appended after its n_initial own). */
-static int input_trace_resolve(const char *path, struct plan_input *cluster, struct input_trace *x,
-                               char *err, size_t errlen)
-{
-    struct plan_trace *t = x->t;
-    char *present = calloc((size_t)cluster->n_workloads + 1, 1);
-    int rc = present ? 0 : -ENOMEM;
-    for (int w = 0; present && w < t->n_initial; w++)
-        present[w] = 1;
-    for (int e = 0; !rc && e < t->n_events; e++) {
-        struct plan_trace_event *ev = &t->events[e];
-        if (ev->kind == PLAN_TRACE_ARRIVE) {
-            ev->workload += t->n_initial;
-            present[ev->workload] = 1;
-            continue;
-        }
-        ev->workload = plan_input_find(cluster, x->depart[e]);
-        if (ev->workload < 0 || !present[ev->workload]) {
-            snprintf(err, errlen, "%s:%d: '%s' departs at %g s but %s", path, ev->line,
-                     x->depart[e], ev->at, ev->workload < 0 ? "no workload of the cluster file "
-                     "or the trace has that name" : "is not there then (it arrives later, or "
-                     "departed already)");
-            rc = -EINVAL;
-        } else {
-            present[ev->workload] = 0;
-        }
-    }
-    free(present);
-    return rc;
-}
-
-int plan_trace_parse(const char *text, size_t len, const char *name, struct plan_input *cluster,
-                     struct plan_trace *t, char *err, size_t errlen)
-{
-    struct plan_input arr;
-    struct input_trace x = {t, NULL, 0};
-    struct input_ctx c;
-    yaml_document_t doc;
-    int rc;
-    memset(t, 0, sizeof(*t));
-    memset(&arr, 0, sizeof(arr));
-    memset(&c, 0, sizeof(c));
-    t->drain_s = PLAN_TRACE_DRAIN_DEFAULT;
-    t->n_initial = cluster->n_workloads;
-    arr.n_pools = cluster->n_pools;
-    memcpy(arr.pools, cluster->pools, sizeof(arr.pools));
-    arr.interference = cluster->interference;
-    c = (struct input_ctx){.file = name, .err = err, .errlen = errlen, .in = &arr, .doc = &doc,
-                           .base = cluster};
-    yaml_node_t *root = input_load_doc(&c, text, len, &rc);
-    if (root) {
-        rc = input_trace_root(&c, root, &x);
-        yaml_document_delete(&doc);
-    }
-    rc = rc ? rc : plan_input_merge(cluster, &arr, name, err, errlen);
-    rc = rc ? rc : input_trace_resolve(name, cluster, &x, err, errlen);
-    if (!rc && t->end_s < 0)
-        t->end_s = t->n_events ? t->events[t->n_events - 1].at : 0;
-    free(c.names.slot);
-    free(x.depart);
-    plan_input_free(&arr);
-    if (rc)
-        plan_trace_free(t);
-    return rc;
-}
-
-void plan_trace_free(struct plan_trace *t)
-{
-    free(t->events);
-    t->events = NULL;
-    t->n_events = 0;
-}
-
-int plan_trace_load(const char *path, struct plan_input *cluster, struct plan_trace *t,
-                    char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t len = 0;
-    int rc;
-    memset(t, 0, sizeof(*t));
-    if (!f) {
-        rc = -errno;
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return rc;
-    }
-    rc = input_read_all(f, &buf, &len);
-    fclose(f);
-    if (rc)
-        snprintf(err, errlen, "%s: %s", path, rc == -EIO ? "read error" : strerror(-rc));
-    else
-        rc = plan_trace_parse(buf, len, path, cluster, t, err, errlen);
-    free(buf);
-    return rc;
-}
