@@ -651,9 +651,14 @@ class TenantSet:
         found, or none: kairosd's own default)."""
         if not self.domain:
             return []
-        a = self.bench.args
-        control = SPACE_STAND_IN if a.dry_run else shutil.which(a.mps_control)
+        control = self.domain_control()
         return [f"space: {{ mps_control: {control} }}"] if control else []
+
+    def domain_control(self):
+        """The control daemon program of the mix's domain: the stand-in in a dry run, else
+        --mps-control where found (None: not found, kairosd's own default)."""
+        a = self.bench.args
+        return SPACE_STAND_IN if a.dry_run else shutil.which(a.mps_control)
 
     def env(self, tenant):
         env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_MPS_")}
@@ -705,7 +710,8 @@ class TenantSet:
     def check_space(self, tenant):
         """Fails the configuration unless the shim said it routed the tenant's process to
         the mix's fault domain (its space line in the tenant's log, 10 s at most after
-        the check began); keeps what it said in the placement."""
+        the check began) and the domain's MPS server has it as a client; keeps what it
+        said, and the server's clients, in the placement."""
         deadline = time.time() + 10
         while True:
             said = space_route(tenant.log_text(), tenant.proc.pid)
@@ -719,6 +725,25 @@ class TenantSet:
         if said["domain"] != self.domain:
             return self.fail(tenant, f"fault domain {said['domain']} in configuration "
                                      f"{self.config} (wanted {self.domain})")
+        return self.check_client(tenant, said["pipe"])
+
+    def check_client(self, tenant, pipe):
+        """Fails the configuration unless the domain's control daemon names the tenant's
+        process among its server's clients (10 s at most): the shim's word is not
+        proof that libcuda took the route (it must ask getenv for the pipe)."""
+        control = self.domain_control() or "nvidia-cuda-mps-control"
+        deadline = time.time() + 10
+        while True:
+            clients = mps_clients(control, pipe)
+            if tenant.proc.pid in clients or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        tenant.placed["mps_clients"] = sorted(clients)
+        if tenant.proc.pid not in clients:
+            return self.fail(tenant, f"pid {tenant.proc.pid} is no client of the MPS server "
+                                     f"of fault domain {self.domain} (pipe {pipe}; its clients:"
+                                     f" {sorted(clients) or 'none'}) in configuration "
+                                     f"{self.config}")
         return True
 
     def wait_ready(self, deadline):
@@ -832,6 +857,22 @@ class TenantSet:
 # the line the shim of a space tenant's process logs (KAIROS_LOG=stderr) once it routes it
 SPACE_LINE = re.compile(r"^kairos\[(\d+)\]: space: fault domain (\S+), MPS pipe (.*), "
                         r"active thread percentage (\S+), priority (\S+)$", re.M)
+
+
+def mps_clients(control, pipe):
+    """The pids an MPS control daemon (its pipe folder) names as its servers' clients
+    (get_server_list, then get_client_list of each); an empty set where it answers
+    nothing."""
+    env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe)
+
+    def ask(question):
+        try:
+            return subprocess.run([control], input=question + "\n", capture_output=True,
+                                  text=True, env=env, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    return {int(p) for server in ask("get_server_list").split() if server.isdigit()
+            for p in ask(f"get_client_list {server}").split() if p.isdigit()}
 
 
 def space_route(log, pid):

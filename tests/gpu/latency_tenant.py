@@ -87,14 +87,22 @@ def want_graphs(args):
 
 class DryWork:
     """Stand-ins with no GPU: sleeps of a fixed length. They ask getenv for the MPS pipe
-    folder as libcuda does when it starts, so that a preloaded shim routes them."""
+    folder as libcuda does when it starts, so that a preloaded shim routes them, and
+    where it names one, add their pid to its clients file, as the stand-in control
+    daemon (tests/stand-ins) reads a server's clients from there (LATENCY_DRY_NO_MPS=1:
+    they do not, as a libcuda that took no route)."""
 
     def __init__(self, args):
         self.service = args.dry_service_ms / 1000
         self.info = {"model": "dry", "graphs": int(want_graphs(args))}
         getenv = ctypes.CDLL(None).getenv
         getenv.restype = ctypes.c_char_p
-        getenv(b"CUDA_MPS_PIPE_DIRECTORY")
+        pipe = getenv(b"CUDA_MPS_PIPE_DIRECTORY")
+        if pipe and os.path.isdir(pipe) and os.environ.get("LATENCY_DRY_NO_MPS") != "1":
+            fd = os.open(os.path.join(pipe.decode(), "clients"),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            os.close(fd)
 
     def request(self):
         time.sleep(self.service)

@@ -534,6 +534,8 @@ class SpaceDryRun(BenchRun):
                 said = sets["kairos"]["placement"][name]["space"]
                 self.assertEqual(said["domain"], domain, (mix, name))
                 pid = re.search(r"pid=(\d+)", self.archived(f"{mix}/kairos/{name}/{name}.ready"))
+                self.assertIn(int(pid.group(1)),  # the domain's server had it as a client
+                              sets["kairos"]["placement"][name]["mps_clients"])
                 self.assertIn(f"kairos[{pid.group(1)}]: space: fault domain {domain}, ",
                               self.archived(f"{mix}/kairos/{name}/tenant.log"))
                 for c in ("native", "mps"):  # no domain outside Kairos
@@ -628,14 +630,18 @@ class Failures(unittest.TestCase):
 
     @unittest.skipUnless(SPACE_READY, SPACE_WHY)
     def test_space_tenants_outside_their_domain_are_not_counted(self):
-        """Without the shim's space line (KAIROS_LOG unset under `kairos run`), or with one
-        that names another domain, a space mix's Kairos tenant fails its configuration."""
+        """Without the shim's space line (KAIROS_LOG unset under `kairos run`), with one
+        that names another domain, or with the line but no client of the domain's MPS
+        server (a libcuda that took no route), a space mix's Kairos tenant fails its
+        configuration."""
         fake = os.path.join(self.fakebin, "kairos")
-        for said, why in (("", "no 'space: fault domain' line of pid "),
-                          ('echo "kairos[$$]: space: fault domain elsewhere, MPS pipe /p, '
-                           'active thread percentage 100, priority 0" >&2\n',
-                           "fault domain elsewhere in configuration kairos (wanted infer)")):
-            tlb.write_exec(fake, f"#!/bin/sh\nunset KAIROS_LOG\n{said}exec {KAIROS} \"$@\"\n")
+        for said, why in (("unset KAIROS_LOG\n", "no 'space: fault domain' line of pid "),
+                          ('unset KAIROS_LOG\necho "kairos[$$]: space: fault domain elsewhere,'
+                           ' MPS pipe /p, active thread percentage 100, priority 0" >&2\n',
+                           "fault domain elsewhere in configuration kairos (wanted infer)"),
+                          ("export LATENCY_DRY_NO_MPS=1\n",
+                           "is no client of the MPS server of fault domain infer (pipe ")):
+            tlb.write_exec(fake, f"#!/bin/sh\n{said}exec {KAIROS} \"$@\"\n")
             r = run_bench(self.out, "--mixes", "space-infer2", "--reps", "1", "--configs",
                           "native,kairos", kairos=fake)
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
