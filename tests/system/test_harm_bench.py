@@ -339,8 +339,8 @@ class DryRun(BenchRun):
 
     def test_requests_carry_what_they_cost_the_cpu(self):
         for r in self.res["mixes"]["infer4"]["rounds"]:
-            for name, f in r["figures"].items():  # sleeps of 0.5 ms: little CPU, some switches
-                self.assertLess(f["cpu_ms_per_unit"], 0.5, (name, f))
+            for name, f in r["figures"].items():  # a sleeping thread: CPU below the wall
+                self.assertLess(f["cpu_ms_per_unit"], 1000 / f["rate"], (name, f))  # time
                 self.assertLessEqual(f["stime_ms_per_unit"], f["cpu_ms_per_unit"], (name, f))
                 self.assertGreater(f["csw_per_unit"], 0.5, (name, f))
                 self.assertGreaterEqual(f["threads"], 1, (name, f))
