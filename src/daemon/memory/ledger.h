@@ -41,8 +41,8 @@
 #include "daemon/config/members_config.h"
 #include "daemon/memory/credit.h"
 #include "daemon/tenants/registry.h"
-#include "daemon/time/sched.h"
 #include "daemon/state/usage.h"
+#include "core/policy.h"
 #include "kairos/proto.h"
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
