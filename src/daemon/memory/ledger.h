@@ -25,7 +25,8 @@
  * does not interpret: its flags, the owner of an ephemeral tenant, and its settings
  * (quotas, compute policies, members rules), each with its source: those are the
  * registry's (registry.h), written only through it whatever set them (the
- * configuration, TENANT_SET, the state file); the ledger reads the quotas.
+ * configuration, TENANT_SET, the state file); the ledger reads the quotas. Its
+ * chargeback counters are not here: they are state/usage.h's, joined by the id.
  *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
@@ -41,7 +42,6 @@
 #include "daemon/config/members_config.h"
 #include "daemon/memory/credit.h"
 #include "daemon/tenants/registry.h"
-#include "daemon/state/usage.h"
 #include "core/policy.h"
 #include "kairos/proto.h"
 
@@ -81,7 +81,6 @@ struct ledger_tenant {
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
     struct tenant_sources src;    /* where each setting came from (registry.h) */
-    struct usage usage;           /* its chargeback counters (usage.h, usage_state.h) */
 };
 
 struct ledger_resv {
