@@ -40,8 +40,8 @@
 
 #include "daemon/base/ratelog.h"
 #include "daemon/config/members_config.h"
+#include "daemon/config/setting_source.h"
 #include "daemon/memory/credit.h"
-#include "daemon/tenants/registry.h"
 #include "core/policy.h"
 #include "kairos/proto.h"
 
@@ -80,7 +80,8 @@ struct ledger_tenant {
     struct member_rules members;  /* who may join (members_config.h; decided by members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
-    struct tenant_sources src;    /* where each setting came from (registry.h) */
+    struct tenant_sources src;    /* where each setting came from (setting_source.h; written
+                                   * by registry.h) */
 };
 
 struct ledger_resv {
