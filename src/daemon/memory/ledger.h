@@ -41,7 +41,7 @@
 #include "daemon/base/ratelog.h"
 #include "daemon/config/members_config.h"
 #include "daemon/config/setting_source.h"
-#include "daemon/memory/credit.h"
+#include "daemon/memory/credit_member.h"
 #include "core/policy.h"
 #include "kairos/proto.h"
 
@@ -95,7 +95,7 @@ struct ledger_member {
     uint32_t pid;
     uint64_t held[KAIROS_MAX_GPUS]; /* including pending reservations */
     uint64_t credit[KAIROS_MAX_GPUS]; /* unused credit granted ahead */
-    struct credit_member cr;        /* credit.c's record of it */
+    struct credit_member cr;        /* credit.c's record of it (credit_member.h) */
     struct ledger_resv *resv;
     size_t n_resv, cap_resv;
     struct ledger_member *next;     /* the ledger's list of members */
