@@ -55,6 +55,21 @@ int policy_parse_limit(const char *text, double *limit, char *why, size_t why_le
     return 0;
 }
 
+const char *sched_mode_name(enum sched_mode m)
+{
+    return m == SCHED_MODE_WINDOWS ? "windows" : m == SCHED_MODE_TIMESLICES ? "timeslices" : "auto";
+}
+
+bool sched_mode_parse(const char *name, enum sched_mode *out)
+{
+    for (enum sched_mode m = SCHED_MODE_AUTO; m <= SCHED_MODE_WINDOWS; m++)
+        if (name && !strcmp(name, sched_mode_name(m))) {
+            *out = m;
+            return true;
+        }
+    return false;
+}
+
 const char *sched_prio_name(enum sched_prio p)
 {
     return p == SCHED_PRIO_LATENCY ? "latency" : p == SCHED_PRIO_BATCH ? "batch" : "normal";

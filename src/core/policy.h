@@ -6,7 +6,9 @@
  * file (state.c). One set of checks for all of them, so that a policy refused in one
  * is refused in the others with the same words: the text operators write, the range
  * and consistency of a policy, its parts-per-million form on the wire, and the rule
- * that the shares of one GPU's tenants add up to at most 100 %.
+ * that the shares of one GPU's tenants add up to at most 100 %. Also the node's
+ * time-share settings as values (enum sched_mode, the latency yield's bounds), which
+ * kairosd's configuration reads and its scheduler applies.
  *
  * Pure: no I/O, no globals. Thread rules: no shared state.
  */
@@ -29,6 +31,33 @@ struct sched_policy {
 };
 
 #include "kairos/proto.h"
+
+/* The node's time-share settings (kairosd.conf time_mode and latency_yield_us), read
+ * by the configuration and applied by the scheduler (daemon/time/sched.h): plain
+ * values, here so that the configuration needs nothing of the scheduler. */
+/* How shares are enforced when tenants compete:
+ *   AUTO        do no harm (docs/scheduler.md, "The rule"): the driver's own
+ *               timeslices and no pause while nobody is short of its share; when a
+ *               tenant that waited stays below its target, timeslices in the ratio
+ *               of the shares; when it stays short under those, strict windows;
+ *               after a hold, the native state is tried again (needs runnable time:
+ *               the simulator, or the shims' RUNNABLE reports on a GPU);
+ *   TIMESLICES  timeslices only (limits still get their windows);
+ *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
+ *               are not latency tenants are active; a latency tenant is never
+ *               paused for the others (it must run when its requests come; only
+ *               a limit of its own gives it a window) and runs over the
+ *               others' windows with its long timeslice. Without runnable time
+ *               (NVML) "active" is "has a live process". */
+enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
+const char *sched_mode_name(enum sched_mode m);
+/* "auto", "timeslices" or "windows" (sched_mode_name's words) into *out; false
+ * for anything else (NULL included). */
+bool sched_mode_parse(const char *name, enum sched_mode *out);
+#define SCHED_YIELD_US 50u       /* default slice of the others beside a latency tenant
+                                  * (sched_set_yield; docs/scheduler.md, the H200) */
+#define SCHED_YIELD_MIN_US 20u   /* latency_yield_us is 0 (no rule) or within these; */
+#define SCHED_YIELD_MAX_US 1000u /* the most is the scheduler's SCHED_TS_UNIT_US */
 
 /* Text as operators write it (kairosd.yaml, kairos run). what names the value in
  * the message ("share"). 0, or -EINVAL with what was expected in why. */

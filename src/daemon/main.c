@@ -28,7 +28,7 @@
 #include "daemon/config/config.h"
 #include "daemon/gpu/driver_release.h"
 #include "daemon/gpu/gpu.h"
-#include "daemon/memory/handovers.h"
+#include "daemon/tenants/handovers.h"
 #include "daemon/memory/heirs.h"
 #include "daemon/space/fault_watch.h"
 #include "daemon/space/mps_clients.h"

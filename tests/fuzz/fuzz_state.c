@@ -48,10 +48,12 @@ static bool saved_within_bounds(const struct handovers_saved *s, unsigned n_gpus
     return true;
 }
 
-static bool usage_within_bounds(const struct ledger *l)
+static bool usage_within_bounds(const struct usage_book *b, const struct ledger *l)
 {
     for (size_t i = 0; i < l->n_tenants; i++) {
-        const struct usage *u = &l->tenants[i]->usage;
+        const struct usage *u = usage_book_find(b, l->tenants[i]->id);
+        if (!u)
+            continue; /* no entry: counters not begun, all 0 */
         if (u->since != 0 && !(isfinite(u->since) && u->since >= 946684800.0))
             return false;
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
@@ -79,10 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *aside = json_array();
     struct handovers_saved saved;
     memset(&saved, 0, sizeof saved);
-    int rc = state_parse_all((const char *)data + 1, size - 1, &l, NULL, NULL, aside, &saved,
-                             err, sizeof err);
+    struct usage_book usage;
+    usage_book_init(&usage);
+    int rc = state_parse_all((const char *)data + 1, size - 1, &l, &usage, NULL, NULL, aside,
+                             &saved, err, sizeof err);
     if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
-        !usage_within_bounds(&l) ||
+        !usage_within_bounds(&usage, &l) || usage.n > l.n_tenants ||
         l.n_tenants > LEDGER_MAX_TENANTS ||
         cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG || cfg->has_compute[0] ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {
@@ -91,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     json_decref(aside);
     handovers_saved_free(&saved);
+    usage_book_fini(&usage);
     ledger_fini(&l);
     return 0;
 }

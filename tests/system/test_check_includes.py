@@ -95,9 +95,10 @@ class CheckIncludes(unittest.TestCase):
                       out)
 
     def test_a_new_circle_between_daemon_folders_fails(self):
-        # memory/ is in the known circle and observe/ includes its headers already, so
-        # one include from memory/ up to observe/ puts observe/ (and transport/, between
-        # them) in the circle: a circle that is not known, and the known one changed.
+        # observe/ includes memory/'s headers, and tenants/'s, which include memory/'s, so
+        # one include from memory/ up to observe/ makes a circle of them (and of state/
+        # and transport/, between them): a circle that is not known, and the known one
+        # (state/, tenants/) changed.
         self.append("src/daemon/memory/ledger.h", '#include "daemon/observe/audit.h"\n')
         rc, out = run(self.tmp)
         self.assertEqual(rc, 1, out)

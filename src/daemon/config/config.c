@@ -106,11 +106,11 @@ static int parse_time_mode(struct ydoc *p, const yaml_node_t *n, enum sched_mode
 static int parse_latency_yield(struct ydoc *p, const yaml_node_t *n, unsigned *out)
 {
     unsigned long ul;
-    if (ydoc_uint(p, n, "latency_yield_us", SCHED_TS_UNIT_US, &ul))
+    if (ydoc_uint(p, n, "latency_yield_us", SCHED_YIELD_MAX_US, &ul))
         return -EINVAL;
     if (ul && ul < SCHED_YIELD_MIN_US)
         return ydoc_fail(p, n, "latency_yield_us must be 0 (no rule: the slices of the shares) "
-                               "or %u to %u microseconds", SCHED_YIELD_MIN_US, SCHED_TS_UNIT_US);
+                               "or %u to %u microseconds", SCHED_YIELD_MIN_US, SCHED_YIELD_MAX_US);
     *out = (unsigned)ul;
     return 0;
 }

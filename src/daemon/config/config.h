@@ -20,7 +20,7 @@
 #include "daemon/config/members_config.h"
 #include "daemon/config/metrics_addr.h"
 #include "daemon/config/space_config.h"
-#include "daemon/time/sched.h"
+#include "core/policy.h"
 #include "kairos/proto.h"
 
 struct yaml_document_s;
@@ -92,7 +92,7 @@ struct config {
                                   * default is cut to max_connections - 1 when above) */
     unsigned register_timeout_ms; /* idle connections that did not register are closed */
     unsigned usage_save_interval_ms; /* the chargeback counters saved (and shown) this often */
-    enum sched_mode time_mode;   /* how shares are enforced (sched.h) */
+    enum sched_mode time_mode;   /* how shares are enforced (policy.h) */
     unsigned latency_yield_us;   /* the others' slice beside a latency tenant (sched_set_yield) */
     struct metrics_addr metrics; /* the Prometheus endpoint; off unless given */
     struct space_config space;   /* space: { mps_control, domains } (space_config.h) */

@@ -18,8 +18,9 @@
  * is refused CREDIT_ACK_TIMEOUT_MS later). After a restart no grant is made to
  * anyone until the known members have reattached (reattach.h).
  *
- * The arithmetic and the waiting requests live here, on the ledger's records; the
- * server sends what this decides through struct credit_io.
+ * The arithmetic and the waiting requests live here, on the ledger's records (a
+ * member's part, struct credit_member, is a plain type of credit_member.h that the
+ * ledger embeds); the server sends what this decides through struct credit_io.
  *
  * Thread rules: the loop thread only; no I/O but through credit_io.
  */
@@ -29,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/memory/credit_member.h"
 #include "kairos/proto.h"
 
 #define CREDIT_CHUNK_DIV 16                   /* a chunk is 1/16 of the quota, */
@@ -45,34 +47,6 @@
 struct ledger;
 struct ledger_tenant;
 struct ledger_member;
-
-/* A request kairosd holds the answer to (one per member and GPU). */
-struct credit_wait {
-    bool active;
-    uint32_t seq;         /* of the CREDIT it answers */
-    uint32_t flags;       /* the request's KAIROS_CREDIT_* */
-    uint64_t report;
-    uint64_t need, least;
-    unsigned rounds;      /* recalls sent for it */
-};
-
-/* What a member carries for credit (embedded in struct ledger_member). */
-struct credit_member {
-    uint64_t report[KAIROS_MAX_GPUS];         /* the newest report taken */
-    bool reported[KAIROS_MAX_GPUS];           /* held was reported at least once */
-    bool revoked[KAIROS_MAX_GPUS];            /* a recall went unanswered */
-    bool unacked[KAIROS_MAX_GPUS];            /* revoked, its credit still counted: it
-                                               * has not said it read the revocation */
-    uint64_t recall_deadline_ms[KAIROS_MAX_GPUS]; /* 0: no recall outstanding */
-    uint64_t recalled_at_ms[KAIROS_MAX_GPUS]; /* the last recall sent it (0: none) */
-    uint64_t ack_deadline_ms[KAIROS_MAX_GPUS];/* 0: no waiting on its word */
-    struct credit_wait wait[KAIROS_MAX_GPUS];
-    /* A refusal it remembers (it asked with KAIROS_CREDIT_NOTICE): one ROOM is owed
-     * once the tenant's memory not held there grows beyond notice_avail. */
-    bool notice[KAIROS_MAX_GPUS];
-    uint64_t notice_avail[KAIROS_MAX_GPUS];
-    void *peer;                               /* the member's struct peer (transport) */
-};
 
 /* How the server sends what credit decides. */
 struct credit_io {

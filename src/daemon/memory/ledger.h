@@ -25,7 +25,8 @@
  * does not interpret: its flags, the owner of an ephemeral tenant, and its settings
  * (quotas, compute policies, members rules), each with its source: those are the
  * registry's (registry.h), written only through it whatever set them (the
- * configuration, TENANT_SET, the state file); the ledger reads the quotas.
+ * configuration, TENANT_SET, the state file); the ledger reads the quotas. Its
+ * chargeback counters are not here: they are state/usage.h's, joined by the id.
  *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
@@ -39,10 +40,9 @@
 
 #include "daemon/base/ratelog.h"
 #include "daemon/config/members_config.h"
-#include "daemon/memory/credit.h"
-#include "daemon/tenants/registry.h"
-#include "daemon/time/sched.h"
-#include "daemon/state/usage.h"
+#include "daemon/config/setting_source.h"
+#include "daemon/memory/credit_member.h"
+#include "core/policy.h"
 #include "kairos/proto.h"
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
@@ -80,8 +80,8 @@ struct ledger_tenant {
     struct member_rules members;  /* who may join (members_config.h; decided by members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
-    struct tenant_sources src;    /* where each setting came from (registry.h) */
-    struct usage usage;           /* its chargeback counters (usage.h, usage_state.h) */
+    struct tenant_sources src;    /* where each setting came from (setting_source.h; written
+                                   * by registry.h) */
 };
 
 struct ledger_resv {
@@ -95,7 +95,7 @@ struct ledger_member {
     uint32_t pid;
     uint64_t held[KAIROS_MAX_GPUS]; /* including pending reservations */
     uint64_t credit[KAIROS_MAX_GPUS]; /* unused credit granted ahead */
-    struct credit_member cr;        /* credit.c's record of it */
+    struct credit_member cr;        /* credit.c's record of it (credit_member.h) */
     struct ledger_resv *resv;
     size_t n_resv, cap_resv;
     struct ledger_member *next;     /* the ledger's list of members */

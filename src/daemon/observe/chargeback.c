@@ -38,7 +38,7 @@ static void count(struct chargeback *cb, uint64_t now)
 {
     double dt = (double)(now - cb->last_ms) / 1000.0;
     cb->last_ms = now;
-    usage_state_tick(&cb->ts->ledger, real_now(), dt);
+    usage_state_tick(&cb->ts->usage, &cb->ts->ledger, real_now(), dt);
 }
 
 void chargeback_tick(struct chargeback *cb)
@@ -68,7 +68,8 @@ int chargeback_init(struct chargeback **out, struct loop *loop, struct tenants *
         return -ENOMEM;
     *cb = (struct chargeback){.loop = loop, .ts = ts, .cfg = cfg};
     cb->last_ms = cb->saved_ms = mono_ms();
-    usage_state_tick(&ts->ledger, real_now(), 0); /* the counters of new tenants begin */
+    /* the counters of new tenants begin */
+    usage_state_tick(&ts->usage, &ts->ledger, real_now(), 0);
     if (loop && !(cb->w = loop_add_timer(loop, CHARGEBACK_TICK_MS * 1000ull, on_timer, cb))) {
         int rc = errno ? -errno : -ENOMEM;
         free(cb);

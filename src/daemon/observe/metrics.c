@@ -347,45 +347,58 @@ static void write_reasons(FILE *f, const struct figures *figs)
 
 /* A tenant's chargeback counters on g are shown where kairos ps shows it, or where
  * they count anything. */
-static bool usage_shown(const struct ledger_tenant *t, const struct kairos_ps_reply *r, unsigned g)
+static bool usage_shown(const struct usage *u, const struct kairos_ps_reply *r, unsigned g)
 {
-    return applies(WHEN_SHOWN, r, g) || t->usage.shown_gpu_us[g] || t->usage.shown_mem_byte_s[g];
+    return applies(WHEN_SHOWN, r, g) || u->shown_gpu_us[g] || u->shown_mem_byte_s[g];
+}
+
+/* Tenant t's counters in b: all 0 (not begun) when it has none yet. */
+static const struct usage *usage_of(const struct usage_book *b, const struct ledger_tenant *t)
+{
+    static const struct usage none;
+    const struct usage *u = usage_book_find(b, t->id);
+    return u ? u : &none;
 }
 
 /* The chargeback counters as of the last save of the state file (usage.h), and when
  * they began. */
-static void write_usage(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
+static void write_usage(FILE *f, const struct ledger *l, const struct usage_book *b,
+                        const struct kairos_ps_reply *figs)
 {
     family(f, "kairos_tenant_gpu_seconds_total", "counter",
            "GPU time charged to the tenant's work on the GPU (as of kairosd's last save; "
            "kept across restarts).");
-    for (size_t i = 0; i < l->n_tenants; i++)
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        const struct usage *u = usage_of(b, l->tenants[i]);
         for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
-            if (usage_shown(l->tenants[i], &figs[i], g)) {
+            if (usage_shown(u, &figs[i], g)) {
                 tenant_gpu_series(f, "kairos_tenant_gpu_seconds_total", figs[i].tenant, g,
                                   NULL, NULL);
-                uint64_t us = l->tenants[i]->usage.shown_gpu_us[g]; /* exact, in seconds */
+                uint64_t us = u->shown_gpu_us[g]; /* exact, in seconds */
                 fprintf(f, " %" PRIu64 ".%06" PRIu64 "\n", us / 1000000, us % 1000000);
             }
+    }
     family(f, "kairos_tenant_memory_held_byte_seconds_total", "counter",
            "Device memory the tenant held on the GPU, integrated over time (as of kairosd's "
            "last save; kept across restarts).");
-    for (size_t i = 0; i < l->n_tenants; i++)
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        const struct usage *u = usage_of(b, l->tenants[i]);
         for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
-            if (usage_shown(l->tenants[i], &figs[i], g)) {
+            if (usage_shown(u, &figs[i], g)) {
                 tenant_gpu_series(f, "kairos_tenant_memory_held_byte_seconds_total",
                                   figs[i].tenant, g, NULL, NULL);
                 /* whole byte-seconds, every digit (%.9g would hide a month's growth) */
-                fprintf(f, " %.0f\n", l->tenants[i]->usage.shown_mem_byte_s[g]);
+                fprintf(f, " %.0f\n", u->shown_mem_byte_s[g]);
             }
+    }
     family(f, "kairos_tenant_usage_created_seconds", "gauge",
            "When the tenant's chargeback counters began, in seconds since the Unix epoch "
            "(a new value: they began again from 0).");
     for (size_t i = 0; i < l->n_tenants; i++)
-        if (l->tenants[i]->usage.since > 0) {
+        if (usage_of(b, l->tenants[i])->since > 0) {
             fputs("kairos_tenant_usage_created_seconds{tenant=\"", f);
             metrics_write_label_value(f, l->tenants[i]->name);
-            fprintf(f, "\"} %.3f\n", l->tenants[i]->usage.since);
+            fprintf(f, "\"} %.3f\n", usage_of(b, l->tenants[i])->since);
         }
 }
 
@@ -463,7 +476,6 @@ static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps
                 fprintf(f, " %" PRIu64 "\n", l->tenants[i]->requests[g]);
             }
     write_infos(f, &(struct figures){figs, l->n_tenants, l->n_gpus});
-    write_usage(f, l, figs);
 }
 
 /* Per-GPU figures: false when the GPU did not tell. */
@@ -614,6 +626,7 @@ int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_
     write_daemon(f, src);
     write_gpus(f, src, gs);
     write_tenant(f, l, figs);
+    write_usage(f, l, &src->ts->usage, figs);
     write_faults(f, l, src->faults);
     const struct figures all = {figs, l->n_tenants, l->n_gpus};
     write_tenant_gpu(f, &all);

@@ -68,7 +68,8 @@ static json_t *members_json(const struct member_rules *r)
     return json_pack("{s:o, s:o, s:o}", "users", users, "groups", groups, "cgroups", cgroups);
 }
 
-static json_t *state_json(const struct ledger *l, const struct ledger_tenant *skip,
+static json_t *state_json(const struct ledger *l, const struct usage_book *usage,
+                          const struct ledger_tenant *skip,
                           json_t *handovers)
 {
     json_t *root = json_object(), *list = json_array();
@@ -114,9 +115,9 @@ static json_t *state_json(const struct ledger *l, const struct ledger_tenant *sk
     json_object_set_new(root, "tenants", list);
     if (handovers)
         json_object_set(root, "handovers", handovers);
-    json_t *usage = usage_state_json(l, skip);
-    if (usage) /* out of memory: saved without the counters, which stay as they are */
-        json_object_set_new(root, USAGE_STATE_KEY, usage);
+    json_t *counters = usage ? usage_state_json(usage, l, skip) : NULL;
+    if (counters) /* out of memory: saved without the counters, which stay as they are */
+        json_object_set_new(root, USAGE_STATE_KEY, counters);
     return root;
 fail:
     json_decref(list);
@@ -190,7 +191,7 @@ int state_save(const char *path, const struct ledger *l, const struct ledger_ten
 int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                    json_t *handovers, char *err, size_t err_len)
 {
-    return state_save_counted(path, l, skip, handovers, NULL, err, err_len);
+    return state_save_counted(path, l, NULL, skip, handovers, NULL, err, err_len);
 }
 
 /* The document as text, or NULL when out of memory. */
@@ -199,11 +200,11 @@ static char *dump(json_t *root)
     return root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 }
 
-int state_save_counted(const char *path, const struct ledger *l,
+int state_save_counted(const char *path, const struct ledger *l, const struct usage_book *usage,
                        const struct ledger_tenant *skip, json_t *handovers, bool *usage_saved,
                        char *err, size_t err_len)
 {
-    json_t *root = state_json(l, skip, handovers);
+    json_t *root = state_json(l, usage, skip, handovers);
     char *text = dump(root);
     int rc;
     bool with_usage = root && json_object_get(root, USAGE_STATE_KEY);
@@ -556,12 +557,12 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
 int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
                 void *warn_ctx, struct json_t *aside, char *err, size_t err_len)
 {
-    return state_parse_all(text, len, l, warn, warn_ctx, aside, NULL, err, err_len);
+    return state_parse_all(text, len, l, NULL, warn, warn_ctx, aside, NULL, err, err_len);
 }
 
-int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
-                    void *warn_ctx, struct json_t *aside, struct handovers_saved *saved,
-                    char *err, size_t err_len)
+int state_parse_all(const char *text, size_t len, struct ledger *l, struct usage_book *usage,
+                    state_warn_fn warn, void *warn_ctx, struct json_t *aside,
+                    struct handovers_saved *saved, char *err, size_t err_len)
 {
     json_error_t jerr;
     if (len > STATE_MAX_BYTES) {
@@ -593,8 +594,9 @@ int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_f
         handovers_state_parse(handovers, l->n_gpus, saved, warn, warn_ctx) == -ENOMEM && warn)
         warn(warn_ctx, "handovers: out of memory; the hand-overs are forgotten");
     /* after the tenants: the counters of every tenant now known */
-    usage_state_load(json_object_get(root, USAGE_STATE_KEY), l, (double)time(NULL), warn,
-                     warn_ctx);
+    if (usage)
+        usage_state_load(json_object_get(root, USAGE_STATE_KEY), usage, l, (double)time(NULL),
+                         warn, warn_ctx);
     json_decref(root);
     return added; /* a bad section (or no memory for it) loses only the hand-overs, or
                    * only the counters */
@@ -669,12 +671,12 @@ static void write_aside(const char *path, json_t *entries, char *out, size_t out
 int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
                size_t err_len, char *aside, size_t aside_len)
 {
-    return state_load_all(path, l, NULL, warn, warn_ctx, err, err_len, aside, aside_len);
+    return state_load_all(path, l, NULL, NULL, warn, warn_ctx, err, err_len, aside, aside_len);
 }
 
-int state_load_all(const char *path, struct ledger *l, struct handovers_saved *saved,
-                   state_warn_fn warn, void *warn_ctx, char *err, size_t err_len, char *aside,
-                   size_t aside_len)
+int state_load_all(const char *path, struct ledger *l, struct usage_book *usage,
+                   struct handovers_saved *saved, state_warn_fn warn, void *warn_ctx, char *err,
+                   size_t err_len, char *aside, size_t aside_len)
 {
     char why[256] = "", *text = NULL;
     size_t len = 0;
@@ -693,7 +695,8 @@ int state_load_all(const char *path, struct ledger *l, struct handovers_saved *s
     else if (!rc && !entries)
         rc = -ENOMEM;
     else if (!rc)
-        rc = state_parse_all(text, len, l, warn, warn_ctx, entries, saved, why, sizeof why);
+        rc = state_parse_all(text, len, l, usage, warn, warn_ctx, entries, saved, why,
+                             sizeof why);
     free(text);
     if (rc == -ENOMEM) {
         snprintf(err, err_len, "cannot read %s: out of memory", path);

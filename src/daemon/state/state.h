@@ -6,8 +6,9 @@
  * exception: departed members whose charge lingers for a holder of their files, and
  * the hand-overs that keep them, are stored under "handovers" (handovers_state.h),
  * since those processes never reattach. Every tenant's chargeback counters, the
- * configuration's included, are stored under "usage" (usage_state.h): a save
- * publishes them to the metrics.
+ * configuration's included, are stored under "usage" (usage_state.h), from and into
+ * the book of them the caller gives (usage.h; none: the section is neither written
+ * nor read): a save publishes them to the metrics.
  *
  * JSON (jansson): {"version": 1, "tenants": [{"name": "job", "ephemeral": false,
  * "quota": {"0": 8589934592}, "compute": {"0": {"share_ppm": 300000,
@@ -38,6 +39,7 @@
 #include <stddef.h>
 
 #include "daemon/memory/ledger.h"
+#include "daemon/state/usage.h"
 
 /* The largest state file read or written: LEDGER_MAX_TENANTS run-time tenants with
  * a quota and a compute policy on every GPU take under half of it. */
@@ -45,19 +47,20 @@
 
 /* Writes every tenant without LEDGER_TENANT_CONFIG, and the settings of the others
  * that were made at run time (registry.h), but skip (may be NULL: a tenant about
- * to be removed); settings are read with their sources. 0 or -errno (err says why); on failure the previous file
- * is left as it was. */
+ * to be removed); settings are read with their sources; no chargeback counters. 0 or
+ * -errno (err says why); on failure the previous file is left as it was. */
 int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                char *err, size_t err_len);
 struct json_t;
 /* state_save with the hand-overs' section (handovers_state.h; may be NULL: none). */
 int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
                    struct json_t *handovers, char *err, size_t err_len);
-/* state_save_all that says in usage_saved (may be NULL) whether the chargeback
- * counters were written: a state that would exceed STATE_MAX_BYTES with them is
- * written without them (the tenants matter more; the counters wait for a save with
- * room), and then usage_saved is false. */
-int state_save_counted(const char *path, const struct ledger *l,
+/* state_save_all with the chargeback counters of usage (may be NULL: none) under
+ * "usage", that says in usage_saved (may be NULL) whether they were written: a state
+ * that would exceed STATE_MAX_BYTES with them is written without them (the tenants
+ * matter more; the counters wait for a save with room), and then usage_saved is
+ * false. */
+int state_save_counted(const char *path, const struct ledger *l, const struct usage_book *usage,
                        const struct ledger_tenant *skip, struct json_t *handovers,
                        bool *usage_saved, char *err, size_t err_len);
 
@@ -65,31 +68,34 @@ int state_save_counted(const char *path, const struct ledger *l,
  * is wrong); ctx as given to state_load. */
 typedef void (*state_warn_fn)(void *ctx, const char *msg);
 
-/* Adds the file's tenants to l, with their compute policies. Each entry refused
- * alone (see above: names l already has among them, the configuration winning) and
- * each refused compute policy is told to warn (may be NULL); the entries refused
- * go to PATH.set-aside-<time>, named in set_aside. Returns the number of tenants
+/* Adds the file's tenants to l, with their compute policies (not the chargeback
+ * counters: state_load_all). Each entry refused alone (see above: names l already
+ * has among them, the configuration winning) and each refused compute policy is told
+ * to warn (may be NULL); the entries refused go to PATH.set-aside-<time>, named in
+ * set_aside. Returns the number of tenants
  * added; 0 when there is no file; -EINVAL when the file is unreadable as a whole,
  * after renaming it to PATH.corrupt-<time>, named in set_aside (err says what and
  * where); another -errno when it cannot be read (err says why). */
 int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
                size_t err_len, char *set_aside, size_t set_aside_len);
 struct handovers_saved;
-/* state_load that also reads the hand-overs' section into saved (may be NULL; free
- * it with handovers_saved_free): checked for form only, its entries refused alone;
- * a malformed section loses only the hand-overs. */
-int state_load_all(const char *path, struct ledger *l, struct handovers_saved *saved,
-                   state_warn_fn warn, void *warn_ctx, char *err, size_t err_len,
-                   char *set_aside, size_t set_aside_len);
+/* state_load that also reads the chargeback counters into usage (may be NULL: not
+ * read), with the refusals into l (usage_state.h), and the hand-overs' section into
+ * saved (may be NULL; free it with handovers_saved_free): checked for form only, its
+ * entries refused alone; a malformed section loses only the hand-overs. */
+int state_load_all(const char *path, struct ledger *l, struct usage_book *usage,
+                   struct handovers_saved *saved, state_warn_fn warn, void *warn_ctx, char *err,
+                   size_t err_len, char *set_aside, size_t set_aside_len);
 
 /* state_load's work on text in memory (for the fuzz target): the entries refused
  * are appended to aside (a JSON array, may be NULL). The number of tenants added,
  * or -EINVAL / -EFBIG / -ENOMEM with err saying why. */
 int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
                 void *warn_ctx, struct json_t *aside, char *err, size_t err_len);
-/* state_parse that also reads the hand-overs' section into saved (may be NULL). */
-int state_parse_all(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
-                    void *warn_ctx, struct json_t *aside, struct handovers_saved *saved,
-                    char *err, size_t err_len);
+/* state_parse that also reads the counters into usage and the hand-overs' section into
+ * saved (each may be NULL), as state_load_all does. */
+int state_parse_all(const char *text, size_t len, struct ledger *l, struct usage_book *usage,
+                    state_warn_fn warn, void *warn_ctx, struct json_t *aside,
+                    struct handovers_saved *saved, char *err, size_t err_len);
 
 #endif /* KAIROS_DAEMON_STATE_H */

@@ -4,8 +4,9 @@
  * GPU, its members rules (who may join: members.h), its managed-memory policy
  * (refuse or charge: docs/memory.md) and its fault domain (space mode, docs/space.md).
  * They live in the tenant's record (struct ledger_tenant: quota, has_compute/compute,
- * members, fault_domain), each with its
- * source (struct tenant_sources, beside them): the configuration file, or run time
+ * members, managed_charge, fault_domain), each with its source (struct
+ * tenant_sources beside them, a plain type of config/setting_source.h, below the
+ * record): the configuration file, or run time
  * (an administrator's TENANT_SET or TENANT_MEMBERS, from `kairos run` or `kairos
  * tenant`, and the state file that keeps them across a restart). This module is the
  * only writer of those fields and the only reader that needs to know where they
@@ -28,7 +29,7 @@
  * tenant the configuration comes to declare takes the configuration's.
  *
  * Adding a setting (say "managed"): a field in struct ledger_tenant and its source in
- * struct tenant_sources; a registry_set_<x>() here; its line in
+ * struct tenant_sources (setting_source.h); a registry_set_<x>() here; its line in
  * registry_apply_config() (config value, or keep the run-time one); its key in
  * state.c (compute_json / load_compute show the pattern) and the round-trip test in
  * tests/unit/daemon/test_registry.c; TENANT_SET's field if administrators set it at
@@ -45,28 +46,13 @@
 #include <stdint.h>
 
 #include "core/policy.h"
+#include "daemon/config/setting_source.h"
 #include "daemon/tenants/members.h"
 #include "kairos/proto.h"
 
 struct ledger;
 struct ledger_tenant;
 struct config_tenant;
-
-/* Where a setting's value came from. */
-enum setting_source {
-    SETTING_UNSET = 0,   /* never set: the default (no quota, no policy, no rules) */
-    SETTING_CONFIG,      /* the configuration file; replaced at each reload */
-    SETTING_RUNTIME,     /* TENANT_SET / TENANT_MEMBERS, or the state file that kept them */
-};
-
-/* One source per setting (uint8_t: enum setting_source). */
-struct tenant_sources {
-    uint8_t quota[KAIROS_MAX_GPUS];
-    uint8_t compute[KAIROS_MAX_GPUS];
-    uint8_t members;
-    uint8_t managed;
-    uint8_t fault_domain;
-};
 
 /* "unset", "configuration", "run time". */
 const char *setting_source_name(enum setting_source s);

@@ -29,12 +29,14 @@ int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path)
     memset(ts, 0, sizeof *ts);
     ts->n_gpus = n_gpus;
     snprintf(ts->state_path, sizeof ts->state_path, "%s", state_path);
+    usage_book_init(&ts->usage);
     return ledger_init(&ts->ledger, n_gpus);
 }
 
 void tenants_fini(struct tenants *ts)
 {
     handovers_saved_free(&ts->saved_handovers);
+    usage_book_fini(&ts->usage);
     ledger_fini(&ts->ledger);
 }
 
@@ -323,8 +325,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
 {
     /* c's tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
-    int rc = state_load_all(ts->state_path, &ts->ledger, &ts->saved_handovers, on_state_refusal,
-                            ts, err, sizeof err, aside, sizeof aside);
+    int rc = state_load_all(ts->state_path, &ts->ledger, &ts->usage, &ts->saved_handovers,
+                            on_state_refusal, ts, err, sizeof err, aside, sizeof aside);
     if (rc < 0)
         log_error("%s; the configuration's tenants are kept, tenants created at run time are "
                   "lost and must be created again (kairos run --mem)", err);
@@ -340,14 +342,14 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
 {
     json_t *handovers = ts->handovers_json ? ts->handovers_json(ts->handovers_ctx) : NULL;
     bool counted = false;
-    int rc = state_save_counted(ts->state_path, &ts->ledger, skip, handovers, &counted, err,
-                                err_len);
+    int rc = state_save_counted(ts->state_path, &ts->ledger, &ts->usage, skip, handovers,
+                                &counted, err, err_len);
     json_decref(handovers);
     if (rc)
         log_error("state not saved: %s (check the 'state:' path in the configuration and the "
                   "free space of its file system)", err);
     else if (counted) /* what a restart finds is what the metrics may show */
-        usage_state_published(&ts->ledger);
+        usage_state_published(&ts->usage);
     else
         log_warn("state %s saved without the chargeback counters: with them it would exceed "
                  "%d MiB; the metrics show them as of their last save (remove unused tenants)",

@@ -20,9 +20,11 @@
 #include "daemon/config/config.h"
 #include "daemon/state/handovers_state.h"
 #include "daemon/memory/ledger.h"
+#include "daemon/state/usage.h"
 
 struct tenants {
     struct ledger ledger;
+    struct usage_book usage;  /* the tenants' chargeback counters by id (usage.h) */
     unsigned n_gpus;
     bool gpu_known;                               /* a GPU backend told us the following */
     uint64_t gpu_total[KAIROS_MAX_GPUS];

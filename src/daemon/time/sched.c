@@ -47,24 +47,9 @@
 #define DEBT_GAIN 0.5
 #define OVERRUN_KEEP 0.5     /* weight of the past in the overrun estimate */
 
-const char *sched_mode_name(enum sched_mode m)
-{
-    return m == SCHED_MODE_WINDOWS ? "windows" : m == SCHED_MODE_TIMESLICES ? "timeslices" : "auto";
-}
-
 const char *sched_level_name(enum sched_level l)
 {
     return l == SCHED_LEVEL_WINDOWS ? "windows" : l == SCHED_LEVEL_SLICES ? "slices" : "native";
-}
-
-bool sched_mode_parse(const char *name, enum sched_mode *out)
-{
-    for (enum sched_mode m = SCHED_MODE_AUTO; m <= SCHED_MODE_WINDOWS; m++)
-        if (name && !strcmp(name, sched_mode_name(m))) {
-            *out = m;
-            return true;
-        }
-    return false;
 }
 
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us)

@@ -18,6 +18,7 @@
 #define SCHED_MAX_TENANTS 64
 #define SCHED_PERIOD_US 100000u  /* one feedback period = one window period */
 #define SCHED_TS_UNIT_US 1000u   /* timeslice of the smallest weight */
+_Static_assert(SCHED_YIELD_MAX_US == SCHED_TS_UNIT_US, "the others' yield is at most a unit");
 #define SCHED_TS_AUTO_UNIT_US 2048u /* the same in auto: CUDA's own first slice, so that the
                                      * shares' slices keep no request of the smallest
                                      * share waiting longer than natively */
@@ -25,9 +26,6 @@
                                   * as about 15 ms (2026-12-03), 10 ms ones as set */
 #define SCHED_TS_LATENCY_US 8000u /* a latency tenant's slice is at least this */
 #define SCHED_TS_BATCH_US 1000u  /* a batch tenant's slice is at most this */
-#define SCHED_YIELD_US 50u       /* default slice of the others beside a latency tenant
-                                  * (sched_set_yield; docs/scheduler.md, the H200) */
-#define SCHED_YIELD_MIN_US 20u
 #define SCHED_YIELD_OVER 0.10    /* a latency tenant that wanted more than its share plus
                                   * this loses the others' yield (sched_set_yield) */
 #define SCHED_SWITCH_US 120u     /* GPU time a timeslice switch costs (the H200) */
@@ -37,21 +35,7 @@
                                        * window less this (1 % of the period): what a
                                        * lie about it can gain (sched.c unpaused_charge) */
 
-/* How shares are enforced when tenants compete:
- *   AUTO        do no harm (docs/scheduler.md, "The rule"): the driver's own
- *               timeslices and no pause while nobody is short of its share; when a
- *               tenant that waited stays below its target, timeslices in the ratio
- *               of the shares; when it stays short under those, strict windows;
- *               after a hold, the native state is tried again (needs runnable time:
- *               the simulator, or the shims' RUNNABLE reports on a GPU);
- *   TIMESLICES  timeslices only (limits still get their windows);
- *   WINDOWS     strict clock-aligned windows whenever two or more tenants that
- *               are not latency tenants are active; a latency tenant is never
- *               paused for the others (it must run when its requests come; only
- *               a limit of its own gives it a window) and runs over the
- *               others' windows with its long timeslice. Without runnable time
- *               (NVML) "active" is "has a live process". */
-enum sched_mode { SCHED_MODE_AUTO = 0, SCHED_MODE_TIMESLICES, SCHED_MODE_WINDOWS };
+/* How shares are enforced when tenants compete: enum sched_mode (core/policy.h). */
 
 /* What the scheduler does to the shares of a GPU now (sched_gpu.level). AUTO climbs
  * from NATIVE one step at a time while a tenant stays short, and comes down after
@@ -195,7 +179,6 @@ struct sched_gpu {
 
 void sched_gpu_init(struct sched_gpu *g, uint32_t period_us);
 void sched_set_mode(struct sched_gpu *g, enum sched_mode mode);
-const char *sched_mode_name(enum sched_mode m);
 /* "native", "slices" or "windows". */
 const char *sched_level_name(enum sched_level l);
 /* How soon the other tenants of a GPU with a latency tenant give the GPU up to its
@@ -210,9 +193,6 @@ const char *sched_level_name(enum sched_level l);
  * against the others' usual ones gives it. Takes effect at the next sched_plan.
  * Defaults to SCHED_YIELD_US. */
 void sched_set_yield(struct sched_gpu *g, uint32_t yield_us);
-/* "auto", "timeslices" or "windows" (sched_mode_name's words) into *out; false
- * for anything else (NULL included). */
-bool sched_mode_parse(const char *name, enum sched_mode *out);
 /* A tenant arrives or changes policy; slot < SCHED_MAX_TENANTS. 0 or -EINVAL. */
 int sched_tenant_set(struct sched_gpu *g, unsigned slot, const struct sched_policy *p);
 void sched_tenant_remove(struct sched_gpu *g, unsigned slot);

@@ -183,8 +183,9 @@ static void record_period(struct timeshare *t, unsigned gpu,
                           seen[i].hold, seen[i].held_us);
         struct ledger_tenant *lt = ledger_tenant_find(&t->ts->ledger, t->slot_name[i]);
         double us = g->t[i].charged_us;
-        if (lt && us > 0) /* the chargeback counter: what kairos ps shows it got */
-            usage_add_gpu(&lt->usage, gpu, (uint64_t)(us < g->period_us ? us : g->period_us));
+        struct usage *cu = lt && us > 0 ? usage_book_get(&t->ts->usage, lt->id) : NULL;
+        if (cu) /* the chargeback counter: what kairos ps shows it got */
+            usage_add_gpu(cu, gpu, (uint64_t)(us < g->period_us ? us : g->period_us));
     }
 }
 
@@ -208,8 +209,10 @@ static void charge_unplanned(struct timeshare *t, uint64_t now_us)
         for (size_t k = 0; k < n; k++) {
             struct ledger_member *m = ledger_find_pid(&t->ts->ledger, u[k].pid);
             int s = m ? slot_find(t, m->tenant->name) : -1;
-            if (m && (s < 0 || !t->g[g].t[s].present))
-                usage_add_gpu(&m->tenant->usage, g, (uint64_t)u[k].sm_percent * dt / 100);
+            struct usage *cu = m && (s < 0 || !t->g[g].t[s].present) ?
+                               usage_book_get(&t->ts->usage, m->tenant->id) : NULL;
+            if (cu)
+                usage_add_gpu(cu, g, (uint64_t)u[k].sm_percent * dt / 100);
         }
     }
 }

@@ -480,7 +480,7 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
     assert_int_equal(state_save_all(path, &a, NULL, j, err, sizeof err), 0);
     json_decref(j);
     ledger_init(&b, 1);
-    assert_int_equal(state_load_all(path, &b, &back, NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load_all(path, &b, NULL, &back, NULL, NULL, err, sizeof err, aside,
                                     sizeof aside), 1);
     assert_string_equal(back.boot_id, "0f1e-2d3c");
     assert_int_equal(back.n_edges, 1);
@@ -511,8 +511,8 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
         "{\"tenant\": \"job\", \"pid\": 6, \"start\": 1, \"held\": {\"0\": 7}}]}}";
     int warnings = 0;
     ledger_init(&b, 1);
-    assert_int_equal(state_parse_all(bad, strlen(bad), &b, count_warning, &warnings, NULL, &back,
-                                     err, sizeof err), 1);
+    assert_int_equal(state_parse_all(bad, strlen(bad), &b, NULL, count_warning, &warnings, NULL,
+                                     &back, err, sizeof err), 1);
     assert_int_equal(warnings, 10);
     assert_int_equal(back.n_edges, 1);
     assert_int_equal(back.edges[0].kind, HEIR_ADOPTED);
@@ -529,8 +529,8 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                  "\"quota\": {\"0\": 1}}], \"handovers\": %s}", frames[i]);
         ledger_init(&b, 1);
         warnings = 0;
-        assert_int_equal(state_parse_all(text, strlen(text), &b, count_warning, &warnings, NULL,
-                                         &back, err, sizeof err), 1);
+        assert_int_equal(state_parse_all(text, strlen(text), &b, NULL, count_warning, &warnings,
+                                         NULL, &back, err, sizeof err), 1);
         assert_int_equal(warnings, 1);
         assert_int_equal(back.n_edges + back.n_lingering, 0);
         handovers_saved_free(&back);

@@ -5,7 +5,8 @@
  * before (no "usage") loads with every counter at 0; every kind of corrupt section
  * or field loses only that tenant's counters, never the tenants or the other
  * tenants' counters; the metrics text shows what was published; a state too large
- * with the counters is saved without them. */
+ * with the counters is saved without them; the counters of a tenant gone are dropped
+ * (they are kept by tenant id, apart from the ledger). */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -32,6 +33,15 @@
 #define NOW 1764921600.0 /* 2025-12-05 */
 
 static int warnings;
+static struct usage_book book; /* the counters of the tests on a bare ledger */
+
+/* t's counters in b (made when it has none). */
+static struct usage *counters(struct usage_book *b, const struct ledger_tenant *t)
+{
+    struct usage *u = usage_book_get(b, t->id);
+    assert_non_null(u);
+    return u;
+}
 
 static void count_warning(void *ctx, const char *msg)
 {
@@ -71,6 +81,29 @@ static void test_accounting(void **state)
     assert_true(u.shown_mem_byte_s[0] == (double)GiB);
 }
 
+/* The book by tenant id: made in any order, found again, kept or dropped as told. */
+static void test_book(void **state)
+{
+    (void)state;
+    static const uint32_t ids[] = {7, 3, 900, 1, 5, 3};
+    usage_book_init(&book);
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        usage_add_gpu(usage_book_get(&book, ids[i]), 0, ids[i]);
+    assert_int_equal(book.n, 5);
+    for (size_t i = 1; i < book.n; i++)
+        assert_true(book.v[i - 1].tenant < book.v[i].tenant);
+    assert_int_equal(usage_book_find(&book, 3)->gpu_us[0], 6); /* the same entry twice */
+    assert_null(usage_book_find(&book, 4));
+    static const uint32_t live[] = {900, 3, 8};
+    assert_int_equal(usage_book_keep(&book, live, 3), 0);
+    assert_int_equal(book.n, 2);
+    assert_int_equal(usage_book_find(&book, 900)->gpu_us[0], 900);
+    assert_null(usage_book_find(&book, 7));
+    assert_int_equal(usage_book_keep(&book, NULL, 0), 0);
+    assert_int_equal(book.n, 0);
+    usage_book_fini(&book);
+}
+
 static void test_tick_over_the_ledger(void **state)
 {
     (void)state;
@@ -85,17 +118,27 @@ static void test_tick_over_the_ledger(void **state)
     assert_int_equal(ledger_join(&l, a, 10, NULL, &m), 0);
     assert_int_equal(ledger_charge(&l, m, 1, 2 * GiB, 1, &g), 0);
     assert_true(g.granted);
-    usage_state_tick(&l, NOW, 0); /* begins both, counts nothing */
-    assert_true(a->usage.since == NOW && b->usage.since == NOW);
+    usage_book_init(&book);
+    usage_state_tick(&book, &l, NOW, 0); /* begins both, counts nothing */
+    assert_true(counters(&book, a)->since == NOW && counters(&book, b)->since == NOW);
     for (int i = 0; i < 10; i++)
-        usage_state_tick(&l, NOW + i, 1.0);
-    assert_true(a->usage.mem_byte_s[1] == 20.0 * GiB);
-    assert_true(a->usage.mem_byte_s[0] == 0);
-    assert_true(b->usage.mem_byte_s[1] == 0);
-    usage_state_published(&l);
-    assert_true(a->usage.shown_mem_byte_s[1] == 20.0 * GiB);
+        usage_state_tick(&book, &l, NOW + i, 1.0);
+    assert_true(counters(&book, a)->mem_byte_s[1] == 20.0 * GiB);
+    assert_true(counters(&book, a)->mem_byte_s[0] == 0);
+    assert_true(counters(&book, b)->mem_byte_s[1] == 0);
+    usage_state_published(&book);
+    assert_true(counters(&book, a)->shown_mem_byte_s[1] == 20.0 * GiB);
+    /* a tenant gone: its counters go at the next tick; one made again begins at 0 */
+    uint32_t id_b = b->id;
+    assert_int_equal(ledger_tenant_remove(&l, b), 0);
+    usage_state_tick(&book, &l, NOW + 10, 1.0);
+    assert_null(usage_book_find(&book, id_b));
+    assert_int_equal(book.n, 1);
+    assert_int_equal(ledger_tenant_add(&l, "b", quota, 0, &b), 0);
+    assert_null(usage_book_find(&book, b->id));
     ledger_leave(&l, m, NULL);
     ledger_fini(&l);
+    usage_book_fini(&book);
 }
 
 /* A ledger with a configured tenant and a run-time one, with counters. */
@@ -105,11 +148,11 @@ static void fill(struct ledger *l, struct ledger_tenant **cfg, struct ledger_ten
     ledger_init(l, 2);
     assert_int_equal(ledger_tenant_add(l, "cfg", quota, LEDGER_TENANT_CONFIG, cfg), 0);
     assert_int_equal(ledger_tenant_add(l, "job", quota, 0, job), 0);
-    usage_state_tick(l, NOW, 0);
-    usage_add_gpu(&(*cfg)->usage, 0, 1500000);
-    (*cfg)->usage.mem_byte_s[1] = 12345.5;
+    usage_state_tick(&book, l, NOW, 0);
+    usage_add_gpu(counters(&book, *cfg), 0, 1500000);
+    counters(&book, *cfg)->mem_byte_s[1] = 12345.5;
     (*cfg)->refusals[0] = 3;
-    usage_add_gpu(&(*job)->usage, 1, 42);
+    usage_add_gpu(counters(&book, *job), 1, 42);
     (*job)->refusals[1] = 9;
 }
 
@@ -119,38 +162,43 @@ static void test_round_trip(void **state)
     struct ledger a, b;
     struct ledger_tenant *cfg, *job;
     char err[512], aside[512];
+    usage_book_init(&book);
     fill(&a, &cfg, &job);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save_counted(path, &a, &book, NULL, NULL, NULL, err, sizeof err), 0);
+    usage_book_fini(&book);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
     warnings = 0;
-    assert_int_equal(state_load(path, &b, count_warning, NULL, err, sizeof err, aside,
-                                sizeof aside), 1);
+    assert_int_equal(state_load_all(path, &b, &book, NULL, count_warning, NULL, err, sizeof err,
+                                    aside, sizeof aside), 1);
     assert_int_equal(warnings, 0);
     job = ledger_tenant_find(&b, "job");
     assert_non_null(job);
-    assert_true(cfg->usage.since == NOW && job->usage.since == NOW);
-    assert_int_equal(cfg->usage.gpu_us[0], 1500000);
-    assert_true(cfg->usage.mem_byte_s[1] == 12345.5);
+    assert_true(counters(&book, cfg)->since == NOW && counters(&book, job)->since == NOW);
+    assert_int_equal(counters(&book, cfg)->gpu_us[0], 1500000);
+    assert_true(counters(&book, cfg)->mem_byte_s[1] == 12345.5);
     assert_int_equal(cfg->refusals[0], 3);
-    assert_int_equal(job->usage.gpu_us[1], 42);
+    assert_int_equal(counters(&book, job)->gpu_us[1], 42);
     assert_int_equal(job->refusals[1], 9);
     /* what was saved is what the metrics show at once after a restart */
-    assert_int_equal(cfg->usage.shown_gpu_us[0], 1500000);
-    assert_true(cfg->usage.shown_mem_byte_s[1] == 12345.5);
+    assert_int_equal(counters(&book, cfg)->shown_gpu_us[0], 1500000);
+    assert_true(counters(&book, cfg)->shown_mem_byte_s[1] == 12345.5);
     ledger_fini(&a);
     ledger_fini(&b);
+    usage_book_fini(&book);
 }
 
-/* Loads text into a ledger with the configured tenant "cfg"; the number of
- * run-time tenants loaded. */
+/* Loads text into a ledger with the configured tenant "cfg", the counters into book
+ * (emptied first); the number of run-time tenants loaded. */
 static int load_text(const char *text, struct ledger *l)
 {
     char err[512];
     ledger_init(l, 2);
+    usage_book_fini(&book);
     assert_int_equal(ledger_tenant_add(l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     warnings = 0;
-    return state_parse(text, strlen(text), l, count_warning, NULL, NULL, err, sizeof err);
+    return state_parse_all(text, strlen(text), l, &book, count_warning, NULL, NULL, NULL, err,
+                           sizeof err);
 }
 
 static void test_file_of_before(void **state)
@@ -161,10 +209,10 @@ static void test_file_of_before(void **state)
                                "\"quota\": {\"0\": 5}}]}", &l), 1);
     assert_int_equal(warnings, 0);
     const struct ledger_tenant *job = ledger_tenant_find(&l, "job");
-    assert_true(job->usage.since == 0); /* begins at kairosd's first tick */
-    assert_int_equal(job->usage.gpu_us[0], 0);
+    assert_null(usage_book_find(&book, job->id)); /* begins at kairosd's first tick */
     assert_int_equal(job->refusals[0], 0);
     ledger_fini(&l);
+    usage_book_fini(&book);
 }
 
 /* Each corrupt section or field: the run-time tenant still loads, its counters are
@@ -204,15 +252,11 @@ static void test_corrupt_usage(void **state)
         const struct ledger_tenant *job = ledger_tenant_find(&l, "job");
         assert_non_null(job);
         assert_int_equal(job->quota[0], 5);
-        assert_true(job->usage.since == 0);
-        for (unsigned g = 0; g < 2; g++) {
-            assert_int_equal(job->usage.gpu_us[g], 0);
-            assert_int_equal(job->usage.shown_gpu_us[g], 0);
-            assert_true(job->usage.mem_byte_s[g] == 0);
+        assert_null(usage_book_find(&book, job->id)); /* none: all 0, "since" unset */
+        for (unsigned g = 0; g < 2; g++)
             assert_int_equal(job->refusals[g], 0);
-        }
         if (i == 3) /* the other tenant's entry, well formed, is kept */
-            assert_int_equal(ledger_tenant_find(&l, "cfg")->usage.gpu_us[0], 88);
+            assert_int_equal(counters(&book, ledger_tenant_find(&l, "cfg"))->gpu_us[0], 88);
         ledger_fini(&l);
     }
     /* a tenant nobody knows any more: dropped quietly, the others kept */
@@ -224,6 +268,7 @@ static void test_corrupt_usage(void **state)
     assert_int_equal(warnings, 0);
     assert_int_equal(ledger_tenant_find(&l, "cfg")->refusals[1], 4);
     ledger_fini(&l);
+    usage_book_fini(&book);
 }
 
 /* A save publishes the counters to the metrics; a failed one does not. */
@@ -235,9 +280,9 @@ static void test_save_publishes(void **state)
     assert_int_equal(tenants_init(&ts, 2, path), 0);
     struct ledger_tenant *t;
     assert_int_equal(ledger_tenant_add(&ts.ledger, "team", NULL, LEDGER_TENANT_CONFIG, &t), 0);
-    usage_state_tick(&ts.ledger, NOW, 0);
-    usage_add_gpu(&t->usage, 0, 2500000);
-    t->usage.mem_byte_s[0] = 1e15;
+    usage_state_tick(&ts.usage, &ts.ledger, NOW, 0);
+    usage_add_gpu(counters(&ts.usage, t), 0, 2500000);
+    counters(&ts.usage, t)->mem_byte_s[0] = 1e15;
     struct metrics_sources src = {.ts = &ts, .version = "x"};
     char *text;
     size_t len;
@@ -255,10 +300,10 @@ static void test_save_publishes(void **state)
                                  "1764921600.000\n"));
     free(text);
     /* a save that fails (no such directory) leaves what the metrics show */
-    usage_add_gpu(&t->usage, 0, 1000000);
+    usage_add_gpu(counters(&ts.usage, t), 0, 1000000);
     snprintf(ts.state_path, sizeof ts.state_path, "%s", "/nonexistent/state.json");
     assert_int_not_equal(tenants_save_state(&ts, NULL, err, sizeof err), 0);
-    assert_int_equal(t->usage.shown_gpu_us[0], 2500000);
+    assert_int_equal(counters(&ts.usage, t)->shown_gpu_us[0], 2500000);
     tenants_fini(&ts);
 }
 
@@ -280,20 +325,22 @@ static void test_too_large_saves_the_tenants(void **state)
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
             registry_set_quota(&ts.ledger, t, g, KAIROS_BYTES_MAX, SETTING_RUNTIME);
             registry_set_compute(t, g, &pol, SETTING_RUNTIME);
-            usage_add_gpu(&t->usage, g, UINT64_MAX / 3);
-            t->usage.mem_byte_s[g] = 1.2345678901234567e18;
+            usage_add_gpu(counters(&ts.usage, t), g, UINT64_MAX / 3);
+            counters(&ts.usage, t)->mem_byte_s[g] = 1.2345678901234567e18;
             t->refusals[g] = UINT64_MAX / 7;
         }
     }
-    usage_state_tick(&ts.ledger, NOW, 0);
+    usage_state_tick(&ts.usage, &ts.ledger, NOW, 0);
     assert_int_equal(tenants_save_state(&ts, NULL, err, sizeof err), 0);
-    assert_int_equal(ts.ledger.tenants[0]->usage.shown_gpu_us[0], 0);
+    assert_int_equal(counters(&ts.usage, ts.ledger.tenants[0])->shown_gpu_us[0], 0);
     struct ledger back;
     ledger_init(&back, KAIROS_MAX_GPUS);
-    assert_int_equal(state_load(path, &back, NULL, NULL, err, sizeof err, aside, sizeof aside),
-                     LEDGER_MAX_TENANTS);
-    assert_int_equal(back.tenants[0]->usage.gpu_us[0], 0);
+    usage_book_init(&book);
+    assert_int_equal(state_load_all(path, &back, &book, NULL, NULL, NULL, err, sizeof err, aside,
+                                    sizeof aside), LEDGER_MAX_TENANTS);
+    assert_null(usage_book_find(&book, back.tenants[0]->id));
     ledger_fini(&back);
+    usage_book_fini(&book);
     tenants_fini(&ts);
 }
 
@@ -301,6 +348,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accounting),
+        cmocka_unit_test(test_book),
         cmocka_unit_test(test_tick_over_the_ledger),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test(test_file_of_before),

@@ -24,6 +24,10 @@
  * 0600 in a directory only root writes): an entry can only keep its own tenant
  * charged, never move a charge to another tenant, nor charge it beyond its quota.
  *
+ * It lives in tenants/, above what it joins: memory/'s heirs and linger, and the
+ * tenants' state file (tenants.h), whose saves carry its section
+ * (state/handovers_state.h).
+ *
  * Thread rules: the loop thread only.
  */
 #ifndef KAIROS_DAEMON_HANDOVERS_H

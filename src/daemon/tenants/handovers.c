@@ -1,7 +1,7 @@
 /* handovers.c - saving the hand-overs and lingering charges into the state file
  * after each change, and believing them back at start as far as /proc can check
  * them (see handovers.h). */
-#include "daemon/memory/handovers.h"
+#include "daemon/tenants/handovers.h"
 
 #include <errno.h>
 #include <jansson.h>
