@@ -124,13 +124,18 @@ struct plan_workload {
 };
 
 /* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
- * their time share alone would give (measured on the H200, bench/results/README.md). */
+ * their time share alone would give (kairos, native: kernel streams on the H200,
+ * bench/results/README.md; the -pairs modes: two real trainings, docs/planner.md). */
 enum plan_interference {
     PLAN_INTERF_NONE,        /* KRYPTON's model: Thr(s, t) = Thr(s) x t exactly */
     PLAN_INTERF_KAIROS,      /* kairosd's windows: 0.986 / 0.977 / 0.948 at 2 / 4 / 8 */
     PLAN_INTERF_NATIVE,      /* the driver's time-slicing: 0.927 / 0.926 / 0.925 */
+    PLAN_INTERF_KAIROS_PAIRS, /* kairosd, train-pair: 0.9333 at 2, then kairos's slope */
+    PLAN_INTERF_NATIVE_PAIRS, /* the driver, train-pair: 0.8965 at 2, then native's slope */
     PLAN_INTERF_COUNT
 };
+/* The modes' names as messages list them (one list; a test compares it with the names). */
+#define PLAN_INTERF_LIST "none, kairos, native, kairos-pairs or native-pairs"
 
 enum plan_reader {
     PLAN_READER_DOCUMENT,    /* libyaml's document API: the whole file as one tree */

@@ -49,8 +49,10 @@ static const char plan_usage_text[] =
     "                      DIR/kairosd-node<N>.yaml (tenants) and DIR/gres.conf (Slurm)\n"
     "      --gpus-per-node N  GPUs per node for --emit (default 8)\n"
     "      --interference M time-sharing loss: none (the paper's model), kairos (kairosd's\n"
-    "                      windows) or native (the driver's time-slicing); overrides the\n"
-    "                      cluster file's 'interference' (default none)\n"
+    "                      windows) or native (the driver's time-slicing), measured on\n"
+    "                      kernel streams; kairos-pairs or native-pairs, measured on a\n"
+    "                      pair of real trainings; overrides the cluster file's\n"
+    "                      'interference' (default none)\n"
     "      --pools MODE    Kairos with several GPU pools: best (default: joint, also\n"
     "                      started from the best plan pool by pool), joint (from its own\n"
     "                      starts only) or sequential (pool by pool, the planner before)\n"
@@ -169,7 +171,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
             break;
         case 'i':
             if ((c->interference = plan_interference_from_name(optarg)) < 0)
-                return snprintf(err, errlen, "--interference takes none, kairos or native, got "
+                return snprintf(err, errlen, "--interference takes " PLAN_INTERF_LIST ", got "
                                 "'%s'", optarg), -EINVAL;
             break;
         case 'p':

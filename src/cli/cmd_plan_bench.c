@@ -357,8 +357,8 @@ int plan_bench(int argc, char **argv)
         case 'T': traces = optarg ? optarg : "data/planner/traces"; break;
         case 'i':
             if ((interference = plan_interference_from_name(optarg)) < 0) {
-                fprintf(stderr, "kairos plan bench: --interference takes none, kairos or native, "
-                        "got '%s'\n", optarg);
+                fprintf(stderr, "kairos plan bench: --interference takes " PLAN_INTERF_LIST
+                        ", got '%s'\n", optarg);
                 return 2;
             }
             break;
@@ -372,14 +372,16 @@ int plan_bench(int argc, char **argv)
             break;
         case 'h':
             printf("usage: kairos plan bench [--cases DIR] [--exact-limit SECONDS] [--no-exact] [--scale[=N]]\n"
-                   "                         [--interference none|kairos|native] "
+                   "                         [--interference MODE] "
                    "[--mig-time-sharing] [--scale=N --write-scale FILE]\n"
+                   "       (MODE: " PLAN_INTERF_LIST ")\n"
                    "       kairos plan bench --traces[=DIR]   (default data/planner/traces)\n");
             return 0;
         default:
             fprintf(stderr, "usage: kairos plan bench [--cases DIR] [--exact-limit S] [--no-exact] [--scale[=N]]\n"
-                   "                         [--interference none|kairos|native] "
-                   "[--mig-time-sharing] [--scale=N --write-scale FILE]\n");
+                   "                         [--interference MODE] "
+                   "[--mig-time-sharing] [--scale=N --write-scale FILE]\n"
+                   "       (MODE: " PLAN_INTERF_LIST ")\n");
             return 2;
         }
     }

@@ -34,7 +34,8 @@ static const char trace_usage_text[] =
     "                     'drain_seconds' (default: the trace's, else 60)\n"
     "      --horizon S    how long a replan's saving counts (default: until the next event)\n"
     "      --max-moves N  moves a departure may spend to release a GPU (default 2)\n"
-    "      --interference M  none, kairos or native (default: the cluster file's)\n"
+    "      --interference M  none, kairos, native, kairos-pairs or native-pairs (default:\n"
+    "                     the cluster file's)\n"
     "  -j, --json         print events and totals as JSON (errors as {\"error\": ...})\n"
     "  -h, --help         this text\n"
     "\n"
@@ -92,7 +93,7 @@ static int trace_parse_args(int argc, char **argv, struct trace_cli *c, char *er
             break;
         case 'i':
             if ((c->interference = plan_interference_from_name(optarg)) < 0)
-                return snprintf(err, errlen, "--interference takes none, kairos or native, got "
+                return snprintf(err, errlen, "--interference takes " PLAN_INTERF_LIST ", got "
                                 "'%s'", optarg), -1;
             break;
         case 'j': c->fmt = PLAN_FMT_JSON; break;

@@ -648,7 +648,7 @@ static int input_root(struct input_ctx *c, yaml_node_t *root)
         const char *name = input_scalar(mode);
         c->in->interference = name ? plan_interference_from_name(name) : -1;
         if (c->in->interference < 0)
-            return input_fail(c, mode, "'interference' must be none, kairos or native");
+            return input_fail(c, mode, "'interference' must be " PLAN_INTERF_LIST);
     } else if (!rc && c->base) {
         c->in->interference = c->base->interference;
     }

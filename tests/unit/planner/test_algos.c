@@ -340,12 +340,29 @@ static void test_interference(void **state)
     assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE, 4) - 0.926) < 1e-12);
     assert_true(plan_interference_eff(PLAN_INTERF_KAIROS, 1000) == 0.5);
     assert_true(plan_interference_eff(PLAN_INTERF_NONE, 8) == 1.0);
+    /* the -pairs modes: train-pair's median at 2 tenants, the kernel streams' slope after */
+    assert_true(plan_interference_eff(PLAN_INTERF_KAIROS_PAIRS, 1) == 1.0);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS_PAIRS, 2) - 0.9333) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS_PAIRS, 4) - 0.9243) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS_PAIRS, 8) - 0.8953) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE_PAIRS, 2) - 0.8965) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE_PAIRS, 3) - 0.8960) < 1e-12);
+    assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE_PAIRS, 8) - 0.8945) < 1e-12);
+    for (int k = 2; k <= 16; k++) {   /* the same slope as the kernel-stream modes */
+        double dk = plan_interference_eff(PLAN_INTERF_KAIROS, k) - 0.986;
+        double dn = plan_interference_eff(PLAN_INTERF_NATIVE, k) - 0.927;
+        assert_true(fabs(plan_interference_eff(PLAN_INTERF_KAIROS_PAIRS, k) - 0.9333 - dk) < 1e-12);
+        assert_true(fabs(plan_interference_eff(PLAN_INTERF_NATIVE_PAIRS, k) - 0.8965 - dn) < 1e-12);
+        assert_true(plan_instance_capacity(PLAN_INTERF_NATIVE_PAIRS, k)
+                    < plan_instance_capacity(PLAN_INTERF_NATIVE, k));
+    }
+    assert_true(plan_interference_eff(PLAN_INTERF_KAIROS_PAIRS, 1000) == 0.5);
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct plan_gen_params g = {seed, 10 + (int)(seed % 40), 64,
                                     seed % 2 ? "H200-141GB" : "A100-40GB", 0.7};
         struct plan_input in;
         assert_int_equal(plan_gen(&g, &in), 0);
-        for (int mode = PLAN_INTERF_KAIROS; mode <= PLAN_INTERF_NATIVE; mode++) {
+        for (int mode = PLAN_INTERF_KAIROS; mode < PLAN_INTERF_COUNT; mode++) {
             in.interference = mode;
             for (int a = 0; a < PLAN_ALGO_COUNT; a++) {
                 struct plan p;
@@ -374,6 +391,21 @@ static void test_interference(void **state)
         free(tenants);
         if (shared)
             assert_int_not_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+        plan_free(&p);
+        /* a plan made with the kernel streams' loss misses targets under the real pairs' */
+        in.interference = PLAN_INTERF_KAIROS;
+        assert_int_equal(plan_solve(&in, &o, &p), 0);
+        assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+        in.interference = PLAN_INTERF_KAIROS_PAIRS;
+        tenants = plan_tenants(&p);
+        shared = 0;
+        for (int i = 0; i < p.n_instances; i++)
+            shared |= tenants[i] > 1;
+        free(tenants);
+        if (shared) {
+            assert_int_not_equal(plan_check(&in, &p, err, sizeof(err)), 0);
+            assert_non_null(strstr(err, "interference kairos-pairs"));
+        }
         plan_free(&p);
         plan_input_free(&in);
     }

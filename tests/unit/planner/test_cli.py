@@ -201,6 +201,31 @@ class PlanCli(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn("--horizon", r.stdout)
 
+    def test_interference_pairs(self):
+        # 9 x 30 % on whole GPUs: three to a GPU under native (eff(3) 0.9265), two under
+        # native-pairs (0.896: 3 x 33.5 % does not fit), three under kairos-pairs (0.9288)
+        def gpus(*args):
+            r = self.run_plan("--json", "--algo", "temporal", *args)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            return json.loads(r.stdout)["summary"]["gpus"]
+        self.assertEqual(gpus("--interference", "native", self.cluster), 3)
+        self.assertEqual(gpus("--interference", "native-pairs", self.cluster), 5)
+        self.assertEqual(gpus("--interference", "kairos-pairs", self.cluster), 3)
+        in_file = self.write("pairs.yaml", CLUSTER.replace("workloads:", "interference: "
+                             "native-pairs\nworkloads:") + whole_only("a", 0.3))
+        self.assertEqual(gpus(in_file), 1)
+        out = os.path.join(self.dir.name, "emit-pairs")
+        r = self.run_plan("--interference", "kairos-pairs", "--emit", out, self.cluster)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(out, "kairosd-node0.yaml")) as f:
+            self.assertIn("interference kairos-pairs", f.read())
+        for args in (["--interference", "pairs", self.cluster],
+                     ["bench", "--interference", "pairs"],
+                     ["trace", "--interference", "pairs", self.cluster, self.cluster]):
+            r = self.run_plan(*args)
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stdout} {r.stderr}")
+            self.assertIn("kairos-pairs or native-pairs", r.stdout + r.stderr, args)
+
     def test_p99_refused_with_mig_time_sharing(self):
         cluster = self.write("p99.yaml", CLUSTER + "  - {name: serve, memory_mib: 100, target: 20, "
                              "throughput: {whole: 100}, p99_ms: 6, solo_p99_ms: {whole: 4}}\n")

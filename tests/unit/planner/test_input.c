@@ -88,7 +88,30 @@ static const struct bad_case bad_cases[] = {
     {"models: [{name: X, sms: 10, memory_mib: 10, profiles: [{name: p, compute_slices: 2, "
      "memory_slices: 3, sms: 1, memory_mib: 1, starts: [0]}]}]\ngpus: [{model: X, count: 1}]\nworkloads: []\n",
      "x.yaml:1:10: profile p: memory_slices must be 1, 2, 4 or 8"},
+    {"gpus: [{model: A100-40GB, count: 1}]\ninterference: pairs\nworkloads: []\n",
+     "x.yaml:2:15: 'interference' must be " PLAN_INTERF_LIST},
 };
+
+/* Every interference mode parses by its name, and the messages' list names them all. */
+static void test_interference_modes(void **state)
+{
+    (void)state;
+    for (int m = 0; m < PLAN_INTERF_COUNT; m++) {
+        char text[160], err[300] = "";
+        struct plan_input in;
+        const char *name = plan_interference_name(m);
+        snprintf(text, sizeof(text), "gpus: [{model: A100-40GB, count: 1}]\n"
+                 "interference: %s\nworkloads: []\n", name);
+        assert_int_equal(plan_input_parse(text, strlen(text), "x.yaml", &in, err, sizeof(err)), 0);
+        assert_int_equal(in.interference, m);
+        assert_int_equal(plan_interference_from_name(name), m);
+        assert_non_null(strstr(PLAN_INTERF_LIST, name));
+        plan_input_free(&in);
+    }
+    assert_int_equal(plan_interference_from_name("kairos-pairs"), PLAN_INTERF_KAIROS_PAIRS);
+    assert_int_equal(plan_interference_from_name("native-pairs"), PLAN_INTERF_NATIVE_PAIRS);
+    assert_int_equal(plan_interference_from_name("pairs"), -1);
+}
 
 static void test_bad(void **state)
 {
@@ -291,6 +314,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_interference_modes),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_block_reader),
         cmocka_unit_test(test_missing_file),
