@@ -141,7 +141,7 @@ class Space(unittest.TestCase):
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while read
                 return True
         wait_for(exited, "the daemon's exit")
 
