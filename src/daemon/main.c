@@ -534,17 +534,16 @@ int main(int argc, char **argv)
     }
     open_domains(&d);
     open_fault_watch(&d);
+    heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
+    imports_init(&d.imports, NULL, &d.heirs, &d.ts.ledger);
     struct linger_deps ldeps = {.loop = d.loop, .gpu = d.have_gpu ? &d.gpu : NULL,
                                 .ledger = &d.ts.ledger, .n_gpus = d.ts.n_gpus,
-                                .after_leave = linger_after_leave, .after_leave_ctx = &d.ts};
+                                .after_leave = linger_after_leave, .after_leave_ctx = &d.ts,
+                                .holds = imports_holder_cb, .holds_ctx = &d.imports};
     if ((rc = linger_init(&d.linger, &ldeps))) {
         log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
         goto out;
     }
-    heirs_init(&d.heirs, NULL, d.have_gpu ? &d.gpu : NULL);
-    imports_init(&d.imports, NULL, &d.heirs);
-    imports_set_ledger(&d.imports, &d.ts.ledger);
-    linger_set_holder_check(d.linger, imports_holder_cb, &d.imports);
     struct server_deps sdeps = {
         .loop = d.loop, .ts = &d.ts, .cfg = &d.cfg, .socket_path = d.cfg.socket,
         .gpu = d.have_gpu ? &d.gpu : NULL, .linger = d.linger, .heirs = &d.heirs,

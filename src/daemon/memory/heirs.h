@@ -168,7 +168,7 @@ int heirs_restore(struct heirs *h, const struct heir_edge *e, char *why, size_t 
  * HEIR_KINDS for none. */
 const char *heir_kind_name(enum heir_kind k);
 enum heir_kind heir_kind_parse(const char *name);
-/* The predicate for linger_set_holder_check (ctx: a struct heirs). */
+/* The predicate for linger_deps.holds (ctx: a struct heirs). */
 bool heirs_hold_cb(void *ctx, uint32_t pid);
 
 /* The processes whose files pid holds by a hand-over kairosd verified (edges into

@@ -12,20 +12,17 @@
 #include "daemon/base/log.h"
 #include "daemon/base/proc_stat.h"
 
-void imports_init(struct imports *im, const char *proc, struct heirs *heirs)
+void imports_init(struct imports *im, const char *proc, struct heirs *heirs,
+                  struct ledger *ledger)
 {
     memset(im, 0, sizeof *im);
     im->proc = proc ? proc : "/proc";
     im->heirs = heirs;
+    im->ledger = ledger;
     im->max_shares = KAIROS_SHARED_MAX;
     im->max_imports = KAIROS_IMPORTS_MAX;
     im->mps_owner = MPS_SERVER_OWNER;
     im->mps_rescan_ms = IMPORTS_MPS_RESCAN_MS;
-}
-
-void imports_set_ledger(struct imports *im, struct ledger *ledger)
-{
-    im->ledger = ledger;
 }
 
 void imports_fini(struct imports *im)

@@ -152,8 +152,10 @@ struct imports {
     size_t n, cap;
 };
 
-/* proc NULL: "/proc". heirs may be NULL. */
-void imports_init(struct imports *im, const char *proc, struct heirs *heirs);
+/* proc NULL: "/proc". heirs may be NULL. Kept charges (struct ipc_kept) go to
+ * ledger's tenants (NULL: none are kept). */
+void imports_init(struct imports *im, const char *proc, struct heirs *heirs,
+                  struct ledger *ledger);
 void imports_fini(struct imports *im);
 
 /* SHARED from a member: 0, or a KAIROS_ERR_* code with why filled. */
@@ -170,9 +172,6 @@ int imports_shared(struct imports *im, const struct ipc_sender *who,
 int imports_imported(struct imports *im, const struct ipc_sender *who,
                      const struct kairos_imported *m, uint64_t provisional_ms,
                      uint32_t *exporter, char *why, size_t why_len);
-
-/* Kept charges (struct ipc_kept) go to ledger's tenants (NULL: none are kept). */
-void imports_set_ledger(struct imports *im, struct ledger *ledger);
 
 /* SHARED with KAIROS_SHARED_FREED from member pid of tenant t: the share of that
  * object is forgotten; while a verified import of it (begun before now, admitted by
@@ -201,7 +200,7 @@ void imports_member_left(struct imports *im, uint32_t pid);
  * (the predicate linger.h asks about a departed process, with heirs_hold). */
 bool imports_hold(struct imports *im, uint32_t pid);
 
-/* The predicate for linger_set_holder_check (ctx: a struct imports): heirs_hold
+/* The predicate for linger_deps.holds (ctx: a struct imports): heirs_hold
  * (when heirs were given) or imports_hold. */
 bool imports_holder_cb(void *ctx, uint32_t pid);
 

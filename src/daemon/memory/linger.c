@@ -407,6 +407,8 @@ int linger_init(struct linger_set **out, const struct linger_deps *deps)
     lg->n_gpus = deps->n_gpus;
     lg->after_leave = deps->after_leave;
     lg->after_leave_ctx = deps->after_leave_ctx;
+    lg->holds = deps->holds;
+    lg->holds_ctx = deps->holds_ctx;
     lg->clock = monotonic_ms;
     if (!(lg->w = loop_add_timer(loop, lg->gpu ? LINGER_BASELINE_MS * 1000ull : 0, on_timer,
                                  lg))) {
@@ -513,15 +515,6 @@ void linger_set_clock(struct linger_set *lg, uint64_t (*clock)(void *ctx), void 
         return;
     lg->clock = clock ? clock : monotonic_ms;
     lg->clock_ctx = ctx;
-}
-
-void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uint32_t pid),
-                              void *ctx)
-{
-    if (!lg)
-        return;
-    lg->holds = holds;
-    lg->holds_ctx = ctx;
 }
 
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx)

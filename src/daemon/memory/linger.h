@@ -74,6 +74,11 @@ struct linger_deps {
      * tenant without members, a removed one: tenants_after_leave). NULL: never. */
     bool (*after_leave)(void *ctx, struct ledger_tenant *t);
     void *after_leave_ctx;
+    /* A second witness besides the GPU's process list: holds(holds_ctx, pid) true
+     * while the departed process pid's files may be alive (imports_holder_cb).
+     * NULL: the GPU's list alone. */
+    bool (*holds)(void *ctx, uint32_t pid);
+    void *holds_ctx;
 };
 
 int linger_init(struct linger_set **out, const struct linger_deps *deps);
@@ -84,10 +89,6 @@ void linger_fini(struct linger_set *lg);
  * lingers; false: the caller releases it now (what memory.used still shows of it
  * may drain, see above). */
 bool linger_keep(struct linger_set *lg, struct ledger_member *m, uint32_t pid);
-/* A second witness besides the GPU's process list: holds(ctx, pid) true while the
- * departed process pid's files may be alive (heirs_hold_cb). */
-void linger_set_holder_check(struct linger_set *lg, bool (*holds)(void *ctx, uint32_t pid),
-                              void *ctx);
 /* Called (with ctx) when a release removed an ephemeral tenant. */
 void linger_set_removed_hook(struct linger_set *lg, void (*fn)(void *ctx), void *ctx);
 /* A departed member's charge saved before a kairosd restart (handovers.h): t is

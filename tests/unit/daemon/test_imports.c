@@ -102,7 +102,7 @@ static void test_an_unshared_object_is_imported_from_an_mps_server_of_the_uid(vo
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     uint32_t exporter = 0;
@@ -133,7 +133,7 @@ static void test_another_uids_or_an_impostors_server_admits_no_import(void **sta
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     mps_server(&im, SERVER, 1000);
     assert_int_equal(import_k(&im, 2000, KAIROS_IMPORT_BEGIN, 0, 0, NULL),
@@ -160,7 +160,7 @@ static void test_an_mps_clients_imports_are_bounded_per_process(void **state)
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     mps_server(&im, SERVER, 1000);
     im.mps_rescan_ms = 60000; /* one scan answers them all */
@@ -181,7 +181,7 @@ static void test_after_a_restart_an_mps_clients_import_outlives_the_window(void 
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     mps_server(&im, SERVER, 1000);
@@ -200,7 +200,7 @@ static void test_an_import_of_a_shared_object_keeps_its_exporter(void **state)
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     assert_int_equal(claim(&im, IMPORTER, 1000, KAIROS_IMPORT_BEGIN), KAIROS_ERR_PERMISSION);
@@ -225,7 +225,7 @@ static void test_the_scope_decides_who_may_import(void **state)
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_PID, OTHER);
@@ -249,7 +249,7 @@ static void test_a_departed_importer_ends_its_imports_unless_it_holds_a_driver_f
     struct heirs h;
     heirs_init(&h, root, NULL);
     struct imports im;
-    imports_init(&im, root, &h);
+    imports_init(&im, root, &h, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, "/dev/nvidiactl");
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
@@ -270,7 +270,7 @@ static void test_a_reused_pid_is_not_the_exporter(void **state)
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
@@ -291,7 +291,7 @@ static void test_a_flood_of_shares_is_refused_and_shares_nothing_else(void **sta
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     fake_proc_add(OTHER, 1, 30, NULL);
@@ -330,7 +330,7 @@ static void test_a_share_fits_in_what_the_ledger_charges_its_sender(void **state
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
     charged = 0;
@@ -362,7 +362,7 @@ static void test_an_object_imported_again_is_one_entry(void **state)
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_shared s = shared(KAIROS_SHARE_ALL, 0);
@@ -429,7 +429,7 @@ static void test_a_tenant_or_user_that_fills_its_tables_stops_no_other(void **st
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     const uint32_t n = KAIROS_IMPORTS_PER_PROCESS;
     const uint32_t full = KAIROS_IPC_PER_TENANT / n; /* importers that fill a tenant */
     assert_int_equal(share_many(&im, 1000, n), 0);
@@ -461,7 +461,7 @@ static void test_a_full_node_table_refuses_only_those_that_filled_it(void **stat
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     im.max_imports = 2 * KAIROS_IPC_RESERVED;
     assert_int_equal(share_many(&im, 1000, 4 * KAIROS_IPC_RESERVED), 0);
     assert_int_equal(import_many(&im, 1000, 4 * KAIROS_IPC_RESERVED, 2000, 1, 1, 5000),
@@ -480,7 +480,7 @@ static void test_after_a_restart_an_import_waits_for_its_share(void **state)
 {
     (void)state;
     struct imports im;
-    imports_init(&im, root, NULL);
+    imports_init(&im, root, NULL, NULL);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
     struct kairos_imported m = {.flags = KAIROS_IMPORT_BEGIN, .h_client_src = CLIENT,
@@ -527,8 +527,7 @@ static void kept_setup(struct kept_fixture *f)
     uint64_t quota[KAIROS_MAX_GPUS] = {64 * MiB};
     assert_int_equal(ledger_init(&f->L, 1), 0);
     assert_int_equal(ledger_tenant_add(&f->L, "team", quota, 0, &f->team), 0);
-    imports_init(&f->im, root, NULL);
-    imports_set_ledger(&f->im, &f->L);
+    imports_init(&f->im, root, NULL, &f->L);
     fake_proc_add(EXPORTER, 1, 10, NULL);
     fake_proc_add(IMPORTER, 1, 20, NULL);
 }

@@ -49,12 +49,20 @@ static bool after_leave(void *ctx, struct ledger_tenant *t)
     return tenants_after_leave(ctx, t);
 }
 
+static uint32_t holder_of; /* the pid whose files the holder check says live on */
+
+static bool holds(void *ctx, uint32_t pid)
+{
+    (void)ctx;
+    return pid && pid == holder_of;
+}
+
 /* linger over ts's ledger, with gpu (NULL: none). */
 static int start_linger(struct gpu_backend *gpu)
 {
     struct linger_deps deps = {.loop = loop, .gpu = gpu, .ledger = &ts.ledger,
                                .n_gpus = ts.n_gpus, .after_leave = after_leave,
-                               .after_leave_ctx = &ts};
+                               .after_leave_ctx = &ts, .holds = holds};
     return linger_init(&lg, &deps);
 }
 
@@ -176,21 +184,12 @@ static void test_nothing_lingers_without_evidence_or_charge(void **state)
     assert_int_equal(linger_count(lg), 2);
 }
 
-static uint32_t holder_of; /* the pid whose files the holder check says live on */
-
-static bool holds(void *ctx, uint32_t pid)
-{
-    (void)ctx;
-    return pid && pid == holder_of;
-}
-
 static void test_without_backend_only_the_holder_check_keeps(void **state)
 {
     (void)state;
     without_backend();
     fake_gpu_list(0, 200, GiB); /* no backend: never asked */
-    assert_false(depart(join(T, 200, GiB, 0), 200));
-    linger_set_holder_check(lg, holds, NULL);
+    assert_false(depart(join(T, 200, GiB, 0), 200)); /* the check holds nothing of 200 */
     holder_of = 201;
     struct ledger_member *m = join(T, 201, GiB, 0);
     assert_true(depart(m, 201));
