@@ -5,6 +5,7 @@
 #include "daemon/observe/audit.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 #include "daemon/base/procscan.h"
 #include "daemon/observe/audit_action.h"
 #include "daemon/observe/audit_findings.h"
-#include "daemon/observe/audit_mps_kill.h"
+#include "daemon/space/client_end.h"
 #include "daemon/space/mps_domains.h"
 
 #define AUDIT_SCAN_BUDGET (4u << 20) /* descriptors read per /proc scan */
@@ -50,7 +51,7 @@ struct audit {
     const struct linger_set *linger; /* departed members whose charge lingers */
     struct heirs *heirs;             /* who holds members' files, or NULL */
     const struct mps_domains *mps;   /* space mode's MPS daemons, or NULL */
-    struct audit_mps_kills *mps_kills; /* kills waiting for an MPS client's end */
+    struct client_ends *mps_kills; /* kills waiting for an MPS client's end */
     const struct config *cfg;
     struct loop_watch *w; /* the audit_interval_ms timer */
     const char *proc; /* "/proc" (tests: another root) */
@@ -78,11 +79,29 @@ struct audit {
     bool scan_ok;
 };
 
+/* A kill that waited for its victim's MPS client (client_end.h): whether the client
+ * was ended first, then the kill's line. */
+static void killed_after_client_end(void *ctx, const struct client_end_outcome *o)
+{
+    (void)ctx;
+    uint32_t pid = o->victim->pid;
+    if (o->ended)
+        audit_warn(o->tenant, pid, o->gpu, "audit: pid %u of tenant %s: its MPS client was "
+                   "ended first (terminate_client), so that the kill spares fault domain %s",
+                   pid, o->tenant, o->domain);
+    else
+        audit_warn(o->tenant, pid, o->gpu, "audit: pid %u of tenant %s: its MPS client could "
+                   "not be ended first (terminate_client to the control daemon of fault "
+                   "domain %s: %s); the kill may end the work of fault domain %s", pid,
+                   o->tenant, o->domain, o->failure, o->domain);
+    audit_killed(o->victim, o->tenant, o->gpu, o->what, o->signal_err);
+}
+
 /* What the finding what about p (a member of t, NULL: none) leads to (audit_act). A
  * member of a fault domain that is to be killed has its MPS client ended first
  * (terminate_client), so that the kill cannot fault the domain's other clients (a
  * signal to a client with work in flight may: docs/space.md); the kill follows
- * without holding up the loop (audit_mps_kill.h), once per process. */
+ * without holding up the loop (space/client_end.h), once per process. */
 static void act(struct audit *a, const struct procscan_proc *p, const struct ledger_tenant *t,
                 int gpu, const char *what, bool killable)
 {
@@ -91,15 +110,17 @@ static void act(struct audit *a, const struct procscan_proc *p, const struct led
         audit_act(a->cfg, p, name, gpu, what, killable);
         return;
     }
-    if (audit_mps_kills_pending(a->mps_kills, p->pid))
+    if (client_ends_pending(a->mps_kills, p->pid))
         return; /* on its way */
     char why[256];
-    if (!audit_mps_kills_start(a->mps_kills, a->mps, a->proc, p, t->name, t->fault_domain, gpu,
-                               what, why, sizeof why)) {
+    struct client_end_order o = {.victim = *p, .tenant = t->name, .domain = t->fault_domain,
+                                 .gpu = gpu, .what = what, .signal = SIGKILL,
+                                 .done = killed_after_client_end};
+    if (!client_ends_start(a->mps_kills, a->mps, a->proc, &o, why, sizeof why)) {
         audit_warn(t->name, p->pid, gpu, "audit: pid %u (%s) %s; to be killed once its MPS "
                    "client is ended (terminate_client to fault domain %s's control daemon), "
                    "within %d ms", p->pid, p->comm, what, t->fault_domain,
-                   AUDIT_MPS_KILL_WAIT_MS);
+                   CLIENT_END_WAIT_MS);
         return;
     }
     audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client could not be "
@@ -726,10 +747,10 @@ int audit_init(struct audit **out, const struct audit_deps *deps)
     a->mps = deps->mps;
     a->mps_owner = MPS_SERVER_OWNER;
     a->clock = monotonic_ms;
-    int rc = audit_mps_kills_init(&a->mps_kills, loop);
+    int rc = client_ends_init(&a->mps_kills, loop);
     if (rc || !(a->w = loop_add_timer(loop, 0, on_timer, a))) {
         rc = rc ? rc : -errno;
-        audit_mps_kills_fini(a->mps_kills);
+        client_ends_fini(a->mps_kills);
         free(a);
         return rc;
     }
@@ -757,7 +778,7 @@ void audit_fini(struct audit *a)
     if (!a)
         return;
     loop_del_close(a->loop, a->w);
-    audit_mps_kills_fini(a->mps_kills);
+    client_ends_fini(a->mps_kills);
     procscan_fini(&a->scan);
     audit_findings_free(&a->findings);
     free(a->known);

@@ -54,7 +54,7 @@ struct audit_deps {
      * lingering, is charged for them. NULL: none. */
     struct heirs *heirs;
     /* Space mode's MPS daemons (NULL: none): a member of a fault domain the audit
-     * kills has its MPS client ended by terminate_client first (audit_mps_kill.h). */
+     * kills has its MPS client ended by terminate_client first (space/client_end.h). */
     const struct mps_domains *mps;
 };
 

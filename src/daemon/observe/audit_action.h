@@ -24,7 +24,7 @@
  * opener seen holding none is only reported). */
 void audit_act(const struct config *cfg, const struct procscan_proc *p, const char *tenant,
                int gpu, const char *what, bool killable);
-/* The line of a kill audit_act or a waiting kill (audit_mps_kill.h) made: err 0 (killed),
+/* The line of a kill audit_act or a waiting kill (space/client_end.h) made: err 0 (killed),
  * ESRCH (it had exited), or why the kill failed. */
 void audit_killed(const struct procscan_proc *p, const char *tenant, int gpu, const char *what,
                   int err);

@@ -1,9 +1,10 @@
-/* audit_mps_kill.c - kills that wait for a fault-domain member's MPS client to end
- * (see audit_mps_kill.h). */
-#include "daemon/observe/audit_mps_kill.h"
+/* client_end.c - signals that wait for a fault-domain member's MPS client to end (see
+ * client_end.h). */
+#include "daemon/space/client_end.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +15,12 @@
 #include <unistd.h>
 
 #include "daemon/base/loop.h"
-#include "daemon/observe/audit_action.h"
+#include "daemon/base/proc_stat.h"
 #include "daemon/space/mps_domains.h"
 
-/* One kill waiting for its victim's MPS client to end. */
+/* One signal waiting for its victim's MPS client to end. */
 struct waiting {
-    struct audit_mps_kills *owner;
+    struct client_ends *owner;
     bool used;
     struct procscan_proc victim;
     int victim_fd;             /* pidfd of the victim, taken at the start */
@@ -27,23 +28,26 @@ struct waiting {
     char domain[KAIROS_NAME_MAX];
     int gpu;
     char what[256];
+    int signal;
+    void (*done)(void *ctx, const struct client_end_outcome *o);
+    void *ctx;
     pid_t control;             /* the control client running terminate_client */
     int control_fd;            /* its pidfd, readable once it has exited */
     int answer_fd;             /* its output */
     struct loop_watch *exit;   /* control_fd */
-    struct loop_watch *timer;  /* AUDIT_MPS_KILL_WAIT_MS after the start */
+    struct loop_watch *timer;  /* CLIENT_END_WAIT_MS after the start */
     char text[160];            /* the start of what the control client wrote */
     size_t len;
 };
 
-struct audit_mps_kills {
+struct client_ends {
     struct loop *loop;
-    struct waiting w[AUDIT_MPS_KILLS_MAX];
+    struct waiting w[CLIENT_ENDS_MAX];
 };
 
-int audit_mps_kills_init(struct audit_mps_kills **out, struct loop *loop)
+int client_ends_init(struct client_ends **out, struct loop *loop)
 {
-    struct audit_mps_kills *k = calloc(1, sizeof *k);
+    struct client_ends *k = calloc(1, sizeof *k);
     if (!k)
         return -ENOMEM;
     k->loop = loop;
@@ -51,9 +55,9 @@ int audit_mps_kills_init(struct audit_mps_kills **out, struct loop *loop)
     return 0;
 }
 
-bool audit_mps_kills_pending(const struct audit_mps_kills *k, uint32_t pid)
+bool client_ends_pending(const struct client_ends *k, uint32_t pid)
 {
-    for (size_t i = 0; k && i < AUDIT_MPS_KILLS_MAX; i++)
+    for (size_t i = 0; k && i < CLIENT_ENDS_MAX; i++)
         if (k->w[i].used && k->w[i].victim.pid == pid)
             return true;
     return false;
@@ -81,33 +85,25 @@ static void read_answer(struct waiting *w)
 
 enum end { EXITED, OUT_OF_TIME, STOPPING };
 
-/* The line saying whether the client was ended first. */
-static void log_client_end(const struct waiting *w, enum end end, bool ended)
+/* Why the client could not be ended, from how the wait ended and what the control
+ * client wrote (the tenant's uid runs it: printable characters only). */
+static void failure_text(const struct waiting *w, enum end end, char *out, size_t cap)
 {
-    if (ended) {
-        audit_warn(w->tenant, w->victim.pid, w->gpu, "audit: pid %u of tenant %s: its MPS "
-                   "client was ended first (terminate_client), so that the kill spares fault "
-                   "domain %s", w->victim.pid, w->tenant, w->domain);
-        return;
-    }
     char text[sizeof w->text];
     snprintf(text, sizeof text, "%.*s", (int)w->len, w->text);
-    for (char *c = text; *c; c++) /* the tenant's uid runs that client: printable only */
+    for (char *c = text; *c; c++)
         *c = *c >= 0x20 && *c < 0x7f ? *c : ' ';
-    char how[64];
-    if (end == STOPPING)
-        snprintf(how, sizeof how, "kairosd is stopping");
-    else if (end == OUT_OF_TIME)
-        snprintf(how, sizeof how, "no answer within %d ms", AUDIT_MPS_KILL_WAIT_MS);
+    const char *how = end == STOPPING ? "kairosd is stopping"
+                    : end == EXITED   ? "it failed"
+                                      : NULL;
+    if (how)
+        snprintf(out, cap, "%s%s%s", how, text[0] ? ": " : "", text);
     else
-        snprintf(how, sizeof how, "it failed");
-    audit_warn(w->tenant, w->victim.pid, w->gpu, "audit: pid %u of tenant %s: its MPS client "
-               "could not be ended first (terminate_client to the control daemon of fault "
-               "domain %s: %s%s%s); the kill may end the work of fault domain %s",
-               w->victim.pid, w->tenant, w->domain, how, text[0] ? ": " : "", text, w->domain);
+        snprintf(out, cap, "no answer within %d ms%s%s", CLIENT_END_WAIT_MS,
+                 text[0] ? ": " : "", text);
 }
 
-/* The kill, by the pidfd, its line, and the slot freed. */
+/* The signal, by the pidfd, the caller told, and the slot freed. */
 static void finish(struct waiting *w, enum end end)
 {
     struct loop *loop = w->owner->loop;
@@ -117,10 +113,16 @@ static void finish(struct waiting *w, enum end end)
     bool well = control_exited_well(w->control, end == EXITED);
     read_answer(w);
     close(w->answer_fd);
-    log_client_end(w, end, well);
-    int err = syscall(SYS_pidfd_send_signal, w->victim_fd, SIGKILL, NULL, 0) ? errno : 0;
+    char failure[sizeof w->text + 64] = "";
+    if (!well)
+        failure_text(w, end, failure, sizeof failure);
+    int err = syscall(SYS_pidfd_send_signal, w->victim_fd, w->signal, NULL, 0) ? errno : 0;
     close(w->victim_fd);
-    audit_killed(&w->victim, w->tenant, w->gpu, w->what, err);
+    struct client_end_outcome o = {.victim = &w->victim, .tenant = w->tenant,
+                                   .domain = w->domain, .what = w->what, .gpu = w->gpu,
+                                   .ended = well, .failure = failure, .signal_err = err};
+    if (w->done)
+        w->done(w->ctx, &o);
     *w = (struct waiting){0};
 }
 
@@ -139,36 +141,35 @@ static void on_deadline(void *ctx, int fd, uint32_t events)
 }
 
 /* A free slot for tenant's kill; NULL with why when a bound is reached. */
-static struct waiting *free_slot(struct audit_mps_kills *k, const char *tenant, char *why,
+static struct waiting *free_slot(struct client_ends *k, const char *tenant, char *why,
                                  size_t why_len)
 {
     struct waiting *free = NULL;
     unsigned of_tenant = 0;
-    for (size_t i = 0; i < AUDIT_MPS_KILLS_MAX; i++) {
+    for (size_t i = 0; i < CLIENT_ENDS_MAX; i++) {
         if (!k->w[i].used)
             free = free ? free : &k->w[i];
         else
             of_tenant += !strcmp(k->w[i].tenant, tenant);
     }
-    if (of_tenant >= AUDIT_MPS_KILLS_PER_TENANT) {
-        snprintf(why, why_len, "%d kills of tenant %s wait for their MPS clients already",
-                 AUDIT_MPS_KILLS_PER_TENANT, tenant);
+    if (of_tenant >= CLIENT_ENDS_PER_TENANT) {
+        snprintf(why, why_len, "%d ends of tenant %s wait for their MPS clients already",
+                 CLIENT_ENDS_PER_TENANT, tenant);
         return NULL;
     }
     if (!free)
-        snprintf(why, why_len, "%d kills wait for their MPS clients already",
-                 AUDIT_MPS_KILLS_MAX);
+        snprintf(why, why_len, "%d ends wait for their MPS clients already", CLIENT_ENDS_MAX);
     return free;
 }
 
 /* Watches w's control client for its exit (a pidfd: its output may close before it
  * exits, or never) and its deadline; false (nothing left watched) on failure. */
-static bool watch(struct audit_mps_kills *k, struct waiting *w)
+static bool watch(struct client_ends *k, struct waiting *w)
 {
     w->control_fd = (int)syscall(SYS_pidfd_open, w->control, 0);
     w->exit = w->control_fd >= 0 ? loop_add(k->loop, w->control_fd, EPOLLIN, on_control_exit, w) : NULL;
     w->timer = w->exit ? loop_add_timer(k->loop, 0, on_deadline, w) : NULL;
-    if (w->timer && !loop_timer_after_ms(w->timer, AUDIT_MPS_KILL_WAIT_MS))
+    if (w->timer && !loop_timer_after_ms(w->timer, CLIENT_END_WAIT_MS))
         return true;
     loop_del_close(k->loop, w->timer);
     if (w->exit)
@@ -178,30 +179,44 @@ static bool watch(struct audit_mps_kills *k, struct waiting *w)
     return false;
 }
 
-int audit_mps_kills_start(struct audit_mps_kills *k, const struct mps_domains *m,
-                          const char *proc, const struct procscan_proc *p, const char *tenant,
-                          const char *domain, int gpu, const char *what, char *why,
-                          size_t why_len)
+/* A pidfd of pid, which is the process that started at start (0: unchecked); -1
+ * otherwise. Checked after the open, while the pidfd shows it alive: a pid reused
+ * before the open reads another start time, and none can be reused after it. */
+static int pin_victim(const char *proc, uint32_t pid, uint64_t start)
+{
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd < 0 || !start)
+        return fd;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (proc_stat_alive(proc, pid, start) && poll(&p, 1, 0) == 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
+int client_ends_start(struct client_ends *k, const struct mps_domains *m, const char *proc,
+                      const struct client_end_order *o, char *why, size_t why_len)
 {
     if (!k || !k->loop) {
         snprintf(why, why_len, "no loop to wait in");
         return -EBUSY;
     }
-    struct waiting *w = free_slot(k, tenant, why, why_len);
+    struct waiting *w = free_slot(k, o->tenant, why, why_len);
     if (!w)
         return -EBUSY;
-    int victim_fd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
+    int victim_fd = pin_victim(proc, o->victim.pid, o->start);
     if (victim_fd < 0) {
-        snprintf(why, why_len, "pid %u is gone", p->pid);
+        snprintf(why, why_len, "pid %u is gone", o->victim.pid);
         return -ESRCH;
     }
-    *w = (struct waiting){.owner = k, .used = true, .victim = *p, .victim_fd = victim_fd,
-                          .gpu = gpu, .control_fd = -1, .answer_fd = -1};
-    snprintf(w->tenant, sizeof w->tenant, "%s", tenant);
-    snprintf(w->domain, sizeof w->domain, "%s", domain);
-    snprintf(w->what, sizeof w->what, "%s", what);
-    w->control = mps_domains_terminate_client(m, proc, domain, p->uid, p->pid, &w->answer_fd,
-                                              why, why_len);
+    *w = (struct waiting){.owner = k, .used = true, .victim = o->victim,
+                          .victim_fd = victim_fd, .gpu = o->gpu, .signal = o->signal,
+                          .done = o->done, .ctx = o->ctx, .control_fd = -1, .answer_fd = -1};
+    snprintf(w->tenant, sizeof w->tenant, "%s", o->tenant);
+    snprintf(w->domain, sizeof w->domain, "%s", o->domain);
+    snprintf(w->what, sizeof w->what, "%s", o->what ? o->what : "");
+    w->control = mps_domains_terminate_client(m, proc, o->domain, o->victim.uid,
+                                              o->victim.pid, &w->answer_fd, why, why_len);
     int rc = w->control < 0 ? (int)w->control : 0;
     if (!rc && !watch(k, w)) {
         rc = -ENOMEM;
@@ -217,11 +232,11 @@ int audit_mps_kills_start(struct audit_mps_kills *k, const struct mps_domains *m
     return rc;
 }
 
-void audit_mps_kills_fini(struct audit_mps_kills *k)
+void client_ends_fini(struct client_ends *k)
 {
     if (!k)
         return;
-    for (size_t i = 0; i < AUDIT_MPS_KILLS_MAX; i++)
+    for (size_t i = 0; i < CLIENT_ENDS_MAX; i++)
         if (k->w[i].used)
             finish(&k->w[i], STOPPING);
     free(k);
