@@ -261,6 +261,7 @@ enum kairos_msg_type {
     KAIROS_MSG_ROOM = 26,       /* daemon -> shim, unsolicited, no reply: a refusal may
                                  * fit now (a later addition to 3) */
     KAIROS_MSG_ROUTE = 27,      /* shim: how does this process reach the GPU? (space mode) */
+    KAIROS_MSG_ENDING = 28,     /* shim: a SIGTERM ends this MPS client's process; no reply */
     /* daemon -> peer */
     KAIROS_MSG_OK = 32,
     KAIROS_MSG_ERROR = 33,
@@ -892,8 +893,20 @@ struct kairos_routed {
     char pipe_dir[KAIROS_ROUTE_PATH_MAX];
 };
 
+/* ENDING (flags and pad 0), one-way: this process, an MPS client of its tenant's fault
+ * domain, got a SIGTERM it leaves to its default action. kairosd ends its MPS client
+ * (terminate_client) and then sends it SIGTERM again, which it no longer catches; a
+ * signal to a client with work in flight could fault the domain's other clients. The
+ * shim raises SIGTERM itself if none comes within KAIROS_ENDING_WAIT_MS. */
+#define KAIROS_ENDING_WAIT_MS 3000
+struct kairos_ending {
+    uint32_t flags;
+    uint32_t pad;
+};
+
 static_assert(sizeof(struct kairos_charge) == 24, "charge");
 static_assert(sizeof(struct kairos_route) == 8, "route");
+static_assert(sizeof(struct kairos_ending) == 8, "ending");
 static_assert(sizeof(struct kairos_routed) == 336, "routed");
 static_assert(sizeof(struct kairos_commit) == 32, "commit");
 static_assert(sizeof(struct kairos_hello) == 200, "hello");

@@ -447,6 +447,24 @@ int agent_report_runnable(const struct kairos_runnable *r)
     return rc == -EAGAIN ? -EBUSY : rc;
 }
 
+int agent_send_ending(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += AGENT_ENDING_LOCK_MS / 1000;
+    until.tv_nsec += (AGENT_ENDING_LOCK_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_mutex_timedlock(&agent_mu, &until) != 0)
+        return -EBUSY;
+    struct kairos_ending e = {0};
+    int rc = send_nowait_locked(KAIROS_MSG_ENDING, &e, sizeof e);
+    pthread_mutex_unlock(&agent_mu);
+    return rc == -EAGAIN ? -EBUSY : rc;
+}
+
 static int send_credit_locked(const struct kairos_credit *c)
 {
     return send_nowait_locked(KAIROS_MSG_CREDIT, c, sizeof *c);

@@ -59,6 +59,12 @@ int agent_release(uint32_t gpu, uint64_t bytes);
  * later), or -errno (-ENOTCONN: no daemon). */
 int agent_report_runnable(const struct kairos_runnable *r);
 
+/* ENDING, one-way (soft_end.h): waits at most AGENT_ENDING_LOCK_MS for the mutex,
+ * never for room in the socket. 0, or -errno (-ENOTCONN: no daemon; -EBUSY: the
+ * mutex or the socket stayed busy). */
+#define AGENT_ENDING_LOCK_MS 1000
+int agent_send_ending(void);
+
 /* A message with no reply (SHARED with KAIROS_SHARED_FREED): sent on the socket
  * before anything this thread sends after it, never waiting for room there (a
  * kairosd that stopped reading must not hang the caller's free). 0, -EBUSY when

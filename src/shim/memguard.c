@@ -29,6 +29,7 @@
 #include "shim/ipc.h"
 #include "shim/credit.h"
 #include "shim/settings.h"
+#include "shim/soft_end.h"
 #include "shim/space_route.h"
 #include "shim/state.h"
 #include "shim/tracer.h"
@@ -245,6 +246,8 @@ static int register_with_daemon(bool reattach, char *err, size_t err_len)
         memcpy(mg_quota, q.quota, sizeof(uint64_t) * q.n_gpus);
         if (q.routed)
             space_route_set(&q.route);
+        if (q.routed && q.route.mode == KAIROS_ROUTE_MPS)
+            soft_end_arm(agent_send_ending); /* its SIGTERM spares its fault domain */
         mg_n_gpus = q.n_gpus;
         for (int g = 0; g < KAIROS_MAX_GPUS; g++)
             credit_reconnected(&mg_credit[g]);

@@ -618,10 +618,159 @@ class AuditKill(unittest.TestCase):
             self.assertEqual(p.wait(10), -signal.SIGKILL)
         log = self.d.read_log()
         self.assertEqual(log.count("to be killed once its MPS client is ended"), 8)
-        self.assertEqual(log.count("could not be ended first (8 kills of tenant train wait for "
+        self.assertEqual(log.count("could not be ended first (8 ends of tenant train wait for "
                                    "their MPS clients already)"), 1)
         for p in procs:
             p.stdin.close()
+
+
+ARMED = r"""
+import ctypes, os, signal, sys
+mode = sys.argv[1]
+if mode == "own":  # the application's own handler, set before its first GPU use
+    signal.signal(signal.SIGTERM, lambda *_: (print("own handler", flush=True), os._exit(0)))
+g = ctypes.CDLL(None).getenv
+g.restype = ctypes.c_char_p
+print(g(b"CUDA_MPS_PIPE_DIRECTORY").decode(), flush=True)  # as libcuda asks: routed
+if mode == "fork":
+    child = os.fork()
+    if child == 0:
+        sys.stdin.read()
+        os._exit(0)
+    print(child, flush=True)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def catches_sigterm(pid):
+    """Whether process pid catches SIGTERM (its SigCgt in /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = next(int(l.split()[1], 16) for l in f if l.startswith("SigCgt:"))
+    return bool(mask & (1 << (signal.SIGTERM - 1)))
+
+
+def ended(pid):
+    """Whether process pid has exited (a zombie its parent has not reaped, or gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+class SoftEnd(unittest.TestCase):
+    """A job scheduler's SIGTERM to a member of a fault domain (Slurm and Kubernetes end
+    jobs so): the shim catches it where the application left SIGTERM to its default
+    action, kairosd ends the member's MPS client (terminate_client to its domain's
+    control daemon) and then sends SIGTERM again, which ends the process, so that its
+    end cannot fault the domain's other clients. An application's own handler stays
+    its own, a forked child is not caught, and a member can end only itself."""
+
+    control_pid = Space.control_pid
+
+    def setUp(self):
+        Space.start(self)
+
+    def tearDown(self):
+        Space.tearDown(self)
+
+    def control_log(self):
+        try:
+            return open(os.path.join(self.root, f"infer@{os.getuid()}", "log",
+                                     "control.log")).read()
+        except FileNotFoundError:
+            return ""
+
+    def armed(self, mode, tenant="train"):
+        p = subprocess.Popen([PYTHON, "-c", ARMED, mode], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True,
+                             env=Space.env(self, KAIROS_TENANT=tenant))
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        self.assertEqual(p.stdout.readline().strip(), Space.pipe(self, "infer"))
+        return p
+
+    def server(self):
+        return wait_for(lambda: next((l.split()[-1] for l in self.control_log().splitlines()
+                                      if "server pid" in l), None), "the stand-in's server")
+
+    def test_the_mps_client_is_ended_before_the_process(self):
+        p = self.armed("default")
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertTrue(catches_sigterm(p.pid), "the shim did not catch SIGTERM")
+        server = self.server()
+        os.kill(p.pid, signal.SIGTERM)
+        self.assertEqual(p.wait(10), -signal.SIGTERM)  # ended by SIGTERM, as it asked
+        self.assertIn(f"command: terminate_client {server} {p.pid}", self.control_log())
+        wait_for(lambda: f"tenant train: pid {p.pid} ends at its SIGTERM after its MPS client "
+                 "(terminate_client), sparing fault domain infer" in self.d.read_log(),
+                 "kairosd's line")
+
+    def test_the_applications_own_handler_stays_its_own(self):
+        p = self.armed("own")
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        os.kill(p.pid, signal.SIGTERM)
+        self.assertEqual(p.stdout.readline().strip(), "own handler")
+        self.assertEqual(p.wait(10), 0)
+        self.assertNotIn("terminate_client", self.control_log())
+
+    def test_a_forked_child_is_not_caught_and_ends_alone(self):
+        p = self.armed("fork")
+        child = int(p.stdout.readline())
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertTrue(catches_sigterm(p.pid))
+        # the child puts the default back in fork (pthread_atfork), which may not have
+        # run yet when the parent names it
+        wait_for(lambda: not catches_sigterm(child), "the child to leave SIGTERM as it was")
+        os.kill(child, signal.SIGTERM)
+        wait_for(lambda: ended(child), "the child's end")
+        self.assertIsNone(p.poll(), "the child's SIGTERM ended its parent")
+        self.assertNotIn("terminate_client", self.control_log())
+
+    def raw_member(self, tenant):
+        """A member speaking the protocol itself (no shim), routed like libcuda's."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        program = ROUTED_MEMBER.rsplit("sys.stdin.read()", 1)[0] + ENDINGS
+        p = subprocess.Popen([sys.executable, "-c", program, self.d.socket, tenant, here],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        return p
+
+    def test_a_member_of_no_domain_asks_in_vain(self):
+        p = self.raw_member("plain")
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        p.stdin.write("3\n")
+        p.stdin.flush()
+        self.assertEqual(p.stdout.readline().strip(), "sent")
+        wait_for(lambda: f"tenant plain: pid {p.pid} asked that its MPS client be ended "
+                 "before its SIGTERM; not done (it is in no fault domain)" in self.d.read_log(),
+                 "kairosd's refusal")
+        self.assertIsNone(p.poll(), "kairosd signalled a member of no fault domain")
+        self.assertNotIn("terminate_client", self.control_log())
+
+    def test_endings_repeated_end_the_client_once_and_only_the_sender(self):
+        p = self.raw_member("train")
+        bystander = self.raw_member("serve")  # same domain, same uid
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(bystander.stdout.readline().strip(), "ready")
+        server = self.server()
+        p.stdin.write("20\n")
+        p.stdin.flush()
+        self.assertEqual(p.wait(10), -signal.SIGTERM)
+        log = self.control_log()
+        self.assertEqual(log.count(f"command: terminate_client {server} {p.pid}"), 1, log)
+        self.assertNotIn(f" {bystander.pid}\n", log)
+        self.assertIsNone(bystander.poll())
+
+
+# ROUTED_MEMBER then: sends as many ENDINGs as the line it reads says, at once.
+ENDINGS = r"""
+n = int(sys.stdin.readline())
+for _ in range(n):
+    c.send(kp._C["KAIROS_MSG_ENDING"], kp.body("ending"))
+print("sent", flush=True)
+sys.stdin.read()
+"""
 
 
 class Strangers(unittest.TestCase):

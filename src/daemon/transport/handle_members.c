@@ -121,12 +121,12 @@ bool handle_members_hello(struct peer *p, const struct proto_request *r)
         w.quota[g] = t->quota[g];
     if (!peer_send(p, KAIROS_MSG_WELCOME, r->seq, &w, sizeof w))
         return false;
+    uint32_t ppid; /* its start time, which tells it from a later process with its pid */
+    if (proc_stat_read(sv->heirs ? sv->heirs->proc : "/proc", p->pid, &ppid, &p->start) != 0)
+        p->start = 0;
     if ((r->body.hello.flags & KAIROS_HELLO_FORK_TICKETS) && sv->heirs) {
-        uint32_t ppid;
         p->wants_tickets = true;
         p->ticket_owner = (struct heir_owner){.tenant = t->id, .uid = p->uid};
-        if (proc_stat_read(sv->heirs->proc, p->pid, &ppid, &p->start) != 0)
-            p->start = 0;
         if (!handle_handovers_push_tickets(p, FORK_TICKETS_AT_HELLO, 0))
             return false;
     }

@@ -27,6 +27,7 @@ struct timeshare;
 struct linger_set;
 struct imports;
 struct mps_domains;
+struct client_ends;
 struct faults;
 struct gpu_backend;
 
@@ -59,6 +60,8 @@ struct services {
     struct heirs *heirs;          /* who else holds a process's NVIDIA files, or NULL */
     struct imports *imports;      /* legacy CUDA IPC: shared objects, imports, or NULL */
     struct mps_domains *mps;      /* space mode's MPS daemons (mps_domains.h), or NULL */
+    struct client_ends *ends;     /* members' SIGTERMs waiting for their MPS clients'
+                                   * end (client_end.h), or NULL */
     const struct faults *faults;  /* GPU faults per tenant (faults.h), or NULL */
     struct reattach_window window;    /* after a restart: no grant until members are back */
     struct ratelog handover_refusals; /* FORKED/INHERITED refused: logged once per interval */
@@ -82,7 +85,7 @@ struct peer {
     bool wants_tickets;       /* its HELLO asked for fork tickets */
     uint32_t fork_tickets;    /* held: edges reserved for its forks (heirs.h) */
     struct heir_owner ticket_owner; /* whose shares they count in */
-    uint64_t start;           /* its start time (/proc), read at HELLO */
+    uint64_t start;           /* its start time (/proc), read at HELLO; 0: unknown */
     struct peer *prev, *next; /* in sv->peers */
 };
 

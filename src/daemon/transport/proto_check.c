@@ -49,6 +49,7 @@ static const struct proto_type proto_types[] = {
     {KAIROS_MSG_CREDIT_RECALL, "CREDIT_RECALL", sizeof(struct kairos_credit_recall), false,
      NO_OLDS},
     {KAIROS_MSG_ROUTE, "ROUTE", sizeof(struct kairos_route), true, NO_OLDS},
+    {KAIROS_MSG_ENDING, "ENDING", sizeof(struct kairos_ending), true, NO_OLDS},
     {KAIROS_MSG_ROUTED, "ROUTED", sizeof(struct kairos_routed), false, NO_OLDS},
     {KAIROS_MSG_ROOM, "ROOM", sizeof(struct kairos_room), false, NO_OLDS},
     {KAIROS_MSG_OK, "OK", 0, false, NO_OLDS},
@@ -367,6 +368,10 @@ static int check_body(struct proto_request *r, char *why, size_t why_len)
     case KAIROS_MSG_ROUTE:
         if (r->body.route.flags || r->body.route.pad)
             return refuse(KAIROS_ERR_INVALID, why, why_len, "ROUTE's flags and pad must be 0");
+        return 0;
+    case KAIROS_MSG_ENDING:
+        if (r->body.ending.flags || r->body.ending.pad)
+            return refuse(KAIROS_ERR_INVALID, why, why_len, "ENDING's flags and pad must be 0");
         return 0;
     case KAIROS_MSG_RUNNABLE: {
         const struct kairos_runnable *u = &r->body.runnable;

@@ -44,6 +44,7 @@ struct proto_request {
         struct kairos_tenant_members tenant_members;
         struct kairos_tenant_admit tenant_admit;
         struct kairos_route route;
+        struct kairos_ending ending;
     } body;
 };
 

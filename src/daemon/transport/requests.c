@@ -29,6 +29,7 @@ static const struct request_type requests[] = {
     {KAIROS_MSG_TENANT_DEL, REQUEST_ADMIN, true, handle_members_tenant_del},
     {KAIROS_MSG_PS, REQUEST_ANYONE, false, handle_ps},
     {KAIROS_MSG_ROUTE, REQUEST_MEMBER, false, handle_space_route},
+    {KAIROS_MSG_ENDING, REQUEST_MEMBER, false, handle_space_ending},
     {KAIROS_MSG_TENANT_MEMBERS, REQUEST_ADMIN, false, handle_members_membership},
     {KAIROS_MSG_TENANT_ADMIT, REQUEST_ANYONE, false, handle_members_membership},
 };

@@ -23,6 +23,7 @@
 #include "daemon/base/folders.h"
 #include "daemon/base/log.h"
 #include "daemon/memory/linger.h"
+#include "daemon/space/client_end.h"
 #include "daemon/transport/conn_limits.h"
 #include "daemon/transport/handle_members.h"
 #include "daemon/transport/handle_memory.h"
@@ -516,6 +517,11 @@ int server_init(struct server **out, const struct server_deps *deps)
     conn_limits_init(&s->limits, cfg, warn, sizeof warn);
     if (warn[0])
         log_warn("%s", warn);
+    if (deps->mps && (rc = client_ends_init(&s->sv.ends, loop))) {
+        log_error("cannot keep members' ends waiting for their MPS clients: %s",
+                  strerror(-rc));
+        goto out;
+    }
     if (!(s->tw = loop_add_timer(loop, SERVER_TICK_MS * 1000u, on_tick, s))) {
         rc = -errno;
         log_error("timerfd: %s", strerror(errno));
@@ -585,6 +591,7 @@ out:
         if (s->listen_fd >= 0)
             close(s->listen_fd);
         loop_del_close(loop, s->cw);
+        client_ends_fini(s->sv.ends);
         membership_fini(&s->sv.membership);
         loop_del_close(loop, s->tw);
         conn_limits_fini(&s->limits);
@@ -626,6 +633,7 @@ void server_fini(struct server *s)
     while (s->sv.peers)
         conn_close(conn_of(s->sv.peers));
     owners_fini(&s->owners);
+    client_ends_fini(s->sv.ends); /* the SIGTERMs still waiting are sent now */
     loop_del(s->loop, s->lw);
     close(s->listen_fd);
     loop_del_close(s->loop, s->cw);

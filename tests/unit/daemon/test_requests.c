@@ -337,7 +337,7 @@ static void test_table_matches_proto_check(void **state)
                            : "a request without an entry");
         n += entry;
     }
-    assert_int_equal(n, 17);
+    assert_int_equal(n, 18);
     const struct request_type *e = requests_find(KAIROS_MSG_CREDIT);
     assert_int_equal(e->who, REQUEST_MEMBER);
 }
