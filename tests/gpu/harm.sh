@@ -31,8 +31,9 @@ echo "--- harm: Kairos against native time-slicing and MPS on PyTorch work"
 $python tests/gpu/harm_bench.py --bin "$bin" --out "$OUT" --python "$python" \
   --stream "${stream:-$bin/kernel_stream}" ${HARM_DRY_RUN:+--dry-run}
 harm_rc=$?
-# an MPS control daemon the benchmark could not quit itself (it was killed): quit it
-for harm_pipe in "$OUT"/harm/*/mps/pipe; do
+# an MPS control daemon the benchmark could not quit itself (it was killed), and those
+# kairosd ran for a space mix's fault domain (kairosd leaves them to their clients): quit
+for harm_pipe in "$OUT"/harm/*/mps/pipe "$OUT"/harm/*/kd-*/mps/*/pipe; do
   [ -e "$harm_pipe/control" ] &&
     echo quit | CUDA_MPS_PIPE_DIRECTORY=$harm_pipe nvidia-cuda-mps-control
 done
