@@ -23,6 +23,14 @@
 #include "daemon/state/state.h"
 #include "daemon/state/usage_state.h"
 
+/* The registry's settings, as kairosd gives them to the state file. */
+static const struct state_settings_io *io(void)
+{
+    static struct state_settings_io v;
+    v = registry_state_io();
+    return &v;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool saved_within_bounds(const struct handovers_saved *s, unsigned n_gpus)
@@ -83,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&saved, 0, sizeof saved);
     struct usage_book usage;
     usage_book_init(&usage);
-    int rc = state_parse_all((const char *)data + 1, size - 1, &l, &usage, NULL, NULL, aside,
+    int rc = state_parse_all((const char *)data + 1, size - 1, &l, io(), &usage, NULL, NULL, aside,
                              &saved, err, sizeof err);
     if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
         !usage_within_bounds(&usage, &l) || usage.n > l.n_tenants ||

@@ -1,7 +1,8 @@
-/* registry.c - a tenant's settings with their sources, and the precedence of the
- * configuration over run time (see registry.h). */
+/* registry.c - a tenant's settings with their sources, the precedence of the
+ * configuration over run time, and what of them the state file keeps (see registry.h). */
 #include "daemon/tenants/registry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/units.h"
@@ -166,4 +167,55 @@ void registry_undeclared(struct ledger_tenant *t)
         t->src.managed = SETTING_RUNTIME;
     if (t->src.fault_domain == SETTING_CONFIG)
         registry_set_fault_domain(t, NULL, SETTING_UNSET);
+}
+
+/* The run-time settings of t, for a save (struct state_settings_io.get). */
+static bool state_get(void *ctx, const struct ledger *l, const struct ledger_tenant *t,
+                      struct state_settings *out)
+{
+    (void)ctx;
+    bool configured = t->flags & LEDGER_TENANT_CONFIG;
+    if (configured && !registry_has_runtime(t, l->n_gpus))
+        return false;
+    for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++) {
+        out->has_quota[g] = !configured || t->src.quota[g] == SETTING_RUNTIME;
+        out->quota[g] = t->quota[g];
+        out->has_compute[g] = t->has_compute[g] && t->src.compute[g] != SETTING_CONFIG;
+        out->compute[g] = t->compute[g];
+    }
+    out->has_members = t->src.members != SETTING_CONFIG && !members_rules_empty(&t->members);
+    out->members = t->members;
+    out->managed_charge = t->managed_charge && t->src.managed != SETTING_CONFIG;
+    if (t->src.fault_domain == SETTING_RUNTIME)
+        snprintf(out->fault_domain, sizeof out->fault_domain, "%s", t->fault_domain);
+    out->owner_pid = t->owner_pid;
+    return true;
+}
+
+/* What a load found for t, set at run time (struct state_settings_io.put). */
+static void state_put(void *ctx, struct ledger *l, struct ledger_tenant *t,
+                      const struct state_settings *s)
+{
+    (void)ctx;
+    for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+        if (s->has_quota[g] && t->src.quota[g] != SETTING_CONFIG)
+            registry_set_quota(l, t, g, s->quota[g], SETTING_RUNTIME);
+    if (t->flags & LEDGER_TENANT_CONFIG)
+        return; /* the rest is the configuration's */
+    if (s->owner_pid)
+        t->owner_pid = s->owner_pid; /* the server checks whether it lives */
+    for (unsigned g = 0; g < l->n_gpus && g < KAIROS_MAX_GPUS; g++)
+        if (s->has_compute[g])
+            registry_set_compute(t, g, &s->compute[g], SETTING_RUNTIME);
+    if (s->has_members)
+        registry_set_members(t, &s->members, SETTING_RUNTIME);
+    if (s->managed_charge)
+        registry_set_managed(t, true, SETTING_RUNTIME);
+    if (s->fault_domain[0])
+        registry_set_fault_domain(t, s->fault_domain, SETTING_RUNTIME);
+}
+
+struct state_settings_io registry_state_io(void)
+{
+    return (struct state_settings_io){.get = state_get, .put = state_put, .ctx = NULL};
 }

@@ -30,8 +30,10 @@
  *
  * Adding a setting (say "managed"): a field in struct ledger_tenant and its source in
  * struct tenant_sources (setting_source.h); a registry_set_<x>() here; its line in
- * registry_apply_config() (config value, or keep the run-time one); its key in
- * state.c (compute_json / load_compute show the pattern) and the round-trip test in
+ * registry_apply_config() (config value, or keep the run-time one); its field in
+ * struct state_settings (state.h), read and put back by registry_state_io() here, and
+ * its key in state.c (compute_json / load_compute show the pattern) and the
+ * round-trip test in
  * tests/unit/daemon/test_registry.c; TENANT_SET's field if administrators set it at
  * run time (proto.h, proto_check.c, tenants_set()).
  *
@@ -47,6 +49,7 @@
 
 #include "core/policy.h"
 #include "daemon/config/setting_source.h"
+#include "daemon/state/state.h"
 #include "daemon/tenants/members.h"
 #include "kairos/proto.h"
 
@@ -97,5 +100,11 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
  * keeps them); its compute policies go, as the configuration's shares no longer
  * count them, and so does the fault domain the configuration gave it. */
 void registry_undeclared(struct ledger_tenant *t);
+
+/* How the state file (state.h) reads the settings to save and puts back those it
+ * loads, as set at run time: the settings it keeps are those whose source is run time
+ * (all quotas of a tenant the configuration does not declare); a configured tenant
+ * takes only quotas, on GPUs the configuration does not declare. */
+struct state_settings_io registry_state_io(void);
 
 #endif /* KAIROS_DAEMON_REGISTRY_H */

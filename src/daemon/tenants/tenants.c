@@ -325,7 +325,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
 {
     /* c's tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
-    int rc = state_load_all(ts->state_path, &ts->ledger, &ts->usage, &ts->saved_handovers,
+    struct state_settings_io io = registry_state_io();
+    int rc = state_load_all(ts->state_path, &ts->ledger, &io, &ts->usage, &ts->saved_handovers,
                             on_state_refusal, ts, err, sizeof err, aside, sizeof aside);
     if (rc < 0)
         log_error("%s; the configuration's tenants are kept, tenants created at run time are "
@@ -342,7 +343,8 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
 {
     json_t *handovers = ts->handovers_json ? ts->handovers_json(ts->handovers_ctx) : NULL;
     bool counted = false;
-    int rc = state_save_counted(ts->state_path, &ts->ledger, &ts->usage, skip, handovers,
+    struct state_settings_io io = registry_state_io();
+    int rc = state_save_counted(ts->state_path, &ts->ledger, &io, &ts->usage, skip, handovers,
                                 &counted, err, err_len);
     json_decref(handovers);
     if (rc)

@@ -31,6 +31,14 @@
 #include "daemon/state/state.h"
 #include "daemon/tenants/registry.h"
 
+/* The registry's settings, as kairosd gives them to the state file. */
+static const struct state_settings_io *io(void)
+{
+    static struct state_settings_io v;
+    v = registry_state_io();
+    return &v;
+}
+
 /* setup and teardown: a fresh temporary directory, the state file at path */
 #define setup state_dir_setup
 #define teardown state_dir_teardown
@@ -49,10 +57,10 @@ static void test_round_trip(void **state)
     t->managed_charge = true;
     assert_int_equal(ledger_tenant_add(&a, "run-1", q2, LEDGER_TENANT_EPHEMERAL, &t), 0);
     t->owner_pid = 4242;
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
     struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     struct ledger_tenant *run = ledger_tenant_find(&b, "run-1");
     assert_non_null(job);
@@ -69,7 +77,7 @@ static void test_round_trip(void **state)
     /* no file: nothing, no error */
     unlink(path);
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 0);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 0);
     ledger_fini(&b);
 }
 
@@ -83,7 +91,7 @@ static void corrupt(const char *text, size_t len)
     fclose(f);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
     if (!strstr(err, "is corrupt") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
     assert_int_equal(access(path, F_OK), -1);
@@ -151,7 +159,7 @@ static void bad_entry(const char *entry, const char *part)
     write_file(text);
     n_warned = 0;
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside, sizeof aside), 2);
     assert_int_equal(ledger_tenant_find(&l, "good")->quota[0], 4096);
     assert_int_equal(ledger_tenant_find(&l, "also")->quota[1], 7);
     assert_int_equal(l.n_tenants, 2);
@@ -182,7 +190,7 @@ static void test_bad_entries(void **state)
     char err[512], aside[512];
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"z\", \"quota\": {\"9\": 0}}]}");
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
     assert_string_equal(aside, "");
     ledger_fini(&l);
 }
@@ -200,11 +208,11 @@ static void test_too_many_tenants(void **state)
         assert_int_equal(ledger_tenant_add(&a, name, NULL, 0, NULL), 0);
     }
     assert_int_equal(ledger_tenant_add(&a, "one-more", NULL, 0, NULL), -ENOSPC);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     ledger_init(&b, 1);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     n_warned = 0;
-    assert_int_equal(state_load(path, &b, warn, NULL, err, sizeof err, aside, sizeof aside),
+    assert_int_equal(state_load(path, &b, io(), warn, NULL, err, sizeof err, aside, sizeof aside),
                      LEDGER_MAX_TENANTS - 1);
     assert_int_equal(n_warned, 1);
     char limit[64];
@@ -230,14 +238,14 @@ static void test_oversized_file(void **state)
     close(fd);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
     if (!strstr(err, "larger than 16 MiB") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
     assert_int_equal(access(path, F_OK), -1);
     unlink(aside);
     assert_int_equal(l.n_tenants, 1);
     assert_int_equal(mkdir(path, 0700), 0);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
     if (!strstr(err, "not a regular file"))
         fail_msg("%s", err);
     rmdir(aside);
@@ -253,18 +261,18 @@ static void test_failed_write(void **state)
     char err[512], tmp[300];
     ledger_init(&a, 1);
     assert_int_equal(ledger_tenant_add(&a, "first", NULL, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     assert_int_equal(mkdir(tmp, 0700), 0);
     assert_int_equal(ledger_tenant_add(&a, "second", NULL, 0, NULL), 0);
-    assert_true(state_save(path, &a, NULL, err, sizeof err) < 0);
+    assert_true(state_save(path, &a, io(), NULL, err, sizeof err) < 0);
     if (!strstr(err, "cannot write"))
         fail_msg("%s", err);
     assert_null(strstr(read_file(path), "second"));
     assert_non_null(strstr(read_file(path), "first"));
     rmdir(tmp);
     /* skip leaves one tenant out (one about to be removed) */
-    assert_int_equal(state_save(path, &a, ledger_tenant_find(&a, "first"), err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), ledger_tenant_find(&a, "first"), err, sizeof err), 0);
     assert_null(strstr(read_file(path), "first"));
     ledger_fini(&a);
 }
@@ -281,7 +289,7 @@ static void test_compute_round_trip(void **state)
     t->has_compute[1] = true;
     t->compute[1] = (struct sched_policy){.share = 0.3, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
     assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     FILE *f = fopen(path, "r");
     char text[4096] = "";
     assert_non_null(f);
@@ -290,7 +298,7 @@ static void test_compute_round_trip(void **state)
     assert_non_null(strstr(text, "\"share_ppm\": 300000"));
     assert_non_null(strstr(text, "\"priority\": \"latency\""));
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
     const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     assert_false(job->has_compute[0]);
     assert_true(job->has_compute[1]);
@@ -315,7 +323,7 @@ static void bad_policy(const char *compute, const char *part)
     fclose(f);
     n_warned = 0;
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside, sizeof aside), 1);
     assert_int_equal(access(path, F_OK), 0); /* not set aside */
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_non_null(t);
@@ -347,7 +355,7 @@ static void test_bad_compute(void **state)
     struct ledger l;
     char err[512], aside[512];
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_true(t->has_compute[1]);
     assert_float_equal(t->compute[1].share, 0.2, 1e-12);
@@ -370,13 +378,13 @@ static void test_fault_domain_round_trip(void **state)
     assert_int_equal(ledger_tenant_add(&a, "cfg", q, LEDGER_TENANT_CONFIG, &cfg), 0);
     registry_set_fault_domain(cfg, "other", SETTING_CONFIG);
     registry_set_quota(&a, cfg, 0, 5, SETTING_RUNTIME); /* so that cfg is written */
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     const char *text = read_file(path);
     assert_non_null(strstr(text, "\"fault_domain\": \"infer\""));
     assert_null(strstr(text, "other"));
     assert_non_null(strstr(text, "\"cfg\""));
     ledger_init(&b, 1);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 3);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 3);
     const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     assert_string_equal(job->fault_domain, "infer");
     assert_int_equal(job->src.fault_domain, SETTING_RUNTIME);
@@ -388,7 +396,7 @@ static void test_fault_domain_round_trip(void **state)
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"old\", \"ephemeral\": false, "
                "\"quota\": {\"0\": 4096}}]}");
     ledger_init(&b, 1);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
     assert_string_equal(ledger_tenant_find(&b, "old")->fault_domain, "");
     assert_int_equal(ledger_tenant_find(&b, "old")->src.fault_domain, SETTING_UNSET);
     ledger_fini(&b);
@@ -405,7 +413,7 @@ static void bad_domain(const char *domain)
     write_file(text);
     n_warned = 0;
     ledger_init(&l, 1);
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside, sizeof aside), 1);
     assert_string_equal(aside, "");
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_non_null(t);
@@ -448,7 +456,7 @@ static void test_bad_fault_domain(void **state)
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
     registry_set_fault_domain(cfg, "infer", SETTING_CONFIG);
     n_warned = 0;
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 0);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside, sizeof aside), 0);
     assert_string_equal(cfg->fault_domain, "infer");
     assert_int_equal(cfg->src.fault_domain, SETTING_CONFIG);
     assert_int_equal(n_warned, 1);
@@ -477,10 +485,10 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                                 .lingering = &g, .n_lingering = 1}, back;
     json_t *j = handovers_state_json(&s, 1);
     assert_non_null(j);
-    assert_int_equal(state_save_all(path, &a, NULL, j, err, sizeof err), 0);
+    assert_int_equal(state_save_all(path, &a, io(), NULL, j, err, sizeof err), 0);
     json_decref(j);
     ledger_init(&b, 1);
-    assert_int_equal(state_load_all(path, &b, NULL, &back, NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load_all(path, &b, io(), NULL, &back, NULL, NULL, err, sizeof err, aside,
                                     sizeof aside), 1);
     assert_string_equal(back.boot_id, "0f1e-2d3c");
     assert_int_equal(back.n_edges, 1);
@@ -511,7 +519,7 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
         "{\"tenant\": \"job\", \"pid\": 6, \"start\": 1, \"held\": {\"0\": 7}}]}}";
     int warnings = 0;
     ledger_init(&b, 1);
-    assert_int_equal(state_parse_all(bad, strlen(bad), &b, NULL, count_warning, &warnings, NULL,
+    assert_int_equal(state_parse_all(bad, strlen(bad), &b, io(), NULL, count_warning, &warnings, NULL,
                                      &back, err, sizeof err), 1);
     assert_int_equal(warnings, 10);
     assert_int_equal(back.n_edges, 1);
@@ -529,7 +537,7 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                  "\"quota\": {\"0\": 1}}], \"handovers\": %s}", frames[i]);
         ledger_init(&b, 1);
         warnings = 0;
-        assert_int_equal(state_parse_all(text, strlen(text), &b, NULL, count_warning, &warnings,
+        assert_int_equal(state_parse_all(text, strlen(text), &b, io(), NULL, count_warning, &warnings,
                                          NULL, &back, err, sizeof err), 1);
         assert_int_equal(warnings, 1);
         assert_int_equal(back.n_edges + back.n_lingering, 0);

@@ -27,6 +27,14 @@
 #include "daemon/tenants/tenants.h"
 #include "daemon/state/usage_state.h"
 
+/* The registry's settings, as kairosd gives them to the state file. */
+static const struct state_settings_io *io(void)
+{
+    static struct state_settings_io v;
+    v = registry_state_io();
+    return &v;
+}
+
 #define setup state_dir_setup
 #define teardown state_dir_teardown
 #define GiB (1ull << 30)
@@ -164,12 +172,12 @@ static void test_round_trip(void **state)
     char err[512], aside[512];
     usage_book_init(&book);
     fill(&a, &cfg, &job);
-    assert_int_equal(state_save_counted(path, &a, &book, NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save_counted(path, &a, io(), &book, NULL, NULL, NULL, err, sizeof err), 0);
     usage_book_fini(&book);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
     warnings = 0;
-    assert_int_equal(state_load_all(path, &b, &book, NULL, count_warning, NULL, err, sizeof err,
+    assert_int_equal(state_load_all(path, &b, io(), &book, NULL, count_warning, NULL, err, sizeof err,
                                     aside, sizeof aside), 1);
     assert_int_equal(warnings, 0);
     job = ledger_tenant_find(&b, "job");
@@ -197,7 +205,7 @@ static int load_text(const char *text, struct ledger *l)
     usage_book_fini(&book);
     assert_int_equal(ledger_tenant_add(l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     warnings = 0;
-    return state_parse_all(text, strlen(text), l, &book, count_warning, NULL, NULL, NULL, err,
+    return state_parse_all(text, strlen(text), l, io(), &book, count_warning, NULL, NULL, NULL, err,
                            sizeof err);
 }
 
@@ -336,7 +344,7 @@ static void test_too_large_saves_the_tenants(void **state)
     struct ledger back;
     ledger_init(&back, KAIROS_MAX_GPUS);
     usage_book_init(&book);
-    assert_int_equal(state_load_all(path, &back, &book, NULL, NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load_all(path, &back, io(), &book, NULL, NULL, NULL, err, sizeof err, aside,
                                     sizeof aside), LEDGER_MAX_TENANTS);
     assert_null(usage_book_find(&book, back.tenants[0]->id));
     ledger_fini(&back);
