@@ -83,12 +83,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&saved, 0, sizeof saved);
     struct usage_book usage;
     usage_book_init(&usage);
-    int rc = state_parse_all((const char *)data + 1, size - 1, &l, &usage, NULL, NULL, aside,
+    struct compute_book compute;
+    compute_book_init(&compute);
+    struct state_settings_io io = registry_state_io(&compute);
+    int rc = state_parse_all((const char *)data + 1, size - 1, &l, &io, &usage, NULL, NULL, aside,
                              &saved, err, sizeof err);
     if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
         !usage_within_bounds(&usage, &l) || usage.n > l.n_tenants ||
         l.n_tenants > LEDGER_MAX_TENANTS ||
-        cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG || cfg->has_compute[0] ||
+        cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG ||
+        compute_book_find(&compute, cfg->id) || compute.n > l.n_tenants ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {
         fprintf(stderr, "state_parse returned %d (%s) with %zu tenants\n", rc, err, l.n_tenants);
         abort();
@@ -96,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(aside);
     handovers_saved_free(&saved);
     usage_book_fini(&usage);
+    compute_book_fini(&compute);
     ledger_fini(&l);
     return 0;
 }

@@ -97,14 +97,15 @@ class CheckIncludes(unittest.TestCase):
     def test_a_new_circle_between_daemon_folders_fails(self):
         # observe/ includes memory/'s headers, and tenants/'s, which include memory/'s, so
         # one include from memory/ up to observe/ makes a circle of them (and of state/
-        # and transport/, between them): a circle that is not known, and the known one
-        # (state/, tenants/) changed.
+        # and transport/, between them): a circle that is not known, and a known one, if
+        # any is left, changed.
         self.append("src/daemon/memory/ledger.h", '#include "daemon/observe/audit.h"\n')
         rc, out = run(self.tmp)
         self.assertEqual(rc, 1, out)
         self.assertIn("memory/ may not include observe/", out)
         self.assertIn("src/daemon: a circle between folders: ", out)
-        self.assertIn("src/daemon: the known circle between folders", out)
+        if runpy.run_path(SCRIPT)["KNOWN_FOLDER_CIRCLES"]:
+            self.assertIn("src/daemon: the known circle between folders", out)
 
     def test_a_daemon_module_outside_the_folders_fails(self):
         self.append("src/daemon/zz_loose.c", '#include "daemon/base/log.h"\n')

@@ -23,10 +23,12 @@
  *
  * A tenant's record also carries what kairosd keeps with the tenant but the ledger
  * does not interpret: its flags, the owner of an ephemeral tenant, and its settings
- * (quotas, compute policies, members rules), each with its source: those are the
- * registry's (registry.h), written only through it whatever set them (the
+ * (quotas, members rules, managed memory, fault domain), each with its source: those
+ * are the registry's (registry.h), written only through it whatever set them (the
  * configuration, TENANT_SET, the state file); the ledger reads the quotas. Its
- * chargeback counters are not here: they are state/usage.h's, joined by the id.
+ * chargeback counters and its compute policies are not here: they are kept in books
+ * by the tenant's id (state/usage.h, tenants/compute_book.h) that struct tenants
+ * holds.
  *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
@@ -42,7 +44,6 @@
 #include "daemon/config/members_config.h"
 #include "daemon/config/setting_source.h"
 #include "daemon/memory/credit_member.h"
-#include "core/policy.h"
 #include "kairos/proto.h"
 
 #define LEDGER_TENANT_CONFIG 0x1u    /* declared by the configuration file */
@@ -75,8 +76,6 @@ struct ledger_tenant {
     uint64_t lies[KAIROS_MAX_GPUS]; /* its members' claims beyond what they were granted and
                                      * the quota leaves (handle_memory.c: not counted, logged) */
     struct ratelog lie_log;      /* handle_memory.c: those logged once per interval */
-    bool has_compute[KAIROS_MAX_GPUS];             /* a policy on that GPU */
-    struct sched_policy compute[KAIROS_MAX_GPUS];  /* checked by policy.c */
     struct member_rules members;  /* who may join (members_config.h; decided by members.h) */
     bool managed_charge;          /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */

@@ -5,12 +5,13 @@
 #include <string.h>
 
 /* latency 2, normal 1, batch 0: higher runs first. */
-static int rank(const struct ledger_tenant *t)
+static int rank(const struct compute_book *cb, const struct ledger_tenant *t)
 {
-    for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-        if (!t->has_compute[g])
+    const struct compute_policies *c = compute_book_find(cb, t->id);
+    for (unsigned g = 0; c && g < KAIROS_MAX_GPUS; g++) {
+        if (!c->has[g])
             continue;
-        switch (t->compute[g].prio) {
+        switch (c->pol[g].prio) {
         case SCHED_PRIO_LATENCY: return 2;
         case SCHED_PRIO_BATCH: return 0;
         default: return 1;
@@ -19,13 +20,14 @@ static int rank(const struct ledger_tenant *t)
     return 1;
 }
 
-unsigned space_client_priority(const struct ledger *l, const struct ledger_tenant *t)
+unsigned space_client_priority(const struct ledger *l, const struct compute_book *cb,
+                               const struct ledger_tenant *t)
 {
-    int top = rank(t);
+    int own = rank(cb, t), top = own;
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *o = l->tenants[i];
-        if (o->fault_domain[0] && !strcmp(o->fault_domain, t->fault_domain) && rank(o) > top)
-            top = rank(o);
+        if (o->fault_domain[0] && !strcmp(o->fault_domain, t->fault_domain) && rank(cb, o) > top)
+            top = rank(cb, o);
     }
-    return rank(t) < top ? 1u : 0u;
+    return own < top ? 1u : 0u;
 }

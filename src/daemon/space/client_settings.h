@@ -11,16 +11,20 @@
  * 100: a cap on SMs made both sides of the measured mix slower (docs/space.md);
  * shares and limits are the time control's.
  *
- * Pure: reads the ledger, no I/O. Thread rules: the loop thread only.
+ * Pure: reads the ledger and the compute policies (tenants/compute_book.h), no I/O.
+ * Thread rules: the loop thread only.
  */
 #ifndef KAIROS_DAEMON_CLIENT_SETTINGS_H
 #define KAIROS_DAEMON_CLIENT_SETTINGS_H
 
 #include "daemon/memory/ledger.h"
+#include "daemon/tenants/compute_book.h"
 
 #define SPACE_THREAD_PCT 100u
 
-/* 0 or 1 for a tenant of a fault domain (t->fault_domain not ""). */
-unsigned space_client_priority(const struct ledger *l, const struct ledger_tenant *t);
+/* 0 or 1 for a tenant of a fault domain (t->fault_domain not ""), the tenants'
+ * compute policies in cb. */
+unsigned space_client_priority(const struct ledger *l, const struct compute_book *cb,
+                               const struct ledger_tenant *t);
 
 #endif /* KAIROS_DAEMON_CLIENT_SETTINGS_H */

@@ -21,18 +21,17 @@
 
 #include "core/policy.h"
 #include "daemon/state/handovers_state.h"
-#include "daemon/tenants/registry.h"
 #include "daemon/state/usage_state.h"
 
 #define STATE_VERSION 1
 
 /* {"0": {"share_ppm": 300000, "limit_ppm": 0, "priority": "latency"}}, or NULL when
  * the tenant has none (or out of memory: then the policies are not written). */
-static json_t *compute_json(const struct ledger_tenant *t, unsigned n_gpus)
+static json_t *compute_json(const struct state_settings *st, unsigned n_gpus)
 {
     json_t *all = NULL;
     for (unsigned g = 0; g < n_gpus; g++) {
-        if (!t->has_compute[g] || t->src.compute[g] == SETTING_CONFIG)
+        if (!st->has_compute[g])
             continue;
         json_t *one = json_object();
         if (!all)
@@ -44,20 +43,18 @@ static json_t *compute_json(const struct ledger_tenant *t, unsigned n_gpus)
         }
         char key[16];
         snprintf(key, sizeof key, "%u", g);
-        json_object_set_new(one, "share_ppm", json_integer(policy_ppm(t->compute[g].share)));
-        json_object_set_new(one, "limit_ppm", json_integer(policy_ppm(t->compute[g].limit)));
-        json_object_set_new(one, "priority", json_string(sched_prio_name(t->compute[g].prio)));
+        const struct sched_policy *pol = &st->compute[g];
+        json_object_set_new(one, "share_ppm", json_integer(policy_ppm(pol->share)));
+        json_object_set_new(one, "limit_ppm", json_integer(policy_ppm(pol->limit)));
+        json_object_set_new(one, "priority", json_string(sched_prio_name(pol->prio)));
         json_object_set_new(all, key, one);
     }
     return all;
 }
 
-/* {"users": [1000], "groups": [], "cgroups": ["/slurm/job_*"]}, or NULL when the
- * tenant has no members rules. */
+/* {"users": [1000], "groups": [], "cgroups": ["/slurm/job_*"]}. */
 static json_t *members_json(const struct member_rules *r)
 {
-    if (members_rules_empty(r))
-        return NULL;
     json_t *users = json_array(), *groups = json_array(), *cgroups = json_array();
     for (uint32_t i = 0; i < r->n_users; i++)
         json_array_append_new(users, json_integer(r->users[i]));
@@ -68,50 +65,62 @@ static json_t *members_json(const struct member_rules *r)
     return json_pack("{s:o, s:o, s:o}", "users", users, "groups", groups, "cgroups", cgroups);
 }
 
-static json_t *state_json(const struct ledger *l, const struct usage_book *usage,
-                          const struct ledger_tenant *skip,
+/* One tenant's entry, its settings st; NULL when out of memory. */
+static json_t *entry_json(const struct ledger_tenant *t, const struct state_settings *st,
+                          unsigned n_gpus)
+{
+    json_t *quota = json_object(), *jt = json_object();
+    if (!quota || !jt) {
+        json_decref(quota);
+        json_decref(jt);
+        return NULL;
+    }
+    for (unsigned g = 0; g < n_gpus; g++) {
+        char key[16];
+        snprintf(key, sizeof key, "%u", g);
+        if (st->has_quota[g])
+            json_object_set_new(quota, key, json_integer((json_int_t)st->quota[g]));
+    }
+    json_object_set_new(jt, "name", json_string(t->name));
+    json_object_set_new(jt, "ephemeral", json_boolean(t->flags & LEDGER_TENANT_EPHEMERAL));
+    if (t->flags & LEDGER_TENANT_REMOVED) /* by a reload, kept while it holds anything */
+        json_object_set_new(jt, "removed", json_true());
+    json_object_set_new(jt, "quota", quota);
+    if (st->owner_pid)
+        json_object_set_new(jt, "owner_pid", json_integer(st->owner_pid));
+    json_t *compute = compute_json(st, n_gpus);
+    if (compute)
+        json_object_set_new(jt, "compute", compute);
+    json_t *members = st->has_members ? members_json(&st->members) : NULL;
+    if (members)
+        json_object_set_new(jt, "members", members);
+    if (st->managed_charge) /* absent: refuse */
+        json_object_set_new(jt, "managed", json_string("charge"));
+    if (st->fault_domain[0]) /* absent: none */
+        json_object_set_new(jt, "fault_domain", json_string(st->fault_domain));
+    return jt;
+}
+
+static json_t *state_json(const struct ledger *l, const struct state_settings_io *io,
+                          const struct usage_book *usage, const struct ledger_tenant *skip,
                           json_t *handovers)
 {
     json_t *root = json_object(), *list = json_array();
-    if (!root || !list)
+    struct state_settings *st = malloc(sizeof *st);
+    if (!root || !list || !st)
         goto fail;
     json_object_set_new(root, "version", json_integer(STATE_VERSION));
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *t = l->tenants[i];
-        bool configured = t->flags & LEDGER_TENANT_CONFIG;
-        if (t == skip || (configured && !registry_has_runtime(t, l->n_gpus)))
+        memset(st, 0, sizeof *st);
+        if (t == skip || !io->get(io->ctx, l, t, st))
             continue;
-        json_t *quota = json_object(), *jt = json_object();
-        if (!quota || !jt) {
-            json_decref(quota);
-            json_decref(jt);
+        json_t *jt = entry_json(t, st, l->n_gpus);
+        if (!jt)
             goto fail;
-        }
-        for (unsigned g = 0; g < l->n_gpus; g++) {
-            char key[16];
-            snprintf(key, sizeof key, "%u", g);
-            if (!configured || t->src.quota[g] == SETTING_RUNTIME)
-                json_object_set_new(quota, key, json_integer((json_int_t)t->quota[g]));
-        }
-        json_object_set_new(jt, "name", json_string(t->name));
-        json_object_set_new(jt, "ephemeral", json_boolean(t->flags & LEDGER_TENANT_EPHEMERAL));
-        if (t->flags & LEDGER_TENANT_REMOVED) /* by a reload, kept while it holds anything */
-            json_object_set_new(jt, "removed", json_true());
-        json_object_set_new(jt, "quota", quota);
-        if (t->owner_pid)
-            json_object_set_new(jt, "owner_pid", json_integer(t->owner_pid));
-        json_t *compute = compute_json(t, l->n_gpus);
-        if (compute)
-            json_object_set_new(jt, "compute", compute);
-        json_t *members = t->src.members == SETTING_CONFIG ? NULL : members_json(&t->members);
-        if (members)
-            json_object_set_new(jt, "members", members);
-        if (t->managed_charge && t->src.managed != SETTING_CONFIG) /* absent: refuse */
-            json_object_set_new(jt, "managed", json_string("charge"));
-        if (t->fault_domain[0] && t->src.fault_domain == SETTING_RUNTIME) /* absent: none */
-            json_object_set_new(jt, "fault_domain", json_string(t->fault_domain));
         json_array_append_new(list, jt);
     }
+    free(st);
     json_object_set_new(root, "tenants", list);
     if (handovers)
         json_object_set(root, "handovers", handovers);
@@ -120,6 +129,7 @@ static json_t *state_json(const struct ledger *l, const struct usage_book *usage
         json_object_set_new(root, USAGE_STATE_KEY, counters);
     return root;
 fail:
+    free(st);
     json_decref(list);
     json_decref(root);
     return NULL;
@@ -182,16 +192,17 @@ out:
     return rc;
 }
 
-int state_save(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
-               char *err, size_t err_len)
+int state_save(const char *path, const struct ledger *l, const struct state_settings_io *io,
+               const struct ledger_tenant *skip, char *err, size_t err_len)
 {
-    return state_save_all(path, l, skip, NULL, err, err_len);
+    return state_save_all(path, l, io, skip, NULL, err, err_len);
 }
 
-int state_save_all(const char *path, const struct ledger *l, const struct ledger_tenant *skip,
-                   json_t *handovers, char *err, size_t err_len)
+int state_save_all(const char *path, const struct ledger *l, const struct state_settings_io *io,
+                   const struct ledger_tenant *skip, json_t *handovers, char *err,
+                   size_t err_len)
 {
-    return state_save_counted(path, l, NULL, skip, handovers, NULL, err, err_len);
+    return state_save_counted(path, l, io, NULL, skip, handovers, NULL, err, err_len);
 }
 
 /* The document as text, or NULL when out of memory. */
@@ -200,11 +211,12 @@ static char *dump(json_t *root)
     return root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 }
 
-int state_save_counted(const char *path, const struct ledger *l, const struct usage_book *usage,
+int state_save_counted(const char *path, const struct ledger *l,
+                       const struct state_settings_io *io, const struct usage_book *usage,
                        const struct ledger_tenant *skip, json_t *handovers, bool *usage_saved,
                        char *err, size_t err_len)
 {
-    json_t *root = state_json(l, usage, skip, handovers);
+    json_t *root = state_json(l, io, usage, skip, handovers);
     char *text = dump(root);
     int rc;
     bool with_usage = root && json_object_get(root, USAGE_STATE_KEY);
@@ -351,8 +363,8 @@ static int policy_json(json_t *one, struct sched_policy *out, char *why, size_t 
 
 /* The tenant's "compute", GPU by GPU: a bad policy is refused alone (warn), the
  * tenant and its other policies kept. */
-static void load_compute(json_t *jt, struct ledger_tenant *t, unsigned n_gpus,
-                         state_warn_fn warn, void *warn_ctx)
+static void load_compute(json_t *jt, const struct ledger_tenant *t, unsigned n_gpus,
+                         struct state_settings *st, state_warn_fn warn, void *warn_ctx)
 {
     json_t *compute = json_object_get(jt, "compute");
     char why[256], msg[512];
@@ -384,7 +396,8 @@ static void load_compute(json_t *jt, struct ledger_tenant *t, unsigned n_gpus,
                 warn(warn_ctx, msg);
             continue;
         }
-        registry_set_compute(t, (unsigned)g, &pol, SETTING_RUNTIME);
+        st->has_compute[g] = true;
+        st->compute[g] = pol;
     }
 }
 
@@ -406,8 +419,8 @@ static bool load_ids(json_t *list, uint32_t *ids, uint32_t *n)
 
 /* The tenant's "members" rules: a bad one is refused whole (warn), and the tenant
  * is kept without rules (only administrators and admitted processes join: closed). */
-static void load_members(json_t *jt, struct ledger_tenant *t, state_warn_fn warn,
-                         void *warn_ctx)
+static void load_members(json_t *jt, const struct ledger_tenant *t, struct state_settings *st,
+                         state_warn_fn warn, void *warn_ctx)
 {
     json_t *m = json_object_get(jt, "members");
     if (!m)
@@ -439,14 +452,15 @@ static void load_members(json_t *jt, struct ledger_tenant *t, state_warn_fn warn
             warn(warn_ctx, msg);
         return;
     }
-    registry_set_members(t, &r, SETTING_RUNTIME);
+    st->has_members = true;
+    st->members = r;
 }
 
 /* The tenant's "fault_domain" (set at run time): a name by the configuration's rule,
  * else refused alone (warn) and the tenant kept in no domain (time sharing, so it
  * shares no MPS server's fate with anyone). */
-static void load_fault_domain(json_t *jt, struct ledger_tenant *t, state_warn_fn warn,
-                              void *warn_ctx)
+static void load_fault_domain(json_t *jt, const struct ledger_tenant *t,
+                              struct state_settings *st, state_warn_fn warn, void *warn_ctx)
 {
     json_t *d = json_object_get(jt, "fault_domain");
     if (!d)
@@ -454,7 +468,7 @@ static void load_fault_domain(json_t *jt, struct ledger_tenant *t, state_warn_fn
     const char *name = json_string_value(d);
     if (name && strlen(name) == json_string_length(d) && strlen(name) < KAIROS_NAME_MAX &&
         ledger_name_valid(name)) {
-        registry_set_fault_domain(t, name, SETTING_RUNTIME);
+        snprintf(st->fault_domain, sizeof st->fault_domain, "%s", name);
         return;
     }
     char msg[512];
@@ -478,17 +492,18 @@ static void put_aside(json_t *jt, json_t *aside, state_warn_fn warn, void *warn_
         json_array_append(aside, jt);
 }
 
-/* The entry's quotas (checked by check_entry), set at run time; on a tenant the
- * configuration declares, only on GPUs where it declares none (it owns the others). */
-static void load_quota(json_t *jt, struct ledger *l, struct ledger_tenant *t)
+/* The entry's quotas (checked by check_entry); on a tenant the configuration
+ * declares, io takes them only on GPUs where it declares none (it owns the others). */
+static void load_quota(json_t *jt, unsigned n_gpus, struct state_settings *st)
 {
     const char *key;
     json_t *q;
     json_object_foreach(json_object_get(jt, "quota"), key, q) {
         unsigned long g = strtoul(key, NULL, 10);
-        if (g < l->n_gpus && t->src.quota[g] != SETTING_CONFIG)
-            registry_set_quota(l, t, (unsigned)g, (uint64_t)json_integer_value(q),
-                               SETTING_RUNTIME);
+        if (g < n_gpus) {
+            st->has_quota[g] = true;
+            st->quota[g] = (uint64_t)json_integer_value(q);
+        }
     }
 }
 
@@ -497,9 +512,11 @@ static void load_quota(json_t *jt, struct ledger *l, struct ledger_tenant *t)
  * rules and fault domain, the configuration's, are not (told to warn). 0: no tenant
  * added. */
 static int load_into_configured(json_t *jt, struct ledger *l, struct ledger_tenant *t,
+                                const struct state_settings_io *io, struct state_settings *st,
                                 state_warn_fn warn, void *warn_ctx)
 {
-    load_quota(jt, l, t);
+    load_quota(jt, l->n_gpus, st);
+    io->put(io->ctx, l, t, st);
     if ((json_object_get(jt, "compute") || json_object_get(jt, "members") ||
          json_object_get(jt, "fault_domain")) && warn) {
         char msg[512];
@@ -514,14 +531,16 @@ static int load_into_configured(json_t *jt, struct ledger *l, struct ledger_tena
 
 /* Adds one checked entry to l; 1 when added, 0 when set aside or merged into a
  * configured tenant (its run-time settings). */
-static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn warn,
+static int load_entry(json_t *jt, struct ledger *l, const struct state_settings_io *io,
+                      struct state_settings *st, json_t *aside, state_warn_fn warn,
                       void *warn_ctx)
 {
     const char *name = json_string_value(json_object_get(jt, "name"));
     char why[256];
     struct ledger_tenant *t = ledger_tenant_find(l, name);
+    memset(st, 0, sizeof *st);
     if (t && (t->flags & LEDGER_TENANT_CONFIG))
-        return load_into_configured(jt, l, t, warn, warn_ctx);
+        return load_into_configured(jt, l, t, io, st, warn, warn_ctx);
     if (t) {
         snprintf(why, sizeof why, "tenant '%s' appears twice in the state file", name);
         put_aside(jt, aside, warn, warn_ctx, why);
@@ -540,27 +559,30 @@ static int load_entry(json_t *jt, struct ledger *l, json_t *aside, state_warn_fn
         put_aside(jt, aside, warn, warn_ctx, why);
         return 0;
     }
-    load_quota(jt, l, t);
+    load_quota(jt, l->n_gpus, st);
     json_t *owner = json_object_get(jt, "owner_pid");
     if (json_is_integer(owner) && json_integer_value(owner) > 0 &&
         json_integer_value(owner) <= INT32_MAX)
-        t->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
-    load_compute(jt, t, l->n_gpus, warn, warn_ctx);
-    load_members(jt, t, warn, warn_ctx);
+        st->owner_pid = (uint32_t)json_integer_value(owner); /* server checks if alive */
+    load_compute(jt, t, l->n_gpus, st, warn, warn_ctx);
+    load_members(jt, t, st, warn, warn_ctx);
     const char *managed = json_string_value(json_object_get(jt, "managed"));
-    if (managed && !strcmp(managed, "charge")) /* anything else: refuse, the default */
-        registry_set_managed(t, true, SETTING_RUNTIME);
-    load_fault_domain(jt, t, warn, warn_ctx);
+    /* anything else: refuse, the default */
+    st->managed_charge = managed && !strcmp(managed, "charge");
+    load_fault_domain(jt, t, st, warn, warn_ctx);
+    io->put(io->ctx, l, t, st);
     return 1;
 }
 
-int state_parse(const char *text, size_t len, struct ledger *l, state_warn_fn warn,
-                void *warn_ctx, struct json_t *aside, char *err, size_t err_len)
+int state_parse(const char *text, size_t len, struct ledger *l,
+                const struct state_settings_io *io, state_warn_fn warn, void *warn_ctx,
+                struct json_t *aside, char *err, size_t err_len)
 {
-    return state_parse_all(text, len, l, NULL, warn, warn_ctx, aside, NULL, err, err_len);
+    return state_parse_all(text, len, l, io, NULL, warn, warn_ctx, aside, NULL, err, err_len);
 }
 
-int state_parse_all(const char *text, size_t len, struct ledger *l, struct usage_book *usage,
+int state_parse_all(const char *text, size_t len, struct ledger *l,
+                    const struct state_settings_io *io, struct usage_book *usage,
                     state_warn_fn warn, void *warn_ctx, struct json_t *aside,
                     struct handovers_saved *saved, char *err, size_t err_len)
 {
@@ -583,12 +605,19 @@ int state_parse_all(const char *text, size_t len, struct ledger *l, struct usage
     size_t i;
     json_t *jt;
     char why[256];
+    struct state_settings *st = malloc(sizeof *st);
+    if (!st) {
+        json_decref(root);
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
     json_array_foreach(json_object_get(root, "tenants"), i, jt) {
         if (check_entry(jt, i, l->n_gpus, why, sizeof why))
             put_aside(jt, aside, warn, warn_ctx, why);
         else
-            added += load_entry(jt, l, aside, warn, warn_ctx);
+            added += load_entry(jt, l, io, st, aside, warn, warn_ctx);
     }
+    free(st);
     json_t *handovers = json_object_get(root, "handovers");
     if (saved && handovers &&
         handovers_state_parse(handovers, l->n_gpus, saved, warn, warn_ctx) == -ENOMEM && warn)
@@ -668,15 +697,17 @@ static void write_aside(const char *path, json_t *entries, char *out, size_t out
     json_decref(root);
 }
 
-int state_load(const char *path, struct ledger *l, state_warn_fn warn, void *warn_ctx, char *err,
-               size_t err_len, char *aside, size_t aside_len)
+int state_load(const char *path, struct ledger *l, const struct state_settings_io *io,
+               state_warn_fn warn, void *warn_ctx, char *err, size_t err_len, char *aside,
+               size_t aside_len)
 {
-    return state_load_all(path, l, NULL, NULL, warn, warn_ctx, err, err_len, aside, aside_len);
+    return state_load_all(path, l, io, NULL, NULL, warn, warn_ctx, err, err_len, aside,
+                          aside_len);
 }
 
-int state_load_all(const char *path, struct ledger *l, struct usage_book *usage,
-                   struct handovers_saved *saved, state_warn_fn warn, void *warn_ctx, char *err,
-                   size_t err_len, char *aside, size_t aside_len)
+int state_load_all(const char *path, struct ledger *l, const struct state_settings_io *io,
+                   struct usage_book *usage, struct handovers_saved *saved, state_warn_fn warn,
+                   void *warn_ctx, char *err, size_t err_len, char *aside, size_t aside_len)
 {
     char why[256] = "", *text = NULL;
     size_t len = 0;
@@ -695,7 +726,7 @@ int state_load_all(const char *path, struct ledger *l, struct usage_book *usage,
     else if (!rc && !entries)
         rc = -ENOMEM;
     else if (!rc)
-        rc = state_parse_all(text, len, l, usage, warn, warn_ctx, entries, saved, why,
+        rc = state_parse_all(text, len, l, io, usage, warn, warn_ctx, entries, saved, why,
                              sizeof why);
     free(text);
     if (rc == -ENOMEM) {

@@ -3,8 +3,10 @@
  * A tenant's settings are its memory quota on each GPU, its compute policy on each
  * GPU, its members rules (who may join: members.h), its managed-memory policy
  * (refuse or charge: docs/memory.md) and its fault domain (space mode, docs/space.md).
- * They live in the tenant's record (struct ledger_tenant: quota, has_compute/compute,
- * members, managed_charge, fault_domain), each with its source (struct
+ * They live in the tenant's record (struct ledger_tenant: quota, members,
+ * managed_charge, fault_domain) but for the compute policies, which are kept in a
+ * book by the tenant's id (compute_book.h, held by struct tenants), each with its
+ * source (struct
  * tenant_sources beside them, a plain type of config/setting_source.h, below the
  * record): the configuration file, or run time
  * (an administrator's TENANT_SET or TENANT_MEMBERS, from `kairos run` or `kairos
@@ -12,7 +14,7 @@
  * only writer of those fields and the only reader that needs to know where they
  * came from; the ledger (quotas), the scheduler (timeshare.c: policies), membership
  * (rules), the metrics, `kairos ps`, the audit and the state file read them from
- * the record. The configuration's structures (config.h) are read once, when the
+ * the record and the book. The configuration's structures (config.h) are read once, when the
  * configuration is applied (registry_apply_config), and never consulted after.
  *
  * Precedence (kairosd.conf(5), "Settings set at run time"): the configuration owns
@@ -28,10 +30,13 @@
  * none); a reload leaves a run-time tenant's domain as it is, and a run-time
  * tenant the configuration comes to declare takes the configuration's.
  *
- * Adding a setting (say "managed"): a field in struct ledger_tenant and its source in
+ * Adding a setting (say "managed"): a field in struct ledger_tenant (or a book of its
+ * own keyed by the tenant's id, as compute_book.h) and its source in
  * struct tenant_sources (setting_source.h); a registry_set_<x>() here; its line in
- * registry_apply_config() (config value, or keep the run-time one); its key in
- * state.c (compute_json / load_compute show the pattern) and the round-trip test in
+ * registry_apply_config() (config value, or keep the run-time one); its field in
+ * struct state_settings (state.h), read and put back by registry_state_io() here, and
+ * its key in state.c (compute_json / load_compute show the pattern) and the
+ * round-trip test in
  * tests/unit/daemon/test_registry.c; TENANT_SET's field if administrators set it at
  * run time (proto.h, proto_check.c, tenants_set()).
  *
@@ -47,6 +52,8 @@
 
 #include "core/policy.h"
 #include "daemon/config/setting_source.h"
+#include "daemon/state/state.h"
+#include "daemon/tenants/compute_book.h"
 #include "daemon/tenants/members.h"
 #include "kairos/proto.h"
 
@@ -62,10 +69,12 @@ const char *setting_source_name(enum setting_source s);
  * lacks. */
 int registry_set_quota(struct ledger *l, struct ledger_tenant *t, unsigned gpu, uint64_t bytes,
                        enum setting_source s);
-/* Sets (pol) or clears (pol NULL) t's compute policy on gpu (< KAIROS_MAX_GPUS),
- * from source s (a clear leaves SETTING_UNSET). pol is checked by the caller. */
-void registry_set_compute(struct ledger_tenant *t, unsigned gpu, const struct sched_policy *pol,
-                          enum setting_source s);
+/* Sets (pol) or clears (pol NULL) t's compute policy on gpu (< KAIROS_MAX_GPUS) in
+ * book b, from source s (a clear leaves SETTING_UNSET). pol is checked by the caller.
+ * 0, or what compute_book_set says (-ENOMEM, -ENOSPC: nothing changes); a clear never
+ * fails. */
+int registry_set_compute(struct compute_book *b, struct ledger_tenant *t, unsigned gpu,
+                         const struct sched_policy *pol, enum setting_source s);
 /* Sets t's fault domain ("" or NULL: none, SETTING_UNSET) from source s; domain is a
  * valid name (checked by the caller). */
 void registry_set_fault_domain(struct ledger_tenant *t, const char *domain,
@@ -76,8 +85,10 @@ void registry_set_members(struct ledger_tenant *t, const struct member_rules *r,
 
 /* Sets whether t's managed memory is charged (else refused) from source s. */
 void registry_set_managed(struct ledger_tenant *t, bool charge, enum setting_source s);
-/* t's compute policy on gpu, whatever its source; false when it has none. */
-bool registry_policy(const struct ledger_tenant *t, unsigned gpu, struct sched_policy *out);
+/* t's compute policy on gpu in book b, whatever its source; false when it has none
+ * (or t is NULL). */
+bool registry_policy(const struct compute_book *b, const struct ledger_tenant *t, unsigned gpu,
+                     struct sched_policy *out);
 /* Whether t has a setting set at run time (the state file keeps those). */
 bool registry_has_runtime(const struct ledger_tenant *t, unsigned n_gpus);
 
@@ -88,7 +99,7 @@ bool registry_has_runtime(const struct ledger_tenant *t, unsigned n_gpus);
  * quotas on GPUs it does not declare are kept; run-time compute policies, members
  * rules and fault domain give way to the configuration's (logged). The caller says
  * where a quota is now below what t holds. */
-void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
+void registry_apply_config(struct ledger *l, struct compute_book *cb, struct ledger_tenant *t,
                            const struct config_tenant *ct, const uint64_t *quota,
                            const bool *declared);
 
@@ -96,6 +107,13 @@ void registry_apply_config(struct ledger *l, struct ledger_tenant *t,
  * its quotas and members rules stay, now as if set at run time (the state file
  * keeps them); its compute policies go, as the configuration's shares no longer
  * count them, and so does the fault domain the configuration gave it. */
-void registry_undeclared(struct ledger_tenant *t);
+void registry_undeclared(struct compute_book *b, struct ledger_tenant *t);
+
+/* How the state file (state.h) reads the settings to save and puts back those it
+ * loads, as set at run time, the compute policies in b: the settings it keeps are
+ * those whose source is run time (all quotas of a tenant the configuration does not
+ * declare); a configured tenant takes only quotas, on GPUs the configuration does not
+ * declare. */
+struct state_settings_io registry_state_io(struct compute_book *b);
 
 #endif /* KAIROS_DAEMON_REGISTRY_H */

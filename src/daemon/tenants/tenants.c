@@ -30,14 +30,24 @@ int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path)
     ts->n_gpus = n_gpus;
     snprintf(ts->state_path, sizeof ts->state_path, "%s", state_path);
     usage_book_init(&ts->usage);
+    compute_book_init(&ts->compute);
     return ledger_init(&ts->ledger, n_gpus);
 }
 
 void tenants_fini(struct tenants *ts)
 {
     handovers_saved_free(&ts->saved_handovers);
+    compute_book_fini(&ts->compute);
     usage_book_fini(&ts->usage);
     ledger_fini(&ts->ledger);
+}
+
+/* Removes t (without members) from the ledger and its records kept by id. Its
+ * chargeback counters stay until the next save (usage_state.h). */
+static void tenant_remove(struct tenants *ts, struct ledger_tenant *t)
+{
+    compute_book_drop(&ts->compute, t->id);
+    ledger_tenant_remove(&ts->ledger, t);
 }
 
 static bool declared(const struct config *c, const char *name)
@@ -59,9 +69,10 @@ static int node_shares(const struct tenants *ts, const struct config *pending,
         const struct ledger_tenant *t = ts->ledger.tenants[i];
         if (t == except || (pending && declared(pending, t->name)))
             continue;
-        for (unsigned g = 0; !rc && g < KAIROS_MAX_GPUS; g++)
-            if (t->has_compute[g] && (!pending || t->src.compute[g] == SETTING_RUNTIME))
-                rc = policy_shares_add(out, t->name, g, t->compute[g].share);
+        const struct compute_policies *cp = compute_book_find(&ts->compute, t->id);
+        for (unsigned g = 0; !rc && cp && g < KAIROS_MAX_GPUS; g++)
+            if (cp->has[g] && (!pending || t->src.compute[g] == SETTING_RUNTIME))
+                rc = policy_shares_add(out, t->name, g, cp->pol[g].share);
     }
     return rc;
 }
@@ -181,13 +192,13 @@ static bool undeclare(struct tenants *ts, const struct config *c)
         changed = true;
         if (!holds_anything(t)) {
             log_info("tenant %s: no longer in the configuration; removed", t->name);
-            ledger_tenant_remove(&ts->ledger, t);
+            tenant_remove(ts, t);
             continue;
         }
         char held[256];
         describe_holdings(t, ts->n_gpus, held, sizeof held);
         t->flags = LEDGER_TENANT_REMOVED;
-        registry_undeclared(t);
+        registry_undeclared(&ts->compute, t);
         log_warn("tenant %s: no longer in %s; marked removed: kept with its quotas until its "
                  "%u process(es) leave and the GPU frees its memory (%s), then removed; no "
                  "process may join it meanwhile. Declare it again to keep it, or stop its "
@@ -263,7 +274,8 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             }
         }
         t->flags = LEDGER_TENANT_CONFIG;
-        registry_apply_config(&ts->ledger, t, &c->tenants[i], quotas[i], given[i]);
+        registry_apply_config(&ts->ledger, &ts->compute, t, &c->tenants[i], quotas[i],
+                              given[i]);
         for (unsigned g = 0; g < ts->n_gpus; g++) {
             if (t->held[g] > t->quota[g])
                 log_warn("tenant %s: quota on GPU %u is now %s, below the %s it holds; its "
@@ -296,17 +308,21 @@ static void admit_loaded_compute(struct tenants *ts)
     double sum[KAIROS_MAX_GPUS] = {0};
     for (size_t i = 0; i < ts->ledger.n_tenants; i++) {
         const struct ledger_tenant *t = ts->ledger.tenants[i];
+        struct sched_policy pol;
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-            if (t->has_compute[g] && t->src.compute[g] != SETTING_RUNTIME)
-                sum[g] += t->compute[g].share; /* the configuration's */
+            if (t->src.compute[g] != SETTING_RUNTIME &&
+                compute_book_policy(&ts->compute, t->id, g, &pol))
+                sum[g] += pol.share; /* the configuration's */
     }
     for (size_t i = 0; i < ts->ledger.n_tenants; i++) {
         struct ledger_tenant *t = ts->ledger.tenants[i];
+        struct sched_policy pol;
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            if (!t->has_compute[g] || t->src.compute[g] != SETTING_RUNTIME)
+            if (t->src.compute[g] != SETTING_RUNTIME ||
+                !compute_book_policy(&ts->compute, t->id, g, &pol))
                 continue;
             char what[96];
-            double with = sum[g] + t->compute[g].share;
+            double with = sum[g] + pol.share;
             if (with <= 1.0 + 1e-9) {
                 sum[g] = with;
                 continue;
@@ -315,8 +331,8 @@ static void admit_loaded_compute(struct tenants *ts)
                       "on GPU %u add up to %.7g%% with it: at most 100%% can be guaranteed; the "
                       "tenant is kept without it (set it again with kairos run --share once "
                       "there is room)", ts->state_path, t->name, g,
-                      policy_describe(&t->compute[g], what, sizeof what), g, with * 100);
-            registry_set_compute(t, g, NULL, SETTING_UNSET);
+                      policy_describe(&pol, what, sizeof what), g, with * 100);
+            registry_set_compute(&ts->compute, t, g, NULL, SETTING_UNSET);
         }
     }
 }
@@ -325,7 +341,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
 {
     /* c's tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
-    int rc = state_load_all(ts->state_path, &ts->ledger, &ts->usage, &ts->saved_handovers,
+    struct state_settings_io io = registry_state_io(&ts->compute);
+    int rc = state_load_all(ts->state_path, &ts->ledger, &io, &ts->usage, &ts->saved_handovers,
                             on_state_refusal, ts, err, sizeof err, aside, sizeof aside);
     if (rc < 0)
         log_error("%s; the configuration's tenants are kept, tenants created at run time are "
@@ -342,7 +359,8 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
 {
     json_t *handovers = ts->handovers_json ? ts->handovers_json(ts->handovers_ctx) : NULL;
     bool counted = false;
-    int rc = state_save_counted(ts->state_path, &ts->ledger, &ts->usage, skip, handovers,
+    struct state_settings_io io = registry_state_io(&ts->compute);
+    int rc = state_save_counted(ts->state_path, &ts->ledger, &io, &ts->usage, skip, handovers,
                                 &counted, err, err_len);
     json_decref(handovers);
     if (rc)
@@ -393,8 +411,8 @@ static int next_compute(const struct tenants *ts, const struct config *c,
     bool asked = false;
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
         asked |= m->compute[g].flags != 0;
-        has[g] = t && t->has_compute[g];
-        pol[g] = has[g] ? t->compute[g] : (struct sched_policy){0};
+        pol[g] = (struct sched_policy){0};
+        has[g] = registry_policy(&ts->compute, t, g, &pol[g]);
     }
     *changed = false;
     if (!asked)
@@ -474,16 +492,16 @@ static int next_domain(const struct config *c, const struct ledger_tenant *t,
     return 0;
 }
 
-/* Logs how the tenant's compute policies (those of t) became has/pol. */
-static void log_compute(const struct ledger_tenant *t, const bool *has,
-                        const struct sched_policy *pol, uint32_t uid)
+/* Logs how t's compute policies (was, as they were) became has/pol. */
+static void log_compute(const struct ledger_tenant *t, const struct compute_policies *was,
+                        const bool *has, const struct sched_policy *pol, uint32_t uid)
 {
     for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
         char what[96];
-        if (has[g] && (!t->has_compute[g] || !policy_equal(&pol[g], &t->compute[g])))
+        if (has[g] && (!was->has[g] || !policy_equal(&pol[g], &was->pol[g])))
             log_info("tenant %s: compute policy on GPU %u: %s (by uid %u)", t->name, g,
                      policy_describe(&pol[g], what, sizeof what), uid);
-        else if (!has[g] && t->has_compute[g])
+        else if (!has[g] && was->has[g])
             log_info("tenant %s: no compute policy on GPU %u any more (by uid %u)", t->name, g,
                      uid);
     }
@@ -559,8 +577,13 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
         return code;
     bool created = false;
     struct ledger_tenant before = {0};
-    if (t)
+    struct compute_policies before_compute = {0}; /* t's, as it was */
+    if (t) {
         before = *t;
+        const struct compute_policies *cp = compute_book_find(&ts->compute, t->id);
+        if (cp)
+            before_compute = *cp;
+    }
     if (!t) {
         unsigned lf = (m->flags & KAIROS_TENANT_EPHEMERAL) ? LEDGER_TENANT_EPHEMERAL : 0;
         int rc = ledger_tenant_add(&ts->ledger, name, NULL, lf, &t);
@@ -585,18 +608,27 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
             over |= registry_set_quota(&ts->ledger, t, g, quota[g], SETTING_RUNTIME) == 1;
     if (m->flags & (KAIROS_TENANT_MANAGED_CHARGE | KAIROS_TENANT_MANAGED_REFUSE))
         registry_set_managed(t, m->flags & KAIROS_TENANT_MANAGED_CHARGE, SETTING_RUNTIME);
-    struct ledger_tenant previous = *t; /* the policies, for the log once saved */
-    for (unsigned g = 0; changed && g < KAIROS_MAX_GPUS; g++)
-        registry_set_compute(t, g, has[g] ? &pol[g] : NULL, SETTING_RUNTIME);
+    struct ledger_tenant previous = *t; /* the fault domain, for the log once saved */
+    char why[512];
+    int set = 0, rc;
+    for (unsigned g = 0; changed && !set && g < KAIROS_MAX_GPUS; g++)
+        set = registry_set_compute(&ts->compute, t, g, has[g] ? &pol[g] : NULL,
+                                   SETTING_RUNTIME);
     if (moved)
         registry_set_fault_domain(t, domain, SETTING_RUNTIME);
-    char why[512];
-    int rc = tenants_save_state(ts, NULL, why, sizeof why);
+    rc = set ? set : tenants_save_state(ts, NULL, why, sizeof why);
     if (rc) {
-        if (created)
-            ledger_tenant_remove(&ts->ledger, t);
-        else
-            *t = before; /* nothing else changed it meanwhile: one loop thread */
+        if (created) {
+            tenant_remove(ts, t);
+        } else { /* nothing else changed them meanwhile: one loop thread */
+            *t = before;
+            compute_book_put(&ts->compute, t->id, &before_compute); /* as it was: room */
+        }
+        if (set) {
+            snprintf(msg, msg_len, "tenant '%s' not %s: kairosd is out of memory; nothing "
+                     "changed", name, created ? "created" : "updated");
+            return KAIROS_ERR_BUSY;
+        }
         return refuse_unsaved(name, created ? "created" : "updated", rc, msg, msg_len);
     }
     char q[256];
@@ -614,7 +646,7 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
                                                  "reloaded, one on another GPU is kept"
                                                : "");
     if (changed)
-        log_compute(&previous, has, pol, uid);
+        log_compute(t, &before_compute, has, pol, uid);
     if (moved)
         log_info("tenant %s: fault domain %s (was %s; by uid %u): its processes started from "
                  "now on use it", name, t->fault_domain[0] ? t->fault_domain : "none",
@@ -644,7 +676,7 @@ int tenants_del(struct tenants *ts, const char *name, uint32_t uid, char *msg, s
     int rc = tenants_save_state(ts, t, why, sizeof why);
     if (rc)
         return refuse_unsaved(name, "removed", rc, msg, msg_len);
-    ledger_tenant_remove(&ts->ledger, t);
+    tenant_remove(ts, t);
     snprintf(msg, msg_len, "tenant %s removed", name);
     log_info("%s (by uid %u)", msg, uid);
     return 0;
@@ -659,7 +691,7 @@ static bool removed_gone(struct tenants *ts, struct ledger_tenant *t)
              "removed (no longer in the configuration)", t->name);
     char why[512];
     tenants_save_state(ts, t, why, sizeof why); /* failing, a restart sweeps it again */
-    ledger_tenant_remove(&ts->ledger, t);
+    tenant_remove(ts, t);
     return true;
 }
 
@@ -693,6 +725,6 @@ bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t)
              "kairos run)", t->name);
     char why[512];
     tenants_save_state(ts, t, why, sizeof why); /* failing, a restart finds it ownerless */
-    ledger_tenant_remove(&ts->ledger, t);
+    tenant_remove(ts, t);
     return true;
 }

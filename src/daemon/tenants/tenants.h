@@ -21,10 +21,13 @@
 #include "daemon/state/handovers_state.h"
 #include "daemon/memory/ledger.h"
 #include "daemon/state/usage.h"
+#include "daemon/tenants/compute_book.h"
 
 struct tenants {
     struct ledger ledger;
     struct usage_book usage;  /* the tenants' chargeback counters by id (usage.h) */
+    struct compute_book compute; /* the tenants' compute policies by id (compute_book.h;
+                                  * written through the registry, registry.h) */
     unsigned n_gpus;
     bool gpu_known;                               /* a GPU backend told us the following */
     uint64_t gpu_total[KAIROS_MAX_GPUS];

@@ -119,7 +119,8 @@ static void forget_runnable(struct timeshare *t, unsigned slot)
 static bool policy_of(const struct timeshare *t, const char *name, unsigned gpu,
                       struct sched_policy *out)
 {
-    return registry_policy(ledger_tenant_find(&t->ts->ledger, name), gpu, out);
+    return registry_policy(&t->ts->compute, ledger_tenant_find(&t->ts->ledger, name), gpu,
+                           out);
 }
 
 /* The members of a tenant whose policy on gpu is gone are released: never paused,
@@ -266,7 +267,8 @@ void timeshare_reconfigure(struct timeshare *t)
             const struct ledger_tenant *lt = t->ts->ledger.tenants[k];
             struct sched_policy pol;
             for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-                if (lt->src.compute[g] == pass && registry_policy(lt, g, &pol))
+                if (lt->src.compute[g] == pass &&
+                    registry_policy(&t->ts->compute, lt, g, &pol))
                     place(t, lt->name, g, &pol);
         }
     mark_spans(t);

@@ -32,7 +32,7 @@ bool handle_space_route(struct peer *p, const struct proto_request *r)
     }
     out.mode = KAIROS_ROUTE_MPS;
     out.thread_pct = SPACE_THREAD_PCT;
-    out.priority = space_client_priority(&p->sv->ts->ledger, t);
+    out.priority = space_client_priority(&p->sv->ts->ledger, &p->sv->ts->compute, t);
     snprintf(out.domain, sizeof out.domain, "%s", t->fault_domain);
     log_about_info(t->name, p->pid, -1, "tenant %s: pid %u (uid %u) is an MPS client of fault "
                    "domain %s (priority %u)", t->name, p->pid, p->uid, t->fault_domain,

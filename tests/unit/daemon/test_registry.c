@@ -7,7 +7,8 @@
  * run-time tenant the configuration comes to declare; a run-time fault domain (kairos
  * run --fault-domain): only a declared domain, only for a tenant without processes and
  * not for a configured one, kept by a reload and a restart, taken over by the
- * configuration once it declares the tenant. */
+ * configuration once it declares the tenant; a tenant removed leaves no compute
+ * policy behind (compute_book.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,7 +121,7 @@ static void test_runtime_change_then_reload(void **state)
     assert_int_equal(t->src.compute[0], SETTING_CONFIG);
     assert_int_equal(t->src.members, SETTING_CONFIG);
     struct sched_policy pol;
-    assert_true(registry_policy(t, 0, &pol)); /* the configuration's, in the record */
+    assert_true(registry_policy(&ts.compute, t, 0, &pol)); /* the configuration's, in the record */
     assert_true(pol.share > 0.299 && pol.share < 0.301);
 
     /* at run time: both quotas; a compute policy is the configuration's to set */
@@ -130,7 +131,7 @@ static void test_runtime_change_then_reload(void **state)
     assert_int_equal(t->quota[1], 3 * GiB);
     struct sched_policy other = {.share = 0.1};
     assert_int_equal(tenant_set(&ts, &c, "team", KEEP, KEEP, &other), KAIROS_ERR_INVALID);
-    assert_false(t->has_compute[1]);
+    assert_false(registry_policy(&ts.compute, t, 1, &pol));
 
     /* a reload of the same file: GPU 0 is the configuration's again, GPU 1's quota
      * set at run time is kept, compute and members as declared */
@@ -140,7 +141,7 @@ static void test_runtime_change_then_reload(void **state)
     assert_int_equal(t->src.quota[0], SETTING_CONFIG);
     assert_int_equal(t->quota[1], 3 * GiB);
     assert_int_equal(t->src.quota[1], SETTING_RUNTIME);
-    assert_true(registry_policy(t, 0, &pol));
+    assert_true(registry_policy(&ts.compute, t, 0, &pol));
     assert_int_equal(t->members.n_users, 1);
     assert_int_equal(t->members.users[0], 1000);
 
@@ -152,14 +153,14 @@ static void test_runtime_change_then_reload(void **state)
     assert_int_equal(t->src.quota[0], SETTING_CONFIG);
     assert_int_equal(t->quota[1], 3 * GiB);
     assert_int_equal(t->src.quota[1], SETTING_RUNTIME);
-    assert_true(registry_policy(t, 0, &pol));
+    assert_true(registry_policy(&ts.compute, t, 0, &pol));
 
     /* the configuration comes to declare GPU 1: it owns it; no longer declaring
      * it clears it (nothing set at run time is left to keep there) */
     reload(&ts, &c, "  - name: team\n    memory: { 0: 1G, 1: 4G }\n");
     assert_int_equal(t->quota[1], 4 * GiB);
     assert_int_equal(t->src.quota[1], SETTING_CONFIG);
-    assert_false(registry_policy(t, 0, &pol)); /* the file declares none any more */
+    assert_false(registry_policy(&ts.compute, t, 0, &pol)); /* the file declares none any more */
     assert_int_equal(t->src.members, SETTING_CONFIG);
     assert_int_equal(t->members.n_users, 0);
     reload(&ts, &c, "  - name: team\n    memory: { 0: 1G }\n");
@@ -197,9 +198,13 @@ static void test_state_round_trip_of_every_setting(void **state)
         assert_int_equal(x->owner_pid, y->owner_pid);
         assert_memory_equal(x->quota, y->quota, sizeof x->quota);
         assert_memory_equal(&x->src, &y->src, sizeof x->src);
-        assert_memory_equal(x->has_compute, y->has_compute, sizeof x->has_compute);
-        for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-            assert_true(policy_equal(&x->compute[g], &y->compute[g]));
+        const struct compute_policies *cx = compute_book_find(&a.compute, x->id);
+        const struct compute_policies *cy = compute_book_find(&b.compute, y->id);
+        assert_true(!cx == !cy);
+        for (unsigned g = 0; cx && g < KAIROS_MAX_GPUS; g++) {
+            assert_int_equal(cx->has[g], cy->has[g]);
+            assert_true(policy_equal(&cx->pol[g], &cy->pol[g]));
+        }
         assert_memory_equal(&x->members, &y->members, sizeof x->members);
         assert_int_equal(x->managed_charge, y->managed_charge);
     }
@@ -245,7 +250,7 @@ static void test_reload_removing_a_tenant_with_members(void **state)
     assert_int_equal(t->src.quota[0], SETTING_RUNTIME);  /* no longer the file's */
     assert_int_equal(t->members.users[0], 1000);         /* its rules too */
     struct sched_policy pol;
-    assert_false(registry_policy(t, 0, &pol));           /* the file's share is gone */
+    assert_false(registry_policy(&ts.compute, t, 0, &pol));           /* the file's share is gone */
     assert_int_equal(ledger_charge(&ts.ledger, m, 0, GiB / 2 + 1, 2, &gr), 0);
     assert_false(gr.granted);
     assert_int_equal(find(&ts, "job")->quota[0], GiB);   /* run-time tenants untouched */
@@ -304,10 +309,37 @@ static void test_a_runtime_tenant_the_configuration_comes_to_declare(void **stat
     assert_int_equal(t->flags, LEDGER_TENANT_CONFIG);
     assert_int_equal(t->quota[0], GiB);
     assert_int_equal(t->quota[1], 3 * GiB); /* not declared: the run-time quota stays */
-    assert_false(t->has_compute[1]);        /* compute is the configuration's as a whole */
+    struct sched_policy now;                /* compute is the configuration's as a whole: */
+    assert_false(registry_policy(&ts.compute, t, 1, &now));
     /* and the shares it gave up are free for others */
     pol.share = 0.9;
     assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), 0);
+    tenants_fini(&ts);
+    config_free(&c);
+}
+
+/* A tenant that goes takes its compute policies out of the book (compute_book.h), and
+ * the shares they held are free again; a tenant made again under its name has none. */
+static void test_a_removed_tenant_leaves_no_policy(void **state)
+{
+    (void)state;
+    struct config c;
+    struct tenants ts;
+    parse(&c, "  []\n");
+    start(&ts, &c);
+    struct sched_policy pol = {.share = 0.6}, now;
+    assert_int_equal(tenant_set(&ts, &c, "job", GiB, GiB, &pol), 0);
+    assert_int_equal(tenant_set(&ts, &c, "other", GiB, GiB, NULL), 0);
+    uint32_t id = find(&ts, "job")->id;
+    assert_non_null(compute_book_find(&ts.compute, id));
+    assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), KAIROS_ERR_INVALID);
+    char msg[512];
+    assert_int_equal(tenants_del(&ts, "job", 0, msg, sizeof msg), 0);
+    assert_null(compute_book_find(&ts.compute, id));
+    assert_int_equal(ts.compute.n, 0);
+    assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), 0); /* its share is free */
+    assert_int_equal(tenant_set(&ts, &c, "job", GiB, GiB, NULL), 0);
+    assert_false(registry_policy(&ts.compute, find(&ts, "job"), 1, &now));
     tenants_fini(&ts);
     config_free(&c);
 }
@@ -429,6 +461,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_runtime_tenant_the_configuration_comes_to_declare,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_removed_tenant_declared_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_removed_tenant_leaves_no_policy, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_fault_domain_set_at_run_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_domain_kept_by_reload_and_restart, setup,
                                         teardown),

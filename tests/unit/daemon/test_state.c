@@ -31,6 +31,22 @@
 #include "daemon/state/state.h"
 #include "daemon/tenants/registry.h"
 
+/* The registry's settings, as kairosd gives them to the state file, the compute
+ * policies in book. */
+static const struct state_settings_io *io_of(struct compute_book *book)
+{
+    static struct state_settings_io v;
+    v = registry_state_io(book);
+    return &v;
+}
+
+/* For the tests without compute policies: a book that stays empty. */
+static struct compute_book no_policies;
+static const struct state_settings_io *io(void)
+{
+    return io_of(&no_policies);
+}
+
 /* setup and teardown: a fresh temporary directory, the state file at path */
 #define setup state_dir_setup
 #define teardown state_dir_teardown
@@ -49,10 +65,11 @@ static void test_round_trip(void **state)
     t->managed_charge = true;
     assert_int_equal(ledger_tenant_add(&a, "run-1", q2, LEDGER_TENANT_EPHEMERAL, &t), 0);
     t->owner_pid = 4242;
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 2);
     struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     struct ledger_tenant *run = ledger_tenant_find(&b, "run-1");
     assert_non_null(job);
@@ -69,7 +86,8 @@ static void test_round_trip(void **state)
     /* no file: nothing, no error */
     unlink(path);
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 0);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 0);
     ledger_fini(&b);
 }
 
@@ -83,7 +101,8 @@ static void corrupt(const char *text, size_t len)
     fclose(f);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside),
+                                -EINVAL);
     if (!strstr(err, "is corrupt") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
     assert_int_equal(access(path, F_OK), -1);
@@ -151,7 +170,8 @@ static void bad_entry(const char *entry, const char *part)
     write_file(text);
     n_warned = 0;
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside,
+                                sizeof aside), 2);
     assert_int_equal(ledger_tenant_find(&l, "good")->quota[0], 4096);
     assert_int_equal(ledger_tenant_find(&l, "also")->quota[1], 7);
     assert_int_equal(l.n_tenants, 2);
@@ -182,7 +202,8 @@ static void test_bad_entries(void **state)
     char err[512], aside[512];
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"z\", \"quota\": {\"9\": 0}}]}");
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 1);
     assert_string_equal(aside, "");
     ledger_fini(&l);
 }
@@ -200,11 +221,11 @@ static void test_too_many_tenants(void **state)
         assert_int_equal(ledger_tenant_add(&a, name, NULL, 0, NULL), 0);
     }
     assert_int_equal(ledger_tenant_add(&a, "one-more", NULL, 0, NULL), -ENOSPC);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     ledger_init(&b, 1);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     n_warned = 0;
-    assert_int_equal(state_load(path, &b, warn, NULL, err, sizeof err, aside, sizeof aside),
+    assert_int_equal(state_load(path, &b, io(), warn, NULL, err, sizeof err, aside, sizeof aside),
                      LEDGER_MAX_TENANTS - 1);
     assert_int_equal(n_warned, 1);
     char limit[64];
@@ -230,14 +251,16 @@ static void test_oversized_file(void **state)
     close(fd);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside),
+                                -EINVAL);
     if (!strstr(err, "larger than 16 MiB") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
     assert_int_equal(access(path, F_OK), -1);
     unlink(aside);
     assert_int_equal(l.n_tenants, 1);
     assert_int_equal(mkdir(path, 0700), 0);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), -EINVAL);
+    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside),
+                                -EINVAL);
     if (!strstr(err, "not a regular file"))
         fail_msg("%s", err);
     rmdir(aside);
@@ -253,18 +276,19 @@ static void test_failed_write(void **state)
     char err[512], tmp[300];
     ledger_init(&a, 1);
     assert_int_equal(ledger_tenant_add(&a, "first", NULL, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     assert_int_equal(mkdir(tmp, 0700), 0);
     assert_int_equal(ledger_tenant_add(&a, "second", NULL, 0, NULL), 0);
-    assert_true(state_save(path, &a, NULL, err, sizeof err) < 0);
+    assert_true(state_save(path, &a, io(), NULL, err, sizeof err) < 0);
     if (!strstr(err, "cannot write"))
         fail_msg("%s", err);
     assert_null(strstr(read_file(path), "second"));
     assert_non_null(strstr(read_file(path), "first"));
     rmdir(tmp);
     /* skip leaves one tenant out (one about to be removed) */
-    assert_int_equal(state_save(path, &a, ledger_tenant_find(&a, "first"), err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), ledger_tenant_find(&a, "first"), err,
+                                sizeof err), 0);
     assert_null(strstr(read_file(path), "first"));
     ledger_fini(&a);
 }
@@ -273,15 +297,18 @@ static void test_compute_round_trip(void **state)
 {
     (void)state;
     struct ledger a, b;
+    struct compute_book ca, cb;
     char err[512], aside[512];
     uint64_t q[KAIROS_MAX_GPUS] = {1ull << 30, 1ull << 30};
     ledger_init(&a, 2);
+    compute_book_init(&ca);
+    compute_book_init(&cb);
     struct ledger_tenant *t;
     assert_int_equal(ledger_tenant_add(&a, "job", q, 0, &t), 0);
-    t->has_compute[1] = true;
-    t->compute[1] = (struct sched_policy){.share = 0.3, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
+    struct sched_policy p = {.share = 0.3, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
+    assert_int_equal(registry_set_compute(&ca, t, 1, &p, SETTING_RUNTIME), 0);
     assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io_of(&ca), NULL, err, sizeof err), 0);
     FILE *f = fopen(path, "r");
     char text[4096] = "";
     assert_non_null(f);
@@ -290,14 +317,18 @@ static void test_compute_round_trip(void **state)
     assert_non_null(strstr(text, "\"share_ppm\": 300000"));
     assert_non_null(strstr(text, "\"priority\": \"latency\""));
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 2);
+    assert_int_equal(state_load(path, &b, io_of(&cb), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 2);
     const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
-    assert_false(job->has_compute[0]);
-    assert_true(job->has_compute[1]);
-    assert_float_equal(job->compute[1].share, 0.3, 1e-12);
-    assert_float_equal(job->compute[1].limit, 0.5, 1e-12);
-    assert_int_equal(job->compute[1].prio, SCHED_PRIO_LATENCY);
-    assert_false(ledger_tenant_find(&b, "plain")->has_compute[1]);
+    assert_false(registry_policy(&cb, job, 0, &p));
+    assert_true(registry_policy(&cb, job, 1, &p));
+    assert_float_equal(p.share, 0.3, 1e-12);
+    assert_float_equal(p.limit, 0.5, 1e-12);
+    assert_int_equal(p.prio, SCHED_PRIO_LATENCY);
+    assert_false(registry_policy(&cb, ledger_tenant_find(&b, "plain"), 1, &p));
+    assert_int_equal(cb.n, 1); /* only job has an entry */
+    compute_book_fini(&ca);
+    compute_book_fini(&cb);
     ledger_fini(&a);
     ledger_fini(&b);
 }
@@ -306,6 +337,8 @@ static void test_compute_round_trip(void **state)
 static void bad_policy(const char *compute, const char *part)
 {
     struct ledger l;
+    struct compute_book book;
+    struct sched_policy p;
     char err[512], aside[512], text[1024];
     snprintf(text, sizeof text, "{\"version\": 1, \"tenants\": [{\"name\": \"job\", "
              "\"quota\": {\"0\": 4096}, \"compute\": %s}]}", compute);
@@ -315,12 +348,15 @@ static void bad_policy(const char *compute, const char *part)
     fclose(f);
     n_warned = 0;
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 1);
+    compute_book_init(&book);
+    assert_int_equal(state_load(path, &l, io_of(&book), warn, NULL, err, sizeof err, aside,
+                                sizeof aside), 1);
     assert_int_equal(access(path, F_OK), 0); /* not set aside */
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_non_null(t);
     assert_int_equal(t->quota[0], 4096); /* the tenant's other state is kept */
-    assert_false(t->has_compute[0]);
+    assert_false(registry_policy(&book, t, 0, &p));
+    compute_book_fini(&book);
     assert_int_equal(n_warned, 1);
     if (!strstr(warned[0], part) || !strstr(warned[0], "tenant 'job'") ||
         !strstr(warned[0], "kept"))
@@ -345,12 +381,17 @@ static void test_bad_compute(void **state)
     bad_policy("{\"0\": {\"share_ppm\": 2000000}, \"1\": {\"share_ppm\": 200000}}",
                "share 200%");
     struct ledger l;
+    struct compute_book book;
+    struct sched_policy p;
     char err[512], aside[512];
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    compute_book_init(&book);
+    assert_int_equal(state_load(path, &l, io_of(&book), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 1);
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
-    assert_true(t->has_compute[1]);
-    assert_float_equal(t->compute[1].share, 0.2, 1e-12);
+    assert_true(registry_policy(&book, t, 1, &p));
+    assert_float_equal(p.share, 0.2, 1e-12);
+    compute_book_fini(&book);
     ledger_fini(&l);
 }
 
@@ -370,13 +411,14 @@ static void test_fault_domain_round_trip(void **state)
     assert_int_equal(ledger_tenant_add(&a, "cfg", q, LEDGER_TENANT_CONFIG, &cfg), 0);
     registry_set_fault_domain(cfg, "other", SETTING_CONFIG);
     registry_set_quota(&a, cfg, 0, 5, SETTING_RUNTIME); /* so that cfg is written */
-    assert_int_equal(state_save(path, &a, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
     const char *text = read_file(path);
     assert_non_null(strstr(text, "\"fault_domain\": \"infer\""));
     assert_null(strstr(text, "other"));
     assert_non_null(strstr(text, "\"cfg\""));
     ledger_init(&b, 1);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 3);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 3);
     const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     assert_string_equal(job->fault_domain, "infer");
     assert_int_equal(job->src.fault_domain, SETTING_RUNTIME);
@@ -388,7 +430,8 @@ static void test_fault_domain_round_trip(void **state)
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"old\", \"ephemeral\": false, "
                "\"quota\": {\"0\": 4096}}]}");
     ledger_init(&b, 1);
-    assert_int_equal(state_load(path, &b, NULL, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+                                sizeof aside), 1);
     assert_string_equal(ledger_tenant_find(&b, "old")->fault_domain, "");
     assert_int_equal(ledger_tenant_find(&b, "old")->src.fault_domain, SETTING_UNSET);
     ledger_fini(&b);
@@ -405,7 +448,8 @@ static void bad_domain(const char *domain)
     write_file(text);
     n_warned = 0;
     ledger_init(&l, 1);
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside,
+                                sizeof aside), 1);
     assert_string_equal(aside, "");
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_non_null(t);
@@ -448,7 +492,8 @@ static void test_bad_fault_domain(void **state)
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
     registry_set_fault_domain(cfg, "infer", SETTING_CONFIG);
     n_warned = 0;
-    assert_int_equal(state_load(path, &l, warn, NULL, err, sizeof err, aside, sizeof aside), 0);
+    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside,
+                                sizeof aside), 0);
     assert_string_equal(cfg->fault_domain, "infer");
     assert_int_equal(cfg->src.fault_domain, SETTING_CONFIG);
     assert_int_equal(n_warned, 1);
@@ -477,10 +522,10 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                                 .lingering = &g, .n_lingering = 1}, back;
     json_t *j = handovers_state_json(&s, 1);
     assert_non_null(j);
-    assert_int_equal(state_save_all(path, &a, NULL, j, err, sizeof err), 0);
+    assert_int_equal(state_save_all(path, &a, io(), NULL, j, err, sizeof err), 0);
     json_decref(j);
     ledger_init(&b, 1);
-    assert_int_equal(state_load_all(path, &b, NULL, &back, NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load_all(path, &b, io(), NULL, &back, NULL, NULL, err, sizeof err, aside,
                                     sizeof aside), 1);
     assert_string_equal(back.boot_id, "0f1e-2d3c");
     assert_int_equal(back.n_edges, 1);
@@ -511,7 +556,8 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
         "{\"tenant\": \"job\", \"pid\": 6, \"start\": 1, \"held\": {\"0\": 7}}]}}";
     int warnings = 0;
     ledger_init(&b, 1);
-    assert_int_equal(state_parse_all(bad, strlen(bad), &b, NULL, count_warning, &warnings, NULL,
+    assert_int_equal(state_parse_all(bad, strlen(bad), &b, io(), NULL, count_warning, &warnings,
+                                     NULL,
                                      &back, err, sizeof err), 1);
     assert_int_equal(warnings, 10);
     assert_int_equal(back.n_edges, 1);
@@ -529,7 +575,8 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                  "\"quota\": {\"0\": 1}}], \"handovers\": %s}", frames[i]);
         ledger_init(&b, 1);
         warnings = 0;
-        assert_int_equal(state_parse_all(text, strlen(text), &b, NULL, count_warning, &warnings,
+        assert_int_equal(state_parse_all(text, strlen(text), &b, io(), NULL, count_warning,
+                                         &warnings,
                                          NULL, &back, err, sizeof err), 1);
         assert_int_equal(warnings, 1);
         assert_int_equal(back.n_edges + back.n_lingering, 0);

@@ -176,11 +176,11 @@ static uint64_t charged(struct fx *f, const struct ledger_tenant *t, unsigned gp
 }
 
 /* limit 0: none */
-static void policy(struct ledger_tenant *t, unsigned gpu, double share, double limit,
-                   enum sched_prio prio, enum setting_source src)
+static void policy(struct fx *f, struct ledger_tenant *t, unsigned gpu, double share,
+                   double limit, enum sched_prio prio, enum setting_source src)
 {
     struct sched_policy p = {.share = share, .limit = limit, .prio = prio};
-    registry_set_compute(t, gpu, &p, src);
+    assert_int_equal(registry_set_compute(&f->ts.compute, t, gpu, &p, src), 0);
 }
 
 static void member(struct fx *f, struct ledger_tenant *t, uint32_t pid)
@@ -217,9 +217,9 @@ static void test_reconfigure_sends_each_policy_once(void **state)
     struct fx *f = *state;
     struct ledger_tenant *a = tenant(f, "a"), *b = tenant(f, "b");
     tenant(f, "plain");
-    policy(a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(b, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, b, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     start(f, &f->gpu);
     advance_ms(1000); /* the epoch is init's, not the reconfiguration's */
     timeshare_reconfigure(f->t);
@@ -252,8 +252,8 @@ static void test_config_tenants_first(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *run = tenant(f, "runtime"), *conf = tenant(f, "configured");
-    policy(run, 0, 0.3, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(conf, 0, 0.3, 0, SCHED_PRIO_NORMAL, SETTING_CONFIG);
+    policy(f, run, 0, 0.3, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, conf, 0, 0.3, 0, SCHED_PRIO_NORMAL, SETTING_CONFIG);
     start(f, &f->gpu);
     timeshare_reconfigure(f->t);
     assert_int_equal(f->n_sent, 2);
@@ -268,13 +268,13 @@ static void test_removed_policy_releases(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *a = tenant(f, "a");
-    policy(a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(a, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     start(f, &f->gpu);
     timeshare_reconfigure(f->t);
     struct kairos_time_policy before = last_to(f, "a", 1);
     f->n_sent = 0;
-    registry_set_compute(a, 1, NULL, SETTING_RUNTIME);
+    registry_set_compute(&f->ts.compute, a, 1, NULL, SETTING_RUNTIME);
     timeshare_reconfigure(f->t);
     assert_int_equal(f->n_sent, 1);
     const struct kairos_time_policy *rel = &f->sent[0].p;
@@ -302,7 +302,7 @@ static void test_slots_full_then_freed(void **state)
         char name[16];
         snprintf(name, sizeof name, "t%u", i);
         t[i] = tenant(f, name);
-        policy(t[i], 0, 0.01, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+        policy(f, t[i], 0, 0.01, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     }
     start(f, &f->gpu);
     timeshare_reconfigure(f->t);
@@ -313,7 +313,7 @@ static void test_slots_full_then_freed(void **state)
     assert_int_equal(sent_to(f, last, -1), 0);
     assert_false(timeshare_policy(f->t, last, 0, &p));
     f->n_sent = 0;
-    registry_set_compute(t[3], 0, NULL, SETTING_RUNTIME);
+    registry_set_compute(&f->ts.compute, t[3], 0, NULL, SETTING_RUNTIME);
     timeshare_reconfigure(f->t);
     assert_int_equal(sent_to(f, "t3", 0), 1); /* its release */
     assert_int_equal(last_to(f, "t3", 0).period_us, 0);
@@ -327,7 +327,7 @@ static void test_gpu_beyond_node_ignored(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *a = tenant(f, "a");
-    policy(a, 2, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME); /* the node has GPUs 0, 1 */
+    policy(f, a, 2, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME); /* the node has GPUs 0, 1 */
     start(f, &f->gpu);
     timeshare_reconfigure(f->t);
     ticks(f, 3);
@@ -343,10 +343,10 @@ static void test_spanning_tenant_windows_line_up(void **state)
     struct fx *f = *state;
     struct ledger_tenant *one = tenant(f, "gpu1only"), *both = tenant(f, "both"),
                          *zero = tenant(f, "gpu0only");
-    policy(one, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(both, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(both, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(zero, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, one, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, both, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, both, 1, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, zero, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     member(f, one, 101);
     member(f, both, 102);
     member(f, zero, 103);
@@ -379,7 +379,7 @@ static void test_planned_tenant_charged_by_period(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *a = tenant(f, "a");
-    policy(a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     member(f, a, 201);
     fake_use(0, 201, 100);
     start(f, &f->gpu);
@@ -398,7 +398,7 @@ static void test_unplanned_tenant_charged_once_a_second(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *u = tenant(f, "u"), *half = tenant(f, "half");
-    policy(half, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME); /* none on GPU 1 */
+    policy(f, half, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME); /* none on GPU 1 */
     member(f, u, 301);
     member(f, half, 302);
     fake_use(0, 301, 40);
@@ -425,8 +425,8 @@ static void test_no_utilization_no_feedback(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *a = tenant(f, "a"), *b = tenant(f, "b");
-    policy(a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     member(f, a, 401);
     fake.fail = -ENOTSUP;
     start(f, &f->gpu);
@@ -455,8 +455,8 @@ static void test_no_utilization_no_feedback(void **state)
 static void busy_pair(struct fx *f, unsigned a_pids)
 {
     struct ledger_tenant *a = tenant(f, "a"), *b = tenant(f, "b");
-    policy(a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
-    policy(b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     for (unsigned i = 0; i < a_pids; i++)
         member(f, a, 500 + i);
     member(f, b, 600);
@@ -562,9 +562,9 @@ static void test_ps_figures(void **state)
 {
     struct fx *f = *state;
     struct ledger_tenant *a = tenant(f, "a"), *b = tenant(f, "b");
-    policy(a, 0, 0.25, 0.3, SCHED_PRIO_LATENCY, SETTING_RUNTIME);
-    policy(a, 1, 0.5, 0, SCHED_PRIO_BATCH, SETTING_RUNTIME);
-    policy(b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
+    policy(f, a, 0, 0.25, 0.3, SCHED_PRIO_LATENCY, SETTING_RUNTIME);
+    policy(f, a, 1, 0.5, 0, SCHED_PRIO_BATCH, SETTING_RUNTIME);
+    policy(f, b, 0, 0.5, 0, SCHED_PRIO_NORMAL, SETTING_RUNTIME);
     member(f, a, 701);
     member(f, b, 702);
     fake_use(0, 701, 30);

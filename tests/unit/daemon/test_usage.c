@@ -27,6 +27,22 @@
 #include "daemon/tenants/tenants.h"
 #include "daemon/state/usage_state.h"
 
+/* The registry's settings, as kairosd gives them to the state file, the compute
+ * policies in book. */
+static const struct state_settings_io *io_of(struct compute_book *book)
+{
+    static struct state_settings_io v;
+    v = registry_state_io(book);
+    return &v;
+}
+
+/* For the tests without compute policies: a book that stays empty. */
+static struct compute_book no_policies;
+static const struct state_settings_io *io(void)
+{
+    return io_of(&no_policies);
+}
+
 #define setup state_dir_setup
 #define teardown state_dir_teardown
 #define GiB (1ull << 30)
@@ -164,12 +180,14 @@ static void test_round_trip(void **state)
     char err[512], aside[512];
     usage_book_init(&book);
     fill(&a, &cfg, &job);
-    assert_int_equal(state_save_counted(path, &a, &book, NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(state_save_counted(path, &a, io(), &book, NULL, NULL, NULL, err,
+                                        sizeof err), 0);
     usage_book_fini(&book);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
     warnings = 0;
-    assert_int_equal(state_load_all(path, &b, &book, NULL, count_warning, NULL, err, sizeof err,
+    assert_int_equal(state_load_all(path, &b, io(), &book, NULL, count_warning, NULL, err,
+                                    sizeof err,
                                     aside, sizeof aside), 1);
     assert_int_equal(warnings, 0);
     job = ledger_tenant_find(&b, "job");
@@ -197,7 +215,7 @@ static int load_text(const char *text, struct ledger *l)
     usage_book_fini(&book);
     assert_int_equal(ledger_tenant_add(l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     warnings = 0;
-    return state_parse_all(text, strlen(text), l, &book, count_warning, NULL, NULL, NULL, err,
+    return state_parse_all(text, strlen(text), l, io(), &book, count_warning, NULL, NULL, NULL, err,
                            sizeof err);
 }
 
@@ -324,7 +342,7 @@ static void test_too_large_saves_the_tenants(void **state)
         assert_int_equal(ledger_tenant_add(&ts.ledger, name, NULL, 0, &t), 0);
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
             registry_set_quota(&ts.ledger, t, g, KAIROS_BYTES_MAX, SETTING_RUNTIME);
-            registry_set_compute(t, g, &pol, SETTING_RUNTIME);
+            registry_set_compute(&ts.compute, t, g, &pol, SETTING_RUNTIME);
             usage_add_gpu(counters(&ts.usage, t), g, UINT64_MAX / 3);
             counters(&ts.usage, t)->mem_byte_s[g] = 1.2345678901234567e18;
             t->refusals[g] = UINT64_MAX / 7;
@@ -334,10 +352,14 @@ static void test_too_large_saves_the_tenants(void **state)
     assert_int_equal(tenants_save_state(&ts, NULL, err, sizeof err), 0);
     assert_int_equal(counters(&ts.usage, ts.ledger.tenants[0])->shown_gpu_us[0], 0);
     struct ledger back;
+    struct compute_book policies;
     ledger_init(&back, KAIROS_MAX_GPUS);
     usage_book_init(&book);
-    assert_int_equal(state_load_all(path, &back, &book, NULL, NULL, NULL, err, sizeof err, aside,
-                                    sizeof aside), LEDGER_MAX_TENANTS);
+    compute_book_init(&policies);
+    assert_int_equal(state_load_all(path, &back, io_of(&policies), &book, NULL, NULL, NULL, err,
+                                    sizeof err, aside, sizeof aside), LEDGER_MAX_TENANTS);
+    assert_int_equal(policies.n, LEDGER_MAX_TENANTS);
+    compute_book_fini(&policies);
     assert_null(usage_book_find(&book, back.tenants[0]->id));
     ledger_fini(&back);
     usage_book_fini(&book);
