@@ -17,34 +17,46 @@
 
 #include "kairos/plan.h"
 
-/* The curve of w on pool's whole GPU at fraction u of its time (u >= 0). */
-static double curve_at(const struct plan_workload *w, int pool, double u)
+/* Segment k (0..n) of w's curve on pool: from (t0, y0) to (t1, y1); the first starts at
+ * (0, 0), the last ends at (1, Thr(whole)). */
+struct curve_seg {
+    double t0, y0, t1, y1;
+};
+
+static struct curve_seg curve_segment(const struct plan_workload *w, int pool, int k)
 {
     const struct plan_time_curve *c = w->curve;
     int n = c->n[pool];
-    double t0 = 0, y0 = 0, whole = w->thr[pool][PLAN_OPTION_WHOLE];
-    for (int k = 0; k <= n; k++) {
-        double t1 = k < n ? c->t[pool][k] : 1, y1 = k < n ? c->thr[pool][k] : whole;
-        if (u <= t1)
-            return y0 + (y1 - y0) * (u - t0) / (t1 - t0);
-        t0 = t1;
-        y0 = y1;
+    struct curve_seg s = {0, 0, 1, w->thr[pool][PLAN_OPTION_WHOLE]};
+    if (k > 0) {
+        s.t0 = c->t[pool][k - 1];
+        s.y0 = c->thr[pool][k - 1];
     }
-    return whole;
+    if (k < n) {
+        s.t1 = c->t[pool][k];
+        s.y1 = c->thr[pool][k];
+    }
+    return s;
+}
+
+/* The curve of w on pool's whole GPU at fraction u of its time (u >= 0). */
+static double curve_at(const struct plan_workload *w, int pool, double u)
+{
+    for (int k = 0; k <= w->curve->n[pool]; k++) {
+        struct curve_seg s = curve_segment(w, pool, k);
+        if (u <= s.t1)
+            return s.y0 + (s.y1 - s.y0) * (u - s.t0) / (s.t1 - s.t0);
+    }
+    return w->thr[pool][PLAN_OPTION_WHOLE];
 }
 
 /* The least fraction u with curve_at(u) >= y (y <= Thr(whole)). */
 static double curve_inverse(const struct plan_workload *w, int pool, double y)
 {
-    const struct plan_time_curve *c = w->curve;
-    int n = c->n[pool];
-    double t0 = 0, y0 = 0, whole = w->thr[pool][PLAN_OPTION_WHOLE];
-    for (int k = 0; k <= n; k++) {
-        double t1 = k < n ? c->t[pool][k] : 1, y1 = k < n ? c->thr[pool][k] : whole;
-        if (y <= y1 && y1 > y0)
-            return t0 + (t1 - t0) * (y - y0) / (y1 - y0);
-        t0 = t1;
-        y0 = y1;
+    for (int k = 0; k <= w->curve->n[pool]; k++) {
+        struct curve_seg s = curve_segment(w, pool, k);
+        if (y <= s.y1 && s.y1 > s.y0)
+            return s.t0 + (s.t1 - s.t0) * (y - s.y0) / (s.y1 - s.y0);
     }
     return 1;
 }
