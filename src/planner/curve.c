@@ -79,7 +79,8 @@ double plan_thr_at(const struct plan_workload *w, int pool, int option, int time
 int plan_curve_time(const struct plan_workload *w, int pool, int option, double eff)
 {
     double need = w->target * (1 - 1e-9);
-    if (!curve_applies(w, pool, option) || plan_thr_at(w, pool, option, PLAN_TIME_UNITS, eff) < need)
+    if (!curve_applies(w, pool, option) ||
+        plan_thr_at(w, pool, option, PLAN_TIME_UNITS, eff) < need)
         return -1;
     double u = curve_inverse(w, pool, w->target);
     int t = (int)ceil(u * PLAN_TIME_UNITS / eff - 1e-9);
