@@ -5,6 +5,10 @@
  * on the fewest GPUs. Model: Thr(s, t) = Thr(s, 100 %) x t (KRYPTON, ATC'25), times
  * eff(k) when k workloads time-share an instance (enum plan_interference).
  *
+ * Where a workload's profile table gives Thr(whole, t) measured at time shares below 100 %
+ * (kairos profile --time-shares), the whole GPU's time share follows that curve instead
+ * (curve.c).
+ *
  * Vocabulary:
  *   option   a spatial choice on one GPU model: index 0 is the whole GPU (MIG off),
  *            1..n_profiles are the model's MIG profiles.
@@ -110,6 +114,16 @@ struct plan_latency {
     double solo_p99_ms[PLAN_MAX_POOLS][PLAN_MAX_OPTIONS];
 };
 
+/* Thr(whole, t) measured at time shares t below 100 % (a profile table's time_shares, kairosd
+ * capping the GPU time), per pool; owned by the plan_input that read it. The curve runs
+ * piecewise-linearly through (0, 0), these points and (1, Thr(whole)). */
+#define PLAN_MAX_SHARES 16
+struct plan_time_curve {
+    int n[PLAN_MAX_POOLS];                       /* 0: none for that pool (Thr(whole) x t) */
+    double t[PLAN_MAX_POOLS][PLAN_MAX_SHARES];   /* fractions of the GPU's time, ascending */
+    double thr[PLAN_MAX_POOLS][PLAN_MAX_SHARES]; /* non-decreasing, at most Thr(whole) */
+};
+
 struct plan_workload {
     char name[PLAN_NAME_MAX];
     int64_t mem_mib;
@@ -121,6 +135,7 @@ struct plan_workload {
                                         * 0: the trace's default (traces only) */
     double p99_ms;                     /* p99 latency target ('p99_ms'), 0: none */
     const struct plan_latency *lat;    /* its solo p99 per option, NULL: none given */
+    const struct plan_time_curve *curve; /* its whole-GPU time-share curve, NULL: none */
 };
 
 /* Time-sharing loss: k tenants time-sharing one instance each keep eff(k) of what
@@ -154,6 +169,8 @@ struct plan_input {
     struct plan_workload *workloads;   /* replicas already expanded */
     int n_lat;
     struct plan_latency **lat;         /* the workloads' solo p99 tables (freed with it) */
+    int n_curves;
+    struct plan_time_curve **curves;   /* the workloads' time-share curves (freed with it) */
 };
 
 /* Parse a YAML cluster description. On error returns -EINVAL (or -ENOMEM/-errno) and
@@ -243,6 +260,14 @@ const char *plan_exact_status_text(int status);
 /* Why workload w cannot be placed on any GPU of the input (PLAN_NO_CAPACITY when it
  * could be, given GPUs enough). */
 enum plan_reason plan_reason_of(const struct plan_input *in, int w);
+/* Thr(s, t) under the interference factor eff (curve.c), the one throughput model the
+ * algorithms and the checker share: Thr(s) x t x eff, or where w has a time-share curve
+ * for the whole GPU of pool, the curve at t x eff (interference taken as time lost).
+ * time in PLAN_TIME_UNITS. */
+double plan_thr_at(const struct plan_workload *w, int pool, int option, int time, double eff);
+/* Where that curve applies (whole GPU, w has one for pool): the least time share whose
+ * plan_thr_at meets w's target, or -1 when even 100 % does not; -1 elsewhere too. */
+int plan_curve_time(const struct plan_workload *w, int pool, int option, double eff);
 /* Minimal t (PLAN_TIME_UNITS) for workload w on option o of pool: -1 if infeasible. */
 int plan_time_needed(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                      int option);
@@ -494,7 +519,14 @@ struct plan_profile_table {
     char option[PLAN_MAX_OPTIONS][PLAN_NAME_MAX];
     double thr[PLAN_MAX_OPTIONS];      /* at t = 100 % */
     double p99_ms[PLAN_MAX_OPTIONS];   /* solo p99 latency per option, 0: not measured */
+    int n_shares;                      /* time_shares: whole GPU at a time share (kairosd) */
+    double share_pct[PLAN_MAX_SHARES]; /* the share, in (0, 100) % */
+    double share_thr[PLAN_MAX_SHARES]; /* the throughput measured there */
 };
+
+/* How far a time_shares throughput may exceed Thr(whole) (measurement noise) before the
+ * table is refused; within it the point counts as Thr(whole). */
+#define PLAN_SHARES_TOLERANCE 0.05
 
 /* MPS active-thread percentages to measure for model m (one per distinct SM share);
  * point_of[o] = index in percent[] of option o. Returns the number of points. */
@@ -503,6 +535,10 @@ int plan_profile_points(const struct plan_gpu_model *m, int *percent, int *point
  * each counts; others are ignored); leaves *thr / *mem_mib alone when absent. */
 void plan_profile_scan(const char *text, double *thr, double *mem_mib);
 int plan_profile_write(const struct plan_profile_table *t, void *stream);
+/* Whether t's time_shares are usable (curve.c): shares in (0, 100) % ascending and
+ * distinct, throughputs > 0 and non-decreasing, none above Thr(whole) by more than
+ * PLAN_SHARES_TOLERANCE, 'whole' measured. 0, or -EINVAL with what is wrong in err. */
+int plan_profile_check_shares(const struct plan_profile_table *t, char *err, size_t errlen);
 /* Reads a table file; -EINVAL with "path:line: what" in err. */
 int plan_profile_load(const char *path, struct plan_profile_table *t, char *err, size_t errlen);
 

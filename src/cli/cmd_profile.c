@@ -9,6 +9,11 @@
  * settings are never changed. CMD prints "throughput=<n>" (and may print
  * "memory_mib=<n>"); otherwise the peak memory is the largest rise of the GPU's used
  * memory (nvidia-smi --query-gpu=memory.used) seen while CMD runs.
+ * With --time-shares, CMD then runs once per share on the whole GPU as a tenant of the
+ * running kairosd with its GPU time capped at that share: the child becomes
+ * `kairos run --mem SIZE --limit PCT -- CMD` through cmd_run itself (an ephemeral
+ * tenant, gone when CMD ends), and the table gets time_shares (curve.c says which are
+ * usable). kairosd is asked first (cmd_run_daemon_check), before any run.
  * One child at a time; the tool reads the child's output with poll() and samples
  * memory every 200 ms. Exit: 0 table written, 1 a run failed, 2 usage.
  */
@@ -31,7 +36,8 @@
 
 static const char profile_usage[] =
     "usage: kairos profile [--model NAME] [--name NAME] [--out FILE] [--method auto|mps|mig]\n"
-    "                      [--timeout SECONDS] -- CMD [ARG...]\n"
+    "                      [--timeout SECONDS] [--time-shares LIST [--mem SIZE]]\n"
+    "                      -- CMD [ARG...]\n"
     "\n"
     "Measure CMD's throughput on each spatial option of a GPU model and write the table\n"
     "kairos plan reads (workload key 'profile'). On MIG instances the admin configured,\n"
@@ -44,10 +50,16 @@ static const char profile_usage[] =
     "      --out FILE      write the table there (default: standard output)\n"
     "      --method M      auto (default: mig if MIG devices exist, else mps), mps or mig\n"
     "      --timeout S     seconds per run before CMD is killed (default 120)\n"
+    "      --time-shares L time shares in % of the whole GPU, e.g. 25,50,75: one more run\n"
+    "                      each, as a tenant of the running kairosd with its GPU time capped\n"
+    "                      there (kairos run --limit; root or a kairosd administrator)\n"
+    "      --mem SIZE      those runs' tenant memory quota (kairos run --mem; default 100%)\n"
     "  -h, --help          this text\n";
 
 struct profile_run {
     char *const *cmd;
+    char **run_argv;           /* set: the child is cmd_run(run_argc, run_argv), not cmd */
+    int run_argc;
     const char *env[4][2];     /* extra environment: name, value */
     int timeout_s;
     double thr, mem;           /* mem: reported, or -1 */
@@ -113,6 +125,8 @@ static int profile_run_once(struct profile_run *r)
         close(fd[1]);
         for (int k = 0; k < 4 && r->env[k][0]; k++)
             setenv(r->env[k][0], r->env[k][1], 1);
+        if (r->run_argv)
+            _exit(cmd_run(r->run_argc, r->run_argv));
         execvp(r->cmd[0], r->cmd);
         fprintf(stderr, "kairos profile: cannot run %s: %s\n", r->cmd[0], strerror(errno));
         _exit(127);
@@ -288,15 +302,91 @@ static int profile_by_mig(struct profile_run *r, char names[][PLAN_NAME_MAX], ch
     return 0;
 }
 
+/* "25,50,75" (a % after each allowed) into ascending shares in (0, 100); 0, or 2 after a
+ * message. */
+static int profile_parse_shares(const char *list, struct plan_profile_table *t)
+{
+    const char *p = list;
+    t->n_shares = 0;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v > 0 && v < 100)) {
+            fprintf(stderr, "kairos profile: --time-shares %s: each share is a percentage above "
+                    "0 and below 100 (100 %% is the whole GPU's own run), e.g. 25,50,75\n", list);
+            return 2;
+        }
+        end += *end == '%';
+        if ((*end && *end != ',') || t->n_shares == PLAN_MAX_SHARES) {
+            fprintf(stderr, "kairos profile: --time-shares %s: expected at most %d percentages "
+                    "separated by commas, e.g. 25,50,75\n", list, PLAN_MAX_SHARES);
+            return 2;
+        }
+        int k = t->n_shares++;
+        while (k > 0 && t->share_pct[k - 1] > v) {
+            t->share_pct[k] = t->share_pct[k - 1];
+            k--;
+        }
+        t->share_pct[k] = v;
+        if (k > 0 && t->share_pct[k - 1] == v) {
+            fprintf(stderr, "kairos profile: --time-shares %s: %g given twice\n", list, v);
+            return 2;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* CMD once per time share on the whole GPU, through cmd_run as
+ * `kairos run --mem MEM --limit PCT% -- CMD`; then the shares are checked as the planner
+ * will check them. 0, or -1 after a message. */
+static int profile_by_shares(struct profile_run *r, const char *mem, struct plan_profile_table *t)
+{
+    int n = 0;
+    while (r->cmd[n])
+        n++;
+    char **argv = calloc((size_t)n + 8, sizeof(*argv)), limit[32], why[300];
+    if (!argv)
+        return -1;
+    static char run[] = "run", opt_mem[] = "--mem", opt_limit[] = "--limit", dashes[] = "--";
+    char *head[] = {run, opt_mem, (char *)mem, opt_limit, limit, dashes};
+    memcpy(argv, head, sizeof(head));
+    memcpy(argv + 6, r->cmd, (size_t)n * sizeof(*argv));
+    memset(r->env, 0, sizeof(r->env));
+    r->run_argv = argv;
+    r->run_argc = n + 6;
+    int rc = 0;
+    for (int k = 0; k < t->n_shares && !rc; k++) {
+        snprintf(limit, sizeof(limit), "%g%%", t->share_pct[k]);
+        fprintf(stderr, "kairos profile: %s on the whole GPU, its GPU time capped at %s by "
+                "kairosd (kairos run --limit %s)\n", r->cmd[0], limit, limit);
+        rc = profile_run_once(r);
+        t->share_thr[k] = r->thr;
+    }
+    r->run_argv = NULL;
+    free(argv);
+    if (!rc && plan_profile_check_shares(t, why, sizeof(why))) {
+        fprintf(stderr, "kairos profile: the time shares measured are not usable (%s); the "
+                "table is not written. Measured:", why);
+        for (int k = 0; k < t->n_shares; k++)
+            fprintf(stderr, " %g %%: %g,", t->share_pct[k], t->share_thr[k]);
+        fprintf(stderr, " whole: the throughput table's\n");
+        rc = -1;
+    }
+    return rc;
+}
+
 int cmd_profile(int argc, char **argv)
 {
     static const struct option longs[] = {
         {"model", required_argument, NULL, 'M'}, {"name", required_argument, NULL, 'N'},
         {"out", required_argument, NULL, 'o'},   {"method", required_argument, NULL, 'm'},
         {"timeout", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+        {"time-shares", required_argument, NULL, 'S'}, {"mem", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     const char *model = "H200-141GB", *name = NULL, *out = NULL, *method = "auto";
+    const char *mem = "100%";
     struct profile_run r;
     struct plan_profile_table t;
     struct plan_gpu_model m;
@@ -318,6 +408,11 @@ int cmd_profile(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'S':
+            if (profile_parse_shares(optarg, &t))
+                return 2;
+            break;
+        case 'G': mem = optarg; break;
         case 'h': fputs(profile_usage, stdout); return 0;
         default:
             fprintf(stderr, "%skairos profile: unknown or incomplete option '%s'\n", profile_usage,
@@ -346,7 +441,20 @@ int cmd_profile(int argc, char **argv)
                 "(MIG is the admin's to configure; use --method mps)\n");
         return 1;
     }
+    if (t.n_shares && n_mig) {
+        fprintf(stderr, "kairos profile: --time-shares measures the whole GPU, which MIG hides "
+                "(nvidia-smi -L lists MIG devices); profile the time shares on a GPU with MIG "
+                "off\n");
+        return 1;
+    }
+    if (t.n_shares && cmd_run_daemon_check("kairos profile")) {
+        fprintf(stderr, "kairos profile: --time-shares runs CMD as a tenant of kairosd (kairos "
+                "run --limit), so kairosd must be running; nothing was run\n");
+        return 1;
+    }
     int rc = n_mig ? profile_by_mig(&r, names, uuids, n_mig, &t) : profile_by_mps(&r, &m, &t);
+    if (!rc && t.n_shares)
+        rc = profile_by_shares(&r, mem, &t);
     if (rc)
         return 1;
     FILE *f = out ? fopen(out, "w") : stdout;

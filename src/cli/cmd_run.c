@@ -60,8 +60,12 @@ struct run_opts {
 
 enum { OPT_SHARE = 256, OPT_LIMIT, OPT_PRIORITY, OPT_USER, OPT_MANAGED, OPT_FAULT_DOMAIN };
 
-/* How messages begin: "kairos run", or "kairos tenant set" (cmd_run_tenant_set). */
+/* How messages begin: "kairos run", or "kairos tenant set" (cmd_run_tenant_set), or the
+ * caller of cmd_run_daemon_check. */
 static const char *run_prog = "kairos run";
+
+static const char no_shim[] = "cannot find libkairos.so next to kairos; build it, or set "
+                              "KAIROS_SHIM=/path/to/libkairos.so";
 
 static void usage(FILE *out)
 {
@@ -452,8 +456,7 @@ static int run_main(int argc, char **argv, bool set_only)
     }
     char shim[PATH_MAX], err[512], name[KAIROS_NAME_MAX];
     if (!set_only && shim_path_find(shim, sizeof shim))
-        return run_error("cannot find libkairos.so next to kairos; build it, or set "
-                         "KAIROS_SHIM=/path/to/libkairos.so", "");
+        return run_error(no_shim, "");
     unsigned mask = ~0u;
     if (o.gpus && parse_gpus(o.gpus, &mask))
         return 2;
@@ -529,6 +532,25 @@ out:
     client_close(&cl);
     free(list);
     return exit_code;
+}
+
+int cmd_run_daemon_check(const char *prog)
+{
+    char shim[PATH_MAX], err[512];
+    struct shim_conf conf;
+    struct client cl;
+    const char *path = NULL;
+    int rc;
+    run_prog = prog;
+    if (shim_path_find(shim, sizeof shim))
+        rc = run_error(no_shim, "");
+    else if (!(rc = daemon_socket(shim, NULL, &conf, &path)) &&
+             client_connect(&cl, path, err, sizeof err))
+        rc = run_error("", err);
+    else if (!rc)
+        client_close(&cl);
+    run_prog = "kairos run";
+    return rc;
 }
 
 int cmd_run(int argc, char **argv)

@@ -7,7 +7,8 @@
  * are legal (allowed starts, no overlap, <= 7 compute slices; whole mode holds one
  * instance); per instance the time shares sum to at most 100 % and the memory fits;
  * a MIG instance holds one workload unless the input allows MIG time sharing;
- * per workload Thr(s, 100 %) x t >= target and m >= its memory; a p99 target against
+ * per workload Thr(s, t) >= target (plan_thr_at: Thr(s, 100 %) x t, or a measured
+ * whole-GPU time-share curve) and m >= its memory; a p99 target against
  * the p99 model (its own choice of each shared GPU's latency tenant); every workload is
  * placed exactly once or reported infeasible with a true reason.
  */
@@ -118,10 +119,13 @@ static int check_layouts(struct check_ctx *c)
     return rc;
 }
 
-static double check_option_thr(struct check_ctx *c, const struct plan_workload *w, int inst)
+/* Thr(s, t) x eff of workload w at `time` in instance inst: the model's own function
+ * (curve.c), so a measured time-share curve counts here as it does for the planner. */
+static double check_thr(struct check_ctx *c, const struct plan_workload *w, int inst, int time,
+                        double eff)
 {
     const struct plan_instance *pi = &c->p->instances[inst];
-    return w->thr[c->p->gpus[pi->gpu].pool][pi->option];
+    return plan_thr_at(w, c->p->gpus[pi->gpu].pool, pi->option, time, eff);
 }
 
 static int64_t check_option_mem(struct check_ctx *c, int inst)
@@ -147,7 +151,7 @@ static int check_assign(struct check_ctx *c, const struct plan_assign *a, const 
                           (long long)a->mem_mib, (long long)w->mem_mib);
     int k = tenants[a->instance];
     double eff = plan_interference_eff(c->in->interference, k);
-    double thr = check_option_thr(c, w, a->instance) * a->time / PLAN_TIME_UNITS * eff;
+    double thr = check_thr(c, w, a->instance, a->time, eff);
     if (thr < w->target * (1 - CHECK_TOL))
         return check_fail(c, "workload %s: Thr(s, t) = %.4g (x %.3f for %d tenants, "
                           "interference %s) misses its target %.4g", w->name, thr, eff, k,

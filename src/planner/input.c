@@ -420,6 +420,40 @@ static struct plan_latency *input_lat_new(struct plan_input *in)
     return t;
 }
 
+/* A time-share curve owned by the input (workloads point at it; replicas share it). */
+static struct plan_time_curve *input_curve_new(struct plan_input *in)
+{
+    struct plan_time_curve *t = calloc(1, sizeof(*t));
+    struct plan_time_curve **nc = t ? realloc(in->curves, ((size_t)in->n_curves + 1) *
+                                                          sizeof(*nc)) : NULL;
+    if (!nc) {
+        free(t);
+        return NULL;
+    }
+    in->curves = nc;
+    in->curves[in->n_curves++] = t;
+    return t;
+}
+
+/* A profile table's time_shares (checked by plan_profile_load) as w's curve on pool: the
+ * shares as fractions, each throughput at most Thr(whole) (PLAN_SHARES_TOLERANCE). */
+static int input_curve(struct plan_input *in, const struct plan_profile_table *t, int pool,
+                       struct plan_workload *w)
+{
+    struct plan_time_curve *c = t->n_shares ? input_curve_new(in) : NULL;
+    if (t->n_shares && !c)
+        return -ENOMEM;
+    double whole = w->thr[pool][PLAN_OPTION_WHOLE];
+    for (int k = 0; c && k < t->n_shares; k++) {
+        c->t[pool][k] = t->share_pct[k] / 100;
+        c->thr[pool][k] = t->share_thr[k] < whole ? t->share_thr[k] : whole;
+    }
+    if (c)
+        c->n[pool] = t->n_shares;
+    w->curve = c;
+    return 0;
+}
+
 /* A workload with 'p99_ms' needs its solo p99 on every option it has a throughput for. */
 static int input_p99_complete(struct input_ctx *c, yaml_node_t *n, const struct plan_workload *w)
 {
@@ -547,7 +581,7 @@ static int input_profile_table(struct input_ctx *c, yaml_node_t *n, struct plan_
         return input_fail(c, n, "profile table %s has no memory_mib; give 'memory_mib'", file);
     if (*mem <= 0)
         *mem = (long)t.mem_mib;
-    return 0;
+    return input_curve(c->in, &t, pool, w);
 }
 
 /* 'drain_seconds': what moving the workload costs (traces), more than 0, at most a week
@@ -912,6 +946,30 @@ void plan_input_free(struct plan_input *in)
     free(in->lat);
     in->lat = NULL;
     in->n_lat = 0;
+    for (int k = 0; k < in->n_curves; k++)
+        free(in->curves[k]);
+    free(in->curves);
+    in->curves = NULL;
+    in->n_curves = 0;
+}
+
+/* extra's time-share curve of wl, as a curve of `in` with extra's pools mapped onto in's. */
+static int input_merge_curve(struct plan_input *in, const struct plan_input *extra,
+                             struct plan_workload *wl)
+{
+    const struct plan_time_curve *src = wl->curve;
+    struct plan_time_curve *t = src ? input_curve_new(in) : NULL;
+    if (src && !t)
+        return -ENOMEM;
+    for (int p = 0; src && p < extra->n_pools; p++)
+        for (int q = 0; q < in->n_pools; q++)
+            if (!strcmp(extra->pools[p].model.name, in->pools[q].model.name)) {
+                t->n[q] = src->n[p];
+                memcpy(t->t[q], src->t[p], sizeof(t->t[q]));
+                memcpy(t->thr[q], src->thr[p], sizeof(t->thr[q]));
+            }
+    wl->curve = t;
+    return 0;
 }
 
 /* extra's solo p99 table of wl, as a table of `in` with extra's pools mapped onto in's. */
@@ -954,6 +1012,7 @@ int plan_input_merge(struct plan_input *in, const struct plan_input *extra, cons
             rc = -EINVAL;
         } else {
             rc = input_merge_lat(in, extra, &wl);
+            rc = rc ? rc : input_merge_curve(in, extra, &wl);
             rc = rc ? rc : plan_input_add_workload(in, &wl);
         }
     }

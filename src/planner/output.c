@@ -366,8 +366,9 @@ int plan_write_explain(const struct plan_input *in, const struct plan *p, void *
         return -ENOMEM;
     plan_metrics_compute(in, p, &m);
     int rc = plan_lower_bound(in, &lb);
-    fprintf(f, "\nexplain: model Thr(s, t) = Thr(s) x t x eff(tenants), interference %s\n",
-            plan_interference_name(in->interference));
+    fprintf(f, "\nexplain: model Thr(s, t) = Thr(s) x t x eff(tenants), interference %s%s\n",
+            plan_interference_name(in->interference), in->n_curves ? " (on a whole GPU, a "
+            "measured time-share curve where a workload's profile has one)" : "");
     if (!rc)
         fprintf(f, "lower bound (LP relaxation, compute-time and memory slices): %.2f -> at "
                 "least %d GPUs; this plan: %d\n", lb, (int)ceil(lb - 1e-6), m.gpus);

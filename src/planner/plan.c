@@ -1,7 +1,8 @@
 /* plan.c - the plan object (growable arrays), time arithmetic, names and metrics.
  *
  * The one place that turns a throughput target into a time share: t is the smallest
- * number of PLAN_TIME_UNITS with Thr(s, 100 %) x t >= target (KRYPTON's linear model),
+ * number of PLAN_TIME_UNITS with Thr(s, 100 %) x t >= target (KRYPTON's linear model), or
+ * on a whole GPU with a measured time-share curve the least t the curve allows (curve.c),
  * and where a p99 latency target restricts it (the p99 model, plan_p99_factor).
  */
 #include <errno.h>
@@ -223,13 +224,19 @@ static int plan_p99_time(const struct plan_workload *w, int pool, int option, in
 int plan_time_needed_shared(const struct plan_workload *w, int pool, const struct plan_gpu_model *m,
                             int option, int mode, int tenants)
 {
-    double thr = w->thr[pool][option] * plan_interference_eff(mode, tenants);
+    double eff = plan_interference_eff(mode, tenants), thr = w->thr[pool][option] * eff;
     if (!(thr > 0) || w->mem_mib > plan_option_mem(m, option))
         return -1;
-    double t = ceil(w->target * PLAN_TIME_UNITS / thr - 1e-9);
-    if (t > PLAN_TIME_UNITS)
-        return -1;
-    int ti = t < 1 ? 1 : (int)t;
+    int ti;
+    if (option == PLAN_OPTION_WHOLE && w->curve && w->curve->n[pool] > 0) {
+        if ((ti = plan_curve_time(w, pool, option, eff)) < 0)
+            return -1;
+    } else {
+        double t = ceil(w->target * PLAN_TIME_UNITS / thr - 1e-9);
+        if (t > PLAN_TIME_UNITS)
+            return -1;
+        ti = t < 1 ? 1 : (int)t;
+    }
     return w->p99_ms > 0 ? plan_p99_time(w, pool, option, tenants, ti) : ti;
 }
 
@@ -338,8 +345,8 @@ double plan_norm_thr(const struct plan_input *in, const struct plan *p, const st
 {
     const struct plan_instance *pi = &p->instances[a->instance];
     const struct plan_workload *w = &in->workloads[a->workload];
-    return w->thr[p->gpus[pi->gpu].pool][pi->option] * a->time / PLAN_TIME_UNITS
-           * plan_interference_eff(in->interference, tenants) / w->target;
+    return plan_thr_at(w, p->gpus[pi->gpu].pool, pi->option, a->time,
+                       plan_interference_eff(in->interference, tenants)) / w->target;
 }
 
 void plan_metrics_compute(const struct plan_input *in, const struct plan *p,

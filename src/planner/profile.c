@@ -12,7 +12,10 @@
  *   memory_mib: 1834
  *   throughput: {whole: 1200.5, 1g.18gb: 210.2, ...}
  *   p99_ms: {whole: 4.1, 1g.18gb: 9.8, ...}   # optional: solo p99 latency per option
- * kairos profile does not measure p99 (a workload with a p99 target needs it added).
+ *   time_shares: {25: 610.2, 50: 950.1}      # optional: whole GPU at a time share (%)
+ * kairos profile does not measure p99 (a workload with a p99 target needs it added);
+ * it measures time_shares with --time-shares (CMD a tenant of kairosd, its GPU time
+ * capped at each share); plan_profile_check_shares (curve.c) says which are usable.
  */
 #include <errno.h>
 #include <math.h>
@@ -90,6 +93,11 @@ int plan_profile_write(const struct plan_profile_table *t, void *stream)
     for (int k = 0; lat && k < t->n; k++)
         if (t->thr[k] > 0 && t->p99_ms[k] > 0)
             fprintf(f, "  %s: %.6g\n", t->option[k], t->p99_ms[k]);
+    if (t->n_shares)
+        fprintf(f, "# whole GPU, its time capped by kairosd at each share (%%): throughput\n"
+                "time_shares:\n");
+    for (int k = 0; k < t->n_shares; k++)
+        fprintf(f, "  %.6g: %.6g\n", t->share_pct[k], t->share_thr[k]);
     return ferror(f) ? -EIO : 0;
 }
 
@@ -137,6 +145,28 @@ static int profile_p99(yaml_document_t *d, yaml_node_t *map, struct plan_profile
     return 0;
 }
 
+/* 'time_shares': share in % -> throughput on the whole GPU (checked once all is read). */
+static int profile_shares(yaml_document_t *d, yaml_node_t *map, struct plan_profile_table *t,
+                          const char *path, char *err, size_t errlen)
+{
+    yaml_node_pair_t *end_pair = map->data.mapping.pairs.top;
+    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < end_pair; q++) {
+        yaml_node_t *kn = yaml_document_get_node(d, q->key);
+        const char *s = profile_scalar(d, kn);
+        const char *x = profile_scalar(d, yaml_document_get_node(d, q->value));
+        char *end_s = NULL, *end_x = NULL;
+        double pct = s ? strtod(s, &end_s) : -1, thr = x ? strtod(x, &end_x) : -1;
+        if (!s || !x || *end_s || *end_x || !isfinite(pct) || !isfinite(thr))
+            return profile_fail(err, errlen, path, kn, "expected 'share in %: throughput' (two "
+                                "numbers)");
+        if (t->n_shares == PLAN_MAX_SHARES)
+            return profile_fail(err, errlen, path, kn, "more than 16 time shares");
+        t->share_pct[t->n_shares] = pct;
+        t->share_thr[t->n_shares++] = thr;
+    }
+    return 0;
+}
+
 static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profile_table *t,
                          const char *path, char *err, size_t errlen)
 {
@@ -162,6 +192,9 @@ static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profi
         } else if (k && !strcmp(k, "p99_ms") && vn->type == YAML_MAPPING_NODE) {
             if (profile_p99(d, vn, t, path, err, errlen))
                 return -EINVAL;
+        } else if (k && !strcmp(k, "time_shares") && vn->type == YAML_MAPPING_NODE) {
+            if (profile_shares(d, vn, t, path, err, errlen))
+                return -EINVAL;
         } else if (k && v && !strcmp(k, "model") && !profile_copy(t->model, v)) {
         } else if (k && v && !strcmp(k, "workload") && !profile_copy(t->workload, v)) {
         } else if (k && v && !strcmp(k, "method") && !profile_copy(t->method, v)) {
@@ -172,7 +205,8 @@ static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profi
             t->mem_mib = mem;
         } else {
             return profile_fail(err, errlen, path, kn, "unknown key or bad value (expected model, "
-                                "workload, method, memory_mib, throughput, p99_ms)");
+                                "workload, method, memory_mib, throughput, p99_ms, "
+                                "time_shares)");
         }
     }
     int thr = 0;
@@ -180,6 +214,9 @@ static int profile_pairs(yaml_document_t *d, yaml_node_t *map, struct plan_profi
         thr |= t->thr[k] > 0;
     if (!t->model[0] || !thr)
         return profile_fail(err, errlen, path, map, "a table needs 'model' and 'throughput'");
+    char why[256];
+    if (plan_profile_check_shares(t, why, sizeof(why)))
+        return profile_fail(err, errlen, path, map, why);
     return 0;
 }
 

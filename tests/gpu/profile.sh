@@ -4,25 +4,49 @@
 # and a memory-bound kernel, on whatever the GPU allows (MIG instances the admin
 # configured, else the MPS active-thread proxy; no MIG setting is changed). Writes
 # $OUT/profile/<workload>.yaml (the lead commits them under data/planner/profiles/h200/)
-# and prints each table normalised to the whole GPU. About 3-4 minutes (6 runs of
-# ~7 s per workload with PROFILE_SECONDS=3).
+# and prints each table normalised to the whole GPU. The two inference workloads also
+# get --time-shares 25,50,75 (issue 28 item 2): three more runs each on the whole GPU
+# as tenants of a private kairosd (kairosd_env.sh) with their GPU time capped there,
+# the tables' time_shares, printed as the fraction of whole kept at each share (a
+# launch-bound workload keeps more than the share). About 4-5 minutes (6 runs of ~7 s
+# per workload with PROFILE_SECONDS=3, 3 more per inference workload).
+. tests/gpu/kairosd_env.sh
 mkdir -p "$OUT/profile"
 echo "--- profile: per-profile throughput tables (kairos profile)"
-profile_one() { # name, workload args...
-  local name=$1; shift
-  "$kairos" profile --model H200-141GB --name "$name" --timeout 90 --out "$OUT/profile/$name.yaml" \
+pkd=/tmp/kairos-profile-kd
+rm -rf "$pkd" && mkdir -p "$pkd"
+kairosd_private "$pkd" "$OUT/profile/kairosd.log" < /dev/null
+shares=()
+if [ -S "$pkd/kairosd.sock" ]; then
+  shares=(--time-shares 25,50,75)
+else
+  echo "profile: kairosd did not start ($OUT/profile/kairosd.log): no time shares measured"
+fi
+profile_one() { # name, kairos profile options..., --, workload args...
+  local name=$1 opts=()
+  shift
+  while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+  shift
+  "$kairos" profile --model H200-141GB --name "$name" --timeout 90 "${opts[@]}" \
+    --out "$OUT/profile/$name.yaml" \
     -- $python tests/gpu/profile_workload.py "$@" --seconds "${PROFILE_SECONDS:-3}" \
     || echo "profile $name: FAILED"
 }
-profile_one resnet50-inf-bs8 resnet50-inf --batch 8
-profile_one resnet50-inf-bs64 resnet50-inf --batch 64
-profile_one transformer-train-bs8 transformer-train --batch 8
-profile_one membound-add membound
+profile_one resnet50-inf-bs8 "${shares[@]}" -- resnet50-inf --batch 8
+profile_one resnet50-inf-bs64 "${shares[@]}" -- resnet50-inf --batch 64
+profile_one transformer-train-bs8 -- transformer-train --batch 8
+profile_one membound-add -- membound
+[ -n "$kd_pid" ] && { kill "$kd_pid"; wait "$kd_pid" 2>/dev/null; }
+unset KAIROS_SOCKET KAIROS_SHIM_CONF
 for f in "$OUT"/profile/*.yaml; do
   [ -f "$f" ] || continue
   echo "== $(basename "$f" .yaml)"
   awk '/^method|^memory_mib/ {print}
        /^throughput:/ {t = 1; next}
        t && /^  / {sub(":", "", $1); v[$1] = $2; o[++n] = $1}
-       END {for (i = 1; i <= n; i++) printf "  %-10s %10.3f  %.3f of whole\n", o[i], v[o[i]], v[o[i]] / v["whole"]}' "$f"
+       /^time_shares:/ {s = 1; t = 0; next}
+       /^[a-z]/ {t = 0; s = 0}
+       s && /^  / {sub(":", "", $1); sv[$1] = $2; so[++m] = $1}
+       END {for (i = 1; i <= n; i++) printf "  %-10s %10.3f  %.3f of whole\n", o[i], v[o[i]], v[o[i]] / v["whole"]
+            for (i = 1; i <= m; i++) printf "  t=%-7s %10.3f  %.3f of whole (linear: %.2f)\n", so[i] "%", sv[so[i]], sv[so[i]] / v["whole"], so[i] / 100}' "$f"
 done
