@@ -89,10 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = state_parse_all((const char *)data + 1, size - 1, &l, &io, &usage, NULL, NULL, aside,
                              &saved, err, sizeof err);
     if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
-        !usage_within_bounds(&usage, &l) || usage.n > l.n_tenants ||
+        !usage_within_bounds(&usage, &l) || usage.ids.n > l.n_tenants ||
         l.n_tenants > LEDGER_MAX_TENANTS ||
         cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG ||
-        compute_book_find(&compute, cfg->id) || compute.n > l.n_tenants ||
+        compute_book_find(&compute, cfg->id) || compute.ids.n > l.n_tenants ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {
         fprintf(stderr, "state_parse returned %d (%s) with %zu tenants\n", rc, err, l.n_tenants);
         abort();

@@ -43,78 +43,36 @@ void usage_publish(struct usage *u)
 
 void usage_book_init(struct usage_book *b)
 {
-    memset(b, 0, sizeof *b);
+    id_book_init(&b->ids, sizeof(struct usage_entry), SIZE_MAX);
 }
 
 void usage_book_fini(struct usage_book *b)
 {
-    free(b->v);
-    memset(b, 0, sizeof *b);
-}
-
-/* Where tenant's entry is, or would be put to keep the book sorted. */
-static size_t book_place(const struct usage_book *b, uint32_t tenant)
-{
-    size_t lo = 0, hi = b->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->v[mid].tenant < tenant)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    id_book_fini(&b->ids);
 }
 
 const struct usage *usage_book_find(const struct usage_book *b, uint32_t tenant)
 {
-    size_t i = book_place(b, tenant);
-    return i < b->n && b->v[i].tenant == tenant ? &b->v[i].u : NULL;
+    const struct usage_entry *e = id_book_find(&b->ids, tenant);
+    return e ? &e->u : NULL;
 }
 
 struct usage *usage_book_get(struct usage_book *b, uint32_t tenant)
 {
-    size_t i = book_place(b, tenant);
-    if (i < b->n && b->v[i].tenant == tenant)
-        return &b->v[i].u;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 16;
-        struct usage_entry *v = realloc(b->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        b->v = v;
-        b->cap = cap;
-    }
-    memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
-    b->n++;
-    memset(&b->v[i], 0, sizeof b->v[i]);
-    b->v[i].tenant = tenant;
-    return &b->v[i].u;
+    int rc = 0;
+    struct usage_entry *e = id_book_get(&b->ids, tenant, &rc);
+    return e ? &e->u : NULL;
 }
 
 int usage_book_keep(struct usage_book *b, const uint32_t *live, size_t n)
 {
-    bool *kept = calloc(b->n ? b->n : 1, sizeof *kept);
-    if (!kept)
-        return -ENOMEM;
-    for (size_t k = 0; k < n; k++) {
-        size_t i = book_place(b, live[k]);
-        if (i < b->n && b->v[i].tenant == live[k])
-            kept[i] = true;
-    }
-    size_t out = 0;
-    for (size_t i = 0; i < b->n; i++)
-        if (kept[i])
-            b->v[out++] = b->v[i];
-    b->n = out;
-    free(kept);
-    return 0;
+    return id_book_keep(&b->ids, live, n);
 }
 
 void usage_book_publish(struct usage_book *b)
 {
-    for (size_t i = 0; i < b->n; i++)
-        usage_publish(&b->v[i].u);
+    for (size_t i = 0; i < b->ids.n; i++)
+        usage_publish(&((struct usage_entry *)id_book_at(&b->ids, i))->u);
 }
 
 json_t *usage_json(const struct usage *u, const uint64_t *refusals, unsigned n_gpus)

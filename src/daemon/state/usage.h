@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/base/id_book.h"
 #include "kairos/proto.h"
 
 struct usage {
@@ -52,8 +53,7 @@ struct usage_entry {
     struct usage u;
 };
 struct usage_book {
-    struct usage_entry *v;
-    size_t n, cap;
+    struct id_book ids; /* of struct usage_entry (id_book.h) */
 };
 
 void usage_book_init(struct usage_book *b);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/policy.h"
+#include "daemon/base/id_book.h"
 #include "kairos/proto.h"
 
 #define COMPUTE_BOOK_MAX KAIROS_MAX_TENANTS /* as many as the ledger's tenants */
@@ -38,8 +39,7 @@ struct compute_entry {
     struct compute_policies c;
 };
 struct compute_book {
-    struct compute_entry *v;
-    size_t n, cap;
+    struct id_book ids; /* of struct compute_entry (id_book.h) */
 };
 
 void compute_book_init(struct compute_book *b);

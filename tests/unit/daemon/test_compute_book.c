@@ -29,7 +29,7 @@ static void test_found_by_id(void **state)
         struct sched_policy p = pol_of(0.01 * ids[i]);
         assert_int_equal(compute_book_set(&b, ids[i], ids[i] % KAIROS_MAX_GPUS, &p), 0);
     }
-    assert_int_equal(b.n, 5);
+    assert_int_equal(b.ids.n, 5);
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         unsigned g = ids[i] % KAIROS_MAX_GPUS;
         assert_true(compute_book_policy(&b, ids[i], g, &out));
@@ -41,8 +41,9 @@ static void test_found_by_id(void **state)
     }
     assert_null(compute_book_find(&b, 2));    /* no such tenant */
     assert_false(compute_book_policy(&b, 2, 0, &out));
-    for (size_t i = 1; i < b.n; i++)          /* sorted: the lookup's binary search holds */
-        assert_true(b.v[i - 1].tenant < b.v[i].tenant);
+    for (size_t i = 1; i < b.ids.n; i++)          /* sorted: the lookup's binary search holds */
+        assert_true(((struct compute_entry *)id_book_at(&b.ids, i - 1))->tenant <
+                    ((struct compute_entry *)id_book_at(&b.ids, i))->tenant);
     compute_book_fini(&b);
 }
 
@@ -55,7 +56,7 @@ static void test_set_and_clear(void **state)
     assert_int_equal(compute_book_set(&b, 4, 0, &p), 0);
     assert_int_equal(compute_book_set(&b, 4, 1, &p), 0);
     assert_int_equal(compute_book_set(&b, 4, 1, &q), 0); /* replaced */
-    assert_int_equal(b.n, 1);
+    assert_int_equal(b.ids.n, 1);
     assert_true(compute_book_policy(&b, 4, 1, &out));
     assert_float_equal(out.share, 0.6, 1e-12);
     assert_int_equal(compute_book_set(&b, 4, 0, NULL), 0);
@@ -63,9 +64,9 @@ static void test_set_and_clear(void **state)
     assert_non_null(compute_book_find(&b, 4)); /* still one on GPU 1 */
     assert_int_equal(compute_book_set(&b, 4, 1, NULL), 0);
     assert_null(compute_book_find(&b, 4));     /* none left: no entry */
-    assert_int_equal(b.n, 0);
+    assert_int_equal(b.ids.n, 0);
     assert_int_equal(compute_book_set(&b, 5, 0, NULL), 0); /* clearing none: nothing made */
-    assert_int_equal(b.n, 0);
+    assert_int_equal(b.ids.n, 0);
     compute_book_fini(&b);
 }
 
@@ -83,7 +84,7 @@ static void test_drop_takes_only_its_own(void **state)
     assert_true(compute_book_policy(&b, 3, 0, &out));
     compute_book_drop(&b, 2); /* gone already: nothing */
     compute_book_drop(&b, 99);
-    assert_int_equal(b.n, 2);
+    assert_int_equal(b.ids.n, 2);
     compute_book_fini(&b);
 }
 
@@ -107,7 +108,7 @@ static void test_put_back(void **state)
     assert_int_equal(compute_book_put(&b, 9, &was), 0); /* a new tenant's, whole */
     assert_true(compute_book_policy(&b, 9, 2, &out));
     assert_int_equal(compute_book_put(&b, 9, NULL), 0);
-    assert_int_equal(b.n, 0);
+    assert_int_equal(b.ids.n, 0);
     compute_book_fini(&b);
 }
 
@@ -119,7 +120,7 @@ static void test_bounds(void **state)
     compute_book_init(&b);
     assert_int_equal(compute_book_set(&b, 1, KAIROS_MAX_GPUS, &p), -EINVAL);
     assert_false(compute_book_policy(&b, 1, KAIROS_MAX_GPUS, &out));
-    assert_int_equal(b.n, 0);
+    assert_int_equal(b.ids.n, 0);
     for (uint32_t id = 1; id <= COMPUTE_BOOK_MAX; id++)
         assert_int_equal(compute_book_set(&b, id, 0, &p), 0);
     assert_int_equal(compute_book_set(&b, COMPUTE_BOOK_MAX + 1, 0, &p), -ENOSPC);
@@ -129,7 +130,7 @@ static void test_bounds(void **state)
     compute_book_drop(&b, 1);                            /* a tenant goes: room again */
     assert_int_equal(compute_book_set(&b, COMPUTE_BOOK_MAX + 1, 0, &p), 0);
     assert_true(compute_book_policy(&b, COMPUTE_BOOK_MAX, 0, &out));
-    assert_int_equal(b.n, COMPUTE_BOOK_MAX);
+    assert_int_equal(b.ids.n, COMPUTE_BOOK_MAX);
     compute_book_fini(&b);
 }
 

@@ -336,7 +336,7 @@ static void test_a_removed_tenant_leaves_no_policy(void **state)
     char msg[512];
     assert_int_equal(tenants_del(&ts, "job", 0, msg, sizeof msg), 0);
     assert_null(compute_book_find(&ts.compute, id));
-    assert_int_equal(ts.compute.n, 0);
+    assert_int_equal(ts.compute.ids.n, 0);
     assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), 0); /* its share is free */
     assert_int_equal(tenant_set(&ts, &c, "job", GiB, GiB, NULL), 0);
     assert_false(registry_policy(&ts.compute, find(&ts, "job"), 1, &now));

@@ -326,7 +326,7 @@ static void test_compute_round_trip(void **state)
     assert_float_equal(p.limit, 0.5, 1e-12);
     assert_int_equal(p.prio, SCHED_PRIO_LATENCY);
     assert_false(registry_policy(&cb, ledger_tenant_find(&b, "plain"), 1, &p));
-    assert_int_equal(cb.n, 1); /* only job has an entry */
+    assert_int_equal(cb.ids.n, 1); /* only job has an entry */
     compute_book_fini(&ca);
     compute_book_fini(&cb);
     ledger_fini(&a);

@@ -105,18 +105,19 @@ static void test_book(void **state)
     usage_book_init(&book);
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
         usage_add_gpu(usage_book_get(&book, ids[i]), 0, ids[i]);
-    assert_int_equal(book.n, 5);
-    for (size_t i = 1; i < book.n; i++)
-        assert_true(book.v[i - 1].tenant < book.v[i].tenant);
+    assert_int_equal(book.ids.n, 5);
+    for (size_t i = 1; i < book.ids.n; i++)
+        assert_true(((struct usage_entry *)id_book_at(&book.ids, i - 1))->tenant <
+                    ((struct usage_entry *)id_book_at(&book.ids, i))->tenant);
     assert_int_equal(usage_book_find(&book, 3)->gpu_us[0], 6); /* the same entry twice */
     assert_null(usage_book_find(&book, 4));
     static const uint32_t live[] = {900, 3, 8};
     assert_int_equal(usage_book_keep(&book, live, 3), 0);
-    assert_int_equal(book.n, 2);
+    assert_int_equal(book.ids.n, 2);
     assert_int_equal(usage_book_find(&book, 900)->gpu_us[0], 900);
     assert_null(usage_book_find(&book, 7));
     assert_int_equal(usage_book_keep(&book, NULL, 0), 0);
-    assert_int_equal(book.n, 0);
+    assert_int_equal(book.ids.n, 0);
     usage_book_fini(&book);
 }
 
@@ -149,7 +150,7 @@ static void test_tick_over_the_ledger(void **state)
     assert_int_equal(ledger_tenant_remove(&l, b), 0);
     usage_state_tick(&book, &l, NOW + 10, 1.0);
     assert_null(usage_book_find(&book, id_b));
-    assert_int_equal(book.n, 1);
+    assert_int_equal(book.ids.n, 1);
     assert_int_equal(ledger_tenant_add(&l, "b", quota, 0, &b), 0);
     assert_null(usage_book_find(&book, b->id));
     ledger_leave(&l, m, NULL);
@@ -358,7 +359,7 @@ static void test_too_large_saves_the_tenants(void **state)
     compute_book_init(&policies);
     assert_int_equal(state_load_all(path, &back, io_of(&policies), &book, NULL, NULL, NULL, err,
                                     sizeof err, aside, sizeof aside), LEDGER_MAX_TENANTS);
-    assert_int_equal(policies.n, LEDGER_MAX_TENANTS);
+    assert_int_equal(policies.ids.n, LEDGER_MAX_TENANTS);
     compute_book_fini(&policies);
     assert_null(usage_book_find(&book, back.tenants[0]->id));
     ledger_fini(&back);
