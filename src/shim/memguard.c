@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "core/rm_abi.h"
 #include "shim/agent.h"
 #include "shim/ipc.h"
+#include "shim/own_thread.h"
 #include "shim/credit.h"
 #include "shim/settings.h"
 #include "shim/soft_end.h"
@@ -356,21 +356,6 @@ static void *send_credit(void *unused)
     return NULL;
 }
 
-static bool start_thread(void *(*fn)(void *))
-{
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals are not ours */
-    bool ok = pthread_create(&t, &attr, fn, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    return ok;
-}
-
 static void start_threads(void)
 {
     pthread_mutex_lock(&mg_mu);
@@ -378,8 +363,8 @@ static void start_threads(void)
     mg_threads_started = true;
     pthread_mutex_unlock(&mg_mu);
     if (start) {
-        start_thread(send_credit);
-        start_thread(watch_daemon);
+        own_thread_start(NULL, send_credit, NULL);
+        own_thread_start(NULL, watch_daemon, NULL);
     }
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kairos/proto.h"
+#include "shim/own_thread.h"
 #include "shim/settings.h"
 
 static sem_t se_wake;                /* posted by the handler */
@@ -55,7 +56,7 @@ static void wait_for_the_end(void)
     }
 }
 
-/* The shim's thread: every signal blocked (it never runs the application's handlers). */
+/* The shim's thread (own_thread.h: every signal blocked). */
 static void *await_sigterm(void *unused)
 {
     (void)unused;
@@ -89,21 +90,6 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
-static bool start_thread(void)
-{
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    bool ok = pthread_create(&t, &attr, await_sigterm, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    return ok;
-}
-
 bool soft_end_arm(soft_end_sender *send)
 {
     pthread_once(&se_once, register_atfork);
@@ -116,7 +102,7 @@ bool soft_end_arm(soft_end_sender *send)
         (now.sa_flags & SA_SIGINFO) || sem_init(&se_wake, 0, 0) != 0)
         goto not_armed;
     se_send = send;
-    if (!start_thread())
+    if (!own_thread_start(NULL, await_sigterm, NULL))
         goto not_armed;
     /* Swapped in one call, and put back if the application set a handler meanwhile
      * (the thread then waits for a post that never comes: harmless). */

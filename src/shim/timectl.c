@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +36,7 @@
 #include <unistd.h>
 
 #include "shim/agent.h"
+#include "shim/own_thread.h"
 #include "shim/settings.h"
 #include "shim/tc_pause.h"
 #include "shim/tc_sense.h"
@@ -274,12 +274,8 @@ static void start_thread_locked(void)
     if (tc_thread_running)
         return;
     init_cv_locked();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals are not ours */
     tc_stop = false;
-    tc_thread_running = pthread_create(&tc_thread, NULL, control_thread, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    tc_thread_running = own_thread_start(&tc_thread, control_thread, NULL);
 }
 
 void timectl_policy(const struct kairos_time_policy *p)
