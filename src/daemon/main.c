@@ -303,6 +303,15 @@ static bool linger_after_leave(void *ctx, struct ledger_tenant *t)
     return tenants_after_leave(ctx, t);
 }
 
+/* The time-share scheduler's TIME_POLICY messages go out through the server, which is
+ * made after it and goes first: nothing is sent while there is none. */
+static void send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p)
+{
+    struct daemon *d = ctx;
+    if (d->server)
+        server_send_time_policy(d->server, tenant, p);
+}
+
 /* Space mode's daemons under the socket's folder (ROOT/mps); without them a tenant
  * in a fault domain is refused the GPU with the reason. */
 static void open_domains(struct daemon *d)
@@ -544,10 +553,16 @@ int main(int argc, char **argv)
         log_error("cannot start watching departed processes' memory: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
+                             send_time_policy, &d))) {
+        log_error("cannot start the time-share scheduler: %s", strerror(-rc));
+        goto out;
+    }
     struct server_deps sdeps = {
         .loop = d.loop, .ts = &d.ts, .cfg = &d.cfg, .socket_path = d.cfg.socket,
         .gpu = d.have_gpu ? &d.gpu : NULL, .linger = d.linger, .heirs = &d.heirs,
-        .imports = &d.imports, .mps = d.mps_open ? &d.mps : NULL, .faults = &d.faults};
+        .imports = &d.imports, .mps = d.mps_open ? &d.mps : NULL, .faults = &d.faults,
+        .timeshare = d.timeshare};
     if (server_init(&d.server, &sdeps))
         goto out;
     server_watch_owners(d.server);
@@ -567,12 +582,6 @@ int main(int argc, char **argv)
         log_error("cannot start the audit: %s", strerror(-rc));
         goto out;
     }
-    if ((rc = timeshare_init(&d.timeshare, d.loop, d.have_gpu ? &d.gpu : NULL, &d.ts, &d.cfg,
-                             server_send_time_policy, d.server))) {
-        log_error("cannot start the time-share scheduler: %s", strerror(-rc));
-        goto out;
-    }
-    server_set_timeshare(d.server, d.timeshare);
     timeshare_reconfigure(d.timeshare);
     if (setup_metrics(&d, (double)started.tv_sec + started.tv_nsec / 1e9))
         goto out;
@@ -593,13 +602,13 @@ int main(int argc, char **argv)
 out:
     service_fini(d.service);
     metrics_http_stop(d.metrics);
-    if (d.server)
-        server_set_timeshare(d.server, NULL);
-    timeshare_fini(d.timeshare);
     audit_fini(d.audit);
     chargeback_fini(d.chargeback); /* the counters up to now, saved with the state */
     handovers_fini(d.handovers); /* a change not saved yet is written now */
-    server_fini(d.server); /* before what it hands requests to */
+    struct server *server = d.server;
+    d.server = NULL; /* no TIME_POLICY goes out from here on (send_time_policy) */
+    server_fini(server); /* before what it hands requests to */
+    timeshare_fini(d.timeshare);
     linger_fini(d.linger);
     fault_watch_close(d.fault_watch);
     faults_fini(&d.faults);

@@ -445,9 +445,20 @@ static void note_reading(struct conn *c, uint64_t now)
     c->outq_seen = unread;
 }
 
+/* A peer whose messages wait in its socket for kairosd, which still reads it, is not
+ * idle: kairosd is behind (a flood of connections ahead of it in the loop) and reads
+ * them next (SIOCINQ: bytes not yet read). One whose reading kairosd stopped (its
+ * replies wait for it: no EPOLLIN) is judged by what it reads, as before. */
+static bool has_unread_requests(const struct conn *c)
+{
+    int queued = 0;
+    return (c->events & EPOLLIN) && ioctl(c->fd, SIOCINQ, &queued) == 0 && queued > 0;
+}
+
 /* Every SERVER_TICK_MS: closes the peers that neither registered (HELLO, or an
  * administrator's request) nor asked or read anything for register_timeout_ms (or
- * longer while replies wait for them: conn_limits_idle), and ends an accept pause. */
+ * longer while replies wait for them: conn_limits_idle), unless what they sent waits
+ * for kairosd, and ends an accept pause. */
 static void on_tick(void *ctx, int fd, uint32_t events)
 {
     struct server *s = ctx;
@@ -472,7 +483,8 @@ static void on_tick(void *ctx, int fd, uint32_t events)
         bool waiting = c->out_n || p->ps_active;
         if (waiting)
             note_reading(c, now);
-        if (!conn_limits_idle(s->sv.cfg, now - c->last_active_ms, waiting))
+        if (!conn_limits_idle(s->sv.cfg, now - c->last_active_ms, waiting) ||
+            has_unread_requests(c))
             continue;
         char msg[KAIROS_MSG_MAX];
         peer_msgf(msg, sizeof msg, "closed: no HELLO, request or read of a reply within %u ms "
@@ -508,6 +520,7 @@ int server_init(struct server **out, const struct server_deps *deps)
     s->sv.imports = deps->imports;
     s->sv.mps = deps->mps;
     s->sv.faults = deps->faults;
+    s->sv.timeshare = deps->timeshare;
     s->sv.io = &server_io;
     s->sv.owners = &s->owners;
     s->listen_fd = -1;
@@ -601,11 +614,6 @@ out:
     linger_set_removed_hook(s->sv.linger, linger_removed_tenant, s);
     *out = s;
     return 0;
-}
-
-void server_set_timeshare(struct server *s, struct timeshare *t)
-{
-    s->sv.timeshare = t;
 }
 
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p)

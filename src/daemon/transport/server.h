@@ -43,6 +43,8 @@ struct server_deps {
                                    * refused the GPU */
     const struct faults *faults;  /* where PS finds the tenants' GPU faults (faults.h);
                                    * NULL: none shown */
+    struct timeshare *timeshare;  /* compute policies: new members get those in force
+                                   * right after WELCOME (timeshare.h); NULL: none */
 };
 
 int server_init(struct server **out, const struct server_deps *deps);
@@ -58,10 +60,6 @@ unsigned server_connections(const struct server *s);
 
 struct timeshare;
 struct kairos_time_policy;
-/* New members get the time policies in force right after WELCOME. The one service
- * set after init: the time-share scheduler sends through the server, so it is made
- * after it (NULL before it goes: nothing is sent to it any more). */
-void server_set_timeshare(struct server *s, struct timeshare *t);
 /* A timeshare_send_fn (ctx: the server): TIME_POLICY to every member process of
  * tenant; a process that cannot take it is disconnected. */
 void server_send_time_policy(void *ctx, const char *tenant, const struct kairos_time_policy *p);
