@@ -13,17 +13,12 @@
 
 #include <stdbool.h>
 
+#include "daemon/base/log_fields.h"
+
 enum log_level { LOG_LEVEL_ERROR = 0, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 /* auto: the journal when stderr is the journal's stream (under systemd), else stderr. */
 enum log_target { LOG_TARGET_AUTO = 0, LOG_TARGET_STDERR, LOG_TARGET_JOURNAL, LOG_TARGET_SYSLOG };
-
-/* What a line is about: tenant NULL, pid 0 and gpu < 0 are "not about one". */
-struct log_fields {
-    const char *tenant;
-    unsigned pid;
-    int gpu;
-};
 
 extern enum log_level log_current_level;
 

@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
-#include "daemon/base/log.h"
+#include "daemon/base/log_fields.h"
 
 bool log_journal_is_stderr(void)
 {

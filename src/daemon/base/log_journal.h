@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-struct log_fields;
+#include "daemon/base/log_fields.h"
 
 /* True when stderr is the stream systemd connected to the journal: JOURNAL_STREAM
  * ("DEVICE:INODE") names the file stderr is. */
