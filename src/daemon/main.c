@@ -331,7 +331,7 @@ static void open_domains(struct daemon *d)
     }
     d->mps_open = true;
     struct mps_clients_deps deps = {.loop = d->loop, .mps = &d->mps, .ledger = &d->ts.ledger,
-                                    .proc = "/proc",
+                                    .settings = &d->ts.settings, .proc = "/proc",
                                     .interval_ms = d->cfg.space.client_check_ms};
     rc = mps_clients_open(&d->mps_clients, &deps);
     if (rc)
@@ -346,7 +346,7 @@ static void open_fault_watch(struct daemon *d)
     if (!d->cfg.kernel_log[0])
         return; /* kernel_log: none */
     struct fault_watch_deps deps = {.loop = d->loop, .gpu = d->have_gpu ? &d->gpu : NULL,
-                                    .ledger = &d->ts.ledger,
+                                    .ledger = &d->ts.ledger, .settings = &d->ts.settings,
                                     .mps = d->mps_open ? &d->mps : NULL,
                                     .faults = &d->faults};
     int rc = fault_watch_open(&d->fault_watch, d->cfg.kernel_log, &deps);
@@ -388,7 +388,7 @@ static void reload_config(struct daemon *d)
     audit_reconfigure(d->audit);
     timeshare_reconfigure(d->timeshare);
     if (d->mps_open) /* the daemons of the domains no tenant names now are asked to quit */
-        mps_domains_retire_unnamed(&d->mps, &d->ts.ledger);
+        mps_domains_retire_unnamed(&d->mps, &d->ts.ledger, &d->ts.settings);
     log_info("configuration reloaded: %zu tenant(s) declared", d->cfg.n_tenants);
 }
 

@@ -77,7 +77,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct ledger_tenant *cfg = NULL;
     ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg);
-    registry_set_quota(&l, cfg, 0, 12345, SETTING_CONFIG); /* the file's: no entry changes it */
+    struct settings_book settings;
+    settings_book_init(&settings);
+    /* the file's: no entry changes it */
+    registry_set_quota(&l, &settings, cfg, 0, 12345, SETTING_CONFIG);
     json_t *aside = json_array();
     struct handovers_saved saved;
     memset(&saved, 0, sizeof saved);
@@ -85,13 +88,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     usage_book_init(&usage);
     struct compute_book compute;
     compute_book_init(&compute);
-    struct state_settings_io io = registry_state_io(&compute);
+    struct registry_books books = {&compute, &settings};
+    struct state_settings_io io = registry_state_io(&books);
     int rc = state_parse_all((const char *)data + 1, size - 1, &l, &io, &usage, NULL, NULL, aside,
                              &saved, err, sizeof err);
     if ((rc < 0 && !err[0]) || !saved_within_bounds(&saved, l.n_gpus) || ledger_check(&l) ||
         !usage_within_bounds(&usage, &l) || usage.ids.n > l.n_tenants ||
         l.n_tenants > LEDGER_MAX_TENANTS ||
-        cfg->quota[0] != 12345 || cfg->src.quota[0] != SETTING_CONFIG ||
+        cfg->quota[0] != 12345 ||
+        settings_book_of(&settings, cfg->id)->src.quota[0] != SETTING_CONFIG ||
+        settings.n > l.n_tenants ||
         compute_book_find(&compute, cfg->id) || compute.ids.n > l.n_tenants ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {
         fprintf(stderr, "state_parse returned %d (%s) with %zu tenants\n", rc, err, l.n_tenants);
@@ -101,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     handovers_saved_free(&saved);
     usage_book_fini(&usage);
     compute_book_fini(&compute);
+    settings_book_fini(&settings);
     ledger_fini(&l);
     return 0;
 }

@@ -1,7 +1,7 @@
 /* setting_source.h - where each of a tenant's settings came from: the configuration
  * file (this folder's, config.h) or run time (TENANT_SET, TENANT_MEMBERS and the
- * state file that keeps them). Plain values, here below the records that carry them
- * (struct ledger_tenant, memory/ledger.h) as the members rules' type is
+ * state file that keeps them). Plain values, here below the record that carries them
+ * (struct tenant_settings, tenants/settings_book.h) as the members rules' type is
  * (members_config.h); what they mean, the configuration's precedence over run time,
  * and the only writes of them are the registry's (tenants/registry.h).
  * Thread rules: no state.

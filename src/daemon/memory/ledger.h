@@ -21,14 +21,13 @@
  *  - A quota may be lowered below current holdings: charges are refused until the
  *    holdings drop below it.
  *
- * A tenant's record also carries what kairosd keeps with the tenant but the ledger
- * does not interpret: its flags, the owner of an ephemeral tenant, and its settings
- * (quotas, members rules, managed memory, fault domain), each with its source: those
- * are the registry's (registry.h), written only through it whatever set them (the
- * configuration, TENANT_SET, the state file); the ledger reads the quotas. Its
- * chargeback counters and its compute policies are not here: they are kept in books
- * by the tenant's id (state/usage.h, tenants/compute_book.h) that struct tenants
- * holds.
+ * A tenant's record here holds what the ledger owns: its name, id, flags, quotas
+ * (the registry's to write, tenants/registry.h, whatever set them; the ledger reads
+ * them), holdings, draining memory, credit, members and refusals. The rest kairosd
+ * keeps with a tenant is kept in books by the tenant's id that struct tenants holds:
+ * its chargeback counters (state/usage.h), its compute policies
+ * (tenants/compute_book.h), and its other settings with the source of each setting
+ * and the owner of an ephemeral tenant (tenants/settings_book.h).
  *
  * Pure: no I/O, no logging, no globals; callers log the outcomes.
  * Thread rules: not thread-safe; the daemon uses it from its one loop thread.
@@ -41,8 +40,6 @@
 #include <stdint.h>
 
 #include "daemon/base/ratelog.h"
-#include "daemon/config/members_config.h"
-#include "daemon/config/setting_source.h"
 #include "daemon/memory/credit_member.h"
 #include "kairos/proto.h"
 
@@ -70,17 +67,10 @@ struct ledger_tenant {
                                          * made (kairos_tenant_grant_requests_total) */
     unsigned n_members;
     bool had_member;
-    uint32_t owner_pid;   /* ephemeral: the kairos run process that created it */
-    bool owner_alive;     /* an ephemeral tenant goes when its owner and members are gone */
     struct ratelog refusal_log;  /* handle_memory.c: its refusals logged once per interval */
     uint64_t lies[KAIROS_MAX_GPUS]; /* its members' claims beyond what they were granted and
                                      * the quota leaves (handle_memory.c: not counted, logged) */
     struct ratelog lie_log;      /* handle_memory.c: those logged once per interval */
-    struct member_rules members;  /* who may join (members_config.h; decided by members.h) */
-    bool managed_charge;          /* managed memory allowed and charged (else refused) */
-    char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
-    struct tenant_sources src;    /* where each setting came from (setting_source.h; written
-                                   * by registry.h) */
 };
 
 struct ledger_resv {

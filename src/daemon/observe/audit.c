@@ -106,26 +106,27 @@ static void act(struct audit *a, const struct procscan_proc *p, const struct led
                 int gpu, const char *what, bool killable)
 {
     const char *name = t ? t->name : NULL;
-    if (!a->mps || !t || !t->fault_domain[0] || !audit_would_kill(a->cfg, p, killable)) {
+    const char *domain = t ? tenants_settings_of(a->ts, t)->fault_domain : "";
+    if (!a->mps || !t || !domain[0] || !audit_would_kill(a->cfg, p, killable)) {
         audit_act(a->cfg, p, name, gpu, what, killable);
         return;
     }
     if (client_ends_pending(a->mps_kills, p->pid))
         return; /* on its way */
     char why[256];
-    struct client_end_order o = {.victim = *p, .tenant = t->name, .domain = t->fault_domain,
+    struct client_end_order o = {.victim = *p, .tenant = t->name, .domain = domain,
                                  .gpu = gpu, .what = what, .signal = SIGKILL,
                                  .done = killed_after_client_end};
     if (!client_ends_start(a->mps_kills, a->mps, a->proc, &o, why, sizeof why)) {
         audit_warn(t->name, p->pid, gpu, "audit: pid %u (%s) %s; to be killed once its MPS "
                    "client is ended (terminate_client to fault domain %s's control daemon), "
-                   "within %d ms", p->pid, p->comm, what, t->fault_domain,
+                   "within %d ms", p->pid, p->comm, what, domain,
                    CLIENT_END_WAIT_MS);
         return;
     }
     audit_warn(t->name, p->pid, gpu, "audit: pid %u of tenant %s: its MPS client could not be "
                "ended first (%s); the kill may end the work of fault domain %s", p->pid, t->name,
-               why, t->fault_domain);
+               why, domain);
     audit_act(a->cfg, p, name, gpu, what, killable);
 }
 

@@ -403,17 +403,19 @@ static void write_usage(FILE *f, const struct ledger *l, const struct usage_book
 }
 
 /* The fault domains and the GPU faults attributed to tenants (faults.h). */
-static void write_faults(FILE *f, const struct ledger *l, const struct faults *fs)
+static void write_faults(FILE *f, const struct tenants *ts, const struct faults *fs)
 {
+    const struct ledger *l = &ts->ledger;
     family(f, "kairos_tenant_fault_domain_info", "gauge",
            "The fault domain (space mode) the tenant's processes share an MPS server in, "
            "always 1.");
     for (size_t i = 0; i < l->n_tenants; i++)
-        if (l->tenants[i]->fault_domain[0]) {
+        if (tenants_settings_of(ts, l->tenants[i])->fault_domain[0]) {
             fputs("kairos_tenant_fault_domain_info{tenant=\"", f);
             metrics_write_label_value(f, l->tenants[i]->name);
             fputs("\",domain=\"", f);
-            metrics_write_label_value(f, l->tenants[i]->fault_domain);
+            metrics_write_label_value(f,
+                                      tenants_settings_of(ts, l->tenants[i])->fault_domain);
             fputs("\"} 1\n", f);
         }
     family(f, "kairos_tenant_gpu_faults_total", "counter",
@@ -627,7 +629,7 @@ int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_
     write_gpus(f, src, gs);
     write_tenant(f, l, figs);
     write_usage(f, l, &src->ts->usage, figs);
-    write_faults(f, l, src->faults);
+    write_faults(f, src->ts, src->faults);
     const struct figures all = {figs, l->n_tenants, l->n_gpus};
     write_tenant_gpu(f, &all);
     write_reasons(f, &all);

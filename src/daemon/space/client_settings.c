@@ -21,12 +21,14 @@ static int rank(const struct compute_book *cb, const struct ledger_tenant *t)
 }
 
 unsigned space_client_priority(const struct ledger *l, const struct compute_book *cb,
-                               const struct ledger_tenant *t)
+                               const struct settings_book *sb, const struct ledger_tenant *t)
 {
     int own = rank(cb, t), top = own;
+    const char *domain = settings_book_of(sb, t->id)->fault_domain;
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *o = l->tenants[i];
-        if (o->fault_domain[0] && !strcmp(o->fault_domain, t->fault_domain) && rank(cb, o) > top)
+        const char *theirs = settings_book_of(sb, o->id)->fault_domain;
+        if (theirs[0] && !strcmp(theirs, domain) && rank(cb, o) > top)
             top = rank(cb, o);
     }
     return own < top ? 1u : 0u;

@@ -19,12 +19,13 @@
 
 #include "daemon/memory/ledger.h"
 #include "daemon/tenants/compute_book.h"
+#include "daemon/tenants/settings_book.h"
 
 #define SPACE_THREAD_PCT 100u
 
-/* 0 or 1 for a tenant of a fault domain (t->fault_domain not ""), the tenants'
+/* 0 or 1 for a tenant of a fault domain (its fault_domain in sb not ""), the tenants'
  * compute policies in cb. */
 unsigned space_client_priority(const struct ledger *l, const struct compute_book *cb,
-                               const struct ledger_tenant *t);
+                               const struct settings_book *sb, const struct ledger_tenant *t);
 
 #endif /* KAIROS_DAEMON_CLIENT_SETTINGS_H */

@@ -43,7 +43,7 @@ static void on_line(void *ctx, const char *text)
     else if (l->n_gpus == 1 && !w->deps.gpu)
         c.gpu = 0; /* no backend to ask: a node of one GPU has no other */
     char line[1024];
-    faults_on_xid(w->deps.faults, l, w->deps.mps, &x, &c, line, sizeof line);
+    faults_on_xid(w->deps.faults, l, w->deps.settings, w->deps.mps, &x, &c, line, sizeof line);
     log_warn("%s", line);
 }
 

@@ -20,6 +20,7 @@ struct fault_watch_deps {
     struct loop *loop;
     struct gpu_backend *gpu;
     const struct ledger *ledger;
+    const struct settings_book *settings; /* the tenants' fault domains (settings_book.h) */
     const struct mps_domains *mps;
     struct faults *faults;
 };

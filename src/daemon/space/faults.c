@@ -7,6 +7,7 @@
 
 #include "daemon/memory/ledger.h"
 #include "daemon/space/mps_domains.h"
+#include "daemon/tenants/settings_book.h"
 
 void faults_init(struct faults *f)
 {
@@ -114,7 +115,8 @@ static bool on_gpu(const struct ledger *l, const struct ledger_member *m, uint32
 
 /* Counts a lost-work fault for every tenant of domain with a process on the GPU, but
  * skip (the culprit's); their names go into names. Returns how many. */
-static unsigned count_losers(struct faults *f, const struct ledger *l, const char *domain,
+static unsigned count_losers(struct faults *f, const struct ledger *l,
+                             const struct settings_book *sb, const char *domain,
                              const struct ledger_tenant *skip, const struct xid_report *x,
                              const struct fault_context *c, char *names, size_t cap)
 {
@@ -122,7 +124,7 @@ static unsigned count_losers(struct faults *f, const struct ledger *l, const cha
     names[0] = 0;
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *t = l->tenants[i];
-        if (t == skip || strcmp(t->fault_domain, domain))
+        if (t == skip || strcmp(settings_book_of(sb, t->id)->fault_domain, domain))
             continue;
         bool there = false;
         for (const struct ledger_member *m = l->members; m && !there; m = m->next)
@@ -146,9 +148,9 @@ static void gpu_text(const struct xid_report *x, uint32_t gpu, char *out, size_t
         snprintf(out, cap, "GPU %u", gpu);
 }
 
-void faults_on_xid(struct faults *f, const struct ledger *l, const struct mps_domains *m,
-                   const struct xid_report *x, const struct fault_context *c, char *line,
-                   size_t cap)
+void faults_on_xid(struct faults *f, const struct ledger *l, const struct settings_book *sb,
+                   const struct mps_domains *m, const struct xid_report *x,
+                   const struct fault_context *c, char *line, size_t cap)
 {
     f->total++;
     char where[96], losers[512] = "", domain[KAIROS_NAME_MAX] = "";
@@ -157,12 +159,13 @@ void faults_on_xid(struct faults *f, const struct ledger *l, const struct mps_do
     bool server = !culprit && x->pid && m &&
                   mps_domains_server_domain(m, c->proc, x->pid, domain, sizeof domain);
     if (culprit)
-        snprintf(domain, sizeof domain, "%s", culprit->tenant->fault_domain);
+        snprintf(domain, sizeof domain, "%s",
+                 settings_book_of(sb, culprit->tenant->id)->fault_domain);
     bool follow_up = domain[0] && same_event(f, domain, c->gpu, c->mono_ms);
     if (culprit)
         count(f, l, culprit->tenant, !follow_up, x, c);
     unsigned n_losers = domain[0] && !follow_up
-                            ? count_losers(f, l, domain, culprit ? culprit->tenant : NULL, x,
+                            ? count_losers(f, l, sb, domain, culprit ? culprit->tenant : NULL, x,
                                            c, losers, sizeof losers)
                             : 0;
     int len;

@@ -33,6 +33,7 @@
 
 struct ledger;
 struct mps_domains;
+struct settings_book;
 
 struct fault_record {
     char tenant[KAIROS_NAME_MAX];
@@ -74,9 +75,9 @@ void faults_fini(struct faults *f);
 
 /* Attributes x (see the rule above), counts it, and writes the sentence kairosd logs
  * into line. */
-void faults_on_xid(struct faults *f, const struct ledger *l, const struct mps_domains *m,
-                   const struct xid_report *x, const struct fault_context *c, char *line,
-                   size_t cap);
+void faults_on_xid(struct faults *f, const struct ledger *l, const struct settings_book *sb,
+                   const struct mps_domains *m, const struct xid_report *x,
+                   const struct fault_context *c, char *line, size_t cap);
 
 /* tenant's record, or NULL when it has had no fault. */
 const struct fault_record *faults_find(const struct faults *f, const char *tenant);

@@ -16,6 +16,7 @@
 #include "daemon/base/loop.h"
 #include "daemon/memory/ledger.h"
 #include "daemon/space/mps_domains.h"
+#include "daemon/tenants/settings_book.h"
 
 /* One question in flight to a daemon. */
 struct question {
@@ -38,21 +39,22 @@ struct mps_clients {
     size_t next_reported;
 };
 
-static bool is_member_of(const struct ledger *l, uint32_t pid, const char *domain)
+static bool is_member_of(const struct ledger *l, const struct settings_book *sb, uint32_t pid,
+                         const char *domain)
 {
     const struct ledger_member *m = ledger_find_pid(l, pid);
-    return m && !strcmp(m->tenant->fault_domain, domain);
+    return m && !strcmp(settings_book_of(sb, m->tenant->id)->fault_domain, domain);
 }
 
-size_t mps_clients_strangers(const struct ledger *l, const char *domain, const char *answer,
-                             uint32_t *out, size_t cap)
+size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
+                             const char *domain, const char *answer, uint32_t *out, size_t cap)
 {
     size_t n = 0;
     for (const char *p = answer; *p;) {
         char *end = (char *)p;
         unsigned long pid = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 0;
         bool whole = end != p && (*end == '\n' || *end == 0) && pid > 0 && pid <= UINT32_MAX;
-        if (whole && !is_member_of(l, (uint32_t)pid, domain)) {
+        if (whole && !is_member_of(l, sb, (uint32_t)pid, domain)) {
             if (n < cap)
                 out[n] = (uint32_t)pid;
             n++;
@@ -77,7 +79,8 @@ static bool reported_before(struct mps_clients *c, uint32_t pid)
 static void report(struct mps_clients *c, const struct question *q)
 {
     uint32_t strangers[64];
-    size_t n = mps_clients_strangers(c->deps.ledger, q->domain, q->answer, strangers, 64);
+    size_t n = mps_clients_strangers(c->deps.ledger, c->deps.settings, q->domain, q->answer,
+                                     strangers, 64);
     for (size_t i = 0; i < n && i < 64; i++) {
         if (reported_before(c, strangers[i]))
             continue;

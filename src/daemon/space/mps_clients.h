@@ -26,21 +26,23 @@
 struct loop;
 struct ledger;
 struct mps_domains;
+struct settings_book;
 struct mps_clients;
 
 struct mps_clients_deps {
     struct loop *loop;
     struct mps_domains *mps;
     const struct ledger *ledger;
+    const struct settings_book *settings; /* the tenants' fault domains (settings_book.h) */
     const char *proc;          /* "/proc", or a test's copy */
     unsigned interval_ms;      /* 0: no check */
 };
 
 /* The pids of answer (get_client_list's, one per line) that are no member of a tenant
- * of domain, into out (at most cap); returns how many there are. Anything in answer
- * that is not a pid is skipped. */
-size_t mps_clients_strangers(const struct ledger *l, const char *domain, const char *answer,
-                             uint32_t *out, size_t cap);
+ * of domain (its fault domain in sb), into out (at most cap); returns how many there
+ * are. Anything in answer that is not a pid is skipped. */
+size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
+                             const char *domain, const char *answer, uint32_t *out, size_t cap);
 
 /* Starts the checks (none when interval_ms is 0: *out NULL). 0, or -errno. */
 int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *deps);

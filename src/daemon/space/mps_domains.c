@@ -21,6 +21,7 @@
 #include "daemon/base/loop.h"
 #include "daemon/base/proc_stat.h"
 #include "daemon/memory/ledger.h"
+#include "daemon/tenants/settings_book.h"
 
 /* ---- paths ------------------------------------------------------------------------- */
 
@@ -343,13 +344,16 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
     }
 }
 
-void mps_domains_retire_unnamed(struct mps_domains *m, const struct ledger *l)
+void mps_domains_retire_unnamed(struct mps_domains *m, const struct ledger *l,
+                                const struct settings_book *sb)
 {
     const char *named[LEDGER_MAX_TENANTS];
     size_t n = 0;
-    for (size_t i = 0; i < l->n_tenants && n < LEDGER_MAX_TENANTS; i++)
-        if (l->tenants[i]->fault_domain[0])
-            named[n++] = l->tenants[i]->fault_domain;
+    for (size_t i = 0; i < l->n_tenants && n < LEDGER_MAX_TENANTS; i++) {
+        const char *domain = settings_book_of(sb, l->tenants[i]->id)->fault_domain;
+        if (domain[0])
+            named[n++] = domain;
+    }
     mps_domains_retire(m, named, n);
 }
 

@@ -79,9 +79,11 @@ int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, c
 /* Asks the daemons of every domain not in named[0..n) to quit. */
 void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t n);
 struct ledger;
-/* The same for the domains no tenant of l names (after a reload, a tenant's domain
- * changed at run time, a tenant removed). */
-void mps_domains_retire_unnamed(struct mps_domains *m, const struct ledger *l);
+struct settings_book;
+/* The same for the domains no tenant of l names (its fault domain in sb; after a
+ * reload, a tenant's domain changed at run time, a tenant removed). */
+void mps_domains_retire_unnamed(struct mps_domains *m, const struct ledger *l,
+                                const struct settings_book *sb);
 
 /* The daemon of domain and uid as known now (NULL: none). */
 const struct mps_daemon *mps_domains_find(const struct mps_domains *m, const char *domain,

@@ -46,7 +46,8 @@ static bool may_join(struct membership *m, const struct peer_cred *p,
     struct member_peer peer = {.pid = p->pid, .uid = p->uid, .gid = p->gid};
     const char *config = m->cfg->path[0] ? m->cfg->path : "the configuration";
     bool admin = members_is_admin(m->cfg, p->uid, p->cgroup);
-    const char *reason = members_may_join(&m->admissions, &t->members, t->name,
+    const struct member_rules *rules = &tenants_settings_of(m->ts, t)->members;
+    const char *reason = members_may_join(&m->admissions, rules, t->name,
                                           t->flags & LEDGER_TENANT_CONFIG, admin, &peer, config,
                                           msg, msg_len);
     if (reason) {
@@ -77,7 +78,8 @@ static struct ledger_tenant *bound_tenant(struct membership *m, const struct pee
     struct ledger_tenant *best = NULL;
     size_t rank = 0;
     for (size_t i = 0; peer.cgroup[0] && i < l->n_tenants; i++) {
-        size_t r = members_cgroup_rank(&l->tenants[i]->members, peer.cgroup);
+        size_t r = members_cgroup_rank(&tenants_settings_of(m->ts, l->tenants[i])->members,
+                                       peer.cgroup);
         if (r > rank) {
             rank = r;
             best = l->tenants[i];
@@ -182,18 +184,23 @@ int membership_set_rules(struct membership *m, const struct peer_cred *p,
         return KAIROS_ERR_INVALID;
     }
     char rules[200], why[256];
-    struct member_rules previous = t->members, rules_set;
-    uint8_t previous_src = t->src.members;
+    const struct tenant_settings *now = tenants_settings_of(m->ts, t);
+    struct member_rules previous = now->members, rules_set;
+    uint8_t previous_src = now->src.members;
     members_rules_from_wire(&rules_set, r);
-    registry_set_members(t, &rules_set, SETTING_RUNTIME);
+    if (registry_set_members(&m->ts->settings, t, &rules_set, SETTING_RUNTIME)) {
+        snprintf(msg, msg_len, "tenant '%s': members rules not set: kairosd is out of memory; "
+                 "nothing changed", t->name);
+        return KAIROS_ERR_BUSY;
+    }
     if (tenants_save_state(m->ts, NULL, why, sizeof why)) {
-        registry_set_members(t, &previous, previous_src);
+        registry_set_members(&m->ts->settings, t, &previous, previous_src);
         snprintf(msg, msg_len, "tenant '%s': members rules not set: kairosd cannot write its "
                  "state file (%s); nothing changed. Free space or fix 'state:' in the "
                  "configuration, then retry", t->name, why);
         return KAIROS_ERR_BUSY;
     }
-    members_rules_describe(&t->members, rules, sizeof rules);
+    members_rules_describe(&tenants_settings_of(m->ts, t)->members, rules, sizeof rules);
     log_info("tenant %s: members rules set by uid %u: %s", t->name, p->uid, rules);
     return 0;
 }

@@ -19,6 +19,12 @@
 #include "daemon/state/state.h"
 #include "daemon/state/usage_state.h"
 
+const struct tenant_settings *tenants_settings_of(const struct tenants *ts,
+                                                  const struct ledger_tenant *t)
+{
+    return settings_book_of(&ts->settings, t->id);
+}
+
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap)
 {
     return units_format_size(bytes, buf, cap);
@@ -31,12 +37,14 @@ int tenants_init(struct tenants *ts, unsigned n_gpus, const char *state_path)
     snprintf(ts->state_path, sizeof ts->state_path, "%s", state_path);
     usage_book_init(&ts->usage);
     compute_book_init(&ts->compute);
+    settings_book_init(&ts->settings);
     return ledger_init(&ts->ledger, n_gpus);
 }
 
 void tenants_fini(struct tenants *ts)
 {
     handovers_saved_free(&ts->saved_handovers);
+    settings_book_fini(&ts->settings);
     compute_book_fini(&ts->compute);
     usage_book_fini(&ts->usage);
     ledger_fini(&ts->ledger);
@@ -47,6 +55,7 @@ void tenants_fini(struct tenants *ts)
 static void tenant_remove(struct tenants *ts, struct ledger_tenant *t)
 {
     compute_book_drop(&ts->compute, t->id);
+    settings_book_drop(&ts->settings, t->id);
     ledger_tenant_remove(&ts->ledger, t);
 }
 
@@ -71,7 +80,8 @@ static int node_shares(const struct tenants *ts, const struct config *pending,
             continue;
         const struct compute_policies *cp = compute_book_find(&ts->compute, t->id);
         for (unsigned g = 0; !rc && cp && g < KAIROS_MAX_GPUS; g++)
-            if (cp->has[g] && (!pending || t->src.compute[g] == SETTING_RUNTIME))
+            if (cp->has[g] && (!pending || tenants_settings_of(ts, t)->src.compute[g] ==
+                                               SETTING_RUNTIME))
                 rc = policy_shares_add(out, t->name, g, cp->pol[g].share);
     }
     return rc;
@@ -198,7 +208,7 @@ static bool undeclare(struct tenants *ts, const struct config *c)
         char held[256];
         describe_holdings(t, ts->n_gpus, held, sizeof held);
         t->flags = LEDGER_TENANT_REMOVED;
-        registry_undeclared(&ts->compute, t);
+        registry_undeclared(&ts->compute, &ts->settings, t);
         log_warn("tenant %s: no longer in %s; marked removed: kept with its quotas until its "
                  "%u process(es) leave and the GPU frees its memory (%s), then removed; no "
                  "process may join it meanwhile. Declare it again to keep it, or stop its "
@@ -214,13 +224,14 @@ static void warn_undeclared_domains(const struct tenants *ts, const struct confi
 {
     for (size_t i = 0; c && i < ts->ledger.n_tenants; i++) {
         const struct ledger_tenant *t = ts->ledger.tenants[i];
-        if (t->src.fault_domain != SETTING_RUNTIME ||
-            space_config_domain(&c->space, t->fault_domain))
+        const struct tenant_settings *r = tenants_settings_of(ts, t);
+        if (r->src.fault_domain != SETTING_RUNTIME ||
+            space_config_domain(&c->space, r->fault_domain))
             continue;
         log_warn("tenant %s: its fault domain %s, set at run time, is not declared under "
                  "space: domains: in %s; kept, with the defaults (one MPS server per uid). "
                  "Declare it, or take the tenant out of it (kairos tenant set %s "
-                 "--fault-domain '')", t->name, t->fault_domain,
+                 "--fault-domain '')", t->name, r->fault_domain,
                  c->path[0] ? c->path : "the configuration", t->name);
     }
 }
@@ -274,8 +285,8 @@ int tenants_apply_config(struct tenants *ts, const struct config *c, char *err, 
             }
         }
         t->flags = LEDGER_TENANT_CONFIG;
-        registry_apply_config(&ts->ledger, &ts->compute, t, &c->tenants[i], quotas[i],
-                              given[i]);
+        registry_apply_config(&ts->ledger, &ts->compute, &ts->settings, t, &c->tenants[i],
+                              quotas[i], given[i]);
         for (unsigned g = 0; g < ts->n_gpus; g++) {
             if (t->held[g] > t->quota[g])
                 log_warn("tenant %s: quota on GPU %u is now %s, below the %s it holds; its "
@@ -310,7 +321,7 @@ static void admit_loaded_compute(struct tenants *ts)
         const struct ledger_tenant *t = ts->ledger.tenants[i];
         struct sched_policy pol;
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-            if (t->src.compute[g] != SETTING_RUNTIME &&
+            if (tenants_settings_of(ts, t)->src.compute[g] != SETTING_RUNTIME &&
                 compute_book_policy(&ts->compute, t->id, g, &pol))
                 sum[g] += pol.share; /* the configuration's */
     }
@@ -318,7 +329,7 @@ static void admit_loaded_compute(struct tenants *ts)
         struct ledger_tenant *t = ts->ledger.tenants[i];
         struct sched_policy pol;
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            if (t->src.compute[g] != SETTING_RUNTIME ||
+            if (tenants_settings_of(ts, t)->src.compute[g] != SETTING_RUNTIME ||
                 !compute_book_policy(&ts->compute, t->id, g, &pol))
                 continue;
             char what[96];
@@ -332,7 +343,7 @@ static void admit_loaded_compute(struct tenants *ts)
                       "tenant is kept without it (set it again with kairos run --share once "
                       "there is room)", ts->state_path, t->name, g,
                       policy_describe(&pol, what, sizeof what), g, with * 100);
-            registry_set_compute(&ts->compute, t, g, NULL, SETTING_UNSET);
+            registry_set_compute(&ts->compute, &ts->settings, t, g, NULL, SETTING_UNSET);
         }
     }
 }
@@ -341,7 +352,8 @@ void tenants_load_state(struct tenants *ts, const struct config *c)
 {
     /* c's tenants are in the ledger already, with their sources */
     char err[512], aside[PATH_MAX + 32];
-    struct state_settings_io io = registry_state_io(&ts->compute);
+    struct registry_books books = {&ts->compute, &ts->settings};
+    struct state_settings_io io = registry_state_io(&books);
     int rc = state_load_all(ts->state_path, &ts->ledger, &io, &ts->usage, &ts->saved_handovers,
                             on_state_refusal, ts, err, sizeof err, aside, sizeof aside);
     if (rc < 0)
@@ -359,7 +371,8 @@ int tenants_save_state(struct tenants *ts, const struct ledger_tenant *skip, cha
 {
     json_t *handovers = ts->handovers_json ? ts->handovers_json(ts->handovers_ctx) : NULL;
     bool counted = false;
-    struct state_settings_io io = registry_state_io(&ts->compute);
+    struct registry_books books = {&ts->compute, &ts->settings};
+    struct state_settings_io io = registry_state_io(&books);
     int rc = state_save_counted(ts->state_path, &ts->ledger, &io, &ts->usage, skip, handovers,
                                 &counted, err, err_len);
     json_decref(handovers);
@@ -459,15 +472,16 @@ static int next_compute(const struct tenants *ts, const struct config *c,
     return 0;
 }
 
-/* Whether domain (NULL: not asked) changes t's fault domain (t NULL: a new tenant's,
- * none); refused (KAIROS_ERR_*, msg) for a configuration tenant, a domain the
+/* Whether domain (NULL: not asked) changes t's fault domain, now current (t NULL: a
+ * new tenant's, none); refused (KAIROS_ERR_*, msg) for a configuration tenant, a domain the
  * configuration does not declare (a domain needs its MPS settings), or a tenant with
  * processes (they are routed already). */
 static int next_domain(const struct config *c, const struct ledger_tenant *t,
-                       const char *domain, bool *changed, char *msg, size_t msg_len)
+                       const char *current, const char *domain, bool *changed, char *msg,
+                       size_t msg_len)
 {
     const char *path = c && c->path[0] ? c->path : "kairosd.yaml";
-    *changed = domain && strcmp(t ? t->fault_domain : "", domain);
+    *changed = domain && strcmp(t ? current : "", domain);
     if (!*changed)
         return 0;
     if (t && (t->flags & LEDGER_TENANT_CONFIG)) {
@@ -485,8 +499,7 @@ static int next_domain(const struct config *c, const struct ledger_tenant *t,
     if (t && t->n_members) {
         snprintf(msg, msg_len, "tenant '%s' has %u process(es), already routed (%s%s); its "
                  "fault domain changes only while it has none: stop them first", t->name,
-                 t->n_members, t->fault_domain[0] ? "fault domain " : "time sharing",
-                 t->fault_domain);
+                 t->n_members, current[0] ? "fault domain " : "time sharing", current);
         return KAIROS_ERR_BUSY;
     }
     return 0;
@@ -572,17 +585,24 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     bool moved = false;
     int code = next_compute(ts, c, t, m, has, pol, &changed, msg, msg_len);
     if (!code)
-        code = next_domain(c, t, domain, &moved, msg, msg_len);
+        code = next_domain(c, t, t ? tenants_settings_of(ts, t)->fault_domain : "", domain,
+                           &moved, msg, msg_len);
     if (code)
         return code;
     bool created = false;
     struct ledger_tenant before = {0};
     struct compute_policies before_compute = {0}; /* t's, as it was */
+    struct tenant_settings before_settings = {0};
+    bool had_settings = false;
     if (t) {
         before = *t;
         const struct compute_policies *cp = compute_book_find(&ts->compute, t->id);
         if (cp)
             before_compute = *cp;
+        const struct tenant_settings *r = settings_book_entry(&ts->settings, t->id);
+        had_settings = r != NULL;
+        if (r)
+            before_settings = *r;
     }
     if (!t) {
         unsigned lf = (m->flags & KAIROS_TENANT_EPHEMERAL) ? LEDGER_TENANT_EPHEMERAL : 0;
@@ -597,25 +617,28 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
             return KAIROS_ERR_INVALID;
         }
         created = true;
-        if (lf) {
-            t->owner_pid = owner_pid;
-            t->owner_alive = owner_pid != 0;
-        }
     }
-    bool over = false;
-    for (unsigned g = 0; g < m->n_gpus && g < ts->n_gpus; g++)
-        if (quota[g] != KAIROS_QUOTA_KEEP)
-            over |= registry_set_quota(&ts->ledger, t, g, quota[g], SETTING_RUNTIME) == 1;
-    if (m->flags & (KAIROS_TENANT_MANAGED_CHARGE | KAIROS_TENANT_MANAGED_REFUSE))
-        registry_set_managed(t, m->flags & KAIROS_TENANT_MANAGED_CHARGE, SETTING_RUNTIME);
-    struct ledger_tenant previous = *t; /* the fault domain, for the log once saved */
-    char why[512];
     int set = 0, rc;
-    for (unsigned g = 0; changed && !set && g < KAIROS_MAX_GPUS; g++)
-        set = registry_set_compute(&ts->compute, t, g, has[g] ? &pol[g] : NULL,
+    if (created && (t->flags & LEDGER_TENANT_EPHEMERAL))
+        set = registry_set_owner(&ts->settings, t, owner_pid, owner_pid != 0);
+    bool over = false;
+    for (unsigned g = 0; !set && g < m->n_gpus && g < ts->n_gpus; g++)
+        if (quota[g] != KAIROS_QUOTA_KEEP) {
+            rc = registry_set_quota(&ts->ledger, &ts->settings, t, g, quota[g], SETTING_RUNTIME);
+            over |= rc == 1;
+            set = rc < 0 ? rc : 0;
+        }
+    if (!set && (m->flags & (KAIROS_TENANT_MANAGED_CHARGE | KAIROS_TENANT_MANAGED_REFUSE)))
+        set = registry_set_managed(&ts->settings, t, m->flags & KAIROS_TENANT_MANAGED_CHARGE,
                                    SETTING_RUNTIME);
-    if (moved)
-        registry_set_fault_domain(t, domain, SETTING_RUNTIME);
+    char previous_domain[KAIROS_NAME_MAX]; /* for the log once saved */
+    snprintf(previous_domain, sizeof previous_domain, "%s", before_settings.fault_domain);
+    char why[512];
+    for (unsigned g = 0; changed && !set && g < KAIROS_MAX_GPUS; g++)
+        set = registry_set_compute(&ts->compute, &ts->settings, t, g, has[g] ? &pol[g] : NULL,
+                                   SETTING_RUNTIME);
+    if (moved && !set)
+        set = registry_set_fault_domain(&ts->settings, t, domain, SETTING_RUNTIME);
     rc = set ? set : tenants_save_state(ts, NULL, why, sizeof why);
     if (rc) {
         if (created) {
@@ -623,6 +646,11 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
         } else { /* nothing else changed them meanwhile: one loop thread */
             *t = before;
             compute_book_put(&ts->compute, t->id, &before_compute); /* as it was: room */
+            struct tenant_settings *r = settings_book_entry(&ts->settings, t->id);
+            if (r && had_settings)
+                *r = before_settings;
+            else if (r)
+                settings_book_drop(&ts->settings, t->id);
         }
         if (set) {
             snprintf(msg, msg_len, "tenant '%s' not %s: kairosd is out of memory; nothing "
@@ -635,8 +663,9 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
     describe_quota(ts, t, q, sizeof q);
     snprintf(msg, msg_len, "tenant %s %s: %s; managed memory %s%s%s%s", name,
              created ? "created" : "updated", q,
-             t->managed_charge ? "charged in full" : "refused",
-             t->fault_domain[0] ? "; fault domain " : "", t->fault_domain,
+             tenants_settings_of(ts, t)->managed_charge ? "charged in full" : "refused",
+             tenants_settings_of(ts, t)->fault_domain[0] ? "; fault domain " : "",
+             tenants_settings_of(ts, t)->fault_domain,
              over ? "; it holds more than its new quota, so its allocations are refused until "
                     "it frees memory"
                   : "");
@@ -649,8 +678,10 @@ int tenants_set(struct tenants *ts, const struct config *c, const struct kairos_
         log_compute(t, &before_compute, has, pol, uid);
     if (moved)
         log_info("tenant %s: fault domain %s (was %s; by uid %u): its processes started from "
-                 "now on use it", name, t->fault_domain[0] ? t->fault_domain : "none",
-                 previous.fault_domain[0] ? previous.fault_domain : "none", uid);
+                 "now on use it", name,
+                 tenants_settings_of(ts, t)->fault_domain[0]
+                     ? tenants_settings_of(ts, t)->fault_domain : "none",
+                 previous_domain[0] ? previous_domain : "none", uid);
     *compute_changed = changed || moved;
     return 0;
 }
@@ -719,7 +750,8 @@ bool tenants_after_leave(struct tenants *ts, struct ledger_tenant *t)
 {
     if (removed_gone(ts, t))
         return true;
-    if (t->n_members || t->owner_alive || !(t->flags & LEDGER_TENANT_EPHEMERAL))
+    if (t->n_members || tenants_settings_of(ts, t)->owner_alive ||
+        !(t->flags & LEDGER_TENANT_EPHEMERAL))
         return false;
     log_info("tenant %s: its command and its last process have exited; removed (created by "
              "kairos run)", t->name);

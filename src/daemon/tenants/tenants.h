@@ -22,12 +22,15 @@
 #include "daemon/memory/ledger.h"
 #include "daemon/state/usage.h"
 #include "daemon/tenants/compute_book.h"
+#include "daemon/tenants/settings_book.h"
 
 struct tenants {
     struct ledger ledger;
     struct usage_book usage;  /* the tenants' chargeback counters by id (usage.h) */
     struct compute_book compute; /* the tenants' compute policies by id (compute_book.h;
                                   * written through the registry, registry.h) */
+    struct settings_book settings; /* their other settings, sources and owners by id
+                                    * (settings_book.h; written through the registry) */
     unsigned n_gpus;
     bool gpu_known;                               /* a GPU backend told us the following */
     uint64_t gpu_total[KAIROS_MAX_GPUS];
@@ -106,6 +109,11 @@ size_t tenants_sweep_removed(struct tenants *ts);
  * not when the configuration removed it. false with msg saying why and what to do. */
 bool tenants_joinable(const struct ledger_tenant *t, const struct config *c, char *msg,
                       size_t msg_len);
+
+/* t's settings record (settings_book.h): its members rules, managed memory, fault
+ * domain, sources and owner; the defaults when it has none. Never NULL. */
+const struct tenant_settings *tenants_settings_of(const struct tenants *ts,
+                                                  const struct ledger_tenant *t);
 
 /* "7.50 GiB" etc. into buf; for log lines. */
 const char *tenants_size(uint64_t bytes, char *buf, size_t cap);

@@ -267,7 +267,7 @@ void timeshare_reconfigure(struct timeshare *t)
             const struct ledger_tenant *lt = t->ts->ledger.tenants[k];
             struct sched_policy pol;
             for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++)
-                if (lt->src.compute[g] == pass &&
+                if (tenants_settings_of(t->ts, lt)->src.compute[g] == pass &&
                     registry_policy(&t->ts->compute, lt, g, &pol))
                     place(t, lt->name, g, &pol);
         }

@@ -27,7 +27,7 @@ void handle_members_tenants_changed(struct services *sv)
     if (sv->timeshare)
         timeshare_reconfigure(sv->timeshare);
     if (sv->mps)
-        mps_domains_retire_unnamed(sv->mps, &sv->ts->ledger);
+        mps_domains_retire_unnamed(sv->mps, &sv->ts->ledger, &sv->ts->settings);
 }
 
 /* What a reattaching process claimed on each GPU and what was counted (logged). */
@@ -148,7 +148,8 @@ bool handle_members_tenant_set(struct peer *p, const struct proto_request *r)
         return peer_error(p, r->seq, (uint32_t)code, msg);
     }
     struct ledger_tenant *t = ledger_tenant_find(&sv->ts->ledger, m->tenant);
-    if (!existed && t && (t->flags & LEDGER_TENANT_EPHEMERAL) && t->owner_pid)
+    if (!existed && t && (t->flags & LEDGER_TENANT_EPHEMERAL) &&
+        tenants_settings_of(sv->ts, t)->owner_pid)
         owners_watch(sv->owners, t);
     if (changed)
         handle_members_tenants_changed(sv);

@@ -159,7 +159,8 @@ bool handle_memory_charge(struct peer *p, const struct proto_request *r)
     }
     if (ch->gpu < KAIROS_MAX_GPUS)
         p->member->tenant->requests[ch->gpu]++;
-    if ((ch->flags & KAIROS_CHARGE_MANAGED) && !p->member->tenant->managed_charge)
+    if ((ch->flags & KAIROS_CHARGE_MANAGED) &&
+        !tenants_settings_of(sv->ts, p->member->tenant)->managed_charge)
         return refuse_managed(p, r);
     if (handle_memory_hold(sv))
         return peer_error(p, r->seq, KAIROS_ERR_BUSY,

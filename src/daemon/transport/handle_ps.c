@@ -26,7 +26,8 @@ static size_t tenant_from(const struct ledger *l, uint32_t id)
 static void ps_fill_faults(const struct services *sv, const struct ledger_tenant *t,
                            struct kairos_ps_reply *p)
 {
-    memcpy(p->fault_domain, t->fault_domain, sizeof p->fault_domain);
+    memcpy(p->fault_domain, tenants_settings_of(sv->ts, t)->fault_domain,
+           sizeof p->fault_domain);
     const struct fault_record *r = sv->faults ? faults_find(sv->faults, t->name) : NULL;
     if (!r)
         return;

@@ -15,14 +15,15 @@
 bool handle_space_route(struct peer *p, const struct proto_request *r)
 {
     const struct ledger_tenant *t = p->member->tenant;
+    const char *domain = tenants_settings_of(p->sv->ts, t)->fault_domain;
     struct kairos_routed out = {.mode = KAIROS_ROUTE_TIME};
-    if (!t->fault_domain[0]) {
+    if (!domain[0]) {
         if (p->sv->mps)
             snprintf(out.pipe_dir, sizeof out.pipe_dir, "%s", p->sv->mps->root);
         return peer_send(p, KAIROS_MSG_ROUTED, r->seq, &out, sizeof out);
     }
     char why[KAIROS_MSG_MAX] = "space mode is not available in this kairosd";
-    int rc = p->sv->mps ? mps_domains_route(p->sv->mps, t->fault_domain, p->uid, out.pipe_dir,
+    int rc = p->sv->mps ? mps_domains_route(p->sv->mps, domain, p->uid, out.pipe_dir,
                                             sizeof out.pipe_dir, why, sizeof why)
                         : -ENOSYS;
     if (rc) {
@@ -32,10 +33,11 @@ bool handle_space_route(struct peer *p, const struct proto_request *r)
     }
     out.mode = KAIROS_ROUTE_MPS;
     out.thread_pct = SPACE_THREAD_PCT;
-    out.priority = space_client_priority(&p->sv->ts->ledger, &p->sv->ts->compute, t);
-    snprintf(out.domain, sizeof out.domain, "%s", t->fault_domain);
+    out.priority = space_client_priority(&p->sv->ts->ledger, &p->sv->ts->compute,
+                                         &p->sv->ts->settings, t);
+    snprintf(out.domain, sizeof out.domain, "%s", domain);
     log_about_info(t->name, p->pid, -1, "tenant %s: pid %u (uid %u) is an MPS client of fault "
-                   "domain %s (priority %u)", t->name, p->pid, p->uid, t->fault_domain,
+                   "domain %s (priority %u)", t->name, p->pid, p->uid, domain,
                    out.priority);
     return peer_send(p, KAIROS_MSG_ROUTED, r->seq, &out, sizeof out);
 }
@@ -60,15 +62,16 @@ bool handle_space_ending(struct peer *p, const struct proto_request *r)
 {
     (void)r;
     const struct ledger_tenant *t = p->member->tenant;
+    const char *domain = tenants_settings_of(p->sv->ts, t)->fault_domain;
     char why[KAIROS_MSG_MAX] = "it is in no fault domain";
-    if (t->fault_domain[0] && !p->sv->ends)
+    if (domain[0] && !p->sv->ends)
         snprintf(why, sizeof why, "space mode is not available in this kairosd");
-    if (t->fault_domain[0] && p->sv->ends) {
+    if (domain[0] && p->sv->ends) {
         if (client_ends_pending(p->sv->ends, p->pid))
             return true; /* a second SIGTERM: the first one's end is on its way */
         struct client_end_order o = {
             .victim = {.pid = p->pid, .uid = p->uid, .exists = true}, .start = p->start,
-            .tenant = t->name, .domain = t->fault_domain, .gpu = -1, .what = "its SIGTERM",
+            .tenant = t->name, .domain = domain, .gpu = -1, .what = "its SIGTERM",
             .signal = SIGTERM, .done = ended};
         const char *proc = p->sv->heirs ? p->sv->heirs->proc : "/proc";
         if (!p->start)

@@ -52,11 +52,19 @@ void owners_fini(struct owners *o)
         owner_free(o, o->list);
 }
 
+/* Records whether t's owner lives (its settings record: settings_book.h). */
+static void set_alive(struct services *sv, const struct ledger_tenant *t, bool alive)
+{
+    struct tenant_settings *r = settings_book_entry(&sv->ts->settings, t->id);
+    if (r)
+        r->owner_alive = alive;
+}
+
 static void owner_gone(struct services *sv, const char *tenant, uint32_t pid)
 {
     struct ledger_tenant *t = ledger_tenant_find(&sv->ts->ledger, tenant);
-    if (t && t->owner_pid == pid) {
-        t->owner_alive = false;
+    if (t && tenants_settings_of(sv->ts, t)->owner_pid == pid) {
+        set_alive(sv, t, false);
         if (tenants_after_leave(sv->ts, t))
             sv->io->compute_changed_later(sv);
     }
@@ -75,30 +83,32 @@ static void on_owner_exit(void *ctx, int fd, uint32_t events)
 
 void owners_watch(struct owners *set, struct ledger_tenant *t)
 {
-    int fd = owners_pidfd_open(t->owner_pid);
+    struct services *sv = set->sv;
+    uint32_t pid = tenants_settings_of(sv->ts, t)->owner_pid;
+    int fd = owners_pidfd_open(pid);
     if (fd < 0) {
         /* gone already, or no pidfd: fall back to the members' departures */
-        t->owner_alive = errno == ENOSYS;
+        set_alive(sv, t, errno == ENOSYS);
         return;
     }
     struct owner *o = calloc(1, sizeof *o);
     if (!o) {
         close(fd);
-        t->owner_alive = false;
+        set_alive(sv, t, false);
         return;
     }
     o->set = set;
     o->pidfd = fd;
-    o->pid = t->owner_pid;
+    o->pid = pid;
     memcpy(o->tenant, t->name, sizeof o->tenant);
     o->w = loop_add(set->loop, fd, EPOLLIN, on_owner_exit, o);
     if (!o->w) {
         close(fd);
         free(o);
-        t->owner_alive = false;
+        set_alive(sv, t, false);
         return;
     }
-    t->owner_alive = true;
+    set_alive(sv, t, true);
     o->next = set->list;
     set->list = o;
 }
@@ -108,7 +118,7 @@ void owners_watch_all(struct owners *set)
     struct ledger *l = &set->sv->ts->ledger;
     for (size_t i = 0; i < l->n_tenants; i++) {
         struct ledger_tenant *t = l->tenants[i];
-        if ((t->flags & LEDGER_TENANT_EPHEMERAL) && t->owner_pid)
+        if ((t->flags & LEDGER_TENANT_EPHEMERAL) && tenants_settings_of(set->sv->ts, t)->owner_pid)
             owners_watch(set, t);
     }
 }

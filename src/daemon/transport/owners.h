@@ -26,7 +26,8 @@ void owners_init(struct owners *o, struct loop *loop, struct services *sv);
 /* Stops watching every owner. */
 void owners_fini(struct owners *o);
 
-/* Watches the owner of ephemeral tenant t (t->owner_alive says whether it lives:
+/* Watches the owner of ephemeral tenant t (owner_alive in its settings record,
+ * tenants/settings_book.h, says whether it lives:
  * without pidfds, it counts as alive until the members leave). */
 void owners_watch(struct owners *o, struct ledger_tenant *t);
 /* Watches the owners of every ephemeral tenant of the ledger (after a restart). */

@@ -20,9 +20,11 @@
 #include "daemon/memory/ledger.h"
 #include "daemon/space/faults.h"
 #include "daemon/space/mps_domains.h"
+#include "daemon/tenants/settings_book.h"
 
 struct fixture {
     struct ledger l;
+    struct settings_book s; /* the tenants' fault domains */
     struct faults f;
     struct mps_domains m;
     struct mps_daemon d;
@@ -38,7 +40,9 @@ static struct ledger_tenant *tenant(const char *name, const char *domain, uint32
     uint64_t quota[KAIROS_MAX_GPUS] = {1ull << 30, 1ull << 30};
     struct ledger_tenant *t;
     assert_int_equal(ledger_tenant_add(&fx.l, name, quota, 0, &t), 0);
-    snprintf(t->fault_domain, sizeof t->fault_domain, "%s", domain);
+    struct tenant_settings *r;
+    assert_int_equal(settings_book_get(&fx.s, t->id, &r), 0);
+    snprintf(r->fault_domain, sizeof r->fault_domain, "%s", domain);
     uint64_t held[KAIROS_MAX_GPUS] = {0};
     held[gpu] = bytes;
     struct ledger_member *m;
@@ -51,6 +55,7 @@ static int setup(void **state)
     fake_proc_setup(state);
     memset(&fx, 0, sizeof fx);
     assert_int_equal(ledger_init(&fx.l, 2), 0);
+    settings_book_init(&fx.s);
     faults_init(&fx.f);
     fx.a = tenant("a", "inf", 101, 0, 1 << 20);
     fx.b = tenant("b", "inf", 102, 0, 1 << 20);
@@ -74,6 +79,7 @@ static int teardown(void **state)
         ledger_leave(&fx.l, m, NULL);
     }
     ledger_fini(&fx.l);
+    settings_book_fini(&fx.s);
     return fake_proc_teardown(state);
 }
 
@@ -85,7 +91,7 @@ static void xid(unsigned code, uint32_t pid, uint32_t gpu, uint64_t mono_ms)
     snprintf(x.name, sizeof x.name, "python3");
     struct fault_context c = {.gpu = gpu, .mono_ms = mono_ms, .unix_ms = 1700000000000ull + mono_ms,
                               .proc = fake_proc_root};
-    faults_on_xid(&fx.f, &fx.l, &fx.m, &x, &c, line, sizeof line);
+    faults_on_xid(&fx.f, &fx.l, &fx.s, &fx.m, &x, &c, line, sizeof line);
 }
 
 static uint64_t caused(const char *t)

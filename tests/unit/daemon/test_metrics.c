@@ -182,7 +182,8 @@ static void test_render_holds(void **state)
     struct ledger_tenant *capped;
     assert_int_equal(ledger_tenant_add(&ts.ledger, "capped", NULL, 0, &capped), 0);
     struct sched_policy pol = {.share = 0.3, .limit = 0.3, .prio = SCHED_PRIO_NORMAL};
-    assert_int_equal(registry_set_compute(&ts.compute, capped, 0, &pol, SETTING_RUNTIME), 0);
+    assert_int_equal(registry_set_compute(&ts.compute, &ts.settings, capped, 0, &pol,
+                                          SETTING_RUNTIME), 0);
     struct ledger_member *m;
     assert_int_equal(ledger_join(&ts.ledger, capped, 42, NULL, &m), 0);
     struct config cfg;

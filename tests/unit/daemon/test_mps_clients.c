@@ -13,8 +13,10 @@
 
 #include "daemon/memory/ledger.h"
 #include "daemon/space/mps_clients.h"
+#include "daemon/tenants/settings_book.h"
 
 static struct ledger l;
+static struct settings_book sb; /* the tenants' fault domains */
 
 static void member(const char *tenant, const char *domain, uint32_t pid)
 {
@@ -22,7 +24,9 @@ static void member(const char *tenant, const char *domain, uint32_t pid)
     struct ledger_tenant *t = ledger_tenant_find(&l, tenant);
     if (!t) {
         assert_int_equal(ledger_tenant_add(&l, tenant, quota, 0, &t), 0);
-        snprintf(t->fault_domain, sizeof t->fault_domain, "%s", domain);
+        struct tenant_settings *r;
+        assert_int_equal(settings_book_get(&sb, t->id, &r), 0);
+        snprintf(r->fault_domain, sizeof r->fault_domain, "%s", domain);
     }
     struct ledger_member *m;
     assert_int_equal(ledger_join(&l, t, pid, NULL, &m), 0);
@@ -32,6 +36,7 @@ static int setup(void **state)
 {
     (void)state;
     assert_int_equal(ledger_init(&l, 1), 0);
+    settings_book_init(&sb);
     member("a", "infer", 10);
     member("b", "infer", 11);
     member("other", "batch", 20);
@@ -45,6 +50,7 @@ static int teardown(void **state)
     while (l.members)
         ledger_leave(&l, l.members, NULL);
     ledger_fini(&l);
+    settings_book_fini(&sb);
     return 0;
 }
 
@@ -52,21 +58,21 @@ static void test_members_of_the_domain_only(void **state)
 {
     (void)state;
     uint32_t out[8];
-    size_t n = mps_clients_strangers(&l, "infer", "10\n11\n20\n30\n40\n", out, 8);
+    size_t n = mps_clients_strangers(&l, &sb, "infer", "10\n11\n20\n30\n40\n", out, 8);
     assert_int_equal(n, 3);
     assert_int_equal(out[0], 20); /* another domain's */
     assert_int_equal(out[1], 30); /* no domain's */
     assert_int_equal(out[2], 40); /* no member */
-    assert_int_equal(mps_clients_strangers(&l, "batch", "20\n", out, 8), 0);
-    assert_int_equal(mps_clients_strangers(&l, "infer", "", out, 8), 0);
+    assert_int_equal(mps_clients_strangers(&l, &sb, "batch", "20\n", out, 8), 0);
+    assert_int_equal(mps_clients_strangers(&l, &sb, "infer", "", out, 8), 0);
 }
 
 static void test_what_is_no_pid_is_skipped(void **state)
 {
     (void)state;
     uint32_t out[8];
-    size_t n = mps_clients_strangers(&l, "infer", "x\n-5\n0\n12abc\n99999999999\n 41\n42", out,
-                                     8);
+    size_t n = mps_clients_strangers(&l, &sb, "infer", "x\n-5\n0\n12abc\n99999999999\n 41\n42",
+                                     out, 8);
     assert_int_equal(n, 1);
     assert_int_equal(out[0], 42); /* the last line needs no newline */
 }
@@ -75,7 +81,7 @@ static void test_the_count_goes_on_past_the_room(void **state)
 {
     (void)state;
     uint32_t out[2];
-    assert_int_equal(mps_clients_strangers(&l, "infer", "40\n41\n42\n43\n", out, 2), 4);
+    assert_int_equal(mps_clients_strangers(&l, &sb, "infer", "40\n41\n42\n43\n", out, 2), 4);
     assert_int_equal(out[1], 41);
 }
 

@@ -8,7 +8,7 @@
  * run --fault-domain): only a declared domain, only for a tenant without processes and
  * not for a configured one, kept by a reload and a restart, taken over by the
  * configuration once it declares the tenant; a tenant removed leaves no compute
- * policy behind (compute_book.h). */
+ * policy (compute_book.h) nor settings record (settings_book.h) behind. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +96,12 @@ static int tenant_set(struct tenants *ts, const struct config *c, const char *na
     return tenants_set(ts, c, &m, NULL, 0, 0, &changed, msg, sizeof msg);
 }
 
+/* t's settings record (settings_book.h) in ts. */
+static const struct tenant_settings *of(const struct tenants *ts, const struct ledger_tenant *t)
+{
+    return tenants_settings_of(ts, t);
+}
+
 static struct ledger_tenant *find(struct tenants *ts, const char *name)
 {
     struct ledger_tenant *t = ledger_tenant_find(&ts->ledger, name);
@@ -116,10 +122,10 @@ static void test_runtime_change_then_reload(void **state)
     start(&ts, &c);
     struct ledger_tenant *t = find(&ts, "team");
     assert_int_equal(t->quota[0], GiB);
-    assert_int_equal(t->src.quota[0], SETTING_CONFIG);
-    assert_int_equal(t->src.quota[1], SETTING_UNSET);
-    assert_int_equal(t->src.compute[0], SETTING_CONFIG);
-    assert_int_equal(t->src.members, SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->src.quota[0], SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->src.quota[1], SETTING_UNSET);
+    assert_int_equal(of(&ts, t)->src.compute[0], SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->src.members, SETTING_CONFIG);
     struct sched_policy pol;
     assert_true(registry_policy(&ts.compute, t, 0, &pol)); /* the configuration's, in the record */
     assert_true(pol.share > 0.299 && pol.share < 0.301);
@@ -127,7 +133,7 @@ static void test_runtime_change_then_reload(void **state)
     /* at run time: both quotas; a compute policy is the configuration's to set */
     assert_int_equal(tenant_set(&ts, &c, "team", 2 * GiB, 3 * GiB, NULL), 0);
     assert_int_equal(t->quota[0], 2 * GiB);
-    assert_int_equal(t->src.quota[0], SETTING_RUNTIME);
+    assert_int_equal(of(&ts, t)->src.quota[0], SETTING_RUNTIME);
     assert_int_equal(t->quota[1], 3 * GiB);
     struct sched_policy other = {.share = 0.1};
     assert_int_equal(tenant_set(&ts, &c, "team", KEEP, KEEP, &other), KAIROS_ERR_INVALID);
@@ -138,34 +144,34 @@ static void test_runtime_change_then_reload(void **state)
     reload(&ts, &c, TEAM);
     assert_ptr_equal(find(&ts, "team"), t);
     assert_int_equal(t->quota[0], GiB);
-    assert_int_equal(t->src.quota[0], SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->src.quota[0], SETTING_CONFIG);
     assert_int_equal(t->quota[1], 3 * GiB);
-    assert_int_equal(t->src.quota[1], SETTING_RUNTIME);
+    assert_int_equal(of(&ts, t)->src.quota[1], SETTING_RUNTIME);
     assert_true(registry_policy(&ts.compute, t, 0, &pol));
-    assert_int_equal(t->members.n_users, 1);
-    assert_int_equal(t->members.users[0], 1000);
+    assert_int_equal(of(&ts, t)->members.n_users, 1);
+    assert_int_equal(of(&ts, t)->members.users[0], 1000);
 
     /* a restart finds what the reload kept */
     tenants_fini(&ts);
     start(&ts, &c);
     t = find(&ts, "team");
     assert_int_equal(t->quota[0], GiB);
-    assert_int_equal(t->src.quota[0], SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->src.quota[0], SETTING_CONFIG);
     assert_int_equal(t->quota[1], 3 * GiB);
-    assert_int_equal(t->src.quota[1], SETTING_RUNTIME);
+    assert_int_equal(of(&ts, t)->src.quota[1], SETTING_RUNTIME);
     assert_true(registry_policy(&ts.compute, t, 0, &pol));
 
     /* the configuration comes to declare GPU 1: it owns it; no longer declaring
      * it clears it (nothing set at run time is left to keep there) */
     reload(&ts, &c, "  - name: team\n    memory: { 0: 1G, 1: 4G }\n");
     assert_int_equal(t->quota[1], 4 * GiB);
-    assert_int_equal(t->src.quota[1], SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->src.quota[1], SETTING_CONFIG);
     assert_false(registry_policy(&ts.compute, t, 0, &pol)); /* the file declares none any more */
-    assert_int_equal(t->src.members, SETTING_CONFIG);
-    assert_int_equal(t->members.n_users, 0);
+    assert_int_equal(of(&ts, t)->src.members, SETTING_CONFIG);
+    assert_int_equal(of(&ts, t)->members.n_users, 0);
     reload(&ts, &c, "  - name: team\n    memory: { 0: 1G }\n");
     assert_int_equal(t->quota[1], 0);
-    assert_int_equal(t->src.quota[1], SETTING_UNSET);
+    assert_int_equal(of(&ts, t)->src.quota[1], SETTING_UNSET);
     tenants_fini(&ts);
     config_free(&c);
 }
@@ -184,20 +190,21 @@ static void test_state_round_trip_of_every_setting(void **state)
     struct member_rules r = {.n_users = 2, .users = {1000, 1001}, .n_groups = 1, .groups = {50},
                              .n_cgroups = 1};
     snprintf(r.cgroups[0], sizeof r.cgroups[0], "/slurm/job_*");
-    registry_set_members(job, &r, SETTING_RUNTIME);
-    registry_set_managed(job, true, SETTING_RUNTIME);
+    assert_int_equal(registry_set_members(&a.settings, job, &r, SETTING_RUNTIME), 0);
+    assert_int_equal(registry_set_managed(&a.settings, job, true, SETTING_RUNTIME), 0);
     job->flags = LEDGER_TENANT_EPHEMERAL;
-    job->owner_pid = 4242;
+    assert_int_equal(registry_set_owner(&a.settings, job, 4242, true), 0);
     char err[512];
     assert_int_equal(tenants_save_state(&a, NULL, err, sizeof err), 0);
 
     start(&b, &c);
     for (size_t i = 0; i < a.ledger.n_tenants; i++) {
         const struct ledger_tenant *x = a.ledger.tenants[i], *y = find(&b, x->name);
+        const struct tenant_settings *sx = of(&a, x), *sy = of(&b, y);
         assert_int_equal(x->flags, y->flags);
-        assert_int_equal(x->owner_pid, y->owner_pid);
+        assert_int_equal(sx->owner_pid, sy->owner_pid);
         assert_memory_equal(x->quota, y->quota, sizeof x->quota);
-        assert_memory_equal(&x->src, &y->src, sizeof x->src);
+        assert_memory_equal(&sx->src, &sy->src, sizeof sx->src);
         const struct compute_policies *cx = compute_book_find(&a.compute, x->id);
         const struct compute_policies *cy = compute_book_find(&b.compute, y->id);
         assert_true(!cx == !cy);
@@ -205,19 +212,19 @@ static void test_state_round_trip_of_every_setting(void **state)
             assert_int_equal(cx->has[g], cy->has[g]);
             assert_true(policy_equal(&cx->pol[g], &cy->pol[g]));
         }
-        assert_memory_equal(&x->members, &y->members, sizeof x->members);
-        assert_int_equal(x->managed_charge, y->managed_charge);
+        assert_memory_equal(&sx->members, &sy->members, sizeof sx->members);
+        assert_int_equal(sx->managed_charge, sy->managed_charge);
     }
     assert_int_equal(a.ledger.n_tenants, b.ledger.n_tenants);
     job = find(&b, "job");
-    assert_int_equal(job->src.compute[1], SETTING_RUNTIME);
-    assert_int_equal(job->src.members, SETTING_RUNTIME);
-    assert_int_equal(job->members.groups[0], 50);
-    assert_string_equal(job->members.cgroups[0], "/slurm/job_*");
-    assert_true(job->managed_charge);
-    assert_int_equal(job->src.managed, SETTING_RUNTIME);
+    assert_int_equal(of(&b, job)->src.compute[1], SETTING_RUNTIME);
+    assert_int_equal(of(&b, job)->src.members, SETTING_RUNTIME);
+    assert_int_equal(of(&b, job)->members.groups[0], 50);
+    assert_string_equal(of(&b, job)->members.cgroups[0], "/slurm/job_*");
+    assert_true(of(&b, job)->managed_charge);
+    assert_int_equal(of(&b, job)->src.managed, SETTING_RUNTIME);
     assert_int_equal(find(&b, "team")->quota[1], 6 * GiB);
-    assert_int_equal(find(&b, "team")->src.managed, SETTING_CONFIG);
+    assert_int_equal(of(&b, find(&b, "team"))->src.managed, SETTING_CONFIG);
     tenants_fini(&a);
     tenants_fini(&b);
     config_free(&c);
@@ -247,8 +254,8 @@ static void test_reload_removing_a_tenant_with_members(void **state)
     assert_non_null(strstr(msg, "tenant 'team' was removed from the configuration"));
     assert_int_equal(t->held[0], GiB / 2);               /* nothing it holds lost */
     assert_int_equal(t->quota[0], GiB);                  /* and its quota still holds */
-    assert_int_equal(t->src.quota[0], SETTING_RUNTIME);  /* no longer the file's */
-    assert_int_equal(t->members.users[0], 1000);         /* its rules too */
+    assert_int_equal(of(&ts, t)->src.quota[0], SETTING_RUNTIME);  /* no longer the file's */
+    assert_int_equal(of(&ts, t)->members.users[0], 1000);         /* its rules too */
     struct sched_policy pol;
     assert_false(registry_policy(&ts.compute, t, 0, &pol));           /* the file's share is gone */
     assert_int_equal(ledger_charge(&ts.ledger, m, 0, GiB / 2 + 1, 2, &gr), 0);
@@ -304,7 +311,7 @@ static void test_a_runtime_tenant_the_configuration_comes_to_declare(void **stat
     struct sched_policy pol = {.share = 0.4};
     assert_int_equal(tenant_set(&ts, &c, "job", 2 * GiB, 3 * GiB, &pol), 0);
     struct ledger_tenant *t = find(&ts, "job");
-    assert_int_equal(t->src.compute[1], SETTING_RUNTIME);
+    assert_int_equal(of(&ts, t)->src.compute[1], SETTING_RUNTIME);
     reload(&ts, &c, "  - name: job\n    memory: { 0: 1G }\n");
     assert_int_equal(t->flags, LEDGER_TENANT_CONFIG);
     assert_int_equal(t->quota[0], GiB);
@@ -319,7 +326,8 @@ static void test_a_runtime_tenant_the_configuration_comes_to_declare(void **stat
 }
 
 /* A tenant that goes takes its compute policies out of the book (compute_book.h), and
- * the shares they held are free again; a tenant made again under its name has none. */
+ * the shares they held are free again, and its settings record (settings_book.h)
+ * goes with it; a tenant made again under its name has none. */
 static void test_a_removed_tenant_leaves_no_policy(void **state)
 {
     (void)state;
@@ -332,11 +340,16 @@ static void test_a_removed_tenant_leaves_no_policy(void **state)
     assert_int_equal(tenant_set(&ts, &c, "other", GiB, GiB, NULL), 0);
     uint32_t id = find(&ts, "job")->id;
     assert_non_null(compute_book_find(&ts.compute, id));
+    assert_non_null(settings_book_entry(&ts.settings, id)); /* its quotas' sources */
+    size_t records = ts.settings.n;
     assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), KAIROS_ERR_INVALID);
+    assert_int_equal(ts.settings.n, records); /* refused: no record left behind */
     char msg[512];
     assert_int_equal(tenants_del(&ts, "job", 0, msg, sizeof msg), 0);
     assert_null(compute_book_find(&ts.compute, id));
     assert_int_equal(ts.compute.ids.n, 0);
+    assert_null(settings_book_entry(&ts.settings, id));
+    assert_int_equal(ts.settings.n, records - 1);
     assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), 0); /* its share is free */
     assert_int_equal(tenant_set(&ts, &c, "job", GiB, GiB, NULL), 0);
     assert_false(registry_policy(&ts.compute, find(&ts, "job"), 1, &now));
@@ -378,23 +391,23 @@ static void test_fault_domain_set_at_run_time(void **state)
     /* a declared domain, for a new tenant: set, from run time */
     assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0);
     struct ledger_tenant *t = find(&ts, "job");
-    assert_string_equal(t->fault_domain, "infer");
-    assert_int_equal(t->src.fault_domain, SETTING_RUNTIME);
+    assert_string_equal(of(&ts, t)->fault_domain, "infer");
+    assert_int_equal(of(&ts, t)->src.fault_domain, SETTING_RUNTIME);
     expect_in(msg, "fault domain infer");
     /* a body of before (domain NULL) changes nothing */
     assert_int_equal(set_domain(&ts, &c, "job", NULL, msg), 0);
-    assert_string_equal(t->fault_domain, "infer");
+    assert_string_equal(of(&ts, t)->fault_domain, "infer");
     /* a domain the configuration does not declare: refused, saying what to do */
     assert_int_equal(set_domain(&ts, &c, "job", "plain", msg), KAIROS_ERR_INVALID);
     expect_in(msg, "fault domain 'plain' is not declared in test.yaml");
     expect_in(msg, "add it under space: domains: and reload kairosd");
-    assert_string_equal(t->fault_domain, "infer");
+    assert_string_equal(of(&ts, t)->fault_domain, "infer");
     assert_int_equal(set_domain(&ts, &c, "new", "plain", msg), KAIROS_ERR_INVALID);
     assert_null(ledger_tenant_find(&ts.ledger, "new")); /* not created either */
     /* a configured tenant's domain is the configuration's; its own again is no change */
     assert_int_equal(set_domain(&ts, &c, "web", "", msg), KAIROS_ERR_INVALID);
     expect_in(msg, "which sets its fault domain");
-    assert_string_equal(find(&ts, "web")->fault_domain, "infer");
+    assert_string_equal(of(&ts, find(&ts, "web"))->fault_domain, "infer");
     assert_int_equal(set_domain(&ts, &c, "web", "infer", msg), 0);
     /* a tenant with a process: its route is decided, so its domain stays */
     struct ledger_member *m;
@@ -402,13 +415,13 @@ static void test_fault_domain_set_at_run_time(void **state)
     assert_int_equal(set_domain(&ts, &c, "job", "", msg), KAIROS_ERR_BUSY);
     expect_in(msg, "tenant 'job' has 1 process(es), already routed (fault domain infer)");
     expect_in(msg, "stop them first");
-    assert_string_equal(t->fault_domain, "infer");
+    assert_string_equal(of(&ts, t)->fault_domain, "infer");
     assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0); /* no change: fine */
     ledger_leave(&ts.ledger, m, NULL);
     /* none ("") takes it out, and back in */
     assert_int_equal(set_domain(&ts, &c, "job", "", msg), 0);
-    assert_string_equal(t->fault_domain, "");
-    assert_int_equal(t->src.fault_domain, SETTING_UNSET);
+    assert_string_equal(of(&ts, t)->fault_domain, "");
+    assert_int_equal(of(&ts, t)->src.fault_domain, SETTING_UNSET);
     assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0);
     tenants_fini(&ts);
     config_free(&c);
@@ -425,28 +438,28 @@ static void test_fault_domain_kept_by_reload_and_restart(void **state)
     assert_int_equal(set_domain(&ts, &c, "job", "infer", msg), 0);
     /* a reload of the same file, then one that no longer declares the domain: kept */
     reload_with(&ts, &c, SPACE, WEB);
-    assert_string_equal(find(&ts, "job")->fault_domain, "infer");
+    assert_string_equal(of(&ts, find(&ts, "job"))->fault_domain, "infer");
     reload_with(&ts, &c, "", WEB);
-    assert_string_equal(find(&ts, "job")->fault_domain, "infer");
-    assert_int_equal(find(&ts, "job")->src.fault_domain, SETTING_RUNTIME);
+    assert_string_equal(of(&ts, find(&ts, "job"))->fault_domain, "infer");
+    assert_int_equal(of(&ts, find(&ts, "job"))->src.fault_domain, SETTING_RUNTIME);
     /* a restart finds it in the state file */
     tenants_fini(&ts);
     config_free(&c);
     parse_with(&c, SPACE, WEB);
     start(&ts, &c);
     struct ledger_tenant *t = find(&ts, "job");
-    assert_string_equal(t->fault_domain, "infer");
-    assert_int_equal(t->src.fault_domain, SETTING_RUNTIME);
-    assert_string_equal(find(&ts, "web")->fault_domain, "");
+    assert_string_equal(of(&ts, t)->fault_domain, "infer");
+    assert_int_equal(of(&ts, t)->src.fault_domain, SETTING_RUNTIME);
+    assert_string_equal(of(&ts, find(&ts, "web"))->fault_domain, "");
     /* the configuration comes to declare the tenant: its domain (none) replaces it */
     reload_with(&ts, &c, SPACE, "  - name: job\n    memory: { 0: 1G }\n");
-    assert_string_equal(t->fault_domain, "");
-    assert_int_equal(t->src.fault_domain, SETTING_UNSET);
+    assert_string_equal(of(&ts, t)->fault_domain, "");
+    assert_int_equal(of(&ts, t)->src.fault_domain, SETTING_UNSET);
     /* a configured tenant's domain is the configuration's, never one set at run time */
     reload_with(&ts, &c, SPACE, "  - name: job\n    memory: { 0: 1G }\n"
                                 "    fault_domain: infer\n");
-    assert_string_equal(t->fault_domain, "infer");
-    assert_int_equal(t->src.fault_domain, SETTING_CONFIG);
+    assert_string_equal(of(&ts, t)->fault_domain, "infer");
+    assert_int_equal(of(&ts, t)->src.fault_domain, SETTING_CONFIG);
     tenants_fini(&ts);
     config_free(&c);
 }

@@ -304,24 +304,24 @@ static void test_tenant_set_fault_domain(void **state)
     set_job(f, 1, "infer", sizeof(struct kairos_tenant_set));
     assert_int_equal(f->sent[0].type, KAIROS_MSG_OK);
     struct ledger_tenant *t = ledger_tenant_find(&f->ts.ledger, "job");
-    assert_string_equal(t->fault_domain, "infer");
+    assert_string_equal(tenants_settings_of(&f->ts, t)->fault_domain, "infer");
     /* the body of before, without the domain: the domain stays */
     set_job(f, 2, "", KAIROS_TENANT_SET_SIZE_V1);
     assert_int_equal(f->sent[0].type, KAIROS_MSG_OK);
-    assert_string_equal(t->fault_domain, "infer");
+    assert_string_equal(tenants_settings_of(&f->ts, t)->fault_domain, "infer");
     /* a domain the configuration does not declare: refused, and why */
     set_job(f, 3, "nowhere", sizeof(struct kairos_tenant_set));
     expect_one_error(f, KAIROS_ERR_INVALID, 3, "fault domain 'nowhere' is not declared");
-    assert_string_equal(t->fault_domain, "infer");
+    assert_string_equal(tenants_settings_of(&f->ts, t)->fault_domain, "infer");
     /* the whole body with "": none */
     set_job(f, 4, "", sizeof(struct kairos_tenant_set));
     assert_int_equal(f->sent[0].type, KAIROS_MSG_OK);
-    assert_string_equal(t->fault_domain, "");
+    assert_string_equal(tenants_settings_of(&f->ts, t)->fault_domain, "");
     /* anyone else: refused before the handler runs */
     f->p.uid = OTHER_UID;
     set_job(f, 5, "infer", sizeof(struct kairos_tenant_set));
     expect_one_error(f, KAIROS_ERR_PERMISSION, 5, "permission denied");
-    assert_string_equal(t->fault_domain, "");
+    assert_string_equal(tenants_settings_of(&f->ts, t)->fault_domain, "");
 }
 
 /* requests.c's table and proto_check.c's agree: every type a peer may send has its

@@ -31,24 +31,61 @@
 #include "daemon/state/state.h"
 #include "daemon/tenants/registry.h"
 
-/* The registry's settings, as kairosd gives them to the state file, the compute
- * policies in book. */
-static const struct state_settings_io *io_of(struct compute_book *book)
+/* The registry's settings, as kairosd gives them to the state file, in the books
+ * given: the compute policies in cb, the other settings in sb. */
+static const struct state_settings_io *io_of(struct compute_book *cb, struct settings_book *sb)
 {
+    static struct registry_books books;
     static struct state_settings_io v;
-    v = registry_state_io(book);
+    books = (struct registry_books){cb, sb};
+    v = registry_state_io(&books);
     return &v;
 }
 
-/* For the tests without compute policies: a book that stays empty. */
-static struct compute_book no_policies;
-static const struct state_settings_io *io(void)
+/* The books of the ledger saved from (a, or the one ledger of a test) and of the one
+ * loaded into (b): their ids overlap, so each has its own; emptied before each test. */
+struct books {
+    struct compute_book c;
+    struct settings_book s;
+};
+static struct books books_a, books_b;
+
+static void books_reset(struct books *b)
 {
-    return io_of(&no_policies);
+    compute_book_fini(&b->c);
+    settings_book_fini(&b->s);
+    compute_book_init(&b->c);
+    settings_book_init(&b->s);
 }
 
-/* setup and teardown: a fresh temporary directory, the state file at path */
-#define setup state_dir_setup
+static const struct state_settings_io *io_a(void)
+{
+    return io_of(&books_a.c, &books_a.s);
+}
+
+static const struct state_settings_io *io_b(void)
+{
+    return io_of(&books_b.c, &books_b.s);
+}
+
+/* t's settings record in the books of a (set_a) or b (set_b). */
+static const struct tenant_settings *set_a(const struct ledger_tenant *t)
+{
+    return settings_book_of(&books_a.s, t->id);
+}
+
+static const struct tenant_settings *set_b(const struct ledger_tenant *t)
+{
+    return settings_book_of(&books_b.s, t->id);
+}
+
+/* setup and teardown: a fresh temporary directory, the state file at path, empty books */
+static int setup(void **state)
+{
+    books_reset(&books_a);
+    books_reset(&books_b);
+    return state_dir_setup(state);
+}
 #define teardown state_dir_teardown
 
 static void test_round_trip(void **state)
@@ -62,13 +99,13 @@ static void test_round_trip(void **state)
     struct ledger_tenant *t;
     assert_int_equal(ledger_tenant_add(&a, "cfg", q1, LEDGER_TENANT_CONFIG, NULL), 0);
     assert_int_equal(ledger_tenant_add(&a, "job", q1, 0, &t), 0);
-    t->managed_charge = true;
+    assert_int_equal(registry_set_managed(&books_a.s, t, true, SETTING_RUNTIME), 0);
     assert_int_equal(ledger_tenant_add(&a, "run-1", q2, LEDGER_TENANT_EPHEMERAL, &t), 0);
-    t->owner_pid = 4242;
-    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
+    assert_int_equal(registry_set_owner(&books_a.s, t, 4242, true), 0);
+    assert_int_equal(state_save(path, &a, io_a(), NULL, err, sizeof err), 0);
     ledger_init(&b, 2);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &b, io_b(), NULL, NULL, err, sizeof err, aside,
                                 sizeof aside), 2);
     struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     struct ledger_tenant *run = ledger_tenant_find(&b, "run-1");
@@ -77,16 +114,17 @@ static void test_round_trip(void **state)
     assert_int_equal(job->quota[0], 1ull << 30);
     assert_int_equal(job->quota[1], 5);
     assert_int_equal(run->flags, LEDGER_TENANT_EPHEMERAL);
-    assert_int_equal(run->owner_pid, 4242);
-    assert_true(job->managed_charge); /* managed: charge kept; refuse, the default, too */
-    assert_false(run->managed_charge);
+    assert_int_equal(set_b(run)->owner_pid, 4242);
+    assert_false(set_b(run)->owner_alive); /* until the server watches it */
+    assert_true(set_b(job)->managed_charge); /* managed: charge kept; refuse, the default, too */
+    assert_false(set_b(run)->managed_charge);
     assert_int_equal(ledger_tenant_find(&b, "cfg")->quota[0], 0); /* not from the file */
     ledger_fini(&a);
     ledger_fini(&b);
     /* no file: nothing, no error */
     unlink(path);
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &b, io_b(), NULL, NULL, err, sizeof err, aside,
                                 sizeof aside), 0);
     ledger_fini(&b);
 }
@@ -101,7 +139,7 @@ static void corrupt(const char *text, size_t len)
     fclose(f);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside),
+    assert_int_equal(state_load(path, &l, io_a(), NULL, NULL, err, sizeof err, aside, sizeof aside),
                                 -EINVAL);
     if (!strstr(err, "is corrupt") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
@@ -170,7 +208,7 @@ static void bad_entry(const char *entry, const char *part)
     write_file(text);
     n_warned = 0;
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &l, io_a(), warn, NULL, err, sizeof err, aside,
                                 sizeof aside), 2);
     assert_int_equal(ledger_tenant_find(&l, "good")->quota[0], 4096);
     assert_int_equal(ledger_tenant_find(&l, "also")->quota[1], 7);
@@ -202,7 +240,7 @@ static void test_bad_entries(void **state)
     char err[512], aside[512];
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"z\", \"quota\": {\"9\": 0}}]}");
     ledger_init(&l, 2);
-    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &l, io_a(), NULL, NULL, err, sizeof err, aside,
                                 sizeof aside), 1);
     assert_string_equal(aside, "");
     ledger_fini(&l);
@@ -221,11 +259,11 @@ static void test_too_many_tenants(void **state)
         assert_int_equal(ledger_tenant_add(&a, name, NULL, 0, NULL), 0);
     }
     assert_int_equal(ledger_tenant_add(&a, "one-more", NULL, 0, NULL), -ENOSPC);
-    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io_a(), NULL, err, sizeof err), 0);
     ledger_init(&b, 1);
     assert_int_equal(ledger_tenant_add(&b, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
     n_warned = 0;
-    assert_int_equal(state_load(path, &b, io(), warn, NULL, err, sizeof err, aside, sizeof aside),
+    assert_int_equal(state_load(path, &b, io_b(), warn, NULL, err, sizeof err, aside, sizeof aside),
                      LEDGER_MAX_TENANTS - 1);
     assert_int_equal(n_warned, 1);
     char limit[64];
@@ -251,7 +289,7 @@ static void test_oversized_file(void **state)
     close(fd);
     ledger_init(&l, 2);
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, NULL), 0);
-    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside),
+    assert_int_equal(state_load(path, &l, io_a(), NULL, NULL, err, sizeof err, aside, sizeof aside),
                                 -EINVAL);
     if (!strstr(err, "larger than 16 MiB") || !strstr(err, "set aside as"))
         fail_msg("%s", err);
@@ -259,7 +297,7 @@ static void test_oversized_file(void **state)
     unlink(aside);
     assert_int_equal(l.n_tenants, 1);
     assert_int_equal(mkdir(path, 0700), 0);
-    assert_int_equal(state_load(path, &l, io(), NULL, NULL, err, sizeof err, aside, sizeof aside),
+    assert_int_equal(state_load(path, &l, io_a(), NULL, NULL, err, sizeof err, aside, sizeof aside),
                                 -EINVAL);
     if (!strstr(err, "not a regular file"))
         fail_msg("%s", err);
@@ -276,18 +314,18 @@ static void test_failed_write(void **state)
     char err[512], tmp[300];
     ledger_init(&a, 1);
     assert_int_equal(ledger_tenant_add(&a, "first", NULL, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io_a(), NULL, err, sizeof err), 0);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     assert_int_equal(mkdir(tmp, 0700), 0);
     assert_int_equal(ledger_tenant_add(&a, "second", NULL, 0, NULL), 0);
-    assert_true(state_save(path, &a, io(), NULL, err, sizeof err) < 0);
+    assert_true(state_save(path, &a, io_a(), NULL, err, sizeof err) < 0);
     if (!strstr(err, "cannot write"))
         fail_msg("%s", err);
     assert_null(strstr(read_file(path), "second"));
     assert_non_null(strstr(read_file(path), "first"));
     rmdir(tmp);
     /* skip leaves one tenant out (one about to be removed) */
-    assert_int_equal(state_save(path, &a, io(), ledger_tenant_find(&a, "first"), err,
+    assert_int_equal(state_save(path, &a, io_a(), ledger_tenant_find(&a, "first"), err,
                                 sizeof err), 0);
     assert_null(strstr(read_file(path), "first"));
     ledger_fini(&a);
@@ -306,9 +344,9 @@ static void test_compute_round_trip(void **state)
     struct ledger_tenant *t;
     assert_int_equal(ledger_tenant_add(&a, "job", q, 0, &t), 0);
     struct sched_policy p = {.share = 0.3, .limit = 0.5, .prio = SCHED_PRIO_LATENCY};
-    assert_int_equal(registry_set_compute(&ca, t, 1, &p, SETTING_RUNTIME), 0);
+    assert_int_equal(registry_set_compute(&ca, &books_a.s, t, 1, &p, SETTING_RUNTIME), 0);
     assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
-    assert_int_equal(state_save(path, &a, io_of(&ca), NULL, err, sizeof err), 0);
+    assert_int_equal(state_save(path, &a, io_of(&ca, &books_a.s), NULL, err, sizeof err), 0);
     FILE *f = fopen(path, "r");
     char text[4096] = "";
     assert_non_null(f);
@@ -317,7 +355,8 @@ static void test_compute_round_trip(void **state)
     assert_non_null(strstr(text, "\"share_ppm\": 300000"));
     assert_non_null(strstr(text, "\"priority\": \"latency\""));
     ledger_init(&b, 2);
-    assert_int_equal(state_load(path, &b, io_of(&cb), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &b, io_of(&cb, &books_b.s), NULL, NULL, err, sizeof err,
+                                aside,
                                 sizeof aside), 2);
     const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
     assert_false(registry_policy(&cb, job, 0, &p));
@@ -347,10 +386,11 @@ static void bad_policy(const char *compute, const char *part)
     fputs(text, f);
     fclose(f);
     n_warned = 0;
+    books_reset(&books_a);
     ledger_init(&l, 2);
     compute_book_init(&book);
-    assert_int_equal(state_load(path, &l, io_of(&book), warn, NULL, err, sizeof err, aside,
-                                sizeof aside), 1);
+    assert_int_equal(state_load(path, &l, io_of(&book, &books_a.s), warn, NULL, err, sizeof err,
+                                aside, sizeof aside), 1);
     assert_int_equal(access(path, F_OK), 0); /* not set aside */
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_non_null(t);
@@ -386,7 +426,8 @@ static void test_bad_compute(void **state)
     char err[512], aside[512];
     ledger_init(&l, 2);
     compute_book_init(&book);
-    assert_int_equal(state_load(path, &l, io_of(&book), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &l, io_of(&book, &books_a.s), NULL, NULL, err, sizeof err,
+                                aside,
                                 sizeof aside), 1);
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_true(registry_policy(&book, t, 1, &p));
@@ -406,34 +447,35 @@ static void test_fault_domain_round_trip(void **state)
     ledger_init(&a, 1);
     struct ledger_tenant *t, *cfg;
     assert_int_equal(ledger_tenant_add(&a, "job", q, 0, &t), 0);
-    registry_set_fault_domain(t, "infer", SETTING_RUNTIME);
+    registry_set_fault_domain(&books_a.s, t, "infer", SETTING_RUNTIME);
     assert_int_equal(ledger_tenant_add(&a, "plain", q, 0, NULL), 0);
     assert_int_equal(ledger_tenant_add(&a, "cfg", q, LEDGER_TENANT_CONFIG, &cfg), 0);
-    registry_set_fault_domain(cfg, "other", SETTING_CONFIG);
-    registry_set_quota(&a, cfg, 0, 5, SETTING_RUNTIME); /* so that cfg is written */
-    assert_int_equal(state_save(path, &a, io(), NULL, err, sizeof err), 0);
+    registry_set_fault_domain(&books_a.s, cfg, "other", SETTING_CONFIG);
+    registry_set_quota(&a, &books_a.s, cfg, 0, 5, SETTING_RUNTIME); /* so that cfg is written */
+    assert_int_equal(state_save(path, &a, io_a(), NULL, err, sizeof err), 0);
     const char *text = read_file(path);
     assert_non_null(strstr(text, "\"fault_domain\": \"infer\""));
     assert_null(strstr(text, "other"));
     assert_non_null(strstr(text, "\"cfg\""));
     ledger_init(&b, 1);
-    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &b, io_b(), NULL, NULL, err, sizeof err, aside,
                                 sizeof aside), 3);
     const struct ledger_tenant *job = ledger_tenant_find(&b, "job");
-    assert_string_equal(job->fault_domain, "infer");
-    assert_int_equal(job->src.fault_domain, SETTING_RUNTIME);
-    assert_string_equal(ledger_tenant_find(&b, "plain")->fault_domain, "");
-    assert_string_equal(ledger_tenant_find(&b, "cfg")->fault_domain, "");
+    assert_string_equal(set_b(job)->fault_domain, "infer");
+    assert_int_equal(set_b(job)->src.fault_domain, SETTING_RUNTIME);
+    assert_string_equal(set_b(ledger_tenant_find(&b, "plain"))->fault_domain, "");
+    assert_string_equal(set_b(ledger_tenant_find(&b, "cfg"))->fault_domain, "");
     ledger_fini(&a);
     ledger_fini(&b);
+    books_reset(&books_b);
     /* a state file of before: no "fault_domain" anywhere */
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"old\", \"ephemeral\": false, "
                "\"quota\": {\"0\": 4096}}]}");
     ledger_init(&b, 1);
-    assert_int_equal(state_load(path, &b, io(), NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &b, io_b(), NULL, NULL, err, sizeof err, aside,
                                 sizeof aside), 1);
-    assert_string_equal(ledger_tenant_find(&b, "old")->fault_domain, "");
-    assert_int_equal(ledger_tenant_find(&b, "old")->src.fault_domain, SETTING_UNSET);
+    assert_string_equal(set_b(ledger_tenant_find(&b, "old"))->fault_domain, "");
+    assert_int_equal(set_b(ledger_tenant_find(&b, "old"))->src.fault_domain, SETTING_UNSET);
     ledger_fini(&b);
 }
 
@@ -447,15 +489,16 @@ static void bad_domain(const char *domain)
              "\"quota\": {\"0\": 4096}, \"fault_domain\": %s}]}", domain);
     write_file(text);
     n_warned = 0;
+    books_reset(&books_a); /* a new ledger: its ids start again */
     ledger_init(&l, 1);
-    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &l, io_a(), warn, NULL, err, sizeof err, aside,
                                 sizeof aside), 1);
     assert_string_equal(aside, "");
     const struct ledger_tenant *t = ledger_tenant_find(&l, "job");
     assert_non_null(t);
     assert_int_equal(t->quota[0], 4096);
-    assert_string_equal(t->fault_domain, "");
-    assert_int_equal(t->src.fault_domain, SETTING_UNSET);
+    assert_string_equal(set_a(t)->fault_domain, "");
+    assert_int_equal(set_a(t)->src.fault_domain, SETTING_UNSET);
     assert_int_equal(n_warned, 1);
     if (!strstr(warned[0], "tenant 'job': \"fault_domain\" is not a fault domain's name") ||
         !strstr(warned[0], "kept in no fault domain"))
@@ -487,15 +530,16 @@ static void test_bad_fault_domain(void **state)
     char err[512], aside[512];
     write_file("{\"version\": 1, \"tenants\": [{\"name\": \"cfg\", \"quota\": {\"0\": 7}, "
                "\"fault_domain\": \"mine\"}]}");
+    books_reset(&books_a);
     ledger_init(&l, 1);
     struct ledger_tenant *cfg;
     assert_int_equal(ledger_tenant_add(&l, "cfg", NULL, LEDGER_TENANT_CONFIG, &cfg), 0);
-    registry_set_fault_domain(cfg, "infer", SETTING_CONFIG);
+    registry_set_fault_domain(&books_a.s, cfg, "infer", SETTING_CONFIG);
     n_warned = 0;
-    assert_int_equal(state_load(path, &l, io(), warn, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load(path, &l, io_a(), warn, NULL, err, sizeof err, aside,
                                 sizeof aside), 0);
-    assert_string_equal(cfg->fault_domain, "infer");
-    assert_int_equal(cfg->src.fault_domain, SETTING_CONFIG);
+    assert_string_equal(set_a(cfg)->fault_domain, "infer");
+    assert_int_equal(set_a(cfg)->src.fault_domain, SETTING_CONFIG);
     assert_int_equal(n_warned, 1);
     assert_non_null(strstr(warned[0], "fault domain: those of the state file are dropped"));
     ledger_fini(&l);
@@ -522,10 +566,11 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                                 .lingering = &g, .n_lingering = 1}, back;
     json_t *j = handovers_state_json(&s, 1);
     assert_non_null(j);
-    assert_int_equal(state_save_all(path, &a, io(), NULL, j, err, sizeof err), 0);
+    assert_int_equal(state_save_all(path, &a, io_a(), NULL, j, err, sizeof err), 0);
     json_decref(j);
     ledger_init(&b, 1);
-    assert_int_equal(state_load_all(path, &b, io(), NULL, &back, NULL, NULL, err, sizeof err, aside,
+    assert_int_equal(state_load_all(path, &b, io_b(), NULL, &back, NULL, NULL, err, sizeof err,
+                                    aside,
                                     sizeof aside), 1);
     assert_string_equal(back.boot_id, "0f1e-2d3c");
     assert_int_equal(back.n_edges, 1);
@@ -556,7 +601,7 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
         "{\"tenant\": \"job\", \"pid\": 6, \"start\": 1, \"held\": {\"0\": 7}}]}}";
     int warnings = 0;
     ledger_init(&b, 1);
-    assert_int_equal(state_parse_all(bad, strlen(bad), &b, io(), NULL, count_warning, &warnings,
+    assert_int_equal(state_parse_all(bad, strlen(bad), &b, io_b(), NULL, count_warning, &warnings,
                                      NULL,
                                      &back, err, sizeof err), 1);
     assert_int_equal(warnings, 10);
@@ -575,7 +620,7 @@ static void test_handovers_round_trip_and_bad_entries(void **state)
                  "\"quota\": {\"0\": 1}}], \"handovers\": %s}", frames[i]);
         ledger_init(&b, 1);
         warnings = 0;
-        assert_int_equal(state_parse_all(text, strlen(text), &b, io(), NULL, count_warning,
+        assert_int_equal(state_parse_all(text, strlen(text), &b, io_b(), NULL, count_warning,
                                          &warnings,
                                          NULL, &back, err, sizeof err), 1);
         assert_int_equal(warnings, 1);

@@ -180,7 +180,7 @@ static void policy(struct fx *f, struct ledger_tenant *t, unsigned gpu, double s
                    double limit, enum sched_prio prio, enum setting_source src)
 {
     struct sched_policy p = {.share = share, .limit = limit, .prio = prio};
-    assert_int_equal(registry_set_compute(&f->ts.compute, t, gpu, &p, src), 0);
+    assert_int_equal(registry_set_compute(&f->ts.compute, &f->ts.settings, t, gpu, &p, src), 0);
 }
 
 static void member(struct fx *f, struct ledger_tenant *t, uint32_t pid)
@@ -274,7 +274,7 @@ static void test_removed_policy_releases(void **state)
     timeshare_reconfigure(f->t);
     struct kairos_time_policy before = last_to(f, "a", 1);
     f->n_sent = 0;
-    registry_set_compute(&f->ts.compute, a, 1, NULL, SETTING_RUNTIME);
+    registry_set_compute(&f->ts.compute, &f->ts.settings, a, 1, NULL, SETTING_RUNTIME);
     timeshare_reconfigure(f->t);
     assert_int_equal(f->n_sent, 1);
     const struct kairos_time_policy *rel = &f->sent[0].p;
@@ -313,7 +313,7 @@ static void test_slots_full_then_freed(void **state)
     assert_int_equal(sent_to(f, last, -1), 0);
     assert_false(timeshare_policy(f->t, last, 0, &p));
     f->n_sent = 0;
-    registry_set_compute(&f->ts.compute, t[3], 0, NULL, SETTING_RUNTIME);
+    registry_set_compute(&f->ts.compute, &f->ts.settings, t[3], 0, NULL, SETTING_RUNTIME);
     timeshare_reconfigure(f->t);
     assert_int_equal(sent_to(f, "t3", 0), 1); /* its release */
     assert_int_equal(last_to(f, "t3", 0).period_us, 0);

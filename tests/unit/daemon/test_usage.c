@@ -28,19 +28,26 @@
 #include "daemon/state/usage_state.h"
 
 /* The registry's settings, as kairosd gives them to the state file, the compute
- * policies in book. */
-static const struct state_settings_io *io_of(struct compute_book *book)
+ * policies in cb, the other settings in sb. */
+static const struct state_settings_io *io_of(struct compute_book *cb, struct settings_book *sb)
 {
+    static struct registry_books books;
     static struct state_settings_io v;
-    v = registry_state_io(book);
+    books = (struct registry_books){cb, sb};
+    v = registry_state_io(&books);
     return &v;
 }
 
-/* For the tests without compute policies: a book that stays empty. */
+/* For the tests without compute policies: a book that stays empty; and a settings
+ * book emptied at each use (these tests set none: a save finds none, a load puts
+ * what it read in a book of its own). */
 static struct compute_book no_policies;
+static struct settings_book no_settings;
 static const struct state_settings_io *io(void)
 {
-    return io_of(&no_policies);
+    settings_book_fini(&no_settings);
+    settings_book_init(&no_settings);
+    return io_of(&no_policies, &no_settings);
 }
 
 #define setup state_dir_setup
@@ -342,8 +349,9 @@ static void test_too_large_saves_the_tenants(void **state)
         snprintf(name, sizeof name, "%058d-%04d", 0, i);
         assert_int_equal(ledger_tenant_add(&ts.ledger, name, NULL, 0, &t), 0);
         for (unsigned g = 0; g < KAIROS_MAX_GPUS; g++) {
-            registry_set_quota(&ts.ledger, t, g, KAIROS_BYTES_MAX, SETTING_RUNTIME);
-            registry_set_compute(&ts.compute, t, g, &pol, SETTING_RUNTIME);
+            registry_set_quota(&ts.ledger, &ts.settings, t, g, KAIROS_BYTES_MAX,
+                               SETTING_RUNTIME);
+            registry_set_compute(&ts.compute, &ts.settings, t, g, &pol, SETTING_RUNTIME);
             usage_add_gpu(counters(&ts.usage, t), g, UINT64_MAX / 3);
             counters(&ts.usage, t)->mem_byte_s[g] = 1.2345678901234567e18;
             t->refusals[g] = UINT64_MAX / 7;
@@ -354,13 +362,18 @@ static void test_too_large_saves_the_tenants(void **state)
     assert_int_equal(counters(&ts.usage, ts.ledger.tenants[0])->shown_gpu_us[0], 0);
     struct ledger back;
     struct compute_book policies;
+    struct settings_book settings;
     ledger_init(&back, KAIROS_MAX_GPUS);
     usage_book_init(&book);
     compute_book_init(&policies);
-    assert_int_equal(state_load_all(path, &back, io_of(&policies), &book, NULL, NULL, NULL, err,
-                                    sizeof err, aside, sizeof aside), LEDGER_MAX_TENANTS);
+    settings_book_init(&settings);
+    assert_int_equal(state_load_all(path, &back, io_of(&policies, &settings), &book, NULL, NULL,
+                                    NULL, err, sizeof err, aside, sizeof aside),
+                     LEDGER_MAX_TENANTS);
     assert_int_equal(policies.ids.n, LEDGER_MAX_TENANTS);
+    assert_int_equal(settings.n, LEDGER_MAX_TENANTS);
     compute_book_fini(&policies);
+    settings_book_fini(&settings);
     assert_null(usage_book_find(&book, back.tenants[0]->id));
     ledger_fini(&back);
     usage_book_fini(&book);
