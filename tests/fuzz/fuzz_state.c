@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         l.n_tenants > LEDGER_MAX_TENANTS ||
         cfg->quota[0] != 12345 ||
         settings_book_of(&settings, cfg->id)->src.quota[0] != SETTING_CONFIG ||
-        settings.n > l.n_tenants ||
+        settings.ids.n > l.n_tenants ||
         compute_book_find(&compute, cfg->id) || compute.ids.n > l.n_tenants ||
         (rc >= 0 && (size_t)rc + 1 != l.n_tenants)) {
         fprintf(stderr, "state_parse returned %d (%s) with %zu tenants\n", rc, err, l.n_tenants);

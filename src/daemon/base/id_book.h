@@ -1,8 +1,9 @@
 /* id_book.h - records kept apart from a tenant's other records and joined to them by
  * the tenant's id (ledger_tenant.id, never reused by a kairosd): an array of entries
  * of one size, each beginning with its uint32_t id, sorted by id, so that a lookup is
- * a binary search. The books of the chargeback counters (state/usage.h) and of the
- * compute policies (tenants/compute_book.h) are typed wrappers of one.
+ * a binary search. The books of the chargeback counters (state/usage.h), of the
+ * compute policies (tenants/compute_book.h) and of the tenants' settings
+ * (tenants/settings_book.h) are typed wrappers of one.
  *
  * Pure: no I/O, no globals. Thread rules: a book belongs to one thread.
  */

@@ -11,9 +11,9 @@
  * A tenant without an entry has the defaults (no rules, managed memory refused, no
  * fault domain, every source unset, no owner): settings_book_of never fails. An
  * entry is made by the first write and goes with its tenant (settings_book_drop,
- * tenants.c), so the book holds at most SETTINGS_BOOK_MAX entries, sorted by id: a
- * lookup is a binary search. Each entry is allocated on its own, so a pointer to
- * it stays valid while other tenants come and go.
+ * tenants.c), so the book holds at most SETTINGS_BOOK_MAX entries (an id book,
+ * id_book.h: a lookup is a binary search). Each record is allocated on its own, so a
+ * pointer to it stays valid while other tenants come and go.
  *
  * Pure: no I/O, no globals.
  * Thread rules: a struct settings_book belongs to one thread (kairosd's loop: the
@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/base/id_book.h"
 #include "daemon/config/members_config.h"
 #include "daemon/config/setting_source.h"
 #include "kairos/proto.h"
@@ -44,9 +45,13 @@ struct tenant_settings {
                                     * are gone (transport/owners.c watches it) */
 };
 
+/* The book's entry: the record apart, so that the book's moves do not move it. */
+struct settings_entry {
+    uint32_t tenant;
+    struct tenant_settings *rec;
+};
 struct settings_book {
-    struct tenant_settings **v; /* sorted by tenant */
-    size_t n, cap;
+    struct id_book ids; /* of struct settings_entry (id_book.h) */
 };
 
 void settings_book_init(struct settings_book *b);

@@ -341,15 +341,15 @@ static void test_a_removed_tenant_leaves_no_policy(void **state)
     uint32_t id = find(&ts, "job")->id;
     assert_non_null(compute_book_find(&ts.compute, id));
     assert_non_null(settings_book_entry(&ts.settings, id)); /* its quotas' sources */
-    size_t records = ts.settings.n;
+    size_t records = ts.settings.ids.n;
     assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), KAIROS_ERR_INVALID);
-    assert_int_equal(ts.settings.n, records); /* refused: no record left behind */
+    assert_int_equal(ts.settings.ids.n, records); /* refused: no record left behind */
     char msg[512];
     assert_int_equal(tenants_del(&ts, "job", 0, msg, sizeof msg), 0);
     assert_null(compute_book_find(&ts.compute, id));
     assert_int_equal(ts.compute.ids.n, 0);
     assert_null(settings_book_entry(&ts.settings, id));
-    assert_int_equal(ts.settings.n, records - 1);
+    assert_int_equal(ts.settings.ids.n, records - 1);
     assert_int_equal(tenant_set(&ts, &c, "next", GiB, GiB, &pol), 0); /* its share is free */
     assert_int_equal(tenant_set(&ts, &c, "job", GiB, GiB, NULL), 0);
     assert_false(registry_policy(&ts.compute, find(&ts, "job"), 1, &now));

@@ -34,17 +34,18 @@ static void test_found_by_id(void **state)
     static const uint32_t ids[] = {7, 3, 12, 1, 9}; /* not in order */
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         put(&b, ids[i]);
-    assert_int_equal(b.n, 5);
+    assert_int_equal(b.ids.n, 5);
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         char want[16];
         snprintf(want, sizeof want, "d%u", ids[i]);
         assert_string_equal(settings_book_of(&b, ids[i])->fault_domain, want);
         assert_ptr_equal(settings_book_entry(&b, ids[i]), settings_book_of(&b, ids[i]));
     }
-    for (size_t i = 1; i < b.n; i++) /* sorted: the lookup's binary search holds */
-        assert_true(b.v[i - 1]->tenant < b.v[i]->tenant);
+    for (size_t i = 1; i < b.ids.n; i++) /* sorted: the lookup's binary search holds */
+        assert_true(((struct settings_entry *)id_book_at(&b.ids, i - 1))->tenant <
+                    ((struct settings_entry *)id_book_at(&b.ids, i))->tenant);
     settings_book_fini(&b);
-    assert_int_equal(b.n, 0);
+    assert_int_equal(b.ids.n, 0);
 }
 
 static void test_defaults_without_a_record(void **state)
@@ -66,7 +67,7 @@ static void test_defaults_without_a_record(void **state)
     assert_string_equal(settings_book_of(&b, 4)->fault_domain, ""); /* a neighbour's: not */
     assert_string_equal(settings_book_of(&b, 6)->fault_domain, "");
     assert_null(settings_book_entry(&b, 6));
-    assert_int_equal(b.n, 1);                                         /* reads make none */
+    assert_int_equal(b.ids.n, 1);                                         /* reads make none */
     settings_book_fini(&b);
 }
 
@@ -84,7 +85,7 @@ static void test_made_once_and_kept_in_place(void **state)
     assert_ptr_equal(again, r);          /* the same record, where it was */
     assert_true(again->managed_charge);  /* and what it held */
     assert_int_equal(again->owner_pid, 4242);
-    assert_int_equal(b.n, 50);
+    assert_int_equal(b.ids.n, 50);
     settings_book_fini(&b);
 }
 
@@ -96,7 +97,7 @@ static void test_drop_takes_only_its_own(void **state)
     for (uint32_t id = 1; id <= 5; id++)
         put(&b, id);
     settings_book_drop(&b, 3);
-    assert_int_equal(b.n, 4);
+    assert_int_equal(b.ids.n, 4);
     assert_null(settings_book_entry(&b, 3));
     assert_string_equal(settings_book_of(&b, 3)->fault_domain, ""); /* the defaults again */
     for (uint32_t id = 1; id <= 5; id++)
@@ -104,7 +105,7 @@ static void test_drop_takes_only_its_own(void **state)
             assert_non_null(settings_book_entry(&b, id));
     settings_book_drop(&b, 3);  /* gone already: nothing */
     settings_book_drop(&b, 99); /* never there: nothing */
-    assert_int_equal(b.n, 4);
+    assert_int_equal(b.ids.n, 4);
     put(&b, 3);                 /* made again: from the defaults */
     assert_false(settings_book_of(&b, 3)->managed_charge);
     settings_book_fini(&b);
@@ -118,10 +119,10 @@ static void test_bounds(void **state)
     settings_book_init(&b);
     for (uint32_t id = 1; id <= SETTINGS_BOOK_MAX; id++)
         assert_int_equal(settings_book_get(&b, id, &r), 0);
-    assert_int_equal(b.n, SETTINGS_BOOK_MAX);
+    assert_int_equal(b.ids.n, SETTINGS_BOOK_MAX);
     assert_int_equal(settings_book_get(&b, SETTINGS_BOOK_MAX + 1, &r), -ENOSPC);
     assert_null(r);
-    assert_int_equal(b.n, SETTINGS_BOOK_MAX);
+    assert_int_equal(b.ids.n, SETTINGS_BOOK_MAX);
     assert_int_equal(settings_book_get(&b, 1, &r), 0); /* one it has: found, not made */
     settings_book_drop(&b, 1);
     assert_int_equal(settings_book_get(&b, SETTINGS_BOOK_MAX + 1, &r), 0); /* room again */

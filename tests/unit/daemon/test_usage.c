@@ -371,7 +371,7 @@ static void test_too_large_saves_the_tenants(void **state)
                                     NULL, err, sizeof err, aside, sizeof aside),
                      LEDGER_MAX_TENANTS);
     assert_int_equal(policies.ids.n, LEDGER_MAX_TENANTS);
-    assert_int_equal(settings.n, LEDGER_MAX_TENANTS);
+    assert_int_equal(settings.ids.n, LEDGER_MAX_TENANTS);
     compute_book_fini(&policies);
     settings_book_fini(&settings);
     assert_null(usage_book_find(&book, back.tenants[0]->id));
