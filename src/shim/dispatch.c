@@ -10,7 +10,7 @@
  * other threads or signal handlers write meanwhile. Other bytes are read
  * straight from the application's memory only after the driver accepted them
  * (ret == 0, and for parameters status NV_OK, so the driver itself copied them);
- * anything else is read only in trace mode, through tracer_safe_copy, which
+ * anything else is read only in trace mode, through app_memory_read, which
  * cannot fault.
  */
 #include "shim/dispatch.h"
@@ -33,6 +33,7 @@
 #include "core/rm_decode.h"
 #include "core/rm_names.h"
 #include "shim/agent.h"
+#include "shim/app_memory.h"
 #include "shim/borrowed_vm.h"
 #include "shim/driver_check.h"
 #include "shim/fdtable.h"
@@ -781,7 +782,7 @@ static void unwrap_before(struct call_frame *f, void *arg)
     if (!f->xfer)
         return;
     struct rm_xfer_args x;
-    if (tracer_safe_copy(&x, arg, sizeof x) != sizeof x ||
+    if (app_memory_read(&x, arg, sizeof x) != sizeof x ||
         !xfer_unwrap(&x, &f->in_req, &f->in_arg, &f->in_len)) {
         f->in_arg = NULL;
         f->in_len = 0;
@@ -800,7 +801,7 @@ static void read_after(struct call_frame *f, void *arg, struct tracer_scratch *s
             memcpy(&x, arg, sizeof x);
             have = true;
         } else if (sc) {
-            have = tracer_safe_copy(&x, arg, sizeof x) == sizeof x;
+            have = app_memory_read(&x, arg, sizeof x) == sizeof x;
         }
         if (!have || !xfer_unwrap(&x, &f->in_req, &f->in_arg, &f->in_len)) {
             f->in_arg = NULL;
@@ -813,7 +814,7 @@ static void read_after(struct call_frame *f, void *arg, struct tracer_scratch *s
         f->after = f->in_arg;
         f->after_len = f->in_len;
     } else if (sc) {
-        f->after_len = tracer_safe_copy(sc->after, f->in_arg, f->in_len);
+        f->after_len = app_memory_read(sc->after, f->in_arg, f->in_len);
         f->after = sc->after;
     }
 }
@@ -833,7 +834,7 @@ static void read_params(struct call_frame *f, struct tracer_scratch *sc)
     if (driver_wrote)
         f->params_rw = (uint8_t *)(uintptr_t)pptr;
     if (sc) {
-        f->params_len = tracer_safe_copy(sc->params, (const void *)(uintptr_t)pptr, psize);
+        f->params_len = app_memory_read(sc->params, (const void *)(uintptr_t)pptr, psize);
         f->params = sc->params;
     } else if (driver_wrote) {
         f->params = f->params_rw;
@@ -896,7 +897,7 @@ static void observe_gpu_ids(const struct shim_real *r, const struct call_frame *
         return;
     memset(own, 0, sizeof own);
     if (c.cmd == RM_CTRL_NV0000_GPU_GET_ID_INFO_V2 && /* the question: the gpuId */
-        tracer_safe_copy(own, (const void *)(uintptr_t)c.params, sizeof own[0]) != sizeof own[0])
+        app_memory_read(own, (const void *)(uintptr_t)c.params, sizeof own[0]) != sizeof own[0])
         return;
     struct rm_control_args mine = {.h_client = c.h_client, .h_object = c.h_object,
                                    .cmd = c.cmd, .params = (uintptr_t)own, .params_size = len};
@@ -1092,7 +1093,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
         unwrap_before(&f, call_arg);
     if (sc) {
         if (f.in_arg)
-            before_len = tracer_safe_copy(sc->before, f.in_arg, f.in_len);
+            before_len = app_memory_read(sc->before, f.in_arg, f.in_len);
         t0 = tracer_now_us();
     }
 
@@ -1128,7 +1129,7 @@ static int ioctl_nvidia(const struct shim_real *r, int fd, const struct fdt_info
     note_app_timeslice(&f);
     observe_gpu_ids(r, &f);
     if (sc && f.params_rw && f.params == sc->params) /* trace what the application sees */
-        f.params_len = tracer_safe_copy(sc->params, f.params_rw, f.params_len);
+        f.params_len = app_memory_read(sc->params, f.params_rw, f.params_len);
     struct objtree_effect eff;
     struct rm_op op;
     apply_call(r, &f, &op, &eff);

@@ -25,6 +25,7 @@
 #include "core/bytes.h"
 #include "core/rm_abi.h"
 #include "shim/agent.h"
+#include "shim/app_memory.h"
 #include "shim/ipc.h"
 #include "shim/own_thread.h"
 #include "shim/credit.h"
@@ -451,7 +452,7 @@ static bool copy_in(const struct shadow_call *sh, void *dst, const void *src, si
         memcpy(dst, src, len);
         return true;
     }
-    return tracer_safe_copy(dst, src, len) == len;
+    return app_memory_read(dst, src, len) == len;
 }
 
 static bool read_rm_alloc(const struct shadow_call *sh, uint32_t size, const void *arg,

@@ -12,6 +12,7 @@
 
 #include "core/bytes.h"
 #include "core/rm_names.h"
+#include "shim/app_memory.h"
 #include "shim/ipc.h"
 #include "shim/tracer.h"
 
@@ -45,18 +46,12 @@ static int pid_of(const struct shadow_call *s)
 
 static bool read_app(const struct shadow_call *s, void *dst, const void *src, size_t len)
 {
-    return tracer_safe_copy_as(pid_of(s), dst, src, len) == len;
+    return app_memory_read_as(pid_of(s), dst, src, len) == len;
 }
 
 static void write_app(const struct shadow_call *s, void *dst, const void *src, size_t len)
 {
-    if (!dst || len == 0)
-        return;
-    struct iovec local = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
-    struct iovec remote = {.iov_base = dst, .iov_len = len};
-    ssize_t n = process_vm_writev(pid_of(s), &local, 1, &remote, 1, 0);
-    if (n < 0 && errno != EFAULT)
-        memcpy(dst, src, len); /* not permitted here (seccomp): as tracer_safe_copy */
+    app_memory_write_as(pid_of(s), dst, src, len);
 }
 
 /* RM_ALLOC: copies the class's parameters too and points the copy at them. */

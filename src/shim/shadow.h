@@ -15,7 +15,7 @@
  * the reply back to the application. The shim decides and records from the copy
  * alone: what is charged is exactly what the driver was asked for and answered.
  *
- * Copies in go through process_vm_readv (tracer_safe_copy): an unreadable
+ * Copies in go through process_vm_readv (app_memory.h): an unreadable
  * argument fails the call with EFAULT, as the driver would, without reaching the
  * driver. Copies back go through process_vm_writev; memory the application
  * unmapped meanwhile is left as it is.

@@ -28,7 +28,6 @@ static int started_pid;     /* pid that wrote the last S line */
 static pthread_key_t scratch_key;
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static bool scratch_key_ok;
-static atomic_bool safe_copy_fallback;
 
 static void trace_prepare(void)
 {
@@ -124,30 +123,6 @@ struct tracer_scratch *tracer_scratch(void)
         }
     }
     return s;
-}
-
-size_t tracer_safe_copy(void *dst, const void *src, size_t len)
-{
-    return tracer_safe_copy_as(getpid(), dst, src, len);
-}
-
-size_t tracer_safe_copy_as(int pid, void *dst, const void *src, size_t len)
-{
-    if (!src || len == 0 || (uintptr_t)src < 4096)
-        return 0;
-    if (!atomic_load_explicit(&safe_copy_fallback, memory_order_relaxed)) {
-        struct iovec local = {.iov_base = dst, .iov_len = len};
-        struct iovec remote = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
-        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-        if (n >= 0)
-            return (size_t)n;
-        if (errno == EFAULT)
-            return 0;
-        /* Not permitted here (e.g. a seccomp profile): trust plausible pointers. */
-        atomic_store(&safe_copy_fallback, true);
-    }
-    memcpy(dst, src, len);
-    return len;
 }
 
 /* Writes one line; the caller holds trace_mutex. A failure stops tracing. */

@@ -39,12 +39,6 @@ struct tracer_scratch {
 };
 struct tracer_scratch *tracer_scratch(void);
 
-/* Copies up to len bytes of possibly invalid memory; returns the bytes copied
- * (0 when src is not readable). Never faults. */
-size_t tracer_safe_copy(void *dst, const void *src, size_t len);
-/* The same for a caller that knows its pid (pid: getpid(), as the ioctl path knows it
- * from borrowed_vm_owner): one system call instead of two. */
-size_t tracer_safe_copy_as(int pid, void *dst, const void *src, size_t len);
 
 void tracer_emit_open(int fd, const char *path);
 void tracer_emit_close(int fd);

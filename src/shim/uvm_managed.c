@@ -20,6 +20,7 @@
 #include "core/grow.h"
 #include "core/objtree.h"
 #include "core/rm_abi.h"
+#include "shim/app_memory.h"
 #include "shim/settings.h"
 #include "shim/state.h"
 #include "shim/tracer.h"
@@ -313,11 +314,7 @@ bool uvm_managed_wants(unsigned long request)
 
 static void write_back(void *dst, const void *src, size_t len)
 {
-    struct iovec local = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
-    struct iovec remote = {.iov_base = dst, .iov_len = len};
-    ssize_t n = process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
-    if (n < 0 && errno != EFAULT)
-        memcpy(dst, src, len); /* not permitted here (seccomp): as tracer_safe_copy */
+    app_memory_write_as(getpid(), dst, src, len);
 }
 
 /* ---- a GPU the process starts using after its managed ranges were made ---------- */
@@ -397,7 +394,7 @@ int uvm_managed_ioctl(const struct shim_real *r, int fd, unsigned long request, 
     size_t len = request == UVM_SEM_POOL_CMD ? UVM_SEM_POOL_SIZE : UVM_FREE_SIZE;
     size_t off_status = request == UVM_SEM_POOL_CMD ? UVM_SEM_POOL_STATUS : UVM_FREE_STATUS;
     _Alignas(8) uint8_t copy[UVM_SEM_POOL_SIZE];
-    if (!arg || tracer_safe_copy(copy, arg, len) != len) {
+    if (!arg || app_memory_read(copy, arg, len) != len) {
         errno = EFAULT; /* as the driver answers an unreadable argument */
         return -1;
     }
