@@ -3,9 +3,11 @@ pure Python (struct.pack), and helpers to run kairosd in a temporary directory f
 the system tests. Its numbers and struct layouts are read from proto.h itself
 (proto_h.py; test_proto_h.py checks the reading against the C compiler)."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -354,6 +356,18 @@ class Daemon:
         if self.proc:
             self.logf.close()
         self.proc = None
+        return rc
+
+    def stop_after(self, test):
+        """Stops kairosd at the end of test (a unittest.TestCase), which fails if kairosd
+        died during it (its log is printed then, or when the stop was not clean); the
+        daemon's folder goes. Returns stop()'s status."""
+        alive = self.alive()
+        rc = self.stop()
+        if not alive or rc != 0:
+            print(self.read_log(), file=sys.stderr)
+        test.assertTrue(alive, "kairosd died during the test")
+        shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
     def wait_ready(self, timeout=10):

@@ -14,7 +14,6 @@ import os
 import pwd
 import resource
 import select
-import shutil
 import socket
 import subprocess
 import sys
@@ -128,12 +127,7 @@ class Case(unittest.TestCase):
             self.d.start()
 
     def tearDown(self):
-        alive = self.d.alive()
-        rc = self.d.stop()
-        if not alive or rc != 0:
-            print(self.d.read_log(), file=sys.stderr)
-        self.assertTrue(alive, "kairosd died during the test")
-        shutil.rmtree(self.d.dir, ignore_errors=True)
+        self.d.stop_after(self)
 
     def kairos(self, *args, uid=None):
         pre = None

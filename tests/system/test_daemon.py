@@ -124,13 +124,7 @@ class DaemonCase(unittest.TestCase):
                 ch.kill()
             except (ProcessLookupError, ChildProcessError):
                 pass
-        alive = self.d.alive()
-        rc = self.d.stop()
-        if not alive or rc != 0:
-            print(self.d.read_log(), file=sys.stderr)
-        self.assertTrue(alive, "kairosd died during the test")
-        self.assertEqual(rc, 0)
-        shutil.rmtree(self.d.dir, ignore_errors=True)
+        self.assertEqual(self.d.stop_after(self), 0)
 
     def child(self, tenant, **kw):
         ch = child_client(self.d.socket, tenant, **kw)

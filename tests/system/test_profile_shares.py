@@ -10,7 +10,6 @@ Usage: test_profile_shares.py KAIROSD_BINARY KAIROS_BINARY"""
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import unittest
@@ -51,12 +50,7 @@ class TimeShares(unittest.TestCase):
                         LD_PRELOAD="", FAKE_KAIROS=KAIROS, **self.d.shim_env())
 
     def tearDown(self):
-        alive = self.d.alive()
-        rc = self.d.stop()
-        if not alive or rc != 0:
-            print(self.d.read_log(), file=sys.stderr)
-        self.assertTrue(alive, "kairosd died during the test")
-        shutil.rmtree(self.d.dir, ignore_errors=True)
+        self.d.stop_after(self)
 
     def profile(self, *args, env=None):
         return subprocess.run([KAIROS, "profile", *args, "--", WORKLOAD], capture_output=True,
