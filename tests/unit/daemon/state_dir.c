@@ -13,6 +13,9 @@
 
 #include <cmocka.h>
 
+#include "daemon/state/state.h"
+#include "daemon/tenants/registry.h"
+
 static char dir[] = "/tmp/kairos-state-XXXXXX";
 char path[256];
 
@@ -31,4 +34,13 @@ int state_dir_teardown(void **state)
     rmdir(dir);
     memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
     return 0;
+}
+
+const struct state_settings_io *io_of(struct compute_book *cb, struct settings_book *sb)
+{
+    static struct registry_books books;
+    static struct state_settings_io v;
+    books = (struct registry_books){cb, sb};
+    v = registry_state_io(&books);
+    return &v;
 }

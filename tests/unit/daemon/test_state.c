@@ -31,17 +31,6 @@
 #include "daemon/state/state.h"
 #include "daemon/tenants/registry.h"
 
-/* The registry's settings, as kairosd gives them to the state file, in the books
- * given: the compute policies in cb, the other settings in sb. */
-static const struct state_settings_io *io_of(struct compute_book *cb, struct settings_book *sb)
-{
-    static struct registry_books books;
-    static struct state_settings_io v;
-    books = (struct registry_books){cb, sb};
-    v = registry_state_io(&books);
-    return &v;
-}
-
 /* The books of the ledger saved from (a, or the one ledger of a test) and of the one
  * loaded into (b): their ids overlap, so each has its own; emptied before each test. */
 struct books {

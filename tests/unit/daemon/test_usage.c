@@ -27,17 +27,6 @@
 #include "daemon/tenants/tenants.h"
 #include "daemon/state/usage_state.h"
 
-/* The registry's settings, as kairosd gives them to the state file, the compute
- * policies in cb, the other settings in sb. */
-static const struct state_settings_io *io_of(struct compute_book *cb, struct settings_book *sb)
-{
-    static struct registry_books books;
-    static struct state_settings_io v;
-    books = (struct registry_books){cb, sb};
-    v = registry_state_io(&books);
-    return &v;
-}
-
 /* For the tests without compute policies: a book that stays empty; and a settings
  * book emptied at each use (these tests set none: a save finds none, a load puts
  * what it read in a book of its own). */
