@@ -747,6 +747,9 @@ class SoftEnd(unittest.TestCase):
                  "kairosd's refusal")
         self.assertIsNone(p.poll(), "kairosd signalled a member of no fault domain")
         self.assertNotIn("terminate_client", self.control_log())
+        # all three read ("sent" comes after a reply on the same connection): one line,
+        # not three (a repeated request fills no log)
+        self.assertEqual(self.d.read_log().count(f"pid {p.pid} asked that its MPS client"), 1)
 
     def test_endings_repeated_end_the_client_once_and_only_the_sender(self):
         p = self.raw_member("train")
@@ -763,11 +766,13 @@ class SoftEnd(unittest.TestCase):
         self.assertIsNone(bystander.poll())
 
 
-# ROUTED_MEMBER then: sends as many ENDINGs as the line it reads says, at once.
+# ROUTED_MEMBER then: sends as many ENDINGs as the line it reads says, at once, then a
+# ROUTE whose reply says that kairosd has read them all (one connection, read in order).
 ENDINGS = r"""
 n = int(sys.stdin.readline())
 for _ in range(n):
     c.send(kp._C["KAIROS_MSG_ENDING"], kp.body("ending"))
+c.request(kp._C["KAIROS_MSG_ROUTE"], kp.body("route"))
 print("sent", flush=True)
 sys.stdin.read()
 """

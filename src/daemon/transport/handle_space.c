@@ -79,8 +79,10 @@ bool handle_space_ending(struct peer *p, const struct proto_request *r)
         else if (!client_ends_start(p->sv->ends, p->sv->mps, proc, &o, why, sizeof why))
             return true;
     }
-    log_about_warn(t->name, p->pid, -1, "tenant %s: pid %u asked that its MPS client be "
-                   "ended before its SIGTERM; not done (%s): its shim ends it after %d ms",
-                   t->name, p->pid, why, KAIROS_ENDING_WAIT_MS);
+    if (!p->ending_refused) /* a peer repeating it fills no log */
+        log_about_warn(t->name, p->pid, -1, "tenant %s: pid %u asked that its MPS client be "
+                       "ended before its SIGTERM; not done (%s): its shim ends it after %d ms",
+                       t->name, p->pid, why, KAIROS_ENDING_WAIT_MS);
+    p->ending_refused = true;
     return true;
 }

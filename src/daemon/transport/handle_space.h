@@ -15,7 +15,8 @@
  * SIGTERM goes to it again (client_end.h), by a pidfd checked against the start time
  * read at its HELLO: a member ends only itself, never another process with its pid.
  * A member of no fault domain, or one whose tenant has CLIENT_ENDS_PER_TENANT ends
- * waiting, is only logged: its shim raises SIGTERM itself after KAIROS_ENDING_WAIT_MS.
+ * waiting, is only logged (once a connection): its shim raises SIGTERM itself after
+ * KAIROS_ENDING_WAIT_MS.
  *
  * Thread rules: the loop thread only.
  */

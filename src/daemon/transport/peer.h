@@ -86,6 +86,7 @@ struct peer {
     uint32_t fork_tickets;    /* held: edges reserved for its forks (heirs.h) */
     struct heir_owner ticket_owner; /* whose shares they count in */
     uint64_t start;           /* its start time (/proc), read at HELLO; 0: unknown */
+    bool ending_refused;      /* an ENDING of it was refused (logged once a connection) */
     struct peer *prev, *next; /* in sv->peers */
 };
 
