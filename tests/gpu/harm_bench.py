@@ -89,12 +89,14 @@ Writes OUT/harm-results.json (every round's raw figures in the order they ran),
 OUT/harm.tsv (both rewritten after each mix: a run cut short keeps the mixes it
 finished) and OUT/harm-runs.tar.gz (kairosd logs, tenant logs, stamps); prints its
 table last. --save DIR copies what came back from the GPU machine into
-bench/results/DATE-harm/ with a README.md holding the table.
+bench/results/DATE-harm/ with a README.md holding the table; --save DIR1,DIR2 saves runs
+that measured different mixes on the same GPU and driver (one call's time limit fits only
+some mixes) as one result, each mix with the run it was measured in.
 --dry-run: tenants with no torch and no GPU (sleeps; tests/gpu/dry_stream.py for
 kernel_stream), the same driver, kairosd and `kairos run`: tests/system/test_harm_bench.py.
 Usage: harm_bench.py --bin DIR --out DIR [--mixes infer4,...] [--configs native,mps,kairos]
                      [--reps N] [--seconds S] [--dry-run]
-       harm_bench.py --save DIR [--results-root DIR]
+       harm_bench.py --save DIR[,DIR...] [--results-root DIR]
 """
 import argparse
 import json
@@ -1061,15 +1063,20 @@ def table(r):
     the goals (a space mix's against MPS)."""
     extra = [c for c in r["configs"] if c not in TSV_CONFIGS]
     cols = [*TSV_CONFIGS, *extra]
-    lines = [f"=== do no harm: medians of {r['reps']} interleaved repetitions; {r['gpu']}, "
-             f"driver {r['driver']}, torch {r['torch']}, {r['started_utc']} UTC"
-             + ("; DRY RUN (no GPU)" if r["dry_run"] else ""),
-             f"goals: without a limit, kairos aggregate >= {AGG_FLOOR}x native and p99 <= "
-             f"{P99_CEIL}x native, shares within {SHARE_TOL_PP:g} pp; a limit mix within "
-             f"+-{LIMIT_TOL} of its limit; space- mixes: aggregate >= {SPACE_AGG_FLOOR}x mps, "
-             f"p99 <= {P99_CEIL}x mps, shares within {SPACE_SHARE_TOL_PP:g} pp",
-             f"{'mix':19s} {'metric':18s}" + "".join(f" {c:>10s}" for c in cols)
-             + f" {'kairos/nat':>10s} {'kairos/mps':>10s} verdict"]
+    least = "at least " if r.get("parts") else ""
+    lines = [f"=== do no harm: medians of {least}{r['reps']} interleaved repetitions; "
+             f"{r['gpu']}, driver {r['driver']}, torch {r['torch']}, {r['started_utc']} UTC"
+             + ("; DRY RUN (no GPU)" if r["dry_run"] else "")]
+    lines += [f"run {i}: {p['started_utc']} UTC, {p['reps']} repetitions of "
+              f"{','.join(p['configs'])}; its mixes: "
+              + ",".join(n for n, rec in r["mixes"].items() if rec.get("run") == i)
+              for i, p in enumerate(r.get("parts", []), 1)]
+    lines += [f"goals: without a limit, kairos aggregate >= {AGG_FLOOR}x native and p99 <= "
+              f"{P99_CEIL}x native, shares within {SHARE_TOL_PP:g} pp; a limit mix within "
+              f"+-{LIMIT_TOL} of its limit; space- mixes: aggregate >= {SPACE_AGG_FLOOR}x mps, "
+              f"p99 <= {P99_CEIL}x mps, shares within {SPACE_SHARE_TOL_PP:g} pp",
+              f"{'mix':19s} {'metric':18s}" + "".join(f" {c:>10s}" for c in cols)
+              + f" {'kairos/nat':>10s} {'kairos/mps':>10s} verdict"]
     for name, rec in r["mixes"].items():
         for metric in rec["metrics_order"]:
             med = {c: (rec["medians"].get(c) or {}).get(metric) for c in cols}
@@ -1107,21 +1114,58 @@ def write_outputs(b):
     shutil.rmtree(b.work, ignore_errors=True)
 
 
-def save(src, root):
-    """Copies what came back from the GPU machine (src) into root/DATE-harm (-2, -3...
-    where taken) with a README.md that holds the table; returns that folder."""
-    with open(os.path.join(src, "harm-results.json")) as f:
-        r = json.load(f)
+def merge_results(parts):
+    """One result from runs of the same GPU and driver that measured different mixes (a
+    call's time limit fits only some mixes): each mix keeps the run, and so the interleaved
+    rounds, it was measured in; the header lists the runs. Raises ValueError where the runs
+    cannot be one result."""
+    first = parts[0]
+    for p in parts[1:]:
+        if (p["gpu"], p["driver"], p["dry_run"]) != (first["gpu"], first["driver"],
+                                                     first["dry_run"]):
+            raise ValueError(f"runs on {first['gpu']} driver {first['driver']} and on "
+                             f"{p['gpu']} driver {p['driver']} cannot be one result: "
+                             "save them separately")
+    merged = dict(first, mixes={}, failures=[], parts=[])
+    merged["configs"] = []
+    for i, p in enumerate(parts, 1):
+        merged["parts"].append({k: p[k] for k in ("started_utc", "configs", "reps", "torch")})
+        merged["configs"] += [c for c in p["configs"] if c not in merged["configs"]]
+        merged["torch"] = merged["torch"] or p["torch"]
+        merged["failures"] += p["failures"]
+        for name, rec in p["mixes"].items():
+            if name in merged["mixes"]:
+                raise ValueError(f"mix {name} is in two of the runs: save the one to keep")
+            merged["mixes"][name] = dict(rec, run=i)
+    merged["reps"] = min(p["reps"] for p in parts)
+    return merged
+
+
+def save(srcs, root):
+    """Copies what came back from the GPU machine (srcs: one folder, or several whose runs
+    measured different mixes on the same GPU) into root/DATE-harm (-2, -3... where taken)
+    with a README.md that holds the table; returns that folder."""
+    parts = []
+    for src in srcs:
+        with open(os.path.join(src, "harm-results.json")) as f:
+            parts.append(json.load(f))
+    r = parts[0] if len(parts) == 1 else merge_results(parts)
     dest = os.path.join(root, f"{r['date']}-harm")
     n = 1
     while os.path.exists(dest):
         n += 1
         dest = os.path.join(root, f"{r['date']}-harm-{n}")
     os.makedirs(dest)
-    for name, to in (("harm-results.json", None), ("harm.tsv", None),
-                     ("harm-runs.tar.gz", None), ("suite.log", "harm-suite.txt")):
-        if os.path.exists(os.path.join(src, name)):
-            shutil.copy(os.path.join(src, name), os.path.join(dest, to or name))
+    with open(os.path.join(dest, "harm-results.json"), "w") as f:
+        json.dump(r, f, indent=1)
+    with open(os.path.join(dest, "harm.tsv"), "w") as f:
+        f.writelines("\t".join(row) + "\n" for row in tsv_rows(r))
+    for i, src in enumerate(srcs, 1):
+        tag = "" if len(srcs) == 1 else f"-{i}"
+        for name, to in (("harm-runs.tar.gz", f"harm-runs{tag}.tar.gz"),
+                         ("suite.log", f"harm-suite{tag}.txt")):
+            if os.path.exists(os.path.join(src, name)):
+                shutil.copy(os.path.join(src, name), os.path.join(dest, to))
     with open(os.path.join(dest, "README.md"), "w") as f:
         f.write(f"# Do no harm ({r['date']}, {r['gpu']}, driver {r['driver']})\n\n"
                 "`scripts/gpu-suite harm` (tests/gpu/harm_bench.py; docs/scheduler.md, \"The "
@@ -1151,7 +1195,9 @@ NUMBERS = [
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--save", metavar="DIR", help="copy DIR's results into bench/results")
+    ap.add_argument("--save", metavar="DIR[,DIR...]",
+                    help="copy DIR's results into bench/results (several: runs of different "
+                         "mixes on one GPU, saved as one result)")
     ap.add_argument("--results-root", default=os.path.join(HERE, "..", "..", "bench", "results"))
     ap.add_argument("--bin", help="kairos and kairosd live here")
     ap.add_argument("--kairos", help="kairos elsewhere than in --bin")
@@ -1196,7 +1242,11 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.save:
-        print(save(args.save, args.results_root))
+        try:
+            print(save(args.save.split(","), args.results_root))
+        except (OSError, ValueError) as e:
+            print(f"harm_bench.py --save: {e}", file=sys.stderr)
+            return 1
         return 0
     sys.stdout.reconfigure(line_buffering=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # MPS quit, tenants killed

@@ -423,6 +423,54 @@ class DryRun(BenchRun):
             readme = f.read()
         self.assertIn(hb.table(self.res), readme)
 
+    def save_runs(self, parts):
+        """--save of several runs, each a copy of this run's results as parts gives them."""
+        dirs = []
+        for i, part in enumerate(parts):
+            d = os.path.join(self.dir, f"run{i}")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "harm-results.json"), "w") as f:
+                json.dump(part, f)
+            shutil.copy(os.path.join(self.out, "harm-runs.tar.gz"), d)
+            dirs.append(d)
+        root = os.path.join(self.dir, "merged")
+        shutil.rmtree(root, ignore_errors=True)
+        return root, subprocess.run([sys.executable, BENCH, "--save", ",".join(dirs),
+                                     "--results-root", root],
+                                    capture_output=True, text=True, timeout=60)
+
+    def test_save_joins_runs_of_different_mixes(self):
+        first = json.loads(json.dumps(self.res))
+        second = json.loads(json.dumps(self.res))
+        second["started_utc"] = "2099-01-01 00:00:00"
+        second["mixes"] = {"space-" + n: rec for n, rec in second["mixes"].items()}
+        root, r = self.save_runs([first, second])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dest = r.stdout.strip()
+        self.assertEqual(sorted(os.listdir(dest)), ["README.md", "harm-results.json",
+                                                    "harm-runs-1.tar.gz", "harm-runs-2.tar.gz",
+                                                    "harm.tsv"])
+        rows = read_tsv(dest)
+        mine = read_tsv(self.out)[1:]
+        self.assertEqual(rows[1:], mine + [["space-" + m, *rest] for m, *rest in mine])
+        with open(os.path.join(dest, "harm-results.json")) as f:
+            merged = json.load(f)
+        self.assertEqual({rec["run"] for n, rec in merged["mixes"].items()
+                          if n.startswith("space-")}, {2})
+        with open(os.path.join(dest, "README.md")) as f:
+            readme = f.read()
+        self.assertIn("run 2: 2099-01-01 00:00:00 UTC", readme)
+        self.assertIn("medians of at least", readme)
+
+    def test_save_refuses_runs_that_cannot_be_one(self):
+        other_gpu = dict(self.res, gpu="another GPU")
+        for parts, why in (([self.res, self.res], "is in two of the runs"),
+                           ([self.res, other_gpu], "cannot be one result")):
+            root, r = self.save_runs(parts)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn(why, r.stderr)
+            self.assertFalse(os.path.exists(root))  # nothing half-saved
+
 
 class MoreMixes(BenchRun):
     """The other mixes of the issue, with configurations kairos-memory and shim-alone, once."""
