@@ -765,6 +765,29 @@ class SoftEnd(unittest.TestCase):
         self.assertNotIn(f" {bystander.pid}\n", log)
         self.assertIsNone(bystander.poll())
 
+    def test_a_flood_of_endings_is_held_to_the_tenants_rate(self):
+        # as the attacker: 24 members of one tenant ask at once; each ask would make
+        # kairosd fork a control client, and at most 16 a second are heard
+        members = [self.raw_member("train") for _ in range(24)]
+        for p in members:
+            self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.server()
+        for p in members:
+            p.stdin.write("1\n")
+        for p in members:
+            p.stdin.flush()
+        for p in members:  # kairosd has read each one's ENDING
+            self.assertEqual(p.stdout.readline().strip(), "sent")
+        log = self.d.read_log()
+        self.assertIn("tenant train asked for 16 ends in the last second already", log)
+        refused = [p for p in members if f"pid {p.pid} asked that its MPS client" in log]
+        self.assertGreaterEqual(len(refused), 24 - 16, log)
+        ending = [p for p in members if p not in refused]
+        for p in ending:
+            self.assertEqual(p.wait(10), -signal.SIGTERM)
+        self.assertLessEqual(self.control_log().count("command: terminate_client"), 16)
+        self.assertTrue(all(p.poll() is None for p in refused), "a refused member was ended")
+
 
 # ROUTED_MEMBER then: sends as many ENDINGs as the line it reads says, at once, then a
 # ROUTE whose reply says that kairosd has read them all (one connection, read in order).

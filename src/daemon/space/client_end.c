@@ -12,8 +12,10 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "daemon/base/key_rate.h"
 #include "daemon/base/loop.h"
 #include "daemon/base/proc_stat.h"
 #include "daemon/space/mps_domains.h"
@@ -43,6 +45,7 @@ struct waiting {
 struct client_ends {
     struct loop *loop;
     struct waiting w[CLIENT_ENDS_MAX];
+    struct key_rate_slot started[CLIENT_ENDS_MAX]; /* the starts of each tenant */
 };
 
 int client_ends_init(struct client_ends **out, struct loop *loop)
@@ -140,10 +143,24 @@ static void on_deadline(void *ctx, int fd, uint32_t events)
     finish(ctx, OUT_OF_TIME);
 }
 
+static uint64_t monotonic_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
 /* A free slot for tenant's kill; NULL with why when a bound is reached. */
 static struct waiting *free_slot(struct client_ends *k, const char *tenant, char *why,
                                  size_t why_len)
 {
+    /* counted first, so that a flood's refused tries count too */
+    if (!key_rate_take(k->started, CLIENT_ENDS_MAX, tenant, monotonic_ms(), 1000,
+                       CLIENT_ENDS_PER_TENANT_PER_S)) {
+        snprintf(why, why_len, "tenant %s asked for %d ends in the last second already",
+                 tenant, CLIENT_ENDS_PER_TENANT_PER_S);
+        return NULL;
+    }
     struct waiting *free = NULL;
     unsigned of_tenant = 0;
     for (size_t i = 0; i < CLIENT_ENDS_MAX; i++) {

@@ -13,8 +13,12 @@
  * signalled.
  *
  * Bounds: CLIENT_ENDS_MAX ends wait at once, CLIENT_ENDS_PER_TENANT of one tenant (a
- * tenant that stalls its own control daemon cannot take every slot); beyond them
- * nothing starts and the caller decides (the audit kills at once).
+ * tenant that stalls its own control daemon cannot take every slot), and a tenant
+ * asks for at most CLIENT_ENDS_PER_TENANT_PER_S a second (each start is a control
+ * client kairosd forks: a tenant that starts, registers and ends processes in a loop
+ * cannot make kairosd fork as fast as it can; refused asks count too); beyond them
+ * nothing starts and the caller decides (the audit kills at once, a member's shim
+ * raises its SIGTERM).
  *
  * Thread rules: the loop thread only.
  */
@@ -30,6 +34,7 @@
 #define CLIENT_END_WAIT_MS 2000
 #define CLIENT_ENDS_MAX 64
 #define CLIENT_ENDS_PER_TENANT 8
+#define CLIENT_ENDS_PER_TENANT_PER_S 16
 
 struct loop;
 struct mps_domains;
