@@ -43,6 +43,7 @@ TENANTS = """  - name: train
   - name: serve
     memory: { 0: 64M }
     fault_domain: infer
+    sms: 30%
     compute: { 0: { priority: latency } }
   - name: plain
     memory: { 0: 64M }
@@ -155,8 +156,9 @@ class Space(unittest.TestCase):
         self.assertEqual((got_pipe, prio, pct), (pipe, "1", "100"))  # batch below latency
         self.assertIn("space: fault domain infer, MPS pipe " + pipe, r.stderr)
         self.assertTrue(os.path.exists(os.path.join(pipe, "control")))
-        r, (got_pipe, prio, _) = self.ask("serve")
-        self.assertEqual((got_pipe, prio), (pipe, "0"))
+        r, (got_pipe, prio, pct) = self.ask("serve")
+        self.assertEqual((got_pipe, prio, pct), (pipe, "0", "30"))  # its sms: 30%
+        self.assertIn("(priority 0, 30 % of the SMs)", self.log())
         self.assertEqual(self.log().count("started the MPS control daemon"), 1)  # one daemon
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root to start a process as nobody")

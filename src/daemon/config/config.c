@@ -417,6 +417,24 @@ static int check_shares(struct ydoc *p, const yaml_node_t *n, const struct confi
     return rc;
 }
 
+/* sms: P%: the share of the GPU's SMs a space tenant's MPS clients may use. */
+static int parse_sms(struct ydoc *p, const yaml_node_t *v, struct config_tenant *t)
+{
+    double f = 0;
+    char why[256];
+    if (ydoc_want(p, v, YAML_SCALAR_NODE, "sms: a percentage of the GPU's SMs, e.g. 50%"))
+        return -EINVAL;
+    if (policy_parse_percent("sms", ydoc_text(v), &f, why, sizeof why))
+        return ydoc_fail(p, v, "%s", why);
+    unsigned pct = (unsigned)(f * 100 + 0.5);
+    double off = f * 100 - pct;
+    if (pct < 1 || off > 1e-6 || off < -1e-6)
+        return ydoc_fail(p, v, "sms: '%s': MPS takes a whole percentage of the SMs from 1%% to "
+                         "100%% (e.g. 50%%)", ydoc_text(v));
+    t->sms_pct = pct;
+    return 0;
+}
+
 static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
 {
     if (ydoc_want(p, n, YAML_MAPPING_NODE, "a tenant as a mapping { name: NAME, memory: {...} }"))
@@ -424,7 +442,7 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
     struct config_tenant *t = &c->tenants[c->n_tenants++];
     t->line = (unsigned)n->start_mark.line + 1;
     t->column = (unsigned)n->start_mark.column + 1;
-    const yaml_node_t *memory = NULL, *compute = NULL;
+    const yaml_node_t *memory = NULL, *compute = NULL, *sms = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(p->doc, pr->key);
@@ -460,13 +478,21 @@ static int parse_tenant(struct ydoc *p, const yaml_node_t *n, struct config *c)
                 return ydoc_fail(p, v, "fault_domain: '%s' must be 1-63 characters of A-Z a-z "
                                  "0-9 . _ - (not starting with . or -)", ydoc_text(v));
             snprintf(t->fault_domain, sizeof t->fault_domain, "%s", ydoc_text(v));
+        } else if (!strcmp(ydoc_text(k), "sms")) {
+            if (parse_sms(p, v, t))
+                return -EINVAL;
+            sms = v;
         } else {
             return ydoc_fail(p, k, "unknown key '%s' in a tenant (expected name, memory, compute, "
-                             "members, managed or fault_domain)", ydoc_text(k));
+                             "members, managed, fault_domain or sms)", ydoc_text(k));
         }
     }
     if (!t->name[0])
         return ydoc_fail(p, n, "tenant without a name (add name: NAME)");
+    if (sms && !t->fault_domain[0])
+        return ydoc_fail(p, sms, "sms: caps the SMs of a fault domain's MPS clients, and tenant "
+                         "'%s' has no fault_domain: add fault_domain: NAME (space mode, "
+                         "docs/space.md) or drop sms", t->name);
     for (size_t i = 0; i + 1 < c->n_tenants; i++)
         if (!strcmp(c->tenants[i].name, t->name))
             return ydoc_fail(p, n, "tenant '%s' is declared twice (first at line %u)", t->name,

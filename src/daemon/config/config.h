@@ -54,6 +54,8 @@ struct config_tenant {
     struct member_rules members;   /* members: {users, groups, cgroups} */
     bool managed_charge;           /* managed: charge (else refuse, the default) */
     char fault_domain[KAIROS_NAME_MAX]; /* fault_domain: NAME (space mode); "" none */
+    unsigned sms_pct;              /* sms: P% (space mode: its MPS clients' active thread
+                                    * percentage, 1-100); 0: not set, all SMs */
     unsigned line, column;
 };
 

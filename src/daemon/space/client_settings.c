@@ -1,5 +1,5 @@
-/* client_settings.c - an MPS client's priority from its domain's tenants (see
- * client_settings.h). */
+/* client_settings.c - an MPS client's priority from its domain's tenants and its
+ * thread percentage from its tenant's (see client_settings.h). */
 #include "daemon/space/client_settings.h"
 
 #include <string.h>
@@ -18,6 +18,12 @@ static int rank(const struct compute_book *cb, const struct ledger_tenant *t)
         }
     }
     return 1;
+}
+
+unsigned space_client_threads(const struct settings_book *sb, const struct ledger_tenant *t)
+{
+    unsigned pct = settings_book_of(sb, t->id)->sms_pct;
+    return pct >= 1 && pct <= 100 ? pct : SPACE_THREAD_PCT;
 }
 
 unsigned space_client_priority(const struct ledger *l, const struct compute_book *cb,

@@ -8,7 +8,8 @@
  * the first call on the SMs, and tenants of one class are equal. A tenant's class is
  * that of its policy on the lowest-numbered GPU it has one on (normal without any):
  * MPS sets a client's priority once, for all its devices. The thread percentage is
- * 100: a cap on SMs made both sides of the measured mix slower (docs/space.md);
+ * the tenant's sms: where its configuration sets one, else 100: a cap on SMs made both
+ * sides of the measured mix slower (docs/space.md), so it is the operator's choice;
  * shares and limits are the time control's.
  *
  * Pure: reads the ledger and the compute policies (tenants/compute_book.h), no I/O.
@@ -27,5 +28,7 @@
  * compute policies in cb. */
 unsigned space_client_priority(const struct ledger *l, const struct compute_book *cb,
                                const struct settings_book *sb, const struct ledger_tenant *t);
+/* 1-100: the active thread percentage of t's MPS clients (its sms:, else all). */
+unsigned space_client_threads(const struct settings_book *sb, const struct ledger_tenant *t);
 
 #endif /* KAIROS_DAEMON_CLIENT_SETTINGS_H */

@@ -185,6 +185,23 @@ static void apply_fault_domain(struct settings_book *sb, struct ledger_tenant *t
     registry_set_fault_domain(sb, t, ct->fault_domain, SETTING_CONFIG);
 }
 
+/* sms: comes from the configuration only, with the fault domain it needs (config.c) */
+static void apply_sms(struct settings_book *sb, struct ledger_tenant *t,
+                      const struct config_tenant *ct)
+{
+    unsigned was = settings_book_of(sb, t->id)->sms_pct;
+    if (was != ct->sms_pct)
+        log_info("tenant %s: its MPS clients may use %u %% of the SMs (was %u %%); processes "
+                 "started from now on get it", t->name, ct->sms_pct ? ct->sms_pct : 100,
+                 was ? was : 100);
+    int rc = 0;
+    struct tenant_settings *r = ct->sms_pct ? record(sb, t, &rc) : settings_book_entry(sb, t->id);
+    if (r)
+        r->sms_pct = (uint8_t)ct->sms_pct;
+    else if (rc)
+        log_error("tenant %s: out of memory: its sms: is not taken", t->name);
+}
+
 void registry_apply_config(struct ledger *l, struct compute_book *cb, struct settings_book *sb,
                            struct ledger_tenant *t, const struct config_tenant *ct,
                            const uint64_t *quota, const bool *declared)
@@ -211,6 +228,7 @@ void registry_apply_config(struct ledger *l, struct compute_book *cb, struct set
     apply_members(sb, t, ct);
     apply_managed(sb, t, ct);
     apply_fault_domain(sb, t, ct);
+    apply_sms(sb, t, ct);
 }
 
 int registry_set_fault_domain(struct settings_book *sb, struct ledger_tenant *t,
@@ -244,6 +262,7 @@ void registry_undeclared(struct compute_book *b, struct settings_book *sb,
         r->src.managed = SETTING_RUNTIME;
     if (r->src.fault_domain == SETTING_CONFIG)
         registry_set_fault_domain(sb, t, NULL, SETTING_UNSET);
+    r->sms_pct = 0; /* the configuration's only */
 }
 
 /* The run-time settings of t, for a save (struct state_settings_io.get). */

@@ -1,7 +1,7 @@
 /* settings_book.h - what kairosd keeps with a tenant besides its memory (the ledger's,
  * memory/ledger.h) and its compute policies (compute_book.h), joined to it by the
  * tenant's id (ledger_tenant.id, never reused by a kairosd): its members rules, its
- * managed-memory policy, its fault domain, the source of each of its settings
+ * managed-memory policy, its fault domain and SM share there, the source of each of its settings
  * (quotas and compute policies included: struct tenant_sources), and the owner of an
  * ephemeral tenant. A book of one entry per tenant that has any of those (struct
  * settings_book); what they mean, their precedence and their only writes are the
@@ -39,6 +39,8 @@ struct tenant_settings {
     struct member_rules members;   /* who may join (members_config.h; decided by members.h) */
     bool managed_charge;           /* managed memory allowed and charged (else refused) */
     char fault_domain[KAIROS_NAME_MAX]; /* space mode's domain (registry.h); "" none */
+    uint8_t sms_pct;               /* sms: of the configuration, its MPS clients' active
+                                    * thread percentage (1-100); 0: not set, all SMs */
     struct tenant_sources src;     /* where each setting came from (setting_source.h) */
     uint32_t owner_pid;            /* ephemeral: the kairos run process that created it */
     bool owner_alive;              /* an ephemeral tenant goes when its owner and members

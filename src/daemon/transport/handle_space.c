@@ -32,13 +32,13 @@ bool handle_space_route(struct peer *p, const struct proto_request *r)
         return peer_error(p, r->seq, KAIROS_ERR_PERMISSION, why);
     }
     out.mode = KAIROS_ROUTE_MPS;
-    out.thread_pct = SPACE_THREAD_PCT;
+    out.thread_pct = space_client_threads(&p->sv->ts->settings, t);
     out.priority = space_client_priority(&p->sv->ts->ledger, &p->sv->ts->compute,
                                          &p->sv->ts->settings, t);
     snprintf(out.domain, sizeof out.domain, "%s", domain);
     log_about_info(t->name, p->pid, -1, "tenant %s: pid %u (uid %u) is an MPS client of fault "
-                   "domain %s (priority %u)", t->name, p->pid, p->uid, domain,
-                   out.priority);
+                   "domain %s (priority %u, %u %% of the SMs)", t->name, p->pid, p->uid,
+                   domain, out.priority, out.thread_pct);
     return peer_send(p, KAIROS_MSG_ROUTED, r->seq, &out, sizeof out);
 }
 

@@ -39,6 +39,7 @@ static void test_space(void **state)
         "tenants:\n"
         "  - name: web\n"
         "    fault_domain: inference-a\n"
+        "    sms: 7%\n"
         "  - name: plain\n";
     struct config c;
     char err[512] = "";
@@ -47,6 +48,8 @@ static void test_space(void **state)
     assert_string_equal(c.space.mps_control, "/opt/nv/nvidia-cuda-mps-control");
     assert_string_equal(c.tenants[0].fault_domain, "inference-a");
     assert_string_equal(c.tenants[1].fault_domain, "");
+    assert_int_equal(c.tenants[0].sms_pct, 7);
+    assert_int_equal(c.tenants[1].sms_pct, 0); /* all SMs */
     assert_true(space_config_domain(&c.space, "inference-a")->shared_uids);
     assert_false(space_config_domain(&c.space, "b")->shared_uids);
     assert_null(space_config_domain(&c.space, "web"));
@@ -67,6 +70,11 @@ static void test_space(void **state)
         {"kernel_log: kmsg\n", "kernel_log (a path such as /dev/kmsg, or none)"},
         {"kernel_log: [a]\n", "kernel_log"},
         {"tenants:\n  - name: a\n    fault_domain: ../x\n", "fault_domain: '../x' must be"},
+        {"tenants:\n  - name: a\n    sms: 50%\n", "tenant 'a' has no fault_domain"},
+        {"tenants:\n  - { name: a, fault_domain: d, sms: 0% }\n", "from 1% to 100%"},
+        {"tenants:\n  - { name: a, fault_domain: d, sms: 12.5% }\n", "whole percentage"},
+        {"tenants:\n  - { name: a, fault_domain: d, sms: 150% }\n", "expected sms as a"},
+        {"tenants:\n  - { name: a, fault_domain: d, sms: [1] }\n", "sms: a percentage"},
         {"space: { mps_control: nvidia-cuda-mps-control }\n", "absolute path"},
         {"space: { domains: { a: { shared: true } } }\n", "expected shared_uids"},
         {"space: { domains: { a: { shared_uids: maybe } } }\n", "shared_uids: expected true"},
