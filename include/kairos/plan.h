@@ -80,6 +80,9 @@ const char *plan_option_name(const struct plan_gpu_model *m, int option);
 int plan_option_compute(const struct plan_gpu_model *m, int option);   /* 7 for whole */
 int64_t plan_option_mem(const struct plan_gpu_model *m, int option);
 int plan_option_sms(const struct plan_gpu_model *m, int option);
+/* The option's SMs as an MPS active thread percentage of the whole GPU's:
+ * ceil(100 x SMs / whole SMs), 1..100 (kairos profile's proxy, kairosd's sms:). */
+int plan_option_sm_percent(const struct plan_gpu_model *m, int option);
 int plan_option_find(const struct plan_gpu_model *m, const char *name); /* -1 if none */
 /* Validate a (possibly user-described) model; on failure writes why into err. */
 int plan_model_validate(const struct plan_gpu_model *m, char *err, size_t errlen);
@@ -494,18 +497,27 @@ int plan_read_json(const char *path, const struct plan_input *in, struct plan *p
 /* ---- Configuration for the cluster (emit.c) ---- */
 
 #define KAIROS_PLAN_TENANT_MAX 64       /* kairosd tenant names: 63 characters */
-/* GPU g of the plan is device g % gpus_per_node of node g / gpus_per_node. */
+/* How a GPU the plan slices is cut (--slices): into MIG instances (mig-parted makes
+ * them), or, MIG left off, into SM shares of one NVIDIA MPS server per GPU that kairosd
+ * runs (space mode: the GPU's tenants in one fault domain, each capped at its option's
+ * SM percentage with sms:). */
+enum plan_slices { PLAN_SLICES_MIG = 0, PLAN_SLICES_MPS };
+struct plan_emit_to {
+    int gpus_per_node;       /* GPU g of the plan is device g % this of node g / this */
+    enum plan_slices slices;
+};
 int plan_emit_nodes(const struct plan *p, int gpus_per_node);
-/* mig-parted's configuration (version: v1, mig-configs: kairos-node<N>). */
-int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                         void *stream);
+/* mig-parted's configuration (version: v1, mig-configs: kairos-node<N>); with MPS
+ * slices every GPU of the plan has MIG off. */
+int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p,
+                         const struct plan_emit_to *to, void *stream);
 /* The tenants of one node's kairosd.yaml (kairosd.conf(5)); -ENOTSUP for a plan with
  * several workloads in one MIG instance (kairosd could not enforce their shares). */
-int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                      int node, void *stream);
+int plan_emit_kairosd(const struct plan_input *in, const struct plan *p,
+                      const struct plan_emit_to *to, int node, void *stream);
 /* Slurm gres.conf lines (and each node's slurm.conf Gres= as a comment). */
-int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                    void *stream);
+int plan_emit_slurm(const struct plan_input *in, const struct plan *p,
+                    const struct plan_emit_to *to, void *stream);
 
 /* ---- Throughput tables (profile.c) ---- */
 

@@ -48,6 +48,9 @@ static const char plan_usage_text[] =
     "  -e, --emit DIR      also write what the cluster applies: DIR/mig-parted.yaml,\n"
     "                      DIR/kairosd-node<N>.yaml (tenants) and DIR/gres.conf (Slurm)\n"
     "      --gpus-per-node N  GPUs per node for --emit (default 8)\n"
+    "      --slices mig|mps  how --emit cuts a GPU the plan slices: MIG instances\n"
+    "                      (default) or, MIG left off, SM shares of kairosd's space mode\n"
+    "                      (a fault domain per GPU, each tenant capped with sms:)\n"
     "      --interference M time-sharing loss: none (the paper's model), kairos (kairosd's\n"
     "                      windows) or native (the driver's time-slicing), measured on\n"
     "                      kernel streams; kairos-pairs or native-pairs, measured on a\n"
@@ -71,7 +74,7 @@ struct plan_cli {
     const char *emit;                  /* --emit DIR */
     int explain;
     int mig_sharing;                   /* --mig-time-sharing */
-    int per_node;
+    struct plan_emit_to to;            /* --gpus-per-node, --slices */
     int all, max_moves;
     enum plan_format fmt;
     struct plan_options opt;
@@ -139,6 +142,7 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         {"gpus-per-node", required_argument, NULL, 'n'},
         {"pools", required_argument, NULL, 'p'},
         {"mig-time-sharing", no_argument, NULL, 'M'},
+        {"slices", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     int ch, a;
@@ -182,8 +186,14 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
         case 'e': c->emit = optarg; break;
         case 'x': c->explain = 1; break;
         case 'M': c->mig_sharing = 1; break;
+        case 'S':
+            if (strcmp(optarg, "mig") && strcmp(optarg, "mps"))
+                return snprintf(err, errlen, "--slices takes mig (MIG instances) or mps (SM "
+                                "shares of kairosd's space mode), got '%s'", optarg), -EINVAL;
+            c->to.slices = strcmp(optarg, "mps") ? PLAN_SLICES_MIG : PLAN_SLICES_MPS;
+            break;
         case 'n':
-            if (plan_cli_count(optarg, 1, 1024, &c->per_node))
+            if (plan_cli_count(optarg, 1, 1024, &c->to.gpus_per_node))
                 return snprintf(err, errlen, "--gpus-per-node takes a number of GPUs (1..1024), "
                                 "got '%s'", optarg), -EINVAL;
             break;
@@ -207,19 +217,19 @@ static int plan_parse_args(int argc, char **argv, struct plan_cli *c, char *err,
     return 0;
 }
 
-typedef int (*plan_emit_fn)(const struct plan_input *in, const struct plan *p, int per_node,
-                            void *stream);
+typedef int (*plan_emit_fn)(const struct plan_input *in, const struct plan *p,
+                            const struct plan_emit_to *to, void *stream);
 
 static int plan_emit_file(const char *dir, const char *name, plan_emit_fn fn, int node,
-                          const struct plan_input *in, const struct plan *p, int per_node,
-                          char *err, size_t errlen)
+                          const struct plan_input *in, const struct plan *p,
+                          const struct plan_emit_to *to, char *err, size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *f = fopen(path, "w");
     int rc = f ? 0 : -errno;
     if (!rc)
-        rc = fn ? fn(in, p, per_node, f) : plan_emit_kairosd(in, p, per_node, node, f);
+        rc = fn ? fn(in, p, to, f) : plan_emit_kairosd(in, p, to, node, f);
     if (f && fclose(f) && !rc)
         rc = -EIO;
     if (rc == -ENOTSUP)
@@ -232,19 +242,19 @@ static int plan_emit_file(const char *dir, const char *name, plan_emit_fn fn, in
 
 /* --emit DIR: the configuration files a cluster applies (emit.c). */
 static int plan_emit_all(const char *dir, const struct plan_input *in, const struct plan *p,
-                         int per_node, char *err, size_t errlen)
+                         const struct plan_emit_to *to, char *err, size_t errlen)
 {
     if (mkdir(dir, 0755) && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %.200s: %s", dir, strerror(errno));
         return -errno;
     }
-    int rc = plan_emit_file(dir, "mig-parted.yaml", plan_emit_mig_parted, 0, in, p, per_node,
-                            err, errlen);
-    rc = rc ? rc : plan_emit_file(dir, "gres.conf", plan_emit_slurm, 0, in, p, per_node, err, errlen);
-    for (int n = 0; !rc && n < plan_emit_nodes(p, per_node); n++) {
+    int rc = plan_emit_file(dir, "mig-parted.yaml", plan_emit_mig_parted, 0, in, p, to, err,
+                            errlen);
+    rc = rc ? rc : plan_emit_file(dir, "gres.conf", plan_emit_slurm, 0, in, p, to, err, errlen);
+    for (int n = 0; !rc && n < plan_emit_nodes(p, to->gpus_per_node); n++) {
         char name[64];
         snprintf(name, sizeof(name), "kairosd-node%d.yaml", n);
-        rc = plan_emit_file(dir, name, NULL, n, in, p, per_node, err, errlen);
+        rc = plan_emit_file(dir, name, NULL, n, in, p, to, err, errlen);
     }
     return rc;
 }
@@ -407,7 +417,7 @@ static int plan_online(struct plan_input *in, const struct plan_cli *c)
         return plan_cli_error(c->fmt, "out of memory while computing the change", 1);
     /* removed workloads are neither placed nor infeasible: drop them from the input view */
     rc = plan_report_online(in, &cur, &mv, c->fmt);
-    if (rc != 1 && c->emit && plan_emit_all(c->emit, in, &cur, c->per_node, err, sizeof(err)))
+    if (rc != 1 && c->emit && plan_emit_all(c->emit, in, &cur, &c->to, err, sizeof(err)))
         rc = plan_cli_error(c->fmt, err, 1);
     plan_free(&cur);
     plan_moves_free(&mv);
@@ -471,7 +481,7 @@ int cmd_plan(int argc, char **argv)
     char err[512];
     c.max_moves = 2;
     c.interference = -1;
-    c.per_node = 8;
+    c.to.gpus_per_node = 8;
     plan_options_default(&c.opt);
     if (argc >= 2 && !strcmp(argv[1], "bench"))
         return plan_bench(argc - 1, argv + 1);
@@ -505,7 +515,7 @@ int cmd_plan(int argc, char **argv)
         if (rc != 1 && c.explain && plan_write_explain(&in, &p, c.fmt == PLAN_FMT_TABLE ? stdout
                                                                                     : stderr))
             rc = plan_cli_error(c.fmt, "cannot write the explanation", 1);
-        if (rc != 1 && c.emit && plan_emit_all(c.emit, &in, &p, c.per_node, err, sizeof(err)))
+        if (rc != 1 && c.emit && plan_emit_all(c.emit, &in, &p, &c.to, err, sizeof(err)))
             rc = plan_cli_error(c.fmt, err, 1);
         plan_free(&p);
     }

@@ -12,9 +12,14 @@
  * mig-parted places the instances itself; the plan's starts are one legal placement.
  * gres.conf: a node without MIG names each GPU's device file; a node with MIG instances
  * leaves the devices to Slurm's NVML detection (MIG device files exist only once created).
+ * With MPS slices (plan_emit_to.slices) no GPU gets MIG: a sliced GPU's tenants form the
+ * fault domain gpu<d> of kairosd's space mode, each capped at its instance's SM
+ * percentage (sms:, what kairos profile's MPS proxy measured), and the GPU is one device
+ * to Slurm.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,23 +37,31 @@ int plan_emit_nodes(const struct plan *p, int gpus_per_node)
     return gpus_per_node > 0 ? (p->n_gpus + gpus_per_node - 1) / gpus_per_node : 0;
 }
 
-int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                         void *stream)
+/* Whether GPU g is cut into MIG instances (else whole, or SM shares of MPS). */
+static bool emit_uses_mig(const struct plan *p, const struct plan_emit_to *to, int g)
+{
+    return p->gpus[g].mig && to->slices == PLAN_SLICES_MIG;
+}
+
+int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p,
+                         const struct plan_emit_to *to, void *stream)
 {
     FILE *f = stream;
+    int gpus_per_node = to->gpus_per_node;
     if (gpus_per_node < 1)
         return -EINVAL;
     fprintf(f, "# mig-parted configuration written by kairos plan (%s); one config per node:\n"
-            "#   nvidia-mig-parted apply -f THIS_FILE -c kairos-node<N>\nversion: v1\n"
-            "mig-configs:\n", p->algo);
+            "#   nvidia-mig-parted apply -f THIS_FILE -c kairos-node<N>\n%s"
+            "version: v1\nmig-configs:\n", p->algo, to->slices == PLAN_SLICES_MPS
+            ? "# --slices mps: MIG stays off; kairosd's space mode makes the slices\n" : "");
     for (int n = 0; n < plan_emit_nodes(p, gpus_per_node); n++) {
         fprintf(f, "  kairos-node%d:\n", n);
         for (int g = n * gpus_per_node; g < p->n_gpus && g < (n + 1) * gpus_per_node; g++) {
             const struct plan_gpu_model *m = emit_model(in, p, g);
             int count[PLAN_MAX_OPTIONS] = {0};
             fprintf(f, "    - devices: [%d]\n      mig-enabled: %s\n", g % gpus_per_node,
-                    p->gpus[g].mig ? "true" : "false");
-            if (!p->gpus[g].mig)
+                    emit_uses_mig(p, to, g) ? "true" : "false");
+            if (!emit_uses_mig(p, to, g))
                 continue;
             for (int i = 0; i < p->n_instances; i++)
                 if (p->instances[i].gpu == g)
@@ -79,10 +92,32 @@ static void emit_tenant_name(const char *name, int w, char *out, size_t len)
         snprintf(out + k, len - k, "-%d", w);
 }
 
-int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                      int node, void *stream)
+/* A tenant's lines beyond its memory: its MIG instance (a comment), its SM share of
+ * the GPU's fault domain, or its time share of a whole GPU it shares. */
+static void emit_tenant_slice(const struct plan_input *in, const struct plan *p,
+                              const struct plan_emit_to *to, const struct plan_assign *as,
+                              int sharing, int latency, FILE *f)
+{
+    const struct plan_instance *pi = &p->instances[as->instance];
+    const struct plan_gpu_model *m = emit_model(in, p, pi->gpu);
+    int d = pi->gpu % to->gpus_per_node;
+    if (emit_uses_mig(p, to, pi->gpu))
+        fprintf(f, "    # MIG %s at slice %d, its only tenant\n",
+                plan_option_name(m, pi->option), pi->start);
+    else if (p->gpus[pi->gpu].mig)
+        fprintf(f, "    fault_domain: gpu%d\n    sms: %d%%   # the SMs of MIG %s, its only "
+                "tenant\n", d, plan_option_sm_percent(m, pi->option),
+                plan_option_name(m, pi->option));
+    else if (sharing)
+        fprintf(f, "    compute: { %d: { share: %.1f%%, priority: %s } }\n", d,
+                as->time * 100.0 / PLAN_TIME_UNITS, latency ? "latency" : "normal");
+}
+
+int plan_emit_kairosd(const struct plan_input *in, const struct plan *p,
+                      const struct plan_emit_to *to, int node, void *stream)
 {
     FILE *f = stream;
+    int gpus_per_node = to->gpus_per_node;
     int *tenants = plan_tenants(p), *lat = plan_latency_tenants(in, p);
     if (!tenants || !lat || gpus_per_node < 1) {
         free(tenants);
@@ -103,18 +138,12 @@ int plan_emit_kairosd(const struct plan_input *in, const struct plan *p, int gpu
         const struct plan_instance *pi = &p->instances[as->instance];
         if (pi->gpu / gpus_per_node != node)
             continue;
-        const struct plan_gpu_model *m = emit_model(in, p, pi->gpu);
-        int d = pi->gpu % gpus_per_node;
         char name[KAIROS_PLAN_TENANT_MAX];
         emit_tenant_name(in->workloads[as->workload].name, as->workload, name, sizeof(name));
-        fprintf(f, "  - name: %s\n    memory: { %d: %lldMiB }\n", name, d, (long long)as->mem_mib);
-        if (p->gpus[pi->gpu].mig)
-            fprintf(f, "    # MIG %s at slice %d, its only tenant\n",
-                    plan_option_name(m, pi->option), pi->start);
-        else if (tenants[as->instance] > 1)
-            fprintf(f, "    compute: { %d: { share: %.1f%%, priority: %s } }\n", d,
-                    as->time * 100.0 / PLAN_TIME_UNITS,
-                    lat[as->instance] == as->workload ? "latency" : "normal");
+        fprintf(f, "  - name: %s\n    memory: { %d: %lldMiB }\n", name, pi->gpu % gpus_per_node,
+                (long long)as->mem_mib);
+        emit_tenant_slice(in, p, to, as, tenants[as->instance] > 1,
+                          lat[as->instance] == as->workload, f);
     }
     free(tenants);
     free(lat);
@@ -129,35 +158,53 @@ static void emit_type(const struct plan_gpu_model *m, int option, char *out, siz
 }
 
 /* Whether node n holds a MIG instance (then Slurm must find its devices through NVML). */
-static int emit_node_has_mig(const struct plan *p, int gpus_per_node, int n)
+static int emit_node_has_mig(const struct plan *p, const struct plan_emit_to *to, int n)
 {
     for (int i = 0; i < p->n_instances; i++)
-        if (p->instances[i].gpu / gpus_per_node == n &&
-            p->instances[i].option != PLAN_OPTION_WHOLE)
+        if (p->instances[i].gpu / to->gpus_per_node == n &&
+            emit_uses_mig(p, to, p->instances[i].gpu))
             return 1;
     return 0;
 }
 
+/* What Slurm sees of instance i: the MIG profile, or the GPU (whole, or sliced by MPS,
+ * which Slurm does not see). */
+static int emit_slurm_option(const struct plan *p, const struct plan_emit_to *to, int i)
+{
+    return emit_uses_mig(p, to, p->instances[i].gpu) ? p->instances[i].option
+                                                     : PLAN_OPTION_WHOLE;
+}
+
+/* Whether instance i is the first of its GPU (a GPU is one device to Slurm without MIG). */
+static bool emit_first_of_gpu(const struct plan *p, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (p->instances[j].gpu == p->instances[i].gpu)
+            return false;
+    return true;
+}
+
 /* A node without MIG: one line per GPU with its device file, detection off. */
-static void emit_slurm_files(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                             int n, FILE *f)
+static void emit_slurm_files(const struct plan_input *in, const struct plan *p,
+                             const struct plan_emit_to *to, int n, FILE *f)
 {
     fprintf(f, "NodeName=node%d AutoDetect=off\n", n);
     for (int i = 0; i < p->n_instances; i++) {
         const struct plan_instance *pi = &p->instances[i];
         char type[PLAN_NAME_MAX];
-        if (pi->gpu / gpus_per_node != n)
+        if (pi->gpu / to->gpus_per_node != n || !emit_first_of_gpu(p, i))
             continue;
-        emit_type(emit_model(in, p, pi->gpu), pi->option, type, sizeof(type));
+        emit_type(emit_model(in, p, pi->gpu), PLAN_OPTION_WHOLE, type, sizeof(type));
         fprintf(f, "NodeName=node%d Name=gpu Type=%s File=/dev/nvidia%d\n", n, type,
-                pi->gpu % gpus_per_node);
+                pi->gpu % to->gpus_per_node);
     }
 }
 
-int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_per_node,
-                    void *stream)
+int plan_emit_slurm(const struct plan_input *in, const struct plan *p,
+                    const struct plan_emit_to *to, void *stream)
 {
     FILE *f = stream;
+    int gpus_per_node = to->gpus_per_node;
     if (gpus_per_node < 1)
         return -EINVAL;
     fprintf(f, "# Slurm gres.conf written by kairos plan (%s); node names are node<N>.\n"
@@ -172,11 +219,12 @@ int plan_emit_slurm(const struct plan_input *in, const struct plan *p, int gpus_
         char gres[1024] = "";
         for (int i = 0; i < p->n_instances; i++) {
             const struct plan_instance *pi = &p->instances[i];
-            if (pi->gpu / gpus_per_node == n)
-                count[p->gpus[pi->gpu].pool][pi->option]++;
+            int o = emit_slurm_option(p, to, i);
+            if (pi->gpu / gpus_per_node == n && (o != PLAN_OPTION_WHOLE || emit_first_of_gpu(p, i)))
+                count[p->gpus[pi->gpu].pool][o]++;
         }
-        if (!(mig = emit_node_has_mig(p, gpus_per_node, n)))
-            emit_slurm_files(in, p, gpus_per_node, n, f);
+        if (!(mig = emit_node_has_mig(p, to, n)))
+            emit_slurm_files(in, p, to, n, f);
         else
             fprintf(f, "NodeName=node%d AutoDetect=nvml\n", n);
         for (int pool = 0; pool < in->n_pools; pool++) {

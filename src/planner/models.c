@@ -99,6 +99,13 @@ int plan_option_sms(const struct plan_gpu_model *m, int option)
     return option == PLAN_OPTION_WHOLE ? m->whole_sms : m->profiles[option - 1].sms;
 }
 
+int plan_option_sm_percent(const struct plan_gpu_model *m, int option)
+{
+    int sms = plan_option_sms(m, option), whole = m->whole_sms > 0 ? m->whole_sms : 1;
+    int p = (sms * 100 + whole - 1) / whole; /* ceil(100 x SMs / whole SMs) */
+    return p < 1 ? 1 : p > 100 ? 100 : p;
+}
+
 int plan_option_find(const struct plan_gpu_model *m, const char *name)
 {
     if (!strcmp(name, "whole"))

@@ -30,8 +30,7 @@ int plan_profile_points(const struct plan_gpu_model *m, int *percent, int *point
 {
     int n = 0;
     for (int o = 0; o < plan_option_count(m); o++) {
-        int p = (int)ceil(100.0 * plan_option_sms(m, o) / m->whole_sms - 1e-9);
-        p = p < 1 ? 1 : p > 100 ? 100 : p;
+        int p = plan_option_sm_percent(m, o);
         int k = 0;
         while (k < n && percent[k] != p)
             k++;

@@ -4,7 +4,8 @@
  * parsed (none left as a comment: a MIG instance holds one tenant), a plan that
  * time-shares a MIG instance is refused, mig-parted's file has one config per node
  * whose mig-devices count the plan's instances, and the Slurm lines count every
- * instance; a p99 workload sharing a GPU is its tenant at priority latency. */
+ * instance; a p99 workload sharing a GPU is its tenant at priority latency; with MPS
+ * slices, each sliced GPU is a fault domain whose tenants kairosd caps at their SMs. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -21,14 +22,19 @@
 #include "core/policy.h"
 #include "kairos/plan.h"
 
-static char *emit_text(int (*fn)(const struct plan_input *, const struct plan *, int, void *),
-                       const struct plan_input *in, const struct plan *p, int per_node, int node)
+static const struct plan_emit_to MIG4 = {4, PLAN_SLICES_MIG}, MIG8 = {8, PLAN_SLICES_MIG},
+                                 MPS4 = {4, PLAN_SLICES_MPS}, MPS8 = {8, PLAN_SLICES_MPS};
+
+static char *emit_text(int (*fn)(const struct plan_input *, const struct plan *,
+                                 const struct plan_emit_to *, void *),
+                       const struct plan_input *in, const struct plan *p,
+                       const struct plan_emit_to *to, int node)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(fn ? fn(in, p, per_node, f) : plan_emit_kairosd(in, p, per_node, node, f), 0);
+    assert_int_equal(fn ? fn(in, p, to, f) : plan_emit_kairosd(in, p, to, node, f), 0);
     fclose(f);
     return buf;
 }
@@ -56,7 +62,7 @@ static void test_kairosd_accepts_tenants(void **state)
             struct config c;
             struct policy_shares sh = {0};
             char err[512], why[512];
-            char *text = emit_text(NULL, &in, &p, 4, n);
+            char *text = emit_text(NULL, &in, &p, &MIG4, n);
             if (config_parse("kairosd.yaml", text, strlen(text), &c, err, sizeof(err)))
                 fail_msg("kairosd refuses node %d: %s\n%s", n, err, text);
             assert_int_equal(config_shares(&c, &sh), 0);
@@ -118,7 +124,7 @@ static void test_kairosd_enforces_every_share(void **state)
             for (int n = 0; n < plan_emit_nodes(&p, 4); n++) {
                 struct config c;
                 char err[512];
-                char *text = emit_text(NULL, &in, &p, 4, n);
+                char *text = emit_text(NULL, &in, &p, &MIG4, n);
                 if (config_parse("kairosd.yaml", text, strlen(text), &c, err, sizeof(err)))
                     fail_msg("kairosd refuses node %d: %s\n%s", n, err, text);
                 assert_null(strstr(text, "time share"));   /* no share left unenforced */
@@ -165,7 +171,7 @@ static void test_refuses_shared_mig(void **state)
             shared |= p.instances[i].option != PLAN_OPTION_WHOLE && tenants[i] > 1;
         FILE *f = open_memstream(&buf, &len);
         assert_non_null(f);
-        int rc = plan_emit_kairosd(&in, &p, 8, 0, f);
+        int rc = plan_emit_kairosd(&in, &p, &MIG8, 0, f);
         fclose(f);
         assert_int_equal(rc, shared ? -ENOTSUP : 0);
         refused += shared;
@@ -225,7 +231,7 @@ static void test_mig_parted(void **state)
         struct plan p;
         int configs = 0;
         plan_for(&in, &p, seed, PLAN_ALGO_KAIROS);
-        char *mp = emit_text(plan_emit_mig_parted, &in, &p, 8, 0);
+        char *mp = emit_text(plan_emit_mig_parted, &in, &p, &MIG8, 0);
         assert_int_equal(mig_parted_count(mp, &configs), p.n_instances);
         assert_int_equal(configs, plan_emit_nodes(&p, 8));
         free(mp);
@@ -304,7 +310,7 @@ static void test_slurm_gres(void **state)
             struct plan_input in;
             struct plan p;
             plan_for(&in, &p, seed, algos[a]);
-            char *gres = emit_text(plan_emit_slurm, &in, &p, 8, 0);
+            char *gres = emit_text(plan_emit_slurm, &in, &p, &MIG8, 0);
             check_gres(&p, gres);
             file_nodes += strstr(gres, "AutoDetect=off") != NULL;
             nvml_nodes += strstr(gres, "AutoDetect=nvml") != NULL;
@@ -337,7 +343,7 @@ static void test_latency_tenant_priority(void **state)
     assert_int_equal(plan_solve(&in, &o, &p), 0);
     assert_int_equal(plan_check(&in, &p, err, sizeof(err)), 0);
     assert_int_equal(p.n_gpus, 1);
-    char *out = emit_text(NULL, &in, &p, 8, 0);
+    char *out = emit_text(NULL, &in, &p, &MIG8, 0);
     if (config_parse("kairosd.yaml", out, strlen(out), &c, err, sizeof(err)))
         fail_msg("kairosd refuses: %s\n%s", err, out);
     assert_int_equal(c.n_tenants, 3);
@@ -352,11 +358,77 @@ static void test_latency_tenant_priority(void **state)
     plan_free(&p);
     in.workloads[0].p99_ms = 0;   /* no target: the line it had before */
     assert_int_equal(plan_solve(&in, &o, &p), 0);
-    out = emit_text(NULL, &in, &p, 8, 0);
+    out = emit_text(NULL, &in, &p, &MIG8, 0);
     assert_null(strstr(out, "latency"));
     free(out);
     plan_free(&p);
     plan_input_free(&in);
+}
+
+/* --slices mps: a sliced GPU's tenants, applied through kairosd's parser, form the fault
+ * domain gpu<d> with sms: its instance's SM percentage and no compute policy; the other
+ * tenants are as with MIG; no GPU gets MIG; Slurm sees each GPU once, by its file. */
+static void test_mps_slices(void **state)
+{
+    int sliced = 0, gres_gpus = 0;
+    (void)state;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        struct plan_input in;
+        struct plan p;
+        plan_for(&in, &p, seed, seed % 2 ? PLAN_ALGO_KAIROS : PLAN_ALGO_GPULET);
+        int *tenants = plan_tenants(&p), shared = 0, mig = 0, used[256] = {0}, n_used = 0;
+        assert_non_null(tenants);
+        assert_true(p.n_gpus <= 256);
+        for (int n = 0; n < plan_emit_nodes(&p, 4); n++) {
+            struct config c;
+            char err[512];
+            char *text = emit_text(NULL, &in, &p, &MPS4, n);
+            if (config_parse("kairosd.yaml", text, strlen(text), &c, err, sizeof(err)))
+                fail_msg("kairosd refuses node %d: %s\n%s", n, err, text);
+            size_t k = 0;
+            for (int i = 0; i < p.n_assigns; i++) {
+                const struct plan_instance *pi = &p.instances[p.assigns[i].instance];
+                if (pi->gpu / 4 != n)
+                    continue;
+                const struct config_tenant *t = &c.tenants[k++];
+                if (!p.gpus[pi->gpu].mig) {
+                    assert_int_equal(t->sms_pct, 0);
+                    check_tenant(&p, tenants, &p.assigns[i], t, 4, &shared, &mig);
+                    continue;
+                }
+                char domain[16];
+                snprintf(domain, sizeof domain, "gpu%d", pi->gpu % 4);
+                assert_string_equal(t->fault_domain, domain);
+                assert_int_equal(t->sms_pct, plan_option_sm_percent(
+                                                 &in.pools[p.gpus[pi->gpu].pool].model,
+                                                 pi->option));
+                assert_int_equal(t->n_compute, 0);
+                assert_int_equal(t->quotas[0].index, pi->gpu % 4);
+                sliced++;
+            }
+            assert_int_equal(k, c.n_tenants);
+            config_free(&c);
+            free(text);
+        }
+        for (int i = 0; i < p.n_instances; i++)
+            n_used += !used[p.instances[i].gpu]++;
+        char *mp = emit_text(plan_emit_mig_parted, &in, &p, &MPS8, 0);
+        int configs = 0;
+        assert_null(strstr(mp, "mig-enabled: true"));
+        assert_int_equal(mig_parted_count(mp, &configs), n_used);
+        char *gres = emit_text(plan_emit_slurm, &in, &p, &MPS8, 0);
+        assert_null(strstr(gres, "AutoDetect=nvml\n"));   /* no node line has it */
+        for (const char *at = gres; (at = strstr(at, " File=/dev/nvidia")); at++)
+            gres_gpus++;
+        gres_gpus -= n_used;   /* one File line per GPU the plan uses: back to 0 */
+        free(gres);
+        free(mp);
+        free(tenants);
+        plan_free(&p);
+        plan_input_free(&in);
+    }
+    assert_int_equal(gres_gpus, 0);
+    assert_true(sliced > 0);
 }
 
 int main(void)
@@ -368,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_mig_parted),
         cmocka_unit_test(test_slurm_gres),
         cmocka_unit_test(test_latency_tenant_priority),
+        cmocka_unit_test(test_mps_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
