@@ -418,6 +418,17 @@ static void write_faults(FILE *f, const struct tenants *ts, const struct faults 
                                       tenants_settings_of(ts, l->tenants[i])->fault_domain);
             fputs("\"} 1\n", f);
         }
+    family(f, "kairos_tenant_sm_percent", "gauge",
+           "The share of the GPU's SMs the tenant's MPS clients may run on in its fault "
+           "domain, in % (its sms:, else 100).");
+    for (size_t i = 0; i < l->n_tenants; i++) {
+        const struct tenant_settings *s = tenants_settings_of(ts, l->tenants[i]);
+        if (s->fault_domain[0]) {
+            fputs("kairos_tenant_sm_percent{tenant=\"", f);
+            metrics_write_label_value(f, l->tenants[i]->name);
+            fprintf(f, "\"} %u\n", s->sms_pct ? s->sms_pct : 100u);
+        }
+    }
     family(f, "kairos_tenant_gpu_faults_total", "counter",
            "GPU faults (the driver's Xid reports) of the tenant: caused by one of its "
            "processes, or lost_work: another's in its fault domain ended its work.");

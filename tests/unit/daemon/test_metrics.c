@@ -1,6 +1,6 @@
 /* test_metrics.c - the exposition text: label values escaped, every family whole
  * (HELP and TYPE before its samples, never split), the figures of the ledger, no
- * sample for what is not known, what held a tenant back (counters by reason, the
+ * sample for what is not known, a space tenant's domain and SMs, what held a tenant back (counters by reason, the
  * reason now) from kairosd's own scheduler; the metrics address, good and bad, and
  * in the configuration with its position. */
 #include <errno.h>
@@ -106,6 +106,10 @@ static void test_render(void **state)
     assert_int_equal(ledger_charge(&ts.ledger, m, 0, 40 * MiB, 2, &g), 0);
     assert_false(g.granted);
     team->draining[0] = 3 * MiB; /* a departed member's memory the GPU still shows */
+    struct tenant_settings *space;
+    assert_int_equal(registry_set_fault_domain(&ts.settings, team, "infer", SETTING_CONFIG), 0);
+    assert_int_equal(settings_book_get(&ts.settings, team->id, &space), 0);
+    space->sms_pct = 30; /* its sms: */
     snprintf(ts.gpu_uuid[0], sizeof ts.gpu_uuid[0], "GPU-\"0\"");
     struct metrics_sources src = {.ts = &ts, .start_time = 1700000000.5, .version = "1.2\"3"};
     char *text;
@@ -132,6 +136,8 @@ static void test_render(void **state)
         "kairos_tenant_gpu_seconds_total{tenant=\"team\",gpu=\"0\"} 0.000000\n",
         "kairos_tenant_memory_held_byte_seconds_total{tenant=\"team\",gpu=\"0\"} 0\n",
         "# TYPE kairos_tenant_memory_held_bytes gauge\n",
+        "kairos_tenant_fault_domain_info{tenant=\"team\",domain=\"infer\"} 1\n",
+        "kairos_tenant_sm_percent{tenant=\"team\"} 30\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(text, want[i]))
@@ -142,13 +148,15 @@ static void test_render(void **state)
     static const char *const absent[] = {
         "gpu=\"1\"}",  "tenant=\"we\\\"ird\\\\na\\nme\",gpu=", "kairos_tenant_compute_share_ratio{",
         "kairos_gpu_memory_used_bytes{", "kairos_connections_limit",
+        "kairos_tenant_sm_percent{tenant=\"we", /* in no fault domain */
     };
     for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
         if (strstr(text, absent[i]))
             fail_msg("unexpected: %s\nin:\n%s", absent[i], text);
     /* 6 kairosd, 2 GPU, 2 members, 4 memory, 1 claims beyond the grant, 1 requests,
-     * 2 chargeback counters (not yet begun: no kairos_tenant_usage_created_seconds) */
-    assert_int_equal(check_families(text), 18);
+     * 2 chargeback counters (not yet begun: no kairos_tenant_usage_created_seconds),
+     * 2 space mode (the fault domain, the SMs) */
+    assert_int_equal(check_families(text), 20);
     free(text);
     ledger_leave(&ts.ledger, m, NULL);
     tenants_fini(&ts);
