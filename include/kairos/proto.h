@@ -787,7 +787,9 @@ struct kairos_ps_reply {
     uint32_t last_fault_gpu;          /* its GPU (UINT32_MAX: none of the node's), */
     uint64_t last_fault_unix_ms;      /* when (ms since 1970), */
     uint32_t last_fault_caused;       /* 1: it caused it, 0: it lost work */
-    uint32_t fault_pad;               /* 0 */
+    uint32_t sm_percent;              /* sms: of its configuration, the part of the SMs its
+                                       * MPS clients may run on (1-100); 0: no such limit
+                                       * (0 from a kairosd of before too) */
 };
 
 /* TIME_POLICY: what a process does with its channel groups on one GPU.

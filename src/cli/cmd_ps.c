@@ -30,15 +30,16 @@ static void usage(FILE *out)
             "their time share: policy, target, what they got over the last 100 ms and\n"
             "the last minute, pause window and pauses, and the part of the last minute\n"
             "they were held back and why (--wide, or hold,why in --columns); in space\n"
-            "mode each tenant's fault domain and GPU faults (caused/lost work).\n"
+            "mode each tenant's fault domain, the part of the SMs its MPS clients may\n"
+            "run on (sms: in kairosd's configuration) and GPU faults (caused/lost work).\n"
             "\n"
             "options:\n"
             "  -j, --json          one JSON document (errors as {\"error\": ...})\n"
             "  -o, --columns LIST  the columns to show, comma separated (default:\n"
             "                      " COLUMNS_PS_DEFAULT ",\n"
             "                      the compute ones only when a tenant has a compute policy,\n"
-            "                      domain,faults when a tenant has a fault domain or fault,\n"
-            "                      PIDS cut to fit 80 columns)\n"
+            "                      domain,sms,faults when a tenant has a fault domain or a\n"
+            "                      fault, PIDS cut to fit 80 columns)\n"
             "  -w, --wide          every column, PIDS uncut\n"
             "  -s, --socket PATH   kairosd's socket (default $KAIROS_SOCKET or "
             KAIROS_DEFAULT_SOCKET ")\n"
@@ -153,6 +154,8 @@ static void print_json(const struct ps_snapshot *s)
         if (s->faults) {
             json_object_set_new(t, "fault_domain",
                                 r->fault_domain[0] ? json_string(r->fault_domain) : json_null());
+            json_object_set_new(t, "sm_percent",
+                                r->sm_percent ? json_integer(r->sm_percent) : json_null());
             json_object_set_new(t, "faults", faults_json(r));
         }
         json_array_append_new(tenants, t);

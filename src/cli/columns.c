@@ -44,6 +44,18 @@ static void cell_domain(const struct columns_row *row, char *out, size_t cap)
                  row->r->fault_domain[0] ? row->r->fault_domain : "-");
 }
 
+/* The part of the SMs its MPS clients may run on (sms:), on its first row ("-": no
+ * such limit, or a kairosd of before). */
+static void cell_sms(const struct columns_row *row, char *out, size_t cap)
+{
+    if (!row->first)
+        snprintf(out, cap, "%s", "");
+    else if (!row->r->sm_percent)
+        snprintf(out, cap, "-");
+    else
+        snprintf(out, cap, "%u%%", row->r->sm_percent);
+}
+
 /* GPU faults on its first row: CAUSED/LOST ("-": none). */
 static void cell_faults(const struct columns_row *row, char *out, size_t cap)
 {
@@ -174,6 +186,7 @@ static const struct column table[] = {
     {"hold", "HOLD", 6, false, true, cell_hold},
     {"why", "WHY", 5, true, true, cell_why},
     {"domain", "DOMAIN", 8, true, false, cell_domain},
+    {"sms", "SMS", 4, false, false, cell_sms},
     {"faults", "FAULTS", 6, false, false, cell_faults},
     {"procs", "PROCS", 5, false, false, cell_procs},
     {"pids", "PIDS", 4, true, false, cell_pids},
@@ -183,23 +196,25 @@ static const struct column table[] = {
 
 void columns_add_space(struct columns *c)
 {
-    const struct column *domain = find("domain", 6), *faults = find("faults", 6);
+    static const char *const space[] = {"domain", "sms", "faults"};
+    const size_t n = sizeof space / sizeof space[0];
     for (size_t i = 0; i < c->n; i++)
-        if (c->col[i] == domain || c->col[i] == faults)
-            return; /* chosen already */
+        for (size_t k = 0; k < n; k++)
+            if (c->col[i] == find(space[k], strlen(space[k])))
+                return; /* chosen already */
     size_t at = c->n && !strcmp(c->col[c->n - 1]->name, "pids") ? c->n - 1 : c->n;
-    if (c->n + 2 > COLUMNS_MAX)
+    if (c->n + n > COLUMNS_MAX)
         return;
-    memmove(&c->col[at + 2], &c->col[at], (c->n - at) * sizeof c->col[0]);
-    c->col[at] = domain;
-    c->col[at + 1] = faults;
-    c->n += 2;
+    memmove(&c->col[at + n], &c->col[at], (c->n - at) * sizeof c->col[0]);
+    for (size_t k = 0; k < n; k++)
+        c->col[at + k] = find(space[k], strlen(space[k]));
+    c->n += n;
 }
 
 const char *columns_known(void)
 {
     return "tenant, gpu, held, quota, memory, refused, share, limit, prio, target, 100ms, "
-           "1min, window, pauses, hold, why, domain, faults, procs, pids";
+           "1min, window, pauses, hold, why, domain, sms, faults, procs, pids";
 }
 
 void columns_print_known(FILE *out, int indent)

@@ -52,7 +52,7 @@ int columns_parse(const char *list, struct columns *c, char *err, size_t err_len
 /* Drops the compute columns (share, limit, prio, target, 100ms, 1min, window,
  * pauses, hold, why): for a default view when no tenant has a compute policy. */
 void columns_drop_compute(struct columns *c);
-/* Adds the space columns (domain, faults) before pids, unless chosen already: for a
+/* Adds the space columns (domain, sms, faults) before pids, unless chosen already: for a
  * default view when a tenant has a fault domain or a GPU fault. */
 void columns_add_space(struct columns *c);
 /* Sets name_width from the tenants of s. */

@@ -462,6 +462,7 @@ class Faults(unittest.TestCase):
         self.assertEqual((f["plain"]["faults_caused"], f["plain"]["faults_lost"]), (0, 0))
         self.assertEqual(f["train"]["fault_domain"], "infer")
         self.assertEqual(f["plain"]["fault_domain"], "")
+        self.assertEqual((f["serve"]["sm_percent"], f["train"]["sm_percent"]), (30, 0))
         self.assertEqual((f["serve"]["last_fault_xid"], f["serve"]["last_fault_gpu"],
                           f["serve"]["last_fault_caused"]), (13, 0, 0))
         self.assertIn(f"fault: Xid 13 on GPU 0: process {train} (python3) of tenant train "
@@ -475,13 +476,17 @@ class Faults(unittest.TestCase):
         self.assertEqual(tenants["serve"]["faults"]["lost_work"], 1)
         self.assertEqual(tenants["serve"]["faults"]["last"]["xid"], 13)
         self.assertIsNone(tenants["plain"]["fault_domain"])
+        self.assertEqual(tenants["serve"]["sm_percent"], 30)
+        self.assertIsNone(tenants["train"]["sm_percent"])
         table = subprocess.run([KAIROS, "ps", "--socket", self.d.socket], capture_output=True,
                                text=True, timeout=30).stdout.splitlines()
-        self.assertIn("DOMAIN", table[0].split())
-        self.assertIn("FAULTS", table[0].split())
+        head = table[0].split()
+        self.assertEqual(head[head.index("DOMAIN"):head.index("FAULTS") + 1],
+                         ["DOMAIN", "SMS", "FAULTS"])
         row = next(l.split() for l in table if l.startswith("serve"))
-        self.assertIn("infer", row)
-        self.assertIn("0/1", row)  # caused/lost
+        self.assertEqual(row[row.index("infer"):row.index("infer") + 3], ["infer", "30%", "0/1"])
+        row = next(l.split() for l in table if l.startswith("train"))
+        self.assertEqual(row[row.index("infer"):row.index("infer") + 3], ["infer", "-", "1/0"])
 
     def test_lines_that_are_no_report_of_ours_blame_nobody(self):
         """A fault of another GPU, of a process in no tenant, a forged shape: nothing

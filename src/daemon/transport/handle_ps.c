@@ -22,12 +22,14 @@ static size_t tenant_from(const struct ledger *l, uint32_t id)
     return lo;
 }
 
-/* The tenant's fault domain and the GPU faults kairosd attributed to it. */
+/* The tenant's fault domain, its part of the SMs and the GPU faults kairosd
+ * attributed to it. */
 static void ps_fill_faults(const struct services *sv, const struct ledger_tenant *t,
                            struct kairos_ps_reply *p)
 {
-    memcpy(p->fault_domain, tenants_settings_of(sv->ts, t)->fault_domain,
-           sizeof p->fault_domain);
+    const struct tenant_settings *s = tenants_settings_of(sv->ts, t);
+    memcpy(p->fault_domain, s->fault_domain, sizeof p->fault_domain);
+    p->sm_percent = s->sms_pct;
     const struct fault_record *r = sv->faults ? faults_find(sv->faults, t->name) : NULL;
     if (!r)
         return;

@@ -1,7 +1,8 @@
 /* test_columns.c - the columns of kairos ps and kairos top: -o names parsed (an
  * unknown one refused with the list), the default ps row of a tenant with many
  * processes cut to 80 columns with how many pids were left out, the wide row
- * uncut, the compute columns dropped, and a tenant without a GPU. */
+ * uncut, the compute columns dropped, a tenant without a GPU, and the space columns
+ * (domain, sms, faults) put before pids. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +108,42 @@ static void test_drop_compute_and_no_gpu(void **state)
     free(text);
 }
 
+/* The space columns go in before pids, once: a tenant's domain, the part of the SMs
+ * its sms: gives its MPS clients ("-" for none) and its faults caused/lost. */
+static void test_space_columns_before_pids(void **state)
+{
+    (void)state;
+    struct kairos_ps_reply r;
+    many_pids(&r);
+    r.n_pids = 1;
+    strcpy(r.fault_domain, "infer");
+    r.sm_percent = 30;
+    r.faults_lost = 2;
+    struct columns c = {0};
+    char err[256];
+    assert_int_equal(columns_parse("tenant,refused,pids", &c, err, sizeof err), 0);
+    columns_add_space(&c);
+    columns_add_space(&c); /* once */
+    assert_int_equal(c.n, 6);
+    struct ps_snapshot s = {.list = &r, .n = 1, .n_gpus = 1};
+    columns_fit_names(&c, &s);
+    char *head = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&head, &len);
+    assert_non_null(f);
+    columns_header(f, &c, "");
+    fclose(f);
+    assert_non_null(strstr(head, " REFUSED  DOMAIN     SMS  FAULTS  PIDS\n"));
+    free(head);
+    char *text = row_text(&c, &(struct columns_row){.r = &r, .g = 0, .first = true});
+    assert_non_null(strstr(text, " 54  infer      30%     0/2  100000\n"));
+    free(text);
+    r.sm_percent = 0; /* no sms: (or a kairosd of before) */
+    text = row_text(&c, &(struct columns_row){.r = &r, .g = 0, .first = true});
+    assert_non_null(strstr(text, " 54  infer        -     0/2  100000\n"));
+    free(text);
+}
+
 /* The help text's list: every column, lines within 80 columns, no trailing blank. */
 static void test_known_list_for_help(void **state)
 {
@@ -139,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_unknown_column_refused),
         cmocka_unit_test(test_default_ps_row_cut_to_80),
         cmocka_unit_test(test_drop_compute_and_no_gpu),
+        cmocka_unit_test(test_space_columns_before_pids),
         cmocka_unit_test(test_known_list_for_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
