@@ -3,11 +3,12 @@
 # natively and under a 2 GiB quota (tests/gpu/vk_heaps.c: heap sizes, the
 # VK_EXT_memory_budget budget, device-local memory allocated 256 MiB at a time until
 # refused), and a recording of the RM calls Vulkan makes (vk-heaps.nvtrace), which
-# says where it reads its heap sizes. Needs libvulkan.so.1 and NVIDIA's ICD: where
-# the machine has no loader, carry its Debian package in .gl/ (the device notes).
-# On the lent H100 of 2026-12-05 (driver 580.159.04, Debian 12's loader 1.3.239) the
-# ICD gave no vkCreateInstance (VK_ERROR_INCOMPATIBLE_DRIVER), so this section has
-# not produced figures yet.
+# says where it reads its heap sizes. Needs libvulkan.so.1 and NVIDIA's ICD, which
+# lives in libGLX_nvidia.so.0 and needs glvnd's libGLdispatch: where the machine has
+# no loader, carry Debian's libvulkan1, libglvnd0, libglx0, libgl1, libegl1,
+# libopengl0 and libgles2 in .gl/ (scripts/gpu-gl fetches them). On the lent H100 of
+# 2026-12-05 (driver 580.159.04) with libvulkan1 alone carried, the ICD gave no
+# vkCreateInstance (VK_ERROR_INCOMPATIBLE_DRIVER).
 echo "--- vulkan: heaps and budget, native and under a 2 GiB quota"
 vdir=$OUT/vulkan
 mkdir -p "$vdir"
@@ -15,7 +16,7 @@ if [ ! -x "$bin/vk_heaps" ]; then
   echo "vulkan: skipped (vk_heaps not built: no Vulkan headers where gpu-carry ran)"
 else
   if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
-    for f in .gl/libvulkan1_*.deb; do dpkg -x "$f" /; done
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
   fi
   icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
