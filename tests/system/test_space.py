@@ -16,7 +16,8 @@ before that refuses the longer TENANT_SET is said to be too old for the option. 
 faults, as the driver's Xid lines in the kernel log (here a FIFO kairosd reads instead
 of /dev/kmsg), are blamed on the tenant whose process the line names, cost the other
 tenants of its fault domain on that GPU their work and nobody else, and show in kairos
-ps and the metrics' counters.
+ps and the metrics' counters. Every other name the shim's getenv answers as glibc's
+does (PlainNames).
 Usage: test_space.py KAIROSD SHIM KAIROS"""
 import json
 import os
@@ -853,6 +854,34 @@ class Strangers(unittest.TestCase):
         reports = [l for l in log.splitlines() if "is a client of the MPS server" in l]
         self.assertTrue(any(f"pid {plain.pid} (" in l for l in reports))  # no domain's
         self.assertFalse(any(f"pid {member.pid} (" in l for l in reports))  # the domain's
+
+
+class PlainNames(unittest.TestCase):
+    """The shim exports getenv (for the CUDA_MPS_* names above); every other name gets
+    what glibc's getenv gives: names that are prefixes of others, one character long,
+    with an empty value, with '=' in them, empty, and not there. No kairosd: the shim
+    answers these alone."""
+
+    ENV = {"A": "1", "AB": "2", "ABC": "", "PATHX": "x", "B": "b=c", "ZZ": "last"}
+    NAMES = ["A", "AB", "ABC", "ABCD", "PATH", "PATHX", "PATHXY", "B", "B=", "A=1", "",
+             "Z", "ZZ", "ZZZ", "X" * 300]
+
+    def answers(self, preload):
+        code = ("import ctypes, json, sys\n"
+                "g = ctypes.CDLL(None).getenv; g.restype = ctypes.c_char_p\n"
+                "print(json.dumps([None if (v := g(n.encode())) is None else v.decode()"
+                " for n in json.loads(sys.argv[1])]))\n")
+        env = dict(self.ENV, PATH=os.environ.get("PATH", "/usr/bin"))
+        if preload:
+            env["LD_PRELOAD"] = preload
+        out = subprocess.run([PYTHON, "-c", code, json.dumps(self.NAMES)], env=env,
+                             capture_output=True, text=True, timeout=60, check=True)
+        return json.loads(out.stdout.splitlines()[-1])
+
+    def test_answers_as_glibc(self):
+        plain = self.answers(ASAN_FIRST)
+        self.assertEqual(plain[:4], ["1", "2", "", None])  # glibc's own, as a check
+        self.assertEqual(self.answers(" ".join(p for p in (ASAN_FIRST, SHIM) if p)), plain)
 
 
 if __name__ == "__main__":
