@@ -331,12 +331,16 @@ static int call_open(const struct shim_real *r, enum shim_open_fn fn, int dirfd,
 static void note_opened(int fd, int dirfd, const char *path)
 {
     int saved = errno;
+    int minor;
+    enum rm_node node = path ? fdtable_classify_path(dirfd, path, &minor) : RM_NODE_NONE;
+    if (node == RM_NODE_NONE && fdtable_get(fd, NULL) == FDT_UNKNOWN) {
+        errno = saved; /* nothing cached for the number, nothing to note: the common */
+        return;        /* open of a file costs no check of whose memory this is */
+    }
     if (borrowed_vm_now()) { /* a vfork child's descriptor table is not its parent's */
         errno = saved;
         return;
     }
-    int minor;
-    enum rm_node node = path ? fdtable_classify_path(dirfd, path, &minor) : RM_NODE_NONE;
     if (node == RM_NODE_NONE) {
         if (fdtable_get(fd, NULL) == FDT_NVIDIA)
             forget_nvidia(fd);
