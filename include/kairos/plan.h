@@ -453,7 +453,9 @@ struct plan_trace_step {
     int gpus;                          /* GPUs in use after it */
     int moves;                         /* placed workloads that had to move (drain) */
     double drain_s;                    /* their drain seconds */
-    int unplaced;                      /* workloads this event could not place */
+    int unplaced;                      /* workloads this event could not place: they wait */
+    int started;                       /* waiting workloads placed at this event */
+    int waiting;                       /* workloads waiting for room after it */
     int replanned;                     /* 1: the plan from scratch was taken */
     int replan_gpus;                   /* GPUs of the plan from scratch considered, or -1 */
     double replan_drain_s;             /* its drain seconds, -1 if none was considered */
@@ -465,6 +467,12 @@ struct plan_trace_result {
     double gpu_hours;                  /* sum of GPUs in use x time, up to the trace's end */
     double drain_s;
     int moves, unplaced, replans, max_gpus;
+    /* A workload that finds no room waits (in arrival order, each placed as soon as it
+     * fits) until room is made or its departure comes first. */
+    int waited;                        /* waiting workloads placed later */
+    double wait_s, max_wait_s;         /* their waits: in all, and the longest */
+    int gave_up;                       /* waiting workloads whose departure came first */
+    int waiting_at_end;                /* still waiting when the trace ends */
 };
 
 void plan_trace_options_default(struct plan_trace_options *o);

@@ -3,7 +3,8 @@
  * Loads the cluster file and the trace (src/planner/input.c), replays the trace under
  * the three policies of trace.c (online moves only, a plan from scratch at every event,
  * and drain-aware replanning) and prints one policy's events and every policy's totals:
- * GPU-hours, moves, drain seconds, workloads that could not be placed, replans. Every
+ * GPU-hours, moves, drain seconds, workloads that could not be placed, replans, and
+ * how those waited (started later, longest wait, gave up, still waiting). Every
  * plan a replay takes has passed the checker. Exit 0 replayed, 1 runtime error, 2 usage.
  */
 #include <errno.h>
@@ -26,8 +27,9 @@ static const char trace_usage_text[] =
     "planned at time 0) under three policies: online (moves of kairos plan --add/--remove\n"
     "only), replan (a plan from scratch at every event, drain time ignored) and\n"
     "drain-aware (online, and the plan from scratch where the GPU-seconds it saves until\n"
-    "the horizon exceed the drain seconds of the workloads it moves). Prints the events\n"
-    "of one policy and the totals of all three.\n"
+    "the horizon exceed the drain seconds of the workloads it moves). A workload that\n"
+    "finds no room waits, in arrival order, until room is made or its departure comes.\n"
+    "Prints the events of one policy and the totals of all three.\n"
     "\n"
     "      --policy P     the policy whose events are printed (default drain-aware)\n"
     "      --drain S      drain seconds of a moved workload without its own\n"
@@ -122,8 +124,9 @@ static void trace_event_name(const struct plan_input *in, const struct plan_trac
 static void trace_print_events(const struct plan_input *in, const struct plan_trace *t,
                                const struct plan_trace_result *r, int policy)
 {
-    printf("events under %s:\n%10s  %-28s %5s %6s %9s %8s  %s\n", plan_trace_policy_name(policy),
-           "time_s", "event", "GPUs", "moves", "drain_s", "unplaced", "replan (GPUs, drain_s)");
+    printf("events under %s:\n%10s  %-28s %5s %6s %9s %8s %7s %7s  %s\n",
+           plan_trace_policy_name(policy), "time_s", "event", "GPUs", "moves", "drain_s",
+           "unplaced", "started", "waiting", "replan (GPUs, drain_s)");
     for (int k = 0; k < r->n_steps; k++) {
         const struct plan_trace_step *s = &r->steps[k];
         char name[PLAN_NAME_MAX + 32], re[64] = "-";
@@ -131,19 +134,22 @@ static void trace_print_events(const struct plan_input *in, const struct plan_tr
         if (s->replan_gpus >= 0)
             snprintf(re, sizeof(re), "%s (%d, %.0f)", s->replanned ? "taken" : "no",
                      s->replan_gpus, s->replan_drain_s);
-        printf("%10.0f  %-28s %5d %6d %9.0f %8d  %s\n", s->at, name, s->gpus, s->moves,
-               s->drain_s, s->unplaced, s->event < 0 ? "-" : re);
+        printf("%10.0f  %-28s %5d %6d %9.0f %8d %7d %7d  %s\n", s->at, name, s->gpus,
+               s->moves, s->drain_s, s->unplaced, s->started, s->waiting,
+               s->event < 0 ? "-" : re);
     }
 }
 
 static void trace_print_totals(const struct plan_trace_result *r)
 {
-    printf("\n%-12s %10s %8s %6s %10s %8s %7s\n", "policy", "GPU-hours", "max GPUs", "moves",
-           "drain_s", "unplaced", "replans");
+    printf("\n%-12s %10s %8s %6s %10s %8s %7s %6s %10s %7s %7s\n", "policy", "GPU-hours",
+           "max GPUs", "moves", "drain_s", "unplaced", "replans", "waited", "max_wait_s",
+           "gave_up", "waiting");
     for (int p = 0; p < PLAN_TRACE_POLICIES; p++)
-        printf("%-12s %10.2f %8d %6d %10.0f %8d %7d\n", plan_trace_policy_name(p),
-               r[p].gpu_hours, r[p].max_gpus, r[p].moves, r[p].drain_s, r[p].unplaced,
-               r[p].replans);
+        printf("%-12s %10.2f %8d %6d %10.0f %8d %7d %6d %10.0f %7d %7d\n",
+               plan_trace_policy_name(p), r[p].gpu_hours, r[p].max_gpus, r[p].moves,
+               r[p].drain_s, r[p].unplaced, r[p].replans, r[p].waited, r[p].max_wait_s,
+               r[p].gave_up, r[p].waiting_at_end);
 }
 
 static json_t *trace_json_events(const struct plan_input *in, const struct plan_trace *t,
@@ -153,10 +159,12 @@ static json_t *trace_json_events(const struct plan_input *in, const struct plan_
     for (int k = 0; k < r->n_steps; k++) {
         const struct plan_trace_step *s = &r->steps[k];
         const struct plan_trace_event *ev = s->event >= 0 ? &t->events[s->event] : NULL;
-        json_t *o = json_pack("{s:f, s:s, s:i, s:i, s:f, s:i, s:b}", "at", s->at, "event",
+        json_t *o = json_pack("{s:f, s:s, s:i, s:i, s:f, s:i, s:i, s:i, s:b}", "at", s->at,
+                              "event",
                               !ev ? "start" : ev->kind == PLAN_TRACE_ARRIVE ? "arrive" : "depart",
                               "gpus", s->gpus, "moves", s->moves, "drain_seconds", s->drain_s,
-                              "unplaced", s->unplaced, "replanned", s->replanned);
+                              "unplaced", s->unplaced, "started", s->started, "waiting",
+                              s->waiting, "replanned", s->replanned);
         if (ev)
             json_object_set_new(o, "workload", json_string(in->workloads[ev->workload].name));
         if (s->replan_gpus >= 0)
@@ -173,9 +181,11 @@ static void trace_print_json(const struct plan_input *in, const struct plan_trac
     json_t *totals = json_object();
     for (int p = 0; p < PLAN_TRACE_POLICIES; p++)
         json_object_set_new(totals, plan_trace_policy_name(p), json_pack(
-            "{s:f, s:i, s:i, s:f, s:i, s:i}", "gpu_hours", r[p].gpu_hours, "max_gpus",
-            r[p].max_gpus, "moves", r[p].moves, "drain_seconds", r[p].drain_s, "unplaced",
-            r[p].unplaced, "replans", r[p].replans));
+            "{s:f, s:i, s:i, s:f, s:i, s:i, s:i, s:f, s:f, s:i, s:i}", "gpu_hours",
+            r[p].gpu_hours, "max_gpus", r[p].max_gpus, "moves", r[p].moves, "drain_seconds",
+            r[p].drain_s, "unplaced", r[p].unplaced, "replans", r[p].replans, "waited",
+            r[p].waited, "wait_seconds", r[p].wait_s, "max_wait_seconds", r[p].max_wait_s,
+            "gave_up", r[p].gave_up, "waiting_at_end", r[p].waiting_at_end));
     json_t *root = json_pack("{s:s, s:f, s:f, s:o, s:o}", "policy", plan_trace_policy_name(policy),
                              "drain_seconds_default", t->drain_s, "end", t->end_s, "events",
                              trace_json_events(in, t, &r[policy]), "totals", totals);

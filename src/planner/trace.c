@@ -9,7 +9,10 @@
  * to physical GPUs (per pool) so that the most drain seconds stay put; a workload
  * drains when its GPU, instance type or start slice changes: a MIG instance can only be
  * re-made on an empty GPU or around untouched instances, and a GPU changing MIG mode
- * drains all its tenants. Every plan taken is verified by the checker. No I/O.
+ * drains all its tenants. A workload that finds no room waits: after each event the
+ * waiting ones are placed, in arrival order, each as soon as it fits (a replan also
+ * considers them); one whose departure comes first gives up. Every plan taken is
+ * verified by the checker. No I/O.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +29,9 @@ struct replay {
     int *phys;                 /* per GPU of cur: its physical GPU within its pool */
     int pool_base[PLAN_MAX_POOLS + 1];   /* physical ids of pool p: [base[p], base[p + 1]) */
     struct plan_trace_result *r;
+    int *queue;                /* waiting workloads, in arrival order */
+    int n_queue;
+    double *queued_at;         /* per workload: when it began to wait */
     char *err;
     size_t errlen;
 };
@@ -357,6 +363,8 @@ static char *trace_present(const struct replay *x, int e)
     const struct plan_trace_event *ev = &x->t->events[e];
     for (int a = 0; on && a < x->cur.n_assigns; a++)
         on[x->cur.assigns[a].workload] = 1;
+    for (int k = 0; on && k < x->n_queue; k++)
+        on[x->queue[k]] = 1;
     if (on)
         on[ev->workload] = ev->kind == PLAN_TRACE_ARRIVE;
     return on;
@@ -389,8 +397,8 @@ static int trace_step_add(struct replay *x, const struct plan_trace_step *s)
     return 0;
 }
 
-/* Makes c the current plan and records the step. */
-static int trace_adopt(struct replay *x, struct candidate *c, struct plan_trace_step *s)
+/* Makes c the current plan, its moves and drains counted in the step s. */
+static int trace_take(struct replay *x, struct candidate *c, struct plan_trace_step *s)
 {
     int rc = trace_check(x, &c->p);
     if (rc)
@@ -401,9 +409,81 @@ static int trace_adopt(struct replay *x, struct candidate *c, struct plan_trace_
     x->phys = c->phys;
     plan_init(&c->p);
     c->phys = NULL;
+    s->moves += c->moves;
+    s->drain_s += c->drain_s;
+    return 0;
+}
+
+static void trace_wait(struct replay *x, int w, double at)
+{
+    x->queue[x->n_queue++] = w;
+    x->queued_at[w] = at;
+}
+
+/* Drops the k-th waiting workload from the queue. */
+static void trace_unqueue(struct replay *x, int k)
+{
+    memmove(&x->queue[k], &x->queue[k + 1], (size_t)(x->n_queue - k - 1) * sizeof(int));
+    x->n_queue--;
+}
+
+static void trace_started(struct replay *x, int k, double at, struct plan_trace_step *s)
+{
+    double waited = at - x->queued_at[x->queue[k]];
+    x->r->waited++;
+    x->r->wait_s += waited;
+    x->r->max_wait_s = waited > x->r->max_wait_s ? waited : x->r->max_wait_s;
+    s->started++;
+    trace_unqueue(x, k);
+}
+
+/* The waiting workload w placed by online moves if it fits now: 1 placed, 0 not. */
+static int trace_try_start(struct replay *x, int w, struct plan_trace_step *s)
+{
+    struct candidate c = {0};
+    struct plan_moves mv = {0};
+    plan_init(&c.p);
+    int rc = plan_online_add_list(x->in, &x->cur, &w, 1, &c.p, &mv), placed = 0;
+    plan_moves_free(&mv);
+    for (int a = 0; !rc && a < c.p.n_assigns && !placed; a++)
+        placed = c.p.assigns[a].workload == w;
+    if (!rc && placed) {
+        c.p.n_infeasible = 0;
+        rc = trace_price(x, &c);
+        rc = rc ? rc : trace_take(x, &c, s);
+    }
+    candidate_free(&c);
+    return rc ? rc : placed;
+}
+
+/* After an event: the waiting workloads the plan now places leave the queue, then each
+ * that fits is placed, in arrival order. */
+static int trace_start_waiting(struct replay *x, struct plan_trace_step *s)
+{
+    int *where = trace_where(x, &x->cur), rc = where ? 0 : -ENOMEM;
+    for (int k = 0; !rc && k < x->n_queue;)
+        if (where[x->queue[k]] >= 0)
+            trace_started(x, k, s->at, s);
+        else
+            k++;
+    free(where);
+    for (int k = 0; !rc && k < x->n_queue;) {
+        rc = trace_try_start(x, x->queue[k], s);
+        if (rc > 0) {
+            trace_started(x, k, s->at, s);
+            rc = 0;
+        } else {
+            k++;
+        }
+    }
+    return rc;
+}
+
+/* Records step s once its event and the waiting workloads it let in are applied. */
+static int trace_record(struct replay *x, struct plan_trace_step *s)
+{
     s->gpus = trace_gpus(&x->cur);
-    s->moves = c->moves;
-    s->drain_s = c->drain_s;
+    s->waiting = x->n_queue;
     return s->gpus < 0 ? s->gpus : trace_step_add(x, s);
 }
 
@@ -411,7 +491,7 @@ static int trace_event(struct replay *x, int e)
 {
     const struct plan_trace_event *ev = &x->t->events[e];
     struct candidate on = {0}, re = {0};
-    struct plan_trace_step s = {ev->at, e, 0, 0, 0, 0, 0, -1, -1};
+    struct plan_trace_step s = {.at = ev->at, .event = e, .replan_gpus = -1, .replan_drain_s = -1};
     plan_init(&on.p);
     plan_init(&re.p);
     int rc = trace_online(x, e, &on);
@@ -424,19 +504,28 @@ static int trace_event(struct replay *x, int e)
         struct candidate *c = s.replanned ? &re : &on;
         int *where = trace_where(x, &c->p);
         s.unplaced = !where ? 0 : ev->kind == PLAN_TRACE_ARRIVE && where[ev->workload] < 0;
-        rc = where ? trace_adopt(x, c, &s) : -ENOMEM;
+        rc = where ? trace_take(x, c, &s) : -ENOMEM;
         free(where);
     }
     candidate_free(&on);
     candidate_free(&re);
-    return rc;
+    if (!rc && s.unplaced)
+        trace_wait(x, ev->workload, ev->at);
+    for (int k = 0; !rc && ev->kind == PLAN_TRACE_DEPART && k < x->n_queue; k++)
+        if (x->queue[k] == ev->workload) { /* it leaves before it ever ran */
+            trace_unqueue(x, k);
+            x->r->gave_up++;
+            break;
+        }
+    rc = rc ? rc : trace_start_waiting(x, &s);
+    return rc ? rc : trace_record(x, &s);
 }
 
 /* The plan of the cluster file's own workloads at time 0, on fresh GPUs. */
 static int trace_start(struct replay *x)
 {
     struct candidate c = {0};
-    struct plan_trace_step s = {0, -1, 0, 0, 0, 0, 0, -1, -1};
+    struct plan_trace_step s = {.event = -1, .replan_gpus = -1, .replan_drain_s = -1};
     char *on = calloc((size_t)x->in->n_workloads + 1, 1);
     int rc = on ? 0 : -ENOMEM;
     plan_init(&c.p);
@@ -446,7 +535,14 @@ static int trace_start(struct replay *x)
     rc = rc ? rc : trace_price(x, &c);
     s.unplaced = x->t->n_initial - c.p.n_assigns;
     s.replanned = 1;
-    rc = rc ? rc : trace_adopt(x, &c, &s);
+    rc = rc ? rc : trace_take(x, &c, &s);
+    int *where = rc ? NULL : trace_where(x, &x->cur);
+    rc = rc ? rc : where ? 0 : -ENOMEM;
+    for (int w = 0; !rc && w < x->t->n_initial; w++)
+        if (where[w] < 0)
+            trace_wait(x, w, 0);
+    free(where);
+    rc = rc ? rc : trace_record(x, &s);
     candidate_free(&c);
     free(on);
     return rc;
@@ -462,6 +558,7 @@ static void trace_totals(struct replay *x)
     }
     r->gpu_hours = gs / 3600.0;
     r->replans -= 1;   /* the plan at time 0 is not a replan */
+    r->waiting_at_end = x->n_queue;
 }
 
 int plan_trace_replay(const struct plan_input *in, const struct plan_trace *t,
@@ -476,7 +573,9 @@ int plan_trace_replay(const struct plan_input *in, const struct plan_trace *t,
         err[0] = '\0';
     for (int p = 0; p < in->n_pools; p++)
         x.pool_base[p + 1] = x.pool_base[p] + in->pools[p].count;
-    rc = trace_start(&x);
+    x.queue = malloc(((size_t)in->n_workloads + 1) * sizeof(int));
+    x.queued_at = malloc(((size_t)in->n_workloads + 1) * sizeof(double));
+    rc = x.queue && x.queued_at ? trace_start(&x) : -ENOMEM;
     for (int e = 0; !rc && e < t->n_events; e++)
         rc = trace_event(&x, e);
     if (!rc)
@@ -487,5 +586,7 @@ int plan_trace_replay(const struct plan_input *in, const struct plan_trace *t,
         snprintf(err, errlen, "out of memory while replaying the trace");
     plan_free(&x.cur);
     free(x.phys);
+    free(x.queue);
+    free(x.queued_at);
     return rc;
 }

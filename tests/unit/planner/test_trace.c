@@ -2,7 +2,8 @@
  * the replay: online moves only, a plan from scratch at every event, and the drain-aware
  * choice, which replans exactly when the GPU-seconds saved until the horizon exceed the
  * drain seconds of the workloads moved (per-workload drain_seconds over the default);
- * a replan keeps the workloads it can in place; an arrival without room is counted. */
+ * a replan keeps the workloads it can in place; an arrival without room is counted and
+ * waits until room is made or its departure comes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,8 +204,8 @@ static void test_horizon(void **state)
     plan_input_free(&in);
 }
 
-/* Two GPUs, full: an arrival that needs a whole GPU is not placed, and its departure
- * changes nothing. */
+/* Two GPUs, full: an arrival that needs a whole GPU is not placed; it waits, and its
+ * departure, which comes first, changes nothing but the queue (it gave up). */
 static void test_unplaced_arrival(void **state)
 {
     struct plan_input in;
@@ -219,6 +220,58 @@ static void test_unplaced_arrival(void **state)
         assert_int_equal(r.steps[1].unplaced, 1);
         assert_int_equal(r.steps[2].unplaced, 0);
         assert_int_equal(r.max_gpus, 2);
+        assert_int_equal(r.steps[1].waiting, 1);
+        assert_int_equal(r.steps[2].waiting, 0);
+        assert_int_equal(r.gave_up, 1);
+        assert_int_equal(r.waited, 0);
+        assert_int_equal(r.waiting_at_end, 0);
+        plan_trace_result_free(&r);
+    }
+    plan_trace_free(&t);
+    plan_input_free(&in);
+}
+
+/* The same arrival waits until c and d have left: then a and b fit on one GPU and the
+ * waiting workload takes the other, 19 s after it came, under every policy (online
+ * moves by an add's fewest moves, the others by a plan from scratch, taken because it
+ * places more). With d staying, no plan has room: it still waits at the end. */
+static void test_waiting_arrival_starts_when_room_is_made(void **state)
+{
+    static const char arrive[] = "end: 100\nevents:\n  - {at: 1, arrive: {name: big, "
+                                 "memory_mib: 1, target: 90, throughput: {whole: 100}}}\n"
+                                 "  - {at: 10, depart: c}\n";
+    char text[512];
+    struct plan_input in;
+    struct plan_trace t;
+    struct plan_trace_result r;
+    (void)state;
+    snprintf(text, sizeof(text), "%s  - {at: 20, depart: d}\n", arrive);
+    load(&in, &t, "2", "", text);
+    for (int p = 0; p < PLAN_TRACE_POLICIES; p++) {
+        replay(&in, &t, p, &r);
+        assert_int_equal(r.n_steps, 4);
+        assert_int_equal(r.unplaced, 1);
+        assert_int_equal(r.steps[1].waiting, 1);
+        assert_int_equal(r.steps[2].waiting, 1); /* a + {b, d} + big: three GPUs */
+        assert_int_equal(r.steps[2].started, 0);
+        assert_int_equal(r.steps[3].started, 1);
+        assert_int_equal(r.steps[3].waiting, 0);
+        assert_int_equal(r.steps[3].gpus, 2);
+        assert_int_equal(r.waited, 1);
+        assert_true(r.wait_s == 19.0 && r.max_wait_s == 19.0);
+        assert_int_equal(r.gave_up, 0);
+        assert_int_equal(r.waiting_at_end, 0);
+        plan_trace_result_free(&r);
+    }
+    plan_trace_free(&t);
+    plan_input_free(&in);
+    load(&in, &t, "2", "", arrive);
+    for (int p = 0; p < PLAN_TRACE_POLICIES; p++) {
+        replay(&in, &t, p, &r);
+        assert_int_equal(r.waited, 0);
+        assert_int_equal(r.gave_up, 0);
+        assert_int_equal(r.waiting_at_end, 1);
+        assert_int_equal(r.steps[2].waiting, 1);
         plan_trace_result_free(&r);
     }
     plan_trace_free(&t);
@@ -234,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_drain_aware_keeps_when_drains_cost_more),
         cmocka_unit_test(test_horizon),
         cmocka_unit_test(test_unplaced_arrival),
+        cmocka_unit_test(test_waiting_arrival_starts_when_room_is_made),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
