@@ -190,7 +190,8 @@ struct rm_export_objects_to_fd_params {
     uint16_t index;
 };
 
-/* FB_GET_INFO_V2: {count; {index, data}[128]}, data in KiB. */
+/* FB_GET_INFO_V2: {count; {index, data}[128]}, data in KiB. FB_GET_INFO (the first
+ * version, which Vulkan's driver asks): {count; pad; a pointer to count entries}. */
 #define RM_FB_INFO_MAX 128u
 struct rm_fb_info_entry {
     uint32_t index, data;
@@ -199,6 +200,12 @@ struct rm_fb_get_info_v2_params {
     uint32_t count;
     struct rm_fb_info_entry entries[RM_FB_INFO_MAX];
 };
+struct rm_fb_get_info_params {
+    uint32_t count;
+    uint32_t pad;
+    uint64_t list; /* struct rm_fb_info_entry[count] in the caller's memory */
+};
+#define RM_FB_INFO_RAM_SIZE 0x7u
 #define RM_FB_INFO_TOTAL_RAM_SIZE 0x8u
 #define RM_FB_INFO_HEAP_SIZE 0x9u
 #define RM_FB_INFO_HEAP_FREE 0x16u
@@ -239,6 +246,9 @@ static_assert(offsetof(struct rm_memory_alloc_params, size) == 64, "size");
 static_assert(offsetof(struct rm_memory_alloc_params, limit) == 88, "limit");
 static_assert(offsetof(struct rm_memory_alloc_params, h_va_space) == 108, "hVASpace");
 static_assert(sizeof(struct rm_fb_get_info_v2_params) == 1028, "FB_GET_INFO_V2");
+static_assert(sizeof(struct rm_fb_get_info_params) == 16 &&
+                  offsetof(struct rm_fb_get_info_params, list) == 8,
+              "FB_GET_INFO");
 static_assert(offsetof(struct rm_export_objects_to_fd_params, objects) == 76 &&
                   sizeof(struct rm_export_objects_to_fd_params) == 2128,
               "EXPORT_OBJECTS_TO_FD");
@@ -359,6 +369,7 @@ enum rm_class {
     X(0x2080122A, NV2080_GR_GET_GPC_MASK, 24)                                 \
     X(0x2080122B, NV2080_GR_GET_TPC_MASK, 24)                                 \
     X(0x20801230, NV2080_GR_GET_SM_ISSUE_RATE_MODIFIER, 32)                   \
+    X(0x20801301, NV2080_FB_GET_INFO, 16)                                     \
     X(0x20801303, NV2080_FB_GET_INFO_V2, 1028)                                \
     X(0x20801701, NV2080_MC_GET_ARCH_INFO, 16)                                \
     X(0x20801801, NV2080_BUS_GET_PCI_INFO, 16)                                \

@@ -855,17 +855,47 @@ static bool control_after(const struct call_frame *f, struct rm_control_args *c)
     return true;
 }
 
-/* The tenant's view of the GPU's memory: rewrite FB_GET_INFO_V2 before anyone reads it. */
+/* FB_GET_INFO's list of entries, which its parameters point to, rewritten for GPU gpu:
+ * read into the shim's copy, rewritten there and written back (the application's
+ * pointer may be anything: app_memory.h). */
+static void rewrite_fb_info_list(const uint8_t *params, int gpu)
+{
+    struct rm_fb_get_info_params p;
+    memcpy(&p, params, sizeof p);
+    uint32_t n = p.count < RM_FB_INFO_MAX ? p.count : RM_FB_INFO_MAX;
+    struct rm_fb_info_entry list[RM_FB_INFO_MAX];
+    size_t len = n * sizeof list[0];
+    void *at = (void *)(uintptr_t)p.list;
+    if (!n || app_memory_read(list, at, len) != len)
+        return;
+    memguard_rewrite_fb_entries((uint8_t *)list, n, gpu);
+    app_memory_write_as(getpid(), at, list, len);
+}
+
+/* The tenant's view of the GPU's memory: rewrite FB_GET_INFO_V2's entries, or those
+ * FB_GET_INFO points to (Vulkan's driver asks that one), before anyone reads them. */
 static void rewrite_memory_view(struct call_frame *f)
 {
     struct rm_control_args c;
-    if (!memguard_active() || !f->params_rw || !control_after(f, &c) ||
-        c.cmd != RM_CTRL_NV2080_FB_GET_INFO_V2 || c.params_size != 1028)
+    if (!memguard_active() || !f->params_rw || !control_after(f, &c))
+        return;
+    bool v2 = c.cmd == RM_CTRL_NV2080_FB_GET_INFO_V2 &&
+              c.params_size == sizeof(struct rm_fb_get_info_v2_params);
+    bool v1 = c.cmd == RM_CTRL_NV2080_FB_GET_INFO &&
+              c.params_size == sizeof(struct rm_fb_get_info_params);
+    if (!v1 && !v2)
         return;
     struct objtree *t = state_lock();
     int gpu = t ? objtree_gpu_of(t, c.h_client, c.h_object) : -1;
     state_unlock();
-    memguard_rewrite_fb_info(f->params_rw, c.params_size, gpu);
+    if (v1) {
+        rewrite_fb_info_list(f->params_rw, gpu);
+        return;
+    }
+    uint32_t count;
+    memcpy(&count, f->params_rw, sizeof count);
+    memguard_rewrite_fb_entries(f->params_rw + offsetof(struct rm_fb_get_info_v2_params, entries),
+                                count, gpu);
 }
 
 /* The application's own SET_TIMESLICE (CUDA sets one on every channel group it

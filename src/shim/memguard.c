@@ -872,9 +872,9 @@ static uint64_t tenant_held_locked(uint32_t g)
     return mg_charged[g];
 }
 
-void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
+void memguard_rewrite_fb_entries(uint8_t *entries, uint32_t count, int gpu)
 {
-    if (!memguard_active() || len < sizeof(struct rm_fb_get_info_v2_params))
+    if (!memguard_active())
         return;
     uint32_t g = gpu < 0 ? 0 : gpu < KAIROS_MAX_GPUS ? (uint32_t)gpu : KAIROS_MAX_GPUS - 1;
     pthread_mutex_lock(&mg_mu);
@@ -884,15 +884,14 @@ void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu)
     if (quota == UNLIMITED)
         return;
     uint64_t free_kib = held >= quota ? 0 : (quota - held) >> 10;
-    uint32_t count = bytes_u32(params);
     if (count > RM_FB_INFO_MAX)
         count = RM_FB_INFO_MAX;
     for (uint32_t i = 0; i < count; i++) {
-        uint8_t *entry = params + 4 + 8 * i;
+        uint8_t *entry = entries + 8 * i;
         uint32_t index = bytes_u32(entry), data = bytes_u32(entry + 4);
         uint64_t shown = data;
         if (index == RM_FB_INFO_HEAP_SIZE || index == RM_FB_INFO_TOTAL_RAM_SIZE ||
-            index == RM_FB_INFO_USABLE_RAM_SIZE)
+            index == RM_FB_INFO_RAM_SIZE || index == RM_FB_INFO_USABLE_RAM_SIZE)
             shown = (quota >> 10) < data ? quota >> 10 : data;
         else if (index == RM_FB_INFO_HEAP_FREE)
             shown = free_kib < data ? free_kib : data;

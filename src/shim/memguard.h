@@ -72,8 +72,10 @@ void memguard_write_refusal(uint32_t req, void *arg);
 void memguard_after(struct memguard_ticket *t, const struct objtree_effect *effect);
 /* Memory released without a call of its own (the last close of a file). */
 void memguard_released(const struct objtree_effect *effect);
-/* A successful FB_GET_INFO_V2 on GPU gpu: rewrites its reply in place. */
-void memguard_rewrite_fb_info(uint8_t *params, size_t len, int gpu);
+/* The entries ({index, data} pairs, 8 bytes each, data in KiB) of a successful
+ * FB_GET_INFO or FB_GET_INFO_V2 on GPU gpu, rewritten in place: the sizes the tenant's
+ * quota, the free memory what its quota leaves. */
+void memguard_rewrite_fb_entries(uint8_t *entries, uint32_t count, int gpu);
 
 /* Counters for tests and logs. */
 struct memguard_stats {

@@ -286,6 +286,22 @@ static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
     *free_kib = p.entries[1].data;
 }
 
+/* The first FB_GET_INFO, as Vulkan's driver asks it: the entries behind a pointer. */
+static void fb_info_v1(uint32_t *ram_kib, uint32_t *total_kib)
+{
+    struct rm_fb_info_entry list[2] = {{.index = RM_FB_INFO_RAM_SIZE},
+                                       {.index = RM_FB_INFO_TOTAL_RAM_SIZE}};
+    struct rm_fb_get_info_params p = {.count = 2, .list = (uintptr_t)list};
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_subdevice,
+                                .cmd = RM_CTRL_NV2080_FB_GET_INFO,
+                                .params = (uintptr_t)&p, .params_size = sizeof p};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, "FB_GET_INFO");
+    must(a.status, "FB_GET_INFO");
+    *ram_kib = list[0].data;
+    *total_kib = list[1].data;
+}
+
 /* The device instance of the physical GPU at place phys in PCI order, found as CUDA
  * does: GET_PROBED_IDS (the gpuIds, made of the PCI location: sorted, the PCI
  * order), then GET_ID_INFO_V2 of that gpuId. phys itself when the driver does not
@@ -776,8 +792,9 @@ int main(int argc, char **argv)
     must(rm_alloc(h_device, &h_subdevice, RM_CLASS_NV20_SUBDEVICE_0, &sub_params,
                   sizeof sub_params, false, false),
          "subdevice");
-    uint32_t fb_total_kib, fb_free_kib, fb_free_after_kib;
+    uint32_t fb_total_kib, fb_free_kib, fb_free_after_kib, fb_v1_ram_kib, fb_v1_total_kib;
     fb_info(&fb_total_kib, &fb_free_kib);
+    fb_info_v1(&fb_v1_ram_kib, &fb_v1_total_kib);
 
     uint64_t vidmem = 0, freed = 0;
     int allocs = 0, failed = 0, freed_allocs = 0;
@@ -940,12 +957,13 @@ int main(int argc, char **argv)
     }
     printf("fakeapp: opens=%d ioctls=%lu mmaps=%d threads=%d allocs=%d failed=%d "
            "vidmem_bytes=%llu freed_allocs=%d freed_bytes=%llu kept_bytes=%llu "
-           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u keep=%d device=%d instance=%u "
+           "fb_total_kib=%u fb_free_kib=%u fb_free_after_kib=%u fb_v1_ram_kib=%u "
+           "fb_v1_total_kib=%u keep=%d device=%d instance=%u "
            "managed_bytes=%llu managed_errno=%d\n",
            n_opens, (unsigned long)atomic_load(&n_ioctls), n_mmaps, threads, allocs, failed,
            (unsigned long long)vidmem, freed_allocs, (unsigned long long)freed,
            (unsigned long long)(vidmem - freed), fb_total_kib, fb_free_kib, fb_free_after_kib,
-           keep, device, device_instance, (unsigned long long)managed_bytes, managed_errno);
+           fb_v1_ram_kib, fb_v1_total_kib, keep, device, device_instance, (unsigned long long)managed_bytes, managed_errno);
     fflush(stdout);
     if (keep)
         exit(0);

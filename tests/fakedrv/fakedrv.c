@@ -1143,6 +1143,27 @@ static uint32_t dup_locked(struct fk_file *f, struct rm_dup_object_args *a)
     return RM_NV_OK;
 }
 
+/* FB_GET_INFO's and FB_GET_INFO_V2's answers, in KiB: the sizes GPU gpu's memory,
+ * the free part what is not allocated; an index this driver does not know reads 0. */
+static void fb_info_entries_locked(int gpu, struct rm_fb_info_entry *e, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        switch (e[i].index) {
+        case RM_FB_INFO_RAM_SIZE:
+        case RM_FB_INFO_TOTAL_RAM_SIZE:
+        case RM_FB_INFO_HEAP_SIZE:
+        case RM_FB_INFO_USABLE_RAM_SIZE:
+            e[i].data = (uint32_t)(fb_total[gpu] >> 10);
+            break;
+        case RM_FB_INFO_HEAP_FREE:
+            e[i].data = (uint32_t)((fb_total[gpu] - fb_used[gpu]) >> 10);
+            break;
+        default:
+            e[i].data = 0;
+        }
+    }
+}
+
 static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
 {
     uint32_t status;
@@ -1171,21 +1192,17 @@ static uint32_t rm_control_locked(struct fk_file *f, struct rm_control_args *a)
         if (a->params_size != sizeof(struct rm_fb_get_info_v2_params) || !a->params)
             return RM_NV_ERR_INVALID_PARAM_STRUCT;
         struct rm_fb_get_info_v2_params *p = (void *)(uintptr_t)a->params;
-        uint32_t n = p->count < RM_FB_INFO_MAX ? p->count : RM_FB_INFO_MAX;
-        for (uint32_t i = 0; i < n; i++) {
-            switch (p->entries[i].index) {
-            case RM_FB_INFO_TOTAL_RAM_SIZE:
-            case RM_FB_INFO_HEAP_SIZE:
-            case RM_FB_INFO_USABLE_RAM_SIZE:
-                p->entries[i].data = (uint32_t)(fb_total[o->gpu] >> 10);
-                break;
-            case RM_FB_INFO_HEAP_FREE:
-                p->entries[i].data = (uint32_t)((fb_total[o->gpu] - fb_used[o->gpu]) >> 10);
-                break;
-            default:
-                p->entries[i].data = 0;
-            }
-        }
+        if (p->count > RM_FB_INFO_MAX)
+            return RM_NV_ERR_INVALID_ARGUMENT;
+        fb_info_entries_locked(o->gpu, p->entries, p->count);
+    }
+    if (a->cmd == RM_CTRL_NV2080_FB_GET_INFO) { /* the entries behind a pointer */
+        if (a->params_size != sizeof(struct rm_fb_get_info_params) || !a->params)
+            return RM_NV_ERR_INVALID_PARAM_STRUCT;
+        const struct rm_fb_get_info_params *p = (const void *)(uintptr_t)a->params;
+        if (p->count > RM_FB_INFO_MAX || (p->count && !p->list))
+            return RM_NV_ERR_INVALID_ARGUMENT;
+        fb_info_entries_locked(o->gpu, (struct rm_fb_info_entry *)(uintptr_t)p->list, p->count);
     }
     return RM_NV_OK;
 }

@@ -62,6 +62,10 @@ class Standalone(unittest.TestCase):
         c = counts(r.stdout)
         self.assertEqual(c["fb_total_kib"], 100 * 1024)
         self.assertEqual(c["fb_free_after_kib"], (100 * MiB - c["vidmem_bytes"]) // 1024)
+        # the first FB_GET_INFO (Vulkan's): its entries sit behind a pointer
+        self.assertEqual((c["fb_v1_ram_kib"], c["fb_v1_total_kib"]), (100 * 1024, 100 * 1024))
+        native = counts(fakeapp("-n", "1", "-s", str(PAGE), KAIROS_MEM="").stdout)
+        self.assertGreater(native["fb_v1_total_kib"], 100 * 1024)  # the fake GPU's own
 
     def test_no_byte_beyond_the_quota_with_many_threads(self):
         r = fakeapp("-t", "8", "-n", "40", "-s", str(PAGE), KAIROS_MEM="101M")
