@@ -130,6 +130,12 @@ void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans)
         g->t[slot].spans = spans;
 }
 
+void sched_tenant_set_domain(struct sched_gpu *g, unsigned slot, uint32_t domain)
+{
+    if (slot < SCHED_MAX_TENANTS && g->t[slot].present)
+        g->t[slot].domain = domain;
+}
+
 static double weight(const struct sched_tenant *t)
 {
     return t->pol.share > 0 ? t->pol.share : 0.01; /* best effort */

@@ -117,6 +117,8 @@ struct sched_tenant {
                            * while it has a window shorter than the period, else 0) */
     bool changed;         /* dec changed in the last sched_tick */
     bool spans;           /* has a policy on other GPUs too: its window comes first */
+    uint32_t domain;      /* its fault domain (space mode: an MPS client beside the
+                           * domain's others), as a nonzero id; 0 for none */
     unsigned woken;       /* ticks left since sched_wake: active, its cap not cut by the
                            * reports that still cover its idle spell */
     double demand;        /* last period: its runnable time (without the shims' reports,
@@ -202,6 +204,12 @@ void sched_tenant_remove(struct sched_gpu *g, unsigned slot);
  * on each (the same period and epoch everywhere: timeshare.c), wherever the
  * tenants before it have the same windows; single-GPU tenants fill the rest. */
 void sched_tenant_set_spans(struct sched_gpu *g, unsigned slot, bool spans);
+/* The fault domain of the tenant in slot (a nonzero id; 0: none). Clients of one
+ * domain run side by side in one MPS server: a tenant whose active neighbours are
+ * all of its own domain is never short for the ladder, so nobody is paused or
+ * windowed for it (on the H100, windows between two such clients at 75/25 cut their
+ * work to 0.37 of plain MPS's: bench/results/2026-12-07-harm). */
+void sched_tenant_set_domain(struct sched_gpu *g, unsigned slot, uint32_t domain);
 /* One period: use[slot] for every slot (absent ones ignored). Afterwards
  * t[slot].dec holds the decision for the next period, t[slot].changed says
  * whether to send it. */

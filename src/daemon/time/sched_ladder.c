@@ -151,9 +151,27 @@ static double windowed_targets(const struct sched_gpu *g)
  * between symmetric tenants, mostly: on the H200 four launch-bound inference
  * processes read 14-37 % of their sum from one period to the next, and this
  * still took that for a shortfall in 3 of 6 runs (docs/scheduler.md). */
+/* Whether t is in a fault domain and every other tenant that takes windows now is of
+ * the same domain: clients of one MPS server, which run side by side, not in turns. */
+static bool among_its_domain(const struct sched_gpu *g, const struct sched_tenant *t)
+{
+    if (!t->domain)
+        return false;
+    for (unsigned i = 0; i < SCHED_MAX_TENANTS; i++) {
+        const struct sched_tenant *u = &g->t[i];
+        if (u != t && sched_in_windows(g, u) && u->domain != t->domain)
+            return false;
+    }
+    return true;
+}
+
 static bool misses_target(const struct sched_gpu *g, struct sched_tenant *t,
                           const struct sched_usage *u, double busy, double targets)
 {
+    if (among_its_domain(g, t)) { /* sched.h, sched_tenant_set_domain */
+        t->lag = t->lag_slow = 0;
+        return false;
+    }
     /* windows would not help a latency tenant that waited; back from an idle spell,
      * NVML's second still holds it (on the H200 auto windowed a bursty tenant so,
      * and lent nothing), unless its shims' progress says what it ran: then it is

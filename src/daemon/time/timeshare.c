@@ -256,6 +256,28 @@ static void mark_spans(struct timeshare *t)
     }
 }
 
+/* A fault domain's name as the scheduler's nonzero id (FNV-1a; 0: none). */
+static uint32_t domain_id(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return name[0] ? h | 1u : 0;
+}
+
+/* Tells each GPU's scheduler the fault domain of each slot's tenant
+ * (sched_tenant_set_domain). */
+static void mark_domains(struct timeshare *t)
+{
+    for (unsigned s = 0; s < SCHED_MAX_TENANTS; s++) {
+        const struct ledger_tenant *lt =
+            t->slot_name[s][0] ? ledger_tenant_find(&t->ts->ledger, t->slot_name[s]) : NULL;
+        uint32_t id = lt ? domain_id(tenants_settings_of(t->ts, lt)->fault_domain) : 0;
+        for (unsigned g = 0; g < t->ts->n_gpus; g++)
+            sched_tenant_set_domain(&t->g[g], s, id);
+    }
+}
+
 void timeshare_reconfigure(struct timeshare *t)
 {
     drop_gone(t);
@@ -272,6 +294,7 @@ void timeshare_reconfigure(struct timeshare *t)
                     place(t, lt->name, g, &pol);
         }
     mark_spans(t);
+    mark_domains(t);
     for (unsigned g = 0; g < t->ts->n_gpus; g++) {
         sched_set_mode(&t->g[g], c->time_mode);
         sched_set_yield(&t->g[g], c->latency_yield_us);

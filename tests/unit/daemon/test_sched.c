@@ -7,7 +7,8 @@
  * idle at once (its time lent), a live tenant with nothing runnable idle whatever
  * NVML's coarse use says, no windows for a latency tenant (windows and auto
  * modes) and the others' windows filling the period around it; a tenant back
- * from an idle spell (its shim's wake) planned in at once. */
+ * from an idle spell (its shim's wake) planned in at once; clients of one fault
+ * domain never held back for each other. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -202,6 +203,35 @@ static void test_short_tenant_helped_within_five_periods(void **state)
     use[1].used_us = 54000;
     assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 4) <= 4);
     assert_int_equal(g.hold_periods, 2 * SCHED_HOLD_MIN_PERIODS);
+}
+
+/* Two clients of one fault domain (one MPS server: they run side by side) at 75/25,
+ * the first far short of its share: nobody is short for the ladder, so the GPU stays
+ * native, nobody held. A third tenant outside the domain makes the shortfall count
+ * again (the domain and it share the GPU in turns), and so does a domain of its own
+ * for each. */
+static void test_clients_of_one_domain_are_never_held_for_each_other(void **state)
+{
+    (void)state;
+    struct sched_gpu g;
+    pair(&g, SCHED_MODE_AUTO, &p75, &p25);
+    sched_tenant_set_domain(&g, 0, 7);
+    sched_tenant_set_domain(&g, 1, 7);
+    struct sched_usage use[SCHED_MAX_TENANTS] = {0};
+    deep(&use[0], 40000); /* both run all the period, side by side */
+    deep(&use[1], 60000);
+    ticks(&g, use, 200);
+    assert_int_equal(g.level, SCHED_LEVEL_NATIVE);
+    for (unsigned i = 0; i < 2; i++) {
+        assert_int_equal(g.t[i].hold, SCHED_HOLD_NONE);
+        assert_int_equal(g.t[i].dec.period_us, 0);
+        assert_int_equal(g.t[i].dec.timeslice_us, 0);
+    }
+    sched_tenant_set_domain(&g, 1, 9); /* another domain: the same shortfall counts */
+    assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 8) <= 8);
+    pair(&g, SCHED_MODE_AUTO, &p75, &p25);
+    sched_tenant_set_domain(&g, 0, 7); /* no domain for the other */
+    assert_true(until_level(&g, use, SCHED_LEVEL_SLICES, 8) <= 8);
 }
 
 /* Windows are a trial: when the GPU's use (the tenants' summed) falls below 0.9
@@ -1282,6 +1312,7 @@ int main(void)
         cmocka_unit_test(test_windows_tenant_without_process_idle_at_once),
         cmocka_unit_test(test_windows_lend_a_live_idle_tenant_despite_coarse_use),
         cmocka_unit_test(test_short_tenant_helped_within_five_periods),
+        cmocka_unit_test(test_clients_of_one_domain_are_never_held_for_each_other),
         cmocka_unit_test(test_a_tenant_on_two_gpus_is_held_back_on_both_together),
         cmocka_unit_test(test_windows_taken_from_another_gpu_are_dropped_where_they_idle_it),
         cmocka_unit_test(test_quick_wake_only_where_a_wake_counts),
