@@ -647,6 +647,32 @@ class TenantSet:
         for t in self.tenants.values():
             t.start()
 
+    def quit_domains(self):
+        """The MPS control daemons kairosd ran for the mix's domain, once kairosd is
+        stopped: kairosd leaves them running for its next start to adopt, and this
+        benchmark has no next start. quit to each (its pipe folder under kairosd's
+        runtime folder), then its pid (control.pid) given 10 s, then SIGTERM."""
+        root = os.path.join(os.path.dirname(self.daemon.sock), "mps")
+        control = self.domain_control()
+        for entry in sorted(os.listdir(root)) if os.path.isdir(root) and control else []:
+            env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(root, entry, "pipe"))
+            try:
+                subprocess.run([control], input="quit\n", capture_output=True, text=True,
+                               env=env, timeout=10)
+                pid = int(open(os.path.join(root, entry, "control.pid")).read())
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                continue
+            deadline = time.time() + 10
+            while time.time() < deadline and os.path.exists(f"/proc/{pid}"):
+                time.sleep(0.1)
+            if os.path.exists(f"/proc/{pid}"):
+                print(f"  {self.mix_name}: the control daemon of {entry} (pid {pid}) still "
+                      "runs 10 s after quit: SIGTERM", flush=True)
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
     def space_lines(self):
         """kairosd.yaml's space block where its tenants have a fault domain: the control
         daemon kairosd runs for it (a dry run: the stand-in; else --mps-control, where
@@ -846,6 +872,7 @@ class TenantSet:
                 t.log.close()
         if self.daemon:
             self.daemon.stop()
+            self.quit_domains()
         if self.mps:
             self.mps.stop()
         return {"skipped": self.skipped, "failed": self.failed,

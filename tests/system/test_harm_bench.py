@@ -575,6 +575,9 @@ class SpaceDryRun(BenchRun):
             self.assertEqual(re.findall(r"^ +fault_domain: (\S+)$", conf, re.M),
                              [domain] * len(names))
             self.assertIn(f"space: {{ mps_control: {hb.SPACE_STAND_IN} }}", conf)
+            # kairosd leaves its control daemons for a restart: the benchmark quits them
+            self.assertIn("command: quit", self.archived(
+                f"{mix}/kd-kairos/mps/{domain}@{os.getuid()}/log/control.log"))
             log = self.archived(f"{mix}/kairosd-kairos.log")
             sets = self.res["mixes"][mix]["sets"]
             for name in names:
