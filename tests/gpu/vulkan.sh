@@ -8,7 +8,8 @@
 # no loader, carry Debian's libvulkan1, libglvnd0, libglx0, libgl1, libegl1,
 # libopengl0 and libgles2 in .gl/ (scripts/gpu-gl fetches them). On the lent H100 of
 # 2026-12-05 (driver 580.159.04) with libvulkan1 alone carried, the ICD gave no
-# vkCreateInstance (VK_ERROR_INCOMPATIBLE_DRIVER).
+# vkCreateInstance (VK_ERROR_INCOMPATIBLE_DRIVER); with all of them, on 2026-12-07, it
+# ran (bench/results/2026-12-07-h100-vulkan).
 echo "--- vulkan: heaps and budget, native and under a 2 GiB quota"
 vdir=$OUT/vulkan
 mkdir -p "$vdir"
