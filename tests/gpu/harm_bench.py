@@ -8,7 +8,10 @@ folders, quit at the end of the mix, on failure too; skipped with a line where t
 machine has none); kairos (a private kairosd with the mix's policies and no time_mode
 line: kairosd's default is what is measured); kairos-MODE (time_mode MODE) where named.
 Each mix is repeated --reps times, interleaved (repetition 1: its solo rounds, native,
-mps, kairos; repetition 2: ...), and every figure is taken against the same
+mps, kairos; repetition 2: its solo rounds, mps, kairos, native; each repetition the
+configurations' order turned by one, so that none always runs first or last: on the
+H100 the rates climbed within a repetition, native first 524 and kairos last 543, then
+601 and 645, bench/results/2026-12-07-harm), and every figure is taken against the same
 repetition's solo; harm.tsv holds the medians over the repetitions.
 
 Every configuration's PyTorch tenants are started once per mix, all at the same time, and
@@ -915,6 +918,12 @@ def space_route(log, pid):
 
 # ---- the benchmark ---------------------------------------------------------------------
 
+def rotated(items, k):
+    """items turned left by k (mod their number): a repetition's order of configurations."""
+    k = k % len(items) if items else 0
+    return list(items[k:]) + list(items[:k])
+
+
 def medians(per_rep, order):
     """{metric: the median of its values over the repetitions, None where none has one}."""
     out = {}
@@ -984,7 +993,7 @@ class Bench:
             for rep in range(1, self.args.reps + 1):
                 for label, names in mix.solo:
                     self.round(rec, sets["native"], names, label, rep)
-                for c in self.configs:
+                for c in rotated(self.configs, rep - 1):
                     self.round(rec, sets[c], mix.names(), c, rep)
         finally:
             for c, s in sets.items():

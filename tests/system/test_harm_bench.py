@@ -349,8 +349,11 @@ class DryRun(BenchRun):
         seq = []
         for mix, rec in self.res["mixes"].items():
             got = [(r["rep"], r["round"], r["config"]) for r in rec["rounds"]]
+            solo = [c for c in QUICK_ROUNDS[mix] if c.startswith("solo")]
+            sets = [c for c in QUICK_ROUNDS[mix] if not c.startswith("solo")]
             want = [(rep, label, "native" if label.startswith("solo") else label)
-                    for rep in (1, 2, 3) for label in QUICK_ROUNDS[mix]]
+                    for rep in (1, 2, 3)  # the configurations' order turned each time
+                    for label in solo + sets[rep - 1:] + sets[:rep - 1]]
             self.assertEqual(got, want, mix)
             seq += [(r["seq"], r["started"]) for r in rec["rounds"]]
         self.assertEqual(seq, sorted(seq))
