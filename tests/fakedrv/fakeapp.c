@@ -241,6 +241,18 @@ static uint32_t rm_free(uint32_t handle)
     return a.status;
 }
 
+/* An RM_CONTROL of cmd on h_object with its parameters; fails the program (must) when
+ * the call or the driver refuses it. */
+static void rm_control(uint32_t h_object, uint32_t cmd, void *params, uint32_t size,
+                       const char *what)
+{
+    struct rm_control_args a = {.h_client = h_client, .h_object = h_object, .cmd = cmd,
+                                .params = (uintptr_t)params, .params_size = size};
+    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
+        must(0xffffffffu, what);
+    must(a.status, what);
+}
+
 /* -E: exports thread 0's allocations to a new /dev/nvidiactl file (NV0000
  * EXPORT_OBJECTS_TO_FD, as cuMemExportToShareableHandle does), then frees them: the
  * export file keeps their memory. Returns the file; *bytes what it holds. */
@@ -257,12 +269,8 @@ static int export_and_free(struct app_thread *t, uint64_t *bytes)
         p.objects[p.num_objects++] = t->handles[j];
         *bytes += t->sizes[j];
     }
-    struct rm_control_args a = {.h_client = h_client, .h_object = h_client,
-                                .cmd = RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD,
-                                .params = (uintptr_t)&p, .params_size = sizeof p};
-    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
-        must(0xffffffffu, "EXPORT_OBJECTS_TO_FD");
-    must(a.status, "EXPORT_OBJECTS_TO_FD");
+    rm_control(h_client, RM_CTRL_NV0000_OS_UNIX_EXPORT_OBJECTS_TO_FD, &p, sizeof p,
+               "EXPORT_OBJECTS_TO_FD");
     for (unsigned j = 0; j < p.num_objects; j++)
         must(rm_free(p.objects[j]), "free of an exported object");
     t->made = 0; /* gone from this process; the export file keeps their memory */
@@ -276,12 +284,7 @@ static void fb_info(uint32_t *total_kib, uint32_t *free_kib)
     p.count = 2;
     p.entries[0].index = RM_FB_INFO_HEAP_SIZE;
     p.entries[1].index = RM_FB_INFO_HEAP_FREE;
-    struct rm_control_args a = {.h_client = h_client, .h_object = h_subdevice,
-                                .cmd = RM_CTRL_NV2080_FB_GET_INFO_V2,
-                                .params = (uintptr_t)&p, .params_size = sizeof p};
-    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
-        must(0xffffffffu, "FB_GET_INFO_V2");
-    must(a.status, "FB_GET_INFO_V2");
+    rm_control(h_subdevice, RM_CTRL_NV2080_FB_GET_INFO_V2, &p, sizeof p, "FB_GET_INFO_V2");
     *total_kib = p.entries[0].data;
     *free_kib = p.entries[1].data;
 }
@@ -292,12 +295,7 @@ static void fb_info_v1(uint32_t *ram_kib, uint32_t *total_kib)
     struct rm_fb_info_entry list[2] = {{.index = RM_FB_INFO_RAM_SIZE},
                                        {.index = RM_FB_INFO_TOTAL_RAM_SIZE}};
     struct rm_fb_get_info_params p = {.count = 2, .list = (uintptr_t)list};
-    struct rm_control_args a = {.h_client = h_client, .h_object = h_subdevice,
-                                .cmd = RM_CTRL_NV2080_FB_GET_INFO,
-                                .params = (uintptr_t)&p, .params_size = sizeof p};
-    if (nv_ioctl(ctl, RM_IOWR(RM_NR_CONTROL, sizeof a), &a) != 0)
-        must(0xffffffffu, "FB_GET_INFO");
-    must(a.status, "FB_GET_INFO");
+    rm_control(h_subdevice, RM_CTRL_NV2080_FB_GET_INFO, &p, sizeof p, "FB_GET_INFO");
     *ram_kib = list[0].data;
     *total_kib = list[1].data;
 }
