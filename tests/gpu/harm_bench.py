@@ -662,7 +662,8 @@ class TenantSet:
             try:
                 subprocess.run([control], input="quit\n", capture_output=True, text=True,
                                env=env, timeout=10)
-                pid = int(open(os.path.join(root, entry, "control.pid")).read())
+                with open(os.path.join(root, entry, "control.pid")) as f:
+                    pid = int(f.read())
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 continue
             deadline = time.time() + 10
