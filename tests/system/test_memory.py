@@ -607,7 +607,10 @@ class FilesOutliveTheProcess(unittest.TestCase):
         b.communicate(timeout=30)
 
     def test_fork_then_parent_exit_keeps_the_charge_until_the_child_closes(self):
-        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "3", "-k")
+        # the child holds 8 s: the checks below must all run while it lives (with 3 s,
+        # 2 of 9 runs of the whole file read the ledger at 0 here; a child gone before
+        # them is the likely cause, not yet proven)
+        a = self.tenant("-n", "20", "-s", str(PAGE), "-c", str(PAGE), "-f", "8", "-k")
         ca = self.line(a, "fakeapp: forked")
         a.communicate(timeout=30)  # the parent exits without freeing; the child holds
         self.assertTrue(wait_for(lambda: driver_holds(self.journal) == ca["vidmem_bytes"]))
@@ -616,7 +619,7 @@ class FilesOutliveTheProcess(unittest.TestCase):
         self.assertIn(f"forked pid {ca['child']}", self.d.read_log())
         self.assert_second_tenant_process_fits()
         # the child exits: the driver frees the memory and the ledger follows
-        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=10.0))
+        self.assertTrue(wait_for(lambda: driver_holds(self.journal) == 0, timeout=20.0))
         self.assertTrue(wait_for(lambda: self.held() == 0, timeout=3.0), self.ps())
 
     def test_the_exit_report_behind_an_unread_answer_is_taken(self):
