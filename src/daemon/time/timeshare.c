@@ -256,23 +256,25 @@ static void mark_spans(struct timeshare *t)
     }
 }
 
-/* A fault domain's name as the scheduler's nonzero id (FNV-1a; 0: none). */
-static uint32_t domain_id(const char *name)
+/* The fault domain of the tenant in slot s ("" for none, or no such tenant). */
+static const char *slot_domain(const struct timeshare *t, unsigned s)
 {
-    uint32_t h = 2166136261u;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        h = (h ^ *c) * 16777619u;
-    return name[0] ? h | 1u : 0;
+    const struct ledger_tenant *lt =
+        t->slot_name[s][0] ? ledger_tenant_find(&t->ts->ledger, t->slot_name[s]) : NULL;
+    return lt ? tenants_settings_of(t->ts, lt)->fault_domain : "";
 }
 
 /* Tells each GPU's scheduler the fault domain of each slot's tenant
- * (sched_tenant_set_domain). */
+ * (sched_tenant_set_domain): 1 + the first slot of the same domain, so that two
+ * domains never share an id; 0 for none. */
 static void mark_domains(struct timeshare *t)
 {
     for (unsigned s = 0; s < SCHED_MAX_TENANTS; s++) {
-        const struct ledger_tenant *lt =
-            t->slot_name[s][0] ? ledger_tenant_find(&t->ts->ledger, t->slot_name[s]) : NULL;
-        uint32_t id = lt ? domain_id(tenants_settings_of(t->ts, lt)->fault_domain) : 0;
+        const char *d = slot_domain(t, s);
+        uint32_t id = 0;
+        for (unsigned f = 0; d[0] && f <= s && !id; f++)
+            if (!strcmp(slot_domain(t, f), d))
+                id = f + 1;
         for (unsigned g = 0; g < t->ts->n_gpus; g++)
             sched_tenant_set_domain(&t->g[g], s, id);
     }
