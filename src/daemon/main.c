@@ -8,6 +8,7 @@
  *
  *   kairosd [-c FILE] [-s SOCKET] [--state FILE] [--fake-gpu FILE] [-l LEVEL]
  *           [--log TARGET] [--syslog] [--metrics ADDRESS] [--check]
+ *   kairosd [-c FILE] [-s SOCKET] --quit-domains[=SECONDS]
  *   kairosd --sim SCENARIO.yaml [--sim-seconds N] [--sim-mode MODE] [--json]
  */
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include "daemon/space/fault_watch.h"
 #include "daemon/space/mps_clients.h"
 #include "daemon/space/faults.h"
+#include "daemon/space/domains_quit.h"
 #include "daemon/space/mps_domains.h"
 #include "daemon/memory/imports.h"
 #include "daemon/memory/linger.h"
@@ -60,6 +62,7 @@ struct options {
     enum log_level level;
     enum log_target log_target;
     bool check_only;
+    double quit_domains_s; /* --quit-domains: seconds to wait; < 0: not asked */
     const char *sim;
     double sim_seconds;
     const char *sim_mode;
@@ -116,6 +119,10 @@ static void usage(FILE *out)
             "                        (127.0.0.1:9494, [::1]:9494...; off: none), overriding\n"
             "                        the configuration's\n"
             "      --check           check the configuration and exit\n"
+            "      --quit-domains[=SECONDS]  with kairosd stopped, ask the MPS control\n"
+            "                        daemons it left running for its fault domains to quit,\n"
+            "                        wait up to SECONDS (default 10) and say which still\n"
+            "                        wait for their clients; exit 1 if any does\n"
             "      --sim FILE        run the scheduler against a simulated GPU (a scenario,\n"
             "                        see etc/sim/) faster than real time, print and exit\n"
             "      --sim-seconds N   simulated time (default: the scenario's seconds)\n"
@@ -137,7 +144,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"state", required_argument, NULL, 'S'},    {"fake-gpu", required_argument, NULL, 'F'},
         {"log-level", required_argument, NULL, 'l'}, {"syslog", no_argument, NULL, 'y'},
         {"log", required_argument, NULL, 'L'},
-        {"check", no_argument, NULL, 'k'},          {"help", no_argument, NULL, 'h'},
+        {"check", no_argument, NULL, 'k'},
+        {"quit-domains", optional_argument, NULL, 'Q'},          {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},        {"sim", required_argument, NULL, 'm'},
         {"sim-seconds", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
         {"sim-mode", required_argument, NULL, 'o'},
@@ -147,6 +155,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     memset(o, 0, sizeof *o);
     o->config = DEFAULT_CONFIG;
     o->level = LOG_LEVEL_INFO;
+    o->quit_domains_s = -1;
     o->fake_gpu = getenv("KAIROS_FAKE_GPU");
     if (o->fake_gpu && !*o->fake_gpu)
         o->fake_gpu = NULL;
@@ -195,6 +204,17 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'k':
             o->check_only = true;
             break;
+        case 'Q': {
+            char *end = NULL;
+            o->quit_domains_s = optarg ? strtod(optarg, &end) : 10;
+            if (optarg && (end == optarg || *end || !(o->quit_domains_s >= 0 &&
+                                                      o->quit_domains_s <= 3600))) {
+                fprintf(stderr, "kairosd: --quit-domains=SECONDS wants a number of seconds "
+                                "[0-3600]\n");
+                return 2;
+            }
+            break;
+        }
         case 'm':
             o->sim = optarg;
             break;
@@ -317,9 +337,7 @@ static void send_time_policy(void *ctx, const char *tenant, const struct kairos_
 static void open_domains(struct daemon *d)
 {
     char root[MPS_ROOT_MAX], why[512];
-    const char *slash = strrchr(d->cfg.socket, '/');
-    int len = slash ? (int)(slash - d->cfg.socket) : 1;
-    snprintf(root, sizeof root, "%.*s/mps", len, slash ? d->cfg.socket : ".");
+    mps_domains_root_of(d->cfg.socket, root, sizeof root);
     int rc = folders_make_parents(root); /* the socket's folder, before the server makes it */
     if (rc) {
         log_warn("space mode is off: cannot make the folder of %s: %s", root, strerror(-rc));
@@ -523,6 +541,11 @@ int main(int argc, char **argv)
     if (load_config(&d, &d.cfg))
         goto out;
     cfg_loaded = true;
+    if (d.opt.quit_domains_s >= 0) { /* no GPU, tenant or socket of ours needed */
+        exit_code = domains_quit_run(d.cfg.socket, &d.cfg.space, d.opt.quit_domains_s, stdout,
+                                     stderr);
+        goto out;
+    }
     if (setup_gpus(&d))
         goto out;
     ts_ready = true;

@@ -218,6 +218,52 @@ class Space(unittest.TestCase):
         self.ask("train")
         self.assertEqual(self.control_pid(entry), second)  # no second daemon
 
+    def quit_domains(self, wait=None):
+        """kairosd --quit-domains[=wait] with this kairosd's configuration."""
+        opt = "--quit-domains" + ("" if wait is None else f"={wait}")
+        return subprocess.run([KAIROSD, "-c", self.d.config, "-l", "error", opt],
+                              capture_output=True, text=True, timeout=60, env=self.env())
+
+    def test_quit_domains_ends_what_a_stopped_kairosd_left_and_nothing_while_it_runs(self):
+        """kairosd --quit-domains is refused while kairosd runs (it would start the
+        daemons again) and touches nothing then; once kairosd is stopped it asks each
+        daemon left running to quit. One that cannot quit yet (stopped here; on a node,
+        its clients still run) is named and the exit status says so; it quits once it
+        can, and the next kairosd finds nothing to adopt."""
+        self.start()
+        self.ask("train")
+        self.kairos("tenant", "set", "keep", "--mem", "64M", "--fault-domain", DOMAIN)
+        self.ask("keep")
+        infer, other = f"infer@{os.getuid()}", f"{DOMAIN}@{os.getuid()}"
+        pids = {e: wait_for(lambda e=e: self.control_pid(e), e) for e in (infer, other)}
+        control_log = {e: os.path.join(self.root, e, "log", "control.log") for e in pids}
+        r = self.quit_domains()
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("a kairosd is running", r.stderr)
+        self.assertIn("systemctl stop kairosd", r.stderr)
+        for e, pid in pids.items():
+            os.kill(pid, 0)
+            self.assertNotIn("command: quit", open(control_log[e]).read())
+        self.assertEqual(self.d.stop(), 0)
+        os.kill(pids[other], signal.SIGSTOP)
+        self.addCleanup(lambda: os.path.exists(f"/proc/{pids[other]}") and
+                        os.kill(pids[other], signal.SIGCONT))
+        r = self.quit_domains(1)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"infer (uid {os.getuid()}): the MPS control daemon (pid {pids[infer]}) "
+                      "has quit", r.stdout)
+        self.assertIn(f"{DOMAIN} (uid {os.getuid()}): the MPS control daemon "
+                      f"(pid {pids[other]}) still runs", r.stdout)
+        self.assertIn("command: quit", open(control_log[infer]).read())
+        self.assertIsNone(self.control_pid(infer))  # its pid file went with it
+        os.kill(pids[other], signal.SIGCONT)  # it takes its quit and exits
+        wait_for(lambda: "command: quit" in open(control_log[other]).read(), "the second quit")
+        r = self.quit_domains(5)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("no fault domain's MPS control daemon runs", r.stdout)
+        self.d.start()
+        self.assertNotIn("adopted", self.log())
+
     def test_kairos_run_puts_an_ad_hoc_tenant_in_a_declared_domain(self):
         self.start()
         r = self.kairos("run", "--mem", "64M", "--fault-domain", DOMAIN, "--", PYTHON, "-c", ASK)

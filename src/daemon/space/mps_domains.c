@@ -43,6 +43,15 @@ static int resolve_control(const struct space_config *cfg, char *out, size_t cap
     return -ENOENT;
 }
 
+void mps_domains_root_of(const char *socket_path, char *out, size_t cap)
+{
+    const char *slash = strrchr(socket_path, '/');
+    if (slash)
+        snprintf(out, cap, "%.*s/mps", (int)(slash - socket_path), socket_path);
+    else
+        snprintf(out, cap, "./mps");
+}
+
 static void daemon_dir(const struct mps_domains *m, const char *domain, uint32_t uid,
                        char *out, size_t cap)
 {
@@ -328,6 +337,17 @@ static void send_quit(const struct mps_domains *m, const struct mps_daemon *d)
     close(in[1]);
 }
 
+/* Asks d to quit unless it was asked already (then the next change of tenants does not
+ * ask again) or runs no more. Whether it was asked now. */
+static bool ask_to_quit(const struct mps_domains *m, struct mps_daemon *d)
+{
+    if (!d->pid || d->quitting)
+        return false;
+    d->quitting = true;
+    send_quit(m, d);
+    return true;
+}
+
 void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t n)
 {
     for (size_t i = 0; i < m->n; i++) {
@@ -335,13 +355,18 @@ void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t 
         bool still = false;
         for (size_t j = 0; j < n && !still; j++)
             still = !strcmp(named[j], d->domain);
-        if (still || !d->pid || d->quitting)
-            continue;
-        d->quitting = true; /* asked once: the next change of tenants does not ask again */
-        log_info("space: fault domain %s is named by no tenant now: its MPS control daemon "
-                 "(pid %d) is asked to quit once its clients end", d->domain, (int)d->pid);
-        send_quit(m, d);
+        if (!still && ask_to_quit(m, d))
+            log_info("space: fault domain %s is named by no tenant now: its MPS control daemon "
+                     "(pid %d) is asked to quit once its clients end", d->domain, (int)d->pid);
     }
+}
+
+size_t mps_domains_quit_all(struct mps_domains *m)
+{
+    size_t asked = 0;
+    for (size_t i = 0; i < m->n; i++)
+        asked += ask_to_quit(m, m->v[i]);
+    return asked;
 }
 
 void mps_domains_retire_unnamed(struct mps_domains *m, const struct ledger *l,

@@ -50,7 +50,7 @@ struct mps_daemon {
     struct loop_watch *watch;
     unsigned starts;          /* by this kairosd */
     bool adopted;             /* found running at start */
-    bool quitting;            /* asked to quit (its domain named by no tenant) */
+    bool quitting;            /* asked to quit (its domain named by no tenant, or all) */
     struct mps_domains *owner;
 };
 
@@ -62,6 +62,8 @@ struct mps_domains {
     size_t n;
 };
 
+/* The daemons' folder of the kairosd listening on socket_path: its folder's mps/. */
+void mps_domains_root_of(const char *socket_path, char *out, size_t cap);
 /* Makes root (0711; shorter than MPS_ROOT_MAX) and adopts the daemons a previous
  * kairosd left there. 0, or -errno with why. */
 int mps_domains_open(struct mps_domains *m, const char *root, struct loop *loop,
@@ -78,6 +80,9 @@ int mps_domains_route(struct mps_domains *m, const char *domain, uint32_t uid, c
 
 /* Asks the daemons of every domain not in named[0..n) to quit. */
 void mps_domains_retire(struct mps_domains *m, const char *const *named, size_t n);
+/* Asks every daemon that runs and was not asked yet to quit (kairosd --quit-domains);
+ * how many were asked. */
+size_t mps_domains_quit_all(struct mps_domains *m);
 struct ledger;
 struct settings_book;
 /* The same for the domains no tenant of l names (its fault domain in sb; after a
