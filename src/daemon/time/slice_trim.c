@@ -23,6 +23,13 @@
                           * 89 periods left every trim at 1 at 4 sd (0.76-1.16 at 3,
                           * 0.50-2.00 with no such bound); white noise of 2.5 points
                           * over 3000 periods, at 1 (0.66-1.55 at 3) */
+#define SLOW_GAIN 0.02 /* the weight of the last period in the long mean of the gap: a
+                        * lasting gap smaller than the fast gap's noise bound still
+                        * moves the trim once this mean, whose noise is sqrt(5) times
+                        * smaller, clears the same number of its own sds. On an H100
+                        * four deep streams at 40/30/20/10 read 2-4 points (sd 4) off
+                        * for whole rounds with every trim at 1: 2.47 points off the
+                        * shares over a round (bench/results/2026-12-07-harm-2) */
 #define WANT_MIN 0.05  /* the gap is read relative to at least this part */
 
 static double trim_of(const struct slice_trim *s)
@@ -38,15 +45,26 @@ static double bounded(double trim)
 void slice_trim_reset(struct slice_trim *s)
 {
     s->trim = 1.0;
-    s->err = s->var = 0;
+    s->err = s->slow = s->var = 0;
 }
 
-/* The least smoothed gap that moves the trim: DEADBAND, or NOISE_SIGMAS standard
- * deviations of the smoothed gap where the period's gaps scatter (an exponential
- * average of white noise of variance v has variance v * g / (2 - g)). */
-static double moving_gap(const struct slice_trim *s)
+/* The least gap, averaged with weight gain, that moves the trim: DEADBAND, or
+ * NOISE_SIGMAS standard deviations of that average where the period's gaps scatter
+ * (an exponential average of white noise of variance v has variance v * g / (2 - g)). */
+static double moving_gap(const struct slice_trim *s, double gain)
 {
-    return fmax(DEADBAND, NOISE_SIGMAS * sqrt(s->var * ERR_GAIN / (2.0 - ERR_GAIN)));
+    return fmax(DEADBAND, NOISE_SIGMAS * sqrt(s->var * gain / (2.0 - gain)));
+}
+
+/* The gap the trim follows: the smoothed one where it clears its noise, else the long
+ * mean where that clears its own, else none (0). */
+static double lasting_gap(const struct slice_trim *s)
+{
+    if (fabs(s->err) > moving_gap(s, ERR_GAIN))
+        return s->err;
+    if (fabs(s->slow) > moving_gap(s, SLOW_GAIN))
+        return s->slow;
+    return 0;
 }
 
 void slice_trim_observe(struct slice_trim *s, double want, double got)
@@ -54,10 +72,8 @@ void slice_trim_observe(struct slice_trim *s, double want, double got)
     double gap = want - got, off = gap - s->err;
     s->var += VAR_GAIN * (off * off - s->var);
     s->err += ERR_GAIN * off;
-    double trim = trim_of(s);
-    if (fabs(s->err) > moving_gap(s))
-        trim *= exp(TRIM_GAIN * s->err / fmax(want, WANT_MIN));
-    s->trim = bounded(trim);
+    s->slow += SLOW_GAIN * (gap - s->slow);
+    s->trim = bounded(trim_of(s) * exp(TRIM_GAIN * lasting_gap(s) / fmax(want, WANT_MIN)));
 }
 
 void slice_trim_normalize(struct slice_trim *const trims[], unsigned n)

@@ -8,7 +8,8 @@
  * trims of a GPU kept at a geometric mean of 1 so that the slices stay as long on
  * average as the shares' own. A gap within the noise of the tenants' progress moves
  * nothing (launch-bound tenants' parts scatter by points from one period to the
- * next; chasing that spread their slices apart).
+ * next; chasing that spread their slices apart); a smaller gap that lasts does, once
+ * its long mean clears that mean's own noise.
  *
  * Pure: no I/O, no clock, no globals.
  */
@@ -31,6 +32,7 @@
 struct slice_trim {
     double trim; /* the factor on the tenant's slice (0: not yet set, read as 1) */
     double err;  /* its part of the targets less its part of what ran, smoothed */
+    double slow; /* the same gap's long mean: a lasting gap within err's noise */
     double var;  /* how that gap scatters from period to period (its variance around
                   * err, smoothed): a smoothed gap within its noise moves no trim */
 };
