@@ -15,7 +15,7 @@
 # latency-train-open, infer2, infer8, infer4-tf, infer4-open, infer8-open, train-pair,
 # deep2, deep4, deep8, deep4-uneq, lend; space-infer2, space-infer4, space-infer8,
 # space-latency-train, space-pair, the group space: kairosd's space mode, judged
-# against MPS),
+# against MPS; space-pair-sms, the pair with SMs capped at its shares),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add
 # kairosd in that time_mode, kairos-memory one with memory quotas only, shim-alone the
 # shim preloaded with KAIROS_MEM and no kairosd), HARM_REPS

@@ -71,6 +71,10 @@ space- mixes):
                  latency and batch, no shares; kairosd alone sets the MPS client
                  priorities, from them) and train-pair (at 75 %/25 %); mps: plain MPS, or
                  latency-train's client priorities. kairos-memory has no domain.
+  space-pair-sms space-pair with each tenant's SMs capped at its share (75 %, 25 %):
+                 under Kairos by `sms:` (the shim's line must say that percentage),
+                 under MPS by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set by hand. Not in the
+                 group space: it measures whether SM caps can split a domain.
 Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x native and
 the worst p99 <= 1.05x native, and Kairos's share_err_pp <= 1; a limit mix lands within
 0.30 +- 0.02 of solo; a space- mix is judged against the mps column (as
@@ -361,6 +365,18 @@ def in_space(mix, domain, keep):
     return mix
 
 
+def sms_from_shares(mix):
+    """A space mix of shares with each tenant's SMs capped at its share: under Kairos its
+    `sms:` (the active thread percentage kairosd has the shim give the tenant's MPS
+    clients), under MPS the same percentage by hand (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE):
+    how near SM caps bring the work to the shares, and what they cost the mix's work."""
+    for i, (name, kind, opts) in enumerate(mix.tenants):
+        pct = round(mix.targets[name] * 100)
+        mix.tenants[i] = (name, kind, dict(opts, mps_threads=pct))
+        mix.policies[name] = dict(mix.policies[name], sms=f"{pct}%")
+    return mix
+
+
 # name -> the mix, made from the arguments.
 MIXES = {
     "infer2": lambda a: InferClosed(2, a),
@@ -383,6 +399,8 @@ MIXES = {
     "space-infer8": lambda a: in_space(InferClosed(8, a), "infer", ()),
     "space-latency-train": lambda a: in_space(LatencyTrain(a), "serve", ("priority",)),
     "space-pair": lambda a: in_space(TrainPair(a, cnn=0.75), "pair", ("share",)),
+    "space-pair-sms": lambda a: sms_from_shares(in_space(TrainPair(a, cnn=0.75), "pair",
+                                                         ("share",))),
 }
 
 
@@ -452,7 +470,8 @@ class Tenant:
         exec'd it) and the loader has mapped libc (the preloaded libraries come before it;
         right after an exec the kernel may not have laid out the environment yet):
         {"shim": libkairos mapped, "mps_pipe": CUDA_MPS_PIPE_DIRECTORY or None,
-        "mps_priority": CUDA_MPS_CLIENT_PRIORITY or None}; None once it is gone, or when it
+        "mps_priority": CUDA_MPS_CLIENT_PRIORITY or None, "mps_threads":
+        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE or None}; None once it is gone, or when it
         has not run its program 30 s after its start."""
         proc = f"/proc/{self.proc.pid}"
         kairos = os.path.realpath(self.set.bench.kairos)
@@ -477,9 +496,11 @@ class Tenant:
                 env = dict(w.split(b"=", 1) for w in f.read().split(b"\0") if b"=" in w)
         except OSError:
             return None
-        pipe, prio = (env.get(k) for k in (b"CUDA_MPS_PIPE_DIRECTORY", b"CUDA_MPS_CLIENT_PRIORITY"))
+        pipe, prio, threads = (env.get(k) for k in (b"CUDA_MPS_PIPE_DIRECTORY",
+                                                    b"CUDA_MPS_CLIENT_PRIORITY",
+                                                    b"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"))
         return {"shim": shim, "mps_pipe": pipe and pipe.decode(),
-                "mps_priority": prio and prio.decode()}
+                "mps_priority": prio and prio.decode(), "mps_threads": threads and threads.decode()}
 
 
 class TorchTenant(Tenant):
@@ -691,6 +712,8 @@ class TenantSet:
             env.update(self.mps.env)
             if "mps_priority" in tenant.opts:
                 env["CUDA_MPS_CLIENT_PRIORITY"] = str(tenant.opts["mps_priority"])
+            if "mps_threads" in tenant.opts:
+                env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(tenant.opts["mps_threads"])
         if self.daemon:  # the shim says at exit how often it paused (in the log)
             env.update(KAIROS_SHIM_CONF=self.daemon.shim_conf, KAIROS_LOG="stderr")
         if self.config == "shim-alone":  # the shim on its own, as memory.sh's standalone
@@ -750,6 +773,10 @@ class TenantSet:
         if said["domain"] != self.domain:
             return self.fail(tenant, f"fault domain {said['domain']} in configuration "
                                      f"{self.config} (wanted {self.domain})")
+        want = tenant.opts.get("mps_threads")
+        if want is not None and said["percentage"] != str(want):
+            return self.fail(tenant, f"active thread percentage {said['percentage']} in "
+                                     f"configuration {self.config} (wanted {want}, its sms:)")
         return self.check_client(tenant, said["pipe"])
 
     def check_client(self, tenant, pipe):

@@ -209,10 +209,11 @@ class Daemon:
             lines.append(f"time_mode: {time_mode}")
         lines.append("tenants:")
         for name, pol in policies.items():
-            comp = ", ".join(f"{k}: {v}" for k, v in pol.items())
+            comp = ", ".join(f"{k}: {v}" for k, v in pol.items() if k != "sms")
             lines += [f"  - name: {name}", f"    memory: {{ 0: {quota} }}"]
             lines += [f"    fault_domain: {domain}"] if domain else []
-            lines += [f"    compute: {{ 0: {{ {comp} }} }}"] if pol else []  # none: quota only
+            lines += [f"    sms: {pol['sms']}"] if "sms" in pol else []  # a tenant's, not a GPU's
+            lines += [f"    compute: {{ 0: {{ {comp} }} }}"] if comp else []  # none: quota only
         self.config = os.path.join(d, "kairosd.yaml")
         with open(self.config, "w") as f:
             f.write("\n".join(lines) + "\n")

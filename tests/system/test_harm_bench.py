@@ -9,7 +9,8 @@ medians of the rounds' own figures, MPS started on a private pipe and quit, the 
 of the Kairos configuration admitted by its kairosd under the mix's policies, and a
 tenant that fails, hangs or escapes the shim failing its configuration (exit 1) while
 the rest is still written; the space- mixes (space mode, issue 24): their Kairos tenants in
-one fault domain of the kairosd.yaml, placed there by the shim's word, judged against MPS.
+one fault domain of the kairosd.yaml, placed there by the shim's word, judged against MPS,
+space-pair-sms's SM caps given by kairosd under Kairos and by hand under MPS.
 Usage: test_harm_bench.py KAIROSD KAIROS SHIM GPU_TESTS_DIR"""
 import json
 import os
@@ -220,6 +221,12 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(pair.policies, {"cnn": {"share": "75%"}, "tf": {"share": "25%"}})
         self.assertEqual(pair.metrics_order, ("aggregate_of_solo", "share_err_pp"))
         self.assertEqual(hb.MIXES["train-pair"](args).policies["cnn"], {"share": "70%"})
+        capped = hb.MIXES["space-pair-sms"](args)  # space-pair with SMs at the shares
+        self.assertEqual((capped.domain, capped.targets), ("pair", pair.targets))
+        self.assertEqual(capped.policies, {"cnn": {"share": "75%", "sms": "75%"},
+                                           "tf": {"share": "25%", "sms": "25%"}})
+        self.assertEqual([t[2]["mps_threads"] for t in capped.tenants], [75, 25])
+        self.assertNotIn("mps_threads", pair.tenants[0][2])  # the plain pair's untouched
 
     def test_space_line_of_the_shim(self):
         log = ("kairos[7]: space: fault domain infer, MPS pipe /run/a b, active thread "
@@ -266,6 +273,13 @@ def expected_medians(rec):
             put("p99_ms", c, lambda rep: fig[(rep, c)]["infer"]["p99_ms"])
             put("p99_of_solo", c, lambda rep: fig[(rep, c)]["infer"]["p99_ms"]
                 / fig[(rep, "solo-infer")]["infer"]["p99_ms"])
+        elif "cnn" in rec["policies"]:  # a pair at shares: each against its own solo
+            share = {n: float(p["share"].rstrip("%")) / 100 for n, p in rec["policies"].items()}
+            part = lambda rep: {n: fig[(rep, c)][n]["rate"]  # noqa: E731
+                                / fig[(rep, f"solo-{n}")][n]["rate"] for n in share}
+            put("aggregate_of_solo", c, lambda rep: sum(part(rep).values()))
+            put("share_err_pp", c, lambda rep: max(
+                abs(f / sum(part(rep).values()) - share[n]) * 100 for n, f in part(rep).items()))
         else:
             of_solo = lambda rep: (fig[(rep, c)]["capped"]["rate"]  # noqa: E731
                                    / fig[(rep, "native")]["capped"]["rate"])
@@ -372,7 +386,8 @@ class DryRun(BenchRun):
             self.assertEqual(self.res["mixes"][mix]["sets"]["mps"]["skipped"], None)
         place = self.res["mixes"]["latency-train"]["sets"]
         self.assertEqual(place["mps"]["placement"]["infer"],
-                         {"shim": False, "mps_pipe": pipes[5], "mps_priority": "0"})
+                         {"shim": False, "mps_pipe": pipes[5], "mps_priority": "0",
+                          "mps_threads": None})
         self.assertEqual(place["mps"]["placement"]["train"]["mps_priority"], "1")
         for c in ("native", "kairos"):
             self.assertEqual(place[c]["placement"]["infer"]["mps_pipe"], None)
@@ -549,7 +564,7 @@ SPACE_WHY = f"space mode not here yet: no {hb.SPACE_STAND_IN}"
 class SpaceDryRun(BenchRun):
     """Two space- mixes in native, mps and kairos, once: the Kairos tenants in one fault
     domain, placed there by the shim, the mixes judged against MPS."""
-    MIXES = {"space-infer2": "infer", "space-latency-train": "serve"}
+    MIXES = {"space-infer2": "infer", "space-latency-train": "serve", "space-pair-sms": "pair"}
     ARGS = ("--mixes", ",".join(MIXES), "--reps", "1")
 
     def test_runs_clean_with_every_figure(self):
@@ -561,7 +576,8 @@ class SpaceDryRun(BenchRun):
             ["space-infer2", "p99_ms"], ["space-infer2", "p99_of_solo"],
             ["space-latency-train", "aggregate_of_solo"],
             ["space-latency-train", "training_of_solo"], ["space-latency-train", "p99_ms"],
-            ["space-latency-train", "p99_of_solo"]])
+            ["space-latency-train", "p99_of_solo"],
+            ["space-pair-sms", "aggregate_of_solo"], ["space-pair-sms", "share_err_pp"]])
         for row in rows[1:]:  # native, mps and kairos all measured
             for text in row[2:]:
                 self.assertRegex(text, r"^\d+\.\d+$", row)
@@ -604,6 +620,16 @@ class SpaceDryRun(BenchRun):
                           for n in ("infer", "train")], ["0", "1"])
         self.assertEqual([place["mps"]["placement"][n]["mps_priority"]
                           for n in ("infer", "train")], ["0", "1"])  # MPS at its best
+        # SMs capped at the shares: kairosd's sms:, which the shim gives the clients, and
+        # the same by hand under MPS
+        conf = self.archived("space-pair-sms/kd-kairos/kairosd.yaml")
+        self.assertEqual(re.findall(r"^ +sms: (\S+)$", conf, re.M), ["75%", "25%"])
+        place = self.res["mixes"]["space-pair-sms"]["sets"]
+        self.assertEqual([place["kairos"]["placement"][n]["space"]["percentage"]
+                          for n in ("cnn", "tf")], ["75", "25"])
+        self.assertEqual([place["mps"]["placement"][n]["mps_threads"]
+                          for n in ("cnn", "tf")], ["75", "25"])
+        self.assertIsNone(place["native"]["placement"]["cnn"]["mps_threads"])
 
     def test_table_judges_against_mps(self):
         lines = self.r.stdout.strip().splitlines()
