@@ -16,10 +16,8 @@ mkdir -p "$vdir"
 if [ ! -x "$bin/vk_heaps" ]; then
   echo "vulkan: skipped (vk_heaps not built: no Vulkan headers where gpu-carry ran)"
 else
-  if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-  fi
+  . tests/gpu/gl_loaders.sh
+  gl_loaders_need libvulkan.so.1
   icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
   "$bin/vk_heaps" --alloc-mib 256 > "$vdir/native.txt" 2>&1
