@@ -857,12 +857,15 @@ sys.stdin.read()
 
 class Strangers(unittest.TestCase):
     """A client of a domain's MPS server that is no member of the domain (it reached the
-    server around the shim's routing) is reported, once; the domain's members are not."""
+    server around the shim's routing) is reported, once, and its MPS client ended with
+    terminate_client (space: strangers: end, the default; report only logs it); the
+    domain's members are neither."""
+    STRANGERS = ""
 
     def setUp(self):
         self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
                            extra=f"space:\n  mps_control: {os.path.abspath(STAND_IN)}\n"
-                                 "  client_check_ms: 100\n").start()
+                                 f"  client_check_ms: 100\n{self.STRANGERS}").start()
         self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
         self.procs = []
 
@@ -874,7 +877,36 @@ class Strangers(unittest.TestCase):
         for entry in os.listdir(self.root) if os.path.isdir(self.root) else []:
             Space.control_pid(self, entry, kill=True)
 
+    def control_log(self):
+        path = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
+        return open(path).read() if os.path.exists(path) else ""
+
     def test_a_stranger_among_the_clients_is_reported_once(self):
+        member, plain, stranger = self.clients()
+        log = self.d.read_log()
+        self.assertEqual(log.count(f"pid {stranger.pid} (sleep) is a client"), 1)
+        reports = [l for l in log.splitlines() if "is a client of the MPS server" in l]
+        self.assertTrue(any(f"pid {plain.pid} (" in l for l in reports))  # no domain's
+        self.assertFalse(any(f"pid {member.pid} (" in l for l in reports))  # the domain's
+        # ended: its MPS client and nothing else of it (no signal), and no member's
+        server = int(open(os.path.join(self.pipe, "server.pid")).read())
+        for p in (stranger, plain):
+            wait_for(lambda p=p: f"command: terminate_client {server} {p.pid}"
+                     in self.control_log(), f"terminate_client of pid {p.pid}")
+            wait_for(lambda p=p: f"space: pid {p.pid} (" in self.d.read_log() and
+                     "its MPS client was ended" in self.d.read_log(), "the end said")
+        self.assertNotIn(f"terminate_client {server} {member.pid}", self.control_log())
+        self.assertIsNone(stranger.poll())  # alive: only its GPU contexts end
+        wait_for(lambda: open(os.path.join(self.pipe, "clients")).read().split()
+                 == [str(member.pid), "not-a-pid"], "the stand-in to drop them")
+        harness.pass_time(0.5, "a few more checks: nothing more to end")
+        self.assertEqual(self.control_log().count(f"terminate_client {server} {stranger.pid}"),
+                         1)
+
+    def clients(self):
+        """A member of the domain, a member of a tenant of no domain and a process of no
+        tenant, all three on the domain's server's client list; once the stranger is
+        reported."""
         here = os.path.dirname(os.path.abspath(__file__))
         member = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train",
                                    here], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -888,18 +920,28 @@ class Strangers(unittest.TestCase):
         self.assertEqual(plain.stdout.readline().strip(), "ready")
         stranger = subprocess.Popen(["sleep", "60"])
         self.procs.append(stranger)
-        pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
-        with open(os.path.join(pipe, "clients"), "w") as f:
+        self.pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
+        with open(os.path.join(self.pipe, "clients.new"), "w") as f:
             f.write(f"{member.pid}\n{plain.pid}\n{stranger.pid}\nnot-a-pid\n")
+        os.rename(os.path.join(self.pipe, "clients.new"), os.path.join(self.pipe, "clients"))
         wait_for(lambda: f"pid {stranger.pid} (sleep) is a client of the MPS server of fault "
                  "domain infer but no member of the domain" in self.d.read_log(),
                  "kairosd to report the stranger")
         harness.pass_time(0.5, "a few more checks (client_check_ms 100): reported once only")
+        return member, plain, stranger
+
+
+class StrangersReported(Strangers):
+    """space: strangers: report: the stranger is reported once and keeps its client."""
+    STRANGERS = "  strangers: report\n"
+
+    def test_a_stranger_among_the_clients_is_reported_once(self):
+        member, plain, stranger = self.clients()
         log = self.d.read_log()
         self.assertEqual(log.count(f"pid {stranger.pid} (sleep) is a client"), 1)
-        reports = [l for l in log.splitlines() if "is a client of the MPS server" in l]
-        self.assertTrue(any(f"pid {plain.pid} (" in l for l in reports))  # no domain's
-        self.assertFalse(any(f"pid {member.pid} (" in l for l in reports))  # the domain's
+        self.assertIn("it shares that domain's fate (space: strangers: report)", log)
+        self.assertNotIn("terminate_client", self.control_log())
+        self.assertNotIn("its MPS client was ended", log)
 
 
 class PlainNames(unittest.TestCase):

@@ -13,6 +13,7 @@ void space_config_defaults(struct space_config *s)
     memset(s, 0, sizeof *s);
     snprintf(s->mps_control, sizeof s->mps_control, "%s", SPACE_DEFAULT_MPS_CONTROL);
     s->client_check_ms = SPACE_DEFAULT_CLIENT_CHECK_MS;
+    s->end_strangers = true;
 }
 
 static int parse_mps_control(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
@@ -86,6 +87,18 @@ static int parse_client_check(struct ydoc *p, const yaml_node_t *v, struct space
     return 0;
 }
 
+/* strangers: end (their MPS clients ended) or report (logged only). */
+static int parse_strangers(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
+{
+    const char *t = v->type == YAML_SCALAR_NODE ? ydoc_text(v) : "";
+    if (strcmp(t, "end") && strcmp(t, "report"))
+        return ydoc_fail(p, v, "strangers: expected end (a client of a domain's MPS server "
+                         "that is no member of the domain has its MPS client ended) or report "
+                         "(it is only logged)");
+    s->end_strangers = !strcmp(t, "end");
+    return 0;
+}
+
 int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config *s)
 {
     if (n->type != YAML_MAPPING_NODE)
@@ -102,9 +115,11 @@ int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config
             rc = parse_domains(p, v, s);
         else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "client_check_ms"))
             rc = parse_client_check(p, v, s);
+        else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "strangers"))
+            rc = parse_strangers(p, v, s);
         else
-            rc = ydoc_fail(p, k, "unknown key in space (expected mps_control, domains or "
-                           "client_check_ms)");
+            rc = ydoc_fail(p, k, "unknown key in space (expected mps_control, domains, "
+                           "client_check_ms or strangers)");
         if (rc)
             return rc;
     }

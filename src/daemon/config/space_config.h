@@ -5,6 +5,8 @@
  *     domains:
  *       inference-a: { shared_uids: true }            # one multi-user server (-M)
  *     client_check_ms: 5000   # how often the servers' clients are checked (mps_clients.h)
+ *     strangers: end          # a client no member of the domain: its MPS client ended
+ *                             # (default), or report: only logged
  *
  * A tenant joins a fault domain with fault_domain: NAME (config.c); a domain no
  * tenant names is allowed (it is started for nobody), and one that is named but not
@@ -37,6 +39,7 @@ struct space_config {
     struct space_domain_config domains[SPACE_MAX_DOMAINS];
     size_t n_domains;
     unsigned client_check_ms; /* 0: never */
+    bool end_strangers;       /* strangers: end (else report) */
 };
 
 void space_config_defaults(struct space_config *s);

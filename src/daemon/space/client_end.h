@@ -1,10 +1,11 @@
 /* client_end.h - a fault-domain member ended by a signal only once its MPS client is
  * ended (docs/space.md, "Faults"): `terminate_client` goes to the domain's control
  * daemon (mps_domains.h) and the signal follows when the control client exits, or
- * after CLIENT_END_WAIT_MS, whichever comes first. Two callers: the audit's kills
+ * after CLIENT_END_WAIT_MS, whichever comes first. Three callers: the audit's kills
  * (SIGKILL, observe/audit.c) and a member's own SIGTERM, which its shim hands to
  * kairosd (ENDING, transport/handle_space.c), since a signal to a client with work in
- * flight may fault every client of its server.
+ * flight may fault every client of its server; and a stranger to a domain found among
+ * its server's clients (space/mps_clients.c: signal 0, its MPS client ended only).
  *
  * Nothing waits in the loop: a tenant whose control daemon (its own uid's) never
  * answers delays only its own process's end, never kairosd's other work. The victim
@@ -57,7 +58,7 @@ struct client_end_order {
     const char *tenant, *domain; /* its tenant and that tenant's fault domain */
     int gpu;                     /* for the lines; -1: none */
     const char *what;            /* why it ends, for the lines */
-    int signal;                  /* sent once the MPS client is ended */
+    int signal;                  /* sent once the MPS client is ended (0: none) */
     void (*done)(void *ctx, const struct client_end_outcome *o); /* may be NULL */
     void *ctx;
 };

@@ -14,7 +14,10 @@
 
 #include "daemon/base/log.h"
 #include "daemon/base/loop.h"
+#include "daemon/base/proc_stat.h"
+#include "daemon/base/procscan.h"
 #include "daemon/memory/ledger.h"
+#include "daemon/space/client_end.h"
 #include "daemon/space/mps_domains.h"
 #include "daemon/tenants/settings_book.h"
 
@@ -34,6 +37,7 @@ struct question {
 struct mps_clients {
     struct mps_clients_deps deps;
     struct loop_watch *timer;
+    struct client_ends *ends; /* the strangers' MPS clients being ended */
     struct question q[MPS_DOMAINS_MAX];
     uint32_t reported[MPS_CLIENTS_REPORTED_MAX];
     size_t next_reported;
@@ -76,25 +80,59 @@ static bool reported_before(struct mps_clients *c, uint32_t pid)
     return false;
 }
 
+static void stranger_ended(void *ctx, const struct client_end_outcome *o)
+{
+    (void)ctx;
+    if (o->ended)
+        log_warn("space: pid %u (%s): its MPS client was ended (terminate_client to the "
+                 "control daemon of fault domain %s), being no member of the domain; its "
+                 "next CUDA call fails", o->victim->pid, o->victim->comm, o->domain);
+    else
+        log_warn("space: pid %u (%s), no member of fault domain %s, is still a client of its "
+                 "MPS server: terminate_client failed (%s); asked again at the next check",
+                 o->victim->pid, o->victim->comm, o->domain, o->failure);
+}
+
+/* Ends a stranger's MPS client through the daemon q asked (its uid picks it, whatever
+ * the stranger's own: root reaches any user's daemon), with no signal after. A start
+ * the bounds refuse is said at warn the first time (first), else at debug. */
+static void end_stranger(struct mps_clients *c, const struct question *q,
+                         const struct procscan_proc *p, bool first)
+{
+    uint32_t ppid;
+    uint64_t start;
+    if (client_ends_pending(c->ends, p->pid) || proc_stat_read(c->deps.proc, p->pid, &ppid,
+                                                               &start))
+        return; /* on its way, or gone */
+    struct client_end_order o = {.victim = *p, .start = start, .tenant = "", .domain = q->domain,
+                                 .gpu = -1, .what = "no member of the domain", .signal = 0,
+                                 .done = stranger_ended};
+    o.victim.uid = q->uid;
+    char why[256];
+    if (client_ends_start(c->ends, c->deps.mps, c->deps.proc, &o, why, sizeof why))
+        log_write(first ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG, "space: pid %u (%s), no member of "
+                  "fault domain %s, cannot have its MPS client ended now: %s; asked again at "
+                  "the next check", p->pid, p->comm, q->domain, why);
+}
+
 static void report(struct mps_clients *c, const struct question *q)
 {
     uint32_t strangers[64];
     size_t n = mps_clients_strangers(c->deps.ledger, c->deps.settings, q->domain, q->answer,
                                      strangers, 64);
+    bool end = c->deps.mps->cfg->end_strangers;
     for (size_t i = 0; i < n && i < 64; i++) {
-        if (reported_before(c, strangers[i]))
-            continue;
-        char path[64], comm[32] = "?";
-        snprintf(path, sizeof path, "%s/%u/comm", c->deps.proc, strangers[i]);
-        FILE *f = fopen(path, "re");
-        if (f && fgets(comm, sizeof comm, f))
-            comm[strcspn(comm, "\n")] = 0;
-        if (f)
-            fclose(f);
-        log_warn("space: pid %u (%s) is a client of the MPS server of fault domain %s but no "
-                 "member of the domain: it reached the server around kairosd's routing "
-                 "(docs/security.md); it shares that domain's fate", strangers[i], comm,
-                 q->domain);
+        struct procscan_proc p;
+        procscan_describe(c->deps.proc, strangers[i], &p);
+        bool first = !reported_before(c, strangers[i]);
+        if (first)
+            log_warn("space: pid %u (%s) is a client of the MPS server of fault domain %s but "
+                     "no member of the domain: it reached the server around kairosd's "
+                     "routing (docs/security.md); %s", strangers[i], p.comm, q->domain,
+                     end ? "its MPS client is ended (space: strangers: end)"
+                         : "it shares that domain's fate (space: strangers: report)");
+        if (end)
+            end_stranger(c, q, &p, first);
     }
 }
 
@@ -212,9 +250,15 @@ int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *de
     c->deps = *deps;
     for (size_t i = 0; i < MPS_DOMAINS_MAX; i++)
         c->q[i].fd = -1;
+    int rc = client_ends_init(&c->ends, deps->loop);
+    if (rc) {
+        free(c);
+        return rc;
+    }
     c->timer = loop_add_timer(deps->loop, (uint64_t)deps->interval_ms * 1000, on_tick, c);
     if (!c->timer) {
-        int rc = -errno;
+        rc = -errno;
+        client_ends_fini(c->ends);
         free(c);
         return rc ? rc : -ENOMEM;
     }
@@ -230,5 +274,6 @@ void mps_clients_close(struct mps_clients *c)
         if (c->q[i].client)
             end_question(c, &c->q[i], false);
     loop_del_close(c->deps.loop, c->timer);
+    client_ends_fini(c->ends);
     free(c);
 }

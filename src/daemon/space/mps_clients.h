@@ -2,8 +2,9 @@
  * the domains' members. A client that is no member of the server's domain reached it
  * around kairosd's routing (a getenv of its own preloaded before the shim's, or a
  * libcuda that reads its environment another way): user space cannot stop that, since
- * the pipe folder is the uid's, so kairosd reports each such client, once
- * (docs/security.md).
+ * the pipe folder is the uid's, so kairosd reports each such client, once, and (space:
+ * strangers: end, the default) ends its MPS client through the daemon that named it
+ * (client_end.h, with no signal after), at every check that finds it (docs/security.md).
  *
  * Every space: client_check_ms (default 5 s), each running daemon is asked
  * `get_client_list SERVER` for the server it started, asynchronously, one question in

@@ -58,6 +58,11 @@ static void test_space(void **state)
     assert_string_equal(c.space.mps_control, "nvidia-cuda-mps-control");
     assert_string_equal(c.kernel_log, "/dev/kmsg"); /* the Xid reports, by default */
     assert_int_equal(c.space.client_check_ms, 5000);
+    assert_true(c.space.end_strangers); /* a stranger's MPS client is ended by default */
+    config_free(&c);
+    assert_int_equal(config_parse("r.yaml", "space: { strangers: report }\n", 29, &c, err,
+                                  sizeof err), 0);
+    assert_false(c.space.end_strangers);
     config_free(&c);
     assert_int_equal(config_parse("n.yaml", "kernel_log: none\n", 17, &c, err, sizeof err), 0);
     assert_string_equal(c.kernel_log, "");
@@ -82,6 +87,7 @@ static void test_space(void **state)
         {"space: { client_check_ms: 50 }\n", "client_check_ms: expected 0 (never)"},
         {"space: { client_check_ms: -1 }\n", "client_check_ms: expected 0 (never)"},
         {"space: { client_check_ms: 5s }\n", "client_check_ms: expected 0 (never)"},
+        {"space: { strangers: kill }\n", "strangers: expected end"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(config_parse("b.yaml", bad[i][0], strlen(bad[i][0]), &c, err,
