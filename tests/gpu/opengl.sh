@@ -13,7 +13,7 @@ mkdir -p "$gdir"
 if [ ! -x "$bin/gl_memory" ]; then
   echo "opengl: skipped (gl_memory not built: no EGL/GL headers where gpu-carry ran)"
 else
-  . tests/gpu/gl_loaders.sh
+  . tests/gpu/graphics.sh
   gl_loaders_need libEGL.so.1
   vendor=
   for d in /usr/local/nvidia/share/glvnd/egl_vendor.d /usr/share/glvnd/egl_vendor.d \
@@ -27,15 +27,6 @@ else
   fi
   export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
   echo "opengl: EGL vendor file $vendor"
-  "$bin/gl_memory" --alloc-mib 256 --max-mib 8192 > "$gdir/native.txt" 2>&1
-  echo "opengl: native exit $?"
-  KAIROS_MEM=2G LD_PRELOAD=$KAIROS_SHIM "$bin/gl_memory" --alloc-mib 256 \
-    > "$gdir/quota-2g.txt" 2>&1
-  echo "opengl: under KAIROS_MEM=2G exit $?"
-  "$kairos" trace --record "$OUT/gl-memory.nvtrace" --output "$gdir/trace.txt" -- \
-    "$bin/gl_memory" > /dev/null 2>&1
-  echo "opengl: traced exit $?"
-  for f in native quota-2g; do
-    echo "opengl: $f: $(tr '\n' ' ' < "$gdir/$f.txt" | cut -c1-600)"
-  done
+  graphics_probe opengl "$gdir" "$OUT/gl-memory.nvtrace" "$bin/gl_memory" \
+    "--alloc-mib 256 --max-mib 8192" "--alloc-mib 256"
 fi

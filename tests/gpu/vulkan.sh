@@ -16,19 +16,10 @@ mkdir -p "$vdir"
 if [ ! -x "$bin/vk_heaps" ]; then
   echo "vulkan: skipped (vk_heaps not built: no Vulkan headers where gpu-carry ran)"
 else
-  . tests/gpu/gl_loaders.sh
+  . tests/gpu/graphics.sh
   gl_loaders_need libvulkan.so.1
   icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
-  "$bin/vk_heaps" --alloc-mib 256 > "$vdir/native.txt" 2>&1
-  echo "vulkan: native exit $?"
-  KAIROS_MEM=2G LD_PRELOAD=$KAIROS_SHIM "$bin/vk_heaps" --alloc-mib 256 \
-    > "$vdir/quota-2g.txt" 2>&1
-  echo "vulkan: under KAIROS_MEM=2G exit $?"
-  "$kairos" trace --record "$OUT/vk-heaps.nvtrace" --output "$vdir/trace.txt" -- \
-    "$bin/vk_heaps" > /dev/null 2>&1
-  echo "vulkan: traced exit $?"
-  for f in native quota-2g; do
-    echo "vulkan: $f: $(tr '\n' ' ' < "$vdir/$f.txt" | cut -c1-600)"
-  done
+  graphics_probe vulkan "$vdir" "$OUT/vk-heaps.nvtrace" "$bin/vk_heaps" "--alloc-mib 256" \
+    "--alloc-mib 256"
 fi
