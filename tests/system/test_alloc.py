@@ -143,7 +143,9 @@ class RacingThreads(AllocTest):
         p.wait(60)
         peak = driver_peak(journal)
         self.assertLessEqual(peak, QUOTA)
-        self.assertGreaterEqual(peak, 34 * MiB)  # they did race: 4 blocks at once or more
+        # they did race: 2 blocks at once or more (a 2-core machine under a full test run
+        # saw no more than 3 at once in one run of many: 26 MiB)
+        self.assertGreaterEqual(peak, 18 * MiB)
         self.assertTrue(wait_for(lambda: self.held() == 0), self.held())
 
 
