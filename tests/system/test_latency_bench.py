@@ -24,6 +24,8 @@ import unittest
 
 KAIROSD, KAIROS, SHIM, GPU_DIR = (os.path.abspath(p) for p in sys.argv[1:5])
 sys.path.insert(0, GPU_DIR)
+import latency_bench as lb  # noqa: E402
+from harness import wait_for  # noqa: E402
 import latency_stats as stats  # noqa: E402
 
 BENCH = os.path.join(GPU_DIR, "latency_bench.py")
@@ -93,6 +95,32 @@ def write_exec(path, text):
     with open(path, "w") as f:
         f.write(text)
     os.chmod(path, 0o755)
+
+
+class MpsStop(unittest.TestCase):
+    """The benchmarks' private MPS stops when its processes have exited, not when its pipe
+    is gone (the real daemon leaves the pipe's socket behind): with the stand-in control
+    daemon, whose server is its child, both are found by their pipe folder, and stop()
+    returns once both have exited."""
+
+    def test_stop_waits_for_the_daemon_and_its_server(self):
+        work = tempfile.mkdtemp(prefix="mps-stop-")
+        self.addCleanup(shutil.rmtree, work, ignore_errors=True)
+        control = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stand-ins",
+                               "nvidia-cuda-mps-control")
+        mps = lb.Mps(os.path.abspath(control), work)
+        other = lb.Mps(os.path.abspath(control), os.path.join(work, "other"))
+        self.assertTrue(mps.start() and other.start())
+        self.addCleanup(other.stop)
+        pipe = mps.env["CUDA_MPS_PIPE_DIRECTORY"]
+        self.assertTrue(wait_for(lambda: len(lb.mps_processes(pipe)) == 2, timeout=10))
+        daemon_and_server = lb.mps_processes(pipe)
+        self.assertTrue(mps.stop())
+        self.assertEqual(lb.mps_processes(pipe), [])
+        for pid in daemon_and_server:
+            self.assertFalse(os.path.exists(f"/proc/{pid}") and
+                             open(f"/proc/{pid}/stat").read().rsplit(") ", 1)[1][0] != "Z")
+        self.assertEqual(len(lb.mps_processes(other.env["CUDA_MPS_PIPE_DIRECTORY"])), 2)
 
 
 class Statistics(unittest.TestCase):
