@@ -489,6 +489,7 @@ static int setup_metrics(struct daemon *d, double start_time)
         .version = KAIROS_VERSION,
         .driver = &d->driver,
         .faults = &d->faults,
+        .mps_clients = d->mps_clients,
     };
     int rc = metrics_http_start(&d->metrics, d->loop, a, &src);
     if (rc) {

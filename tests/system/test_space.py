@@ -21,6 +21,7 @@ does (PlainNames).
 Usage: test_space.py KAIROSD SHIM KAIROS"""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -865,9 +867,11 @@ class Strangers(unittest.TestCase):
     STRANGERS = ""
 
     def setUp(self):
+        self.port = harness.free_port()
         self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
                            extra=f"space:\n  mps_control: {os.path.abspath(STAND_IN)}\n"
-                                 f"  client_check_ms: 100\n{self.STRANGERS}").start()
+                                 f"  client_check_ms: 100\n{self.STRANGERS}"
+                                 f"metrics: 127.0.0.1:{self.port}\n").start()
         self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
         self.procs = []
 
@@ -882,6 +886,13 @@ class Strangers(unittest.TestCase):
     def control_log(self):
         path = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
         return open(path).read() if os.path.exists(path) else ""
+
+    def strangers_counted(self):
+        """kairos_space_strangers_total's samples: {event: value}."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        return {m.group(1): float(m.group(2)) for m in re.finditer(
+            r'^kairos_space_strangers_total\{event="(\w+)"\} (\S+)$', text, re.M)}
 
     def test_a_stranger_among_the_clients_is_reported_once(self):
         member, plain, stranger = self.clients()
@@ -904,6 +915,7 @@ class Strangers(unittest.TestCase):
         harness.pass_time(0.5, "a few more checks: nothing more to end")
         self.assertEqual(self.control_log().count(f"terminate_client {server} {stranger.pid}"),
                          1)
+        self.assertEqual(self.strangers_counted(), {"found": 2, "ended": 2})
 
     def clients(self):
         """A member of the domain, a member of a tenant of no domain and a process of no
@@ -944,6 +956,7 @@ class StrangersReported(Strangers):
         self.assertIn("it shares that domain's fate (space: strangers: report)", log)
         self.assertNotIn("terminate_client", self.control_log())
         self.assertNotIn("its MPS client was ended", log)
+        self.assertEqual(self.strangers_counted(), {"found": 2, "ended": 0})
 
 
 class PlainNames(unittest.TestCase):

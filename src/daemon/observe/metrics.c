@@ -16,6 +16,7 @@
 #include "daemon/gpu/driver_release.h"
 #include "daemon/gpu/gpu.h"
 #include "daemon/space/faults.h"
+#include "daemon/space/mps_clients.h"
 #include "daemon/transport/server.h"
 #include "daemon/tenants/tenants.h"
 #include "daemon/time/timeshare.h"
@@ -450,6 +451,20 @@ static void write_faults(FILE *f, const struct tenants *ts, const struct faults 
     }
 }
 
+/* Space mode's strangers (mps_clients.h): found among a domain's MPS clients, ended;
+ * no sample where the clients are not checked. */
+static void write_strangers(FILE *f, const struct mps_clients *c)
+{
+    struct mps_clients_counts n = mps_clients_counts(c);
+    family(f, "kairos_space_strangers_total", "counter",
+           "Clients of a fault domain's MPS server that were no member of the domain: found "
+           "(each process once), and ended (their MPS client, with terminate_client).");
+    if (!c)
+        return;
+    fprintf(f, "kairos_space_strangers_total{event=\"found\"} %" PRIu64 "\n", n.found);
+    fprintf(f, "kairos_space_strangers_total{event=\"ended\"} %" PRIu64 "\n", n.ended);
+}
+
 static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
 {
     family(f, "kairos_tenant_members", "gauge",
@@ -641,6 +656,7 @@ int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_
     write_tenant(f, l, figs);
     write_usage(f, l, &src->ts->usage, figs);
     write_faults(f, src->ts, src->faults);
+    write_strangers(f, src->mps_clients);
     const struct figures all = {figs, l->n_tenants, l->n_gpus};
     write_tenant_gpu(f, &all);
     write_reasons(f, &all);

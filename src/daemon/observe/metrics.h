@@ -30,6 +30,7 @@ struct server;
 struct config;
 
 struct faults;
+struct mps_clients;
 
 struct metrics_sources {
     const struct tenants *ts;
@@ -41,6 +42,7 @@ struct metrics_sources {
     const char *version;
     const struct driver_release *driver; /* NULL or not known: no driver figure */
     const struct faults *faults;       /* NULL: no fault figures */
+    const struct mps_clients *mps_clients; /* NULL: no strangers' figures */
 };
 
 /* What the GPU backend reports on each GPU, read before a render. */

@@ -41,6 +41,7 @@ struct mps_clients {
     struct question q[MPS_DOMAINS_MAX];
     uint32_t reported[MPS_CLIENTS_REPORTED_MAX];
     size_t next_reported;
+    struct mps_clients_counts counts;
 };
 
 static bool is_member_of(const struct ledger *l, const struct settings_book *sb, uint32_t pid,
@@ -82,7 +83,8 @@ static bool reported_before(struct mps_clients *c, uint32_t pid)
 
 static void stranger_ended(void *ctx, const struct client_end_outcome *o)
 {
-    (void)ctx;
+    struct mps_clients *c = ctx;
+    c->counts.ended += o->ended;
     if (o->ended)
         log_warn("space: pid %u (%s): its MPS client was ended (terminate_client to the "
                  "control daemon of fault domain %s), being no member of the domain; its "
@@ -106,7 +108,7 @@ static void end_stranger(struct mps_clients *c, const struct question *q,
         return; /* on its way, or gone */
     struct client_end_order o = {.victim = *p, .start = start, .tenant = "", .domain = q->domain,
                                  .gpu = -1, .what = "no member of the domain", .signal = 0,
-                                 .done = stranger_ended};
+                                 .done = stranger_ended, .ctx = c};
     o.victim.uid = q->uid;
     char why[256];
     if (client_ends_start(c->ends, c->deps.mps, c->deps.proc, &o, why, sizeof why))
@@ -125,6 +127,7 @@ static void report(struct mps_clients *c, const struct question *q)
         struct procscan_proc p;
         procscan_describe(c->deps.proc, strangers[i], &p);
         bool first = !reported_before(c, strangers[i]);
+        c->counts.found += first;
         if (first)
             log_warn("space: pid %u (%s) is a client of the MPS server of fault domain %s but "
                      "no member of the domain: it reached the server around kairosd's "
@@ -264,6 +267,11 @@ int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *de
     }
     *out = c;
     return 0;
+}
+
+struct mps_clients_counts mps_clients_counts(const struct mps_clients *c)
+{
+    return c ? c->counts : (struct mps_clients_counts){0};
 }
 
 void mps_clients_close(struct mps_clients *c)

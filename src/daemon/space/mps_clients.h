@@ -45,6 +45,14 @@ struct mps_clients_deps {
 size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
                              const char *domain, const char *answer, uint32_t *out, size_t cap);
 
+/* Since kairosd started: the strangers found (each pid once) and the MPS clients of
+ * strangers ended (terminate_client answered well). */
+struct mps_clients_counts {
+    uint64_t found, ended;
+};
+/* c's counts (NULL: no checks, all 0). */
+struct mps_clients_counts mps_clients_counts(const struct mps_clients *c);
+
 /* Starts the checks (none when interval_ms is 0: *out NULL). 0, or -errno. */
 int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *deps);
 void mps_clients_close(struct mps_clients *c);
