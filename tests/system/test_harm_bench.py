@@ -436,7 +436,10 @@ class DryRun(BenchRun):
             dest = os.path.join(root, f"{self.res['date']}-{want}")
             self.assertEqual(r.stdout.strip(), dest)
         self.assertEqual(sorted(os.listdir(dest)), ["README.md", "harm-results.json",
-                                                    "harm-runs.tar.gz", "harm.tsv"])
+                                                    "harm-runs.tar.xz", "harm.tsv"])
+        with tarfile.open(os.path.join(dest, "harm-runs.tar.xz")) as saved, \
+                tarfile.open(os.path.join(self.out, "harm-runs.tar.gz")) as came:
+            self.assertEqual(saved.getnames(), came.getnames())  # the same runs, as xz
         with open(os.path.join(dest, "README.md")) as f:
             readme = f.read()
         self.assertIn(hb.table(self.res), readme)
@@ -466,7 +469,7 @@ class DryRun(BenchRun):
         self.assertEqual(r.returncode, 0, r.stderr)
         dest = r.stdout.strip()
         self.assertEqual(sorted(os.listdir(dest)), ["README.md", "harm-results.json",
-                                                    "harm-runs-1.tar.gz", "harm-runs-2.tar.gz",
+                                                    "harm-runs-1.tar.xz", "harm-runs-2.tar.xz",
                                                     "harm.tsv"])
         rows = read_tsv(dest)
         mine = read_tsv(self.out)[1:]
