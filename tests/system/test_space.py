@@ -60,15 +60,6 @@ DOMAIN = "inference-a"  # declared under space: domains: (the docs' example)
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
-def gone_or_zombie(pid):
-    """Whether pid has exited (reaped, or a zombie nobody has reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-
-
 def as_nobody():
     """preexec_fn: the process runs as nobody."""
     os.setgroups([])
@@ -149,7 +140,7 @@ class Space(unittest.TestCase):
         control_log = os.path.join(self.root, f"{domain}@{os.getuid()}", "log", "control.log")
         wait_for(lambda: "command: quit" in open(control_log).read(), "the quit command")
         pid = self.control_pid(f"{domain}@{os.getuid()}")
-        wait_for(lambda: gone_or_zombie(pid), "the daemon's exit")
+        wait_for(lambda: ended(pid), "the daemon's exit")
 
     def test_domain_members_get_their_domain_whatever_their_environment(self):
         self.start()
@@ -261,7 +252,7 @@ class Space(unittest.TestCase):
         self.assertIn("command: quit", open(control_log[infer]).read())
         self.assertIsNone(self.control_pid(infer))  # its pid file went with it
         os.kill(pids[other], signal.SIGCONT)  # it takes its quit and exits
-        wait_for(lambda: gone_or_zombie(pids[other]), "the second daemon's exit")
+        wait_for(lambda: ended(pids[other]), "the second daemon's exit")
         r = self.quit_domains(5)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("no fault domain's MPS control daemon runs", r.stdout)
