@@ -114,7 +114,8 @@ int domains_quit_run(const char *socket_path, const struct space_config *cfg, do
     }
     size_t asked = mps_domains_quit_all(&m);
     if (!asked)
-        fprintf(out, "no fault domain's MPS control daemon runs under %s\n", root);
+        fprintf(out, "no fault domain's MPS control daemon runs under %s (no pid file there "
+                     "names a live %s)\n", root, cfg->mps_control);
     wait_for_exits(&m, wait_s);
     report(&m, out);
     size_t left = still_running(&m);
