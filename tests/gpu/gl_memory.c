@@ -2,10 +2,11 @@
  * device platform: the renderer, GL_NVX_gpu_memory_info's dedicated video memory, total
  * available and currently available memory; then, with --alloc-mib N, buffers of N MiB
  * allocated and cleared (so that the driver places them) until GL_OUT_OF_MEMORY or
- * --max-mib, with what is available after. One line per fact, "key=value", for the GPU
- * suite (tests/gpu/opengl.sh). Built by scripts/gpu-carry where EGL's and GL's headers
- * are installed; it needs only glvnd's libEGL.so.1 and libOpenGL.so.0 and NVIDIA's EGL
- * vendor library at run time.
+ * --max-mib, with what is available after each GiB and at the end. One line per fact,
+ * "key=value", written as it is known (a run the suite's timeout ends keeps what it
+ * printed), for the GPU suite (tests/gpu/opengl.sh). Built by scripts/gpu-carry where
+ * EGL's and GL's headers are installed; it needs only glvnd's libEGL.so.1 and
+ * libOpenGL.so.0 and NVIDIA's EGL vendor library at run time.
  * Usage: gl_memory [--alloc-mib N] [--max-mib M] */
 #define GL_GLEXT_PROTOTYPES 1
 #include <stdio.h>
@@ -99,6 +100,8 @@ static void allocate(long step, long max_mib)
         if ((err = glGetError()) != GL_NO_ERROR)
             break;
         got += step;
+        if (got % 1024 < step)
+            print_memory("progress");
     }
     printf("allocated_mib=%ld stopped_by=%s\n", got,
            err == GL_OUT_OF_MEMORY ? "GL_OUT_OF_MEMORY" : err ? "another_error" : "max_mib");
@@ -108,6 +111,7 @@ static void allocate(long step, long max_mib)
 int main(int argc, char **argv)
 {
     long step = 0, max_mib = 1L << 20;
+    setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--alloc-mib"))
             step = atol(argv[i + 1]);

@@ -2,7 +2,8 @@
 # and the exported KAIROS_SHIM): what an OpenGL program, headless through EGL's device
 # platform, sees of its GPU's memory natively and under a 2 GiB quota
 # (tests/gpu/gl_memory.c: GL_NVX_gpu_memory_info's dedicated and available memory,
-# buffers of 256 MiB allocated and cleared until GL_OUT_OF_MEMORY or 8 GiB natively), and
+# buffers of 256 MiB allocated and cleared until GL_OUT_OF_MEMORY or 8 GiB: under a quota the
+# driver may place buffers in system memory instead of refusing them), and
 # a recording of the RM calls it makes (gl-memory.nvtrace). Needs glvnd's libEGL.so.1 and
 # libOpenGL.so.0 (carried in .gl/ where the machine has none: scripts/gpu-gl) and
 # NVIDIA's libEGL_nvidia.so.0 with a glvnd vendor file naming it (written here when the
@@ -28,5 +29,5 @@ else
   export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
   echo "opengl: EGL vendor file $vendor"
   graphics_probe opengl "$gdir" "$OUT/gl-memory.nvtrace" "$bin/gl_memory" \
-    "--alloc-mib 256 --max-mib 8192" "--alloc-mib 256"
+    "--alloc-mib 256 --max-mib 8192" "--alloc-mib 256 --max-mib 8192"
 fi
