@@ -113,30 +113,47 @@ static bool on_gpu(const struct ledger *l, const struct ledger_member *m, uint32
     return false;
 }
 
-/* Counts a lost-work fault for every tenant of domain with a process on the GPU, but
- * skip (the culprit's); their names go into names. Returns how many. */
-static unsigned count_losers(struct faults *f, const struct ledger *l,
-                             const struct settings_book *sb, const char *domain,
-                             const struct ledger_tenant *skip, const struct xid_report *x,
-                             const struct fault_context *c, char *names, size_t cap)
+/* Whether tenant t of domain has a process holding memory on the report's GPU. */
+static bool candidate(const struct ledger *l, const struct settings_book *sb,
+                      const struct ledger_tenant *t, const char *domain, uint32_t gpu)
+{
+    if (strcmp(settings_book_of(sb, t->id)->fault_domain, domain))
+        return false;
+    for (const struct ledger_member *m = l->members; m; m = m->next)
+        if (m->tenant == t && on_gpu(l, m, gpu))
+            return true;
+    return false;
+}
+
+/* The tenants of domain with a process on the GPU: how many, and the first of them. */
+static unsigned candidates(const struct ledger *l, const struct settings_book *sb,
+                           const char *domain, uint32_t gpu, const struct ledger_tenant **first)
+{
+    unsigned n = 0;
+    *first = NULL;
+    for (size_t i = 0; i < l->n_tenants; i++)
+        if (candidate(l, sb, l->tenants[i], domain, gpu) && !n++)
+            *first = l->tenants[i];
+    return n;
+}
+
+/* Counts a lost-work fault for every tenant of domain with a process on the GPU; their
+ * names go into names. */
+static void count_losers(struct faults *f, const struct ledger *l,
+                         const struct settings_book *sb, const char *domain,
+                         const struct xid_report *x, const struct fault_context *c,
+                         char *names, size_t cap)
 {
     unsigned n = 0;
     names[0] = 0;
     for (size_t i = 0; i < l->n_tenants; i++) {
         const struct ledger_tenant *t = l->tenants[i];
-        if (t == skip || strcmp(settings_book_of(sb, t->id)->fault_domain, domain))
-            continue;
-        bool there = false;
-        for (const struct ledger_member *m = l->members; m && !there; m = m->next)
-            there = m->tenant == t && on_gpu(l, m, c->gpu);
-        if (!there)
+        if (!candidate(l, sb, t, domain, c->gpu))
             continue;
         count(f, l, t, false, x, c);
         size_t used = strlen(names);
-        snprintf(names + used, cap - used, "%s%s", n ? ", " : "", t->name);
-        n++;
+        snprintf(names + used, cap - used, "%s%s", n++ ? ", " : "", t->name);
     }
-    return n;
 }
 
 static void gpu_text(const struct xid_report *x, uint32_t gpu, char *out, size_t cap)
@@ -148,45 +165,78 @@ static void gpu_text(const struct xid_report *x, uint32_t gpu, char *out, size_t
         snprintf(out, cap, "GPU %u", gpu);
 }
 
+/* What the report says of the process it names, for a domain's fault: a member of the
+ * domain (under MPS not the culprit, only a client of the same server) or its server. */
+static void named_text(const struct xid_report *x, const struct ledger_member *named,
+                       char *out, size_t cap)
+{
+    if (named)
+        snprintf(out, cap, "process %u (%s) of tenant %s", x->pid, x->name,
+                 named->tenant->name);
+    else
+        snprintf(out, cap, "the domain's MPS server (pid %u)", x->pid);
+}
+
+/* A fault in the MPS server of domain, which the report named by one of its clients or
+ * by the server itself: the culprit is the domain's only tenant on the GPU, or one of
+ * them that the driver does not say; every one of them lost its work. */
+static int domain_fault(struct faults *f, const struct ledger *l,
+                        const struct settings_book *sb, const struct xid_report *x,
+                        const struct fault_context *c, const struct ledger_member *named,
+                        const char *domain, const char *where, char *line, size_t cap)
+{
+    char who[160], names[512];
+    named_text(x, named, who, sizeof who);
+    if (same_event(f, domain, c->gpu, c->mono_ms))
+        return snprintf(line, cap, "fault: Xid %u on %s in fault domain %s: the same event "
+                        "as the report before (the driver names %s)", x->xid, where, domain,
+                        who);
+    const struct ledger_tenant *only;
+    unsigned n = candidates(l, sb, domain, c->gpu, &only);
+    if (n == 1) {
+        count(f, l, only, true, x, c);
+        return snprintf(line, cap, "fault: Xid %u on %s in fault domain %s: tenant %s caused "
+                        "it, the domain's only tenant with a process there (the driver names "
+                        "%s)", x->xid, where, domain, only->name, who);
+    }
+    if (n == 0)
+        return snprintf(line, cap, "fault: Xid %u on %s in fault domain %s: no tenant of the "
+                        "domain has a process there (the driver names %s)", x->xid, where,
+                        domain, who);
+    count_losers(f, l, sb, domain, x, c, names, sizeof names);
+    return snprintf(line, cap, "fault: Xid %u on %s in fault domain %s: one of its clients "
+                    "caused it and the driver does not say which (it names %s%s); %s lost "
+                    "their work", x->xid, where, domain, who,
+                    named ? ", the one it names under MPS whichever client faulted" : "", names);
+}
+
 void faults_on_xid(struct faults *f, const struct ledger *l, const struct settings_book *sb,
                    const struct mps_domains *m, const struct xid_report *x,
                    const struct fault_context *c, char *line, size_t cap)
 {
     f->total++;
-    char where[96], losers[512] = "", domain[KAIROS_NAME_MAX] = "";
+    char where[96], domain[KAIROS_NAME_MAX] = "";
     gpu_text(x, c->gpu, where, sizeof where);
-    const struct ledger_member *culprit = x->pid ? ledger_find_pid(l, x->pid) : NULL;
-    bool server = !culprit && x->pid && m &&
-                  mps_domains_server_domain(m, c->proc, x->pid, domain, sizeof domain);
-    if (culprit)
+    const struct ledger_member *named = x->pid ? ledger_find_pid(l, x->pid) : NULL;
+    if (named)
         snprintf(domain, sizeof domain, "%s",
-                 settings_book_of(sb, culprit->tenant->id)->fault_domain);
-    bool follow_up = domain[0] && same_event(f, domain, c->gpu, c->mono_ms);
-    if (culprit)
-        count(f, l, culprit->tenant, !follow_up, x, c);
-    unsigned n_losers = domain[0] && !follow_up
-                            ? count_losers(f, l, sb, domain, culprit ? culprit->tenant : NULL, x,
-                                           c, losers, sizeof losers)
-                            : 0;
+                 settings_book_of(sb, named->tenant->id)->fault_domain);
+    else if (x->pid && m)
+        mps_domains_server_domain(m, c->proc, x->pid, domain, sizeof domain);
     int len;
-    if (culprit)
-        len = snprintf(line, cap, "fault: Xid %u on %s: process %u (%s) of tenant %s %s", x->xid,
-                       where, x->pid, x->name, culprit->tenant->name,
-                       follow_up ? "lost its work to it" : "caused it");
-    else if (server)
-        len = snprintf(line, cap, "fault: Xid %u on %s in the MPS server of fault domain %s "
-                       "(pid %u): the driver does not say which of its clients caused it",
-                       x->xid, where, domain, x->pid);
-    else {
+    if (domain[0]) {
+        len = domain_fault(f, l, sb, x, c, named, domain, where, line, cap);
+    } else if (named) {
+        count(f, l, named->tenant, true, x, c);
+        len = snprintf(line, cap, "fault: Xid %u on %s: process %u (%s) of tenant %s caused it",
+                       x->xid, where, x->pid, x->name, named->tenant->name);
+    } else {
         f->outside++;
         len = x->pid ? snprintf(line, cap, "fault: Xid %u on %s: process %u (%s) is in no "
                                 "tenant", x->xid, where, x->pid, x->name)
                      : snprintf(line, cap, "fault: Xid %u on %s: the driver named no process",
                                 x->xid, where);
     }
-    if (len >= 0 && (size_t)len < cap && n_losers)
-        snprintf(line + len, cap - (size_t)len, "; fault domain %s: %s lost %s work",
-                 domain, losers, n_losers > 1 ? "their" : "its");
     if (len >= 0 && (size_t)len < cap && x->detail[0])
-        snprintf(line + strlen(line), cap - strlen(line), " (%s)", x->detail);
+        snprintf(line + len, cap - (size_t)len, " (%s)", x->detail);
 }

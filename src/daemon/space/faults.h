@@ -3,15 +3,18 @@
  * its MPS daemons; counted per tenant for kairos ps and the metrics.
  *
  * The rule (docs/space.md, "Faults"):
- *  - the Xid names a member of a tenant: that tenant caused it;
- *  - it names the MPS server of one of kairosd's fault domains: the culprit is one of
- *    the domain's clients on that GPU, which the driver does not say; "unknown";
+ *  - the Xid names a member of a tenant in no fault domain: that tenant caused it (its
+ *    contexts are its own; nobody else lost work);
+ *  - it names a member of a tenant in a fault domain, or the MPS server of one of
+ *    kairosd's domains: the fault was in that domain's server, and the driver does not
+ *    say which client caused it (under MPS it names one client of the server whichever
+ *    faulted: on an H100 the server's first client, bench/results/2026-12-07-h100-mps-
+ *    fault). The domain's only tenant with a process on that GPU caused it; where there
+ *    are several, the culprit is unknown and every one of them lost work;
  *  - it names no process, or one outside every tenant: nobody of Kairos's caused it.
- * A fault inside a fault domain ends the work of every client of that domain's server
- * on that GPU: every other tenant of the domain with a process holding memory there
- * lost work. Further Xid lines of the same domain and GPU within FAULTS_SAME_EVENT_MS
- * of the first are the same event (the driver reports each affected channel): their
- * tenants lost work; they did not cause it.
+ * Further Xid lines of the same domain and GPU within FAULTS_SAME_EVENT_MS of the first
+ * are the same event (the driver may report each affected channel): nothing more is
+ * counted for them.
  *
  * Records are kept per tenant name, at most one per tenant of the ledger (those of
  * tenants that are gone are dropped when room is needed).
