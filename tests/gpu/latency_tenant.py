@@ -213,7 +213,7 @@ class TorchTrain:
             launch()
         torch.cuda.synchronize()
         self.pending = None
-        self.info = {"model": f"{args.model}-train", "graphs": 0}
+        self.info = {"model": f"{args.model}-train", "graphs": 0, "torch": torch.__version__}
 
     @staticmethod
     def resnet(torch, dev, batch):
