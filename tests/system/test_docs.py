@@ -3,7 +3,8 @@
 command table has a manual page and is listed in kairos(1), every long option
 of a command's --help is documented in its page, a short option letter means one
 long option across every command, kairosd and the manual pages (the table of
-kairos(1) included), and `kairos help COMMAND` prints COMMAND's usage.
+kairos(1) included), `kairos help COMMAND` prints COMMAND's usage, and every script
+under scripts/ answers --help with what it does, doing nothing else.
 Usage: test_docs.py KAIROS_BINARY MAN_DIR KAIROSD_BINARY"""
 import os
 import re
@@ -79,6 +80,22 @@ class Docs(unittest.TestCase):
         r = run("help", "nope")
         self.assertEqual(r.returncode, 2)
         self.assertIn("unknown command 'nope'", r.stderr)
+
+    def test_every_script_answers_help(self):
+        """Its opening comment or docstring (its own first sentence), exit 0, at once:
+        scripts/test --help runs no test, install-deps --help installs nothing."""
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
+        scripts = sorted(n for n in os.listdir(root) if os.access(os.path.join(root, n),
+                                                                 os.X_OK))
+        self.assertIn("gpu-suite", scripts)
+        for name in scripts:
+            path = os.path.join(root, name)
+            head = open(path).read().split("\n")[1]
+            first = re.sub(r'^(# |""")', "", head).split(" - ")[-1].split()[:4]
+            r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60,
+                               cwd="/")
+            self.assertEqual(r.returncode, 0, f"{name}: {r.stderr[-500:]}")
+            self.assertIn(" ".join(first), " ".join(r.stdout.split()), name)
 
 
 if __name__ == "__main__":
