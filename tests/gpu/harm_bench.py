@@ -75,6 +75,9 @@ space- mixes):
                  under Kairos by `sms:` (the shim's line must say that percentage),
                  under MPS by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set by hand. Not in the
                  group space: it measures whether SM caps can split a domain.
+  space-pair-sms80, space-pair-sms85
+                 the same shares (75/25, share_err_pp against them) with the SMs capped
+                 at 80/20 and 85/15: further points of the curve from SM caps to work.
 Goals (the verdict column): a mix without a limit keeps aggregate >= 0.97x native and
 the worst p99 <= 1.05x native, and Kairos's share_err_pp <= 1; a limit mix lands within
 0.30 +- 0.02 of solo; a space- mix is judged against the mps column (as
@@ -367,13 +370,14 @@ def in_space(mix, domain, keep):
     return mix
 
 
-def sms_from_shares(mix):
-    """A space mix of shares with each tenant's SMs capped at its share: under Kairos its
-    `sms:` (the active thread percentage kairosd has the shim give the tenant's MPS
-    clients), under MPS the same percentage by hand (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE):
-    how near SM caps bring the work to the shares, and what they cost the mix's work."""
+def sms_from_shares(mix, caps=None):
+    """A space mix of shares with each tenant's SMs capped at its share, or at caps (name
+    -> percent) where given: under Kairos its `sms:` (the active thread percentage
+    kairosd has the shim give the tenant's MPS clients), under MPS the same percentage
+    by hand (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE): how near SM caps bring the work to the
+    shares, and what they cost the mix's work."""
     for i, (name, kind, opts) in enumerate(mix.tenants):
-        pct = round(mix.targets[name] * 100)
+        pct = (caps or {}).get(name, round(mix.targets[name] * 100))
         mix.tenants[i] = (name, kind, dict(opts, mps_threads=pct))
         mix.policies[name] = dict(mix.policies[name], sms=f"{pct}%")
     return mix
@@ -403,6 +407,10 @@ MIXES = {
     "space-pair": lambda a: in_space(TrainPair(a, cnn=0.75), "pair", ("share",)),
     "space-pair-sms": lambda a: sms_from_shares(in_space(TrainPair(a, cnn=0.75), "pair",
                                                          ("share",))),
+    "space-pair-sms80": lambda a: sms_from_shares(in_space(TrainPair(a, cnn=0.75), "pair",
+                                                           ("share",)), {"cnn": 80, "tf": 20}),
+    "space-pair-sms85": lambda a: sms_from_shares(in_space(TrainPair(a, cnn=0.75), "pair",
+                                                           ("share",)), {"cnn": 85, "tf": 15}),
 }
 
 

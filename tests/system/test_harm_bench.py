@@ -227,6 +227,13 @@ class Arithmetic(unittest.TestCase):
                                            "tf": {"share": "25%", "sms": "25%"}})
         self.assertEqual([t[2]["mps_threads"] for t in capped.tenants], [75, 25])
         self.assertNotIn("mps_threads", pair.tenants[0][2])  # the plain pair's untouched
+        beyond = hb.MIXES["space-pair-sms85"](args)  # the same shares, SMs at 85/15
+        self.assertEqual(beyond.targets, pair.targets)
+        self.assertEqual(beyond.policies, {"cnn": {"share": "75%", "sms": "85%"},
+                                           "tf": {"share": "25%", "sms": "15%"}})
+        self.assertEqual([t[2]["mps_threads"] for t in beyond.tenants], [85, 15])
+        self.assertEqual([t[2]["mps_threads"] for t in hb.MIXES["space-pair-sms80"](
+            args).tenants], [80, 20])
 
     def test_space_line_of_the_shim(self):
         log = ("kairos[7]: space: fault domain infer, MPS pipe /run/a b, active thread "
