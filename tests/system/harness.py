@@ -115,6 +115,14 @@ def wait_for(pred, timeout=5.0, step=0.01):
     return pred()
 
 
+def wait_value(cond, what, timeout=10):
+    """cond's value once true (wait_for polls it), or a failure naming what."""
+    found = []
+    if not wait_for(lambda: found.append(cond()) or found[-1], timeout=timeout):
+        raise AssertionError(f"timed out waiting for {what}")
+    return found[-1]
+
+
 def hold_still(seconds, why):
     """The bounded wait of a test that checks that something does NOT happen: seconds
     long enough for it to have happened were it going to (why says what and why that

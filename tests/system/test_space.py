@@ -33,6 +33,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from harness import wait_value  # noqa: E402
 import kairos_proto as kp  # noqa: E402
 
 KAIROSD, SHIM, KAIROS = sys.argv[1:4]
@@ -69,14 +70,6 @@ ASK = ("import ctypes; g = ctypes.CDLL(None).getenv; g.restype = ctypes.c_char_p
        "for n in (b'CUDA_MPS_PIPE_DIRECTORY', b'CUDA_MPS_CLIENT_PRIORITY',"
        " b'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'):\n"
        "    v = g(n); print(v.decode() if v is not None else 'None')\n")
-
-
-def wait_for(cond, what, timeout=10):
-    """cond's value once true (harness.wait_for polls it), or a failure naming what."""
-    found = []
-    if not harness.wait_for(lambda: found.append(cond()) or found[-1], timeout=timeout):
-        raise AssertionError(f"timed out waiting for {what}")
-    return found[-1]
 
 
 class Space(unittest.TestCase):
@@ -135,12 +128,12 @@ class Space(unittest.TestCase):
     def assert_retired(self, domain):
         """domain's daemon for this uid, named by no tenant now, is asked to quit at once
         (not at the next reload) and exits."""
-        wait_for(lambda: f"space: fault domain {domain} is named by no tenant now" in self.log(),
+        wait_value(lambda: f"space: fault domain {domain} is named by no tenant now" in self.log(),
                  f"kairosd to retire {domain}")
         control_log = os.path.join(self.root, f"{domain}@{os.getuid()}", "log", "control.log")
-        wait_for(lambda: "command: quit" in open(control_log).read(), "the quit command")
+        wait_value(lambda: "command: quit" in open(control_log).read(), "the quit command")
         pid = self.control_pid(f"{domain}@{os.getuid()}")
-        wait_for(lambda: ended(pid), "the daemon's exit")
+        wait_value(lambda: ended(pid), "the daemon's exit")
 
     def test_domain_members_get_their_domain_whatever_their_environment(self):
         self.start()
@@ -201,14 +194,14 @@ class Space(unittest.TestCase):
         entry = f"infer@{os.getuid()}"
         first = self.control_pid(entry)
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: "was killed by signal 9" in self.log(), "kairosd to notice the exit")
+        wait_value(lambda: "was killed by signal 9" in self.log(), "kairosd to notice the exit")
         self.ask("serve")
-        second = wait_for(lambda: self.control_pid(entry), "a new control daemon")
+        second = wait_value(lambda: self.control_pid(entry), "a new control daemon")
         self.assertNotEqual(first, second)
         self.assertEqual(self.d.stop(), 0)
         os.kill(second, 0)  # left running for its clients
         self.d.start()
-        wait_for(lambda: f"adopted the MPS control daemon of fault domain infer (pid {second})"
+        wait_value(lambda: f"adopted the MPS control daemon of fault domain infer (pid {second})"
                  in self.log(), "the adoption")
         self.ask("train")
         self.assertEqual(self.control_pid(entry), second)  # no second daemon
@@ -230,7 +223,7 @@ class Space(unittest.TestCase):
         self.kairos("tenant", "set", "keep", "--mem", "64M", "--fault-domain", DOMAIN)
         self.ask("keep")
         infer, other = f"infer@{os.getuid()}", f"{DOMAIN}@{os.getuid()}"
-        pids = {e: wait_for(lambda e=e: self.control_pid(e), e) for e in (infer, other)}
+        pids = {e: wait_value(lambda e=e: self.control_pid(e), e) for e in (infer, other)}
         control_log = {e: os.path.join(self.root, e, "log", "control.log") for e in pids}
         r = self.quit_domains()
         self.assertEqual(r.returncode, 1, r.stdout)
@@ -252,7 +245,7 @@ class Space(unittest.TestCase):
         self.assertIn("command: quit", open(control_log[infer]).read())
         self.assertIsNone(self.control_pid(infer))  # its pid file went with it
         os.kill(pids[other], signal.SIGCONT)  # it takes its quit and exits
-        wait_for(lambda: ended(pids[other]), "the second daemon's exit")
+        wait_value(lambda: ended(pids[other]), "the second daemon's exit")
         r = self.quit_domains(5)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("no fault domain's MPS control daemon runs", r.stdout)
@@ -324,7 +317,7 @@ class Space(unittest.TestCase):
             self.assertIn("stop them first", r.stderr)
         finally:
             held.communicate("", timeout=60)
-        wait_for(lambda: not self.d.ps()["keep"]["pids"], "the process to leave")
+        wait_value(lambda: not self.d.ps()["keep"]["pids"], "the process to leave")
         r = self.kairos("tenant", "set", "keep", "--fault-domain", "")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("tenant keep: in no fault domain", r.stderr)
@@ -344,7 +337,7 @@ class Space(unittest.TestCase):
                                      DOMAIN).returncode, 0)
         r, (got_pipe, _, _) = self.ask("keep")
         self.assertEqual(got_pipe, self.pipe(DOMAIN))
-        wait_for(lambda: not self.d.ps()["keep"]["pids"], "the process to leave")
+        wait_value(lambda: not self.d.ps()["keep"]["pids"], "the process to leave")
         entry = f"{DOMAIN}@{os.getuid()}"
         first = self.control_pid(entry)
         os.kill(first, signal.SIGSTOP)
@@ -355,7 +348,7 @@ class Space(unittest.TestCase):
         before = sorted(self.d.ps())
         for _ in range(3):  # more changes of tenants: ad hoc tenants come and go
             self.assertEqual(self.kairos("run", "--mem", "8M", "--", "true").returncode, 0)
-            wait_for(lambda: sorted(self.d.ps()) == before, "the ad hoc tenant to go")
+            wait_value(lambda: sorted(self.d.ps()) == before, "the ad hoc tenant to go")
         self.assertEqual(self.log().count(f"space: fault domain {DOMAIN} is named by no "
                                           "tenant now"), 1)
         self.assertEqual(self.kairos("tenant", "set", "keep", "--fault-domain",
@@ -365,9 +358,9 @@ class Space(unittest.TestCase):
                       "shutting down", r.stderr)
         self.assertEqual(got_pipe, "None")
         os.kill(first, signal.SIGCONT)  # it takes its quit and exits
-        wait_for(lambda: "command: quit" in open(
+        wait_value(lambda: "command: quit" in open(
             os.path.join(self.root, entry, "log", "control.log")).read(), "the quit")
-        wait_for(lambda: self.control_pid(entry) is None, "kairosd to see the daemon exit")
+        wait_value(lambda: self.control_pid(entry) is None, "kairosd to see the daemon exit")
         r, (got_pipe, _, _) = self.ask("keep")
         self.assertEqual(got_pipe, self.pipe(DOMAIN), r.stderr)
         self.assertNotEqual(self.control_pid(entry), first)
@@ -501,7 +494,7 @@ class Faults(unittest.TestCase):
         plain = self.member("plain")
         self.xid(f"NVRM: Xid (PCI:0000:65:00): 13, pid={train}, name=python3, Graphics SM "
                  "Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address")
-        f = wait_for(lambda: (lambda f: f if f["serve"]["faults_lost"] else None)(
+        f = wait_value(lambda: (lambda f: f if f["serve"]["faults_lost"] else None)(
             self.faults()), "kairosd to count the fault")
         self.assertEqual((f["train"]["faults_caused"], f["train"]["faults_lost"]), (0, 1))
         self.assertEqual((f["serve"]["faults_caused"], f["serve"]["faults_lost"]), (0, 1))
@@ -539,7 +532,7 @@ class Faults(unittest.TestCase):
         row = next(l.split() for l in table if l.startswith("train"))
         self.assertEqual(row[row.index("infer"):row.index("infer") + 3], ["infer", "-", "0/1"])
         self.xid(f"NVRM: Xid (PCI:0000:65:00): 13, pid={plain}, name=python3, x")
-        wait_for(lambda: f"process {plain} (python3) of tenant plain caused it" in
+        wait_value(lambda: f"process {plain} (python3) of tenant plain caused it" in
                  self.d.read_log(), "kairosd to blame plain")
         f = self.faults()
         self.assertEqual((f["plain"]["faults_caused"], f["plain"]["faults_lost"]), (1, 0))
@@ -554,7 +547,7 @@ class Faults(unittest.TestCase):
         self.xid("NVRM: Xid (PCI:0000:65:00) 13, pid=%d, name=python3, x" % train)  # malformed
         self.xid("x" * 5000)  # longer than a line
         self.xid("NVRM: Xid (PCI:0000:65:00): 31, pid='<unknown>', name=<unknown>, MMU Fault")
-        wait_for(lambda: "the driver named no process" in self.d.read_log(), "the last line")
+        wait_value(lambda: "the driver named no process" in self.d.read_log(), "the last line")
         log = self.d.read_log()
         self.assertIn("on the GPU at PCI 0000:66:00 (none of kairosd's) in fault domain infer: "
                       "tenant train caused it, the domain's only tenant with a process there "
@@ -615,13 +608,13 @@ class AuditKill(unittest.TestCase):
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.assertEqual(p.stdout.readline().strip(), "ready")
         control_log = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
-        server = wait_for(self.server_pid, "the stand-in's server")
+        server = wait_value(self.server_pid, "the stand-in's server")
         self.d.write_fake(f"gpu 0 GPU-fake-0000 85899345920\nproc 0 {p.pid} {4 << 30}\n")
         self.assertEqual(p.wait(10), -signal.SIGKILL)
         with open(control_log) as f:
             self.assertIn(f"command: terminate_client {server} {p.pid}", f.read())
         # kairosd logs the kill just after it: the member may be reaped first
-        log = wait_for(lambda: (lambda t: t if "killed (audit action kill)" in t else None)(
+        log = wait_value(lambda: (lambda t: t if "killed (audit action kill)" in t else None)(
             self.d.read_log()), "the kill's line")
         self.assertIn(f"audit: pid {p.pid} of tenant train: its MPS client was ended first "
                       "(terminate_client), so that the kill spares fault domain infer", log)
@@ -640,19 +633,19 @@ class AuditKill(unittest.TestCase):
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
         self.assertEqual(p.stdout.readline().strip(), "ready")
-        wait_for(self.server_pid, "the stand-in's server")
+        wait_value(self.server_pid, "the stand-in's server")
         control = Space.control_pid(self, f"infer@{os.getuid()}")
         os.kill(control, signal.SIGSTOP)
         self.addCleanup(lambda: os.kill(control, signal.SIGCONT))
         self.d.write_fake(f"gpu 0 GPU-fake-0000 85899345920\nproc 0 {p.pid} {4 << 30}\n")
-        wait_for(lambda: "to be killed once its MPS client is ended" in self.d.read_log(),
+        wait_value(lambda: "to be killed once its MPS client is ended" in self.d.read_log(),
                  "the audit's decision")
         ps = subprocess.run([KAIROS, "ps"], capture_output=True, text=True, timeout=30,
                             env={**os.environ, "KAIROS_SOCKET": self.d.socket})
         self.assertEqual(ps.returncode, 0, ps.stderr)
         self.assertIsNone(p.poll(), "kairosd answered only after the kill: its loop waited")
         self.assertEqual(p.wait(10), -signal.SIGKILL)
-        log = wait_for(lambda: (lambda t: t if "killed (audit action kill)" in t else None)(
+        log = wait_value(lambda: (lambda t: t if "killed (audit action kill)" in t else None)(
             self.d.read_log()), "the kill's line")
         self.assertIn(f"audit: pid {p.pid} of tenant train: its MPS client could not be ended "
                       "first (terminate_client to the control daemon of fault domain infer: no "
@@ -673,7 +666,7 @@ class AuditKill(unittest.TestCase):
             self.addCleanup(p.kill)
             procs.append(p)
             self.assertEqual(p.stdout.readline().strip(), "ready")
-        wait_for(self.server_pid, "the stand-in's server")
+        wait_value(self.server_pid, "the stand-in's server")
         control = Space.control_pid(self, f"infer@{os.getuid()}")
         os.kill(control, signal.SIGSTOP)
         self.addCleanup(lambda: os.kill(control, signal.SIGCONT))
@@ -756,7 +749,7 @@ class SoftEnd(unittest.TestCase):
         return p
 
     def server(self):
-        return wait_for(lambda: next((l.split()[-1] for l in self.control_log().splitlines()
+        return wait_value(lambda: next((l.split()[-1] for l in self.control_log().splitlines()
                                       if "server pid" in l), None), "the stand-in's server")
 
     def test_the_mps_client_is_ended_before_the_process(self):
@@ -767,7 +760,7 @@ class SoftEnd(unittest.TestCase):
         os.kill(p.pid, signal.SIGTERM)
         self.assertEqual(p.wait(10), -signal.SIGTERM)  # ended by SIGTERM, as it asked
         self.assertIn(f"command: terminate_client {server} {p.pid}", self.control_log())
-        wait_for(lambda: f"tenant train: pid {p.pid} ends at its SIGTERM after its MPS client "
+        wait_value(lambda: f"tenant train: pid {p.pid} ends at its SIGTERM after its MPS client "
                  "(terminate_client), sparing fault domain infer" in self.d.read_log(),
                  "kairosd's line")
 
@@ -786,9 +779,9 @@ class SoftEnd(unittest.TestCase):
         self.assertTrue(catches_sigterm(p.pid))
         # the child puts the default back in fork (pthread_atfork), which may not have
         # run yet when the parent names it
-        wait_for(lambda: not catches_sigterm(child), "the child to leave SIGTERM as it was")
+        wait_value(lambda: not catches_sigterm(child), "the child to leave SIGTERM as it was")
         os.kill(child, signal.SIGTERM)
-        wait_for(lambda: ended(child), "the child's end")
+        wait_value(lambda: ended(child), "the child's end")
         self.assertIsNone(p.poll(), "the child's SIGTERM ended its parent")
         self.assertNotIn("terminate_client", self.control_log())
 
@@ -807,7 +800,7 @@ class SoftEnd(unittest.TestCase):
         p.stdin.write("3\n")
         p.stdin.flush()
         self.assertEqual(p.stdout.readline().strip(), "sent")
-        wait_for(lambda: f"tenant plain: pid {p.pid} asked that its MPS client be ended "
+        wait_value(lambda: f"tenant plain: pid {p.pid} asked that its MPS client be ended "
                  "before its SIGTERM; not done (it is in no fault domain)" in self.d.read_log(),
                  "kairosd's refusal")
         self.assertIsNone(p.poll(), "kairosd signalled a member of no fault domain")
@@ -911,13 +904,13 @@ class Strangers(unittest.TestCase):
         # ended: its MPS client and nothing else of it (no signal), and no member's
         server = int(open(os.path.join(self.pipe, "server.pid")).read())
         for p in (stranger, plain):
-            wait_for(lambda p=p: f"command: terminate_client {server} {p.pid}"
+            wait_value(lambda p=p: f"command: terminate_client {server} {p.pid}"
                      in self.control_log(), f"terminate_client of pid {p.pid}")
-            wait_for(lambda p=p: f"space: pid {p.pid} (" in self.d.read_log() and
+            wait_value(lambda p=p: f"space: pid {p.pid} (" in self.d.read_log() and
                      "its MPS client was ended" in self.d.read_log(), "the end said")
         self.assertNotIn(f"terminate_client {server} {member.pid}", self.control_log())
         self.assertIsNone(stranger.poll())  # alive: only its GPU contexts end
-        wait_for(lambda: open(os.path.join(self.pipe, "clients")).read().split()
+        wait_value(lambda: open(os.path.join(self.pipe, "clients")).read().split()
                  == [str(member.pid), "not-a-pid"], "the stand-in to drop them")
         harness.pass_time(0.5, "a few more checks: nothing more to end")
         self.assertEqual(self.control_log().count(f"terminate_client {server} {stranger.pid}"),
@@ -945,7 +938,7 @@ class Strangers(unittest.TestCase):
         with open(os.path.join(self.pipe, "clients.new"), "w") as f:
             f.write(f"{member.pid}\n{plain.pid}\n{stranger.pid}\nnot-a-pid\n")
         os.rename(os.path.join(self.pipe, "clients.new"), os.path.join(self.pipe, "clients"))
-        wait_for(lambda: f"pid {stranger.pid} (sleep) is a client of the MPS server of fault "
+        wait_value(lambda: f"pid {stranger.pid} (sleep) is a client of the MPS server of fault "
                  "domain infer but no member of the domain" in self.d.read_log(),
                  "kairosd to report the stranger")
         harness.pass_time(0.5, "a few more checks (client_check_ms 100): reported once only")
