@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import subprocess
+import threading
 import time
 
 # ASan's runtime, where the build needs it preloaded first
@@ -121,6 +122,32 @@ def wait_value(cond, what, timeout=10):
     if not wait_for(lambda: found.append(cond()) or found[-1], timeout=timeout):
         raise AssertionError(f"timed out waiting for {what}")
     return found[-1]
+
+
+def signal_state(pid):
+    """Process pid's threads with their signal masks (from /proc), for a failure's text."""
+    rows = []
+    try:
+        for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                keep = ("Name", "State", "SigPnd", "ShdPnd", "SigBlk", "SigCgt")
+                rows.append(" ".join(l.split(":")[1].strip() for l in f
+                                     if l.split(":")[0] in keep))
+    except OSError as e:
+        rows.append(f"({e})")
+    return f"pid {pid}: " + "; ".join(rows)
+
+
+def line_of(p, timeout=20):
+    """The next line of child p's stdout, stripped, within timeout seconds; else a
+    failure that says what p's threads were doing with their signals."""
+    got = []
+    reader = threading.Thread(target=lambda: got.append(p.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not got:
+        raise AssertionError(f"no line in {timeout} s from {signal_state(p.pid)}")
+    return got[0].strip()
 
 
 def hold_still(seconds, why):

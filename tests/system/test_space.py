@@ -33,7 +33,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import wait_value  # noqa: E402
+from harness import line_of, wait_value  # noqa: E402
 import kairos_proto as kp  # noqa: E402
 
 KAIROSD, SHIM, KAIROS = sys.argv[1:4]
@@ -310,7 +310,7 @@ class Space(unittest.TestCase):
                                 stderr=subprocess.PIPE, text=True,
                                 env=self.env(KAIROS_TENANT="keep"))
         try:
-            self.assertEqual(held.stdout.readline().strip(), self.pipe(DOMAIN))
+            self.assertEqual(line_of(held), self.pipe(DOMAIN))
             r = self.kairos("tenant", "set", "keep", "--fault-domain", "")
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn(f"has 1 process(es), already routed (fault domain {DOMAIN})", r.stderr)
@@ -471,7 +471,7 @@ class Faults(unittest.TestCase):
         here = os.path.dirname(os.path.abspath(__file__))
         p = subprocess.Popen([sys.executable, "-c", MEMBER, self.d.socket, tenant, here],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
         self.members[tenant] = p
         return p.pid
 
@@ -606,7 +606,7 @@ class AuditKill(unittest.TestCase):
         here = os.path.dirname(os.path.abspath(__file__))
         p = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train", here],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
         control_log = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
         server = wait_value(self.server_pid, "the stand-in's server")
         self.d.write_fake(f"gpu 0 GPU-fake-0000 85899345920\nproc 0 {p.pid} {4 << 30}\n")
@@ -632,7 +632,7 @@ class AuditKill(unittest.TestCase):
         p = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "train", here],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
         wait_value(self.server_pid, "the stand-in's server")
         control = Space.control_pid(self, f"infer@{os.getuid()}")
         os.kill(control, signal.SIGSTOP)
@@ -665,7 +665,7 @@ class AuditKill(unittest.TestCase):
                                  text=True)
             self.addCleanup(p.kill)
             procs.append(p)
-            self.assertEqual(p.stdout.readline().strip(), "ready")
+            self.assertEqual(line_of(p), "ready")
         wait_value(self.server_pid, "the stand-in's server")
         control = Space.control_pid(self, f"infer@{os.getuid()}")
         os.kill(control, signal.SIGSTOP)
@@ -745,7 +745,7 @@ class SoftEnd(unittest.TestCase):
                              stdout=subprocess.PIPE, text=True,
                              env=Space.env(self, KAIROS_TENANT=tenant))
         self.addCleanup(lambda: (p.kill(), p.wait()))
-        self.assertEqual(p.stdout.readline().strip(), Space.pipe(self, "infer"))
+        self.assertEqual(line_of(p), Space.pipe(self, "infer"))
         return p
 
     def server(self):
@@ -754,7 +754,7 @@ class SoftEnd(unittest.TestCase):
 
     def test_the_mps_client_is_ended_before_the_process(self):
         p = self.armed("default")
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
         self.assertTrue(catches_sigterm(p.pid), "the shim did not catch SIGTERM")
         server = self.server()
         os.kill(p.pid, signal.SIGTERM)
@@ -766,16 +766,16 @@ class SoftEnd(unittest.TestCase):
 
     def test_the_applications_own_handler_stays_its_own(self):
         p = self.armed("own")
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
         os.kill(p.pid, signal.SIGTERM)
-        self.assertEqual(p.stdout.readline().strip(), "own handler")
+        self.assertEqual(line_of(p), "own handler")
         self.assertEqual(p.wait(10), 0)
         self.assertNotIn("terminate_client", self.control_log())
 
     def test_a_forked_child_is_not_caught_and_ends_alone(self):
         p = self.armed("fork")
-        child = int(p.stdout.readline())
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        child = int(line_of(p))
+        self.assertEqual(line_of(p), "ready")
         self.assertTrue(catches_sigterm(p.pid))
         # the child puts the default back in fork (pthread_atfork), which may not have
         # run yet when the parent names it
@@ -796,10 +796,10 @@ class SoftEnd(unittest.TestCase):
 
     def test_a_member_of_no_domain_asks_in_vain(self):
         p = self.raw_member("plain")
-        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
         p.stdin.write("3\n")
         p.stdin.flush()
-        self.assertEqual(p.stdout.readline().strip(), "sent")
+        self.assertEqual(line_of(p), "sent")
         wait_value(lambda: f"tenant plain: pid {p.pid} asked that its MPS client be ended "
                  "before its SIGTERM; not done (it is in no fault domain)" in self.d.read_log(),
                  "kairosd's refusal")
@@ -812,8 +812,8 @@ class SoftEnd(unittest.TestCase):
     def test_endings_repeated_end_the_client_once_and_only_the_sender(self):
         p = self.raw_member("train")
         bystander = self.raw_member("serve")  # same domain, same uid
-        self.assertEqual(p.stdout.readline().strip(), "ready")
-        self.assertEqual(bystander.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(p), "ready")
+        self.assertEqual(line_of(bystander), "ready")
         server = self.server()
         p.stdin.write("20\n")
         p.stdin.flush()
@@ -828,14 +828,14 @@ class SoftEnd(unittest.TestCase):
         # kairosd fork a control client, and at most 16 a second are heard
         members = [self.raw_member("train") for _ in range(24)]
         for p in members:
-            self.assertEqual(p.stdout.readline().strip(), "ready")
+            self.assertEqual(line_of(p), "ready")
         self.server()
         for p in members:
             p.stdin.write("1\n")
         for p in members:
             p.stdin.flush()
         for p in members:  # kairosd has read each one's ENDING
-            self.assertEqual(p.stdout.readline().strip(), "sent")
+            self.assertEqual(line_of(p), "sent")
         log = self.d.read_log()
         self.assertIn("tenant train asked for 16 ends in the last second already", log)
         refused = [p for p in members if f"pid {p.pid} asked that its MPS client" in log]
@@ -926,12 +926,12 @@ class Strangers(unittest.TestCase):
                                    here], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True)
         self.procs.append(member)
-        self.assertEqual(member.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(member), "ready")
         plain = subprocess.Popen([sys.executable, "-c", ROUTED_MEMBER, self.d.socket, "plain",
                                   here], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  text=True)  # a member, of another tenant and no domain
         self.procs.append(plain)
-        self.assertEqual(plain.stdout.readline().strip(), "ready")
+        self.assertEqual(line_of(plain), "ready")
         stranger = subprocess.Popen(["sleep", "60"])
         self.procs.append(stranger)
         self.pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
