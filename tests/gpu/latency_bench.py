@@ -196,10 +196,11 @@ class Daemon:
     """A private kairosd for one configuration, and the shim.conf that names it
     (tests/gpu/harm_bench.py's too). time_mode None: no time_mode line, kairosd's
     default; quota: each tenant's memory on GPU 0; a tenant with no policy gets only it;
-    domain: every tenant's fault_domain (space mode; None: no such line)."""
+    domain: every tenant's fault_domain (space mode; None: no such line); tenants_text:
+    the tenants: list as written elsewhere (kairos plan --emit), instead of policies."""
 
     def __init__(self, work, label, policies, time_mode, more_lines, quota="60G",
-                 domain=None):
+                 domain=None, tenants_text=None):
         d = os.path.join(work, f"kd-{label}")
         os.makedirs(d, exist_ok=True)
         self.sock = os.path.join(d, "kairosd.sock")
@@ -208,7 +209,9 @@ class Daemon:
         if time_mode:
             lines.append(f"time_mode: {time_mode}")
         lines.append("tenants:")
-        for name, pol in policies.items():
+        if tenants_text is not None:
+            lines.append(tenants_text.rstrip("\n"))
+        for name, pol in (policies or {}).items():
             comp = ", ".join(f"{k}: {v}" for k, v in pol.items() if k != "sms")
             lines += [f"  - name: {name}", f"    memory: {{ 0: {quota} }}"]
             lines += [f"    fault_domain: {domain}"] if domain else []

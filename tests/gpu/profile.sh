@@ -2,17 +2,28 @@
 # $OUT). Records the planner's per-profile throughput tables of four workloads with
 # kairos profile: ResNet-50 inference at batch 8 and 64, a transformer training step
 # and a memory-bound kernel, on whatever the GPU allows (MIG instances the admin
-# configured, else the MPS active-thread proxy; no MIG setting is changed). Writes
-# $OUT/profile/<workload>.yaml (the lead commits them under data/planner/profiles/h200/)
-# and prints each table normalised to the whole GPU. The two inference workloads also
+# configured, else the MPS active-thread proxy; no MIG setting is changed), for the
+# planner's model of this GPU ($profile_model: H200-141GB or H100-80GB, from its name;
+# another GPU is skipped with a line). Writes $OUT/profile/<workload>.yaml (committed
+# under data/planner/profiles/h200/ or h100/) and prints each table normalised to the
+# whole GPU. The two inference workloads also
 # get --time-shares 25,50,75 (issue 28 item 2): three more runs each on the whole GPU
 # as tenants of a private kairosd (kairosd_env.sh) with their GPU time capped there,
 # the tables' time_shares, printed as the fraction of whole kept at each share (a
 # launch-bound workload keeps more than the share). About 4-5 minutes (6 runs of ~7 s
 # per workload with PROFILE_SECONDS=3, 3 more per inference workload).
 . tests/gpu/kairosd_env.sh
-mkdir -p "$OUT/profile"
 echo "--- profile: per-profile throughput tables (kairos profile)"
+case "$gpu" in
+  *H200*) profile_model=H200-141GB ;;
+  *H100*80GB*) profile_model=H100-80GB ;;
+  *) profile_model= ;;
+esac
+if [ -z "$profile_model" ]; then
+  echo "profile: no planner model for $gpu (H200 and H100 80GB have one): skipped"
+  return 0
+fi
+mkdir -p "$OUT/profile"
 pkd=/tmp/kairos-profile-kd
 rm -rf "$pkd" && mkdir -p "$pkd"
 kairosd_private "$pkd" "$OUT/profile/kairosd.log" < /dev/null
@@ -27,7 +38,7 @@ profile_one() { # name, kairos profile options..., --, workload args...
   shift
   while [ "$1" != "--" ]; do opts+=("$1"); shift; done
   shift
-  "$kairos" profile --model H200-141GB --name "$name" --timeout 90 "${opts[@]}" \
+  "$kairos" profile --model "$profile_model" --name "$name" --timeout 90 "${opts[@]}" \
     --out "$OUT/profile/$name.yaml" \
     -- $python tests/gpu/profile_workload.py "$@" --seconds "${PROFILE_SECONDS:-3}" \
     || echo "profile $name: FAILED"

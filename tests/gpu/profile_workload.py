@@ -2,18 +2,27 @@
 """Workloads for `kairos profile` in the GPU suite's profile section. Each runs a warm-up,
 then as many steps as fit in --seconds, and prints throughput=<items per second> (the
 line kairos profile reads). Peak memory is left to kairos profile (NVML's used memory).
+With --ready FILE (tests/gpu/planned_bench.py, several workloads measured together), the
+warm-up done it writes FILE and waits up to --go-timeout seconds for FILE's folder to hold
+"go", then measures over the same --seconds as the others; --dry-run: no torch, no GPU
+(a sleep per step of --dry-step-ms, tests/system/test_planned_bench.py).
   resnet50-inf   ResNet-50 inference, fp16, --batch images per step (images/s)
   transformer-train  one training step of a 6-layer transformer encoder (sequences/s)
   membound       a streaming a = b + c over 1 GiB arrays (GiB/s moved)
-Usage: profile_workload.py KIND [--batch B] [--seconds S]"""
+Usage: profile_workload.py KIND [--batch B] [--seconds S] [--ready FILE] [--dry-run]"""
 import argparse
+import os
+import sys
 import time
 
-import torch
-import torch.nn as nn
+if "--dry-run" not in sys.argv:
+    import torch
+    import torch.nn as nn
+else:
+    torch = nn = None
 
 
-class Bottleneck(nn.Module):
+class Bottleneck(nn.Module if nn else object):
     def __init__(self, cin, mid, stride):
         super().__init__()
         cout = mid * 4
@@ -44,14 +53,42 @@ def resnet50():
         return nn.Sequential(*layers)
 
 
-def measure(step, items, seconds, warmup=3):
+def dry_mps_client():
+    """A dry run asks getenv for the MPS pipe folder as libcuda does when it starts (so
+    that a preloaded shim routes it) and, where one is named, adds its pid to the folder's
+    clients file, from which the stand-in control daemon (tests/stand-ins) answers."""
+    import ctypes
+    getenv = ctypes.CDLL(None).getenv
+    getenv.restype = ctypes.c_char_p
+    pipe = getenv(b"CUDA_MPS_PIPE_DIRECTORY")
+    if pipe and os.path.isdir(pipe):
+        with open(os.path.join(pipe.decode(), "clients"), "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+def wait_go(ready, timeout):
+    """Writes READY, then waits for "go" beside it (written by the bench once every
+    workload is ready). Exits 3 if it does not come within TIMEOUT seconds."""
+    with open(ready + ".new", "w") as f:
+        f.write(f"pid={os.getpid()}\n")
+    os.rename(ready + ".new", ready)
+    go, deadline = os.path.join(os.path.dirname(ready), "go"), time.time() + timeout
+    while not os.path.exists(go):
+        if time.time() > deadline:
+            sys.exit(f"no go after {timeout:.0f} s")
+        time.sleep(0.005)
+
+
+def measure(step, items, args, sync=lambda: torch.cuda.synchronize(), warmup=3):
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize()
+    sync()
+    if args.ready:
+        wait_go(args.ready, args.go_timeout)
     n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < args.seconds:
         step()
-        torch.cuda.synchronize()
+        sync()
         n += 1
     return n * items / (time.perf_counter() - t0)
 
@@ -61,7 +98,17 @@ def main():
     ap.add_argument("kind", choices=["resnet50-inf", "transformer-train", "membound"])
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--ready", metavar="FILE", help="written after the warm-up; then wait for go")
+    ap.add_argument("--go-timeout", type=float, default=180)
+    ap.add_argument("--dry-run", action="store_true", help="no torch, no GPU")
+    ap.add_argument("--dry-step-ms", type=float, default=10)
     a = ap.parse_args()
+    if a.dry_run:
+        dry_mps_client()
+        thr = measure(lambda: time.sleep(a.dry_step_ms / 1000), a.batch, a, sync=lambda: None)
+        print(f"kind={a.kind} batch={a.batch} dry_run=1")
+        print(f"throughput={thr:.3f}")
+        return
     dev = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     if a.kind == "resnet50-inf":
@@ -71,7 +118,7 @@ def main():
         def step():
             with torch.inference_mode():
                 net(x)
-        thr = measure(step, a.batch, a.seconds)
+        thr = measure(step, a.batch, a)
     elif a.kind == "transformer-train":
         layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
         net = nn.Sequential(nn.TransformerEncoder(layer, 6), nn.Linear(512, 512)).to(dev)
@@ -84,7 +131,7 @@ def main():
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-        thr = measure(step, a.batch, a.seconds)
+        thr = measure(step, a.batch, a)
     else:
         n = (1 << 30) // 4
         b, c = torch.ones(n, device=dev), torch.ones(n, device=dev)
@@ -92,7 +139,7 @@ def main():
 
         def step():
             torch.add(b, c, out=out)
-        thr = measure(step, 3.0, a.seconds)   # 3 GiB moved per step
+        thr = measure(step, 3.0, a)   # 3 GiB moved per step
     print(f"kind={a.kind} batch={a.batch}")
     print(f"throughput={thr:.3f}")
 
