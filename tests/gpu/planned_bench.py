@@ -19,8 +19,9 @@ Every workload of a round warms up, says it is ready, and all measure over the s
 MPS pipe and its SM cap (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) the emitted sms:.
 Figure: a round's throughput / (target x the median of the workload's solo rounds); a plan
 meets a target when the median of that ratio is >= 1. Writes OUT/planned-results.json
-(every round), OUT/planned.tsv (config, workload, target, median ratio) and
-OUT/planned-runs.tar.xz (plans, kairosd logs, workload logs); prints a table last. Exit 1
+(every round) and OUT/planned.tsv (config, workload, target, median ratio), both anew
+after every round, and at the end OUT/planned-runs.tar.xz (plans, kairosd logs, workload
+logs); prints a table last. Exit 1
 when a plan or a round failed (each named in "failures"); a missed target is a figure.
 --dry-run: workloads that sleep instead of using torch, the real kairos plan, kairosd
 and `kairos run` (tests/system/test_planned_bench.py).
@@ -287,6 +288,7 @@ class Bench:
                             "figures": figures, "placement": rnd.placement, "failure": why})
         if why:
             self.fail(rep, config, why)
+        self.write()  # after every round: a run cut short keeps what it measured
         print(f"  rep {rep} {rnd.label:12} " + " ".join(f"{n}={v:.1f}" for n, v in
                                                       figures.items()) + (f"  FAILED: {why}"
                                                                           if why else ""),
@@ -363,9 +365,11 @@ class Bench:
                 for name, row in rows.items():
                     m = "-" if row["median"] is None else f"{row['median']:.3f}"
                     f.write(f"{config}\t{name}\t{row['target']}\t{m}\t{len(row['ratios'])}\n")
+        return res
+
+    def pack(self):
         with tarfile.open(os.path.join(self.args.out, "planned-runs.tar.xz"), "w:xz") as t:
             t.add(self.work, arcname="planned")
-        return res
 
     def print_table(self, res):
         print(f"\n=== planned: emitted plans applied to kairosd; {self.args.gpu}, driver "
@@ -404,6 +408,7 @@ def main():
     args = ap.parse_args()
     bench = Bench(args)
     bench.run()
+    bench.pack()
     bench.print_table(bench.write())
     return 1 if bench.failures else 0
 
