@@ -11,7 +11,8 @@
 # as tenants of a private kairosd (kairosd_env.sh) with their GPU time capped there,
 # the tables' time_shares, printed as the fraction of whole kept at each share (a
 # launch-bound workload keeps more than the share). About 4-5 minutes (6 runs of ~7 s
-# per workload with PROFILE_SECONDS=3, 3 more per inference workload).
+# per workload with PROFILE_SECONDS=3, 3 more per inference workload); PROFILE_ONLY="NAME
+# ..." profiles only those workloads (e.g. "resnet50-inf-bs8 resnet50-inf-bs64").
 . tests/gpu/kairosd_env.sh
 echo "--- profile: per-profile throughput tables (kairos profile)"
 case "$gpu" in
@@ -26,7 +27,7 @@ fi
 mkdir -p "$OUT/profile"
 pkd=/tmp/kairos-profile-kd
 rm -rf "$pkd" && mkdir -p "$pkd"
-kairosd_private "$pkd" "$OUT/profile/kairosd.log" < /dev/null
+kairosd_private "$pkd" "$OUT/profile/kairosd.log" <<< "  []"  # tenants: kairos run's
 shares=()
 if [ -S "$pkd/kairosd.sock" ]; then
   shares=(--time-shares 25,50,75)
@@ -36,6 +37,7 @@ fi
 profile_one() { # name, kairos profile options..., --, workload args...
   local name=$1 opts=()
   shift
+  case " ${PROFILE_ONLY:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   while [ "$1" != "--" ]; do opts+=("$1"); shift; done
   shift
   "$kairos" profile --model "$profile_model" --name "$name" --timeout 90 "${opts[@]}" \
@@ -54,10 +56,10 @@ for f in "$OUT"/profile/*.yaml; do
   echo "== $(basename "$f" .yaml)"
   awk '/^method|^memory_mib/ {print}
        /^throughput:/ {t = 1; next}
-       t && /^  / {sub(":", "", $1); v[$1] = $2; o[++n] = $1}
+       t && /^  / {k = $1; sub(":", "", k); v[k] = $2; o[++n] = k; next}
        /^time_shares:/ {s = 1; t = 0; next}
        /^[a-z]/ {t = 0; s = 0}
-       s && /^  / {sub(":", "", $1); sv[$1] = $2; so[++m] = $1}
+       s && /^  / {k = $1; sub(":", "", k); sv[k] = $2; so[++m] = k; next}
        END {for (i = 1; i <= n; i++) printf "  %-10s %10.3f  %.3f of whole\n", o[i], v[o[i]], v[o[i]] / v["whole"]
             for (i = 1; i <= m; i++) printf "  t=%-7s %10.3f  %.3f of whole (linear: %.2f)\n", so[i] "%", sv[so[i]], sv[so[i]] / v["whole"], so[i] / 100}' "$f"
 done
