@@ -287,13 +287,24 @@ class Mps:
         daemon and its server) to exit. (The daemon of CUDA 13.0 leaves its pipe's
         socket behind when it quits: waiting for the pipe to go took the 10 s at every
         stop on an H100.)"""
+        pipe = self.env["CUDA_MPS_PIPE_DIRECTORY"]
+        before = mps_processes(pipe)
         self.ask("quit")
-        for _ in range(100):
-            if not mps_processes(self.env["CUDA_MPS_PIPE_DIRECTORY"]):
+        for _ in range(100):  # an exiting process has no environment left to name its pipe
+            if not mps_processes(pipe) and not any(map(running, before)):
                 return True
             time.sleep(0.1)
         print("  mps: the control daemon or its server still runs 10 s after quit",
               flush=True)
+        return False
+
+
+def running(pid):
+    """Whether process pid exists and has not finished exiting (neither zombie nor dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] not in "ZX"
+    except (OSError, IndexError):
         return False
 
 
