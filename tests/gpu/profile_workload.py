@@ -68,7 +68,7 @@ def dry_mps_client():
 
 def wait_go(ready, timeout):
     """Writes READY, then waits for "go" beside it (written by the bench once every
-    workload is ready). Exits 3 if it does not come within TIMEOUT seconds."""
+    workload is ready); exits with status 1 if it does not come within TIMEOUT seconds."""
     with open(ready + ".new", "w") as f:
         f.write(f"pid={os.getpid()}\n")
     os.rename(ready + ".new", ready)
