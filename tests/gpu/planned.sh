@@ -5,7 +5,8 @@
 # this run ($OUT/profile, run `profile planned` together), else the committed ones of
 # this GPU's model (data/planner/profiles/h200/ or h100/). Writes $OUT/planned.tsv,
 # $OUT/planned-results.json and $OUT/planned-runs.tar.xz; prints its table last. About
-# 4-5 minutes (PLANNED_REPS, default 3; PLANNED_SECONDS, default 5).
+# 6 minutes (PLANNED_REPS, default 3; PLANNED_SETTLE, default 5, seconds the workloads run
+# together before PLANNED_SECONDS, default 5, measured ones).
 echo "--- planned: emitted plans applied to kairosd, each workload against its target"
 case "$gpu" in
   *H200*) planned_tables=data/planner/profiles/h200 ;;
@@ -20,5 +21,6 @@ else
   $python tests/gpu/planned_bench.py --kairos "$kairos" --kairosd "$bin/kairosd" \
     --profiles "$planned_tables" --out "$OUT" --python "$python" --gpu "$gpu" \
     --driver "$driver" --reps "${PLANNED_REPS:-3}" --seconds "${PLANNED_SECONDS:-5}" \
+    --settle "${PLANNED_SETTLE:-5}" \
     || echo "planned: FAILED (see the failures above)"
 fi

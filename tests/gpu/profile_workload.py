@@ -4,7 +4,8 @@ then as many steps as fit in --seconds, and prints throughput=<items per second>
 line kairos profile reads). Peak memory is left to kairos profile (NVML's used memory).
 With --ready FILE (tests/gpu/planned_bench.py, several workloads measured together), the
 warm-up done it writes FILE and waits up to --go-timeout seconds for FILE's folder to hold
-"go", then measures over the same --seconds as the others; --dry-run: no torch, no GPU
+"go", then measures over the same --seconds as the others (after --settle seconds of
+unmeasured steps: the scheduler's settling left out); --dry-run: no torch, no GPU
 (a sleep per step of --dry-step-ms, tests/system/test_planned_bench.py).
   resnet50-inf   ResNet-50 inference, fp16, --batch images per step (images/s)
   transformer-train  one training step of a 6-layer transformer encoder (sequences/s)
@@ -85,6 +86,10 @@ def measure(step, items, args, sync=lambda: torch.cuda.synchronize(), warmup=3):
     sync()
     if args.ready:
         wait_go(args.ready, args.go_timeout)
+    settle_end = time.perf_counter() + args.settle
+    while time.perf_counter() < settle_end:  # running, not yet measured
+        step()
+        sync()
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < args.seconds:
         step()
@@ -100,6 +105,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--ready", metavar="FILE", help="written after the warm-up; then wait for go")
     ap.add_argument("--go-timeout", type=float, default=180)
+    ap.add_argument("--settle", type=float, default=0,
+                    help="seconds of steps before the measured ones (after go, if any)")
     ap.add_argument("--dry-run", action="store_true", help="no torch, no GPU")
     ap.add_argument("--dry-step-ms", type=float, default=10)
     a = ap.parse_args()

@@ -31,7 +31,8 @@ TABLES = os.path.normpath(os.path.join(GPU_DIR, "..", "..", "data", "planner", "
 def run_bench(out, tables=TABLES, kairos=KAIROS, reps=2):
     return subprocess.run([sys.executable, BENCH, "--kairos", kairos, "--kairosd", KAIROSD,
                            "--profiles", tables, "--out", out, "--dry-run", "--reps",
-                           str(reps), "--seconds", "0.3", "--ready-timeout", "60"],
+                           str(reps), "--seconds", "0.3", "--settle", "0.1",
+                           "--ready-timeout", "60"],
                           capture_output=True, text=True, env=tlb.bench_env(), timeout=240)
 
 
