@@ -95,6 +95,8 @@ uint64_t credit_take_report(struct ledger_member *m, unsigned g, const struct ka
         cr->unacked[g] = false;
         cr->ack_deadline_ms[g] = 0;
     }
+    if (cr->ended[g])
+        set_credit(m, g, 0); /* after its LAST: what it frees is not its credit any more */
     return beyond;
 }
 
@@ -223,14 +225,17 @@ static bool serve_one(struct ledger *l, struct ledger_member *m, unsigned g, boo
 }
 
 /* m's last CREDIT on g (KAIROS_CREDIT_LAST: it exits): it holds no credit from now
- * on, whatever a reply that crossed this message granted; a request of its that
- * still waits for room is refused (the process takes nothing more). */
+ * on, whatever a reply that crossed this message granted or a message sent after it
+ * asks (the shim's sender may send a request it built before LAST after it); a
+ * request of its that still waits for room is refused (the process takes nothing
+ * more). */
 static void take_last(struct ledger_member *m, unsigned g, const struct credit_io *io)
 {
     if (m->cr.wait[g].active)
         reply(m, g, KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT, 0, io);
     set_credit(m, g, 0);
     m->cr.recall_deadline_ms[g] = 0;
+    m->cr.ended[g] = true;
 }
 
 void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint32_t seq,
@@ -249,6 +254,10 @@ void credit_request(struct ledger *l, struct ledger_member *m, unsigned g, uint3
                          : room == 0                                    ? KAIROS_CREDIT_ALL
                                                                         : 0;
         send_reply(m, g, seq, c->report, flags, 0, io);
+        return;
+    }
+    if (m->cr.ended[g]) { /* asked after its LAST: answered, with nothing */
+        send_reply(m, g, seq, c->report, KAIROS_CREDIT_REFUSED | KAIROS_CREDIT_EXACT, 0, io);
         return;
     }
     struct credit_wait *w = &m->cr.wait[g];

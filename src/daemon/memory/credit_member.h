@@ -28,6 +28,8 @@ struct credit_wait {
 struct credit_member {
     uint64_t report[KAIROS_MAX_GPUS];         /* the newest report taken */
     bool reported[KAIROS_MAX_GPUS];           /* held was reported at least once */
+    bool ended[KAIROS_MAX_GPUS];              /* it sent LAST (it exits): no credit from
+                                               * then on, whatever it sends after */
     bool revoked[KAIROS_MAX_GPUS];            /* a recall went unanswered */
     bool unacked[KAIROS_MAX_GPUS];            /* revoked, its credit still counted: it
                                                * has not said it read the revocation */
