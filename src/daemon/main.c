@@ -350,10 +350,21 @@ static void open_domains(struct daemon *d)
     d->mps_open = true;
     struct mps_clients_deps deps = {.loop = d->loop, .mps = &d->mps, .ledger = &d->ts.ledger,
                                     .settings = &d->ts.settings, .proc = "/proc",
-                                    .interval_ms = d->cfg.space.client_check_ms};
+                                    .interval_ms = d->cfg.space.client_check_ms,
+                                    .fault_recovery_ms = d->cfg.space.fault_recovery_ms};
     rc = mps_clients_open(&d->mps_clients, &deps);
     if (rc)
         log_warn("space: the MPS servers' clients will not be checked: %s", strerror(-rc));
+    else if (!d->mps_clients && d->cfg.space.fault_recovery_ms)
+        log_info("space: client_check_ms is 0: after a fault in a fault domain the clients it "
+                 "left are not ended (fault_recovery_ms needs the client checks)");
+}
+
+/* The first report of a fault in a domain: its clients are ended later if need be. */
+static void on_domain_fault(void *ctx, const struct fault_domain_event *ev)
+{
+    struct daemon *d = ctx;
+    mps_clients_after_fault(d->mps_clients, ev);
 }
 
 /* The driver's fault reports from the kernel log; without them faults are not
@@ -366,7 +377,8 @@ static void open_fault_watch(struct daemon *d)
     struct fault_watch_deps deps = {.loop = d->loop, .gpu = d->have_gpu ? &d->gpu : NULL,
                                     .ledger = &d->ts.ledger, .settings = &d->ts.settings,
                                     .mps = d->mps_open ? &d->mps : NULL,
-                                    .faults = &d->faults};
+                                    .faults = &d->faults, .domain_fault = on_domain_fault,
+                                    .ctx = d};
     int rc = fault_watch_open(&d->fault_watch, d->cfg.kernel_log, &deps);
     if (rc)
         log_warn("GPU faults are not attributed to tenants: cannot read %s (%s); kairosd "

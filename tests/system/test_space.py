@@ -19,6 +19,7 @@ tenants of its fault domain on that GPU their work and nobody else, and show in 
 ps and the metrics' counters. Every other name the shim's getenv answers as glibc's
 does (PlainNames).
 Usage: test_space.py KAIROSD SHIM KAIROS"""
+import datetime
 import json
 import os
 import re
@@ -957,6 +958,141 @@ class StrangersReported(Strangers):
         self.assertNotIn("terminate_client", self.control_log())
         self.assertNotIn("its MPS client was ended", log)
         self.assertEqual(self.strangers_counted(), {"found": 2, "ended": 0})
+
+
+# A member of tenant argv[2] that asks its route, holds 1 MiB on GPU 0 when argv[4] is
+# "hold", then waits for its stdin to close.
+ROUTED_HOLDER = r"""
+import os, sys
+sys.path.insert(0, sys.argv[3])
+import kairos_proto as kp
+c = kp.Client(sys.argv[1])
+c.request(kp.HELLO, kp.hello_body(sys.argv[2], os.getpid(), None,
+                                  kp._C["KAIROS_HELLO_SPACE"]))
+t, _ = c.request(kp._C["KAIROS_MSG_ROUTE"], kp.body("route"))
+assert t == kp._C["KAIROS_MSG_ROUTED"], t
+if sys.argv[4] == "hold":
+    assert c.charge(0, 1 << 20, 1)[0]
+    c.commit(0, 1, True, 1 << 20, 1 << 20)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+class FaultRecoveryBase(unittest.TestCase):
+    """kairosd with the stand-in control daemon, a kernel log the test writes, client
+    checks every 100 ms and space: fault_recovery_ms: RECOVERY_MS."""
+    RECOVERY_MS = 400
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="kairos-recovery-")
+        fifo = os.path.join(self.tmp, "kmsg")
+        os.mkfifo(fifo, 0o600)
+        self.d = kp.Daemon(KAIROSD, TENANTS, gpus=1,
+                           fake="gpu 0 GPU-fake-0000 85899345920\npci 0 0000:65:00\n",
+                           extra=f"space:\n  mps_control: {os.path.abspath(STAND_IN)}\n"
+                                 f"  client_check_ms: 100\n"
+                                 f"  fault_recovery_ms: {self.RECOVERY_MS}\n"
+                                 f"kernel_log: {fifo}\n").start()
+        self.writer = os.open(fifo, os.O_WRONLY)
+        self.root = os.path.join(os.path.dirname(self.d.socket), "mps")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.stdin.close()
+            p.wait(10)
+        os.close(self.writer)
+        self.assertEqual(self.d.stop(), 0)
+        for entry in os.listdir(self.root) if os.path.isdir(self.root) else []:
+            Space.control_pid(self, entry, kill=True)
+
+    def member(self, tenant, hold):
+        here = os.path.dirname(os.path.abspath(__file__))
+        p = subprocess.Popen([sys.executable, "-c", ROUTED_HOLDER, self.d.socket, tenant, here,
+                              "hold" if hold else "none"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        self.assertEqual(line_of(p), "ready")
+        return p
+
+    def set_clients(self, *procs):
+        pipe = os.path.join(self.root, f"infer@{os.getuid()}", "pipe")
+        with open(os.path.join(pipe, "clients.new"), "w") as f:
+            f.write("".join(f"{p.pid}\n" for p in procs))
+        os.rename(os.path.join(pipe, "clients.new"), os.path.join(pipe, "clients"))
+        return int(open(os.path.join(pipe, "server.pid")).read())
+
+    def control_log(self):
+        path = os.path.join(self.root, f"infer@{os.getuid()}", "log", "control.log")
+        return open(path).read() if os.path.exists(path) else ""
+
+    def fault(self, named):
+        """A fault report naming named; the sentence kairosd logs once it has noted it."""
+        os.write(self.writer, f"NVRM: Xid (PCI:0000:65:00): 31, pid={named.pid}, "
+                              "name=python3, MMU Fault\n".encode())
+        noted = "lost their work to the fault; those still clients"
+        wait_value(lambda: noted in self.d.read_log(), "kairosd to note the fault's clients")
+        return noted
+
+
+class FaultRecovery(FaultRecoveryBase):
+    """After a fault of a domain's MPS server MPS takes no new client of it until every
+    client the fault cost its work has exited. Those that run on past space:
+    fault_recovery_ms have their MPS clients ended (terminate_client, no signal); one
+    that exited, a member the fault did not touch (no memory on the GPU) and anything
+    before the grace are left alone."""
+
+    def test_the_clients_left_running_are_ended_after_the_grace(self):
+        train, serve = self.member("train", True), self.member("serve", True)
+        untouched = self.member("train", False)  # no memory on the GPU: the fault spared it
+        server = self.set_clients(train, serve, untouched)
+        noted = self.fault(train)
+        self.set_clients(train, untouched)  # serve exited by itself, as most do
+        wait_value(lambda: f"command: terminate_client {server} {train.pid}" in
+                   self.control_log(), "terminate_client of the client left running")
+        ended = f"space: pid {train.pid} (python3) of tenant train: its MPS client was ended"
+        wait_value(lambda: ended in self.d.read_log(), "the end said")
+        log = self.d.read_log().splitlines()
+        stamp = lambda text: datetime.datetime.strptime(  # noqa: E731
+            next(l for l in log if text in l)[:23], "%Y-%m-%d %H:%M:%S.%f")
+        self.assertGreaterEqual((stamp(ended) - stamp(noted)).total_seconds(),
+                                self.RECOVERY_MS / 1000)
+        harness.pass_time(0.5, "a few more checks: nothing more to end")
+        control = self.control_log()
+        self.assertEqual(control.count("terminate_client"), 1, control)
+        self.assertIsNone(train.poll())  # alive: only its MPS client ended, no signal
+        self.assertIn("(MMU Fault)", "\n".join(log))
+
+    def test_a_repeat_of_the_same_event_notes_nothing_more(self):
+        train, serve = self.member("train", True), self.member("serve", True)
+        server = self.set_clients(train, serve)
+        self.fault(train)
+        os.write(self.writer, f"NVRM: Xid (PCI:0000:65:00): 43, pid={serve.pid}, "
+                              "name=python3, Ch 00000010\n".encode())
+        wait_value(lambda: "the same event as the report before" in self.d.read_log(),
+                   "the repeat read")
+        for p in (train, serve):
+            wait_value(lambda p=p: f"terminate_client {server} {p.pid}" in self.control_log(),
+                       f"terminate_client of pid {p.pid}")
+        harness.pass_time(0.5, "a few more checks")
+        self.assertEqual(self.control_log().count("terminate_client"), 2)
+        self.assertEqual(self.d.read_log().count("lost their work to the fault; those"), 1)
+
+
+class FaultRecoveryOff(FaultRecoveryBase):
+    """space: fault_recovery_ms: 0: a fault's clients are never ended by kairosd."""
+    RECOVERY_MS = 0
+
+    def test_the_clients_a_fault_left_are_never_ended(self):
+        train, serve = self.member("train", True), self.member("serve", True)
+        self.set_clients(train, serve)
+        os.write(self.writer, f"NVRM: Xid (PCI:0000:65:00): 31, pid={train.pid}, "
+                              "name=python3, MMU Fault\n".encode())
+        wait_value(lambda: "lost their work" in self.d.read_log(), "the fault read")
+        harness.pass_time(1.0, "ten client checks: nothing is ended")
+        self.assertNotIn("terminate_client", self.control_log())
+        self.assertNotIn("those still clients", self.d.read_log())
 
 
 class PlainNames(unittest.TestCase):

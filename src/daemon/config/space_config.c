@@ -14,6 +14,7 @@ void space_config_defaults(struct space_config *s)
     snprintf(s->mps_control, sizeof s->mps_control, "%s", SPACE_DEFAULT_MPS_CONTROL);
     s->client_check_ms = SPACE_DEFAULT_CLIENT_CHECK_MS;
     s->end_strangers = true;
+    s->fault_recovery_ms = SPACE_DEFAULT_FAULT_RECOVERY_MS;
 }
 
 static int parse_mps_control(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
@@ -74,16 +75,35 @@ static int parse_domains(struct ydoc *p, const yaml_node_t *n, struct space_conf
     return 0;
 }
 
+/* Milliseconds from 0 to 3600000 (an hour), read into *ms; false when v is none. */
+static bool read_ms(const yaml_node_t *v, unsigned *ms)
+{
+    char *end = NULL;
+    unsigned long n = v->type == YAML_SCALAR_NODE ? strtoul(ydoc_text(v), &end, 10) : 0;
+    if (!end || end == ydoc_text(v) || *end || ydoc_text(v)[0] == '-' || n > 3600000)
+        return false;
+    *ms = (unsigned)n;
+    return true;
+}
+
 /* client_check_ms: N (0: never; else at least SPACE_MIN_CLIENT_CHECK_MS). */
 static int parse_client_check(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
 {
-    char *end = NULL;
-    unsigned long ms = v->type == YAML_SCALAR_NODE ? strtoul(ydoc_text(v), &end, 10) : 0;
-    if (!end || end == ydoc_text(v) || *end || ydoc_text(v)[0] == '-' || ms > 3600000 ||
-        (ms && ms < SPACE_MIN_CLIENT_CHECK_MS))
+    unsigned ms;
+    if (!read_ms(v, &ms) || (ms && ms < SPACE_MIN_CLIENT_CHECK_MS))
         return ydoc_fail(p, v, "client_check_ms: expected 0 (never) or milliseconds from %d "
                          "to 3600000", SPACE_MIN_CLIENT_CHECK_MS);
-    s->client_check_ms = (unsigned)ms;
+    s->client_check_ms = ms;
+    return 0;
+}
+
+/* fault_recovery_ms: N (0: never). */
+static int parse_fault_recovery(struct ydoc *p, const yaml_node_t *v, struct space_config *s)
+{
+    if (!read_ms(v, &s->fault_recovery_ms))
+        return ydoc_fail(p, v, "fault_recovery_ms: expected 0 (a fault's clients are never "
+                         "ended) or milliseconds up to 3600000 after which the clients a "
+                         "fault left without their work have their MPS clients ended");
     return 0;
 }
 
@@ -117,9 +137,11 @@ int space_config_parse(struct ydoc *p, const yaml_node_t *n, struct space_config
             rc = parse_client_check(p, v, s);
         else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "strangers"))
             rc = parse_strangers(p, v, s);
+        else if (k->type == YAML_SCALAR_NODE && !strcmp(ydoc_text(k), "fault_recovery_ms"))
+            rc = parse_fault_recovery(p, v, s);
         else
             rc = ydoc_fail(p, k, "unknown key in space (expected mps_control, domains, "
-                           "client_check_ms or strangers)");
+                           "client_check_ms, strangers or fault_recovery_ms)");
         if (rc)
             return rc;
     }

@@ -7,6 +7,9 @@
  *     client_check_ms: 5000   # how often the servers' clients are checked (mps_clients.h)
  *     strangers: end          # a client no member of the domain: its MPS client ended
  *                             # (default), or report: only logged
+ *     fault_recovery_ms: 10000 # after a fault in a domain, the clients it left without
+ *                             # their work that have not exited: their MPS clients
+ *                             # ended (0: never; fault_recovery.h)
  *
  * A tenant joins a fault domain with fault_domain: NAME (config.c); a domain no
  * tenant names is allowed (it is started for nobody), and one that is named but not
@@ -28,6 +31,7 @@
 #define SPACE_MAX_DOMAINS 64
 #define SPACE_DEFAULT_CLIENT_CHECK_MS 5000
 #define SPACE_MIN_CLIENT_CHECK_MS 100
+#define SPACE_DEFAULT_FAULT_RECOVERY_MS 10000
 
 struct space_domain_config {
     char name[KAIROS_NAME_MAX];
@@ -40,6 +44,7 @@ struct space_config {
     size_t n_domains;
     unsigned client_check_ms; /* 0: never */
     bool end_strangers;       /* strangers: end (else report) */
+    unsigned fault_recovery_ms; /* 0: never */
 };
 
 void space_config_defaults(struct space_config *s);

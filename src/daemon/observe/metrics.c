@@ -465,6 +465,19 @@ static void write_strangers(FILE *f, const struct mps_clients *c)
     fprintf(f, "kairos_space_strangers_total{event=\"ended\"} %" PRIu64 "\n", n.ended);
 }
 
+/* Space mode's recoveries (fault_recovery.h): the MPS clients a fault left without their
+ * work that were ended; no sample where the clients are not checked. */
+static void write_fault_recoveries(FILE *f, const struct mps_clients *c)
+{
+    family(f, "kairos_space_fault_clients_ended_total", "counter",
+           "MPS clients that a fault of their fault domain's server left without their work, "
+           "ended (terminate_client) because they had not exited within "
+           "space: fault_recovery_ms.");
+    if (c)
+        fprintf(f, "kairos_space_fault_clients_ended_total %" PRIu64 "\n",
+                mps_clients_counts(c).fault_ended);
+}
+
 static void write_tenant(FILE *f, const struct ledger *l, const struct kairos_ps_reply *figs)
 {
     family(f, "kairos_tenant_members", "gauge",
@@ -657,6 +670,7 @@ int metrics_render_gpus(const struct metrics_sources *src, const struct metrics_
     write_usage(f, l, &src->ts->usage, figs);
     write_faults(f, src->ts, src->faults);
     write_strangers(f, src->mps_clients);
+    write_fault_recoveries(f, src->mps_clients);
     const struct figures all = {figs, l->n_tenants, l->n_gpus};
     write_tenant_gpu(f, &all);
     write_reasons(f, &all);

@@ -43,8 +43,12 @@ static void on_line(void *ctx, const char *text)
     else if (l->n_gpus == 1 && !w->deps.gpu)
         c.gpu = 0; /* no backend to ask: a node of one GPU has no other */
     char line[1024];
-    faults_on_xid(w->deps.faults, l, w->deps.settings, w->deps.mps, &x, &c, line, sizeof line);
+    struct fault_domain_event ev;
+    faults_on_xid(w->deps.faults, l, w->deps.settings, w->deps.mps, &x, &c, &ev, line,
+                  sizeof line);
     log_warn("%s", line);
+    if (ev.set && w->deps.domain_fault)
+        w->deps.domain_fault(w->deps.ctx, &ev);
 }
 
 static void on_readable(void *ctx, int fd, uint32_t events)

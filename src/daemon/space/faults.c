@@ -125,6 +125,21 @@ static bool candidate(const struct ledger *l, const struct settings_book *sb,
     return false;
 }
 
+size_t faults_domain_members_on(const struct ledger *l, const struct settings_book *sb,
+                                const char *domain, uint32_t gpu, uint32_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (const struct ledger_member *m = l->members; m; m = m->next) {
+        if (strcmp(settings_book_of(sb, m->tenant->id)->fault_domain, domain) ||
+            !on_gpu(l, m, gpu))
+            continue;
+        if (n < cap)
+            out[n] = m->pid;
+        n++;
+    }
+    return n;
+}
+
 /* The tenants of domain with a process on the GPU: how many, and the first of them. */
 static unsigned candidates(const struct ledger *l, const struct settings_book *sb,
                            const char *domain, uint32_t gpu, const struct ledger_tenant **first)
@@ -183,7 +198,8 @@ static void named_text(const struct xid_report *x, const struct ledger_member *n
 static int domain_fault(struct faults *f, const struct ledger *l,
                         const struct settings_book *sb, const struct xid_report *x,
                         const struct fault_context *c, const struct ledger_member *named,
-                        const char *domain, const char *where, char *line, size_t cap)
+                        const char *domain, const char *where, struct fault_domain_event *ev,
+                        char *line, size_t cap)
 {
     char who[160], names[512];
     named_text(x, named, who, sizeof who);
@@ -191,6 +207,11 @@ static int domain_fault(struct faults *f, const struct ledger *l,
         return snprintf(line, cap, "fault: Xid %u on %s in fault domain %s: the same event "
                         "as the report before (the driver names %s)", x->xid, where, domain,
                         who);
+    if (ev && c->gpu != FAULTS_GPU_UNKNOWN) {
+        ev->set = true;
+        snprintf(ev->domain, sizeof ev->domain, "%s", domain);
+        ev->gpu = c->gpu;
+    }
     const struct ledger_tenant *only;
     unsigned n = candidates(l, sb, domain, c->gpu, &only);
     if (n == 1) {
@@ -212,8 +233,11 @@ static int domain_fault(struct faults *f, const struct ledger *l,
 
 void faults_on_xid(struct faults *f, const struct ledger *l, const struct settings_book *sb,
                    const struct mps_domains *m, const struct xid_report *x,
-                   const struct fault_context *c, char *line, size_t cap)
+                   const struct fault_context *c, struct fault_domain_event *ev, char *line,
+                   size_t cap)
 {
+    if (ev)
+        ev->set = false;
     f->total++;
     char where[96], domain[KAIROS_NAME_MAX] = "";
     gpu_text(x, c->gpu, where, sizeof where);
@@ -225,7 +249,7 @@ void faults_on_xid(struct faults *f, const struct ledger *l, const struct settin
         mps_domains_server_domain(m, c->proc, x->pid, domain, sizeof domain);
     int len;
     if (domain[0]) {
-        len = domain_fault(f, l, sb, x, c, named, domain, where, line, cap);
+        len = domain_fault(f, l, sb, x, c, named, domain, where, ev, line, cap);
     } else if (named) {
         count(f, l, named->tenant, true, x, c);
         len = snprintf(line, cap, "fault: Xid %u on %s: process %u (%s) of tenant %s caused it",

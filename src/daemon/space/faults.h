@@ -76,11 +76,27 @@ struct fault_context {
 void faults_init(struct faults *f);
 void faults_fini(struct faults *f);
 
+/* The first report of a fault in a domain's server on one of kairosd's GPUs (its
+ * repeats within FAULTS_SAME_EVENT_MS, faults outside every domain and those of a GPU
+ * kairosd does not know leave it unset): what a recovery acts on (fault_recovery.h). */
+struct fault_domain_event {
+    bool set;
+    char domain[KAIROS_NAME_MAX];
+    uint32_t gpu;
+};
+
 /* Attributes x (see the rule above), counts it, and writes the sentence kairosd logs
- * into line. */
+ * into line; ev (may be NULL) says whether it began an event in a domain. */
 void faults_on_xid(struct faults *f, const struct ledger *l, const struct settings_book *sb,
                    const struct mps_domains *m, const struct xid_report *x,
-                   const struct fault_context *c, char *line, size_t cap);
+                   const struct fault_context *c, struct fault_domain_event *ev, char *line,
+                   size_t cap);
+
+/* The pids of the processes of domain's tenants that hold memory on gpu: those whose
+ * work a fault of the domain's server there ended. At most cap into out; returns how
+ * many there are. */
+size_t faults_domain_members_on(const struct ledger *l, const struct settings_book *sb,
+                                const char *domain, uint32_t gpu, uint32_t *out, size_t cap);
 
 /* tenant's record, or NULL when it has had no fault. */
 const struct fault_record *faults_find(const struct faults *f, const char *tenant);

@@ -18,6 +18,8 @@
 #include "daemon/base/procscan.h"
 #include "daemon/memory/ledger.h"
 #include "daemon/space/client_end.h"
+#include "daemon/space/fault_recovery.h"
+#include "daemon/space/faults.h"
 #include "daemon/space/mps_domains.h"
 #include "daemon/tenants/settings_book.h"
 
@@ -37,10 +39,12 @@ struct question {
 struct mps_clients {
     struct mps_clients_deps deps;
     struct loop_watch *timer;
-    struct client_ends *ends; /* the strangers' MPS clients being ended */
+    struct client_ends *ends; /* the MPS clients being ended: strangers', faulted ones' */
     struct question q[MPS_DOMAINS_MAX];
     uint32_t reported[MPS_CLIENTS_REPORTED_MAX];
     size_t next_reported;
+    struct fault_recovery recovery;
+    uint32_t listed[MPS_CLIENTS_ANSWER_MAX / 2]; /* the pids of the answer being read */
     struct mps_clients_counts counts;
 };
 
@@ -51,24 +55,40 @@ static bool is_member_of(const struct ledger *l, const struct settings_book *sb,
     return m && !strcmp(settings_book_of(sb, m->tenant->id)->fault_domain, domain);
 }
 
-size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
-                             const char *domain, const char *answer, uint32_t *out, size_t cap)
+size_t mps_clients_pids(const char *answer, uint32_t *out, size_t cap)
 {
     size_t n = 0;
-    for (const char *p = answer; *p;) {
+    for (const char *p = answer; *p && n < cap;) {
         char *end = (char *)p;
         unsigned long pid = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 0;
-        bool whole = end != p && (*end == '\n' || *end == 0) && pid > 0 && pid <= UINT32_MAX;
-        if (whole && !is_member_of(l, sb, (uint32_t)pid, domain)) {
-            if (n < cap)
-                out[n] = (uint32_t)pid;
-            n++;
-        }
+        if (end != p && (*end == '\n' || *end == 0) && pid > 0 && pid <= UINT32_MAX)
+            out[n++] = (uint32_t)pid;
         p = end + strcspn(end, "\n");
         if (*p)
             p++;
     }
     return n;
+}
+
+size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
+                             const char *domain, const uint32_t *pids, size_t n_pids,
+                             uint32_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_pids; i++)
+        if (!is_member_of(l, sb, pids[i], domain)) {
+            if (n < cap)
+                out[n] = pids[i];
+            n++;
+        }
+    return n;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* Whether pid was reported already (else it is remembered as reported now). */
@@ -117,11 +137,63 @@ static void end_stranger(struct mps_clients *c, const struct question *q,
                   "the next check", p->pid, p->comm, q->domain, why);
 }
 
+static void faulted_ended(void *ctx, const struct client_end_outcome *o)
+{
+    struct mps_clients *c = ctx;
+    c->counts.fault_ended += o->ended;
+    if (o->ended)
+        log_warn("space: pid %u (%s) of tenant %s: its MPS client was ended (terminate_client "
+                 "to the control daemon of fault domain %s), a client the fault on GPU %d "
+                 "left without its work that had not exited; the server takes new clients "
+                 "once no such client is left", o->victim->pid, o->victim->comm, o->tenant,
+                 o->domain, o->gpu);
+    else
+        log_warn("space: pid %u (%s) of tenant %s, a client the fault on GPU %d left in fault "
+                 "domain %s, could not have its MPS client ended (%s); the domain's server "
+                 "may take no new client until it exits", o->victim->pid, o->victim->comm,
+                 o->tenant, o->gpu, o->domain, o->failure);
+}
+
+/* Ends the MPS client of a process a fault of q's server left without its work (its
+ * contexts are dead: nothing of its own is lost), with no signal after. */
+static void end_faulted(struct mps_clients *c, const struct question *q,
+                        const struct fault_recovery_end *e)
+{
+    const struct ledger_member *m = ledger_find_pid(c->deps.ledger, e->pid);
+    struct procscan_proc p;
+    if (!m || client_ends_pending(c->ends, e->pid))
+        return; /* gone from the tenant (it exited), or on its way */
+    procscan_describe(c->deps.proc, e->pid, &p);
+    struct client_end_order o = {.victim = p, .start = e->start, .tenant = m->tenant->name,
+                                 .domain = q->domain, .gpu = (int)e->gpu,
+                                 .what = "a client its server's fault left without its work",
+                                 .signal = 0, .done = faulted_ended, .ctx = c};
+    o.victim.uid = q->uid;
+    char why[256];
+    if (client_ends_start(c->ends, c->deps.mps, c->deps.proc, &o, why, sizeof why))
+        log_warn("space: pid %u (%s) of tenant %s, a client the fault on GPU %u left in fault "
+                 "domain %s, cannot have its MPS client ended now: %s", e->pid, p.comm,
+                 m->tenant->name, e->gpu, q->domain, why);
+}
+
+/* The clients a fault left that are still the server's once its grace is over. */
+static void recover(struct mps_clients *c, const struct question *q, size_t n_listed)
+{
+    struct fault_recovery_end due[FAULT_RECOVERY_CLIENTS];
+    size_t n = fault_recovery_due(&c->recovery, q->domain, c->listed, n_listed, now_ms(), due,
+                                  FAULT_RECOVERY_CLIENTS);
+    for (size_t i = 0; i < n; i++)
+        end_faulted(c, q, &due[i]);
+}
+
 static void report(struct mps_clients *c, const struct question *q)
 {
+    size_t listed = mps_clients_pids(q->answer, c->listed,
+                                     sizeof c->listed / sizeof c->listed[0]);
+    recover(c, q, listed);
     uint32_t strangers[64];
-    size_t n = mps_clients_strangers(c->deps.ledger, c->deps.settings, q->domain, q->answer,
-                                     strangers, 64);
+    size_t n = mps_clients_strangers(c->deps.ledger, c->deps.settings, q->domain, c->listed,
+                                     listed, strangers, 64);
     bool end = c->deps.mps->cfg->end_strangers;
     for (size_t i = 0; i < n && i < 64; i++) {
         struct procscan_proc p;
@@ -195,13 +267,6 @@ static struct question *question_for(struct mps_clients *c, const struct mps_dae
     return free_q;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void ask(struct mps_clients *c, const struct mps_daemon *d)
 {
     struct question *q = question_for(c, d);
@@ -267,6 +332,31 @@ int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *de
     }
     *out = c;
     return 0;
+}
+
+void mps_clients_after_fault(struct mps_clients *c, const struct fault_domain_event *ev)
+{
+    if (!c || !ev->set || !c->deps.fault_recovery_ms)
+        return;
+    uint32_t pids[FAULT_RECOVERY_CLIENTS];
+    size_t n = faults_domain_members_on(c->deps.ledger, c->deps.settings, ev->domain, ev->gpu,
+                                        pids, FAULT_RECOVERY_CLIENTS);
+    struct fault_recovery_client clients[FAULT_RECOVERY_CLIENTS];
+    size_t kept = 0;
+    for (size_t i = 0; i < n && i < FAULT_RECOVERY_CLIENTS; i++) {
+        uint32_t ppid;
+        if (!proc_stat_read(c->deps.proc, pids[i], &ppid, &clients[kept].start))
+            clients[kept++].pid = pids[i]; /* else gone already */
+    }
+    if (!kept)
+        return;
+    fault_recovery_note(&c->recovery, ev->domain, ev->gpu, now_ms(), c->deps.fault_recovery_ms,
+                        clients, kept);
+    log_info("space: fault domain %s, GPU %u: %zu process(es) lost their work to the fault; "
+             "those still clients of the domain's MPS server %u ms from now have their MPS "
+             "client ended then (space: fault_recovery_ms), since MPS takes no new client "
+             "of the server before every such client is gone", ev->domain, ev->gpu, kept,
+             c->deps.fault_recovery_ms);
 }
 
 struct mps_clients_counts mps_clients_counts(const struct mps_clients *c)

@@ -5,6 +5,8 @@
  * the pipe folder is the uid's, so kairosd reports each such client, once, and (space:
  * strangers: end, the default) ends its MPS client through the daemon that named it
  * (client_end.h, with no signal after), at every check that finds it (docs/security.md).
+ * The same checks end the MPS clients a fault of their server left without their work
+ * once space: fault_recovery_ms has passed (fault_recovery.h).
  *
  * Every space: client_check_ms (default 5 s), each running daemon is asked
  * `get_client_list SERVER` for the server it started, asynchronously, one question in
@@ -37,21 +39,33 @@ struct mps_clients_deps {
     const struct settings_book *settings; /* the tenants' fault domains (settings_book.h) */
     const char *proc;          /* "/proc", or a test's copy */
     unsigned interval_ms;      /* 0: no check */
+    unsigned fault_recovery_ms; /* 0: a fault's clients are never ended (fault_recovery.h) */
 };
 
-/* The pids of answer (get_client_list's, one per line) that are no member of a tenant
- * of domain (its fault domain in sb), into out (at most cap); returns how many there
- * are. Anything in answer that is not a pid is skipped. */
-size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
-                             const char *domain, const char *answer, uint32_t *out, size_t cap);
+/* The pids of answer (get_client_list's, one per line), into out (at most cap); returns
+ * how many went there. Anything in answer that is not a pid is skipped. */
+size_t mps_clients_pids(const char *answer, uint32_t *out, size_t cap);
 
-/* Since kairosd started: the strangers found (each pid once) and the MPS clients of
- * strangers ended (terminate_client answered well). */
+/* Of pids (n_pids of a server's clients), those that are no member of a tenant of
+ * domain (its fault domain in sb), into out (at most cap); returns how many there are. */
+size_t mps_clients_strangers(const struct ledger *l, const struct settings_book *sb,
+                             const char *domain, const uint32_t *pids, size_t n_pids,
+                             uint32_t *out, size_t cap);
+
+/* Since kairosd started: the strangers found (each pid once), the MPS clients of
+ * strangers ended, and those of clients a fault left ended (terminate_client answered
+ * well). */
 struct mps_clients_counts {
-    uint64_t found, ended;
+    uint64_t found, ended, fault_ended;
 };
 /* c's counts (NULL: no checks, all 0). */
 struct mps_clients_counts mps_clients_counts(const struct mps_clients *c);
+
+/* A fault of ev's domain on its GPU (faults.h): the domain's processes with memory
+ * there that are still clients of its server fault_recovery_ms later are ended at the
+ * first check after that (fault_recovery.h). Nothing when c is NULL or ev unset. */
+struct fault_domain_event;
+void mps_clients_after_fault(struct mps_clients *c, const struct fault_domain_event *ev);
 
 /* Starts the checks (none when interval_ms is 0: *out NULL). 0, or -errno. */
 int mps_clients_open(struct mps_clients **out, const struct mps_clients_deps *deps);

@@ -58,6 +58,7 @@ static void test_space(void **state)
     assert_string_equal(c.space.mps_control, "nvidia-cuda-mps-control");
     assert_string_equal(c.kernel_log, "/dev/kmsg"); /* the Xid reports, by default */
     assert_int_equal(c.space.client_check_ms, 5000);
+    assert_int_equal(c.space.fault_recovery_ms, 10000);
     assert_true(c.space.end_strangers); /* a stranger's MPS client is ended by default */
     config_free(&c);
     assert_int_equal(config_parse("r.yaml", "space: { strangers: report }\n", 29, &c, err,
@@ -87,6 +88,9 @@ static void test_space(void **state)
         {"space: { client_check_ms: 50 }\n", "client_check_ms: expected 0 (never)"},
         {"space: { client_check_ms: -1 }\n", "client_check_ms: expected 0 (never)"},
         {"space: { client_check_ms: 5s }\n", "client_check_ms: expected 0 (never)"},
+        {"space: { fault_recovery_ms: -1 }\n", "fault_recovery_ms: expected 0 (a fault's"},
+        {"space: { fault_recovery_ms: 3600001 }\n", "fault_recovery_ms: expected 0"},
+        {"space: { fault_recovery_ms: [1] }\n", "fault_recovery_ms: expected 0"},
         {"space: { strangers: kill }\n", "strangers: expected end"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -85,6 +85,7 @@ static int teardown(void **state)
 }
 
 static char line[1024];
+static struct fault_domain_event event; /* the last report's */
 
 static void xid(unsigned code, uint32_t pid, uint32_t gpu, uint64_t mono_ms)
 {
@@ -92,7 +93,7 @@ static void xid(unsigned code, uint32_t pid, uint32_t gpu, uint64_t mono_ms)
     snprintf(x.name, sizeof x.name, "python3");
     struct fault_context c = {.gpu = gpu, .mono_ms = mono_ms, .unix_ms = 1700000000000ull + mono_ms,
                               .proc = fake_proc_root};
-    faults_on_xid(&fx.f, &fx.l, &fx.s, &fx.m, &x, &c, line, sizeof line);
+    faults_on_xid(&fx.f, &fx.l, &fx.s, &fx.m, &x, &c, &event, line, sizeof line);
 }
 
 static uint64_t caused(const char *t)
@@ -237,6 +238,34 @@ static void test_records_of_gone_tenants_make_room(void **state)
     assert_true(fx.f.n <= fx.l.n_tenants);
 }
 
+/* What a recovery acts on (fault_recovery.h): the first report of an event in a domain
+ * on a known GPU, and the domain's processes with memory there; never a repeat, a
+ * fault outside every domain or one of a GPU kairosd does not know. */
+static void test_an_event_in_a_domain_is_told_with_its_members_there(void **state)
+{
+    (void)state;
+    xid(31, 101, 0, 1000);
+    assert_true(event.set);
+    assert_string_equal(event.domain, "inf");
+    assert_int_equal(event.gpu, 0);
+    uint32_t pids[4];
+    assert_int_equal(faults_domain_members_on(&fx.l, &fx.s, "inf", 0, pids, 4), 2);
+    assert_true((pids[0] == 101 && pids[1] == 102) || (pids[0] == 102 && pids[1] == 101));
+    assert_int_equal(faults_domain_members_on(&fx.l, &fx.s, "inf", 1, pids, 4), 1);
+    assert_int_equal(pids[0], 103);
+    assert_int_equal(faults_domain_members_on(&fx.l, &fx.s, "inf", 0, pids, 1), 2); /* cut */
+    assert_int_equal(faults_domain_members_on(&fx.l, &fx.s, "other", 0, pids, 4), 0);
+    xid(43, 102, 0, 1000 + FAULTS_SAME_EVENT_MS / 2); /* the same event */
+    assert_false(event.set);
+    xid(13, 104, 0, 5000); /* solo, in no domain */
+    assert_false(event.set);
+    xid(13, 101, FAULTS_GPU_UNKNOWN, 9000);
+    assert_false(event.set);
+    xid(31, 600, 1, 20000); /* the server, on GPU 1: c's own fault, an event too */
+    assert_true(event.set);
+    assert_int_equal(event.gpu, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +280,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outside_every_tenant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_unknown_gpu_counts_every_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_records_of_gone_tenants_make_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_event_in_a_domain_is_told_with_its_members_there,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
