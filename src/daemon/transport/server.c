@@ -319,6 +319,29 @@ static void on_conn(void *ctx, int fd, uint32_t events)
     conn_watch(c);
 }
 
+/* Binds fd at path, mode 0666, listening: made at a name beside it and renamed onto it
+ * once listening, so that the path never names a socket nobody listens on yet (a
+ * client that waits for it to appear, as scripts and tests do, would be refused in
+ * that moment); at path itself where the name beside it would be too long. 0 or
+ * -errno (nothing left at either name). */
+static int listen_at(int fd, const char *path)
+{
+    struct sockaddr_un at = {.sun_family = AF_UNIX};
+    int n = snprintf(at.sun_path, sizeof at.sun_path, "%s.%ld.new", path, (long)getpid());
+    bool staged = n > 0 && (size_t)n < sizeof at.sun_path;
+    if (!staged)
+        snprintf(at.sun_path, sizeof at.sun_path, "%s", path);
+    else
+        unlink(at.sun_path); /* a kairosd of this pid that died here */
+    int rc = 0;
+    if (bind(fd, (struct sockaddr *)&at, sizeof at) || chmod(at.sun_path, 0666) ||
+        listen(fd, SOMAXCONN) || (staged && rename(at.sun_path, path)))
+        rc = -errno;
+    if (rc)
+        unlink(at.sun_path);
+    return rc;
+}
+
 static void on_pidfd(void *ctx, int fd, uint32_t events)
 {
     struct conn *c = ctx;
@@ -583,10 +606,8 @@ int server_init(struct server **out, const struct server_deps *deps)
         }
         unlink(socket_path); /* left by a kairosd that died */
     }
-    if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof sa) || chmod(socket_path, 0666) ||
-        listen(s->listen_fd, SOMAXCONN)) {
-        rc = -errno;
-        log_error("cannot listen on %s: %s", socket_path, strerror(errno));
+    if ((rc = listen_at(s->listen_fd, socket_path))) {
+        log_error("cannot listen on %s: %s", socket_path, strerror(-rc));
         goto out;
     }
     s->lw = loop_add(loop, s->listen_fd, EPOLLIN, on_accept, s);
