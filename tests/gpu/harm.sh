@@ -13,7 +13,7 @@
 # added); docs/scheduler.md, "The harm benchmark".
 # Knobs: HARM_MIXES (infer4,latency-train,limit-long, the group quick; also
 # latency-train-open, infer2, infer8, infer4-tf, infer4-open, infer8-open, train-pair,
-# deep2, deep4, deep8, deep4-uneq, lend; space-infer2, space-infer4, space-infer8,
+# deep2, deep4, deep8, deep4-uneq, lend, train-infer-uneq; space-infer2, space-infer4, space-infer8,
 # space-latency-train, space-pair, the group space: kairosd's space mode, judged
 # against MPS; space-pair-sms, the pair with SMs capped at its shares),
 # HARM_CONFIGS (native,mps,kairos; kairos-windows, kairos-timeslices, kairos-auto add

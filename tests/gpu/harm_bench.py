@@ -52,6 +52,15 @@ space- mixes):
                  deep kernel streams (kernel_stream, 256 short kernels then a sync) at
                  equal shares, or 40/30/20/10; the same metrics as train-pair, against
                  one stream alone.
+  train-infer-uneq
+                 the planned section's mix (docs/planner.md: kairosd's time plan cost it
+                 0.83x native's work there): transformer-encoder training at batch 8
+                 (mostly on the CPU: alone it kept an H100 busy about a quarter of the
+                 time), share 40 %, next to ResNet-50 inference at batch 64 (30 %) and at
+                 batch 8 (20 %), both closed loop with no gap. Shares a tenant that
+                 cannot use them meets unequal ones: no share error judges it, the work
+                 done does. Metrics aggregate_of_solo (the three's rates over their solo
+                 rates, summed), p99_ms and p99_of_solo (the batch-8 inference's).
   lend           ResNet-50 training (share 50 %) next to an inference process that is
                  alive and warmed up but never asked for anything (share 50 %): the busy
                  tenant should keep the whole GPU. Metric aggregate_of_solo against its
@@ -323,6 +332,31 @@ class Deep(Shares):
                          {x: "s0" for x in names})
 
 
+class TrainInferUneq(Mix):
+    """Training that leaves the GPU mostly idle beside two kinds of inference, at unequal
+    shares 40/30/20 (docs/planner.md, "Measured: emitted plans applied"): judged by the
+    work done against native's and the small-batch inference's tail."""
+    metrics_order = ("aggregate_of_solo", "p99_ms", "p99_of_solo")
+
+    def __init__(self, args):
+        infer = {"gap_ms": 0.0, "eager": True, "requests": 200_000, "max_s": args.seconds,
+                 "open_loop": False}
+        super().__init__([("train", "train", {"batch": 8, "model": "transformer"}),
+                          ("inf64", "infer", dict(infer, batch=64)),
+                          ("inf8", "infer", dict(infer, batch=8))],
+                         {"train": {"share": "40%"}, "inf64": {"share": "30%"},
+                          "inf8": {"share": "20%"}},
+                         [(f"solo-{n}", [n]) for n in ("train", "inf64", "inf8")])
+
+    def metrics(self, figs, solo, config):
+        parts = [ratio(figs[n].get("rate"), pick(solo, f"solo-{n}", n, "rate"))
+                 for n in ("train", "inf64", "inf8")]
+        p99 = figs["inf8"].get("p99_ms")
+        return {"aggregate_of_solo": sum(parts) if all(map(real, parts)) else None,
+                "p99_ms": p99, "p99_of_solo": ratio(p99, pick(solo, "solo-inf8", "inf8",
+                                                              "p99_ms"))}
+
+
 class Lend(Mix):
     """A busy tenant (ResNet-50 training) next to an idle one that stays alive (an
     inference process, warmed up, never asked for a request), shares 50/50: the busy one
@@ -398,6 +432,7 @@ MIXES = {
     "deep4": lambda a: Deep([0.25] * 4, a),
     "deep8": lambda a: Deep([0.125] * 8, a),
     "deep4-uneq": lambda a: Deep([0.4, 0.3, 0.2, 0.1], a),
+    "train-infer-uneq": TrainInferUneq,
     "lend": Lend,
     "limit-long": lambda a: Limit(0.30, a),
     "space-infer2": lambda a: in_space(InferClosed(2, a), "infer", ()),

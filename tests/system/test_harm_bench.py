@@ -150,6 +150,18 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(lend.names(), ["busy"])  # the idle one never gets a round
         self.assertAlmostEqual(lend.metrics({"busy": {"rate": 4.9}}, {"native": {"busy": {
             "rate": 5.0}}}, "kairos")["aggregate_of_solo"], 0.98)
+        mixed = hb.TrainInferUneq(args)
+        self.assertEqual([(n, k, o["batch"]) for n, k, o in mixed.tenants],
+                         [("train", "train", 8), ("inf64", "infer", 64), ("inf8", "infer", 8)])
+        solo = {"solo-train": {"train": {"rate": 50.0}}, "solo-inf64": {"inf64": {"rate": 100.0}},
+                "solo-inf8": {"inf8": {"rate": 200.0, "p99_ms": 4.0}}}
+        m = mixed.metrics({"train": {"rate": 40.0}, "inf64": {"rate": 40.0},
+                           "inf8": {"rate": 100.0, "p99_ms": 6.0}}, solo, "kairos")
+        self.assertAlmostEqual(m["aggregate_of_solo"], 0.8 + 0.4 + 0.5)
+        self.assertEqual((m["p99_ms"], m["p99_of_solo"]), (6.0, 1.5))
+        m = mixed.metrics({"train": {"rate": 40.0}, "inf64": {"units": 1},
+                           "inf8": {"rate": 100.0, "p99_ms": 6.0}}, solo, "native")
+        self.assertIsNone(m["aggregate_of_solo"])  # a tenant without a rate: no sum
         self.assertEqual(hb.MIXES["infer4-open"](args).tenants[0][2]["open_loop"], True)
         self.assertEqual(hb.MIXES["infer4"](args).tenants[0][2]["open_loop"], False)
 
@@ -502,7 +514,8 @@ class DryRun(BenchRun):
 
 class MoreMixes(BenchRun):
     """The other mixes of the issue, with configurations kairos-memory and shim-alone, once."""
-    MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open", "latency-train-open"]
+    MIXES = ["train-pair", "deep4-uneq", "lend", "infer4-open", "latency-train-open",
+             "train-infer-uneq"]
     ARGS = ("--mixes", ",".join(MIXES), "--reps", "1", "--configs",
             "native,kairos,kairos-memory,shim-alone", "--train-seconds", "0.6", "--seconds",
             "0.8")
@@ -518,7 +531,8 @@ class MoreMixes(BenchRun):
             ["infer4-open", "aggregate_of_solo"], ["infer4-open", "p99_ms"],
             ["infer4-open", "p99_of_solo"], ["latency-train-open", "aggregate_of_solo"],
             ["latency-train-open", "training_of_solo"], ["latency-train-open", "p99_ms"],
-            ["latency-train-open", "p99_of_solo"]])
+            ["latency-train-open", "p99_of_solo"], ["train-infer-uneq", "aggregate_of_solo"],
+            ["train-infer-uneq", "p99_ms"], ["train-infer-uneq", "p99_of_solo"]])
         for row in rows[1:]:  # every figure there for native and kairos (no MPS here)
             self.assertRegex(row[2], r"^\d+\.\d+$", row)
             self.assertEqual(row[3], "-", row)
@@ -534,6 +548,9 @@ class MoreMixes(BenchRun):
         self.assertEqual(rounds["deep4-uneq"], ["solo-s0", "native", "kairos", "kairos-memory",
                                                 "shim-alone"])
         self.assertEqual(rounds["lend"], ["native", "kairos", "kairos-memory", "shim-alone"])
+        self.assertEqual(rounds["train-infer-uneq"], ["solo-train", "solo-inf64", "solo-inf8",
+                                                      "native", "kairos", "kairos-memory",
+                                                      "shim-alone"])
         for r in self.res["mixes"]["lend"]["rounds"]:  # the idle tenant lives, never works
             self.assertEqual(list(r["figures"]), ["busy"])
         for c in ("native", "kairos", "kairos-memory"):
@@ -554,6 +571,9 @@ class MoreMixes(BenchRun):
         conf = self.archived("train-pair/kd-kairos/kairosd.yaml")
         self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf),
                          ["share: 70%", "share: 30%"])
+        conf = self.archived("train-infer-uneq/kd-kairos/kairosd.yaml")
+        self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf),
+                         ["share: 40%", "share: 30%", "share: 20%"])
         conf = self.archived("deep4-uneq/kd-kairos/kairosd.yaml")
         self.assertEqual(re.findall(r"compute: \{ 0: \{ (.*) \} \}", conf),
                          ["share: 40%", "share: 30%", "share: 20%", "share: 10%"])
