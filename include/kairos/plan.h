@@ -523,6 +523,12 @@ int plan_emit_mig_parted(const struct plan_input *in, const struct plan *p,
  * several workloads in one MIG instance (kairosd could not enforce their shares). */
 int plan_emit_kairosd(const struct plan_input *in, const struct plan *p,
                       const struct plan_emit_to *to, int node, void *stream);
+/* How many of the time shares plan_emit_kairosd writes come from the linear model (the
+ * workload's profile has no time_shares for that GPU's pool): a share of the GPU's time
+ * equal to the target's part of its solo throughput, which kairosd enforces as GPU time
+ * and which a workload that leaves the GPU idle part of the time alone does not need
+ * (docs/planner.md). Each such line says so in a comment. -ENOMEM. */
+int plan_emit_linear_shares(const struct plan_input *in, const struct plan *p);
 /* Slurm gres.conf lines (and each node's slurm.conf Gres= as a comment). */
 int plan_emit_slurm(const struct plan_input *in, const struct plan *p,
                     const struct plan_emit_to *to, void *stream);

@@ -256,6 +256,13 @@ static int plan_emit_all(const char *dir, const struct plan_input *in, const str
         snprintf(name, sizeof(name), "kairosd-node%d.yaml", n);
         rc = plan_emit_file(dir, name, NULL, n, in, p, to, err, errlen);
     }
+    int linear = rc ? 0 : plan_emit_linear_shares(in, p);
+    if (linear > 0)
+        fprintf(stderr, "kairos plan: %d time share(s) in %.200s come from the linear model "
+                "(no time_shares in the workload's profile): kairosd enforces a share as GPU "
+                "time, and a workload that leaves the GPU idle part of the time alone needs "
+                "less of it than its target's part of its throughput; kairos profile "
+                "--time-shares measures the curve (docs/planner.md)\n", linear, dir);
     return rc;
 }
 

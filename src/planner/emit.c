@@ -92,8 +92,18 @@ static void emit_tenant_name(const char *name, int w, char *out, size_t len)
         snprintf(out + k, len - k, "-%d", w);
 }
 
+/* Whether assignment as's time share comes from the linear model: no time-share curve
+ * of its workload for the pool of its GPU. */
+static bool linear_share(const struct plan_input *in, const struct plan *p,
+                         const struct plan_assign *as)
+{
+    const struct plan_time_curve *c = in->workloads[as->workload].curve;
+    return !c || !c->n[p->gpus[p->instances[as->instance].gpu].pool];
+}
+
 /* A tenant's lines beyond its memory: its MIG instance (a comment), its SM share of
- * the GPU's fault domain, or its time share of a whole GPU it shares. */
+ * the GPU's fault domain, or its time share of a whole GPU it shares (a comment when
+ * the linear model gave it). */
 static void emit_tenant_slice(const struct plan_input *in, const struct plan *p,
                               const struct plan_emit_to *to, const struct plan_assign *as,
                               int sharing, int latency, FILE *f)
@@ -109,8 +119,26 @@ static void emit_tenant_slice(const struct plan_input *in, const struct plan *p,
                 "tenant\n", d, plan_option_sm_percent(m, pi->option),
                 plan_option_name(m, pi->option));
     else if (sharing)
-        fprintf(f, "    compute: { %d: { share: %.1f%%, priority: %s } }\n", d,
-                as->time * 100.0 / PLAN_TIME_UNITS, latency ? "latency" : "normal");
+        fprintf(f, "    compute: { %d: { share: %.1f%%, priority: %s } }%s\n", d,
+                as->time * 100.0 / PLAN_TIME_UNITS, latency ? "latency" : "normal",
+                linear_share(in, p, as) ? "   # linear model (no measured time_shares): "
+                                          "may be more GPU time than it needs" : "");
+}
+
+int plan_emit_linear_shares(const struct plan_input *in, const struct plan *p)
+{
+    int *tenants = plan_tenants(p);
+    if (!tenants)
+        return -ENOMEM;
+    int n = 0;
+    for (int a = 0; a < p->n_assigns; a++) {
+        const struct plan_assign *as = &p->assigns[a];
+        const struct plan_instance *pi = &p->instances[as->instance];
+        n += pi->option == PLAN_OPTION_WHOLE && !p->gpus[pi->gpu].mig &&
+             tenants[as->instance] > 1 && linear_share(in, p, as);
+    }
+    free(tenants);
+    return n;
 }
 
 int plan_emit_kairosd(const struct plan_input *in, const struct plan *p,

@@ -147,6 +147,43 @@ static void test_kairosd_enforces_every_share(void **state)
     assert_true(shared > 0 && mig > 0);   /* both kinds of tenant were checked */
 }
 
+/* A time share the linear model gave (no time_shares curve in the workload's profile)
+ * says so on its line, and plan_emit_linear_shares counts exactly those lines; a
+ * workload with a curve for its pool gets none. */
+static void test_linear_shares_are_marked(void **state)
+{
+    (void)state;
+    struct plan_input in;
+    struct plan p;
+    plan_for(&in, &p, 2, PLAN_ALGO_TEMPORAL);
+    int lines = 0, marked = 0;
+    for (int n = 0; n < plan_emit_nodes(&p, 4); n++) {
+        char *text = emit_text(NULL, &in, &p, &MIG4, n);
+        for (char *l = strstr(text, "compute:"); l; l = strstr(l + 1, "compute:")) {
+            lines++;
+            char *end = strchr(l, '\n'), *mark = strstr(l, "# linear model");
+            marked += end && mark && mark < end;
+        }
+        free(text);
+    }
+    assert_true(lines > 0);
+    assert_int_equal(marked, lines);
+    assert_int_equal(plan_emit_linear_shares(&in, &p), lines);
+    static struct plan_time_curve measured = {.n = {1}, .t = {{0.5}}, .thr = {{1.0}}};
+    for (int w = 0; w < in.n_workloads; w++)
+        in.workloads[w].curve = &measured;
+    assert_int_equal(plan_emit_linear_shares(&in, &p), 0);
+    for (int n = 0; n < plan_emit_nodes(&p, 4); n++) {
+        char *text = emit_text(NULL, &in, &p, &MIG4, n);
+        assert_null(strstr(text, "linear model"));
+        free(text);
+    }
+    for (int w = 0; w < in.n_workloads; w++)
+        in.workloads[w].curve = NULL; /* not the input's to free */
+    plan_free(&p);
+    plan_input_free(&in);
+}
+
 /* A plan made with MIG time sharing (--mig-time-sharing) that time-shares a MIG
  * instance: kairosd could not enforce it, so no kairosd.yaml is written for it. */
 static void test_refuses_shared_mig(void **state)
@@ -436,6 +473,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kairosd_accepts_tenants),
         cmocka_unit_test(test_kairosd_enforces_every_share),
+        cmocka_unit_test(test_linear_shares_are_marked),
         cmocka_unit_test(test_refuses_shared_mig),
         cmocka_unit_test(test_mig_parted),
         cmocka_unit_test(test_slurm_gres),
