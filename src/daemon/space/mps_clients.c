@@ -341,7 +341,7 @@ void mps_clients_after_fault(struct mps_clients *c, const struct fault_domain_ev
     uint32_t pids[FAULT_RECOVERY_CLIENTS];
     size_t n = faults_domain_members_on(c->deps.ledger, c->deps.settings, ev->domain, ev->gpu,
                                         pids, FAULT_RECOVERY_CLIENTS);
-    struct fault_recovery_client clients[FAULT_RECOVERY_CLIENTS];
+    struct fault_recovery_client clients[FAULT_RECOVERY_CLIENTS] = {{0}};
     size_t kept = 0;
     for (size_t i = 0; i < n && i < FAULT_RECOVERY_CLIENTS; i++) {
         uint32_t ppid;
