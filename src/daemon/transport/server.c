@@ -323,7 +323,7 @@ static void on_conn(void *ctx, int fd, uint32_t events)
  * once listening, so that the path never names a socket nobody listens on yet (a
  * client that waits for it to appear, as scripts and tests do, would be refused in
  * that moment); at path itself where the name beside it would be too long. 0 or
- * -errno (nothing left at either name). */
+ * -errno (nothing this call bound is left). */
 static int listen_at(int fd, const char *path)
 {
     struct sockaddr_un at = {.sun_family = AF_UNIX};
@@ -333,12 +333,14 @@ static int listen_at(int fd, const char *path)
         snprintf(at.sun_path, sizeof at.sun_path, "%s", path);
     else
         unlink(at.sun_path); /* a kairosd of this pid that died here */
+    if (bind(fd, (struct sockaddr *)&at, sizeof at))
+        return -errno; /* nothing of ours there: what is at the name is left alone */
     int rc = 0;
-    if (bind(fd, (struct sockaddr *)&at, sizeof at) || chmod(at.sun_path, 0666) ||
-        listen(fd, SOMAXCONN) || (staged && rename(at.sun_path, path)))
+    if (chmod(at.sun_path, 0666) || listen(fd, SOMAXCONN) ||
+        (staged && rename(at.sun_path, path)))
         rc = -errno;
     if (rc)
-        unlink(at.sun_path);
+        unlink(at.sun_path); /* the socket this call bound */
     return rc;
 }
 
