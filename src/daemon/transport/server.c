@@ -319,11 +319,12 @@ static void on_conn(void *ctx, int fd, uint32_t events)
     conn_watch(c);
 }
 
-/* Binds fd at path, mode 0666, listening: made at a name beside it and renamed onto it
- * once listening, so that the path never names a socket nobody listens on yet (a
- * client that waits for it to appear, as scripts and tests do, would be refused in
- * that moment); at path itself where the name beside it would be too long. 0 or
- * -errno (nothing this call bound is left). */
+/* Binds fd at path, mode 0666, listening: made at a name beside it and linked at path
+ * once listening (the name beside it then removed), so that the path never names a
+ * socket nobody listens on yet (a client that waits for it to appear, as scripts and
+ * tests do, would be refused in that moment), and a socket another kairosd put at path
+ * meanwhile stays (-EEXIST); at path itself where the name beside it would be too
+ * long. 0 or -errno (nothing this call bound is left). */
 static int listen_at(int fd, const char *path)
 {
     struct sockaddr_un at = {.sun_family = AF_UNIX};
@@ -336,11 +337,10 @@ static int listen_at(int fd, const char *path)
     if (bind(fd, (struct sockaddr *)&at, sizeof at))
         return -errno; /* nothing of ours there: what is at the name is left alone */
     int rc = 0;
-    if (chmod(at.sun_path, 0666) || listen(fd, SOMAXCONN) ||
-        (staged && rename(at.sun_path, path)))
+    if (chmod(at.sun_path, 0666) || listen(fd, SOMAXCONN) || (staged && link(at.sun_path, path)))
         rc = -errno;
-    if (rc)
-        unlink(at.sun_path); /* the socket this call bound */
+    if (rc || staged)
+        unlink(at.sun_path); /* the name this call bound, or its stage */
     return rc;
 }
 
