@@ -9,11 +9,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kairos_proto as kp  # noqa: E402
+from harness import wait_for  # noqa: E402
 
 KAIROSD, SLOW = sys.argv[1:3]
 ASAN_FIRST = os.environ.get("KAIROS_PRELOAD_FIRST", "")
@@ -29,11 +29,11 @@ class SocketReady(unittest.TestCase):
         proc = subprocess.Popen([KAIROSD, "-c", d.config, "-l", d.log_level],
                                 stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
-            deadline = time.monotonic() + 30
-            while not os.path.exists(d.socket):  # polled as tight as a waiter would
-                self.assertIsNone(proc.poll(), d.read_log())
-                self.assertLess(time.monotonic(), deadline, "the socket never appeared")
-                time.sleep(0.001)
+            # polled as tight as a waiter would
+            self.assertTrue(wait_for(lambda: os.path.exists(d.socket) or
+                                     proc.poll() is not None, timeout=30, step=0.001),
+                            "the socket never appeared")
+            self.assertIsNone(proc.poll(), d.read_log())
             s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 s.connect(d.socket)  # refused if it appeared before listen()
